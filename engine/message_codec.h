@@ -1,0 +1,149 @@
+#pragma once
+// The stored message record: RocketMQ 4.x's CommitLog layout (message version V1), byte for
+// byte, big-endian (engine/FORMAT.md, ../shared/reference/rocketmq-store.md section 1), plus a
+// whole-record CRC carried in the last property so 4.x clients still decode the record.
+//
+// Pure functions; thread-safe. encode() never allocates: it writes straight into the caller's
+// buffer (an aligned CommitLog write buffer).
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "io/status.h"
+
+namespace uringmq::engine {
+
+inline constexpr uint32_t kMagicMessageV1 = 0xDAA320A7;
+inline constexpr uint32_t kMagicBlank = 0xCBD43194;
+// A segment accepts a record only if this many bytes remain after it (room for a blank record).
+inline constexpr uint32_t kBlankRecordBytes = 8;
+// Fixed part of a V1 record with IPv4 hosts: 91 + body + topic + properties.
+inline constexpr uint32_t kFixedBytesIpv4 = 91;
+inline constexpr uint32_t kIpv6ExtraBytes = 12;  // per IPv6 host
+inline constexpr uint32_t kMaxTopicBytes = 127;
+inline constexpr uint32_t kMaxPropertiesBytes = 32767;
+inline constexpr uint32_t kBodyCrcMask = 0x7FFFFFFF;
+
+// SYSFLAG bits (MessageSysFlag).
+inline constexpr int32_t kSysFlagCompressed = 0x1;
+inline constexpr int32_t kSysFlagMultiTags = 0x2;
+inline constexpr int32_t kSysFlagBornHostV6 = 0x10;
+inline constexpr int32_t kSysFlagStoreHostV6 = 0x20;
+
+// Property separators: name \x01 value, entries joined by \x02 (no trailing separator).
+inline constexpr char kNameValueSeparator = '\x01';
+inline constexpr char kPropertySeparator = '\x02';
+// The whole-record check: the last property is "__CRC32#" \x01 <10 decimal digits>, the CRC-32
+// (IEEE) of every record byte before those digits (header, body, topic, other properties).
+inline constexpr std::string_view kRecordCrcKey = "__CRC32#";
+inline constexpr uint32_t kRecordCrcDigits = 10;
+// Bytes the CRC property adds to the property string: [\x02] "__CRC32#" \x01 dddddddddd.
+inline constexpr uint32_t kRecordCrcPropertyBytes = 8 + 1 + kRecordCrcDigits;
+
+struct HostAddress {
+  std::array<uint8_t, 16> address{};  // network order; IPv4 uses the first 4 bytes
+  uint8_t address_length = 4;         // 4 (IPv4) or 16 (IPv6)
+  int32_t port = 0;
+  static HostAddress ipv4(uint8_t a, uint8_t b, uint8_t c, uint8_t d, int32_t port);
+  bool is_ipv6() const { return address_length == 16; }
+  friend bool operator==(const HostAddress&, const HostAddress&) = default;
+};
+
+// A message as a producer supplies it. Views; nothing is owned.
+struct MessageInput {
+  std::string_view topic;
+  int32_t queue_id = 0;
+  int32_t flag = 0;
+  std::span<const std::byte> body;
+  // Encoded property string without the record CRC property (see properties.h).
+  std::string_view properties;
+  // Caller's SYSFLAG bits; the IPv6 bits are set by the codec from the hosts.
+  int32_t sys_flag = 0;
+  int64_t born_timestamp_ms = 0;
+  HostAddress born_host;
+  HostAddress store_host;
+  int32_t reconsume_times = 0;
+  int64_t prepared_transaction_offset = 0;
+};
+
+// Fields the CommitLog assigns at append time.
+struct AppendStamp {
+  int64_t queue_offset = 0;
+  int64_t physical_offset = 0;
+  int64_t store_timestamp_ms = 0;
+};
+
+struct CodecLimits {
+  uint32_t max_body_bytes = 4 * 1024 * 1024;  // maxMessageSize (a body limit), bytes
+};
+
+// Total record size (TOTALSIZE) including the CRC property, or invalid_argument / too_large
+// naming the field that breaks a limit (topic empty or > 127 bytes, body, properties).
+io::Result<uint32_t> encoded_size(const MessageInput& input, const CodecLimits& limits);
+
+// Encodes the record into out, which must be exactly encoded_size() bytes. Computes BODYCRC and
+// the whole-record CRC. Precondition: encoded_size(input) succeeded.
+void encode(const MessageInput& input, const AppendStamp& stamp, std::span<std::byte> out);
+
+// Writes the 8-byte blank record [remaining bytes][0xCBD43194] that ends a segment.
+void encode_blank(uint32_t remaining_bytes, std::span<std::byte> out);
+
+// A decoded record: views into the bytes given to decode().
+struct MessageView {
+  uint32_t total_size = 0;
+  uint32_t magic = 0;
+  int32_t body_crc = 0;
+  int32_t queue_id = 0;
+  int32_t flag = 0;
+  int64_t queue_offset = 0;
+  int64_t physical_offset = 0;
+  int32_t sys_flag = 0;
+  int64_t born_timestamp_ms = 0;
+  HostAddress born_host;
+  int64_t store_timestamp_ms = 0;
+  HostAddress store_host;
+  int32_t reconsume_times = 0;
+  int64_t prepared_transaction_offset = 0;
+  std::span<const std::byte> body;
+  std::string_view topic;
+  // The stored property string, including the CRC property when present.
+  std::string_view properties;
+  // The property string without the CRC property (what the producer sent).
+  std::string_view user_properties;
+};
+
+enum class DecodeOutcome : uint8_t {
+  ok,         // a valid message record
+  blank,      // the blank record ending a segment; size = remaining bytes of the segment
+  end,        // zeros: nothing was ever written here (pre-zeroed segment space)
+  truncated,  // the bytes end inside the record (read more and retry)
+  corrupt,    // bad magic, inconsistent lengths or a CRC mismatch
+};
+
+struct DecodeOptions {
+  // Reject a record without the CRC property (records written by uringmq always carry it).
+  bool require_record_crc = true;
+  // When >= 0, PHYSICALOFFSET must equal it (catches misdirected writes and stale bytes).
+  int64_t expected_physical_offset = -1;
+  CodecLimits limits;
+};
+
+struct DecodeResult {
+  DecodeOutcome outcome = DecodeOutcome::corrupt;
+  uint32_t size = 0;   // ok: TOTALSIZE; blank: remaining bytes; else 0
+  MessageView view;    // valid when outcome == ok
+  const char* reason = "";  // static text naming the failed check when corrupt
+};
+
+// Decodes the record at the start of `bytes`, checking it whole. Never reads outside `bytes`.
+DecodeResult decode(std::span<const std::byte> bytes, const DecodeOptions& options);
+
+// RocketMQ's offsetMsgId: uppercase hex of store host address, 4-byte port, 8-byte physical
+// offset (32 characters for IPv4, 56 for IPv6).
+std::string offset_message_id(const HostAddress& store_host, int64_t physical_offset);
+
+}  // namespace uringmq::engine
