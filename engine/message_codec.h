@@ -119,7 +119,8 @@ struct MessageView {
 enum class DecodeOutcome : uint8_t {
   ok,         // a valid message record
   blank,      // the blank record ending a segment; size = remaining bytes of the segment
-  end,        // zeros: nothing was ever written here (pre-zeroed segment space)
+  end,        // zeros: nothing was ever written here (pre-zeroed segment space): TOTALSIZE 0
+              // and MAGICCODE 0, or TOTALSIZE 0 in a 4..7-byte span
   truncated,  // the bytes end inside the record (read more and retry)
   corrupt,    // bad magic, inconsistent lengths or a CRC mismatch
 };

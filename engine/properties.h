@@ -9,7 +9,8 @@
 namespace uringmq::engine {
 
 // Appends one property to an encoded string (adds the \x02 separator when not empty).
-// Precondition: neither name nor value contains \x01 or \x02.
+// Precondition: name and value are non-empty (RocketMQ's decoder drops an entry with an empty
+// name or value) and neither contains \x01 or \x02.
 void append_property(std::string& encoded, std::string_view name, std::string_view value);
 
 // The value of the first property named `name`, if any. Malformed entries are skipped, as

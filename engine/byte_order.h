@@ -1,0 +1,50 @@
+#pragma once
+// Explicit big-endian (network order, Java ByteBuffer's default) loads and stores for the
+// on-disk formats. Internal to the engine. Formats are written field by field with these, never
+// by casting a buffer to a struct, so layout does not depend on the compiler or the host's byte
+// order. Callers check bounds first; these functions do not. Pure; thread-safe.
+
+#include <cstddef>
+#include <cstdint>
+
+namespace uringmq::engine {
+
+inline void put_u8(std::byte* p, uint8_t v) {
+  p[0] = static_cast<std::byte>(v);
+}
+
+inline void put_u16(std::byte* p, uint16_t v) {
+  p[0] = static_cast<std::byte>(v >> 8);
+  p[1] = static_cast<std::byte>(v);
+}
+
+inline void put_u32(std::byte* p, uint32_t v) {
+  p[0] = static_cast<std::byte>(v >> 24);
+  p[1] = static_cast<std::byte>(v >> 16);
+  p[2] = static_cast<std::byte>(v >> 8);
+  p[3] = static_cast<std::byte>(v);
+}
+
+inline void put_u64(std::byte* p, uint64_t v) {
+  put_u32(p, static_cast<uint32_t>(v >> 32));
+  put_u32(p + 4, static_cast<uint32_t>(v));
+}
+
+inline uint8_t get_u8(const std::byte* p) {
+  return static_cast<uint8_t>(p[0]);
+}
+
+inline uint16_t get_u16(const std::byte* p) {
+  return static_cast<uint16_t>((static_cast<uint16_t>(p[0]) << 8) | static_cast<uint16_t>(p[1]));
+}
+
+inline uint32_t get_u32(const std::byte* p) {
+  return (static_cast<uint32_t>(p[0]) << 24) | (static_cast<uint32_t>(p[1]) << 16) |
+         (static_cast<uint32_t>(p[2]) << 8) | static_cast<uint32_t>(p[3]);
+}
+
+inline uint64_t get_u64(const std::byte* p) {
+  return (static_cast<uint64_t>(get_u32(p)) << 32) | get_u32(p + 4);
+}
+
+}  // namespace uringmq::engine

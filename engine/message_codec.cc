@@ -1,0 +1,438 @@
+// The V1 CommitLog record codec. Layout and reasons: engine/FORMAT.md. Every field is written
+// and read with the explicit big-endian helpers of engine/byte_order.h; decode() reads through
+// a bounds-checked cursor, so no input, however malformed, makes it read outside its span.
+#include "engine/message_codec.h"
+
+#include <climits>
+#include <optional>
+
+#include "engine/byte_order.h"
+#include "engine/crc32.h"
+#include "engine/properties.h"
+#include "io/assert.h"
+
+namespace uringmq::engine {
+namespace {
+
+// Field positions that do not depend on the host widths (reference section 1.2).
+constexpr uint32_t kPosTotalSize = 0;
+constexpr uint32_t kPosMagic = 4;
+constexpr uint32_t kPosBodyCrc = 8;
+constexpr uint32_t kPosQueueId = 12;
+constexpr uint32_t kPosFlag = 16;
+constexpr uint32_t kPosQueueOffset = 20;
+constexpr uint32_t kPosPhysicalOffset = 28;
+constexpr uint32_t kPosSysFlag = 36;
+constexpr uint32_t kPosBornTimestamp = 40;
+constexpr uint32_t kPosBornHost = 48;
+constexpr uint32_t kPortBytes = 4;
+constexpr uint32_t kHostBytesIpv4 = 4 + kPortBytes;
+constexpr uint32_t kHostBytesIpv6 = 16 + kPortBytes;
+// STORETIMESTAMP, RECONSUMETIMES, PREPARED TX OFFSET, and the three length fields.
+constexpr uint32_t kTailFixedBytes = 8 + 4 + 8 + 4 + 1 + 2;
+// The smallest record: IPv4 hosts, empty body, one-byte topic, no properties.
+constexpr uint32_t kMinRecordBytes = kFixedBytesIpv4 + 1;
+// RocketMQ rejects a record larger than the body limit + 64 KiB.
+constexpr uint64_t kMaxRecordOverheadBytes = 64 * 1024;
+constexpr uint32_t kMagicMessageV2 = 0xDAA320AB;
+
+static_assert(kPosTotalSize + 4 == kPosMagic);
+static_assert(kPosMagic + 4 == kPosBodyCrc);
+static_assert(kPosBodyCrc + 4 == kPosQueueId);
+static_assert(kPosQueueId + 4 == kPosFlag);
+static_assert(kPosFlag + 4 == kPosQueueOffset);
+static_assert(kPosQueueOffset + 8 == kPosPhysicalOffset);
+static_assert(kPosPhysicalOffset + 8 == kPosSysFlag);
+static_assert(kPosSysFlag + 4 == kPosBornTimestamp);
+static_assert(kPosBornTimestamp + 8 == kPosBornHost);
+static_assert(kPosBornHost + 2 * kHostBytesIpv4 + kTailFixedBytes == kFixedBytesIpv4);
+static_assert(kFixedBytesIpv4 == 91);
+static_assert(kHostBytesIpv6 - kHostBytesIpv4 == kIpv6ExtraBytes);
+static_assert(static_cast<int32_t>(kMagicMessageV1) == -626843481);
+static_assert(static_cast<int32_t>(kMagicBlank) == -875286124);
+static_assert(kBlankRecordBytes == 8);
+static_assert(kMaxTopicBytes == 127);         // V1's signed byte length
+static_assert(kMaxPropertiesBytes == 32767);  // signed short length
+static_assert(kRecordCrcKey.size() + 1 + kRecordCrcDigits == kRecordCrcPropertyBytes);
+static_assert(kRecordCrcPropertyBytes == 19);
+static_assert(kRecordCrcDigits == 10);  // 4294967295 has 10 digits
+
+uint32_t host_bytes(const HostAddress& host) {
+  return host.address_length + kPortBytes;
+}
+
+// Length of the stored property string: user properties, [\x02], the CRC property.
+uint64_t stored_properties_bytes(std::string_view user_properties) {
+  return user_properties.size() + (user_properties.empty() ? 0 : 1) + kRecordCrcPropertyBytes;
+}
+
+uint64_t record_bytes(const MessageInput& input) {
+  return uint64_t{kFixedBytesIpv4} - 2 * kHostBytesIpv4 + host_bytes(input.born_host) +
+         host_bytes(input.store_host) + input.body.size() + input.topic.size() +
+         stored_properties_bytes(input.properties);
+}
+
+uint64_t max_record_bytes(const CodecLimits& limits) {
+  uint64_t max = uint64_t{limits.max_body_bytes} + kMaxRecordOverheadBytes + kFixedBytesIpv4 +
+                 2 * kIpv6ExtraBytes;
+  return max < INT32_MAX ? max : INT32_MAX;
+}
+
+int32_t sys_flag_for(const MessageInput& input) {
+  int32_t flag = input.sys_flag & ~(kSysFlagBornHostV6 | kSysFlagStoreHostV6);
+  if (input.born_host.is_ipv6()) flag |= kSysFlagBornHostV6;
+  if (input.store_host.is_ipv6()) flag |= kSysFlagStoreHostV6;
+  return flag;
+}
+
+io::Status too_large(const std::string& field, uint64_t size, uint64_t limit) {
+  return io::Status::error(io::Code::too_large, field + " " + std::to_string(size) + " exceeds " +
+                                                    std::to_string(limit) + " bytes");
+}
+
+io::Status check_host(const char* which, const HostAddress& host) {
+  if (host.address_length == 4 || host.address_length == 16) return io::Status::ok();
+  return io::Status::error(io::Code::invalid_argument, std::string(which) + " address length " +
+                                                           std::to_string(host.address_length) +
+                                                           " is neither 4 nor 16");
+}
+
+// Sequential writer over a buffer whose size the caller has checked against the record size.
+struct Writer {
+  std::byte* p;
+  size_t pos = 0;
+  void u8(uint8_t v) {
+    put_u8(p + pos, v);
+    pos += 1;
+  }
+  void u16(uint16_t v) {
+    put_u16(p + pos, v);
+    pos += 2;
+  }
+  void u32(uint32_t v) {
+    put_u32(p + pos, v);
+    pos += 4;
+  }
+  void u64(uint64_t v) {
+    put_u64(p + pos, v);
+    pos += 8;
+  }
+  void bytes(const void* src, size_t n) {
+    const auto* s = static_cast<const std::byte*>(src);
+    for (size_t i = 0; i < n; ++i) p[pos + i] = s[i];
+    pos += n;
+  }
+  void host(const HostAddress& h) {
+    bytes(h.address.data(), h.address_length);
+    u32(static_cast<uint32_t>(h.port));
+  }
+};
+
+// Sequential reader that never reads past `size`: a read that does not fit sets ok = false and
+// yields zeros, so the parser checks ok once per group of fields.
+struct Reader {
+  const std::byte* p;
+  size_t size;
+  size_t pos = 0;
+  bool ok = true;
+  bool fits(size_t n) {
+    if (ok && size - pos >= n) return true;
+    ok = false;
+    return false;
+  }
+  // The next n bytes, or nullptr (and ok = false) when fewer remain.
+  const std::byte* bytes(size_t n) {
+    if (!fits(n)) return nullptr;
+    const std::byte* at = p + pos;
+    pos += n;
+    return at;
+  }
+  uint8_t u8() {
+    const std::byte* at = bytes(1);
+    return at ? get_u8(at) : 0;
+  }
+  uint16_t u16() {
+    const std::byte* at = bytes(2);
+    return at ? get_u16(at) : 0;
+  }
+  uint32_t u32() {
+    const std::byte* at = bytes(4);
+    return at ? get_u32(at) : 0;
+  }
+  uint64_t u64() {
+    const std::byte* at = bytes(8);
+    return at ? get_u64(at) : 0;
+  }
+  HostAddress host(bool ipv6) {
+    HostAddress h;
+    h.address_length = ipv6 ? 16 : 4;
+    if (const std::byte* a = bytes(h.address_length)) {
+      for (size_t i = 0; i < h.address_length; ++i) h.address[i] = static_cast<uint8_t>(a[i]);
+    }
+    h.port = static_cast<int32_t>(u32());
+    return h;
+  }
+};
+
+void write_decimal_digits(std::byte* out, uint32_t value) {
+  for (uint32_t i = kRecordCrcDigits; i > 0; --i) {
+    out[i - 1] = static_cast<std::byte>('0' + value % 10);
+    value /= 10;
+  }
+}
+
+DecodeResult corrupt(const char* reason) {
+  DecodeResult r;
+  r.outcome = DecodeOutcome::corrupt;
+  r.reason = reason;
+  return r;
+}
+
+DecodeResult outcome_only(DecodeOutcome outcome, uint32_t size) {
+  DecodeResult r;
+  r.outcome = outcome;
+  r.size = size;
+  return r;
+}
+
+std::string_view as_chars(const std::byte* p, size_t n) {
+  return n == 0 ? std::string_view() : std::string_view(reinterpret_cast<const char*>(p), n);
+}
+
+// Parses every field of a V1 record whose TOTALSIZE bytes are all in `record`. Returns nullptr
+// or the failed check.
+const char* parse_fields(std::span<const std::byte> record, MessageView& v) {
+  Reader r{record.data(), record.size()};
+  v.total_size = r.u32();
+  v.magic = r.u32();
+  v.body_crc = static_cast<int32_t>(r.u32());
+  v.queue_id = static_cast<int32_t>(r.u32());
+  v.flag = static_cast<int32_t>(r.u32());
+  v.queue_offset = static_cast<int64_t>(r.u64());
+  v.physical_offset = static_cast<int64_t>(r.u64());
+  v.sys_flag = static_cast<int32_t>(r.u32());
+  v.born_timestamp_ms = static_cast<int64_t>(r.u64());
+  v.born_host = r.host((v.sys_flag & kSysFlagBornHostV6) != 0);
+  v.store_timestamp_ms = static_cast<int64_t>(r.u64());
+  v.store_host = r.host((v.sys_flag & kSysFlagStoreHostV6) != 0);
+  v.reconsume_times = static_cast<int32_t>(r.u32());
+  v.prepared_transaction_offset = static_cast<int64_t>(r.u64());
+  int32_t body_len = static_cast<int32_t>(r.u32());
+  if (!r.ok) return "header longer than TOTALSIZE";
+  if (body_len < 0) return "negative body length";
+  const std::byte* body = r.bytes(static_cast<size_t>(body_len));
+  if (!r.ok) return "body length exceeds TOTALSIZE";
+  v.body = std::span<const std::byte>(body, static_cast<size_t>(body_len));
+  int8_t topic_len = static_cast<int8_t>(r.u8());
+  if (!r.ok) return "no room for the topic length";
+  if (topic_len <= 0) return "topic length not in 1..127";
+  const std::byte* topic = r.bytes(static_cast<size_t>(topic_len));
+  if (!r.ok) return "topic length exceeds TOTALSIZE";
+  v.topic = as_chars(topic, static_cast<size_t>(topic_len));
+  int16_t props_len = static_cast<int16_t>(r.u16());
+  if (!r.ok) return "no room for the properties length";
+  if (props_len < 0) return "negative properties length";
+  const std::byte* props = r.bytes(static_cast<size_t>(props_len));
+  if (!r.ok) return "properties length exceeds TOTALSIZE";
+  v.properties = as_chars(props, static_cast<size_t>(props_len));
+  if (r.pos != record.size()) return "field lengths do not add up to TOTALSIZE";
+  return nullptr;
+}
+
+// Finds the CRC property at the end of the stored property string, in the one form encode()
+// writes: the whole string, or user properties (non-empty) + \x02 + the CRC property.
+// Returns the user properties when found.
+std::optional<std::string_view> split_record_crc(std::string_view props) {
+  if (props.size() < kRecordCrcPropertyBytes) return std::nullopt;
+  size_t at = props.size() - kRecordCrcPropertyBytes;
+  if (props.substr(at, kRecordCrcKey.size()) != kRecordCrcKey) return std::nullopt;
+  if (props[at + kRecordCrcKey.size()] != kNameValueSeparator) return std::nullopt;
+  if (at == 0) return std::string_view();
+  if (at < 2 || props[at - 1] != kPropertySeparator) return std::nullopt;
+  return props.substr(0, at - 1);
+}
+
+// Checks the whole-record CRC property and fills v.user_properties.
+const char* check_record_crc(std::span<const std::byte> record, MessageView& v,
+                             const DecodeOptions& options) {
+  std::optional<std::string_view> user = split_record_crc(v.properties);
+  if (!user) {
+    if (find_property(v.properties, kRecordCrcKey)) {
+      return "record CRC property malformed or not the last property";
+    }
+    if (options.require_record_crc) return "record CRC property missing";
+    v.user_properties = v.properties;
+    return nullptr;
+  }
+  if (find_property(*user, kRecordCrcKey)) return "record CRC property appears twice";
+  std::string_view digits = v.properties.substr(v.properties.size() - kRecordCrcDigits);
+  uint64_t stored = 0;
+  for (char c : digits) {
+    if (c < '0' || c > '9') return "record CRC digits are not decimal";
+    stored = stored * 10 + static_cast<uint64_t>(c - '0');
+  }
+  uint32_t computed = crc32_ieee(record.first(record.size() - kRecordCrcDigits));
+  if (stored != computed) return "record CRC mismatch";
+  v.user_properties = *user;
+  return nullptr;
+}
+
+}  // namespace
+
+HostAddress HostAddress::ipv4(uint8_t a, uint8_t b, uint8_t c, uint8_t d, int32_t port) {
+  HostAddress h;
+  h.address = {a, b, c, d};
+  h.address_length = 4;
+  h.port = port;
+  return h;
+}
+
+io::Result<uint32_t> encoded_size(const MessageInput& input, const CodecLimits& limits) {
+  if (input.topic.empty()) {
+    return io::Status::error(io::Code::invalid_argument, "topic is empty");
+  }
+  if (input.topic.size() > kMaxTopicBytes) {
+    return too_large("topic length", input.topic.size(), kMaxTopicBytes);
+  }
+  if (input.body.size() > limits.max_body_bytes) {
+    return too_large("body length", input.body.size(), limits.max_body_bytes);
+  }
+  uint64_t props = stored_properties_bytes(input.properties);
+  if (props > kMaxPropertiesBytes) {
+    return io::Status::error(io::Code::too_large,
+                             "properties length " + std::to_string(props) + " exceeds " +
+                                 std::to_string(kMaxPropertiesBytes) + " bytes (user properties " +
+                                 std::to_string(input.properties.size()) +
+                                 " + record CRC property)");
+  }
+  if (find_property(input.properties, kRecordCrcKey)) {
+    return io::Status::error(io::Code::invalid_argument,
+                             "properties already carry the reserved __CRC32# property");
+  }
+  UMQ_RETURN_IF_ERROR(check_host("born host", input.born_host));
+  UMQ_RETURN_IF_ERROR(check_host("store host", input.store_host));
+  uint64_t total = record_bytes(input);
+  if (total > max_record_bytes(limits)) {
+    return too_large("record length", total, max_record_bytes(limits));
+  }
+  return static_cast<uint32_t>(total);
+}
+
+void encode(const MessageInput& input, const AppendStamp& stamp, std::span<std::byte> out) {
+  UMQ_ASSERT(!input.topic.empty());
+  UMQ_ASSERT(input.topic.size() <= kMaxTopicBytes);
+  UMQ_ASSERT(stored_properties_bytes(input.properties) <= kMaxPropertiesBytes);
+  UMQ_ASSERT(input.body.size() <= INT32_MAX);
+  UMQ_ASSERT(input.born_host.address_length == 4 || input.born_host.address_length == 16);
+  UMQ_ASSERT(input.store_host.address_length == 4 || input.store_host.address_length == 16);
+  const uint64_t total = record_bytes(input);
+  UMQ_ASSERT_MSG(out.size() == total, "encode() needs exactly encoded_size() bytes");
+
+  Writer w{out.data()};
+  w.u32(static_cast<uint32_t>(total));
+  w.u32(kMagicMessageV1);
+  w.u32(crc32_ieee(input.body) & kBodyCrcMask);
+  w.u32(static_cast<uint32_t>(input.queue_id));
+  w.u32(static_cast<uint32_t>(input.flag));
+  w.u64(static_cast<uint64_t>(stamp.queue_offset));
+  w.u64(static_cast<uint64_t>(stamp.physical_offset));
+  w.u32(static_cast<uint32_t>(sys_flag_for(input)));
+  w.u64(static_cast<uint64_t>(input.born_timestamp_ms));
+  w.host(input.born_host);
+  w.u64(static_cast<uint64_t>(stamp.store_timestamp_ms));
+  w.host(input.store_host);
+  w.u32(static_cast<uint32_t>(input.reconsume_times));
+  w.u64(static_cast<uint64_t>(input.prepared_transaction_offset));
+  w.u32(static_cast<uint32_t>(input.body.size()));
+  w.bytes(input.body.data(), input.body.size());
+  w.u8(static_cast<uint8_t>(input.topic.size()));
+  w.bytes(input.topic.data(), input.topic.size());
+  w.u16(static_cast<uint16_t>(stored_properties_bytes(input.properties)));
+  w.bytes(input.properties.data(), input.properties.size());
+  if (!input.properties.empty()) w.u8(static_cast<uint8_t>(kPropertySeparator));
+  w.bytes(kRecordCrcKey.data(), kRecordCrcKey.size());
+  w.u8(static_cast<uint8_t>(kNameValueSeparator));
+  UMQ_ASSERT(w.pos + kRecordCrcDigits == total);
+  write_decimal_digits(out.data() + w.pos, crc32_ieee(out.first(w.pos)));
+
+#ifndef NDEBUG
+  // Verify the record before it is written (STYLE 8); debug builds only, as it reads it twice.
+  DecodeOptions check;
+  check.expected_physical_offset = stamp.physical_offset >= 0 ? stamp.physical_offset : -1;
+  check.limits.max_body_bytes = static_cast<uint32_t>(input.body.size());
+  DecodeResult verified = decode(out, check);
+  UMQ_ASSERT_MSG(verified.outcome == DecodeOutcome::ok, verified.reason);
+#endif
+}
+
+void encode_blank(uint32_t remaining_bytes, std::span<std::byte> out) {
+  UMQ_ASSERT(remaining_bytes >= kBlankRecordBytes);
+  UMQ_ASSERT(remaining_bytes <= INT32_MAX);
+  UMQ_ASSERT(out.size() == kBlankRecordBytes);
+  put_u32(out.data(), remaining_bytes);
+  put_u32(out.data() + kPosMagic, kMagicBlank);
+}
+
+DecodeResult decode(std::span<const std::byte> bytes, const DecodeOptions& options) {
+  if (bytes.size() < 4) return outcome_only(DecodeOutcome::truncated, 0);
+  const uint32_t total = get_u32(bytes.data() + kPosTotalSize);
+  if (total == 0) {
+    // Pre-zeroed space. With 4..7 bytes the magic cannot be seen; zero TOTALSIZE is enough.
+    if (bytes.size() < 8 || get_u32(bytes.data() + kPosMagic) == 0) {
+      return outcome_only(DecodeOutcome::end, 0);
+    }
+    return corrupt("TOTALSIZE is zero but MAGICCODE is not");
+  }
+  if (bytes.size() < 8) return outcome_only(DecodeOutcome::truncated, 0);
+  const uint32_t magic = get_u32(bytes.data() + kPosMagic);
+  if (magic == kMagicBlank) {
+    if (total < kBlankRecordBytes || total > INT32_MAX) {
+      return corrupt("blank record TOTALSIZE out of range");
+    }
+    return outcome_only(DecodeOutcome::blank, total);
+  }
+  if (magic == kMagicMessageV2) return corrupt("MAGICCODE is message V2 (not supported)");
+  if (magic != kMagicMessageV1) return corrupt("bad MAGICCODE");
+  if (total < kMinRecordBytes) return corrupt("TOTALSIZE below the smallest record");
+  if (total > max_record_bytes(options.limits)) return corrupt("TOTALSIZE above the limit");
+  if (bytes.size() < total) return outcome_only(DecodeOutcome::truncated, 0);
+
+  std::span<const std::byte> record = bytes.first(total);
+  DecodeResult result;
+  MessageView& v = result.view;
+  if (const char* failed = parse_fields(record, v)) return corrupt(failed);
+  if (static_cast<uint32_t>(v.body_crc) != (crc32_ieee(v.body) & kBodyCrcMask)) {
+    return corrupt("BODYCRC mismatch");
+  }
+  if (options.expected_physical_offset >= 0 &&
+      v.physical_offset != options.expected_physical_offset) {
+    return corrupt("PHYSICALOFFSET is not the record's position");
+  }
+  if (const char* failed = check_record_crc(record, v, options)) return corrupt(failed);
+  result.outcome = DecodeOutcome::ok;
+  result.size = total;
+  return result;
+}
+
+std::string offset_message_id(const HostAddress& store_host, int64_t physical_offset) {
+  UMQ_ASSERT(store_host.address_length == 4 || store_host.address_length == 16);
+  std::array<std::byte, 16 + 4 + 8> raw{};
+  size_t n = 0;
+  for (size_t i = 0; i < store_host.address_length; ++i) {
+    raw[n++] = static_cast<std::byte>(store_host.address[i]);
+  }
+  put_u32(raw.data() + n, static_cast<uint32_t>(store_host.port));
+  n += 4;
+  put_u64(raw.data() + n, static_cast<uint64_t>(physical_offset));
+  n += 8;
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string id(n * 2, '0');
+  for (size_t i = 0; i < n; ++i) {
+    uint8_t b = static_cast<uint8_t>(raw[i]);
+    id[2 * i] = kHex[b >> 4];
+    id[2 * i + 1] = kHex[b & 0xF];
+  }
+  return id;
+}
+
+}  // namespace uringmq::engine
