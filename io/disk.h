@@ -108,9 +108,12 @@ class Disk {
   virtual size_t poll(std::span<IoCompletion> out, Wait wait) = 0;
   // Requests submitted and not yet returned by poll().
   virtual size_t in_flight() const = 0;
-  // Registers buffers for zero-copy fixed writes (index = position). Call at most once, before
-  // any request names a registered buffer. Backends without the concept accept and ignore it.
+  // Registers buffers for zero-copy fixed writes (index = position). One registration at a
+  // time: register, use, unregister (a CommitLog does this per open). A second registration
+  // without unregistering is invalid_argument.
   virtual Status register_buffers(std::span<const std::span<std::byte>> buffers) = 0;
+  // Drops the registration. No request naming a registered buffer may be in flight.
+  virtual void unregister_buffers() = 0;
 };
 
 // ---- Synchronous helpers for startup and recovery (nothing else may be in flight) ----
@@ -119,7 +122,7 @@ class Disk {
 // naming `what`. On success *result_out (if given) holds the completion result.
 Status run_sync(Disk& disk, const IoRequest& request, std::string_view what,
                 int64_t* result_out = nullptr);
-// Reads exactly buffer.size() bytes at file_offset; not_found-free short reads are corruption.
+// Reads exactly buffer.size() bytes at file_offset; ending early (end of file) is corruption.
 Status read_exact(Disk& disk, FileHandle file, uint64_t file_offset, std::span<std::byte> buffer,
                   std::string_view what);
 // Writes all of `data` at file_offset (resubmitting the remainder of a short write).

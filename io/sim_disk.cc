@@ -367,6 +367,11 @@ Result<std::vector<std::byte>> SimDisk::read_file_for_test(std::string_view path
 // ---------------------------------------------------------------------------------------------
 // Data requests
 
+void SimDisk::unregister_buffers() {
+  buffers_registered_ = false;
+  registered_.clear();
+}
+
 Status SimDisk::register_buffers(std::span<const std::span<std::byte>> buffers) {
   if (buffers_registered_) {
     return Status::error(Code::invalid_argument, "register_buffers called twice", EBUSY);

@@ -121,6 +121,7 @@ class SimDisk final : public Disk {
   size_t poll(std::span<IoCompletion> out, Wait wait) override;
   size_t in_flight() const override { return queued_.size() + ready_.size(); }
   Status register_buffers(std::span<const std::span<std::byte>> buffers) override;
+  void unregister_buffers() override;
 
   // ---- Fault injection ----
   // The (skip+1)-th request of `kind` submitted from now on completes with -errno_value. A write

@@ -1,0 +1,819 @@
+#include "engine/commit_log.h"
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "engine/checkpoint.h"
+#include "engine/log_recovery.h"
+
+namespace uringmq::engine {
+
+namespace {
+
+// user_data of a disk request: operation class in the top byte, an index below.
+enum class OpClass : uint64_t { write = 1, sync = 2, allocator = 3, checkpoint = 4, read = 5 };
+constexpr uint64_t tag_of(OpClass op, uint64_t index) {
+  return (static_cast<uint64_t>(op) << 56) | index;
+}
+constexpr OpClass class_of(uint64_t user_data) { return static_cast<OpClass>(user_data >> 56); }
+constexpr uint64_t index_of(uint64_t user_data) { return user_data & ((1ULL << 56) - 1); }
+
+constexpr uint32_t kWriteSlots = 64;
+constexpr size_t kCheckpointBlockBytes = 4096;
+constexpr std::string_view kLockFile = "lock";
+constexpr std::string_view kAbortFile = "abort";
+
+uint64_t align_down(uint64_t value, uint64_t align) { return value - value % align; }
+uint64_t align_up(uint64_t value, uint64_t align) { return align_down(value + align - 1, align); }
+
+io::Status validate(const CommitLogOptions& o) {
+  auto bad = [](const std::string& what) {
+    return io::Status::error(io::Code::invalid_argument, what);
+  };
+  if (o.dir.empty()) return bad("CommitLog directory is empty");
+  if (o.segment_size_bytes < (64u << 10) || o.segment_size_bytes % io::kDirectAlignment != 0) {
+    return bad("segment size " + std::to_string(o.segment_size_bytes) +
+               " must be a multiple of 4096 and at least 65536 bytes");
+  }
+  uint64_t max_record = uint64_t{o.limits.max_body_bytes} + kMaxPropertiesBytes + 1024;
+  if (o.write_buffer_bytes % io::kDirectAlignment != 0 ||
+      o.write_buffer_bytes < max_record + 2 * io::kDirectAlignment) {
+    return bad("write buffer of " + std::to_string(o.write_buffer_bytes) +
+               " bytes cannot hold the largest record (" + std::to_string(max_record) +
+               " bytes) plus 8 KiB; raise the buffer size or lower maxMessageSize");
+  }
+  if (o.segment_size_bytes < max_record + kBlankRecordBytes) {
+    return bad("segment size " + std::to_string(o.segment_size_bytes) +
+               " cannot hold the largest record");
+  }
+  if (o.write_buffer_count < 2) return bad("at least 2 write buffers are needed");
+  if (o.max_pending_acks == 0) return bad("max_pending_acks must be positive");
+  if (o.zero_fill_chunk_bytes == 0 || o.zero_fill_chunk_bytes % io::kDirectAlignment != 0 ||
+      o.segment_size_bytes % o.zero_fill_chunk_bytes != 0) {
+    return bad("zero_fill_chunk_bytes must be a multiple of 4096 dividing the segment size");
+  }
+  return io::Status::ok();
+}
+
+}  // namespace
+
+std::string CommitLog::segment_name(uint64_t base_offset) {
+  char name[32];
+  std::snprintf(name, sizeof(name), "%020llu", static_cast<unsigned long long>(base_offset));
+  return name;
+}
+
+CommitLog::CommitLog(io::Disk& disk, io::Clock& clock, const CommitLogOptions& options)
+    : disk_(disk),
+      clock_(clock),
+      options_(options),
+      align_bytes_(options.io_mode == io::IoMode::direct ? io::kDirectAlignment : 1),
+      segment_dir_(io::path_join(options.dir, "commitlog")) {}
+
+io::Result<std::unique_ptr<CommitLog>> CommitLog::open(io::Disk& disk, io::Clock& clock,
+                                                       const CommitLogOptions& options,
+                                                       RecoveryReport* report_out) {
+  UMQ_RETURN_IF_ERROR(validate(options));
+  int64_t started_ns = clock.monotonic_ns();
+  UMQ_RETURN_IF_ERROR(disk.make_dir(options.dir));
+  UMQ_RETURN_IF_ERROR(disk.lock(io::path_join(options.dir, kLockFile)));
+  std::unique_ptr<CommitLog> log(new CommitLog(disk, clock, options));
+  RecoveryReport report;
+  auto fail = [&](io::Status s) -> io::Result<std::unique_ptr<CommitLog>> {
+    log.reset();  // releases the lock
+    return s;
+  };
+  io::Status s = disk.make_dir(log->segment_dir_);
+  if (s.is_ok()) s = io::sync_dir(disk, options.dir);
+  if (!s.is_ok()) return fail(s);
+  io::Result<bool> abort_present = disk.exists(io::path_join(options.dir, kAbortFile));
+  if (!abort_present.is_ok()) return fail(abort_present.status());
+  report.unclean_stop = *abort_present;
+  io::Result<RecoveredLog> recovered = recover_log(disk, options, report.unclean_stop, report);
+  if (!recovered.is_ok()) return fail(recovered.status());
+  for (uint64_t base : recovered->segment_bases) {
+    io::Result<io::FileHandle> file =
+        disk.open(io::path_join(log->segment_dir_, segment_name(base)), io::OpenMode::read_write,
+                  options.io_mode);
+    if (!file.is_ok()) return fail(file.status());
+    log->segments_.push_back(Segment{.base = base, .file = *file, .read_file = {}, .dirty = false});
+  }
+  s = log->start(recovered->end_offset, recovered->last_store_timestamp_ms);
+  if (!s.is_ok()) return fail(s);
+  report.duration_ns = clock.monotonic_ns() - started_ns;
+  if (report_out != nullptr) *report_out = report;
+  return log;
+}
+
+// Creates a segment synchronously: the writer's first segment, or one recovery removed.
+static io::Status create_segment_sync(io::Disk& disk, const std::string& segment_dir,
+                                      uint64_t base, const CommitLogOptions& options,
+                                      std::byte* zeros, io::FileHandle* out) {
+  std::string path = io::path_join(segment_dir, CommitLog::segment_name(base));
+  io::Result<io::FileHandle> file = disk.open(path, io::OpenMode::create_exclusive, options.io_mode);
+  if (!file.is_ok()) return file.status();
+  io::IoRequest req;
+  req.kind = io::OpKind::fallocate;
+  req.file = *file;
+  req.length_bytes = options.segment_size_bytes;
+  io::Status s = io::run_sync(disk, req, "fallocate " + path);
+  for (uint64_t off = 0; s.is_ok() && off < options.segment_size_bytes;
+       off += options.zero_fill_chunk_bytes) {
+    s = io::write_exact(disk, *file, off,
+                        std::span<const std::byte>(zeros, options.zero_fill_chunk_bytes),
+                        "zero-fill " + path);
+  }
+  if (s.is_ok()) s = io::fdatasync_sync(disk, *file, "fdatasync " + path);
+  if (s.is_ok()) s = io::sync_dir(disk, segment_dir);
+  if (!s.is_ok()) {
+    disk.close(*file);
+    (void)disk.remove(path);
+    return s;
+  }
+  *out = *file;
+  return io::Status::ok();
+}
+
+io::Status CommitLog::start(uint64_t end_offset, int64_t last_store_timestamp_ms) {
+  const uint64_t buffer_bytes = options_.write_buffer_bytes;
+  memory_bytes_ = buffer_bytes * options_.write_buffer_count + options_.zero_fill_chunk_bytes +
+                  kCheckpointBlockBytes;
+  memory_ = static_cast<std::byte*>(std::aligned_alloc(io::kDirectAlignment, memory_bytes_));
+  UMQ_ASSERT(memory_ != nullptr);
+  std::memset(memory_, 0, memory_bytes_);
+  std::vector<std::span<std::byte>> registered;
+  for (uint32_t i = 0; i < options_.write_buffer_count; i++) {
+    WriteBuffer b;
+    b.data = memory_ + i * buffer_bytes;
+    b.index = static_cast<int32_t>(i);
+    buffers_.push_back(b);
+    registered.emplace_back(b.data, buffer_bytes);
+  }
+  zero_chunk_ = memory_ + buffer_bytes * options_.write_buffer_count;
+  checkpoint_bytes_ = zero_chunk_ + options_.zero_fill_chunk_bytes;
+  UMQ_RETURN_IF_ERROR(disk_.register_buffers(registered));
+  slots_.resize(kWriteSlots);
+  acks_.resize(options_.max_pending_acks);
+  ready_acks_.resize(options_.max_pending_acks);
+  ready_reads_.reserve(1024);
+
+  const uint64_t segment_size = options_.segment_size_bytes;
+  writer_segment_ = align_down(end_offset, segment_size);
+  if (segments_.empty() || segments_.back().base < writer_segment_) {
+    io::FileHandle file;
+    UMQ_RETURN_IF_ERROR(create_segment_sync(disk_, segment_dir_, writer_segment_, options_,
+                                            zero_chunk_, &file));
+    segments_.push_back(Segment{.base = writer_segment_, .file = file, .read_file = {}, .dirty = false});
+    stats_.segments_prepared++;
+  }
+  if (segments_.back().base > writer_segment_) {
+    // A clean stop kept the prepared next segment: it is ready for the writer.
+    alloc_base_ = segments_.back().base;
+    alloc_file_ = segments_.back().file;
+    segments_.pop_back();
+    alloc_step_ = AllocStep::ready;
+  }
+  UMQ_ASSERT(segments_.back().base == writer_segment_);
+  appended_ = written_ = durable_ = end_offset;
+  last_store_timestamp_ms_ = durable_store_timestamp_ms_ = last_store_timestamp_ms;
+  // The first buffer starts at the aligned-down end; in direct mode it holds the partial block.
+  WriteBuffer& first = buffers_[0];
+  first.log_start = align_down(end_offset, align_bytes_);
+  first.segment_base = writer_segment_;
+  first.fill = first.submitted = end_offset - first.log_start;
+  if (first.fill > 0) {
+    // Direct mode only (align 1 leaves nothing partial): read the whole aligned block.
+    io::Status s = io::read_exact(disk_, segments_.back().file, first.log_start - writer_segment_,
+                                  std::span(first.data, align_bytes_), "read partial block");
+    UMQ_RETURN_IF_ERROR(s);
+  }
+  Checkpoint checkpoint{end_offset, last_store_timestamp_ms, segment_size};
+  UMQ_RETURN_IF_ERROR(write_checkpoint_sync(disk_, options_.dir, checkpoint));
+  checkpoint_target_ = end_offset;
+  std::string abort_path = io::path_join(options_.dir, kAbortFile);
+  io::Result<bool> abort_present = disk_.exists(abort_path);
+  if (!abort_present.is_ok()) return abort_present.status();
+  if (!*abort_present) {
+    io::Result<io::FileHandle> abort_file = disk_.open(abort_path, io::OpenMode::create_exclusive);
+    if (!abort_file.is_ok()) return abort_file.status();
+    disk_.close(*abort_file);
+  }
+  UMQ_RETURN_IF_ERROR(io::sync_dir(disk_, options_.dir));
+  io::Result<io::FileHandle> seg_dir = disk_.open(segment_dir_, io::OpenMode::directory);
+  if (!seg_dir.is_ok()) return seg_dir.status();
+  segment_dir_handle_ = *seg_dir;
+  io::Result<io::FileHandle> root_dir = disk_.open(options_.dir, io::OpenMode::directory);
+  if (!root_dir.is_ok()) return root_dir.status();
+  root_dir_handle_ = *root_dir;
+  last_sync_ms_ = last_checkpoint_ms_ = now_ms();
+  return io::Status::ok();
+}
+
+CommitLog::~CommitLog() {
+  if (memory_ == nullptr) {
+    disk_.unlock(io::path_join(options_.dir, kLockFile));
+    return;
+  }
+  while (ops_in_flight_ > 0) {
+    std::array<io::IoCompletion, 64> done;
+    size_t n = disk_.poll(done, io::Wait::at_least_one);
+    for (size_t i = 0; i < n; i++) ops_in_flight_--;
+  }
+  for (Segment& segment : segments_) {
+    disk_.close(segment.file);
+    if (segment.read_file.valid()) disk_.close(segment.read_file);
+  }
+  if (alloc_file_.valid()) disk_.close(alloc_file_);
+  if (checkpoint_file_.valid()) disk_.close(checkpoint_file_);
+  if (segment_dir_handle_.valid()) disk_.close(segment_dir_handle_);
+  if (root_dir_handle_.valid()) disk_.close(root_dir_handle_);
+  disk_.unregister_buffers();
+  if (!closed_) disk_.unlock(io::path_join(options_.dir, kLockFile));
+  std::free(memory_);
+}
+
+uint64_t CommitLog::segment_end(uint64_t offset) const {
+  return align_down(offset, options_.segment_size_bytes) + options_.segment_size_bytes;
+}
+
+LogOffset CommitLog::min_offset() const {
+  return LogOffset{segments_.empty() ? 0 : segments_.front().base};
+}
+
+size_t CommitLog::pending_work() const { return ack_count_ + ops_in_flight_; }
+
+// ---- Appends ----
+
+io::Result<AppendResult> CommitLog::append(const MessageInput& input, int64_t queue_offset,
+                                           uint64_t tag) {
+  if (closing_ || closed_) {
+    return io::Status::error(io::Code::shut_down, "CommitLog " + options_.dir + " is closing");
+  }
+  if (!fail_status_.is_ok()) {
+    return io::Status::error(io::Code::fail_stopped,
+                             "CommitLog " + options_.dir + " stopped after: " +
+                                 fail_status_.to_string());
+  }
+  if (ack_count_ + ready_count_ >= options_.max_pending_acks) {
+    return io::Status::error(io::Code::busy, "too many appends awaiting acknowledgement");
+  }
+  io::Result<uint32_t> size = encoded_size(input, options_.limits);
+  if (!size.is_ok()) return size.status();
+  UMQ_RETURN_IF_ERROR(reserve(*size));
+  WriteBuffer& buffer = buffers_[current_buffer_];
+  const uint64_t offset = appended_;
+  AppendStamp stamp;
+  stamp.queue_offset = queue_offset;
+  stamp.physical_offset = static_cast<int64_t>(offset);
+  stamp.store_timestamp_ms = clock_.now_ms();
+  encode(input, stamp, std::span(buffer.data + (offset - buffer.log_start), *size));
+  buffer.fill += *size;
+  appended_ += *size;
+  UMQ_ASSERT(buffer.fill <= options_.write_buffer_bytes);
+  UMQ_ASSERT(appended_ + kBlankRecordBytes <= segment_end(offset));
+  PendingAck& ack = acks_[(ack_head_ + ack_count_) % acks_.size()];
+  ack = PendingAck{appended_, tag, offset};
+  ack_count_++;
+  last_store_timestamp_ms_ = stamp.store_timestamp_ms;
+  stats_.appends++;
+  return AppendResult{LogOffset{offset}, *size, stamp.store_timestamp_ms};
+}
+
+io::Status CommitLog::reserve(uint32_t size_bytes) {
+  if (appended_ + size_bytes + kBlankRecordBytes > segment_end(appended_)) {
+    UMQ_RETURN_IF_ERROR(roll_segment());
+  }
+  const WriteBuffer& buffer = buffers_[current_buffer_];
+  if (buffer.segment_base != writer_segment_ ||
+      appended_ + size_bytes > buffer.log_start + options_.write_buffer_bytes) {
+    UMQ_RETURN_IF_ERROR(switch_buffer());
+  }
+  return io::Status::ok();
+}
+
+io::Status CommitLog::roll_segment() {
+  if (alloc_step_ != AllocStep::ready) {
+    if (!alloc_status_.is_ok() && now_ms() < alloc_retry_at_ms_) return alloc_status_;
+    return io::Status::error(io::Code::busy, "the next segment is still being prepared");
+  }
+  if (appended_ + kBlankRecordBytes >
+      buffers_[current_buffer_].log_start + options_.write_buffer_bytes) {
+    UMQ_RETURN_IF_ERROR(switch_buffer());
+  }
+  WriteBuffer& buffer = buffers_[current_buffer_];
+  const uint64_t seg_end = segment_end(appended_);
+  UMQ_ASSERT(alloc_base_ == seg_end);
+  encode_blank(static_cast<uint32_t>(seg_end - appended_),
+               std::span(buffer.data + (appended_ - buffer.log_start), kBlankRecordBytes));
+  buffer.fill += kBlankRecordBytes;
+  buffer.seal_end = seg_end;
+  appended_ = seg_end;
+  segments_.push_back(Segment{.base = alloc_base_, .file = alloc_file_, .read_file = {}, .dirty = false});
+  alloc_file_ = io::FileHandle{};
+  alloc_step_ = AllocStep::idle;
+  writer_segment_ = seg_end;
+  return io::Status::ok();
+}
+
+io::Status CommitLog::switch_buffer() {
+  const uint32_t next = (current_buffer_ + 1) % buffers_.size();
+  WriteBuffer& fresh = buffers_[next];
+  if (fresh.writes_in_flight > 0 || fresh.submitted < fresh.fill) {
+    return io::Status::error(io::Code::busy, "all write buffers are in flight");
+  }
+  const WriteBuffer& old = buffers_[current_buffer_];
+  fresh.log_start = align_down(appended_, align_bytes_);
+  fresh.segment_base = writer_segment_;
+  fresh.seal_end = 0;
+  const uint64_t carry = appended_ - fresh.log_start;  // direct mode: the partial last block
+  if (carry > 0) {
+    UMQ_ASSERT(old.segment_base == writer_segment_);
+    std::memcpy(fresh.data, old.data + (fresh.log_start - old.log_start), carry);
+  }
+  fresh.fill = fresh.submitted = carry;
+  current_buffer_ = next;
+  return io::Status::ok();
+}
+
+// ---- Writes ----
+
+void CommitLog::submit_writes() {
+  while (fail_status_.is_ok()) {
+    WriteBuffer& buffer = buffers_[oldest_unsubmitted_];
+    if (buffer.submitted < buffer.fill) {
+      if (!submit_range(buffer)) return;
+      continue;
+    }
+    if (oldest_unsubmitted_ == current_buffer_) return;
+    oldest_unsubmitted_ = (oldest_unsubmitted_ + 1) % buffers_.size();
+  }
+}
+
+bool CommitLog::submit_range(WriteBuffer& buffer) {
+  if (slot_count_ == slots_.size()) return false;
+  const uint64_t from = buffer.log_start + buffer.submitted;
+  const uint64_t to = buffer.log_start + buffer.fill;
+  if (from > durable_ + options_.max_unsynced_bytes) return false;  // wait for an fdatasync
+  const uint64_t file_from = align_down(from, align_bytes_);
+  const uint64_t file_to = align_up(to, align_bytes_);
+  Segment* segment = find_segment(buffer.segment_base);
+  UMQ_ASSERT(segment != nullptr);
+  if (slot_count_ > 0) {
+    // Direct mode: never two writes in flight over the same block (the later could land first).
+    const WriteSlot& last = slots_[(slot_head_ + slot_count_ - 1) % slots_.size()];
+    if (!last.done && last.segment_base == buffer.segment_base &&
+        last.file_offset + last.length > file_from - buffer.segment_base) {
+      return false;
+    }
+  }
+  if (file_to > to) std::memset(buffer.data + (to - buffer.log_start), 0, file_to - to);
+  const uint32_t index = (slot_head_ + slot_count_) % slots_.size();
+  WriteSlot& slot = slots_[index];
+  slot.buffer = static_cast<uint32_t>(buffer.index);
+  slot.file_offset = file_from - buffer.segment_base;
+  slot.length = file_to - file_from;
+  slot.log_data_end = buffer.seal_end != 0 ? buffer.seal_end : to;
+  slot.data = buffer.data + (file_from - buffer.log_start);
+  slot.segment_base = buffer.segment_base;
+  slot.file = segment->file;
+  slot.done = false;
+  io::IoRequest req;
+  req.kind = io::OpKind::write;
+  req.file = slot.file;
+  req.file_offset = slot.file_offset;
+  req.length_bytes = slot.length;
+  req.buffer = slot.data;
+  req.registered_buffer = buffer.index;
+  req.user_data = tag_of(OpClass::write, index);
+  if (!submit_op(req)) return false;
+  slot_count_++;
+  buffer.writes_in_flight++;
+  buffer.submitted = buffer.fill;
+  stats_.writes_submitted++;
+  return true;
+}
+
+bool CommitLog::submit_op(const io::IoRequest& request) {
+  io::Status s = disk_.submit(request);
+  if (s.is_ok()) {
+    ops_in_flight_++;
+    return true;
+  }
+  if (s.code() != io::Code::busy) fail_stop(s);
+  return false;
+}
+
+void CommitLog::on_write_done(uint32_t index, int64_t result) {
+  WriteSlot& slot = slots_[index];
+  UMQ_ASSERT(!slot.done);
+  if (result > 0 && static_cast<uint64_t>(result) < slot.length && fail_status_.is_ok()) {
+    // A short write: resubmit the remainder (it made progress, so this cannot loop forever).
+    slot.file_offset += static_cast<uint64_t>(result);
+    slot.data += result;
+    slot.length -= static_cast<uint64_t>(result);
+    io::IoRequest req;
+    req.kind = io::OpKind::write;
+    req.file = slot.file;
+    req.file_offset = slot.file_offset;
+    req.length_bytes = slot.length;
+    req.buffer = slot.data;
+    req.registered_buffer = static_cast<int32_t>(slot.buffer);
+    req.user_data = tag_of(OpClass::write, index);
+    if (submit_op(req)) return;
+  } else if (result <= 0) {
+    fail_stop(io::Status::from_errno(result < 0 ? static_cast<int>(-result) : EIO,
+                                     "write to segment " + segment_name(slot.segment_base) +
+                                         " at file offset " + std::to_string(slot.file_offset)));
+  }
+  slot.done = true;
+  buffers_[slot.buffer].writes_in_flight--;
+  if (!fail_status_.is_ok()) return;
+  find_segment(slot.segment_base)->dirty = true;
+  while (slot_count_ > 0 && slots_[slot_head_].done) {
+    set_written(slots_[slot_head_].log_data_end);
+    slot_head_ = (slot_head_ + 1) % slots_.size();
+    slot_count_--;
+  }
+}
+
+void CommitLog::set_written(uint64_t offset) {
+  UMQ_ASSERT(offset >= written_);
+  UMQ_ASSERT(offset <= appended_);
+  written_ = offset;
+}
+
+void CommitLog::set_durable(uint64_t offset) {
+  UMQ_ASSERT(offset >= durable_);
+  UMQ_ASSERT(offset <= written_);
+  durable_ = offset;
+}
+
+CommitLog::Segment* CommitLog::find_segment(uint64_t base) {
+  for (auto it = segments_.rbegin(); it != segments_.rend(); ++it) {
+    if (it->base == base) return &*it;
+  }
+  return nullptr;
+}
+
+// ---- Flushes ----
+
+bool CommitLog::flush_pending() const {
+  if (written_ == durable_) return false;
+  if (options_.flush_mode == FlushMode::sync_flush || closing_) return true;
+  return now_ms() - last_sync_ms_ >= options_.async_flush_interval_ms ||
+         written_ - durable_ >= options_.max_unsynced_bytes / 2;
+}
+
+void CommitLog::maybe_sync() {
+  if (syncs_outstanding_ > 0 || !fail_status_.is_ok() || !flush_pending()) return;
+  sync_target_ = written_;
+  sync_target_timestamp_ms_ = last_store_timestamp_ms_;
+  last_sync_ms_ = now_ms();
+  for (Segment& segment : segments_) {
+    if (!segment.dirty) continue;
+    io::IoRequest req;
+    req.kind = io::OpKind::fdatasync;
+    req.file = segment.file;
+    req.user_data = tag_of(OpClass::sync, segment.base);
+    if (!submit_op(req)) return;  // busy: dirty stays set, retried on the next poll
+    segment.dirty = false;
+    syncs_outstanding_++;
+  }
+  if (syncs_outstanding_ == 0) set_durable(sync_target_);
+}
+
+void CommitLog::on_sync_done(int64_t result) {
+  UMQ_ASSERT(syncs_outstanding_ > 0);
+  syncs_outstanding_--;
+  if (result < 0) {
+    fail_stop(io::Status::from_errno(static_cast<int>(-result),
+                                     "fdatasync of a segment in " + segment_dir_));
+    return;
+  }
+  stats_.fdatasyncs_completed++;
+  if (syncs_outstanding_ == 0 && fail_status_.is_ok()) {
+    set_durable(sync_target_);
+    durable_store_timestamp_ms_ = sync_target_timestamp_ms_;
+  }
+}
+
+void CommitLog::release_acks() {
+  const bool ack_on_write = options_.flush_mode == FlushMode::async_flush ||
+                            options_.unsafe_ack_before_sync;
+  const uint64_t watermark = ack_on_write ? written_ : durable_;
+  while (ack_count_ > 0 && acks_[ack_head_].end <= watermark) {
+    const PendingAck& pending = acks_[ack_head_];
+    ready_acks_[(ready_head_ + ready_count_) % ready_acks_.size()] =
+        Ack{pending.tag, LogOffset{pending.offset}, AckOutcome::ok};
+    ready_count_++;
+    stats_.acks_ok++;
+    ack_head_ = (ack_head_ + 1) % acks_.size();
+    ack_count_--;
+  }
+}
+
+size_t CommitLog::take_acks(std::span<Ack> out) {
+  size_t n = std::min<size_t>(out.size(), ready_count_);
+  for (size_t i = 0; i < n; i++) {
+    out[i] = ready_acks_[ready_head_];
+    ready_head_ = (ready_head_ + 1) % ready_acks_.size();
+  }
+  ready_count_ -= static_cast<uint32_t>(n);
+  return n;
+}
+
+void CommitLog::fail_stop(io::Status status) {
+  if (!fail_status_.is_ok()) return;
+  UMQ_ASSERT(!status.is_ok());
+  fail_status_ = std::move(status);
+  std::fprintf(stderr, "uringmq: CommitLog %s fail-stopped: %s\n", options_.dir.c_str(),
+               fail_status_.to_string().c_str());
+  while (ack_count_ > 0) {
+    const PendingAck& pending = acks_[ack_head_];
+    ready_acks_[(ready_head_ + ready_count_) % ready_acks_.size()] =
+        Ack{pending.tag, LogOffset{pending.offset}, AckOutcome::indeterminate};
+    ready_count_++;
+    ack_head_ = (ack_head_ + 1) % acks_.size();
+    ack_count_--;
+  }
+}
+
+// ---- Segment preparation, one ahead of the writer ----
+
+void CommitLog::advance_allocator() {
+  if (alloc_step_ != AllocStep::idle || closing_ || !fail_status_.is_ok()) return;
+  if (now_ms() < alloc_retry_at_ms_) return;
+  alloc_base_ = writer_segment_ + options_.segment_size_bytes;
+  std::string path = io::path_join(segment_dir_, segment_name(alloc_base_));
+  io::Result<io::FileHandle> file =
+      disk_.open(path, io::OpenMode::create_exclusive, options_.io_mode);
+  if (!file.is_ok()) {
+    allocation_failed(file.status());
+    return;
+  }
+  alloc_file_ = *file;
+  io::IoRequest req;
+  req.kind = io::OpKind::fallocate;
+  req.file = alloc_file_;
+  req.length_bytes = options_.segment_size_bytes;
+  req.user_data = tag_of(OpClass::allocator, 0);
+  if (!submit_op(req)) {
+    // The queue is full: give the file back and start again on a later poll.
+    disk_.close(alloc_file_);
+    alloc_file_ = io::FileHandle{};
+    (void)disk_.remove(path);
+    return;
+  }
+  alloc_step_ = AllocStep::fallocating;
+}
+
+void CommitLog::allocation_failed(io::Status status) {
+  std::string path = io::path_join(segment_dir_, segment_name(alloc_base_));
+  if (alloc_file_.valid()) {
+    disk_.close(alloc_file_);
+    alloc_file_ = io::FileHandle{};
+    (void)disk_.remove(path);  // nothing in it was ever used
+  }
+  alloc_step_ = AllocStep::idle;
+  if (status.code() == io::Code::no_space) {
+    // Appends that fit the current segment go on; those that need the next are rejected.
+    alloc_status_ = io::Status::error(io::Code::no_space,
+                                      "no space to allocate CommitLog segment " + path + ": " +
+                                          status.to_string());
+    alloc_retry_at_ms_ = now_ms() + options_.no_space_retry_ms;
+    return;
+  }
+  fail_stop(status);
+}
+
+void CommitLog::on_allocator_done(int64_t result) {
+  std::string path = io::path_join(segment_dir_, segment_name(alloc_base_));
+  if (result < 0) {
+    allocation_failed(io::Status::from_errno(static_cast<int>(-result), "prepare " + path));
+    return;
+  }
+  io::IoRequest req;
+  req.file = alloc_file_;
+  req.user_data = tag_of(OpClass::allocator, 0);
+  switch (alloc_step_) {
+    case AllocStep::fallocating:
+      alloc_zeroed_ = 0;
+      alloc_step_ = AllocStep::zeroing;
+      break;
+    case AllocStep::zeroing:
+      if (result == 0) {
+        fail_stop(io::Status::error(io::Code::io_error, "zero-fill of " + path + " stalled"));
+        return;
+      }
+      alloc_zeroed_ += static_cast<uint64_t>(result);
+      break;
+    case AllocStep::syncing:
+      req.kind = io::OpKind::fsync;
+      req.file = segment_dir_handle_;
+      alloc_step_ = AllocStep::dir_syncing;
+      if (!submit_op(req)) fail_stop(io::Status::error(io::Code::busy, "cannot fsync " + path));
+      return;
+    case AllocStep::dir_syncing:
+      alloc_step_ = AllocStep::ready;
+      alloc_status_ = io::Status::ok();
+      stats_.segments_prepared++;
+      return;
+    default:
+      UMQ_ASSERT_MSG(false, "allocator completion without a step");
+  }
+  if (alloc_zeroed_ < options_.segment_size_bytes) {
+    req.kind = io::OpKind::write;
+    req.file_offset = alloc_zeroed_;
+    req.length_bytes =
+        std::min<uint64_t>(options_.zero_fill_chunk_bytes, options_.segment_size_bytes - alloc_zeroed_);
+    req.buffer = zero_chunk_;
+  } else {
+    req.kind = io::OpKind::fdatasync;
+    alloc_step_ = AllocStep::syncing;
+  }
+  if (!submit_op(req)) fail_stop(io::Status::error(io::Code::busy, "cannot prepare " + path));
+}
+
+// ---- Checkpoints ----
+
+void CommitLog::maybe_checkpoint() {
+  if (checkpoint_step_ != CheckpointStep::idle || !fail_status_.is_ok() || closing_) return;
+  if (durable_ == checkpoint_target_) return;
+  if (now_ms() - last_checkpoint_ms_ < options_.checkpoint_interval_ms) return;
+  std::string temp = io::path_join(options_.dir, kCheckpointTempFile);
+  io::Result<bool> stale = disk_.exists(temp);
+  io::Status s = stale.is_ok() ? io::Status::ok() : stale.status();
+  if (s.is_ok() && *stale) s = disk_.remove(temp);
+  io::Result<io::FileHandle> file =
+      s.is_ok() ? disk_.open(temp, io::OpenMode::create_exclusive) : io::Result<io::FileHandle>(s);
+  if (!file.is_ok()) {
+    fail_stop(file.status());
+    return;
+  }
+  checkpoint_file_ = *file;
+  checkpoint_target_ = durable_;
+  Checkpoint checkpoint{durable_, durable_store_timestamp_ms_, options_.segment_size_bytes};
+  encode_checkpoint(checkpoint, std::span<std::byte, kCheckpointBytes>(checkpoint_bytes_,
+                                                                       kCheckpointBytes));
+  io::IoRequest req;
+  req.kind = io::OpKind::write;
+  req.file = checkpoint_file_;
+  req.length_bytes = kCheckpointBytes;
+  req.buffer = checkpoint_bytes_;
+  req.user_data = tag_of(OpClass::checkpoint, 0);
+  last_checkpoint_ms_ = now_ms();
+  checkpoint_step_ = CheckpointStep::writing;
+  if (!submit_op(req)) fail_stop(io::Status::error(io::Code::busy, "cannot write " + temp));
+}
+
+void CommitLog::on_checkpoint_done(int64_t result) {
+  std::string temp = io::path_join(options_.dir, kCheckpointTempFile);
+  if (result < 0) {
+    fail_stop(io::Status::from_errno(static_cast<int>(-result), "checkpoint " + temp));
+    return;
+  }
+  io::IoRequest req;
+  req.user_data = tag_of(OpClass::checkpoint, 0);
+  if (checkpoint_step_ == CheckpointStep::writing) {
+    if (static_cast<uint64_t>(result) != kCheckpointBytes) {
+      fail_stop(io::Status::error(io::Code::io_error, "short write of " + temp));
+      return;
+    }
+    req.kind = io::OpKind::fdatasync;
+    req.file = checkpoint_file_;
+    checkpoint_step_ = CheckpointStep::syncing;
+  } else if (checkpoint_step_ == CheckpointStep::syncing) {
+    disk_.close(checkpoint_file_);
+    checkpoint_file_ = io::FileHandle{};
+    io::Status s = disk_.rename(temp, io::path_join(options_.dir, kCheckpointFile));
+    if (!s.is_ok()) {
+      fail_stop(s);
+      return;
+    }
+    req.kind = io::OpKind::fsync;
+    req.file = root_dir_handle_;
+    checkpoint_step_ = CheckpointStep::dir_syncing;
+  } else {
+    UMQ_ASSERT(checkpoint_step_ == CheckpointStep::dir_syncing);
+    checkpoint_step_ = CheckpointStep::idle;
+    stats_.checkpoints_written++;
+    return;
+  }
+  if (!submit_op(req)) fail_stop(io::Status::error(io::Code::busy, "cannot checkpoint " + temp));
+}
+
+// ---- The loop ----
+
+void CommitLog::poll(io::Wait wait) {
+  if (closed_) return;
+  submit_writes();
+  maybe_sync();
+  maybe_checkpoint();
+  advance_allocator();
+  std::array<io::IoCompletion, 64> done;
+  size_t n = disk_.poll(done, ops_in_flight_ > 0 ? wait : io::Wait::none);
+  for (size_t i = 0; i < n; i++) on_completion(done[i]);
+  submit_writes();
+  maybe_sync();
+  release_acks();
+}
+
+void CommitLog::on_completion(const io::IoCompletion& completion) {
+  UMQ_ASSERT(ops_in_flight_ > 0);
+  ops_in_flight_--;
+  const uint64_t index = index_of(completion.user_data);
+  switch (class_of(completion.user_data)) {
+    case OpClass::write:
+      on_write_done(static_cast<uint32_t>(index), completion.result);
+      break;
+    case OpClass::sync:
+      on_sync_done(completion.result);
+      break;
+    case OpClass::allocator:
+      if (!fail_status_.is_ok() && completion.result >= 0 && alloc_step_ != AllocStep::ready) {
+        return;  // stopped: leave the half-prepared file for recovery to remove
+      }
+      on_allocator_done(completion.result);
+      break;
+    case OpClass::checkpoint:
+      if (!fail_status_.is_ok()) return;
+      on_checkpoint_done(completion.result);
+      break;
+    case OpClass::read:
+      ready_reads_.push_back(ReadCompletion{index, completion.result});
+      break;
+    default:
+      UMQ_ASSERT_MSG(false, "completion of an unknown operation");
+  }
+}
+
+// ---- Reads ----
+
+io::Status CommitLog::read(LogOffset offset, uint32_t size_bytes, std::byte* dest, uint64_t tag) {
+  UMQ_ASSERT(tag < (1ULL << 56));
+  if (offset.value + size_bytes > written_) {
+    return io::Status::error(io::Code::not_found, "log offset " + std::to_string(offset.value) +
+                                                      " is not written yet");
+  }
+  const uint64_t base = align_down(offset.value, options_.segment_size_bytes);
+  if (offset.value + size_bytes > base + options_.segment_size_bytes) {
+    return io::Status::error(io::Code::invalid_argument, "read crosses a segment end");
+  }
+  Segment* segment = find_segment(base);
+  if (segment == nullptr) {
+    return io::Status::error(io::Code::not_found, "log offset " + std::to_string(offset.value) +
+                                                      " is below the log's first segment");
+  }
+  if (!segment->read_file.valid()) {
+    io::Result<io::FileHandle> file =
+        disk_.open(io::path_join(segment_dir_, segment_name(base)), io::OpenMode::read_only);
+    if (!file.is_ok()) return file.status();
+    segment->read_file = *file;
+  }
+  io::IoRequest req;
+  req.kind = io::OpKind::read;
+  req.file = segment->read_file;
+  req.file_offset = offset.value - base;
+  req.length_bytes = size_bytes;
+  req.buffer = dest;
+  req.user_data = tag_of(OpClass::read, tag);
+  UMQ_RETURN_IF_ERROR(disk_.submit(req));
+  ops_in_flight_++;
+  return io::Status::ok();
+}
+
+size_t CommitLog::take_reads(std::span<ReadCompletion> out) {
+  size_t n = std::min(out.size(), ready_reads_.size());
+  std::copy_n(ready_reads_.begin(), n, out.begin());
+  ready_reads_.erase(ready_reads_.begin(), ready_reads_.begin() + static_cast<ptrdiff_t>(n));
+  return n;
+}
+
+// ---- Clean stop ----
+
+bool CommitLog::close_done() const {
+  bool allocating = alloc_step_ != AllocStep::idle && alloc_step_ != AllocStep::ready;
+  return ops_in_flight_ == 0 && !allocating && checkpoint_step_ == CheckpointStep::idle &&
+         written_ == appended_ && durable_ == written_;
+}
+
+io::Status CommitLog::close() {
+  UMQ_ASSERT(!closed_);
+  closing_ = true;
+  while (fail_status_.is_ok() && !close_done()) poll(io::Wait::at_least_one);
+  while (ops_in_flight_ > 0) poll(io::Wait::at_least_one);
+  release_acks();
+  if (!fail_status_.is_ok()) return fail_status_;  // the abort file stays: recovery decides
+  Checkpoint checkpoint{durable_, durable_store_timestamp_ms_, options_.segment_size_bytes};
+  UMQ_RETURN_IF_ERROR(write_checkpoint_sync(disk_, options_.dir, checkpoint));
+  UMQ_RETURN_IF_ERROR(disk_.remove(io::path_join(options_.dir, kAbortFile)));
+  UMQ_RETURN_IF_ERROR(io::sync_dir(disk_, options_.dir));
+  disk_.unlock(io::path_join(options_.dir, kLockFile));
+  closed_ = true;
+  return io::Status::ok();
+}
+
+}  // namespace uringmq::engine

@@ -1,0 +1,306 @@
+#pragma once
+// CommitLog: one shard's append-only message log, on an io::Disk.
+//
+// Files under options.dir:
+//   lock                 held (flock) while open: two processes never share a log
+//   abort                present while open; found at open = the last stop was unclean
+//   checkpoint           the durable watermark (engine/checkpoint.h)
+//   commitlog/<20 digits> segments of segment_size_bytes, named by their first log offset
+//
+// Writes: append() encodes the record straight into an aligned, registered write buffer (no
+// allocation) and returns its log offset and store time; poll() submits the buffered bytes, one
+// write per buffer range, and issues fdatasyncs. A record never spans segments: a segment that
+// cannot hold the next record plus 8 bytes ends with the blank record. The next segment is
+// created one ahead of the writer: fallocated, pre-zeroed, fdatasynced and its directory
+// fsynced before the writer may use it.
+//
+// Offsets: appended_ >= written_ >= durable_ (asserted on every update).
+//   appended_  end of the bytes encoded into buffers
+//   written_   end of the contiguous prefix whose writes completed
+//   durable_   end of the prefix covered by a completed fdatasync submitted after those writes
+//              completed
+//
+// Durability contract:
+//   FlushMode::sync_flush (default): an append is acknowledged once durable_ passes its end.
+//     One fdatasync covers every write completed before it was submitted (group commit).
+//   FlushMode::async_flush: acknowledged once written_ passes its end; fdatasync runs every
+//     async_flush_interval_ms (RocketMQ's 500 ms) and when max_unsynced_bytes accumulate.
+//   Fail-stop: a failed write, fdatasync or directory fsync is never retried. The log stops:
+//     pending appends are reported indeterminate, new appends are rejected (fail_stopped), and
+//     restart recovery decides what survived.
+//   ENOSPC surfaces when the next segment is allocated: appends that need it are rejected with
+//     no_space (nothing stored is touched) and allocation is retried every second.
+//   Writes are never submitted beyond durable_ + max_unsynced_bytes, so after a crash no byte
+//     of this run lies further than that past the durable point; recovery relies on it to tell a
+//     torn tail from corruption (engine/README.md).
+//
+// Threading: one thread (the shard's) calls every method. Not thread-safe.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/message_codec.h"
+#include "io/clock.h"
+#include "io/disk.h"
+#include "io/status.h"
+
+namespace uringmq::engine {
+
+// A byte position in the CommitLog stream (RocketMQ's PHYSICALOFFSET). Not a file offset.
+struct LogOffset {
+  uint64_t value = 0;
+  auto operator<=>(const LogOffset&) const = default;
+};
+
+enum class FlushMode : uint8_t { sync_flush, async_flush };
+
+struct CommitLogOptions {
+  // Directory of this log (lock, abort, checkpoint, commitlog/). Created if absent.
+  std::string dir;
+  // Size of every segment, bytes (mappedFileSizeCommitLog). Multiple of 4096; default 1 GiB.
+  uint64_t segment_size_bytes = 1ULL << 30;
+  FlushMode flush_mode = FlushMode::sync_flush;
+  // async_flush: interval between background fdatasyncs, ms (flushIntervalCommitLog).
+  int64_t async_flush_interval_ms = 500;
+  // buffered: page-cache writes. direct: O_DIRECT, rewriting the partial last block.
+  io::IoMode io_mode = io::IoMode::buffered;
+  // Write buffers: count and size, bytes. The size must hold the largest record plus 8 KiB.
+  uint32_t write_buffer_count = 4;
+  uint32_t write_buffer_bytes = 8u << 20;
+  // Bound on written-but-not-yet-durable bytes (and on submitted writes past durable_), bytes.
+  uint64_t max_unsynced_bytes = 32ULL << 20;
+  // Appends waiting for their acknowledgement, at most (append answers busy beyond).
+  uint32_t max_pending_acks = 65536;
+  // Interval between checkpoint writes while durable_ advances, ms.
+  int64_t checkpoint_interval_ms = 1000;
+  // After ENOSPC at segment allocation, retry allocation after this long, ms.
+  int64_t no_space_retry_ms = 1000;
+  // Size of each zero-fill write when preparing a segment, bytes.
+  uint32_t zero_fill_chunk_bytes = 1u << 20;
+  CodecLimits limits;
+  // TEST ONLY (canary): acknowledge sync_flush appends when written, before any fdatasync.
+  // The crash simulation must detect the resulting loss; never set it elsewhere.
+  bool unsafe_ack_before_sync = false;
+};
+
+// What recovery found and did at open().
+struct RecoveryReport {
+  bool unclean_stop = false;        // the abort file was present
+  bool checkpoint_found = false;
+  uint64_t checkpoint_offset = 0;   // durable watermark from the checkpoint (0 if none)
+  uint64_t scan_start_offset = 0;
+  uint64_t end_offset = 0;          // the log's end after recovery
+  uint64_t records_scanned = 0;
+  uint64_t bytes_scanned = 0;
+  uint64_t torn_bytes_truncated = 0;  // non-zero bytes past the end that were zeroed
+  uint32_t segments_removed = 0;      // files past the end (unfinished or beyond) deleted
+  int64_t duration_ns = 0;
+};
+
+struct AppendResult {
+  LogOffset offset;            // PHYSICALOFFSET of the record
+  uint32_t size_bytes = 0;     // TOTALSIZE
+  int64_t store_timestamp_ms = 0;
+};
+
+enum class AckOutcome : uint8_t {
+  ok,             // stored as the flush mode promises
+  indeterminate,  // the log fail-stopped first: the record may or may not have survived
+};
+
+struct Ack {
+  uint64_t tag = 0;  // the caller's tag given to append()
+  LogOffset offset;
+  AckOutcome outcome = AckOutcome::ok;
+};
+
+struct ReadCompletion {
+  uint64_t tag = 0;
+  int64_t result = 0;  // bytes read, or -errno
+};
+
+struct CommitLogStats {
+  uint64_t appends = 0;
+  uint64_t writes_submitted = 0;
+  uint64_t fdatasyncs_completed = 0;
+  uint64_t acks_ok = 0;
+  uint64_t segments_prepared = 0;
+  uint64_t checkpoints_written = 0;
+};
+
+class CommitLog {
+ public:
+  // Opens (creating if needed) and recovers the log in options.dir. Synchronous: nothing else
+  // may be in flight on `disk`. Errors: locked (another process), corruption (naming file and
+  // offset) below the durable watermark, invalid_argument (options), io errors.
+  static io::Result<std::unique_ptr<CommitLog>> open(io::Disk& disk, io::Clock& clock,
+                                                     const CommitLogOptions& options,
+                                                     RecoveryReport* report = nullptr);
+  ~CommitLog();  // without close(): waits for in-flight IO, then behaves like a crash
+  CommitLog(const CommitLog&) = delete;
+  CommitLog& operator=(const CommitLog&) = delete;
+
+  // Encodes the record at the end of the log. Its acknowledgement (tag) arrives via take_acks()
+  // after a later poll(). Errors: invalid_argument/too_large (the message; names the field),
+  // busy (buffers or ack queue full, or the next segment is not ready: poll and retry),
+  // no_space (the next segment could not be allocated), fail_stopped, shut_down.
+  io::Result<AppendResult> append(const MessageInput& input, int64_t queue_offset, uint64_t tag);
+
+  // Drives IO: submits buffered bytes, flushes, prepares segments, writes checkpoints, reaps
+  // completions. Wait::at_least_one blocks until some IO completes (if any is in flight).
+  void poll(io::Wait wait);
+
+  // Moves ready acknowledgements into `out`; returns how many.
+  size_t take_acks(std::span<Ack> out);
+
+  // Reads size_bytes at `offset` into dest (valid until its completion), asynchronously.
+  // Only bytes below written_ can be read (not_found otherwise). Completion via take_reads().
+  io::Status read(LogOffset offset, uint32_t size_bytes, std::byte* dest, uint64_t tag);
+  size_t take_reads(std::span<ReadCompletion> out);
+
+  // Flushes everything, writes the checkpoint, removes the abort file and releases the lock.
+  // After close() only the destructor may be called.
+  io::Status close();
+
+  LogOffset appended_offset() const { return LogOffset{appended_}; }
+  LogOffset written_offset() const { return LogOffset{written_}; }
+  LogOffset durable_offset() const { return LogOffset{durable_}; }
+  LogOffset min_offset() const;
+  bool fail_stopped() const { return !fail_status_.is_ok(); }
+  const io::Status& fail_status() const { return fail_status_; }
+  const CommitLogStats& stats() const { return stats_; }
+  const CommitLogOptions& options() const { return options_; }
+  // Pending acknowledgements plus IO in flight: 0 means poll() has nothing left to do.
+  size_t pending_work() const;
+
+  // The 20-digit file name of the segment starting at `base_offset`.
+  static std::string segment_name(uint64_t base_offset);
+
+  struct Segment {
+    uint64_t base = 0;
+    io::FileHandle file;       // opened in options.io_mode, for writes and fdatasync
+    io::FileHandle read_file;  // buffered, opened on the first read
+    bool dirty = false;        // a write completed since the last fdatasync was submitted
+  };
+  struct WriteBuffer {
+    std::byte* data = nullptr;
+    int32_t index = 0;
+    uint64_t log_start = 0;     // log offset of data[0]; a multiple of align_bytes_
+    uint64_t segment_base = 0;  // the segment all of its bytes belong to
+    uint64_t fill = 0;          // bytes encoded
+    uint64_t submitted = 0;     // bytes handed to the disk
+    uint64_t seal_end = 0;      // when non-zero, its last write completes the segment up to here
+    uint32_t writes_in_flight = 0;
+  };
+  struct WriteSlot {
+    uint32_t buffer = 0;
+    uint64_t file_offset = 0;
+    uint64_t length = 0;
+    uint64_t log_data_end = 0;  // written_ moves here when this and all earlier slots are done
+    std::byte* data = nullptr;
+    uint64_t segment_base = 0;
+    io::FileHandle file;
+    bool done = false;
+  };
+  struct PendingAck {
+    uint64_t end = 0;  // log offset just past the record
+    uint64_t tag = 0;
+    uint64_t offset = 0;
+  };
+  enum class AllocStep : uint8_t { idle, fallocating, zeroing, syncing, dir_syncing, ready };
+
+  CommitLog(io::Disk& disk, io::Clock& clock, const CommitLogOptions& options);
+  io::Status start(uint64_t end_offset, int64_t last_store_timestamp_ms);
+  io::Status reserve(uint32_t size_bytes);
+  io::Status roll_segment();
+  io::Status switch_buffer();
+  Segment* find_segment(uint64_t base);
+  void submit_writes();
+  bool submit_range(WriteBuffer& buffer);
+  void maybe_sync();
+  void maybe_checkpoint();
+  void advance_allocator();
+  void start_allocation();
+  void on_completion(const io::IoCompletion& completion);
+  void on_write_done(uint32_t slot, int64_t result);
+  void on_sync_done(int64_t result);
+  void on_allocator_done(int64_t result);
+  void on_checkpoint_done(int64_t result);
+  void allocation_failed(io::Status status);
+  bool close_done() const;
+  void release_acks();
+  void fail_stop(io::Status status);
+  bool submit_op(const io::IoRequest& request);
+  io::Result<Segment*> segment_for_read(uint64_t offset);
+  void set_written(uint64_t offset);
+  void set_durable(uint64_t offset);
+  bool flush_pending() const;
+  int64_t now_ms() const { return clock_.monotonic_ns() / 1'000'000; }
+  uint64_t segment_end(uint64_t offset) const;
+
+  io::Disk& disk_;
+  io::Clock& clock_;
+  CommitLogOptions options_;
+  uint64_t align_bytes_ = 1;  // 1 (buffered) or io::kDirectAlignment (direct)
+  std::string segment_dir_;
+
+  uint64_t appended_ = 0;
+  uint64_t written_ = 0;
+  uint64_t durable_ = 0;
+  int64_t last_store_timestamp_ms_ = 0;
+  int64_t durable_store_timestamp_ms_ = 0;
+  uint64_t writer_segment_ = 0;  // base of the segment appends go to
+
+  std::vector<Segment> segments_;  // every open segment, ascending base
+  std::byte* memory_ = nullptr;    // write buffers, then the zero-fill chunk; 4 KiB aligned
+  size_t memory_bytes_ = 0;
+  std::byte* zero_chunk_ = nullptr;
+  std::vector<WriteBuffer> buffers_;  // used in ring order: log order = ring order
+  uint32_t current_buffer_ = 0;       // receives appends
+  uint32_t oldest_unsubmitted_ = 0;   // first buffer in ring order with bytes to submit
+  std::vector<WriteSlot> slots_;      // ring of writes in flight, in log order
+  uint32_t slot_head_ = 0;
+  uint32_t slot_count_ = 0;
+  std::vector<PendingAck> acks_;      // ring of appends awaiting acknowledgement, in log order
+  uint32_t ack_head_ = 0;
+  uint32_t ack_count_ = 0;
+  std::vector<Ack> ready_acks_;       // ring of acknowledgements for take_acks()
+  uint32_t ready_head_ = 0;
+  uint32_t ready_count_ = 0;
+  std::vector<ReadCompletion> ready_reads_;
+  uint32_t ops_in_flight_ = 0;
+
+  uint32_t syncs_outstanding_ = 0;
+  bool sync_failed_ = false;
+  uint64_t sync_target_ = 0;
+  int64_t sync_target_timestamp_ms_ = 0;
+  int64_t last_sync_ms_ = 0;
+
+  AllocStep alloc_step_ = AllocStep::idle;
+  uint64_t alloc_base_ = 0;
+  io::FileHandle alloc_file_;
+  uint64_t alloc_zeroed_ = 0;
+  uint32_t alloc_writes_in_flight_ = 0;
+  int64_t alloc_retry_at_ms_ = 0;
+  io::Status alloc_status_;  // no_space while allocation is failing for lack of space
+  io::FileHandle segment_dir_handle_;
+
+  enum class CheckpointStep : uint8_t { idle, writing, syncing, renaming, dir_syncing };
+  CheckpointStep checkpoint_step_ = CheckpointStep::idle;
+  io::FileHandle checkpoint_file_;
+  io::FileHandle root_dir_handle_;
+  std::byte* checkpoint_bytes_ = nullptr;  // 4 KiB aligned, inside memory_
+  uint64_t checkpoint_target_ = 0;
+  int64_t last_checkpoint_ms_ = 0;
+
+  io::Status fail_status_;
+  bool closing_ = false;
+  bool closed_ = false;
+  CommitLogStats stats_;
+};
+
+}  // namespace uringmq::engine

@@ -1,0 +1,237 @@
+#include "engine/log_recovery.h"
+
+#include <algorithm>
+#include <cstring>
+#include <optional>
+
+#include "engine/checkpoint.h"
+#include "engine/log_scanner.h"
+#include "engine/message_codec.h"
+
+namespace uringmq::engine {
+
+namespace {
+
+constexpr uint64_t kZeroChunkBytes = 1u << 20;
+
+bool parse_segment_name(const std::string& name, uint64_t* base) {
+  if (name.size() != 20) return false;
+  uint64_t value = 0;
+  for (char c : name) {
+    if (c < '0' || c > '9') return false;
+    value = value * 10 + static_cast<uint64_t>(c - '0');
+  }
+  *base = value;
+  return true;
+}
+
+io::Status corruption_at(const CommitLogOptions& options, uint64_t offset, const std::string& why) {
+  uint64_t base = offset - offset % options.segment_size_bytes;
+  std::string path = io::path_join(io::path_join(options.dir, "commitlog"),
+                                   CommitLog::segment_name(base));
+  return io::Status::error(io::Code::corruption,
+                           path + " at file offset " + std::to_string(offset - base) +
+                               " (log offset " + std::to_string(offset) + "): " + why);
+}
+
+// Reads the end's segment past `end`: a valid record at or beyond end + window proves
+// corruption below the durable point; otherwise returns the extent of non-zero bytes.
+io::Result<uint64_t> torn_tail_bytes(io::Disk& disk, const CommitLogOptions& options,
+                                     const std::string& path, uint64_t base, uint64_t end) {
+  const uint64_t seg_end = base + options.segment_size_bytes;
+  const uint64_t window = unsynced_window_bytes(options);
+  const uint64_t check_end = std::min(seg_end, end + 2 * window);
+  io::Result<io::FileHandle> file = disk.open(path, io::OpenMode::read_only);
+  if (!file.is_ok()) return file.status();
+  std::vector<std::byte> bytes(check_end - end);
+  io::Status s = io::read_exact(disk, *file, end - base, bytes, "read " + path);
+  disk.close(*file);
+  UMQ_RETURN_IF_ERROR(s);
+  DecodeOptions decode_options;
+  decode_options.limits = options.limits;
+  uint64_t last_nonzero_end = end;
+  const std::byte magic[4] = {std::byte{0xDA}, std::byte{0xA3}, std::byte{0x20}, std::byte{0xA7}};
+  for (uint64_t i = 0; i < bytes.size(); i++) {
+    if (bytes[i] != std::byte{0}) last_nonzero_end = end + i + 1;
+    if (i + 8 > bytes.size() || std::memcmp(&bytes[i + 4], magic, 4) != 0) continue;
+    uint64_t pos = end + i;
+    if (pos < end + window) continue;  // a reordered, unsynced write of the crashed run
+    decode_options.expected_physical_offset = static_cast<int64_t>(pos);
+    DecodeResult r = decode(std::span<const std::byte>(bytes).subspan(i), decode_options);
+    if (r.outcome == DecodeOutcome::ok) {
+      return corruption_at(options, end,
+                           "invalid record followed by a valid one at log offset " +
+                               std::to_string(pos) + ", beyond any unsynced write: corruption "
+                               "below the durable point");
+    }
+  }
+  return last_nonzero_end - end;
+}
+
+io::Status zero_range(io::Disk& disk, const std::string& path, uint64_t file_offset,
+                      uint64_t length) {
+  io::Result<io::FileHandle> file = disk.open(path, io::OpenMode::read_write);
+  if (!file.is_ok()) return file.status();
+  std::vector<std::byte> zeros(std::min(length, kZeroChunkBytes));
+  io::Status s;
+  for (uint64_t done = 0; done < length && s.is_ok();) {
+    uint64_t n = std::min<uint64_t>(zeros.size(), length - done);
+    s = io::write_exact(disk, *file, file_offset + done, std::span(zeros.data(), n),
+                        "zero torn tail of " + path);
+    done += n;
+  }
+  if (s.is_ok()) s = io::fdatasync_sync(disk, *file, "fdatasync " + path);
+  disk.close(*file);
+  return s;
+}
+
+io::Status check_sizes(io::Disk& disk, const CommitLogOptions& options,
+                       const std::string& segment_dir, std::vector<uint64_t>& bases,
+                       RecoveryReport& report) {
+  for (size_t i = 0; i < bases.size(); i++) {
+    std::string path = io::path_join(segment_dir, CommitLog::segment_name(bases[i]));
+    io::Result<io::FileHandle> file = disk.open(path, io::OpenMode::read_only);
+    if (!file.is_ok()) return file.status();
+    io::Result<uint64_t> size = disk.size(*file);
+    disk.close(*file);
+    if (!size.is_ok()) return size.status();
+    if (*size == options.segment_size_bytes) continue;
+    if (i + 1 != bases.size()) {
+      return io::Status::error(io::Code::corruption,
+                               path + " has " + std::to_string(*size) + " bytes, expected " +
+                                   std::to_string(options.segment_size_bytes));
+    }
+    // The last file is an allocation the crash interrupted: the writer never used it.
+    UMQ_RETURN_IF_ERROR(disk.remove(path));
+    UMQ_RETURN_IF_ERROR(io::sync_dir(disk, segment_dir));
+    report.segments_removed++;
+    bases.pop_back();
+  }
+  return io::Status::ok();
+}
+
+}  // namespace
+
+uint64_t unsynced_window_bytes(const CommitLogOptions& options) {
+  return options.max_unsynced_bytes + options.write_buffer_bytes + io::kDirectAlignment;
+}
+
+io::Result<std::vector<uint64_t>> list_segments(io::Disk& disk, const std::string& segment_dir,
+                                                uint64_t segment_size_bytes) {
+  io::Result<std::vector<std::string>> names = disk.list_dir(segment_dir);
+  if (!names.is_ok()) return names.status();
+  std::vector<uint64_t> bases;
+  for (const std::string& name : *names) {
+    uint64_t base = 0;
+    if (!parse_segment_name(name, &base)) continue;
+    if (base % segment_size_bytes != 0) {
+      return io::Status::error(io::Code::corruption,
+                               io::path_join(segment_dir, name) +
+                                   " is not at a multiple of the segment size " +
+                                   std::to_string(segment_size_bytes));
+    }
+    bases.push_back(base);
+  }
+  std::sort(bases.begin(), bases.end());
+  for (size_t i = 1; i < bases.size(); i++) {
+    if (bases[i] != bases[i - 1] + segment_size_bytes) {
+      return io::Status::error(io::Code::corruption,
+                               "segment missing in " + segment_dir + " after " +
+                                   CommitLog::segment_name(bases[i - 1]));
+    }
+  }
+  return bases;
+}
+
+io::Result<RecoveredLog> recover_log(io::Disk& disk, const CommitLogOptions& options,
+                                     bool unclean_stop, RecoveryReport& report) {
+  const uint64_t segment_size = options.segment_size_bytes;
+  const std::string segment_dir = io::path_join(options.dir, "commitlog");
+  io::Result<std::vector<uint64_t>> listed = list_segments(disk, segment_dir, segment_size);
+  if (!listed.is_ok()) return listed.status();
+  std::vector<uint64_t> bases = std::move(*listed);
+  UMQ_RETURN_IF_ERROR(check_sizes(disk, options, segment_dir, bases, report));
+
+  std::optional<Checkpoint> checkpoint;
+  io::Result<Checkpoint> read = read_checkpoint(disk, options.dir);
+  if (read.is_ok()) {
+    checkpoint = *read;
+  } else if (read.status().code() != io::Code::not_found) {
+    return read.status();
+  }
+  if (checkpoint && checkpoint->segment_size_bytes != segment_size) {
+    return io::Status::error(
+        io::Code::invalid_argument,
+        "mappedFileSizeCommitLog is " + std::to_string(segment_size) + " but the log in " +
+            options.dir + " was written with " + std::to_string(checkpoint->segment_size_bytes));
+  }
+  const uint64_t watermark = checkpoint ? checkpoint->durable_offset : 0;
+  report.checkpoint_found = checkpoint.has_value();
+  report.checkpoint_offset = watermark;
+
+  RecoveredLog out;
+  if (bases.empty()) {
+    if (watermark > 0) {
+      return io::Status::error(io::Code::corruption,
+                               "checkpoint in " + options.dir + " says the log is durable to " +
+                                   std::to_string(watermark) + " but " + segment_dir +
+                                   " holds no segment");
+    }
+    return out;
+  }
+  // Rescan the whole segment holding the watermark, so corruption below it is found, not only
+  // the tail above it (RocketMQ rescans the last three segments).
+  uint64_t start = checkpoint ? watermark - watermark % segment_size : bases.front();
+  if (start < bases.front()) start = bases.front();
+  if (watermark > bases.back() + segment_size) {
+    return io::Status::error(io::Code::corruption,
+                             "checkpoint offset " + std::to_string(watermark) +
+                                 " lies outside the segments of " + segment_dir);
+  }
+  report.scan_start_offset = start;
+  io::Result<ScanEnd> scanned = LogScanner(disk, options, bases).scan(start);
+  if (!scanned.is_ok()) return scanned.status();
+  const uint64_t end = scanned->offset;
+  report.records_scanned = scanned->records;
+  report.bytes_scanned = end - start;
+  if (end < watermark) {
+    return corruption_at(options, end,
+                         std::string(scanned->reason ? scanned->reason : "the log ends here") +
+                             ", below the durable watermark " + std::to_string(watermark));
+  }
+
+  const uint64_t end_base = end - end % segment_size;
+  const bool end_segment_exists = std::binary_search(bases.begin(), bases.end(), end_base);
+  if (end_segment_exists) {
+    std::string path = io::path_join(segment_dir, CommitLog::segment_name(end_base));
+    io::Result<uint64_t> torn = torn_tail_bytes(disk, options, path, end_base, end);
+    if (!torn.is_ok()) return torn.status();
+    if (*torn > 0) {
+      UMQ_RETURN_IF_ERROR(zero_range(disk, path, end - end_base, *torn));
+      report.torn_bytes_truncated = *torn;
+    }
+  }
+
+  bool removed = false;
+  for (uint64_t base : bases) {
+    bool keep = base <= end_base;
+    if (base == end_base + segment_size && !unclean_stop) keep = true;  // prepared, clean stop
+    if (keep) {
+      out.segment_bases.push_back(base);
+      continue;
+    }
+    UMQ_RETURN_IF_ERROR(disk.remove(io::path_join(segment_dir, CommitLog::segment_name(base))));
+    report.segments_removed++;
+    removed = true;
+  }
+  if (removed) UMQ_RETURN_IF_ERROR(io::sync_dir(disk, segment_dir));
+  out.end_offset = end;
+  out.last_store_timestamp_ms = scanned->last_store_timestamp_ms;
+  if (scanned->records == 0 && checkpoint) {
+    out.last_store_timestamp_ms = checkpoint->durable_store_timestamp_ms;
+  }
+  report.end_offset = end;
+  return out;
+}
+
+}  // namespace uringmq::engine

@@ -1,0 +1,46 @@
+#pragma once
+// Recovery of a CommitLog directory at open (engine/README.md, "Recovery").
+//
+// Scans from the start of the segment holding the checkpoint's durable watermark (or the first
+// segment when there is no checkpoint),
+// checking every record whole (lengths, BODYCRC, the record CRC, PHYSICALOFFSET == position),
+// to the first position that holds no valid record: the end of the log. Then:
+// - end below the watermark: corruption, refuse to start, naming file, file offset and reason;
+// - a valid record found at or beyond end + unsynced window (no write of the crashed run can
+//   reach that far past the durable point): corruption below the durable point, refuse;
+// - otherwise the bytes after end are a torn tail: zeroed (and counted), fdatasynced;
+// - segment files past the end's segment are deleted (an unclean stop), or kept as the
+//   prepared next segment (a clean stop, when whole).
+// Synchronous; run by CommitLog::open before any other IO on the disk.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/commit_log.h"
+#include "io/disk.h"
+
+namespace uringmq::engine {
+
+struct RecoveredLog {
+  uint64_t end_offset = 0;
+  int64_t last_store_timestamp_ms = 0;
+  // Whole segment files kept, ascending: those up to the end's segment, plus one prepared
+  // next segment after a clean stop.
+  std::vector<uint64_t> segment_bases;
+};
+
+// The bytes past the durable point that a crashed run may have written: the unsynced bound
+// plus one write buffer (a write is submitted whole once it starts below the bound).
+uint64_t unsynced_window_bytes(const CommitLogOptions& options);
+
+io::Result<RecoveredLog> recover_log(io::Disk& disk, const CommitLogOptions& options,
+                                     bool unclean_stop, RecoveryReport& report);
+
+// Lists the segment files of a commitlog directory: ascending bases. Files whose name is not
+// 20 digits are ignored. invalid_argument names a segment of the wrong size unless it is the
+// last one (an unfinished allocation), whose base is then returned in *unfinished.
+io::Result<std::vector<uint64_t>> list_segments(io::Disk& disk, const std::string& segment_dir,
+                                                uint64_t segment_size_bytes);
+
+}  // namespace uringmq::engine

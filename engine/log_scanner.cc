@@ -1,0 +1,109 @@
+#include "engine/log_scanner.h"
+
+#include <algorithm>
+
+#include "engine/log_recovery.h"
+
+namespace uringmq::engine {
+
+namespace {
+constexpr uint64_t kMinScanWindowBytes = 4u << 20;
+}  // namespace
+
+LogScanner::LogScanner(io::Disk& disk, const CommitLogOptions& options,
+                       std::vector<uint64_t> bases)
+    : disk_(disk),
+      options_(options),
+      segment_dir_(io::path_join(options.dir, "commitlog")),
+      bases_(std::move(bases)) {
+  uint64_t max_record = uint64_t{options.limits.max_body_bytes} + (64u << 10) + 512;
+  window_.resize(std::max<uint64_t>(kMinScanWindowBytes, max_record));
+}
+
+LogScanner::~LogScanner() { close_file(); }
+
+bool LogScanner::has_segment(uint64_t base) const {
+  return std::binary_search(bases_.begin(), bases_.end(), base);
+}
+
+void LogScanner::close_file() {
+  if (file_.valid()) disk_.close(file_);
+  file_ = io::FileHandle{};
+}
+
+io::Status LogScanner::load(uint64_t offset, uint64_t segment_end) {
+  uint64_t base = segment_end - options_.segment_size_bytes;
+  if (file_base_ != base) {
+    close_file();
+    std::string path = io::path_join(segment_dir_, CommitLog::segment_name(base));
+    io::Result<io::FileHandle> file = disk_.open(path, io::OpenMode::read_only);
+    if (!file.is_ok()) return file.status();
+    file_ = *file;
+    file_base_ = base;
+  }
+  window_start_ = offset;
+  window_bytes_ = std::min<uint64_t>(window_.size(), segment_end - offset);
+  return io::read_exact(disk_, file_, offset - base,
+                        std::span<std::byte>(window_.data(), window_bytes_),
+                        "read segment " + CommitLog::segment_name(base));
+}
+
+io::Result<ScanEnd> LogScanner::scan(uint64_t start, const Visitor& visit) {
+  const uint64_t segment_size = options_.segment_size_bytes;
+  DecodeOptions decode_options;
+  decode_options.limits = options_.limits;
+  ScanEnd end;
+  uint64_t pos = start;
+  for (;;) {
+    uint64_t base = pos - pos % segment_size;
+    if (!has_segment(base)) break;
+    uint64_t seg_end = base + segment_size;
+    if (file_base_ != base || pos < window_start_ || pos >= window_start_ + window_bytes_) {
+      UMQ_RETURN_IF_ERROR(load(pos, seg_end));
+    }
+    std::span<const std::byte> bytes(window_.data() + (pos - window_start_),
+                                     window_start_ + window_bytes_ - pos);
+    decode_options.expected_physical_offset = static_cast<int64_t>(pos);
+    DecodeResult r = decode(bytes, decode_options);
+    if (r.outcome == DecodeOutcome::ok) {
+      if (visit) visit(pos, r.view);
+      pos += r.size;
+      end.records++;
+      end.last_store_timestamp_ms = r.view.store_timestamp_ms;
+      continue;
+    }
+    if (r.outcome == DecodeOutcome::blank) {
+      if (pos + r.size != seg_end) {
+        end.reason = "blank record does not reach the end of its segment";
+        break;
+      }
+      pos = seg_end;
+      continue;
+    }
+    if (r.outcome == DecodeOutcome::truncated) {
+      if (window_start_ + window_bytes_ >= seg_end) {
+        end.reason = "record runs past the end of its segment";
+        break;
+      }
+      UMQ_RETURN_IF_ERROR(load(pos, seg_end));
+      continue;
+    }
+    if (r.outcome == DecodeOutcome::corrupt) end.reason = r.reason;
+    break;  // end (zeros) or corrupt
+  }
+  end.offset = pos;
+  return end;
+}
+
+io::Result<ScanEnd> scan_log(io::Disk& disk, const CommitLogOptions& options,
+                             const LogScanner::Visitor& visit) {
+  std::string segment_dir = io::path_join(options.dir, "commitlog");
+  io::Result<std::vector<uint64_t>> bases =
+      list_segments(disk, segment_dir, options.segment_size_bytes);
+  if (!bases.is_ok()) return bases.status();
+  if (bases->empty()) return ScanEnd{};
+  uint64_t first = bases->front();
+  return LogScanner(disk, options, std::move(*bases)).scan(first, visit);
+}
+
+}  // namespace uringmq::engine

@@ -1,0 +1,313 @@
+// Goal: the CommitLog's contract on SimDisk and on the real io_uring disk: appends are read back
+// byte-identical, segments roll with the blank record, SYNC_FLUSH acknowledges only durable data,
+// ASYNC_FLUSH flushes on its interval, failed writes and fdatasyncs fail-stop, ENOSPC rejects
+// only what needs a new segment, the lock keeps a second opener out, and recovery truncates a
+// torn tail but refuses corruption below the durable watermark, naming file and offset.
+// Method: drive the log with small segments; inspect files through the Disk.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <memory>
+
+#include "engine/commit_log.h"
+#include "engine/message_codec.h"
+#include "io/clock.h"
+#include "io/sim_disk.h"
+#include "io/uring_disk.h"
+#include "tests/support/log_fixture.h"
+#include "tests/support/temp_dir.h"
+
+namespace uringmq {
+namespace {
+
+using engine::Ack;
+using engine::AckOutcome;
+using engine::CommitLog;
+using engine::CommitLogOptions;
+using engine::RecoveryReport;
+using testing::append_retrying;
+using testing::drain_acks;
+using testing::make_message;
+using testing::read_log;
+using testing::small_log_options;
+
+class CommitLogSimTest : public ::testing::Test {
+ protected:
+  CommitLogSimTest() : disk_(io::SimDiskOptions{.seed = 7}) {
+    EXPECT_TRUE(disk_.make_dir("/store").is_ok());
+    EXPECT_TRUE(disk_.make_dir_tree_durable("/store").is_ok());
+    options_ = small_log_options("/store/log");
+  }
+  std::unique_ptr<CommitLog> open_log(RecoveryReport* report = nullptr) {
+    io::Result<std::unique_ptr<CommitLog>> log = CommitLog::open(disk_, clock_, options_, report);
+    EXPECT_TRUE(log.is_ok()) << log.status().to_string();
+    return log.is_ok() ? std::move(*log) : nullptr;
+  }
+  // Appends n messages of body_bytes and waits for all acks; returns them.
+  std::vector<Ack> append_n(CommitLog& log, uint64_t first_seq, uint64_t n, uint32_t body_bytes) {
+    std::vector<Ack> acks;
+    for (uint64_t seq = first_seq; seq < first_seq + n; seq++) {
+      testing::TestMessage m = make_message(1, seq, body_bytes);
+      io::Result<engine::AppendResult> r = append_retrying(log, m.input(), seq);
+      EXPECT_TRUE(r.is_ok()) << r.status().to_string();
+    }
+    drain_acks(log, &acks);
+    return acks;
+  }
+
+  io::SimDisk disk_;
+  io::ManualClock clock_;
+  CommitLogOptions options_;
+};
+
+TEST_F(CommitLogSimTest, AppendsReadBackInOrderAcrossSegmentRolls) {
+  auto log = open_log();
+  ASSERT_NE(log, nullptr);
+  std::vector<Ack> acks = append_n(*log, 0, 400, 1000);  // ~440 KiB: several 128 KiB segments
+  ASSERT_EQ(acks.size(), 400u);
+  for (size_t i = 0; i < acks.size(); i++) {
+    EXPECT_EQ(acks[i].tag, i);
+    EXPECT_EQ(acks[i].outcome, AckOutcome::ok);
+  }
+  ASSERT_TRUE(log->close().is_ok());
+  log.reset();
+  auto records = read_log(disk_, options_);
+  ASSERT_TRUE(records.is_ok()) << records.status().to_string();
+  ASSERT_EQ(records->size(), 400u);
+  for (size_t i = 0; i < records->size(); i++) {
+    EXPECT_EQ((*records)[i].seq, i);
+    EXPECT_EQ((*records)[i].offset, acks[i].offset.value);
+  }
+  auto names = disk_.list_dir("/store/log/commitlog");
+  ASSERT_TRUE(names.is_ok());
+  ASSERT_GE(names->size(), 4u);
+  EXPECT_EQ((*names)[0], "00000000000000000000");
+  EXPECT_EQ((*names)[1], "00000000000000131072");
+  // Every sealed segment ends with the blank record [remaining][0xCBD43194].
+  auto first = disk_.read_file_for_test("/store/log/commitlog/00000000000000000000");
+  ASSERT_TRUE(first.is_ok());
+  uint64_t blank_at = (*records)[0].offset;
+  for (const auto& r : *records) {
+    if (r.offset >= options_.segment_size_bytes) break;
+    blank_at = r.offset;
+  }
+  // The blank follows the last record of segment 0.
+  engine::DecodeOptions decode_options;
+  decode_options.limits = options_.limits;
+  auto last = engine::decode(std::span<const std::byte>(*first).subspan(blank_at), decode_options);
+  ASSERT_EQ(last.outcome, engine::DecodeOutcome::ok);
+  uint64_t blank_pos = blank_at + last.size;
+  auto blank = engine::decode(std::span<const std::byte>(*first).subspan(blank_pos), decode_options);
+  EXPECT_EQ(blank.outcome, engine::DecodeOutcome::blank);
+  EXPECT_EQ(blank_pos + blank.size, options_.segment_size_bytes);
+}
+
+TEST_F(CommitLogSimTest, SyncFlushAcknowledgesOnlyDurableRecords) {
+  auto log = open_log();
+  ASSERT_NE(log, nullptr);
+  std::array<Ack, 64> batch;
+  uint64_t acked = 0;
+  for (uint64_t seq = 0; seq < 300; seq++) {
+    testing::TestMessage m = make_message(1, seq, 200);
+    ASSERT_TRUE(append_retrying(*log, m.input(), seq).is_ok());
+    log->poll(io::Wait::none);
+    size_t n = log->take_acks(batch);
+    for (size_t i = 0; i < n; i++) {
+      // The acknowledged record lies entirely below the durable watermark.
+      EXPECT_LT(batch[i].offset.value, log->durable_offset().value);
+      acked++;
+    }
+  }
+  std::vector<Ack> rest;
+  drain_acks(*log, &rest);
+  EXPECT_EQ(acked + rest.size(), 300u);
+  EXPECT_GT(log->stats().fdatasyncs_completed, 0u);
+  // Group commit: fewer fdatasyncs than messages.
+  EXPECT_LT(log->stats().fdatasyncs_completed, 300u);
+}
+
+TEST_F(CommitLogSimTest, AsyncFlushAcknowledgesWrittenAndFlushesOnInterval) {
+  options_.flush_mode = engine::FlushMode::async_flush;
+  auto log = open_log();
+  ASSERT_NE(log, nullptr);
+  std::vector<Ack> acks = append_n(*log, 0, 50, 100);
+  ASSERT_EQ(acks.size(), 50u);
+  EXPECT_EQ(log->written_offset(), log->appended_offset());
+  EXPECT_LT(log->durable_offset(), log->written_offset());  // not flushed before the interval
+  clock_.advance_ms(500);
+  for (int i = 0; i < 1000 && log->durable_offset() < log->written_offset(); i++) {
+    log->poll(io::Wait::at_least_one);
+  }
+  EXPECT_EQ(log->durable_offset(), log->written_offset());
+}
+
+TEST_F(CommitLogSimTest, WriteErrorFailStopsAndNothingMoreIsAcknowledged) {
+  auto log = open_log();
+  ASSERT_NE(log, nullptr);
+  std::vector<Ack> before = append_n(*log, 0, 20, 100);
+  ASSERT_EQ(before.size(), 20u);
+  disk_.fail_next(io::OpKind::write, EIO);
+  for (uint64_t seq = 20; seq < 30; seq++) {
+    testing::TestMessage m = make_message(1, seq, 100);
+    ASSERT_TRUE(log->append(m.input(), 0, seq).is_ok());
+  }
+  std::vector<Ack> after;
+  drain_acks(*log, &after);
+  ASSERT_TRUE(log->fail_stopped());
+  EXPECT_EQ(log->fail_status().sys_errno(), EIO);
+  ASSERT_EQ(after.size(), 10u);
+  for (const Ack& a : after) EXPECT_EQ(a.outcome, AckOutcome::indeterminate);
+  testing::TestMessage m = make_message(1, 99, 100);
+  EXPECT_EQ(log->append(m.input(), 0, 99).status().code(), io::Code::fail_stopped);
+  EXPECT_FALSE(log->close().is_ok());
+  log.reset();
+  // Restart recovery keeps everything acknowledged before the failure.
+  RecoveryReport report;
+  auto reopened = open_log(&report);
+  ASSERT_NE(reopened, nullptr);
+  EXPECT_TRUE(report.unclean_stop);
+  ASSERT_TRUE(reopened->close().is_ok());
+  auto records = read_log(disk_, options_);
+  ASSERT_TRUE(records.is_ok());
+  ASSERT_GE(records->size(), 20u);
+  for (size_t i = 0; i < 20; i++) EXPECT_EQ((*records)[i].seq, i);
+}
+
+TEST_F(CommitLogSimTest, FdatasyncErrorFailStopsWithoutAcknowledging) {
+  auto log = open_log();
+  ASSERT_NE(log, nullptr);
+  disk_.fail_next(io::OpKind::fdatasync, EIO);
+  for (uint64_t seq = 0; seq < 10; seq++) {
+    testing::TestMessage m = make_message(1, seq, 100);
+    ASSERT_TRUE(log->append(m.input(), 0, seq).is_ok());
+  }
+  std::vector<Ack> acks;
+  drain_acks(*log, &acks);
+  ASSERT_TRUE(log->fail_stopped());
+  ASSERT_EQ(acks.size(), 10u);
+  for (const Ack& a : acks) EXPECT_EQ(a.outcome, AckOutcome::indeterminate);
+}
+
+TEST_F(CommitLogSimTest, NoSpaceRejectsAppendsNeedingANewSegmentThenRecovers) {
+  auto log = open_log();
+  ASSERT_NE(log, nullptr);
+  std::vector<Ack> acks = append_n(*log, 0, 10, 100);  // segments 0 and 1 (prepared) exist
+  ASSERT_EQ(acks.size(), 10u);
+  disk_.set_capacity_bytes(disk_.used_bytes() + 4096);  // no room for another segment
+  io::Status last;
+  uint64_t seq = 10;
+  for (; seq < 2000; seq++) {
+    testing::TestMessage m = make_message(1, seq, 1000);
+    io::Result<engine::AppendResult> r = append_retrying(*log, m.input(), seq);
+    if (!r.is_ok()) {
+      last = r.status();
+      break;
+    }
+  }
+  ASSERT_EQ(last.code(), io::Code::no_space) << last.to_string();
+  EXPECT_NE(last.message().find("no space to allocate CommitLog segment"), std::string::npos);
+  EXPECT_FALSE(log->fail_stopped());
+  std::vector<Ack> more;
+  drain_acks(*log, &more);
+  for (const Ack& a : more) EXPECT_EQ(a.outcome, AckOutcome::ok);
+  // Space returns: after the retry interval appends go on without a restart.
+  disk_.set_capacity_bytes(UINT64_MAX);
+  clock_.advance_ms(options_.no_space_retry_ms);
+  testing::TestMessage m = make_message(1, seq, 1000);
+  io::Result<engine::AppendResult> r = append_retrying(*log, m.input(), seq);
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  drain_acks(*log, &more);
+  ASSERT_TRUE(log->close().is_ok());
+  auto records = read_log(disk_, options_);
+  ASSERT_TRUE(records.is_ok());
+  EXPECT_EQ(records->size(), seq + 1);
+}
+
+TEST_F(CommitLogSimTest, SecondOpenerIsLockedOut) {
+  auto log = open_log();
+  ASSERT_NE(log, nullptr);
+  io::Result<std::unique_ptr<CommitLog>> second = CommitLog::open(disk_, clock_, options_);
+  ASSERT_FALSE(second.is_ok());
+  EXPECT_EQ(second.status().code(), io::Code::locked);
+}
+
+TEST_F(CommitLogSimTest, CleanReopenContinuesWhereItStopped) {
+  auto log = open_log();
+  ASSERT_NE(log, nullptr);
+  append_n(*log, 0, 100, 500);
+  uint64_t end = log->appended_offset().value;
+  ASSERT_TRUE(log->close().is_ok());
+  log.reset();
+  RecoveryReport report;
+  log = open_log(&report);
+  ASSERT_NE(log, nullptr);
+  EXPECT_FALSE(report.unclean_stop);
+  EXPECT_EQ(report.end_offset, end);
+  EXPECT_EQ(report.checkpoint_offset, end);
+  EXPECT_EQ(report.torn_bytes_truncated, 0u);
+  append_n(*log, 100, 100, 500);
+  ASSERT_TRUE(log->close().is_ok());
+  auto records = read_log(disk_, options_);
+  ASSERT_TRUE(records.is_ok());
+  ASSERT_EQ(records->size(), 200u);
+  for (size_t i = 0; i < 200; i++) EXPECT_EQ((*records)[i].seq, i);
+}
+
+TEST_F(CommitLogSimTest, TornTailAboveTheWatermarkIsTruncatedAndCounted) {
+  auto log = open_log();
+  ASSERT_NE(log, nullptr);
+  append_n(*log, 0, 20, 300);
+  uint64_t end = log->durable_offset().value;
+  ASSERT_TRUE(log->close().is_ok());
+  log.reset();
+  // Garbage past the end, as a torn in-flight write leaves it.
+  auto file = disk_.open("/store/log/commitlog/00000000000000000000", io::OpenMode::read_write);
+  ASSERT_TRUE(file.is_ok());
+  std::vector<std::byte> garbage(1000, std::byte{0x5A});
+  ASSERT_TRUE(io::write_exact(disk_, *file, end, garbage, "garbage").is_ok());
+  disk_.close(*file);
+  RecoveryReport report;
+  log = open_log(&report);
+  ASSERT_NE(log, nullptr);
+  EXPECT_EQ(report.end_offset, end);
+  EXPECT_EQ(report.torn_bytes_truncated, 1000u);
+  append_n(*log, 20, 5, 300);
+  ASSERT_TRUE(log->close().is_ok());
+  auto records = read_log(disk_, options_);
+  ASSERT_TRUE(records.is_ok());
+  EXPECT_EQ(records->size(), 25u);
+}
+
+TEST_F(CommitLogSimTest, CorruptionBelowTheWatermarkRefusesToStartNamingFileAndOffset) {
+  auto log = open_log();
+  ASSERT_NE(log, nullptr);
+  std::vector<Ack> acks = append_n(*log, 0, 50, 300);
+  clock_.advance_ms(options_.checkpoint_interval_ms);
+  // Let a checkpoint record the watermark, then crash (the abort file stays).
+  for (int i = 0; i < 200; i++) log->poll(io::Wait::at_least_one);
+  uint64_t checkpointed = log->durable_offset().value;
+  log.reset();
+  // Flip one body byte of the 10th record, which lies below the watermark.
+  uint64_t victim = acks[10].offset.value + 100;
+  ASSERT_LT(victim, checkpointed);
+  auto file = disk_.open("/store/log/commitlog/00000000000000000000", io::OpenMode::read_write);
+  ASSERT_TRUE(file.is_ok());
+  std::byte b{0};
+  ASSERT_TRUE(io::read_exact(disk_, *file, victim, std::span(&b, 1), "read").is_ok());
+  b ^= std::byte{0x01};
+  ASSERT_TRUE(io::write_exact(disk_, *file, victim, std::span(&b, 1), "write").is_ok());
+  disk_.close(*file);
+  io::Result<std::unique_ptr<CommitLog>> reopened = CommitLog::open(disk_, clock_, options_);
+  ASSERT_FALSE(reopened.is_ok());
+  EXPECT_EQ(reopened.status().code(), io::Code::corruption);
+  const std::string& message = reopened.status().message();
+  EXPECT_NE(message.find("/store/log/commitlog/00000000000000000000"), std::string::npos) << message;
+  EXPECT_NE(message.find("file offset " + std::to_string(acks[10].offset.value)), std::string::npos)
+      << message;
+  EXPECT_NE(message.find("below the durable watermark"), std::string::npos) << message;
+}
+
+}  // namespace
+}  // namespace uringmq
