@@ -345,18 +345,18 @@ bool UringDisk::direct_misaligned(const FileSlot& slot, const IoRequest& request
          request.length_bytes % kDirectAlignment != 0 || address % kDirectAlignment != 0;
 }
 
-void UringDisk::check_registered_buffer(const IoRequest& request) const {
-  if (request.registered_buffer < 0) return;
-  UMQ_ASSERT_MSG(request.kind == OpKind::read || request.kind == OpKind::write,
-                 "registered_buffer on a request without a buffer");
-  UMQ_ASSERT_MSG(static_cast<size_t>(request.registered_buffer) < registered_buffers_.size(),
-                 "registered_buffer index not registered");
+// A fixed request must name a registered buffer and stay inside it. The kernel would answer
+// -EFAULT; like SimDisk, UringDisk answers -EINVAL itself so that both backends agree.
+bool UringDisk::registered_buffer_invalid(const IoRequest& request) const {
+  if (request.registered_buffer < 0) return false;
+  if (request.kind != OpKind::read && request.kind != OpKind::write) return false;
+  if (static_cast<size_t>(request.registered_buffer) >= registered_buffers_.size()) return true;
   std::span<std::byte> registered =
       registered_buffers_[static_cast<size_t>(request.registered_buffer)];
-  UMQ_ASSERT_MSG(request.buffer >= registered.data(), "buffer outside its registered buffer");
-  UMQ_ASSERT_MSG(request.length_bytes <=
-                     static_cast<uint64_t>(registered.data() + registered.size() - request.buffer),
-                 "buffer outside its registered buffer");
+  auto begin = reinterpret_cast<uintptr_t>(registered.data());
+  auto address = reinterpret_cast<uintptr_t>(request.buffer);
+  return address < begin || address - begin > registered.size() ||
+         request.length_bytes > registered.size() - (address - begin);
 }
 
 void UringDisk::prep_sqe(io_uring_sqe* sqe, const FileSlot& slot, FileHandle file,
@@ -399,8 +399,7 @@ Status UringDisk::submit(const IoRequest& request) {
   // "disk queue full" fits std::string's inline buffer: the busy path does not allocate.
   if (in_flight_count_ >= in_flight_max_) return Status::error(Code::busy, "disk queue full");
   const FileSlot& slot = slot_of(request.file);
-  check_registered_buffer(request);
-  if (direct_misaligned(slot, request)) {
+  if (direct_misaligned(slot, request) || registered_buffer_invalid(request)) {
     push_local_completion(request.user_data, -EINVAL);
     return Status::ok();
   }

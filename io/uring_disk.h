@@ -127,7 +127,7 @@ class UringDisk final : public Disk {
   void check_owner() const;
   FileSlot& slot_of(FileHandle file);
   bool direct_misaligned(const FileSlot& slot, const IoRequest& request) const;
-  void check_registered_buffer(const IoRequest& request) const;
+  bool registered_buffer_invalid(const IoRequest& request) const;
   void prep_sqe(io_uring_sqe* sqe, const FileSlot& slot, FileHandle file,
                 const IoRequest& request) const;
   void push_local_completion(uint64_t user_data, int64_t result);
@@ -150,7 +150,7 @@ class UringDisk final : public Disk {
   std::vector<LockEntry> locks_;
   std::vector<std::span<std::byte>> registered_buffers_;  // to check fixed requests
   bool buffers_registered_ = false;
-  // Completions made without the kernel (misaligned O_DIRECT requests), a ring of
+  // Completions made without the kernel (misaligned O_DIRECT, bad registered buffer), a ring of
   // in_flight_max_ entries: they count in in_flight_count_, so it never overflows.
   std::vector<IoCompletion> local_completions_;
   size_t local_head_ = 0;

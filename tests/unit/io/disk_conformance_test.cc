@@ -482,6 +482,21 @@ TYPED_TEST(DiskConformance, RegisteredBuffersWriteReadUnregister) {
     disk.close(file);
   }
 
+  // A fixed request outside its registered buffer, or naming no registered buffer: -EINVAL.
+  FileHandle bad_file = this->create("fixed-bad");
+  IoRequest outside = data_request(OpKind::write, bad_file, 0, pool1.span().subspan(61440), 5);
+  outside.length_bytes = 8192;  // runs 4 KiB past the end of pool1
+  outside.registered_buffer = 1;
+  EXPECT_EQ(run_one(disk, outside), -EINVAL);
+  IoRequest wrong_pool = data_request(OpKind::write, bad_file, 0, pool0.span(), 6);
+  wrong_pool.registered_buffer = 1;
+  EXPECT_EQ(run_one(disk, wrong_pool), -EINVAL);
+  IoRequest no_pool = data_request(OpKind::write, bad_file, 0, pool0.span(), 7);
+  no_pool.registered_buffer = 2;
+  EXPECT_EQ(run_one(disk, no_pool), -EINVAL);
+  EXPECT_EQ(*disk.size(bad_file), 0u);
+  disk.close(bad_file);
+
   disk.unregister_buffers();
   disk.unregister_buffers();  // nothing registered: a no-op
   AlignedBuffer pool2(16 * 1024);
