@@ -79,6 +79,7 @@ io::Result<std::unique_ptr<CommitLog>> CommitLog::open(io::Disk& disk, io::Clock
   UMQ_RETURN_IF_ERROR(validate(options));
   int64_t started_ns = clock.monotonic_ns();
   UMQ_RETURN_IF_ERROR(disk.make_dir(options.dir));
+  UMQ_RETURN_IF_ERROR(io::sync_dir(disk, io::dir_name(options.dir)));  // the entry of dir itself
   UMQ_RETURN_IF_ERROR(disk.lock(io::path_join(options.dir, kLockFile)));
   std::unique_ptr<CommitLog> log(new CommitLog(disk, clock, options));
   RecoveryReport report;
@@ -154,7 +155,14 @@ io::Status CommitLog::start(uint64_t end_offset, int64_t last_store_timestamp_ms
   }
   zero_chunk_ = memory_ + buffer_bytes * options_.write_buffer_count;
   checkpoint_bytes_ = zero_chunk_ + options_.zero_fill_chunk_bytes;
-  UMQ_RETURN_IF_ERROR(disk_.register_buffers(registered));
+  io::Status registered_status = disk_.register_buffers(registered);
+  if (!registered_status.is_ok()) {
+    // Pinning is charged to RLIMIT_MEMLOCK (8 MiB by default for non-root): write through
+    // ordinary buffers instead of failing; only the per-write page pinning is lost.
+    std::fprintf(stderr, "uringmq: CommitLog %s writes without registered buffers: %s\n",
+                 options_.dir.c_str(), registered_status.to_string().c_str());
+    for (WriteBuffer& b : buffers_) b.index = -1;
+  }
   slots_.resize(kWriteSlots);
   acks_.resize(options_.max_pending_acks);
   ready_acks_.resize(options_.max_pending_acks);
@@ -217,10 +225,12 @@ CommitLog::~CommitLog() {
     disk_.unlock(io::path_join(options_.dir, kLockFile));
     return;
   }
-  while (ops_in_flight_ > 0) {
+  // Buffers must outlive the requests that use them. (A simulated crash drops its requests:
+  // then the disk has nothing in flight and there is nothing to wait for.)
+  while (ops_in_flight_ > 0 && disk_.in_flight() > 0) {
     std::array<io::IoCompletion, 64> done;
     size_t n = disk_.poll(done, io::Wait::at_least_one);
-    for (size_t i = 0; i < n; i++) ops_in_flight_--;
+    ops_in_flight_ -= static_cast<uint32_t>(std::min<size_t>(n, ops_in_flight_));
   }
   for (Segment& segment : segments_) {
     disk_.close(segment.file);
@@ -372,7 +382,7 @@ bool CommitLog::submit_range(WriteBuffer& buffer) {
   if (file_to > to) std::memset(buffer.data + (to - buffer.log_start), 0, file_to - to);
   const uint32_t index = (slot_head_ + slot_count_) % slots_.size();
   WriteSlot& slot = slots_[index];
-  slot.buffer = static_cast<uint32_t>(buffer.index);
+  slot.buffer = static_cast<uint32_t>(&buffer - buffers_.data());
   slot.file_offset = file_from - buffer.segment_base;
   slot.length = file_to - file_from;
   slot.log_data_end = buffer.seal_end != 0 ? buffer.seal_end : to;
@@ -420,7 +430,7 @@ void CommitLog::on_write_done(uint32_t index, int64_t result) {
     req.file_offset = slot.file_offset;
     req.length_bytes = slot.length;
     req.buffer = slot.data;
-    req.registered_buffer = static_cast<int32_t>(slot.buffer);
+    req.registered_buffer = buffers_[slot.buffer].index;
     req.user_data = tag_of(OpClass::write, index);
     if (submit_op(req)) return;
   } else if (result <= 0) {
@@ -665,6 +675,7 @@ void CommitLog::maybe_checkpoint() {
   req.buffer = checkpoint_bytes_;
   req.user_data = tag_of(OpClass::checkpoint, 0);
   last_checkpoint_ms_ = now_ms();
+  checkpoint_written_ = 0;
   checkpoint_step_ = CheckpointStep::writing;
   if (!submit_op(req)) fail_stop(io::Status::error(io::Code::busy, "cannot write " + temp));
 }
@@ -678,8 +689,18 @@ void CommitLog::on_checkpoint_done(int64_t result) {
   io::IoRequest req;
   req.user_data = tag_of(OpClass::checkpoint, 0);
   if (checkpoint_step_ == CheckpointStep::writing) {
-    if (static_cast<uint64_t>(result) != kCheckpointBytes) {
-      fail_stop(io::Status::error(io::Code::io_error, "short write of " + temp));
+    checkpoint_written_ += static_cast<uint64_t>(result);
+    if (result == 0) {
+      fail_stop(io::Status::error(io::Code::io_error, "write of " + temp + " made no progress"));
+      return;
+    }
+    if (checkpoint_written_ < kCheckpointBytes) {  // a short write: resubmit the remainder
+      req.kind = io::OpKind::write;
+      req.file = checkpoint_file_;
+      req.file_offset = checkpoint_written_;
+      req.length_bytes = kCheckpointBytes - checkpoint_written_;
+      req.buffer = checkpoint_bytes_ + checkpoint_written_;
+      if (!submit_op(req)) fail_stop(io::Status::error(io::Code::busy, "cannot write " + temp));
       return;
     }
     req.kind = io::OpKind::fdatasync;

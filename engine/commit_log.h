@@ -188,7 +188,7 @@ class CommitLog {
   };
   struct WriteBuffer {
     std::byte* data = nullptr;
-    int32_t index = 0;
+    int32_t index = 0;  // registered-buffer index, or -1 when registration was refused
     uint64_t log_start = 0;     // log offset of data[0]; a multiple of align_bytes_
     uint64_t segment_base = 0;  // the segment all of its bytes belong to
     uint64_t fill = 0;          // bytes encoded
@@ -295,6 +295,7 @@ class CommitLog {
   io::FileHandle root_dir_handle_;
   std::byte* checkpoint_bytes_ = nullptr;  // 4 KiB aligned, inside memory_
   uint64_t checkpoint_target_ = 0;
+  uint64_t checkpoint_written_ = 0;  // bytes of the checkpoint write completed
   int64_t last_checkpoint_ms_ = 0;
 
   io::Status fail_status_;

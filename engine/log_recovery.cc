@@ -212,6 +212,18 @@ io::Result<RecoveredLog> recover_log(io::Disk& disk, const CommitLogOptions& opt
     }
   }
 
+  // What recovery accepted may sit only in the page cache (a process crash): make it durable
+  // before anything is appended after it, or a later power loss could cut a hole below new data.
+  for (uint64_t base : bases) {
+    if (base < start - start % segment_size || base > end_base) continue;
+    std::string path = io::path_join(segment_dir, CommitLog::segment_name(base));
+    io::Result<io::FileHandle> file = disk.open(path, io::OpenMode::read_write);
+    if (!file.is_ok()) return file.status();
+    io::Status synced = io::fdatasync_sync(disk, *file, "fdatasync " + path);
+    disk.close(*file);
+    UMQ_RETURN_IF_ERROR(synced);
+  }
+
   bool removed = false;
   for (uint64_t base : bases) {
     bool keep = base <= end_base;

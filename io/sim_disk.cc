@@ -782,11 +782,12 @@ void SimDisk::tear_page(std::vector<std::byte>& image, const FileRecord& record,
   }
   std::vector<uint64_t> fate(sectors.size());  // 0-1 new, 2 old, 3 bad
   bool all_new = true;
+  const uint64_t fates = options_.crash_atomic_sectors ? 3 : 4;  // atomic: never a bad sector
   for (uint64_t& f : fate) {
-    f = uniform(4);
+    f = uniform(fates);
     all_new = all_new && f < 2;
   }
-  if (all_new) fate[uniform(fate.size())] = 2 + uniform(2);
+  if (all_new) fate[uniform(fate.size())] = 2 + uniform(fates - 2);
   for (size_t i = 0; i < sectors.size(); ++i) {
     const auto [s_lo, s_hi] = sectors[i];
     std::byte* dst = image.data() + s_lo;

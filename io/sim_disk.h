@@ -65,6 +65,11 @@ struct SimDiskOptions {
   double crash_page_drop_probability = 0.3;
   // A bad sector of a torn page holds seeded garbage with this chance, else zeros. Default 0.5.
   double crash_torn_sector_garbage_probability = 0.5;
+  // Power-loss atomicity of a 512-byte sector (what drives promise: NVMe AWUPF, SCSI/ATA atomic
+  // sector writes): a torn page's sectors are each old or new, never zeros or garbage. Needed to
+  // model rewriting a partly durable block (O_DIRECT tail rewrites; the kernel's own page
+  // writeback does the same with buffered writes). Default false: sectors may go bad.
+  bool crash_atomic_sectors = false;
   // Chance that an unsynced size change (fallocate, truncate) survives power loss. Default 0.5.
   double crash_resize_keep_probability = 0.5;
 
