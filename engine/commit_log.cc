@@ -329,7 +329,17 @@ io::Status CommitLog::roll_segment() {
 }
 
 io::Status CommitLog::switch_buffer() {
+  // Buffers wholly handed to the disk leave the window [oldest_unsubmitted_, current_buffer_]
+  // first. Otherwise a burst of appends between two polls could wrap the ring onto a submitted
+  // oldest buffer: submit_writes() would then see oldest == current and skip the buffers in
+  // between, and written_ would jump over bytes never written (acknowledging lost records).
+  while (oldest_unsubmitted_ != current_buffer_ &&
+         buffers_[oldest_unsubmitted_].submitted == buffers_[oldest_unsubmitted_].fill) {
+    oldest_unsubmitted_ = (oldest_unsubmitted_ + 1) % buffers_.size();
+  }
   const uint32_t next = (current_buffer_ + 1) % buffers_.size();
+  UMQ_ASSERT(next != oldest_unsubmitted_ || oldest_unsubmitted_ == current_buffer_ ||
+             buffers_[next].submitted < buffers_[next].fill);
   WriteBuffer& fresh = buffers_[next];
   if (fresh.writes_in_flight > 0 || fresh.submitted < fresh.fill) {
     return io::Status::error(io::Code::busy, "all write buffers are in flight");
@@ -730,19 +740,40 @@ void CommitLog::on_checkpoint_done(int64_t result) {
 
 void CommitLog::poll(io::Wait wait) {
   if (closed_) return;
+  submit_work();
+  std::array<io::IoCompletion, 64> done;
+  size_t n = disk_.poll(done, ops_in_flight_ > 0 ? wait : io::Wait::none);
+  for (size_t i = 0; i < n; i++) complete(done[i]);
+  submit_work();
+}
+
+void CommitLog::submit_work() {
+  if (closed_) return;
   submit_writes();
   maybe_sync();
   maybe_checkpoint();
   advance_allocator();
-  std::array<io::IoCompletion, 64> done;
-  size_t n = disk_.poll(done, ops_in_flight_ > 0 ? wait : io::Wait::none);
-  for (size_t i = 0; i < n; i++) on_completion(done[i]);
-  submit_writes();
-  maybe_sync();
   release_acks();
 }
 
-void CommitLog::on_completion(const io::IoCompletion& completion) {
+bool CommitLog::owns(uint64_t user_data) {
+  uint64_t op = user_data >> 56;
+  return op >= static_cast<uint64_t>(OpClass::write) && op <= static_cast<uint64_t>(OpClass::read);
+}
+
+int64_t CommitLog::next_deadline_ms() const {
+  int64_t deadline = INT64_MAX;
+  if (options_.flush_mode == FlushMode::async_flush && written_ > durable_) {
+    deadline = std::min(deadline, last_sync_ms_ + options_.async_flush_interval_ms);
+  }
+  if (durable_ != checkpoint_target_) {
+    deadline = std::min(deadline, last_checkpoint_ms_ + options_.checkpoint_interval_ms);
+  }
+  if (alloc_step_ == AllocStep::idle) deadline = std::min(deadline, alloc_retry_at_ms_);
+  return deadline;
+}
+
+void CommitLog::complete(const io::IoCompletion& completion) {
   UMQ_ASSERT(ops_in_flight_ > 0);
   ops_in_flight_--;
   const uint64_t index = index_of(completion.user_data);

@@ -152,7 +152,18 @@ class CommitLog {
 
   // Drives IO: submits buffered bytes, flushes, prepares segments, writes checkpoints, reaps
   // completions. Wait::at_least_one blocks until some IO completes (if any is in flight).
+  // Equivalent to submit_work(), disk.poll(), complete() for each completion, submit_work().
   void poll(io::Wait wait);
+
+  // For a reactor that shares the Disk with other users: submit_work() queues what can be
+  // submitted now and releases acknowledgements; complete() takes one completion whose
+  // user_data this log issued (owns() is true for it).
+  void submit_work();
+  void complete(const io::IoCompletion& completion);
+  static bool owns(uint64_t user_data);
+  // The monotonic time (ms) by which submit_work() should run again even if no IO completes
+  // (async flush, checkpoint, allocation retry); INT64_MAX when nothing is time-driven.
+  int64_t next_deadline_ms() const;
 
   // Moves ready acknowledgements into `out`; returns how many.
   size_t take_acks(std::span<Ack> out);
@@ -225,7 +236,6 @@ class CommitLog {
   void maybe_checkpoint();
   void advance_allocator();
   void start_allocation();
-  void on_completion(const io::IoCompletion& completion);
   void on_write_done(uint32_t slot, int64_t result);
   void on_sync_done(int64_t result);
   void on_allocator_done(int64_t result);

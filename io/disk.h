@@ -8,7 +8,8 @@
 // Two kinds of operation:
 // - Metadata (open, size, truncate, rename, remove, make_dir, list_dir, lock) is synchronous and
 //   rare: startup, recovery, segment roll, checkpoint.
-// - Data (read, write, fdatasync, fsync, fallocate) is asynchronous: submit() queues a request,
+// - Data (read, write, fdatasync, fsync, fallocate) and the reactor's timeout and wait_wake are
+//   asynchronous (SimDisk, single-threaded and timeless, refuses the last two): submit() queues a request,
 //   poll() pushes queued requests to the device and reaps completions. Completions may arrive in
 //   any order. A buffer passed to submit() must stay valid and unchanged until its completion.
 //
@@ -52,7 +53,17 @@ enum class OpenMode : uint8_t {
 // How data requests on the file reach the device. direct = O_DIRECT (aligned requests only).
 enum class IoMode : uint8_t { buffered, direct };
 
-enum class OpKind : uint8_t { read, write, fdatasync, fsync, fallocate };
+enum class OpKind : uint8_t {
+  read,
+  write,
+  fdatasync,
+  fsync,
+  fallocate,
+  timeout,    // completes after timeout_ns with result -ETIME; `file` is unused
+  wait_wake,  // completes when `waker` is woken (io/waker.h); `file` is unused
+};
+
+class Waker;
 
 struct IoRequest {
   OpKind kind = OpKind::read;
@@ -62,6 +73,8 @@ struct IoRequest {
   std::byte* buffer = nullptr;     // read: destination; write: source
   int32_t registered_buffer = -1;  // index from register_buffers() holding `buffer`, or -1
   uint64_t user_data = 0;          // returned unchanged in the completion
+  int64_t timeout_ns = 0;          // timeout: relative nanoseconds
+  Waker* waker = nullptr;          // wait_wake: the waker to wait on
 };
 
 struct IoCompletion {

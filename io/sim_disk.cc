@@ -407,6 +407,9 @@ Status SimDisk::submit(const IoRequest& request) {
   if (in_flight() >= options_.max_in_flight) {
     return Status::error(Code::busy, "SimDisk submission queue full");
   }
+  if (request.kind == OpKind::timeout || request.kind == OpKind::wait_wake) {
+    return Status::error(Code::invalid_argument, "SimDisk has no timers or wakers");
+  }
   const Handle* handle = find_handle(request.file);
   if (handle == nullptr) return Status::error(Code::invalid_argument, "submit: handle closed");
   InFlight op;
@@ -474,6 +477,9 @@ IoCompletion SimDisk::execute(InFlight& op) {
     case OpKind::fsync:
       done.result = execute_sync(op, inode);
       break;
+    case OpKind::timeout:
+    case OpKind::wait_wake:
+      UMQ_ASSERT_MSG(false, "refused at submit");
   }
   recharge(op.inode);
   return done;

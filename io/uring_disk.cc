@@ -1,6 +1,7 @@
 // UringDisk: Disk on io_uring. See io/uring_disk.h for the threading rule (the first submit() or
 // poll() binds the ring to its thread) and io/README.md for the decisions.
 #include "io/uring_disk.h"
+#include "io/waker.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -107,6 +108,7 @@ Status UringDisk::init_ring(const UringDiskOptions& options) {
   features_.queue_depth_entries = params.sq_entries;
   in_flight_max_ = params.sq_entries;
   local_completions_.resize(in_flight_max_);
+  timeouts_.resize(in_flight_max_);
   return Status::ok();
 }
 
@@ -389,6 +391,9 @@ void UringDisk::prep_sqe(io_uring_sqe* sqe, const FileSlot& slot, FileHandle fil
       io_uring_prep_fallocate(sqe, fd, 0, static_cast<off_t>(request.file_offset),
                               static_cast<off_t>(request.length_bytes));
       break;
+    case OpKind::timeout:
+    case OpKind::wait_wake:
+      UMQ_ASSERT_MSG(false, "reactor requests go through submit_reactor_request");
   }
   if (slot.fixed) io_uring_sqe_set_flags(sqe, IOSQE_FIXED_FILE);
   io_uring_sqe_set_data64(sqe, request.user_data);
@@ -398,6 +403,9 @@ Status UringDisk::submit(const IoRequest& request) {
   bind_to_thread();
   // "disk queue full" fits std::string's inline buffer: the busy path does not allocate.
   if (in_flight_count_ >= in_flight_max_) return Status::error(Code::busy, "disk queue full");
+  if (request.kind == OpKind::timeout || request.kind == OpKind::wait_wake) {
+    return submit_reactor_request(request);
+  }
   const FileSlot& slot = slot_of(request.file);
   if (direct_misaligned(slot, request) || registered_buffer_invalid(request)) {
     push_local_completion(request.user_data, -EINVAL);
@@ -411,6 +419,33 @@ Status UringDisk::submit(const IoRequest& request) {
     if (sqe == nullptr) return Status::error(Code::busy, "disk queue full");
   }
   prep_sqe(sqe, slot, request.file, request);
+  ++in_flight_count_;
+  ++kernel_in_flight_count_;
+  return Status::ok();
+}
+
+// Timers and cross-thread wake-ups for the shard's reactor: no FileHandle involved.
+Status UringDisk::submit_reactor_request(const IoRequest& request) {
+  io_uring_sqe* sqe = io_uring_get_sqe(ring_.get());
+  if (sqe == nullptr) {
+    flush_queued_sqes();
+    sqe = io_uring_get_sqe(ring_.get());
+    if (sqe == nullptr) return Status::error(Code::busy, "disk queue full");
+  }
+  if (request.kind == OpKind::timeout) {
+    // The kernel reads the timespec when the SQE is submitted; a slot per SQ entry keeps it
+    // alive until then.
+    static_assert(sizeof(ReactorTimespec) == sizeof(__kernel_timespec));
+    ReactorTimespec& ts = timeouts_[timeout_next_++ % timeouts_.size()];
+    ts.tv_sec = request.timeout_ns / 1'000'000'000;
+    ts.tv_nsec = request.timeout_ns % 1'000'000'000;
+    io_uring_prep_timeout(sqe, reinterpret_cast<__kernel_timespec*>(&ts), 0, 0);
+  } else {
+    UMQ_ASSERT(request.waker != nullptr);
+    io_uring_prep_read(sqe, request.waker->fd(), request.waker->read_buffer(), sizeof(uint64_t),
+                       0);
+  }
+  io_uring_sqe_set_data64(sqe, request.user_data);
   ++in_flight_count_;
   ++kernel_in_flight_count_;
   return Status::ok();

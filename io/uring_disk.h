@@ -109,6 +109,12 @@ class UringDisk final : public Disk {
   void unregister_buffers() override;
 
  private:
+  // Layout of the kernel's __kernel_timespec (two 64-bit fields), without its header here.
+  struct ReactorTimespec {
+    int64_t tv_sec;
+    int64_t tv_nsec;
+  };
+  Status submit_reactor_request(const IoRequest& request);
   struct FileSlot {
     int fd = -1;  // -1: free
     IoMode io_mode = IoMode::buffered;
@@ -153,6 +159,8 @@ class UringDisk final : public Disk {
   // Completions made without the kernel (misaligned O_DIRECT, bad registered buffer), a ring of
   // in_flight_max_ entries: they count in in_flight_count_, so it never overflows.
   std::vector<IoCompletion> local_completions_;
+  std::vector<ReactorTimespec> timeouts_;  // one per SQ entry (see submit_reactor_request)
+  uint64_t timeout_next_ = 0;
   size_t local_head_ = 0;
   size_t local_count_ = 0;
 };

@@ -1,0 +1,237 @@
+#include "engine/store.h"
+
+#include <algorithm>
+
+#include "engine/shard.h"
+#include "io/thread.h"
+#include "io/uring_disk.h"
+
+namespace uringmq {
+
+namespace {
+
+// FNV-1a over the topic bytes and the queue id: stable across runs, versions and machines,
+// because it decides which shard's files hold a queue.
+uint64_t queue_hash(std::string_view topic, int32_t queue_id) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (char c : topic) {
+    h ^= static_cast<uint8_t>(c);
+    h *= 0x100000001b3ULL;
+  }
+  for (int i = 0; i < 4; i++) {
+    h ^= static_cast<uint8_t>(static_cast<uint32_t>(queue_id) >> (8 * i));
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+bool is_power_of_two(uint32_t v) { return v >= 2 && (v & (v - 1)) == 0; }
+
+// Creates the data directory and checks the shard count against the shard directories there.
+io::Status prepare_data_dir(const StoreOptions& options) {
+  io::Result<std::unique_ptr<io::UringDisk>> disk = io::UringDisk::create(io::UringDiskOptions{});
+  if (!disk.is_ok()) return disk.status();
+  io::Disk& d = **disk;
+  UMQ_RETURN_IF_ERROR(d.make_dir(options.data_dir));
+  UMQ_RETURN_IF_ERROR(io::sync_dir(d, io::dir_name(options.data_dir)));
+  io::Result<std::vector<std::string>> names = d.list_dir(options.data_dir);
+  if (!names.is_ok()) return names.status();
+  uint32_t existing = 0;
+  for (const std::string& name : *names) existing += name.rfind("shard-", 0) == 0 ? 1 : 0;
+  if (existing != 0 && existing != options.shard_count) {
+    return io::Status::error(
+        io::Code::invalid_argument,
+        options.data_dir + " holds " + std::to_string(existing) + " shards but shard_count is " +
+            std::to_string(options.shard_count) + ": queues would change owners");
+  }
+  return io::Status::ok();
+}
+
+}  // namespace
+
+Store::Store(const StoreOptions& options) : options_(options) {}
+
+io::Result<std::unique_ptr<Store>> Store::open(const StoreOptions& requested) {
+  StoreOptions options = requested;
+  if (options.shard_count == 0) options.shard_count = io::online_cpus();
+  if (options.shard_count > 255) {
+    return io::Status::error(io::Code::invalid_argument, "shard_count above 255");
+  }
+  if (!is_power_of_two(options.session_window)) {
+    return io::Status::error(io::Code::invalid_argument, "session_window must be a power of two");
+  }
+  if (options.max_sessions == 0) {
+    return io::Status::error(io::Code::invalid_argument, "max_sessions must be positive");
+  }
+  UMQ_RETURN_IF_ERROR(prepare_data_dir(options));
+  std::unique_ptr<Store> store(new Store(options));
+  for (uint32_t i = 0; i < options.max_sessions; i++) {
+    store->slots_.push_back(std::make_unique<SessionSlot>());
+  }
+  store->reports_.resize(options.shard_count);
+  for (uint32_t i = 0; i < options.shard_count; i++) {
+    store->shards_.push_back(std::make_unique<Shard>(i, store->options_, store->slots_));
+  }
+  for (uint32_t i = 0; i < options.shard_count; i++) {
+    io::Status s = store->shards_[i]->start(&store->reports_[i]);
+    if (!s.is_ok()) {
+      store->shards_.resize(i);  // the failed one has stopped; stop those already running
+      (void)store->close();
+      return s;
+    }
+  }
+  return store;
+}
+
+Store::~Store() {
+  if (!closed_) (void)close();
+}
+
+io::Status Store::close() {
+  if (closed_) return io::Status::ok();
+  for (auto& slot : slots_) {
+    UMQ_ASSERT_MSG(!slot->in_use.load(std::memory_order_acquire),
+                   "Store::close with a Session still open");
+  }
+  io::Status first;
+  for (auto& shard : shards_) {
+    io::Status s = shard->stop();
+    if (!s.is_ok() && first.is_ok()) first = s;
+  }
+  closed_ = true;
+  return first;
+}
+
+uint32_t Store::shard_for(std::string_view topic, int32_t queue_id) const {
+  return static_cast<uint32_t>(queue_hash(topic, queue_id) % shards_.size());
+}
+
+StoreStats Store::stats() const {
+  StoreStats total;
+  for (const auto& shard : shards_) {
+    StoreStats s = shard->stats();
+    total.appends += s.appends;
+    total.acks_ok += s.acks_ok;
+    total.writes_submitted += s.writes_submitted;
+    total.fdatasyncs += s.fdatasyncs;
+    total.wakeups += s.wakeups;
+  }
+  return total;
+}
+
+io::Result<std::unique_ptr<Session>> Store::open_session() {
+  UMQ_ASSERT(!closed_);
+  for (auto& slot : slots_) {
+    bool expected = false;
+    if (!slot->in_use.compare_exchange_strong(expected, true, std::memory_order_acq_rel)) {
+      continue;
+    }
+    if (slot->to_shard.empty()) {
+      for (size_t i = 0; i < shards_.size(); i++) {
+        slot->to_shard.push_back(
+            std::make_unique<sched::SpscRing<ShardRequest>>(options_.session_window));
+        slot->from_shard.push_back(
+            std::make_unique<sched::SpscRing<Completion>>(options_.session_window));
+      }
+    }
+    slot->active.store(true, std::memory_order_release);
+    return std::unique_ptr<Session>(new Session(*this, *slot, shard_count()));
+  }
+  return io::Status::error(io::Code::busy, "all " + std::to_string(slots_.size()) +
+                                               " sessions are in use (max_sessions)");
+}
+
+// ---- Session ----
+
+Session::~Session() {
+  std::array<Completion, 64> drain;
+  while (outstanding_ > 0) (void)take_completions(drain, true);
+  // The rings are empty: shards may skip the slot from now on, and a later session reuses it.
+  slot_.active.store(false, std::memory_order_release);
+  slot_.in_use.store(false, std::memory_order_release);
+}
+
+io::Status Session::post(uint32_t shard, const ShardRequest& request) {
+  if (outstanding_per_shard_[shard] >= store_.options_.session_window ||
+      !slot_.to_shard[shard]->push(request)) {
+    return io::Status::error(io::Code::busy, "session window to shard " + std::to_string(shard) +
+                                                 " is full");
+  }
+  outstanding_++;
+  outstanding_per_shard_[shard]++;
+  store_.shards_[shard]->wake_if_sleeping();
+  return io::Status::ok();
+}
+
+io::Status Session::send_async(const Message& message, uint64_t tag) {
+  ShardRequest request;
+  request.kind = ShardRequest::Kind::append;
+  request.tag = tag;
+  engine::MessageInput& in = request.input;
+  in.topic = message.topic;
+  in.queue_id = message.queue_id;
+  in.flag = message.flag;
+  in.body = message.body;
+  in.properties = message.properties;
+  in.sys_flag = message.sys_flag;
+  in.born_timestamp_ms = message.born_timestamp_ms;
+  in.born_host = message.born_host;
+  in.store_host = engine::HostAddress::ipv4(127, 0, 0, 1, 10911);
+  return post(store_.shard_for(message.topic, message.queue_id), request);
+}
+
+io::Status Session::read_async(uint64_t store_offset, uint32_t size_bytes, std::byte* dest,
+                               uint64_t tag) {
+  uint32_t shard = shard_of_offset(store_offset);
+  if (shard >= store_.shards_.size()) {
+    return io::Status::error(io::Code::invalid_argument,
+                             "offset names shard " + std::to_string(shard));
+  }
+  ShardRequest request;
+  request.kind = ShardRequest::Kind::read;
+  request.tag = tag;
+  request.local_offset = local_offset(store_offset);
+  request.size_bytes = size_bytes;
+  request.dest = dest;
+  return post(shard, request);
+}
+
+size_t Session::take_completions(std::span<Completion> out, bool wait_at_least_one) {
+  for (;;) {
+    uint32_t seq = slot_.completion_seq.load(std::memory_order_seq_cst);
+    size_t n = 0;
+    for (size_t shard = 0; shard < slot_.from_shard.size(); shard++) {
+      while (n < out.size() && slot_.from_shard[shard]->pop(&out[n])) {
+        n++;
+        outstanding_per_shard_[shard]--;
+      }
+    }
+    outstanding_ -= n;
+    if (n > 0 || !wait_at_least_one || outstanding_ == 0) return n;
+    slot_.waiting.store(true, std::memory_order_seq_cst);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    bool any = false;
+    for (auto& ring : slot_.from_shard) any = any || !ring->empty();
+    if (!any) slot_.completion_seq.wait(seq, std::memory_order_seq_cst);
+    slot_.waiting.store(false, std::memory_order_seq_cst);
+  }
+}
+
+Completion Session::send(const Message& message) {
+  UMQ_ASSERT_MSG(outstanding_ == 0, "send() cannot be mixed with outstanding async requests");
+  const uint64_t tag = ~uint64_t{0};
+  io::Status s = send_async(message, tag);
+  std::array<Completion, 64> batch;
+  if (!s.is_ok()) {
+    Completion failed;
+    failed.tag = tag;
+    failed.code = s.code();
+    return failed;
+  }
+  for (;;) {
+    size_t n = take_completions(std::span(batch.data(), 1), true);
+    if (n == 1 && batch[0].tag == tag) return batch[0];
+  }
+}
+
+}  // namespace uringmq
