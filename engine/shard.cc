@@ -251,7 +251,7 @@ bool Shard::handle(uint32_t slot_index, const ShardRequest& request) {
     if (s.code() == io::Code::busy) return false;
     if (s.is_ok()) {
       free_reads_.pop_back();
-      pending_reads_[id] = PendingAppend{slot_index, request.tag, 0};
+      pending_reads_[id] = PendingAppend{slot_index, request.tag, 0, request.size_bytes, 0};
       return true;
     }
     done.code = s.code();
@@ -274,7 +274,8 @@ bool Shard::handle(uint32_t slot_index, const ShardRequest& request) {
     return true;
   }
   free_pending_.pop_back();
-  pending_[id] = PendingAppend{slot_index, request.tag, *next};
+  pending_[id] = PendingAppend{slot_index, request.tag, *next, r->size_bytes,
+                               r->store_timestamp_ms};
   (*next)++;
   stat_appends_.fetch_add(1, std::memory_order_relaxed);
   return true;
@@ -291,6 +292,8 @@ void Shard::deliver_acks() {
       done.code = ack.outcome == engine::AckOutcome::ok ? io::Code::ok : io::Code::fail_stopped;
       done.offset = make_store_offset(index_, ack.offset.value);
       done.queue_offset = pending.queue_offset;
+      done.size_bytes = pending.size_bytes;
+      done.store_timestamp_ms = pending.store_timestamp_ms;
       post(pending.slot, done);
       free_pending_.push_back(static_cast<uint32_t>(ack.tag));
       if (ack.outcome == engine::AckOutcome::ok) {

@@ -66,6 +66,8 @@ class Shard {
     uint32_t slot = 0;
     uint64_t tag = 0;
     int64_t queue_offset = 0;
+    uint32_t size_bytes = 0;
+    int64_t store_timestamp_ms = 0;
   };
   void run();
   io::Status open_log(engine::RecoveryReport* report);
