@@ -25,12 +25,13 @@ struct Args {
   uint64_t messages = 100000;
   uint32_t body_bytes = 1024;
   engine::FlushMode flush_mode = engine::FlushMode::sync_flush;
+  io::IoMode io_mode = io::IoMode::buffered;
 };
 
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr,
                "uringmq-demo: %s\nusage: uringmq-demo [--data DIR] [--messages N] "
-               "[--body-bytes N] [--flush sync|async]\n",
+               "[--body-bytes N] [--flush sync|async] [--io-mode buffered|direct]\n",
                why);
   std::exit(2);
 }
@@ -51,6 +52,9 @@ Args parse_args(int argc, char** argv) {
       if (value != "sync" && value != "async") usage("--flush takes sync or async");
       args.flush_mode =
           value == "sync" ? engine::FlushMode::sync_flush : engine::FlushMode::async_flush;
+    } else if (flag == "--io-mode") {
+      if (value != "buffered" && value != "direct") usage("--io-mode takes buffered or direct");
+      args.io_mode = value == "direct" ? io::IoMode::direct : io::IoMode::buffered;
     } else {
       usage(("unknown option " + std::string(flag)).c_str());
     }
@@ -80,6 +84,7 @@ int main(int argc, char** argv) {
   engine::CommitLogOptions options;
   options.dir = args.data_dir;
   options.flush_mode = args.flush_mode;
+  options.io_mode = args.io_mode;
   std::printf("opening %s (segments of %llu MiB, %s)\n", options.dir.c_str(),
               static_cast<unsigned long long>(options.segment_size_bytes >> 20),
               args.flush_mode == engine::FlushMode::sync_flush ? "SYNC_FLUSH" : "ASYNC_FLUSH");
