@@ -1,0 +1,230 @@
+#!/usr/bin/env bash
+# compare.sh: issue 3's benchmark targets, each a ratio measured in this one run, next to fio on
+# the same file system (shared/reference/performance.md sections 6 and 8).
+#
+#   (a) ASYNC_FLUSH, 1 KiB, 1 shard: MB/s / fio io_uring direct seq write (no sync) at the
+#       engine's write size, queue depth 4                                 target >= 0.9
+#   (b) SYNC_FLUSH, 1 KiB, 64 producers: MB/s / fio with an fdatasync per group of the engine's
+#       measured bytes per fdatasync (>= 0.8); messages per fdatasync (>= 100); ack p99 / fio's
+#       fdatasync p99 (etcd job: sync engine, 4 KiB, fdatasync=1; <= 3)
+#   (c) 128 B: heap allocations per message in steady state (0); encode+CRC / memcpy+CRC bytes/s
+#       from uringmq-micro-bench (>= 0.5)
+#   (d) ASYNC_FLUSH, 128 B, CPU-bound: 2 shards / 1 shard msgs/s (>= 1.8)
+# Every engine run and fio job runs RUNS times (default 2) interleaved; the median is kept (of
+# two: the mean). Writes bench/results/latest.{md,dat,png} and prints the table.
+#
+# Environment: BUILD (default <repo>/build-bench), DATA (default ./bench-data; removed at the
+# end), RUNS (2), BENCH_SECONDS (6, per engine run), FIO_RUNTIME (6, per fio job),
+# SEGMENT_MIB (1024, the engine default). Needs fio, python3, gnuplot (tools/install-deps.sh).
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(dirname "$here")
+BUILD=${BUILD:-$root/build-bench}
+DATA=${DATA:-./bench-data}
+RUNS=${RUNS:-2}
+BENCH_SECONDS=${BENCH_SECONDS:-6}
+FIO_RUNTIME=${FIO_RUNTIME:-6}
+SEGMENT_MIB=${SEGMENT_MIB:-1024}
+bench=$BUILD/bench/uringmq-bench
+micro=$BUILD/bench/uringmq-micro-bench
+results=$here/results
+
+for tool in fio python3 gnuplot; do
+  command -v "$tool" >/dev/null || { echo "compare.sh: $tool missing (tools/install-deps.sh)"; exit 1; }
+done
+for exe in "$bench" "$micro"; do
+  [ -x "$exe" ] || {
+    echo "compare.sh: $exe missing; build it:"
+    echo "  cmake -S $root -B $BUILD -DCMAKE_BUILD_TYPE=Release && cmake --build $BUILD -j2 --target uringmq-bench uringmq-micro-bench"
+    exit 1
+  }
+done
+case "$DATA" in "" | "/") echo "compare.sh: refusing DATA=$DATA"; exit 1 ;; esac
+
+raw=$(mktemp -d)
+cleanup() { rm -rf "$DATA" "$raw"; }
+trap cleanup EXIT
+mkdir -p "$DATA" "$results"
+started=$(date +%s)
+
+# Reads a field from a JSON file: jf FILE 'python expression over d'.
+jf() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"; }
+
+engine() {  # engine NAME RUN ARGS...: one uringmq-bench run, its JSON kept as NAME.RUN.json
+  local name=$1 run=$2
+  shift 2
+  echo "  uringmq-bench $name (run $run): $*" >&2
+  "$bench" --data "$DATA/engine" --segment-mib "$SEGMENT_MIB" --seconds "$BENCH_SECONDS" \
+    --json "$@" >"$raw/$name.$run.json"
+  rm -rf "$DATA/engine"
+}
+
+fio_job() {  # fio_job NAME RUN ARGS...: one fio job, its JSON kept as NAME.RUN.json
+  local name=$1 run=$2
+  shift 2
+  echo "  fio $name (run $run): $*" >&2
+  fio --name="$name" --filename="$DATA/fio-$name" --output-format=json "$@" \
+    >"$raw/$name.$run.json"
+  rm -f "$DATA/fio-$name"
+}
+
+# Powers of two between 4 KiB and 1 MiB: the fio block size nearest (in log terms) to $1 bytes.
+pow2_block() {
+  python3 -c "import math,sys; b=max(4096.0,min(1048576.0,float(sys.argv[1]))); print(2**round(math.log2(b)))" "$1"
+}
+
+echo "compare.sh: $RUNS runs of each, engine runs of ${BENCH_SECONDS}s, fio jobs of ${FIO_RUNTIME}s, data in $DATA" >&2
+fio_seq_bs=""
+for run in $(seq 1 "$RUNS"); do
+  engine a "$run" --workload append --flush async --message-bytes 1024 --shards 1 --producers 64
+  engine ad "$run" --workload append --flush async --message-bytes 1024 --shards 1 --producers 64 --io-mode direct
+  engine b "$run" --workload append --flush sync --message-bytes 1024 --shards 1 --producers 64
+  if [ -z "$fio_seq_bs" ]; then
+    # fio at the engine's own write size and bytes per fdatasync (from the first runs).
+    write_bytes=$(jf "$raw/a.1.json" "d['append']['mb_per_s']*1e6/max(d['append']['writes_per_s'],1)")
+    fio_seq_bs=$(pow2_block "$write_bytes")
+    direct_write_bytes=$(jf "$raw/ad.1.json" "d['append']['mb_per_s']*1e6/max(d['append']['writes_per_s'],1)")
+    fio_seqd_bs=$(pow2_block "$direct_write_bytes")
+    sync_write_bytes=$(jf "$raw/b.1.json" "d['append']['mb_per_s']*1e6/max(d['append']['writes_per_s'],1)")
+    sync_group_bytes=$(jf "$raw/b.1.json" "d['append']['mb_per_s']*1e6/max(d['append']['fdatasyncs_per_s'],1)")
+    fio_sync_bs=$(pow2_block "$sync_write_bytes")
+    fio_sync_n=$(python3 -c "import sys; print(max(1, round(float(sys.argv[1])/float(sys.argv[2]))))" "$sync_group_bytes" "$fio_sync_bs")
+    echo "  engine writes ${write_bytes%.*} B (async), ${sync_write_bytes%.*} B per write and ${sync_group_bytes%.*} B per fdatasync (sync):" \
+         "fio bs=$fio_seq_bs; bs=$fio_sync_bs fdatasync=$fio_sync_n;" \
+         "direct IO writes ${direct_write_bytes%.*} B: fio bs=$fio_seqd_bs" >&2
+  fi
+  common=(--rw=write --size=1g --ioengine=io_uring --direct=1 --iodepth=4 --time_based --runtime="$FIO_RUNTIME")
+  fio_job seq "$run" "${common[@]}" --bs="$fio_seq_bs"
+  fio_job seqd "$run" "${common[@]}" --bs="$fio_seqd_bs"
+  fio_job seq1m "$run" "${common[@]}" --bs=1m
+  fio_job group "$run" "${common[@]}" --bs="$fio_sync_bs" --fdatasync="$fio_sync_n"
+  fio_job fsync "$run" --rw=write --size=64m --ioengine=sync --fdatasync=1 --bs=4k \
+    --time_based --runtime="$FIO_RUNTIME"
+  engine c "$run" --workload append --flush async --message-bytes 128 --shards 1 --producers 64
+  engine d1 "$run" --workload append --flush async --message-bytes 128 --shards 1 --producers 512 --threads 2
+  engine d2 "$run" --workload append --flush async --message-bytes 128 --shards 2 --producers 512 --threads 2
+done
+echo "  uringmq-micro-bench" >&2
+"$micro" --benchmark_format=json --benchmark_repetitions="$((RUNS > 3 ? RUNS : 3))" \
+  --benchmark_report_aggregates_only=true --benchmark_min_time=0.2 >"$raw/micro.json"
+
+python3 - "$raw" "$RUNS" "$results" "$fio_seq_bs" "$fio_sync_bs" "$fio_sync_n" "$fio_seqd_bs" <<'EOF'
+import json, statistics, sys, os
+raw, runs, out, seq_bs, sync_bs, sync_n, seqd_bs = sys.argv[1], int(sys.argv[2]), sys.argv[3], *sys.argv[4:8]
+def load(name):
+    return [json.load(open(f"{raw}/{name}.{r}.json")) for r in range(1, runs + 1)]
+def med(values):
+    return statistics.median(values)
+def eng(name, field):
+    return med([d["append"][field] for d in load(name)])
+def fio_bw(name):
+    return med([d["jobs"][0]["write"]["bw_bytes"] / 1e6 for d in load(name)])
+def fio_sync_p99_us(name):
+    vals = []
+    for d in load(name):
+        sync = d["jobs"][0].get("sync", {})
+        pct = sync.get("lat_ns", {}).get("percentile", {})
+        vals.append(pct.get("99.000000", 0) / 1e3)
+    return med(vals)
+def fio_iops(name):
+    return med([d["jobs"][0]["write"]["iops"] for d in load(name)])
+micro = json.load(open(f"{raw}/micro.json"))
+def micro_rate(name):
+    for b in micro["benchmarks"]:
+        if b["name"] == f"{name}_median":
+            return b["bytes_per_second"] / 1e9
+    raise SystemExit(f"compare.sh: {name} missing from the micro-bench output")
+def micro_counter(name, counter):
+    for b in micro["benchmarks"]:
+        if b["name"] == f"{name}_median":
+            return b[counter]
+    return 0
+machine = load("a")[0]["machine"]
+
+rows = []  # figure, numerator, denominator, ratio, target text, met, lower_is_better
+def ratio_row(key, figure, num, num_text, den, den_text, target, higher=True):
+    r = num / den if den else float("inf")
+    met = r >= target if higher else r <= target
+    rows.append((key, figure, num_text.format(num), den_text.format(den), r,
+                 (">= " if higher else "<= ") + f"{target:g}", met, target))
+ratio_row("a", "(a) ASYNC 1 KiB 1 shard MB/s / fio seq write (no sync, bs " + seq_bs + ", QD4)",
+          eng("a", "mb_per_s"), "{:.1f} MB/s", fio_bw("seq"), "{:.1f} MB/s", 0.9)
+ratio_row("a_direct", "(a) same, --io-mode direct / fio seq write (no sync, bs " + seqd_bs + ", QD4)",
+          eng("ad", "mb_per_s"), "{:.1f} MB/s", fio_bw("seqd"), "{:.1f} MB/s", 0.9)
+ratio_row("a1m", "(a') same / fio seq write bs 1m QD4 (device ceiling, no target)",
+          eng("a", "mb_per_s"), "{:.1f} MB/s", fio_bw("seq1m"), "{:.1f} MB/s", 0.9)
+rows[-1] = rows[-1][:5] + ("(info)", None, None)
+ratio_row("b", f"(b) SYNC 1 KiB 64 producers MB/s / fio bs {sync_bs} fdatasync={sync_n}",
+          eng("b", "mb_per_s"), "{:.1f} MB/s", fio_bw("group"), "{:.1f} MB/s", 0.8)
+ratio_row("b_mpf", "(b) messages per fdatasync (engine counts; <= 64 with 64 in flight)",
+          eng("b", "messages_per_fdatasync"), "{:.1f} msgs", 1, "1 fdatasync", 100)
+ratio_row("b_gcf", "(b) group-commit factor: SYNC msgs/s / fio 4 KiB fdatasync=1 IOPS (plan B2)",
+          eng("b", "msgs_per_s"), "{:.0f} msgs/s", fio_iops("fsync"), "{:.0f} IOPS", 100)
+ratio_row("b_p99", "(b) ack p99 / fio fdatasync p99 (sync engine, 4 KiB, fdatasync=1)",
+          eng("b", "p99_us"), "{:.0f} us", fio_sync_p99_us("fsync"), "{:.0f} us", 3, higher=False)
+alloc = eng("c", "allocations_per_message")
+rows.append(("c_alloc", "(c) 128 B heap allocations per message, steady state",
+             f"{alloc:.4f} allocs/msg", "1 msg", alloc, "== 0", alloc == 0, 0))
+ratio_row("c_128", "(c) encode+CRC / memcpy+CRC, 128 B body (GB/s)",
+          micro_rate("BM_EncodeCrc/128"), "{:.2f} GB/s", micro_rate("BM_MemcpyCrc/128"),
+          "{:.2f} GB/s", 0.5)
+ratio_row("c_1k", "(c) encode+CRC / memcpy+CRC, 1 KiB body (GB/s)",
+          micro_rate("BM_EncodeCrc/1024"), "{:.2f} GB/s", micro_rate("BM_MemcpyCrc/1024"),
+          "{:.2f} GB/s", 0.5)
+ratio_row("d", "(d) ASYNC 128 B msgs/s, 2 shards / 1 shard (512 producers, 2 client threads)",
+          eng("d2", "msgs_per_s"), "{:.0f} msgs/s", eng("d1", "msgs_per_s"), "{:.0f} msgs/s", 1.8)
+
+def yes(met):
+    return "-" if met is None else ("yes" if met else "no")
+header = "| figure | numerator | denominator | ratio | target | met |\n|---|---|---|---|---|---|\n"
+table = header + "".join(f"| {f} | {n} | {d} | {r:.3f} | {t} | {yes(m)} |\n"
+                         for _, f, n, d, r, t, m, _ in rows)
+extra = {
+    "ack_p50_us_sync": eng("b", "p50_us"), "ack_p99_us_sync": eng("b", "p99_us"),
+    "ack_p999_us_sync": eng("b", "p999_us"), "fdatasyncs_per_s_sync": eng("b", "fdatasyncs_per_s"),
+    "msgs_per_s_sync": eng("b", "msgs_per_s"), "msgs_per_s_async_1k": eng("a", "msgs_per_s"),
+    "msgs_per_s_async_128": eng("c", "msgs_per_s"),
+    "cpu_us_per_msg_d1": eng("d1", "cpu_us_per_message"),
+    "cpu_us_per_msg_d2": eng("d2", "cpu_us_per_message"),
+    "fio_fsync_iops": fio_iops("fsync"), "fio_fsync_p99_us": fio_sync_p99_us("fsync"),
+    "fio_seq_1m_mb_s": fio_bw("seq1m"), "mb_per_s_async_1k_direct": eng("ad", "mb_per_s"),
+    "ring_round_trip_ns": micro_counter("BM_SpscRingRoundTrip/real_time", "ns_per_round_trip"),
+}
+machine_line = (f"{machine['cores']} cores, {machine['cpu']}, kernel {machine['kernel']}, "
+                f"{machine['fs']} (data dir)")
+with open(f"{out}/latest.md", "w") as f:
+    f.write(f"Machine: {machine_line}. Median of {runs} runs each.\n\n" + table + "\nOther figures (medians):\n\n")
+    for k, v in extra.items():
+        f.write(f"- {k}: {v:.1f}\n")
+with open(f"{out}/latest.dat", "w") as f:
+    f.write("# key ratio target met numerator denominator (figures as in latest.md)\n")
+    for key, fig, n, d, r, t, m, target in rows:
+        f.write(f"{key} {r:.4f} {target if target is not None else 'NaN'} {yes(m)} "
+                f"\"{n}\" \"{d}\"\n")
+    for k, v in extra.items():
+        f.write(f"# {k} {v:.3f}\n")
+print(f"Machine: {machine_line}. Median of {runs} runs each.\n")
+print(table)
+for k, v in extra.items():
+    print(f"  {k}: {v:.1f}")
+EOF
+
+# The chart: each target's ratio against its target (log scale: targets span 0.5 to 100).
+gnuplot <<EOF
+set terminal pngcairo size 1000,520 noenhanced font "sans,10"
+set output "$results/latest.png"
+set title "uringmq vs references: measured ratio (bars) and target (points)"
+set style data histograms
+set style fill solid 0.8 border -1
+set boxwidth 0.7
+set logscale y
+set yrange [0.05:300]
+set ylabel "ratio (log scale)"
+set xtics rotate by -30
+set grid ytics
+set key top left
+plot "< grep -v '^#' $results/latest.dat | grep -v c_alloc | grep -v a1m" using 2:xtic(1) title "measured ratio" lc rgb "#4477aa", \
+     "" using 0:3 with points pt 7 ps 1.6 lc rgb "#cc3311" title "target"
+EOF
+echo "compare.sh: wrote $results/latest.md, latest.dat, latest.png in $(( $(date +%s) - started ))s" >&2
