@@ -102,7 +102,8 @@ io::Result<std::unique_ptr<CommitLog>> CommitLog::open(io::Disk& disk, io::Clock
     if (!file.is_ok()) return fail(file.status());
     log->segments_.push_back(Segment{.base = base, .file = *file, .read_file = {}, .dirty = false});
   }
-  s = log->start(recovered->end_offset, recovered->last_store_timestamp_ms);
+  s = log->start(recovered->end_offset, recovered->last_store_timestamp_ms,
+                 std::min(report.checkpoint_offset, recovered->end_offset));
   if (!s.is_ok()) return fail(s);
   report.duration_ns = clock.monotonic_ns() - started_ns;
   if (report_out != nullptr) *report_out = report;
@@ -138,7 +139,8 @@ static io::Status create_segment_sync(io::Disk& disk, const std::string& segment
   return io::Status::ok();
 }
 
-io::Status CommitLog::start(uint64_t end_offset, int64_t last_store_timestamp_ms) {
+io::Status CommitLog::start(uint64_t end_offset, int64_t last_store_timestamp_ms,
+                            uint64_t checkpoint_offset) {
   const uint64_t buffer_bytes = options_.write_buffer_bytes;
   memory_bytes_ = buffer_bytes * options_.write_buffer_count + options_.zero_fill_chunk_bytes +
                   kCheckpointBlockBytes;
@@ -198,9 +200,11 @@ io::Status CommitLog::start(uint64_t end_offset, int64_t last_store_timestamp_ms
                                   std::span(first.data, align_bytes_), "read partial block");
     UMQ_RETURN_IF_ERROR(s);
   }
-  Checkpoint checkpoint{end_offset, last_store_timestamp_ms, segment_size};
+  // The watermark does not move at open: an owner (a shard and its ConsumeQueues) may still
+  // need the records above the old one re-dispatched, and says so with set_checkpoint_limit().
+  Checkpoint checkpoint{checkpoint_offset, last_store_timestamp_ms, segment_size};
   UMQ_RETURN_IF_ERROR(write_checkpoint_sync(disk_, options_.dir, checkpoint));
-  checkpoint_target_ = end_offset;
+  checkpoint_target_ = checkpoint_offset;
   std::string abort_path = io::path_join(options_.dir, kAbortFile);
   io::Result<bool> abort_present = disk_.exists(abort_path);
   if (!abort_present.is_ok()) return abort_present.status();
@@ -661,7 +665,8 @@ void CommitLog::on_allocator_done(int64_t result) {
 
 void CommitLog::maybe_checkpoint() {
   if (checkpoint_step_ != CheckpointStep::idle || !fail_status_.is_ok() || closing_) return;
-  if (durable_ == checkpoint_target_) return;
+  const uint64_t target = checkpoint_offset();
+  if (target == checkpoint_target_) return;
   if (now_ms() - last_checkpoint_ms_ < options_.checkpoint_interval_ms) return;
   std::string temp = io::path_join(options_.dir, kCheckpointTempFile);
   io::Result<bool> stale = disk_.exists(temp);
@@ -674,8 +679,8 @@ void CommitLog::maybe_checkpoint() {
     return;
   }
   checkpoint_file_ = *file;
-  checkpoint_target_ = durable_;
-  Checkpoint checkpoint{durable_, durable_store_timestamp_ms_, options_.segment_size_bytes};
+  checkpoint_target_ = target;
+  Checkpoint checkpoint{target, durable_store_timestamp_ms_, options_.segment_size_bytes};
   encode_checkpoint(checkpoint, std::span<std::byte, kCheckpointBytes>(checkpoint_bytes_,
                                                                        kCheckpointBytes));
   io::IoRequest req;
@@ -766,7 +771,7 @@ int64_t CommitLog::next_deadline_ms() const {
   if (options_.flush_mode == FlushMode::async_flush && written_ > durable_) {
     deadline = std::min(deadline, last_sync_ms_ + options_.async_flush_interval_ms);
   }
-  if (durable_ != checkpoint_target_) {
+  if (checkpoint_offset() != checkpoint_target_) {
     deadline = std::min(deadline, last_checkpoint_ms_ + options_.checkpoint_interval_ms);
   }
   if (alloc_step_ == AllocStep::idle) deadline = std::min(deadline, alloc_retry_at_ms_);
@@ -795,6 +800,7 @@ void CommitLog::complete(const io::IoCompletion& completion) {
       on_checkpoint_done(completion.result);
       break;
     case OpClass::read:
+      reads_in_flight_--;
       ready_reads_.push_back(ReadCompletion{index, completion.result});
       break;
     default:
@@ -817,7 +823,8 @@ io::Status CommitLog::read(LogOffset offset, uint32_t size_bytes, std::byte* des
   Segment* segment = find_segment(base);
   if (segment == nullptr) {
     return io::Status::error(io::Code::not_found, "log offset " + std::to_string(offset.value) +
-                                                      " is below the log's first segment");
+                                                      " was deleted (below the log's first "
+                                                      "segment)");
   }
   if (!segment->read_file.valid()) {
     io::Result<io::FileHandle> file =
@@ -834,6 +841,7 @@ io::Status CommitLog::read(LogOffset offset, uint32_t size_bytes, std::byte* des
   req.user_data = tag_of(OpClass::read, tag);
   UMQ_RETURN_IF_ERROR(disk_.submit(req));
   ops_in_flight_++;
+  reads_in_flight_++;
   return io::Status::ok();
 }
 
@@ -859,13 +867,62 @@ io::Status CommitLog::close() {
   while (ops_in_flight_ > 0) poll(io::Wait::at_least_one);
   release_acks();
   if (!fail_status_.is_ok()) return fail_status_;  // the abort file stays: recovery decides
-  Checkpoint checkpoint{durable_, durable_store_timestamp_ms_, options_.segment_size_bytes};
+  Checkpoint checkpoint{checkpoint_offset(), durable_store_timestamp_ms_,
+                        options_.segment_size_bytes};
   UMQ_RETURN_IF_ERROR(write_checkpoint_sync(disk_, options_.dir, checkpoint));
   UMQ_RETURN_IF_ERROR(disk_.remove(io::path_join(options_.dir, kAbortFile)));
   UMQ_RETURN_IF_ERROR(io::sync_dir(disk_, options_.dir));
   disk_.unlock(io::path_join(options_.dir, kLockFile));
   closed_ = true;
   return io::Status::ok();
+}
+
+// ---- Checkpoint limit, hot reads, retention ----
+
+uint64_t CommitLog::checkpoint_offset() const {
+  // The watermark may not pass what the owner says is safe (its ConsumeQueues' durable
+  // dispatch point): recovery re-dispatches everything above it. Stays a record boundary:
+  // both the durable end and the owner's point are record ends.
+  return std::min(durable_, checkpoint_limit_);
+}
+
+void CommitLog::set_checkpoint_limit(uint64_t limit) { checkpoint_limit_ = limit; }
+
+bool CommitLog::read_memory(LogOffset offset, uint32_t size_bytes, std::byte* dest) const {
+  if (offset.value + size_bytes > written_) return false;
+  for (const WriteBuffer& b : buffers_) {
+    if (offset.value >= b.log_start && offset.value + size_bytes <= b.log_start + b.fill) {
+      std::memcpy(dest, b.data + (offset.value - b.log_start), size_bytes);
+      return true;
+    }
+  }
+  return false;
+}
+
+io::Result<uint32_t> CommitLog::delete_segments_before(uint64_t offset, uint32_t max_files) {
+  uint32_t deleted = 0;
+  while (deleted < max_files && segments_.size() > 1 &&
+         segments_[0].base + options_.segment_size_bytes <= offset &&
+         segments_[0].base + options_.segment_size_bytes <= writer_segment_) {
+    Segment& oldest = segments_[0];
+    if (reads_in_flight_ > 0) break;  // a read may still use its handle
+    if (oldest.dirty) break;          // its last writes are not synced yet
+    disk_.close(oldest.file);
+    if (oldest.read_file.valid()) disk_.close(oldest.read_file);
+    std::string path = io::path_join(segment_dir_, segment_name(oldest.base));
+    segments_.erase(segments_.begin());
+    io::Status s = disk_.remove(path);
+    if (!s.is_ok()) return s;
+    deleted++;
+  }
+  if (deleted > 0) UMQ_RETURN_IF_ERROR(io::sync_dir(disk_, segment_dir_));
+  return deleted;
+}
+
+std::vector<uint64_t> CommitLog::segment_bases() const {
+  std::vector<uint64_t> bases;
+  for (const Segment& segment : segments_) bases.push_back(segment.base);
+  return bases;
 }
 
 }  // namespace uringmq::engine

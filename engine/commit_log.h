@@ -173,6 +173,21 @@ class CommitLog {
   io::Status read(LogOffset offset, uint32_t size_bytes, std::byte* dest, uint64_t tag);
   size_t take_reads(std::span<ReadCompletion> out);
 
+  // Copies a record range from the write buffers if it is still there (hot read); false if not.
+  bool read_memory(LogOffset offset, uint32_t size_bytes, std::byte* dest) const;
+
+  // The checkpoint never records a watermark above `limit` (default: no limit). A shard sets it
+  // to the point below which its ConsumeQueues are durable, so that recovery's rescan (from the
+  // watermark's segment) re-dispatches every record whose units a crash may have lost.
+  void set_checkpoint_limit(uint64_t limit);
+
+  // Retention: deletes whole segments, oldest first, that end at or below `offset` (never the
+  // writer's segment, nor one with a read in flight or unsynced writes), at most max_files.
+  // Returns how many were deleted; min_offset() moves up. Synchronous unlink.
+  io::Result<uint32_t> delete_segments_before(uint64_t offset, uint32_t max_files);
+  // Base offsets of the segments, ascending (the last is the writer's).
+  std::vector<uint64_t> segment_bases() const;
+
   // Flushes everything, writes the checkpoint, removes the abort file and releases the lock.
   // After close() only the destructor may be called.
   io::Status close();
@@ -225,7 +240,8 @@ class CommitLog {
   enum class AllocStep : uint8_t { idle, fallocating, zeroing, syncing, dir_syncing, ready };
 
   CommitLog(io::Disk& disk, io::Clock& clock, const CommitLogOptions& options);
-  io::Status start(uint64_t end_offset, int64_t last_store_timestamp_ms);
+  io::Status start(uint64_t end_offset, int64_t last_store_timestamp_ms,
+                   uint64_t checkpoint_offset);
   io::Status reserve(uint32_t size_bytes);
   io::Status roll_segment();
   io::Status switch_buffer();
@@ -242,6 +258,7 @@ class CommitLog {
   void on_checkpoint_done(int64_t result);
   void allocation_failed(io::Status status);
   bool close_done() const;
+  uint64_t checkpoint_offset() const;
   void release_acks();
   void fail_stop(io::Status status);
   bool submit_op(const io::IoRequest& request);
@@ -305,6 +322,8 @@ class CommitLog {
   io::FileHandle root_dir_handle_;
   std::byte* checkpoint_bytes_ = nullptr;  // 4 KiB aligned, inside memory_
   uint64_t checkpoint_target_ = 0;
+  uint64_t checkpoint_limit_ = UINT64_MAX;
+  uint32_t reads_in_flight_ = 0;
   uint64_t checkpoint_written_ = 0;  // bytes of the checkpoint write completed
   int64_t last_checkpoint_ms_ = 0;
 
