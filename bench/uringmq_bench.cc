@@ -134,7 +134,9 @@ struct Args {
   double seconds = 0;
   std::string data_dir = "./bench-data";
   uint64_t segment_mib = 1024;
-  io::IoMode io_mode = io::IoMode::buffered;
+  io::IoMode io_mode = engine::CommitLogOptions{}.io_mode;
+  int64_t min_write_kib = -1;     // -1: the CommitLog default
+  bool prepare_ahead = true;      // false: no zero-fill of the next segment until it is needed
   bool json = false;
 };
 
@@ -144,7 +146,11 @@ struct Args {
                "usage: uringmq-bench [--workload append|read] [--message-bytes N] [--shards N]\n"
                "         [--producers N] [--threads N] [--flush sync|async]\n"
                "         [--messages N | --seconds S] [--data DIR] [--segment-mib N]\n"
-               "         [--io-mode buffered|direct] [--json]\n"
+               "         [--io-mode buffered|direct] [--min-write-kib N]\n"
+               "         [--prepare-ahead yes|no] [--json]\n"
+               "  --min-write-kib: CommitLogOptions::min_write_bytes / 1024 (write coalescing).\n"
+               "  --prepare-ahead no: the next segment is zero-filled only when the writer needs\n"
+               "    it (measures the cost of the concurrent zero-fill; use a large --segment-mib).\n"
                "  --data DIR is deleted and recreated for every run (default ./bench-data).\n",
                why.c_str());
   std::exit(2);
@@ -193,6 +199,11 @@ Args parse_args(int argc, char** argv) {
     } else if (flag == "--io-mode") {
       if (value != "buffered" && value != "direct") usage("--io-mode takes buffered or direct");
       a.io_mode = value == "buffered" ? io::IoMode::buffered : io::IoMode::direct;
+    } else if (flag == "--min-write-kib") {
+      a.min_write_kib = static_cast<int64_t>(parse_u64(flag, value));
+    } else if (flag == "--prepare-ahead") {
+      if (value != "yes" && value != "no") usage("--prepare-ahead takes yes or no");
+      a.prepare_ahead = value == "yes";
     } else {
       usage("unknown option " + std::string(flag));
     }
@@ -811,6 +822,8 @@ int main(int argc, char** argv) {
   options.log.flush_mode = a.flush;
   options.log.segment_size_bytes = a.segment_mib << 20;
   options.log.io_mode = a.io_mode;
+  if (a.min_write_kib >= 0) options.log.min_write_bytes = static_cast<uint32_t>(a.min_write_kib << 10);
+  if (!a.prepare_ahead) options.log.prepare_ahead_bytes = 0;
   io::Result<std::unique_ptr<Store>> opened = Store::open(options);
   if (!opened.is_ok()) {
     std::fprintf(stderr, "uringmq-bench: cannot open the store: %s\n",
@@ -869,11 +882,12 @@ int main(int argc, char** argv) {
     std::printf(
         "{\"workload\":\"%s\",\"message_bytes\":%u,\"record_bytes\":%u,\"shards\":%u,"
         "\"producers\":%u,\"threads\":%u,\"flush\":\"%s\",\"io_mode\":\"%s\","
-        "\"segment_mib\":%llu,\"machine\":{\"cores\":%ld,\"kernel\":\"%s\",\"fs\":\"%s\","
+        "\"segment_mib\":%llu,\"min_write_bytes\":%u,\"prepare_ahead\":%s,\"machine\":{\"cores\":%ld,\"kernel\":\"%s\",\"fs\":\"%s\","
         "\"cpu\":\"%s\"},\"store\":{\"appends\":%llu,\"acks_ok\":%llu,\"writes\":%llu,"
         "\"fdatasyncs\":%llu,\"wakeups\":%llu},",
         workload, a.message_bytes, *record_bytes, store.shard_count(), a.producers, a.threads,
-        flush, io_mode, static_cast<unsigned long long>(a.segment_mib), machine.cores,
+        flush, io_mode, static_cast<unsigned long long>(a.segment_mib),
+        options.log.min_write_bytes, a.prepare_ahead ? "true" : "false", machine.cores,
         json_escape(machine.kernel).c_str(), json_escape(machine.fs).c_str(),
         json_escape(machine.cpu).c_str(), static_cast<unsigned long long>(stats.appends),
         static_cast<unsigned long long>(stats.acks_ok),

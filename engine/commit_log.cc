@@ -71,7 +71,21 @@ CommitLog::CommitLog(io::Disk& disk, io::Clock& clock, const CommitLogOptions& o
       clock_(clock),
       options_(options),
       align_bytes_(options.io_mode == io::IoMode::direct ? io::kDirectAlignment : 1),
-      segment_dir_(io::path_join(options.dir, "commitlog")) {}
+      segment_dir_(io::path_join(options.dir, "commitlog")),
+      checkpoint_temp_path_(io::path_join(options.dir, kCheckpointTempFile)),
+      checkpoint_path_(io::path_join(options.dir, kCheckpointFile)) {
+  set_segment_path(0, alloc_path_);
+}
+
+// Writes segment_dir_/<20 digits> into `out` without allocating once `out` has held such a
+// path (every segment path has the same length).
+void CommitLog::set_segment_path(uint64_t base, std::string& out) const {
+  char name[32];
+  int n = std::snprintf(name, sizeof(name), "%020llu", static_cast<unsigned long long>(base));
+  out.assign(segment_dir_);
+  if (!out.empty() && out.back() != '/') out.push_back('/');
+  out.append(name, static_cast<size_t>(n));
+}
 
 io::Result<std::unique_ptr<CommitLog>> CommitLog::open(io::Disk& disk, io::Clock& clock,
                                                        const CommitLogOptions& options,
@@ -311,6 +325,7 @@ io::Status CommitLog::reserve(uint32_t size_bytes) {
 io::Status CommitLog::roll_segment() {
   if (alloc_step_ != AllocStep::ready) {
     if (!alloc_status_.is_ok() && now_ms() < alloc_retry_at_ms_) return alloc_status_;
+    roll_waiting_ = true;
     return io::Status::error(io::Code::busy, "the next segment is still being prepared");
   }
   if (appended_ + kBlankRecordBytes >
@@ -381,6 +396,13 @@ bool CommitLog::submit_range(WriteBuffer& buffer) {
   const uint64_t from = buffer.log_start + buffer.submitted;
   const uint64_t to = buffer.log_start + buffer.fill;
   if (from > durable_ + options_.max_unsynced_bytes) return false;  // wait for an fdatasync
+  if (slot_count_ > 0 && to - from < options_.min_write_bytes && !closing_ &&
+      &buffer == &buffers_[current_buffer_] && buffer.seal_end == 0) {
+    // Coalesce: the write in flight completes soon and submit_work() runs again then; until
+    // then, more appends join this range. (A full or sealed buffer is never held back.)
+    stats_.writes_held++;
+    return false;
+  }
   const uint64_t file_from = align_down(from, align_bytes_);
   const uint64_t file_to = align_up(to, align_bytes_);
   Segment* segment = find_segment(buffer.segment_base);
@@ -417,6 +439,7 @@ bool CommitLog::submit_range(WriteBuffer& buffer) {
   buffer.writes_in_flight++;
   buffer.submitted = buffer.fill;
   stats_.writes_submitted++;
+  stats_.bytes_submitted += slot.length;
   return true;
 }
 
@@ -570,10 +593,12 @@ void CommitLog::fail_stop(io::Status status) {
 void CommitLog::advance_allocator() {
   if (alloc_step_ != AllocStep::idle || closing_ || !fail_status_.is_ok()) return;
   if (now_ms() < alloc_retry_at_ms_) return;
+  if (!roll_waiting_ && segment_end(appended_) - appended_ > options_.prepare_ahead_bytes) return;
+  roll_waiting_ = false;
   alloc_base_ = writer_segment_ + options_.segment_size_bytes;
-  std::string path = io::path_join(segment_dir_, segment_name(alloc_base_));
+  set_segment_path(alloc_base_, alloc_path_);
   io::Result<io::FileHandle> file =
-      disk_.open(path, io::OpenMode::create_exclusive, options_.io_mode);
+      disk_.open(alloc_path_, io::OpenMode::create_exclusive, options_.io_mode);
   if (!file.is_ok()) {
     allocation_failed(file.status());
     return;
@@ -588,14 +613,14 @@ void CommitLog::advance_allocator() {
     // The queue is full: give the file back and start again on a later poll.
     disk_.close(alloc_file_);
     alloc_file_ = io::FileHandle{};
-    (void)disk_.remove(path);
+    (void)disk_.remove(alloc_path_);
     return;
   }
   alloc_step_ = AllocStep::fallocating;
 }
 
 void CommitLog::allocation_failed(io::Status status) {
-  std::string path = io::path_join(segment_dir_, segment_name(alloc_base_));
+  const std::string& path = alloc_path_;
   if (alloc_file_.valid()) {
     disk_.close(alloc_file_);
     alloc_file_ = io::FileHandle{};
@@ -614,7 +639,7 @@ void CommitLog::allocation_failed(io::Status status) {
 }
 
 void CommitLog::on_allocator_done(int64_t result) {
-  std::string path = io::path_join(segment_dir_, segment_name(alloc_base_));
+  const std::string& path = alloc_path_;  // for errors only
   if (result < 0) {
     allocation_failed(io::Status::from_errno(static_cast<int>(-result), "prepare " + path));
     return;
@@ -668,7 +693,7 @@ void CommitLog::maybe_checkpoint() {
   const uint64_t target = checkpoint_offset();
   if (target == checkpoint_target_) return;
   if (now_ms() - last_checkpoint_ms_ < options_.checkpoint_interval_ms) return;
-  std::string temp = io::path_join(options_.dir, kCheckpointTempFile);
+  const std::string& temp = checkpoint_temp_path_;
   io::Result<bool> stale = disk_.exists(temp);
   io::Status s = stale.is_ok() ? io::Status::ok() : stale.status();
   if (s.is_ok() && *stale) s = disk_.remove(temp);
@@ -696,7 +721,7 @@ void CommitLog::maybe_checkpoint() {
 }
 
 void CommitLog::on_checkpoint_done(int64_t result) {
-  std::string temp = io::path_join(options_.dir, kCheckpointTempFile);
+  const std::string& temp = checkpoint_temp_path_;  // for errors only
   if (result < 0) {
     fail_stop(io::Status::from_errno(static_cast<int>(-result), "checkpoint " + temp));
     return;
@@ -724,7 +749,7 @@ void CommitLog::on_checkpoint_done(int64_t result) {
   } else if (checkpoint_step_ == CheckpointStep::syncing) {
     disk_.close(checkpoint_file_);
     checkpoint_file_ = io::FileHandle{};
-    io::Status s = disk_.rename(temp, io::path_join(options_.dir, kCheckpointFile));
+    io::Status s = disk_.rename(temp, checkpoint_path_);
     if (!s.is_ok()) {
       fail_stop(s);
       return;

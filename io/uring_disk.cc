@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <climits>
 #include <cstring>
 
 namespace uringmq::io {
@@ -61,6 +62,24 @@ int open_flags(OpenMode mode, IoMode io_mode) {
   if (io_mode == IoMode::direct) flags |= O_DIRECT;
   return flags;
 }
+
+// A NUL-terminated copy of a path on the stack: the metadata calls of the steady state (the
+// checkpoint's open/rename/stat each second) then allocate nothing. A path that does not fit
+// PATH_MAX is refused like the kernel would (ENAMETOOLONG).
+class CPath {
+ public:
+  explicit CPath(std::string_view path) : ok_(path.size() < sizeof(buf_)) {
+    if (!ok_) return;
+    std::memcpy(buf_, path.data(), path.size());
+    buf_[path.size()] = '\0';
+  }
+  bool ok() const { return ok_; }
+  const char* c_str() const { return buf_; }
+
+ private:
+  bool ok_;
+  char buf_[PATH_MAX];
+};
 
 std::string what_path(const char* operation, std::string_view path) {
   std::string out(operation);
@@ -174,10 +193,10 @@ void UringDisk::check_owner() const {
 
 Result<FileHandle> UringDisk::open(std::string_view path, OpenMode mode, IoMode io_mode) {
   check_owner();
-  std::string path_str(path);
-  int fd = ::open(path_str.c_str(), open_flags(mode, io_mode), kFileMode);
+  CPath path_str(path);
+  int fd = path_str.ok() ? ::open(path_str.c_str(), open_flags(mode, io_mode), kFileMode) : -1;
   if (fd < 0) {
-    int err = errno;
+    int err = path_str.ok() ? errno : ENAMETOOLONG;
     const char* what =
         io_mode == IoMode::direct && mode != OpenMode::directory ? "open (O_DIRECT)" : "open";
     return Status::from_errno(err, what_path(what, path));
@@ -196,7 +215,7 @@ Result<FileHandle> UringDisk::open(std::string_view path, OpenMode mode, IoMode 
   UMQ_ASSERT(slot.fd < 0);
   slot.fd = fd;
   slot.io_mode = mode == OpenMode::directory ? IoMode::buffered : io_mode;
-  slot.path = std::move(path_str);
+  slot.path.assign(path);  // reuses the capacity the slot kept from its last file
   slot.fixed = false;
   if (static_cast<uint32_t>(index) < features_.registered_files_count) {
     slot.fixed =
@@ -218,7 +237,10 @@ void UringDisk::close(FileHandle file) {
     UMQ_ASSERT_MSG(rc == 1, "io_uring_register_files_update (remove) failed");
   }
   ::close(slot.fd);  // Linux frees the fd even on EINTR; durability comes from fdatasync only
-  slot = FileSlot{};
+  slot.fd = -1;
+  slot.io_mode = IoMode::buffered;
+  slot.fixed = false;
+  slot.path.clear();  // keeps its capacity for the slot's next file
   free_slots_.push_back(file.index);
 }
 
@@ -239,16 +261,18 @@ Status UringDisk::truncate(FileHandle file, uint64_t size_bytes) {
 }
 
 Status UringDisk::rename(std::string_view from, std::string_view to) {
-  std::string from_str(from);
-  std::string to_str(to);
-  if (::rename(from_str.c_str(), to_str.c_str()) != 0) {
-    return Status::from_errno(errno, "rename " + from_str + " to " + to_str);
+  CPath from_str(from);
+  CPath to_str(to);
+  if (!from_str.ok() || !to_str.ok() || ::rename(from_str.c_str(), to_str.c_str()) != 0) {
+    int err = from_str.ok() && to_str.ok() ? errno : ENAMETOOLONG;
+    return Status::from_errno(err, "rename " + std::string(from) + " to " + std::string(to));
   }
   return Status::ok();
 }
 
 Status UringDisk::remove(std::string_view path) {
-  std::string path_str(path);
+  CPath path_str(path);
+  if (!path_str.ok()) return Status::from_errno(ENAMETOOLONG, what_path("remove", path));
   if (::unlink(path_str.c_str()) == 0) return Status::ok();
   int err = errno;
   if (err == EISDIR) {  // Linux's answer for a directory: remove it if empty
@@ -292,7 +316,8 @@ Result<std::vector<std::string>> UringDisk::list_dir(std::string_view path) {
 }
 
 Result<bool> UringDisk::exists(std::string_view path) {
-  std::string path_str(path);
+  CPath path_str(path);
+  if (!path_str.ok()) return Status::from_errno(ENAMETOOLONG, what_path("stat", path));
   struct stat st {};
   if (::stat(path_str.c_str(), &st) == 0) return true;
   if (errno == ENOENT || errno == ENOTDIR) return false;
