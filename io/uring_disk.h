@@ -129,6 +129,7 @@ class UringDisk final : public Disk {
   UringDisk() = default;
   Status init_ring(const UringDiskOptions& options);
   void init_file_table(const UringDiskOptions& options);
+  void init_file_slots();
   void bind_to_thread();
   void check_owner() const;
   FileSlot& slot_of(FileHandle file);
