@@ -1,0 +1,182 @@
+#pragma once
+// ConsumeQueues of one shard: for each queue (topic, queueId) the shard owns, a sequence of
+// 20-byte units (CommitLog offset 8, size 4, tagsCode 8; big-endian), 300,000 units per file,
+// files named by the 20-digit logical byte offset of their first unit, RocketMQ's format
+// (../shared/reference/rocketmq-store.md section 2, engine/FORMAT.md "ConsumeQueue").
+//
+//   <dir>/<topic>/<queueId>/<20-digit logical byte offset>
+//
+// Unit k of a queue (its queue offset k) is at logical byte 20*k. A unit of zeros is empty.
+// Units are appended in queue-offset order by the shard's dispatcher; the newest units of each
+// queue are kept in memory (hot lookups), and are written to the files asynchronously.
+//
+// Durability: flush cycles (every flush_interval_ms, or when asked) write every dirty range,
+// fdatasync every dirty file and fsync every directory that gained an entry. A cycle started when
+// the dispatcher had dispatched every record below log offset D makes durable_dispatched() = D:
+// after a crash every unit of every record below D is in the files. The shard keeps the
+// CommitLog's checkpoint at or below that, so recovery re-dispatches everything above it.
+//
+// Recovery: open(log_end) keeps, per queue, the units up to the first one that is empty, out of
+// log order, or whose record ends beyond log_end; the rest is zeroed and later files removed.
+// Units above the previous run's durable_dispatched may be torn (unsynced pages), so log_end
+// should be the point dispatch restarts from (the CommitLog checkpoint, kept <= durable
+// dispatched; the log end after a clean stop): then every unit kept is durable and whole, and
+// re-dispatch rebuilds the rest. Only the files after the last one whose last unit ends at or
+// below log_end are scanned (usually one or two per queue).
+//
+// Memory and IO: each queue's ring (memory_units_per_queue * 20 bytes, allocated when the queue
+// is created) is also the write buffer: a queue has at most one write in flight, straight from
+// the ring (a wrap or a file end splits it in two, one after the other). IO in flight is bounded
+// (64 writes/fdatasyncs/directory fsyncs, 64 reads). A queue's files are created by append()
+// (synchronous create + truncate to full size, sparse); the directories that gained an entry are
+// fsynced by the next flush cycle. File handles are opened lazily and kept until close.
+//
+// Threading: one thread (the shard's). IO goes through the shard's Disk; completions whose
+// user_data has owns() true are handed to complete(). user_data: 0x10 in the top byte.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "io/clock.h"
+#include "io/disk.h"
+#include "io/status.h"
+
+namespace uringmq::engine {
+
+inline constexpr uint32_t kCqUnitBytes = 20;
+inline constexpr uint64_t kCqUnitsPerFile = 300'000;
+// RocketMQ's filler unit for queue offsets before a queue's first file: (0, INT_MAX, 0).
+inline constexpr uint32_t kCqFillerSize = 0x7FFFFFFF;
+
+struct CqUnit {
+  uint64_t log_offset = 0;  // shard-local CommitLog offset of the record
+  uint32_t size_bytes = 0;  // TOTALSIZE of the record
+  int64_t tags_code = 0;    // Java String.hashCode of TAGS; deliver time in SCHEDULE_TOPIC_XXXX
+  friend bool operator==(const CqUnit&, const CqUnit&) = default;
+};
+
+void encode_cq_unit(const CqUnit& unit, std::span<std::byte, kCqUnitBytes> out);
+// nullopt for an empty unit (zeros) or a filler unit.
+std::optional<CqUnit> decode_cq_unit(std::span<const std::byte, kCqUnitBytes> bytes);
+
+// java.lang.String.hashCode of the UTF-16 form of a UTF-8 string (invalid UTF-8 bytes count as
+// U+FFFD, as Java's decoder does).
+int32_t java_string_hash(std::string_view utf8);
+// tagsCode of a TAGS value: its Java hash sign-extended to 64 bits; 0 for no tag.
+int64_t tags_code_of(std::string_view tags);
+
+struct CqStoreOptions {
+  std::string dir;                          // <shard dir>/consumequeue; created if absent
+  uint64_t units_per_file = kCqUnitsPerFile;  // tests use fewer
+  uint32_t memory_units_per_queue = 4096;   // newest units kept in memory per queue (power of 2)
+  int64_t flush_interval_ms = 1000;         // FlushConsumeQueueService's interval
+  uint32_t max_queues = 65536;              // queues one shard may own
+};
+
+// Index of a queue inside a CqStore; stable for the store's lifetime.
+using QueueIndex = uint32_t;
+
+struct CqReadCompletion {
+  uint64_t tag = 0;
+  int64_t result = 0;  // bytes read (a multiple of 20 unless the file ended), or -errno
+};
+
+struct CqQueueInfo {
+  std::string topic;
+  int32_t queue_id = 0;
+  int64_t min_offset = 0;
+  int64_t max_offset = 0;  // next queue offset to be written
+};
+
+class CqStore {
+ public:
+  // Loads every queue under options.dir. Units whose record ends beyond log_end (records the
+  // CommitLog's recovery did not keep, or above the restart point: see "Recovery") are removed
+  // (zeroed in the files, fdatasynced). durable_dispatched() starts at log_end. Names that do
+  // not parse (topics, queue ids, 20-digit file names) are skipped; a file not aligned to
+  // units_per_file, or one missing below the durable units, is corruption.
+  // Synchronous: nothing else may be in flight on `disk`.
+  static io::Result<std::unique_ptr<CqStore>> open(io::Disk& disk, io::Clock& clock,
+                                                   const CqStoreOptions& options,
+                                                   uint64_t log_end);
+  ~CqStore();
+  CqStore(const CqStore&) = delete;
+  CqStore& operator=(const CqStore&) = delete;
+
+  // The queue's index; creates it (in memory; its directory with its first unit) when `create`.
+  // not_found when absent and !create; invalid_argument for a bad topic (empty, '/', "..", over
+  // 255 bytes) or queue id (< 0 or > 65535); busy beyond max_queues.
+  io::Result<QueueIndex> queue(std::string_view topic, int32_t queue_id, bool create);
+  size_t queue_count() const;
+
+  int64_t min_offset(QueueIndex queue) const;
+  int64_t max_offset(QueueIndex queue) const;  // next offset to write
+  // Largest log end (log_offset + size) over every unit stored: where dispatch resumes.
+  uint64_t max_log_end() const;
+
+  // Appends the unit for queue_offset. == max_offset: appended (visible to lookups at once).
+  // < max_offset: already dispatched; ok if the stored unit is equal (idempotent re-dispatch),
+  // corruption otherwise (when the unit is no longer in memory it is accepted). > max_offset: a
+  // gap, invalid_argument. Also invalid_argument: size 0 or >= INT_MAX, or a log offset below
+  // the end of the queue's last unit (units are in log order). busy: the ring holds
+  // memory_units_per_queue units not yet written (wait for completions). Errors creating the
+  // queue's next file (no_space, ...) are returned with nothing appended. fail_stopped after
+  // an IO error.
+  io::Status append(QueueIndex queue, int64_t queue_offset, const CqUnit& unit);
+
+  // Hot lookup: copies the units from queue_offset on that are in memory into out; returns how
+  // many (0 when queue_offset is not in memory or not yet written).
+  size_t lookup_memory(QueueIndex queue, int64_t queue_offset, std::span<CqUnit> out) const;
+  // Cold lookup: reads `count` units at queue_offset from the files into dest (count * 20
+  // bytes, valid until completion), asynchronously; within one file (fewer units when the file
+  // ends first: see the result). Completion via take_reads(). Only units whose writes completed
+  // can be read: not_found outside [min_offset, written); busy with 64 reads in flight.
+  io::Status read_units(QueueIndex queue, int64_t queue_offset, uint32_t count, std::byte* dest,
+                        uint64_t tag);
+  size_t take_reads(std::span<CqReadCompletion> out);
+
+  // The dispatcher has dispatched every record below log offset `dispatched`. A value below an
+  // earlier one is ignored.
+  void set_dispatched(uint64_t dispatched);
+  uint64_t durable_dispatched() const;
+  // Starts a flush cycle on the next submit_work() even if the interval has not passed.
+  void request_flush();
+
+  // Retention: removes the files of every queue whose units all point below min_log_offset and
+  // moves min offsets to the first unit at or above it. Synchronous metadata (unlink). Never
+  // the queue's last file, nor one with IO in flight or unsynced units (left for a later call).
+  // The min offset is exact when the queue's ring holds the answer; otherwise it is the first
+  // unit of the first remaining file, and readers skip units below the CommitLog's minimum.
+  // Not persisted: after open() min offsets restart at the first file's first unit.
+  io::Status delete_below(uint64_t min_log_offset);
+
+  // Reactor integration: submit_work() queues writes and flushes; complete() takes a completion
+  // whose user_data owns() is true for.
+  void submit_work();
+  void complete(const io::IoCompletion& completion);
+  static bool owns(uint64_t user_data);
+  int64_t next_deadline_ms() const;  // monotonic ms of the next time-driven flush, or INT64_MAX
+  size_t pending_work() const;       // IO in flight plus dirty ranges not yet written
+
+  // Writes and fdatasyncs everything (polling `disk` until done; nothing else may be in flight
+  // on it). After a fail-stop it waits for the IO in flight and returns the failure. After
+  // close() only the destructor may be called.
+  io::Status close();
+  bool fail_stopped() const;
+  const io::Status& fail_status() const;
+
+  std::vector<CqQueueInfo> list_queues() const;
+
+ private:
+  struct Impl;
+  explicit CqStore(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace uringmq::engine
