@@ -126,8 +126,8 @@ void BM_SpscRingRoundTrip(benchmark::State& state) {
   state.counters["ns_per_round_trip"] = state.iterations() ? ns / state.iterations() : 0.0;
 }
 
-BENCHMARK(BM_EncodeCrc)->Arg(128)->Arg(1024);
-BENCHMARK(BM_MemcpyCrc)->Arg(128)->Arg(1024);
+BENCHMARK(BM_EncodeCrc)->Arg(128)->Arg(256)->Arg(512)->Arg(1024);
+BENCHMARK(BM_MemcpyCrc)->Arg(128)->Arg(256)->Arg(512)->Arg(1024);
 BENCHMARK(BM_SpscRingRoundTrip)->UseRealTime();
 
 }  // namespace

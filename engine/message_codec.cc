@@ -4,6 +4,7 @@
 #include "engine/message_codec.h"
 
 #include <climits>
+#include <cstring>
 #include <optional>
 
 #include "engine/byte_order.h"
@@ -35,6 +36,10 @@ constexpr uint32_t kMinRecordBytes = kFixedBytesIpv4 + 1;
 // RocketMQ rejects a record larger than the body limit + 64 KiB.
 constexpr uint64_t kMaxRecordOverheadBytes = 64 * 1024;
 constexpr uint32_t kMagicMessageV2 = 0xDAA320AB;
+// encode(): bodies from this size have their record CRC combined from the body CRC rather than
+// read twice (measured with uringmq-micro-bench: below it the combine's multiplies cost more
+// than re-reading the body).
+constexpr size_t kCombineMinBodyBytes = 256;
 
 static_assert(kPosTotalSize + 4 == kPosMagic);
 static_assert(kPosMagic + 4 == kPosBodyCrc);
@@ -118,8 +123,7 @@ struct Writer {
     pos += 8;
   }
   void bytes(const void* src, size_t n) {
-    const auto* s = static_cast<const std::byte*>(src);
-    for (size_t i = 0; i < n; ++i) p[pos + i] = s[i];
+    if (n > 0) std::memcpy(p + pos, src, n);
     pos += n;
   }
   void host(const HostAddress& h) {
@@ -174,11 +178,30 @@ struct Reader {
   }
 };
 
-void write_decimal_digits(std::byte* out, uint32_t value) {
-  for (uint32_t i = kRecordCrcDigits; i > 0; --i) {
-    out[i - 1] = static_cast<std::byte>('0' + value % 10);
-    value /= 10;
+// "00" .. "99": two digits per division.
+constexpr std::array<char, 200> make_digit_pairs() {
+  std::array<char, 200> t{};
+  for (int i = 0; i < 100; i++) {
+    t[2 * i] = static_cast<char>('0' + i / 10);
+    t[2 * i + 1] = static_cast<char>('0' + i % 10);
   }
+  return t;
+}
+constexpr std::array<char, 200> kDigitPairs = make_digit_pairs();
+
+// Five decimal digits of value < 100000.
+void write_five_digits(std::byte* out, uint32_t value) {
+  const uint32_t rest = value % 10000;
+  out[0] = static_cast<std::byte>('0' + value / 10000);
+  std::memcpy(out + 1, &kDigitPairs[2 * (rest / 100)], 2);
+  std::memcpy(out + 3, &kDigitPairs[2 * (rest % 100)], 2);
+}
+
+// kRecordCrcDigits (10) zero-padded decimal digits: two independent halves of five.
+void write_decimal_digits(std::byte* out, uint32_t value) {
+  static_assert(kRecordCrcDigits == 10);
+  write_five_digits(out, value / 100000);  // < 42950
+  write_five_digits(out + 5, value % 100000);
 }
 
 DecodeResult corrupt(const char* reason) {
@@ -328,10 +351,14 @@ void encode(const MessageInput& input, const AppendStamp& stamp, std::span<std::
   const uint64_t total = record_bytes(input);
   UMQ_ASSERT_MSG(out.size() == total, "encode() needs exactly encoded_size() bytes");
 
+  // One pass over the body: its CRC (BODYCRC) also enters the whole-record CRC, combined with
+  // the CRC of the header before it (a multiply, not a second read of the body). Short bodies
+  // are cheaper to read again than to combine.
+  const uint32_t body_crc = crc32_ieee(input.body);
   Writer w{out.data()};
   w.u32(static_cast<uint32_t>(total));
   w.u32(kMagicMessageV1);
-  w.u32(crc32_ieee(input.body) & kBodyCrcMask);
+  w.u32(body_crc & kBodyCrcMask);
   w.u32(static_cast<uint32_t>(input.queue_id));
   w.u32(static_cast<uint32_t>(input.flag));
   w.u64(static_cast<uint64_t>(stamp.queue_offset));
@@ -344,6 +371,7 @@ void encode(const MessageInput& input, const AppendStamp& stamp, std::span<std::
   w.u32(static_cast<uint32_t>(input.reconsume_times));
   w.u64(static_cast<uint64_t>(input.prepared_transaction_offset));
   w.u32(static_cast<uint32_t>(input.body.size()));
+  const size_t body_pos = w.pos;
   w.bytes(input.body.data(), input.body.size());
   w.u8(static_cast<uint8_t>(input.topic.size()));
   w.bytes(input.topic.data(), input.topic.size());
@@ -353,7 +381,15 @@ void encode(const MessageInput& input, const AppendStamp& stamp, std::span<std::
   w.bytes(kRecordCrcKey.data(), kRecordCrcKey.size());
   w.u8(static_cast<uint8_t>(kNameValueSeparator));
   UMQ_ASSERT(w.pos + kRecordCrcDigits == total);
-  write_decimal_digits(out.data() + w.pos, crc32_ieee(out.first(w.pos)));
+  uint32_t record_crc = 0;
+  if (input.body.size() >= kCombineMinBodyBytes) {
+    const size_t body_end = body_pos + input.body.size();
+    record_crc = crc32_ieee_combine(crc32_ieee(out.first(body_pos)), body_crc, input.body.size());
+    record_crc = crc32_ieee(out.subspan(body_end, w.pos - body_end), record_crc);
+  } else {
+    record_crc = crc32_ieee(out.first(w.pos));
+  }
+  write_decimal_digits(out.data() + w.pos, record_crc);
 
 #ifndef NDEBUG
   // Verify the record before it is written (STYLE 8); debug builds only, as it reads it twice.

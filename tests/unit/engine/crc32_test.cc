@@ -111,5 +111,25 @@ TEST(Crc32, LargeBufferContinuationMatchesOneShot) {
   EXPECT_EQ(castagnoli, reference_crc(all, 0, kCastagnoliPoly));
 }
 
+// crc32_ieee_combine(crc(A), crc(B), |B|) == crc(A || B), for every split of a buffer at
+// lengths around powers of two (the multiply per set bit) and random ones, up to 1 MiB.
+TEST(Crc32Ieee, CombineMatchesConcatenation) {
+  std::vector<std::byte> data = random_bytes(1 << 20, 4);
+  std::span<const std::byte> all(data);
+  std::vector<size_t> lengths = {0, 1, 2, 3, 7, 8, 100, 127, 128, 129, 1000, 1024, 4095, 65536};
+  std::mt19937 rng(5);
+  for (int i = 0; i < 50; i++) lengths.push_back(rng() % all.size());
+  lengths.push_back(all.size());
+  for (size_t total : lengths) {
+    for (size_t split : {size_t{0}, total / 3, total / 2, total > 0 ? total - 1 : 0, total}) {
+      std::span<const std::byte> a = all.first(split);
+      std::span<const std::byte> b = all.subspan(split, total - split);
+      EXPECT_EQ(crc32_ieee_combine(crc32_ieee(a), crc32_ieee(b), b.size()),
+                crc32_ieee(all.first(total)))
+          << "total " << total << " split " << split;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace uringmq::engine
