@@ -4,7 +4,11 @@
 #include <array>
 #include <cstdio>
 
+#include "engine/byte_order.h"
+#include "engine/dispatch.h"
+#include "engine/log_recovery.h"
 #include "engine/log_scanner.h"
+#include "engine/properties.h"
 #include "io/thread.h"
 #include "io/uring_disk.h"
 
@@ -15,12 +19,14 @@ namespace {
 constexpr uint64_t kWakerTag = 0xA0ULL << 56;
 constexpr uint64_t kTimerTag = 0xA1ULL << 56;
 constexpr int64_t kMaxSleepMs = 100;
-constexpr int32_t kMaxQueueId = 65535;
 }  // namespace
 
 Shard::Shard(uint32_t index, const StoreOptions& options,
              std::vector<std::unique_ptr<SessionSlot>>& slots)
-    : index_(index), options_(options), slots_(slots) {}
+    : index_(index),
+      options_(options),
+      slots_(slots),
+      clock_(options.clock != nullptr ? options.clock : &system_clock_) {}
 
 Shard::~Shard() {
   if (thread_.joinable()) (void)stop();
@@ -94,39 +100,83 @@ io::Status Shard::open_log(engine::RecoveryReport* report) {
   io::Result<std::unique_ptr<io::Waker>> waker = io::Waker::create();
   if (!waker.is_ok()) return waker.status();
   waker_ = std::move(*waker);
+  shard_dir_ = io::path_join(options_.data_dir, "shard-" + std::to_string(index_));
   engine::CommitLogOptions log_options = options_.log;
-  log_options.dir = io::path_join(options_.data_dir, "shard-" + std::to_string(index_));
+  log_options.dir = shard_dir_;
   io::Result<std::unique_ptr<engine::CommitLog>> log =
-      engine::CommitLog::open(*disk_, clock_, log_options, report);
+      engine::CommitLog::open(*disk_, *clock_, log_options, report);
   if (!log.is_ok()) return log.status();
   log_ = std::move(*log);
-  UMQ_RETURN_IF_ERROR(rebuild_queue_offsets());
+  engine::CqStoreOptions cq_options = options_.consume_queue;
+  cq_options.dir = io::path_join(shard_dir_, "consumequeue");
+  // Units above the old checkpoint may be torn by a power loss: the ConsumeQueues keep only
+  // what lies below it, and re-dispatch rebuilds the rest from the log.
+  const uint64_t durable_units_end =
+      std::min(report->checkpoint_offset, log_->appended_offset().value);
+  io::Result<std::unique_ptr<engine::CqStore>> cq =
+      engine::CqStore::open(*disk_, *clock_, cq_options, durable_units_end);
+  if (!cq.is_ok()) return cq.status();
+  cq_ = std::move(*cq);
+  engine::ConsumerOffsetsOptions offsets_options;
+  offsets_options.dir = shard_dir_;
+  offsets_options.persist_interval_ms = options_.consumer_offsets_persist_interval_ms;
+  io::Result<std::unique_ptr<engine::ConsumerOffsets>> offsets =
+      engine::ConsumerOffsets::open(*disk_, *clock_, offsets_options);
+  if (!offsets.is_ok()) return offsets.status();
+  offsets_ = std::move(*offsets);
+  UMQ_RETURN_IF_ERROR(redispatch(report->scan_start_offset));
+  UMQ_RETURN_IF_ERROR(settle_consume_queues());
   pending_.resize(log_options.max_pending_acks);
   for (uint32_t i = 0; i < pending_.size(); i++) free_pending_.push_back(i);
   pending_reads_.resize(options_.session_window * 4);
   for (uint32_t i = 0; i < pending_reads_.size(); i++) free_reads_.push_back(i);
+  ops_.resize(options_.max_pulls);
+  for (uint32_t i = 0; i < ops_.size(); i++) free_ops_.push_back(i);
   notify_.assign(slots_.size(), false);
+  last_clean_ms_ = now_ms();
   return io::Status::ok();
 }
 
-// Next queue offsets come from the log itself (ConsumeQueues take this over later): the
-// highest QUEUEOFFSET seen per queue, plus one.
-io::Status Shard::rebuild_queue_offsets() {
-  io::Result<engine::ScanEnd> end = engine::scan_log(
-      *disk_, log_->options(), [this](uint64_t, const engine::MessageView& record) {
-        int64_t* next = next_queue_offset(record.topic, record.queue_id);
-        if (next != nullptr && *next <= record.queue_offset) *next = record.queue_offset + 1;
+io::Status Shard::redispatch(uint64_t from) {
+  io::Result<uint64_t> scanned = engine::redispatch(
+      *disk_, log_->options(), from, *cq_, [this](uint64_t offset, const engine::MessageView& r) {
+        note_segment_first_timestamp(offset, r.store_timestamp_ms);
       });
-  return end.status();
+  return scanned.status();
 }
 
-int64_t* Shard::next_queue_offset(std::string_view topic, int32_t queue_id) {
-  if (queue_id < 0 || queue_id > kMaxQueueId) return nullptr;
-  auto it = queues_.find(topic);
-  if (it == queues_.end()) it = queues_.emplace(std::string(topic), std::vector<int64_t>()).first;
-  std::vector<int64_t>& offsets = it->second;
-  if (offsets.size() <= static_cast<size_t>(queue_id)) offsets.resize(queue_id + 1, 0);
-  return &offsets[queue_id];
+// Makes the ConsumeQueues durable up to the log's end before serving, records the next queue
+// offsets, and learns each older segment's first store time (for retention).
+io::Status Shard::settle_consume_queues() {
+  const uint64_t end = log_->appended_offset().value;
+  UMQ_RETURN_IF_ERROR(engine::settle(*disk_, *cq_, end));
+  dispatcher_ = std::make_unique<engine::Dispatcher>(options_.log.max_pending_acks);
+  dispatcher_->set_dispatched(end);
+  UMQ_RETURN_IF_ERROR(cq_->delete_below(log_->min_offset().value));  // not persisted by the queues
+  log_->set_checkpoint_limit(cq_->durable_dispatched());
+  next_queue_offset_.resize(cq_->queue_count());
+  for (engine::QueueIndex q = 0; q < cq_->queue_count(); q++) {
+    next_queue_offset_[q] = cq_->max_offset(q);
+  }
+  for (uint64_t base : log_->segment_bases()) {
+    bool known = false;
+    for (const auto& [b, ts] : segment_first_ts_) known = known || b == base;
+    if (known) continue;
+    std::array<std::byte, 96> header{};
+    std::string path = io::path_join(io::path_join(shard_dir_, "commitlog"),
+                                     engine::CommitLog::segment_name(base));
+    io::Result<io::FileHandle> file = disk_->open(path, io::OpenMode::read_only);
+    if (!file.is_ok()) return file.status();
+    io::Status s = io::read_exact(*disk_, *file, 0, header, "read " + path);
+    disk_->close(*file);
+    UMQ_RETURN_IF_ERROR(s);
+    uint32_t magic = engine::get_u32(header.data() + 4);
+    if (magic != engine::kMagicMessageV1) continue;  // an empty segment
+    uint32_t sys_flag = engine::get_u32(header.data() + 36);
+    size_t ts_at = (sys_flag & engine::kSysFlagBornHostV6) != 0 ? 68 : 56;
+    note_segment_first_timestamp(base, static_cast<int64_t>(engine::get_u64(header.data() + ts_at)));
+  }
+  return io::Status::ok();
 }
 
 // ---- The reactor loop ----
@@ -135,17 +185,31 @@ void Shard::loop() {
   arm_waker();
   while (!stop_requested_.load(std::memory_order_acquire)) {
     bool worked = drain_requests();
-    log_->submit_work();
+    submit_work();
     reap(io::Wait::none);
     deliver_acks();
     deliver_reads();
+    if (held_ops_ > 0) {
+      if (dispatched_since_check_) wake_held_pulls();
+      expire_held_pulls();
+    }
+    dispatched_since_check_ = false;
+    maybe_clean();
     notify_sessions();
     publish_stats();
     if (!worked) sleep();
   }
-  // Stop: wait for what is in flight, then cancel our own requests and close the log.
-  while (log_->pending_work() > 0 && !log_->fail_stopped()) {
-    log_->submit_work();
+  // Stop: answer held pulls, finish what is in flight, cancel our own requests, close.
+  for (uint32_t i = 0; i < ops_.size(); i++) {
+    if (ops_[i].stage == PullOp::Stage::held) answer_pull(i, PullStatus::no_new_message, ops_[i].offset);
+  }
+  auto busy = [&] {
+    return (log_->pending_work() > 0 && !log_->fail_stopped()) || cq_->pending_work() > 0 ||
+           offsets_->pending_work() > 0 || free_ops_.size() < ops_.size() ||
+           (dispatcher_->backlog() > 0 && !cq_->fail_stopped());
+  };
+  for (int guard = 0; busy() && guard < 1'000'000; guard++) {
+    submit_work();
     reap(io::Wait::at_least_one);
     deliver_acks();
     deliver_reads();
@@ -153,27 +217,49 @@ void Shard::loop() {
   }
   waker_->wake();
   while (waker_armed_ || timer_armed_) reap(io::Wait::at_least_one);
+  io::Status cq_status = cq_->close();
+  log_->set_checkpoint_limit(cq_->durable_dispatched());
+  io::Status offsets_status = offsets_->close();
   stop_status_ = log_->close();
+  if (stop_status_.is_ok()) stop_status_ = cq_status;
+  if (stop_status_.is_ok()) stop_status_ = offsets_status;
   publish_stats();
+  offsets_.reset();
+  cq_.reset();
   log_.reset();
   disk_.reset();
+}
+
+void Shard::submit_work() {
+  log_->submit_work();
+  cq_->submit_work();
+  offsets_->submit_work();
+  log_->set_checkpoint_limit(cq_->durable_dispatched());
+}
+
+void Shard::route(const io::IoCompletion& completion) {
+  const uint64_t user_data = completion.user_data;
+  if (user_data == kWakerTag) {
+    waker_armed_ = false;
+    if (!stop_requested_.load(std::memory_order_acquire)) arm_waker();
+  } else if (user_data == kTimerTag) {
+    timer_armed_ = false;
+  } else if (engine::CommitLog::owns(user_data)) {
+    log_->complete(completion);
+  } else if (engine::CqStore::owns(user_data)) {
+    cq_->complete(completion);
+  } else if (engine::ConsumerOffsets::owns(user_data)) {
+    offsets_->complete(completion);
+  } else {
+    UMQ_ASSERT_MSG(false, "a completion nobody in the shard issued");
+  }
 }
 
 void Shard::reap(io::Wait wait) {
   std::array<io::IoCompletion, 128> done;
   size_t n = disk_->poll(done, wait);
-  for (size_t i = 0; i < n; i++) {
-    const uint64_t user_data = done[i].user_data;
-    if (user_data == kWakerTag) {
-      waker_armed_ = false;
-      if (!stop_requested_.load(std::memory_order_acquire)) arm_waker();
-    } else if (user_data == kTimerTag) {
-      timer_armed_ = false;
-    } else {
-      log_->complete(done[i]);
-    }
-  }
-  if (n > 0) log_->submit_work();
+  for (size_t i = 0; i < n; i++) route(done[i]);
+  if (n > 0) submit_work();
 }
 
 void Shard::arm_waker() {
@@ -186,7 +272,8 @@ void Shard::arm_waker() {
   waker_armed_ = true;
 }
 
-// Sleeps in io_uring_enter until a completion, a session's wake-up or the log's next deadline.
+// Sleeps in io_uring_enter until a completion, a session's wake-up or the next deadline (log,
+// ConsumeQueues, consumer offsets, held pulls, retention).
 void Shard::sleep() {
   sleeping_.store(true, std::memory_order_seq_cst);
   std::atomic_thread_fence(std::memory_order_seq_cst);
@@ -202,8 +289,10 @@ void Shard::sleep() {
     return;
   }
   if (!timer_armed_) {
-    int64_t now_ms = clock_.monotonic_ns() / 1'000'000;
-    int64_t wait_ms = std::clamp<int64_t>(log_->next_deadline_ms() - now_ms, 1, kMaxSleepMs);
+    int64_t deadline = std::min({log_->next_deadline_ms(), cq_->next_deadline_ms(),
+                                 offsets_->next_deadline_ms(), next_held_deadline_ms(),
+                                 last_clean_ms_ + options_.clean_interval_ms});
+    int64_t wait_ms = std::clamp<int64_t>(deadline - now_ms(), 1, kMaxSleepMs);
     io::IoRequest req;
     req.kind = io::OpKind::timeout;
     req.timeout_ns = wait_ms * 1'000'000;
@@ -241,32 +330,64 @@ bool Shard::drain_requests() {
 
 // False when the log is busy: the request is kept and retried after the next poll.
 bool Shard::handle(uint32_t slot_index, const ShardRequest& request) {
-  Completion done;
-  done.tag = request.tag;
-  if (request.kind == ShardRequest::Kind::read) {
-    if (free_reads_.empty()) return false;
-    uint32_t id = free_reads_.back();
-    io::Status s = log_->read(engine::LogOffset{request.local_offset}, request.size_bytes,
-                              request.dest, id);
-    if (s.code() == io::Code::busy) return false;
-    if (s.is_ok()) {
-      free_reads_.pop_back();
-      pending_reads_[id] = PendingAppend{slot_index, request.tag, 0, request.size_bytes, 0};
+  switch (request.kind) {
+    case ShardRequest::Kind::append:
+      return handle_append(slot_index, request);
+    case ShardRequest::Kind::read: {
+      Completion done;
+      done.tag = request.tag;
+      if (free_reads_.empty()) return false;
+      uint32_t id = free_reads_.back();
+      io::Status s = log_->read(engine::LogOffset{request.local_offset}, request.size_bytes,
+                                request.dest, id);
+      if (s.code() == io::Code::busy) return false;
+      if (s.is_ok()) {
+        free_reads_.pop_back();
+        pending_reads_[id] = PendingAppend{slot_index, request.tag, 0, request.size_bytes, 0, 0, 0};
+        return true;
+      }
+      done.code = s.code();
+      post(slot_index, done);
       return true;
     }
-    done.code = s.code();
-    post(slot_index, done);
-    return true;
+    case ShardRequest::Kind::pull:
+      return start_pull(slot_index, request);
+    case ShardRequest::Kind::search_offset:
+      return start_search(slot_index, request);
+    default:
+      handle_queue_request(slot_index, request);
+      return true;
   }
-  int64_t* next = next_queue_offset(request.input.topic, request.input.queue_id);
-  if (next == nullptr) {
-    done.code = io::Code::invalid_argument;
-    post(slot_index, done);
-    return true;
+}
+
+io::Result<engine::QueueIndex> Shard::queue_for_append(std::string_view topic, int32_t queue_id) {
+  io::Result<engine::QueueIndex> queue = cq_->queue(topic, queue_id, true);
+  if (!queue.is_ok()) return queue;
+  if (*queue >= next_queue_offset_.size()) {
+    size_t old = next_queue_offset_.size();
+    next_queue_offset_.resize(*queue + 1);
+    for (size_t q = old; q < next_queue_offset_.size(); q++) {
+      next_queue_offset_[q] = cq_->max_offset(static_cast<engine::QueueIndex>(q));
+    }
   }
+  return queue;
+}
+
+bool Shard::handle_append(uint32_t slot_index, const ShardRequest& request) {
+  Completion done;
+  done.tag = request.tag;
   if (free_pending_.empty()) return false;
+  io::Result<engine::QueueIndex> queue =
+      queue_for_append(request.input.topic, request.input.queue_id);
+  if (!queue.is_ok()) {
+    if (queue.status().code() == io::Code::busy) return false;
+    done.code = queue.status().code();
+    post(slot_index, done);
+    return true;
+  }
+  int64_t& next = next_queue_offset_[*queue];
   uint32_t id = free_pending_.back();
-  io::Result<engine::AppendResult> r = log_->append(request.input, *next, id);
+  io::Result<engine::AppendResult> r = log_->append(request.input, next, id);
   if (!r.is_ok()) {
     if (r.status().code() == io::Code::busy) return false;
     done.code = r.status().code();
@@ -274,16 +395,49 @@ bool Shard::handle(uint32_t slot_index, const ShardRequest& request) {
     return true;
   }
   free_pending_.pop_back();
-  pending_[id] = PendingAppend{slot_index, request.tag, *next, r->size_bytes,
-                               r->store_timestamp_ms};
-  (*next)++;
+  auto tags = engine::find_property(request.input.properties, "TAGS");  // same as unit_of()
+  pending_[id] = PendingAppend{slot_index, request.tag, next, r->size_bytes,
+                               r->store_timestamp_ms, *queue,
+                               engine::tags_code_of(tags.value_or(""))};
+  next++;
   stat_appends_.fetch_add(1, std::memory_order_relaxed);
   return true;
 }
 
+void Shard::handle_queue_request(uint32_t slot_index, const ShardRequest& request) {
+  Completion done;
+  done.tag = request.tag;
+  const engine::MessageInput& in = request.input;
+  switch (request.kind) {
+    case ShardRequest::Kind::query_queue: {
+      io::Result<engine::QueueIndex> queue = cq_->queue(in.topic, in.queue_id, false);
+      if (queue.is_ok()) {
+        done.min_offset = cq_->min_offset(*queue);
+        done.max_offset = cq_->max_offset(*queue);
+      } else if (queue.status().code() != io::Code::not_found) {
+        done.code = queue.status().code();
+      }
+      break;
+    }
+    case ShardRequest::Kind::commit_offset:
+      done.code = offsets_->commit(request.group, in.topic, in.queue_id, request.value).code();
+      break;
+    case ShardRequest::Kind::query_offset: {
+      std::optional<int64_t> offset = offsets_->query(request.group, in.topic, in.queue_id);
+      done.queue_offset = offset.value_or(-1);
+      break;
+    }
+    default:
+      UMQ_ASSERT_MSG(false, "not a queue request");
+  }
+  post(slot_index, done);
+}
+
+// Acknowledged records are dispatched at once, in log order: their ConsumeQueue units become
+// visible to pulls (and wake held ones) in the same loop iteration.
 void Shard::deliver_acks() {
   std::array<engine::Ack, 128> acks;
-  for (size_t n; (n = log_->take_acks(acks)) > 0;) {
+  for (size_t n; dispatcher_->has_room(acks.size()) && (n = log_->take_acks(acks)) > 0;) {
     for (size_t i = 0; i < n; i++) {
       const engine::Ack& ack = acks[i];
       PendingAppend& pending = pending_[ack.tag];
@@ -296,17 +450,29 @@ void Shard::deliver_acks() {
       done.store_timestamp_ms = pending.store_timestamp_ms;
       post(pending.slot, done);
       free_pending_.push_back(static_cast<uint32_t>(ack.tag));
-      if (ack.outcome == engine::AckOutcome::ok) {
-        stat_acks_.fetch_add(1, std::memory_order_relaxed);
-      }
+      if (ack.outcome != engine::AckOutcome::ok) continue;
+      stat_acks_.fetch_add(1, std::memory_order_relaxed);
+      engine::CqUnit unit{ack.offset.value, pending.size_bytes, pending.tags_code};
+      dispatcher_->push(engine::Dispatcher::Item{pending.queue, pending.queue_offset, unit});
+      note_segment_first_timestamp(ack.offset.value, pending.store_timestamp_ms);
     }
   }
+  const uint64_t before = dispatcher_->dispatched();
+  io::Status s = dispatcher_->pump(*cq_);
+  // A unit the ConsumeQueue refuses for another reason than a full ring means its files failed
+  // (it has fail-stopped) or a bug; nothing more is dispatched and the shard keeps the error.
+  UMQ_ASSERT_MSG(s.is_ok() || cq_->fail_stopped(), s.to_string().c_str());
+  if (dispatcher_->dispatched() != before) dispatched_since_check_ = true;
 }
 
 void Shard::deliver_reads() {
   std::array<engine::ReadCompletion, 64> reads;
   for (size_t n; (n = log_->take_reads(reads)) > 0;) {
     for (size_t i = 0; i < n; i++) {
+      if ((reads[i].tag & kOpReadBit) != 0) {
+        pull_read_done(static_cast<uint32_t>(reads[i].tag & ~kOpReadBit), reads[i].result);
+        continue;
+      }
       PendingAppend& pending = pending_reads_[reads[i].tag];
       Completion done;
       done.tag = pending.tag;
@@ -315,6 +481,10 @@ void Shard::deliver_reads() {
       post(pending.slot, done);
       free_reads_.push_back(static_cast<uint32_t>(reads[i].tag));
     }
+  }
+  std::array<engine::CqReadCompletion, 64> units;
+  for (size_t n; (n = cq_->take_reads(units)) > 0;) {
+    for (size_t i = 0; i < n; i++) cq_read_done(static_cast<uint32_t>(units[i].tag), units[i].result);
   }
 }
 

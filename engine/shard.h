@@ -7,15 +7,20 @@
 // Internal to engine/store.cc. Threading: start/stop from the Store's thread; wake() from any
 // session thread; everything else on the shard's own thread.
 
+#include <array>
 #include <atomic>
+#include <span>
+#include <string_view>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <thread>
-#include <unordered_map>
 #include <vector>
 
 #include "engine/commit_log.h"
+#include "engine/consume_queue.h"
+#include "engine/dispatch.h"
+#include "engine/consumer_offsets.h"
 #include "engine/store.h"
 #include "io/clock.h"
 #include "io/disk.h"
@@ -26,13 +31,21 @@ namespace uringmq {
 
 // A value crossing from a session to a shard. Views point into the session's memory.
 struct ShardRequest {
-  enum class Kind : uint8_t { append, read };
+  enum class Kind : uint8_t {
+    append, read, pull, query_queue, search_offset, commit_offset, query_offset
+  };
   Kind kind = Kind::append;
   uint64_t tag = 0;
-  engine::MessageInput input;  // append
+  engine::MessageInput input;  // append; topic and queue_id for every queue request
   uint64_t local_offset = 0;   // read
   uint32_t size_bytes = 0;     // read
   std::byte* dest = nullptr;   // read
+  std::string_view group;      // commit_offset, query_offset
+  std::string_view tag_filter;  // pull
+  std::span<std::byte> buffer;  // pull
+  int64_t value = 0;           // pull: queue offset; search: timestamp; commit: offset
+  uint32_t max_messages = 0;   // pull
+  int64_t wait_ms = 0;         // pull
 };
 
 // A session's rings: one to each shard, one back from each shard.
@@ -68,22 +81,84 @@ class Shard {
     int64_t queue_offset = 0;
     uint32_t size_bytes = 0;
     int64_t store_timestamp_ms = 0;
+    engine::QueueIndex queue = 0;
+    int64_t tags_code = 0;
   };
+  static constexpr uint32_t kPullUnits = 256;  // units one pull examines at most
+  // CommitLog read tags with this bit belong to a pull or search op (its index below).
+  static constexpr uint64_t kOpReadBit = uint64_t{1} << 50;
+  static constexpr uint32_t kMaxFilterTags = 16;
+  // A pull, a held long poll or an offset search in progress.
+  struct PullOp {
+    enum class Kind : uint8_t { pull, search };
+    enum class Stage : uint8_t { idle, units, records, held, search_unit, search_record };
+    Kind kind = Kind::pull;
+    Stage stage = Stage::idle;
+    uint32_t slot = 0;
+    uint64_t tag = 0;
+    std::string_view topic;
+    int32_t queue_id = 0;
+    engine::QueueIndex queue = 0;
+    int64_t offset = 0;  // pull: the requested queue offset
+    uint32_t max_messages = 0;
+    std::span<std::byte> buffer;
+    bool filter_all = true;
+    uint32_t filter_count = 0;
+    std::array<int64_t, kMaxFilterTags> filter_codes{};
+    int64_t deadline_ms = 0;  // held: monotonic ms
+    std::array<engine::CqUnit, kPullUnits> units{};
+    uint32_t unit_count = 0;
+    std::array<std::byte, kPullUnits * engine::kCqUnitBytes> unit_bytes{};
+    uint32_t scanned = 0;
+    uint32_t messages = 0;
+    uint32_t bytes = 0;
+    uint32_t reads_outstanding = 0;
+    bool read_failed = false;
+    // search: binary search over [lo, hi) for the first store time >= target
+    int64_t lo = 0, hi = 0, mid = 0, target_ms = 0;
+    std::array<std::byte, 96> header{};
+  };
+
   void run();
   io::Status open_log(engine::RecoveryReport* report);
-  io::Status rebuild_queue_offsets();
+  io::Status redispatch(uint64_t from);
+  io::Status settle_consume_queues();
   void loop();
+  void submit_work();
   bool drain_requests();
   bool handle(uint32_t slot_index, const ShardRequest& request);
+  bool handle_append(uint32_t slot_index, const ShardRequest& request);
+  void handle_queue_request(uint32_t slot_index, const ShardRequest& request);
   void post(uint32_t slot_index, const Completion& completion);
   void notify_sessions();
   void deliver_acks();
   void deliver_reads();
+  void route(const io::IoCompletion& completion);
   void reap(io::Wait wait);
   void sleep();
   void arm_waker();
   void publish_stats();
-  int64_t* next_queue_offset(std::string_view topic, int32_t queue_id);
+  int64_t now_ms() const { return clock_->monotonic_ns() / 1'000'000; }
+  io::Result<engine::QueueIndex> queue_for_append(std::string_view topic, int32_t queue_id);
+
+  // Pulls and searches (shard_consumer.cc).
+  bool start_pull(uint32_t slot_index, const ShardRequest& request);
+  bool start_search(uint32_t slot_index, const ShardRequest& request);
+  void run_pull(uint32_t op_index);
+  void pull_units_ready(uint32_t op_index);
+  void pull_read_done(uint32_t op_index, int64_t result);
+  void finish_pull(uint32_t op_index);
+  void answer_pull(uint32_t op_index, PullStatus status, int64_t next_offset);
+  void search_step(uint32_t op_index);
+  void search_record_ready(uint32_t op_index);
+  void cq_read_done(uint32_t op_index, int64_t result);
+  void wake_held_pulls();
+  void expire_held_pulls();
+  int64_t next_held_deadline_ms() const;
+  void release_op(uint32_t op_index);
+  // Retention (shard_consumer.cc).
+  void maybe_clean();
+  void note_segment_first_timestamp(uint64_t log_offset, int64_t store_timestamp_ms);
 
   const uint32_t index_;
   const StoreOptions options_;
@@ -91,8 +166,13 @@ class Shard {
   std::thread thread_;
   std::unique_ptr<io::Disk> disk_;
   std::unique_ptr<io::Waker> waker_;
-  io::SystemClock clock_;
+  io::SystemClock system_clock_;
+  io::Clock* clock_;
   std::unique_ptr<engine::CommitLog> log_;
+  std::unique_ptr<engine::CqStore> cq_;
+  std::unique_ptr<engine::Dispatcher> dispatcher_;
+  std::unique_ptr<engine::ConsumerOffsets> offsets_;
+  std::string shard_dir_;
 
   // Start-up handshake and stop request (Store's thread <-> shard thread).
   std::atomic<int> state_{0};  // 0 starting, 1 running, 2 failed
@@ -114,11 +194,14 @@ class Shard {
   uint32_t stalled_slot_ = 0;
   ShardRequest stalled_;
   std::vector<bool> notify_;               // sessions that got completions this iteration
-  struct TopicHash {
-    using is_transparent = void;
-    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-  };
-  std::unordered_map<std::string, std::vector<int64_t>, TopicHash, std::equal_to<>> queues_;
+  std::vector<int64_t> next_queue_offset_;  // by QueueIndex: the next offset to assign
+  std::vector<PullOp> ops_;
+  std::vector<uint32_t> free_ops_;
+  uint32_t held_ops_ = 0;
+  bool dispatched_since_check_ = false;
+  // Retention: first store time of each segment (by base), to know when its predecessor ends.
+  std::vector<std::pair<uint64_t, int64_t>> segment_first_ts_;
+  int64_t last_clean_ms_ = 0;
 
   std::atomic<uint64_t> stat_appends_{0}, stat_acks_{0}, stat_writes_{0}, stat_syncs_{0},
       stat_wakeups_{0};

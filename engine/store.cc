@@ -196,6 +196,74 @@ io::Status Session::read_async(uint64_t store_offset, uint32_t size_bytes, std::
   return post(shard, request);
 }
 
+io::Status Session::pull_async(const PullRequest& pull, uint64_t tag) {
+  ShardRequest request;
+  request.kind = ShardRequest::Kind::pull;
+  request.tag = tag;
+  request.input.topic = pull.topic;
+  request.input.queue_id = pull.queue_id;
+  request.value = pull.queue_offset;
+  request.max_messages = pull.max_messages;
+  request.tag_filter = pull.tag_filter;
+  request.buffer = pull.buffer;
+  request.wait_ms = pull.wait_ms;
+  return post(store_.shard_for(pull.topic, pull.queue_id), request);
+}
+
+io::Status Session::query_queue_async(std::string_view topic, int32_t queue_id, uint64_t tag) {
+  ShardRequest request;
+  request.kind = ShardRequest::Kind::query_queue;
+  request.tag = tag;
+  request.input.topic = topic;
+  request.input.queue_id = queue_id;
+  return post(store_.shard_for(topic, queue_id), request);
+}
+
+io::Status Session::search_offset_async(std::string_view topic, int32_t queue_id,
+                                        int64_t timestamp_ms, uint64_t tag) {
+  ShardRequest request;
+  request.kind = ShardRequest::Kind::search_offset;
+  request.tag = tag;
+  request.input.topic = topic;
+  request.input.queue_id = queue_id;
+  request.value = timestamp_ms;
+  return post(store_.shard_for(topic, queue_id), request);
+}
+
+io::Status Session::commit_offset_async(std::string_view group, std::string_view topic,
+                                        int32_t queue_id, int64_t offset, uint64_t tag) {
+  ShardRequest request;
+  request.kind = ShardRequest::Kind::commit_offset;
+  request.tag = tag;
+  request.group = group;
+  request.input.topic = topic;
+  request.input.queue_id = queue_id;
+  request.value = offset;
+  return post(store_.shard_for(topic, queue_id), request);
+}
+
+io::Status Session::query_offset_async(std::string_view group, std::string_view topic,
+                                       int32_t queue_id, uint64_t tag) {
+  ShardRequest request;
+  request.kind = ShardRequest::Kind::query_offset;
+  request.tag = tag;
+  request.group = group;
+  request.input.topic = topic;
+  request.input.queue_id = queue_id;
+  return post(store_.shard_for(topic, queue_id), request);
+}
+
+Completion Session::wait_for(uint64_t tag) {
+  std::array<Completion, 1> one{};
+  while (outstanding_ > 0) {
+    if (take_completions(one, true) == 1 && one[0].tag == tag) return one[0];
+  }
+  Completion none;
+  none.tag = tag;
+  none.code = io::Code::not_found;
+  return none;
+}
+
 size_t Session::take_completions(std::span<Completion> out, bool wait_at_least_one) {
   for (;;) {
     uint32_t seq = slot_.completion_seq.load(std::memory_order_seq_cst);

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "engine/commit_log.h"
+#include "engine/consume_queue.h"
 #include "io/status.h"
 
 namespace uringmq {
@@ -52,6 +53,27 @@ struct StoreOptions {
   uint32_t max_sessions = 64;
   // io_uring submission queue entries per shard.
   uint32_t ring_entries = 256;
+  // ConsumeQueue options for every shard (dir is set per shard).
+  engine::CqStoreOptions consume_queue;
+  // Consumer offsets: persist interval, ms (RocketMQ's flushConsumerOffsetInterval is 5000).
+  int64_t consumer_offsets_persist_interval_ms = 1000;
+  // Pulls (including held long polls) and offset searches one shard runs at once.
+  uint32_t max_pulls = 256;
+  // ---- Retention (RocketMQ's CleanCommitLogService) ----
+  // A segment expires when its newest message is older than this, hours (fileReservedTime).
+  int64_t file_reserved_time_hours = 72;
+  // Expired segments are deleted during this hour of the day, UTC (deleteWhen "04"), or at any
+  // time while the disk is fuller than disk_max_used_space_ratio.
+  int32_t delete_when_hour_utc = 4;
+  double disk_max_used_space_ratio = 0.75;  // diskMaxUsedSpaceRatio 75
+  // Above this ratio the oldest segments are deleted even before they expire
+  // (diskSpaceCleanForciblyRatio 85); the writer's segment is never deleted.
+  double disk_force_clean_ratio = 0.85;
+  int64_t clean_interval_ms = 10'000;       // cleanResourceInterval
+  uint32_t delete_max_files_per_pass = 10;
+  // The clock every shard uses (store times, flush intervals, retention). Null: the system
+  // clock. Tests pass an io::ManualClock; it must outlive the store.
+  io::Clock* clock = nullptr;
 };
 
 // A store-wide physical offset: shard number in the top 8 bits, shard-local offset below.
@@ -77,13 +99,43 @@ struct Message {
   engine::HostAddress born_host;
 };
 
+// How a pull ended (the PULL_MESSAGE response code a broker sends for it).
+enum class PullStatus : uint8_t {
+  found,               // 0 SUCCESS: message_count records copied, next_offset after them
+  no_new_message,      // 19 PULL_NOT_FOUND: nothing at queue_offset (after waiting, if asked)
+  no_matched_message,  // 20 PULL_RETRY_IMMEDIATELY: units scanned, none matched the tag filter
+  offset_moved,        // 21 PULL_OFFSET_MOVED: below min (retention) or past max; see next_offset
+};
+
+// A consumer read of one queue. Views: the memory must outlive the completion.
+struct PullRequest {
+  std::string_view topic;
+  int32_t queue_id = 0;
+  int64_t queue_offset = 0;
+  uint32_t max_messages = 32;
+  // Empty or "*": every message. Else tags joined by "||" (RocketMQ's subscription expression),
+  // matched by tag hash as the broker does; the client re-checks the tag string.
+  std::string_view tag_filter;
+  // The stored records are copied here back to back (bytes ready to send to a client).
+  std::span<std::byte> buffer;
+  // Long polling: when there is no new message, hold the pull up to this long (ms) and answer as
+  // soon as a message for the queue becomes visible.
+  int64_t wait_ms = 0;
+};
+
 struct Completion {
   uint64_t tag = 0;
   io::Code code = io::Code::ok;  // ok, a rejection, or fail_stopped (indeterminate)
   uint64_t offset = 0;           // send: store-wide physical offset; read: unused
-  int64_t queue_offset = -1;     // send: the message's offset in its queue
+  int64_t queue_offset = -1;     // send: its queue offset; search/query_offset: the answer
   int64_t store_timestamp_ms = 0;
-  uint32_t size_bytes = 0;       // send: record size; read: bytes read
+  uint32_t size_bytes = 0;       // send: record size; read: bytes read; pull: bytes copied
+  // pull and queue queries:
+  PullStatus pull_status = PullStatus::found;
+  uint32_t message_count = 0;
+  int64_t min_offset = 0;
+  int64_t max_offset = 0;
+  int64_t next_offset = 0;
 };
 
 struct StoreStats {
@@ -111,6 +163,25 @@ class Session {
   // Queues a read of `size_bytes` at a store-wide offset into dest (valid until completion).
   io::Status read_async(uint64_t store_offset, uint32_t size_bytes, std::byte* dest,
                         uint64_t tag);
+  // Reads up to max_messages of a queue (its owner shard answers). Completion: pull_status,
+  // message_count, size_bytes, min/max/next offsets.
+  io::Status pull_async(const PullRequest& request, uint64_t tag);
+  // The queue's min and max (next to be written) offsets, in min_offset/max_offset.
+  io::Status query_queue_async(std::string_view topic, int32_t queue_id, uint64_t tag);
+  // The first queue offset whose message was stored at or after timestamp_ms (max offset if
+  // none), in queue_offset (SEARCH_OFFSET_BY_TIMESTAMP).
+  io::Status search_offset_async(std::string_view topic, int32_t queue_id, int64_t timestamp_ms,
+                                 uint64_t tag);
+  // Consumer-group offsets, kept by the queue's shard and persisted crash-safely.
+  // Negative offsets are ignored (as RocketMQ does). query: queue_offset = -1 if never committed.
+  io::Status commit_offset_async(std::string_view group, std::string_view topic,
+                                 int32_t queue_id, int64_t offset, uint64_t tag);
+  io::Status query_offset_async(std::string_view group, std::string_view topic, int32_t queue_id,
+                                uint64_t tag);
+  // Waits for the completion of one request posted with `tag` (others are discarded): for the
+  // synchronous helpers below and simple callers. Not with other requests outstanding.
+  Completion wait_for(uint64_t tag);
+
   // Moves available completions into out. wait_at_least_one blocks until one arrives (if any
   // request is outstanding).
   size_t take_completions(std::span<Completion> out, bool wait_at_least_one);

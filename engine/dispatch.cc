@@ -1,0 +1,112 @@
+#include "engine/dispatch.h"
+
+#include <algorithm>
+#include <array>
+#include <string>
+
+#include "engine/log_recovery.h"
+#include "engine/log_scanner.h"
+#include "engine/properties.h"
+
+namespace uringmq::engine {
+
+CqUnit unit_of(uint64_t log_offset, const MessageView& record) {
+  auto tags = find_property(record.user_properties, "TAGS");
+  return CqUnit{log_offset, record.total_size, tags_code_of(tags.value_or(""))};
+}
+
+namespace {
+
+// Polls `disk` until the ConsumeQueues have nothing in flight or waiting to be written.
+io::Status drain_writes(io::Disk& disk, CqStore& cq) {
+  std::array<io::IoCompletion, 64> done;
+  for (uint64_t guard = 0;; guard++) {
+    if (cq.fail_stopped()) return cq.fail_status();
+    UMQ_ASSERT_MSG(guard < 100'000'000, "ConsumeQueue writes do not finish");
+    cq.submit_work();
+    if (cq.pending_work() == 0) break;
+    size_t n = disk.poll(done, disk.in_flight() > 0 ? io::Wait::at_least_one : io::Wait::none);
+    for (size_t i = 0; i < n; i++) {
+      UMQ_ASSERT_MSG(CqStore::owns(done[i].user_data), "a foreign completion during recovery");
+      cq.complete(done[i]);
+    }
+  }
+  return io::Status::ok();
+}
+
+}  // namespace
+
+io::Result<uint64_t> redispatch(io::Disk& disk, const CommitLogOptions& options, uint64_t from,
+                                CqStore& cq,
+                                const std::function<void(uint64_t, const MessageView&)>& also) {
+  io::Result<std::vector<uint64_t>> bases = list_segments(
+      disk, io::path_join(options.dir, "commitlog"), options.segment_size_bytes);
+  if (!bases.is_ok()) return bases.status();
+  if (bases->empty()) return uint64_t{0};
+  io::Status failed;
+  const uint64_t start = std::max(from, bases->front());
+  io::Result<ScanEnd> end = LogScanner(disk, options, *bases).scan(
+      start, [&](uint64_t offset, const MessageView& record) {
+        if (!failed.is_ok()) return;
+        io::Result<QueueIndex> queue = cq.queue(record.topic, record.queue_id, true);
+        io::Status s = queue.is_ok() ? cq.append(*queue, record.queue_offset, unit_of(offset, record))
+                                     : queue.status();
+        if (s.code() == io::Code::busy) {
+          // The queue's memory ring is full of unwritten units: write them out (the scanner's
+          // reads are synchronous, so only the ConsumeQueues have requests in flight) and retry.
+          s = drain_writes(disk, cq);
+          if (s.is_ok()) s = cq.append(*queue, record.queue_offset, unit_of(offset, record));
+        }
+        if (!s.is_ok()) {
+          failed = io::Status::error(s.code(), "re-dispatch of the record at log offset " +
+                                                   std::to_string(offset) + ": " + s.to_string());
+          return;
+        }
+        if (also) also(offset, record);
+      });
+  if (!end.is_ok()) return end.status();
+  if (!failed.is_ok()) return failed;
+  return end->records;
+}
+
+}  // namespace uringmq::engine
+
+namespace uringmq::engine {
+
+io::Status settle(io::Disk& disk, CqStore& cq, uint64_t end) {
+  cq.set_dispatched(end);
+  for (int cycle = 0; cq.durable_dispatched() < end; cycle++) {
+    UMQ_ASSERT_MSG(cycle < 1000, "the ConsumeQueue flush at start-up does not finish");
+    cq.request_flush();
+    UMQ_RETURN_IF_ERROR(drain_writes(disk, cq));
+  }
+  return io::Status::ok();
+}
+
+}  // namespace uringmq::engine
+
+namespace uringmq::engine {
+
+Dispatcher::Dispatcher(uint32_t capacity) : items_(capacity) { UMQ_ASSERT(capacity > 0); }
+
+void Dispatcher::push(const Item& item) {
+  UMQ_ASSERT_MSG(count_ < items_.size(), "dispatcher backlog full");
+  items_[(head_ + count_) % items_.size()] = item;
+  count_++;
+}
+
+io::Status Dispatcher::pump(CqStore& cq) {
+  while (count_ > 0) {
+    const Item& item = items_[head_];
+    io::Status s = cq.append(item.queue, item.queue_offset, item.unit);
+    if (s.code() == io::Code::busy) break;  // the queue's ring waits for its writes
+    if (!s.is_ok()) return s;
+    dispatched_ = item.unit.log_offset + item.unit.size_bytes;
+    head_ = (head_ + 1) % items_.size();
+    count_--;
+  }
+  cq.set_dispatched(dispatched_);
+  return io::Status::ok();
+}
+
+}  // namespace uringmq::engine

@@ -1,0 +1,74 @@
+#pragma once
+// Dispatch: turning CommitLog records into ConsumeQueue units (RocketMQ's
+// ReputMessageService + CommitLogDispatcherBuildConsumeQueue).
+//
+// At run time a shard dispatches each record as its append is acknowledged (durable under
+// SYNC_FLUSH, written under ASYNC_FLUSH), in log order, from what it already has in memory:
+// nothing is read back. At open, redispatch() rebuilds what a crash may have lost: it scans the
+// log from a point below which every unit is known durable (the start of the checkpoint's
+// segment; the shard keeps the checkpoint at or below its ConsumeQueues' durable dispatch
+// point) to the end, appending each record's unit; units already present are accepted
+// (idempotent), a different unit at the same queue offset is corruption.
+// Synchronous; nothing else may be in flight on the disk.
+
+#include <cstdint>
+#include <functional>
+
+#include "engine/commit_log.h"
+#include "engine/consume_queue.h"
+#include "engine/message_codec.h"
+#include "io/disk.h"
+
+namespace uringmq::engine {
+
+// The unit of a stored record: tagsCode from its TAGS property.
+CqUnit unit_of(uint64_t log_offset, const MessageView& record);
+
+// Re-dispatches every record from `from` to the end of the log in options.dir. `also` (if set)
+// sees each record too. Returns the number of records scanned.
+io::Result<uint64_t> redispatch(io::Disk& disk, const CommitLogOptions& options, uint64_t from,
+                                CqStore& cq,
+                                const std::function<void(uint64_t, const MessageView&)>& also);
+
+}  // namespace uringmq::engine
+
+namespace uringmq::engine {
+
+// Flushes the ConsumeQueues until every unit of the records below `end` is durable, polling
+// `disk` (only the CqStore may have requests in flight). For start-up, after redispatch().
+io::Status settle(io::Disk& disk, CqStore& cq, uint64_t end);
+
+}  // namespace uringmq::engine
+
+namespace uringmq::engine {
+
+// The run-time dispatcher of one shard: acknowledged records are pushed in log order and pumped
+// into the ConsumeQueues. When a queue's memory ring is full of units not yet written (the
+// ConsumeQueue answers busy), pumping stops and resumes on the next pump(), so dispatch lags
+// instead of losing a unit or blocking the reactor. Bounded: has_room() says whether a batch
+// of acknowledgements may be taken.
+class Dispatcher {
+ public:
+  explicit Dispatcher(uint32_t capacity);
+  struct Item {
+    QueueIndex queue = 0;
+    int64_t queue_offset = 0;
+    CqUnit unit;
+  };
+  bool has_room(uint32_t items) const { return count_ + items <= items_.size(); }
+  void push(const Item& item);
+  // Appends what it can; returns the first error other than busy (ok otherwise). Every record
+  // below dispatched() has its unit in the ConsumeQueues.
+  io::Status pump(CqStore& cq);
+  size_t backlog() const { return count_; }
+  uint64_t dispatched() const { return dispatched_; }
+  void set_dispatched(uint64_t offset) { dispatched_ = offset; }
+
+ private:
+  std::vector<Item> items_;
+  uint32_t head_ = 0;
+  uint32_t count_ = 0;
+  uint64_t dispatched_ = 0;
+};
+
+}  // namespace uringmq::engine

@@ -1,0 +1,428 @@
+// The consumer side of a shard: pulls (with tag filtering and long polling), offset searches by
+// store time, and retention. Each runs as a small state machine in a fixed pool of PullOps,
+// advanced by ConsumeQueue and CommitLog read completions; nothing blocks the reactor.
+#include <algorithm>
+
+#include "engine/byte_order.h"
+#include "engine/shard.h"
+#include "io/fs_space.h"
+
+namespace uringmq {
+
+namespace {
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
+  while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
+  return s;
+}
+
+}  // namespace
+
+void Shard::release_op(uint32_t op_index) {
+  PullOp& op = ops_[op_index];
+  UMQ_ASSERT(op.reads_outstanding == 0);
+  op.stage = PullOp::Stage::idle;
+  free_ops_.push_back(op_index);
+}
+
+bool Shard::start_pull(uint32_t slot_index, const ShardRequest& request) {
+  if (free_ops_.empty()) {
+    Completion busy;
+    busy.tag = request.tag;
+    busy.code = io::Code::busy;
+    post(slot_index, busy);
+    return true;
+  }
+  uint32_t index = free_ops_.back();
+  free_ops_.pop_back();
+  PullOp& op = ops_[index];
+  op.kind = PullOp::Kind::pull;
+  op.slot = slot_index;
+  op.tag = request.tag;
+  op.topic = request.input.topic;
+  op.queue_id = request.input.queue_id;
+  op.offset = request.value;
+  op.max_messages = std::max<uint32_t>(1, request.max_messages);
+  op.buffer = request.buffer;
+  op.deadline_ms = request.wait_ms > 0 ? now_ms() + request.wait_ms : 0;
+  op.filter_all = true;
+  op.filter_count = 0;
+  std::string_view filter = trim(request.tag_filter);
+  if (!filter.empty() && filter != "*") {
+    op.filter_all = false;
+    while (!filter.empty() && op.filter_count < kMaxFilterTags) {
+      size_t bar = filter.find("||");
+      std::string_view tag = trim(filter.substr(0, bar));
+      if (!tag.empty()) op.filter_codes[op.filter_count++] = engine::tags_code_of(tag);
+      if (bar == std::string_view::npos) break;
+      filter.remove_prefix(bar + 2);
+    }
+  }
+  run_pull(index);
+  return true;
+}
+
+void Shard::answer_pull(uint32_t op_index, PullStatus status, int64_t next_offset) {
+  PullOp& op = ops_[op_index];
+  Completion done;
+  done.tag = op.tag;
+  done.pull_status = status;
+  done.message_count = status == PullStatus::found ? op.messages : 0;
+  done.size_bytes = status == PullStatus::found ? op.bytes : 0;
+  done.next_offset = next_offset;
+  io::Result<engine::QueueIndex> queue = cq_->queue(op.topic, op.queue_id, false);
+  if (queue.is_ok()) {
+    done.min_offset = cq_->min_offset(*queue);
+    done.max_offset = cq_->max_offset(*queue);
+  }
+  if (slots_[op.slot]->active.load(std::memory_order_acquire)) post(op.slot, done);
+  release_op(op_index);
+}
+
+// Decides what a pull can answer now, holds it, or starts reading its units.
+void Shard::run_pull(uint32_t op_index) {
+  PullOp& op = ops_[op_index];
+  op.messages = op.bytes = op.scanned = op.unit_count = 0;
+  op.read_failed = false;
+  io::Result<engine::QueueIndex> queue = cq_->queue(op.topic, op.queue_id, false);
+  int64_t min = 0, max = 0;
+  if (queue.is_ok()) {
+    op.queue = *queue;
+    min = cq_->min_offset(op.queue);
+    max = cq_->max_offset(op.queue);
+  }
+  if (op.offset < min) return answer_pull(op_index, PullStatus::offset_moved, min);
+  if (op.offset > max) return answer_pull(op_index, PullStatus::offset_moved, max);
+  if (op.offset == max) {
+    if (op.deadline_ms > now_ms()) {
+      op.stage = PullOp::Stage::held;
+      held_ops_++;
+      return;
+    }
+    return answer_pull(op_index, PullStatus::no_new_message, op.offset);
+  }
+  uint32_t count = static_cast<uint32_t>(std::min<int64_t>(kPullUnits, max - op.offset));
+  size_t n = cq_->lookup_memory(op.queue, op.offset, std::span(op.units.data(), count));
+  if (n > 0) {
+    op.unit_count = static_cast<uint32_t>(n);
+    return pull_units_ready(op_index);
+  }
+  op.stage = PullOp::Stage::units;
+  io::Status s = cq_->read_units(op.queue, op.offset, count, op.unit_bytes.data(), op_index);
+  if (!s.is_ok()) {
+    op.stage = PullOp::Stage::idle;
+    Completion failed;
+    failed.tag = op.tag;
+    failed.code = s.code();
+    post(op.slot, failed);
+    release_op(op_index);
+  }
+}
+
+void Shard::cq_read_done(uint32_t op_index, int64_t result) {
+  PullOp& op = ops_[op_index];
+  uint32_t units = result < 0 ? 0 : static_cast<uint32_t>(result / engine::kCqUnitBytes);
+  op.unit_count = 0;
+  for (uint32_t i = 0; i < units && i < kPullUnits; i++) {
+    auto unit = engine::decode_cq_unit(
+        std::span<const std::byte, engine::kCqUnitBytes>(op.unit_bytes.data() + i * 20, 20));
+    if (!unit) break;
+    op.units[op.unit_count++] = *unit;
+  }
+  if (op.kind == PullOp::Kind::search) {
+    if (op.unit_count == 0) {
+      Completion failed;
+      failed.tag = op.tag;
+      failed.code = io::Code::io_error;
+      post(op.slot, failed);
+      return release_op(op_index);
+    }
+    op.stage = PullOp::Stage::search_record;
+    return search_record_ready(op_index);
+  }
+  if (op.unit_count == 0) {
+    // The units are gone (retention) or unreadable: send the consumer to the first offset left.
+    int64_t min = cq_->min_offset(op.queue);
+    return answer_pull(op_index, PullStatus::offset_moved, std::max(min, op.offset + 1));
+  }
+  pull_units_ready(op_index);
+}
+
+// Copies the matching records: from the CommitLog's write buffers when they are still there,
+// else through io_uring reads, one per run of records contiguous in the log.
+void Shard::pull_units_ready(uint32_t op_index) {
+  PullOp& op = ops_[op_index];
+  op.stage = PullOp::Stage::records;
+  uint64_t run_log = 0, run_bytes = 0;
+  std::byte* run_dest = nullptr;
+  auto flush_run = [&] {
+    if (run_bytes == 0) return;
+    io::Status s = log_->read(engine::LogOffset{run_log}, static_cast<uint32_t>(run_bytes),
+                              run_dest, kOpReadBit | op_index);
+    if (s.is_ok()) {
+      op.reads_outstanding++;
+    } else {
+      op.read_failed = true;
+    }
+    run_bytes = 0;
+  };
+  const uint64_t log_min = log_->min_offset().value;
+  uint32_t below_log = 0;
+  for (uint32_t i = 0; i < op.unit_count; i++) {
+    const engine::CqUnit& unit = op.units[i];
+    if (op.messages == op.max_messages) break;  // as RocketMQ: full before the next unit
+    if (unit.log_offset < log_min) {
+      // Retention removed the record; the queue's minimum is corrected lazily (CqStore).
+      op.scanned++;
+      below_log++;
+      continue;
+    }
+    bool match = op.filter_all;
+    for (uint32_t f = 0; f < op.filter_count && !match; f++) match = op.filter_codes[f] == unit.tags_code;
+    if (!match) {
+      op.scanned++;
+      continue;
+    }
+    if (op.bytes + unit.size_bytes > op.buffer.size()) break;
+    std::byte* dest = op.buffer.data() + op.bytes;
+    if (!log_->read_memory(engine::LogOffset{unit.log_offset}, unit.size_bytes, dest)) {
+      if (run_bytes > 0 && run_log + run_bytes == unit.log_offset &&
+          run_dest + run_bytes == dest) {
+        run_bytes += unit.size_bytes;
+      } else {
+        flush_run();
+        run_log = unit.log_offset;
+        run_dest = dest;
+        run_bytes = unit.size_bytes;
+      }
+    }
+    op.bytes += unit.size_bytes;
+    op.messages++;
+    op.scanned++;
+  }
+  flush_run();
+  if (op.messages == 0 && below_log > 0 && below_log == op.scanned) {
+    return answer_pull(op_index, PullStatus::offset_moved, op.offset + op.scanned);
+  }
+  if (op.reads_outstanding == 0) finish_pull(op_index);
+}
+
+void Shard::pull_read_done(uint32_t op_index, int64_t result) {
+  PullOp& op = ops_[op_index];
+  UMQ_ASSERT(op.reads_outstanding > 0);
+  op.reads_outstanding--;
+  if (op.kind == PullOp::Kind::search) {
+    if (result <= 0) {
+      Completion failed;
+      failed.tag = op.tag;
+      failed.code = io::Code::io_error;
+      post(op.slot, failed);
+      return release_op(op_index);
+    }
+    return search_record_ready(op_index);
+  }
+  if (result < 0) op.read_failed = true;
+  if (op.reads_outstanding == 0) finish_pull(op_index);
+}
+
+void Shard::finish_pull(uint32_t op_index) {
+  PullOp& op = ops_[op_index];
+  if (op.read_failed) {
+    int64_t min = cq_->min_offset(op.queue);
+    if (op.offset < min) return answer_pull(op_index, PullStatus::offset_moved, min);
+    Completion failed;
+    failed.tag = op.tag;
+    failed.code = io::Code::io_error;
+    post(op.slot, failed);
+    return release_op(op_index);
+  }
+  if (op.messages == 0 && op.scanned == 0) {
+    // The first matching record does not fit the caller's buffer.
+    Completion failed;
+    failed.tag = op.tag;
+    failed.code = io::Code::too_large;
+    failed.next_offset = op.offset;
+    post(op.slot, failed);
+    return release_op(op_index);
+  }
+  PullStatus status = op.messages > 0 ? PullStatus::found : PullStatus::no_matched_message;
+  answer_pull(op_index, status, op.offset + op.scanned);
+}
+
+// ---- Long polling ----
+
+void Shard::wake_held_pulls() {
+  for (uint32_t i = 0; i < ops_.size() && held_ops_ > 0; i++) {
+    PullOp& op = ops_[i];
+    if (op.stage != PullOp::Stage::held) continue;
+    io::Result<engine::QueueIndex> queue = cq_->queue(op.topic, op.queue_id, false);
+    if (!queue.is_ok() || cq_->max_offset(*queue) <= op.offset) continue;
+    op.stage = PullOp::Stage::idle;
+    held_ops_--;
+    run_pull(i);
+  }
+}
+
+void Shard::expire_held_pulls() {
+  const int64_t now = now_ms();
+  for (uint32_t i = 0; i < ops_.size() && held_ops_ > 0; i++) {
+    PullOp& op = ops_[i];
+    if (op.stage != PullOp::Stage::held || op.deadline_ms > now) continue;
+    held_ops_--;
+    answer_pull(i, PullStatus::no_new_message, op.offset);
+  }
+}
+
+int64_t Shard::next_held_deadline_ms() const {
+  int64_t deadline = INT64_MAX;
+  if (held_ops_ == 0) return deadline;
+  for (const PullOp& op : ops_) {
+    if (op.stage == PullOp::Stage::held) deadline = std::min(deadline, op.deadline_ms);
+  }
+  return deadline;
+}
+
+// ---- Offset search by store time (SEARCH_OFFSET_BY_TIMESTAMP) ----
+
+bool Shard::start_search(uint32_t slot_index, const ShardRequest& request) {
+  Completion done;
+  done.tag = request.tag;
+  io::Result<engine::QueueIndex> queue = cq_->queue(request.input.topic, request.input.queue_id, false);
+  if (!queue.is_ok() || free_ops_.empty()) {
+    done.code = queue.is_ok() || queue.status().code() == io::Code::not_found ? io::Code::ok
+                                                                               : queue.status().code();
+    if (free_ops_.empty()) done.code = io::Code::busy;
+    done.queue_offset = 0;
+    post(slot_index, done);
+    return true;
+  }
+  uint32_t index = free_ops_.back();
+  free_ops_.pop_back();
+  PullOp& op = ops_[index];
+  op.kind = PullOp::Kind::search;
+  op.slot = slot_index;
+  op.tag = request.tag;
+  op.topic = request.input.topic;
+  op.queue_id = request.input.queue_id;
+  op.queue = *queue;
+  op.lo = cq_->min_offset(op.queue);
+  op.hi = cq_->max_offset(op.queue);
+  op.target_ms = request.value;
+  search_step(index);
+  return true;
+}
+
+// One halving step; steps whose unit and record header are in memory run in this call.
+void Shard::search_step(uint32_t op_index) {
+  PullOp& op = ops_[op_index];
+  if (op.lo >= op.hi) {
+    Completion done;
+    done.tag = op.tag;
+    done.queue_offset = op.lo;
+    post(op.slot, done);
+    return release_op(op_index);
+  }
+  op.mid = op.lo + (op.hi - op.lo) / 2;
+  if (cq_->lookup_memory(op.queue, op.mid, std::span(op.units.data(), 1)) == 1) {
+    op.unit_count = 1;
+    op.stage = PullOp::Stage::search_record;
+    return search_record_ready(op_index);
+  }
+  op.stage = PullOp::Stage::search_unit;
+  io::Status s = cq_->read_units(op.queue, op.mid, 1, op.unit_bytes.data(), op_index);
+  if (!s.is_ok()) {
+    Completion failed;
+    failed.tag = op.tag;
+    failed.code = s.code();
+    post(op.slot, failed);
+    release_op(op_index);
+  }
+}
+
+// Called with units[0] known; reads the record's header if needed, then compares its time.
+void Shard::search_record_ready(uint32_t op_index) {
+  PullOp& op = ops_[op_index];
+  const engine::CqUnit& unit = op.units[0];
+  const uint32_t header_bytes = std::min<uint32_t>(unit.size_bytes, op.header.size());
+  if (op.stage == PullOp::Stage::search_record) {
+    if (!log_->read_memory(engine::LogOffset{unit.log_offset}, header_bytes, op.header.data())) {
+      op.stage = PullOp::Stage::search_unit;  // next completion carries the header
+      io::Status s = log_->read(engine::LogOffset{unit.log_offset}, header_bytes,
+                                op.header.data(), kOpReadBit | op_index);
+      if (s.is_ok()) {
+        op.reads_outstanding++;
+        return;
+      }
+      Completion failed;
+      failed.tag = op.tag;
+      failed.code = s.code();
+      post(op.slot, failed);
+      return release_op(op_index);
+    }
+  }
+  uint32_t sys_flag = engine::get_u32(op.header.data() + 36);
+  size_t ts_at = (sys_flag & engine::kSysFlagBornHostV6) != 0 ? 68 : 56;
+  int64_t store_ms = static_cast<int64_t>(engine::get_u64(op.header.data() + ts_at));
+  if (store_ms < op.target_ms) {
+    op.lo = op.mid + 1;
+  } else {
+    op.hi = op.mid;
+  }
+  search_step(op_index);
+}
+
+// ---- Retention ----
+
+void Shard::note_segment_first_timestamp(uint64_t log_offset, int64_t store_timestamp_ms) {
+  uint64_t base = log_offset - log_offset % options_.log.segment_size_bytes;
+  if (!segment_first_ts_.empty() && segment_first_ts_.back().first >= base) {
+    for (const auto& [b, ts] : segment_first_ts_) {
+      if (b == base) return;
+    }
+  }
+  segment_first_ts_.emplace_back(base, store_timestamp_ms);
+  std::sort(segment_first_ts_.begin(), segment_first_ts_.end());
+}
+
+// RocketMQ's CleanCommitLogService: a segment expires once the next one's first message is
+// older than fileReservedTime; expired segments go at deleteWhen or while the disk is fuller
+// than diskMaxUsedSpaceRatio; above the forced ratio the oldest go regardless of age. The
+// ConsumeQueues' minimum offsets follow.
+void Shard::maybe_clean() {
+  if (now_ms() - last_clean_ms_ < options_.clean_interval_ms) return;
+  last_clean_ms_ = now_ms();
+  std::vector<uint64_t> bases = log_->segment_bases();
+  if (bases.size() < 2) return;
+  const int64_t wall_ms = clock_->now_ms();
+  const int64_t reserved_ms = options_.file_reserved_time_hours * 3'600'000;
+  uint64_t expired_end = 0;
+  for (size_t i = 0; i + 1 < bases.size(); i++) {
+    int64_t next_first = INT64_MAX;
+    for (const auto& [b, ts] : segment_first_ts_) {
+      if (b == bases[i + 1]) next_first = ts;
+    }
+    if (next_first == INT64_MAX || next_first >= wall_ms - reserved_ms) break;
+    expired_end = bases[i + 1];
+  }
+  double used = 0;
+  io::Result<io::FsSpace> space = io::file_system_space(shard_dir_);
+  if (space.is_ok()) used = space->used_ratio();
+  const int32_t hour = static_cast<int32_t>((wall_ms / 3'600'000) % 24);
+  uint64_t delete_to = 0;
+  if (hour == options_.delete_when_hour_utc || used > options_.disk_max_used_space_ratio) {
+    delete_to = expired_end;
+  }
+  if (used > options_.disk_force_clean_ratio) delete_to = bases.back();
+  if (delete_to == 0) return;
+  io::Result<uint32_t> deleted =
+      log_->delete_segments_before(delete_to, options_.delete_max_files_per_pass);
+  if (!deleted.is_ok() || *deleted == 0) return;
+  io::Status s = cq_->delete_below(log_->min_offset().value);
+  (void)s;  // a failure leaves units pointing below the log: pulls answer offset_moved
+  std::erase_if(segment_first_ts_, [&](const auto& entry) {
+    return entry.first < log_->min_offset().value;
+  });
+}
+
+}  // namespace uringmq
