@@ -14,7 +14,9 @@ namespace uringmq::engine {
 namespace {
 
 // user_data of a disk request: operation class in the top byte, an index below.
-enum class OpClass : uint64_t { write = 1, sync = 2, allocator = 3, checkpoint = 4, read = 5 };
+enum class OpClass : uint64_t {
+  write = 1, sync = 2, allocator = 3, checkpoint = 4, read = 5, retention = 6
+};
 constexpr uint64_t tag_of(OpClass op, uint64_t index) {
   return (static_cast<uint64_t>(op) << 56) | index;
 }
@@ -180,6 +182,7 @@ io::Status CommitLog::start(uint64_t end_offset, int64_t last_store_timestamp_ms
     for (WriteBuffer& b : buffers_) b.index = -1;
   }
   slots_.resize(kWriteSlots);
+  segments_.reserve(segments_.size() + 64);  // rolling to a new segment does not allocate
   acks_.resize(options_.max_pending_acks);
   ready_acks_.resize(options_.max_pending_acks);
   ready_reads_.reserve(1024);
@@ -590,7 +593,22 @@ void CommitLog::fail_stop(io::Status status) {
 
 // ---- Segment preparation, one ahead of the writer ----
 
+// Pacing: the zero-fill runs back to back when no append write is in flight (or at close), and
+// otherwise keeps only zero_fill_lead_bytes ahead of 5/4 of the writer's position in its own
+// segment, so it ends with 1/5 of the segment to spare and never floods the device queue (or,
+// buffered, the io-wq workers) in front of the appends' writes.
+bool CommitLog::zero_fill_should_wait() const {
+  if (closing_ || slot_count_ == 0 || options_.zero_fill_lead_bytes == UINT64_MAX) return false;
+  const uint64_t position = appended_ - writer_segment_;
+  return alloc_zeroed_ >= position + position / 4 + options_.zero_fill_lead_bytes;
+}
+
 void CommitLog::advance_allocator() {
+  if (alloc_zero_paused_ && fail_status_.is_ok() && !zero_fill_should_wait()) {
+    alloc_zero_paused_ = false;
+    continue_zero_fill();
+    return;
+  }
   if (alloc_step_ != AllocStep::idle || closing_ || !fail_status_.is_ok()) return;
   if (now_ms() < alloc_retry_at_ms_) return;
   if (!roll_waiting_ && segment_end(appended_) - appended_ > options_.prepare_ahead_bytes) return;
@@ -627,6 +645,7 @@ void CommitLog::allocation_failed(io::Status status) {
     (void)disk_.remove(path);  // nothing in it was ever used
   }
   alloc_step_ = AllocStep::idle;
+  alloc_zero_paused_ = false;
   if (status.code() == io::Code::no_space) {
     // Appends that fit the current segment go on; those that need the next are rejected.
     alloc_status_ = io::Status::error(io::Code::no_space,
@@ -672,6 +691,20 @@ void CommitLog::on_allocator_done(int64_t result) {
       return;
     default:
       UMQ_ASSERT_MSG(false, "allocator completion without a step");
+  }
+  continue_zero_fill();
+}
+
+// The zeroing step's next request: a chunk of zeros, or the fdatasync once all are written.
+void CommitLog::continue_zero_fill() {
+  UMQ_ASSERT(alloc_step_ == AllocStep::zeroing);
+  const std::string& path = alloc_path_;  // for errors only
+  io::IoRequest req;
+  req.file = alloc_file_;
+  req.user_data = tag_of(OpClass::allocator, 0);
+  if (alloc_zeroed_ < options_.segment_size_bytes && zero_fill_should_wait()) {
+    alloc_zero_paused_ = true;  // advance_allocator() resumes it
+    return;
   }
   if (alloc_zeroed_ < options_.segment_size_bytes) {
     req.kind = io::OpKind::write;
@@ -788,7 +821,8 @@ void CommitLog::submit_work() {
 
 bool CommitLog::owns(uint64_t user_data) {
   uint64_t op = user_data >> 56;
-  return op >= static_cast<uint64_t>(OpClass::write) && op <= static_cast<uint64_t>(OpClass::read);
+  return op >= static_cast<uint64_t>(OpClass::write) &&
+         op <= static_cast<uint64_t>(OpClass::retention);
 }
 
 int64_t CommitLog::next_deadline_ms() const {
@@ -823,6 +857,13 @@ void CommitLog::complete(const io::IoCompletion& completion) {
     case OpClass::checkpoint:
       if (!fail_status_.is_ok()) return;
       on_checkpoint_done(completion.result);
+      break;
+    case OpClass::retention:
+      retention_sync_in_flight_ = false;
+      if (completion.result < 0) {
+        fail_stop(io::Status::from_errno(static_cast<int>(-completion.result),
+                                         "fsync of " + segment_dir_ + " after deleting segments"));
+      }
       break;
     case OpClass::read:
       reads_in_flight_--;
@@ -940,7 +981,16 @@ io::Result<uint32_t> CommitLog::delete_segments_before(uint64_t offset, uint32_t
     if (!s.is_ok()) return s;
     deleted++;
   }
-  if (deleted > 0) UMQ_RETURN_IF_ERROR(io::sync_dir(disk_, segment_dir_));
+  if (deleted > 0 && !retention_sync_in_flight_) {
+    // Asynchronous: the reactor has other requests in flight. Until it completes, a power loss
+    // may bring back the oldest deleted segments, a contiguous prefix of the log, which the
+    // next pass deletes again.
+    io::IoRequest req;
+    req.kind = io::OpKind::fsync;
+    req.file = segment_dir_handle_;
+    req.user_data = tag_of(OpClass::retention, 0);
+    if (submit_op(req)) retention_sync_in_flight_ = true;
+  }
   return deleted;
 }
 

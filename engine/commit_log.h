@@ -66,8 +66,11 @@ struct CommitLogOptions {
   FlushMode flush_mode = FlushMode::sync_flush;
   // async_flush: interval between background fdatasyncs, ms (flushIntervalCommitLog).
   int64_t async_flush_interval_ms = 500;
-  // buffered: page-cache writes. direct: O_DIRECT, rewriting the partial last block.
-  io::IoMode io_mode = io::IoMode::buffered;
+  // direct: O_DIRECT, rewriting the partial last block. buffered: page-cache writes. Direct is
+  // the default by measurement (bench/RESULTS.md, engine/README.md): on ext4 io_uring punts
+  // buffered writes to io-wq workers (a thread hand-off and a page-cache copy per write), so
+  // direct IO used less CPU per message and was faster or even in every A/B workload.
+  io::IoMode io_mode = io::IoMode::direct;
   // Write buffers: count and size, bytes. The size must hold the largest record plus 8 KiB.
   uint32_t write_buffer_count = 4;
   uint32_t write_buffer_bytes = 8u << 20;
@@ -91,6 +94,11 @@ struct CommitLogOptions {
   // a segment. Smaller values move the zero-fill later (appends get busy if it is not done in
   // time); the benchmark uses 0 to measure what the concurrent zero-fill costs.
   uint64_t prepare_ahead_bytes = UINT64_MAX;
+  // Zero-fill pacing: while append writes are in flight, the next segment's zero-fill stays at
+  // most this many bytes ahead of 5/4 of the writer's position in its segment (it ends with a
+  // fifth of the segment to spare); with no append write in flight it runs freely.
+  // UINT64_MAX: never paced (back-to-back chunks, which compete with the appends' writes).
+  uint64_t zero_fill_lead_bytes = 64ULL << 20;
   CodecLimits limits;
   // TEST ONLY (canary): acknowledge sync_flush appends when written, before any fdatasync.
   // The crash simulation must detect the resulting loss; never set it elsewhere.
@@ -267,6 +275,8 @@ class CommitLog {
   void on_write_done(uint32_t slot, int64_t result);
   void on_sync_done(int64_t result);
   void on_allocator_done(int64_t result);
+  void continue_zero_fill();
+  bool zero_fill_should_wait() const;
   void on_checkpoint_done(int64_t result);
   void allocation_failed(io::Status status);
   bool close_done() const;
@@ -333,6 +343,7 @@ class CommitLog {
   uint32_t alloc_writes_in_flight_ = 0;
   int64_t alloc_retry_at_ms_ = 0;
   bool roll_waiting_ = false;  // an append needed the next segment before it was ready
+  bool alloc_zero_paused_ = false;  // zeroing waits for the writer (zero_fill_should_wait)
   io::Status alloc_status_;  // no_space while allocation is failing for lack of space
   io::FileHandle segment_dir_handle_;
 
@@ -344,6 +355,7 @@ class CommitLog {
   uint64_t checkpoint_target_ = 0;
   uint64_t checkpoint_limit_ = UINT64_MAX;
   uint32_t reads_in_flight_ = 0;
+  bool retention_sync_in_flight_ = false;
   uint64_t checkpoint_written_ = 0;  // bytes of the checkpoint write completed
   int64_t last_checkpoint_ms_ = 0;
 
