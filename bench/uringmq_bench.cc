@@ -137,6 +137,7 @@ struct Args {
   io::IoMode io_mode = engine::CommitLogOptions{}.io_mode;
   int64_t min_write_kib = -1;     // -1: the CommitLog default
   bool prepare_ahead = true;      // false: no zero-fill of the next segment until it is needed
+  int64_t zero_fill_lead_mib = -1;  // -1: the CommitLog default; -2: unpaced
   bool json = false;
 };
 
@@ -147,7 +148,7 @@ struct Args {
                "         [--producers N] [--threads N] [--flush sync|async]\n"
                "         [--messages N | --seconds S] [--data DIR] [--segment-mib N]\n"
                "         [--io-mode buffered|direct] [--min-write-kib N]\n"
-               "         [--prepare-ahead yes|no] [--json]\n"
+               "         [--prepare-ahead yes|no] [--zero-fill-lead-mib N|unpaced] [--json]\n"
                "  --min-write-kib: CommitLogOptions::min_write_bytes / 1024 (write coalescing).\n"
                "  --prepare-ahead no: the next segment is zero-filled only when the writer needs\n"
                "    it (measures the cost of the concurrent zero-fill; use a large --segment-mib).\n"
@@ -201,6 +202,8 @@ Args parse_args(int argc, char** argv) {
       a.io_mode = value == "buffered" ? io::IoMode::buffered : io::IoMode::direct;
     } else if (flag == "--min-write-kib") {
       a.min_write_kib = static_cast<int64_t>(parse_u64(flag, value));
+    } else if (flag == "--zero-fill-lead-mib") {
+      a.zero_fill_lead_mib = value == "unpaced" ? -2 : static_cast<int64_t>(parse_u64(flag, value));
     } else if (flag == "--prepare-ahead") {
       if (value != "yes" && value != "no") usage("--prepare-ahead takes yes or no");
       a.prepare_ahead = value == "yes";
@@ -824,6 +827,10 @@ int main(int argc, char** argv) {
   options.log.io_mode = a.io_mode;
   if (a.min_write_kib >= 0) options.log.min_write_bytes = static_cast<uint32_t>(a.min_write_kib << 10);
   if (!a.prepare_ahead) options.log.prepare_ahead_bytes = 0;
+  if (a.zero_fill_lead_mib == -2) options.log.zero_fill_lead_bytes = UINT64_MAX;
+  if (a.zero_fill_lead_mib >= 0) {
+    options.log.zero_fill_lead_bytes = static_cast<uint64_t>(a.zero_fill_lead_mib) << 20;
+  }
   io::Result<std::unique_ptr<Store>> opened = Store::open(options);
   if (!opened.is_ok()) {
     std::fprintf(stderr, "uringmq-bench: cannot open the store: %s\n",
