@@ -116,6 +116,8 @@ class ConsumerOffsets {
   // Persist cycles completed since open, and whether one is under way (stats and tests).
   uint64_t persisted_cycles() const { return persisted_cycles_; }
   bool persisting() const { return step_ != Step::idle; }
+  // The table changed since the last cycle started (a cycle is due).
+  bool dirty() const { return dirty_; }
 
  private:
   enum class Step : uint8_t { idle, writing, syncing, dir_syncing };

@@ -189,6 +189,7 @@ void Shard::loop() {
     reap(io::Wait::none);
     deliver_acks();
     deliver_reads();
+    if (!flush_waiters_.empty()) answer_flushes();
     if (held_ops_ > 0) {
       if (dispatched_since_check_) wake_held_pulls();
       expire_held_pulls();
@@ -422,6 +423,22 @@ void Shard::handle_queue_request(uint32_t slot_index, const ShardRequest& reques
     case ShardRequest::Kind::commit_offset:
       done.code = offsets_->commit(request.group, in.topic, in.queue_id, request.value).code();
       break;
+    case ShardRequest::Kind::flush_offsets: {
+      // Everything committed so far is in the table: done when a cycle that starts after now
+      // completes (or the one under way, if nothing changed since it started).
+      uint64_t cycles = offsets_->persisted_cycles() + (offsets_->persisting() ? 1 : 0);
+      if (offsets_->dirty()) {
+        cycles++;
+        offsets_->request_persist();
+      }
+      if (offsets_->fail_stopped()) {
+        done.code = io::Code::fail_stopped;
+        break;
+      }
+      flush_waiters_.push_back(FlushWaiter{slot_index, request.tag, cycles});
+      answer_flushes();
+      return;
+    }
     case ShardRequest::Kind::query_offset: {
       std::optional<int64_t> offset = offsets_->query(request.group, in.topic, in.queue_id);
       done.queue_offset = offset.value_or(-1);
@@ -463,6 +480,18 @@ void Shard::deliver_acks() {
   // (it has fail-stopped) or a bug; nothing more is dispatched and the shard keeps the error.
   UMQ_ASSERT_MSG(s.is_ok() || cq_->fail_stopped(), s.to_string().c_str());
   if (dispatcher_->dispatched() != before) dispatched_since_check_ = true;
+}
+
+void Shard::answer_flushes() {
+  std::erase_if(flush_waiters_, [this](const FlushWaiter& w) {
+    bool failed = offsets_->fail_stopped();
+    if (!failed && offsets_->persisted_cycles() < w.cycles) return false;
+    Completion done;
+    done.tag = w.tag;
+    done.code = failed ? io::Code::fail_stopped : io::Code::ok;
+    post(w.slot, done);
+    return true;
+  });
 }
 
 void Shard::deliver_reads() {

@@ -32,7 +32,7 @@ namespace uringmq {
 // A value crossing from a session to a shard. Views point into the session's memory.
 struct ShardRequest {
   enum class Kind : uint8_t {
-    append, read, pull, query_queue, search_offset, commit_offset, query_offset
+    append, read, pull, query_queue, search_offset, commit_offset, query_offset, flush_offsets
   };
   Kind kind = Kind::append;
   uint64_t tag = 0;
@@ -199,6 +199,14 @@ class Shard {
   std::vector<uint32_t> free_ops_;
   uint32_t held_ops_ = 0;
   bool dispatched_since_check_ = false;
+  // flush_offsets requests waiting for a consumer-offsets persist cycle: (slot, tag, cycles).
+  struct FlushWaiter {
+    uint32_t slot = 0;
+    uint64_t tag = 0;
+    uint64_t cycles = 0;  // done once persisted_cycles() reaches this
+  };
+  std::vector<FlushWaiter> flush_waiters_;
+  void answer_flushes();
   // Retention: first store time of each segment (by base), to know when its predecessor ends.
   std::vector<std::pair<uint64_t, int64_t>> segment_first_ts_;
   int64_t last_clean_ms_ = 0;

@@ -253,6 +253,15 @@ io::Status Session::query_offset_async(std::string_view group, std::string_view 
   return post(store_.shard_for(topic, queue_id), request);
 }
 
+io::Status Session::flush_offsets_async(std::string_view topic, int32_t queue_id, uint64_t tag) {
+  ShardRequest request;
+  request.kind = ShardRequest::Kind::flush_offsets;
+  request.tag = tag;
+  request.input.topic = topic;
+  request.input.queue_id = queue_id;
+  return post(store_.shard_for(topic, queue_id), request);
+}
+
 Completion Session::wait_for(uint64_t tag) {
   std::array<Completion, 1> one{};
   while (outstanding_ > 0) {

@@ -178,6 +178,9 @@ class Session {
                                  int32_t queue_id, int64_t offset, uint64_t tag);
   io::Status query_offset_async(std::string_view group, std::string_view topic, int32_t queue_id,
                                 uint64_t tag);
+  // Completes once every offset committed so far to the shard owning (topic, queue_id) is
+  // persisted (a persist cycle that started after this request finished).
+  io::Status flush_offsets_async(std::string_view topic, int32_t queue_id, uint64_t tag);
   // Waits for the completion of one request posted with `tag` (others are discarded): for the
   // synchronous helpers below and simple callers. Not with other requests outstanding.
   Completion wait_for(uint64_t tag);

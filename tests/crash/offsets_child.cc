@@ -1,0 +1,45 @@
+// Child of offsets_kill9_test: commits consumer-group offsets through a real Store and, every
+// ten rounds, waits until they are persisted (Session::flush_offsets_async), then prints
+// "F <round>" on stdout. Runs until killed. Usage: uringmq_offsets_child <data dir>
+#include <cstdio>
+#include <string>
+
+#include "engine/store.h"
+
+int main(int argc, char** argv) {
+  if (argc != 2) return 2;
+  uringmq::StoreOptions options;
+  options.data_dir = argv[1];
+  options.shard_count = 2;
+  options.pin_threads = false;
+  options.log.segment_size_bytes = 1u << 20;
+  options.log.write_buffer_bytes = 1u << 20;
+  options.log.limits.max_body_bytes = 64u << 10;
+  auto store = uringmq::Store::open(options);
+  if (!store.is_ok()) {
+    std::fprintf(stderr, "open: %s\n", store.status().to_string().c_str());
+    return 1;
+  }
+  auto session = (*store)->open_session();
+  if (!session.is_ok()) return 1;
+  uringmq::Session& s = **session;
+  // Continue above what survived the last kill.
+  int64_t round = 0;
+  for (int32_t q = 0; q < 4; q++) {
+    if (!s.query_offset_async("G", "TopicTest", q, 1).is_ok()) return 1;
+    round = std::max(round, s.wait_for(1).queue_offset);
+  }
+  for (round = round + 1;; round++) {
+    for (int32_t q = 0; q < 4; q++) {
+      if (!s.commit_offset_async("G", "TopicTest", q, round, 2).is_ok()) return 1;
+      if (s.wait_for(2).code != uringmq::io::Code::ok) return 1;
+    }
+    if (round % 10 != 0) continue;
+    for (int32_t q = 0; q < 4; q++) {
+      if (!s.flush_offsets_async("TopicTest", q, 3).is_ok()) return 1;
+      if (s.wait_for(3).code != uringmq::io::Code::ok) return 1;
+    }
+    std::printf("F %lld\n", static_cast<long long>(round));
+    std::fflush(stdout);
+  }
+}
