@@ -1,6 +1,7 @@
 #include "engine/log_recovery.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <optional>
 
@@ -189,7 +190,16 @@ io::Result<RecoveredLog> recover_log(io::Disk& disk, const CommitLogOptions& opt
                                  " lies outside the segments of " + segment_dir);
   }
   report.scan_start_offset = start;
-  io::Result<ScanEnd> scanned = LogScanner(disk, options, bases).scan(start);
+  LogScanner scanner(disk, options, bases);
+  // A long recovery says where it is (to stderr, once per GiB scanned).
+  const uint64_t log_end_bound = bases.back() + segment_size;
+  scanner.set_progress(1ULL << 30, [&](uint64_t offset, uint64_t scanned) {
+    std::fprintf(stderr, "uringmq: recovering %s: %llu MiB checked, at log offset %llu of at most %llu\n",
+                 options.dir.c_str(), static_cast<unsigned long long>(scanned >> 20),
+                 static_cast<unsigned long long>(offset),
+                 static_cast<unsigned long long>(log_end_bound));
+  });
+  io::Result<ScanEnd> scanned = scanner.scan(start);
   if (!scanned.is_ok()) return scanned.status();
   const uint64_t end = scanned->offset;
   report.records_scanned = scanned->records;

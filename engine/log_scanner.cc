@@ -54,7 +54,12 @@ io::Result<ScanEnd> LogScanner::scan(uint64_t start, const Visitor& visit) {
   decode_options.limits = options_.limits;
   ScanEnd end;
   uint64_t pos = start;
+  uint64_t next_progress = progress_every_bytes_ > 0 ? start + progress_every_bytes_ : UINT64_MAX;
   for (;;) {
+    if (pos >= next_progress) {
+      progress_(pos, pos - start);
+      next_progress = pos + progress_every_bytes_;
+    }
     uint64_t base = pos - pos % segment_size;
     if (!has_segment(base)) break;
     uint64_t seg_end = base + segment_size;

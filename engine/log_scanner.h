@@ -36,6 +36,13 @@ class LogScanner {
 
   io::Result<ScanEnd> scan(uint64_t start, const Visitor& visit = nullptr);
 
+  // Long scans report progress: called every `every_bytes` scanned with (offset, bytes so far).
+  using Progress = std::function<void(uint64_t offset, uint64_t scanned_bytes)>;
+  void set_progress(uint64_t every_bytes, Progress progress) {
+    progress_every_bytes_ = every_bytes;
+    progress_ = std::move(progress);
+  }
+
  private:
   bool has_segment(uint64_t base) const;
   io::Status load(uint64_t offset, uint64_t segment_end);
@@ -50,6 +57,8 @@ class LogScanner {
   uint64_t window_bytes_ = 0;
   uint64_t file_base_ = UINT64_MAX;
   io::FileHandle file_;
+  uint64_t progress_every_bytes_ = 0;
+  Progress progress_;
 };
 
 // Reads every record of the log in options.dir from its first segment (tests, verification).
