@@ -238,7 +238,7 @@ void print_summary(const char* mode, const Totals& t) {
 
 TEST(CommitLogCrashSim, AcknowledgedMessagesSurviveEveryCrash) {
   const uint64_t first = env_or("URINGMQ_SEED", 1);
-  const uint64_t seeds = std::getenv("URINGMQ_SEED") ? 1 : env_or("URINGMQ_SIM_SEEDS", 300);
+  const uint64_t seeds = std::getenv("URINGMQ_SEED") ? 1 : env_or("URINGMQ_SIM_SEEDS", 1000);
   Totals totals;
   for (uint64_t seed = first; seed < first + seeds; seed++) {
     Totals one;

@@ -251,7 +251,7 @@ TEST(DispatchCrashSim, ConsumeQueuesMatchTheLogAfterEveryCrash) {
   const uint64_t first = one ? std::strtoull(one, nullptr, 10) : 1;
   const uint64_t seeds = one ? 1 : (std::getenv("URINGMQ_SIM_SEEDS")
                                         ? std::strtoull(std::getenv("URINGMQ_SIM_SEEDS"), nullptr, 10)
-                                        : 120);
+                                        : 400);
   Totals totals;
   for (uint64_t seed = first; seed < first + seeds; seed++) {
     std::string problem;
