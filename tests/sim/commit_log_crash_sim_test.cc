@@ -20,28 +20,16 @@
 #include "io/clock.h"
 #include "io/sim_disk.h"
 #include "tests/support/log_fixture.h"
+#include "tests/support/rng.h"
 
 namespace uringmq {
 namespace {
 
 using testing::StoredRecord;
 
-// Deterministic generator for the workload (SimDisk has its own, from the same seed).
-class Rng {
- public:
-  explicit Rng(uint64_t seed) : state_(seed * 0x9E3779B97F4A7C15ULL + 1) {}
-  uint64_t next() {
-    state_ += 0x9E3779B97F4A7C15ULL;
-    uint64_t z = state_;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-  }
-  uint64_t below(uint64_t n) { return next() % n; }
-  double unit() { return static_cast<double>(next() >> 11) / 9007199254740992.0; }
-
- private:
-  uint64_t state_;
+// The workload generator (SimDisk has its own, from the same seed).
+struct Rng : testing::Rng {
+  explicit Rng(uint64_t seed) : testing::Rng(seed, 1) {}
 };
 
 struct Appended {
