@@ -15,7 +15,9 @@
 // message, and the machine (cores, kernel, file system of --data, CPU model).
 // --json prints one JSON object per run. No allocation per message in the client: slots,
 // bodies, histograms and offset tables are sized before the clock starts.
+#include <fcntl.h>
 #include <sys/statfs.h>
+#include <sys/wait.h>
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
@@ -40,6 +42,7 @@
 #include <thread>
 #include <vector>
 
+#include "engine/byte_order.h"
 #include "engine/message_codec.h"
 #include "engine/properties.h"
 #include "engine/store.h"
@@ -121,7 +124,7 @@ constexpr uint32_t kQueuesTotal = 64;  // queues spread over the shards (balance
 constexpr size_t kCompletionBatch = 256;
 constexpr uint32_t kMaxSlotsPerThread = 1u << 16;  // the slot index lives in the tag's low 16 bits
 
-enum class Workload : uint8_t { append, read };
+enum class Workload : uint8_t { append, read, consume, lag, recovery };
 
 struct Args {
   Workload workload = Workload::append;
@@ -139,12 +142,22 @@ struct Args {
   bool prepare_ahead = true;      // false: no zero-fill of the next segment until it is needed
   int64_t zero_fill_lead_mib = -1;  // -1: the CommitLog default; -2: unpaced
   bool json = false;
+  // ---- consume, lag, recovery (issue 4) ----
+  uint32_t queues = 0;            // 0: 64 for append/read, 4 for consume/lag/recovery
+  uint32_t queue_run = 1;         // consecutive sends to one queue before the next queue
+  uint64_t backlog_mib = 4096;    // consume: record bytes appended before the cold read
+  uint64_t recovery_mib = 1000;   // recovery: record bytes the killed child appends
+  uint32_t pull_messages = 256;   // max_messages of one pull (a pull examines <= 256 units)
+  uint32_t pulls_per_queue = 2;   // consume: pulls in flight per queue
+  bool drop_cache = true;         // consume/recovery: drop the page cache before the reopen
+  double rate = 0;                // lag: sends per second
 };
 
 [[noreturn]] void usage(const std::string& why) {
   std::fprintf(stderr,
                "uringmq-bench: %s\n"
-               "usage: uringmq-bench [--workload append|read] [--message-bytes N] [--shards N]\n"
+               "usage: uringmq-bench [--workload append|read|consume|lag|recovery]\n"
+               "         [--message-bytes N] [--shards N]\n"
                "         [--producers N] [--threads N] [--flush sync|async]\n"
                "         [--messages N | --seconds S] [--data DIR] [--segment-mib N]\n"
                "         [--io-mode buffered|direct] [--min-write-kib N]\n"
@@ -152,7 +165,15 @@ struct Args {
                "  --min-write-kib: CommitLogOptions::min_write_bytes / 1024 (write coalescing).\n"
                "  --prepare-ahead no: the next segment is zero-filled only when the writer needs\n"
                "    it (measures the cost of the concurrent zero-fill; use a large --segment-mib).\n"
-               "  --data DIR is deleted and recreated for every run (default ./bench-data).\n",
+               "  --data DIR is deleted and recreated for every run (default ./bench-data).\n"
+               "  consume: [--backlog-mib N (4096)] [--queues N (4)] [--queue-run N (1)]\n"
+               "    [--pull-messages N (256)] [--pulls-per-queue N (2)] [--drop-cache yes|no]:\n"
+               "    appends the backlog, closes, drops the page cache (or fadvise DONTNEED on\n"
+               "    every file), reopens (timed) and pulls everything: MB/s of records delivered.\n"
+               "  lag: --rate MSGS_PER_S with --seconds S: a paced producer and a long-polling\n"
+               "    consumer; lag = consumer receive time - producer ack time, per message.\n"
+               "  recovery: [--recovery-mib N (1000)]: a child appends N MiB and is SIGKILLed;\n"
+               "    the parent drops the page cache and times Store::open (recovery report).\n",
                why.c_str());
   std::exit(2);
 }
@@ -176,8 +197,36 @@ Args parse_args(int argc, char** argv) {
     if (i + 1 >= argc) usage("missing value after " + std::string(flag));
     std::string value = argv[++i];
     if (flag == "--workload") {
-      if (value != "append" && value != "read") usage("--workload takes append or read");
-      a.workload = value == "append" ? Workload::append : Workload::read;
+      if (value == "append") {
+        a.workload = Workload::append;
+      } else if (value == "read") {
+        a.workload = Workload::read;
+      } else if (value == "consume") {
+        a.workload = Workload::consume;
+      } else if (value == "lag") {
+        a.workload = Workload::lag;
+      } else if (value == "recovery") {
+        a.workload = Workload::recovery;
+      } else {
+        usage("--workload takes append, read, consume, lag or recovery");
+      }
+    } else if (flag == "--queues") {
+      a.queues = static_cast<uint32_t>(parse_u64(flag, value));
+    } else if (flag == "--queue-run") {
+      a.queue_run = static_cast<uint32_t>(parse_u64(flag, value));
+    } else if (flag == "--backlog-mib") {
+      a.backlog_mib = parse_u64(flag, value);
+    } else if (flag == "--recovery-mib") {
+      a.recovery_mib = parse_u64(flag, value);
+    } else if (flag == "--pull-messages") {
+      a.pull_messages = static_cast<uint32_t>(parse_u64(flag, value));
+    } else if (flag == "--pulls-per-queue") {
+      a.pulls_per_queue = static_cast<uint32_t>(parse_u64(flag, value));
+    } else if (flag == "--drop-cache") {
+      if (value != "yes" && value != "no") usage("--drop-cache takes yes or no");
+      a.drop_cache = value == "yes";
+    } else if (flag == "--rate") {
+      a.rate = std::strtod(value.c_str(), nullptr);
     } else if (flag == "--message-bytes") {
       a.message_bytes = static_cast<uint32_t>(parse_u64(flag, value));
     } else if (flag == "--shards") {
@@ -216,6 +265,15 @@ Args parse_args(int argc, char** argv) {
   }
   if (a.threads > a.producers) usage("--threads must not exceed --producers");
   if (a.producers / a.threads + 1 > kMaxSlotsPerThread) usage("too many producers per thread");
+  const bool issue4 = a.workload == Workload::consume || a.workload == Workload::lag ||
+                      a.workload == Workload::recovery;
+  if (a.queues == 0) a.queues = issue4 ? 4 : kQueuesTotal;
+  if (a.queue_run == 0 || a.pull_messages == 0 || a.pulls_per_queue == 0) {
+    usage("--queue-run, --pull-messages and --pulls-per-queue must be > 0");
+  }
+  if (a.workload == Workload::lag && (a.rate <= 0 || a.seconds <= 0 || a.messages != 0)) {
+    usage("--workload lag takes --rate and --seconds");
+  }
   if (a.messages == 0 && a.seconds <= 0) a.messages = 200000;
   if (a.messages != 0 && a.seconds > 0) usage("give --messages or --seconds, not both");
   if (a.workload == Workload::read && a.messages == 0) usage("--workload read takes --messages");
@@ -433,7 +491,7 @@ void run_append(Shared& sh, const ThreadPlan& plan, ThreadResult& result) {
       std::byte* body = bodies.data() + size_t{slot} * a.message_bytes;
       if (!again) stamp_body(body, a.message_bytes, body_stamp(plan.index, seq));
       msg.body = std::span<const std::byte>(body, a.message_bytes);
-      msg.queue_id = sh.queues[(seq * threads + plan.index) % sh.queues.size()];
+      msg.queue_id = sh.queues[(seq * threads + plan.index) / a.queue_run % sh.queues.size()];
       start_ns[slot] = now_ns();
       io::Status st = session.send_async(msg, (seq << 16) | slot);
       if (st.code() == io::Code::busy) {
@@ -735,9 +793,9 @@ PhaseReport run_phase(Shared& sh, ThreadFn fn, std::vector<ThreadResult>& result
 
 // Queue ids on kTopic, the same number owned by every shard, interleaved by shard so
 // consecutive sends go to different shards. Ownership is the Store's (shard_for).
-std::vector<int32_t> queue_plan(const Store& store) {
+std::vector<int32_t> queue_plan(const Store& store, uint32_t queues_total) {
   const uint32_t n = store.shard_count();
-  const uint32_t per_shard = std::max<uint32_t>(1, kQueuesTotal / n);
+  const uint32_t per_shard = std::max<uint32_t>(1, queues_total / n);
   std::vector<std::vector<int32_t>> owned(n);
   for (int32_t q = 0; q < 1 << 20; q++) {
     std::vector<int32_t>& mine = owned[store.shard_for(kTopic, q)];
@@ -812,13 +870,7 @@ bool prepare_data_dir(const std::string& dir) {
   return true;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  const Args a = parse_args(argc, argv);
-  if (!prepare_data_dir(a.data_dir)) return 1;
-  const Machine machine = describe_machine(a.data_dir);
-
+StoreOptions store_options(const Args& a) {
   StoreOptions options;
   options.data_dir = a.data_dir;
   options.shard_count = a.shards;
@@ -831,6 +883,629 @@ int main(int argc, char** argv) {
   if (a.zero_fill_lead_mib >= 0) {
     options.log.zero_fill_lead_bytes = static_cast<uint64_t>(a.zero_fill_lead_mib) << 20;
   }
+  return options;
+}
+
+// ---- Issue 4 workloads: consume (cold read of a backlog), lag (dispatch lag), recovery ----
+
+std::unique_ptr<Store> open_store_or_report(const StoreOptions& options) {
+  io::Result<std::unique_ptr<Store>> opened = Store::open(options);
+  if (!opened.is_ok()) {
+    std::fprintf(stderr, "uringmq-bench: cannot open the store: %s\n",
+                 opened.status().to_string().c_str());
+    return nullptr;
+  }
+  return std::move(*opened);
+}
+
+// Fills sh for run_append on `store`; returns the record size (0 on error).
+uint32_t prepare_shared(Shared& sh, const Args& a, Store& store, const StoreOptions& options) {
+  sh.args = &a;
+  sh.store = &store;
+  sh.queues = queue_plan(store, a.queues);
+  sh.properties.clear();
+  engine::append_property(sh.properties, "TAGS", "bench");
+  engine::MessageInput probe;
+  probe.topic = kTopic;
+  std::vector<std::byte> probe_body(a.message_bytes);
+  probe.body = probe_body;
+  probe.properties = sh.properties;
+  io::Result<uint32_t> record_bytes = engine::encoded_size(probe, options.log.limits);
+  if (!record_bytes.is_ok()) {
+    std::fprintf(stderr, "uringmq-bench: %s\n", record_bytes.status().to_string().c_str());
+    return 0;
+  }
+  sh.record_bytes_max = *record_bytes + 64;
+  return *record_bytes;
+}
+
+// Empties the page cache: /proc/sys/vm/drop_caches when permitted (root), else
+// posix_fadvise(DONTNEED) on every file under dir. Returns how.
+std::string drop_page_cache(const std::string& dir) {
+  ::sync();  // dirty pages cannot be dropped
+  int fd = ::open("/proc/sys/vm/drop_caches", O_WRONLY);
+  if (fd >= 0) {
+    const bool ok = ::write(fd, "3\n", 2) == 2;
+    ::close(fd);
+    if (ok) return "drop_caches";
+  }
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir, ec)) {
+    if (!entry.is_regular_file()) continue;
+    int f = ::open(entry.path().c_str(), O_RDONLY);
+    if (f < 0) continue;
+    (void)::posix_fadvise(f, 0, 0, POSIX_FADV_DONTNEED);
+    ::close(f);
+  }
+  return "fadvise_dontneed";
+}
+
+struct RecoverySummary {
+  double open_s = 0;           // Store::open wall time (recovery + ConsumeQueue re-dispatch)
+  double recovery_s = 0;       // the longest shard's RecoveryReport::duration_ns
+  uint64_t bytes_scanned = 0;  // all shards
+  uint64_t records_scanned = 0;
+  uint64_t torn_bytes = 0;
+  bool unclean = false;
+};
+
+RecoverySummary summarize_recovery(const Store& store, double open_s) {
+  RecoverySummary r;
+  r.open_s = open_s;
+  for (const engine::RecoveryReport& rep : store.recovery_reports()) {
+    r.recovery_s = std::max(r.recovery_s, static_cast<double>(rep.duration_ns) / 1e9);
+    r.bytes_scanned += rep.bytes_scanned;
+    r.records_scanned += rep.records_scanned;
+    r.torn_bytes += rep.torn_bytes_truncated;
+    r.unclean = r.unclean || rep.unclean_stop;
+  }
+  return r;
+}
+
+void print_recovery_json(const RecoverySummary& r) {
+  std::printf("\"recovery\":{\"open_s\":%.4f,\"recovery_s\":%.4f,\"bytes_scanned\":%llu,"
+              "\"records_scanned\":%llu,\"torn_bytes\":%llu,\"unclean\":%s}",
+              r.open_s, r.recovery_s, static_cast<unsigned long long>(r.bytes_scanned),
+              static_cast<unsigned long long>(r.records_scanned),
+              static_cast<unsigned long long>(r.torn_bytes), r.unclean ? "true" : "false");
+}
+
+// Queue ends (max offsets) through query_queue_async.
+std::vector<int64_t> queue_ends(Session& session, const std::vector<int32_t>& queues) {
+  std::vector<int64_t> ends(queues.size(), 0);
+  for (size_t q = 0; q < queues.size(); q++) {
+    if (!session.query_queue_async(kTopic, queues[q], q).is_ok()) continue;
+    Completion c = session.wait_for(q);
+    if (c.code == io::Code::ok) ends[q] = c.max_offset;
+  }
+  return ends;
+}
+
+struct ConsumeReport {
+  uint64_t messages = 0;
+  uint64_t bytes = 0;
+  uint64_t pulls = 0;
+  uint64_t reads = 0;  // runs of records contiguous in the log: the engine's CommitLog reads
+  uint64_t expected = 0;
+  uint64_t failures = 0;
+  uint64_t busy = 0;         // pulls answered busy (no read could be queued), pulled again
+  uint64_t short_pulls = 0;  // pulls answered with fewer messages than asked
+  double seconds = 0;
+  double cpu_s = 0;
+};
+
+// Walks a pull's records: checks sizes and queue offsets, counts runs contiguous in the log.
+bool walk_records(const std::byte* buf, uint32_t bytes, uint32_t count, int64_t first_offset,
+                  uint64_t& reads) {
+  uint32_t pos = 0;
+  uint64_t prev_end = UINT64_MAX;
+  for (uint32_t i = 0; i < count; i++) {
+    if (pos + 36 > bytes) return false;
+    const uint32_t size = engine::get_u32(buf + pos);
+    const int64_t queue_offset = static_cast<int64_t>(engine::get_u64(buf + pos + 20));
+    const uint64_t physical = engine::get_u64(buf + pos + 28);
+    if (size < 36 || pos + size > bytes || queue_offset != first_offset + i) return false;
+    if (physical != prev_end) reads++;
+    prev_end = physical + size;
+    pos += size;
+  }
+  return pos == bytes;
+}
+
+// Pulls every queue from 0 to its end: pulls_per_queue x queues pulls in flight, each of
+// pull_messages at offsets known in advance (no filter: every unit matches). A pull may answer
+// fewer (the shard's disk queue was full) or busy: the rest is pulled again first.
+ConsumeReport consume_all(Session& session, const Args& a, const std::vector<int32_t>& queues,
+                          uint32_t record_bytes_max) {
+  ConsumeReport r;
+  const std::vector<int64_t> ends = queue_ends(session, queues);
+  for (int64_t e : ends) r.expected += static_cast<uint64_t>(e);
+  const size_t q_count = queues.size();
+  const uint32_t slots = static_cast<uint32_t>(q_count) * a.pulls_per_queue;
+  const size_t buffer_bytes = size_t{a.pull_messages} * record_bytes_max;
+  std::vector<std::byte> buffers(buffer_bytes * slots);
+  struct Work {
+    size_t queue = 0;
+    int64_t offset = 0;
+    uint32_t count = 0;
+  };
+  std::vector<Work> slot_work(slots), again;
+  again.reserve(slots);
+  std::vector<int64_t> next_issue(q_count, 0);
+  std::vector<uint32_t> free_slots;
+  for (uint32_t s = slots; s-- > 0;) free_slots.push_back(s);
+  std::vector<Completion> done(kCompletionBatch);
+  size_t rr = 0;
+  auto next_work = [&](Work& w) {
+    if (!again.empty()) {
+      w = again.back();
+      return true;
+    }
+    for (size_t i = 0; i < q_count; i++) {
+      const size_t q = (rr + i) % q_count;
+      if (next_issue[q] >= ends[q]) continue;
+      w = Work{q, next_issue[q],
+               static_cast<uint32_t>(std::min<int64_t>(a.pull_messages, ends[q] - next_issue[q]))};
+      return true;
+    }
+    return false;
+  };
+  const int64_t cpu0 = process_cpu_ns();
+  const int64_t t0 = now_ns();
+  bool stop = false;
+  for (;;) {
+    Work w;
+    while (!stop && !free_slots.empty() && next_work(w)) {
+      const uint32_t s = free_slots.back();
+      PullRequest req;
+      req.topic = kTopic;
+      req.queue_id = queues[w.queue];
+      req.queue_offset = w.offset;
+      req.max_messages = w.count;
+      req.buffer = std::span<std::byte>(buffers.data() + s * buffer_bytes, buffer_bytes);
+      io::Status st = session.pull_async(req, s);
+      if (st.code() == io::Code::busy) break;
+      if (!st.is_ok()) {
+        std::fprintf(stderr, "uringmq-bench: pull_async: %s\n", st.to_string().c_str());
+        r.failures++;
+        stop = true;
+        break;
+      }
+      free_slots.pop_back();
+      slot_work[s] = w;
+      if (!again.empty()) {
+        again.pop_back();
+      } else {
+        next_issue[w.queue] += w.count;
+        rr = (w.queue + 1) % q_count;
+      }
+    }
+    if (session.outstanding() == 0) break;
+    const size_t n = session.take_completions(done, true);
+    for (size_t i = 0; i < n; i++) {
+      const Completion& c = done[i];
+      const uint32_t s = static_cast<uint32_t>(c.tag);
+      const Work& sw = slot_work[s];
+      free_slots.push_back(s);
+      if (c.code == io::Code::busy) {
+        r.busy++;
+        again.push_back(sw);
+        continue;
+      }
+      r.pulls++;
+      const bool good =
+          c.code == io::Code::ok && c.pull_status == PullStatus::found &&
+          c.message_count > 0 && c.message_count <= sw.count &&
+          c.next_offset == sw.offset + c.message_count &&
+          walk_records(buffers.data() + s * buffer_bytes, c.size_bytes, c.message_count,
+                       sw.offset, r.reads);
+      if (!good) {
+        if (r.failures == 0) {
+          std::fprintf(stderr,
+                       "uringmq-bench: pull of queue %d at %lld: %s, status %d, %u of %u "
+                       "messages, next %lld\n",
+                       queues[sw.queue], static_cast<long long>(sw.offset),
+                       io::code_name(c.code), static_cast<int>(c.pull_status), c.message_count,
+                       sw.count, static_cast<long long>(c.next_offset));
+        }
+        r.failures++;
+        stop = true;
+        continue;
+      }
+      if (c.message_count < sw.count) {
+        r.short_pulls++;
+        again.push_back(Work{sw.queue, c.next_offset, sw.count - c.message_count});
+      }
+      r.messages += c.message_count;
+      r.bytes += c.size_bytes;
+    }
+  }
+  r.seconds = static_cast<double>(now_ns() - t0) / 1e9;
+  r.cpu_s = static_cast<double>(process_cpu_ns() - cpu0) / 1e9;
+  return r;
+}
+
+void print_machine_json(const Machine& m) {
+  std::printf("\"machine\":{\"cores\":%ld,\"kernel\":\"%s\",\"fs\":\"%s\",\"cpu\":\"%s\"}",
+              m.cores, json_escape(m.kernel).c_str(), json_escape(m.fs).c_str(),
+              json_escape(m.cpu).c_str());
+}
+
+int run_consume_workload(const Args& a, const Machine& machine) {
+  const StoreOptions options = store_options(a);
+  std::unique_ptr<Store> store = open_store_or_report(options);
+  if (!store) return 1;
+  Shared sh;
+  const uint32_t record_bytes = prepare_shared(sh, a, *store, options);
+  if (record_bytes == 0) return 2;
+  const uint64_t messages = std::max<uint64_t>(10, (a.backlog_mib << 20) / record_bytes);
+  std::vector<ThreadResult> results(a.threads);
+  const PhaseReport append = run_phase(sh, run_append, results, messages, 0, record_bytes);
+  io::Status closed = store->close();
+  store.reset();
+  if (append.first_error != io::Code::ok || !closed.is_ok()) {
+    std::fprintf(stderr, "uringmq-bench: backlog append failed (%s) or close (%s)\n",
+                 io::code_name(append.first_error), closed.to_string().c_str());
+    return 1;
+  }
+  const std::string dropped = a.drop_cache ? drop_page_cache(a.data_dir) : "no";
+  const int64_t t0 = now_ns();
+  store = open_store_or_report(options);
+  if (!store) return 1;
+  const RecoverySummary recovery =
+      summarize_recovery(*store, static_cast<double>(now_ns() - t0) / 1e9);
+  ConsumeReport c;
+  {
+    io::Result<std::unique_ptr<Session>> session = store->open_session();
+    if (!session.is_ok()) return 1;
+    c = consume_all(**session, a, sh.queues, sh.record_bytes_max);
+  }
+  closed = store->close();
+  const double mb_s = c.seconds > 0 ? static_cast<double>(c.bytes) / 1e6 / c.seconds : 0;
+  const double read_bytes = c.reads > 0 ? static_cast<double>(c.bytes) / c.reads : 0;
+  const bool ok = c.failures == 0 && c.messages == c.expected && c.expected == append.completed &&
+                  closed.is_ok();
+  if (a.json) {
+    std::printf("{\"workload\":\"consume\",\"message_bytes\":%u,\"record_bytes\":%u,"
+                "\"shards\":%u,\"queues\":%zu,\"queue_run\":%u,\"pull_messages\":%u,"
+                "\"pulls_in_flight\":%zu,\"backlog_bytes\":%llu,\"page_cache\":\"%s\",",
+                a.message_bytes, record_bytes, store->shard_count(), sh.queues.size(),
+                a.queue_run, a.pull_messages, sh.queues.size() * a.pulls_per_queue,
+                static_cast<unsigned long long>(append.completed * record_bytes),
+                dropped.c_str());
+    print_machine_json(machine);
+    std::printf(",");
+    print_phase_json("append", append);
+    std::printf(",");
+    print_recovery_json(recovery);
+    std::printf(",\"consume\":{\"messages\":%llu,\"expected\":%llu,\"bytes\":%llu,"
+                "\"seconds\":%.4f,\"mb_per_s\":%.2f,\"pulls\":%llu,\"reads\":%llu,"
+                "\"avg_read_bytes\":%.0f,\"cpu_s\":%.3f,\"busy\":%llu,\"short_pulls\":%llu,"
+                "\"failures\":%llu},\"ok\":%s}\n",
+                static_cast<unsigned long long>(c.messages),
+                static_cast<unsigned long long>(c.expected),
+                static_cast<unsigned long long>(c.bytes), c.seconds, mb_s,
+                static_cast<unsigned long long>(c.pulls), static_cast<unsigned long long>(c.reads),
+                read_bytes, c.cpu_s, static_cast<unsigned long long>(c.busy),
+                static_cast<unsigned long long>(c.short_pulls),
+                static_cast<unsigned long long>(c.failures), ok ? "true" : "false");
+  } else {
+    std::printf("uringmq-bench consume: %u B records, %zu queue(s) (runs of %u), %u shard(s), "
+                "pulls of %u, %zu in flight; page cache: %s\n",
+                record_bytes, sh.queues.size(), a.queue_run, store->shard_count(),
+                a.pull_messages, sh.queues.size() * a.pulls_per_queue, dropped.c_str());
+    print_phase_text("backlog append", append);
+    std::printf("reopen: %.3f s (recovery %.3f s, %llu bytes scanned)\n", recovery.open_s,
+                recovery.recovery_s, static_cast<unsigned long long>(recovery.bytes_scanned));
+    std::printf("consume: %llu of %llu messages, %.1f MB in %.2f s: %.1f MB/s; %llu pulls, "
+                "%llu log reads of %.0f B on average (%llu short, %llu busy); CPU %.2f s; "
+                "failures %llu\n",
+                static_cast<unsigned long long>(c.messages),
+                static_cast<unsigned long long>(c.expected), static_cast<double>(c.bytes) / 1e6,
+                c.seconds, mb_s, static_cast<unsigned long long>(c.pulls),
+                static_cast<unsigned long long>(c.reads), read_bytes,
+                static_cast<unsigned long long>(c.short_pulls),
+                static_cast<unsigned long long>(c.busy), c.cpu_s,
+                static_cast<unsigned long long>(c.failures));
+  }
+  return ok ? 0 : 1;
+}
+
+int run_recovery_workload(const Args& a, const Machine& machine) {
+  const StoreOptions options = store_options(a);
+  std::fflush(nullptr);
+  const pid_t child = ::fork();
+  if (child < 0) {
+    std::perror("uringmq-bench: fork");
+    return 1;
+  }
+  if (child == 0) {
+    // The writer: appends, then dies without closing (the abort file stays).
+    std::unique_ptr<Store> store = open_store_or_report(options);
+    if (!store) ::_exit(1);
+    Shared sh;
+    const uint32_t record_bytes = prepare_shared(sh, a, *store, options);
+    if (record_bytes == 0) ::_exit(2);
+    const uint64_t messages = std::max<uint64_t>(10, (a.recovery_mib << 20) / record_bytes);
+    std::vector<ThreadResult> results(a.threads);
+    const PhaseReport r = run_phase(sh, run_append, results, messages, 0, record_bytes);
+    std::fprintf(stderr, "uringmq-bench recovery: child appended %llu records (%.1f MB/s), "
+                 "now SIGKILL\n", static_cast<unsigned long long>(r.completed), r.mb_per_s);
+    if (r.first_error != io::Code::ok) ::_exit(1);
+    std::raise(SIGKILL);
+    ::_exit(3);
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGKILL) {
+    std::fprintf(stderr, "uringmq-bench: the writer did not die by SIGKILL (status %d)\n", status);
+    return 1;
+  }
+  const std::string dropped = a.drop_cache ? drop_page_cache(a.data_dir) : "no";
+  const int64_t t0 = now_ns();
+  std::unique_ptr<Store> store = open_store_or_report(options);
+  if (!store) return 1;
+  const RecoverySummary r = summarize_recovery(*store, static_cast<double>(now_ns() - t0) / 1e9);
+  io::Status closed = store->close();
+  const double mb_s = r.recovery_s > 0 ? static_cast<double>(r.bytes_scanned) / 1e6 / r.recovery_s : 0;
+  if (a.json) {
+    std::printf("{\"workload\":\"recovery\",\"shards\":%u,\"appended_mib\":%llu,"
+                "\"page_cache\":\"%s\",",
+                store->shard_count(), static_cast<unsigned long long>(a.recovery_mib),
+                dropped.c_str());
+    print_machine_json(machine);
+    std::printf(",");
+    print_recovery_json(r);
+    std::printf(",\"scan_mb_per_s\":%.2f,\"close\":\"%s\"}\n", mb_s, io::code_name(closed.code()));
+  } else {
+    std::printf("uringmq-bench recovery: writer SIGKILLed after %llu MiB; page cache: %s\n",
+                static_cast<unsigned long long>(a.recovery_mib), dropped.c_str());
+    std::printf("Store::open %.3f s; recovery %.3f s: %llu bytes (%llu records) scanned, "
+                "%.1f MB/s; torn bytes %llu; unclean %s\n",
+                r.open_s, r.recovery_s, static_cast<unsigned long long>(r.bytes_scanned),
+                static_cast<unsigned long long>(r.records_scanned), mb_s,
+                static_cast<unsigned long long>(r.torn_bytes), r.unclean ? "yes" : "no");
+  }
+  return r.unclean && closed.is_ok() ? 0 : 1;
+}
+
+// ---- Dispatch lag: a paced producer and a long-polling consumer in one process ----
+//
+// The producer stamps ack_ns[(queue, queue_offset)] when take_completions hands it the send's
+// completion; the consumer stamps recv_ns[(queue, queue_offset)] when its pull's completion
+// arrives. The shard dispatches a record in the loop pass that acknowledges it, so
+// recv - ack is the dispatch lag as a client sees it (both threads wake from the same shard
+// pass; a negative difference means the consumer woke first and is counted as 0).
+
+struct LagTables {
+  size_t per_queue = 0;
+  std::vector<int64_t> ack_ns;
+  std::vector<int64_t> recv_ns;
+  std::vector<uint64_t> sent_per_queue;
+  std::atomic<uint64_t> acked{0};
+  std::atomic<bool> producer_done{false};
+  std::atomic<bool> failed{false};
+};
+
+void run_lag_consumer(const Args& a, Store& store, const std::vector<int32_t>& queues,
+                      uint32_t record_bytes_max, LagTables& t, uint64_t& received) {
+  io::Result<std::unique_ptr<Session>> opened = store.open_session();
+  if (!opened.is_ok()) {
+    t.failed.store(true);
+    return;
+  }
+  Session& session = **opened;
+  const size_t q_count = queues.size();
+  const size_t buffer_bytes = size_t{a.pull_messages} * record_bytes_max;
+  std::vector<std::byte> buffers(buffer_bytes * q_count);
+  std::vector<int64_t> next(q_count, 0);
+  std::vector<Completion> done(kCompletionBatch);
+  auto issue = [&](size_t q) {
+    PullRequest req;
+    req.topic = kTopic;
+    req.queue_id = queues[q];
+    req.queue_offset = next[q];
+    req.max_messages = a.pull_messages;
+    req.buffer = std::span<std::byte>(buffers.data() + q * buffer_bytes, buffer_bytes);
+    req.wait_ms = 100;
+    io::Status st = session.pull_async(req, q);
+    if (!st.is_ok()) {
+      std::fprintf(stderr, "uringmq-bench: pull_async: %s\n", st.to_string().c_str());
+      t.failed.store(true);
+    }
+  };
+  for (size_t q = 0; q < q_count; q++) issue(q);
+  while (session.outstanding() > 0) {
+    const size_t n = session.take_completions(done, true);
+    const int64_t now = now_ns();
+    for (size_t i = 0; i < n; i++) {
+      const Completion& c = done[i];
+      const size_t q = static_cast<size_t>(c.tag);
+      if (c.code != io::Code::ok || c.pull_status == PullStatus::offset_moved) {
+        std::fprintf(stderr, "uringmq-bench: lag pull: %s, status %d\n", io::code_name(c.code),
+                     static_cast<int>(c.pull_status));
+        t.failed.store(true);
+        continue;
+      }
+      if (c.pull_status == PullStatus::found) {
+        for (int64_t o = next[q]; o < next[q] + c.message_count; o++) {
+          if (static_cast<size_t>(o) < t.per_queue) t.recv_ns[q * t.per_queue + o] = now;
+        }
+        received += c.message_count;
+        next[q] = c.next_offset;
+      }
+      const bool finished = t.producer_done.load(std::memory_order_acquire) &&
+                            received >= t.acked.load(std::memory_order_acquire);
+      if (!finished && !t.failed.load()) issue(q);
+    }
+  }
+}
+
+int run_lag_workload(const Args& a, const Machine& machine) {
+  const StoreOptions options = store_options(a);
+  std::unique_ptr<Store> store = open_store_or_report(options);
+  if (!store) return 1;
+  Shared sh;
+  const uint32_t record_bytes = prepare_shared(sh, a, *store, options);
+  if (record_bytes == 0) return 2;
+  const uint64_t total = static_cast<uint64_t>(a.rate * a.seconds);
+  const size_t q_count = sh.queues.size();
+  LagTables t;
+  t.per_queue = total / q_count + a.queue_run + 1;
+  t.ack_ns.assign(t.per_queue * q_count, 0);
+  t.recv_ns.assign(t.per_queue * q_count, 0);
+  t.sent_per_queue.assign(q_count, 0);
+  int32_t max_id = 0;
+  for (int32_t id : sh.queues) max_id = std::max(max_id, id);
+  std::vector<int32_t> index_of(static_cast<size_t>(max_id) + 1, -1);
+  for (size_t q = 0; q < q_count; q++) index_of[static_cast<size_t>(sh.queues[q])] = static_cast<int32_t>(q);
+
+  uint64_t received = 0;
+  std::thread consumer(run_lag_consumer, std::cref(a), std::ref(*store), std::cref(sh.queues),
+                       sh.record_bytes_max, std::ref(t), std::ref(received));
+  LatencyHistogram ack_latency;
+  uint64_t sent = 0, acked = 0, errors = 0;
+  double send_span_s = 0;
+  int64_t behind_max_ns = 0;
+  {
+    io::Result<std::unique_ptr<Session>> opened = store->open_session();
+    if (!opened.is_ok()) return 1;
+    Session& session = **opened;
+    const uint32_t slots = std::min<uint32_t>(a.producers, kMaxSlotsPerThread);
+    std::vector<std::byte> bodies(size_t{slots} * a.message_bytes, std::byte{0x5a});
+    std::vector<int64_t> send_ns(slots);
+    std::vector<uint32_t> free_slots;
+    for (uint32_t s = slots; s-- > 0;) free_slots.push_back(s);
+    std::vector<Completion> done(kCompletionBatch);
+    Message msg;
+    msg.topic = kTopic;
+    msg.properties = sh.properties;
+    msg.born_host = engine::HostAddress::ipv4(127, 0, 0, 1, 40000);
+    msg.born_timestamp_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                std::chrono::system_clock::now().time_since_epoch())
+                                .count();
+    const double interval_ns = 1e9 / a.rate;
+    const int64_t t0 = now_ns();
+    int64_t last_send = t0;
+    auto due = [&](uint64_t i) { return t0 + static_cast<int64_t>(static_cast<double>(i) * interval_ns); };
+    while (!t.failed.load(std::memory_order_relaxed)) {
+      int64_t now = now_ns();
+      bool sent_any = false;
+      while (sent < total && !free_slots.empty() && due(sent) <= now) {
+        const uint32_t s = free_slots.back();
+        const size_t q = sent / a.queue_run % q_count;
+        msg.queue_id = sh.queues[q];
+        msg.body = std::span<const std::byte>(bodies.data() + size_t{s} * a.message_bytes,
+                                              a.message_bytes);
+        if (!session.send_async(msg, (uint64_t{s} << 8) | q).is_ok()) break;
+        behind_max_ns = std::max(behind_max_ns, now - due(sent));
+        send_ns[s] = now;
+        last_send = now;
+        free_slots.pop_back();
+        t.sent_per_queue[q]++;
+        sent++;
+        sent_any = true;
+      }
+      if (sent >= total && session.outstanding() == 0) break;
+      const bool wait = !sent_any && session.outstanding() > 0;
+      const size_t n = session.take_completions(done, wait);
+      if (n == 0 && session.outstanding() == 0 && sent < total) {
+        const int64_t sleep_ns = due(sent) - now_ns();
+        if (sleep_ns > 0) std::this_thread::sleep_for(std::chrono::nanoseconds(sleep_ns));
+        continue;
+      }
+      now = now_ns();
+      for (size_t i = 0; i < n; i++) {
+        const Completion& c = done[i];
+        const uint32_t s = static_cast<uint32_t>(c.tag >> 8);
+        const size_t q = static_cast<size_t>(c.tag & 0xFF);
+        free_slots.push_back(s);
+        if (c.code != io::Code::ok) {
+          errors++;
+          t.failed.store(true);
+          continue;
+        }
+        if (c.queue_offset >= 0 && static_cast<size_t>(c.queue_offset) < t.per_queue) {
+          t.ack_ns[q * t.per_queue + static_cast<size_t>(c.queue_offset)] = now;
+        }
+        ack_latency.record(static_cast<uint64_t>(now - send_ns[s]));
+        acked++;
+        t.acked.store(acked, std::memory_order_release);
+      }
+    }
+    send_span_s = static_cast<double>(last_send - t0) / 1e9;
+    t.producer_done.store(true, std::memory_order_release);
+  }
+  consumer.join();
+  io::Status closed = store->close();
+
+  // Lag over the steady part of each queue: its middle 80%.
+  LatencyHistogram lag;
+  uint64_t negative = 0, missing = 0;
+  for (size_t q = 0; q < q_count; q++) {
+    const uint64_t n = t.sent_per_queue[q];
+    for (uint64_t o = n / 10; o < n - n / 10; o++) {
+      const int64_t ack = t.ack_ns[q * t.per_queue + o];
+      const int64_t recv = t.recv_ns[q * t.per_queue + o];
+      if (ack == 0 || recv == 0) {
+        missing++;
+        continue;
+      }
+      if (recv < ack) negative++;
+      lag.record(static_cast<uint64_t>(std::max<int64_t>(0, recv - ack)));
+    }
+  }
+  const double achieved = send_span_s > 0 ? static_cast<double>(sent) / send_span_s : 0;
+  const bool ok = errors == 0 && !t.failed.load() && received == acked && missing == 0 &&
+                  closed.is_ok();
+  if (a.json) {
+    std::printf("{\"workload\":\"lag\",\"message_bytes\":%u,\"record_bytes\":%u,\"shards\":%u,"
+                "\"queues\":%zu,\"flush\":\"%s\",\"rate\":%.1f,\"achieved_rate\":%.1f,"
+                "\"behind_max_us\":%.1f,\"sent\":%llu,\"acked\":%llu,\"received\":%llu,",
+                a.message_bytes, record_bytes, store->shard_count(), q_count,
+                a.flush == engine::FlushMode::sync_flush ? "sync" : "async", a.rate, achieved,
+                static_cast<double>(behind_max_ns) / 1e3, static_cast<unsigned long long>(sent),
+                static_cast<unsigned long long>(acked), static_cast<unsigned long long>(received));
+    print_machine_json(machine);
+    std::printf(",\"lag\":{\"samples\":%llu,\"p50_us\":%.2f,\"p99_us\":%.2f,\"p999_us\":%.2f,"
+                "\"max_us\":%.2f,\"negative\":%llu,\"missing\":%llu},\"ack\":{\"p50_us\":%.2f,"
+                "\"p99_us\":%.2f,\"p999_us\":%.2f,\"max_us\":%.2f},\"ok\":%s}\n",
+                static_cast<unsigned long long>(lag.count()), lag.quantile_ns(0.5) / 1e3,
+                lag.quantile_ns(0.99) / 1e3, lag.quantile_ns(0.999) / 1e3, lag.max_ns() / 1e3,
+                static_cast<unsigned long long>(negative), static_cast<unsigned long long>(missing),
+                ack_latency.quantile_ns(0.5) / 1e3, ack_latency.quantile_ns(0.99) / 1e3,
+                ack_latency.quantile_ns(0.999) / 1e3, ack_latency.max_ns() / 1e3,
+                ok ? "true" : "false");
+  } else {
+    std::printf("uringmq-bench lag: %u B records, %zu queue(s), %s flush, rate %.0f msgs/s "
+                "(achieved %.0f, at most %.1f us behind schedule)\n",
+                record_bytes, q_count, a.flush == engine::FlushMode::sync_flush ? "sync" : "async",
+                a.rate, achieved, static_cast<double>(behind_max_ns) / 1e3);
+    std::printf("  sent %llu, acked %llu, received %llu\n", static_cast<unsigned long long>(sent),
+                static_cast<unsigned long long>(acked), static_cast<unsigned long long>(received));
+    std::printf("  dispatch lag us (ack -> received, middle 80%%): p50 %.1f  p99 %.1f  p99.9 %.1f  "
+                "max %.1f; consumer first %llu times; missing %llu\n",
+                lag.quantile_ns(0.5) / 1e3, lag.quantile_ns(0.99) / 1e3,
+                lag.quantile_ns(0.999) / 1e3, lag.max_ns() / 1e3,
+                static_cast<unsigned long long>(negative), static_cast<unsigned long long>(missing));
+    std::printf("  send -> ack us: p50 %.1f  p99 %.1f  p99.9 %.1f\n",
+                ack_latency.quantile_ns(0.5) / 1e3, ack_latency.quantile_ns(0.99) / 1e3,
+                ack_latency.quantile_ns(0.999) / 1e3);
+  }
+  return ok ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Args a = parse_args(argc, argv);
+  if (!prepare_data_dir(a.data_dir)) return 1;
+  const Machine machine = describe_machine(a.data_dir);
+  if (a.workload == Workload::consume) return run_consume_workload(a, machine);
+  if (a.workload == Workload::lag) return run_lag_workload(a, machine);
+  if (a.workload == Workload::recovery) return run_recovery_workload(a, machine);
+
+  const StoreOptions options = store_options(a);
   io::Result<std::unique_ptr<Store>> opened = Store::open(options);
   if (!opened.is_ok()) {
     std::fprintf(stderr, "uringmq-bench: cannot open the store: %s\n",
@@ -842,7 +1517,7 @@ int main(int argc, char** argv) {
   Shared sh;
   sh.args = &a;
   sh.store = &store;
-  sh.queues = queue_plan(store);
+  sh.queues = queue_plan(store, a.queues);
   engine::append_property(sh.properties, "TAGS", "bench");
   // Record size, as the log stores it (IPv4 hosts; the CRC property included).
   engine::MessageInput probe;
