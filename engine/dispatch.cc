@@ -10,7 +10,17 @@
 
 namespace uringmq::engine {
 
-CqUnit unit_of(uint64_t log_offset, const MessageView& record) {
+CqUnit unit_of(uint64_t log_offset, const MessageView& record, const sched::DelayLevels& levels) {
+  if (record.topic == kScheduleTopic) {
+    int64_t delay_ms = 1000;
+    if (auto level = find_property(record.user_properties, "DELAY")) {
+      int64_t requested = 0;
+      for (char c : *level) requested = c >= '0' && c <= '9' ? requested * 10 + (c - '0') : requested;
+      uint32_t clamped = levels.clamp(requested);
+      if (clamped > 0) delay_ms = levels.delay_ms(clamped);
+    }
+    return CqUnit{log_offset, record.total_size, record.store_timestamp_ms + delay_ms};
+  }
   auto tags = find_property(record.user_properties, "TAGS");
   return CqUnit{log_offset, record.total_size, tags_code_of(tags.value_or(""))};
 }
@@ -37,7 +47,7 @@ io::Status drain_writes(io::Disk& disk, CqStore& cq) {
 }  // namespace
 
 io::Result<uint64_t> redispatch(io::Disk& disk, const CommitLogOptions& options, uint64_t from,
-                                CqStore& cq,
+                                CqStore& cq, const sched::DelayLevels& levels,
                                 const std::function<void(uint64_t, const MessageView&)>& also) {
   io::Result<std::vector<uint64_t>> bases = list_segments(
       disk, io::path_join(options.dir, "commitlog"), options.segment_size_bytes);
@@ -49,13 +59,13 @@ io::Result<uint64_t> redispatch(io::Disk& disk, const CommitLogOptions& options,
       start, [&](uint64_t offset, const MessageView& record) {
         if (!failed.is_ok()) return;
         io::Result<QueueIndex> queue = cq.queue(record.topic, record.queue_id, true);
-        io::Status s = queue.is_ok() ? cq.append(*queue, record.queue_offset, unit_of(offset, record))
+        io::Status s = queue.is_ok() ? cq.append(*queue, record.queue_offset, unit_of(offset, record, levels))
                                      : queue.status();
         if (s.code() == io::Code::busy) {
           // The queue's memory ring is full of unwritten units: write them out (the scanner's
           // reads are synchronous, so only the ConsumeQueues have requests in flight) and retry.
           s = drain_writes(disk, cq);
-          if (s.is_ok()) s = cq.append(*queue, record.queue_offset, unit_of(offset, record));
+          if (s.is_ok()) s = cq.append(*queue, record.queue_offset, unit_of(offset, record, levels));
         }
         if (!s.is_ok()) {
           failed = io::Status::error(s.code(), "re-dispatch of the record at log offset " +

@@ -18,16 +18,22 @@
 #include "engine/consume_queue.h"
 #include "engine/message_codec.h"
 #include "io/disk.h"
+#include "sched/delay_levels.h"
 
 namespace uringmq::engine {
 
-// The unit of a stored record: tagsCode from its TAGS property.
-CqUnit unit_of(uint64_t log_offset, const MessageView& record);
+// The schedule topic of delay levels (RocketMQ's name): queue L-1 holds level L.
+inline constexpr std::string_view kScheduleTopic = "SCHEDULE_TOPIC_XXXX";
+
+// The unit of a stored record: tagsCode from its TAGS property, except in the schedule topic,
+// where it is the deliver time, store time + the delay of its DELAY level in `levels` (the table
+// in force at dispatch, as RocketMQ does; an unknown level counts as 1 s).
+CqUnit unit_of(uint64_t log_offset, const MessageView& record, const sched::DelayLevels& levels);
 
 // Re-dispatches every record from `from` to the end of the log in options.dir. `also` (if set)
 // sees each record too. Returns the number of records scanned.
 io::Result<uint64_t> redispatch(io::Disk& disk, const CommitLogOptions& options, uint64_t from,
-                                CqStore& cq,
+                                CqStore& cq, const sched::DelayLevels& levels,
                                 const std::function<void(uint64_t, const MessageView&)>& also);
 
 }  // namespace uringmq::engine

@@ -21,10 +21,12 @@ constexpr uint64_t kTimerTag = 0xA1ULL << 56;
 constexpr int64_t kMaxSleepMs = 100;
 }  // namespace
 
-Shard::Shard(uint32_t index, const StoreOptions& options,
+Shard::Shard(uint32_t index, const StoreOptions& options, const sched::DelayLevels& levels,
              std::vector<std::unique_ptr<SessionSlot>>& slots)
     : index_(index),
       options_(options),
+      levels_(levels),
+      level_states_(levels.max_level()),
       slots_(slots),
       clock_(options.clock != nullptr ? options.clock : &system_clock_) {}
 
@@ -139,8 +141,10 @@ io::Status Shard::open_log(engine::RecoveryReport* report) {
 
 io::Status Shard::redispatch(uint64_t from) {
   io::Result<uint64_t> scanned = engine::redispatch(
-      *disk_, log_->options(), from, *cq_, [this](uint64_t offset, const engine::MessageView& r) {
+      *disk_, log_->options(), from, *cq_, levels_,
+      [this](uint64_t offset, const engine::MessageView& r) {
         note_segment_first_timestamp(offset, r.store_timestamp_ms);
+        note_delivery_marker(r);
       });
   return scanned.status();
 }
@@ -153,6 +157,10 @@ io::Status Shard::settle_consume_queues() {
   dispatcher_ = std::make_unique<engine::Dispatcher>(options_.log.max_pending_acks);
   dispatcher_->set_dispatched(end);
   UMQ_RETURN_IF_ERROR(cq_->delete_below(log_->min_offset().value));  // not persisted by the queues
+  load_schedule_progress();
+  delivery_record_.resize(options_.log.limits.max_body_bytes + engine::kMaxPropertiesBytes + 1024);
+  scratch_properties_.reserve(engine::kMaxPropertiesBytes + 256);
+  scratch_topic_.reserve(256);
   log_->set_checkpoint_limit(cq_->durable_dispatched());
   next_queue_offset_.resize(cq_->queue_count());
   for (engine::QueueIndex q = 0; q < cq_->queue_count(); q++) {
@@ -190,6 +198,8 @@ void Shard::loop() {
     deliver_acks();
     deliver_reads();
     if (!flush_waiters_.empty()) answer_flushes();
+    run_schedule();
+    submit_work();  // deliveries just appended go out before the loop may sleep
     if (held_ops_ > 0) {
       if (dispatched_since_check_) wake_held_pulls();
       expire_held_pulls();
@@ -207,7 +217,8 @@ void Shard::loop() {
   auto busy = [&] {
     return (log_->pending_work() > 0 && !log_->fail_stopped()) || cq_->pending_work() > 0 ||
            offsets_->pending_work() > 0 || free_ops_.size() < ops_.size() ||
-           (dispatcher_->backlog() > 0 && !cq_->fail_stopped());
+           (dispatcher_->backlog() > 0 && !cq_->fail_stopped()) ||
+           delivery_stage_ != DeliveryStage::none;
   };
   for (int guard = 0; busy() && guard < 1'000'000; guard++) {
     submit_work();
@@ -216,8 +227,15 @@ void Shard::loop() {
     deliver_reads();
     notify_sessions();
   }
+  // Final drain: route completions without submitting new work (a new segment preparation or
+  // checkpoint must not start now) until nothing is in flight; the closes below each poll the
+  // disk and need it to themselves.
   waker_->wake();
-  while (waker_armed_ || timer_armed_) reap(io::Wait::at_least_one);
+  std::array<io::IoCompletion, 64> completions;
+  while (disk_->in_flight() > 0) {
+    size_t n = disk_->poll(completions, io::Wait::at_least_one);
+    for (size_t i = 0; i < n; i++) route(completions[i]);
+  }
   io::Status cq_status = cq_->close();
   log_->set_checkpoint_limit(cq_->durable_dispatched());
   io::Status offsets_status = offsets_->close();
@@ -235,7 +253,7 @@ void Shard::submit_work() {
   log_->submit_work();
   cq_->submit_work();
   offsets_->submit_work();
-  log_->set_checkpoint_limit(cq_->durable_dispatched());
+  log_->set_checkpoint_limit(std::min(cq_->durable_dispatched(), delivery_low_water()));
 }
 
 void Shard::route(const io::IoCompletion& completion) {
@@ -292,6 +310,7 @@ void Shard::sleep() {
   if (!timer_armed_) {
     int64_t deadline = std::min({log_->next_deadline_ms(), cq_->next_deadline_ms(),
                                  offsets_->next_deadline_ms(), next_held_deadline_ms(),
+                                 schedule_deadline_ms(),
                                  last_clean_ms_ + options_.clean_interval_ms});
     int64_t wait_ms = std::clamp<int64_t>(deadline - now_ms(), 1, kMaxSleepMs);
     io::IoRequest req;
@@ -378,8 +397,14 @@ bool Shard::handle_append(uint32_t slot_index, const ShardRequest& request) {
   Completion done;
   done.tag = request.tag;
   if (free_pending_.empty()) return false;
-  io::Result<engine::QueueIndex> queue =
-      queue_for_append(request.input.topic, request.input.queue_id);
+  engine::MessageInput input = request.input;
+  uint32_t level = 0;
+  if (!rewrite_delayed(request.input, &input, &level)) {
+    done.code = io::Code::invalid_argument;
+    post(slot_index, done);
+    return true;
+  }
+  io::Result<engine::QueueIndex> queue = queue_for_append(input.topic, input.queue_id);
   if (!queue.is_ok()) {
     if (queue.status().code() == io::Code::busy) return false;
     done.code = queue.status().code();
@@ -388,7 +413,7 @@ bool Shard::handle_append(uint32_t slot_index, const ShardRequest& request) {
   }
   int64_t& next = next_queue_offset_[*queue];
   uint32_t id = free_pending_.back();
-  io::Result<engine::AppendResult> r = log_->append(request.input, next, id);
+  io::Result<engine::AppendResult> r = log_->append(input, next, id);
   if (!r.is_ok()) {
     if (r.status().code() == io::Code::busy) return false;
     done.code = r.status().code();
@@ -396,10 +421,12 @@ bool Shard::handle_append(uint32_t slot_index, const ShardRequest& request) {
     return true;
   }
   free_pending_.pop_back();
-  auto tags = engine::find_property(request.input.properties, "TAGS");  // same as unit_of()
+  // The unit's tagsCode, as unit_of() computes it: the tag hash, or the deliver time.
+  auto tags = engine::find_property(input.properties, "TAGS");
+  int64_t tags_code = level > 0 ? r->store_timestamp_ms + levels_.delay_ms(level)
+                                : engine::tags_code_of(tags.value_or(""));
   pending_[id] = PendingAppend{slot_index, request.tag, next, r->size_bytes,
-                               r->store_timestamp_ms, *queue,
-                               engine::tags_code_of(tags.value_or(""))};
+                               r->store_timestamp_ms, *queue, tags_code};
   next++;
   stat_appends_.fetch_add(1, std::memory_order_relaxed);
   return true;
@@ -458,6 +485,10 @@ void Shard::deliver_acks() {
     for (size_t i = 0; i < n; i++) {
       const engine::Ack& ack = acks[i];
       PendingAppend& pending = pending_[ack.tag];
+      if (pending.slot == kInternalSlot) {
+        delivery_acked(static_cast<uint32_t>(pending.tag), ack.offset.value,
+                       ack.outcome == engine::AckOutcome::ok);
+      }
       Completion done;
       done.tag = pending.tag;
       done.code = ack.outcome == engine::AckOutcome::ok ? io::Code::ok : io::Code::fail_stopped;
@@ -465,7 +496,7 @@ void Shard::deliver_acks() {
       done.queue_offset = pending.queue_offset;
       done.size_bytes = pending.size_bytes;
       done.store_timestamp_ms = pending.store_timestamp_ms;
-      post(pending.slot, done);
+      if (pending.slot != kInternalSlot) post(pending.slot, done);
       free_pending_.push_back(static_cast<uint32_t>(ack.tag));
       if (ack.outcome != engine::AckOutcome::ok) continue;
       stat_acks_.fetch_add(1, std::memory_order_relaxed);
@@ -498,6 +529,10 @@ void Shard::deliver_reads() {
   std::array<engine::ReadCompletion, 64> reads;
   for (size_t n; (n = log_->take_reads(reads)) > 0;) {
     for (size_t i = 0; i < n; i++) {
+      if ((reads[i].tag & kScheduleReadBit) != 0) {
+        schedule_record_ready(reads[i].result);
+        continue;
+      }
       if ((reads[i].tag & kOpReadBit) != 0) {
         pull_read_done(static_cast<uint32_t>(reads[i].tag & ~kOpReadBit), reads[i].result);
         continue;
@@ -513,7 +548,13 @@ void Shard::deliver_reads() {
   }
   std::array<engine::CqReadCompletion, 64> units;
   for (size_t n; (n = cq_->take_reads(units)) > 0;) {
-    for (size_t i = 0; i < n; i++) cq_read_done(static_cast<uint32_t>(units[i].tag), units[i].result);
+    for (size_t i = 0; i < n; i++) {
+      if ((units[i].tag & kScheduleReadBit) != 0) {
+        schedule_unit_ready(units[i].result);
+      } else {
+        cq_read_done(static_cast<uint32_t>(units[i].tag), units[i].result);
+      }
+    }
   }
 }
 
@@ -535,6 +576,7 @@ void Shard::notify_sessions() {
 }
 
 void Shard::publish_stats() {
+  publish_schedule_stats();
   const engine::CommitLogStats& s = log_->stats();
   stat_writes_.store(s.writes_submitted, std::memory_order_relaxed);
   stat_syncs_.store(s.fdatasyncs_completed, std::memory_order_relaxed);

@@ -22,6 +22,7 @@
 #include "engine/dispatch.h"
 #include "engine/consumer_offsets.h"
 #include "engine/store.h"
+#include "sched/delay_levels.h"
 #include "io/clock.h"
 #include "io/disk.h"
 #include "io/waker.h"
@@ -60,7 +61,7 @@ struct SessionSlot {
 
 class Shard {
  public:
-  Shard(uint32_t index, const StoreOptions& options,
+  Shard(uint32_t index, const StoreOptions& options, const sched::DelayLevels& levels,
         std::vector<std::unique_ptr<SessionSlot>>& slots);
   ~Shard();
   Shard(const Shard&) = delete;
@@ -73,6 +74,8 @@ class Shard {
   // From a session thread, after pushing a request: wakes the shard if it is asleep.
   void wake_if_sleeping();
   StoreStats stats() const;
+  // Adds this shard's delay-level figures into `out` (indexed by level - 1).
+  void add_delay_level_stats(std::vector<DelayLevelStats>& out) const;
 
  private:
   struct PendingAppend {
@@ -156,12 +159,54 @@ class Shard {
   void expire_held_pulls();
   int64_t next_held_deadline_ms() const;
   void release_op(uint32_t op_index);
+  // Delay levels (shard_schedule.cc).
+  static constexpr uint32_t kInternalSlot = UINT32_MAX;  // a PendingAppend of a delivery
+  static constexpr uint64_t kScheduleReadBit = uint64_t{1} << 49;  // log and CQ read tags
+  struct LevelState {
+    bool exists = false;
+    engine::QueueIndex queue = 0;
+    int64_t progress = 0;  // every schedule offset below it is delivered (acknowledged)
+    int64_t issued = 0;    // deliveries appended up to here (>= progress)
+    uint32_t attempts = 0;  // failed appends of the head at `issued`
+    int64_t due_wall_ms = INT64_MAX;
+    std::atomic<int64_t> stat_pending{0};
+    std::atomic<int64_t> stat_next_ms{INT64_MAX};
+    std::atomic<uint64_t> stat_delivered{0};
+    std::atomic<uint64_t> stat_parked{0};
+  };
+  enum class DeliveryStage : uint8_t { none, unit, record };
+  bool rewrite_delayed(const engine::MessageInput& in, engine::MessageInput* out,
+                       uint32_t* level);
+  void run_schedule();
+  bool deliver_head(uint32_t level, const engine::CqUnit& head);
+  bool deliver_record(uint32_t level, std::span<const std::byte> bytes);
+  void schedule_unit_ready(int64_t result);
+  void schedule_record_ready(int64_t result);
+  void delivery_acked(uint32_t level, uint64_t log_offset, bool ok);
+  void note_delivery_marker(const engine::MessageView& record);
+  void load_schedule_progress();
+  int64_t schedule_deadline_ms() const;
+  uint64_t delivery_low_water();
+  void publish_schedule_stats();
+
   // Retention (shard_consumer.cc).
   void maybe_clean();
   void note_segment_first_timestamp(uint64_t log_offset, int64_t store_timestamp_ms);
 
   const uint32_t index_;
   const StoreOptions options_;
+  const sched::DelayLevels levels_;
+  std::vector<LevelState> level_states_;  // index level - 1
+  DeliveryStage delivery_stage_ = DeliveryStage::none;
+  uint32_t delivery_level_ = 0;
+  engine::CqUnit delivery_unit_;
+  std::array<std::byte, engine::kCqUnitBytes> delivery_unit_bytes_{};
+  std::vector<std::byte> delivery_record_;  // one record being delivered (max record size)
+  std::string scratch_properties_;          // rewritten properties (capacity kept)
+  std::string scratch_topic_;
+  uint32_t schedule_rr_ = 0;
+  // Deliveries whose progress is committed but not yet persisted: (log offset, cycles needed).
+  std::vector<std::pair<uint64_t, uint64_t>> unpersisted_deliveries_;
   std::vector<std::unique_ptr<SessionSlot>>& slots_;
   std::thread thread_;
   std::unique_ptr<io::Disk> disk_;

@@ -156,12 +156,22 @@ void Shard::pull_units_ready(uint32_t op_index) {
   op.stage = PullOp::Stage::records;
   uint64_t run_log = 0, run_bytes = 0;
   std::byte* run_dest = nullptr;
+  // Where the pending run began: a run the disk queue has no room for (busy: one read per
+  // non-contiguous record can exceed ring_entries) ends the pull just before it, and the
+  // consumer continues from there, rather than failing the whole pull with io_error.
+  uint32_t run_messages = 0, run_bytes_before = 0, run_scanned = 0;
+  bool disk_full = false;
   auto flush_run = [&] {
     if (run_bytes == 0) return;
     io::Status s = log_->read(engine::LogOffset{run_log}, static_cast<uint32_t>(run_bytes),
                               run_dest, kOpReadBit | op_index);
     if (s.is_ok()) {
       op.reads_outstanding++;
+    } else if (s.code() == io::Code::busy) {
+      disk_full = true;
+      op.messages = run_messages;
+      op.bytes = run_bytes_before;
+      op.scanned = run_scanned;
     } else {
       op.read_failed = true;
     }
@@ -192,6 +202,10 @@ void Shard::pull_units_ready(uint32_t op_index) {
         run_bytes += unit.size_bytes;
       } else {
         flush_run();
+        if (disk_full) break;
+        run_messages = op.messages;
+        run_bytes_before = op.bytes;
+        run_scanned = op.scanned;
         run_log = unit.log_offset;
         run_dest = dest;
         run_bytes = unit.size_bytes;
@@ -202,6 +216,15 @@ void Shard::pull_units_ready(uint32_t op_index) {
     op.scanned++;
   }
   flush_run();
+  if (disk_full && op.messages == 0) {
+    // Not one read could be queued: the client retries (as for a full session window).
+    UMQ_ASSERT(op.reads_outstanding == 0);
+    Completion busy;
+    busy.tag = op.tag;
+    busy.code = io::Code::busy;
+    post(op.slot, busy);
+    return release_op(op_index);
+  }
   if (op.messages == 0 && below_log > 0 && below_log == op.scanned) {
     return answer_pull(op_index, PullStatus::offset_moved, op.offset + op.scanned);
   }

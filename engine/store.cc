@@ -63,6 +63,11 @@ io::Result<std::unique_ptr<Store>> Store::open(const StoreOptions& requested) {
   if (options.max_sessions == 0) {
     return io::Status::error(io::Code::invalid_argument, "max_sessions must be positive");
   }
+  io::Result<sched::DelayLevels> levels = sched::DelayLevels::parse(options.message_delay_level);
+  if (!levels.is_ok()) return levels.status();
+  if (options.schedule_max_attempts == 0) {
+    return io::Status::error(io::Code::invalid_argument, "schedule_max_attempts must be positive");
+  }
   UMQ_RETURN_IF_ERROR(prepare_data_dir(options));
   std::unique_ptr<Store> store(new Store(options));
   for (uint32_t i = 0; i < options.max_sessions; i++) {
@@ -70,7 +75,7 @@ io::Result<std::unique_ptr<Store>> Store::open(const StoreOptions& requested) {
   }
   store->reports_.resize(options.shard_count);
   for (uint32_t i = 0; i < options.shard_count; i++) {
-    store->shards_.push_back(std::make_unique<Shard>(i, store->options_, store->slots_));
+    store->shards_.push_back(std::make_unique<Shard>(i, store->options_, *levels, store->slots_));
   }
   for (uint32_t i = 0; i < options.shard_count; i++) {
     io::Status s = store->shards_[i]->start(&store->reports_[i]);
@@ -117,6 +122,14 @@ StoreStats Store::stats() const {
     total.wakeups += s.wakeups;
   }
   return total;
+}
+
+std::vector<DelayLevelStats> Store::delay_level_stats() const {
+  io::Result<sched::DelayLevels> levels = sched::DelayLevels::parse(options_.message_delay_level);
+  std::vector<DelayLevelStats> out(levels.is_ok() ? levels->max_level() : 0);
+  for (uint32_t i = 0; i < out.size(); i++) out[i].level = i + 1;
+  for (const auto& shard : shards_) shard->add_delay_level_stats(out);
+  return out;
 }
 
 io::Result<std::unique_ptr<Session>> Store::open_session() {

@@ -32,6 +32,7 @@
 
 #include "engine/commit_log.h"
 #include "engine/consume_queue.h"
+#include "sched/delay_levels.h"
 #include "io/status.h"
 
 namespace uringmq {
@@ -71,9 +72,29 @@ struct StoreOptions {
   double disk_force_clean_ratio = 0.85;
   int64_t clean_interval_ms = 10'000;       // cleanResourceInterval
   uint32_t delete_max_files_per_pass = 10;
+  // ---- Delay levels (RocketMQ's ScheduleMessageService) ----
+  // messageDelayLevel: level L in 1..N delays a message with property DELAY=L by the L-th entry;
+  // units ms, s, m, h, d; a level above N is clamped to N. A bad table is invalid_argument.
+  std::string message_delay_level = std::string(sched::kDefaultDelayLevels);
+  // A delivery whose append keeps failing is tried this many times, then parked in topic
+  // kParkedScheduleTopic (queue L-1, the message as it was in the schedule topic).
+  uint32_t schedule_max_attempts = 3;
   // The clock every shard uses (store times, flush intervals, retention). Null: the system
   // clock. Tests pass an io::ManualClock; it must outlive the store.
   io::Clock* clock = nullptr;
+};
+
+// Where a delayed message that cannot be delivered goes, queue L-1 for level L (operators read it).
+inline constexpr std::string_view kParkedScheduleTopic = "SCHEDULE_PARKED_XXXX";
+
+// Per delay level, over every shard: messages waiting, and the earliest deliver time among the
+// heads (wall ms; INT64_MAX when none is waiting).
+struct DelayLevelStats {
+  uint32_t level = 0;
+  int64_t pending = 0;
+  int64_t next_deliver_ms = INT64_MAX;
+  uint64_t delivered = 0;
+  uint64_t parked = 0;
 };
 
 // A store-wide physical offset: shard number in the top 8 bits, shard-local offset below.
@@ -222,6 +243,8 @@ class Store {
   uint32_t shard_count() const { return static_cast<uint32_t>(shards_.size()); }
   uint32_t shard_for(std::string_view topic, int32_t queue_id) const;
   StoreStats stats() const;
+  // Operator figures of the delay levels (every shard's, summed per level).
+  std::vector<DelayLevelStats> delay_level_stats() const;
   const StoreOptions& options() const { return options_; }
   // What each shard's recovery found at open().
   const std::vector<engine::RecoveryReport>& recovery_reports() const { return reports_; }

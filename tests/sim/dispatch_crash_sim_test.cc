@@ -57,7 +57,7 @@ io::Result<Opened> open_all(World& w) {
       std::min(report.checkpoint_offset, (*log)->appended_offset().value);
   auto cq = engine::CqStore::open(*w.disk, *w.clock, w.cq_options, durable_units_end);
   if (!cq.is_ok()) return cq.status();
-  auto scanned = engine::redispatch(*w.disk, w.log_options, report.scan_start_offset, **cq, nullptr);
+  auto scanned = engine::redispatch(*w.disk, w.log_options, report.scan_start_offset, **cq, sched::DelayLevels::defaults(), nullptr);
   if (!scanned.is_ok()) return scanned.status();
   io::Status s = engine::settle(*w.disk, **cq, (*log)->appended_offset().value);
   if (!s.is_ok()) return s;
@@ -86,7 +86,7 @@ std::optional<engine::CqUnit> read_unit(World& w, engine::CqStore& cq, engine::Q
 std::string check(World& w, engine::CqStore& cq) {
   std::map<std::pair<std::string, int32_t>, std::vector<std::pair<int64_t, engine::CqUnit>>> log;
   auto end = engine::scan_log(*w.disk, w.log_options, [&](uint64_t offset, const engine::MessageView& r) {
-    log[{std::string(r.topic), r.queue_id}].push_back({r.queue_offset, engine::unit_of(offset, r)});
+    log[{std::string(r.topic), r.queue_id}].push_back({r.queue_offset, engine::unit_of(offset, r, sched::DelayLevels::defaults())});
   });
   if (!end.is_ok()) return "scan: " + end.status().to_string();
   for (auto& [key, records] : log) {

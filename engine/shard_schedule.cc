@@ -1,0 +1,289 @@
+// Delay levels in a shard (RocketMQ's ScheduleMessageService, seeds/ and DESIGN.md section 4).
+//
+// Put: a message with DELAY=L > 0 is stored in SCHEDULE_TOPIC_XXXX queue L-1 (L clamped to the
+// table's maximum) with REAL_TOPIC and REAL_QID saved; its unit's tagsCode is the deliver time,
+// store time + delay(L). Each level is FIFO in deliver time, so only its head is examined.
+//
+// Delivery: each loop iteration looks at every level's head; a head whose time has come (or
+// whose time lies beyond now + delay(L): the clock went back, correctDeliverTimestamp) is
+// rebuilt as messageTimeup does (real topic and queue, body, flag, sysflag, born time and host,
+// reconsume times, properties without DELAY; tag hash recomputed) plus the marker
+// __UMQ_DLV = "<level>:<schedule offset>", and appended. The shard sleeps until the earliest
+// head is due (never early: a head is delivered only once the clock has passed its time).
+//
+// Exactly once: a level's progress moves when the delivery's append is acknowledged, and is
+// committed to the shard's consumer-offsets table (group %SCHEDULE_PROGRESS%). Until that table
+// is persisted, the CommitLog's checkpoint stays below the delivered record, so recovery's rescan
+// sees it: progress after a crash = max(persisted progress, every marker found + 1). A delivery
+// that keeps failing is parked (SCHEDULE_PARKED_XXXX, queue L-1) after schedule_max_attempts.
+#include <algorithm>
+#include <charconv>
+
+#include "engine/byte_order.h"
+#include "engine/properties.h"
+#include "engine/shard.h"
+
+namespace uringmq {
+
+namespace {
+constexpr std::string_view kProgressGroup = "%SCHEDULE_PROGRESS%";
+constexpr std::string_view kMarker = "__UMQ_DLV";
+constexpr uint32_t kDeliveriesPerIteration = 256;
+
+bool parse_int(std::string_view text, int64_t* out) {
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);
+  return ec == std::errc() && end == text.data() + text.size();
+}
+}  // namespace
+
+// Rewrites a delayed message for the schedule topic; false when its DELAY is not a number.
+bool Shard::rewrite_delayed(const engine::MessageInput& in, engine::MessageInput* out,
+                            uint32_t* level) {
+  *level = 0;
+  auto delay = engine::find_property(in.properties, "DELAY");
+  if (!delay || in.topic == engine::kScheduleTopic) return true;
+  int64_t requested = 0;
+  if (!parse_int(*delay, &requested)) return false;
+  *level = levels_.clamp(requested);
+  if (*level == 0) return true;  // level 0: no delay
+  scratch_properties_.clear();
+  engine::for_each_property(in.properties, [&](std::string_view name, std::string_view value) {
+    if (name == "DELAY" || name == "REAL_TOPIC" || name == "REAL_QID") return;
+    engine::append_property(scratch_properties_, name, value);
+  });
+  char number[16];
+  auto [end, ec] = std::to_chars(number, number + sizeof(number), *level);
+  engine::append_property(scratch_properties_, "DELAY", std::string_view(number, end - number));
+  engine::append_property(scratch_properties_, "REAL_TOPIC", in.topic);
+  auto [qend, qec] = std::to_chars(number, number + sizeof(number), in.queue_id);
+  engine::append_property(scratch_properties_, "REAL_QID", std::string_view(number, qend - number));
+  (void)ec;
+  (void)qec;
+  *out = in;
+  out->topic = engine::kScheduleTopic;
+  out->queue_id = static_cast<int32_t>(*level) - 1;
+  out->properties = scratch_properties_;
+  return true;
+}
+
+void Shard::note_delivery_marker(const engine::MessageView& record) {
+  auto marker = engine::find_property(record.user_properties, kMarker);
+  if (!marker) return;
+  size_t colon = marker->find(':');
+  int64_t level = 0, offset = 0;
+  if (colon == std::string_view::npos || !parse_int(marker->substr(0, colon), &level) ||
+      !parse_int(marker->substr(colon + 1), &offset) || level < 1 ||
+      level > static_cast<int64_t>(level_states_.size())) {
+    return;
+  }
+  LevelState& state = level_states_[level - 1];
+  state.progress = std::max(state.progress, offset + 1);
+}
+
+void Shard::load_schedule_progress() {
+  for (uint32_t level = 1; level <= level_states_.size(); level++) {
+    LevelState& state = level_states_[level - 1];
+    auto persisted = offsets_->query(kProgressGroup, engine::kScheduleTopic,
+                                     static_cast<int32_t>(level) - 1);
+    if (persisted) state.progress = std::max(state.progress, *persisted);
+    auto queue = cq_->queue(engine::kScheduleTopic, static_cast<int32_t>(level) - 1, false);
+    if (queue.is_ok()) {
+      state.exists = true;
+      state.queue = *queue;
+      state.progress = std::max(state.progress, cq_->min_offset(*queue));
+    }
+    state.issued = state.progress;
+  }
+}
+
+int64_t Shard::schedule_deadline_ms() const {
+  int64_t due = INT64_MAX;
+  for (const LevelState& state : level_states_) due = std::min(due, state.due_wall_ms);
+  if (due == INT64_MAX) return INT64_MAX;
+  return now_ms() + std::max<int64_t>(0, due - clock_->now_ms());
+}
+
+uint64_t Shard::delivery_low_water() {
+  const uint64_t cycles = offsets_->persisted_cycles();
+  std::erase_if(unpersisted_deliveries_, [&](const auto& d) { return d.second <= cycles; });
+  return unpersisted_deliveries_.empty() ? UINT64_MAX : unpersisted_deliveries_.front().first;
+}
+
+void Shard::run_schedule() {
+  if (delivery_stage_ != DeliveryStage::none || log_->fail_stopped()) return;
+  const uint32_t levels = static_cast<uint32_t>(level_states_.size());
+  uint32_t delivered = 0;
+  for (uint32_t k = 0; k < levels && delivered < kDeliveriesPerIteration; k++) {
+    const uint32_t level = (schedule_rr_ + k) % levels + 1;
+    LevelState& state = level_states_[level - 1];
+    if (!state.exists) {
+      auto queue = cq_->queue(engine::kScheduleTopic, static_cast<int32_t>(level) - 1, false);
+      if (!queue.is_ok()) continue;
+      state.exists = true;
+      state.queue = *queue;
+    }
+    state.due_wall_ms = INT64_MAX;
+    while (state.issued < cq_->max_offset(state.queue) && delivered < kDeliveriesPerIteration) {
+      engine::CqUnit head;
+      if (cq_->lookup_memory(state.queue, state.issued, std::span(&head, 1)) == 0) {
+        delivery_stage_ = DeliveryStage::unit;
+        delivery_level_ = level;
+        io::Status s = cq_->read_units(state.queue, state.issued, 1, delivery_unit_bytes_.data(),
+                                       kScheduleReadBit | level);
+        if (!s.is_ok()) delivery_stage_ = DeliveryStage::none;
+        schedule_rr_ = level;
+        return;
+      }
+      if (!deliver_head(level, head)) break;
+      delivered++;
+      if (delivery_stage_ != DeliveryStage::none) return;  // waiting for a record read
+    }
+  }
+  schedule_rr_ = (schedule_rr_ + 1) % levels;
+}
+
+// The head is due? Then its record is read (memory, or an async read) and delivered. False when
+// the level must wait (not due, or the log is busy).
+bool Shard::deliver_head(uint32_t level, const engine::CqUnit& head) {
+  LevelState& state = level_states_[level - 1];
+  const int64_t now = clock_->now_ms();
+  int64_t due = head.tags_code;
+  if (due > now + levels_.delay_ms(level)) due = now;  // correctDeliverTimestamp: clock went back
+  if (due > now) {
+    state.due_wall_ms = due;
+    return false;
+  }
+  delivery_unit_ = head;
+  delivery_level_ = level;
+  if (head.size_bytes > delivery_record_.size()) return false;
+  if (log_->read_memory(engine::LogOffset{head.log_offset}, head.size_bytes,
+                        delivery_record_.data())) {
+    return deliver_record(level, std::span(delivery_record_.data(), head.size_bytes));
+  }
+  io::Status s = log_->read(engine::LogOffset{head.log_offset}, head.size_bytes,
+                            delivery_record_.data(), kScheduleReadBit | level);
+  if (!s.is_ok()) return false;
+  delivery_stage_ = DeliveryStage::record;
+  return true;
+}
+
+void Shard::schedule_unit_ready(int64_t result) {
+  delivery_stage_ = DeliveryStage::none;
+  if (result != engine::kCqUnitBytes) return;  // retried on the next iteration
+  auto unit = engine::decode_cq_unit(delivery_unit_bytes_);
+  if (!unit) return;
+  deliver_head(delivery_level_, *unit);
+}
+
+void Shard::schedule_record_ready(int64_t result) {
+  delivery_stage_ = DeliveryStage::none;
+  if (result != static_cast<int64_t>(delivery_unit_.size_bytes)) return;  // retried later
+  deliver_record(delivery_level_, std::span(delivery_record_.data(), delivery_unit_.size_bytes));
+}
+
+// messageTimeup: rebuilds the real message and appends it; after schedule_max_attempts failed
+// appends of the same head, parks it. False when the log is busy (retried later).
+bool Shard::deliver_record(uint32_t level, std::span<const std::byte> bytes) {
+  LevelState& state = level_states_[level - 1];
+  engine::DecodeOptions decode_options;
+  decode_options.limits = options_.log.limits;
+  decode_options.expected_physical_offset = static_cast<int64_t>(delivery_unit_.log_offset);
+  engine::DecodeResult r = engine::decode(bytes, decode_options);
+  bool parked = state.attempts >= options_.schedule_max_attempts;
+  engine::MessageInput in;
+  std::string_view real_topic;
+  int64_t real_qid = -1;
+  if (r.outcome == engine::DecodeOutcome::ok) {
+    const engine::MessageView& v = r.view;
+    real_topic = engine::find_property(v.user_properties, "REAL_TOPIC").value_or("");
+    auto qid = engine::find_property(v.user_properties, "REAL_QID");
+    if (!qid || !parse_int(*qid, &real_qid)) real_qid = -1;
+    in.body = v.body;
+    in.flag = v.flag;
+    in.sys_flag = v.sys_flag & ~(engine::kSysFlagBornHostV6 | engine::kSysFlagStoreHostV6);
+    in.born_timestamp_ms = v.born_timestamp_ms;
+    in.born_host = v.born_host;
+    in.store_host = v.store_host;
+    in.reconsume_times = v.reconsume_times;
+    in.prepared_transaction_offset = v.prepared_transaction_offset;
+    scratch_properties_.clear();
+    engine::for_each_property(v.user_properties, [&](std::string_view name, std::string_view value) {
+      if (name == "DELAY" || name == kMarker) return;
+      engine::append_property(scratch_properties_, name, value);
+    });
+  } else {
+    parked = true;  // unreadable: nothing to rebuild
+  }
+  if (real_topic.empty() || real_qid < 0) parked = true;
+  char marker[48];
+  auto [mend, mec] = std::to_chars(marker, marker + 16, level);
+  *mend++ = ':';
+  auto [oend, oec] = std::to_chars(mend, marker + sizeof(marker), state.issued);
+  (void)mec;
+  (void)oec;
+  engine::append_property(scratch_properties_, kMarker, std::string_view(marker, oend - marker));
+  in.properties = scratch_properties_;
+  in.topic = parked ? kParkedScheduleTopic : real_topic;
+  in.queue_id = parked ? static_cast<int32_t>(level) - 1 : static_cast<int32_t>(real_qid);
+  if (parked && r.outcome != engine::DecodeOutcome::ok) {
+    in.body = {};
+    in.born_host = in.store_host = engine::HostAddress::ipv4(127, 0, 0, 1, 0);
+  }
+  io::Result<engine::QueueIndex> queue = queue_for_append(in.topic, in.queue_id);
+  if (free_pending_.empty()) return false;
+  io::Result<engine::AppendResult> appended =
+      queue.is_ok() ? log_->append(in, next_queue_offset_[*queue], free_pending_.back())
+                    : io::Result<engine::AppendResult>(queue.status());
+  if (!appended.is_ok()) {
+    if (appended.status().code() == io::Code::busy) return false;
+    state.attempts++;  // parked after schedule_max_attempts
+    return false;
+  }
+  uint32_t id = free_pending_.back();
+  free_pending_.pop_back();
+  auto tags = engine::find_property(in.properties, "TAGS");
+  pending_[id] = PendingAppend{kInternalSlot, level, next_queue_offset_[*queue],
+                               appended->size_bytes, appended->store_timestamp_ms, *queue,
+                               engine::tags_code_of(tags.value_or(""))};
+  next_queue_offset_[*queue]++;
+  state.issued++;
+  state.attempts = 0;
+  if (parked) state.stat_parked.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+// Deliveries are acknowledged in log order, so per level in issue order: progress moves one.
+void Shard::delivery_acked(uint32_t level, uint64_t log_offset, bool ok) {
+  if (!ok) return;  // fail-stopped: recovery decides from the log
+  LevelState& state = level_states_[level - 1];
+  state.progress++;
+  state.stat_delivered.fetch_add(1, std::memory_order_relaxed);
+  (void)offsets_->commit(kProgressGroup, engine::kScheduleTopic, static_cast<int32_t>(level) - 1,
+                         state.progress);
+  const uint64_t needed = offsets_->persisted_cycles() + (offsets_->persisting() ? 2 : 1);
+  if (unpersisted_deliveries_.empty() || unpersisted_deliveries_.back().second != needed) {
+    unpersisted_deliveries_.emplace_back(log_offset, needed);
+  }
+}
+
+void Shard::publish_schedule_stats() {
+  for (LevelState& state : level_states_) {
+    if (!state.exists) continue;
+    state.stat_pending.store(cq_->max_offset(state.queue) - state.progress,
+                             std::memory_order_relaxed);
+    state.stat_next_ms.store(state.due_wall_ms, std::memory_order_relaxed);
+  }
+}
+
+void Shard::add_delay_level_stats(std::vector<DelayLevelStats>& out) const {
+  for (size_t i = 0; i < level_states_.size() && i < out.size(); i++) {
+    const LevelState& state = level_states_[i];
+    out[i].pending += state.stat_pending.load(std::memory_order_relaxed);
+    out[i].next_deliver_ms =
+        std::min(out[i].next_deliver_ms, state.stat_next_ms.load(std::memory_order_relaxed));
+    out[i].delivered += state.stat_delivered.load(std::memory_order_relaxed);
+    out[i].parked += state.stat_parked.load(std::memory_order_relaxed);
+  }
+}
+
+}  // namespace uringmq
