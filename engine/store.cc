@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "engine/properties.h"
 #include "engine/shard.h"
 #include "io/thread.h"
 #include "io/uring_disk.h"
@@ -190,6 +191,7 @@ io::Status Session::send_async(const Message& message, uint64_t tag) {
   in.born_timestamp_ms = message.born_timestamp_ms;
   in.born_host = message.born_host;
   in.store_host = engine::HostAddress::ipv4(127, 0, 0, 1, 10911);
+  in.reconsume_times = message.reconsume_times;
   return post(store_.shard_for(message.topic, message.queue_id), request);
 }
 
@@ -273,6 +275,46 @@ io::Status Session::flush_offsets_async(std::string_view topic, int32_t queue_id
   request.input.topic = topic;
   request.input.queue_id = queue_id;
   return post(store_.shard_for(topic, queue_id), request);
+}
+
+Completion Session::send_back(std::string_view group, std::span<const std::byte> record,
+                              uint64_t store_offset, int32_t delay_level,
+                              int32_t max_reconsume_times) {
+  Completion failed;
+  failed.code = io::Code::invalid_argument;
+  engine::DecodeOptions decode_options;
+  decode_options.limits = store_.options_.log.limits;
+  engine::DecodeResult r = engine::decode(record, decode_options);
+  if (r.outcome != engine::DecodeOutcome::ok || group.empty()) return failed;
+  const engine::MessageView& v = r.view;
+  const bool dead = v.reconsume_times >= max_reconsume_times || delay_level < 0;
+  std::string topic = std::string(dead ? "%DLQ%" : "%RETRY%") + std::string(group);
+  std::string properties;
+  engine::for_each_property(v.user_properties, [&](std::string_view name, std::string_view value) {
+    if (name != "DELAY") engine::append_property(properties, name, value);
+  });
+  if (!engine::find_property(v.user_properties, "RETRY_TOPIC")) {
+    engine::append_property(properties, "RETRY_TOPIC", v.topic);
+  }
+  if (!engine::find_property(v.user_properties, "ORIGIN_MESSAGE_ID")) {
+    engine::append_property(properties, "ORIGIN_MESSAGE_ID",
+                            engine::offset_message_id(v.store_host, static_cast<int64_t>(store_offset)));
+  }
+  if (!dead) {
+    int32_t level = delay_level > 0 ? delay_level : 3 + v.reconsume_times;
+    engine::append_property(properties, "DELAY", std::to_string(level));
+  }
+  Message m;
+  m.topic = topic;
+  m.queue_id = 0;
+  m.body = v.body;
+  m.properties = properties;
+  m.flag = v.flag;
+  m.sys_flag = v.sys_flag & ~(engine::kSysFlagBornHostV6 | engine::kSysFlagStoreHostV6);
+  m.born_timestamp_ms = v.born_timestamp_ms;
+  m.born_host = v.born_host;
+  m.reconsume_times = v.reconsume_times + 1;
+  return send(m);
 }
 
 Completion Session::wait_for(uint64_t tag) {

@@ -118,6 +118,7 @@ struct Message {
   int32_t sys_flag = 0;
   int64_t born_timestamp_ms = 0;
   engine::HostAddress born_host;
+  int32_t reconsume_times = 0;
 };
 
 // How a pull ended (the PULL_MESSAGE response code a broker sends for it).
@@ -202,6 +203,15 @@ class Session {
   // Completes once every offset committed so far to the shard owning (topic, queue_id) is
   // persisted (a persist cycle that started after this request finished).
   io::Status flush_offsets_async(std::string_view topic, int32_t queue_id, uint64_t tag);
+  // Consumer retry (RocketMQ's CONSUMER_SEND_MSG_BACK): stores a copy of a consumed record (its
+  // stored bytes, as a pull returned them, and its store-wide offset) in %RETRY%<group> queue 0
+  // with delay level `delay_level` (0: 3 + its reconsume times), RETRY_TOPIC and
+  // ORIGIN_MESSAGE_ID kept or set, reconsume times + 1; or in %DLQ%<group> queue 0 once its
+  // reconsume times reach max_reconsume_times (or delay_level < 0). Waits for the send.
+  // invalid_argument when the bytes are not a valid record.
+  Completion send_back(std::string_view group, std::span<const std::byte> record,
+                       uint64_t store_offset, int32_t delay_level = 0,
+                       int32_t max_reconsume_times = 16);
   // Waits for the completion of one request posted with `tag` (others are discarded): for the
   // synchronous helpers below and simple callers. Not with other requests outstanding.
   Completion wait_for(uint64_t tag);

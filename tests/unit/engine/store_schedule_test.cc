@@ -8,6 +8,7 @@
 // Method: ManualClock advanced in steps; consumers pull every queue after each step.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <thread>
@@ -220,6 +221,79 @@ TEST(StoreScheduleTest, ClampingAndClockStepBackAndRestartExactlyOnce) {
   EXPECT_EQ(after[1].size(), 2u);
   EXPECT_EQ(after[2].size(), 10u) << "a delayed message was delivered twice or lost";
   again.close();
+  ASSERT_TRUE((*store)->close().is_ok());
+}
+
+// Pulls one record of (topic, 0) at `offset`, waiting up to ~2 s of real time for it.
+std::vector<std::byte> pull_one(Session& s, std::string_view topic, int64_t offset) {
+  std::vector<std::byte> buffer(64 << 10);
+  for (int i = 0; i < 200; i++) {
+    PullRequest p;
+    p.topic = topic;
+    p.queue_id = 0;
+    p.queue_offset = offset;
+    p.max_messages = 1;
+    p.buffer = buffer;
+    EXPECT_TRUE(s.pull_async(p, 5).is_ok());
+    Completion c = s.wait_for(5);
+    if (c.pull_status == PullStatus::found) {
+      buffer.resize(c.size_bytes);
+      return buffer;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return {};
+}
+
+TEST(StoreScheduleTest, SendBackGoesToRetryWithGrowingDelayThenToTheDlq) {
+  testing::TempDir dir;
+  io::ManualClock clock(1'700'000'000'000);
+  StoreOptions options = schedule_options(dir.path() + "/store", &clock);
+  options.message_delay_level = "1s 2s 3s 4s 5s";
+  auto store = Store::open(options);
+  ASSERT_TRUE(store.is_ok());
+  ScheduleFixture f(**store, clock);
+  Completion sent = f.send(0, 7, 0);
+  ASSERT_EQ(sent.code, io::Code::ok);
+  std::vector<std::byte> record = pull_one(f.session(), kTopic, 0);
+  ASSERT_FALSE(record.empty());
+  uint64_t record_offset = sent.offset;
+  // max_reconsume_times = 3: three trips through %RETRY%G, the fourth send-back to %DLQ%G.
+  for (int32_t times = 0; times < 3; times++) {
+    Completion back = f.session().send_back("G", record, record_offset, 0, 3);
+    ASSERT_EQ(back.code, io::Code::ok);
+    advance(clock, 1000 * (3 + times) - 1);  // level 3 + reconsume times, 1 ms short
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    std::vector<std::byte> early(64 << 10);
+    PullRequest p;
+    p.topic = "%RETRY%G";
+    p.buffer = early;
+    p.queue_offset = times;
+    ASSERT_TRUE(f.session().pull_async(p, 6).is_ok());
+    EXPECT_NE(f.session().wait_for(6).pull_status, PullStatus::found) << "retry came early";
+    advance(clock, 1);
+    record = pull_one(f.session(), "%RETRY%G", times);
+    ASSERT_FALSE(record.empty()) << "retry " << times << " never came";
+    auto r = engine::decode(record, {});
+    ASSERT_EQ(r.outcome, engine::DecodeOutcome::ok);
+    EXPECT_EQ(r.view.reconsume_times, times + 1);
+    EXPECT_EQ(engine::find_property(r.view.user_properties, "RETRY_TOPIC").value_or(""), kTopic);
+    EXPECT_TRUE(engine::find_property(r.view.user_properties, "ORIGIN_MESSAGE_ID").has_value());
+    EXPECT_FALSE(engine::find_property(r.view.user_properties, "DELAY").has_value());
+    EXPECT_EQ(engine::find_property(r.view.user_properties, "S").value_or(""), "7");
+    testing::TestMessage original = testing::make_message(1, 7, 64);
+    EXPECT_TRUE(std::equal(r.view.body.begin(), r.view.body.end(), original.body.begin(),
+                           original.body.end()));
+    record_offset = 0;  // ORIGIN_MESSAGE_ID is kept from the first trip from now on
+  }
+  Completion dead = f.session().send_back("G", record, record_offset, 0, 3);
+  ASSERT_EQ(dead.code, io::Code::ok);
+  std::vector<std::byte> dlq = pull_one(f.session(), "%DLQ%G", 0);
+  ASSERT_FALSE(dlq.empty()) << "the message did not reach the DLQ";
+  auto r = engine::decode(dlq, {});
+  ASSERT_EQ(r.outcome, engine::DecodeOutcome::ok);
+  EXPECT_EQ(r.view.reconsume_times, 4);
+  f.close();
   ASSERT_TRUE((*store)->close().is_ok());
 }
 
