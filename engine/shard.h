@@ -188,6 +188,7 @@ class Shard {
   int64_t schedule_deadline_ms() const;
   uint64_t delivery_low_water();
   void publish_schedule_stats();
+  int32_t parked_queue_id() const;
 
   // Retention (shard_consumer.cc).
   void maybe_clean();

@@ -66,6 +66,13 @@ bool Shard::rewrite_delayed(const engine::MessageInput& in, engine::MessageInput
   return true;
 }
 
+// The first queue of the parked topic this shard owns: parked records are pulled from there.
+int32_t Shard::parked_queue_id() const {
+  int32_t queue = 0;
+  while (shard_of_queue(kParkedScheduleTopic, queue, options_.shard_count) != index_) queue++;
+  return queue;
+}
+
 void Shard::note_delivery_marker(const engine::MessageView& record) {
   auto marker = engine::find_property(record.user_properties, kMarker);
   if (!marker) return;
@@ -215,6 +222,20 @@ bool Shard::deliver_record(uint32_t level, std::span<const std::byte> bytes) {
     parked = true;  // unreadable: nothing to rebuild
   }
   if (real_topic.empty() || real_qid < 0) parked = true;
+  if (parked) {
+    // A parked copy keeps the body and only what an operator needs, so parking itself cannot
+    // fail for the record's size: REAL_TOPIC, REAL_QID and why it was parked.
+    scratch_properties_.clear();
+    if (!real_topic.empty()) engine::append_property(scratch_properties_, "REAL_TOPIC", real_topic);
+    if (real_qid >= 0) {
+      engine::append_property(scratch_properties_, "REAL_QID", std::to_string(real_qid));
+    }
+    engine::append_property(scratch_properties_, "PARK_LEVEL", std::to_string(level));
+    engine::append_property(scratch_properties_, "PARK_REASON",
+                            r.outcome != engine::DecodeOutcome::ok ? "unreadable"
+                            : real_topic.empty() || real_qid < 0 ? "no real queue"
+                                                                   : "delivery failed");
+  }
   char marker[48];
   auto [mend, mec] = std::to_chars(marker, marker + 16, level);
   *mend++ = ':';
@@ -224,7 +245,7 @@ bool Shard::deliver_record(uint32_t level, std::span<const std::byte> bytes) {
   engine::append_property(scratch_properties_, kMarker, std::string_view(marker, oend - marker));
   in.properties = scratch_properties_;
   in.topic = parked ? kParkedScheduleTopic : real_topic;
-  in.queue_id = parked ? static_cast<int32_t>(level) - 1 : static_cast<int32_t>(real_qid);
+  in.queue_id = parked ? parked_queue_id() : static_cast<int32_t>(real_qid);
   if (parked && r.outcome != engine::DecodeOutcome::ok) {
     in.body = {};
     in.born_host = in.store_host = engine::HostAddress::ipv4(127, 0, 0, 1, 0);

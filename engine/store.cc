@@ -108,8 +108,12 @@ io::Status Store::close() {
   return first;
 }
 
+uint32_t shard_of_queue(std::string_view topic, int32_t queue_id, uint32_t shard_count) {
+  return static_cast<uint32_t>(queue_hash(topic, queue_id) % shard_count);
+}
+
 uint32_t Store::shard_for(std::string_view topic, int32_t queue_id) const {
-  return static_cast<uint32_t>(queue_hash(topic, queue_id) % shards_.size());
+  return shard_of_queue(topic, queue_id, static_cast<uint32_t>(shards_.size()));
 }
 
 StoreStats Store::stats() const {

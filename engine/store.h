@@ -84,7 +84,9 @@ struct StoreOptions {
   io::Clock* clock = nullptr;
 };
 
-// Where a delayed message that cannot be delivered goes, queue L-1 for level L (operators read it).
+// Where a delayed message that cannot be delivered goes (operators read it): each shard parks into
+// the first queue of this topic that it owns; PARK_LEVEL, REAL_TOPIC, REAL_QID and PARK_REASON
+// say what it was.
 inline constexpr std::string_view kParkedScheduleTopic = "SCHEDULE_PARKED_XXXX";
 
 // Per delay level, over every shard: messages waiting, and the earliest deliver time among the
@@ -96,6 +98,10 @@ struct DelayLevelStats {
   uint64_t delivered = 0;
   uint64_t parked = 0;
 };
+
+// The shard that owns queue (topic, queue_id) in a store of shard_count shards: a stable hash
+// (FNV-1a over the topic bytes and the queue id), so ownership never changes for a store.
+uint32_t shard_of_queue(std::string_view topic, int32_t queue_id, uint32_t shard_count);
 
 // A store-wide physical offset: shard number in the top 8 bits, shard-local offset below.
 inline constexpr uint64_t make_store_offset(uint32_t shard, uint64_t local_offset) {

@@ -225,12 +225,13 @@ TEST(StoreScheduleTest, ClampingAndClockStepBackAndRestartExactlyOnce) {
 }
 
 // Pulls one record of (topic, 0) at `offset`, waiting up to ~2 s of real time for it.
-std::vector<std::byte> pull_one(Session& s, std::string_view topic, int64_t offset) {
+std::vector<std::byte> pull_one(Session& s, std::string_view topic, int64_t offset,
+                                int32_t queue_id = 0) {
   std::vector<std::byte> buffer(64 << 10);
   for (int i = 0; i < 200; i++) {
     PullRequest p;
     p.topic = topic;
-    p.queue_id = 0;
+    p.queue_id = queue_id;
     p.queue_offset = offset;
     p.max_messages = 1;
     p.buffer = buffer;
@@ -294,6 +295,84 @@ TEST(StoreScheduleTest, SendBackGoesToRetryWithGrowingDelayThenToTheDlq) {
   ASSERT_EQ(r.outcome, engine::DecodeOutcome::ok);
   EXPECT_EQ(r.view.reconsume_times, 4);
   f.close();
+  ASSERT_TRUE((*store)->close().is_ok());
+}
+
+TEST(StoreScheduleTest, LevelAboveEighteenBehavesAsEighteen) {
+  testing::TempDir dir;
+  io::ManualClock clock(1'700'000'000'000);
+  auto store = Store::open(schedule_options(dir.path() + "/store", &clock));  // default table
+  ASSERT_TRUE(store.is_ok());
+  ScheduleFixture f(**store, clock);
+  ASSERT_EQ(f.send(3, 0, 19).code, io::Code::ok);
+  ASSERT_EQ(f.send(3, 1, 1000).code, io::Code::ok);
+  std::map<int32_t, std::vector<Delivered>> seen;
+  advance(clock, 2 * 3'600'000 - 1000);  // level 18 is 2 h
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  f.pull_all(seen);
+  EXPECT_TRUE(seen[3].empty()) << "delivered before the 2 h of level 18";
+  EXPECT_EQ((*store)->delay_level_stats()[17].pending, 2);
+  advance(clock, 1000);
+  for (int i = 0; i < 200 && seen[3].size() < 2; i++) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    f.pull_all(seen);
+  }
+  ASSERT_EQ(seen[3].size(), 2u);
+  f.close();
+  ASSERT_TRUE((*store)->close().is_ok());
+}
+
+TEST(StoreScheduleTest, ADeliveryThatKeepsFailingIsParkedAndTheLevelMovesOn) {
+  testing::TempDir dir;
+  io::ManualClock clock(1'700'000'000'000);
+  StoreOptions options = schedule_options(dir.path() + "/store", &clock);
+  options.message_delay_level = "1s";
+  options.log.limits.max_body_bytes = 8u << 10;
+  auto store = Store::open(options);
+  ASSERT_TRUE(store.is_ok());
+  auto session = (*store)->open_session();
+  ASSERT_TRUE(session.is_ok());
+  // Properties sized so that the put fits but the delivered copy (with its delivery marker)
+  // exceeds the 32767-byte property limit: every delivery attempt fails.
+  std::string properties;
+  engine::append_property(properties, "S", "1");
+  engine::append_property(properties, "PAD", std::string(32705 - properties.size() - 5, 'p'));
+  engine::append_property(properties, "DELAY", "1");
+  std::string body = "parked body";
+  Message m;
+  m.topic = kTopic;
+  m.queue_id = 0;
+  m.properties = properties;
+  m.body = std::as_bytes(std::span(body.data(), body.size()));
+  Completion c = (*session)->send(m);
+  ASSERT_EQ(c.code, io::Code::ok) << io::code_name(c.code);
+  // And a normal delayed message behind it on the same level.
+  std::string props2;
+  engine::append_property(props2, "S", "2");
+  engine::append_property(props2, "DELAY", "1");
+  m.properties = props2;
+  ASSERT_EQ((*session)->send(m).code, io::Code::ok);
+  advance(clock, 1000);
+  // The owner of queue (kTopic, 0) parks into the first parked-topic queue it owns.
+  const uint32_t owner = (*store)->shard_for(kTopic, 0);
+  int32_t parked_queue = 0;
+  while ((*store)->shard_for(kParkedScheduleTopic, parked_queue) != owner) parked_queue++;
+  std::vector<std::byte> parked = pull_one(**session, kParkedScheduleTopic, 0, parked_queue);
+  ASSERT_FALSE(parked.empty()) << "the failing delivery was not parked";
+  auto r = engine::decode(parked, {});
+  ASSERT_EQ(r.outcome, engine::DecodeOutcome::ok);
+  EXPECT_EQ(engine::find_property(r.view.user_properties, "PARK_REASON").value_or(""),
+            "delivery failed");
+  EXPECT_EQ(engine::find_property(r.view.user_properties, "REAL_TOPIC").value_or(""), kTopic);
+  EXPECT_EQ(engine::find_property(r.view.user_properties, "PARK_LEVEL").value_or(""), "1");
+  std::vector<std::byte> next = pull_one(**session, kTopic, 0);
+  ASSERT_FALSE(next.empty()) << "the level did not move on after parking";
+  auto n = engine::decode(next, {});
+  EXPECT_EQ(engine::find_property(n.view.user_properties, "S").value_or(""), "2");
+  std::vector<DelayLevelStats> stats = (*store)->delay_level_stats();
+  EXPECT_EQ(stats[0].parked, 1u);
+  EXPECT_EQ(stats[0].pending, 0);
+  session->reset();
   ASSERT_TRUE((*store)->close().is_ok());
 }
 
