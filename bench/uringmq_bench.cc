@@ -27,6 +27,7 @@
 #include <array>
 #include <atomic>
 #include <bit>
+#include <charconv>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -124,7 +125,7 @@ constexpr uint32_t kQueuesTotal = 64;  // queues spread over the shards (balance
 constexpr size_t kCompletionBatch = 256;
 constexpr uint32_t kMaxSlotsPerThread = 1u << 16;  // the slot index lives in the tag's low 16 bits
 
-enum class Workload : uint8_t { append, read, consume, lag, recovery };
+enum class Workload : uint8_t { append, read, consume, lag, recovery, delay };
 
 struct Args {
   Workload workload = Workload::append;
@@ -150,13 +151,18 @@ struct Args {
   uint32_t pull_messages = 256;   // max_messages of one pull (a pull examines <= 256 units)
   uint32_t pulls_per_queue = 2;   // consume: pulls in flight per queue
   bool drop_cache = true;         // consume/recovery: drop the page cache before the reopen
-  double rate = 0;                // lag: sends per second
+  double rate = 0;                // lag: sends per second; delay: run rate (0: half the maximum)
+  // ---- delay (issue 5) ----
+  uint64_t pending = 1'000'000;       // delayed messages preloaded over every level
+  uint64_t rss_pending = 10'000'000;  // pending when RSS is measured again (0: skip)
+  double intake_seconds = 2;          // each of the 2 plain and 2 delayed intake bursts
+  std::string delay_levels;           // "": the workload's own table (delay_workloads.inc)
 };
 
 [[noreturn]] void usage(const std::string& why) {
   std::fprintf(stderr,
                "uringmq-bench: %s\n"
-               "usage: uringmq-bench [--workload append|read|consume|lag|recovery]\n"
+               "usage: uringmq-bench [--workload append|read|consume|lag|recovery|delay]\n"
                "         [--message-bytes N] [--shards N]\n"
                "         [--producers N] [--threads N] [--flush sync|async]\n"
                "         [--messages N | --seconds S] [--data DIR] [--segment-mib N]\n"
@@ -173,7 +179,12 @@ struct Args {
                "  lag: --rate MSGS_PER_S with --seconds S: a paced producer and a long-polling\n"
                "    consumer; lag = consumer receive time - producer ack time, per message.\n"
                "  recovery: [--recovery-mib N (1000)]: a child appends N MiB and is SIGKILLed;\n"
-               "    the parent drops the page cache and times Store::open (recovery report).\n",
+               "    the parent drops the page cache and times Store::open (recovery report).\n"
+               "  delay: [--pending N (1000000)] [--rss-pending N (10000000)] [--seconds S (60)]\n"
+               "    [--rate R (half the plain maximum)] [--intake-seconds S (2)]\n"
+               "    [--delay-levels TABLE]: intake of plain vs delayed sends, a preload of N\n"
+               "    delayed messages over every level, a run at R msgs/s (plain and delayed\n"
+               "    alternating) with a consumer measuring lateness, then RSS at --rss-pending.\n",
                why.c_str());
   std::exit(2);
 }
@@ -207,8 +218,10 @@ Args parse_args(int argc, char** argv) {
         a.workload = Workload::lag;
       } else if (value == "recovery") {
         a.workload = Workload::recovery;
+      } else if (value == "delay") {
+        a.workload = Workload::delay;
       } else {
-        usage("--workload takes append, read, consume, lag or recovery");
+        usage("--workload takes append, read, consume, lag, recovery or delay");
       }
     } else if (flag == "--queues") {
       a.queues = static_cast<uint32_t>(parse_u64(flag, value));
@@ -225,6 +238,14 @@ Args parse_args(int argc, char** argv) {
     } else if (flag == "--drop-cache") {
       if (value != "yes" && value != "no") usage("--drop-cache takes yes or no");
       a.drop_cache = value == "yes";
+    } else if (flag == "--pending") {
+      a.pending = parse_u64(flag, value);
+    } else if (flag == "--rss-pending") {
+      a.rss_pending = parse_u64(flag, value);
+    } else if (flag == "--intake-seconds") {
+      a.intake_seconds = std::strtod(value.c_str(), nullptr);
+    } else if (flag == "--delay-levels") {
+      a.delay_levels = value;
     } else if (flag == "--rate") {
       a.rate = std::strtod(value.c_str(), nullptr);
     } else if (flag == "--message-bytes") {
@@ -266,7 +287,12 @@ Args parse_args(int argc, char** argv) {
   if (a.threads > a.producers) usage("--threads must not exceed --producers");
   if (a.producers / a.threads + 1 > kMaxSlotsPerThread) usage("too many producers per thread");
   const bool issue4 = a.workload == Workload::consume || a.workload == Workload::lag ||
-                      a.workload == Workload::recovery;
+                      a.workload == Workload::recovery || a.workload == Workload::delay;
+  if (a.workload == Workload::delay) {
+    if (a.messages != 0) usage("--workload delay takes --seconds, not --messages");
+    if (a.seconds <= 0) a.seconds = 60;
+    if (a.intake_seconds <= 0) usage("--intake-seconds must be > 0");
+  }
   if (a.queues == 0) a.queues = issue4 ? 4 : kQueuesTotal;
   if (a.queue_run == 0 || a.pull_messages == 0 || a.pulls_per_queue == 0) {
     usage("--queue-run, --pull-messages and --pulls-per-queue must be > 0");
@@ -1495,6 +1521,8 @@ int run_lag_workload(const Args& a, const Machine& machine) {
   return ok ? 0 : 1;
 }
 
+#include "delay_workloads.inc"
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -1504,6 +1532,7 @@ int main(int argc, char** argv) {
   if (a.workload == Workload::consume) return run_consume_workload(a, machine);
   if (a.workload == Workload::lag) return run_lag_workload(a, machine);
   if (a.workload == Workload::recovery) return run_recovery_workload(a, machine);
+  if (a.workload == Workload::delay) return run_delay_workload(a, machine);
 
   const StoreOptions options = store_options(a);
   io::Result<std::unique_ptr<Store>> opened = Store::open(options);
