@@ -23,7 +23,7 @@
 #
 # Environment: BUILD (default <repo>/build-bench), DATA (default ./bench-data; removed at the
 # end), RUNS (2), BENCH_SECONDS (6, per engine run), FIO_RUNTIME (6, per fio job),
-# SEGMENT_MIB (1024, the engine default), SECTIONS ("3 4": which issues' targets to run),
+# SEGMENT_MIB (1024, the engine default), SECTIONS ("3 4"; add 5 for issue 5: which issues' targets to run),
 # BACKLOG_MIB (1024: the consume workload's backlog; the issue asks for 4096, set it for a full
 # run), RECOVERY_MIB (1000: what the killed writer appends; below one segment, so all of it is
 # rescanned). Needs fio, python3, gnuplot (tools/install-deps.sh). Dropping the page cache
@@ -250,6 +250,58 @@ plot "< grep -v '^#' $results/latest.dat | grep -v c_alloc | grep -v a1m" using 
      "" using 0:3 with points pt 7 ps 1.6 lc rgb "#cc3311" title "target"
 EOF
 echo "compare.sh: wrote $results/latest.md, latest.dat, latest.png in $(( $(date +%s) - started ))s" >&2
+fi
+# ---- Issue 5: delayed delivery (uringmq-bench --workload delay), written to bench/results/issue5.md ----
+#   (h) lateness of deliveries due during a run at half the SYNC plain maximum, with PENDING
+#       (default 1000000) delayed messages preloaded over every level: never early, p99 <= 2 ms,
+#       p99.9 <= 10 ms, max reported; (i) RSS at 0 and at RSS_PENDING (default 10000000) pending;
+#   (j) delayed intake / plain intake, SYNC, same producers, same run    target >= 0.9
+# DELAY_SECONDS (60): the run's length. 128 B bodies (~259 B records: RSS_PENDING 10M ~ 3 GB).
+if want 5; then
+PENDING=${PENDING:-1000000}
+RSS_PENDING=${RSS_PENDING:-10000000}
+DELAY_SECONDS=${DELAY_SECONDS:-60}
+for run in $(seq 1 "$RUNS"); do
+  echo "  uringmq-bench delay (run $run)" >&2
+  "$bench" --workload delay --data "$DATA/engine" --segment-mib "$SEGMENT_MIB" --json --flush sync \
+    --message-bytes 128 --pending "$PENDING" --rss-pending "$RSS_PENDING" --seconds "$DELAY_SECONDS" \
+    >"$raw/delay.$run.json" || echo "compare.sh: delay run $run did not check out" >&2
+  rm -rf "$DATA/engine"
+done
+python3 - "$raw" "$RUNS" "$results" <<'PY'
+import json, statistics, sys
+raw, runs, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+ds = [json.load(open(f"{raw}/delay.{r}.json")) for r in range(1, runs + 1)]
+def get(*path):
+    vals = []
+    for d in ds:
+        for p in path:
+            d = d[p]
+        vals.append(d)
+    return statistics.median(vals)
+early = sum(d["lateness"]["early"] for d in ds)
+p99 = get("lateness", "p99_ms"); p999 = get("lateness", "p999_ms"); mx = get("lateness", "max_ms")
+ratio = get("intake", "ratio")
+rows = [
+    ("(h) deliveries earlier than store time + delay (all runs)", f"{early}", "0", early == 0),
+    ("(h) lateness p99 (consumer receive - deliver time)", f"{p99:.3f} ms", "<= 2 ms", p99 <= 2),
+    ("(h) lateness p99.9", f"{p999:.3f} ms", "<= 10 ms", p999 <= 10),
+    ("(h) lateness max", f"{mx:.3f} ms", "(reported)", None),
+    (f"(i) VmRSS at 0 pending / at {get('rss','pending_full'):.0f} pending (bench arrays subtracted)",
+     f"{get('rss','kib0')/1024:.1f} MiB / {get('rss','engine_kib_full')/1024:.1f} MiB", "no growth", None),
+    (f"(j) delayed intake / plain intake, SYNC ({get('intake','delayed_rate'):.0f} / {get('intake','plain_rate'):.0f} msgs/s)",
+     f"{ratio:.3f}", ">= 0.9", ratio >= 0.9),
+]
+yes = lambda m: "-" if m is None else ("yes" if m else "no")
+m = ds[0]["machine"]
+text = (f"Machine: {m['cores']} cores, {m['cpu']}, kernel {m['kernel']}, {m['fs']}. Median of {runs} runs; "
+        f"levels {ds[0]['levels']}; pending at run start {get('preload','pending_at_run_start'):.0f}; "
+        f"run {get('run','rate'):.0f} msgs/s asked, {get('run','acked')/get('run','seconds'):.0f} acked/s.\n\n"
+        "| figure | measured | target | met |\n|---|---|---|---|\n" +
+        "".join(f"| {f} | {v} | {t} | {yes(ok)} |\n" for f, v, t, ok in rows))
+open(f"{out}/issue5.md", "w").write(text)
+print(text)
+PY
 fi
 want 4 || exit 0
 
