@@ -158,7 +158,8 @@ io::Status Shard::settle_consume_queues() {
   dispatcher_->set_dispatched(end);
   UMQ_RETURN_IF_ERROR(cq_->delete_below(log_->min_offset().value));  // not persisted by the queues
   load_schedule_progress();
-  delivery_record_.resize(options_.log.limits.max_body_bytes + engine::kMaxPropertiesBytes + 1024);
+  delivery_record_.resize(std::max<size_t>(
+      1u << 20, options_.log.limits.max_body_bytes + engine::kMaxPropertiesBytes + 1024));
   scratch_properties_.reserve(engine::kMaxPropertiesBytes + 256);
   scratch_topic_.reserve(256);
   log_->set_checkpoint_limit(cq_->durable_dispatched());

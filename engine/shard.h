@@ -178,7 +178,8 @@ class Shard {
   bool rewrite_delayed(const engine::MessageInput& in, engine::MessageInput* out,
                        uint32_t* level);
   void run_schedule();
-  bool deliver_head(uint32_t level, const engine::CqUnit& head);
+  bool start_batch(uint32_t level, uint32_t units);
+  void deliver_batch();
   bool deliver_record(uint32_t level, std::span<const std::byte> bytes);
   void schedule_unit_ready(int64_t result);
   void schedule_record_ready(int64_t result);
@@ -200,9 +201,17 @@ class Shard {
   std::vector<LevelState> level_states_;  // index level - 1
   DeliveryStage delivery_stage_ = DeliveryStage::none;
   uint32_t delivery_level_ = 0;
-  engine::CqUnit delivery_unit_;
-  std::array<std::byte, engine::kCqUnitBytes> delivery_unit_bytes_{};
-  std::vector<std::byte> delivery_record_;  // one record being delivered (max record size)
+  engine::CqUnit delivery_unit_;  // the unit of the record deliver_record() is handling
+  // A batch: up to kDeliveryBatch due heads of one level, their records read (memory or
+  // io_uring, concurrently) into one arena, then delivered in order.
+  static constexpr uint32_t kDeliveryBatch = 64;
+  std::array<engine::CqUnit, kDeliveryBatch> batch_units_{};
+  std::array<uint32_t, kDeliveryBatch> batch_at_{};  // arena offset of each record
+  uint32_t batch_count_ = 0;
+  uint32_t batch_reads_ = 0;  // reads outstanding
+  bool batch_failed_ = false;
+  std::array<std::byte, kDeliveryBatch * engine::kCqUnitBytes> delivery_unit_bytes_{};
+  std::vector<std::byte> delivery_record_;  // the arena (at least one largest record)
   std::string scratch_properties_;          // rewritten properties (capacity kept)
   std::string scratch_topic_;
   uint32_t schedule_rr_ = 0;

@@ -28,7 +28,7 @@ namespace uringmq {
 namespace {
 constexpr std::string_view kProgressGroup = "%SCHEDULE_PROGRESS%";
 constexpr std::string_view kMarker = "__UMQ_DLV";
-constexpr uint32_t kDeliveriesPerIteration = 256;
+constexpr uint32_t kBatchesPerIteration = 8;
 
 bool parse_int(std::string_view text, int64_t* out) {
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);
@@ -119,8 +119,7 @@ uint64_t Shard::delivery_low_water() {
 void Shard::run_schedule() {
   if (delivery_stage_ != DeliveryStage::none || log_->fail_stopped()) return;
   const uint32_t levels = static_cast<uint32_t>(level_states_.size());
-  uint32_t delivered = 0;
-  for (uint32_t k = 0; k < levels && delivered < kDeliveriesPerIteration; k++) {
+  for (uint32_t k = 0; k < levels; k++) {
     const uint32_t level = (schedule_rr_ + k) % levels + 1;
     LevelState& state = level_states_[level - 1];
     if (!state.exists) {
@@ -130,62 +129,106 @@ void Shard::run_schedule() {
       state.queue = *queue;
     }
     state.due_wall_ms = INT64_MAX;
-    while (state.issued < cq_->max_offset(state.queue) && delivered < kDeliveriesPerIteration) {
-      engine::CqUnit head;
-      if (cq_->lookup_memory(state.queue, state.issued, std::span(&head, 1)) == 0) {
-        delivery_stage_ = DeliveryStage::unit;
-        delivery_level_ = level;
-        io::Status s = cq_->read_units(state.queue, state.issued, 1, delivery_unit_bytes_.data(),
-                                       kScheduleReadBit | level);
-        if (!s.is_ok()) delivery_stage_ = DeliveryStage::none;
-        schedule_rr_ = level;
+    const int64_t max = cq_->max_offset(state.queue);
+    // Batches served from memory run back to back (a bounded number per loop iteration).
+    for (uint32_t round = 0; round < kBatchesPerIteration && state.issued < max; round++) {
+      const uint32_t want =
+          static_cast<uint32_t>(std::min<int64_t>(kDeliveryBatch, max - state.issued));
+      size_t n =
+          cq_->lookup_memory(state.queue, state.issued, std::span(batch_units_.data(), want));
+      delivery_level_ = level;
+      schedule_rr_ = level % levels;  // the next call starts after this level
+      if (n == 0) {
+        // The level's head is older than the units kept in memory: read a batch of them.
+        io::Status s = cq_->read_units(state.queue, state.issued, want,
+                                       delivery_unit_bytes_.data(), kScheduleReadBit | level);
+        if (s.is_ok()) delivery_stage_ = DeliveryStage::unit;
         return;
       }
-      if (!deliver_head(level, head)) break;
-      delivered++;
-      if (delivery_stage_ != DeliveryStage::none) return;  // waiting for a record read
+      const int64_t before = state.issued;
+      if (!start_batch(level, static_cast<uint32_t>(n))) break;  // not due (or nothing to start)
+      if (delivery_stage_ != DeliveryStage::none) return;      // reads in flight
+      if (state.issued == before) break;                        // the log is busy
     }
   }
-  schedule_rr_ = (schedule_rr_ + 1) % levels;
 }
 
-// The head is due? Then its record is read (memory, or an async read) and delivered. False when
-// the level must wait (not due, or the log is busy).
-bool Shard::deliver_head(uint32_t level, const engine::CqUnit& head) {
+// Takes the due heads among the first `units` of batch_units_, places their records in the arena
+// (copied from the CommitLog's buffers, or read through io_uring, all at once) and delivers
+// them once every read is back. False when the first head is not due (or nothing could start).
+bool Shard::start_batch(uint32_t level, uint32_t units) {
   LevelState& state = level_states_[level - 1];
   const int64_t now = clock_->now_ms();
-  int64_t due = head.tags_code;
-  if (due > now + levels_.delay_ms(level)) due = now;  // correctDeliverTimestamp: clock went back
-  if (due > now) {
-    state.due_wall_ms = due;
-    return false;
+  batch_count_ = 0;
+  batch_reads_ = 0;
+  batch_failed_ = false;
+  uint64_t used = 0;
+  for (uint32_t i = 0; i < units; i++) {
+    const engine::CqUnit& head = batch_units_[i];
+    int64_t due = head.tags_code;
+    if (due > now + levels_.delay_ms(level)) due = now;  // correctDeliverTimestamp: clock went back
+    if (due > now) {
+      state.due_wall_ms = due;
+      break;
+    }
+    if (used + head.size_bytes > delivery_record_.size()) break;
+    std::byte* dest = delivery_record_.data() + used;
+    if (!log_->read_memory(engine::LogOffset{head.log_offset}, head.size_bytes, dest)) {
+      io::Status s = log_->read(engine::LogOffset{head.log_offset}, head.size_bytes, dest,
+                                kScheduleReadBit | level);
+      if (!s.is_ok()) break;  // busy: the rest waits for the next batch
+      batch_reads_++;
+    }
+    batch_at_[i] = static_cast<uint32_t>(used);
+    used += head.size_bytes;
+    batch_count_++;
   }
-  delivery_unit_ = head;
-  delivery_level_ = level;
-  if (head.size_bytes > delivery_record_.size()) return false;
-  if (log_->read_memory(engine::LogOffset{head.log_offset}, head.size_bytes,
-                        delivery_record_.data())) {
-    return deliver_record(level, std::span(delivery_record_.data(), head.size_bytes));
+  if (batch_count_ == 0) return false;
+  if (batch_reads_ > 0) {
+    delivery_stage_ = DeliveryStage::record;
+    return true;
   }
-  io::Status s = log_->read(engine::LogOffset{head.log_offset}, head.size_bytes,
-                            delivery_record_.data(), kScheduleReadBit | level);
-  if (!s.is_ok()) return false;
-  delivery_stage_ = DeliveryStage::record;
+  deliver_batch();
   return true;
+}
+
+// Delivers the batch's records in order; stops at the first the log cannot take now.
+void Shard::deliver_batch() {
+  const uint32_t level = delivery_level_;
+  for (uint32_t i = 0; i < batch_count_ && !batch_failed_; i++) {
+    delivery_unit_ = batch_units_[i];
+    if (!deliver_record(level, std::span(delivery_record_.data() + batch_at_[i],
+                                         delivery_unit_.size_bytes))) {
+      break;
+    }
+  }
+  batch_count_ = 0;
 }
 
 void Shard::schedule_unit_ready(int64_t result) {
   delivery_stage_ = DeliveryStage::none;
-  if (result != engine::kCqUnitBytes) return;  // retried on the next iteration
-  auto unit = engine::decode_cq_unit(delivery_unit_bytes_);
-  if (!unit) return;
-  deliver_head(delivery_level_, *unit);
+  uint32_t units = 0;
+  const uint32_t read = result < 0 ? 0 : static_cast<uint32_t>(result / engine::kCqUnitBytes);
+  for (uint32_t i = 0; i < read && i < kDeliveryBatch; i++) {
+    auto unit = engine::decode_cq_unit(std::span<const std::byte, engine::kCqUnitBytes>(
+        delivery_unit_bytes_.data() + i * engine::kCqUnitBytes, engine::kCqUnitBytes));
+    if (!unit) break;
+    batch_units_[units++] = *unit;
+  }
+  if (units > 0) start_batch(delivery_level_, units);  // else retried on the next iteration
 }
 
 void Shard::schedule_record_ready(int64_t result) {
+  UMQ_ASSERT(batch_reads_ > 0);
+  batch_reads_--;
+  if (result <= 0) batch_failed_ = true;  // the whole batch is retried from its first head
+  if (batch_reads_ > 0) return;
   delivery_stage_ = DeliveryStage::none;
-  if (result != static_cast<int64_t>(delivery_unit_.size_bytes)) return;  // retried later
-  deliver_record(delivery_level_, std::span(delivery_record_.data(), delivery_unit_.size_bytes));
+  if (batch_failed_) {
+    batch_count_ = 0;
+    return;
+  }
+  deliver_batch();
 }
 
 // messageTimeup: rebuilds the real message and appends it; after schedule_max_attempts failed
