@@ -5,9 +5,6 @@
 // message exactly once, and no other message more than once.
 // Method: fork/exec uringmq_delay_child on one store for many cycles; a printed seed.
 #include <gtest/gtest.h>
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -23,6 +20,7 @@
 #include "engine/properties.h"
 #include "engine/store.h"
 #include "tests/crash/delay_store_options.h"
+#include "tests/support/kill_child.h"
 #include "tests/support/temp_dir.h"
 
 namespace uringmq {
@@ -70,19 +68,9 @@ TEST(DelayKill9, DelayedMessagesAreDeliveredExactlyOnce) {
   uint64_t next_seq = 0, lost = 0, duplicated = 0, delivered = 0;
   for (int cycle = 0; cycle < cycles; cycle++) {
     const std::string out = dir.path() + "/child-" + std::to_string(cycle) + ".out";
-    pid_t pid = fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-      if (std::freopen(out.c_str(), "w", stdout) == nullptr) _exit(3);
-      std::string first = std::to_string(next_seq);
-      execl(DELAY_CHILD_PATH, DELAY_CHILD_PATH, data.c_str(), first.c_str(), nullptr);
-      _exit(4);
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(200 + rng() % 600));
-    ASSERT_EQ(kill(pid, SIGKILL), 0);
-    int status = 0;
-    ASSERT_EQ(waitpid(pid, &status, 0), pid);
-    ASSERT_TRUE(WIFSIGNALED(status)) << "the child exited by itself (status " << status << ")";
+    std::string killed = testing::run_then_kill(DELAY_CHILD_PATH, {data, std::to_string(next_seq)},
+                                                out, 200 + static_cast<int>(rng() % 600));
+    ASSERT_EQ(killed, "") << "cycle " << cycle;
     std::ifstream in(out);
     std::string tag;
     unsigned long long seq = 0;

@@ -4,9 +4,6 @@
 // round the child reported flushed, and never above what it could have committed.
 // Method: fork/exec uringmq_offsets_child, random delays from a printed seed, many cycles.
 #include <gtest/gtest.h>
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -17,6 +14,7 @@
 #include <thread>
 
 #include "engine/store.h"
+#include "tests/support/kill_child.h"
 #include "tests/support/temp_dir.h"
 
 namespace uringmq {
@@ -42,19 +40,9 @@ TEST(OffsetsKill9, CommittedAndFlushedOffsetsSurvive) {
   int64_t flushed_total = 0;
   for (int cycle = 0; cycle < cycles; cycle++) {
     const std::string out = dir.path() + "/child-" + std::to_string(cycle) + ".out";
-    pid_t pid = fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-      FILE* f = std::freopen(out.c_str(), "w", stdout);
-      if (f == nullptr) _exit(3);
-      execl(OFFSETS_CHILD_PATH, OFFSETS_CHILD_PATH, data.c_str(), nullptr);
-      _exit(4);
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(300 + rng() % 700));
-    ASSERT_EQ(kill(pid, SIGKILL), 0);
-    int status = 0;
-    ASSERT_EQ(waitpid(pid, &status, 0), pid);
-    ASSERT_TRUE(WIFSIGNALED(status)) << "the child exited by itself (status " << status << ")";
+    std::string killed = testing::run_then_kill(OFFSETS_CHILD_PATH, {data}, out,
+                                                300 + static_cast<int>(rng() % 700));
+    ASSERT_EQ(killed, "") << "cycle " << cycle;
     const int64_t flushed = last_flushed(out);
     flushed_total += flushed > 0 ? 1 : 0;
     StoreOptions options;
