@@ -181,7 +181,8 @@ struct SessionSlot;
 // One client thread's connection to every shard.
 class Session {
  public:
-  ~Session();  // waits for outstanding requests, then frees the slot
+  // Waits for outstanding requests (a held pull until its wait_ms), then frees the slot.
+  ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
