@@ -89,9 +89,9 @@ void CommitLog::set_segment_path(uint64_t base, std::string& out) const {
   out.append(name, static_cast<size_t>(n));
 }
 
-io::Result<std::unique_ptr<CommitLog>> CommitLog::open(io::Disk& disk, io::Clock& clock,
-                                                       const CommitLogOptions& options,
-                                                       RecoveryReport* report_out) {
+io::Result<std::unique_ptr<CommitLog>> CommitLog::open(
+    io::Disk& disk, io::Clock& clock, const CommitLogOptions& options, RecoveryReport* report_out,
+    const std::function<void(uint64_t, const MessageView&)>& recovery_visitor) {
   UMQ_RETURN_IF_ERROR(validate(options));
   int64_t started_ns = clock.monotonic_ns();
   UMQ_RETURN_IF_ERROR(disk.make_dir(options.dir));
@@ -109,7 +109,7 @@ io::Result<std::unique_ptr<CommitLog>> CommitLog::open(io::Disk& disk, io::Clock
   io::Result<bool> abort_present = disk.exists(io::path_join(options.dir, kAbortFile));
   if (!abort_present.is_ok()) return fail(abort_present.status());
   report.unclean_stop = *abort_present;
-  io::Result<RecoveredLog> recovered = recover_log(disk, options, report.unclean_stop, report);
+  io::Result<RecoveredLog> recovered = recover_log(disk, options, report.unclean_stop, report, recovery_visitor);
   if (!recovered.is_ok()) return fail(recovered.status());
   for (uint64_t base : recovered->segment_bases) {
     io::Result<io::FileHandle> file =

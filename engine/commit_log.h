@@ -38,6 +38,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -157,9 +158,12 @@ class CommitLog {
   // Opens (creating if needed) and recovers the log in options.dir. Synchronous: nothing else
   // may be in flight on `disk`. Errors: locked (another process), corruption (naming file and
   // offset) below the durable watermark, invalid_argument (options), io errors.
-  static io::Result<std::unique_ptr<CommitLog>> open(io::Disk& disk, io::Clock& clock,
-                                                     const CommitLogOptions& options,
-                                                     RecoveryReport* report = nullptr);
+  // `recovery_visitor` (if set) sees every valid record recovery's scan checks, in log order,
+  // after the lock is taken and with nothing else in flight on the disk.
+  static io::Result<std::unique_ptr<CommitLog>> open(
+      io::Disk& disk, io::Clock& clock, const CommitLogOptions& options,
+      RecoveryReport* report = nullptr,
+      const std::function<void(uint64_t, const MessageView&)>& recovery_visitor = nullptr);
   ~CommitLog();  // without close(): waits for in-flight IO, then behaves like a crash
   CommitLog(const CommitLog&) = delete;
   CommitLog& operator=(const CommitLog&) = delete;

@@ -46,6 +46,22 @@ io::Status drain_writes(io::Disk& disk, CqStore& cq) {
 
 }  // namespace
 
+io::Status dispatch_record(io::Disk& disk, CqStore& cq, const sched::DelayLevels& levels,
+                           uint64_t offset, const MessageView& record) {
+  io::Result<QueueIndex> queue = cq.queue(record.topic, record.queue_id, true);
+  io::Status s = queue.is_ok() ? cq.append(*queue, record.queue_offset, unit_of(offset, record, levels))
+                               : queue.status();
+  if (s.code() == io::Code::busy) {
+    // The queue's memory ring is full of unwritten units: write them out (the scanner's reads
+    // are synchronous, so only the ConsumeQueues have requests in flight) and retry.
+    s = drain_writes(disk, cq);
+    if (s.is_ok()) s = cq.append(*queue, record.queue_offset, unit_of(offset, record, levels));
+  }
+  if (s.is_ok()) return s;
+  return io::Status::error(s.code(), "re-dispatch of the record at log offset " +
+                                         std::to_string(offset) + ": " + s.to_string());
+}
+
 io::Result<uint64_t> redispatch(io::Disk& disk, const CommitLogOptions& options, uint64_t from,
                                 CqStore& cq, const sched::DelayLevels& levels,
                                 const std::function<void(uint64_t, const MessageView&)>& also) {
@@ -58,20 +74,8 @@ io::Result<uint64_t> redispatch(io::Disk& disk, const CommitLogOptions& options,
   io::Result<ScanEnd> end = LogScanner(disk, options, *bases).scan(
       start, [&](uint64_t offset, const MessageView& record) {
         if (!failed.is_ok()) return;
-        io::Result<QueueIndex> queue = cq.queue(record.topic, record.queue_id, true);
-        io::Status s = queue.is_ok() ? cq.append(*queue, record.queue_offset, unit_of(offset, record, levels))
-                                     : queue.status();
-        if (s.code() == io::Code::busy) {
-          // The queue's memory ring is full of unwritten units: write them out (the scanner's
-          // reads are synchronous, so only the ConsumeQueues have requests in flight) and retry.
-          s = drain_writes(disk, cq);
-          if (s.is_ok()) s = cq.append(*queue, record.queue_offset, unit_of(offset, record, levels));
-        }
-        if (!s.is_ok()) {
-          failed = io::Status::error(s.code(), "re-dispatch of the record at log offset " +
-                                                   std::to_string(offset) + ": " + s.to_string());
-          return;
-        }
+        failed = dispatch_record(disk, cq, levels, offset, record);
+        if (!failed.is_ok()) return;
         if (also) also(offset, record);
       });
   if (!end.is_ok()) return end.status();

@@ -30,6 +30,11 @@ inline constexpr std::string_view kScheduleTopic = "SCHEDULE_TOPIC_XXXX";
 // in force at dispatch, as RocketMQ does; an unknown level counts as 1 s).
 CqUnit unit_of(uint64_t log_offset, const MessageView& record, const sched::DelayLevels& levels);
 
+// Appends one record's unit at its queue offset (idempotent), writing out a full memory ring
+// first if needed. Recovery only: nothing but the ConsumeQueues may be in flight on `disk`.
+io::Status dispatch_record(io::Disk& disk, CqStore& cq, const sched::DelayLevels& levels,
+                           uint64_t offset, const MessageView& record);
+
 // Re-dispatches every record from `from` to the end of the log in options.dir. `also` (if set)
 // sees each record too. Returns the number of records scanned.
 io::Result<uint64_t> redispatch(io::Disk& disk, const CommitLogOptions& options, uint64_t from,

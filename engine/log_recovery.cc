@@ -144,8 +144,9 @@ io::Result<std::vector<uint64_t>> list_segments(io::Disk& disk, const std::strin
   return bases;
 }
 
-io::Result<RecoveredLog> recover_log(io::Disk& disk, const CommitLogOptions& options,
-                                     bool unclean_stop, RecoveryReport& report) {
+io::Result<RecoveredLog> recover_log(
+    io::Disk& disk, const CommitLogOptions& options, bool unclean_stop, RecoveryReport& report,
+    const std::function<void(uint64_t, const MessageView&)>& visit) {
   const uint64_t segment_size = options.segment_size_bytes;
   const std::string segment_dir = io::path_join(options.dir, "commitlog");
   io::Result<std::vector<uint64_t>> listed = list_segments(disk, segment_dir, segment_size);
@@ -199,7 +200,7 @@ io::Result<RecoveredLog> recover_log(io::Disk& disk, const CommitLogOptions& opt
                  static_cast<unsigned long long>(offset),
                  static_cast<unsigned long long>(log_end_bound));
   });
-  io::Result<ScanEnd> scanned = scanner.scan(start);
+  io::Result<ScanEnd> scanned = scanner.scan(start, visit);
   if (!scanned.is_ok()) return scanned.status();
   const uint64_t end = scanned->offset;
   report.records_scanned = scanned->records;

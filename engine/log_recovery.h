@@ -14,6 +14,7 @@
 // Synchronous; run by CommitLog::open before any other IO on the disk.
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -34,8 +35,11 @@ struct RecoveredLog {
 // plus one write buffer (a write is submitted whole once it starts below the bound).
 uint64_t unsynced_window_bytes(const CommitLogOptions& options);
 
-io::Result<RecoveredLog> recover_log(io::Disk& disk, const CommitLogOptions& options,
-                                     bool unclean_stop, RecoveryReport& report);
+// `visit` (if set) sees every valid record the scan checks, in log order, with nothing else in
+// flight on the disk: a shard rebuilds its ConsumeQueues in the same pass.
+io::Result<RecoveredLog> recover_log(
+    io::Disk& disk, const CommitLogOptions& options, bool unclean_stop, RecoveryReport& report,
+    const std::function<void(uint64_t, const MessageView&)>& visit = nullptr);
 
 // Lists the segment files of a commitlog directory: ascending bases. Files whose name is not
 // 20 digits are ignored. invalid_argument names a segment of the wrong size unless it is the

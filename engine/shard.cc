@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "engine/byte_order.h"
+#include "engine/checkpoint.h"
 #include "engine/dispatch.h"
 #include "engine/log_recovery.h"
 #include "engine/log_scanner.h"
@@ -105,20 +106,24 @@ io::Status Shard::open_log(engine::RecoveryReport* report) {
   shard_dir_ = io::path_join(options_.data_dir, "shard-" + std::to_string(index_));
   engine::CommitLogOptions log_options = options_.log;
   log_options.dir = shard_dir_;
+  // The ConsumeQueues are rebuilt in recovery's own scan (one read of the rescanned bytes): they
+  // open at the first record recovery checks, once the CommitLog holds the store's lock.
+  io::Status dispatch_status;
+  auto visit = [&](uint64_t offset, const engine::MessageView& record) {
+    if (!dispatch_status.is_ok()) return;
+    if (!cq_) dispatch_status = open_consume_queues();
+    if (dispatch_status.is_ok()) {
+      dispatch_status = engine::dispatch_record(*disk_, *cq_, levels_, offset, record);
+    }
+    note_segment_first_timestamp(offset, record.store_timestamp_ms);
+    note_delivery_marker(record);
+  };
   io::Result<std::unique_ptr<engine::CommitLog>> log =
-      engine::CommitLog::open(*disk_, *clock_, log_options, report);
+      engine::CommitLog::open(*disk_, *clock_, log_options, report, visit);
   if (!log.is_ok()) return log.status();
   log_ = std::move(*log);
-  engine::CqStoreOptions cq_options = options_.consume_queue;
-  cq_options.dir = io::path_join(shard_dir_, "consumequeue");
-  // Units above the old checkpoint may be torn by a power loss: the ConsumeQueues keep only
-  // what lies below it, and re-dispatch rebuilds the rest from the log.
-  const uint64_t durable_units_end =
-      std::min(report->checkpoint_offset, log_->appended_offset().value);
-  io::Result<std::unique_ptr<engine::CqStore>> cq =
-      engine::CqStore::open(*disk_, *clock_, cq_options, durable_units_end);
-  if (!cq.is_ok()) return cq.status();
-  cq_ = std::move(*cq);
+  UMQ_RETURN_IF_ERROR(dispatch_status);
+  if (!cq_) UMQ_RETURN_IF_ERROR(open_consume_queues());
   engine::ConsumerOffsetsOptions offsets_options;
   offsets_options.dir = shard_dir_;
   offsets_options.persist_interval_ms = options_.consumer_offsets_persist_interval_ms;
@@ -126,7 +131,6 @@ io::Status Shard::open_log(engine::RecoveryReport* report) {
       engine::ConsumerOffsets::open(*disk_, *clock_, offsets_options);
   if (!offsets.is_ok()) return offsets.status();
   offsets_ = std::move(*offsets);
-  UMQ_RETURN_IF_ERROR(redispatch(report->scan_start_offset));
   UMQ_RETURN_IF_ERROR(settle_consume_queues());
   pending_.resize(log_options.max_pending_acks);
   for (uint32_t i = 0; i < pending_.size(); i++) free_pending_.push_back(i);
@@ -139,14 +143,24 @@ io::Status Shard::open_log(engine::RecoveryReport* report) {
   return io::Status::ok();
 }
 
-io::Status Shard::redispatch(uint64_t from) {
-  io::Result<uint64_t> scanned = engine::redispatch(
-      *disk_, log_->options(), from, *cq_, levels_,
-      [this](uint64_t offset, const engine::MessageView& r) {
-        note_segment_first_timestamp(offset, r.store_timestamp_ms);
-        note_delivery_marker(r);
-      });
-  return scanned.status();
+// Opens the ConsumeQueues keeping only units below the CommitLog's checkpoint (read again here,
+// under the lock): units above it may be torn by a power loss, and recovery's scan, which starts
+// at or below it, re-dispatches them.
+io::Status Shard::open_consume_queues() {
+  uint64_t durable_units_end = 0;
+  io::Result<engine::Checkpoint> checkpoint = engine::read_checkpoint(*disk_, shard_dir_);
+  if (checkpoint.is_ok()) {
+    durable_units_end = checkpoint->durable_offset;
+  } else if (checkpoint.status().code() != io::Code::not_found) {
+    return checkpoint.status();
+  }
+  engine::CqStoreOptions cq_options = options_.consume_queue;
+  cq_options.dir = io::path_join(shard_dir_, "consumequeue");
+  io::Result<std::unique_ptr<engine::CqStore>> cq =
+      engine::CqStore::open(*disk_, *clock_, cq_options, durable_units_end);
+  if (!cq.is_ok()) return cq.status();
+  cq_ = std::move(*cq);
+  return io::Status::ok();
 }
 
 // Makes the ConsumeQueues durable up to the log's end before serving, records the next queue

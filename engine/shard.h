@@ -124,7 +124,7 @@ class Shard {
 
   void run();
   io::Status open_log(engine::RecoveryReport* report);
-  io::Status redispatch(uint64_t from);
+  io::Status open_consume_queues();
   io::Status settle_consume_queues();
   void loop();
   void submit_work();
