@@ -18,6 +18,7 @@
 #include "engine/consume_queue.h"
 
 #include <algorithm>
+#include <charconv>
 #include <array>
 #include <cerrno>
 #include <cstdio>
@@ -337,6 +338,7 @@ struct CqStore::Impl {
   CqStoreOptions options;
   std::vector<Queue> queues;
   std::unordered_map<std::string, QueueIndex> by_name;  // "topic/queueId"
+  std::string lookup_key;  // queue(): the by_name key being looked up (capacity kept)
 
   std::vector<QueueIndex> dirty_queues;  // queues that may have units not yet written
   std::vector<FileRef> dirty_files;      // files with dirty set, not yet in cycle_syncs
@@ -677,7 +679,16 @@ io::Result<QueueIndex> CqStore::queue(std::string_view topic, int32_t queue_id, 
     return io::Status::error(io::Code::invalid_argument,
                              "queue id " + std::to_string(queue_id) + " is not in 0..65535");
   }
-  auto it = impl_->by_name.find(std::string(topic) + "/" + std::to_string(queue_id));
+  // The key is built in a buffer kept by the store: no allocation per lookup (appends and
+  // pulls look their queue up every time).
+  std::string& key = impl_->lookup_key;
+  key.assign(topic);
+  key.push_back('/');
+  char digits[12];
+  auto [end, ec] = std::to_chars(digits, digits + sizeof(digits), queue_id);
+  UMQ_ASSERT(ec == std::errc());
+  key.append(digits, static_cast<size_t>(end - digits));
+  auto it = impl_->by_name.find(key);
   if (it != impl_->by_name.end()) return it->second;
   if (!create) {
     return io::Status::error(io::Code::not_found,

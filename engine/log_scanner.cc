@@ -17,7 +17,10 @@ LogScanner::LogScanner(io::Disk& disk, const CommitLogOptions& options,
       segment_dir_(io::path_join(options.dir, "commitlog")),
       bases_(std::move(bases)) {
   uint64_t max_record = uint64_t{options.limits.max_body_bytes} + (64u << 10) + 512;
-  window_.resize(std::max<uint64_t>(kMinScanWindowBytes, max_record));
+  uint64_t capacity = std::max<uint64_t>(kMinScanWindowBytes, max_record + io::kDirectAlignment);
+  window_capacity_ = (capacity + io::kDirectAlignment - 1) / io::kDirectAlignment * io::kDirectAlignment;
+  window_.reset(static_cast<std::byte*>(std::aligned_alloc(io::kDirectAlignment, window_capacity_)));
+  UMQ_ASSERT(window_ != nullptr);
 }
 
 LogScanner::~LogScanner() { close_file(); }
@@ -36,15 +39,16 @@ io::Status LogScanner::load(uint64_t offset, uint64_t segment_end) {
   if (file_base_ != base) {
     close_file();
     std::string path = io::path_join(segment_dir_, CommitLog::segment_name(base));
-    io::Result<io::FileHandle> file = disk_.open(path, io::OpenMode::read_only);
+    io::Result<io::FileHandle> file = disk_.open(path, io::OpenMode::read_only, io::IoMode::direct);
     if (!file.is_ok()) return file.status();
     file_ = *file;
     file_base_ = base;
   }
-  window_start_ = offset;
-  window_bytes_ = std::min<uint64_t>(window_.size(), segment_end - offset);
-  return io::read_exact(disk_, file_, offset - base,
-                        std::span<std::byte>(window_.data(), window_bytes_),
+  // Direct reads start on a block boundary (segments are whole blocks, so they end on one too).
+  window_start_ = offset - offset % io::kDirectAlignment;
+  window_bytes_ = std::min<uint64_t>(window_capacity_, segment_end - window_start_);
+  return io::read_exact(disk_, file_, window_start_ - base,
+                        std::span<std::byte>(window_.get(), window_bytes_),
                         "read segment " + CommitLog::segment_name(base));
 }
 
@@ -66,7 +70,7 @@ io::Result<ScanEnd> LogScanner::scan(uint64_t start, const Visitor& visit) {
     if (file_base_ != base || pos < window_start_ || pos >= window_start_ + window_bytes_) {
       UMQ_RETURN_IF_ERROR(load(pos, seg_end));
     }
-    std::span<const std::byte> bytes(window_.data() + (pos - window_start_),
+    std::span<const std::byte> bytes(window_.get() + (pos - window_start_),
                                      window_start_ + window_bytes_ - pos);
     decode_options.expected_physical_offset = static_cast<int64_t>(pos);
     DecodeResult r = decode(bytes, decode_options);
