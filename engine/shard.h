@@ -215,6 +215,7 @@ class Shard {
   std::string scratch_properties_;          // rewritten properties (capacity kept)
   std::string scratch_topic_;
   uint32_t schedule_rr_ = 0;
+  size_t schedule_queues_seen_ = SIZE_MAX;  // cq_->queue_count() when levels were last looked up
   // Deliveries whose progress is committed but not yet persisted: (log offset, cycles needed).
   std::vector<std::pair<uint64_t, uint64_t>> unpersisted_deliveries_;
   std::vector<std::unique_ptr<SessionSlot>>& slots_;

@@ -119,10 +119,15 @@ uint64_t Shard::delivery_low_water() {
 void Shard::run_schedule() {
   if (delivery_stage_ != DeliveryStage::none || log_->fail_stopped()) return;
   const uint32_t levels = static_cast<uint32_t>(level_states_.size());
+  // A level's queue can only appear when the shard gains a queue: look the missing ones up then
+  // (a miss builds an error message, which must not happen every loop iteration).
+  const bool queues_changed = cq_->queue_count() != schedule_queues_seen_;
+  schedule_queues_seen_ = cq_->queue_count();
   for (uint32_t k = 0; k < levels; k++) {
     const uint32_t level = (schedule_rr_ + k) % levels + 1;
     LevelState& state = level_states_[level - 1];
     if (!state.exists) {
+      if (!queues_changed) continue;
       auto queue = cq_->queue(engine::kScheduleTopic, static_cast<int32_t>(level) - 1, false);
       if (!queue.is_ok()) continue;
       state.exists = true;
