@@ -4,6 +4,7 @@
 #include <array>
 #include <string>
 
+#include "engine/checkpoint.h"
 #include "engine/log_recovery.h"
 #include "engine/log_scanner.h"
 #include "engine/properties.h"
@@ -62,25 +63,58 @@ io::Status dispatch_record(io::Disk& disk, CqStore& cq, const sched::DelayLevels
                                          std::to_string(offset) + ": " + s.to_string());
 }
 
-io::Result<uint64_t> redispatch(io::Disk& disk, const CommitLogOptions& options, uint64_t from,
-                                CqStore& cq, const sched::DelayLevels& levels,
-                                const std::function<void(uint64_t, const MessageView&)>& also) {
-  io::Result<std::vector<uint64_t>> bases = list_segments(
-      disk, io::path_join(options.dir, "commitlog"), options.segment_size_bytes);
-  if (!bases.is_ok()) return bases.status();
-  if (bases->empty()) return uint64_t{0};
+namespace {
+
+// The ConsumeQueues keep only units below the CommitLog's checkpoint, read here under its lock.
+io::Result<std::unique_ptr<CqStore>> open_queues_below_checkpoint(io::Disk& disk,
+                                                                  io::Clock& clock,
+                                                                  const std::string& log_dir,
+                                                                  const CqStoreOptions& options) {
+  uint64_t durable_units_end = 0;
+  io::Result<Checkpoint> checkpoint = read_checkpoint(disk, log_dir);
+  if (checkpoint.is_ok()) {
+    durable_units_end = checkpoint->durable_offset;
+  } else if (checkpoint.status().code() != io::Code::not_found) {
+    return checkpoint.status();
+  }
+  return CqStore::open(disk, clock, options, durable_units_end);
+}
+
+}  // namespace
+
+io::Result<LogAndQueues> open_log_and_queues(
+    io::Disk& disk, io::Clock& clock, const CommitLogOptions& log_options,
+    const CqStoreOptions& cq_options, const sched::DelayLevels& levels, RecoveryReport* report,
+    const std::function<void(uint64_t, const MessageView&)>& also) {
+  LogAndQueues out;
   io::Status failed;
-  const uint64_t start = std::max(from, bases->front());
-  io::Result<ScanEnd> end = LogScanner(disk, options, *bases).scan(
-      start, [&](uint64_t offset, const MessageView& record) {
-        if (!failed.is_ok()) return;
-        failed = dispatch_record(disk, cq, levels, offset, record);
-        if (!failed.is_ok()) return;
-        if (also) also(offset, record);
-      });
-  if (!end.is_ok()) return end.status();
-  if (!failed.is_ok()) return failed;
-  return end->records;
+  auto visit = [&](uint64_t offset, const MessageView& record) {
+    if (!failed.is_ok()) return;
+    if (!out.cq) {
+      auto cq = open_queues_below_checkpoint(disk, clock, log_options.dir, cq_options);
+      if (!cq.is_ok()) {
+        failed = cq.status();
+        return;
+      }
+      out.cq = std::move(*cq);
+    }
+    failed = dispatch_record(disk, *out.cq, levels, offset, record);
+    if (failed.is_ok() && also) also(offset, record);
+  };
+  io::Result<std::unique_ptr<CommitLog>> log =
+      CommitLog::open(disk, clock, log_options, report, visit);
+  if (!log.is_ok()) return log.status();
+  out.log = std::move(*log);
+  UMQ_RETURN_IF_ERROR(failed);
+  if (!out.cq) {
+    auto cq = open_queues_below_checkpoint(disk, clock, log_options.dir, cq_options);
+    if (!cq.is_ok()) return cq.status();
+    out.cq = std::move(*cq);
+  }
+  UMQ_RETURN_IF_ERROR(settle(disk, *out.cq, out.log->appended_offset().value));
+  UMQ_RETURN_IF_ERROR(out.cq->delete_below(out.log->min_offset().value));  // not persisted
+  out.log->set_checkpoint_limit(out.cq->durable_dispatched());
+  return out;
 }
 
 }  // namespace uringmq::engine

@@ -4,15 +4,16 @@
 //
 // At run time a shard dispatches each record as its append is acknowledged (durable under
 // SYNC_FLUSH, written under ASYNC_FLUSH), in log order, from what it already has in memory:
-// nothing is read back. At open, redispatch() rebuilds what a crash may have lost: it scans the
-// log from a point below which every unit is known durable (the start of the checkpoint's
-// segment; the shard keeps the checkpoint at or below its ConsumeQueues' durable dispatch
-// point) to the end, appending each record's unit; units already present are accepted
+// nothing is read back. At open, open_log_and_queues() rebuilds what a crash may have lost in
+// recovery's own scan, which starts below every unit that might be missing (the start of the
+// checkpoint's segment; the shard keeps the checkpoint at or below its ConsumeQueues' durable
+// dispatch point) and appends each record's unit; units already present are accepted
 // (idempotent), a different unit at the same queue offset is corruption.
 // Synchronous; nothing else may be in flight on the disk.
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 
 #include "engine/commit_log.h"
 #include "engine/consume_queue.h"
@@ -35,18 +36,30 @@ CqUnit unit_of(uint64_t log_offset, const MessageView& record, const sched::Dela
 io::Status dispatch_record(io::Disk& disk, CqStore& cq, const sched::DelayLevels& levels,
                            uint64_t offset, const MessageView& record);
 
-// Re-dispatches every record from `from` to the end of the log in options.dir. `also` (if set)
-// sees each record too. Returns the number of records scanned.
-io::Result<uint64_t> redispatch(io::Disk& disk, const CommitLogOptions& options, uint64_t from,
-                                CqStore& cq, const sched::DelayLevels& levels,
-                                const std::function<void(uint64_t, const MessageView&)>& also);
+// A shard's CommitLog and ConsumeQueues, opened and recovered together.
+struct LogAndQueues {
+  std::unique_ptr<CommitLog> log;
+  std::unique_ptr<CqStore> cq;
+};
+
+// Opens the CommitLog in log_options.dir (recovering it) and the ConsumeQueues in
+// cq_options.dir, rebuilding the units in recovery's own scan: the queues open at the first
+// record recovery checks, once the CommitLog holds the lock, keeping only units below the
+// checkpoint (units above it may be torn); every record the scan checks is then re-dispatched
+// (idempotent). Finally the queues are made durable up to the log's end (settle) and their
+// minimum offsets follow the log's. `also` (if set) sees every scanned record too.
+// Synchronous; nothing else may be in flight on `disk`.
+io::Result<LogAndQueues> open_log_and_queues(
+    io::Disk& disk, io::Clock& clock, const CommitLogOptions& log_options,
+    const CqStoreOptions& cq_options, const sched::DelayLevels& levels, RecoveryReport* report,
+    const std::function<void(uint64_t, const MessageView&)>& also);
 
 }  // namespace uringmq::engine
 
 namespace uringmq::engine {
 
 // Flushes the ConsumeQueues until every unit of the records below `end` is durable, polling
-// `disk` (only the CqStore may have requests in flight). For start-up, after redispatch().
+// `disk` (only the CqStore may have requests in flight). For start-up (open_log_and_queues).
 io::Status settle(io::Disk& disk, CqStore& cq, uint64_t end);
 
 }  // namespace uringmq::engine

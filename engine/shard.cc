@@ -106,24 +106,17 @@ io::Status Shard::open_log(engine::RecoveryReport* report) {
   shard_dir_ = io::path_join(options_.data_dir, "shard-" + std::to_string(index_));
   engine::CommitLogOptions log_options = options_.log;
   log_options.dir = shard_dir_;
-  // The ConsumeQueues are rebuilt in recovery's own scan (one read of the rescanned bytes): they
-  // open at the first record recovery checks, once the CommitLog holds the store's lock.
-  io::Status dispatch_status;
-  auto visit = [&](uint64_t offset, const engine::MessageView& record) {
-    if (!dispatch_status.is_ok()) return;
-    if (!cq_) dispatch_status = open_consume_queues();
-    if (dispatch_status.is_ok()) {
-      dispatch_status = engine::dispatch_record(*disk_, *cq_, levels_, offset, record);
-    }
-    note_segment_first_timestamp(offset, record.store_timestamp_ms);
-    note_delivery_marker(record);
-  };
-  io::Result<std::unique_ptr<engine::CommitLog>> log =
-      engine::CommitLog::open(*disk_, *clock_, log_options, report, visit);
-  if (!log.is_ok()) return log.status();
-  log_ = std::move(*log);
-  UMQ_RETURN_IF_ERROR(dispatch_status);
-  if (!cq_) UMQ_RETURN_IF_ERROR(open_consume_queues());
+  engine::CqStoreOptions cq_options = options_.consume_queue;
+  cq_options.dir = io::path_join(shard_dir_, "consumequeue");
+  io::Result<engine::LogAndQueues> opened = engine::open_log_and_queues(
+      *disk_, *clock_, log_options, cq_options, levels_, report,
+      [this](uint64_t offset, const engine::MessageView& record) {
+        note_segment_first_timestamp(offset, record.store_timestamp_ms);
+        note_delivery_marker(record);
+      });
+  if (!opened.is_ok()) return opened.status();
+  log_ = std::move(opened->log);
+  cq_ = std::move(opened->cq);
   engine::ConsumerOffsetsOptions offsets_options;
   offsets_options.dir = shard_dir_;
   offsets_options.persist_interval_ms = options_.consumer_offsets_persist_interval_ms;
@@ -131,7 +124,7 @@ io::Status Shard::open_log(engine::RecoveryReport* report) {
       engine::ConsumerOffsets::open(*disk_, *clock_, offsets_options);
   if (!offsets.is_ok()) return offsets.status();
   offsets_ = std::move(*offsets);
-  UMQ_RETURN_IF_ERROR(settle_consume_queues());
+  UMQ_RETURN_IF_ERROR(init_after_recovery());
   pending_.resize(log_options.max_pending_acks);
   for (uint32_t i = 0; i < pending_.size(); i++) free_pending_.push_back(i);
   pending_reads_.resize(options_.session_window * 4);
@@ -143,40 +136,16 @@ io::Status Shard::open_log(engine::RecoveryReport* report) {
   return io::Status::ok();
 }
 
-// Opens the ConsumeQueues keeping only units below the CommitLog's checkpoint (read again here,
-// under the lock): units above it may be torn by a power loss, and recovery's scan, which starts
-// at or below it, re-dispatches them.
-io::Status Shard::open_consume_queues() {
-  uint64_t durable_units_end = 0;
-  io::Result<engine::Checkpoint> checkpoint = engine::read_checkpoint(*disk_, shard_dir_);
-  if (checkpoint.is_ok()) {
-    durable_units_end = checkpoint->durable_offset;
-  } else if (checkpoint.status().code() != io::Code::not_found) {
-    return checkpoint.status();
-  }
-  engine::CqStoreOptions cq_options = options_.consume_queue;
-  cq_options.dir = io::path_join(shard_dir_, "consumequeue");
-  io::Result<std::unique_ptr<engine::CqStore>> cq =
-      engine::CqStore::open(*disk_, *clock_, cq_options, durable_units_end);
-  if (!cq.is_ok()) return cq.status();
-  cq_ = std::move(*cq);
-  return io::Status::ok();
-}
-
-// Makes the ConsumeQueues durable up to the log's end before serving, records the next queue
-// offsets, and learns each older segment's first store time (for retention).
-io::Status Shard::settle_consume_queues() {
-  const uint64_t end = log_->appended_offset().value;
-  UMQ_RETURN_IF_ERROR(engine::settle(*disk_, *cq_, end));
+// The run-time state recovery leaves to build: the dispatcher, delay-level progress, the next
+// queue offsets, and each older segment's first store time (for retention).
+io::Status Shard::init_after_recovery() {
   dispatcher_ = std::make_unique<engine::Dispatcher>(options_.log.max_pending_acks);
-  dispatcher_->set_dispatched(end);
-  UMQ_RETURN_IF_ERROR(cq_->delete_below(log_->min_offset().value));  // not persisted by the queues
+  dispatcher_->set_dispatched(log_->appended_offset().value);
   load_schedule_progress();
   delivery_record_.resize(std::max<size_t>(
       1u << 20, options_.log.limits.max_body_bytes + engine::kMaxPropertiesBytes + 1024));
   scratch_properties_.reserve(engine::kMaxPropertiesBytes + 256);
   scratch_topic_.reserve(256);
-  log_->set_checkpoint_limit(cq_->durable_dispatched());
   next_queue_offset_.resize(cq_->queue_count());
   for (engine::QueueIndex q = 0; q < cq_->queue_count(); q++) {
     next_queue_offset_[q] = cq_->max_offset(q);

@@ -124,8 +124,7 @@ class Shard {
 
   void run();
   io::Status open_log(engine::RecoveryReport* report);
-  io::Status open_consume_queues();
-  io::Status settle_consume_queues();
+  io::Status init_after_recovery();
   void loop();
   void submit_work();
   bool drain_requests();

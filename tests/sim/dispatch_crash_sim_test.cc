@@ -1,5 +1,5 @@
 // Goal: ConsumeQueues stay exact across crashes. After any crash (power loss or kill -9) and
-// recovery (CommitLog::open, CqStore::open, redispatch from the checkpoint's segment, settle),
+// recovery (engine::open_log_and_queues, the sequence a shard runs at open),
 // every record in the log has its unit at its queue offset, no queue has a unit for a record
 // that is not in the log, queue offsets are contiguous from the queue's first, and every
 // acknowledged append is present.
@@ -49,20 +49,12 @@ struct Opened {
   std::unique_ptr<engine::CqStore> cq;
 };
 
+// The shard's own open sequence (recovery rebuilds the units in its scan, then settle).
 io::Result<Opened> open_all(World& w) {
-  engine::RecoveryReport report;
-  auto log = engine::CommitLog::open(*w.disk, *w.clock, w.log_options, &report);
-  if (!log.is_ok()) return log.status();
-  const uint64_t durable_units_end =
-      std::min(report.checkpoint_offset, (*log)->appended_offset().value);
-  auto cq = engine::CqStore::open(*w.disk, *w.clock, w.cq_options, durable_units_end);
-  if (!cq.is_ok()) return cq.status();
-  auto scanned = engine::redispatch(*w.disk, w.log_options, report.scan_start_offset, **cq, sched::DelayLevels::defaults(), nullptr);
-  if (!scanned.is_ok()) return scanned.status();
-  io::Status s = engine::settle(*w.disk, **cq, (*log)->appended_offset().value);
-  if (!s.is_ok()) return s;
-  (*log)->set_checkpoint_limit((*cq)->durable_dispatched());
-  return Opened{std::move(*log), std::move(*cq)};
+  auto opened = engine::open_log_and_queues(*w.disk, *w.clock, w.log_options, w.cq_options,
+                                            sched::DelayLevels::defaults(), nullptr, nullptr);
+  if (!opened.is_ok()) return opened.status();
+  return Opened{std::move(opened->log), std::move(opened->cq)};
 }
 
 // Reads one unit through the cold path (the files), polling the disk.
