@@ -20,6 +20,7 @@
 #include "engine/properties.h"
 #include "engine/store.h"
 #include "tests/crash/delay_store_options.h"
+#include "tests/support/env.h"
 #include "tests/support/kill_child.h"
 #include "tests/support/temp_dir.h"
 
@@ -58,9 +59,8 @@ std::map<uint64_t, int> read_all(Session& session) {
 }
 
 TEST(DelayKill9, DelayedMessagesAreDeliveredExactlyOnce) {
-  const char* env_seed = std::getenv("URINGMQ_SEED");
-  const uint64_t seed = env_seed ? std::strtoull(env_seed, nullptr, 10) : 20261130;
-  const int cycles = std::getenv("URINGMQ_KILL9_CYCLES") ? std::atoi(std::getenv("URINGMQ_KILL9_CYCLES")) : 10;
+  const uint64_t seed = testing::env_u64("URINGMQ_SEED", 20261130);
+  const int cycles = static_cast<int>(testing::env_u64("URINGMQ_KILL9_CYCLES", 10));
   std::mt19937_64 rng(seed);
   testing::TempDir dir;
   const std::string data = dir.path() + "/store";

@@ -40,6 +40,7 @@
 #include "tests/crash/crash_log_options.h"
 #include "tests/support/ledger_checker.h"
 #include "tests/support/log_fixture.h"
+#include "tests/support/env.h"
 #include "tests/support/temp_dir.h"
 
 #ifndef CRASH_APPENDER_PATH
@@ -55,10 +56,7 @@ using testing::CheckResult;
 using testing::LedgerEntry;
 using testing::StoredRecord;
 
-uint64_t env_u64(const char* name, uint64_t fallback) {
-  const char* v = std::getenv(name);
-  return v != nullptr && *v != '\0' ? std::strtoull(v, nullptr, 10) : fallback;
-}
+using testing::env_u64;
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

@@ -19,6 +19,7 @@
 #include "engine/commit_log.h"
 #include "io/clock.h"
 #include "io/sim_disk.h"
+#include "tests/support/env.h"
 #include "tests/support/log_fixture.h"
 #include "tests/support/rng.h"
 
@@ -205,11 +206,6 @@ void run_seed(uint64_t seed, const SeedOptions& seed_options, Totals& totals) {
   totals.pages_torn += disk.stats().pages_torn;
 }
 
-uint64_t env_or(const char* name, uint64_t fallback) {
-  const char* v = std::getenv(name);
-  return v != nullptr ? std::strtoull(v, nullptr, 10) : fallback;
-}
-
 void print_summary(const char* mode, const Totals& t) {
   std::printf("sim-summary: mode=%s seeds=%llu cycles=%llu power_crashes=%llu "
               "process_crashes=%llu appended=%llu acked=%llu lost=%llu duplicate=0 phantom=%llu "
@@ -225,8 +221,8 @@ void print_summary(const char* mode, const Totals& t) {
 }
 
 TEST(CommitLogCrashSim, AcknowledgedMessagesSurviveEveryCrash) {
-  const uint64_t first = env_or("URINGMQ_SEED", 1);
-  const uint64_t seeds = std::getenv("URINGMQ_SEED") ? 1 : env_or("URINGMQ_SIM_SEEDS", 1000);
+  const uint64_t first = testing::env_u64("URINGMQ_SEED", 1);
+  const uint64_t seeds = std::getenv("URINGMQ_SEED") ? 1 : testing::env_u64("URINGMQ_SIM_SEEDS", 1000);
   Totals totals;
   for (uint64_t seed = first; seed < first + seeds; seed++) {
     Totals one;

@@ -23,6 +23,7 @@
 #include "engine/properties.h"
 #include "io/clock.h"
 #include "io/sim_disk.h"
+#include "tests/support/env.h"
 #include "tests/support/log_fixture.h"
 #include "tests/support/rng.h"
 
@@ -230,10 +231,8 @@ void run_seed(uint64_t seed, Totals& totals, std::string* problem) {
 
 TEST(DispatchCrashSim, ConsumeQueuesMatchTheLogAfterEveryCrash) {
   const char* one = std::getenv("URINGMQ_SEED");
-  const uint64_t first = one ? std::strtoull(one, nullptr, 10) : 1;
-  const uint64_t seeds = one ? 1 : (std::getenv("URINGMQ_SIM_SEEDS")
-                                        ? std::strtoull(std::getenv("URINGMQ_SIM_SEEDS"), nullptr, 10)
-                                        : 400);
+  const uint64_t first = testing::env_u64("URINGMQ_SEED", 1);
+  const uint64_t seeds = one ? 1 : testing::env_u64("URINGMQ_SIM_SEEDS", 400);
   Totals totals;
   for (uint64_t seed = first; seed < first + seeds; seed++) {
     std::string problem;
