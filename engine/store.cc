@@ -215,70 +215,63 @@ io::Status Session::read_async(uint64_t store_offset, uint32_t size_bytes, std::
   return post(shard, request);
 }
 
-io::Status Session::pull_async(const PullRequest& pull, uint64_t tag) {
+namespace {
+
+// A request about one queue; the caller fills what its kind needs and posts it to the owner.
+ShardRequest queue_request(ShardRequest::Kind kind, std::string_view topic, int32_t queue_id,
+                           uint64_t tag) {
   ShardRequest request;
-  request.kind = ShardRequest::Kind::pull;
+  request.kind = kind;
   request.tag = tag;
-  request.input.topic = pull.topic;
-  request.input.queue_id = pull.queue_id;
+  request.input.topic = topic;
+  request.input.queue_id = queue_id;
+  return request;
+}
+
+}  // namespace
+
+io::Status Session::post_to_owner(const ShardRequest& request) {
+  return post(store_.shard_for(request.input.topic, request.input.queue_id), request);
+}
+
+io::Status Session::pull_async(const PullRequest& pull, uint64_t tag) {
+  ShardRequest request = queue_request(ShardRequest::Kind::pull, pull.topic, pull.queue_id, tag);
   request.value = pull.queue_offset;
   request.max_messages = pull.max_messages;
   request.tag_filter = pull.tag_filter;
   request.buffer = pull.buffer;
   request.wait_ms = pull.wait_ms;
-  return post(store_.shard_for(pull.topic, pull.queue_id), request);
+  return post_to_owner(request);
 }
 
 io::Status Session::query_queue_async(std::string_view topic, int32_t queue_id, uint64_t tag) {
-  ShardRequest request;
-  request.kind = ShardRequest::Kind::query_queue;
-  request.tag = tag;
-  request.input.topic = topic;
-  request.input.queue_id = queue_id;
-  return post(store_.shard_for(topic, queue_id), request);
+  return post_to_owner(queue_request(ShardRequest::Kind::query_queue, topic, queue_id, tag));
 }
 
 io::Status Session::search_offset_async(std::string_view topic, int32_t queue_id,
                                         int64_t timestamp_ms, uint64_t tag) {
-  ShardRequest request;
-  request.kind = ShardRequest::Kind::search_offset;
-  request.tag = tag;
-  request.input.topic = topic;
-  request.input.queue_id = queue_id;
+  ShardRequest request = queue_request(ShardRequest::Kind::search_offset, topic, queue_id, tag);
   request.value = timestamp_ms;
-  return post(store_.shard_for(topic, queue_id), request);
+  return post_to_owner(request);
 }
 
 io::Status Session::commit_offset_async(std::string_view group, std::string_view topic,
                                         int32_t queue_id, int64_t offset, uint64_t tag) {
-  ShardRequest request;
-  request.kind = ShardRequest::Kind::commit_offset;
-  request.tag = tag;
+  ShardRequest request = queue_request(ShardRequest::Kind::commit_offset, topic, queue_id, tag);
   request.group = group;
-  request.input.topic = topic;
-  request.input.queue_id = queue_id;
   request.value = offset;
-  return post(store_.shard_for(topic, queue_id), request);
+  return post_to_owner(request);
 }
 
 io::Status Session::query_offset_async(std::string_view group, std::string_view topic,
                                        int32_t queue_id, uint64_t tag) {
-  ShardRequest request;
-  request.kind = ShardRequest::Kind::query_offset;
-  request.tag = tag;
+  ShardRequest request = queue_request(ShardRequest::Kind::query_offset, topic, queue_id, tag);
   request.group = group;
-  request.input.topic = topic;
-  request.input.queue_id = queue_id;
-  return post(store_.shard_for(topic, queue_id), request);
+  return post_to_owner(request);
 }
 
 io::Status Session::flush_offsets_async(std::string_view topic, int32_t queue_id, uint64_t tag) {
-  ShardRequest request;
-  request.kind = ShardRequest::Kind::flush_offsets;
-  request.tag = tag;
-  request.input.topic = topic;
-  request.input.queue_id = queue_id;
-  return post(store_.shard_for(topic, queue_id), request);
+  return post_to_owner(queue_request(ShardRequest::Kind::flush_offsets, topic, queue_id, tag));
 }
 
 Completion Session::send_back(std::string_view group, std::span<const std::byte> record,
