@@ -11,19 +11,25 @@
 
 namespace uringmq::engine {
 
-CqUnit unit_of(uint64_t log_offset, const MessageView& record, const sched::DelayLevels& levels) {
-  if (record.topic == kScheduleTopic) {
+int64_t unit_tags_code(std::string_view topic, std::string_view properties,
+                       int64_t store_timestamp_ms, const sched::DelayLevels& levels) {
+  if (topic == kScheduleTopic) {
     int64_t delay_ms = 1000;
-    if (auto level = find_property(record.user_properties, "DELAY")) {
+    if (auto level = find_property(properties, "DELAY")) {
       int64_t requested = 0;
       for (char c : *level) requested = c >= '0' && c <= '9' ? requested * 10 + (c - '0') : requested;
       uint32_t clamped = levels.clamp(requested);
       if (clamped > 0) delay_ms = levels.delay_ms(clamped);
     }
-    return CqUnit{log_offset, record.total_size, record.store_timestamp_ms + delay_ms};
+    return store_timestamp_ms + delay_ms;
   }
-  auto tags = find_property(record.user_properties, "TAGS");
-  return CqUnit{log_offset, record.total_size, tags_code_of(tags.value_or(""))};
+  return tags_code_of(find_property(properties, "TAGS").value_or(""));
+}
+
+CqUnit unit_of(uint64_t log_offset, const MessageView& record, const sched::DelayLevels& levels) {
+  return CqUnit{log_offset, record.total_size,
+                unit_tags_code(record.topic, record.user_properties, record.store_timestamp_ms,
+                               levels)};
 }
 
 namespace {

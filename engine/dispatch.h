@@ -30,6 +30,9 @@ inline constexpr std::string_view kScheduleTopic = "SCHEDULE_TOPIC_XXXX";
 // where it is the deliver time, store time + the delay of its DELAY level in `levels` (the table
 // in force at dispatch, as RocketMQ does; an unknown level counts as 1 s).
 CqUnit unit_of(uint64_t log_offset, const MessageView& record, const sched::DelayLevels& levels);
+// The tagsCode alone, from a record's topic, properties (without the CRC property) and store time.
+int64_t unit_tags_code(std::string_view topic, std::string_view properties,
+                       int64_t store_timestamp_ms, const sched::DelayLevels& levels);
 
 // Appends one record's unit at its queue offset (idempotent), writing out a full memory ring
 // first if needed. Recovery only: nothing but the ConsumeQueues may be in flight on `disk`.

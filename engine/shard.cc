@@ -405,12 +405,10 @@ bool Shard::handle_append(uint32_t slot_index, const ShardRequest& request) {
     return true;
   }
   free_pending_.pop_back();
-  // The unit's tagsCode, as unit_of() computes it: the tag hash, or the deliver time.
-  auto tags = engine::find_property(input.properties, "TAGS");
-  int64_t tags_code = level > 0 ? r->store_timestamp_ms + levels_.delay_ms(level)
-                                : engine::tags_code_of(tags.value_or(""));
   pending_[id] = PendingAppend{slot_index, request.tag, next, r->size_bytes,
-                               r->store_timestamp_ms, *queue, tags_code};
+                               r->store_timestamp_ms, *queue,
+                               engine::unit_tags_code(input.topic, input.properties,
+                                                      r->store_timestamp_ms, levels_)};
   next++;
   stat_appends_.fetch_add(1, std::memory_order_relaxed);
   return true;

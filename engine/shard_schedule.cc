@@ -310,10 +310,10 @@ bool Shard::deliver_record(uint32_t level, std::span<const std::byte> bytes) {
   }
   uint32_t id = free_pending_.back();
   free_pending_.pop_back();
-  auto tags = engine::find_property(in.properties, "TAGS");
   pending_[id] = PendingAppend{kInternalSlot, level, next_queue_offset_[*queue],
                                appended->size_bytes, appended->store_timestamp_ms, *queue,
-                               engine::tags_code_of(tags.value_or(""))};
+                               engine::unit_tags_code(in.topic, in.properties,
+                                                      appended->store_timestamp_ms, levels_)};
   next_queue_offset_[*queue]++;
   state.issued++;
   state.attempts = 0;
