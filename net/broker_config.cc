@@ -1,0 +1,443 @@
+// broker.conf parsing: a table of known keys, each with a setter that validates its value and
+// returns what is wrong ("is not a port (1..65535)") or an empty string. Checks that involve two
+// keys run once the whole file is read.
+
+#include "net/broker_config.h"
+
+#include <array>
+#include <cerrno>
+#include <charconv>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <optional>
+#include <string>
+#include <type_traits>
+
+#include "engine/message_codec.h"
+#include "sched/delay_levels.h"
+
+namespace uringmq::net {
+namespace {
+
+constexpr std::array<std::string_view, 9> kIgnored = {
+    "namesrvAddr",           "autoCreateTopicEnable",    "autoCreateSubscriptionGroup",
+    "brokerIP2",             "enablePropertyFilter",     "waitTimeMillsInSendQueue",
+    "sendMessageThreadPoolNums", "pullMessageThreadPoolNums", "useReentrantLockWhenPutMessage"};
+
+constexpr uint64_t kMiB = 1ull << 20;
+constexpr uint64_t kMaxSegmentBytes = (1ull << 31) - 4096;  // RocketMQ's int file size
+constexpr uint64_t kMaxMessageBytes = 64 * kMiB;
+// CommitLog's own bound on a record for a body limit (engine/commit_log.cc validate()).
+constexpr uint64_t kRecordOverheadBytes = engine::kMaxPropertiesBytes + 1024;
+
+std::string_view trim(std::string_view s) {
+  const char* ws = " \t\r\f\v";
+  size_t first = s.find_first_not_of(ws);
+  if (first == std::string_view::npos) return {};
+  size_t last = s.find_last_not_of(ws);
+  return s.substr(first, last - first + 1);
+}
+
+// A whole decimal number in [min, max]; nullopt for junk, a sign on an unsigned type, overflow.
+template <typename T>
+std::optional<T> parse_number(std::string_view text, T min, T max) {
+  static_assert(std::is_integral_v<T>);
+  T value{};
+  if (text.empty()) return std::nullopt;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  if (value < min || value > max) return std::nullopt;
+  return value;
+}
+
+template <typename T>
+std::string range_text(T min, T max) {
+  return "(" + std::to_string(min) + ".." + std::to_string(max) + ")";
+}
+
+// Sets `out` from `text` in [min, max], or says what is wrong with `what` ("a port").
+template <typename T, typename U>
+std::string set_number(U& out, std::string_view text, T min, T max, std::string_view what) {
+  std::optional<T> value = parse_number<T>(text, min, max);
+  if (!value) return "is not " + std::string(what) + " " + range_text(min, max);
+  out = static_cast<U>(*value);
+  return {};
+}
+
+bool is_ipv4_literal(std::string_view text) {
+  int parts = 0;
+  size_t start = 0;
+  while (true) {
+    size_t dot = text.find('.', start);
+    std::string_view part = text.substr(start, dot == std::string_view::npos ? dot : dot - start);
+    if (part.empty() || part.size() > 3 || !parse_number<int>(part, 0, 255)) return false;
+    parts++;
+    if (dot == std::string_view::npos) break;
+    start = dot + 1;
+  }
+  return parts == 4;
+}
+
+// Names: non-empty printable ASCII without spaces (they go into JSON routes and file names).
+std::string set_name(std::string& out, std::string_view text) {
+  if (text.empty() || text.size() > 127) return "is not a name (1..127 characters)";
+  for (char c : text) {
+    if (c <= ' ' || c > '~') return "is not a name (printable characters, no spaces)";
+  }
+  out = std::string(text);
+  return {};
+}
+
+std::string set_delete_when(BrokerConfig& c, std::string_view text) {
+  // RocketMQ allows several hours ("04;05"); the store deletes during one, so take the first.
+  std::optional<int32_t> first;
+  size_t start = 0;
+  while (true) {
+    size_t semi = text.find(';', start);
+    std::string_view part = trim(text.substr(start, semi == std::string_view::npos ? semi
+                                                                                  : semi - start));
+    std::optional<int32_t> hour = part.size() <= 2 ? parse_number<int32_t>(part, 0, 23)
+                                                   : std::nullopt;
+    if (!hour) return "is not a list of hours of the day (00..23, separated by ';')";
+    if (!first) first = hour;
+    if (semi == std::string_view::npos) break;
+    start = semi + 1;
+  }
+  c.store.delete_when_hour_utc = *first;
+  return {};
+}
+
+std::string set_flush_disk_type(BrokerConfig& c, std::string_view text) {
+  if (text == "SYNC_FLUSH") {
+    c.store.log.flush_mode = engine::FlushMode::sync_flush;
+  } else if (text == "ASYNC_FLUSH") {
+    c.store.log.flush_mode = engine::FlushMode::async_flush;
+  } else {
+    return "is not a flush type (SYNC_FLUSH or ASYNC_FLUSH)";
+  }
+  return {};
+}
+
+std::string set_broker_role(BrokerConfig&, std::string_view text) {
+  if (text == "ASYNC_MASTER" || text == "SYNC_MASTER") return {};
+  if (text == "SLAVE") return ": only a master is supported (ASYNC_MASTER or SYNC_MASTER)";
+  return "is not a broker role (ASYNC_MASTER or SYNC_MASTER)";
+}
+
+std::string set_broker_id(BrokerConfig&, std::string_view text) {
+  std::optional<int64_t> id = parse_number<int64_t>(text, std::numeric_limits<int64_t>::min(),
+                                                    std::numeric_limits<int64_t>::max());
+  if (!id) return "is not a number";
+  if (*id != 0) return ": only a master (0) is supported";
+  return {};
+}
+
+std::string set_delay_levels(BrokerConfig& c, std::string_view text) {
+  io::Result<sched::DelayLevels> levels = sched::DelayLevels::parse(text);
+  if (!levels.is_ok()) return "is not a delay-level table: " + levels.status().message();
+  c.store.message_delay_level = std::string(text);
+  return {};
+}
+
+std::string set_segment_size(BrokerConfig& c, std::string_view text) {
+  std::optional<uint64_t> bytes = parse_number<uint64_t>(text, kMiB, kMaxSegmentBytes);
+  if (!bytes || *bytes % 4096 != 0) {
+    return "is not a segment size (a multiple of 4096 in " + range_text(kMiB, kMaxSegmentBytes) +
+           " bytes)";
+  }
+  c.store.log.segment_size_bytes = *bytes;
+  return {};
+}
+
+std::string set_cq_file_size(BrokerConfig& c, std::string_view text) {
+  std::optional<uint64_t> bytes = parse_number<uint64_t>(text, 20, 2147483640);
+  if (!bytes || *bytes % engine::kCqUnitBytes != 0) {
+    return "is not a ConsumeQueue file size (a multiple of 20 in (20..2147483640) bytes)";
+  }
+  c.store.consume_queue.units_per_file = *bytes / engine::kCqUnitBytes;
+  return {};
+}
+
+std::string set_ipv4(std::string& out, std::string_view text, bool allow_any) {
+  if (!is_ipv4_literal(text)) return "is not an IPv4 address (a.b.c.d)";
+  if (!allow_any && text == "0.0.0.0") return "is not an address clients can reach";
+  out = std::string(text);
+  return {};
+}
+
+std::string set_log_level(BrokerConfig& c, std::string_view text) {
+  if (text != "error" && text != "warn" && text != "info" && text != "debug") {
+    return "is not a log level (error, warn, info or debug)";
+  }
+  c.log_level = std::string(text);
+  return {};
+}
+
+using Setter = std::string (*)(BrokerConfig&, std::string_view);
+struct KeySetter {
+  std::string_view key;
+  Setter set;
+};
+
+constexpr int64_t kHourMs = 3'600'000;
+
+const KeySetter kSetters[] = {
+    {"brokerName", [](BrokerConfig& c, std::string_view v) { return set_name(c.broker_name, v); }},
+    {"brokerClusterName",
+     [](BrokerConfig& c, std::string_view v) { return set_name(c.cluster_name, v); }},
+    {"brokerId", set_broker_id},
+    {"brokerRole", set_broker_role},
+    {"listenPort",
+     [](BrokerConfig& c, std::string_view v) {
+       return set_number<uint16_t>(c.listen_port, v, 1, 65535, "a port");
+     }},
+    {"namesrvListenPort",
+     [](BrokerConfig& c, std::string_view v) {
+       return set_number<uint16_t>(c.namesrv_listen_port, v, 0, 65535, "a port or 0");
+     }},
+    {"bindAddress",
+     [](BrokerConfig& c, std::string_view v) { return set_ipv4(c.bind_address, v, true); }},
+    {"brokerIP1",
+     [](BrokerConfig& c, std::string_view v) {
+       if (v.empty()) return std::string();  // empty: derived from bindAddress
+       return set_ipv4(c.advertised_address, v, false);
+     }},
+    {"storePathRootDir",
+     [](BrokerConfig& c, std::string_view v) {
+       if (v.empty()) return std::string("is not a directory (empty)");
+       c.store.data_dir = std::string(v);
+       return std::string();
+     }},
+    {"mappedFileSizeCommitLog", set_segment_size},
+    {"mappedFileSizeConsumeQueue", set_cq_file_size},
+    {"flushDiskType", set_flush_disk_type},
+    {"flushIntervalCommitLog",
+     [](BrokerConfig& c, std::string_view v) {
+       return set_number<int64_t>(c.store.log.async_flush_interval_ms, v, 1, kHourMs,
+                                  "an interval in ms");
+     }},
+    {"syncFlushTimeout",
+     [](BrokerConfig& c, std::string_view v) {
+       return set_number<int64_t>(c.sync_flush_timeout_ms, v, 1, kHourMs, "a timeout in ms");
+     }},
+    {"messageDelayLevel", set_delay_levels},
+    {"fileReservedTime",
+     [](BrokerConfig& c, std::string_view v) {
+       return set_number<int64_t>(c.store.file_reserved_time_hours, v, 1, 87600,
+                                  "a number of hours");
+     }},
+    {"deleteWhen", set_delete_when},
+    {"diskMaxUsedSpaceRatio",
+     [](BrokerConfig& c, std::string_view v) {
+       int32_t percent = 0;
+       std::string error = set_number<int32_t>(percent, v, 10, 95, "a percentage");
+       if (error.empty()) c.store.disk_max_used_space_ratio = percent / 100.0;
+       return error;
+     }},
+    {"maxMessageSize",
+     [](BrokerConfig& c, std::string_view v) {
+       return set_number<uint64_t>(c.store.log.limits.max_body_bytes, v, 1, kMaxMessageBytes,
+                                   "a size in bytes");
+     }},
+    {"defaultTopicQueueNums",
+     [](BrokerConfig& c, std::string_view v) {
+       return set_number<int32_t>(c.default_topic_queue_nums, v, 1, 1024, "a queue count");
+     }},
+    {"shardCount",
+     [](BrokerConfig& c, std::string_view v) {
+       return set_number<uint32_t>(c.store.shard_count, v, 0, 255, "a shard count");
+     }},
+    {"maxPullSuspendMillis",
+     [](BrokerConfig& c, std::string_view v) {
+       return set_number<int64_t>(c.max_suspend_ms, v, 0, 300'000, "a time in ms");
+     }},
+    {"maxConnections",
+     [](BrokerConfig& c, std::string_view v) {
+       return set_number<uint32_t>(c.max_connections, v, 1, 1'000'000, "a connection count");
+     }},
+    {"clientExpireMillis",
+     [](BrokerConfig& c, std::string_view v) {
+       return set_number<int64_t>(c.client_expire_ms, v, 1000, 24 * kHourMs, "a time in ms");
+     }},
+    {"logLevel", set_log_level},
+    {"scheduleMaxAttempts",
+     [](BrokerConfig& c, std::string_view v) {
+       return set_number<uint32_t>(c.store.schedule_max_attempts, v, 1, 1000,
+                                   "a number of attempts");
+     }},
+};
+
+const KeySetter* find_setter(std::string_view key) {
+  for (const KeySetter& s : kSetters) {
+    if (s.key == key) return &s;
+  }
+  return nullptr;
+}
+
+bool is_ignored(std::string_view key) {
+  for (std::string_view k : kIgnored) {
+    if (k == key) return true;
+  }
+  return false;
+}
+
+io::Status config_error(std::string_view source, size_t line, const std::string& what) {
+  return io::Status::error(io::Code::invalid_argument,
+                           std::string(source) + ":" + std::to_string(line) + ": " + what);
+}
+
+// Derived settings and checks across keys. `lines` maps a key to the line that set it.
+io::Status finish(BrokerConfig& c, std::string_view source,
+                  const std::map<std::string, size_t, std::less<>>& lines) {
+  auto line_of = [&](std::string_view a, std::string_view b) -> size_t {
+    auto it = lines.find(a);
+    if (it != lines.end()) return it->second;
+    it = lines.find(b);
+    return it != lines.end() ? it->second : 0;
+  };
+  engine::CommitLogOptions& log = c.store.log;
+  const uint64_t max_record = uint64_t{log.limits.max_body_bytes} + kRecordOverheadBytes;
+  if (log.segment_size_bytes < max_record + engine::kBlankRecordBytes) {
+    return config_error(source, line_of("mappedFileSizeCommitLog", "maxMessageSize"),
+                        "mappedFileSizeCommitLog " + std::to_string(log.segment_size_bytes) +
+                            " cannot hold a message of maxMessageSize " +
+                            std::to_string(log.limits.max_body_bytes) + " (needs at least " +
+                            std::to_string(max_record + engine::kBlankRecordBytes) + " bytes)");
+  }
+  // A write buffer must hold the largest record plus 8 KiB (CommitLog's rule).
+  const uint64_t buffer = (max_record + 2 * 4096 + 4095) / 4096 * 4096;
+  if (log.write_buffer_bytes < buffer) log.write_buffer_bytes = static_cast<uint32_t>(buffer);
+  // The zero-fill chunk must divide the segment: the largest power of two up to 1 MiB that does.
+  uint32_t chunk = 1u << 20;
+  while (log.segment_size_bytes % chunk != 0) chunk /= 2;
+  log.zero_fill_chunk_bytes = chunk;
+  // Forced deletion must not start below the ratio at which ordinary deletion starts.
+  if (c.store.disk_force_clean_ratio < c.store.disk_max_used_space_ratio) {
+    c.store.disk_force_clean_ratio = c.store.disk_max_used_space_ratio;
+  }
+  if (c.namesrv_listen_port != 0 && c.namesrv_listen_port == c.listen_port) {
+    return config_error(source, line_of("namesrvListenPort", "listenPort"),
+                        "namesrvListenPort and listenPort are both " +
+                            std::to_string(c.listen_port));
+  }
+  c.advertised_address = effective_advertised_address(c);
+  return io::Status::ok();
+}
+
+}  // namespace
+
+const std::span<const std::string_view> kIgnoredBrokerKeys(kIgnored);
+
+std::string effective_advertised_address(const BrokerConfig& config) {
+  if (!config.advertised_address.empty()) return config.advertised_address;
+  if (config.bind_address == "0.0.0.0") return "127.0.0.1";
+  return config.bind_address;
+}
+
+io::Result<BrokerConfig> parse_broker_config(std::string_view text, std::string_view source) {
+  BrokerConfig config;
+  std::map<std::string, size_t, std::less<>> lines;
+  size_t line_number = 0;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t newline = text.find('\n', start);
+    if (newline == std::string_view::npos) newline = text.size();
+    std::string_view line = trim(text.substr(start, newline - start));
+    start = newline + 1;
+    line_number++;
+    if (line.empty() || line[0] == '#' || line[0] == '!') continue;
+    size_t eq = line.find('=');
+    if (eq == std::string_view::npos) {
+      return config_error(source, line_number,
+                          "'" + std::string(line) + "' is not a key=value line");
+    }
+    std::string_view key = trim(line.substr(0, eq));
+    std::string_view value = trim(line.substr(eq + 1));
+    if (key.empty()) return config_error(source, line_number, "empty key");
+    auto [seen, inserted] = lines.emplace(std::string(key), line_number);
+    if (!inserted) {
+      return config_error(source, line_number,
+                          "duplicate key '" + std::string(key) + "' (first set on line " +
+                              std::to_string(seen->second) + ")");
+    }
+    if (is_ignored(key)) {
+      config.ignored_keys.emplace_back(key);
+      continue;
+    }
+    const KeySetter* setter = find_setter(key);
+    if (setter == nullptr) {
+      return config_error(source, line_number, "unknown key '" + std::string(key) + "'");
+    }
+    std::string error = setter->set(config, value);
+    if (!error.empty()) {
+      // Errors starting with ':' follow the value directly ("brokerId 1: only a master ...").
+      std::string what = std::string(key) + " '" + std::string(value) + "'";
+      if (error[0] == ':') what = std::string(key) + " " + std::string(value);
+      return config_error(source, line_number, what + (error[0] == ':' ? "" : " ") + error);
+    }
+  }
+  UMQ_RETURN_IF_ERROR(finish(config, source, lines));
+  return config;
+}
+
+io::Result<BrokerConfig> load_broker_config(const std::string& path) {
+  std::FILE* file = std::fopen(path.c_str(), "rb");
+  if (file == nullptr) return io::Status::from_errno(errno, "open " + path);
+  std::string text;
+  char chunk[4096];
+  size_t n = 0;
+  while ((n = std::fread(chunk, 1, sizeof(chunk), file)) > 0) {
+    text.append(chunk, n);
+    if (text.size() > (1u << 20)) {
+      std::fclose(file);
+      return io::Status::error(io::Code::too_large, path + " is larger than 1 MiB");
+    }
+  }
+  int read_errno = std::ferror(file) ? errno : 0;
+  std::fclose(file);
+  if (read_errno != 0) return io::Status::from_errno(read_errno, "read " + path);
+  return parse_broker_config(text, path);
+}
+
+std::string describe_broker_config(const BrokerConfig& c) {
+  const StoreOptions& s = c.store;
+  std::string out;
+  auto add = [&out](std::string_view key, const std::string& value) {
+    out.append(key).append("=").append(value).append("\n");
+  };
+  auto num = [](auto v) { return std::to_string(v); };
+  add("brokerName", c.broker_name);
+  add("brokerClusterName", c.cluster_name);
+  add("brokerId", "0");
+  add("bindAddress", c.bind_address);
+  add("brokerIP1", effective_advertised_address(c));
+  add("listenPort", num(c.listen_port));
+  add("namesrvListenPort", num(c.namesrv_listen_port));
+  add("storePathRootDir", s.data_dir);
+  add("shardCount", s.shard_count == 0 ? std::string("0 (one per CPU)") : num(s.shard_count));
+  add("mappedFileSizeCommitLog", num(s.log.segment_size_bytes));
+  add("mappedFileSizeConsumeQueue", num(s.consume_queue.units_per_file * engine::kCqUnitBytes));
+  add("flushDiskType",
+      s.log.flush_mode == engine::FlushMode::sync_flush ? "SYNC_FLUSH" : "ASYNC_FLUSH");
+  add("flushIntervalCommitLog", num(s.log.async_flush_interval_ms));
+  add("syncFlushTimeout", num(c.sync_flush_timeout_ms));
+  add("maxMessageSize", num(s.log.limits.max_body_bytes));
+  add("messageDelayLevel", s.message_delay_level);
+  add("scheduleMaxAttempts", num(s.schedule_max_attempts));
+  add("fileReservedTime", num(s.file_reserved_time_hours));
+  char hour[8];
+  std::snprintf(hour, sizeof(hour), "%02d", static_cast<int>(s.delete_when_hour_utc));
+  add("deleteWhen", hour);
+  add("diskMaxUsedSpaceRatio",
+      num(static_cast<int>(s.disk_max_used_space_ratio * 100.0 + 0.5)));
+  add("defaultTopicQueueNums", num(c.default_topic_queue_nums));
+  add("maxPullSuspendMillis", num(c.max_suspend_ms));
+  add("maxConnections", num(c.max_connections));
+  add("clientExpireMillis", num(c.client_expire_ms));
+  add("logLevel", c.log_level);
+  for (const std::string& key : c.ignored_keys) out.append("ignored: ").append(key).append("\n");
+  return out;
+}
+
+}  // namespace uringmq::net

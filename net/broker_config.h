@@ -1,0 +1,73 @@
+#pragma once
+// BrokerConfig: the broker's settings, read from a broker.conf of `key=value` lines using Apache
+// RocketMQ's key names where they exist (brokerName, listenPort, storePathRootDir, ...) plus
+// uringmq's own (shardCount, bindAddress, namesrvListenPort, ...). tools/broker.conf is the
+// annotated example; every key it lists is documented there with its default.
+//
+// Syntax (Java properties, the subset RocketMQ operators use): one `key=value` per line; blank
+// lines and lines whose first non-blank character is '#' or '!' are comments; whitespace around
+// the key and the value is trimmed. No line continuations, no escapes, no ':' separator.
+//
+// Checks: an unknown key, a duplicate key, a line without '=', and a value that does not parse
+// or is out of range are errors naming the file, the line and the key
+// (`broker.conf:12: unknown key 'listenPrt'`). Numbers are decimal, whole (no trailing junk) and
+// range-checked (no silent overflow). A few RocketMQ keys that mean nothing for one uringmq node
+// are accepted and ignored (listed in kIgnoredBrokerKeys and in describe_broker_config()).
+//
+// Pure functions except load_broker_config (reads one file). Thread-safe.
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/store.h"
+#include "io/status.h"
+
+namespace uringmq::net {
+
+struct BrokerConfig {
+  // The store: data_dir (storePathRootDir, "./data"), shard_count (shardCount, 0 = one per CPU),
+  // log (mappedFileSizeCommitLog, flushDiskType, flushIntervalCommitLog, maxMessageSize),
+  // consume_queue.units_per_file (mappedFileSizeConsumeQueue / 20), retention
+  // (fileReservedTime, deleteWhen, diskMaxUsedSpaceRatio), message_delay_level,
+  // schedule_max_attempts (scheduleMaxAttempts).
+  StoreOptions store;
+  std::string broker_name = "broker-a";           // brokerName
+  std::string cluster_name = "DefaultCluster";    // brokerClusterName
+  // Address the broker and NameServer listeners bind (bindAddress): an IPv4 literal; 0.0.0.0
+  // binds every interface.
+  std::string bind_address = "127.0.0.1";
+  uint16_t listen_port = 10911;                   // listenPort
+  uint16_t namesrv_listen_port = 9876;            // namesrvListenPort; 0 = no NameServer listener
+  int32_t default_topic_queue_nums = 8;           // defaultTopicQueueNums, 1..1024
+  int64_t sync_flush_timeout_ms = 5000;           // syncFlushTimeout, ms
+  // Upper bound on a pull's suspendTimeoutMillis, ms (maxPullSuspendMillis).
+  int64_t max_suspend_ms = 15000;
+  uint32_t max_connections = 1024;                // maxConnections
+  // A client whose last heartbeat is older than this is forgotten, ms (clientExpireMillis).
+  int64_t client_expire_ms = 120000;
+  std::string log_level = "info";                 // logLevel: error|warn|info|debug
+  // The address put in routes (brokerIP1). parse_broker_config() resolves an absent key to
+  // effective_advertised_address(); a default-constructed config leaves it empty.
+  std::string advertised_address;
+  // Keys present in the file that were accepted and ignored, in file order (describe lists them).
+  std::vector<std::string> ignored_keys;
+};
+
+// RocketMQ keys accepted and ignored (meaningless for one uringmq node).
+extern const std::span<const std::string_view> kIgnoredBrokerKeys;
+
+// Parses broker.conf text. `source` names the file in errors ("broker.conf:3: ..."). Errors are
+// invalid_argument. The returned config has advertised_address resolved.
+io::Result<BrokerConfig> parse_broker_config(std::string_view text, std::string_view source);
+// Reads and parses the file at `path`; a read error names the path.
+io::Result<BrokerConfig> load_broker_config(const std::string& path);
+// One line per effective key=value (RocketMQ key names), then "ignored: <key>" per ignored key;
+// for the startup log. Lines end with '\n'.
+std::string describe_broker_config(const BrokerConfig& config);
+// advertised_address if set; else bind_address, or 127.0.0.1 when that is 0.0.0.0.
+std::string effective_advertised_address(const BrokerConfig& config);
+
+}  // namespace uringmq::net

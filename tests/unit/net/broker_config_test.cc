@@ -1,0 +1,309 @@
+// Goal: broker.conf parses as documented in net/broker_config.h: defaults, every key mapped onto
+// BrokerConfig/StoreOptions, ignored RocketMQ keys listed, and each kind of error (unknown key,
+// bad value, duplicate, no '=', strict numbers, cross-key checks) naming the file, line and key.
+// The annotated example tools/broker.conf must parse. Method: parse strings and compare fields
+// and exact error messages; open a real Store with parsed options (the derived CommitLog options
+// pass its own validation).
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <string>
+
+#include "net/broker_config.h"
+#include "tests/support/temp_dir.h"
+
+namespace uringmq::net {
+namespace {
+
+std::string error_of(std::string_view text) {
+  io::Result<BrokerConfig> config = parse_broker_config(text, "broker.conf");
+  if (config.is_ok()) return "parsed";
+  EXPECT_EQ(config.status().code(), io::Code::invalid_argument);
+  return config.status().message();
+}
+
+TEST(BrokerConfigTest, EmptyFileGivesDefaults) {
+  io::Result<BrokerConfig> parsed = parse_broker_config("\n# only a comment\n! another\n\n", "x");
+  ASSERT_TRUE(parsed.is_ok()) << parsed.status().to_string();
+  const BrokerConfig& c = *parsed;
+  BrokerConfig d;
+  EXPECT_EQ(c.broker_name, "broker-a");
+  EXPECT_EQ(c.cluster_name, "DefaultCluster");
+  EXPECT_EQ(c.bind_address, "127.0.0.1");
+  EXPECT_EQ(c.advertised_address, "127.0.0.1");
+  EXPECT_EQ(c.listen_port, 10911);
+  EXPECT_EQ(c.namesrv_listen_port, 9876);
+  EXPECT_EQ(c.default_topic_queue_nums, 8);
+  EXPECT_EQ(c.sync_flush_timeout_ms, 5000);
+  EXPECT_EQ(c.max_suspend_ms, 15000);
+  EXPECT_EQ(c.max_connections, 1024u);
+  EXPECT_EQ(c.client_expire_ms, 120000);
+  EXPECT_EQ(c.log_level, "info");
+  EXPECT_TRUE(c.ignored_keys.empty());
+  EXPECT_EQ(c.store.data_dir, "./data");
+  EXPECT_EQ(c.store.shard_count, 0u);
+  EXPECT_EQ(c.store.log.segment_size_bytes, d.store.log.segment_size_bytes);
+  EXPECT_EQ(c.store.log.flush_mode, engine::FlushMode::sync_flush);
+  EXPECT_EQ(c.store.log.limits.max_body_bytes, 4u << 20);
+  EXPECT_EQ(c.store.log.write_buffer_bytes, d.store.log.write_buffer_bytes);
+  EXPECT_EQ(c.store.log.zero_fill_chunk_bytes, d.store.log.zero_fill_chunk_bytes);
+  EXPECT_EQ(c.store.consume_queue.units_per_file, engine::kCqUnitsPerFile);
+  EXPECT_EQ(c.store.message_delay_level, sched::kDefaultDelayLevels);
+  EXPECT_EQ(c.store.file_reserved_time_hours, 72);
+  EXPECT_EQ(c.store.delete_when_hour_utc, 4);
+  EXPECT_DOUBLE_EQ(c.store.disk_max_used_space_ratio, 0.75);
+  EXPECT_EQ(c.store.schedule_max_attempts, 3u);
+}
+
+TEST(BrokerConfigTest, EveryKeyIsApplied) {
+  const char* text =
+      "brokerName = b1\n"
+      "brokerClusterName=C1\n"
+      "brokerId=0\n"
+      "brokerRole=SYNC_MASTER\n"
+      "  listenPort=20911  \n"
+      "namesrvListenPort=0\n"
+      "bindAddress=0.0.0.0\n"
+      "brokerIP1=10.1.2.3\n"
+      "storePathRootDir=/srv/mq\n"
+      "mappedFileSizeCommitLog=12288000\n"  // 3000 * 4096: zero-fill chunk shrinks to 32 KiB
+      "mappedFileSizeConsumeQueue=2000\n"
+      "flushDiskType=ASYNC_FLUSH\n"
+      "flushIntervalCommitLog=200\n"
+      "syncFlushTimeout=3000\n"
+      "messageDelayLevel=1s 2s 1h\n"
+      "fileReservedTime=48\n"
+      "deleteWhen=03;05\n"
+      "diskMaxUsedSpaceRatio=90\n"
+      "maxMessageSize=8388608\n"
+      "defaultTopicQueueNums=16\n"
+      "shardCount=4\n"
+      "maxPullSuspendMillis=30000\n"
+      "maxConnections=50\n"
+      "clientExpireMillis=60000\n"
+      "logLevel=debug\n"
+      "scheduleMaxAttempts=7\n"
+      "namesrvAddr=127.0.0.1:9876\n"
+      "brokerIP2=10.0.0.2";
+  io::Result<BrokerConfig> parsed = parse_broker_config(text, "broker.conf");
+  ASSERT_TRUE(parsed.is_ok()) << parsed.status().to_string();
+  const BrokerConfig& c = *parsed;
+  EXPECT_EQ(c.broker_name, "b1");
+  EXPECT_EQ(c.cluster_name, "C1");
+  EXPECT_EQ(c.listen_port, 20911);
+  EXPECT_EQ(c.namesrv_listen_port, 0);
+  EXPECT_EQ(c.bind_address, "0.0.0.0");
+  EXPECT_EQ(c.advertised_address, "10.1.2.3");
+  EXPECT_EQ(c.store.data_dir, "/srv/mq");
+  EXPECT_EQ(c.store.log.segment_size_bytes, 12288000u);
+  EXPECT_EQ(c.store.log.zero_fill_chunk_bytes, 32768u);
+  EXPECT_EQ(c.store.consume_queue.units_per_file, 100u);
+  EXPECT_EQ(c.store.log.flush_mode, engine::FlushMode::async_flush);
+  EXPECT_EQ(c.store.log.async_flush_interval_ms, 200);
+  EXPECT_EQ(c.sync_flush_timeout_ms, 3000);
+  EXPECT_EQ(c.store.message_delay_level, "1s 2s 1h");
+  EXPECT_EQ(c.store.file_reserved_time_hours, 48);
+  EXPECT_EQ(c.store.delete_when_hour_utc, 3);
+  EXPECT_DOUBLE_EQ(c.store.disk_max_used_space_ratio, 0.90);
+  EXPECT_DOUBLE_EQ(c.store.disk_force_clean_ratio, 0.90);  // raised to the used ratio
+  EXPECT_EQ(c.store.log.limits.max_body_bytes, 8u << 20);
+  // The write buffer grows to hold the largest record plus 8 KiB, 4 KiB aligned.
+  EXPECT_GE(c.store.log.write_buffer_bytes, (8u << 20) + 32767u + 1024u + 8192u);
+  EXPECT_EQ(c.store.log.write_buffer_bytes % 4096, 0u);
+  EXPECT_EQ(c.default_topic_queue_nums, 16);
+  EXPECT_EQ(c.store.shard_count, 4u);
+  EXPECT_EQ(c.max_suspend_ms, 30000);
+  EXPECT_EQ(c.max_connections, 50u);
+  EXPECT_EQ(c.client_expire_ms, 60000);
+  EXPECT_EQ(c.log_level, "debug");
+  EXPECT_EQ(c.store.schedule_max_attempts, 7u);
+  ASSERT_EQ(c.ignored_keys.size(), 2u);
+  EXPECT_EQ(c.ignored_keys[0], "namesrvAddr");
+  EXPECT_EQ(c.ignored_keys[1], "brokerIP2");
+
+  std::string described = describe_broker_config(c);
+  EXPECT_NE(described.find("listenPort=20911\n"), std::string::npos) << described;
+  EXPECT_NE(described.find("flushDiskType=ASYNC_FLUSH\n"), std::string::npos);
+  EXPECT_NE(described.find("deleteWhen=03\n"), std::string::npos);
+  EXPECT_NE(described.find("diskMaxUsedSpaceRatio=90\n"), std::string::npos);
+  EXPECT_NE(described.find("mappedFileSizeConsumeQueue=2000\n"), std::string::npos);
+  EXPECT_NE(described.find("brokerIP1=10.1.2.3\n"), std::string::npos);
+  EXPECT_NE(described.find("ignored: namesrvAddr\n"), std::string::npos);
+  EXPECT_NE(described.find("ignored: brokerIP2\n"), std::string::npos);
+}
+
+TEST(BrokerConfigTest, AdvertisedAddressFollowsBind) {
+  io::Result<BrokerConfig> any = parse_broker_config("bindAddress=0.0.0.0", "f");
+  ASSERT_TRUE(any.is_ok());
+  EXPECT_EQ(any->advertised_address, "127.0.0.1");
+  io::Result<BrokerConfig> one = parse_broker_config("bindAddress=192.168.0.7\nbrokerIP1=", "f");
+  ASSERT_TRUE(one.is_ok());
+  EXPECT_EQ(one->advertised_address, "192.168.0.7");
+  BrokerConfig defaults;
+  EXPECT_EQ(effective_advertised_address(defaults), "127.0.0.1");
+}
+
+TEST(BrokerConfigTest, EveryIgnoredKeyIsAccepted) {
+  std::string text;
+  for (std::string_view key : kIgnoredBrokerKeys) text += std::string(key) + "=whatever\n";
+  io::Result<BrokerConfig> parsed = parse_broker_config(text, "f");
+  ASSERT_TRUE(parsed.is_ok()) << parsed.status().to_string();
+  EXPECT_EQ(parsed->ignored_keys.size(), kIgnoredBrokerKeys.size());
+  EXPECT_EQ(kIgnoredBrokerKeys.size(), 9u);
+}
+
+TEST(BrokerConfigTest, StructuralErrorsNameFileLineAndKey) {
+  EXPECT_EQ(error_of("# c\nbrokerName=a\n\nlistenPrt=1"), "broker.conf:4: unknown key 'listenPrt'");
+  EXPECT_EQ(error_of("listenPort=1\nbrokerName=x\nlistenPort=2\n"),
+            "broker.conf:3: duplicate key 'listenPort' (first set on line 1)");
+  EXPECT_EQ(error_of("namesrvAddr=a\nnamesrvAddr=b\n"),
+            "broker.conf:2: duplicate key 'namesrvAddr' (first set on line 1)");
+  EXPECT_EQ(error_of("brokerName=a\nlistenPort 10911\n"),
+            "broker.conf:2: 'listenPort 10911' is not a key=value line");
+  EXPECT_EQ(error_of("=5\n"), "broker.conf:1: empty key");
+  EXPECT_EQ(error_of("\r\n\r\nListenPort=1\r\n"), "broker.conf:3: unknown key 'ListenPort'");
+}
+
+TEST(BrokerConfigTest, BadValuesNameLineKeyAndValue) {
+  struct Case {
+    const char* text;
+    const char* message;
+  };
+  const Case cases[] = {
+      {"a=\n", "broker.conf:1: unknown key 'a'"},
+      {"#\n\nlistenPort=70000", "broker.conf:3: listenPort '70000' is not a port (1..65535)"},
+      {"listenPort=0", "broker.conf:1: listenPort '0' is not a port (1..65535)"},
+      {"listenPort=10911x", "broker.conf:1: listenPort '10911x' is not a port (1..65535)"},
+      {"listenPort=+10911", "broker.conf:1: listenPort '+10911' is not a port (1..65535)"},
+      {"listenPort=", "broker.conf:1: listenPort '' is not a port (1..65535)"},
+      {"listenPort=1 0", "broker.conf:1: listenPort '1 0' is not a port (1..65535)"},
+      {"namesrvListenPort=-1",
+       "broker.conf:1: namesrvListenPort '-1' is not a port or 0 (0..65535)"},
+      {"brokerId=1", "broker.conf:1: brokerId 1: only a master (0) is supported"},
+      {"brokerId=one", "broker.conf:1: brokerId 'one' is not a number"},
+      {"brokerRole=SLAVE",
+       "broker.conf:1: brokerRole SLAVE: only a master is supported (ASYNC_MASTER or "
+       "SYNC_MASTER)"},
+      {"brokerRole=MASTER",
+       "broker.conf:1: brokerRole 'MASTER' is not a broker role (ASYNC_MASTER or SYNC_MASTER)"},
+      {"brokerName=", "broker.conf:1: brokerName '' is not a name (1..127 characters)"},
+      {"brokerClusterName=a b",
+       "broker.conf:1: brokerClusterName 'a b' is not a name (printable characters, no spaces)"},
+      {"bindAddress=localhost",
+       "broker.conf:1: bindAddress 'localhost' is not an IPv4 address (a.b.c.d)"},
+      {"bindAddress=1.2.3.256",
+       "broker.conf:1: bindAddress '1.2.3.256' is not an IPv4 address (a.b.c.d)"},
+      {"bindAddress=1.2.3", "broker.conf:1: bindAddress '1.2.3' is not an IPv4 address (a.b.c.d)"},
+      {"bindAddress=1.2.3.4.5",
+       "broker.conf:1: bindAddress '1.2.3.4.5' is not an IPv4 address (a.b.c.d)"},
+      {"brokerIP1=0.0.0.0",
+       "broker.conf:1: brokerIP1 '0.0.0.0' is not an address clients can reach"},
+      {"storePathRootDir=", "broker.conf:1: storePathRootDir '' is not a directory (empty)"},
+      {"mappedFileSizeCommitLog=1048577",
+       "broker.conf:1: mappedFileSizeCommitLog '1048577' is not a segment size (a multiple of "
+       "4096 in (1048576..2147479552) bytes)"},
+      {"mappedFileSizeCommitLog=65536",
+       "broker.conf:1: mappedFileSizeCommitLog '65536' is not a segment size (a multiple of "
+       "4096 in (1048576..2147479552) bytes)"},
+      {"mappedFileSizeConsumeQueue=6000001",
+       "broker.conf:1: mappedFileSizeConsumeQueue '6000001' is not a ConsumeQueue file size (a "
+       "multiple of 20 in (20..2147483640) bytes)"},
+      {"flushDiskType=sync",
+       "broker.conf:1: flushDiskType 'sync' is not a flush type (SYNC_FLUSH or ASYNC_FLUSH)"},
+      {"flushIntervalCommitLog=0",
+       "broker.conf:1: flushIntervalCommitLog '0' is not an interval in ms (1..3600000)"},
+      {"syncFlushTimeout=99999999999999999999999",
+       "broker.conf:1: syncFlushTimeout '99999999999999999999999' is not a timeout in ms "
+       "(1..3600000)"},
+      {"fileReservedTime=0",
+       "broker.conf:1: fileReservedTime '0' is not a number of hours (1..87600)"},
+      {"deleteWhen=24",
+       "broker.conf:1: deleteWhen '24' is not a list of hours of the day (00..23, separated by "
+       "';')"},
+      {"deleteWhen=04;",
+       "broker.conf:1: deleteWhen '04;' is not a list of hours of the day (00..23, separated by "
+       "';')"},
+      {"diskMaxUsedSpaceRatio=96",
+       "broker.conf:1: diskMaxUsedSpaceRatio '96' is not a percentage (10..95)"},
+      {"maxMessageSize=0", "broker.conf:1: maxMessageSize '0' is not a size in bytes (1..67108864)"},
+      {"defaultTopicQueueNums=1025",
+       "broker.conf:1: defaultTopicQueueNums '1025' is not a queue count (1..1024)"},
+      {"shardCount=256", "broker.conf:1: shardCount '256' is not a shard count (0..255)"},
+      {"maxPullSuspendMillis=-5",
+       "broker.conf:1: maxPullSuspendMillis '-5' is not a time in ms (0..300000)"},
+      {"maxConnections=0",
+       "broker.conf:1: maxConnections '0' is not a connection count (1..1000000)"},
+      {"clientExpireMillis=10",
+       "broker.conf:1: clientExpireMillis '10' is not a time in ms (1000..86400000)"},
+      {"logLevel=trace",
+       "broker.conf:1: logLevel 'trace' is not a log level (error, warn, info or debug)"},
+      {"scheduleMaxAttempts=0",
+       "broker.conf:1: scheduleMaxAttempts '0' is not a number of attempts (1..1000)"},
+  };
+  for (const Case& c : cases) EXPECT_EQ(error_of(c.text), c.message) << c.text;
+}
+
+TEST(BrokerConfigTest, BadDelayTableIsReportedAtLoadNamingTheKey) {
+  std::string message = error_of("brokerName=a\nmessageDelayLevel=1s 5x 10s\n");
+  EXPECT_EQ(message.rfind("broker.conf:2: messageDelayLevel '1s 5x 10s' is not a delay-level "
+                          "table: ",
+                          0),
+            0u)
+      << message;
+  EXPECT_NE(message.find("5x"), std::string::npos);
+}
+
+TEST(BrokerConfigTest, CrossKeyChecks) {
+  EXPECT_EQ(error_of("mappedFileSizeCommitLog=1048576\nmaxMessageSize=2097152\n"),
+            "broker.conf:1: mappedFileSizeCommitLog 1048576 cannot hold a message of "
+            "maxMessageSize 2097152 (needs at least 2130951 bytes)");
+  EXPECT_EQ(error_of("listenPort=9876\n"),
+            "broker.conf:1: namesrvListenPort and listenPort are both 9876");
+}
+
+TEST(BrokerConfigTest, ExampleFileParses) {
+  std::string path = std::string(__FILE__);
+  path = path.substr(0, path.rfind("/tests/")) + "/tools/broker.conf";
+  io::Result<BrokerConfig> parsed = load_broker_config(path);
+  ASSERT_TRUE(parsed.is_ok()) << parsed.status().to_string();
+  EXPECT_EQ(parsed->store.data_dir, "/var/lib/uringmq");
+  EXPECT_EQ(parsed->listen_port, 10911);
+  ASSERT_EQ(parsed->ignored_keys.size(), 1u);
+  EXPECT_EQ(parsed->ignored_keys[0], "autoCreateTopicEnable");
+}
+
+TEST(BrokerConfigTest, ParsedOptionsOpenAStore) {
+  // A segment size that is not a multiple of 1 MiB and a non-default message limit: the derived
+  // zero-fill chunk and write buffer must satisfy the CommitLog.
+  testing::TempDir dir;
+  std::string text = "storePathRootDir=" + dir.path() +
+                     "/store\nshardCount=1\nmappedFileSizeCommitLog=1069056\n"
+                     "maxMessageSize=65536\nmappedFileSizeConsumeQueue=20000\n";
+  io::Result<BrokerConfig> parsed = parse_broker_config(text, "broker.conf");
+  ASSERT_TRUE(parsed.is_ok()) << parsed.status().to_string();
+  StoreOptions options = parsed->store;
+  options.pin_threads = false;
+  io::Result<std::unique_ptr<Store>> store = Store::open(options);
+  ASSERT_TRUE(store.is_ok()) << store.status().to_string();
+  {
+    io::Result<std::unique_ptr<Session>> session = (*store)->open_session();
+    ASSERT_TRUE(session.is_ok());
+    std::string body = "hello";
+    Message message;
+    message.topic = "T";
+    message.body = std::as_bytes(std::span(body));
+    EXPECT_EQ((*session)->send(message).code, io::Code::ok);
+  }
+  EXPECT_TRUE((*store)->close().is_ok());
+}
+
+TEST(BrokerConfigTest, LoadErrorNamesThePath) {
+  io::Result<BrokerConfig> missing = load_broker_config("/nonexistent/uringmq/broker.conf");
+  ASSERT_FALSE(missing.is_ok());
+  EXPECT_EQ(missing.status().code(), io::Code::not_found);
+  EXPECT_NE(missing.status().message().find("/nonexistent/uringmq/broker.conf"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace uringmq::net
