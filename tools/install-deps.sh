@@ -1,10 +1,28 @@
 #!/usr/bin/env bash
-# Installs the Debian packages uringmq builds and tests with, if any is missing (idempotent).
-# Runs as root on Debian 12; with sudo otherwise.
+# Installs the Debian packages uringmq builds and tests with, if any is missing (idempotent, quiet
+# when everything is present). Runs as root on Debian 12; with sudo otherwise.
+#   build/test: compilers, CMake, liburing, jemalloc, ISA-L, GoogleTest, Google Benchmark,
+#               libsystemd (sd_notify), clang (libFuzzer targets)
+#   interop:    Node.js >= 18 with npm (tests/interop runs the npm client ali-ons)
+#   benchmarks: fio, gnuplot, redis-server and beanstalkd (peers the broker is compared with)
 set -euo pipefail
 
 packages=(build-essential cmake pkg-config liburing-dev libjemalloc-dev libisal-dev
-          libgtest-dev libbenchmark-dev fio gnuplot-nox python3)
+          libgtest-dev libbenchmark-dev libsystemd-dev clang fio gnuplot-nox python3
+          redis-server beanstalkd)
+
+# Node.js: keep an existing node >= 18 (e.g. NodeSource's, which bundles npm); Debian's nodejs
+# and npm only when node is missing or older.
+node_major=0
+if command -v node >/dev/null 2>&1; then
+  node_major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
+fi
+if [ "$node_major" -lt 18 ]; then
+  packages+=(nodejs npm)
+elif ! command -v npm >/dev/null 2>&1; then
+  packages+=(npm)
+fi
+
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -15,6 +33,14 @@ sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
 echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
+# Benchmark peers are tools, not services: do not let their packages start daemons here.
+policy_added=0
+if [ ! -e /usr/sbin/policy-rc.d ]; then
+  printf '#!/bin/sh\nexit 101\n' | $sudo tee /usr/sbin/policy-rc.d >/dev/null
+  $sudo chmod +x /usr/sbin/policy-rc.d
+  policy_added=1
+fi
+trap '[ $policy_added -eq 0 ] || $sudo rm -f /usr/sbin/policy-rc.d' EXIT
 if ! $sudo apt-get install -y --no-install-recommends "${missing[@]}"; then
   $sudo apt-get update
   $sudo apt-get install -y --no-install-recommends "${missing[@]}"

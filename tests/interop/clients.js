@@ -1,0 +1,168 @@
+'use strict';
+// ali-ons helpers for the interop tests: producers and consumers with test-friendly options and a
+// quiet logger, a message collector with bounded waits, and `finish()` for each test file's
+// after() hook (closes every client, then exits: ali-ons keeps timers alive after close).
+
+const { after } = require('node:test');
+const { Producer, Consumer, Message } = require('ali-ons');
+const { env } = require('./broker');
+
+const verbose = !!process.env.URINGMQ_INTEROP_VERBOSE;
+const quietLogger = {
+  info: verbose ? (...a) => console.error('[ons info]', ...a) : () => {},
+  debug: () => {},
+  warn: verbose ? (...a) => console.error('[ons warn]', ...a) : () => {},
+  error: verbose ? (...a) => console.error('[ons error]', ...a) : () => {},
+};
+
+const clients = new Set();
+let instanceSeq = 0;
+// A unique suffix per test file run, so that topic/group names never repeat across runs on a
+// reused store.
+const runId = `${process.pid}${Date.now().toString(36)}`;
+
+function uniqueName(prefix) {
+  return `${prefix}_${runId}_${++instanceSeq}`;
+}
+
+// Errors ali-ons reports through 'error' events (kept for diagnostics; tests that expect handler
+// errors ignore them).
+const clientErrors = [];
+
+function commonOptions(namesrv) {
+  return {
+    nameSrv: namesrv || env().namesrv,
+    httpclient: {},
+    logger: quietLogger,
+    clientIP: '127.0.0.1',
+    // Each client gets its own MQClient (ali-ons shares one per clientIP@instanceName).
+    instanceName: `i${++instanceSeq}`,
+    pollNameServerInteval: 2000,
+    heartbeatBrokerInterval: 2000,
+    rebalanceInterval: 1000,
+    persistConsumerOffsetInterval: 1000,
+  };
+}
+
+async function producer(opts = {}) {
+  const p = new Producer(Object.assign(commonOptions(opts.namesrv), {
+    producerGroup: opts.group || uniqueName('PG'),
+  }, opts.options || {}));
+  p.on('error', err => clientErrors.push(err));
+  clients.add(p);
+  await p.ready();
+  return p;
+}
+
+function consumer(opts = {}) {
+  const c = new Consumer(Object.assign(commonOptions(opts.namesrv), {
+    consumerGroup: opts.group || uniqueName('CG'),
+    consumeFromWhere: 'CONSUME_FROM_FIRST_OFFSET',
+  }, opts.options || {}));
+  c.on('error', err => clientErrors.push(err));
+  clients.add(c);
+  return c;
+}
+
+async function close(client) {
+  if (!clients.has(client)) return;
+  clients.delete(client);
+  await withTimeout(client.close(), 10000, 'client close').catch(err => {
+    if (verbose) console.error('close failed:', err.message);
+  });
+}
+
+function withTimeout(promise, ms, what) {
+  let timer;
+  return Promise.race([
+    promise,
+    new Promise((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`${what}: timed out after ${ms} ms`)), ms);
+    }),
+  ]).finally(() => clearTimeout(timer));
+}
+
+// Collects received messages; waitFor(pred, ms) resolves when pred(list) holds, rejects after ms
+// with a description of what arrived.
+class Collector {
+  constructor() {
+    this.list = [];
+    this.waiters = [];
+  }
+  push(item) {
+    this.list.push(item);
+    for (const w of [...this.waiters]) {
+      if (w.pred(this.list)) {
+        this.waiters.splice(this.waiters.indexOf(w), 1);
+        clearTimeout(w.timer);
+        w.resolve(this.list);
+      }
+    }
+  }
+  waitFor(pred, ms, what = 'messages') {
+    if (pred(this.list)) return Promise.resolve(this.list);
+    return new Promise((resolve, reject) => {
+      const w = { pred, resolve };
+      w.timer = setTimeout(() => {
+        this.waiters.splice(this.waiters.indexOf(w), 1);
+        reject(new Error(`timed out after ${ms} ms waiting for ${what}; got ${this.list.length}`));
+      }, ms);
+      this.waiters.push(w);
+    });
+  }
+  waitCount(n, ms, what) {
+    return this.waitFor(l => l.length >= n, ms, what || `${n} messages`);
+  }
+}
+
+// What a test keeps of a received ali-ons message.
+function summary(msg) {
+  return {
+    at: Date.now(),
+    topic: msg.topic,
+    tags: msg.tags,
+    keys: msg.keys,
+    body: msg.body ? msg.body.toString() : '',
+    queueId: msg.queueId,
+    queueOffset: msg.queueOffset,
+    reconsumeTimes: msg.reconsumeTimes,
+    msgId: msg.msgId,
+    properties: Object.assign({}, msg.properties),
+  };
+}
+
+// Runs fn over items with at most `limit` in flight; returns results in order ({ok, value|error}).
+async function mapLimit(items, limit, fn) {
+  const results = new Array(items.length);
+  let next = 0;
+  async function worker() {
+    while (next < items.length) {
+      const i = next++;
+      try {
+        results[i] = { ok: true, value: await fn(items[i], i) };
+      } catch (error) {
+        results[i] = { ok: false, error };
+      }
+    }
+  }
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return results;
+}
+
+// Registers the after() hook every test file needs: close all clients, then exit with the test
+// runner's exit code (ali-ons keeps timers running after close).
+function finish(extra) {
+  after(async () => {
+    if (extra) {
+      try { await extra(); } catch (err) { console.error('after hook:', err); process.exitCode = 1; }
+    }
+    await Promise.all([...clients].map(close));
+    // process.exit() keeps the exit code the runner set for failed tests.
+    setTimeout(() => process.exit(), 200);
+  });
+}
+
+module.exports = {
+  Producer, Consumer, Message, quietLogger, uniqueName, producer, consumer, close, withTimeout,
+  Collector, summary, mapLimit, finish, clientErrors, runId,
+};
