@@ -448,6 +448,9 @@ void Shard::handle_queue_request(uint32_t slot_index, const ShardRequest& reques
       answer_flushes();
       return;
     }
+    case ShardRequest::Kind::release_held:
+      release_held_pulls(slot_index);
+      break;
     case ShardRequest::Kind::query_offset: {
       std::optional<int64_t> offset = offsets_->query(request.group, in.topic, in.queue_id);
       done.queue_offset = offset.value_or(-1);
@@ -553,7 +556,10 @@ void Shard::notify_sessions() {
     notify_[s] = false;
     SessionSlot& slot = *slots_[s];
     slot.completion_seq.fetch_add(1, std::memory_order_seq_cst);
-    if (slot.waiting.load(std::memory_order_seq_cst)) slot.completion_seq.notify_all();
+    if (slot.waiting.load(std::memory_order_seq_cst)) {
+      slot.completion_seq.notify_all();
+      if (io::Waker* waker = slot.completion_waker.load(std::memory_order_acquire)) waker->wake();
+    }
   }
 }
 

@@ -33,7 +33,8 @@ namespace uringmq {
 // A value crossing from a session to a shard. Views point into the session's memory.
 struct ShardRequest {
   enum class Kind : uint8_t {
-    append, read, pull, query_queue, search_offset, commit_offset, query_offset, flush_offsets
+    append, read, pull, query_queue, search_offset, commit_offset, query_offset, flush_offsets,
+    release_held
   };
   Kind kind = Kind::append;
   uint64_t tag = 0;
@@ -57,6 +58,8 @@ struct SessionSlot {
   std::vector<std::unique_ptr<sched::SpscRing<Completion>>> from_shard;
   std::atomic<uint32_t> completion_seq{0};  // bumped by shards after posting completions
   std::atomic<bool> waiting{false};         // the session is blocked on completion_seq
+  // Woken too while waiting (Session::set_completion_waker), for sessions in an event loop.
+  std::atomic<io::Waker*> completion_waker{nullptr};
 };
 
 class Shard {
@@ -156,6 +159,8 @@ class Shard {
   void cq_read_done(uint32_t op_index, int64_t result);
   void wake_held_pulls();
   void expire_held_pulls();
+  // Answers the slot's held pulls now (no new message): its owner is shutting down.
+  void release_held_pulls(uint32_t slot_index);
   int64_t next_held_deadline_ms() const;
   void release_op(uint32_t op_index);
   // Delay levels (shard_schedule.cc).

@@ -297,6 +297,15 @@ void Shard::expire_held_pulls() {
   }
 }
 
+void Shard::release_held_pulls(uint32_t slot_index) {
+  for (uint32_t i = 0; i < ops_.size() && held_ops_ > 0; i++) {
+    PullOp& op = ops_[i];
+    if (op.stage != PullOp::Stage::held || op.slot != slot_index) continue;
+    held_ops_--;
+    answer_pull(i, PullStatus::no_new_message, op.offset);
+  }
+}
+
 int64_t Shard::next_held_deadline_ms() const {
   int64_t deadline = INT64_MAX;
   if (held_ops_ == 0) return deadline;

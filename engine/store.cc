@@ -164,6 +164,7 @@ io::Result<std::unique_ptr<Session>> Store::open_session() {
 Session::~Session() {
   std::array<Completion, 64> drain;
   while (outstanding_ > 0) (void)take_completions(drain, true);
+  slot_.completion_waker.store(nullptr, std::memory_order_release);
   // The rings are empty: shards may skip the slot from now on, and a later session reuses it.
   slot_.active.store(false, std::memory_order_release);
   slot_.in_use.store(false, std::memory_order_release);
@@ -274,45 +275,89 @@ io::Status Session::flush_offsets_async(std::string_view topic, int32_t queue_id
   return post_to_owner(queue_request(ShardRequest::Kind::flush_offsets, topic, queue_id, tag));
 }
 
-Completion Session::send_back(std::string_view group, std::span<const std::byte> record,
-                              uint64_t store_offset, int32_t delay_level,
-                              int32_t max_reconsume_times) {
-  Completion failed;
-  failed.code = io::Code::invalid_argument;
+io::Status make_send_back(std::string_view group, std::span<const std::byte> record,
+                          uint64_t id_offset, int32_t delay_level,
+                          int32_t max_reconsume_times, const engine::CodecLimits& limits,
+                          SendBackCopy* out) {
   engine::DecodeOptions decode_options;
-  decode_options.limits = store_.options_.log.limits;
+  decode_options.limits = limits;
   engine::DecodeResult r = engine::decode(record, decode_options);
-  if (r.outcome != engine::DecodeOutcome::ok || group.empty()) return failed;
+  if (group.empty()) return io::Status::error(io::Code::invalid_argument, "empty consumer group");
+  if (r.outcome != engine::DecodeOutcome::ok) {
+    return io::Status::error(io::Code::invalid_argument,
+                             "the bytes at offset " + std::to_string(id_offset) +
+                                 " are not one stored message");
+  }
   const engine::MessageView& v = r.view;
-  const bool dead = v.reconsume_times >= max_reconsume_times || delay_level < 0;
-  std::string topic = std::string(dead ? "%DLQ%" : "%RETRY%") + std::string(group);
-  std::string properties;
+  out->dead_letter = v.reconsume_times >= max_reconsume_times || delay_level < 0;
+  out->topic = std::string(out->dead_letter ? "%DLQ%" : "%RETRY%") + std::string(group);
+  out->properties.clear();
   engine::for_each_property(v.user_properties, [&](std::string_view name, std::string_view value) {
-    if (name != "DELAY") engine::append_property(properties, name, value);
+    if (name != "DELAY") engine::append_property(out->properties, name, value);
   });
   if (!engine::find_property(v.user_properties, "RETRY_TOPIC")) {
-    engine::append_property(properties, "RETRY_TOPIC", v.topic);
+    engine::append_property(out->properties, "RETRY_TOPIC", v.topic);
   }
   if (!engine::find_property(v.user_properties, "ORIGIN_MESSAGE_ID")) {
-    engine::append_property(properties, "ORIGIN_MESSAGE_ID",
-                            engine::offset_message_id(v.store_host, static_cast<int64_t>(store_offset)));
+    engine::append_property(out->properties, "ORIGIN_MESSAGE_ID",
+                            engine::offset_message_id(v.store_host, static_cast<int64_t>(id_offset)));
   }
-  if (!dead) {
+  if (!out->dead_letter) {
     int32_t level = delay_level > 0 ? delay_level : 3 + v.reconsume_times;
-    engine::append_property(properties, "DELAY", std::to_string(level));
+    engine::append_property(out->properties, "DELAY", std::to_string(level));
   }
-  Message m;
-  m.topic = topic;
+  Message& m = out->message;
+  m = Message{};
+  m.topic = out->topic;
   m.queue_id = 0;
   m.body = v.body;
-  m.properties = properties;
+  m.properties = out->properties;
   m.flag = v.flag;
   m.sys_flag = v.sys_flag & ~(engine::kSysFlagBornHostV6 | engine::kSysFlagStoreHostV6);
   m.born_timestamp_ms = v.born_timestamp_ms;
   m.born_host = v.born_host;
   m.reconsume_times = v.reconsume_times + 1;
-  return send(m);
+  return io::Status::ok();
 }
+
+Completion Session::send_back(std::string_view group, std::span<const std::byte> record,
+                              uint64_t store_offset, int32_t delay_level,
+                              int32_t max_reconsume_times) {
+  SendBackCopy copy;
+  io::Status s = make_send_back(group, record, store_offset, delay_level, max_reconsume_times,
+                                store_.options_.log.limits, &copy);
+  if (!s.is_ok()) {
+    Completion failed;
+    failed.code = s.code();
+    return failed;
+  }
+  return send(copy.message);
+}
+
+io::Status Session::release_held_pulls_async(uint64_t tag) {
+  ShardRequest request;
+  request.kind = ShardRequest::Kind::release_held;
+  request.tag = tag;
+  for (uint32_t shard = 0; shard < store_.shards_.size(); shard++) {
+    UMQ_RETURN_IF_ERROR(post(shard, request));
+  }
+  return io::Status::ok();
+}
+
+void Session::set_completion_waker(io::Waker* waker) {
+  slot_.completion_waker.store(waker, std::memory_order_release);
+}
+
+bool Session::begin_wait() {
+  slot_.waiting.store(true, std::memory_order_seq_cst);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  for (auto& ring : slot_.from_shard) {
+    if (!ring->empty()) return false;
+  }
+  return true;
+}
+
+void Session::end_wait() { slot_.waiting.store(false, std::memory_order_seq_cst); }
 
 Completion Session::wait_for(uint64_t tag) {
   std::array<Completion, 1> one{};

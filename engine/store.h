@@ -34,6 +34,7 @@
 #include "engine/consume_queue.h"
 #include "sched/delay_levels.h"
 #include "io/status.h"
+#include "io/waker.h"
 
 namespace uringmq {
 
@@ -178,6 +179,29 @@ class Store;
 class Shard;
 struct SessionSlot;
 
+// A consumed record made ready for RocketMQ's consumer retry (CONSUMER_SEND_MSG_BACK): the copy
+// to store in %RETRY%<group> (delayed by level 3 + reconsume times, or `delay_level` when > 0)
+// or %DLQ%<group> (once reconsume times reach max_reconsume_times, or delay_level < 0), with
+// RETRY_TOPIC and ORIGIN_MESSAGE_ID kept or set and reconsume times + 1. `message` points into
+// this object and into the record's bytes: both must outlive the send.
+struct SendBackCopy {
+  std::string topic;
+  std::string properties;
+  Message message;
+  bool dead_letter = false;
+  SendBackCopy() = default;
+  SendBackCopy(const SendBackCopy&) = delete;
+  SendBackCopy& operator=(const SendBackCopy&) = delete;
+};
+// `id_offset` is the physical offset that names the record in its offset msgId (the
+// ORIGIN_MESSAGE_ID set when there is none): the store-wide offset for embedders, the broker's
+// wire offset for its clients. invalid_argument when the bytes are not one valid record or the
+// group is empty.
+io::Status make_send_back(std::string_view group, std::span<const std::byte> record,
+                          uint64_t id_offset, int32_t delay_level,
+                          int32_t max_reconsume_times, const engine::CodecLimits& limits,
+                          SendBackCopy* out);
+
 // One client thread's connection to every shard.
 class Session {
  public:
@@ -219,6 +243,9 @@ class Session {
   Completion send_back(std::string_view group, std::span<const std::byte> record,
                        uint64_t store_offset, int32_t delay_level = 0,
                        int32_t max_reconsume_times = 16);
+  // Answers this session's held pulls at once (no new message) on every shard; one completion
+  // with `tag` per shard. For a front end that is shutting down.
+  io::Status release_held_pulls_async(uint64_t tag);
   // Waits for the completion of one request posted with `tag` (others are discarded): for the
   // synchronous helpers below and simple callers. Not with other requests outstanding.
   Completion wait_for(uint64_t tag);
@@ -230,6 +257,14 @@ class Session {
   Completion send(const Message& message);
   // Requests sent and not yet completed.
   uint64_t outstanding() const { return outstanding_; }
+
+  // For callers with their own event loop (the broker's network reactor): shards wake `waker`
+  // when they post completions while the session is between begin_wait() and end_wait().
+  // begin_wait() returns false when completions are already waiting (do not sleep then). The
+  // waker must outlive the session.
+  void set_completion_waker(io::Waker* waker);
+  bool begin_wait();
+  void end_wait();
 
  private:
   friend class Store;

@@ -1,0 +1,435 @@
+#include "net/broker.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include "engine/byte_order.h"
+#include "io/assert.h"
+#include "net/broker_reactor.h"
+#include "net/log.h"
+
+namespace uringmq::net {
+namespace {
+
+constexpr uint32_t kRingEntries = 1024;
+constexpr size_t kRecvChunkBytes = 64 << 10;
+// Reading pauses on a connection with this many requests waiting for the store, or this many
+// reply bytes not yet sent: a client cannot make the broker buffer without bound.
+constexpr uint32_t kMaxOpsPerConnection = 1024;
+constexpr size_t kMaxPendingOutBytes = 64u << 20;
+constexpr int64_t kShutdownDrainMs = 10'000;
+
+uint64_t pack(uint8_t event, uint32_t generation, uint32_t index) {
+  return (uint64_t{event} << 56) | (uint64_t{generation & 0xFFFFFF} << 32) | index;
+}
+uint8_t event_of(uint64_t user_data) { return static_cast<uint8_t>(user_data >> 56); }
+uint32_t generation_of(uint64_t user_data) {
+  return static_cast<uint32_t>((user_data >> 32) & 0xFFFFFF);
+}
+uint32_t index_of(uint64_t user_data) { return static_cast<uint32_t>(user_data); }
+
+int64_t wall_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+engine::HostAddress io_peer_address(int fd) {
+  uint8_t a[4] = {127, 0, 0, 1};
+  uint16_t port = 0;
+  (void)io::peer_ipv4(fd, a, &port);
+  return engine::HostAddress::ipv4(a[0], a[1], a[2], a[3], port);
+}
+
+}  // namespace
+
+// ---- Broker ----
+
+io::Result<std::unique_ptr<Broker>> Broker::open(const BrokerConfig& config) {
+  std::unique_ptr<Broker> broker(new Broker());
+  broker->config_ = config;
+  io::Result<std::unique_ptr<Store>> store = Store::open(broker->config_.store);
+  if (!store.is_ok()) return store.status();
+  broker->store_ = std::move(*store);
+  broker->reactor_ = std::make_unique<BrokerReactor>(broker->config_, *broker->store_);
+  io::Status s = broker->reactor_->start();
+  if (!s.is_ok()) {
+    broker->reactor_.reset();
+    (void)broker->store_->close();
+    return s;
+  }
+  return io::Result<std::unique_ptr<Broker>>(std::move(broker));
+}
+
+Broker::~Broker() {
+  reactor_.reset();
+  if (store_) (void)store_->close();
+}
+
+io::Status Broker::run() {
+  io::Status served = reactor_->run();
+  reactor_.reset();  // the session goes before the store closes
+  io::Status closed = store_->close();
+  return served.is_ok() ? closed : served;
+}
+
+void Broker::request_stop() { reactor_->request_stop(); }
+uint16_t Broker::broker_port() const { return reactor_->broker_port(); }
+uint16_t Broker::namesrv_port() const { return reactor_->namesrv_port(); }
+
+// ---- BrokerReactor: setup ----
+
+BrokerReactor::BrokerReactor(const BrokerConfig& config, Store& store)
+    : config_(config), store_(store) {
+  limits_.max_frame_bytes = std::max<uint32_t>(
+      limits_.max_frame_bytes, config.store.log.limits.max_body_bytes + (1u << 20));
+  store_host_ = engine::HostAddress::ipv4(127, 0, 0, 1, 10911);
+}
+
+BrokerReactor::~BrokerReactor() {
+  for (Connection& conn : conns_) io::close_fd(conn.fd);
+  for (int fd : listen_fds_) io::close_fd(fd);
+}
+
+io::Status BrokerReactor::start() {
+  io::Result<std::unique_ptr<Session>> session = store_.open_session();
+  if (!session.is_ok()) return session.status();
+  session_ = std::move(*session);
+  io::Result<std::unique_ptr<io::NetRing>> ring = io::NetRing::create(kRingEntries);
+  if (!ring.is_ok()) return ring.status();
+  ring_ = std::move(*ring);
+  io::Result<std::unique_ptr<io::Waker>> w1 = io::Waker::create();
+  if (!w1.is_ok()) return w1.status();
+  store_waker_ = std::move(*w1);
+  io::Result<std::unique_ptr<io::Waker>> w2 = io::Waker::create();
+  if (!w2.is_ok()) return w2.status();
+  stop_waker_ = std::move(*w2);
+  session_->set_completion_waker(store_waker_.get());
+
+  io::Result<int> fd = io::listen_tcp(config_.bind_address, config_.listen_port, 1024);
+  if (!fd.is_ok()) return fd.status();
+  listen_fds_[kListenBroker] = *fd;
+  io::Result<uint16_t> port = io::local_port(*fd);
+  if (!port.is_ok()) return port.status();
+  broker_port_ = *port;
+  if (config_.namesrv_listen_port != 0) {
+    io::Result<int> nfd = io::listen_tcp(config_.bind_address, config_.namesrv_listen_port, 256);
+    if (!nfd.is_ok()) return nfd.status();
+    listen_fds_[kListenNamesrv] = *nfd;
+    io::Result<uint16_t> nport = io::local_port(*nfd);
+    if (!nport.is_ok()) return nport.status();
+    namesrv_port_ = *nport;
+  }
+  std::string host = config_.advertised_address;
+  if (host.empty()) host = config_.bind_address == "0.0.0.0" ? "127.0.0.1" : config_.bind_address;
+  advertised_ = host + ":" + std::to_string(broker_port_);
+  return io::Status::ok();
+}
+
+// ---- BrokerReactor: the loop ----
+
+io::Status BrokerReactor::run() {
+  arm_accept(kListenBroker);
+  if (listen_fds_[kListenNamesrv] >= 0) arm_accept(kListenNamesrv);
+  ring_->read(store_waker_->fd(), &store_wake_value_, sizeof(store_wake_value_),
+              pack(static_cast<uint8_t>(Event::store_wake), 0, 0));
+  ring_->read(stop_waker_->fd(), &stop_wake_value_, sizeof(stop_wake_value_),
+              pack(static_cast<uint8_t>(Event::stop_wake), 0, 0));
+  std::array<io::NetCompletion, 256> events;
+  while (!stopping_) {
+    drain_store();
+    const int64_t now = wall_ms();
+    if (now >= next_sweep_ms_) sweep(now);
+    resume_connections();
+    for (uint32_t i = 0; i < conns_.size(); i++) {
+      if (conns_[i].open && !conns_[i].out_pending.empty()) flush_out(i);
+    }
+    const bool may_sleep = session_->begin_wait();
+    io::Result<size_t> n =
+        ring_->wait(events.data(), events.size(), may_sleep ? wait_timeout_ms() : 0);
+    session_->end_wait();
+    if (!n.is_ok()) return n.status();
+    for (size_t i = 0; i < *n; i++) on_net_completion(events[i]);
+  }
+  return shut_down();
+}
+
+int64_t BrokerReactor::wait_timeout_ms() const {
+  // Sends waiting for fdatasync are checked against syncFlushTimeout every 50 ms; otherwise the
+  // loop wakes only for the heartbeat-expiry sweep.
+  return sends_in_flight_ > 0 ? 50 : 1000;
+}
+
+void BrokerReactor::on_net_completion(const io::NetCompletion& c) {
+  const uint8_t event = event_of(c.user_data);
+  const uint32_t index = index_of(c.user_data);
+  switch (static_cast<Event>(event)) {
+    case Event::accept:
+      on_accept(static_cast<int>(index), c);
+      return;
+    case Event::recv:
+      if (index < conns_.size() && conns_[index].generation == generation_of(c.user_data)) {
+        on_recv(index, c.result);
+      }
+      return;
+    case Event::send:
+      if (index < conns_.size() && conns_[index].generation == generation_of(c.user_data)) {
+        on_send(index, c.result);
+      }
+      return;
+    case Event::store_wake:
+      ring_->read(store_waker_->fd(), &store_wake_value_, sizeof(store_wake_value_),
+                  pack(static_cast<uint8_t>(Event::store_wake), 0, 0));
+      return;
+    case Event::stop_wake:
+      stopping_ = true;
+      return;
+    case Event::cancel:
+      return;
+  }
+}
+
+void BrokerReactor::arm_accept(int which) {
+  accept_armed_[which] = true;
+  ring_->accept_multishot(listen_fds_[which],
+                          pack(static_cast<uint8_t>(Event::accept), 0, static_cast<uint32_t>(which)));
+}
+
+void BrokerReactor::on_accept(int which, const io::NetCompletion& c) {
+  if (!c.more) accept_armed_[which] = false;
+  if (c.result < 0) {
+    if (c.result != -ECANCELED) log_warn("accept: " + std::string(std::strerror(-c.result)));
+  } else if (stopping_ || open_conns_ >= config_.max_connections) {
+    log_warn("refusing a connection: " + std::to_string(open_conns_) + " of maxConnections " +
+             std::to_string(config_.max_connections) + " open");
+    io::close_fd(c.result);
+  } else {
+    uint32_t index;
+    if (!free_conns_.empty()) {
+      index = free_conns_.back();
+      free_conns_.pop_back();
+    } else {
+      index = static_cast<uint32_t>(conns_.size());
+      conns_.emplace_back();
+    }
+    Connection& conn = conns_[index];
+    const uint32_t generation = conn.generation;
+    conn = Connection{};
+    conn.generation = generation;
+    conn.fd = c.result;
+    conn.open = true;
+    conn.peer = io_peer_address(c.result);
+    conn.in.resize(kRecvChunkBytes);
+    io::set_no_delay(conn.fd);
+    open_conns_++;
+    log_debug("connection " + std::to_string(index) + " accepted");
+    arm_recv(index);
+  }
+  if (!accept_armed_[which] && !stopping_) arm_accept(which);
+}
+
+bool BrokerReactor::reading_paused(const Connection& conn) const {
+  return conn.ops_pending >= kMaxOpsPerConnection ||
+         conn.out_pending.size() + conn.out_inflight.size() >= kMaxPendingOutBytes;
+}
+
+void BrokerReactor::arm_recv(uint32_t index) {
+  Connection& conn = conns_[index];
+  if (conn.recv_armed || conn.closing || reading_paused(conn)) return;
+  if (conn.in.size() - conn.in_bytes < 4096) conn.in.resize(conn.in.size() + kRecvChunkBytes);
+  conn.recv_armed = true;
+  ring_->recv(conn.fd, conn.in.data() + conn.in_bytes, conn.in.size() - conn.in_bytes,
+              pack(static_cast<uint8_t>(Event::recv), conn.generation, index));
+}
+
+void BrokerReactor::on_recv(uint32_t index, int32_t result) {
+  Connection& conn = conns_[index];
+  conn.recv_armed = false;
+  if (conn.closing) return maybe_free(index);
+  if (result <= 0) {
+    return close_connection(index, result == 0 ? "peer closed"
+                                               : std::string(std::strerror(-result)));
+  }
+  conn.in_bytes += static_cast<size_t>(result);
+  decode_frames(index);
+  if (conns_[index].open && !conns_[index].closing) arm_recv(index);
+}
+
+void BrokerReactor::decode_frames(uint32_t index) {
+  size_t consumed = 0;
+  for (;;) {
+    Connection& conn = conns_[index];
+    if (conn.closing) return;
+    std::span<const std::byte> rest(conn.in.data() + consumed, conn.in_bytes - consumed);
+    DecodedFrame frame;
+    std::string error;
+    DecodeStatus status = decode_frame(rest, limits_, &frame, &error);
+    if (status == DecodeStatus::bad) return close_connection(index, "bad frame: " + error);
+    if (status == DecodeStatus::need_more) {
+      // Room for the whole frame once its length is known (bounded by the frame limit).
+      if (rest.size() >= 4) {
+        size_t need = 4 + engine::get_u32(rest.data());
+        if (need > conn.in.size() - consumed) conn.in.resize(consumed + need);
+      }
+      break;
+    }
+    consumed += frame.frame_bytes;
+    if (!frame.command.is_response()) handle(index, frame.command, frame.body);
+    if (reading_paused(conns_[index])) break;
+  }
+  Connection& conn = conns_[index];
+  if (consumed > 0) {
+    std::memmove(conn.in.data(), conn.in.data() + consumed, conn.in_bytes - consumed);
+    conn.in_bytes -= consumed;
+  }
+  // A connection that read a large frame keeps no large buffer once it is idle.
+  if (conn.in_bytes == 0 && conn.in.size() > 4 * kRecvChunkBytes) {
+    conn.in.resize(kRecvChunkBytes);
+    conn.in.shrink_to_fit();
+  }
+}
+
+void BrokerReactor::flush_out(uint32_t index) {
+  Connection& conn = conns_[index];
+  if (conn.send_armed || conn.closing || conn.out_pending.empty()) return;
+  conn.out_inflight.clear();
+  std::swap(conn.out_inflight, conn.out_pending);
+  conn.out_sent = 0;
+  conn.send_armed = true;
+  ring_->send(conn.fd, conn.out_inflight.data(), conn.out_inflight.size(),
+              pack(static_cast<uint8_t>(Event::send), conn.generation, index));
+}
+
+void BrokerReactor::on_send(uint32_t index, int32_t result) {
+  Connection& conn = conns_[index];
+  conn.send_armed = false;
+  if (conn.closing) return maybe_free(index);
+  if (result < 0) return close_connection(index, "send: " + std::string(std::strerror(-result)));
+  conn.out_sent += static_cast<size_t>(result);
+  if (conn.out_sent < conn.out_inflight.size()) {
+    conn.send_armed = true;
+    ring_->send(conn.fd, conn.out_inflight.data() + conn.out_sent,
+                conn.out_inflight.size() - conn.out_sent,
+                pack(static_cast<uint8_t>(Event::send), conn.generation, index));
+    return;
+  }
+  conn.out_inflight.clear();
+  if (!conn.out_pending.empty()) flush_out(index);
+  // Replies drained: a connection paused for output may read again.
+  if (!conn.recv_armed) conn.resume = true;
+}
+
+void BrokerReactor::resume_connections() {
+  for (uint32_t i = 0; i < conns_.size(); i++) {
+    Connection& conn = conns_[i];
+    if (!conn.resume) continue;
+    conn.resume = false;
+    if (!conn.open || conn.closing || conn.recv_armed || reading_paused(conn)) continue;
+    decode_frames(i);
+    if (conns_[i].open && !conns_[i].closing) arm_recv(i);
+  }
+}
+
+void BrokerReactor::close_connection(uint32_t index, const std::string& why) {
+  Connection& conn = conns_[index];
+  if (conn.closing || !conn.open) return;
+  log_debug("connection " + std::to_string(index) + " closed: " + why);
+  if (why.rfind("bad frame", 0) == 0) log_warn("closing a connection: " + why);
+  conn.closing = true;
+  if (conn.recv_armed || conn.send_armed) {
+    ring_->cancel_fd(conn.fd, pack(static_cast<uint8_t>(Event::cancel), 0, 0));
+  }
+  maybe_free(index);
+}
+
+void BrokerReactor::maybe_free(uint32_t index) {
+  Connection& conn = conns_[index];
+  if (!conn.closing || conn.recv_armed || conn.send_armed) return;
+  io::close_fd(conn.fd);
+  conn.fd = -1;
+  conn.open = false;
+  conn.closing = false;
+  conn.generation = (conn.generation + 1) & 0xFFFFFF;  // late store answers are dropped
+  conn.in = {};
+  conn.in_bytes = 0;
+  conn.out_pending = {};
+  conn.out_inflight = {};
+  open_conns_--;
+  free_conns_.push_back(index);
+}
+
+void BrokerReactor::reply(uint32_t index, const RemotingCommand& response,
+                          std::span<const std::byte> body) {
+  Connection& conn = conns_[index];
+  if (!conn.open || conn.closing) return;
+  encode_frame(response, body, &conn.out_pending);
+}
+
+void BrokerReactor::drain_store() {
+  for (;;) {
+    size_t n = session_->take_completions(completions_, false);
+    for (size_t i = 0; i < n; i++) on_store_completion(completions_[i]);
+    if (n < completions_.size()) return;
+  }
+}
+
+void BrokerReactor::sweep(int64_t now) {
+  next_sweep_ms_ = now + 50;
+  // Sends past syncFlushTimeout are answered FLUSH_DISK_TIMEOUT (RocketMQ's answer when the
+  // flush did not complete in time; the message may still become durable).
+  if (sends_in_flight_ > 0) {
+    for (auto& op : ops_) {
+      if (!op->in_use || op->kind != BrokerOp::Kind::send || op->replied) continue;
+      if (now < op->deadline_ms) continue;
+      op->replied = true;
+      if (op_connection_alive(*op)) {
+        reply_code(op->conn, op->request, 10 /* FLUSH_DISK_TIMEOUT */,
+                   "the flush did not complete within syncFlushTimeout " +
+                       std::to_string(config_.sync_flush_timeout_ms) + " ms");
+      }
+    }
+  }
+  // Consumers that stopped heartbeating leave their groups.
+  for (auto group = consumers_.begin(); group != consumers_.end();) {
+    std::erase_if(group->second,
+                  [&](const auto& client) { return now - client.second > config_.client_expire_ms; });
+    group = group->second.empty() ? consumers_.erase(group) : std::next(group);
+  }
+}
+
+io::Status BrokerReactor::shut_down() {
+  log_info("stopping: closing listeners, answering held pulls, finishing sends in flight");
+  for (int& fd : listen_fds_) {
+    io::close_fd(fd);
+    fd = -1;
+  }
+  uint32_t release = new_op(BrokerOp::Kind::release, UINT32_MAX, RemotingCommand{});
+  ops_[release]->queue_id = static_cast<int32_t>(store_.shard_count());
+  if (!session_->release_held_pulls_async(release).is_ok()) free_op(release);
+  const int64_t deadline = wall_ms() + kShutdownDrainMs;
+  std::array<io::NetCompletion, 256> events;
+  while (session_->outstanding() > 0 && wall_ms() < deadline) {
+    drain_store();
+    for (uint32_t i = 0; i < conns_.size(); i++) {
+      if (conns_[i].open && !conns_[i].out_pending.empty()) flush_out(i);
+    }
+    const bool may_sleep = session_->begin_wait();
+    io::Result<size_t> n = ring_->wait(events.data(), events.size(), may_sleep ? 50 : 0);
+    session_->end_wait();
+    if (!n.is_ok()) break;
+    for (size_t i = 0; i < *n; i++) on_net_completion(events[i]);
+  }
+  // Give the last replies a moment to leave, then close everything.
+  for (uint32_t i = 0; i < conns_.size(); i++) {
+    if (conns_[i].open && !conns_[i].out_pending.empty()) flush_out(i);
+  }
+  (void)ring_->wait(events.data(), events.size(), 0);
+  for (uint32_t i = 0; i < conns_.size(); i++) {
+    if (conns_[i].open) close_connection(i, "broker stopping");
+  }
+  session_.reset();
+  return io::Status::ok();
+}
+
+}  // namespace uringmq::net

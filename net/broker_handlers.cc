@@ -1,0 +1,716 @@
+// The broker's request handlers: each request code becomes store requests on the reactor's
+// session, and each store completion becomes the reply RocketMQ's broker would send.
+// Java references: SendMessageProcessor, PullMessageProcessor, ConsumerManageProcessor,
+// ClientManageProcessor, the NameServer's RouteInfoManager (rocketmq-all-4.9.8).
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <random>
+
+#include "engine/byte_order.h"
+#include "engine/dispatch.h"
+#include "engine/properties.h"
+#include "io/assert.h"
+#include "net/broker_reactor.h"
+#include "net/json.h"
+#include "net/log.h"
+
+namespace uringmq::net {
+namespace {
+
+namespace rc = response_code;
+namespace req = request_code;
+
+constexpr uint32_t kPullBufferBytes = 256u << 10;
+constexpr uint32_t kMaxPullMessages = 64;
+constexpr uint32_t kMaxTopicChars = 127;
+constexpr uint64_t kPhysicalOffsetAt = 28;  // TOTALSIZE MAGIC BODYCRC QUEUEID FLAG QUEUEOFFSET
+constexpr std::string_view kRetryPrefix = "%RETRY%";
+constexpr std::string_view kDlqPrefix = "%DLQ%";
+
+int64_t wall_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// A strict integer from an ext field (Java's Long.parseLong): nullopt when absent or malformed.
+std::optional<int64_t> ext_i64(const RemotingCommand& c, std::string_view key) {
+  const std::string* text = c.ext(key);
+  if (text == nullptr || text->empty()) return std::nullopt;
+  int64_t value = 0;
+  auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), value);
+  if (ec != std::errc() || end != text->data() + text->size()) return std::nullopt;
+  return value;
+}
+
+// SEND_MESSAGE_V2 abbreviates the SEND_MESSAGE header's field names to single letters.
+const std::string* send_field(const RemotingCommand& c, std::string_view v2, std::string_view v1) {
+  return c.code == req::kSendMessageV2 ? c.ext(v2) : c.ext(v1);
+}
+std::optional<int64_t> send_i64(const RemotingCommand& c, std::string_view v2,
+                                std::string_view v1) {
+  return ext_i64(c, c.code == req::kSendMessageV2 ? v2 : v1);
+}
+
+// Java's TopicValidator: 1..127 characters of [%|a-zA-Z0-9_-].
+bool valid_topic(std::string_view topic) {
+  if (topic.empty() || topic.size() > kMaxTopicChars) return false;
+  return std::all_of(topic.begin(), topic.end(), [](char ch) {
+    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+           ch == '%' || ch == '|' || ch == '_' || ch == '-';
+  });
+}
+
+bool system_topic(std::string_view topic) {
+  return topic == engine::kScheduleTopic || topic == kParkedScheduleTopic;
+}
+
+int32_t pull_code(PullStatus status) {
+  switch (status) {
+    case PullStatus::found:
+      return rc::kSuccess;
+    case PullStatus::no_new_message:
+      return rc::kPullNotFound;
+    case PullStatus::no_matched_message:
+      return rc::kPullRetryImmediately;
+    case PullStatus::offset_moved:
+      return rc::kPullOffsetMoved;
+  }
+  return rc::kSystemError;
+}
+
+// The answer for a store request that was not carried out.
+int32_t error_code(io::Code code) {
+  switch (code) {
+    case io::Code::invalid_argument:
+    case io::Code::too_large:
+      return rc::kMessageIllegal;
+    case io::Code::busy:
+      return rc::kSystemBusy;
+    case io::Code::no_space:
+    case io::Code::shut_down:
+    case io::Code::fail_stopped:
+      return rc::kServiceNotAvailable;
+    default:
+      return rc::kSystemError;
+  }
+}
+
+std::string code_text(io::Code code) {
+  switch (code) {
+    case io::Code::invalid_argument: return "invalid message";
+    case io::Code::too_large: return "message too large (maxMessageSize)";
+    case io::Code::busy: return "the store is busy, try again";
+    case io::Code::no_space: return "the disk is full: the message was not stored";
+    case io::Code::fail_stopped:
+      return "the store stopped after a disk error: the message may or may not be stored";
+    case io::Code::shut_down: return "the broker is stopping";
+    case io::Code::not_found: return "not found";
+    default: return "store error";
+  }
+}
+
+// Client-sent properties, minus the record-CRC property the store writes itself.
+std::string client_properties(std::string_view text) {
+  if (!engine::find_property(text, engine::kRecordCrcKey)) return std::string(text);
+  std::string out;
+  engine::for_each_property(text, [&](std::string_view name, std::string_view value) {
+    if (name != engine::kRecordCrcKey) engine::append_property(out, name, value);
+  });
+  return out;
+}
+
+}  // namespace
+
+// ---- ops ----
+
+uint32_t BrokerReactor::new_op(BrokerOp::Kind kind, uint32_t conn, const RemotingCommand& request) {
+  uint32_t index;
+  if (!free_ops_.empty()) {
+    index = free_ops_.back();
+    free_ops_.pop_back();
+  } else {
+    index = static_cast<uint32_t>(ops_.size());
+    ops_.push_back(std::make_unique<BrokerOp>());
+  }
+  BrokerOp& op = *ops_[index];
+  op.kind = kind;
+  op.in_use = true;
+  op.replied = false;
+  op.conn = conn;
+  op.conn_generation = conn < conns_.size() ? conns_[conn].generation : 0;
+  op.request = request;
+  op.copy.reset();
+  if (conn < conns_.size()) conns_[conn].ops_pending++;
+  return index;
+}
+
+void BrokerReactor::free_op(uint32_t index) {
+  BrokerOp& op = *ops_[index];
+  UMQ_ASSERT(op.in_use);
+  if (op.kind == BrokerOp::Kind::send) sends_in_flight_--;
+  if (op_connection_alive(op)) {
+    Connection& conn = conns_[op.conn];
+    conn.ops_pending--;
+    // Reading resumes from the loop, never from inside a completion (decode is not reentrant).
+    if (!conn.recv_armed) conn.resume = true;
+  }
+  op.in_use = false;
+  // Large buffers are not kept by idle ops.
+  if (op.data.capacity() > kPullBufferBytes) op.data = {};
+  op.copy.reset();
+  free_ops_.push_back(index);
+}
+
+bool BrokerReactor::op_connection_alive(const BrokerOp& op) const {
+  return op.conn < conns_.size() && conns_[op.conn].open && !conns_[op.conn].closing &&
+         conns_[op.conn].generation == op.conn_generation;
+}
+
+template <typename Post>
+void BrokerReactor::submit(uint32_t index, Post&& post) {
+  io::Status s = post(uint64_t{index});
+  if (s.is_ok()) return;
+  BrokerOp& op = *ops_[index];
+  if (op_connection_alive(op) && op.kind != BrokerOp::Kind::commit_silent &&
+      op.kind != BrokerOp::Kind::release) {
+    reply_code(op.conn, op.request, error_code(s.code()), s.message());
+  }
+  free_op(index);
+}
+
+void BrokerReactor::reply_code(uint32_t conn, const RemotingCommand& request, int32_t code,
+                               std::string remark) {
+  if (request.is_oneway()) return;
+  reply(conn, make_response(request, code, std::move(remark)));
+}
+
+uint64_t BrokerReactor::wire_offset(uint64_t store_offset) const {
+  return local_offset(store_offset) * store_.shard_count() + shard_of_offset(store_offset);
+}
+
+uint64_t BrokerReactor::store_offset_of_wire(uint64_t wire) const {
+  const uint32_t shards = store_.shard_count();
+  return make_store_offset(static_cast<uint32_t>(wire % shards), wire / shards);
+}
+
+uint32_t BrokerReactor::queue_nums(std::string_view topic) const {
+  if (topic.starts_with(kRetryPrefix) || topic.starts_with(kDlqPrefix)) return 1;
+  return static_cast<uint32_t>(config_.default_topic_queue_nums);
+}
+
+// ---- dispatch by request code ----
+
+void BrokerReactor::handle(uint32_t conn, RemotingCommand& request,
+                           std::span<const std::byte> body) {
+  if (stopping_) {
+    return reply_code(conn, request, rc::kServiceNotAvailable, "the broker is stopping");
+  }
+  switch (request.code) {
+    case req::kGetRouteInfoByTopic:
+      return handle_route(conn, request);
+    case req::kSendMessage:
+    case req::kSendMessageV2:
+      return handle_send(conn, request, body);
+    case req::kPullMessage:
+      return handle_pull(conn, request);
+    case req::kQueryConsumerOffset:
+    case req::kGetMaxOffset:
+    case req::kGetMinOffset:
+    case req::kSearchOffsetByTimestamp:
+      return handle_queue_query(conn, request);
+    case req::kUpdateConsumerOffset:
+      return handle_offset_update(conn, request);
+    case req::kHeartBeat:
+      return handle_heartbeat(conn, request, body);
+    case req::kUnregisterClient:
+      return handle_unregister(conn, request);
+    case req::kGetConsumerListByGroup:
+      return handle_consumer_list(conn, request);
+    case req::kConsumerSendMsgBack:
+      return handle_send_back(conn, request);
+    case req::kGetBrokerRuntimeInfo:
+      return handle_runtime_info(conn, request);
+    case req::kUpdateAndCreateTopic:
+      // Topics exist implicitly with defaultTopicQueueNums queues.
+      return reply_code(conn, request, rc::kSuccess, {});
+    default:
+      return reply_code(conn, request, rc::kRequestCodeNotSupported,
+                        "request type " + std::to_string(request.code) + " not supported");
+  }
+}
+
+// ---- NameServer: GET_ROUTEINFO_BY_TOPIC ----
+
+void BrokerReactor::handle_route(uint32_t conn, const RemotingCommand& request) {
+  const std::string* topic = request.ext("topic");
+  if (topic == nullptr || !valid_topic(*topic)) {
+    return reply_code(conn, request, rc::kTopicNotExist,
+                      "No topic route info in name server for the topic: " +
+                          (topic ? *topic : std::string()));
+  }
+  const std::string n = std::to_string(queue_nums(*topic));
+  std::string body = "{\"queueDatas\":[{\"brokerName\":";
+  append_json_string(&body, config_.broker_name);
+  body += ",\"readQueueNums\":" + n + ",\"writeQueueNums\":" + n +
+          ",\"perm\":6,\"topicSysFlag\":0}],\"brokerDatas\":[{\"cluster\":";
+  append_json_string(&body, config_.cluster_name);
+  body += ",\"brokerName\":";
+  append_json_string(&body, config_.broker_name);
+  body += ",\"brokerAddrs\":{\"0\":";
+  append_json_string(&body, advertised_);
+  body += "}}],\"filterServerTable\":{}}";
+  reply(conn, make_response(request, rc::kSuccess), std::as_bytes(std::span(body)));
+}
+
+// ---- SEND_MESSAGE / SEND_MESSAGE_V2 ----
+
+void BrokerReactor::handle_send(uint32_t conn, RemotingCommand& request,
+                                std::span<const std::byte> body) {
+  const std::string* topic_field = send_field(request, "b", "topic");
+  if (topic_field == nullptr || !valid_topic(*topic_field)) {
+    return reply_code(conn, request, rc::kMessageIllegal,
+                      "the topic is missing or invalid (1-127 characters of [%|a-zA-Z0-9_-])");
+  }
+  std::string topic = *topic_field;
+  if (system_topic(topic)) {
+    return reply_code(conn, request, rc::kNoPermission,
+                      "sending to topic " + topic + " is forbidden");
+  }
+  const std::string* batch = send_field(request, "m", "batch");
+  if (batch != nullptr && *batch == "true") {
+    return reply_code(conn, request, rc::kMessageIllegal, "batch messages are not supported");
+  }
+  if (body.size() > config_.store.log.limits.max_body_bytes) {
+    return reply_code(conn, request, rc::kMessageIllegal,
+                      "the message body is " + std::to_string(body.size()) +
+                          " bytes, over maxMessageSize " +
+                          std::to_string(config_.store.log.limits.max_body_bytes));
+  }
+  int64_t queue_id = send_i64(request, "e", "queueId").value_or(-1);
+  int64_t reconsume = send_i64(request, "j", "reconsumeTimes").value_or(0);
+  const std::string* props = send_field(request, "i", "properties");
+  std::string properties = client_properties(props ? *props : std::string_view());
+  // A retry copy that used up its attempts goes to the dead-letter topic (Java's
+  // handleRetryAndDLQ), with no delay.
+  if (topic.starts_with(kRetryPrefix)) {
+    int64_t max_reconsume = send_i64(request, "l", "maxReconsumeTimes").value_or(16);
+    if (reconsume >= max_reconsume) {
+      topic = std::string(kDlqPrefix) + topic.substr(kRetryPrefix.size());
+      std::string kept;
+      engine::for_each_property(properties, [&](std::string_view name, std::string_view value) {
+        if (name != "DELAY") engine::append_property(kept, name, value);
+      });
+      properties = std::move(kept);
+      queue_id = 0;
+    }
+  }
+  const uint32_t nums = queue_nums(topic);
+  if (queue_id < 0) queue_id = static_cast<int64_t>(std::random_device{}() % nums);
+  if (queue_id >= nums) {
+    return reply_code(conn, request, rc::kSystemError,
+                      "queueId " + std::to_string(queue_id) + " is illegal: topic " + topic +
+                          " has " + std::to_string(nums) + " queues");
+  }
+  uint32_t index = new_op(BrokerOp::Kind::send, conn, request);
+  BrokerOp& op = *ops_[index];
+  sends_in_flight_++;
+  op.deadline_ms = wall_ms() + config_.sync_flush_timeout_ms;
+  op.topic = std::move(topic);
+  op.properties = std::move(properties);
+  op.data.assign(body.begin(), body.end());
+  op.queue_id = static_cast<int32_t>(queue_id);
+  op.message = Message{};
+  op.message.topic = op.topic;
+  op.message.queue_id = op.queue_id;
+  op.message.body = op.data;
+  op.message.properties = op.properties;
+  op.message.flag = static_cast<int32_t>(send_i64(request, "h", "flag").value_or(0));
+  // Only the compression and transaction bits are the client's to set; the host-family bits
+  // describe the stored record and are the store's.
+  op.message.sys_flag = static_cast<int32_t>(send_i64(request, "f", "sysFlag").value_or(0)) &
+                        ~(engine::kSysFlagBornHostV6 | engine::kSysFlagStoreHostV6);
+  op.message.born_timestamp_ms = send_i64(request, "g", "bornTimestamp").value_or(wall_ms());
+  op.message.born_host = conns_[conn].peer;
+  op.message.reconsume_times = static_cast<int32_t>(reconsume);
+  submit(index, [&](uint64_t tag) { return session_->send_async(op.message, tag); });
+}
+
+void BrokerReactor::complete_send(BrokerOp& op, const Completion& c) {
+  if (op.replied || !op_connection_alive(op)) return;
+  op.replied = true;
+  if (c.code != io::Code::ok) {
+    return reply_code(op.conn, op.request, error_code(c.code), code_text(c.code));
+  }
+  RemotingCommand response = make_response(op.request, rc::kSuccess);
+  response.set_ext("msgId", engine::offset_message_id(
+                                store_host_, static_cast<int64_t>(wire_offset(c.offset))));
+  response.set_ext("queueId", std::to_string(op.queue_id));
+  response.set_ext("queueOffset", std::to_string(c.queue_offset));
+  if (!op.request.is_oneway()) reply(op.conn, response);
+}
+
+// ---- PULL_MESSAGE ----
+
+void BrokerReactor::handle_pull(uint32_t conn, RemotingCommand& request) {
+  const std::string* topic = request.ext("topic");
+  const std::string* group = request.ext("consumerGroup");
+  std::optional<int64_t> queue_id = ext_i64(request, "queueId");
+  std::optional<int64_t> offset = ext_i64(request, "queueOffset");
+  if (topic == nullptr || !valid_topic(*topic) || group == nullptr || !queue_id || !offset ||
+      *queue_id < 0 || *queue_id > INT32_MAX) {
+    return reply_code(conn, request, rc::kSystemError,
+                      "PULL_MESSAGE needs topic, consumerGroup, queueId and queueOffset");
+  }
+  const int64_t sys_flag = ext_i64(request, "sysFlag").value_or(0);
+  const int64_t commit = ext_i64(request, "commitOffset").value_or(-1);
+  if ((sys_flag & 1) != 0 && commit >= 0) {
+    uint32_t c = new_op(BrokerOp::Kind::commit_silent, conn, request);
+    BrokerOp& cop = *ops_[c];
+    cop.topic = *topic;
+    cop.group = *group;
+    submit(c, [&](uint64_t tag) {
+      return session_->commit_offset_async(cop.group, cop.topic, static_cast<int32_t>(*queue_id),
+                                           commit, tag);
+    });
+  }
+  uint32_t index = new_op(BrokerOp::Kind::pull, conn, request);
+  BrokerOp& op = *ops_[index];
+  op.topic = *topic;
+  const std::string* sub = request.ext("subscription");
+  op.tag_filter = sub ? *sub : std::string("*");
+  op.queue_id = static_cast<int32_t>(*queue_id);
+  op.shard = store_.shard_for(op.topic, op.queue_id);
+  if (op.data.size() < kPullBufferBytes) op.data.resize(kPullBufferBytes);
+  op.pull = PullRequest{};
+  op.pull.topic = op.topic;
+  op.pull.queue_id = op.queue_id;
+  op.pull.queue_offset = *offset;
+  op.pull.max_messages = static_cast<uint32_t>(
+      std::clamp<int64_t>(ext_i64(request, "maxMsgNums").value_or(32), 1, kMaxPullMessages));
+  op.pull.tag_filter = op.tag_filter;
+  op.pull.buffer = op.data;
+  if ((sys_flag & 2) != 0) {
+    op.pull.wait_ms = std::clamp<int64_t>(ext_i64(request, "suspendTimeoutMillis").value_or(15000),
+                                          0, config_.max_suspend_ms);
+  }
+  submit(index, [&](uint64_t tag) { return session_->pull_async(op.pull, tag); });
+}
+
+// A record bigger than the pull buffer: the pull is asked again with room for the largest
+// message (rare; most pulls keep the small buffer).
+bool BrokerReactor::pull_again_larger(uint32_t index) {
+  BrokerOp& op = *ops_[index];
+  const size_t largest = config_.store.log.limits.max_body_bytes + (64u << 10);
+  if (op.data.size() >= largest) return false;
+  op.data.resize(largest);
+  op.pull.buffer = op.data;
+  op.pull.wait_ms = 0;
+  io::Status s = session_->pull_async(op.pull, index);
+  return s.is_ok();
+}
+
+void BrokerReactor::complete_pull(BrokerOp& op, const Completion& c) {
+  if (!op_connection_alive(op)) return;
+  if (c.code != io::Code::ok) {
+    return reply_code(op.conn, op.request, error_code(c.code), code_text(c.code));
+  }
+  RemotingCommand response = make_response(op.request, pull_code(c.pull_status));
+  response.set_ext("suggestWhichBrokerId", "0");
+  response.set_ext("nextBeginOffset", std::to_string(c.next_offset));
+  response.set_ext("minOffset", std::to_string(c.min_offset));
+  response.set_ext("maxOffset", std::to_string(c.max_offset));
+  std::span<std::byte> records(op.data.data(), c.pull_status == PullStatus::found ? c.size_bytes : 0);
+  // The stored PHYSICALOFFSET is shard-local; clients echo it back (CONSUMER_SEND_MSG_BACK) and
+  // build msgIds from it, so the reply carries the wire offset.
+  if (store_.shard_count() > 1) {
+    for (size_t at = 0; at + kPhysicalOffsetAt + 8 <= records.size();) {
+      const uint32_t size = engine::get_u32(records.data() + at);
+      if (size == 0 || at + size > records.size()) break;
+      std::byte* field = records.data() + at + kPhysicalOffsetAt;
+      engine::put_u64(field, wire_offset(make_store_offset(op.shard, engine::get_u64(field))));
+      at += size;
+    }
+  }
+  reply(op.conn, response, records);
+}
+
+// ---- offsets and queue figures ----
+
+void BrokerReactor::handle_queue_query(uint32_t conn, RemotingCommand& request) {
+  const std::string* topic = request.ext("topic");
+  std::optional<int64_t> queue_id = ext_i64(request, "queueId");
+  const std::string* group = request.ext("consumerGroup");
+  const bool needs_group = request.code == req::kQueryConsumerOffset;
+  std::optional<int64_t> timestamp = ext_i64(request, "timestamp");
+  if (topic == nullptr || !valid_topic(*topic) || !queue_id || *queue_id < 0 ||
+      *queue_id > INT32_MAX || (needs_group && group == nullptr) ||
+      (request.code == req::kSearchOffsetByTimestamp && !timestamp)) {
+    return reply_code(conn, request, rc::kSystemError,
+                      "request " + std::to_string(request.code) +
+                          " needs topic, queueId" + (needs_group ? ", consumerGroup" : "") +
+                          (request.code == req::kSearchOffsetByTimestamp ? ", timestamp" : ""));
+  }
+  BrokerOp::Kind kind = request.code == req::kGetMaxOffset   ? BrokerOp::Kind::query_max
+                        : request.code == req::kGetMinOffset ? BrokerOp::Kind::query_min
+                        : request.code == req::kSearchOffsetByTimestamp
+                            ? BrokerOp::Kind::search
+                            : BrokerOp::Kind::query_offset;
+  uint32_t index = new_op(kind, conn, request);
+  BrokerOp& op = *ops_[index];
+  op.topic = *topic;
+  op.group = group ? *group : std::string();
+  op.queue_id = static_cast<int32_t>(*queue_id);
+  submit(index, [&](uint64_t tag) {
+    switch (op.kind) {
+      case BrokerOp::Kind::search:
+        return session_->search_offset_async(op.topic, op.queue_id, *timestamp, tag);
+      case BrokerOp::Kind::query_offset:
+        return session_->query_offset_async(op.group, op.topic, op.queue_id, tag);
+      default:
+        return session_->query_queue_async(op.topic, op.queue_id, tag);
+    }
+  });
+}
+
+void BrokerReactor::complete_query(BrokerOp& op, const Completion& c) {
+  if (!op_connection_alive(op)) return;
+  if (c.code != io::Code::ok) {
+    return reply_code(op.conn, op.request, error_code(c.code), code_text(c.code));
+  }
+  int64_t value = 0;
+  switch (op.kind) {
+    case BrokerOp::Kind::query_max: value = c.max_offset; break;
+    case BrokerOp::Kind::query_min: value = c.min_offset; break;
+    case BrokerOp::Kind::search: value = c.queue_offset; break;
+    case BrokerOp::Kind::query_offset: value = c.queue_offset; break;
+    case BrokerOp::Kind::query_offset_min:
+      // Java: a group that never committed starts at 0 while nothing was deleted from the
+      // queue; otherwise QUERY_NOT_FOUND and the client decides (consumeFromWhere).
+      if (c.min_offset > 0) {
+        return reply_code(op.conn, op.request, rc::kQueryNotFound,
+                          "Not found, maybe this group consumer boot first");
+      }
+      value = 0;
+      break;
+    case BrokerOp::Kind::commit:
+      return reply_code(op.conn, op.request, rc::kSuccess, {});
+    default:
+      UMQ_ASSERT_MSG(false, "not a query op");
+  }
+  RemotingCommand response = make_response(op.request, rc::kSuccess);
+  response.set_ext("offset", std::to_string(value));
+  reply(op.conn, response);
+}
+
+void BrokerReactor::handle_offset_update(uint32_t conn, RemotingCommand& request) {
+  const std::string* topic = request.ext("topic");
+  const std::string* group = request.ext("consumerGroup");
+  std::optional<int64_t> queue_id = ext_i64(request, "queueId");
+  std::optional<int64_t> offset = ext_i64(request, "commitOffset");
+  if (topic == nullptr || !valid_topic(*topic) || group == nullptr || !queue_id || !offset ||
+      *queue_id < 0 || *queue_id > INT32_MAX) {
+    return reply_code(conn, request, rc::kSystemError,
+                      "UPDATE_CONSUMER_OFFSET needs topic, consumerGroup, queueId, commitOffset");
+  }
+  // ali-ons commits -1 for a queue it has not consumed from; a negative offset is ignored.
+  if (*offset < 0) return reply_code(conn, request, rc::kSuccess, {});
+  uint32_t index = new_op(BrokerOp::Kind::commit, conn, request);
+  BrokerOp& op = *ops_[index];
+  op.topic = *topic;
+  op.group = *group;
+  op.queue_id = static_cast<int32_t>(*queue_id);
+  submit(index, [&](uint64_t tag) {
+    return session_->commit_offset_async(op.group, op.topic, op.queue_id, *offset, tag);
+  });
+}
+
+// ---- clients: HEART_BEAT, UNREGISTER_CLIENT, GET_CONSUMER_LIST_BY_GROUP ----
+
+void BrokerReactor::handle_heartbeat(uint32_t conn, const RemotingCommand& request,
+                                     std::span<const std::byte> body) {
+  std::string_view text(reinterpret_cast<const char*>(body.data()), body.size());
+  io::Result<JsonValue> json = parse_json(text, limits_.json);
+  const JsonValue* client = json.is_ok() ? json->find("clientID") : nullptr;
+  if (client == nullptr || !client->is_string()) {
+    return reply_code(conn, request, rc::kSystemError,
+                      "HEART_BEAT body is not a heartbeat (JSON with clientID)" +
+                          (json.is_ok() ? std::string() : ": " + json.status().message()));
+  }
+  const int64_t now = wall_ms();
+  if (const JsonValue* set = json->find("consumerDataSet"); set != nullptr && set->is_array()) {
+    for (const JsonValue& consumer : set->items()) {
+      const JsonValue* group = consumer.find("groupName");
+      if (group == nullptr || !group->is_string() || group->text().empty()) continue;
+      consumers_[group->text()][client->text()] = now;
+    }
+  }
+  reply_code(conn, request, rc::kSuccess, {});
+}
+
+void BrokerReactor::handle_unregister(uint32_t conn, const RemotingCommand& request) {
+  const std::string* client = request.ext("clientID");
+  const std::string* group = request.ext("consumerGroup");
+  if (client != nullptr && group != nullptr) {
+    auto it = consumers_.find(*group);
+    if (it != consumers_.end()) {
+      it->second.erase(*client);
+      if (it->second.empty()) consumers_.erase(it);
+    }
+  }
+  reply_code(conn, request, rc::kSuccess, {});
+}
+
+void BrokerReactor::handle_consumer_list(uint32_t conn, const RemotingCommand& request) {
+  const std::string* group = request.ext("consumerGroup");
+  auto it = group ? consumers_.find(*group) : consumers_.end();
+  if (it == consumers_.end() || it->second.empty()) {
+    return reply_code(conn, request, rc::kSystemError, "no consumer for this group");
+  }
+  std::string body = "{\"consumerIdList\":[";
+  bool first = true;
+  for (const auto& [client, seen] : it->second) {
+    if (!first) body += ',';
+    first = false;
+    append_json_string(&body, client);
+  }
+  body += "]}";
+  reply(conn, make_response(request, rc::kSuccess), std::as_bytes(std::span(body)));
+}
+
+// ---- CONSUMER_SEND_MSG_BACK: read the record (its size, then all of it), store the copy ----
+
+void BrokerReactor::handle_send_back(uint32_t conn, RemotingCommand& request) {
+  std::optional<int64_t> offset = ext_i64(request, "offset");
+  const std::string* group = request.ext("group");
+  if (!offset || *offset < 0 || group == nullptr || group->empty()) {
+    return reply_code(conn, request, rc::kSystemError,
+                      "CONSUMER_SEND_MSG_BACK needs offset and group");
+  }
+  uint32_t index = new_op(BrokerOp::Kind::send_back_header, conn, request);
+  BrokerOp& op = *ops_[index];
+  op.group = *group;
+  op.store_offset = store_offset_of_wire(static_cast<uint64_t>(*offset));
+  op.data.resize(4);
+  submit(index, [&](uint64_t tag) {
+    return session_->read_async(op.store_offset, 4, op.data.data(), tag);
+  });
+}
+
+void BrokerReactor::complete_send_back(uint32_t index, const Completion& c) {
+  BrokerOp& op = *ops_[index];
+  const bool alive = op_connection_alive(op);
+  if (c.code != io::Code::ok) {
+    if (alive) {
+      reply_code(op.conn, op.request, rc::kSystemError,
+                 "no message at offset " + std::to_string(wire_offset(op.store_offset)) + ": " +
+                     code_text(c.code));
+    }
+    return free_op(index);
+  }
+  io::Status s = io::Status::ok();
+  if (op.kind == BrokerOp::Kind::send_back_header) {
+    const uint32_t size = engine::get_u32(op.data.data());
+    if (size < 64 || size > config_.store.log.limits.max_body_bytes + (1u << 20)) {
+      s = io::Status::error(io::Code::invalid_argument,
+                            "no message starts at offset " +
+                                std::to_string(wire_offset(op.store_offset)));
+    } else {
+      op.kind = BrokerOp::Kind::send_back_record;
+      op.data.resize(size);
+      s = session_->read_async(op.store_offset, size, op.data.data(), index);
+    }
+  } else if (op.kind == BrokerOp::Kind::send_back_record) {
+    op.copy = std::make_unique<SendBackCopy>();
+    const int64_t delay = ext_i64(op.request, "delayLevel").value_or(0);
+    const int64_t max = ext_i64(op.request, "maxReconsumeTimes").value_or(16);
+    s = make_send_back(op.group, op.data, wire_offset(op.store_offset), static_cast<int32_t>(delay),
+                       static_cast<int32_t>(max), config_.store.log.limits, op.copy.get());
+    if (s.is_ok()) {
+      op.kind = BrokerOp::Kind::send_back_store;
+      s = session_->send_async(op.copy->message, index);
+    }
+  } else {
+    if (alive) reply_code(op.conn, op.request, rc::kSuccess, {});
+    return free_op(index);
+  }
+  if (!s.is_ok()) {
+    if (alive) reply_code(op.conn, op.request, rc::kSystemError, s.message());
+    free_op(index);
+  }
+}
+
+// ---- GET_BROKER_RUNTIME_INFO: store and delay-level figures ----
+
+void BrokerReactor::handle_runtime_info(uint32_t conn, const RemotingCommand& request) {
+  std::vector<std::pair<std::string, std::string>> table;
+  const StoreStats stats = store_.stats();
+  table.emplace_back("brokerVersionDesc", "uringmq 0.1.0");
+  table.emplace_back("shardCount", std::to_string(store_.shard_count()));
+  table.emplace_back("putMessageTimesTotal", std::to_string(stats.appends));
+  table.emplace_back("acksOk", std::to_string(stats.acks_ok));
+  table.emplace_back("fdatasyncs", std::to_string(stats.fdatasyncs));
+  table.emplace_back("connections", std::to_string(open_conns_));
+  for (const DelayLevelStats& level : store_.delay_level_stats()) {
+    const std::string key = "delayLevel." + std::to_string(level.level) + ".";
+    table.emplace_back(key + "pending", std::to_string(level.pending));
+    table.emplace_back(key + "nextDeliverMs", level.next_deliver_ms == INT64_MAX
+                                                  ? std::string("-1")
+                                                  : std::to_string(level.next_deliver_ms));
+    table.emplace_back(key + "delivered", std::to_string(level.delivered));
+    table.emplace_back(key + "parked", std::to_string(level.parked));
+  }
+  std::string body = "{\"table\":{";
+  for (size_t i = 0; i < table.size(); i++) {
+    if (i > 0) body += ',';
+    append_json_string(&body, table[i].first);
+    body += ':';
+    append_json_string(&body, table[i].second);
+  }
+  body += "}}";
+  reply(conn, make_response(request, rc::kSuccess), std::as_bytes(std::span(body)));
+}
+
+// ---- store completions ----
+
+void BrokerReactor::on_store_completion(const Completion& c) {
+  UMQ_ASSERT(c.tag < ops_.size());
+  const uint32_t index = static_cast<uint32_t>(c.tag);
+  BrokerOp& op = *ops_[index];
+  UMQ_ASSERT(op.in_use);
+  switch (op.kind) {
+    case BrokerOp::Kind::send:
+      complete_send(op, c);
+      break;
+    case BrokerOp::Kind::pull:
+      if (c.code == io::Code::too_large && pull_again_larger(index)) return;
+      complete_pull(op, c);
+      break;
+    case BrokerOp::Kind::query_offset:
+      if (c.code == io::Code::ok && c.queue_offset < 0 && op_connection_alive(op)) {
+        op.kind = BrokerOp::Kind::query_offset_min;
+        if (session_->query_queue_async(op.topic, op.queue_id, index).is_ok()) return;
+        op.kind = BrokerOp::Kind::query_offset;
+      }
+      complete_query(op, c);
+      break;
+    case BrokerOp::Kind::send_back_header:
+    case BrokerOp::Kind::send_back_record:
+    case BrokerOp::Kind::send_back_store:
+      return complete_send_back(index, c);
+    case BrokerOp::Kind::commit_silent:
+      break;
+    case BrokerOp::Kind::release:
+      // One completion per shard.
+      if (--op.queue_id > 0) return;
+      break;
+    default:
+      complete_query(op, c);
+      break;
+  }
+  free_op(index);
+}
+
+}  // namespace uringmq::net

@@ -1,0 +1,166 @@
+#pragma once
+// BrokerReactor: the broker's network loop (internal to net/broker*.cc; see net/broker.h).
+// Connections, in-flight store operations and the client registry all belong to the one
+// reactor thread; nothing here is locked.
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "engine/message_codec.h"
+#include "engine/store.h"
+#include "io/net_ring.h"
+#include "io/waker.h"
+#include "net/broker_config.h"
+#include "net/remoting.h"
+
+namespace uringmq::net {
+
+// A client connection. Its buffers are referenced by at most one recv and one send in the
+// kernel at a time; it is freed once both have completed after it closed.
+struct Connection {
+  int fd = -1;
+  uint32_t generation = 0;
+  bool open = false;
+  bool closing = false;
+  bool recv_armed = false;
+  bool send_armed = false;
+  engine::HostAddress peer;
+  std::vector<std::byte> in;   // received bytes [0, in_bytes) not yet decoded
+  size_t in_bytes = 0;
+  std::string out_pending;     // encoded replies waiting for the next send
+  std::string out_inflight;    // what the kernel is sending, from out_sent on
+  size_t out_sent = 0;
+  uint32_t ops_pending = 0;    // store operations that will answer on this connection
+  bool resume = false;         // decode buffered frames and read again (from the loop)
+};
+
+// A request waiting for the store. Owns every byte the store reads or writes for it.
+struct BrokerOp {
+  enum class Kind : uint8_t {
+    send, pull, query_max, query_min, search, query_offset, query_offset_min, commit,
+    commit_silent, send_back_header, send_back_record, send_back_store, release
+  };
+  Kind kind = Kind::send;
+  bool in_use = false;
+  bool replied = false;        // a send answered FLUSH_DISK_TIMEOUT before its completion
+  uint32_t conn = 0;
+  uint32_t conn_generation = 0;
+  RemotingCommand request;     // code, opaque, serialize type and ext fields of the request
+  int64_t deadline_ms = 0;     // send: when FLUSH_DISK_TIMEOUT is answered
+  std::string topic;
+  std::string group;
+  std::string properties;
+  std::string tag_filter;
+  std::vector<std::byte> data; // send: body; pull: records; send back: the record
+  int32_t queue_id = 0;
+  uint32_t shard = 0;
+  uint64_t store_offset = 0;
+  Message message;
+  PullRequest pull;
+  std::unique_ptr<SendBackCopy> copy;
+};
+
+class BrokerReactor {
+ public:
+  BrokerReactor(const BrokerConfig& config, Store& store);
+  ~BrokerReactor();
+  io::Status start();  // session, ring, listeners
+  io::Status run();
+  void request_stop() { stop_waker_->wake(); }
+  uint16_t broker_port() const { return broker_port_; }
+  uint16_t namesrv_port() const { return namesrv_port_; }
+
+ private:
+  enum class Event : uint8_t { accept = 1, recv, send, store_wake, stop_wake, cancel };
+  static constexpr int kListenBroker = 0;
+  static constexpr int kListenNamesrv = 1;
+
+  // ---- reactor (broker.cc) ----
+  void arm_accept(int which);
+  void arm_recv(uint32_t index);
+  void flush_out(uint32_t index);
+  void on_net_completion(const io::NetCompletion& c);
+  void on_accept(int which, const io::NetCompletion& c);
+  void on_recv(uint32_t index, int32_t result);
+  void on_send(uint32_t index, int32_t result);
+  void decode_frames(uint32_t index);
+  void close_connection(uint32_t index, const std::string& why);
+  void maybe_free(uint32_t index);
+  bool reading_paused(const Connection& conn) const;
+  void drain_store();
+  void resume_connections();
+  void sweep(int64_t now_ms);
+  int64_t wait_timeout_ms() const;
+  io::Status shut_down();
+
+  // ---- requests (broker_handlers.cc) ----
+  void handle(uint32_t conn, RemotingCommand& request, std::span<const std::byte> body);
+  void reply(uint32_t conn, const RemotingCommand& response, std::span<const std::byte> body = {});
+  void reply_code(uint32_t conn, const RemotingCommand& request, int32_t code,
+                  std::string remark);
+  void handle_route(uint32_t conn, const RemotingCommand& request);
+  void handle_send(uint32_t conn, RemotingCommand& request, std::span<const std::byte> body);
+  void handle_pull(uint32_t conn, RemotingCommand& request);
+  void handle_queue_query(uint32_t conn, RemotingCommand& request);
+  void handle_offset_update(uint32_t conn, RemotingCommand& request);
+  void handle_heartbeat(uint32_t conn, const RemotingCommand& request,
+                        std::span<const std::byte> body);
+  void handle_unregister(uint32_t conn, const RemotingCommand& request);
+  void handle_consumer_list(uint32_t conn, const RemotingCommand& request);
+  void handle_send_back(uint32_t conn, RemotingCommand& request);
+  void handle_runtime_info(uint32_t conn, const RemotingCommand& request);
+  void on_store_completion(const Completion& c);
+  void complete_send(BrokerOp& op, const Completion& c);
+  void complete_pull(BrokerOp& op, const Completion& c);
+  void complete_query(BrokerOp& op, const Completion& c);
+  void complete_send_back(uint32_t index, const Completion& c);
+  bool pull_again_larger(uint32_t index);
+  uint32_t queue_nums(std::string_view topic) const;
+  // Physical offsets on the wire: local * shards + shard. Clients keep them in JavaScript
+  // numbers (exact below 2^53), so the store-wide form (shard in the top 8 bits) cannot leave
+  // the broker; this one stays below 2^53 until the shards together hold 8 PiB, as in Java.
+  uint64_t wire_offset(uint64_t store_offset) const;
+  uint64_t store_offset_of_wire(uint64_t wire) const;
+
+  // ---- ops ----
+  uint32_t new_op(BrokerOp::Kind kind, uint32_t conn, const RemotingCommand& request);
+  void free_op(uint32_t index);
+  // Posts through `post` (a Session call with the op's tag); on failure answers and frees.
+  template <typename Post>
+  void submit(uint32_t index, Post&& post);
+  bool op_connection_alive(const BrokerOp& op) const;
+
+  const BrokerConfig& config_;
+  Store& store_;
+  std::unique_ptr<Session> session_;
+  std::unique_ptr<io::NetRing> ring_;
+  std::unique_ptr<io::Waker> store_waker_;
+  std::unique_ptr<io::Waker> stop_waker_;
+  uint64_t store_wake_value_ = 0;
+  uint64_t stop_wake_value_ = 0;
+  std::array<int, 2> listen_fds_{-1, -1};
+  std::array<bool, 2> accept_armed_{false, false};
+  uint16_t broker_port_ = 0;
+  uint16_t namesrv_port_ = 0;
+  bool stopping_ = false;
+  RemotingLimits limits_;
+  std::vector<Connection> conns_;
+  std::vector<uint32_t> free_conns_;
+  uint32_t open_conns_ = 0;
+  std::vector<std::unique_ptr<BrokerOp>> ops_;
+  std::vector<uint32_t> free_ops_;
+  uint32_t sends_in_flight_ = 0;
+  int64_t next_sweep_ms_ = 0;
+  engine::HostAddress store_host_;
+  std::string advertised_;  // "ip:port" put in routes
+  // Consumer group -> client id -> last heartbeat (ms).
+  std::map<std::string, std::map<std::string, int64_t>, std::less<>> consumers_;
+  std::array<Completion, 256> completions_{};
+};
+
+}  // namespace uringmq::net
