@@ -5,6 +5,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -18,18 +19,31 @@ Result<std::unique_ptr<NetRing>> NetRing::create(uint32_t entries) {
   std::unique_ptr<NetRing> ring(new NetRing());
   ring->ring_ = std::make_unique<io_uring>();
   io_uring_params params{};
-  params.flags = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_SUBMIT_ALL;
+  // R_DISABLED: the ring binds to the thread that calls enable() (the reactor), not its creator.
+  params.flags = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_SUBMIT_ALL |
+                 IORING_SETUP_R_DISABLED;
   int rc = io_uring_queue_init_params(entries, ring->ring_.get(), &params);
   if (rc == -EINVAL) {
     // Kernels before 6.1 know no DEFER_TASKRUN; a plain ring behaves the same here.
     params = io_uring_params{};
     rc = io_uring_queue_init_params(entries, ring->ring_.get(), &params);
   }
+  ring->disabled_ = (params.flags & IORING_SETUP_R_DISABLED) != 0;
   if (rc < 0) {
     ring->ring_.reset();
     return Status::from_errno(-rc, "io_uring_queue_init_params for the network ring");
   }
   return Result<std::unique_ptr<NetRing>>(std::move(ring));
+}
+
+Status NetRing::enable() {
+  if (!disabled_) return Status::ok();
+  // liburing 2.3 declares io_uring_enable_rings() but does not export it (fixed in 2.4).
+  long rc = ::syscall(__NR_io_uring_register, ring_->ring_fd, IORING_REGISTER_ENABLE_RINGS,
+                      nullptr, 0);
+  if (rc < 0) return Status::from_errno(errno, "IORING_REGISTER_ENABLE_RINGS for the network ring");
+  disabled_ = false;
+  return Status::ok();
 }
 
 NetRing::~NetRing() {

@@ -32,6 +32,9 @@ class NetRing {
   NetRing(const NetRing&) = delete;
   NetRing& operator=(const NetRing&) = delete;
 
+  // Binds the ring to the calling thread, which alone may wait() from then on.
+  Status enable();
+
   // Queue requests; they go to the kernel at the next wait(). Each completes once with its
   // user_data, except accept_multishot, which completes per connection while `more` is set.
   void accept_multishot(int listen_fd, uint64_t user_data);
@@ -49,6 +52,7 @@ class NetRing {
   NetRing() = default;
   ::io_uring_sqe* get_sqe();
   std::unique_ptr<::io_uring> ring_;
+  bool disabled_ = false;
 };
 
 // A listening TCP socket on an IPv4 address (SO_REUSEADDR, non-blocking, close-on-exec).

@@ -130,6 +130,7 @@ io::Status BrokerReactor::start() {
 // ---- BrokerReactor: the loop ----
 
 io::Status BrokerReactor::run() {
+  UMQ_RETURN_IF_ERROR(ring_->enable());
   arm_accept(kListenBroker);
   if (listen_fds_[kListenNamesrv] >= 0) arm_accept(kListenNamesrv);
   ring_->read(store_waker_->fd(), &store_wake_value_, sizeof(store_wake_value_),

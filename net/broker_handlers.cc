@@ -429,8 +429,10 @@ void BrokerReactor::complete_pull(BrokerOp& op, const Completion& c) {
     for (size_t at = 0; at + kPhysicalOffsetAt + 8 <= records.size();) {
       const uint32_t size = engine::get_u32(records.data() + at);
       if (size == 0 || at + size > records.size()) break;
-      std::byte* field = records.data() + at + kPhysicalOffsetAt;
-      engine::put_u64(field, wire_offset(make_store_offset(op.shard, engine::get_u64(field))));
+      const uint64_t local = engine::get_u64(records.data() + at + kPhysicalOffsetAt);
+      engine::rewrite_physical_offset(
+          records.subspan(at, size),
+          static_cast<int64_t>(wire_offset(make_store_offset(op.shard, local))));
       at += size;
     }
   }

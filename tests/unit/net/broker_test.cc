@@ -1,0 +1,323 @@
+// The broker in process, spoken to over a real loopback socket with the blocking remoting client:
+// each request code's answer, long polling, offsets across a restart, send-back, and hostile
+// input (garbage, huge lengths, truncated frames, unknown codes) that must close only the
+// offending connection and lose nothing stored.
+
+#include "net/broker.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "engine/message_codec.h"
+#include "engine/properties.h"
+#include "net/json.h"
+#include "net/log.h"
+#include "net/remoting.h"
+#include "net/remoting_client.h"
+#include "tests/support/temp_dir.h"
+
+namespace uringmq::net {
+namespace {
+
+namespace rc = response_code;
+namespace req = request_code;
+
+class RunningBroker {
+ public:
+  explicit RunningBroker(const std::string& dir, uint32_t shards = 2) {
+    if (std::getenv("BROKER_TEST_DEBUG")) set_log_level(LogLevel::debug);
+    config_.store.data_dir = dir;
+    config_.store.shard_count = shards;
+    config_.store.pin_threads = false;
+    config_.store.log.segment_size_bytes = 16u << 20;
+    config_.store.message_delay_level = "100ms 200ms 300ms";
+    config_.listen_port = 0;
+    config_.namesrv_listen_port = 0;
+    config_.default_topic_queue_nums = 4;
+    config_.max_suspend_ms = 2000;
+    io::Result<std::unique_ptr<Broker>> broker = Broker::open(config_);
+    EXPECT_TRUE(broker.is_ok()) << broker.status().to_string();
+    broker_ = std::move(*broker);
+    thread_ = std::thread([this] { served_ = broker_->run(); });
+  }
+  ~RunningBroker() { stop(); }
+  void stop() {
+    if (!thread_.joinable()) return;
+    broker_->request_stop();
+    thread_.join();
+    EXPECT_TRUE(served_.is_ok()) << served_.to_string();
+  }
+  uint16_t port() const { return broker_->broker_port(); }
+  std::unique_ptr<RemotingClient> client() {
+    io::Result<std::unique_ptr<RemotingClient>> c = RemotingClient::connect("127.0.0.1", port());
+    EXPECT_TRUE(c.is_ok()) << c.status().to_string();
+    return std::move(*c);
+  }
+
+ private:
+  BrokerConfig config_;
+  std::unique_ptr<Broker> broker_;
+  std::thread thread_;
+  io::Status served_;
+};
+
+RemotingCommand request(int32_t code,
+                        std::vector<std::pair<std::string, std::string>> ext = {}) {
+  RemotingCommand c;
+  c.code = code;
+  c.version = 121;
+  c.ext_fields = std::move(ext);
+  return c;
+}
+
+RemotingResponse call(RemotingClient& client, const RemotingCommand& command,
+                      std::string_view body = {}) {
+  io::Result<RemotingResponse> r = client.call(command, std::as_bytes(std::span(body)), 10000);
+  EXPECT_TRUE(r.is_ok()) << r.status().to_string();
+  return r.is_ok() ? std::move(*r) : RemotingResponse{};
+}
+
+RemotingResponse send(RemotingClient& client, const std::string& topic, int queue,
+                      const std::string& body, const std::string& properties = "TAGS\x01T\x02") {
+  return call(client,
+              request(req::kSendMessageV2,
+                      {{"a", "PG"}, {"b", topic}, {"c", "TBW102"}, {"d", "4"},
+                       {"e", std::to_string(queue)}, {"f", "0"}, {"g", "1700000000000"},
+                       {"h", "0"}, {"i", properties}, {"j", "0"}, {"k", "false"}}),
+              body);
+}
+
+RemotingResponse pull(RemotingClient& client, const std::string& topic, int queue,
+                      int64_t offset, int64_t suspend_ms = 0) {
+  return call(client, request(req::kPullMessage,
+                              {{"consumerGroup", "CG"}, {"topic", topic},
+                               {"queueId", std::to_string(queue)},
+                               {"queueOffset", std::to_string(offset)}, {"maxMsgNums", "32"},
+                               {"sysFlag", suspend_ms > 0 ? "2" : "0"}, {"commitOffset", "0"},
+                               {"suspendTimeoutMillis", std::to_string(suspend_ms)},
+                               {"subscription", "*"}, {"subVersion", "0"}}));
+}
+
+std::vector<engine::MessageView> decode_all(const std::string& body) {
+  std::vector<engine::MessageView> out;
+  std::span<const std::byte> bytes = std::as_bytes(std::span(body));
+  while (!bytes.empty()) {
+    engine::DecodeResult r = engine::decode(bytes, engine::DecodeOptions{});
+    EXPECT_EQ(r.outcome, engine::DecodeOutcome::ok) << r.reason;
+    if (r.outcome != engine::DecodeOutcome::ok) break;
+    out.push_back(r.view);
+    bytes = bytes.subspan(r.size);
+  }
+  return out;
+}
+
+std::string body_text(const engine::MessageView& v) {
+  return std::string(reinterpret_cast<const char*>(v.body.data()), v.body.size());
+}
+
+TEST(BrokerTest, RouteSendPullAndQueueFigures) {
+  uringmq::testing::TempDir dir;
+  RunningBroker broker(dir.path());
+  auto client = broker.client();
+
+  RemotingResponse route = call(*client, request(req::kGetRouteInfoByTopic, {{"topic", "T1"}}));
+  ASSERT_EQ(route.command.code, rc::kSuccess);
+  io::Result<JsonValue> json = parse_json(route.body);
+  ASSERT_TRUE(json.is_ok());
+  EXPECT_EQ(json->find("queueDatas")->items()[0].find("writeQueueNums")->text(), "4");
+  EXPECT_EQ(call(*client, request(req::kGetRouteInfoByTopic, {{"topic", "bad topic!"}})).command.code,
+            rc::kTopicNotExist);
+
+  for (int i = 0; i < 10; i++) {
+    RemotingResponse r = send(*client, "T1", i % 2, "body-" + std::to_string(i));
+    ASSERT_EQ(r.command.code, rc::kSuccess) << r.command.remark.value_or("");
+    EXPECT_EQ(*r.command.ext("queueId"), std::to_string(i % 2));
+    EXPECT_EQ(*r.command.ext("queueOffset"), std::to_string(i / 2));
+    EXPECT_EQ(r.command.ext("msgId")->size(), 32u);
+  }
+  RemotingResponse found = pull(*client, "T1", 1, 0);
+  ASSERT_EQ(found.command.code, rc::kSuccess);
+  EXPECT_EQ(*found.command.ext("nextBeginOffset"), "5");
+  EXPECT_EQ(*found.command.ext("minOffset"), "0");
+  EXPECT_EQ(*found.command.ext("maxOffset"), "5");
+  std::vector<engine::MessageView> got = decode_all(found.body);
+  ASSERT_EQ(got.size(), 5u);
+  for (int i = 0; i < 5; i++) EXPECT_EQ(body_text(got[i]), "body-" + std::to_string(2 * i + 1));
+
+  EXPECT_EQ(pull(*client, "T1", 1, 5).command.code, rc::kPullNotFound);
+  EXPECT_EQ(pull(*client, "T1", 1, 99).command.code, rc::kPullOffsetMoved);
+  RemotingResponse max = call(*client, request(req::kGetMaxOffset, {{"topic", "T1"}, {"queueId", "0"}}));
+  EXPECT_EQ(*max.command.ext("offset"), "5");
+  RemotingResponse min = call(*client, request(req::kGetMinOffset, {{"topic", "T1"}, {"queueId", "0"}}));
+  EXPECT_EQ(*min.command.ext("offset"), "0");
+  // A queue id past the topic's queues is refused, naming it.
+  RemotingResponse bad_queue = send(*client, "T1", 9, "x");
+  EXPECT_EQ(bad_queue.command.code, rc::kSystemError);
+  EXPECT_NE(bad_queue.command.remark.value_or("").find("queueId 9"), std::string::npos);
+  EXPECT_EQ(send(*client, "SCHEDULE_TOPIC_XXXX", 0, "x").command.code, rc::kNoPermission);
+}
+
+TEST(BrokerTest, HeldPullIsWokenByASendAndByADelayedMessage) {
+  uringmq::testing::TempDir dir;
+  RunningBroker broker(dir.path());
+  auto consumer = broker.client();
+  auto producer = broker.client();
+  std::thread later([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    EXPECT_EQ(send(*producer, "T2", 0, "wake").command.code, rc::kSuccess);
+    // Level 2 = 200 ms.
+    EXPECT_EQ(send(*producer, "T2", 1, "delayed", "TAGS\x01T\x02" "DELAY\x01" "2\x02").command.code,
+              rc::kSuccess);
+  });
+  auto start = std::chrono::steady_clock::now();
+  RemotingResponse woke = pull(*consumer, "T2", 0, 0, 1900);
+  EXPECT_EQ(woke.command.code, rc::kSuccess);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(1500));
+  start = std::chrono::steady_clock::now();
+  RemotingResponse delayed = pull(*consumer, "T2", 1, 0, 1900);
+  later.join();
+  ASSERT_EQ(delayed.command.code, rc::kSuccess);
+  std::vector<engine::MessageView> got = decode_all(delayed.body);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].topic, "T2");
+  EXPECT_FALSE(engine::find_property(got[0].user_properties, "DELAY"));
+  // A held pull with nothing arriving ends with PULL_NOT_FOUND after its suspend time.
+  start = std::chrono::steady_clock::now();
+  EXPECT_EQ(pull(*consumer, "T2", 3, 0, 300).command.code, rc::kPullNotFound);
+  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(290));
+}
+
+TEST(BrokerTest, ConsumerOffsetsHeartbeatsAndRestart) {
+  uringmq::testing::TempDir dir;
+  {
+    RunningBroker broker(dir.path());
+    auto client = broker.client();
+    RemotingResponse fresh = call(*client, request(req::kQueryConsumerOffset,
+                                                   {{"topic", "T3"}, {"consumerGroup", "G"},
+                                                    {"queueId", "0"}}));
+    ASSERT_EQ(fresh.command.code, rc::kSuccess);
+    EXPECT_EQ(*fresh.command.ext("offset"), "0");  // Java's answer for a new group
+    EXPECT_EQ(call(*client, request(req::kUpdateConsumerOffset,
+                                    {{"topic", "T3"}, {"consumerGroup", "G"}, {"queueId", "0"},
+                                     {"commitOffset", "7"}}))
+                  .command.code,
+              rc::kSuccess);
+    // Negative commits are ignored.
+    EXPECT_EQ(call(*client, request(req::kUpdateConsumerOffset,
+                                    {{"topic", "T3"}, {"consumerGroup", "G"}, {"queueId", "0"},
+                                     {"commitOffset", "-1"}}))
+                  .command.code,
+              rc::kSuccess);
+    std::string heartbeat =
+        R"({"clientID":"10.0.0.1@42","consumerDataSet":[{"groupName":"G","consumeType":"CONSUME_PASSIVELY"}],"producerDataSet":[]})";
+    EXPECT_EQ(call(*client, request(req::kHeartBeat), heartbeat).command.code, rc::kSuccess);
+    RemotingResponse list =
+        call(*client, request(req::kGetConsumerListByGroup, {{"consumerGroup", "G"}}));
+    ASSERT_EQ(list.command.code, rc::kSuccess);
+    EXPECT_EQ(list.body, R"({"consumerIdList":["10.0.0.1@42"]})");
+    EXPECT_EQ(call(*client, request(req::kUnregisterClient,
+                                    {{"clientID", "10.0.0.1@42"}, {"consumerGroup", "G"}}))
+                  .command.code,
+              rc::kSuccess);
+    EXPECT_EQ(call(*client, request(req::kGetConsumerListByGroup, {{"consumerGroup", "G"}}))
+                  .command.code,
+              rc::kSystemError);
+  }
+  RunningBroker again(dir.path());
+  auto client = again.client();
+  RemotingResponse kept = call(*client, request(req::kQueryConsumerOffset,
+                                                {{"topic", "T3"}, {"consumerGroup", "G"},
+                                                 {"queueId", "0"}}));
+  ASSERT_EQ(kept.command.code, rc::kSuccess);
+  EXPECT_EQ(*kept.command.ext("offset"), "7");
+}
+
+TEST(BrokerTest, SendBackStoresARetryCopyThenDeadLetters) {
+  uringmq::testing::TempDir dir;
+  RunningBroker broker(dir.path());
+  auto client = broker.client();
+  // Queue 3 of T4 lands on whichever shard owns it; the wire offset must find it either way.
+  for (int queue = 0; queue < 4; queue++) {
+    ASSERT_EQ(send(*client, "T4", queue, "q" + std::to_string(queue)).command.code, rc::kSuccess);
+    RemotingResponse got = pull(*client, "T4", queue, 0);
+    std::vector<engine::MessageView> records = decode_all(got.body);
+    ASSERT_EQ(records.size(), 1u);
+    const std::string offset = std::to_string(records[0].physical_offset);
+    RemotingResponse back = call(*client, request(req::kConsumerSendMsgBack,
+                                                  {{"offset", offset}, {"group", "G4"},
+                                                   {"delayLevel", "0"}, {"maxReconsumeTimes", "16"}}));
+    ASSERT_EQ(back.command.code, rc::kSuccess) << back.command.remark.value_or("");
+  }
+  // Level 3 + 0 = 300 ms here.
+  std::vector<engine::MessageView> retried;
+  std::string bodies;
+  for (int64_t offset = 0; offset < 4;) {
+    RemotingResponse r = pull(*client, "%RETRY%G4", 0, offset, 1500);
+    ASSERT_EQ(r.command.code, rc::kSuccess) << "offset " << offset;
+    for (const engine::MessageView& v : decode_all(r.body)) {
+      EXPECT_EQ(v.reconsume_times, 1);
+      EXPECT_EQ(engine::find_property(v.user_properties, "RETRY_TOPIC").value_or(""), "T4");
+      offset++;
+    }
+  }
+  // A retry copy whose attempts are used up goes to %DLQ%.
+  RemotingResponse dead = call(*client, request(req::kConsumerSendMsgBack,
+                                                {{"offset", "0"}, {"group", "G4"},
+                                                 {"delayLevel", "0"}, {"maxReconsumeTimes", "0"}}));
+  EXPECT_EQ(dead.command.code, rc::kSuccess) << dead.command.remark.value_or("");
+  RemotingResponse dlq = pull(*client, "%DLQ%G4", 0, 0, 1500);
+  EXPECT_EQ(dlq.command.code, rc::kSuccess);
+  // An offset where no message starts is refused, naming the offset.
+  RemotingResponse nowhere = call(*client, request(req::kConsumerSendMsgBack,
+                                                   {{"offset", "123456789"}, {"group", "G4"}}));
+  EXPECT_EQ(nowhere.command.code, rc::kSystemError);
+}
+
+TEST(BrokerTest, HostileInputClosesOnlyThatConnectionAndLosesNothing) {
+  uringmq::testing::TempDir dir;
+  RunningBroker broker(dir.path());
+  auto good = broker.client();
+  ASSERT_EQ(send(*good, "T5", 0, "before").command.code, rc::kSuccess);
+
+  RemotingResponse unknown = call(*good, request(9999));
+  EXPECT_EQ(unknown.command.code, rc::kRequestCodeNotSupported);
+  EXPECT_EQ(unknown.command.remark.value_or(""), "request type 9999 not supported");
+
+  const std::vector<std::string> hostile = {
+      std::string("\x7f\xff\xff\xff", 4),                          // a 2 GiB frame
+      std::string("\x00\x00\x00\x0c\x00\x00\x00\x08{bad jso", 16),  // bad JSON header
+      std::string("\x00\x00\x00\x08\x00\x00\x00\x20", 8),          // header longer than frame
+      std::string("\x00\x00\x00\x08\x07\x00\x00\x00", 8),          // unknown serialize type
+      std::string("\x00\x00\x00\x30\x00\x00", 6),                  // truncated, then close
+  };
+  for (const std::string& bytes : hostile) {
+    auto bad = broker.client();
+    ASSERT_TRUE(bad->send_raw(std::as_bytes(std::span(bytes))).is_ok());
+    io::Result<RemotingResponse> answer = bad->receive(1000);
+    // Either closed at once or (truncated frame) still waiting: never an answer.
+    EXPECT_FALSE(answer.is_ok());
+  }
+  // A client that disconnects with a pull held.
+  {
+    auto leaving = broker.client();
+    RemotingCommand held = request(req::kPullMessage,
+                                   {{"consumerGroup", "CG"}, {"topic", "T5"}, {"queueId", "1"},
+                                    {"queueOffset", "0"}, {"sysFlag", "2"},
+                                    {"suspendTimeoutMillis", "1000"}});
+    ASSERT_TRUE(leaving->send(held, {}).is_ok());
+  }
+  ASSERT_EQ(send(*good, "T5", 0, "after").command.code, rc::kSuccess);
+  RemotingResponse all = pull(*good, "T5", 0, 0);
+  ASSERT_EQ(all.command.code, rc::kSuccess);
+  std::vector<engine::MessageView> got = decode_all(all.body);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(body_text(got[0]), "before");
+  EXPECT_EQ(body_text(got[1]), "after");
+}
+
+}  // namespace
+}  // namespace uringmq::net
