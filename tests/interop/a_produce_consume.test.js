@@ -31,7 +31,7 @@ test('50 messages with tags and keys are consumed exactly once, intact', { timeo
   // Sanity of the send results: queue offsets are unique per queue.
   const perQueue = new Map();
   for (const { result } of sent.values()) {
-    const q = result.messageQueue.queueId;
+    const q = Number(result.messageQueue.queueId);
     const seen = perQueue.get(q) || new Set();
     assert.ok(!seen.has(result.queueOffset), `queue ${q} offset ${result.queueOffset} given twice`);
     seen.add(result.queueOffset);
@@ -45,20 +45,25 @@ test('50 messages with tags and keys are consumed exactly once, intact', { timeo
   await got.waitCount(N, 60000, `${N} messages on ${topic}`);
   await sleep(2000); // duplicates would arrive in this window
   const counts = new Map();
+  const problems = [];
+  const check = (ok, what) => { if (!ok) problems.push(what); };
   for (const m of got.list) {
     const key = m.keys.split(' ')[0];
     counts.set(key, (counts.get(key) || 0) + 1);
     const s = sent.get(key);
     assert.ok(s, `unexpected message keys=${m.keys} body=${m.body.slice(0, 60)}`);
-    assert.equal(m.topic, topic);
-    assert.equal(m.body, s.body, `body of ${key}`);
-    assert.equal(m.tags, s.tag, `tag of ${key}`);
-    assert.equal(m.keys, `${key} second-${key.split('-k')[1]}`, `keys of ${key}`);
-    assert.equal(m.reconsumeTimes, 0);
-    assert.equal(m.queueId, s.result.messageQueue.queueId, `queueId of ${key}`);
-    assert.equal(Number(m.queueOffset), Number(s.result.queueOffset), `queueOffset of ${key}`);
-    assert.equal(m.msgId, s.result.msgId, `msgId of ${key} (send result vs consumed)`);
+    check(m.topic === topic, `${key}: topic ${m.topic}`);
+    check(m.body === s.body, `${key}: body ${JSON.stringify(m.body.slice(0, 40))}`);
+    check(m.tags === s.tag, `${key}: tags ${m.tags} (sent ${s.tag})`);
+    check(m.keys === `${key} second-${key.split('-k')[1]}`, `${key}: keys ${m.keys}`);
+    check(m.reconsumeTimes === 0, `${key}: reconsumeTimes ${m.reconsumeTimes}`);
+    check(m.queueId === Number(s.result.messageQueue.queueId),
+      `${key}: queueId ${m.queueId}, send result ${s.result.messageQueue.queueId}`);
+    check(Number(m.queueOffset) === Number(s.result.queueOffset),
+      `${key}: queueOffset ${m.queueOffset}, send result ${s.result.queueOffset}`);
+    check(m.msgId === s.result.msgId, `${key}: consumed msgId ${m.msgId} != send result msgId ${s.result.msgId}`);
   }
+  assert.deepEqual(problems, [], `${problems.length} mismatches`);
   const dups = [...counts].filter(([, n]) => n > 1);
   assert.deepEqual(dups, [], 'messages received more than once');
   assert.equal(counts.size, N, 'distinct messages received');

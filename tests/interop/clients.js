@@ -51,6 +51,7 @@ async function producer(opts = {}) {
   p.on('error', err => clientErrors.push(err));
   clients.add(p);
   await p.ready();
+  quietDefaultProducer();
   return p;
 }
 
@@ -61,7 +62,19 @@ function consumer(opts = {}) {
   }, opts.options || {}));
   c.on('error', err => clientErrors.push(err));
   clients.add(c);
+  c.ready().then(quietDefaultProducer, () => {});
   return c;
+}
+
+// ali-ons' internal producer (group CLIENT_INNER_PRODUCER, created with the options of the first
+// client of the process) has no 'error' listener of ours; its errors (e.g. while a test restarts
+// its broker) would be printed by sdk-base's default handler.
+function quietDefaultProducer() {
+  const d = Producer.defaultProducer;
+  if (d && !d.__quiet) {
+    d.__quiet = true;
+    d.on('error', err => clientErrors.push(err));
+  }
 }
 
 async function close(client) {
@@ -70,6 +83,12 @@ async function close(client) {
   await withTimeout(client.close(), 10000, 'client close').catch(err => {
     if (verbose) console.error('close failed:', err.message);
   });
+  // close() removes every listener of the client and of its MQClient, but requests already in
+  // flight (a held pull, a heartbeat) can still open a channel afterwards; its connection error
+  // would then be an uncaught 'error' event (seen when the broker is stopped right after).
+  const sink = err => clientErrors.push(err);
+  client.on('error', sink);
+  if (client._mqClient) client._mqClient.on('error', sink);
 }
 
 function withTimeout(promise, ms, what) {
@@ -127,6 +146,7 @@ function summary(msg) {
     queueOffset: msg.queueOffset,
     reconsumeTimes: msg.reconsumeTimes,
     msgId: msg.msgId,
+    commitLogOffset: msg.commitLogOffset,
     properties: Object.assign({}, msg.properties),
   };
 }

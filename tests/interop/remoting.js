@@ -137,7 +137,7 @@ function decodeMessages(buf) {
     m.queueId = buf.readInt32BE(p); p += 4;
     m.flag = buf.readInt32BE(p); p += 4;
     m.queueOffset = Number(buf.readBigInt64BE(p)); p += 8;
-    m.physicalOffset = Number(buf.readBigInt64BE(p)); p += 8;
+    m.physicalOffset = buf.readBigInt64BE(p); p += 8; // BigInt: may exceed 2^53
     m.sysFlag = buf.readInt32BE(p); p += 4;
     m.bornTimestamp = Number(buf.readBigInt64BE(p)); p += 8;
     m.bornHost = `${buf[p]}.${buf[p + 1]}.${buf[p + 2]}.${buf[p + 3]}:${buf.readInt32BE(p + 4)}`; p += 8;

@@ -17,6 +17,8 @@ if [ $# -lt 1 ]; then
 fi
 broker_bin=$(realpath "$1")
 shift
+args=()
+for f in "$@"; do args+=("$(realpath "$f")"); done
 [ -x "$broker_bin" ] || { echo "interop: $broker_bin is not an executable" >&2; exit 2; }
 here=$(cd "$(dirname "$0")" && pwd)
 cd "$here"
@@ -84,8 +86,8 @@ export URINGMQ_STORE="$STORE"
 export URINGMQ_BROKER_PID="$broker_pid"
 export URINGMQ_TMP="$tmp"
 
-if [ $# -gt 0 ]; then
-  files=("$@")
+if [ ${#args[@]} -gt 0 ]; then
+  files=("${args[@]}")
 else
   files=("$here"/*.test.js)
 fi
