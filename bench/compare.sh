@@ -28,6 +28,10 @@
 # run), RECOVERY_MIB (1000: what the killed writer appends; below one segment, so all of it is
 # rescanned). Needs fio, python3, gnuplot (tools/install-deps.sh). Dropping the page cache
 # needs root (else the bench uses posix_fadvise DONTNEED on the store's files).
+# Issue 6 (SECTIONS=net), written to bench/results/issue6.{md,dat}: network produce over
+# loopback, SYNC_FLUSH, 128 B, uringmq-net-bench against uringmq-broker, redis-server (ZADD,
+# appendfsync always) and beanstalkd (put, -f 0), NET_RUNS (3) runs of each, interleaved; see
+# the section for its variables.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -46,6 +50,7 @@ bench=$BUILD/bench/uringmq-bench
 micro=$BUILD/bench/uringmq-micro-bench
 results=$here/results
 
+if want 3 || want 4 || want 5; then  # the engine sections (net checks its own tools below)
 for tool in fio python3 gnuplot; do
   command -v "$tool" >/dev/null || { echo "compare.sh: $tool missing (tools/install-deps.sh)"; exit 1; }
 done
@@ -58,6 +63,7 @@ for exe in "${exes[@]}"; do
     exit 1
   }
 done
+fi
 case "$DATA" in "" | "/") echo "compare.sh: refusing DATA=$DATA"; exit 1 ;; esac
 
 raw=$(mktemp -d)
@@ -302,6 +308,167 @@ text = (f"Machine: {m['cores']} cores, {m['cpu']}, kernel {m['kernel']}, {m['fs'
 open(f"{out}/issue5.md", "w").write(text)
 print(text)
 PY
+fi
+# ---- Issue 6: network produce, uringmq-broker vs redis-server vs beanstalkd (SECTIONS=net) ----
+#   (k) SYNC_FLUSH produce msgs/s over loopback, 128 B, the same load generator
+#       (uringmq-net-bench: NET_CONNS connections x NET_PIPELINE requests in flight) against
+#       uringmq-broker (SEND_MESSAGE_V2), redis-server (ZADD, --appendonly yes --appendfsync
+#       always) and beanstalkd (put, -b DIR -f 0: fsync every put). Targets: uringmq / redis
+#       >= 10, uringmq / beanstalkd >= 100. Every server starts fresh (empty data dir under
+#       $DATA, so all on the same disk) for each run and stops after it; NET_RUNS runs of each,
+#       interleaved; medians. Written to bench/results/issue6.{md,dat}.
+# NET_CONNS (16), NET_PIPELINE (32), NET_RUNS (3), NET_SECONDS (10, measuring window),
+# NET_WARMUP (2), NET_SHARDS (0: the broker's default, one per CPU), NET_BYTES (128),
+# NET_PERF (empty; a file name: `perf record -g` of the broker during run 1, kept there).
+# The load generator and the servers share the machine's cores: say so next to the figures.
+if want net; then
+NET_CONNS=${NET_CONNS:-16}
+NET_PIPELINE=${NET_PIPELINE:-32}
+NET_RUNS=${NET_RUNS:-3}
+NET_SECONDS=${NET_SECONDS:-10}
+NET_WARMUP=${NET_WARMUP:-2}
+NET_SHARDS=${NET_SHARDS:-0}
+NET_BYTES=${NET_BYTES:-128}
+NET_PERF=${NET_PERF:-}
+netbench=$BUILD/bench/uringmq-net-bench
+broker_exe=$BUILD/tools/uringmq-broker
+for exe in "$netbench" "$broker_exe"; do
+  [ -x "$exe" ] || {
+    echo "compare.sh: $exe missing; build it:"
+    echo "  cmake -S $root -B $BUILD -DCMAKE_BUILD_TYPE=Release && cmake --build $BUILD -j2 --target uringmq-net-bench uringmq-broker"
+    exit 1
+  }
+done
+for tool in redis-server beanstalkd python3; do
+  command -v "$tool" >/dev/null || {
+    echo "compare.sh: $tool missing: tools/install-deps.sh (or apt-get install -y redis-server beanstalkd)"
+    exit 1
+  }
+done
+net_data=$(cd "$DATA" && pwd)/net
+net_pid=""
+net_stop() {  # SIGTERM the server started last and wait for it (all three stop cleanly on it)
+  if [ -n "$net_pid" ]; then
+    kill -TERM "$net_pid" 2>/dev/null || true
+    wait "$net_pid" 2>/dev/null || true
+    net_pid=""
+  fi
+}
+trap 'net_stop; cleanup' EXIT
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+wait_port() {  # wait_port PORT: up to 30 s for a listener
+  for _ in $(seq 1 300); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+    kill -0 "$net_pid" 2>/dev/null || { echo "compare.sh: the server exited" >&2; return 1; }
+    sleep 0.1
+  done
+  echo "compare.sh: nothing listens on $1" >&2
+  return 1
+}
+net_start() {  # net_start SYSTEM RUN: a fresh server; sets net_pid and net_port
+  local sys=$1 run=$2
+  rm -rf "$net_data"
+  mkdir -p "$net_data"
+  net_port=$(free_port)
+  case $sys in
+    uringmq)
+      cat >"$net_data/broker.conf" <<CONF
+storePathRootDir=$net_data/store
+listenPort=$net_port
+namesrvListenPort=0
+shardCount=$NET_SHARDS
+flushDiskType=SYNC_FLUSH
+mappedFileSizeCommitLog=1073741824
+defaultTopicQueueNums=8
+logLevel=warn
+CONF
+      "$broker_exe" -c "$net_data/broker.conf" 2>"$raw/broker.$run.log" &
+      net_pid=$! ;;
+    redis)
+      redis-server --port "$net_port" --bind 127.0.0.1 --appendonly yes --appendfsync always \
+        --save "" --dir "$net_data" --logfile "$raw/redis.$run.log" --daemonize no &
+      net_pid=$! ;;
+    beanstalkd)
+      beanstalkd -l 127.0.0.1 -p "$net_port" -b "$net_data" -f 0 2>"$raw/beanstalkd.$run.log" &
+      net_pid=$! ;;
+  esac
+  wait_port "$net_port"
+}
+net_run() {  # net_run SYSTEM RUN: start, load, stop; the JSON kept as net_SYSTEM.RUN.json
+  local sys=$1 run=$2 protocol perf_pid=""
+  case $sys in uringmq) protocol=remoting ;; *) protocol=$sys ;; esac
+  net_start "$sys" "$run"
+  echo "  uringmq-net-bench $protocol (run $run) against $sys on port $net_port" >&2
+  if [ "$sys" = uringmq ] && [ "$run" = 1 ] && [ -n "$NET_PERF" ]; then
+    perf record -g -o "$NET_PERF" -p "$net_pid" -- sleep "$((NET_WARMUP + NET_SECONDS))" \
+      >/dev/null 2>&1 &
+    perf_pid=$!
+  fi
+  "$netbench" --protocol "$protocol" --port "$net_port" --connections "$NET_CONNS" \
+    --pipeline "$NET_PIPELINE" --message-bytes "$NET_BYTES" --seconds "$NET_SECONDS" \
+    --warmup-seconds "$NET_WARMUP" --json >"$raw/net_$sys.$run.json" ||
+    echo "compare.sh: uringmq-net-bench against $sys (run $run) failed" >&2
+  [ -n "$perf_pid" ] && wait "$perf_pid"
+  cat "$raw/net_$sys.$run.json" >&2
+  net_stop
+  rm -rf "$net_data"
+}
+started6=$(date +%s)
+for run in $(seq 1 "$NET_RUNS"); do
+  for sys in uringmq redis beanstalkd; do net_run "$sys" "$run"; done
+done
+python3 - "$raw" "$NET_RUNS" "$results" "$NET_SHARDS" <<'PY'
+import json, os, platform, statistics, sys
+raw, runs, out, shards = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+systems = ("uringmq", "redis", "beanstalkd")
+data = {}
+for s in systems:
+    data[s] = []
+    for r in range(1, runs + 1):
+        try:
+            data[s].append(json.load(open(f"{raw}/net_{s}.{r}.json")))
+        except (OSError, ValueError):
+            print(f"compare.sh: no result for {s} run {r}")
+def med(s, k):
+    vals = [d[k] for d in data[s]]
+    return statistics.median(vals) if vals else 0.0
+d0 = next(d for s in systems for d in data[s])
+rate = {s: med(s, "msgs_per_s") for s in systems}
+rows = []
+for s in systems:
+    errs = sum(d["errors"] + d["unanswered"] for d in data[s])
+    first = next((d["first_error"] for d in data[s] if d["first_error"]), "")
+    runs_txt = ", ".join(f"{d['msgs_per_s']:.0f}" for d in data[s])
+    rows.append(f"| {s} | {rate[s]:.0f} | {med(s, 'mb_per_s'):.2f} | {med(s, 'p50_us'):.0f} | "
+                f"{med(s, 'p99_us'):.0f} | {errs}{' (' + first + ')' if first else ''} | "
+                f"{med(s, 'client_cpu_us_per_msg'):.2f} | {runs_txt} |")
+ratios = [("k_redis", "uringmq / redis ZADD appendfsync always", "redis", 10),
+          ("k_beanstalkd", "uringmq / beanstalkd put -f 0", "beanstalkd", 100)]
+rr = []
+for key, fig, peer, target in ratios:
+    r = rate["uringmq"] / rate[peer] if rate[peer] else float("inf")
+    rr.append((key, fig, r, target, r >= target))
+cores = os.cpu_count()
+text = (f"Machine: {cores} cores, kernel {platform.release()}; load generator and server on the same "
+        f"cores. {d0['connections']} connections x {d0['pipeline']} pipelined, {d0['message_bytes']} B, "
+        f"{d0['seconds']:.0f} s window after {d0['warmup_seconds']:.0f} s warm-up; broker shardCount={shards} "
+        f"(0 = one per CPU), SYNC_FLUSH. Median of {runs} runs, interleaved.\n\n"
+        "| system | msgs/s | MB/s | p50 us | p99 us | errors | client CPU us/msg | runs msgs/s |\n"
+        "|---|---|---|---|---|---|---|---|\n" + "\n".join(rows) + "\n\n"
+        "| figure | ratio | target | met |\n|---|---|---|---|\n" +
+        "".join(f"| (k) {fig} | {r:.2f} | >= {t} | {'yes' if m else 'no'} |\n" for _, fig, r, t, m in rr))
+open(f"{out}/issue6.md", "w").write(text)
+with open(f"{out}/issue6.dat", "w") as fh:
+    fh.write("# key ratio target met\n")
+    for key, _, r, t, m in rr:
+        fh.write(f"{key} {r:.4f} {t} {'yes' if m else 'no'}\n")
+    for s in systems:
+        fh.write(f"# {s}_msgs_per_s {rate[s]:.1f}\n")
+print(text)
+PY
+echo "compare.sh: wrote $results/issue6.md, issue6.dat; net section in $(( $(date +%s) - started6 ))s" >&2
 fi
 want 4 || exit 0
 

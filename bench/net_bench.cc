@@ -1,0 +1,646 @@
+// uringmq-net-bench: a network produce load generator (issue 6). One process, one thread, one
+// epoll loop over --connections non-blocking TCP connections, each keeping --pipeline requests
+// in flight, for three protocols, so uringmq and its peers are driven by the same client:
+//
+//   remoting    SEND_MESSAGE_V2 (code 310) to a uringmq-broker (or any RocketMQ 4.x broker),
+//               JSON header with the ali-ons ext fields a..k, --message-bytes body; a reply with
+//               code 0 counts, any other code is an error (its remark is reported).
+//   redis       RESP `ZADD <key> <score> <member>`, member --message-bytes long and unique;
+//               ":1" counts, anything else is an error.
+//   beanstalkd  `put 0 0 60 <bytes>\r\n<body>\r\n`; "INSERTED <id>" counts, anything else is
+//               an error.
+//
+// Figures come from the measuring window only: --warmup-seconds after the connections are up,
+// for --seconds. Printed: messages/s (replies that count, received in the window), MB/s of
+// message bytes (body or member), reply latency p50/p99/p99.9/max per request (steady_clock
+// from the write that carried the request to the read that returned its reply), errors, and the
+// client's own CPU per message (the client shares the machine with the server). --json prints
+// one JSON object on one line.
+//
+// Requests are answered in order by redis and beanstalkd (a FIFO of slots per connection); the
+// broker may answer out of order (queues on different shards), so a remoting request's opaque
+// names its slot (1..pipeline): unique among the connection's requests in flight, which is all
+// the protocol asks. Remoting frames are encoded once per slot with encode_frame and patched in
+// place per send (born timestamp digits and a sequence number in the body), so the client's
+// CPU goes to the network and the reply decoding (decode_frame), not to JSON writing.
+// This is a benchmark client, not the broker's reactor: it may block in epoll_wait and read the
+// system clock.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "net/remoting.h"
+
+namespace {
+
+using namespace uringmq;
+
+enum class Protocol : uint8_t { remoting, redis, beanstalkd };
+
+struct Args {
+  Protocol protocol = Protocol::remoting;
+  std::string host = "127.0.0.1";  // IPv4 literal
+  uint16_t port = 0;
+  uint32_t connections = 16;
+  uint32_t pipeline = 32;          // requests in flight per connection
+  uint32_t message_bytes = 128;    // remoting body, redis member, beanstalkd job body
+  double seconds = 10;             // measuring window
+  double warmup_seconds = 2;       // before the window; not counted
+  uint32_t queues = 8;             // remoting: queueIds used, spread over the slots
+  std::string topic = "BenchTopic";
+  std::string group = "BenchProducerGroup";
+  std::string key = "uringmq-bench";  // redis: the sorted set
+  bool json = false;
+};
+
+constexpr uint32_t kMaxPipeline = 4096;
+constexpr size_t kReadChunkBytes = 256 << 10;
+constexpr int64_t kDrainTimeoutNs = 10'000'000'000;  // waiting for the last replies
+constexpr size_t kBornDigits = 13;                   // ms since 1970 until the year 2286
+constexpr size_t kSeqDigits = 16;                    // hex sequence stamped into every message
+
+[[noreturn]] void usage(const std::string& why) {
+  std::fprintf(stderr,
+               "uringmq-net-bench: %s\n"
+               "usage: uringmq-net-bench --protocol remoting|redis|beanstalkd --port N\n"
+               "         [--host 127.0.0.1] [--connections 16] [--pipeline 32]\n"
+               "         [--message-bytes 128] [--seconds 10] [--warmup-seconds 2]\n"
+               "         [--queues 8] [--topic BenchTopic] [--group G] [--key K] [--json]\n",
+               why.c_str());
+  std::exit(2);
+}
+
+uint64_t parse_u64(std::string_view flag, const std::string& value) {
+  char* end = nullptr;
+  unsigned long long v = std::strtoull(value.c_str(), &end, 10);
+  if (value.empty() || *end != '\0') usage(std::string(flag) + " takes a number");
+  return v;
+}
+
+double parse_seconds(std::string_view flag, const std::string& value) {
+  char* end = nullptr;
+  double v = std::strtod(value.c_str(), &end);
+  if (value.empty() || *end != '\0' || v < 0) usage(std::string(flag) + " takes seconds >= 0");
+  return v;
+}
+
+Protocol parse_protocol(const std::string& value) {
+  if (value == "remoting") return Protocol::remoting;
+  if (value == "redis") return Protocol::redis;
+  if (value == "beanstalkd") return Protocol::beanstalkd;
+  usage("--protocol takes remoting, redis or beanstalkd");
+}
+
+Args parse_args(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; i++) {
+    std::string_view flag = argv[i];
+    if (flag == "--json") {
+      a.json = true;
+      continue;
+    }
+    if (flag == "--help" || flag == "-h") usage("help");
+    if (i + 1 >= argc) usage("missing value after " + std::string(flag));
+    std::string value = argv[++i];
+    if (flag == "--protocol") {
+      a.protocol = parse_protocol(value);
+    } else if (flag == "--host") {
+      a.host = value;
+    } else if (flag == "--port") {
+      a.port = static_cast<uint16_t>(parse_u64(flag, value));
+    } else if (flag == "--connections") {
+      a.connections = static_cast<uint32_t>(parse_u64(flag, value));
+    } else if (flag == "--pipeline") {
+      a.pipeline = static_cast<uint32_t>(parse_u64(flag, value));
+    } else if (flag == "--message-bytes") {
+      a.message_bytes = static_cast<uint32_t>(parse_u64(flag, value));
+    } else if (flag == "--seconds") {
+      a.seconds = parse_seconds(flag, value);
+    } else if (flag == "--warmup-seconds") {
+      a.warmup_seconds = parse_seconds(flag, value);
+    } else if (flag == "--queues") {
+      a.queues = static_cast<uint32_t>(parse_u64(flag, value));
+    } else if (flag == "--topic") {
+      a.topic = value;
+    } else if (flag == "--group") {
+      a.group = value;
+    } else if (flag == "--key") {
+      a.key = value;
+    } else {
+      usage("unknown option " + std::string(flag));
+    }
+  }
+  if (a.port == 0) usage("--port is required");
+  if (a.connections == 0 || a.pipeline == 0 || a.pipeline > kMaxPipeline) {
+    usage("--connections must be > 0 and --pipeline 1.." + std::to_string(kMaxPipeline));
+  }
+  if (a.message_bytes < kSeqDigits + 8) usage("--message-bytes must be >= 24");
+  if (a.queues == 0 || a.seconds <= 0) usage("--queues and --seconds must be > 0");
+  return a;
+}
+
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+int64_t wall_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+int64_t process_cpu_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+// Writes v as exactly `digits` hex digits at p (the low digits of v).
+void put_hex(char* p, size_t digits, uint64_t v) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  for (size_t i = digits; i-- > 0;) {
+    p[i] = kHex[v & 15];
+    v >>= 4;
+  }
+}
+
+// ---- Latency histogram: 1 us buckets up to 1 s, 1 ms buckets up to 100 s, then overflow ----
+// (beanstalkd with an fsync per put answers a deep pipeline seconds late.)
+
+class LatencyHistogram {
+ public:
+  LatencyHistogram() : counts_(kBuckets + 1, 0) {}
+  void record(int64_t ns) {
+    const uint64_t us = ns <= 0 ? 0 : static_cast<uint64_t>(ns) / 1000;
+    const uint64_t index = us < kFineUs ? us : kFineUs + (us - kFineUs) / 1000;
+    counts_[std::min<uint64_t>(index, kBuckets)]++;
+    max_ns_ = std::max(max_ns_, ns);
+  }
+  void clear() {
+    std::fill(counts_.begin(), counts_.end(), 0);
+    max_ns_ = 0;
+  }
+  // The latency, us, below which `fraction` of the recorded requests fall (bucket upper edge).
+  double percentile_us(double fraction) const {
+    uint64_t total = 0;
+    for (uint64_t c : counts_) total += c;
+    if (total == 0) return 0;
+    const auto rank = static_cast<uint64_t>(fraction * static_cast<double>(total - 1)) + 1;
+    uint64_t seen = 0;
+    for (size_t i = 0; i < counts_.size(); i++) {
+      seen += counts_[i];
+      if (seen >= rank) return upper_edge_us(i);
+    }
+    return upper_edge_us(kBuckets);
+  }
+  double max_us() const { return static_cast<double>(max_ns_) / 1e3; }
+
+ private:
+  static constexpr uint64_t kFineUs = 1'000'000;           // 1 us buckets below 1 s
+  static constexpr size_t kBuckets = kFineUs + 99'000;     // then 1 ms buckets to 100 s
+  static double upper_edge_us(size_t i) {
+    return i < kFineUs ? static_cast<double>(i + 1)
+                       : static_cast<double>(kFineUs + (i - kFineUs + 1) * 1000);
+  }
+  std::vector<uint64_t> counts_;
+  int64_t max_ns_ = 0;
+};
+
+// ---- Counters of one phase (warm-up or window) ----
+
+struct Counters {
+  uint64_t ok = 0;
+  uint64_t errors = 0;
+  LatencyHistogram latency;
+  void clear() {
+    ok = 0;
+    errors = 0;
+    latency.clear();
+  }
+};
+
+// ---- One connection ----
+
+struct Connection {
+  int fd = -1;
+  uint32_t id = 0;
+  std::string out;       // bytes not yet written
+  size_t out_done = 0;   // of `out`, written
+  std::string in;        // bytes read, not yet parsed
+  size_t in_done = 0;    // of `in`, parsed
+  bool writable_wait = false;  // EPOLLOUT registered
+  // Slots: one per request in flight. sent_ns[s] < 0: free.
+  std::vector<int64_t> sent_ns;
+  std::vector<uint32_t> free_slots;
+  std::vector<uint32_t> fifo;  // in-order protocols: slots in send order (ring)
+  size_t fifo_head = 0;
+  size_t fifo_count = 0;
+  std::vector<std::string> frames;  // remoting: the encoded request of each slot
+  std::vector<size_t> born_at;      // remoting: offset of the born-timestamp digits per frame
+  uint64_t sequence = 0;            // requests sent
+  uint64_t in_flight = 0;
+};
+
+class LoadGenerator {
+ public:
+  explicit LoadGenerator(const Args& a) : a_(a) {}
+  int run();
+
+ private:
+  bool open_connections();
+  void build_remoting_frames(Connection& c);
+  void issue(Connection& c, int64_t now);
+  void append_request(Connection& c, uint32_t slot);
+  bool flush(Connection& c);
+  bool on_readable(Connection& c, int64_t now);
+  bool parse_replies(Connection& c, int64_t now);
+  bool parse_remoting(Connection& c, int64_t now, bool* progress);
+  bool parse_line_reply(Connection& c, int64_t now, bool* progress);
+  void complete(Connection& c, uint32_t slot, bool ok, std::string_view error, int64_t now);
+  bool fatal(const Connection& c, const std::string& why);
+  bool loop_until(int64_t deadline_ns, bool draining);
+  void print_report(double window_s, double cpu_s, uint64_t unanswered) const;
+
+  Args a_;
+  int epoll_fd_ = -1;
+  std::vector<Connection> conns_;
+  Counters warmup_;
+  Counters window_;
+  Counters* current_ = &warmup_;
+  bool issuing_ = true;
+  uint64_t global_sequence_ = 0;
+  std::string first_error_;
+  std::string body_;  // the message bytes template (patched per request)
+  std::string read_buffer_ = std::string(kReadChunkBytes, '\0');
+};
+
+bool LoadGenerator::fatal(const Connection& c, const std::string& why) {
+  std::fprintf(stderr, "uringmq-net-bench: connection %u: %s\n", c.id, why.c_str());
+  return false;
+}
+
+bool LoadGenerator::open_connections() {
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(a_.port);
+  if (inet_pton(AF_INET, a_.host.c_str(), &addr.sin_addr) != 1) usage("--host takes an IPv4 address");
+  epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+  if (epoll_fd_ < 0) return false;
+  conns_.resize(a_.connections);
+  for (uint32_t i = 0; i < a_.connections; i++) {
+    Connection& c = conns_[i];
+    c.id = i;
+    c.fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (c.fd < 0 || ::connect(c.fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+      return fatal(c, std::string("connect: ") + std::strerror(errno));
+    }
+    int one = 1;
+    setsockopt(c.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    const int flags = fcntl(c.fd, F_GETFL);
+    fcntl(c.fd, F_SETFL, flags | O_NONBLOCK);
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u32 = i;
+    if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, c.fd, &ev) != 0) return false;
+    c.sent_ns.assign(a_.pipeline, -1);
+    for (uint32_t s = a_.pipeline; s-- > 0;) c.free_slots.push_back(s);
+    c.fifo.assign(a_.pipeline, 0);
+    c.out.reserve(size_t{a_.pipeline} * (a_.message_bytes + 512));
+    c.in.reserve(kReadChunkBytes * 2);
+    if (a_.protocol == Protocol::remoting) build_remoting_frames(c);
+  }
+  return true;
+}
+
+// One SEND_MESSAGE_V2 frame per slot, encoded by the broker's own codec; the born timestamp
+// (13 digits) and the body's sequence are patched per send.
+void LoadGenerator::build_remoting_frames(Connection& c) {
+  const std::string born = std::to_string(wall_ms());
+  if (born.size() != kBornDigits) usage("the clock is not 13 digits of ms");
+  c.frames.resize(a_.pipeline);
+  for (uint32_t s = 0; s < a_.pipeline; s++) {
+    net::RemotingCommand cmd;
+    cmd.code = net::request_code::kSendMessageV2;
+    cmd.language = "JAVA";
+    cmd.version = 0;
+    cmd.opaque = static_cast<int32_t>(s + 1);
+    const uint32_t queue = (c.id * a_.pipeline + s) % a_.queues;
+    cmd.ext_fields = {{"a", a_.group},    {"b", a_.topic},
+                      {"c", "TBW102"},    {"d", "4"},
+                      {"e", std::to_string(queue)}, {"f", "0"},
+                      {"g", born},        {"h", "0"},
+                      {"i", "TAGS\x01" "bench\x02"}, {"j", "0"},
+                      {"k", "false"}};
+    net::encode_frame(cmd, net::as_bytes(body_), &c.frames[s]);
+    // The opaque's digits vary in length, so each frame has its own offset.
+    const size_t at = c.frames[s].find("\"g\":\"" + born + "\"");
+    if (at == std::string::npos) usage("cannot find the born timestamp in an encoded frame");
+    c.born_at.push_back(at + 5);
+  }
+}
+
+void LoadGenerator::append_request(Connection& c, uint32_t slot) {
+  const uint64_t seq = global_sequence_++;
+  c.sequence++;
+  if (a_.protocol == Protocol::remoting) {
+    std::string& f = c.frames[slot];
+    const std::string born = std::to_string(wall_ms());
+    std::memcpy(f.data() + c.born_at[slot], born.data(), kBornDigits);
+    put_hex(f.data() + f.size() - a_.message_bytes, kSeqDigits, seq);
+    c.out += f;
+    return;
+  }
+  put_hex(body_.data(), kSeqDigits, seq);
+  if (a_.protocol == Protocol::redis) {
+    const std::string score = std::to_string(seq);
+    c.out += "*4\r\n$4\r\nZADD\r\n$" + std::to_string(a_.key.size()) + "\r\n" + a_.key +
+             "\r\n$" + std::to_string(score.size()) + "\r\n" + score + "\r\n$" +
+             std::to_string(a_.message_bytes) + "\r\n";
+  } else {
+    c.out += "put 0 0 60 " + std::to_string(a_.message_bytes) + "\r\n";
+  }
+  c.out += body_;
+  c.out += "\r\n";
+  c.fifo[(c.fifo_head + c.fifo_count) % c.fifo.size()] = slot;
+  c.fifo_count++;
+}
+
+// Fills every free slot of the connection with a new request (stamped `now`).
+void LoadGenerator::issue(Connection& c, int64_t now) {
+  if (!issuing_) return;
+  while (!c.free_slots.empty()) {
+    const uint32_t slot = c.free_slots.back();
+    c.free_slots.pop_back();
+    c.sent_ns[slot] = now;
+    c.in_flight++;
+    append_request(c, slot);
+  }
+}
+
+bool LoadGenerator::flush(Connection& c) {
+  while (c.out_done < c.out.size()) {
+    const ssize_t n = ::send(c.fd, c.out.data() + c.out_done, c.out.size() - c.out_done,
+                             MSG_NOSIGNAL);
+    if (n > 0) {
+      c.out_done += static_cast<size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+    return fatal(c, std::string("send: ") + std::strerror(errno));
+  }
+  if (c.out_done == c.out.size()) {
+    c.out.clear();
+    c.out_done = 0;
+  }
+  const bool want_out = !c.out.empty();
+  if (want_out != c.writable_wait) {
+    epoll_event ev{};
+    ev.events = EPOLLIN | (want_out ? EPOLLOUT : 0u);
+    ev.data.u32 = c.id;
+    epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, c.fd, &ev);
+    c.writable_wait = want_out;
+  }
+  return true;
+}
+
+void LoadGenerator::complete(Connection& c, uint32_t slot, bool ok, std::string_view error,
+                             int64_t now) {
+  current_->latency.record(now - c.sent_ns[slot]);
+  if (ok) {
+    current_->ok++;
+  } else {
+    current_->errors++;
+    if (first_error_.empty()) first_error_ = std::string(error);
+  }
+  c.sent_ns[slot] = -1;
+  c.in_flight--;
+  c.free_slots.push_back(slot);
+}
+
+bool LoadGenerator::parse_remoting(Connection& c, int64_t now, bool* progress) {
+  net::DecodedFrame frame;
+  std::string error;
+  const std::span<const std::byte> in = net::as_bytes(std::string_view(c.in).substr(c.in_done));
+  const net::DecodeStatus st = net::decode_frame(in, net::RemotingLimits{}, &frame, &error);
+  if (st == net::DecodeStatus::need_more) return true;
+  if (st == net::DecodeStatus::bad) return fatal(c, "undecodable reply: " + error);
+  c.in_done += frame.frame_bytes;
+  *progress = true;
+  const net::RemotingCommand& cmd = frame.command;
+  if (!cmd.is_response()) return true;  // a request from the broker (none expected): ignored
+  const auto slot = static_cast<uint32_t>(cmd.opaque - 1);
+  if (cmd.opaque < 1 || slot >= a_.pipeline || c.sent_ns[slot] < 0) {
+    return fatal(c, "reply with opaque " + std::to_string(cmd.opaque) + " not in flight");
+  }
+  const bool ok = cmd.code == net::response_code::kSuccess;
+  std::string why;
+  if (!ok) why = "code " + std::to_string(cmd.code) + ": " + cmd.remark.value_or("");
+  complete(c, slot, ok, why, now);
+  return true;
+}
+
+// redis and beanstalkd: one CRLF-terminated line per reply, in request order.
+bool LoadGenerator::parse_line_reply(Connection& c, int64_t now, bool* progress) {
+  const size_t eol = c.in.find("\r\n", c.in_done);
+  if (eol == std::string::npos) return true;
+  const std::string_view line(c.in.data() + c.in_done, eol - c.in_done);
+  c.in_done = eol + 2;
+  *progress = true;
+  if (c.fifo_count == 0) return fatal(c, "reply with no request in flight: " + std::string(line));
+  const uint32_t slot = c.fifo[c.fifo_head];
+  c.fifo_head = (c.fifo_head + 1) % c.fifo.size();
+  c.fifo_count--;
+  bool ok = false;
+  if (a_.protocol == Protocol::redis) {
+    if (line.empty() || (line[0] != ':' && line[0] != '-')) {
+      return fatal(c, "unexpected redis reply: " + std::string(line));
+    }
+    ok = line == ":1";
+  } else {
+    ok = line.starts_with("INSERTED ");
+  }
+  complete(c, slot, ok, line, now);
+  return true;
+}
+
+bool LoadGenerator::parse_replies(Connection& c, int64_t now) {
+  bool progress = true;
+  while (progress && c.in_done < c.in.size()) {
+    progress = false;
+    const bool fine = a_.protocol == Protocol::remoting ? parse_remoting(c, now, &progress)
+                                                        : parse_line_reply(c, now, &progress);
+    if (!fine) return false;
+  }
+  if (c.in_done == c.in.size()) {
+    c.in.clear();
+    c.in_done = 0;
+  } else if (c.in_done > kReadChunkBytes) {
+    c.in.erase(0, c.in_done);
+    c.in_done = 0;
+  }
+  return true;
+}
+
+bool LoadGenerator::on_readable(Connection& c, int64_t now) {
+  for (;;) {
+    const ssize_t n = ::recv(c.fd, read_buffer_.data(), read_buffer_.size(), 0);
+    if (n > 0) {
+      c.in.append(read_buffer_.data(), static_cast<size_t>(n));
+      if (static_cast<size_t>(n) < read_buffer_.size()) break;
+      continue;
+    }
+    if (n == 0) return fatal(c, "the server closed the connection");
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+    return fatal(c, std::string("recv: ") + std::strerror(errno));
+  }
+  if (!parse_replies(c, now)) return false;
+  issue(c, now);
+  return flush(c);
+}
+
+// Runs the loop until deadline_ns; when draining, until no request is in flight too.
+bool LoadGenerator::loop_until(int64_t deadline_ns, bool draining) {
+  std::vector<epoll_event> events(conns_.size());
+  for (;;) {
+    int64_t now = now_ns();
+    if (draining) {
+      uint64_t in_flight = 0;
+      for (const Connection& c : conns_) in_flight += c.in_flight;
+      if (in_flight == 0) return true;
+    }
+    if (now >= deadline_ns) return true;
+    const int timeout_ms = static_cast<int>(std::min<int64_t>((deadline_ns - now) / 1'000'000 + 1, 100));
+    const int n = epoll_wait(epoll_fd_, events.data(), static_cast<int>(events.size()), timeout_ms);
+    if (n < 0 && errno != EINTR) return false;
+    now = now_ns();
+    for (int i = 0; i < n; i++) {
+      Connection& c = conns_[events[i].data.u32];
+      if ((events[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP)) != 0 && !on_readable(c, now)) {
+        return false;
+      }
+      if ((events[i].events & EPOLLOUT) != 0 && !flush(c)) return false;
+    }
+  }
+}
+
+int LoadGenerator::run() {
+  body_.assign(a_.message_bytes, 'm');
+  put_hex(body_.data() + kSeqDigits, 8, 0);  // the member text after the sequence
+  if (!open_connections()) return 1;
+  const int64_t start = now_ns();
+  for (Connection& c : conns_) {
+    issue(c, start);
+    if (!flush(c)) return 1;
+  }
+  const auto warmup_ns = static_cast<int64_t>(a_.warmup_seconds * 1e9);
+  if (!loop_until(start + warmup_ns, false)) return 1;
+  window_.clear();
+  current_ = &window_;
+  const int64_t window_start = now_ns();
+  const int64_t cpu_start = process_cpu_ns();
+  if (!loop_until(window_start + static_cast<int64_t>(a_.seconds * 1e9), false)) return 1;
+  const int64_t window_end = now_ns();
+  const int64_t cpu_end = process_cpu_ns();
+  // Stop issuing and wait for the replies in flight, so the server sees clean closes. Replies
+  // after the window are not counted in the figures (current_ points at a scratch phase).
+  Counters after;
+  current_ = &after;
+  issuing_ = false;
+  if (!loop_until(window_end + kDrainTimeoutNs, true)) return 1;
+  uint64_t unanswered = 0;
+  for (Connection& c : conns_) {
+    unanswered += c.in_flight;
+    ::close(c.fd);
+  }
+  ::close(epoll_fd_);
+  window_.errors += after.errors;  // an error at any time after the warm-up is reported
+  print_report(static_cast<double>(window_end - window_start) / 1e9,
+               static_cast<double>(cpu_end - cpu_start) / 1e9, unanswered);
+  return 0;
+}
+
+std::string json_escape(std::string_view s) {
+  std::string out;
+  for (char ch : s) {
+    const auto u = static_cast<unsigned char>(ch);
+    if (ch == '"' || ch == '\\') {
+      out += '\\';
+      out += ch;
+    } else if (u < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", u);
+      out += buf;
+    } else {
+      out += ch;
+    }
+  }
+  return out;
+}
+
+const char* protocol_name(Protocol p) {
+  switch (p) {
+    case Protocol::remoting: return "remoting";
+    case Protocol::redis: return "redis";
+    case Protocol::beanstalkd: return "beanstalkd";
+  }
+  return "?";
+}
+
+void LoadGenerator::print_report(double window_s, double cpu_s, uint64_t unanswered) const {
+  const double rate = static_cast<double>(window_.ok) / window_s;
+  const double mb = rate * a_.message_bytes / 1e6;
+  const LatencyHistogram& h = window_.latency;
+  const double cpu_us_per_msg = window_.ok ? cpu_s * 1e6 / static_cast<double>(window_.ok) : 0;
+  const uint64_t errors = window_.errors + warmup_.errors;
+  if (a_.json) {
+    std::printf(
+        "{\"protocol\":\"%s\",\"connections\":%u,\"pipeline\":%u,\"message_bytes\":%u,"
+        "\"seconds\":%.3f,\"warmup_seconds\":%.3f,\"messages\":%llu,\"msgs_per_s\":%.1f,"
+        "\"mb_per_s\":%.3f,\"p50_us\":%.0f,\"p99_us\":%.0f,\"p999_us\":%.0f,\"max_us\":%.0f,"
+        "\"errors\":%llu,\"unanswered\":%llu,\"first_error\":\"%s\","
+        "\"client_cpu_us_per_msg\":%.3f,\"warmup_messages\":%llu}\n",
+        protocol_name(a_.protocol), a_.connections, a_.pipeline, a_.message_bytes, window_s,
+        a_.warmup_seconds, static_cast<unsigned long long>(window_.ok), rate, mb,
+        h.percentile_us(0.50), h.percentile_us(0.99), h.percentile_us(0.999), h.max_us(),
+        static_cast<unsigned long long>(errors), static_cast<unsigned long long>(unanswered),
+        json_escape(first_error_).c_str(), cpu_us_per_msg,
+        static_cast<unsigned long long>(warmup_.ok));
+    return;
+  }
+  std::printf("%s: %u connections x %u pipelined, %u B: %.0f msgs/s, %.2f MB/s, "
+              "p50 %.0f us, p99 %.0f us, p99.9 %.0f us, max %.0f us, errors %llu, "
+              "unanswered %llu, client CPU %.2f us/msg%s%s\n",
+              protocol_name(a_.protocol), a_.connections, a_.pipeline, a_.message_bytes, rate,
+              mb, h.percentile_us(0.50), h.percentile_us(0.99), h.percentile_us(0.999),
+              h.max_us(), static_cast<unsigned long long>(errors),
+              static_cast<unsigned long long>(unanswered), cpu_us_per_msg,
+              first_error_.empty() ? "" : ", first error: ", first_error_.c_str());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Args args = parse_args(argc, argv);
+  LoadGenerator generator(args);
+  return generator.run();
+}
