@@ -195,7 +195,7 @@ io::Status Session::send_async(const Message& message, uint64_t tag) {
   in.sys_flag = message.sys_flag;
   in.born_timestamp_ms = message.born_timestamp_ms;
   in.born_host = message.born_host;
-  in.store_host = engine::HostAddress::ipv4(127, 0, 0, 1, 10911);
+  in.store_host = store_.options_.store_host;
   in.reconsume_times = message.reconsume_times;
   return post(store_.shard_for(message.topic, message.queue_id), request);
 }

@@ -83,6 +83,9 @@ struct StoreOptions {
   // The clock every shard uses (store times, flush intervals, retention). Null: the system
   // clock. Tests pass an io::ManualClock; it must outlive the store.
   io::Clock* clock = nullptr;
+  // STOREHOST written into every record (and so into offset msgIds): the broker sets its own
+  // address and listen port; embedders may leave RocketMQ's default.
+  engine::HostAddress store_host = engine::HostAddress::ipv4(127, 0, 0, 1, 10911);
 };
 
 // Where a delayed message that cannot be delivered goes (operators read it): each shard parks into

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 
 #include "engine/byte_order.h"
@@ -35,6 +36,19 @@ int64_t wall_ms() {
       .count();
 }
 
+bool parse_ipv4(const std::string& text, uint8_t out[4]) {
+  unsigned v[4];
+  char tail = 0;
+  if (std::sscanf(text.c_str(), "%u.%u.%u.%u%c", &v[0], &v[1], &v[2], &v[3], &tail) != 4) {
+    return false;
+  }
+  for (int i = 0; i < 4; i++) {
+    if (v[i] > 255) return false;
+    out[i] = static_cast<uint8_t>(v[i]);
+  }
+  return true;
+}
+
 engine::HostAddress io_peer_address(int fd) {
   uint8_t a[4] = {127, 0, 0, 1};
   uint16_t port = 0;
@@ -49,6 +63,13 @@ engine::HostAddress io_peer_address(int fd) {
 io::Result<std::unique_ptr<Broker>> Broker::open(const BrokerConfig& config) {
   std::unique_ptr<Broker> broker(new Broker());
   broker->config_ = config;
+  // Records name this broker as their STOREHOST, as Java's do (an IPv4 address; anything else
+  // keeps the loopback default).
+  uint8_t a[4];
+  if (parse_ipv4(effective_advertised_address(config), a)) {
+    broker->config_.store.store_host =
+        engine::HostAddress::ipv4(a[0], a[1], a[2], a[3], config.listen_port);
+  }
   io::Result<std::unique_ptr<Store>> store = Store::open(broker->config_.store);
   if (!store.is_ok()) return store.status();
   broker->store_ = std::move(*store);
@@ -84,7 +105,7 @@ BrokerReactor::BrokerReactor(const BrokerConfig& config, Store& store)
     : config_(config), store_(store) {
   limits_.max_frame_bytes = std::max<uint32_t>(
       limits_.max_frame_bytes, config.store.log.limits.max_body_bytes + (1u << 20));
-  store_host_ = engine::HostAddress::ipv4(127, 0, 0, 1, 10911);
+  store_host_ = config.store.store_host;
 }
 
 BrokerReactor::~BrokerReactor() {

@@ -4,6 +4,7 @@
 // ClientManageProcessor, the NameServer's RouteInfoManager (rocketmq-all-4.9.8).
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <chrono>
 #include <random>
@@ -269,6 +270,17 @@ void BrokerReactor::handle_route(uint32_t conn, const RemotingCommand& request) 
 
 void BrokerReactor::handle_send(uint32_t conn, RemotingCommand& request,
                                 std::span<const std::byte> body) {
+  // The header fields Java requires (@CFNotNull on SendMessageRequestHeader).
+  static constexpr std::array<std::pair<std::string_view, std::string_view>, 7> kRequired = {{
+      {"a", "producerGroup"}, {"b", "topic"}, {"c", "defaultTopic"},
+      {"d", "defaultTopicQueueNums"}, {"e", "queueId"}, {"f", "sysFlag"},
+      {"g", "bornTimestamp"}}};
+  for (const auto& [v2, v1] : kRequired) {
+    if (send_field(request, v2, v1) == nullptr) {
+      return reply_code(conn, request, rc::kSystemError,
+                        "the custom field <" + std::string(v1) + "> is null");
+    }
+  }
   const std::string* topic_field = send_field(request, "b", "topic");
   if (topic_field == nullptr || !valid_topic(*topic_field)) {
     return reply_code(conn, request, rc::kMessageIllegal,

@@ -12,6 +12,8 @@ std::atomic<int> g_level{static_cast<int>(LogLevel::info)};
 constexpr const char* kNames[] = {"DEBUG", "INFO", "WARN", "ERROR"};
 }  // namespace
 
+static void write_line(LogLevel level, std::string_view message);
+
 bool parse_log_level(std::string_view text, LogLevel* out) {
   static constexpr std::string_view kLower[] = {"debug", "info", "warn", "error"};
   for (int i = 0; i < 4; i++) {
@@ -27,8 +29,14 @@ void set_log_level(LogLevel level) { g_level.store(static_cast<int>(level)); }
 
 bool log_enabled(LogLevel level) { return static_cast<int>(level) >= g_level.load(); }
 
+void log_always(std::string_view message) { write_line(LogLevel::info, message); }
+
 void log_line(LogLevel level, std::string_view message) {
   if (!log_enabled(level)) return;
+  write_line(level, message);
+}
+
+static void write_line(LogLevel level, std::string_view message) {
   using namespace std::chrono;
   const auto now = system_clock::now();
   const time_t secs = system_clock::to_time_t(now);

@@ -14,6 +14,8 @@ bool parse_log_level(std::string_view text, LogLevel* out);
 void set_log_level(LogLevel level);
 bool log_enabled(LogLevel level);
 void log_line(LogLevel level, std::string_view message);
+// Printed at any logLevel, tagged INFO: lines an operator or a supervisor waits for ("ready").
+void log_always(std::string_view message);
 
 inline void log_debug(const std::string& m) {
   if (log_enabled(LogLevel::debug)) log_line(LogLevel::debug, m);

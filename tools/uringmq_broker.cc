@@ -108,7 +108,7 @@ int main(int argc, char** argv) {
   if ((*broker)->namesrv_port() != 0) {
     ready += ", namesrv " + config->bind_address + ":" + std::to_string((*broker)->namesrv_port());
   }
-  log_info(ready);
+  log_always(ready);
   notify_systemd("READY=1");
 
   uringmq::io::Status served = (*broker)->run();
@@ -118,6 +118,6 @@ int main(int argc, char** argv) {
     log_error("stopped with an error: " + served.to_string());
     return 1;
   }
-  log_info("stopped cleanly");
+  log_always("stopped cleanly");
   return 0;
 }
