@@ -142,7 +142,13 @@ uint32_t BrokerReactor::new_op(BrokerOp::Kind kind, uint32_t conn, const Remotin
   op.replied = false;
   op.conn = conn;
   op.conn_generation = conn < conns_.size() ? conns_[conn].generation : 0;
-  op.request = request;
+  // The reply needs the request's identity only (code, opaque, flag, serialize type): its ext
+  // fields stay behind, so no per-request copy of them is made.
+  op.request.code = request.code;
+  op.request.opaque = request.opaque;
+  op.request.flag = request.flag;
+  op.request.version = request.version;
+  op.request.serialize_type = request.serialize_type;
   op.copy.reset();
   if (conn < conns_.size()) conns_[conn].ops_pending++;
   return index;
@@ -607,6 +613,8 @@ void BrokerReactor::handle_send_back(uint32_t conn, RemotingCommand& request) {
   BrokerOp& op = *ops_[index];
   op.group = *group;
   op.store_offset = store_offset_of_wire(static_cast<uint64_t>(*offset));
+  op.delay_level = ext_i64(request, "delayLevel").value_or(0);
+  op.max_reconsume_times = ext_i64(request, "maxReconsumeTimes").value_or(16);
   op.data.resize(4);
   submit(index, [&](uint64_t tag) {
     return session_->read_async(op.store_offset, 4, op.data.data(), tag);
@@ -638,10 +646,10 @@ void BrokerReactor::complete_send_back(uint32_t index, const Completion& c) {
     }
   } else if (op.kind == BrokerOp::Kind::send_back_record) {
     op.copy = std::make_unique<SendBackCopy>();
-    const int64_t delay = ext_i64(op.request, "delayLevel").value_or(0);
-    const int64_t max = ext_i64(op.request, "maxReconsumeTimes").value_or(16);
-    s = make_send_back(op.group, op.data, wire_offset(op.store_offset), static_cast<int32_t>(delay),
-                       static_cast<int32_t>(max), config_.store.log.limits, op.copy.get());
+    s = make_send_back(op.group, op.data, wire_offset(op.store_offset),
+                       static_cast<int32_t>(op.delay_level),
+                       static_cast<int32_t>(op.max_reconsume_times), config_.store.log.limits,
+                       op.copy.get());
     if (s.is_ok()) {
       op.kind = BrokerOp::Kind::send_back_store;
       s = session_->send_async(op.copy->message, index);

@@ -50,7 +50,7 @@ struct BrokerOp {
   bool replied = false;        // a send answered FLUSH_DISK_TIMEOUT before its completion
   uint32_t conn = 0;
   uint32_t conn_generation = 0;
-  RemotingCommand request;     // code, opaque, serialize type and ext fields of the request
+  RemotingCommand request;     // the request's code, opaque, flag and serialize type (no ext)
   int64_t deadline_ms = 0;     // send: when FLUSH_DISK_TIMEOUT is answered
   std::string topic;
   std::string group;
@@ -60,6 +60,8 @@ struct BrokerOp {
   int32_t queue_id = 0;
   uint32_t shard = 0;
   uint64_t store_offset = 0;
+  int64_t delay_level = 0;          // send back
+  int64_t max_reconsume_times = 16; // send back
   Message message;
   PullRequest pull;
   std::unique_ptr<SendBackCopy> copy;
