@@ -66,6 +66,7 @@ struct Args {
   std::string topic = "BenchTopic";
   std::string group = "BenchProducerGroup";
   std::string key = "uringmq-bench";  // redis: the sorted set
+  uint32_t delay_level = 0;           // remoting: DELAY=N on every message (0: none)
   bool json = false;
 };
 
@@ -81,7 +82,8 @@ constexpr size_t kSeqDigits = 16;                    // hex sequence stamped int
                "usage: uringmq-net-bench --protocol remoting|redis|beanstalkd --port N\n"
                "         [--host 127.0.0.1] [--connections 16] [--pipeline 32]\n"
                "         [--message-bytes 128] [--seconds 10] [--warmup-seconds 2]\n"
-               "         [--queues 8] [--topic BenchTopic] [--group G] [--key K] [--json]\n",
+               "         [--queues 8] [--topic BenchTopic] [--group G] [--key K] [--json]\n"
+               "         [--delay-level N]  (remoting: every message delayed by level N)\n",
                why.c_str());
   std::exit(2);
 }
@@ -142,6 +144,8 @@ Args parse_args(int argc, char** argv) {
       a.group = value;
     } else if (flag == "--key") {
       a.key = value;
+    } else if (flag == "--delay-level") {
+      a.delay_level = static_cast<uint32_t>(parse_u64(flag, value));
     } else {
       usage("unknown option " + std::string(flag));
     }
@@ -336,6 +340,10 @@ void LoadGenerator::build_remoting_frames(Connection& c) {
   const std::string born = std::to_string(wall_ms());
   if (born.size() != kBornDigits) usage("the clock is not 13 digits of ms");
   c.frames.resize(a_.pipeline);
+  // --delay-level N: every message is a delayed one (property DELAY=N), for the pending-memory
+  // and delayed-intake measurements.
+  std::string properties = "TAGS\x01" "bench\x02";
+  if (a_.delay_level > 0) properties += "DELAY\x01" + std::to_string(a_.delay_level) + "\x02";
   for (uint32_t s = 0; s < a_.pipeline; s++) {
     net::RemotingCommand cmd;
     cmd.code = net::request_code::kSendMessageV2;
@@ -347,7 +355,7 @@ void LoadGenerator::build_remoting_frames(Connection& c) {
                       {"c", "TBW102"},    {"d", "4"},
                       {"e", std::to_string(queue)}, {"f", "0"},
                       {"g", born},        {"h", "0"},
-                      {"i", "TAGS\x01" "bench\x02"}, {"j", "0"},
+                      {"i", properties}, {"j", "0"},
                       {"k", "false"}};
     net::encode_frame(cmd, net::as_bytes(body_), &c.frames[s]);
     // The opaque's digits vary in length, so each frame has its own offset.
