@@ -61,9 +61,9 @@ rate() {  # msgs/s from one net-bench run
 }
 
 plain=$(rate 10)
-delayed=$(rate 10 --delay-level 18)
 read -r rss0 anon0 file0 <<< "$(mem)"
 p0=$(pending)
+delayed=$(rate 10 --delay-level 18)
 {
   echo "# Broker memory against pending delayed messages ($(date -u +%FT%TZ))"
   echo

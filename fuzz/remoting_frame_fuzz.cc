@@ -78,6 +78,22 @@ inline int remoting_frame_fuzz_one(const uint8_t* data, size_t size) {
     net::append_json(&out2, again.value());
     UMQ_ASSERT(out == out2);
   }
+  // The broker's fast JSON header decoder never accepts what the generic one would not, and
+  // decodes it to the same command.
+  net::RemotingCommand fast;
+  if (net::internal::fast_json_header(text, limits, &fast)) {
+    net::RemotingCommand generic;
+    std::string generic_error;
+    UMQ_ASSERT_MSG(net::internal::generic_json_header(text, limits, &generic, &generic_error),
+                   generic_error.c_str());
+    UMQ_ASSERT(fast.code == generic.code);
+    UMQ_ASSERT(fast.opaque == generic.opaque);
+    UMQ_ASSERT(fast.flag == generic.flag);
+    UMQ_ASSERT(fast.version == generic.version);
+    UMQ_ASSERT(fast.language == generic.language);
+    UMQ_ASSERT(fast.remark == generic.remark);
+    UMQ_ASSERT(fast.ext_fields == generic.ext_fields);
+  }
   return 0;
 }
 

@@ -134,6 +134,15 @@ void encode_frame(const RemotingCommand& command, std::span<const std::byte> bod
 RemotingCommand make_response(const RemotingCommand& request, int32_t code,
                               std::optional<std::string> remark = std::nullopt);
 
+// The two JSON header decoders, for the differential fuzz target: fast_json_header reads the
+// usual shape directly and gives up (false) on anything else; generic_json_header parses any
+// JSON. Whenever the fast one accepts, the generic one must accept and decode the same command.
+namespace internal {
+bool fast_json_header(std::string_view text, const RemotingLimits& limits, RemotingCommand* out);
+bool generic_json_header(std::string_view text, const RemotingLimits& limits,
+                         RemotingCommand* out, std::string* error);
+}  // namespace internal
+
 // ROCKETMQ binary header language byte <-> name ("JAVA" 0 ... "RUST" 12); nullopt if unknown.
 std::optional<std::string_view> language_name(uint8_t code);
 std::optional<uint8_t> language_code(std::string_view name);
