@@ -50,21 +50,37 @@ io::Result<uint64_t> torn_tail_bytes(io::Disk& disk, const CommitLogOptions& opt
   UMQ_RETURN_IF_ERROR(s);
   DecodeOptions decode_options;
   decode_options.limits = options.limits;
-  uint64_t last_nonzero_end = end;
+  // The extent of non-zero bytes: scanned backwards a word at a time (the region is mostly the
+  // zero-filled rest of the segment, up to 2 windows, so a byte loop here was most of an open).
+  uint64_t tail = bytes.size();
+  while (tail >= 8) {
+    uint64_t word;
+    std::memcpy(&word, bytes.data() + tail - 8, 8);
+    if (word != 0) break;
+    tail -= 8;
+  }
+  while (tail > 0 && bytes[tail - 1] == std::byte{0}) tail--;
+  const uint64_t last_nonzero_end = end + tail;
+  // A valid record beyond the unsynced window proves corruption: look only where a record
+  // could start (its magic at +4), from the window on.
   const std::byte magic[4] = {std::byte{0xDA}, std::byte{0xA3}, std::byte{0x20}, std::byte{0xA7}};
-  for (uint64_t i = 0; i < bytes.size(); i++) {
-    if (bytes[i] != std::byte{0}) last_nonzero_end = end + i + 1;
-    if (i + 8 > bytes.size() || std::memcmp(&bytes[i + 4], magic, 4) != 0) continue;
-    uint64_t pos = end + i;
-    if (pos < end + window) continue;  // a reordered, unsynced write of the crashed run
-    decode_options.expected_physical_offset = static_cast<int64_t>(pos);
-    DecodeResult r = decode(std::span<const std::byte>(bytes).subspan(i), decode_options);
-    if (r.outcome == DecodeOutcome::ok) {
-      return corruption_at(options, end,
-                           "invalid record followed by a valid one at log offset " +
-                               std::to_string(pos) + ", beyond any unsynced write: corruption "
-                               "below the durable point");
+  for (uint64_t i = window; i + 8 <= tail;) {
+    const void* hit = std::memchr(bytes.data() + i + 4, 0xDA, tail - i - 4);
+    if (hit == nullptr) break;
+    i = static_cast<uint64_t>(static_cast<const std::byte*>(hit) - bytes.data()) - 4;
+    if (i + 8 > bytes.size()) break;
+    if (std::memcmp(&bytes[i + 4], magic, 4) == 0) {
+      const uint64_t pos = end + i;
+      decode_options.expected_physical_offset = static_cast<int64_t>(pos);
+      DecodeResult r = decode(std::span<const std::byte>(bytes).subspan(i), decode_options);
+      if (r.outcome == DecodeOutcome::ok) {
+        return corruption_at(options, end,
+                             "invalid record followed by a valid one at log offset " +
+                                 std::to_string(pos) + ", beyond any unsynced write: corruption "
+                                 "below the durable point");
+      }
     }
+    i++;
   }
   return last_nonzero_end - end;
 }
