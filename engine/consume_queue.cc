@@ -442,6 +442,12 @@ io::Status CqStore::Impl::recover_queue(std::string_view topic, int32_t queue_id
   }
   if (bases.empty()) return io::Status::ok();
   UMQ_RETURN_IF_ERROR(recover_files(q, std::move(bases), log_end));
+  // A killed process may have created these entries and died before its flush cycle fsynced
+  // them: they sit in the page cache only, and a power loss would take the queue away below a
+  // checkpoint that counts on it. The first cycle fsyncs them before durable_dispatched moves.
+  pending_dirs.insert(options.dir);
+  pending_dirs.insert(q.topic_dir);
+  pending_dirs.insert(q.dir);
   UMQ_RETURN_IF_ERROR(describe_files(q));
   q.submitted_upto = q.max_offset;
   q.written_upto = q.max_offset;

@@ -24,12 +24,41 @@ constexpr int64_t kMaxSleepMs = 100;
 
 Shard::Shard(uint32_t index, const StoreOptions& options, const sched::DelayLevels& levels,
              std::vector<std::unique_ptr<SessionSlot>>& slots)
+    : Shard(index, options, levels, slots, nullptr, SteppedOptions{}) {}
+
+Shard::Shard(uint32_t index, const StoreOptions& options, const sched::DelayLevels& levels,
+             std::vector<std::unique_ptr<SessionSlot>>& slots, std::unique_ptr<io::Disk> disk,
+             const SteppedOptions& stepped)
     : index_(index),
       options_(options),
+      stepped_(stepped),
       levels_(levels),
       level_states_(levels.max_level()),
       slots_(slots),
+      disk_(std::move(disk)),
       clock_(options.clock != nullptr ? options.clock : &system_clock_) {}
+
+// ---- Stepped mode: the loop's iteration, driven by the caller (no thread, waker or timer) ----
+
+io::Status Shard::open_stepped(engine::RecoveryReport* report) {
+  UMQ_ASSERT_MSG(disk_ != nullptr, "stepped mode needs a disk given at construction");
+  UMQ_ASSERT(!thread_.joinable());
+  return open_log(report);
+}
+
+bool Shard::step() {
+  UMQ_ASSERT(log_ != nullptr);
+  UMQ_ASSERT(!thread_.joinable());
+  return iterate();
+}
+
+io::Status Shard::close_stepped() {
+  UMQ_ASSERT(log_ != nullptr);
+  UMQ_ASSERT(!thread_.joinable());
+  stop_requested_.store(true, std::memory_order_release);
+  finish();
+  return stop_status_;
+}
 
 Shard::~Shard() {
   if (thread_.joinable()) (void)stop();
@@ -95,14 +124,16 @@ void Shard::run() {
 }
 
 io::Status Shard::open_log(engine::RecoveryReport* report) {
-  io::UringDiskOptions disk_options;
-  disk_options.queue_depth_entries = options_.ring_entries;
-  io::Result<std::unique_ptr<io::UringDisk>> disk = io::UringDisk::create(disk_options);
-  if (!disk.is_ok()) return disk.status();
-  disk_ = std::move(*disk);
-  io::Result<std::unique_ptr<io::Waker>> waker = io::Waker::create();
-  if (!waker.is_ok()) return waker.status();
-  waker_ = std::move(*waker);
+  if (disk_ == nullptr) {  // threaded: an io_uring and a waker of its own (stepped: neither)
+    io::UringDiskOptions disk_options;
+    disk_options.queue_depth_entries = options_.ring_entries;
+    io::Result<std::unique_ptr<io::UringDisk>> disk = io::UringDisk::create(disk_options);
+    if (!disk.is_ok()) return disk.status();
+    disk_ = std::move(*disk);
+    io::Result<std::unique_ptr<io::Waker>> waker = io::Waker::create();
+    if (!waker.is_ok()) return waker.status();
+    waker_ = std::move(*waker);
+  }
   shard_dir_ = io::path_join(options_.data_dir, "shard-" + std::to_string(index_));
   engine::CommitLogOptions log_options = options_.log;
   log_options.dir = shard_dir_;
@@ -112,7 +143,7 @@ io::Status Shard::open_log(engine::RecoveryReport* report) {
       *disk_, *clock_, log_options, cq_options, levels_, report,
       [this](uint64_t offset, const engine::MessageView& record) {
         note_segment_first_timestamp(offset, record.store_timestamp_ms);
-        note_delivery_marker(record);
+        note_delivery_marker(offset, record);
       });
   if (!opened.is_ok()) return opened.status();
   log_ = std::move(opened->log);
@@ -176,24 +207,32 @@ io::Status Shard::init_after_recovery() {
 void Shard::loop() {
   arm_waker();
   while (!stop_requested_.load(std::memory_order_acquire)) {
-    bool worked = drain_requests();
-    submit_work();
-    reap(io::Wait::none);
-    deliver_acks();
-    deliver_reads();
-    if (!flush_waiters_.empty()) answer_flushes();
-    run_schedule();
-    submit_work();  // deliveries just appended go out before the loop may sleep
-    if (held_ops_ > 0) {
-      if (dispatched_since_check_) wake_held_pulls();
-      expire_held_pulls();
-    }
-    dispatched_since_check_ = false;
-    maybe_clean();
-    notify_sessions();
-    publish_stats();
-    if (!worked) sleep();
+    if (!iterate()) sleep();
   }
+  finish();
+}
+
+bool Shard::iterate() {
+  bool worked = drain_requests();
+  submit_work();
+  reap(io::Wait::none);
+  deliver_acks();
+  deliver_reads();
+  if (!flush_waiters_.empty()) answer_flushes();
+  run_schedule();
+  submit_work();  // deliveries just appended go out before the loop may sleep
+  if (held_ops_ > 0) {
+    if (dispatched_since_check_) wake_held_pulls();
+    expire_held_pulls();
+  }
+  dispatched_since_check_ = false;
+  maybe_clean();
+  notify_sessions();
+  publish_stats();
+  return worked;
+}
+
+void Shard::finish() {
   // Stop: answer held pulls, finish what is in flight, cancel our own requests, close.
   for (uint32_t i = 0; i < ops_.size(); i++) {
     if (ops_[i].stage == PullOp::Stage::held) answer_pull(i, PullStatus::no_new_message, ops_[i].offset);
@@ -214,7 +253,7 @@ void Shard::loop() {
   // Final drain: route completions without submitting new work (a new segment preparation or
   // checkpoint must not start now) until nothing is in flight; the closes below each poll the
   // disk and need it to themselves.
-  waker_->wake();
+  if (waker_ != nullptr) waker_->wake();
   std::array<io::IoCompletion, 64> completions;
   while (disk_->in_flight() > 0) {
     size_t n = disk_->poll(completions, io::Wait::at_least_one);
@@ -292,10 +331,7 @@ void Shard::sleep() {
     return;
   }
   if (!timer_armed_) {
-    int64_t deadline = std::min({log_->next_deadline_ms(), cq_->next_deadline_ms(),
-                                 offsets_->next_deadline_ms(), next_held_deadline_ms(),
-                                 schedule_deadline_ms(),
-                                 last_clean_ms_ + options_.clean_interval_ms});
+    int64_t deadline = next_deadline_ms();
     int64_t wait_ms = std::clamp<int64_t>(deadline - now_ms(), 1, kMaxSleepMs);
     io::IoRequest req;
     req.kind = io::OpKind::timeout;
@@ -305,6 +341,12 @@ void Shard::sleep() {
   }
   reap(io::Wait::at_least_one);
   sleeping_.store(false, std::memory_order_seq_cst);
+}
+
+int64_t Shard::next_deadline_ms() const {
+  return std::min({log_->next_deadline_ms(), cq_->next_deadline_ms(), offsets_->next_deadline_ms(),
+                   next_held_deadline_ms(), schedule_deadline_ms(),
+                   last_clean_ms_ + options_.clean_interval_ms});
 }
 
 bool Shard::drain_requests() {

@@ -66,6 +66,28 @@ class Shard {
  public:
   Shard(uint32_t index, const StoreOptions& options, const sched::DelayLevels& levels,
         std::vector<std::unique_ptr<SessionSlot>>& slots);
+
+  // ---- Stepped mode (tests/sim/schedule_crash_sim_test.cc) ----
+  // The shard runs on `disk` (a SimDisk behind a wrapper, say) on the caller's thread, with no
+  // waker and no io_uring timer: open_stepped() recovers; each step() is one iteration of the
+  // reactor loop, the same code the thread runs (true when it took requests); the caller polls
+  // again while the disk has requests in flight and, when idle, advances its ManualClock
+  // towards next_deadline_ms(), as the thread would sleep; close_stepped() is stop(). A crash is
+  // the disk's crash() or crash_process() followed by destroying the shard without closing it.
+  struct SteppedOptions {
+    // Canaries that break exactly-once delivery on purpose, so the simulation proves it can
+    // catch duplicates. Never set outside that test.
+    bool unsafe_ignore_delivery_markers = false;     // recovery does not read __UMQ_DLV
+    bool unsafe_checkpoint_past_deliveries = false;  // checkpoint not held below deliveries
+  };
+  Shard(uint32_t index, const StoreOptions& options, const sched::DelayLevels& levels,
+        std::vector<std::unique_ptr<SessionSlot>>& slots, std::unique_ptr<io::Disk> disk,
+        const SteppedOptions& stepped);
+  io::Status open_stepped(engine::RecoveryReport* report);
+  bool step();
+  io::Status close_stepped();
+  // Monotonic ms of the loop's next time-driven step (what the thread's sleep timer waits for).
+  int64_t next_deadline_ms() const;
   ~Shard();
   Shard(const Shard&) = delete;
   Shard& operator=(const Shard&) = delete;
@@ -129,6 +151,8 @@ class Shard {
   io::Status open_log(engine::RecoveryReport* report);
   io::Status init_after_recovery();
   void loop();
+  bool iterate();  // one loop iteration; true when it took requests
+  void finish();   // the end of loop(): drain, close
   void submit_work();
   bool drain_requests();
   bool handle(uint32_t slot_index, const ShardRequest& request);
@@ -188,7 +212,7 @@ class Shard {
   void schedule_unit_ready(int64_t result);
   void schedule_record_ready(int64_t result);
   void delivery_acked(uint32_t level, uint64_t log_offset, bool ok);
-  void note_delivery_marker(const engine::MessageView& record);
+  void note_delivery_marker(uint64_t log_offset, const engine::MessageView& record);
   void load_schedule_progress();
   int64_t schedule_deadline_ms() const;
   uint64_t delivery_low_water();
@@ -201,6 +225,7 @@ class Shard {
 
   const uint32_t index_;
   const StoreOptions options_;
+  const SteppedOptions stepped_;
   const sched::DelayLevels levels_;
   std::vector<LevelState> level_states_;  // index level - 1
   DeliveryStage delivery_stage_ = DeliveryStage::none;
@@ -222,6 +247,7 @@ class Shard {
   size_t schedule_queues_seen_ = SIZE_MAX;  // cq_->queue_count() when levels were last looked up
   // Deliveries whose progress is committed but not yet persisted: (log offset, cycles needed).
   std::vector<std::pair<uint64_t, uint64_t>> unpersisted_deliveries_;
+  uint64_t first_marker_offset_ = UINT64_MAX;  // lowest delivery record recovery's scan saw
   std::vector<std::unique_ptr<SessionSlot>>& slots_;
   std::thread thread_;
   std::unique_ptr<io::Disk> disk_;

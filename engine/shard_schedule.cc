@@ -73,9 +73,11 @@ int32_t Shard::parked_queue_id() const {
   return queue;
 }
 
-void Shard::note_delivery_marker(const engine::MessageView& record) {
+void Shard::note_delivery_marker(uint64_t log_offset, const engine::MessageView& record) {
+  if (stepped_.unsafe_ignore_delivery_markers) return;  // the simulation's canary
   auto marker = engine::find_property(record.user_properties, kMarker);
   if (!marker) return;
+  first_marker_offset_ = std::min(first_marker_offset_, log_offset);
   size_t colon = marker->find(':');
   int64_t level = 0, offset = 0;
   if (colon == std::string_view::npos || !parse_int(marker->substr(0, colon), &level) ||
@@ -88,6 +90,7 @@ void Shard::note_delivery_marker(const engine::MessageView& record) {
 }
 
 void Shard::load_schedule_progress() {
+  bool ahead = false;
   for (uint32_t level = 1; level <= level_states_.size(); level++) {
     LevelState& state = level_states_[level - 1];
     auto persisted = offsets_->query(kProgressGroup, engine::kScheduleTopic,
@@ -100,6 +103,20 @@ void Shard::load_schedule_progress() {
       state.progress = std::max(state.progress, cq_->min_offset(*queue));
     }
     state.issued = state.progress;
+    // Progress found in markers that the table does not hold yet is committed now: otherwise,
+    // with no new delivery of the level, the table would keep the older value while later
+    // checkpoints pass the markers, and the next recovery would deliver those messages again.
+    if (state.progress > persisted.value_or(0)) {
+      (void)offsets_->commit(kProgressGroup, engine::kScheduleTopic,
+                             static_cast<int32_t>(level) - 1, state.progress);
+      ahead = true;
+    }
+  }
+  // Until a persist cycle stores it, the checkpoint stays below the markers it came from.
+  if (ahead && first_marker_offset_ != UINT64_MAX) {
+    unpersisted_deliveries_.emplace_back(first_marker_offset_, offsets_->persisted_cycles() + 1);
+    offsets_->request_persist();
+    log_->set_checkpoint_limit(std::min(cq_->durable_dispatched(), delivery_low_water()));
   }
 }
 
@@ -113,6 +130,7 @@ int64_t Shard::schedule_deadline_ms() const {
 uint64_t Shard::delivery_low_water() {
   const uint64_t cycles = offsets_->persisted_cycles();
   std::erase_if(unpersisted_deliveries_, [&](const auto& d) { return d.second <= cycles; });
+  if (stepped_.unsafe_checkpoint_past_deliveries) return UINT64_MAX;  // the simulation's canary
   return unpersisted_deliveries_.empty() ? UINT64_MAX : unpersisted_deliveries_.front().first;
 }
 
