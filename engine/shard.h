@@ -197,6 +197,8 @@ class Shard {
     int64_t issued = 0;    // deliveries appended up to here (>= progress)
     uint32_t attempts = 0;  // failed appends of the head at `issued`
     int64_t due_wall_ms = INT64_MAX;
+    int64_t head_offset = -1;  // the head at this offset is due at head_due_ms (not yet)
+    int64_t head_due_ms = 0;
     std::atomic<int64_t> stat_pending{0};
     std::atomic<int64_t> stat_next_ms{INT64_MAX};
     std::atomic<uint64_t> stat_delivered{0};
