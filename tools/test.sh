@@ -1,12 +1,65 @@
 #!/usr/bin/env bash
-# Builds uringmq and runs every test (unit, sim, crash), ending with CTest's summary.
-# Idempotent: installs what is missing, reuses build-test/ between runs.
+# Builds uringmq and runs every test three ways, ending with one overall summary line
+# "N passed, N failed" over all the CTest runs:
+#   1. build-test: the normal build (RelWithDebInfo, benchmarks too), every test incl. interop;
+#   2. build-asan: ASan + UBSan, the whole suite but the two tests tools/sanitize.sh names;
+#   3. build-tsan: TSan, the cross-shard and reactor tests (tools/sanitize.sh).
+# Every run happens even if an earlier one failed; the exit status is non-zero if any test
+# failed, any build failed, or a run's summary is missing. SANITIZE=0 runs the normal build only.
+# Idempotent: installs what is missing, reuses the build directories between runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 tools/install-deps.sh
 jobs=$(nproc)
-cmake -S . -B build-test -DCMAKE_BUILD_TYPE=RelWithDebInfo -DURINGMQ_BUILD_BENCH=ON
-cmake --build build-test -j"$jobs"
-cd build-test
-ctest --output-on-failure -j"$jobs" --timeout 900
+export JOBS=$jobs
+failed_runs=0
+
+# (set -e does not apply inside `( ... ) || ...`, hence the && chain.)
+normal() {
+  cmake -S . -B build-test -DCMAKE_BUILD_TYPE=RelWithDebInfo -DURINGMQ_BUILD_BENCH=ON &&
+    cmake --build build-test -j"$jobs" &&
+    cd build-test &&
+    ctest --output-on-failure -j"$jobs" --timeout 900 2>&1 | tee ctest.log
+}
+
+# Runs one stage in a subshell; a failing stage is counted, never stops the others.
+stage() {
+  local name=$1
+  shift
+  echo "==== tools/test.sh: $name ===="
+  rm -f "$name/ctest.log"
+  local start=$SECONDS
+  ( "$@" ) || failed_runs=$((failed_runs + 1))
+  echo "==== tools/test.sh: $name took $((SECONDS - start)) s ===="
+}
+
+stage build-test normal
+if [ "${SANITIZE:-1}" != 0 ]; then
+  stage build-asan tools/sanitize.sh asan
+  stage build-tsan tools/sanitize.sh tsan
+  dirs=(build-test build-asan build-tsan)
+else
+  dirs=(build-test)
+fi
+
+# CTest's summary: "100% tests passed, 0 tests failed out of 42".
+passed=0
+failed=0
+for d in "${dirs[@]}"; do
+  line=$(grep -E '^[0-9]+% tests passed, [0-9]+ tests? failed out of [0-9]+' "$d/ctest.log" \
+           2>/dev/null | tail -1 || true)
+  if [ -z "$line" ]; then
+    echo "tools/test.sh: no CTest summary from $d (build or configure failed)"
+    failed_runs=$((failed_runs + 1))
+    continue
+  fi
+  total=$(sed -E 's/.* out of ([0-9]+).*/\1/' <<<"$line")
+  bad=$(sed -E 's/.* ([0-9]+) tests? failed.*/\1/' <<<"$line")
+  echo "$d: $line"
+  passed=$((passed + total - bad))
+  failed=$((failed + bad))
+done
+[ "$failed_runs" -eq 0 ] || [ "$failed" -gt 0 ] || failed=$((failed + 1))  # a build failure
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ] && [ "$failed_runs" -eq 0 ]
