@@ -15,6 +15,8 @@
 //    over the body limit (decode bounds the whole record, as RocketMQ does), or user
 //    properties so long that adding the CRC property would pass 32767 bytes;
 //  - the prefix of an ok record's bytes decodes as truncated (never ok, never out of bounds).
+// The input is decoded as is, and once more with its first record's BODYCRC and trailing 10
+// CRC digits recomputed (record_decode_fix_checksums), so mutated records pass the checksums.
 // Built two ways (fuzz/README.md): as a libFuzzer binary, and #included by
 // tests/unit/fuzz_replay/record_decode_fuzz_replay_test.cc with URINGMQ_FUZZ_NO_ENTRY defined.
 
@@ -22,8 +24,11 @@
 #include <cstdint>
 #include <cstring>
 #include <span>
+#include <string>
 #include <vector>
 
+#include "engine/byte_order.h"
+#include "engine/crc32.h"
 #include "engine/message_codec.h"
 #include "engine/properties.h"
 #include "io/assert.h"
@@ -151,8 +156,40 @@ inline void record_decode_scan(std::span<const std::byte> in,
   }
 }
 
+// The input's first record with its checksums made right: BODYCRC from the body, and the last
+// 10 bytes of the record (TOTALSIZE bytes) replaced by the decimal CRC-32 of the bytes before
+// them. Lets mutated records get past both CRCs, so the field checks and the re-encoding are
+// reached too. Returns false when the input is too short or its lengths do not fit.
+inline bool record_decode_fix_checksums(std::vector<std::byte>& rec) {
+  if (rec.size() < engine::kFixedBytesIpv4 + 1) return false;
+  const uint32_t total = engine::get_u32(rec.data());
+  if (total < engine::kFixedBytesIpv4 + 1 || total > rec.size()) return false;
+  const int32_t sys_flag = static_cast<int32_t>(engine::get_u32(rec.data() + 36));
+  const size_t born = (sys_flag & engine::kSysFlagBornHostV6) != 0 ? 20 : 8;
+  const size_t store = (sys_flag & engine::kSysFlagStoreHostV6) != 0 ? 20 : 8;
+  const size_t body_len_at = 48 + born + 8 + store + 4 + 8;
+  if (body_len_at + 4 > total) return false;
+  const uint32_t body_len = engine::get_u32(rec.data() + body_len_at);
+  if (body_len > total - body_len_at - 4) return false;
+  std::span<const std::byte> body(rec.data() + body_len_at + 4, body_len);
+  engine::put_u32(rec.data() + 8, engine::crc32_ieee(body) & engine::kBodyCrcMask);
+  const uint32_t crc = engine::crc32_ieee(std::span<const std::byte>(rec.data(), total - 10));
+  std::string digits = std::to_string(crc);
+  digits.insert(0, 10 - digits.size(), '0');
+  std::memcpy(rec.data() + total - 10, digits.data(), 10);
+  return true;
+}
+
 inline int record_decode_fuzz_one(const uint8_t* data, size_t size) {
   std::span<const std::byte> in(reinterpret_cast<const std::byte*>(data), size);
+  std::vector<std::byte> fixed(in.begin(), in.end());
+  if (record_decode_fix_checksums(fixed)) {
+    engine::DecodeOptions strict;
+    engine::DecodeOptions lax;
+    lax.require_record_crc = false;
+    record_decode_scan(fixed, strict);
+    record_decode_scan(fixed, lax);
+  }
   engine::DecodeOptions strict;  // what recovery and reads use: the CRC property is required
   engine::DecodeOptions lax;     // records written by RocketMQ itself: no CRC property
   lax.require_record_crc = false;

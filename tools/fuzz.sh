@@ -38,7 +38,7 @@ fuzz_one() {
   local name="${target%_fuzz}"
   local dir="$work/$target"
   local corpus="$dir/corpus" artifacts="$dir/artifacts" log="$dir/fuzz.log"
-  rm -rf "$artifacts"
+  rm -rf "$artifacts" "$dir/result" "$dir/status"
   mkdir -p "$corpus" "$artifacts"
   if [ -d "$repo/fuzz/corpus/$name" ]; then cp -n "$repo/fuzz/corpus/$name"/* "$corpus"/ || true; fi
   local status=0 start=$SECONDS
@@ -50,8 +50,9 @@ fuzz_one() {
   rate="$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)"
   crashes="$(find "$artifacts" -type f | wc -l)"
   files="$(find "$corpus" -type f | wc -l)"
-  # The last status line: "#1234 REDUCE cov: 754 ft: 2987 corp: 491/37Kb ...".
-  cov="$(grep -E '^#[0-9]+ ' "$log" | tail -1 | sed -nE 's/.*(cov: [0-9]+ ft: [0-9]+).*/\1/p')"
+  # The last status line: "#1234<TAB>DONE cov: 754 ft: 2987 corp: 491/37Kb ...".
+  cov="$(grep -E '^#[0-9]+[[:space:]]' "$log" | tail -1 |
+         sed -nE 's/.*(cov: [0-9]+ ft: [0-9]+).*/\1/p' || true)"
   printf '%-28s %7s %12s %8s %8s %8s  %s\n' "$target" "$took" "${execs:-?}" "${rate:-?}" \
     "$crashes" "$files" "${cov:-?}" >"$dir/result"
   echo "$status $crashes" >"$dir/status"
@@ -72,6 +73,11 @@ wait || true
 
 failed=0
 for target in "${targets[@]}"; do
+  if [ ! -f "$work/$target/status" ]; then
+    echo "$target: no result (the run script failed; see $work/$target/fuzz.log)"
+    failed=1
+    continue
+  fi
   cat "$work/$target/result"
   read -r status crashes <"$work/$target/status"
   if [ "$status" -ne 0 ] || [ "$crashes" -ne 0 ]; then
