@@ -70,16 +70,25 @@ io::Result<std::unique_ptr<Broker>> Broker::open(const BrokerConfig& config) {
     broker->config_.store.store_host =
         engine::HostAddress::ipv4(a[0], a[1], a[2], a[3], config.listen_port);
   }
+  io::Result<std::unique_ptr<io::Waker>> completion_waker = io::Waker::create();
+  if (!completion_waker.is_ok()) return completion_waker.status();
+  broker->completion_waker_ = std::move(*completion_waker);
+  io::Result<std::unique_ptr<io::Waker>> stop_waker = io::Waker::create();
+  if (!stop_waker.is_ok()) return stop_waker.status();
+  broker->stop_waker_ = std::move(*stop_waker);
   io::Result<std::unique_ptr<Store>> store = Store::open(broker->config_.store);
   if (!store.is_ok()) return store.status();
   broker->store_ = std::move(*store);
-  broker->reactor_ = std::make_unique<BrokerReactor>(broker->config_, *broker->store_);
+  broker->reactor_ = std::make_unique<BrokerReactor>(
+      broker->config_, *broker->store_, *broker->completion_waker_, *broker->stop_waker_);
   io::Status s = broker->reactor_->start();
   if (!s.is_ok()) {
     broker->reactor_.reset();
     (void)broker->store_->close();
     return s;
   }
+  broker->broker_port_ = broker->reactor_->broker_port();
+  broker->namesrv_port_ = broker->reactor_->namesrv_port();
   return io::Result<std::unique_ptr<Broker>>(std::move(broker));
 }
 
@@ -95,14 +104,13 @@ io::Status Broker::run() {
   return served.is_ok() ? closed : served;
 }
 
-void Broker::request_stop() { reactor_->request_stop(); }
-uint16_t Broker::broker_port() const { return reactor_->broker_port(); }
-uint16_t Broker::namesrv_port() const { return reactor_->namesrv_port(); }
+void Broker::request_stop() { stop_waker_->wake(); }
 
 // ---- BrokerReactor: setup ----
 
-BrokerReactor::BrokerReactor(const BrokerConfig& config, Store& store)
-    : config_(config), store_(store) {
+BrokerReactor::BrokerReactor(const BrokerConfig& config, Store& store, io::Waker& store_waker,
+                             io::Waker& stop_waker)
+    : config_(config), store_(store), store_waker_(&store_waker), stop_waker_(&stop_waker) {
   limits_.max_frame_bytes = std::max<uint32_t>(
       limits_.max_frame_bytes, config.store.log.limits.max_body_bytes + (1u << 20));
   store_host_ = config.store.store_host;
@@ -120,13 +128,7 @@ io::Status BrokerReactor::start() {
   io::Result<std::unique_ptr<io::NetRing>> ring = io::NetRing::create(kRingEntries);
   if (!ring.is_ok()) return ring.status();
   ring_ = std::move(*ring);
-  io::Result<std::unique_ptr<io::Waker>> w1 = io::Waker::create();
-  if (!w1.is_ok()) return w1.status();
-  store_waker_ = std::move(*w1);
-  io::Result<std::unique_ptr<io::Waker>> w2 = io::Waker::create();
-  if (!w2.is_ok()) return w2.status();
-  stop_waker_ = std::move(*w2);
-  session_->set_completion_waker(store_waker_.get());
+  session_->set_completion_waker(store_waker_);
 
   io::Result<int> fd = io::listen_tcp(config_.bind_address, config_.listen_port, 1024);
   if (!fd.is_ok()) return fd.status();

@@ -25,6 +25,7 @@
 
 #include "engine/store.h"
 #include "io/status.h"
+#include "io/waker.h"
 #include "net/broker_config.h"
 
 namespace uringmq::net {
@@ -46,15 +47,21 @@ class Broker {
   // Async-signal-safe.
   void request_stop();
 
-  uint16_t broker_port() const;
-  uint16_t namesrv_port() const;  // 0 when the NameServer role is off
+  uint16_t broker_port() const { return broker_port_; }
+  uint16_t namesrv_port() const { return namesrv_port_; }  // 0 when the NameServer role is off
   Store& store() { return *store_; }
 
  private:
   Broker() = default;
   BrokerConfig config_;
+  // The wakers outlive the store: shards may still wake the completion waker until the store is
+  // closed, and a late signal may still call request_stop() after run() returned.
+  std::unique_ptr<io::Waker> completion_waker_;
+  std::unique_ptr<io::Waker> stop_waker_;
   std::unique_ptr<Store> store_;
   std::unique_ptr<BrokerReactor> reactor_;
+  uint16_t broker_port_ = 0;
+  uint16_t namesrv_port_ = 0;
 };
 
 }  // namespace uringmq::net

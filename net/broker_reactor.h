@@ -69,11 +69,12 @@ struct BrokerOp {
 
 class BrokerReactor {
  public:
-  BrokerReactor(const BrokerConfig& config, Store& store);
+  // The wakers belong to the Broker and outlive the reactor and the store.
+  BrokerReactor(const BrokerConfig& config, Store& store, io::Waker& store_waker,
+                io::Waker& stop_waker);
   ~BrokerReactor();
   io::Status start();  // session, ring, listeners
   io::Status run();
-  void request_stop() { stop_waker_->wake(); }
   uint16_t broker_port() const { return broker_port_; }
   uint16_t namesrv_port() const { return namesrv_port_; }
 
@@ -141,8 +142,8 @@ class BrokerReactor {
   Store& store_;
   std::unique_ptr<Session> session_;
   std::unique_ptr<io::NetRing> ring_;
-  std::unique_ptr<io::Waker> store_waker_;
-  std::unique_ptr<io::Waker> stop_waker_;
+  io::Waker* store_waker_;
+  io::Waker* stop_waker_;
   uint64_t store_wake_value_ = 0;
   uint64_t stop_wake_value_ = 0;
   std::array<int, 2> listen_fds_{-1, -1};
