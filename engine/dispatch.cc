@@ -8,6 +8,7 @@
 #include "engine/log_recovery.h"
 #include "engine/log_scanner.h"
 #include "engine/properties.h"
+#include "engine/timer_message.h"
 
 namespace uringmq::engine {
 
@@ -23,6 +24,7 @@ int64_t unit_tags_code(std::string_view topic, std::string_view properties,
     }
     return store_timestamp_ms + delay_ms;
   }
+  if (topic == kTimerTopic) return timer_deliver_ms(properties);
   return tags_code_of(find_property(properties, "TAGS").value_or(""));
 }
 

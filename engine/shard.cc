@@ -144,6 +144,7 @@ io::Status Shard::open_log(engine::RecoveryReport* report) {
       [this](uint64_t offset, const engine::MessageView& record) {
         note_segment_first_timestamp(offset, record.store_timestamp_ms);
         note_delivery_marker(offset, record);
+        note_timer_record(offset, record);
       });
   if (!opened.is_ok()) return opened.status();
   log_ = std::move(opened->log);
@@ -173,6 +174,7 @@ io::Status Shard::init_after_recovery() {
   dispatcher_ = std::make_unique<engine::Dispatcher>(options_.log.max_pending_acks);
   dispatcher_->set_dispatched(log_->appended_offset().value);
   load_schedule_progress();
+  load_timer_state();
   delivery_record_.resize(std::max<size_t>(
       1u << 20, options_.log.limits.max_body_bytes + engine::kMaxPropertiesBytes + 1024));
   scratch_properties_.reserve(engine::kMaxPropertiesBytes + 256);
@@ -241,7 +243,7 @@ void Shard::finish() {
     return (log_->pending_work() > 0 && !log_->fail_stopped()) || cq_->pending_work() > 0 ||
            offsets_->pending_work() > 0 || free_ops_.size() < ops_.size() ||
            (dispatcher_->backlog() > 0 && !cq_->fail_stopped()) ||
-           delivery_stage_ != DeliveryStage::none;
+           delivery_stage_ != DeliveryStage::none || timer_busy();
   };
   for (int guard = 0; busy() && guard < 1'000'000; guard++) {
     submit_work();
@@ -276,7 +278,8 @@ void Shard::submit_work() {
   log_->submit_work();
   cq_->submit_work();
   offsets_->submit_work();
-  log_->set_checkpoint_limit(std::min(cq_->durable_dispatched(), delivery_low_water()));
+  log_->set_checkpoint_limit(
+      std::min({cq_->durable_dispatched(), delivery_low_water(), timer_low_water()}));
 }
 
 void Shard::route(const io::IoCompletion& completion) {
@@ -430,6 +433,11 @@ bool Shard::handle_append(uint32_t slot_index, const ShardRequest& request) {
     post(slot_index, done);
     return true;
   }
+  if (level == 0) done.code = rewrite_timer(request.input, &input);
+  if (done.code != io::Code::ok) {
+    post(slot_index, done);
+    return true;
+  }
   io::Result<engine::QueueIndex> queue = queue_for_append(input.topic, input.queue_id);
   if (!queue.is_ok()) {
     if (queue.status().code() == io::Code::busy) return false;
@@ -512,7 +520,8 @@ void Shard::deliver_acks() {
     for (size_t i = 0; i < n; i++) {
       const engine::Ack& ack = acks[i];
       PendingAppend& pending = pending_[ack.tag];
-      if (pending.slot == kInternalSlot) {
+      if (timer_ack(pending, ack.offset.value, ack.outcome == engine::AckOutcome::ok)) {
+      } else if (pending.slot == kInternalSlot) {
         delivery_acked(static_cast<uint32_t>(pending.tag), ack.offset.value,
                        ack.outcome == engine::AckOutcome::ok);
       }
@@ -556,6 +565,10 @@ void Shard::deliver_reads() {
   std::array<engine::ReadCompletion, 64> reads;
   for (size_t n; (n = log_->take_reads(reads)) > 0;) {
     for (size_t i = 0; i < n; i++) {
+      if ((reads[i].tag & kTimerReadBit) != 0) {
+        timer_record_ready(reads[i].result);
+        continue;
+      }
       if ((reads[i].tag & kScheduleReadBit) != 0) {
         schedule_record_ready(reads[i].result);
         continue;
@@ -576,7 +589,9 @@ void Shard::deliver_reads() {
   std::array<engine::CqReadCompletion, 64> units;
   for (size_t n; (n = cq_->take_reads(units)) > 0;) {
     for (size_t i = 0; i < n; i++) {
-      if ((units[i].tag & kScheduleReadBit) != 0) {
+      if ((units[i].tag & kTimerReadBit) != 0) {
+        timer_unit_ready(units[i].result);
+      } else if ((units[i].tag & kScheduleReadBit) != 0) {
         schedule_unit_ready(units[i].result);
       } else {
         cq_read_done(static_cast<uint32_t>(units[i].tag), units[i].result);

@@ -22,6 +22,7 @@
 #include "engine/dispatch.h"
 #include "engine/consumer_offsets.h"
 #include "engine/store.h"
+#include "engine/timer_wheel.h"
 #include "sched/delay_levels.h"
 #include "io/clock.h"
 #include "io/disk.h"
@@ -221,6 +222,37 @@ class Shard {
   void publish_schedule_stats();
   int32_t parked_queue_id() const;
 
+  // Timed messages (shard_timer.cc; engine/timer_wheel.h).
+  static constexpr uint64_t kTimerReadBit = uint64_t{1} << 48;  // log and CQ read tags
+  static constexpr uint64_t kTimerAckBit = uint64_t{1} << 63;   // PendingAppend tag of a copy
+  static constexpr uint64_t kTimerRollBit = uint64_t{1} << 62;  // ... that is not a delivery
+  enum class TimerStage : uint8_t { none, unit, record };
+  io::Code rewrite_timer(const engine::MessageInput& in, engine::MessageInput* out);
+  void run_timers();
+  void scan_timer_slots(int64_t now_ms);
+  void examine_timer(uint32_t slot, const engine::CqUnit& unit, int64_t now_bucket);
+  void advance_timer_sweep(int64_t now_ms);
+  void start_timer_batch(int64_t now_ms);
+  void finish_timer_batch();
+  bool deliver_timer(const engine::TimerEntry& entry, bool roll, std::span<const std::byte> bytes);
+  bool timer_cancelled(std::string_view properties);
+  void timer_done(uint32_t slot, int64_t queue_offset);
+  void hold_timer_slot(uint32_t slot, uint64_t log_offset);
+  // True when the acknowledged append was a timer's copy (handled here).
+  bool timer_ack(const PendingAppend& pending, uint64_t log_offset, bool ok);
+  void timer_unit_ready(int64_t result);
+  void timer_record_ready(int64_t result);
+  void note_timer_record(uint64_t log_offset, const engine::MessageView& record);
+  void load_timer_state();
+  int64_t timer_deadline_ms() const;
+  uint64_t timer_low_water();
+  void publish_timer_stats();
+  bool timer_busy() const { return timer_stage_ != TimerStage::none; }
+
+ public:
+  void add_timer_stats(TimerStats& out) const;
+
+ private:
   // Retention (shard_consumer.cc).
   void maybe_clean();
   void note_segment_first_timestamp(uint64_t log_offset, int64_t store_timestamp_ms);
@@ -250,6 +282,40 @@ class Shard {
   // Deliveries whose progress is committed but not yet persisted: (log offset, cycles needed).
   std::vector<std::pair<uint64_t, uint64_t>> unpersisted_deliveries_;
   uint64_t first_marker_offset_ = UINT64_MAX;  // lowest delivery record recovery's scan saw
+  // Timed messages: the wheel (slots on disk, near window in memory) and a delivery batch.
+  std::unique_ptr<engine::TimerWheel> wheel_;
+  int64_t timer_sweep_bucket_ = INT64_MIN;  // the oldest bucket whose slot is not finished
+  size_t timer_queues_seen_ = SIZE_MAX;
+  TimerStage timer_stage_ = TimerStage::none;
+  uint32_t timer_unit_slot_ = 0;  // the slot whose units are being read
+  std::array<engine::CqUnit, kDeliveryBatch> timer_units_{};
+  std::array<std::byte, kDeliveryBatch * engine::kCqUnitBytes> timer_unit_bytes_{};
+  std::vector<engine::TimerEntry> timer_rolls_;  // far timers examined, waiting to be rolled
+  std::array<engine::TimerEntry, kDeliveryBatch> timer_batch_{};
+  std::array<uint32_t, kDeliveryBatch> timer_batch_at_{};
+  std::array<uint8_t, kDeliveryBatch> timer_batch_roll_{};
+  uint32_t timer_batch_count_ = 0;
+  uint32_t timer_batch_next_ = 0;
+  uint32_t timer_batch_reads_ = 0;
+  bool timer_batch_failed_ = false;
+  bool timer_force_park_ = false;  // the last append of the batch's next timer failed
+  std::vector<std::byte> timer_record_;  // the batch's arena
+  std::string timer_properties_;
+  // Timer deliveries and cancels whose progress is committed but not persisted: (log offset,
+  // persist cycles needed). The checkpoint stays below them, and below every slot's hold.
+  std::vector<std::pair<uint64_t, uint64_t>> timer_unpersisted_;
+  uint32_t timer_holds_ = 0;     // slots with a hold
+  uint64_t timer_cancels_ = 0;   // cancels recorded (none: nothing to check)
+  engine::QueueIndex timer_cancel_queue_ = UINT32_MAX;
+  struct RecoveredCancel {
+    std::string key;
+    int64_t cancel_ms = 0;
+    uint64_t log_offset = 0;
+  };
+  std::vector<RecoveredCancel> recovered_cancels_;  // found by recovery's scan, applied at load
+  std::atomic<uint64_t> stat_timer_accepted_{0}, stat_timer_in_memory_{0},
+      stat_timer_delivered_{0}, stat_timer_rolled_{0}, stat_timer_cancelled_{0},
+      stat_timer_parked_{0};
   std::vector<std::unique_ptr<SessionSlot>>& slots_;
   std::thread thread_;
   std::unique_ptr<io::Disk> disk_;

@@ -22,6 +22,7 @@
 #include "engine/byte_order.h"
 #include "engine/properties.h"
 #include "engine/shard.h"
+#include "engine/timer_message.h"
 
 namespace uringmq {
 
@@ -49,6 +50,7 @@ bool Shard::rewrite_delayed(const engine::MessageInput& in, engine::MessageInput
   scratch_properties_.clear();
   engine::for_each_property(in.properties, [&](std::string_view name, std::string_view value) {
     if (name == "DELAY" || name == "REAL_TOPIC" || name == "REAL_QID") return;
+    if (engine::is_timer_input_property(name)) return;  // a level wins over TIMER_* (5.x)
     engine::append_property(scratch_properties_, name, value);
   });
   char number[16];
@@ -121,10 +123,11 @@ void Shard::load_schedule_progress() {
 }
 
 int64_t Shard::schedule_deadline_ms() const {
+  const int64_t timers = timer_deadline_ms();
   int64_t due = INT64_MAX;
   for (const LevelState& state : level_states_) due = std::min(due, state.due_wall_ms);
-  if (due == INT64_MAX) return INT64_MAX;
-  return now_ms() + std::max<int64_t>(0, due - clock_->now_ms());
+  if (due == INT64_MAX) return timers;
+  return std::min(timers, now_ms() + std::max<int64_t>(0, due - clock_->now_ms()));
 }
 
 uint64_t Shard::delivery_low_water() {
@@ -135,6 +138,7 @@ uint64_t Shard::delivery_low_water() {
 }
 
 void Shard::run_schedule() {
+  run_timers();
   if (delivery_stage_ != DeliveryStage::none || log_->fail_stopped()) return;
   const uint32_t levels = static_cast<uint32_t>(level_states_.size());
   // A level's queue can only appear when the shard gains a queue: look the missing ones up then
@@ -369,6 +373,7 @@ void Shard::delivery_acked(uint32_t level, uint64_t log_offset, bool ok) {
 }
 
 void Shard::publish_schedule_stats() {
+  publish_timer_stats();
   for (LevelState& state : level_states_) {
     if (!state.exists) continue;
     state.stat_pending.store(cq_->max_offset(state.queue) - state.progress,

@@ -52,6 +52,30 @@ io::Status prepare_data_dir(const StoreOptions& options) {
 
 Store::Store(const StoreOptions& options) : options_(options) {}
 
+namespace {
+// The wheel's horizon must stay below retention: a rolled timer's record is re-appended within
+// one horizon, so it is never deleted (by age) before it is due or rolled again.
+io::Status check_timer_options(const StoreOptions& o) {
+  if (o.timer_max_delay_sec <= 0 || o.timer_max_delay_sec > 10LL * 365 * 86'400) {
+    return io::Status::error(io::Code::invalid_argument,
+                             "timer_max_delay_sec must be in 1..315360000 (10 years)");
+  }
+  if (o.timer_bucket_ms <= 0 || o.timer_slot_count < 4 || o.timer_slot_count > 65535 ||
+      o.timer_window_entries_max == 0) {
+    return io::Status::error(io::Code::invalid_argument,
+                             "timer_bucket_ms > 0, timer_slot_count in 4..65535 and "
+                             "timer_window_entries_max > 0 are required");
+  }
+  const int64_t horizon_ms = (int64_t{o.timer_slot_count} - 2) * o.timer_bucket_ms;
+  if (horizon_ms >= o.file_reserved_time_hours * 3'600'000) {
+    return io::Status::error(io::Code::invalid_argument,
+                             "the timer wheel's horizon ((timer_slot_count - 2) * "
+                             "timer_bucket_ms) must be shorter than fileReservedTime");
+  }
+  return io::Status::ok();
+}
+}  // namespace
+
 io::Result<std::unique_ptr<Store>> Store::open(const StoreOptions& requested) {
   StoreOptions options = requested;
   if (options.shard_count == 0) options.shard_count = io::online_cpus();
@@ -69,6 +93,7 @@ io::Result<std::unique_ptr<Store>> Store::open(const StoreOptions& requested) {
   if (options.schedule_max_attempts == 0) {
     return io::Status::error(io::Code::invalid_argument, "schedule_max_attempts must be positive");
   }
+  UMQ_RETURN_IF_ERROR(check_timer_options(options));
   UMQ_RETURN_IF_ERROR(prepare_data_dir(options));
   std::unique_ptr<Store> store(new Store(options));
   for (uint32_t i = 0; i < options.max_sessions; i++) {
@@ -127,6 +152,12 @@ StoreStats Store::stats() const {
     total.wakeups += s.wakeups;
   }
   return total;
+}
+
+TimerStats Store::timer_stats() const {
+  TimerStats out;
+  for (const auto& shard : shards_) shard->add_timer_stats(out);
+  return out;
 }
 
 std::vector<DelayLevelStats> Store::delay_level_stats() const {

@@ -80,6 +80,16 @@ struct StoreOptions {
   // A delivery whose append keeps failing is tried this many times, then parked in topic
   // kParkedScheduleTopic (queue L-1, the message as it was in the schedule topic).
   uint32_t schedule_max_attempts = 3;
+  // ---- Timed messages (RocketMQ 5's timer; engine/timer_message.h, engine/timer_wheel.h) ----
+  // timerMaxDelaySec: a deliver time further ahead than this is rejected (invalid_argument).
+  int64_t timer_max_delay_sec = 30 * 86'400;
+  // The wheel's slots on disk: each covers timer_bucket_ms; timers beyond the horizon
+  // ((timer_slot_count - 2) * timer_bucket_ms) are rolled forward (re-appended) when their slot
+  // comes round, so the horizon must stay below fileReservedTime (invalid_argument otherwise).
+  int64_t timer_bucket_ms = 60'000;
+  uint32_t timer_slot_count = 256;
+  // Timers kept in memory at most (the near window); beyond it loading waits (late, never early).
+  uint32_t timer_window_entries_max = 1u << 20;
   // The clock every shard uses (store times, flush intervals, retention). Null: the system
   // clock. Tests pass an io::ManualClock; it must outlive the store.
   io::Clock* clock = nullptr;
@@ -168,6 +178,16 @@ struct Completion {
   int64_t min_offset = 0;
   int64_t max_offset = 0;
   int64_t next_offset = 0;
+};
+
+// Timed messages, over every shard.
+struct TimerStats {
+  uint64_t accepted = 0;   // timed messages put into the wheel
+  uint64_t in_memory = 0;  // timers in the near window now
+  uint64_t delivered = 0;
+  uint64_t rolled = 0;     // re-appended past the wheel's horizon
+  uint64_t cancelled = 0;  // skipped because a cancel matched them
+  uint64_t parked = 0;     // could not be delivered (SCHEDULE_PARKED_XXXX)
 };
 
 struct StoreStats {
@@ -301,6 +321,8 @@ class Store {
   StoreStats stats() const;
   // Operator figures of the delay levels (every shard's, summed per level).
   std::vector<DelayLevelStats> delay_level_stats() const;
+  // Operator figures of timed messages (every shard's, summed).
+  TimerStats timer_stats() const;
   const StoreOptions& options() const { return options_; }
   // What each shard's recovery found at open().
   const std::vector<engine::RecoveryReport>& recovery_reports() const { return reports_; }

@@ -1,0 +1,588 @@
+// Timed messages in a shard (RocketMQ 5's timer: TIMER_DELIVER_MS, TIMER_DELAY_MS,
+// TIMER_DELAY_SEC, and __STARTDELIVERTIME as an alias; engine/README.md "Timed messages").
+//
+// Put: a timed message is stored in the timer topic, in the wheel slot of its deliver bucket
+// (or of the wheel's horizon when it is further), with TIMER_OUT_MS = deliver time (its unit's
+// tagsCode), __UMQ_TPUT = put time, REAL_TOPIC and REAL_QID. A cancel (__UMQ_CANCEL_KEY) is
+// stored in the timer topic's cancel queue and recorded in the consumer-offsets table (group
+// %TIMER_CANCEL%, the key as topic, value = its time), which persists it.
+//
+// Sweep: the slots of the buckets from the oldest unfinished one to the next one are examined in
+// queue order: a unit due by the end of the next bucket goes into the near window (a min-heap);
+// a further one is rolled: re-appended into the slot of min(its bucket, the horizon), marker
+// included. A bucket is finished once the clock has left it and its slot's progress has caught
+// up with everything in it.
+//
+// Delivery: a due timer is rebuilt as messageTimeup does for delay levels (real topic and queue,
+// body, flag, born fields, reconsume times; TIMER_DELAY_SEC, TIMER_DELAY_MS, TIMER_DELIVER_MS
+// and __UMQ_TPUT removed; tag hash recomputed) with the marker __UMQ_DLV = "T<slot>:<offset>",
+// and appended; a cancelled one is skipped; one that cannot be rebuilt is parked.
+//
+// Exactly once: a slot's progress (a prefix; group %TIMER_PROGRESS%) moves when deliveries are
+// acknowledged; every delivery above the persisted progress keeps the CommitLog checkpoint below
+// its record (the slot's hold, then timer_unpersisted_), so recovery's scan sees its marker and
+// the timer is not delivered again. The sweep position is persisted the same way.
+#include <algorithm>
+#include <charconv>
+#include <cstdio>
+
+#include "engine/properties.h"
+#include "engine/shard.h"
+#include "engine/timer_message.h"
+
+namespace uringmq {
+
+namespace {
+constexpr std::string_view kTimerProgressGroup = "%TIMER_PROGRESS%";
+constexpr std::string_view kTimerCancelGroup = "%TIMER_CANCEL%";
+constexpr std::string_view kMarker = "__UMQ_DLV";  // as the delay levels' marker, "T" prefixed
+constexpr size_t kMaxRollsWaiting = 4096;
+constexpr uint64_t kQueueOffsetMask = (uint64_t{1} << 40) - 1;
+
+bool parse_i64(std::string_view text, int64_t* out) {
+  if (text.empty()) return false;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);
+  return ec == std::errc() && end == text.data() + text.size();
+}
+
+std::string_view format_i64(char* buffer, size_t size, int64_t value) {
+  auto [end, ec] = std::to_chars(buffer, buffer + size, value);
+  (void)ec;
+  return std::string_view(buffer, end - buffer);
+}
+}  // namespace
+
+// ---- Put ----
+
+// ok with `out` rewritten (or untouched: not timed); invalid_argument for a malformed timer
+// property or a deliver time beyond timer_max_delay_sec.
+io::Code Shard::rewrite_timer(const engine::MessageInput& in, engine::MessageInput* out) {
+  if (in.topic == engine::kTimerTopic) return io::Code::invalid_argument;  // reserved
+  const int64_t now = clock_->now_ms();
+  char number[24];
+  if (auto key = engine::find_property(in.properties, engine::kTimerCancelKey)) {
+    io::Status s = offsets_->commit(kTimerCancelGroup, *key, 0, now);
+    if (!s.is_ok()) return s.code();
+    timer_cancels_++;
+    timer_properties_.clear();
+    engine::append_property(timer_properties_, engine::kTimerCancelKey, *key);
+    engine::append_property(timer_properties_, engine::kTimerPutMs,
+                            format_i64(number, sizeof(number), now));
+    engine::append_property(timer_properties_, "REAL_TOPIC", in.topic);
+    *out = in;
+    out->topic = engine::kTimerTopic;
+    out->queue_id = engine::kTimerCancelQueue;
+    out->properties = timer_properties_;
+    return io::Code::ok;
+  }
+  engine::TimerRequest r = engine::parse_timer_request(in.properties, now,
+                                                       options_.timer_max_delay_sec * 1000);
+  switch (r.kind) {
+    case engine::TimerRequest::Kind::none:
+    case engine::TimerRequest::Kind::immediate:
+      return io::Code::ok;
+    case engine::TimerRequest::Kind::invalid:
+    case engine::TimerRequest::Kind::too_far:
+      return io::Code::invalid_argument;
+    case engine::TimerRequest::Kind::timed:
+      break;
+  }
+  timer_properties_.clear();
+  engine::for_each_property(in.properties, [&](std::string_view name, std::string_view value) {
+    if (name == "REAL_TOPIC" || name == "REAL_QID" || name == engine::kTimerOutMs ||
+        name == engine::kTimerPutMs || name == kMarker) {
+      return;
+    }
+    engine::append_property(timer_properties_, name, value);
+  });
+  engine::append_property(timer_properties_, engine::kTimerOutMs,
+                          format_i64(number, sizeof(number), r.deliver_ms));
+  engine::append_property(timer_properties_, engine::kTimerPutMs,
+                          format_i64(number, sizeof(number), now));
+  engine::append_property(timer_properties_, "REAL_TOPIC", in.topic);
+  engine::append_property(timer_properties_, "REAL_QID",
+                          format_i64(number, sizeof(number), in.queue_id));
+  *out = in;
+  out->topic = engine::kTimerTopic;
+  out->queue_id = static_cast<int32_t>(
+      wheel_->slot_of_bucket(wheel_->placement_bucket(r.deliver_ms, now)));
+  out->properties = timer_properties_;
+  stat_timer_accepted_.fetch_add(1, std::memory_order_relaxed);
+  return io::Code::ok;
+}
+
+// ---- Recovery and start-up ----
+
+// Every record recovery's scan checks: timer markers and cancels above the checkpoint.
+void Shard::note_timer_record(uint64_t log_offset, const engine::MessageView& record) {
+  if (!wheel_) {
+    wheel_ = std::make_unique<engine::TimerWheel>(options_.timer_bucket_ms,
+                                                  options_.timer_slot_count);
+  }
+  if (record.topic == engine::kTimerTopic && record.queue_id == engine::kTimerCancelQueue) {
+    auto key = engine::find_property(record.user_properties, engine::kTimerCancelKey);
+    int64_t at = 0;
+    auto put = engine::find_property(record.user_properties, engine::kTimerPutMs);
+    if (key && put && parse_i64(*put, &at)) {
+      recovered_cancels_.push_back(RecoveredCancel{std::string(*key), at, log_offset});
+    }
+    return;
+  }
+  if (stepped_.unsafe_ignore_delivery_markers) return;
+  auto marker = engine::find_property(record.user_properties, kMarker);
+  if (!marker || marker->size() < 4 || (*marker)[0] != 'T') return;
+  size_t colon = marker->find(':');
+  int64_t slot = 0, offset = 0;
+  if (colon == std::string_view::npos || !parse_i64(marker->substr(1, colon - 1), &slot) ||
+      !parse_i64(marker->substr(colon + 1), &offset) || slot < 0 ||
+      slot >= static_cast<int64_t>(wheel_->slot_count())) {
+    return;
+  }
+  wheel_->slot(static_cast<uint32_t>(slot)).recovered[offset] = log_offset;
+}
+
+void Shard::load_timer_state() {
+  if (!wheel_) {
+    wheel_ = std::make_unique<engine::TimerWheel>(options_.timer_bucket_ms,
+                                                  options_.timer_slot_count);
+  }
+  timer_record_.resize(std::max<size_t>(
+      1u << 20, options_.log.limits.max_body_bytes + engine::kMaxPropertiesBytes + 1024));
+  timer_properties_.reserve(engine::kMaxPropertiesBytes + 256);
+  timer_rolls_.reserve(kMaxRollsWaiting);
+  for (uint32_t k = 0; k < wheel_->slot_count(); k++) {
+    engine::TimerWheel::Slot& s = wheel_->slot(k);
+    s.progress = offsets_->query(kTimerProgressGroup, engine::kTimerTopic,
+                                 static_cast<int32_t>(k)).value_or(0);
+    auto queue = cq_->queue(engine::kTimerTopic, static_cast<int32_t>(k), false);
+    if (queue.is_ok()) {
+      s.exists = true;
+      s.queue = *queue;
+      s.progress = std::max(s.progress, cq_->min_offset(*queue));
+    }
+    s.scanned = s.progress;
+    std::erase_if(s.recovered, [&](const auto& m) { return m.first < s.progress; });
+    for (const auto& [offset, log_offset] : s.recovered) hold_timer_slot(k, log_offset);
+  }
+  auto sweep = offsets_->query(kTimerProgressGroup, engine::kTimerTopic,
+                               static_cast<int32_t>(wheel_->slot_count()));
+  if (sweep) timer_sweep_bucket_ = *sweep;
+  const uint64_t needed = offsets_->persisted_cycles() + 1;
+  for (const RecoveredCancel& c : recovered_cancels_) {
+    if (offsets_->commit(kTimerCancelGroup, c.key, 0, c.cancel_ms).is_ok()) {
+      timer_unpersisted_.emplace_back(c.log_offset, needed);
+    }
+  }
+  recovered_cancels_.clear();
+  recovered_cancels_.shrink_to_fit();
+  for (const auto& e : offsets_->entries()) timer_cancels_ += e.group == kTimerCancelGroup;
+}
+
+// ---- The sweep ----
+
+void Shard::run_timers() {
+  if (!wheel_ || log_->fail_stopped() || timer_stage_ != TimerStage::none) return;
+  if (timer_batch_next_ < timer_batch_count_) {
+    finish_timer_batch();
+    if (timer_batch_next_ < timer_batch_count_) return;  // the log is busy
+  }
+  const int64_t now = clock_->now_ms();
+  scan_timer_slots(now);
+  if (timer_stage_ != TimerStage::none) return;
+  advance_timer_sweep(now);
+  start_timer_batch(now);
+}
+
+void Shard::scan_timer_slots(int64_t now) {
+  const int64_t cur = wheel_->bucket_of(now);
+  const int64_t first = cur + 2 - static_cast<int64_t>(wheel_->slot_count());
+  if (timer_sweep_bucket_ < first) timer_sweep_bucket_ = first;  // the whole ring at most
+  // A slot's queue can only appear when the shard gains a queue: look the missing ones up then
+  // (a miss builds an error message, which must not happen every loop iteration).
+  if (cq_->queue_count() != timer_queues_seen_) {
+    timer_queues_seen_ = cq_->queue_count();
+    for (uint32_t k = 0; k < wheel_->slot_count(); k++) {
+      engine::TimerWheel::Slot& s = wheel_->slot(k);
+      if (s.exists) continue;
+      auto queue = cq_->queue(engine::kTimerTopic, static_cast<int32_t>(k), false);
+      if (!queue.is_ok()) continue;
+      s.exists = true;
+      s.queue = *queue;
+    }
+  }
+  for (int64_t b = timer_sweep_bucket_; b <= cur + 1; b++) {
+    const uint32_t k = wheel_->slot_of_bucket(b);
+    engine::TimerWheel::Slot& s = wheel_->slot(k);
+    if (!s.exists) continue;
+      const int64_t max = cq_->max_offset(s.queue);
+    while (s.scanned < max) {
+      if (wheel_->size() >= options_.timer_window_entries_max ||
+          timer_rolls_.size() + kDeliveryBatch > kMaxRollsWaiting) {
+        return;  // the window is full: the rest waits (late, never early)
+      }
+      const uint32_t want =
+          static_cast<uint32_t>(std::min<int64_t>(kDeliveryBatch, max - s.scanned));
+      size_t n = cq_->lookup_memory(s.queue, s.scanned, std::span(timer_units_.data(), want));
+      if (n == 0) {
+        io::Status st = cq_->read_units(s.queue, s.scanned, want, timer_unit_bytes_.data(),
+                                        kTimerReadBit | k);
+        if (st.is_ok()) {
+          timer_stage_ = TimerStage::unit;
+          timer_unit_slot_ = k;
+        }
+        return;
+      }
+      for (size_t i = 0; i < n; i++) examine_timer(k, timer_units_[i], cur);
+    }
+  }
+}
+
+// The unit at the slot's scanned offset: already delivered before a crash, due within the
+// window, or further (rolled).
+void Shard::examine_timer(uint32_t slot, const engine::CqUnit& unit, int64_t now_bucket) {
+  engine::TimerWheel::Slot& s = wheel_->slot(slot);
+  const int64_t offset = s.scanned;
+  wheel_->examine(slot);
+  if (auto found = s.recovered.find(offset); found != s.recovered.end()) {
+    s.recovered.erase(found);
+    timer_done(slot, offset);
+    return;
+  }
+  engine::TimerEntry e{unit.tags_code, unit.log_offset, offset, unit.size_bytes, slot};
+  if (wheel_->bucket_of(e.deliver_ms) <= now_bucket + 1) {
+    wheel_->push(e);
+  } else {
+    timer_rolls_.push_back(e);
+  }
+}
+
+void Shard::timer_unit_ready(int64_t result) {
+  timer_stage_ = TimerStage::none;
+  const int64_t cur = wheel_->bucket_of(clock_->now_ms());
+  const uint32_t read = result < 0 ? 0 : static_cast<uint32_t>(result / engine::kCqUnitBytes);
+  for (uint32_t i = 0; i < read && i < kDeliveryBatch; i++) {
+    auto unit = engine::decode_cq_unit(std::span<const std::byte, engine::kCqUnitBytes>(
+        timer_unit_bytes_.data() + i * engine::kCqUnitBytes, engine::kCqUnitBytes));
+    if (!unit) break;
+    examine_timer(timer_unit_slot_, *unit, cur);
+  }
+}
+
+// Buckets the clock has left are finished once their slot holds nothing unfinished.
+void Shard::advance_timer_sweep(int64_t now) {
+  const int64_t cur = wheel_->bucket_of(now);
+  const int64_t before = timer_sweep_bucket_;
+  while (timer_sweep_bucket_ < cur) {
+    const engine::TimerWheel::Slot& s = wheel_->slot(wheel_->slot_of_bucket(timer_sweep_bucket_));
+    if (s.exists && (s.scanned < cq_->max_offset(s.queue) || s.progress < s.scanned)) break;
+    timer_sweep_bucket_++;
+  }
+  if (timer_sweep_bucket_ != before) {
+    (void)offsets_->commit(kTimerProgressGroup, engine::kTimerTopic,
+                           static_cast<int32_t>(wheel_->slot_count()), timer_sweep_bucket_);
+  }
+}
+
+// ---- Delivery ----
+
+// Takes the rolls waiting and the due timers (up to a batch), places their records in the arena
+// (copied from the CommitLog's buffers, or read through io_uring, all at once) and delivers them
+// once every read is back.
+void Shard::start_timer_batch(int64_t now) {
+  timer_batch_count_ = 0;
+  timer_batch_next_ = 0;
+  timer_batch_reads_ = 0;
+  timer_batch_failed_ = false;
+  uint64_t used = 0;
+  while (timer_batch_count_ < kDeliveryBatch) {
+    engine::TimerEntry e;
+    bool roll = false;
+    if (!timer_rolls_.empty()) {
+      e = timer_rolls_.back();
+      timer_rolls_.pop_back();
+      roll = true;
+    } else if (!wheel_->empty() && wheel_->top().deliver_ms <= now) {
+      e = wheel_->top();
+      wheel_->pop();
+    } else {
+      break;
+    }
+    std::byte* dest = timer_record_.data() + used;
+    bool placed = used + e.size_bytes <= timer_record_.size();
+    if (placed && !log_->read_memory(engine::LogOffset{e.log_offset}, e.size_bytes, dest)) {
+      placed = log_->read(engine::LogOffset{e.log_offset}, e.size_bytes, dest,
+                          kTimerReadBit | timer_batch_count_).is_ok();
+      if (placed) timer_batch_reads_++;
+    }
+    if (!placed) {  // the arena is full or the log busy: the rest waits for the next batch
+      if (roll) {
+        timer_rolls_.push_back(e);
+      } else {
+        wheel_->push(e);
+      }
+      break;
+    }
+    timer_batch_[timer_batch_count_] = e;
+    timer_batch_roll_[timer_batch_count_] = roll ? 1 : 0;
+    timer_batch_at_[timer_batch_count_] = static_cast<uint32_t>(used);
+    used += e.size_bytes;
+    timer_batch_count_++;
+  }
+  if (timer_batch_count_ == 0) return;
+  if (timer_batch_reads_ > 0) {
+    timer_stage_ = TimerStage::record;
+    return;
+  }
+  finish_timer_batch();
+}
+
+void Shard::timer_record_ready(int64_t result) {
+  UMQ_ASSERT(timer_batch_reads_ > 0);
+  timer_batch_reads_--;
+  if (result <= 0) timer_batch_failed_ = true;
+  if (timer_batch_reads_ > 0) return;
+  timer_stage_ = TimerStage::none;
+  if (!timer_batch_failed_) {
+    finish_timer_batch();
+    return;
+  }
+  for (uint32_t i = 0; i < timer_batch_count_; i++) {  // all of it is tried again
+    if (timer_batch_roll_[i] != 0) {
+      timer_rolls_.push_back(timer_batch_[i]);
+    } else {
+      wheel_->push(timer_batch_[i]);
+    }
+  }
+  timer_batch_count_ = timer_batch_next_ = 0;
+}
+
+// Delivers the batch in order; stops at the first the log cannot take now (resumed later).
+void Shard::finish_timer_batch() {
+  for (; timer_batch_next_ < timer_batch_count_; timer_batch_next_++) {
+    const uint32_t i = timer_batch_next_;
+    std::span<const std::byte> bytes(timer_record_.data() + timer_batch_at_[i],
+                                     timer_batch_[i].size_bytes);
+    if (!deliver_timer(timer_batch_[i], timer_batch_roll_[i] != 0, bytes)) return;
+  }
+  timer_batch_count_ = timer_batch_next_ = 0;
+}
+
+// A cancel recorded at or after the timer's put time names one of its keys.
+bool Shard::timer_cancelled(std::string_view properties) {
+  if (timer_cancels_ == 0) return false;
+  int64_t put_ms = 0;
+  auto put = engine::find_property(properties, engine::kTimerPutMs);
+  if (!put || !parse_i64(*put, &put_ms)) return false;
+  auto cancelled_by = [&](std::string_view key) {
+    if (key.empty()) return false;
+    auto at = offsets_->query(kTimerCancelGroup, key, 0);
+    return at && *at >= put_ms;
+  };
+  if (auto uniq = engine::find_property(properties, "UNIQ_KEY"); uniq && cancelled_by(*uniq)) {
+    return true;
+  }
+  auto keys = engine::find_property(properties, "KEYS");
+  if (!keys) return false;
+  std::string_view rest = *keys;
+  while (!rest.empty()) {
+    size_t space = rest.find(' ');
+    if (cancelled_by(rest.substr(0, space))) return true;
+    if (space == std::string_view::npos) break;
+    rest.remove_prefix(space + 1);
+  }
+  return false;
+}
+
+// Rebuilds a due timer for its real queue (or a far one for the slot it rolls to) and appends
+// it. False when the log is busy (retried later).
+bool Shard::deliver_timer(const engine::TimerEntry& e, bool roll,
+                          std::span<const std::byte> bytes) {
+  engine::DecodeOptions decode_options;
+  decode_options.limits = options_.log.limits;
+  decode_options.expected_physical_offset = static_cast<int64_t>(e.log_offset);
+  engine::DecodeResult r = engine::decode(bytes, decode_options);
+  const bool readable = r.outcome == engine::DecodeOutcome::ok;
+  const engine::MessageView& v = r.view;
+  if (readable && timer_cancelled(v.user_properties)) {
+    timer_done(e.slot, e.queue_offset);
+    stat_timer_cancelled_.fetch_add(1, std::memory_order_relaxed);
+    return true;
+  }
+  std::string_view real_topic;
+  int64_t real_qid = -1;
+  engine::MessageInput in;
+  if (readable) {
+    real_topic = engine::find_property(v.user_properties, "REAL_TOPIC").value_or("");
+    auto qid = engine::find_property(v.user_properties, "REAL_QID");
+    if (!qid || !parse_i64(*qid, &real_qid)) real_qid = -1;
+    in.body = v.body;
+    in.flag = v.flag;
+    in.sys_flag = v.sys_flag & ~(engine::kSysFlagBornHostV6 | engine::kSysFlagStoreHostV6);
+    in.born_timestamp_ms = v.born_timestamp_ms;
+    in.born_host = v.born_host;
+    in.store_host = v.store_host;
+    in.reconsume_times = v.reconsume_times;
+    in.prepared_transaction_offset = v.prepared_transaction_offset;
+  }
+  const bool parked = !readable || real_topic.empty() || real_qid < 0 || timer_force_park_;
+  timer_properties_.clear();
+  if (parked) {
+    // Only what an operator needs (parking itself cannot fail for the record's size).
+    if (!real_topic.empty()) engine::append_property(timer_properties_, "REAL_TOPIC", real_topic);
+    if (real_qid >= 0) {
+      engine::append_property(timer_properties_, "REAL_QID", std::to_string(real_qid));
+    }
+    engine::append_property(timer_properties_, "PARK_REASON",
+                            !readable ? "unreadable"
+                            : real_topic.empty() || real_qid < 0 ? "no real queue"
+                                                                   : "delivery failed");
+    if (readable) {
+      auto out = engine::find_property(v.user_properties, engine::kTimerOutMs);
+      if (out) engine::append_property(timer_properties_, engine::kTimerOutMs, *out);
+    }
+  } else {
+    engine::for_each_property(v.user_properties, [&](std::string_view name,
+                                                     std::string_view value) {
+      if (name == kMarker) return;
+      if (!roll && (engine::is_timer_input_property(name) || name == engine::kTimerPutMs)) return;
+      engine::append_property(timer_properties_, name, value);
+    });
+  }
+  char marker[48];
+  marker[0] = 'T';
+  auto [mend, mec] = std::to_chars(marker + 1, marker + 16, e.slot);
+  *mend++ = ':';
+  auto [oend, oec] = std::to_chars(mend, marker + sizeof(marker), e.queue_offset);
+  (void)mec;
+  (void)oec;
+  engine::append_property(timer_properties_, kMarker, std::string_view(marker, oend - marker));
+  in.properties = timer_properties_;
+  if (parked) {
+    in.topic = kParkedScheduleTopic;
+    in.queue_id = parked_queue_id();
+    if (!readable) {
+      in.body = {};
+      in.born_host = in.store_host = engine::HostAddress::ipv4(127, 0, 0, 1, 0);
+    }
+  } else if (roll) {
+    in.topic = engine::kTimerTopic;
+    in.queue_id = static_cast<int32_t>(
+        wheel_->slot_of_bucket(wheel_->placement_bucket(e.deliver_ms, clock_->now_ms())));
+  } else {
+    in.topic = real_topic;
+    in.queue_id = static_cast<int32_t>(real_qid);
+  }
+  if (free_pending_.empty()) return false;
+  io::Result<engine::QueueIndex> queue = queue_for_append(in.topic, in.queue_id);
+  io::Result<engine::AppendResult> appended =
+      queue.is_ok() ? log_->append(in, next_queue_offset_[*queue], free_pending_.back())
+                    : io::Result<engine::AppendResult>(queue.status());
+  if (!appended.is_ok()) {
+    if (appended.status().code() != io::Code::busy) timer_force_park_ = !parked;
+    return false;
+  }
+  timer_force_park_ = false;
+  const uint32_t id = free_pending_.back();
+  free_pending_.pop_back();
+  const uint64_t tag = kTimerAckBit | (roll || parked ? kTimerRollBit : 0) |
+                       (uint64_t{e.slot} << 40) |
+                       (static_cast<uint64_t>(e.queue_offset) & kQueueOffsetMask);
+  pending_[id] = PendingAppend{kInternalSlot, tag, next_queue_offset_[*queue],
+                               appended->size_bytes, appended->store_timestamp_ms, *queue,
+                               engine::unit_tags_code(in.topic, in.properties,
+                                                      appended->store_timestamp_ms, levels_)};
+  next_queue_offset_[*queue]++;
+  if (parked) {
+    stat_timer_parked_.fetch_add(1, std::memory_order_relaxed);
+  } else if (roll) {
+    stat_timer_rolled_.fetch_add(1, std::memory_order_relaxed);
+  }
+  return true;
+}
+
+// ---- Progress ----
+
+void Shard::hold_timer_slot(uint32_t slot, uint64_t log_offset) {
+  engine::TimerWheel::Slot& s = wheel_->slot(slot);
+  if (s.hold_log_offset == UINT64_MAX) timer_holds_++;
+  s.hold_log_offset = std::min(s.hold_log_offset, log_offset);
+}
+
+void Shard::timer_done(uint32_t slot, int64_t queue_offset) {
+  if (!wheel_->mark_done(slot, queue_offset)) return;
+  engine::TimerWheel::Slot& s = wheel_->slot(slot);
+  (void)offsets_->commit(kTimerProgressGroup, engine::kTimerTopic, static_cast<int32_t>(slot),
+                         s.progress);
+  if (s.progress < s.scanned || !s.recovered.empty() || s.hold_log_offset == UINT64_MAX) return;
+  // Every delivery from this slot so far is below the committed progress: once the table is
+  // persisted, recovery no longer needs their markers.
+  const uint64_t needed = offsets_->persisted_cycles() + (offsets_->persisting() ? 2 : 1);
+  timer_unpersisted_.emplace_back(s.hold_log_offset, needed);
+  s.hold_log_offset = UINT64_MAX;
+  timer_holds_--;
+}
+
+bool Shard::timer_ack(const PendingAppend& pending, uint64_t log_offset, bool ok) {
+  if (pending.slot != kInternalSlot) {
+    // A cancel: its record stays above the checkpoint until the table holding it is persisted.
+    if (timer_cancels_ > 0 && timer_cancel_queue_ == UINT32_MAX) {
+      auto queue = cq_->queue(engine::kTimerTopic, engine::kTimerCancelQueue, false);
+      if (queue.is_ok()) timer_cancel_queue_ = *queue;
+    }
+    if (ok && wheel_ && pending.queue == timer_cancel_queue_) {
+      timer_unpersisted_.emplace_back(
+          log_offset, offsets_->persisted_cycles() + (offsets_->persisting() ? 2 : 1));
+    }
+    return false;
+  }
+  if ((pending.tag & kTimerAckBit) == 0) return false;
+  if (!ok) return true;  // fail-stopped: recovery decides from the log
+  const uint32_t slot = static_cast<uint32_t>((pending.tag >> 40) & 0xFFFF);
+  const int64_t queue_offset = static_cast<int64_t>(pending.tag & kQueueOffsetMask);
+  hold_timer_slot(slot, log_offset);
+  if ((pending.tag & kTimerRollBit) == 0) {
+    stat_timer_delivered_.fetch_add(1, std::memory_order_relaxed);
+  }
+  timer_done(slot, queue_offset);
+  return true;
+}
+
+uint64_t Shard::timer_low_water() {
+  if (!wheel_) return UINT64_MAX;
+  const uint64_t cycles = offsets_->persisted_cycles();
+  std::erase_if(timer_unpersisted_, [&](const auto& d) { return d.second <= cycles; });
+  if (stepped_.unsafe_checkpoint_past_deliveries) return UINT64_MAX;  // the simulation's canary
+  uint64_t low = UINT64_MAX;
+  for (const auto& d : timer_unpersisted_) low = std::min(low, d.first);
+  if (timer_holds_ > 0) {
+    for (uint32_t k = 0; k < wheel_->slot_count(); k++) {
+      low = std::min(low, wheel_->slot(k).hold_log_offset);
+    }
+  }
+  return low;
+}
+
+int64_t Shard::timer_deadline_ms() const {
+  if (!wheel_) return INT64_MAX;
+  if (!timer_rolls_.empty() || timer_batch_next_ < timer_batch_count_) return now_ms();
+  const int64_t wall = clock_->now_ms();
+  // The next bucket boundary brings a new slot into the window; the heap's head is due.
+  int64_t due = (wheel_->bucket_of(wall) + 1) * wheel_->bucket_ms();
+  if (!wheel_->empty()) due = std::min(due, wheel_->top().deliver_ms);
+  return now_ms() + std::max<int64_t>(0, due - wall);
+}
+
+void Shard::publish_timer_stats() {
+  if (wheel_) stat_timer_in_memory_.store(wheel_->size(), std::memory_order_relaxed);
+}
+
+void Shard::add_timer_stats(TimerStats& out) const {
+  out.accepted += stat_timer_accepted_.load(std::memory_order_relaxed);
+  out.in_memory += stat_timer_in_memory_.load(std::memory_order_relaxed);
+  out.delivered += stat_timer_delivered_.load(std::memory_order_relaxed);
+  out.rolled += stat_timer_rolled_.load(std::memory_order_relaxed);
+  out.cancelled += stat_timer_cancelled_.load(std::memory_order_relaxed);
+  out.parked += stat_timer_parked_.load(std::memory_order_relaxed);
+}
+
+}  // namespace uringmq

@@ -1,0 +1,72 @@
+#include "engine/timer_message.h"
+
+#include <charconv>
+
+#include "engine/properties.h"
+
+namespace uringmq::engine {
+
+namespace {
+
+bool parse_i64(std::string_view text, int64_t* out) {
+  if (text.empty()) return false;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);
+  return ec == std::errc() && end == text.data() + text.size();
+}
+
+}  // namespace
+
+TimerRequest parse_timer_request(std::string_view properties, int64_t now_ms,
+                                 int64_t max_delay_ms) {
+  TimerRequest r;
+  if (find_property(properties, kTimerOutMs)) return r;  // a timer copy: never re-transformed
+  int64_t value = 0;
+  int64_t deliver = 0;
+  if (auto sec = find_property(properties, kTimerDelaySec)) {
+    // A relative delay beyond the limit is too far whatever its size; guard the multiplication.
+    if (!parse_i64(*sec, &value)) return {TimerRequest::Kind::invalid, 0};
+    if (value > max_delay_ms / 1000 + 1) return {TimerRequest::Kind::too_far, 0};
+    deliver = now_ms + (value < -now_ms / 1000 ? -now_ms : value * 1000);
+  } else if (auto ms = find_property(properties, kTimerDelayMs)) {
+    if (!parse_i64(*ms, &value)) return {TimerRequest::Kind::invalid, 0};
+    if (value > max_delay_ms) return {TimerRequest::Kind::too_far, 0};
+    deliver = now_ms + (value < -now_ms ? -now_ms : value);
+  } else if (auto at = find_property(properties, kTimerDeliverMs)) {
+    if (!parse_i64(*at, &deliver)) return {TimerRequest::Kind::invalid, 0};
+  } else if (auto start = find_property(properties, kStartDeliverTime)) {
+    if (!parse_i64(*start, &deliver)) return {TimerRequest::Kind::invalid, 0};
+  } else {
+    return r;
+  }
+  if (deliver <= now_ms) return {TimerRequest::Kind::immediate, deliver};
+  if (deliver - now_ms > max_delay_ms) return {TimerRequest::Kind::too_far, deliver};
+  return {TimerRequest::Kind::timed, deliver};
+}
+
+bool is_timer_input_property(std::string_view name) {
+  return name == kTimerDelaySec || name == kTimerDelayMs || name == kTimerDeliverMs ||
+         name == kStartDeliverTime;
+}
+
+int64_t timer_deliver_ms(std::string_view properties) {
+  int64_t value = 0;
+  auto out = find_property(properties, kTimerOutMs);
+  return out && parse_i64(*out, &value) ? value : 0;
+}
+
+bool carries_key(std::string_view properties, std::string_view key) {
+  if (key.empty()) return false;
+  if (find_property(properties, "UNIQ_KEY") == key) return true;
+  auto keys = find_property(properties, "KEYS");
+  if (!keys) return false;
+  std::string_view rest = *keys;
+  while (!rest.empty()) {
+    size_t space = rest.find(' ');
+    if (rest.substr(0, space) == key) return true;
+    if (space == std::string_view::npos) break;
+    rest.remove_prefix(space + 1);
+  }
+  return false;
+}
+
+}  // namespace uringmq::engine

@@ -1,0 +1,65 @@
+#pragma once
+// Timed messages (RocketMQ 5's timer, DESIGN.md section 4): which deliver time a message asks
+// for, and the names the timer path stores. Pure functions; thread-safe.
+//
+// A message asks for a deliver time with one of these properties (RocketMQ 5's
+// HookUtils.transformTimerMessage), checked in this order, the first present wins:
+//   TIMER_DELAY_SEC    relative, seconds, from the broker's clock at put
+//   TIMER_DELAY_MS     relative, ms
+//   TIMER_DELIVER_MS   absolute, epoch ms
+//   __STARTDELIVERTIME absolute, epoch ms (Aliyun ONS's name, ali-ons' setStartDeliverTime):
+//                      uringmq treats it as an alias of TIMER_DELIVER_MS.
+// A DELAY level > 0 wins over all of them (the level path removes them). A deliver time at or
+// before now is delivered at once (stored as a plain message); one more than max_delay_ms ahead
+// is rejected. A message that already carries TIMER_OUT_MS (a copy made by the timer itself)
+// is not transformed again, as RocketMQ does.
+//
+// Cancel (a uringmq extension): a message with property __UMQ_CANCEL_KEY=<key> cancels every
+// timed message of its shard that carries <key> in KEYS (or as UNIQ_KEY), was put before it
+// and is not yet delivered. The cancel itself is stored in the timer topic, never delivered.
+
+#include <cstdint>
+#include <string_view>
+
+namespace uringmq::engine {
+
+// The topic timed messages wait in (RocketMQ 5's name). Queue k < slot count is wheel slot k;
+// queue kTimerCancelQueue holds cancels.
+inline constexpr std::string_view kTimerTopic = "rmq_sys_wheel_timer";
+inline constexpr int32_t kTimerCancelQueue = 65535;
+// The deliver time (epoch ms) of a message in the timer topic; also its ConsumeQueue tagsCode.
+inline constexpr std::string_view kTimerOutMs = "TIMER_OUT_MS";
+// The wall ms at which a timed message was first put (cancel applies to earlier puts only).
+inline constexpr std::string_view kTimerPutMs = "__UMQ_TPUT";
+inline constexpr std::string_view kTimerCancelKey = "__UMQ_CANCEL_KEY";
+inline constexpr std::string_view kTimerDelaySec = "TIMER_DELAY_SEC";
+inline constexpr std::string_view kTimerDelayMs = "TIMER_DELAY_MS";
+inline constexpr std::string_view kTimerDeliverMs = "TIMER_DELIVER_MS";
+inline constexpr std::string_view kStartDeliverTime = "__STARTDELIVERTIME";
+
+struct TimerRequest {
+  enum class Kind : uint8_t {
+    none,       // no timer property (or already a timer copy): store as it is
+    immediate,  // a deliver time at or before now: store as a plain message
+    timed,      // deliver at deliver_ms
+    invalid,    // a timer property that is not a decimal integer
+    too_far,    // more than max_delay_ms ahead
+  };
+  Kind kind = Kind::none;
+  int64_t deliver_ms = 0;
+};
+
+// The deliver time `properties` ask for, at wall time now_ms.
+TimerRequest parse_timer_request(std::string_view properties, int64_t now_ms,
+                                 int64_t max_delay_ms);
+
+// True for a timer property a delivered or level-delayed message must not keep.
+bool is_timer_input_property(std::string_view name);
+
+// The tagsCode of a record in the timer topic: its TIMER_OUT_MS (0 when absent or malformed).
+int64_t timer_deliver_ms(std::string_view properties);
+
+// True when `key` is one of the space-separated KEYS or the UNIQ_KEY in `properties`.
+bool carries_key(std::string_view properties, std::string_view key);
+
+}  // namespace uringmq::engine

@@ -1,0 +1,368 @@
+// Goal: timed messages (RocketMQ 5's TIMER_DELAY_SEC / TIMER_DELAY_MS / TIMER_DELIVER_MS and
+// __STARTDELIVERTIME) on a real Store with a manual clock: the precedence between the
+// properties and against a DELAY level, a time in the past delivered at once, the
+// timerMaxDelaySec limit, never early and on time to the clock step, the near window in memory
+// staying small with many far timers, long delays rolled forward past CommitLog retention,
+// deliveries exactly once across a restart, and cancel by key (before due, after a restart, and
+// not for a timer put after the cancel).
+// Method: ManualClock advanced in steps; after each step every queue is pulled until everything
+// due by then has arrived (bounded real wait); anything seen before its deliver time fails.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <map>
+#include <random>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "engine/message_codec.h"
+#include "engine/properties.h"
+#include "engine/store.h"
+#include "engine/timer_message.h"
+#include "io/clock.h"
+#include "tests/support/log_fixture.h"
+#include "tests/support/temp_dir.h"
+
+namespace uringmq {
+namespace {
+
+constexpr std::string_view kTopic = "TimerTopic";
+constexpr int32_t kQueues = 2;
+constexpr int64_t kStart = 1'700'000'000'000;
+
+StoreOptions timer_options(const std::string& dir, io::Clock* clock) {
+  StoreOptions o;
+  o.data_dir = dir;
+  o.shard_count = 1;
+  o.pin_threads = false;
+  o.log = testing::small_log_options("");
+  o.log.segment_size_bytes = 1u << 20;
+  o.clock = clock;
+  o.timer_bucket_ms = 1000;
+  o.timer_slot_count = 16;  // horizon 14 s: anything further is rolled
+  return o;
+}
+
+struct Seen {
+  int64_t at_ms = 0;  // manual clock when a pull returned it
+  std::string properties;
+};
+
+class TimerFixture {
+ public:
+  TimerFixture(Store& store, io::ManualClock& clock) : clock_(clock) {
+    session_ = std::move(*store.open_session());
+  }
+  // Sends message `seq` with extra properties (name, value) to queue seq % kQueues.
+  Completion send(uint64_t seq, const std::vector<std::pair<std::string, std::string>>& props) {
+    testing::TestMessage m = testing::make_message(1, seq, 64);
+    for (const auto& [name, value] : props) engine::append_property(m.properties, name, value);
+    keep_.push_back(std::move(m));
+    Message msg;
+    msg.topic = kTopic;
+    msg.queue_id = static_cast<int32_t>(seq % kQueues);
+    msg.body = keep_.back().body;
+    msg.properties = keep_.back().properties;
+    return session_->send(msg);
+  }
+  void pull_all() {
+    std::vector<std::byte> buffer(256 << 10);
+    for (int32_t q = 0; q < kQueues; q++) {
+      for (;;) {
+        PullRequest p;
+        p.topic = kTopic;
+        p.queue_id = q;
+        p.queue_offset = next_[q];
+        p.max_messages = 64;
+        p.buffer = buffer;
+        EXPECT_TRUE(session_->pull_async(p, 1).is_ok());
+        Completion c = session_->wait_for(1);
+        if (c.pull_status != PullStatus::found) break;
+        size_t at = 0;
+        for (uint32_t i = 0; i < c.message_count; i++) {
+          auto r = engine::decode(std::span<const std::byte>(buffer).subspan(at), {});
+          EXPECT_EQ(r.outcome, engine::DecodeOutcome::ok);
+          auto s = engine::find_property(r.view.user_properties, "S");
+          EXPECT_TRUE(s.has_value());
+          EXPECT_EQ(r.view.topic, kTopic);
+          const uint64_t seq = s ? std::stoull(std::string(*s)) : UINT64_MAX;
+          EXPECT_EQ(seen_.count(seq), 0u) << "message " << seq << " delivered twice";
+          seen_[seq] = Seen{clock_.now_ms(), std::string(r.view.user_properties)};
+          at += r.size;
+        }
+        next_[q] = c.next_offset;
+      }
+    }
+  }
+  // Pulls until every message in `expected` is seen (bounded real wait).
+  void pull_until(const std::set<uint64_t>& expected) {
+    for (int i = 0; i < 5000; i++) {
+      pull_all();
+      bool all = true;
+      for (uint64_t s : expected) all = all && seen_.count(s) > 0;
+      if (all) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  }
+  const std::map<uint64_t, Seen>& seen() const { return seen_; }
+  void close() { session_.reset(); }
+
+ private:
+  io::ManualClock& clock_;
+  std::unique_ptr<Session> session_;
+  std::vector<testing::TestMessage> keep_;
+  std::map<uint64_t, Seen> seen_;
+  int64_t next_[kQueues] = {0, 0};
+};
+
+// Advances the clock to `to` in steps of `step` ms; after each step, everything due by then
+// (deliver <= now) must arrive and nothing else may.
+void run_clock(io::ManualClock& clock, TimerFixture& f, const std::map<uint64_t, int64_t>& due,
+               int64_t to, int64_t step) {
+  while (clock.now_ms() < to) {
+    clock.advance_ms(std::min(step, to - clock.now_ms()));
+    std::set<uint64_t> expected;
+    for (const auto& [seq, at] : due) {
+      if (at <= clock.now_ms()) expected.insert(seq);
+    }
+    f.pull_until(expected);
+    for (const auto& [seq, seen] : f.seen()) {
+      auto it = due.find(seq);
+      if (it == due.end()) continue;
+      EXPECT_GE(seen.at_ms, it->second) << "message " << seq << " delivered early";
+      EXPECT_LT(seen.at_ms - it->second, step + 1) << "message " << seq << " late";
+    }
+    for (uint64_t seq : expected) EXPECT_TRUE(f.seen().count(seq)) << "message " << seq;
+  }
+}
+
+std::string str(int64_t v) { return std::to_string(v); }
+
+TEST(StoreTimerTest, PrecedencePastTimesLimitAndNeverEarly) {
+  testing::TempDir dir;
+  io::ManualClock clock(kStart);
+  auto store = Store::open(timer_options(dir.path() + "/store", &clock));
+  ASSERT_TRUE(store.is_ok()) << store.status().to_string();
+  TimerFixture f(**store, clock);
+  const int64_t t0 = clock.now_ms();
+  std::map<uint64_t, int64_t> due;
+  // TIMER_DELAY_SEC wins over TIMER_DELAY_MS and TIMER_DELIVER_MS.
+  ASSERT_EQ(f.send(0, {{"TIMER_DELAY_SEC", "10"}, {"TIMER_DELAY_MS", "2000"},
+                       {"TIMER_DELIVER_MS", str(t0 + 5000)}}).code, io::Code::ok);
+  due[0] = t0 + 10'000;
+  // TIMER_DELAY_MS wins over TIMER_DELIVER_MS.
+  ASSERT_EQ(f.send(1, {{"TIMER_DELAY_MS", "2500"}, {"TIMER_DELIVER_MS", str(t0 + 5000)}}).code,
+            io::Code::ok);
+  due[1] = t0 + 2500;
+  // TIMER_DELIVER_MS wins over its alias __STARTDELIVERTIME.
+  ASSERT_EQ(f.send(2, {{"TIMER_DELIVER_MS", str(t0 + 5001)},
+                       {"__STARTDELIVERTIME", str(t0 + 7000)}}).code, io::Code::ok);
+  due[2] = t0 + 5001;
+  ASSERT_EQ(f.send(3, {{"__STARTDELIVERTIME", str(t0 + 7003)}}).code, io::Code::ok);
+  due[3] = t0 + 7003;
+  // A DELAY level wins (level 2 = 5 s) and the TIMER_* properties are removed.
+  ASSERT_EQ(f.send(4, {{"DELAY", "2"}, {"TIMER_DELAY_SEC", "100"}}).code, io::Code::ok);
+  due[4] = t0 + 5000;
+  // Beyond the wheel's horizon (14 s): rolled forward, still on time.
+  ASSERT_EQ(f.send(5, {{"TIMER_DELAY_MS", "41234"}}).code, io::Code::ok);
+  due[5] = t0 + 41'234;
+  // Exactly timerMaxDelaySec ahead is accepted; one ms more is not; malformed values neither.
+  const int64_t max_ms = (*store)->options().timer_max_delay_sec * 1000;
+  EXPECT_EQ(f.send(6, {{"TIMER_DELIVER_MS", str(t0 + max_ms)}}).code, io::Code::ok);
+  EXPECT_EQ(f.send(7, {{"TIMER_DELIVER_MS", str(t0 + max_ms + 1)}}).code,
+            io::Code::invalid_argument);
+  EXPECT_EQ(f.send(8, {{"TIMER_DELAY_SEC", str(max_ms / 1000 + 1)}}).code,
+            io::Code::invalid_argument);
+  EXPECT_EQ(f.send(9, {{"TIMER_DELAY_MS", "12x"}}).code, io::Code::invalid_argument);
+  // A time in the past (or now) is a plain message: visible at once, clock unchanged.
+  ASSERT_EQ(f.send(10, {{"TIMER_DELIVER_MS", str(t0 - 60'000)}}).code, io::Code::ok);
+  ASSERT_EQ(f.send(11, {{"TIMER_DELAY_SEC", "0"}}).code, io::Code::ok);
+  f.pull_until({10, 11});
+  EXPECT_EQ(f.seen().size(), 2u);
+  due[10] = t0;
+  due[11] = t0;
+  run_clock(clock, f, due, t0 + 45'000, 250);
+  EXPECT_EQ(f.seen().size(), due.size());  // 6 is 30 days away, 7..9 were rejected
+  EXPECT_EQ(f.seen().count(6), 0u);
+  for (uint64_t seq : {0, 1, 2, 3, 5}) {
+    const std::string& p = f.seen().at(seq).properties;
+    EXPECT_FALSE(engine::find_property(p, "TIMER_DELAY_SEC")) << seq;
+    EXPECT_FALSE(engine::find_property(p, "TIMER_DELAY_MS")) << seq;
+    EXPECT_FALSE(engine::find_property(p, "TIMER_DELIVER_MS")) << seq;
+    EXPECT_EQ(engine::find_property(p, "TIMER_OUT_MS"), str(due[seq])) << seq;
+    EXPECT_EQ(engine::find_property(p, "REAL_TOPIC"), kTopic) << seq;
+  }
+  EXPECT_FALSE(engine::find_property(f.seen().at(4).properties, "TIMER_DELAY_SEC"));
+  TimerStats stats = (*store)->timer_stats();
+  EXPECT_EQ(stats.accepted, 6u);  // 0, 1, 2, 3, 5, 6
+  EXPECT_EQ(stats.delivered, 5u);
+  EXPECT_GE(stats.rolled, 1u);
+  f.close();
+}
+
+TEST(StoreTimerTest, FarTimersStayOnDiskTheNearWindowIsSmall) {
+  testing::TempDir dir;
+  io::ManualClock clock(kStart);
+  StoreOptions o = timer_options(dir.path() + "/store", &clock);
+  o.timer_bucket_ms = 60'000;
+  o.timer_slot_count = 64;  // horizon 62 min
+  auto store = Store::open(o);
+  ASSERT_TRUE(store.is_ok()) << store.status().to_string();
+  TimerFixture f(**store, clock);
+  const int64_t t0 = clock.now_ms();
+  std::mt19937_64 rng(8);
+  std::map<uint64_t, int64_t> due;
+  constexpr uint64_t kFar = 20'000;
+  for (uint64_t i = 0; i < kFar; i++) {  // 10 minutes to 30 days ahead
+    int64_t at = t0 + 600'000 + static_cast<int64_t>(rng() % (30LL * 86'400'000 - 600'000));
+    ASSERT_EQ(f.send(i, {{"TIMER_DELIVER_MS", str(at)}}).code, io::Code::ok);
+  }
+  for (uint64_t i = kFar; i < kFar + 50; i++) {  // and 50 within the next 90 s
+    int64_t at = t0 + 1 + static_cast<int64_t>(rng() % 90'000);
+    ASSERT_EQ(f.send(i, {{"TIMER_DELIVER_MS", str(at)}}).code, io::Code::ok);
+    due[i] = at;
+  }
+  f.pull_all();
+  TimerStats stats = (*store)->timer_stats();
+  EXPECT_EQ(stats.accepted, kFar + 50);
+  // The near window covers this bucket and the next (2 min): the 50 near ones, and of the far
+  // ones none (they are 10 minutes away at least).
+  EXPECT_LE(stats.in_memory, 50u);
+  run_clock(clock, f, due, t0 + 120'000, 500);
+  EXPECT_EQ(f.seen().size(), 50u);
+  stats = (*store)->timer_stats();
+  EXPECT_EQ(stats.delivered, 50u);
+  EXPECT_LE(stats.in_memory, 20u);  // about 1.5 far ones per 2 minutes
+  f.close();
+}
+
+TEST(StoreTimerTest, LongDelaysRollForwardPastRetention) {
+  testing::TempDir dir;
+  io::ManualClock clock(kStart);
+  StoreOptions o = timer_options(dir.path() + "/store", &clock);
+  o.timer_bucket_ms = 60'000;
+  o.timer_slot_count = 16;  // horizon 14 min
+  o.file_reserved_time_hours = 1;
+  o.disk_max_used_space_ratio = 0;  // expired segments go at any hour
+  o.clean_interval_ms = 1000;
+  o.log.segment_size_bytes = 256u << 10;
+  auto store = Store::open(o);
+  ASSERT_TRUE(store.is_ok()) << store.status().to_string();
+  TimerFixture f(**store, clock);
+  auto filler = std::move(*(*store)->open_session());
+  const int64_t t0 = clock.now_ms();
+  std::map<uint64_t, int64_t> due;
+  for (uint64_t i = 0; i < 4; i++) {  // 2.5 to 4 hours ahead
+    due[i] = t0 + 9'000'000 + static_cast<int64_t>(i) * 1'800'000 + 7;
+    ASSERT_EQ(f.send(i, {{"TIMER_DELIVER_MS", str(due[i])}}).code, io::Code::ok);
+  }
+  // Plain appends continue (4 x 4 KiB each step: a new 256 KiB segment every 16 steps), so old
+  // segments expire and are deleted while the timers wait.
+  testing::TestMessage big = testing::make_message(2, 0, 4 << 10);
+  Message m;
+  m.topic = "Filler";
+  m.body = big.body;
+  m.properties = big.properties;
+  int64_t filler_min = 0;
+  while (clock.now_ms() < t0 + 4 * 3'600'000 + 60'000) {
+    clock.advance_ms(60'000);
+    for (int i = 0; i < 4; i++) ASSERT_EQ(filler->send(m).code, io::Code::ok);
+    std::set<uint64_t> expected;
+    for (const auto& [seq, at] : due) {
+      if (at <= clock.now_ms()) expected.insert(seq);
+    }
+    f.pull_until(expected);
+    for (uint64_t seq : expected) ASSERT_TRUE(f.seen().count(seq)) << seq;
+    for (const auto& [seq, seen] : f.seen()) EXPECT_GE(seen.at_ms, due[seq]) << seq;
+  }
+  ASSERT_TRUE(filler->query_queue_async("Filler", 0, 9).is_ok());
+  filler_min = filler->wait_for(9).min_offset;
+  EXPECT_GT(filler_min, 0) << "retention never deleted a segment: the test proves nothing";
+  EXPECT_EQ(f.seen().size(), 4u);
+  TimerStats stats = (*store)->timer_stats();
+  EXPECT_EQ(stats.delivered, 4u);
+  EXPECT_GE(stats.rolled, 4u * 8);  // each rolled about every 14 minutes
+  filler.reset();
+  f.close();
+}
+
+TEST(StoreTimerTest, ExactlyOnceAcrossRestart) {
+  testing::TempDir dir;
+  io::ManualClock clock(kStart);
+  const int64_t t0 = clock.now_ms();
+  std::map<uint64_t, int64_t> due;
+  std::map<uint64_t, Seen> seen;
+  {
+    auto store = Store::open(timer_options(dir.path() + "/store", &clock));
+    ASSERT_TRUE(store.is_ok()) << store.status().to_string();
+    TimerFixture f(**store, clock);
+    for (uint64_t i = 0; i < 300; i++) {
+      due[i] = t0 + 1 + static_cast<int64_t>(i) * 97;  // up to 29 s: some rolled
+      ASSERT_EQ(f.send(i, {{"TIMER_DELIVER_MS", str(due[i])}}).code, io::Code::ok);
+    }
+    run_clock(clock, f, due, t0 + 12'000, 1000);
+    seen = f.seen();
+    f.close();
+    ASSERT_TRUE((*store)->close().is_ok());
+  }
+  EXPECT_GT(seen.size(), 100u);
+  EXPECT_LT(seen.size(), 300u);
+  auto store = Store::open(timer_options(dir.path() + "/store", &clock));
+  ASSERT_TRUE(store.is_ok()) << store.status().to_string();
+  TimerFixture f(**store, clock);
+  std::map<uint64_t, int64_t> rest;  // re-read ones are checked for duplicates only
+  for (const auto& [seq, at] : due) {
+    if (!seen.count(seq)) rest[seq] = at;
+  }
+  run_clock(clock, f, rest, t0 + 31'000, 1000);
+  // The second run sees everything again from offset 0: each message exactly once overall.
+  EXPECT_EQ(f.seen().size(), 300u);
+  f.close();
+}
+
+TEST(StoreTimerTest, CancelByKeyBeforeDueAndAcrossRestart) {
+  testing::TempDir dir;
+  io::ManualClock clock(kStart);
+  const int64_t t0 = clock.now_ms();
+  std::map<uint64_t, int64_t> due;
+  {
+    auto store = Store::open(timer_options(dir.path() + "/store", &clock));
+    ASSERT_TRUE(store.is_ok()) << store.status().to_string();
+    TimerFixture f(**store, clock);
+    ASSERT_EQ(f.send(0, {{"KEYS", "order-1 a"}, {"TIMER_DELAY_MS", "5000"}}).code, io::Code::ok);
+    ASSERT_EQ(f.send(1, {{"KEYS", "order-2"}, {"TIMER_DELAY_MS", "5000"}}).code, io::Code::ok);
+    ASSERT_EQ(f.send(2, {{"KEYS", "order-3"}, {"TIMER_DELAY_MS", "20000"}}).code, io::Code::ok);
+    ASSERT_EQ(f.send(3, {{"KEYS", "order-4"}, {"TIMER_DELAY_MS", "40000"}}).code, io::Code::ok);
+    due[1] = t0 + 5000;
+    clock.advance_ms(1000);
+    ASSERT_EQ(f.send(100, {{"__UMQ_CANCEL_KEY", "order-1"}}).code, io::Code::ok);
+    ASSERT_EQ(f.send(101, {{"__UMQ_CANCEL_KEY", "order-3"}}).code, io::Code::ok);
+    ASSERT_EQ(f.send(102, {{"__UMQ_CANCEL_KEY", "order-4"}}).code, io::Code::ok);
+    clock.advance_ms(1);
+    // Put after its cancel: not cancelled.
+    ASSERT_EQ(f.send(4, {{"KEYS", "order-1"}, {"TIMER_DELAY_MS", "3000"}}).code, io::Code::ok);
+    due[4] = clock.now_ms() + 3000;
+    run_clock(clock, f, due, t0 + 10'000, 500);
+    EXPECT_EQ(f.seen().size(), 2u);
+    EXPECT_EQ(f.seen().count(0), 0u);
+    EXPECT_EQ(f.seen().count(100), 0u);  // a cancel is never delivered itself
+    EXPECT_EQ((*store)->timer_stats().cancelled, 1u);
+    f.close();
+    ASSERT_TRUE((*store)->close().is_ok());
+  }
+  auto store = Store::open(timer_options(dir.path() + "/store", &clock));
+  ASSERT_TRUE(store.is_ok()) << store.status().to_string();
+  TimerFixture f(**store, clock);
+  std::map<uint64_t, int64_t> none;
+  run_clock(clock, f, none, t0 + 50'000, 1000);
+  // The restarted store pulls from offset 0: the two delivered before, nothing more.
+  EXPECT_EQ(f.seen().size(), 2u);
+  EXPECT_EQ(f.seen().count(2), 0u);
+  EXPECT_EQ(f.seen().count(3), 0u);
+  EXPECT_EQ((*store)->timer_stats().cancelled, 2u);
+  f.close();
+}
+
+}  // namespace
+}  // namespace uringmq
