@@ -1,0 +1,81 @@
+'use strict';
+// h. timed messages (issue 8) through ali-ons, which passes message properties untouched:
+// RocketMQ 5's TIMER_DELIVER_MS (set in msg.properties) and Aliyun's __STARTDELIVERTIME (set
+// with msg.setStartDeliverTime) with deliver times 1.5 s to 4 s ahead at odd milliseconds. Each
+// is received exactly once, no earlier than its deliver time (5 ms slack for the two clocks'
+// granularity: client and broker share this machine's clock) and less than 3 s after it.
+
+const { test } = require('node:test');
+const assert = require('node:assert/strict');
+const { sleep } = require('./broker');
+const C = require('./clients');
+
+C.finish();
+
+const EARLY_SLACK_MS = 5;
+const LATE_SLACK_MS = 3000;
+
+test('TIMER_DELIVER_MS and __STARTDELIVERTIME are delivered on time', { timeout: 120000 }, async () => {
+  const topic = C.uniqueName('T_timer');
+  const prod = await C.producer();
+  const got = new C.Collector();
+  const cons = C.consumer();
+  cons.subscribe(topic, '*', async msg => { got.push(C.summary(msg)); });
+  await cons.ready();
+
+  const probe = new C.Message(topic, 'probe', 'probe');
+  probe.keys = [`${topic}-probe`];
+  await prod.send(probe);
+  await got.waitFor(l => l.some(m => m.keys === `${topic}-probe`), 60000, 'the probe message');
+  await sleep(500);
+
+  const sent = new Map();
+  const cases = [];
+  for (let i = 0; i < 6; i++) cases.push({ how: i % 2 === 0 ? 'TIMER_DELIVER_MS' : '__STARTDELIVERTIME', aheadMs: 1500 + i * 503 });
+  await Promise.all(cases.map(async (c, i) => {
+    const key = `${topic}-${c.how}-${i}`;
+    const msg = new C.Message(topic, 'timed', `timed ${i}`);
+    msg.keys = [key];
+    const deliverAt = Date.now() + c.aheadMs;
+    if (c.how === 'TIMER_DELIVER_MS') {
+      msg.properties.TIMER_DELIVER_MS = String(deliverAt);
+    } else {
+      msg.setStartDeliverTime(deliverAt);
+    }
+    const r = await prod.send(msg);
+    assert.equal(r.sendStatus, 'SEND_OK', `send ${key}: ${JSON.stringify(r)}`);
+    sent.set(key, { how: c.how, deliverAt, body: `timed ${i}` });
+  }));
+  const last = Math.max(...[...sent.values()].map(s => s.deliverAt));
+  await got.waitFor(l => [...sent.keys()].every(k => l.some(m => m.keys === k)),
+    last - Date.now() + LATE_SLACK_MS + 10000, 'all timed messages');
+  await sleep(1000);
+
+  const report = [];
+  const problems = [];
+  for (const [key, s] of sent) {
+    const recv = got.list.filter(m => m.keys === key);
+    if (recv.length !== 1) problems.push(`${key}: received ${recv.length} times`);
+    const m = recv[0];
+    const late = m.at - s.deliverAt;
+    report.push(`${key}: received ${late} ms after its deliver time`);
+    if (late < -EARLY_SLACK_MS) problems.push(`${key}: ${-late} ms early`);
+    if (late >= LATE_SLACK_MS) problems.push(`${key}: ${late} ms late`);
+    if (m.topic !== topic) problems.push(`${key}: topic ${m.topic}`);
+    if (m.body !== s.body) problems.push(`${key}: body ${m.body}`);
+    if ('TIMER_DELIVER_MS' in m.properties) problems.push(`${key}: TIMER_DELIVER_MS still present`);
+  }
+  console.log(report.join('\n'));
+  assert.deepEqual(problems, [], report.join('; '));
+  await C.close(cons);
+  await C.close(prod);
+});
+
+test('a deliver time beyond timerMaxDelaySec is refused', { timeout: 60000 }, async () => {
+  const topic = C.uniqueName('T_timer_far');
+  const prod = await C.producer();
+  const msg = new C.Message(topic, 'timed', 'too far');
+  msg.properties.TIMER_DELIVER_MS = String(Date.now() + 40 * 86400 * 1000);
+  await assert.rejects(prod.send(msg));
+  await C.close(prod);
+});
