@@ -28,7 +28,8 @@ TSAN_TESTS=(store_test store_consumer_test store_schedule_test broker_test remot
 # Seed and cycle counts: the sims and kill -9 loops run whole, with fewer seeds and cycles than
 # the normal build (they already ran there in full; here they are for memory errors and UB,
 # which the first seeds reach as well as the last), to keep tools/test.sh inside its budget.
-# Measured under ASan on 2 cores: 100 sim seeds took 11-14 s per sim, 5 kill -9 cycles 1.5-6.5 s.
+# Measured under ASan on 2 shared cores: 200 sim seeds took 11-14 s per sim, 10 kill -9 cycles
+# 9-13 s, schedule_crash_sim_test's full 500 seeds (URINGMQ_SCHEDULE_SIM_SEEDS) 63 s.
 export URINGMQ_SIM_SEEDS=${URINGMQ_SIM_SEEDS:-200}
 export URINGMQ_KILL9_CYCLES=${URINGMQ_KILL9_CYCLES:-10}
 
