@@ -1,0 +1,165 @@
+// uringmq-timer-bench: issue 8's figures for timed messages on one shard (SYNC_FLUSH).
+//   1. intake: N timed messages (TIMER_DELIVER_MS spread uniformly over 1 s .. 30 days), then N
+//      plain appends of the same size, each with a window of async sends; msgs/s for both.
+//   2. memory: process RSS (VmRSS) with the N timers pending, and Store::timer_stats().in_memory.
+//   3. lateness: while plain appends continue, L near timers (due over the next 10 s) are sent;
+//      a consumer long-polls their queue and records receive time - deliver time.
+// Usage: uringmq-timer-bench <data dir> [N=1000000] [L=20000]
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/message_codec.h"
+#include "engine/properties.h"
+#include "engine/store.h"
+
+namespace {
+using namespace uringmq;
+
+int64_t wall_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch()).count();
+}
+double wall_us() {
+  return std::chrono::duration<double, std::micro>(
+             std::chrono::system_clock::now().time_since_epoch()).count();
+}
+long rss_kib() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::atol(line.c_str() + 6);
+  }
+  return -1;
+}
+
+// Sends n messages through `s` with a window of 512; props(i) gives message i's properties.
+template <typename Props>
+double send_many(Session& s, const char* topic, uint64_t n, Props props) {
+  constexpr uint64_t kWindow = 512;
+  std::vector<std::string> p(kWindow);
+  std::string body(64, 'x');
+  std::vector<size_t> free_slots;
+  for (size_t i = 0; i < kWindow; i++) free_slots.push_back(i);
+  std::vector<Completion> done(kWindow);
+  const auto t0 = std::chrono::steady_clock::now();
+  uint64_t failed = 0;
+  for (uint64_t i = 0; i < n;) {
+    if (free_slots.empty()) {
+      size_t k = s.take_completions(done, true);
+      for (size_t j = 0; j < k; j++) {
+        free_slots.push_back(done[j].tag);
+        failed += done[j].code != io::Code::ok;
+      }
+      continue;
+    }
+    size_t slot = free_slots.back();
+    free_slots.pop_back();
+    p[slot] = props(i);
+    Message m;
+    m.topic = topic;
+    m.queue_id = 0;
+    m.body = std::as_bytes(std::span(body.data(), body.size()));
+    m.properties = p[slot];
+    if (!s.send_async(m, slot).is_ok()) {
+      free_slots.push_back(slot);
+      s.take_completions(done, true);
+      continue;
+    }
+    i++;
+  }
+  while (s.outstanding() > 0) {
+    size_t k = s.take_completions(done, true);
+    for (size_t j = 0; j < k; j++) failed += done[j].code != io::Code::ok;
+  }
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (failed > 0) std::printf("  %llu sends failed\n", static_cast<unsigned long long>(failed));
+  return n / secs;
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) return 2;
+  const uint64_t n = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 1'000'000;
+  const uint64_t l = argc > 3 ? std::strtoull(argv[3], nullptr, 10) : 20'000;
+  StoreOptions o;
+  o.data_dir = argv[1];
+  o.shard_count = 1;
+  auto store = Store::open(o);
+  if (!store.is_ok()) {
+    std::fprintf(stderr, "open: %s\n", store.status().to_string().c_str());
+    return 1;
+  }
+  auto session = std::move(*(*store)->open_session());
+  std::mt19937_64 rng(8);
+  const int64_t start = wall_ms();
+  double timed = send_many(*session, "BenchTimer", n, [&](uint64_t) {
+    std::string p;
+    engine::append_property(p, "TIMER_DELIVER_MS",
+                            std::to_string(start + 60'000 + rng() % (30LL * 86'400'000 - 60'000)));
+    return p;
+  });
+  double plain = send_many(*session, "BenchPlain", n, [&](uint64_t) { return std::string(); });
+  TimerStats ts = (*store)->timer_stats();
+  std::printf("timers=%llu intake_timed=%.0f/s intake_plain=%.0f/s ratio=%.2f rss=%ld KiB "
+              "in_memory=%llu\n",
+              static_cast<unsigned long long>(n), timed, plain, timed / plain, rss_kib(),
+              static_cast<unsigned long long>(ts.in_memory));
+  // Lateness: near timers, appends continuing on another session.
+  std::atomic<bool> stop{false};
+  std::thread appender([&] {
+    auto s2 = std::move(*(*store)->open_session());
+    while (!stop.load()) send_many(*s2, "BenchPlain", 2000, [](uint64_t) { return std::string(); });
+  });
+  std::vector<double> late;
+  std::thread consumer([&] {
+    auto s3 = std::move(*(*store)->open_session());
+    std::vector<std::byte> buffer(1 << 20);
+    int64_t offset = 0;
+    while (late.size() < l) {
+      PullRequest p;
+      p.topic = "BenchNear";
+      p.queue_offset = offset;
+      p.max_messages = 256;
+      p.buffer = buffer;
+      p.wait_ms = 1000;
+      if (!s3->pull_async(p, 1).is_ok()) break;
+      Completion c = s3->wait_for(1);
+      const double now_us = wall_us();
+      if (c.pull_status != PullStatus::found) continue;
+      size_t at = 0;
+      for (uint32_t i = 0; i < c.message_count; i++) {
+        auto r = engine::decode(std::span<const std::byte>(buffer).subspan(at), {});
+        auto out = engine::find_property(r.view.user_properties, "TIMER_OUT_MS");
+        if (out) late.push_back(now_us / 1000.0 - std::stod(std::string(*out)));
+        at += r.size;
+      }
+      offset = c.next_offset;
+    }
+  });
+  const int64_t near0 = wall_ms();
+  send_many(*session, "BenchNear", l, [&](uint64_t i) {
+    std::string p;
+    engine::append_property(p, "TIMER_DELIVER_MS",
+                            std::to_string(near0 + 2000 + static_cast<int64_t>(i * 8000 / l) + rng() % 3));
+    return p;
+  });
+  consumer.join();
+  stop = true;
+  appender.join();
+  std::sort(late.begin(), late.end());
+  auto q = [&](double f) { return late[std::min(late.size() - 1, size_t(f * late.size()))]; };
+  std::printf("lateness_ms n=%zu min=%.3f p50=%.3f p99=%.3f p999=%.3f max=%.3f early=%zu\n",
+              late.size(), late.front(), q(0.5), q(0.99), q(0.999), late.back(),
+              static_cast<size_t>(std::count_if(late.begin(), late.end(),
+                                                [](double v) { return v < 0; })));
+  session.reset();
+  return (*store)->close().is_ok() ? 0 : 1;
+}
