@@ -54,7 +54,8 @@ Store::Store(const StoreOptions& options) : options_(options) {}
 
 namespace {
 // The wheel's horizon must stay below retention: a rolled timer's record is re-appended within
-// one horizon, so it is never deleted (by age) before it is due or rolled again.
+// one horizon, so it is never deleted (by age) before it is due or rolled again
+// (fit_timer_horizon below narrows it when fileReservedTime is short).
 io::Status check_timer_options(const StoreOptions& o) {
   if (o.timer_max_delay_sec <= 0 || o.timer_max_delay_sec > 10LL * 365 * 86'400) {
     return io::Status::error(io::Code::invalid_argument,
@@ -66,13 +67,15 @@ io::Status check_timer_options(const StoreOptions& o) {
                              "timer_bucket_ms > 0, timer_slot_count in 4..65535 and "
                              "timer_window_entries_max > 0 are required");
   }
-  const int64_t horizon_ms = (int64_t{o.timer_slot_count} - 2) * o.timer_bucket_ms;
-  if (horizon_ms >= o.file_reserved_time_hours * 3'600'000) {
-    return io::Status::error(io::Code::invalid_argument,
-                             "the timer wheel's horizon ((timer_slot_count - 2) * "
-                             "timer_bucket_ms) must be shorter than fileReservedTime");
-  }
   return io::Status::ok();
+}
+
+// A horizon not shorter than retention is narrowed (finer buckets) to half of it.
+void fit_timer_horizon(StoreOptions& o) {
+  const int64_t reserved_ms = o.file_reserved_time_hours * 3'600'000;
+  const int64_t slots = int64_t{o.timer_slot_count} - 2;
+  if (slots * o.timer_bucket_ms < reserved_ms) return;
+  o.timer_bucket_ms = std::max<int64_t>(1, reserved_ms / 2 / slots);
 }
 }  // namespace
 
@@ -94,6 +97,7 @@ io::Result<std::unique_ptr<Store>> Store::open(const StoreOptions& requested) {
     return io::Status::error(io::Code::invalid_argument, "schedule_max_attempts must be positive");
   }
   UMQ_RETURN_IF_ERROR(check_timer_options(options));
+  fit_timer_horizon(options);
   UMQ_RETURN_IF_ERROR(prepare_data_dir(options));
   std::unique_ptr<Store> store(new Store(options));
   for (uint32_t i = 0; i < options.max_sessions; i++) {

@@ -85,7 +85,8 @@ struct StoreOptions {
   int64_t timer_max_delay_sec = 30 * 86'400;
   // The wheel's slots on disk: each covers timer_bucket_ms; timers beyond the horizon
   // ((timer_slot_count - 2) * timer_bucket_ms) are rolled forward (re-appended) when their slot
-  // comes round, so the horizon must stay below fileReservedTime (invalid_argument otherwise).
+  // comes round, so the horizon must stay below fileReservedTime: Store::open narrows the
+  // buckets to half of it when it does not.
   int64_t timer_bucket_ms = 60'000;
   uint32_t timer_slot_count = 256;
   // Timers kept in memory at most (the near window); beyond it loading waits (late, never early).
