@@ -54,19 +54,4 @@ int64_t timer_deliver_ms(std::string_view properties) {
   return out && parse_i64(*out, &value) ? value : 0;
 }
 
-bool carries_key(std::string_view properties, std::string_view key) {
-  if (key.empty()) return false;
-  if (find_property(properties, "UNIQ_KEY") == key) return true;
-  auto keys = find_property(properties, "KEYS");
-  if (!keys) return false;
-  std::string_view rest = *keys;
-  while (!rest.empty()) {
-    size_t space = rest.find(' ');
-    if (rest.substr(0, space) == key) return true;
-    if (space == std::string_view::npos) break;
-    rest.remove_prefix(space + 1);
-  }
-  return false;
-}
-
 }  // namespace uringmq::engine

@@ -59,7 +59,4 @@ bool is_timer_input_property(std::string_view name);
 // The tagsCode of a record in the timer topic: its TIMER_OUT_MS (0 when absent or malformed).
 int64_t timer_deliver_ms(std::string_view properties);
 
-// True when `key` is one of the space-separated KEYS or the UNIQ_KEY in `properties`.
-bool carries_key(std::string_view properties, std::string_view key);
-
 }  // namespace uringmq::engine
