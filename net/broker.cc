@@ -1,7 +1,6 @@
 #include "net/broker.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstring>
 
@@ -29,12 +28,6 @@ uint32_t generation_of(uint64_t user_data) {
   return static_cast<uint32_t>((user_data >> 32) & 0xFFFFFF);
 }
 uint32_t index_of(uint64_t user_data) { return static_cast<uint32_t>(user_data); }
-
-int64_t wall_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 bool parse_ipv4(const std::string& text, uint8_t out[4]) {
   unsigned v[4];
@@ -110,7 +103,11 @@ void Broker::request_stop() { stop_waker_->wake(); }
 
 BrokerReactor::BrokerReactor(const BrokerConfig& config, Store& store, io::Waker& store_waker,
                              io::Waker& stop_waker)
-    : config_(config), store_(store), store_waker_(&store_waker), stop_waker_(&stop_waker) {
+    : config_(config),
+      store_(store),
+      clock_(config.store.clock != nullptr ? config.store.clock : &system_clock_),
+      store_waker_(&store_waker),
+      stop_waker_(&stop_waker) {
   limits_.max_frame_bytes = std::max<uint32_t>(
       limits_.max_frame_bytes, config.store.log.limits.max_body_bytes + (1u << 20));
   store_host_ = config.store.store_host;
@@ -160,23 +157,28 @@ io::Status BrokerReactor::run() {
               pack(static_cast<uint8_t>(Event::store_wake), 0, 0));
   ring_->read(stop_waker_->fd(), &stop_wake_value_, sizeof(stop_wake_value_),
               pack(static_cast<uint8_t>(Event::stop_wake), 0, 0));
-  std::array<io::NetCompletion, 256> events;
   while (!stopping_) {
-    drain_store();
-    const int64_t now = wall_ms();
+    const int64_t now = clock_->now_ms();
     if (now >= next_sweep_ms_) sweep(now);
     resume_connections();
-    for (uint32_t i = 0; i < conns_.size(); i++) {
-      if (conns_[i].open && !conns_[i].out_pending.empty()) flush_out(i);
-    }
-    const bool may_sleep = session_->begin_wait();
-    io::Result<size_t> n =
-        ring_->wait(events.data(), events.size(), may_sleep ? wait_timeout_ms() : 0);
-    session_->end_wait();
-    if (!n.is_ok()) return n.status();
-    for (size_t i = 0; i < *n; i++) on_net_completion(events[i]);
+    UMQ_RETURN_IF_ERROR(poll_once(wait_timeout_ms()));
   }
   return shut_down();
+}
+
+// One turn of the loop: store completions in, replies out, then the ring's completions (waiting up
+// to timeout_ms only when no store completion is already waiting).
+io::Status BrokerReactor::poll_once(int64_t timeout_ms) {
+  drain_store();
+  for (uint32_t i = 0; i < conns_.size(); i++) {
+    if (conns_[i].open && !conns_[i].out_pending.empty()) flush_out(i);
+  }
+  const bool may_sleep = session_->begin_wait();
+  io::Result<size_t> n = ring_->wait(events_.data(), events_.size(), may_sleep ? timeout_ms : 0);
+  session_->end_wait();
+  if (!n.is_ok()) return n.status();
+  for (size_t i = 0; i < *n; i++) on_net_completion(events_[i]);
+  return io::Status::ok();
 }
 
 int64_t BrokerReactor::wait_timeout_ms() const {
@@ -431,24 +433,12 @@ io::Status BrokerReactor::shut_down() {
   uint32_t release = new_op(BrokerOp::Kind::release, UINT32_MAX, RemotingCommand{});
   ops_[release]->queue_id = static_cast<int32_t>(store_.shard_count());
   if (!session_->release_held_pulls_async(release).is_ok()) free_op(release);
-  const int64_t deadline = wall_ms() + kShutdownDrainMs;
-  std::array<io::NetCompletion, 256> events;
-  while (session_->outstanding() > 0 && wall_ms() < deadline) {
-    drain_store();
-    for (uint32_t i = 0; i < conns_.size(); i++) {
-      if (conns_[i].open && !conns_[i].out_pending.empty()) flush_out(i);
-    }
-    const bool may_sleep = session_->begin_wait();
-    io::Result<size_t> n = ring_->wait(events.data(), events.size(), may_sleep ? 50 : 0);
-    session_->end_wait();
-    if (!n.is_ok()) break;
-    for (size_t i = 0; i < *n; i++) on_net_completion(events[i]);
+  const int64_t deadline = clock_->now_ms() + kShutdownDrainMs;
+  while (session_->outstanding() > 0 && clock_->now_ms() < deadline) {
+    if (!poll_once(50).is_ok()) break;
   }
   // Give the last replies a moment to leave, then close everything.
-  for (uint32_t i = 0; i < conns_.size(); i++) {
-    if (conns_[i].open && !conns_[i].out_pending.empty()) flush_out(i);
-  }
-  (void)ring_->wait(events.data(), events.size(), 0);
+  (void)poll_once(0);
   for (uint32_t i = 0; i < conns_.size(); i++) {
     if (conns_[i].open) close_connection(i, "broker stopping");
   }

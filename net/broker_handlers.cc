@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
-#include <chrono>
 #include <random>
 
 #include "engine/byte_order.h"
@@ -29,12 +28,6 @@ constexpr uint32_t kMaxTopicChars = 127;
 constexpr uint64_t kPhysicalOffsetAt = 28;  // TOTALSIZE MAGIC BODYCRC QUEUEID FLAG QUEUEOFFSET
 constexpr std::string_view kRetryPrefix = "%RETRY%";
 constexpr std::string_view kDlqPrefix = "%DLQ%";
-
-int64_t wall_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 // A strict integer from an ext field (Java's Long.parseLong): nullopt when absent or malformed.
 std::optional<int64_t> ext_i64(const RemotingCommand& c, std::string_view key) {
@@ -335,7 +328,7 @@ void BrokerReactor::handle_send(uint32_t conn, RemotingCommand& request,
   uint32_t index = new_op(BrokerOp::Kind::send, conn, request);
   BrokerOp& op = *ops_[index];
   sends_in_flight_++;
-  op.deadline_ms = wall_ms() + config_.sync_flush_timeout_ms;
+  op.deadline_ms = clock_->now_ms() + config_.sync_flush_timeout_ms;
   op.topic = std::move(topic);
   op.properties = std::move(properties);
   op.data.assign(body.begin(), body.end());
@@ -350,7 +343,8 @@ void BrokerReactor::handle_send(uint32_t conn, RemotingCommand& request,
   // describe the stored record and are the store's.
   op.message.sys_flag = static_cast<int32_t>(send_i64(request, "f", "sysFlag").value_or(0)) &
                         ~(engine::kSysFlagBornHostV6 | engine::kSysFlagStoreHostV6);
-  op.message.born_timestamp_ms = send_i64(request, "g", "bornTimestamp").value_or(wall_ms());
+  op.message.born_timestamp_ms =
+      send_i64(request, "g", "bornTimestamp").value_or(clock_->now_ms());
   op.message.born_host = conns_[conn].peer;
   op.message.reconsume_times = static_cast<int32_t>(reconsume);
   submit(index, [&](uint64_t tag) { return session_->send_async(op.message, tag); });
@@ -559,7 +553,7 @@ void BrokerReactor::handle_heartbeat(uint32_t conn, const RemotingCommand& reque
                       "HEART_BEAT body is not a heartbeat (JSON with clientID)" +
                           (json.is_ok() ? std::string() : ": " + json.status().message()));
   }
-  const int64_t now = wall_ms();
+  const int64_t now = clock_->now_ms();
   if (const JsonValue* set = json->find("consumerDataSet"); set != nullptr && set->is_array()) {
     for (const JsonValue& consumer : set->items()) {
       const JsonValue* group = consumer.find("groupName");

@@ -13,6 +13,7 @@
 
 #include "engine/message_codec.h"
 #include "engine/store.h"
+#include "io/clock.h"
 #include "io/net_ring.h"
 #include "io/waker.h"
 #include "net/broker_config.h"
@@ -98,6 +99,7 @@ class BrokerReactor {
   void drain_store();
   void resume_connections();
   void sweep(int64_t now_ms);
+  io::Status poll_once(int64_t timeout_ms);
   int64_t wait_timeout_ms() const;
   io::Status shut_down();
 
@@ -140,6 +142,8 @@ class BrokerReactor {
 
   const BrokerConfig& config_;
   Store& store_;
+  io::SystemClock system_clock_;
+  io::Clock* clock_;  // the store's clock (StoreOptions::clock), else the system clock
   std::unique_ptr<Session> session_;
   std::unique_ptr<io::NetRing> ring_;
   io::Waker* store_waker_;
@@ -164,6 +168,7 @@ class BrokerReactor {
   // Consumer group -> client id -> last heartbeat (ms).
   std::map<std::string, std::map<std::string, int64_t>, std::less<>> consumers_;
   std::array<Completion, 256> completions_{};
+  std::array<io::NetCompletion, 256> events_{};
 };
 
 }  // namespace uringmq::net
