@@ -3,7 +3,7 @@
 // mid-send and mid-delivery. After each kill the store reopens, every pending delayed message
 // is delivered, and reading every real queue from its start must show each acknowledged
 // message exactly once, and no other message more than once.
-// Method: fork/exec uringmq_delay_child on one store for many cycles; a printed seed.
+// Method: fork/exec uringmq_deferred_child delay on one store for many cycles; a printed seed.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -19,7 +19,7 @@
 #include "engine/message_codec.h"
 #include "engine/properties.h"
 #include "engine/store.h"
-#include "tests/crash/delay_store_options.h"
+#include "tests/crash/deferred_store_options.h"
 #include "tests/support/env.h"
 #include "tests/support/kill_child.h"
 #include "tests/support/temp_dir.h"
@@ -68,7 +68,7 @@ TEST(DelayKill9, DelayedMessagesAreDeliveredExactlyOnce) {
   uint64_t next_seq = 0, lost = 0, duplicated = 0, delivered = 0;
   for (int cycle = 0; cycle < cycles; cycle++) {
     const std::string out = dir.path() + "/child-" + std::to_string(cycle) + ".out";
-    std::string killed = testing::run_then_kill(DELAY_CHILD_PATH, {data, std::to_string(next_seq)},
+    std::string killed = testing::run_then_kill(DEFERRED_CHILD_PATH, {"delay", data, std::to_string(next_seq)},
                                                 out, 200 + static_cast<int>(rng() % 600));
     ASSERT_EQ(killed, "") << "cycle " << cycle;
     std::ifstream in(out);
@@ -77,7 +77,7 @@ TEST(DelayKill9, DelayedMessagesAreDeliveredExactlyOnce) {
     while (in >> tag >> seq) {
       if (tag == "A") acked.insert(seq);
     }
-    auto store = Store::open(testing::delay_store_options(data));
+    auto store = Store::open(testing::deferred_store_options(data));
     ASSERT_TRUE(store.is_ok()) << "cycle " << cycle << ": " << store.status().to_string();
     // Let every pending delayed message fall due and be delivered.
     for (int i = 0; i < 500; i++) {

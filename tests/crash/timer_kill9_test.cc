@@ -4,7 +4,7 @@
 // mid-send, mid-delivery and mid-roll. After each kill the store reopens, every pending timer
 // falls due, and reading every real queue from its start must show each acknowledged message
 // exactly once, and no other message more than once.
-// Method: fork/exec uringmq_timer_child on one store for many cycles; a printed seed.
+// Method: fork/exec uringmq_deferred_child timer on one store for many cycles; a printed seed.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -20,7 +20,7 @@
 #include "engine/message_codec.h"
 #include "engine/properties.h"
 #include "engine/store.h"
-#include "tests/crash/timer_store_options.h"
+#include "tests/crash/deferred_store_options.h"
 #include "tests/support/env.h"
 #include "tests/support/kill_child.h"
 #include "tests/support/temp_dir.h"
@@ -69,7 +69,7 @@ TEST(TimerKill9, TimedMessagesAreDeliveredExactlyOnce) {
   uint64_t next_seq = 0, lost = 0, duplicated = 0, delivered = 0;
   for (int cycle = 0; cycle < cycles; cycle++) {
     const std::string out = dir.path() + "/child-" + std::to_string(cycle) + ".out";
-    std::string killed = testing::run_then_kill(TIMER_CHILD_PATH, {data, std::to_string(next_seq)},
+    std::string killed = testing::run_then_kill(DEFERRED_CHILD_PATH, {"timer", data, std::to_string(next_seq)},
                                                 out, 200 + static_cast<int>(rng() % 600));
     ASSERT_EQ(killed, "") << "cycle " << cycle;
     std::ifstream in(out);
@@ -78,7 +78,7 @@ TEST(TimerKill9, TimedMessagesAreDeliveredExactlyOnce) {
     while (in >> tag >> seq) {
       if (tag == "A") acked.insert(seq);
     }
-    auto store = Store::open(testing::timer_store_options(data));
+    auto store = Store::open(testing::deferred_store_options(data));
     ASSERT_TRUE(store.is_ok()) << "cycle " << cycle << ": " << store.status().to_string();
     // Let every pending timer fall due (3 s at most) and be delivered.
     std::this_thread::sleep_for(std::chrono::milliseconds(3500));

@@ -1,6 +1,8 @@
-// Child of timer_kill9_test: sends timed messages (TIMER_DELAY_MS 50 ms to 3 s) through a real
-// Store, SYNC_FLUSH, keeping a window in flight, and prints "A <seq>" for each acknowledged send.
-// Runs until killed. Usage: uringmq_timer_child <data dir> <first seq>
+// Child of delay_kill9_test and timer_kill9_test: sends deferred messages through a real Store,
+// SYNC_FLUSH, keeping a window in flight, and prints "A <seq>" for each acknowledged send. Kind
+// "delay": delay levels 1-4 (50-300 ms), topic DelayTopic; kind "timer": TIMER_DELAY_MS 50 ms to
+// 3 s (over a 1.4 s wheel horizon, so some are rolled forward), topic TimerTopic.
+// Runs until killed. Usage: uringmq_deferred_child delay|timer <data dir> <first seq>
 #include <array>
 #include <cstdio>
 #include <cstdlib>
@@ -9,18 +11,21 @@
 
 #include "engine/properties.h"
 #include "engine/store.h"
-#include "tests/crash/timer_store_options.h"
+#include "tests/crash/deferred_store_options.h"
 
 int main(int argc, char** argv) {
-  if (argc != 3) return 2;
-  auto store = uringmq::Store::open(uringmq::testing::timer_store_options(argv[1]));
+  if (argc != 4) return 2;
+  const std::string kind = argv[1];
+  if (kind != "delay" && kind != "timer") return 2;
+  const bool timed = kind == "timer";
+  auto store = uringmq::Store::open(uringmq::testing::deferred_store_options(argv[2]));
   if (!store.is_ok()) {
     std::fprintf(stderr, "open: %s\n", store.status().to_string().c_str());
     return 1;
   }
   auto session = (*store)->open_session();
   if (!session.is_ok()) return 1;
-  const uint64_t first = std::strtoull(argv[2], nullptr, 10);
+  const uint64_t first = std::strtoull(argv[3], nullptr, 10);
   constexpr uint64_t kWindow = 64;
   std::vector<std::string> properties(kWindow);
   std::vector<std::string> bodies(kWindow);
@@ -44,11 +49,15 @@ int main(int argc, char** argv) {
     free_slots.pop_back();
     properties[slot].clear();
     uringmq::engine::append_property(properties[slot], "S", std::to_string(seq));
-    uringmq::engine::append_property(properties[slot], "TIMER_DELAY_MS",
-                                     std::to_string(50 + seq * 7919 % 2950));
-    bodies[slot] = "timed message " + std::to_string(seq);
+    if (timed) {
+      uringmq::engine::append_property(properties[slot], "TIMER_DELAY_MS",
+                                       std::to_string(50 + seq * 7919 % 2950));
+    } else {
+      uringmq::engine::append_property(properties[slot], "DELAY", std::to_string(1 + seq % 4));
+    }
+    bodies[slot] = (timed ? "timed message " : "delayed message ") + std::to_string(seq);
     uringmq::Message m;
-    m.topic = "TimerTopic";
+    m.topic = timed ? "TimerTopic" : "DelayTopic";
     m.queue_id = static_cast<int32_t>(seq % 4);
     m.properties = properties[slot];
     m.body = std::as_bytes(std::span(bodies[slot].data(), bodies[slot].size()));

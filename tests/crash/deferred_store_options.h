@@ -1,12 +1,13 @@
 #pragma once
-// The store options shared by delay_kill9_test and its child: short custom delay levels.
+// The store options shared by delay_kill9_test, timer_kill9_test and their child
+// (deferred_child.cc): short custom delay levels and a short timer-wheel horizon.
 #include <string>
 
 #include "engine/store.h"
 
 namespace uringmq::testing {
 
-inline StoreOptions delay_store_options(const std::string& dir) {
+inline StoreOptions deferred_store_options(const std::string& dir) {
   StoreOptions options;
   options.data_dir = dir;
   options.shard_count = 2;
@@ -15,6 +16,9 @@ inline StoreOptions delay_store_options(const std::string& dir) {
   options.log.write_buffer_bytes = 1u << 20;
   options.log.limits.max_body_bytes = 64u << 10;
   options.message_delay_level = "50ms 100ms 200ms 300ms";
+  // Timed messages: 16 slots of 100 ms, a 1.4 s horizon, so 3 s timers are rolled forward.
+  options.timer_bucket_ms = 100;
+  options.timer_slot_count = 16;
   return options;
 }
 
