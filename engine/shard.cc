@@ -262,7 +262,9 @@ void Shard::finish() {
     for (size_t i = 0; i < n; i++) route(completions[i]);
   }
   io::Status cq_status = cq_->close();
-  log_->set_checkpoint_limit(cq_->durable_dispatched());
+  // The offsets table persists below what it holds; copies still waiting to be durable are not
+  // in it, so the final checkpoint stays below them and the next open's scan finds their markers.
+  log_->set_checkpoint_limit(std::min(cq_->durable_dispatched(), internal_ack_low_water()));
   io::Status offsets_status = offsets_->close();
   stop_status_ = log_->close();
   if (stop_status_.is_ok()) stop_status_ = cq_status;
@@ -278,8 +280,8 @@ void Shard::submit_work() {
   log_->submit_work();
   cq_->submit_work();
   offsets_->submit_work();
-  log_->set_checkpoint_limit(
-      std::min({cq_->durable_dispatched(), delivery_low_water(), timer_low_water()}));
+  log_->set_checkpoint_limit(std::min({cq_->durable_dispatched(), delivery_low_water(),
+                                       timer_low_water(), internal_ack_low_water()}));
 }
 
 void Shard::route(const io::IoCompletion& completion) {
@@ -520,10 +522,18 @@ void Shard::deliver_acks() {
     for (size_t i = 0; i < n; i++) {
       const engine::Ack& ack = acks[i];
       PendingAppend& pending = pending_[ack.tag];
-      if (timer_ack(pending, ack.offset.value, ack.outcome == engine::AckOutcome::ok)) {
-      } else if (pending.slot == kInternalSlot) {
-        delivery_acked(static_cast<uint32_t>(pending.tag), ack.offset.value,
-                       ack.outcome == engine::AckOutcome::ok);
+      const bool ok = ack.outcome == engine::AckOutcome::ok;
+      if (pending.slot != kInternalSlot) {
+        (void)timer_ack(pending, ack.offset.value, ok);  // a cancel's record
+      } else if (ok && !stepped_.unsafe_progress_before_durable &&
+                 (!durable_waits_.empty() ||
+                        log_->durable_offset().value < ack.offset.value + pending.size_bytes)) {
+        // async_flush acknowledges when written: the copy is visible now, but its progress
+        // must not reach the offsets table (which may persist first) before the copy is
+        // durable, or a power loss would lose a delivered message.
+        durable_waits_.push_back(DurableWait{pending, ack.offset.value});
+      } else {
+        internal_acked(pending, ack.offset.value, ok);
       }
       Completion done;
       done.tag = pending.tag;
@@ -541,12 +551,34 @@ void Shard::deliver_acks() {
       note_segment_first_timestamp(ack.offset.value, pending.store_timestamp_ms);
     }
   }
+  release_durable_internal_acks();
   const uint64_t before = dispatcher_->dispatched();
   io::Status s = dispatcher_->pump(*cq_);
   // A unit the ConsumeQueue refuses for another reason than a full ring means its files failed
   // (it has fail-stopped) or a bug; nothing more is dispatched and the shard keeps the error.
   UMQ_ASSERT_MSG(s.is_ok() || cq_->fail_stopped(), s.to_string().c_str());
   if (dispatcher_->dispatched() != before) dispatched_since_check_ = true;
+}
+
+void Shard::internal_acked(const PendingAppend& pending, uint64_t log_offset, bool ok) {
+  if (!timer_ack(pending, log_offset, ok)) {
+    delivery_acked(static_cast<uint32_t>(pending.tag), log_offset, ok);
+  }
+}
+
+void Shard::release_durable_internal_acks() {
+  const uint64_t durable = log_->durable_offset().value;
+  while (!durable_waits_.empty() &&
+         durable_waits_.front().log_offset + durable_waits_.front().pending.size_bytes <= durable) {
+    internal_acked(durable_waits_.front().pending, durable_waits_.front().log_offset, true);
+    durable_waits_.pop_front();
+  }
+}
+
+// Until a waiting copy's progress is committed and persisted, recovery must find its marker.
+uint64_t Shard::internal_ack_low_water() const {
+  if (stepped_.unsafe_checkpoint_past_deliveries) return UINT64_MAX;  // the simulation's canary
+  return durable_waits_.empty() ? UINT64_MAX : durable_waits_.front().log_offset;
 }
 
 void Shard::answer_flushes() {

@@ -12,6 +12,7 @@
 #include <span>
 #include <string_view>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
 #include <thread>
@@ -77,9 +78,10 @@ class Shard {
   // the disk's crash() or crash_process() followed by destroying the shard without closing it.
   struct SteppedOptions {
     // Canaries that break exactly-once delivery on purpose, so the simulation proves it can
-    // catch duplicates. Never set outside that test.
+    // catch duplicates (and losses). Never set outside that test.
     bool unsafe_ignore_delivery_markers = false;     // recovery does not read __UMQ_DLV
     bool unsafe_checkpoint_past_deliveries = false;  // checkpoint not held below deliveries
+    bool unsafe_progress_before_durable = false;     // async_flush: commit progress when written
   };
   Shard(uint32_t index, const StoreOptions& options, const sched::DelayLevels& levels,
         std::vector<std::unique_ptr<SessionSlot>>& slots, std::unique_ptr<io::Disk> disk,
@@ -219,6 +221,11 @@ class Shard {
   void load_schedule_progress();
   int64_t schedule_deadline_ms() const;
   uint64_t delivery_low_water();
+  // The acknowledgement of the shard's own append (a delivery, a roll): progress moves. Under
+  // async_flush it waits in durable_waits_ until the record is durable (see deliver_acks).
+  void internal_acked(const PendingAppend& pending, uint64_t log_offset, bool ok);
+  void release_durable_internal_acks();
+  uint64_t internal_ack_low_water() const;
   void publish_schedule_stats();
   int32_t parked_queue_id() const;
 
@@ -281,6 +288,13 @@ class Shard {
   size_t schedule_queues_seen_ = SIZE_MAX;  // cq_->queue_count() when levels were last looked up
   // Deliveries whose progress is committed but not yet persisted: (log offset, cycles needed).
   std::vector<std::pair<uint64_t, uint64_t>> unpersisted_deliveries_;
+  // async_flush: the shard's own appends acknowledged (written, visible) but not yet durable, in
+  // log order; their progress is committed only once the log is durable past their end.
+  struct DurableWait {
+    PendingAppend pending;
+    uint64_t log_offset = 0;
+  };
+  std::deque<DurableWait> durable_waits_;
   uint64_t first_marker_offset_ = UINT64_MAX;  // lowest delivery record recovery's scan saw
   // Timed messages: the wheel (slots on disk, near window in memory) and a delivery batch.
   std::unique_ptr<engine::TimerWheel> wheel_;
