@@ -20,6 +20,7 @@ namespace {
 constexpr uint64_t kWakerTag = 0xA0ULL << 56;
 constexpr uint64_t kTimerTag = 0xA1ULL << 56;
 constexpr int64_t kMaxSleepMs = 100;
+constexpr int64_t kMinSleepNs = 20'000;  // a deadline already passed: poll again almost at once
 }  // namespace
 
 Shard::Shard(uint32_t index, const StoreOptions& options, const sched::DelayLevels& levels,
@@ -36,7 +37,9 @@ Shard::Shard(uint32_t index, const StoreOptions& options, const sched::DelayLeve
       level_states_(levels.max_level()),
       slots_(slots),
       disk_(std::move(disk)),
-      clock_(options.clock != nullptr ? options.clock : &system_clock_) {}
+      clock_(options.clock != nullptr ? options.clock : &system_clock_) {
+  armed_wake_ns_.fill(INT64_MAX);
+}
 
 // ---- Stepped mode: the loop's iteration, driven by the caller (no thread, waker or timer) ----
 
@@ -289,8 +292,8 @@ void Shard::route(const io::IoCompletion& completion) {
   if (user_data == kWakerTag) {
     waker_armed_ = false;
     if (!stop_requested_.load(std::memory_order_acquire)) arm_waker();
-  } else if (user_data == kTimerTag) {
-    timer_armed_ = false;
+  } else if ((user_data & ~uint64_t{0xFF}) == kTimerTag) {
+    armed_wake_ns_[user_data & 0xFF] = INT64_MAX;
   } else if (engine::CommitLog::owns(user_data)) {
     log_->complete(completion);
   } else if (engine::CqStore::owns(user_data)) {
@@ -335,14 +338,25 @@ void Shard::sleep() {
     sleeping_.store(false, std::memory_order_seq_cst);
     return;
   }
-  if (!timer_armed_) {
-    int64_t deadline = next_deadline_ms();
-    int64_t wait_ms = std::clamp<int64_t>(deadline - now_ms(), 1, kMaxSleepMs);
+  // The log, queues, offsets, held pulls and retention keep ms deadlines (at least 1 ms away, as
+  // before); delay levels and timers are woken for to the nanosecond.
+  const int64_t mono = clock_->monotonic_ns();
+  const int64_t others_ms = std::min({log_->next_deadline_ms(), cq_->next_deadline_ms(),
+                                      offsets_->next_deadline_ms(), next_held_deadline_ms(),
+                                      last_clean_ms_ + options_.clean_interval_ms});
+  int64_t wake = std::min(schedule_wake_ns(), mono + kMaxSleepMs * 1'000'000);
+  if (others_ms != INT64_MAX) {
+    wake = std::min(wake, std::max(others_ms * 1'000'000, mono + 1'000'000));
+  }
+  wake = std::max(wake, mono + kMinSleepNs);
+  auto earliest = std::min_element(armed_wake_ns_.begin(), armed_wake_ns_.end());
+  auto free_slot = std::find(armed_wake_ns_.begin(), armed_wake_ns_.end(), INT64_MAX);
+  if (wake < *earliest && free_slot != armed_wake_ns_.end()) {
     io::IoRequest req;
     req.kind = io::OpKind::timeout;
-    req.timeout_ns = wait_ms * 1'000'000;
-    req.user_data = kTimerTag;
-    if (disk_->submit(req).is_ok()) timer_armed_ = true;
+    req.timeout_ns = wake - mono;
+    req.user_data = kTimerTag | static_cast<uint64_t>(free_slot - armed_wake_ns_.begin());
+    if (disk_->submit(req).is_ok()) *free_slot = wake;
   }
   reap(io::Wait::at_least_one);
   sleeping_.store(false, std::memory_order_seq_cst);

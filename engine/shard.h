@@ -220,6 +220,9 @@ class Shard {
   void note_delivery_marker(uint64_t log_offset, const engine::MessageView& record);
   void load_schedule_progress();
   int64_t schedule_deadline_ms() const;
+  // Monotonic ns at which delay levels or timers fall due (INT64_MAX: none): the shard wakes
+  // then, to the nanosecond, not at the next whole millisecond.
+  int64_t schedule_wake_ns() const;
   uint64_t delivery_low_water();
   // The acknowledgement of the shard's own append (a delivery, a roll): progress moves. Under
   // async_flush it waits in durable_waits_ until the record is durable (see deliver_acks).
@@ -251,7 +254,8 @@ class Shard {
   void timer_record_ready(int64_t result);
   void note_timer_record(uint64_t log_offset, const engine::MessageView& record);
   void load_timer_state();
-  int64_t timer_deadline_ms() const;
+  // Wall ms at which the timers need the loop (INT64_MIN: now; INT64_MAX: never).
+  int64_t timer_due_wall_ms() const;
   uint64_t timer_low_water();
   void publish_timer_stats();
   bool timer_busy() const { return timer_stage_ != TimerStage::none; }
@@ -351,7 +355,10 @@ class Shard {
 
   std::atomic<bool> sleeping_{false};
   bool waker_armed_ = false;
-  bool timer_armed_ = false;
+  // io_uring timeouts in flight (monotonic ns they fire at; INT64_MAX: free). A sleep arms one
+  // more when its deadline is earlier than every armed one, so an earlier due head found after a
+  // wake-up is never left waiting for an older, later timeout.
+  std::array<int64_t, 8> armed_wake_ns_;
 
   // Shard-thread state.
   std::vector<PendingAppend> pending_;     // by CommitLog tag

@@ -122,12 +122,18 @@ void Shard::load_schedule_progress() {
   }
 }
 
-int64_t Shard::schedule_deadline_ms() const {
-  const int64_t timers = timer_deadline_ms();
-  int64_t due = INT64_MAX;
+int64_t Shard::schedule_wake_ns() const {
+  int64_t due = timer_due_wall_ms();
   for (const LevelState& state : level_states_) due = std::min(due, state.due_wall_ms);
-  if (due == INT64_MAX) return timers;
-  return std::min(timers, now_ms() + std::max<int64_t>(0, due - clock_->now_ms()));
+  if (due == INT64_MAX) return INT64_MAX;
+  const int64_t mono = clock_->monotonic_ns();
+  if (due == INT64_MIN) return mono;
+  return mono + std::max<int64_t>(0, due * 1'000'000 - clock_->now_ns());
+}
+
+int64_t Shard::schedule_deadline_ms() const {
+  const int64_t wake = schedule_wake_ns();
+  return wake == INT64_MAX ? INT64_MAX : (wake + 999'999) / 1'000'000;
 }
 
 uint64_t Shard::delivery_low_water() {

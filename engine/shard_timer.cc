@@ -562,14 +562,13 @@ uint64_t Shard::timer_low_water() {
   return low;
 }
 
-int64_t Shard::timer_deadline_ms() const {
+int64_t Shard::timer_due_wall_ms() const {
   if (!wheel_) return INT64_MAX;
-  if (!timer_rolls_.empty() || timer_batch_next_ < timer_batch_count_) return now_ms();
-  const int64_t wall = clock_->now_ms();
+  if (!timer_rolls_.empty() || timer_batch_next_ < timer_batch_count_) return INT64_MIN;
   // The next bucket boundary brings a new slot into the window; the heap's head is due.
-  int64_t due = (wheel_->bucket_of(wall) + 1) * wheel_->bucket_ms();
+  int64_t due = (wheel_->bucket_of(clock_->now_ms()) + 1) * wheel_->bucket_ms();
   if (!wheel_->empty()) due = std::min(due, wheel_->top().deliver_ms);
-  return now_ms() + std::max<int64_t>(0, due - wall);
+  return due;
 }
 
 void Shard::publish_timer_stats() {

@@ -13,6 +13,8 @@ class Clock {
   virtual ~Clock() = default;
   // Wall clock, milliseconds since the Unix epoch (RocketMQ store timestamps). May step back.
   virtual int64_t now_ms() const = 0;
+  // Wall clock in nanoseconds, for waking exactly at a millisecond boundary of now_ms().
+  virtual int64_t now_ns() const { return now_ms() * 1'000'000; }
   // Monotonic nanoseconds from an arbitrary origin, for intervals and latencies.
   virtual int64_t monotonic_ns() const = 0;
 };
@@ -20,6 +22,7 @@ class Clock {
 class SystemClock final : public Clock {
  public:
   int64_t now_ms() const override;
+  int64_t now_ns() const override;
   int64_t monotonic_ns() const override;
 };
 
