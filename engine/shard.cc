@@ -264,7 +264,10 @@ void Shard::finish() {
   io::Status cq_status = cq_->close();
   // The offsets table persists below what it holds; copies still waiting to be durable are not
   // in it, so the final checkpoint stays below them and the next open's scan finds their markers.
-  log_->set_checkpoint_limit(std::min(cq_->durable_dispatched(), internal_ack_low_water()));
+  // A timer slot's finished units above its progress are known only from their markers too (the
+  // slot's hold): the checkpoint stays below them, or the next open rolls or delivers them again.
+  log_->set_checkpoint_limit(std::min(
+      {cq_->durable_dispatched(), internal_ack_low_water(), timer_low_water()}));
   io::Status offsets_status = offsets_->close();
   stop_status_ = log_->close();
   if (stop_status_.is_ok()) stop_status_ = cq_status;
