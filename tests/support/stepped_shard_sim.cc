@@ -8,6 +8,7 @@
 
 #include "engine/log_scanner.h"
 #include "engine/properties.h"
+#include "tests/support/env.h"
 #include "tests/support/log_fixture.h"
 
 namespace uringmq::testing {
@@ -70,7 +71,8 @@ SteppedShardSim::SteppedShardSim(uint64_t seed, const SimSeedOptions& seed_optio
       layout_(layout),
       levels_(*sched::DelayLevels::parse(layout.delay_levels)),
       seed_(seed),
-      verbose_(std::getenv("URINGMQ_SIM_VERBOSE") != nullptr) {
+      verbose_(std::getenv("URINGMQ_SIM_VERBOSE") != nullptr),
+      trace_key_(env_u64("URINGMQ_SIM_TRACE_KEY", UINT64_MAX)) {
   io::SimDiskOptions d;
   d.seed = seed;
   d.poll_complete_probability = 0.1 + 0.8 * rng_.unit();
@@ -369,6 +371,13 @@ bool SteppedShardSim::check(SimTotals& totals, std::string* problem) {
         const bool user_topic = std::find(layout_.topics.begin(), layout_.topics.end(),
                                           r.topic) != layout_.topics.end();
         std::optional<uint64_t> key = key_of(r);
+        if (key && *key == trace_key_) {
+          std::printf("trace key %llu: @%llu %.*s/%d store_ms=%lld %.*s\n",
+                      (unsigned long long)*key, (unsigned long long)offset,
+                      static_cast<int>(r.topic.size()), r.topic.data(), r.queue_id,
+                      (long long)r.store_timestamp_ms, static_cast<int>(r.user_properties.size()),
+                      r.user_properties.data());
+        }
         if (!key || *key >= puts_.size()) {
           if (user_topic) totals.phantom++;
           return;

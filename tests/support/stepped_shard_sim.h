@@ -250,7 +250,8 @@ class SteppedShardSim {
   uint64_t seed_ = 0;
   uint32_t cycle_index_ = 0;
   std::vector<int64_t> cycle_end_ms_;  // by cycle
-  const bool verbose_;
+  const bool verbose_;        // URINGMQ_SIM_VERBOSE: a line per open and per cycle
+  const uint64_t trace_key_;  // URINGMQ_SIM_TRACE_KEY=k: the check prints put k's records
 };
 
 }  // namespace uringmq::testing
