@@ -175,6 +175,9 @@ io::Status Shard::init_after_recovery() {
   dispatcher_->set_dispatched(log_->appended_offset().value);
   load_schedule_progress();
   load_timer_state();
+  // Before the loop's first submit_work() may write a checkpoint: not past the markers recovery
+  // found (the timer slots' holds), or a crash soon after would deliver those timers again.
+  limit_checkpoint();
   delivery_record_.resize(std::max<size_t>(
       1u << 20, options_.log.limits.max_body_bytes + engine::kMaxPropertiesBytes + 1024));
   scratch_properties_.reserve(engine::kMaxPropertiesBytes + 256);
@@ -283,6 +286,10 @@ void Shard::submit_work() {
   log_->submit_work();
   cq_->submit_work();
   offsets_->submit_work();
+  limit_checkpoint();
+}
+
+void Shard::limit_checkpoint() {
   log_->set_checkpoint_limit(std::min({cq_->durable_dispatched(), delivery_low_water(),
                                        timer_low_water(), internal_ack_low_water()}));
 }
