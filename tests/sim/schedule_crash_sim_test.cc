@@ -31,12 +31,7 @@
 namespace uringmq {
 namespace {
 
-using testing::SimCopy;
-using testing::SimPut;
-using testing::SimSeedOptions;
-using testing::SimSource;
-using testing::SimTotals;
-using testing::SimVerdict;
+using namespace testing;  // the stepped-shard harness
 
 constexpr std::string_view kLevels = "10ms 50ms 200ms 1s";
 constexpr std::string_view kDelayTopic = "DelayTopic";
@@ -123,29 +118,17 @@ SimSeedOptions seed_options_with(const Shard::SteppedOptions& stepped) {
 }
 
 TEST(ScheduleCrashSim, DelayedMessagesAreDeliveredExactlyOnceAcrossCrashes) {
-  const uint64_t first = testing::env_u64("URINGMQ_SEED", 1);
-  const uint64_t seeds =
-      std::getenv("URINGMQ_SEED") ? 1 : testing::env_u64("URINGMQ_SCHEDULE_SIM_SEEDS", 500);
   SimTotals totals;
-  for (uint64_t seed = first; seed < first + seeds; seed++) {
-    std::string problem;
-    run_seed(seed, seed_options_with({}), totals, &problem);
-    if (!problem.empty()) {
-      totals.failures++;
-      ADD_FAILURE() << "seed " << seed << ": " << problem << "\nreproduce: URINGMQ_SEED=" << seed
-                    << " ctest -R schedule_crash_sim_test";
-    }
-  }
+  const uint64_t seeds = env_u64("URINGMQ_SCHEDULE_SIM_SEEDS", 500);
+  run_seeds(
+      "URINGMQ_SCHEDULE_SIM_SEEDS", 500, " ctest -R schedule_crash_sim_test",
+      [](uint64_t seed, SimTotals& t, std::string* problem) {
+        run_seed(seed, seed_options_with({}), t, problem);
+      },
+      totals);
   print_summary("exactly-once", totals);
-  EXPECT_EQ(totals.failures, 0u);
-  EXPECT_EQ(totals.lost, 0u);
-  EXPECT_EQ(totals.duplicated, 0u);
-  EXPECT_EQ(totals.early, 0u);
-  EXPECT_EQ(totals.phantom, 0u);
-  EXPECT_GT(totals.acked_deferred, 0u);
-  EXPECT_GT(totals.power_crashes, 0u);
-  EXPECT_GT(totals.process_crashes, 0u);
-  if (seeds >= 100) {
+  expect_exactly_once(totals);
+  if (!std::getenv("URINGMQ_SEED") && seeds >= 100) {
     EXPECT_GT(totals.async_power_crashes, 0u);
   }
 }
@@ -155,13 +138,12 @@ TEST(ScheduleCrashSim, DelayedMessagesAreDeliveredExactlyOnceAcrossCrashes) {
 void expect_canary_caught(const char* mode, const Shard::SteppedOptions& stepped,
                           uint64_t SimTotals::*caught = &SimTotals::duplicated,
                           uint64_t seeds = 50) {
-  SimTotals totals;
-  for (uint64_t seed = 1; seed <= seeds && totals.*caught == 0; seed++) {
-    std::string problem;
-    run_seed(seed, seed_options_with(stepped), totals, &problem);
-  }
-  print_summary(mode, totals);
-  EXPECT_GT(totals.*caught, 0u) << mode << ": the simulation did not catch the canary";
+  testing::expect_canary_caught(
+      mode,
+      [&](uint64_t seed, SimTotals& t, std::string* problem) {
+        run_seed(seed, seed_options_with(stepped), t, problem);
+      },
+      [](const char* m, const SimTotals& t) { print_summary(m, t); }, caught, seeds);
 }
 
 TEST(ScheduleCrashSim, CanaryIgnoringMarkersIsCaughtDuplicating) {

@@ -34,7 +34,11 @@
 // do not apply to it. The simulation's canaries (recovery ignoring the markers; the checkpoint
 // passing unpersisted deliveries) must be caught duplicating. A failing seed prints the line
 // that reproduces it; URINGMQ_TIMER_SIM_SEEDS sets the seeds (CI default below), URINGMQ_SEED=n
-// replays one, URINGMQ_TIMER_SIM_ASYNC_POWER=1 lets power-loss cycles run ASYNC_FLUSH too.
+// replays one. URINGMQ_TIMER_SIM_ASYNC_POWER=1 lets power-loss cycles run ASYNC_FLUSH too (an
+// acknowledged put lost with its record is allowed, counted in async_lost; a record that survived
+// must be served): off by default while timers still lose there (2,000 seeds: 5 fail, e.g.
+// URINGMQ_SEED=995 URINGMQ_TIMER_SIM_ASYNC_POWER=1: a rolled timer's record survives, never
+// delivered).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -53,17 +57,12 @@
 namespace uringmq {
 namespace {
 
-using testing::SimCopy;
-using testing::SimPut;
-using testing::SimSeedOptions;
-using testing::SimSource;
-using testing::SimTotals;
-using testing::SimVerdict;
+using namespace testing;  // the stepped-shard harness
 
 constexpr std::string_view kTimedTopic = "TimedTopic";
 constexpr std::string_view kPlainTopic = "PlainTopic";
 constexpr int32_t kQueues = 3;
-constexpr uint64_t kDefaultSeeds = 300;  // CI: about 6 s in RelWithDebInfo on 2 shared cores
+constexpr uint64_t kDefaultSeeds = 300;  // CI: about 7 s in RelWithDebInfo on 2 shared cores
 
 int64_t parse_ms(std::string_view properties, std::string_view name) {
   auto v = engine::find_property(properties, name);
@@ -310,49 +309,44 @@ void print_summary(const char* mode, const SimTotals& t, const TimerTotals& tt) 
 }
 
 TEST(TimerCrashSim, TimedMessagesAreDeliveredExactlyOnceAcrossCrashes) {
-  const uint64_t first = testing::env_u64("URINGMQ_SEED", 1);
-  const uint64_t seeds =
-      std::getenv("URINGMQ_SEED") ? 1 : testing::env_u64("URINGMQ_TIMER_SIM_SEEDS", kDefaultSeeds);
   SimSeedOptions seed_options;
-  seed_options.async_power_loss = testing::env_u64("URINGMQ_TIMER_SIM_ASYNC_POWER", 0) != 0;
+  seed_options.async_power_loss = env_u64("URINGMQ_TIMER_SIM_ASYNC_POWER", 0) != 0;
   SimTotals totals;
   TimerTotals timer_totals;
-  for (uint64_t seed = first; seed < first + seeds; seed++) {
-    std::string problem;
-    run_seed(seed, seed_options, totals, timer_totals, &problem);
-    if (!problem.empty()) {
-      totals.failures++;
-      ADD_FAILURE() << "seed " << seed << ": " << problem << "\nreproduce: URINGMQ_SEED=" << seed
-                    << (seed_options.async_power_loss ? " URINGMQ_TIMER_SIM_ASYNC_POWER=1" : "")
-                    << " ctest -R timer_crash_sim_test";
-    }
-  }
+  run_seeds(
+      "URINGMQ_TIMER_SIM_SEEDS", kDefaultSeeds,
+      std::string(seed_options.async_power_loss ? " URINGMQ_TIMER_SIM_ASYNC_POWER=1" : "") +
+          " ctest -R timer_crash_sim_test",
+      [&](uint64_t seed, SimTotals& t, std::string* problem) {
+        run_seed(seed, seed_options, t, timer_totals, problem);
+      },
+      totals);
   print_summary(seed_options.async_power_loss ? "exactly-once-async-power" : "exactly-once",
                 totals, timer_totals);
-  EXPECT_EQ(totals.failures, 0u);
-  EXPECT_EQ(totals.lost, 0u);
-  EXPECT_EQ(totals.duplicated, 0u);
-  EXPECT_EQ(totals.early, 0u);
-  EXPECT_EQ(totals.phantom, 0u);
+  expect_exactly_once(totals);
   EXPECT_EQ(totals.delivered_never, 0u);
-  EXPECT_GT(totals.acked_deferred, 0u);
-  EXPECT_GT(totals.rerouted, 0u);  // rolls happened
-  EXPECT_GT(totals.never_expected, 0u);  // cancels won
-  EXPECT_GT(totals.power_crashes, 0u);
-  EXPECT_GT(totals.process_crashes, 0u);
+  EXPECT_EQ(timer_totals.cancel_lost, 0u);
+  EXPECT_EQ(timer_totals.bad_deliver_time, 0u);
+  if (!std::getenv("URINGMQ_SEED")) {
+    EXPECT_GT(totals.rerouted, 0u);        // rolls happened
+    EXPECT_GT(totals.never_expected, 0u);  // cancels won
+    if (seed_options.async_power_loss) {
+      EXPECT_GT(totals.async_power_crashes, 0u);
+    }
+  }
 }
 
 // Each canary breaks one half of exactly-once; the simulation must see duplicates within a few
 // seeds, or it could not have seen them in the real code either.
 void expect_canary_caught(const char* mode, const Shard::SteppedOptions& stepped) {
-  SimTotals totals;
   TimerTotals timer_totals;
-  for (uint64_t seed = 1; seed <= 50 && totals.duplicated == 0; seed++) {
-    std::string problem;
-    run_seed(seed, SimSeedOptions{stepped}, totals, timer_totals, &problem);
-  }
-  print_summary(mode, totals, timer_totals);
-  EXPECT_GT(totals.duplicated, 0u) << mode << ": the simulation did not catch the duplicates";
+  testing::expect_canary_caught(
+      mode,
+      [&](uint64_t seed, SimTotals& t, std::string* problem) {
+        run_seed(seed, SimSeedOptions{stepped}, t, timer_totals, problem);
+      },
+      [&](const char* m, const SimTotals& t) { print_summary(m, t, timer_totals); },
+      &SimTotals::duplicated, 50);
 }
 
 TEST(TimerCrashSim, CanaryIgnoringMarkersIsCaughtDuplicating) {

@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <optional>
 
+#include <gtest/gtest.h>
+
 #include "engine/log_scanner.h"
 #include "engine/properties.h"
 #include "tests/support/env.h"
@@ -62,6 +64,44 @@ void print_summary(const char* name, const char* mode, const SimTotals& t,
   for (const SummaryField& f : fields) line += " " + std::string(f.name) + "=" + std::to_string(f.value);
   for (const SummaryField& f : extra) line += " " + std::string(f.name) + "=" + std::to_string(f.value);
   std::printf("%s\n", line.c_str());
+}
+
+void run_seeds(const char* count_var, uint64_t default_count, const std::string& reproduce,
+               const SimRunSeed& run_seed, SimTotals& totals) {
+  const uint64_t first = env_u64("URINGMQ_SEED", 1);
+  const uint64_t seeds = std::getenv("URINGMQ_SEED") ? 1 : env_u64(count_var, default_count);
+  for (uint64_t seed = first; seed < first + seeds; seed++) {
+    std::string problem;
+    run_seed(seed, totals, &problem);
+    if (!problem.empty()) {
+      totals.failures++;
+      ADD_FAILURE() << "seed " << seed << ": " << problem << "\nreproduce: URINGMQ_SEED=" << seed
+                    << reproduce;
+    }
+  }
+}
+
+void expect_exactly_once(const SimTotals& totals) {
+  EXPECT_EQ(totals.failures, 0u);
+  EXPECT_EQ(totals.lost, 0u);
+  EXPECT_EQ(totals.duplicated, 0u);
+  EXPECT_EQ(totals.early, 0u);
+  EXPECT_EQ(totals.phantom, 0u);
+  EXPECT_GT(totals.acked_deferred, 0u);
+  EXPECT_GT(totals.power_crashes, 0u);
+  EXPECT_GT(totals.process_crashes, 0u);
+}
+
+void expect_canary_caught(const char* mode, const SimRunSeed& run_seed,
+                          const std::function<void(const char*, const SimTotals&)>& print,
+                          uint64_t SimTotals::*caught, uint64_t seeds) {
+  SimTotals totals;
+  for (uint64_t seed = 1; seed <= seeds && totals.*caught == 0; seed++) {
+    std::string problem;
+    run_seed(seed, totals, &problem);
+  }
+  print(mode, totals);
+  EXPECT_GT(totals.*caught, 0u) << mode << ": the simulation did not catch the canary";
 }
 
 SteppedShardSim::SteppedShardSim(uint64_t seed, const SimSeedOptions& seed_options,

@@ -26,6 +26,7 @@
 // Threading: one test thread; everything reproduces from the seed.
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <span>
@@ -165,6 +166,22 @@ struct SimLayout {
   int32_t queues = 3;                           // per topic
   std::string_view delay_levels = "1s";         // StoreOptions::message_delay_level
 };
+
+// ---- Running seeds (both simulations' tests) ----
+// One seed: runs it, adding to totals; *problem stays empty when it passed.
+using SimRunSeed = std::function<void(uint64_t seed, SimTotals& totals, std::string* problem)>;
+// Seeds [URINGMQ_SEED or 1, + count_var or default_count), or only URINGMQ_SEED when it is set;
+// a failing seed adds a test failure ending in the line that reproduces it (`reproduce`:
+// what follows URINGMQ_SEED=n on that line).
+void run_seeds(const char* count_var, uint64_t default_count, const std::string& reproduce,
+               const SimRunSeed& run_seed, SimTotals& totals);
+// What every exactly-once run must show (and that it crashed both ways at least once).
+void expect_exactly_once(const SimTotals& totals);
+// Runs seeds 1.. until the counter `caught` moves (at most `seeds`); prints the summary with
+// `print` and fails if the canary was not caught.
+void expect_canary_caught(const char* mode, const SimRunSeed& run_seed,
+                          const std::function<void(const char*, const SimTotals&)>& print,
+                          uint64_t SimTotals::*caught, uint64_t seeds);
 
 class SteppedShardSim {
  public:
