@@ -178,6 +178,9 @@ io::Status Shard::init_after_recovery() {
   dispatcher_->set_dispatched(log_->appended_offset().value);
   load_schedule_progress();
   load_timer_state();
+  // Before the loop's first submit_work() may write a checkpoint: not past the markers recovery
+  // found (the timer slots' holds), or a crash soon after would deliver those timers again.
+  limit_checkpoint();
   delivery_record_.resize(std::max<size_t>(
       1u << 20, options_.log.limits.max_body_bytes + engine::kMaxPropertiesBytes + 1024));
   scratch_properties_.reserve(engine::kMaxPropertiesBytes + 256);
@@ -267,7 +270,10 @@ void Shard::finish() {
   io::Status cq_status = cq_->close();
   // The offsets table persists below what it holds; copies still waiting to be durable are not
   // in it, so the final checkpoint stays below them and the next open's scan finds their markers.
-  log_->set_checkpoint_limit(std::min(cq_->durable_dispatched(), internal_ack_low_water()));
+  // A timer slot's finished units above its progress are known only from their markers too (the
+  // slot's hold): the checkpoint stays below them, or the next open rolls or delivers them again.
+  log_->set_checkpoint_limit(std::min(
+      {cq_->durable_dispatched(), internal_ack_low_water(), timer_low_water()}));
   io::Status offsets_status = offsets_->close();
   stop_status_ = log_->close();
   if (stop_status_.is_ok()) stop_status_ = cq_status;
@@ -283,6 +289,10 @@ void Shard::submit_work() {
   log_->submit_work();
   cq_->submit_work();
   offsets_->submit_work();
+  limit_checkpoint();
+}
+
+void Shard::limit_checkpoint() {
   log_->set_checkpoint_limit(std::min({cq_->durable_dispatched(), delivery_low_water(),
                                        timer_low_water(), internal_ack_low_water()}));
 }

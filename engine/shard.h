@@ -157,6 +157,8 @@ class Shard {
   bool iterate();  // one loop iteration; true when it took requests
   void finish();   // the end of loop(): drain, close
   void submit_work();
+  // The CommitLog's checkpoint stays below every record recovery would still need.
+  void limit_checkpoint();
   bool drain_requests();
   bool handle(uint32_t slot_index, const ShardRequest& request);
   bool handle_append(uint32_t slot_index, const ShardRequest& request);
