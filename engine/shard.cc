@@ -549,14 +549,7 @@ void Shard::deliver_acks() {
       const bool ok = ack.outcome == engine::AckOutcome::ok;
       if (pending.slot != kInternalSlot) {
         (void)timer_ack(pending, ack.offset.value, ok);  // a cancel's record
-      } else if (ok && !stepped_.unsafe_progress_before_durable &&
-                 (!durable_waits_.empty() ||
-                        log_->durable_offset().value < ack.offset.value + pending.size_bytes)) {
-        // async_flush acknowledges when written: the copy is visible now, but its progress
-        // must not reach the offsets table (which may persist first) before the copy is
-        // durable, or a power loss would lose a delivered message.
-        durable_waits_.push_back(DurableWait{pending, ack.offset.value});
-      } else {
+      } else if (!ok || !wait_until_durable(pending, ack.offset.value)) {
         internal_acked(pending, ack.offset.value, ok);
       }
       Completion done;
@@ -582,6 +575,18 @@ void Shard::deliver_acks() {
   // (it has fail-stopped) or a bug; nothing more is dispatched and the shard keeps the error.
   UMQ_ASSERT_MSG(s.is_ok() || cq_->fail_stopped(), s.to_string().c_str());
   if (dispatcher_->dispatched() != before) dispatched_since_check_ = true;
+}
+
+// async_flush acknowledges when written: the copy is visible now, but its progress must not reach
+// the offsets table (which may persist first) before the copy is durable, or a power loss would
+// lose a delivered message. True when the ack waits (in log order behind any waiting already).
+bool Shard::wait_until_durable(const PendingAppend& pending, uint64_t log_offset) {
+  if (stepped_.unsafe_progress_before_durable) return false;  // the simulation's canary
+  if (durable_waits_.empty() && log_offset + pending.size_bytes <= log_->durable_offset().value) {
+    return false;
+  }
+  durable_waits_.push_back(DurableWait{pending, log_offset});
+  return true;
 }
 
 void Shard::internal_acked(const PendingAppend& pending, uint64_t log_offset, bool ok) {

@@ -229,6 +229,7 @@ class Shard {
   // The acknowledgement of the shard's own append (a delivery, a roll): progress moves. Under
   // async_flush it waits in durable_waits_ until the record is durable (see deliver_acks).
   void internal_acked(const PendingAppend& pending, uint64_t log_offset, bool ok);
+  bool wait_until_durable(const PendingAppend& pending, uint64_t log_offset);
   void release_durable_internal_acks();
   uint64_t internal_ack_low_water() const;
   void publish_schedule_stats();
@@ -252,6 +253,7 @@ class Shard {
   void hold_timer_slot(uint32_t slot, uint64_t log_offset);
   // True when the acknowledged append was a timer's copy (handled here).
   bool timer_ack(const PendingAppend& pending, uint64_t log_offset, bool ok);
+  static uint64_t timer_ack_tag(const engine::TimerEntry& e, bool not_delivered);
   void timer_unit_ready(int64_t result);
   void timer_record_ready(int64_t result);
   void note_timer_record(uint64_t log_offset, const engine::MessageView& record);

@@ -152,13 +152,20 @@ void Shard::load_timer_state() {
   timer_rolls_.reserve(kMaxRollsWaiting);
   for (uint32_t k = 0; k < wheel_->slot_count(); k++) {
     engine::TimerWheel::Slot& s = wheel_->slot(k);
-    s.progress = offsets_->query(kTimerProgressGroup, engine::kTimerTopic,
-                                 static_cast<int32_t>(k)).value_or(0);
+    const int64_t persisted = offsets_->query(kTimerProgressGroup, engine::kTimerTopic,
+                                              static_cast<int32_t>(k)).value_or(0);
+    s.progress = 0;
     auto queue = cq_->queue(engine::kTimerTopic, static_cast<int32_t>(k), false);
     if (queue.is_ok()) {
       s.exists = true;
       s.queue = *queue;
-      s.progress = std::max(s.progress, cq_->min_offset(*queue));
+      s.progress = std::clamp(persisted, cq_->min_offset(*queue), cq_->max_offset(*queue));
+    }
+    // Progress past the queue's end would count units that are gone, over offsets new timers
+    // are given (progress only covers durable records, so this is a safety net): corrected.
+    if (s.progress < persisted) {
+      (void)offsets_->commit(kTimerProgressGroup, engine::kTimerTopic, static_cast<int32_t>(k),
+                             s.progress);
     }
     s.scanned = s.progress;
     std::erase_if(s.recovered, [&](const auto& m) { return m.first < s.progress; });
@@ -404,7 +411,11 @@ bool Shard::deliver_timer(const engine::TimerEntry& e, bool roll,
   const bool readable = r.outcome == engine::DecodeOutcome::ok;
   const engine::MessageView& v = r.view;
   if (readable && timer_cancelled(v.user_properties)) {
-    timer_done(e.slot, e.queue_offset);
+    // Skipped: nothing is appended, so under ASYNC_FLUSH the slot's progress must wait for the
+    // timer's own record to be durable. Were the progress persisted first, a power loss taking
+    // the record would leave progress past the queue's end, over offsets new timers reuse.
+    const PendingAppend skip{kInternalSlot, timer_ack_tag(e, true), 0, e.size_bytes, 0, 0, 0};
+    if (!wait_until_durable(skip, e.log_offset)) timer_ack(skip, e.log_offset, true);
     stat_timer_cancelled_.fetch_add(1, std::memory_order_relaxed);
     return true;
   }
@@ -484,10 +495,8 @@ bool Shard::deliver_timer(const engine::TimerEntry& e, bool roll,
   timer_force_park_ = false;
   const uint32_t id = free_pending_.back();
   free_pending_.pop_back();
-  const uint64_t tag = kTimerAckBit | (roll || parked ? kTimerRollBit : 0) |
-                       (uint64_t{e.slot} << 40) |
-                       (static_cast<uint64_t>(e.queue_offset) & kQueueOffsetMask);
-  pending_[id] = PendingAppend{kInternalSlot, tag, next_queue_offset_[*queue],
+  pending_[id] = PendingAppend{kInternalSlot, timer_ack_tag(e, roll || parked),
+                               next_queue_offset_[*queue],
                                appended->size_bytes, appended->store_timestamp_ms, *queue,
                                engine::unit_tags_code(in.topic, in.properties,
                                                       appended->store_timestamp_ms, levels_)};
@@ -501,6 +510,13 @@ bool Shard::deliver_timer(const engine::TimerEntry& e, bool roll,
 }
 
 // ---- Progress ----
+
+// The PendingAppend tag of a timer's copy: its slot and queue offset; not_delivered for a roll,
+// a parked copy or a skipped (cancelled) timer.
+uint64_t Shard::timer_ack_tag(const engine::TimerEntry& e, bool not_delivered) {
+  return kTimerAckBit | (not_delivered ? kTimerRollBit : 0) | (uint64_t{e.slot} << 40) |
+         (static_cast<uint64_t>(e.queue_offset) & kQueueOffsetMask);
+}
 
 void Shard::hold_timer_slot(uint32_t slot, uint64_t log_offset) {
   engine::TimerWheel::Slot& s = wheel_->slot(slot);

@@ -87,6 +87,7 @@ void expect_exactly_once(const SimTotals& totals) {
   EXPECT_EQ(totals.duplicated, 0u);
   EXPECT_EQ(totals.early, 0u);
   EXPECT_EQ(totals.phantom, 0u);
+  if (std::getenv("URINGMQ_SEED") != nullptr) return;  // one seed replayed: no coverage asked
   EXPECT_GT(totals.acked_deferred, 0u);
   EXPECT_GT(totals.power_crashes, 0u);
   EXPECT_GT(totals.process_crashes, 0u);
