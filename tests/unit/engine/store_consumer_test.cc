@@ -36,6 +36,7 @@ StoreOptions options_for(const std::string& dir, io::Clock* clock) {
   o.consume_queue.units_per_file = 1000;
   o.consume_queue.memory_units_per_queue = 64;
   o.clean_interval_ms = 50;
+  o.disk_force_clean_ratio = 1.0;  // the machine's disk use must not delete what tests read
   o.clock = clock;
   return o;
 }
