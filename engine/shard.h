@@ -208,6 +208,7 @@ class Shard {
     std::atomic<int64_t> stat_next_ms{INT64_MAX};
     std::atomic<uint64_t> stat_delivered{0};
     std::atomic<uint64_t> stat_parked{0};
+    std::atomic<uint64_t> stat_deleted{0};
   };
   enum class DeliveryStage : uint8_t { none, unit, record };
   bool rewrite_delayed(const engine::MessageInput& in, engine::MessageInput* out,
@@ -232,6 +233,7 @@ class Shard {
   bool wait_until_durable(const PendingAppend& pending, uint64_t log_offset);
   void release_durable_internal_acks();
   uint64_t internal_ack_low_water() const;
+  void skip_deleted_level_units(LevelState& state, uint32_t level);
   void publish_schedule_stats();
   int32_t parked_queue_id() const;
 
@@ -254,6 +256,7 @@ class Shard {
   // True when the acknowledged append was a timer's copy (handled here).
   bool timer_ack(const PendingAppend& pending, uint64_t log_offset, bool ok);
   static uint64_t timer_ack_tag(const engine::TimerEntry& e, bool not_delivered);
+  void skip_deleted_timer_units(uint32_t slot);
   void timer_unit_ready(int64_t result);
   void timer_record_ready(int64_t result);
   void note_timer_record(uint64_t log_offset, const engine::MessageView& record);
@@ -337,7 +340,7 @@ class Shard {
   std::vector<RecoveredCancel> recovered_cancels_;  // found by recovery's scan, applied at load
   std::atomic<uint64_t> stat_timer_accepted_{0}, stat_timer_in_memory_{0},
       stat_timer_delivered_{0}, stat_timer_rolled_{0}, stat_timer_cancelled_{0},
-      stat_timer_parked_{0};
+      stat_timer_parked_{0}, stat_timer_deleted_{0};
   std::vector<std::unique_ptr<SessionSlot>>& slots_;
   std::thread thread_;
   std::unique_ptr<io::Disk> disk_;

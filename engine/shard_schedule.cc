@@ -162,6 +162,7 @@ void Shard::run_schedule() {
       state.queue = *queue;
     }
     state.due_wall_ms = INT64_MAX;
+    skip_deleted_level_units(state, level);
     const int64_t max = cq_->max_offset(state.queue);
     // A head already read and found not due is not read again until it is due (or until the
     // clock moves so far back that correctDeliverTimestamp makes it due now): with a long level
@@ -195,6 +196,19 @@ void Shard::run_schedule() {
       if (state.issued == before) break;                        // the log is busy
     }
   }
+}
+
+// Units retention deleted before their time (a forced clean of a nearly full disk deletes
+// unexpired segments) cannot be read; the level would wait on them for ever. Its progress moves
+// to the queue's first unit, as RocketMQ's queues move to their min offset.
+void Shard::skip_deleted_level_units(LevelState& state, uint32_t level) {
+  const int64_t min = cq_->min_offset(state.queue);
+  if (state.issued >= min || state.issued != state.progress) return;
+  state.stat_deleted.fetch_add(static_cast<uint64_t>(min - state.progress),
+                               std::memory_order_relaxed);
+  state.issued = state.progress = min;
+  (void)offsets_->commit(kProgressGroup, engine::kScheduleTopic, static_cast<int32_t>(level) - 1,
+                         state.progress);
 }
 
 // Takes the due heads among the first `units` of batch_units_, places their records in the arena
@@ -396,6 +410,7 @@ void Shard::add_delay_level_stats(std::vector<DelayLevelStats>& out) const {
         std::min(out[i].next_deliver_ms, state.stat_next_ms.load(std::memory_order_relaxed));
     out[i].delivered += state.stat_delivered.load(std::memory_order_relaxed);
     out[i].parked += state.stat_parked.load(std::memory_order_relaxed);
+    out[i].deleted += state.stat_deleted.load(std::memory_order_relaxed);
   }
 }
 

@@ -221,7 +221,8 @@ void Shard::scan_timer_slots(int64_t now) {
     const uint32_t k = wheel_->slot_of_bucket(b);
     engine::TimerWheel::Slot& s = wheel_->slot(k);
     if (!s.exists) continue;
-      const int64_t max = cq_->max_offset(s.queue);
+    skip_deleted_timer_units(k);
+    const int64_t max = cq_->max_offset(s.queue);
     while (s.scanned < max) {
       if (wheel_->size() >= options_.timer_window_entries_max ||
           timer_rolls_.size() + kDeliveryBatch > kMaxRollsWaiting) {
@@ -241,6 +242,22 @@ void Shard::scan_timer_slots(int64_t now) {
       }
       for (size_t i = 0; i < n; i++) examine_timer(k, timer_units_[i], cur);
     }
+  }
+}
+
+// Units retention deleted before the sweep reached them (a forced clean of a nearly full disk
+// deletes unexpired segments) took their timers' records: they cannot be read, and the sweep
+// would wait on them for ever. The slot's progress moves to the queue's first unit (once the
+// units examined before are finished), as RocketMQ's queues move to their min offset.
+void Shard::skip_deleted_timer_units(uint32_t slot) {
+  engine::TimerWheel::Slot& s = wheel_->slot(slot);
+  const int64_t min = cq_->min_offset(s.queue);
+  if (s.scanned >= min || s.progress != s.scanned) return;
+  stat_timer_deleted_.fetch_add(static_cast<uint64_t>(min - s.scanned), std::memory_order_relaxed);
+  for (int64_t offset = s.scanned; offset < min; offset++) {
+    wheel_->examine(slot);
+    s.recovered.erase(offset);
+    timer_done(slot, offset);
   }
 }
 
@@ -313,6 +330,12 @@ void Shard::start_timer_batch(int64_t now) {
       wheel_->pop();
     } else {
       break;
+    }
+    if (e.log_offset < log_->min_offset().value) {
+      // Its record went with a forced clean while it waited in the window: it cannot come.
+      stat_timer_deleted_.fetch_add(1, std::memory_order_relaxed);
+      timer_done(e.slot, e.queue_offset);
+      continue;
     }
     std::byte* dest = timer_record_.data() + used;
     bool placed = used + e.size_bytes <= timer_record_.size();
@@ -598,6 +621,7 @@ void Shard::add_timer_stats(TimerStats& out) const {
   out.rolled += stat_timer_rolled_.load(std::memory_order_relaxed);
   out.cancelled += stat_timer_cancelled_.load(std::memory_order_relaxed);
   out.parked += stat_timer_parked_.load(std::memory_order_relaxed);
+  out.deleted += stat_timer_deleted_.load(std::memory_order_relaxed);
 }
 
 }  // namespace uringmq

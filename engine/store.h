@@ -112,6 +112,7 @@ struct DelayLevelStats {
   int64_t next_deliver_ms = INT64_MAX;
   uint64_t delivered = 0;
   uint64_t parked = 0;
+  uint64_t deleted = 0;  // taken by retention before their time (a forced clean)
 };
 
 // The shard that owns queue (topic, queue_id) in a store of shard_count shards: a stable hash
@@ -189,6 +190,7 @@ struct TimerStats {
   uint64_t rolled = 0;     // re-appended past the wheel's horizon
   uint64_t cancelled = 0;  // skipped because a cancel matched them
   uint64_t parked = 0;     // could not be delivered (SCHEDULE_PARKED_XXXX)
+  uint64_t deleted = 0;    // taken by retention before their time (a forced clean)
 };
 
 struct StoreStats {

@@ -290,6 +290,66 @@ TEST(StoreTimerTest, LongDelaysRollForwardPastRetention) {
   f.close();
 }
 
+// A forced clean (a nearly full disk) deletes unexpired segments, timers' records with them. The
+// wheel must not wait for ever on the units it can no longer read: it counts them as deleted and
+// goes on delivering the timers put afterwards.
+TEST(StoreTimerTest, ForcedCleanTakesTimersButTheWheelGoesOn) {
+  testing::TempDir dir;
+  io::ManualClock clock(kStart);
+  StoreOptions o = timer_options(dir.path() + "/store", &clock);
+  o.timer_bucket_ms = 60'000;
+  o.timer_slot_count = 16;          // horizon 14 min
+  o.disk_force_clean_ratio = 0;     // forced clean on every pass, whatever the disk
+  o.clean_interval_ms = 1000;
+  o.log.segment_size_bytes = 256u << 10;
+  auto store = Store::open(o);
+  ASSERT_TRUE(store.is_ok()) << store.status().to_string();
+  TimerFixture f(**store, clock);
+  auto filler = std::move(*(*store)->open_session());
+  testing::TestMessage big = testing::make_message(2, 0, 4 << 10);
+  Message m;
+  m.topic = "Filler";
+  m.body = big.body;
+  m.properties = big.properties;
+  const int64_t t0 = clock.now_ms();
+  // Due in 30 minutes: rolled once into the horizon's slot around minute 14, in the first
+  // segment, which the forced clean deletes once the second one starts (about minute 16); the
+  // sweep reaches that slot again around minute 27.
+  for (uint64_t i = 0; i < 4; i++) {
+    ASSERT_EQ(f.send(i, {{"TIMER_DELIVER_MS", str(t0 + 1'800'000 + 7)}}).code, io::Code::ok);
+  }
+  std::map<uint64_t, int64_t> due;
+  for (int minute = 1; minute <= 36; minute++) {
+    clock.advance_ms(60'000);
+    // Fillers until minute 20: the second segment (from about minute 16) then stays the
+    // writer's, so the timers put at minute 20 keep their records.
+    for (int i = 0; i < 4 && minute <= 20; i++) ASSERT_EQ(filler->send(m).code, io::Code::ok);
+    if (minute == 20) {
+      // Due after the deleted ones' slot comes round: delivered only if the sweep gets past it.
+      for (uint64_t i = 10; i < 12; i++) {
+        due[i] = clock.now_ms() + 13 * 60'000 + 11;
+        ASSERT_EQ(f.send(i, {{"TIMER_DELIVER_MS", str(due[i])}}).code, io::Code::ok);
+      }
+    }
+    std::set<uint64_t> expected;
+    for (const auto& [seq, at] : due) {
+      if (at <= clock.now_ms()) expected.insert(seq);
+    }
+    f.pull_until(expected);
+  }
+  for (const auto& [seq, at] : due) {
+    ASSERT_TRUE(f.seen().count(seq)) << "timer " << seq << " put after the clean never came";
+    EXPECT_GE(f.seen().at(seq).at_ms, at);
+  }
+  TimerStats stats = (*store)->timer_stats();
+  uint64_t old_delivered = 0;
+  for (uint64_t i = 0; i < 4; i++) old_delivered += f.seen().count(i);
+  EXPECT_GT(stats.deleted, 0u) << "the clean took no timer: the test proves nothing";
+  EXPECT_EQ(stats.deleted + old_delivered, 4u);
+  filler.reset();
+  f.close();
+}
+
 TEST(StoreTimerTest, ExactlyOnceAcrossRestart) {
   testing::TempDir dir;
   io::ManualClock clock(kStart);
