@@ -152,6 +152,7 @@ struct Args {
   uint32_t pulls_per_queue = 2;   // consume: pulls in flight per queue
   bool drop_cache = true;         // consume/recovery: drop the page cache before the reopen
   double rate = 0;                // lag: sends per second; delay: run rate (0: half the maximum)
+  double preload_rate = 0;        // delay: preload sends per second (0: as fast as acked)
   // ---- delay (issue 5) ----
   uint64_t pending = 1'000'000;       // delayed messages preloaded over every level
   uint64_t rss_pending = 10'000'000;  // pending when RSS is measured again (0: skip)
@@ -182,6 +183,7 @@ struct Args {
                "    the parent drops the page cache and times Store::open (recovery report).\n"
                "  delay: [--pending N (1000000)] [--rss-pending N (10000000)] [--seconds S (60)]\n"
                "    [--rate R (half the plain maximum)] [--intake-seconds S (2)]\n"
+               "    [--preload-rate R (0: as fast as acked)]\n"
                "    [--delay-levels TABLE]: intake of plain vs delayed sends, a preload of N\n"
                "    delayed messages over every level, a run at R msgs/s (plain and delayed\n"
                "    alternating) with a consumer measuring lateness, then RSS at --rss-pending.\n",
@@ -248,6 +250,9 @@ Args parse_args(int argc, char** argv) {
       a.delay_levels = value;
     } else if (flag == "--rate") {
       a.rate = std::strtod(value.c_str(), nullptr);
+    } else if (flag == "--preload-rate") {
+      a.preload_rate = std::strtod(value.c_str(), nullptr);
+      if (a.preload_rate < 0) usage("--preload-rate takes a rate >= 0");
     } else if (flag == "--message-bytes") {
       a.message_bytes = static_cast<uint32_t>(parse_u64(flag, value));
     } else if (flag == "--shards") {
