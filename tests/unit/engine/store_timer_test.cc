@@ -237,19 +237,35 @@ TEST(StoreTimerTest, FarTimersStayOnDiskTheNearWindowIsSmall) {
   f.close();
 }
 
+// A wheel of 16 one-minute slots (horizon 14 min) over 256 KiB segments, retention checked every
+// second, and filler messages of 4 KiB (4 a minute: a new segment every 16 minutes).
+StoreOptions retention_options(const std::string& dir, io::Clock* clock) {
+  StoreOptions o = timer_options(dir, clock);
+  o.timer_bucket_ms = 60'000;
+  o.timer_slot_count = 16;
+  o.clean_interval_ms = 1000;
+  o.log.segment_size_bytes = 256u << 10;
+  return o;
+}
+
+Message filler_message() {
+  static const testing::TestMessage big = testing::make_message(2, 0, 4 << 10);
+  Message m;
+  m.topic = "Filler";
+  m.body = big.body;
+  m.properties = big.properties;
+  return m;
+}
+
 TEST(StoreTimerTest, LongDelaysRollForwardPastRetention) {
   testing::TempDir dir;
   io::ManualClock clock(kStart);
-  StoreOptions o = timer_options(dir.path() + "/store", &clock);
-  o.timer_bucket_ms = 60'000;
-  o.timer_slot_count = 16;  // horizon 14 min
+  StoreOptions o = retention_options(dir.path() + "/store", &clock);
   o.file_reserved_time_hours = 1;
   o.disk_max_used_space_ratio = 0;  // expired segments go at any hour
   // Never the forced clean of a nearly full disk (it deletes unexpired segments, timers with
   // them): the test machine's own disk use must not decide what this test sees.
   o.disk_force_clean_ratio = 1.0;
-  o.clean_interval_ms = 1000;
-  o.log.segment_size_bytes = 256u << 10;
   auto store = Store::open(o);
   ASSERT_TRUE(store.is_ok()) << store.status().to_string();
   TimerFixture f(**store, clock);
@@ -262,11 +278,7 @@ TEST(StoreTimerTest, LongDelaysRollForwardPastRetention) {
   }
   // Plain appends continue (4 x 4 KiB each step: a new 256 KiB segment every 16 steps), so old
   // segments expire and are deleted while the timers wait.
-  testing::TestMessage big = testing::make_message(2, 0, 4 << 10);
-  Message m;
-  m.topic = "Filler";
-  m.body = big.body;
-  m.properties = big.properties;
+  const Message m = filler_message();
   int64_t filler_min = 0;
   while (clock.now_ms() < t0 + 4 * 3'600'000 + 60'000) {
     clock.advance_ms(60'000);
@@ -296,21 +308,13 @@ TEST(StoreTimerTest, LongDelaysRollForwardPastRetention) {
 TEST(StoreTimerTest, ForcedCleanTakesTimersButTheWheelGoesOn) {
   testing::TempDir dir;
   io::ManualClock clock(kStart);
-  StoreOptions o = timer_options(dir.path() + "/store", &clock);
-  o.timer_bucket_ms = 60'000;
-  o.timer_slot_count = 16;          // horizon 14 min
-  o.disk_force_clean_ratio = 0;     // forced clean on every pass, whatever the disk
-  o.clean_interval_ms = 1000;
-  o.log.segment_size_bytes = 256u << 10;
+  StoreOptions o = retention_options(dir.path() + "/store", &clock);
+  o.disk_force_clean_ratio = 0;  // forced clean on every pass, whatever the disk
   auto store = Store::open(o);
   ASSERT_TRUE(store.is_ok()) << store.status().to_string();
   TimerFixture f(**store, clock);
   auto filler = std::move(*(*store)->open_session());
-  testing::TestMessage big = testing::make_message(2, 0, 4 << 10);
-  Message m;
-  m.topic = "Filler";
-  m.body = big.body;
-  m.properties = big.properties;
+  const Message m = filler_message();
   const int64_t t0 = clock.now_ms();
   // Due in 30 minutes: rolled once into the horizon's slot around minute 14, in the first
   // segment, which the forced clean deletes once the second one starts (about minute 16); the
