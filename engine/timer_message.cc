@@ -1,6 +1,7 @@
 #include "engine/timer_message.h"
 
 #include <charconv>
+#include <optional>
 
 #include "engine/properties.h"
 
@@ -16,24 +17,42 @@ bool parse_i64(std::string_view text, int64_t* out) {
 
 }  // namespace
 
+// One pass over the properties (the first entry of each name counts, as with find_property):
+// five find_property calls per put scanned the string five times, most of them for names that
+// are absent (bench/RESULTS.md, issue 8).
 TimerRequest parse_timer_request(std::string_view properties, int64_t now_ms,
                                  int64_t max_delay_ms) {
   TimerRequest r;
-  if (find_property(properties, kTimerOutMs)) return r;  // a timer copy: never re-transformed
+  std::optional<std::string_view> sec, ms, at, start;
+  bool copy = false;
+  for_each_property(properties, [&](std::string_view name, std::string_view value) {
+    if (name == kTimerOutMs) {
+      copy = true;
+    } else if (name == kTimerDelaySec) {
+      if (!sec) sec = value;
+    } else if (name == kTimerDelayMs) {
+      if (!ms) ms = value;
+    } else if (name == kTimerDeliverMs) {
+      if (!at) at = value;
+    } else if (name == kStartDeliverTime) {
+      if (!start) start = value;
+    }
+  });
+  if (copy) return r;  // a timer copy: never re-transformed
   int64_t value = 0;
   int64_t deliver = 0;
-  if (auto sec = find_property(properties, kTimerDelaySec)) {
+  if (sec) {
     // A relative delay beyond the limit is too far whatever its size; guard the multiplication.
     if (!parse_i64(*sec, &value)) return {TimerRequest::Kind::invalid, 0};
     if (value > max_delay_ms / 1000 + 1) return {TimerRequest::Kind::too_far, 0};
     deliver = now_ms + (value < -now_ms / 1000 ? -now_ms : value * 1000);
-  } else if (auto ms = find_property(properties, kTimerDelayMs)) {
+  } else if (ms) {
     if (!parse_i64(*ms, &value)) return {TimerRequest::Kind::invalid, 0};
     if (value > max_delay_ms) return {TimerRequest::Kind::too_far, 0};
     deliver = now_ms + (value < -now_ms ? -now_ms : value);
-  } else if (auto at = find_property(properties, kTimerDeliverMs)) {
+  } else if (at) {
     if (!parse_i64(*at, &deliver)) return {TimerRequest::Kind::invalid, 0};
-  } else if (auto start = find_property(properties, kStartDeliverTime)) {
+  } else if (start) {
     if (!parse_i64(*start, &deliver)) return {TimerRequest::Kind::invalid, 0};
   } else {
     return r;
