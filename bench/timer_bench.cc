@@ -5,7 +5,7 @@
 //   2. memory: process RSS (VmRSS) with the N timers pending, and Store::timer_stats().in_memory.
 //   3. lateness: while plain appends continue, L near timers (due over the next 10 s) are sent;
 //      a consumer long-polls their queue and records receive time - deliver time.
-// Usage: uringmq-timer-bench <data dir> [N=1000000] [L=20000]
+// Usage: uringmq-timer-bench <data dir> [N=1000000] [L=20000]  (env URINGMQ_BENCH_FLUSH=async)
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -93,6 +93,12 @@ int main(int argc, char** argv) {
   StoreOptions o;
   o.data_dir = argv[1];
   o.shard_count = 1;
+  // URINGMQ_BENCH_FLUSH=async: ASYNC_FLUSH (a copy is visible once written), to see how much of
+  // the lateness is the group commit.
+  const char* flush = std::getenv("URINGMQ_BENCH_FLUSH");
+  if (flush != nullptr && std::string_view(flush) == "async") {
+    o.log.flush_mode = engine::FlushMode::async_flush;
+  }
   auto store = Store::open(o);
   if (!store.is_ok()) {
     std::fprintf(stderr, "open: %s\n", store.status().to_string().c_str());
