@@ -4,6 +4,7 @@
 
 #include "engine/properties.h"
 #include "engine/shard.h"
+#include "engine/timer_message.h"
 #include "io/thread.h"
 #include "io/uring_disk.h"
 
@@ -232,7 +233,53 @@ io::Status Session::send_async(const Message& message, uint64_t tag) {
   in.born_host = message.born_host;
   in.store_host = store_.options_.store_host;
   in.reconsume_times = message.reconsume_times;
+  if (store_.shards_.size() > 1 &&
+      engine::find_property(message.properties, engine::kTimerCancelKey).has_value()) {
+    return send_to_every_shard(request);
+  }
   return post(store_.shard_for(message.topic, message.queue_id), request);
+}
+
+io::Status Session::send_to_every_shard(const ShardRequest& request) {
+  for (const auto& [tag, f] : fan_outs_) {
+    if (tag == request.tag) {
+      return io::Status::error(io::Code::invalid_argument,
+                               "a cancel with this tag is already outstanding");
+    }
+  }
+  const uint32_t shards = static_cast<uint32_t>(store_.shards_.size());
+  for (uint32_t shard = 0; shard < shards; shard++) {
+    if (outstanding_per_shard_[shard] >= store_.options_.session_window) {
+      return io::Status::error(io::Code::busy, "session window to shard " +
+                                                   std::to_string(shard) + " is full");
+    }
+  }
+  FanOut f;
+  f.owner = store_.shard_for(request.input.topic, request.input.queue_id);
+  for (uint32_t shard = 0; shard < shards; shard++) {
+    if (post(shard, request).is_ok()) f.waiting++;  // room was checked: only a full ring fails
+  }
+  if (f.waiting == 0) return io::Status::error(io::Code::busy, "no shard took the cancel");
+  if (f.waiting < shards) f.failed = io::Code::busy;
+  fan_outs_.emplace_back(request.tag, f);
+  return io::Status::ok();
+}
+
+bool Session::absorb(uint32_t shard, Completion& c) {
+  auto it = std::find_if(fan_outs_.begin(), fan_outs_.end(),
+                         [&](const auto& e) { return e.first == c.tag; });
+  if (it == fan_outs_.end()) return true;
+  FanOut& f = it->second;
+  if (c.code != io::Code::ok && f.failed == io::Code::ok) f.failed = c.code;
+  if (shard == f.owner) {
+    f.result = c;
+    f.have_owner = true;
+  }
+  if (--f.waiting > 0) return false;
+  if (f.have_owner) c = f.result;  // else the owner's part was not posted: any part will do
+  c.code = f.failed;
+  fan_outs_.erase(it);
+  return true;
 }
 
 io::Status Session::read_async(uint64_t store_offset, uint32_t size_bytes, std::byte* dest,
@@ -411,11 +458,11 @@ size_t Session::take_completions(std::span<Completion> out, bool wait_at_least_o
     size_t n = 0;
     for (size_t shard = 0; shard < slot_.from_shard.size(); shard++) {
       while (n < out.size() && slot_.from_shard[shard]->pop(&out[n])) {
-        n++;
         outstanding_per_shard_[shard]--;
+        outstanding_--;
+        if (fan_outs_.empty() || absorb(static_cast<uint32_t>(shard), out[n])) n++;
       }
     }
-    outstanding_ -= n;
     if (n > 0 || !wait_at_least_one || outstanding_ == 0) return n;
     slot_.waiting.store(true, std::memory_order_seq_cst);
     std::atomic_thread_fence(std::memory_order_seq_cst);

@@ -303,6 +303,19 @@ class Session {
   uint64_t outstanding_ = 0;
   // Bounded by session_window: a shard's completion ring can then never overflow.
   std::vector<uint32_t> outstanding_per_shard_;
+  // A timer cancel goes to every shard (the timed message it names may sit in any of them); its
+  // caller sees one completion, the owner shard's, once every shard has answered, with the first
+  // failure's code if any failed. By tag; only cancels are here (rare: no per-message cost).
+  struct FanOut {
+    uint32_t waiting = 0;
+    uint32_t owner = 0;
+    bool have_owner = false;
+    Completion result;
+    io::Code failed = io::Code::ok;
+  };
+  std::vector<std::pair<uint64_t, FanOut>> fan_outs_;
+  io::Status send_to_every_shard(const struct ShardRequest& request);
+  bool absorb(uint32_t shard, Completion& c);  // false: a fan-out part, not surfaced (yet)
 };
 
 class Store {

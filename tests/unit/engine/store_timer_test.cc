@@ -431,5 +431,36 @@ TEST(StoreTimerTest, CancelByKeyBeforeDueAndAcrossRestart) {
   f.close();
 }
 
+// A cancel reaches every shard: the timed message it names may sit in any (its topic and queue
+// decide), and a producer does not know which.
+TEST(StoreTimerTest, CancelReachesTheTimerOnAnotherShard) {
+  uint32_t shards = 2;
+  while (shard_of_queue(kTopic, 0, shards) == shard_of_queue(kTopic, 1, shards)) shards++;
+  testing::TempDir dir;
+  io::ManualClock clock(kStart);
+  StoreOptions o = timer_options(dir.path() + "/store", &clock);
+  o.shard_count = shards;
+  auto store = Store::open(o);
+  ASSERT_TRUE(store.is_ok()) << store.status().to_string();
+  TimerFixture f(**store, clock);
+  const int64_t t0 = clock.now_ms();
+  // Timers 0 and 2 on queue 0, 1 and 3 on queue 1: two shards.
+  for (uint64_t i = 0; i < 4; i++) {
+    ASSERT_EQ(f.send(i, {{"KEYS", "k" + std::to_string(i)}, {"TIMER_DELAY_MS", "5000"}}).code,
+              io::Code::ok);
+  }
+  clock.advance_ms(1000);
+  // Each cancel is sent to the other queue's shard.
+  ASSERT_EQ(f.send(11, {{"__UMQ_CANCEL_KEY", "k0"}}).code, io::Code::ok);  // queue 1
+  ASSERT_EQ(f.send(10, {{"__UMQ_CANCEL_KEY", "k1"}}).code, io::Code::ok);  // queue 0
+  std::map<uint64_t, int64_t> due{{2, t0 + 5000}, {3, t0 + 5000}};
+  run_clock(clock, f, due, t0 + 10'000, 500);
+  EXPECT_EQ(f.seen().count(0), 0u);
+  EXPECT_EQ(f.seen().count(1), 0u);
+  EXPECT_EQ(f.seen().size(), 2u);
+  EXPECT_EQ((*store)->timer_stats().cancelled, 2u);
+  f.close();
+}
+
 }  // namespace
 }  // namespace uringmq
