@@ -105,7 +105,7 @@ io::Code Shard::rewrite_timer(const engine::MessageInput& in, engine::MessageInp
   *out = in;
   out->topic = engine::kTimerTopic;
   out->queue_id = static_cast<int32_t>(
-      wheel_->slot_of_bucket(wheel_->placement_bucket(r.deliver_ms, now)));
+      wheel_->slot_of_bucket(wheel_->placement_bucket(r.deliver_ms, now, timer_sweep_bucket_)));
   out->properties = timer_properties_;
   stat_timer_accepted_.fetch_add(1, std::memory_order_relaxed);
   return io::Code::ok;
@@ -501,7 +501,8 @@ bool Shard::deliver_timer(const engine::TimerEntry& e, bool roll,
   } else if (roll) {
     in.topic = engine::kTimerTopic;
     in.queue_id = static_cast<int32_t>(
-        wheel_->slot_of_bucket(wheel_->placement_bucket(e.deliver_ms, clock_->now_ms())));
+        wheel_->slot_of_bucket(
+            wheel_->placement_bucket(e.deliver_ms, clock_->now_ms(), timer_sweep_bucket_)));
   } else {
     in.topic = real_topic;
     in.queue_id = static_cast<int32_t>(real_qid);

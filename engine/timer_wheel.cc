@@ -30,9 +30,12 @@ uint32_t TimerWheel::slot_of_bucket(int64_t bucket) const {
   return static_cast<uint32_t>(((bucket % n) + n) % n);
 }
 
-int64_t TimerWheel::placement_bucket(int64_t deliver_ms, int64_t now_ms) const {
+int64_t TimerWheel::placement_bucket(int64_t deliver_ms, int64_t now_ms,
+                                     int64_t sweep_bucket) const {
   const int64_t now_bucket = bucket_of(now_ms);
-  const int64_t horizon = now_bucket + static_cast<int64_t>(slots_.size()) - 2;
+  const int64_t slots = static_cast<int64_t>(slots_.size());
+  int64_t horizon = now_bucket + slots - 2;
+  if (sweep_bucket != INT64_MIN) horizon = std::max(now_bucket, std::min(horizon, sweep_bucket + slots - 1));
   return std::clamp(bucket_of(deliver_ms), now_bucket, horizon);
 }
 

@@ -56,8 +56,13 @@ class TimerWheel {
   uint32_t slot_count() const { return static_cast<uint32_t>(slots_.size()); }
   int64_t bucket_of(int64_t ms) const;
   uint32_t slot_of_bucket(int64_t bucket) const;
-  // The bucket whose slot a timer due at deliver_ms is put into at wall time now_ms.
-  int64_t placement_bucket(int64_t deliver_ms, int64_t now_ms) const;
+  // The bucket whose slot a timer due at deliver_ms is put into at wall time now_ms, while the
+  // sweep's oldest unfinished bucket is sweep_bucket (INT64_MIN: not started). The horizon is
+  // now's bucket + slots - 2, but never past sweep_bucket + slots - 1: a sweep lagging two
+  // buckets or more still reads the slots of [sweep_bucket, now + 1], and a slot placed beyond
+  // that would be one of them, its timer examined (and rolled) again at once.
+  int64_t placement_bucket(int64_t deliver_ms, int64_t now_ms,
+                           int64_t sweep_bucket = INT64_MIN) const;
 
   // ---- The near window (min-heap by deliver time, then slot and queue offset) ----
   void push(const TimerEntry& entry);

@@ -354,6 +354,33 @@ TEST(StoreTimerTest, ForcedCleanTakesTimersButTheWheelGoesOn) {
   f.close();
 }
 
+// After a clock jump (or a stall) the sweep lags behind the clock and reads the slots of several
+// buckets at once. A far timer it rolls must go to a slot outside them: one inside was examined
+// again at once and rolled again, a roll per loop iteration until the sweep caught up.
+TEST(StoreTimerTest, ALaggingSweepRollsAFarTimerOnce) {
+  testing::TempDir dir;
+  io::ManualClock clock(kStart);
+  StoreOptions o = retention_options(dir.path() + "/store", &clock);  // 16 one-minute slots
+  auto store = Store::open(o);
+  ASSERT_TRUE(store.is_ok()) << store.status().to_string();
+  TimerFixture f(**store, clock);
+  const int64_t t0 = clock.now_ms();
+  ASSERT_EQ(f.send(0, {{"TIMER_DELIVER_MS", str(t0 + 7'200'000)}}).code, io::Code::ok);
+  // Minute by minute up to just before the horizon's slot comes round...
+  for (int minute = 1; minute <= 12; minute++) {
+    clock.advance_ms(60'000);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  const uint64_t rolled_before = (*store)->timer_stats().rolled;
+  // ...then four minutes at once: the sweep now reads five buckets' slots, the timer's among them.
+  clock.advance_ms(4 * 60'000);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // many loop iterations
+  const uint64_t rolled = (*store)->timer_stats().rolled - rolled_before;
+  EXPECT_GE(rolled, 1u) << "the timer was not rolled: the test proves nothing";
+  EXPECT_LE(rolled, 2u) << "the timer was rolled again and again";
+  f.close();
+}
+
 TEST(StoreTimerTest, ExactlyOnceAcrossRestart) {
   testing::TempDir dir;
   io::ManualClock clock(kStart);
