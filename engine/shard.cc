@@ -464,30 +464,34 @@ bool Shard::handle_append(uint32_t slot_index, const ShardRequest& request) {
     post(slot_index, done);
     return true;
   }
-  io::Result<engine::QueueIndex> queue = queue_for_append(input.topic, input.queue_id);
-  if (!queue.is_ok()) {
-    if (queue.status().code() == io::Code::busy) return false;
-    done.code = queue.status().code();
+  const io::Code appended = append_pending(slot_index, request.tag, input);
+  if (appended == io::Code::busy) return false;
+  if (appended != io::Code::ok) {
+    done.code = appended;
     post(slot_index, done);
     return true;
   }
-  int64_t& next = next_queue_offset_[*queue];
-  uint32_t id = free_pending_.back();
-  io::Result<engine::AppendResult> r = log_->append(input, next, id);
-  if (!r.is_ok()) {
-    if (r.status().code() == io::Code::busy) return false;
-    done.code = r.status().code();
-    post(slot_index, done);
-    return true;
-  }
-  free_pending_.pop_back();
-  pending_[id] = PendingAppend{slot_index, request.tag, next, r->size_bytes,
-                               r->store_timestamp_ms, *queue,
-                               engine::unit_tags_code(input.topic, input.properties,
-                                                      r->store_timestamp_ms, levels_)};
-  next++;
   stat_appends_.fetch_add(1, std::memory_order_relaxed);
   return true;
+}
+
+// Appends `in` to its queue and keeps what its acknowledgement needs (the session slot or
+// kInternalSlot, the tag, the queue offset, the unit's tags code) in pending_. ok; busy: nothing
+// done, retry later; any other code: not stored.
+io::Code Shard::append_pending(uint32_t slot, uint64_t tag, const engine::MessageInput& in) {
+  if (free_pending_.empty()) return io::Code::busy;
+  io::Result<engine::QueueIndex> queue = queue_for_append(in.topic, in.queue_id);
+  if (!queue.is_ok()) return queue.status().code();
+  int64_t& next = next_queue_offset_[*queue];
+  const uint32_t id = free_pending_.back();
+  io::Result<engine::AppendResult> r = log_->append(in, next, id);
+  if (!r.is_ok()) return r.status().code();
+  free_pending_.pop_back();
+  pending_[id] = PendingAppend{slot, tag, next, r->size_bytes, r->store_timestamp_ms, *queue,
+                               engine::unit_tags_code(in.topic, in.properties,
+                                                      r->store_timestamp_ms, levels_)};
+  next++;
+  return io::Code::ok;
 }
 
 void Shard::handle_queue_request(uint32_t slot_index, const ShardRequest& request) {

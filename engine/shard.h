@@ -173,6 +173,7 @@ class Shard {
   void arm_waker();
   void publish_stats();
   int64_t now_ms() const { return clock_->monotonic_ns() / 1'000'000; }
+  io::Code append_pending(uint32_t slot, uint64_t tag, const engine::MessageInput& in);
   io::Result<engine::QueueIndex> queue_for_append(std::string_view topic, int32_t queue_id);
 
   // Pulls and searches (shard_consumer.cc).

@@ -21,6 +21,7 @@
 
 #include "engine/byte_order.h"
 #include "engine/properties.h"
+#include "engine/redelivery.h"
 #include "engine/shard.h"
 #include "engine/timer_message.h"
 
@@ -28,13 +29,7 @@ namespace uringmq {
 
 namespace {
 constexpr std::string_view kProgressGroup = "%SCHEDULE_PROGRESS%";
-constexpr std::string_view kMarker = "__UMQ_DLV";
 constexpr uint32_t kBatchesPerIteration = 8;
-
-bool parse_int(std::string_view text, int64_t* out) {
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);
-  return ec == std::errc() && end == text.data() + text.size();
-}
 }  // namespace
 
 // Rewrites a delayed message for the schedule topic; false when its DELAY is not a number.
@@ -44,7 +39,7 @@ bool Shard::rewrite_delayed(const engine::MessageInput& in, engine::MessageInput
   auto delay = engine::find_property(in.properties, "DELAY");
   if (!delay || in.topic == engine::kScheduleTopic) return true;
   int64_t requested = 0;
-  if (!parse_int(*delay, &requested)) return false;
+  if (!engine::parse_decimal(*delay, &requested)) return false;
   *level = levels_.clamp(requested);
   if (*level == 0) return true;  // level 0: no delay
   scratch_properties_.clear();
@@ -77,13 +72,11 @@ int32_t Shard::parked_queue_id() const {
 
 void Shard::note_delivery_marker(uint64_t log_offset, const engine::MessageView& record) {
   if (stepped_.unsafe_ignore_delivery_markers) return;  // the simulation's canary
-  auto marker = engine::find_property(record.user_properties, kMarker);
+  auto marker = engine::find_property(record.user_properties, engine::kDeliveryMarker);
   if (!marker) return;
   first_marker_offset_ = std::min(first_marker_offset_, log_offset);
-  size_t colon = marker->find(':');
   int64_t level = 0, offset = 0;
-  if (colon == std::string_view::npos || !parse_int(marker->substr(0, colon), &level) ||
-      !parse_int(marker->substr(colon + 1), &offset) || level < 1 ||
+  if (!engine::parse_delivery_marker(*marker, "", &level, &offset) || level < 1 ||
       level > static_cast<int64_t>(level_states_.size())) {
     return;
   }
@@ -302,76 +295,32 @@ bool Shard::deliver_record(uint32_t level, std::span<const std::byte> bytes) {
   decode_options.expected_physical_offset = static_cast<int64_t>(delivery_unit_.log_offset);
   engine::DecodeResult r = engine::decode(bytes, decode_options);
   bool parked = state.attempts >= options_.schedule_max_attempts;
+  const bool readable = r.outcome == engine::DecodeOutcome::ok;
   engine::MessageInput in;
-  std::string_view real_topic;
-  int64_t real_qid = -1;
-  if (r.outcome == engine::DecodeOutcome::ok) {
-    const engine::MessageView& v = r.view;
-    real_topic = engine::find_property(v.user_properties, "REAL_TOPIC").value_or("");
-    auto qid = engine::find_property(v.user_properties, "REAL_QID");
-    if (!qid || !parse_int(*qid, &real_qid)) real_qid = -1;
-    in.body = v.body;
-    in.flag = v.flag;
-    in.sys_flag = v.sys_flag & ~(engine::kSysFlagBornHostV6 | engine::kSysFlagStoreHostV6);
-    in.born_timestamp_ms = v.born_timestamp_ms;
-    in.born_host = v.born_host;
-    in.store_host = v.store_host;
-    in.reconsume_times = v.reconsume_times;
-    in.prepared_transaction_offset = v.prepared_transaction_offset;
-    scratch_properties_.clear();
-    engine::for_each_property(v.user_properties, [&](std::string_view name, std::string_view value) {
-      if (name == "DELAY" || name == kMarker) return;
+  const engine::RealQueue real =
+      readable ? engine::copy_for_real_queue(r.view, &in) : engine::RealQueue{};
+  parked = parked || !real.known();
+  scratch_properties_.clear();
+  if (parked) {
+    engine::append_park_properties(scratch_properties_, real, readable);
+    engine::append_property(scratch_properties_, "PARK_LEVEL", std::to_string(level));
+    if (!readable) engine::blank_unreadable(&in);
+  } else {
+    engine::for_each_property(r.view.user_properties,
+                              [&](std::string_view name, std::string_view value) {
+      if (name == "DELAY" || name == engine::kDeliveryMarker) return;
       engine::append_property(scratch_properties_, name, value);
     });
-  } else {
-    parked = true;  // unreadable: nothing to rebuild
   }
-  if (real_topic.empty() || real_qid < 0) parked = true;
-  if (parked) {
-    // A parked copy keeps the body and only what an operator needs, so parking itself cannot
-    // fail for the record's size: REAL_TOPIC, REAL_QID and why it was parked.
-    scratch_properties_.clear();
-    if (!real_topic.empty()) engine::append_property(scratch_properties_, "REAL_TOPIC", real_topic);
-    if (real_qid >= 0) {
-      engine::append_property(scratch_properties_, "REAL_QID", std::to_string(real_qid));
-    }
-    engine::append_property(scratch_properties_, "PARK_LEVEL", std::to_string(level));
-    engine::append_property(scratch_properties_, "PARK_REASON",
-                            r.outcome != engine::DecodeOutcome::ok ? "unreadable"
-                            : real_topic.empty() || real_qid < 0 ? "no real queue"
-                                                                   : "delivery failed");
-  }
-  char marker[48];
-  auto [mend, mec] = std::to_chars(marker, marker + 16, level);
-  *mend++ = ':';
-  auto [oend, oec] = std::to_chars(mend, marker + sizeof(marker), state.issued);
-  (void)mec;
-  (void)oec;
-  engine::append_property(scratch_properties_, kMarker, std::string_view(marker, oend - marker));
+  engine::append_delivery_marker(scratch_properties_, "", level, state.issued);
   in.properties = scratch_properties_;
-  in.topic = parked ? kParkedScheduleTopic : real_topic;
-  in.queue_id = parked ? parked_queue_id() : static_cast<int32_t>(real_qid);
-  if (parked && r.outcome != engine::DecodeOutcome::ok) {
-    in.body = {};
-    in.born_host = in.store_host = engine::HostAddress::ipv4(127, 0, 0, 1, 0);
-  }
-  io::Result<engine::QueueIndex> queue = queue_for_append(in.topic, in.queue_id);
-  if (free_pending_.empty()) return false;
-  io::Result<engine::AppendResult> appended =
-      queue.is_ok() ? log_->append(in, next_queue_offset_[*queue], free_pending_.back())
-                    : io::Result<engine::AppendResult>(queue.status());
-  if (!appended.is_ok()) {
-    if (appended.status().code() == io::Code::busy) return false;
-    state.attempts++;  // parked after schedule_max_attempts
+  in.topic = parked ? kParkedScheduleTopic : real.topic;
+  in.queue_id = parked ? parked_queue_id() : static_cast<int32_t>(real.queue_id);
+  const io::Code appended = append_pending(kInternalSlot, level, in);
+  if (appended != io::Code::ok) {
+    if (appended != io::Code::busy) state.attempts++;  // parked after schedule_max_attempts
     return false;
   }
-  uint32_t id = free_pending_.back();
-  free_pending_.pop_back();
-  pending_[id] = PendingAppend{kInternalSlot, level, next_queue_offset_[*queue],
-                               appended->size_bytes, appended->store_timestamp_ms, *queue,
-                               engine::unit_tags_code(in.topic, in.properties,
-                                                      appended->store_timestamp_ms, levels_)};
-  next_queue_offset_[*queue]++;
   state.issued++;
   state.attempts = 0;
   if (parked) state.stat_parked.fetch_add(1, std::memory_order_relaxed);

@@ -27,6 +27,7 @@
 #include <cstdio>
 
 #include "engine/properties.h"
+#include "engine/redelivery.h"
 #include "engine/shard.h"
 #include "engine/timer_message.h"
 
@@ -35,15 +36,8 @@ namespace uringmq {
 namespace {
 constexpr std::string_view kTimerProgressGroup = "%TIMER_PROGRESS%";
 constexpr std::string_view kTimerCancelGroup = "%TIMER_CANCEL%";
-constexpr std::string_view kMarker = "__UMQ_DLV";  // as the delay levels' marker, "T" prefixed
 constexpr size_t kMaxRollsWaiting = 4096;
 constexpr uint64_t kQueueOffsetMask = (uint64_t{1} << 40) - 1;
-
-bool parse_i64(std::string_view text, int64_t* out) {
-  if (text.empty()) return false;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);
-  return ec == std::errc() && end == text.data() + text.size();
-}
 
 std::string_view format_i64(char* buffer, size_t size, int64_t value) {
   auto [end, ec] = std::to_chars(buffer, buffer + size, value);
@@ -90,7 +84,7 @@ io::Code Shard::rewrite_timer(const engine::MessageInput& in, engine::MessageInp
   timer_properties_.clear();
   engine::for_each_property(in.properties, [&](std::string_view name, std::string_view value) {
     if (name == "REAL_TOPIC" || name == "REAL_QID" || name == engine::kTimerOutMs ||
-        name == engine::kTimerPutMs || name == kMarker) {
+        name == engine::kTimerPutMs || name == engine::kDeliveryMarker) {
       return;
     }
     engine::append_property(timer_properties_, name, value);
@@ -123,18 +117,15 @@ void Shard::note_timer_record(uint64_t log_offset, const engine::MessageView& re
     auto key = engine::find_property(record.user_properties, engine::kTimerCancelKey);
     int64_t at = 0;
     auto put = engine::find_property(record.user_properties, engine::kTimerPutMs);
-    if (key && put && parse_i64(*put, &at)) {
+    if (key && put && engine::parse_decimal(*put, &at)) {
       recovered_cancels_.push_back(RecoveredCancel{std::string(*key), at, log_offset});
     }
     return;
   }
   if (stepped_.unsafe_ignore_delivery_markers) return;
-  auto marker = engine::find_property(record.user_properties, kMarker);
-  if (!marker || marker->size() < 4 || (*marker)[0] != 'T') return;
-  size_t colon = marker->find(':');
+  auto marker = engine::find_property(record.user_properties, engine::kDeliveryMarker);
   int64_t slot = 0, offset = 0;
-  if (colon == std::string_view::npos || !parse_i64(marker->substr(1, colon - 1), &slot) ||
-      !parse_i64(marker->substr(colon + 1), &offset) || slot < 0 ||
+  if (!marker || !engine::parse_delivery_marker(*marker, "T", &slot, &offset) || slot < 0 ||
       slot >= static_cast<int64_t>(wheel_->slot_count())) {
     return;
   }
@@ -402,7 +393,7 @@ bool Shard::timer_cancelled(std::string_view properties) {
   if (timer_cancels_ == 0) return false;
   int64_t put_ms = 0;
   auto put = engine::find_property(properties, engine::kTimerPutMs);
-  if (!put || !parse_i64(*put, &put_ms)) return false;
+  if (!put || !engine::parse_decimal(*put, &put_ms)) return false;
   auto cancelled_by = [&](std::string_view key) {
     if (key.empty()) return false;
     auto at = offsets_->query(kTimerCancelGroup, key, 0);
@@ -442,89 +433,47 @@ bool Shard::deliver_timer(const engine::TimerEntry& e, bool roll,
     stat_timer_cancelled_.fetch_add(1, std::memory_order_relaxed);
     return true;
   }
-  std::string_view real_topic;
-  int64_t real_qid = -1;
   engine::MessageInput in;
-  if (readable) {
-    real_topic = engine::find_property(v.user_properties, "REAL_TOPIC").value_or("");
-    auto qid = engine::find_property(v.user_properties, "REAL_QID");
-    if (!qid || !parse_i64(*qid, &real_qid)) real_qid = -1;
-    in.body = v.body;
-    in.flag = v.flag;
-    in.sys_flag = v.sys_flag & ~(engine::kSysFlagBornHostV6 | engine::kSysFlagStoreHostV6);
-    in.born_timestamp_ms = v.born_timestamp_ms;
-    in.born_host = v.born_host;
-    in.store_host = v.store_host;
-    in.reconsume_times = v.reconsume_times;
-    in.prepared_transaction_offset = v.prepared_transaction_offset;
-  }
-  const bool parked = !readable || real_topic.empty() || real_qid < 0 || timer_force_park_;
+  const engine::RealQueue real =
+      readable ? engine::copy_for_real_queue(v, &in) : engine::RealQueue{};
+  const bool parked = !real.known() || timer_force_park_;
   timer_properties_.clear();
   if (parked) {
-    // Only what an operator needs (parking itself cannot fail for the record's size).
-    if (!real_topic.empty()) engine::append_property(timer_properties_, "REAL_TOPIC", real_topic);
-    if (real_qid >= 0) {
-      engine::append_property(timer_properties_, "REAL_QID", std::to_string(real_qid));
-    }
-    engine::append_property(timer_properties_, "PARK_REASON",
-                            !readable ? "unreadable"
-                            : real_topic.empty() || real_qid < 0 ? "no real queue"
-                                                                   : "delivery failed");
+    engine::append_park_properties(timer_properties_, real, readable);
     if (readable) {
       auto out = engine::find_property(v.user_properties, engine::kTimerOutMs);
       if (out) engine::append_property(timer_properties_, engine::kTimerOutMs, *out);
+    } else {
+      engine::blank_unreadable(&in);
     }
   } else {
     engine::for_each_property(v.user_properties, [&](std::string_view name,
                                                      std::string_view value) {
-      if (name == kMarker) return;
+      if (name == engine::kDeliveryMarker) return;
       if (!roll && (engine::is_timer_input_property(name) || name == engine::kTimerPutMs)) return;
       engine::append_property(timer_properties_, name, value);
     });
   }
-  char marker[48];
-  marker[0] = 'T';
-  auto [mend, mec] = std::to_chars(marker + 1, marker + 16, e.slot);
-  *mend++ = ':';
-  auto [oend, oec] = std::to_chars(mend, marker + sizeof(marker), e.queue_offset);
-  (void)mec;
-  (void)oec;
-  engine::append_property(timer_properties_, kMarker, std::string_view(marker, oend - marker));
+  engine::append_delivery_marker(timer_properties_, "T", e.slot, e.queue_offset);
   in.properties = timer_properties_;
   if (parked) {
     in.topic = kParkedScheduleTopic;
     in.queue_id = parked_queue_id();
-    if (!readable) {
-      in.body = {};
-      in.born_host = in.store_host = engine::HostAddress::ipv4(127, 0, 0, 1, 0);
-    }
   } else if (roll) {
     in.topic = engine::kTimerTopic;
     in.queue_id = static_cast<int32_t>(
         wheel_->slot_of_bucket(
             wheel_->placement_bucket(e.deliver_ms, clock_->now_ms(), timer_sweep_bucket_)));
   } else {
-    in.topic = real_topic;
-    in.queue_id = static_cast<int32_t>(real_qid);
+    in.topic = real.topic;
+    in.queue_id = static_cast<int32_t>(real.queue_id);
   }
-  if (free_pending_.empty()) return false;
-  io::Result<engine::QueueIndex> queue = queue_for_append(in.topic, in.queue_id);
-  io::Result<engine::AppendResult> appended =
-      queue.is_ok() ? log_->append(in, next_queue_offset_[*queue], free_pending_.back())
-                    : io::Result<engine::AppendResult>(queue.status());
-  if (!appended.is_ok()) {
-    if (appended.status().code() != io::Code::busy) timer_force_park_ = !parked;
+  const io::Code appended = append_pending(kInternalSlot, timer_ack_tag(e, roll || parked), in);
+  if (appended != io::Code::ok) {
+    if (appended != io::Code::busy) timer_force_park_ = !parked;
     return false;
   }
   timer_force_park_ = false;
-  const uint32_t id = free_pending_.back();
-  free_pending_.pop_back();
-  pending_[id] = PendingAppend{kInternalSlot, timer_ack_tag(e, roll || parked),
-                               next_queue_offset_[*queue],
-                               appended->size_bytes, appended->store_timestamp_ms, *queue,
-                               engine::unit_tags_code(in.topic, in.properties,
-                                                      appended->store_timestamp_ms, levels_)};
-  next_queue_offset_[*queue]++;
   if (parked) {
     stat_timer_parked_.fetch_add(1, std::memory_order_relaxed);
   } else if (roll) {

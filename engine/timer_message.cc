@@ -4,18 +4,9 @@
 #include <optional>
 
 #include "engine/properties.h"
+#include "engine/redelivery.h"
 
 namespace uringmq::engine {
-
-namespace {
-
-bool parse_i64(std::string_view text, int64_t* out) {
-  if (text.empty()) return false;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);
-  return ec == std::errc() && end == text.data() + text.size();
-}
-
-}  // namespace
 
 // One pass over the properties (the first entry of each name counts, as with find_property):
 // five find_property calls per put scanned the string five times, most of them for names that
@@ -43,17 +34,17 @@ TimerRequest parse_timer_request(std::string_view properties, int64_t now_ms,
   int64_t deliver = 0;
   if (sec) {
     // A relative delay beyond the limit is too far whatever its size; guard the multiplication.
-    if (!parse_i64(*sec, &value)) return {TimerRequest::Kind::invalid, 0};
+    if (!parse_decimal(*sec, &value)) return {TimerRequest::Kind::invalid, 0};
     if (value > max_delay_ms / 1000 + 1) return {TimerRequest::Kind::too_far, 0};
     deliver = now_ms + (value < -now_ms / 1000 ? -now_ms : value * 1000);
   } else if (ms) {
-    if (!parse_i64(*ms, &value)) return {TimerRequest::Kind::invalid, 0};
+    if (!parse_decimal(*ms, &value)) return {TimerRequest::Kind::invalid, 0};
     if (value > max_delay_ms) return {TimerRequest::Kind::too_far, 0};
     deliver = now_ms + (value < -now_ms ? -now_ms : value);
   } else if (at) {
-    if (!parse_i64(*at, &deliver)) return {TimerRequest::Kind::invalid, 0};
+    if (!parse_decimal(*at, &deliver)) return {TimerRequest::Kind::invalid, 0};
   } else if (start) {
-    if (!parse_i64(*start, &deliver)) return {TimerRequest::Kind::invalid, 0};
+    if (!parse_decimal(*start, &deliver)) return {TimerRequest::Kind::invalid, 0};
   } else {
     return r;
   }
@@ -70,7 +61,7 @@ bool is_timer_input_property(std::string_view name) {
 int64_t timer_deliver_ms(std::string_view properties) {
   int64_t value = 0;
   auto out = find_property(properties, kTimerOutMs);
-  return out && parse_i64(*out, &value) ? value : 0;
+  return out && parse_decimal(*out, &value) ? value : 0;
 }
 
 }  // namespace uringmq::engine
