@@ -4,119 +4,23 @@
 // is delivered, and reading every real queue from its start must show each acknowledged
 // message exactly once, and no other message more than once.
 // Method: fork/exec uringmq_deferred_child delay on one store for many cycles; a printed seed.
-#include <gtest/gtest.h>
-
 #include <chrono>
-#include <cstdio>
-#include <cstdlib>
-#include <fstream>
-#include <map>
-#include <random>
-#include <set>
-#include <string>
 #include <thread>
 
-#include "engine/message_codec.h"
-#include "engine/properties.h"
-#include "engine/store.h"
-#include "tests/crash/deferred_store_options.h"
-#include "tests/support/env.h"
-#include "tests/support/kill_child.h"
-#include "tests/support/temp_dir.h"
+#include "tests/crash/deferred_kill9.h"
 
 namespace uringmq {
 namespace {
 
-// Every message in the real queues: seq -> copies.
-std::map<uint64_t, int> read_all(Session& session) {
-  std::map<uint64_t, int> copies;
-  std::vector<std::byte> buffer(1 << 20);
-  for (int32_t q = 0; q < 4; q++) {
-    int64_t offset = 0;
-    for (;;) {
-      PullRequest p;
-      p.topic = "DelayTopic";
-      p.queue_id = q;
-      p.queue_offset = offset;
-      p.max_messages = 256;
-      p.buffer = buffer;
-      EXPECT_TRUE(session.pull_async(p, 1).is_ok());
-      Completion c = session.wait_for(1);
-      if (c.pull_status != PullStatus::found) break;
-      size_t at = 0;
-      for (uint32_t i = 0; i < c.message_count; i++) {
-        auto r = engine::decode(std::span<const std::byte>(buffer).subspan(at), {});
-        EXPECT_EQ(r.outcome, engine::DecodeOutcome::ok);
-        auto seq = engine::find_property(r.view.user_properties, "S");
-        EXPECT_TRUE(seq.has_value());
-        copies[std::stoull(std::string(seq.value_or("0")))]++;
-        at += r.size;
-      }
-      offset = c.next_offset;
-    }
-  }
-  return copies;
-}
-
 TEST(DelayKill9, DelayedMessagesAreDeliveredExactlyOnce) {
-  const uint64_t seed = testing::env_u64("URINGMQ_SEED", 20261130);
-  const int cycles = static_cast<int>(testing::env_u64("URINGMQ_KILL9_CYCLES", 10));
-  std::mt19937_64 rng(seed);
-  testing::TempDir dir;
-  const std::string data = dir.path() + "/store";
-  std::set<uint64_t> acked;
-  uint64_t next_seq = 0, lost = 0, duplicated = 0, delivered = 0;
-  for (int cycle = 0; cycle < cycles; cycle++) {
-    const std::string out = dir.path() + "/child-" + std::to_string(cycle) + ".out";
-    std::string killed = testing::run_then_kill(DEFERRED_CHILD_PATH, {"delay", data, std::to_string(next_seq)},
-                                                out, 200 + static_cast<int>(rng() % 600));
-    ASSERT_EQ(killed, "") << "cycle " << cycle;
-    std::ifstream in(out);
-    std::string tag;
-    unsigned long long seq = 0;
-    while (in >> tag >> seq) {
-      if (tag == "A") acked.insert(seq);
-    }
-    auto store = Store::open(testing::deferred_store_options(data));
-    ASSERT_TRUE(store.is_ok()) << "cycle " << cycle << ": " << store.status().to_string();
-    // Let every pending delayed message fall due and be delivered.
-    for (int i = 0; i < 500; i++) {
+  testing::run_deferred_kill9({"delay", "DelayTopic", [](Store& store) {
+    for (int i = 0; i < 500; i++) {  // until no level has anything pending (10 s at most)
       int64_t pending = 0;
-      for (const DelayLevelStats& s : (*store)->delay_level_stats()) pending += s.pending;
+      for (const DelayLevelStats& s : store.delay_level_stats()) pending += s.pending;
       if (pending == 0 && i > 5) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
-    auto session = (*store)->open_session();
-    ASSERT_TRUE(session.is_ok());
-    std::map<uint64_t, int> copies = read_all(**session);
-    uint64_t max_seen = 0;
-    std::string examples;
-    for (auto& [s, n] : copies) {
-      max_seen = std::max(max_seen, s);
-      if (n > 1) {
-        duplicated++;
-        if (examples.size() < 200) examples += " dup " + std::to_string(s) + "x" + std::to_string(n);
-      }
-      delivered++;
-    }
-    for (uint64_t s : acked) {
-      if (copies.find(s) == copies.end()) {
-        lost++;
-        if (examples.size() < 400) examples += " lost " + std::to_string(s);
-      }
-    }
-    if (lost + duplicated > 0) std::printf("cycle %d:%s\n", cycle, examples.c_str());
-    EXPECT_EQ(lost, 0u) << "cycle " << cycle << " seed " << seed;
-    EXPECT_EQ(duplicated, 0u) << "cycle " << cycle << " seed " << seed;
-    delivered = 0;
-    lost = duplicated = 0;
-    next_seq = std::max<uint64_t>(next_seq, max_seen + 1) + 100000;  // fresh seqs per cycle
-    session->reset();
-    ASSERT_TRUE((*store)->close().is_ok());
-  }
-  std::printf("delay-kill9-summary: cycles=%d acked=%zu lost=0 duplicated=0 seed=%llu\n", cycles,
-              acked.size(), static_cast<unsigned long long>(seed));
-  EXPECT_GT(acked.size(), 0u);
+  }});
 }
 
 }  // namespace
