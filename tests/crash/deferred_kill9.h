@@ -26,6 +26,7 @@
 #include "tests/crash/deferred_store_options.h"
 #include "tests/support/env.h"
 #include "tests/support/kill_child.h"
+#include "tests/support/pull_to_end.h"
 #include "tests/support/temp_dir.h"
 
 namespace uringmq::testing {
@@ -39,30 +40,13 @@ struct DeferredKill9 {
 // Every message in the real queues: seq -> copies.
 inline std::map<uint64_t, int> read_all(Session& session, std::string_view topic) {
   std::map<uint64_t, int> copies;
-  std::vector<std::byte> buffer(1 << 20);
   for (int32_t q = 0; q < 4; q++) {
     int64_t offset = 0;
-    for (;;) {
-      PullRequest p;
-      p.topic = topic;
-      p.queue_id = q;
-      p.queue_offset = offset;
-      p.max_messages = 256;
-      p.buffer = buffer;
-      EXPECT_TRUE(session.pull_async(p, 1).is_ok());
-      Completion c = session.wait_for(1);
-      if (c.pull_status != PullStatus::found) break;
-      size_t at = 0;
-      for (uint32_t i = 0; i < c.message_count; i++) {
-        auto r = engine::decode(std::span<const std::byte>(buffer).subspan(at), {});
-        EXPECT_EQ(r.outcome, engine::DecodeOutcome::ok);
-        auto seq = engine::find_property(r.view.user_properties, "S");
-        EXPECT_TRUE(seq.has_value());
-        copies[std::stoull(std::string(seq.value_or("0")))]++;
-        at += r.size;
-      }
-      offset = c.next_offset;
-    }
+    pull_to_end(session, topic, q, &offset, [&](const engine::MessageView& v) {
+      auto seq = engine::find_property(v.user_properties, "S");
+      EXPECT_TRUE(seq.has_value());
+      copies[std::stoull(std::string(seq.value_or("0")))]++;
+    }, 256);
   }
   return copies;
 }

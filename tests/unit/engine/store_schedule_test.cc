@@ -19,6 +19,7 @@
 #include "engine/store.h"
 #include "io/clock.h"
 #include "tests/support/log_fixture.h"
+#include "tests/support/pull_to_end.h"
 #include "tests/support/temp_dir.h"
 
 namespace uringmq {
@@ -63,33 +64,16 @@ class ScheduleFixture {
   }
   // Pulls everything new from every queue, noting the manual time it was seen at.
   void pull_all(std::map<int32_t, std::vector<Delivered>>& seen) {
-    std::vector<std::byte> buffer(256 << 10);
     for (int32_t q = 0; q < 4; q++) {
-      for (;;) {
-        PullRequest p;
-        p.topic = kTopic;
-        p.queue_id = q;
-        p.queue_offset = next_[q];
-        p.max_messages = 64;
-        p.buffer = buffer;
-        EXPECT_TRUE(session_->pull_async(p, 1).is_ok());
-        Completion c = session_->wait_for(1);
-        if (c.pull_status != PullStatus::found) break;
-        size_t at = 0;
-        for (uint32_t i = 0; i < c.message_count; i++) {
-          auto r = engine::decode(std::span<const std::byte>(buffer).subspan(at), {});
-          EXPECT_EQ(r.outcome, engine::DecodeOutcome::ok);
-          Delivered d;
-          uint32_t producer = 0;
-          EXPECT_TRUE(testing::parse_message(r.view, &producer, &d.seq));
-          d.seen_at_ms = clock_.now_ms();
-          d.has_delay = engine::find_property(r.view.user_properties, "DELAY").has_value();
-          d.tags = std::string(engine::find_property(r.view.user_properties, "TAGS").value_or(""));
-          seen[q].push_back(d);
-          at += r.size;
-        }
-        next_[q] = c.next_offset;
-      }
+      testing::pull_to_end(*session_, kTopic, q, &next_[q], [&](const engine::MessageView& v) {
+        Delivered d;
+        uint32_t producer = 0;
+        EXPECT_TRUE(testing::parse_message(v, &producer, &d.seq));
+        d.seen_at_ms = clock_.now_ms();
+        d.has_delay = engine::find_property(v.user_properties, "DELAY").has_value();
+        d.tags = std::string(engine::find_property(v.user_properties, "TAGS").value_or(""));
+        seen[q].push_back(d);
+      });
     }
   }
   Session& session() { return *session_; }

@@ -22,6 +22,7 @@
 #include "engine/timer_message.h"
 #include "io/clock.h"
 #include "tests/support/log_fixture.h"
+#include "tests/support/pull_to_end.h"
 #include "tests/support/temp_dir.h"
 
 namespace uringmq {
@@ -67,32 +68,15 @@ class TimerFixture {
     return session_->send(msg);
   }
   void pull_all() {
-    std::vector<std::byte> buffer(256 << 10);
     for (int32_t q = 0; q < kQueues; q++) {
-      for (;;) {
-        PullRequest p;
-        p.topic = kTopic;
-        p.queue_id = q;
-        p.queue_offset = next_[q];
-        p.max_messages = 64;
-        p.buffer = buffer;
-        EXPECT_TRUE(session_->pull_async(p, 1).is_ok());
-        Completion c = session_->wait_for(1);
-        if (c.pull_status != PullStatus::found) break;
-        size_t at = 0;
-        for (uint32_t i = 0; i < c.message_count; i++) {
-          auto r = engine::decode(std::span<const std::byte>(buffer).subspan(at), {});
-          EXPECT_EQ(r.outcome, engine::DecodeOutcome::ok);
-          auto s = engine::find_property(r.view.user_properties, "S");
-          EXPECT_TRUE(s.has_value());
-          EXPECT_EQ(r.view.topic, kTopic);
-          const uint64_t seq = s ? std::stoull(std::string(*s)) : UINT64_MAX;
-          EXPECT_EQ(seen_.count(seq), 0u) << "message " << seq << " delivered twice";
-          seen_[seq] = Seen{clock_.now_ms(), std::string(r.view.user_properties)};
-          at += r.size;
-        }
-        next_[q] = c.next_offset;
-      }
+      testing::pull_to_end(*session_, kTopic, q, &next_[q], [&](const engine::MessageView& v) {
+        auto s = engine::find_property(v.user_properties, "S");
+        EXPECT_TRUE(s.has_value());
+        EXPECT_EQ(v.topic, kTopic);
+        const uint64_t seq = s ? std::stoull(std::string(*s)) : UINT64_MAX;
+        EXPECT_EQ(seen_.count(seq), 0u) << "message " << seq << " delivered twice";
+        seen_[seq] = Seen{clock_.now_ms(), std::string(v.user_properties)};
+      });
     }
   }
   // Pulls until every message in `expected` is seen (bounded real wait).
