@@ -22,17 +22,7 @@ test('delay levels 1, 2, 3, max and above max are honoured', { timeout: 120000 }
 
   const topic = C.uniqueName('T_delay');
   const prod = await C.producer();
-  const got = new C.Collector();
-  const cons = C.consumer();
-  cons.subscribe(topic, '*', async msg => { got.push(C.summary(msg)); });
-  await cons.ready();
-
-  // Warm up: the consumer owns its queues and is long-polling before the timed sends.
-  const probe = new C.Message(topic, 'probe', 'probe');
-  probe.keys = [`${topic}-probe`];
-  await prod.send(probe);
-  await got.waitFor(l => l.some(m => m.keys === `${topic}-probe`), 60000, 'the probe message');
-  await sleep(500);
+  const { got, cons } = await C.readyConsumer(topic, prod);
 
   const sent = new Map();
   await Promise.all(levels.map(async (level, i) => {
@@ -43,28 +33,21 @@ test('delay levels 1, 2, 3, max and above max are honoured', { timeout: 120000 }
     const sendAt = Date.now();
     const r = await prod.send(msg);
     assert.equal(r.sendStatus, 'SEND_OK', `send level ${level}: ${JSON.stringify(r)}`);
-    sent.set(key, { level, sendAt, delay: delayOf(level) });
+    sent.set(key, {
+      dueAt: sendAt + delayOf(level),
+      body: `delayed level ${level}`,
+      check: m => [
+        ...(m.tags !== 'delayed' ? [`tags ${m.tags}`] : []),
+        ...('DELAY' in m.properties ? [`DELAY property still present (${m.properties.DELAY})`] : []),
+      ],
+    });
   }));
   const longest = Math.max(...levels.map(delayOf));
   await got.waitFor(l => [...sent.keys()].every(k => l.some(m => m.keys === k)),
     longest + LATE_SLACK_MS + 10000, 'all delayed messages');
   await sleep(1000);
 
-  const report = [];
-  const problems = [];
-  for (const [key, s] of sent) {
-    const recv = got.list.filter(m => m.keys === key);
-    if (recv.length !== 1) problems.push(`${key}: received ${recv.length} times`);
-    const m = recv[0];
-    const elapsed = m.at - s.sendAt;
-    report.push(`level ${s.level} (delay ${s.delay} ms): received after ${elapsed} ms`);
-    if (elapsed < s.delay - EARLY_SLACK_MS) problems.push(`level ${s.level}: ${elapsed} ms < delay ${s.delay} ms (early)`);
-    if (elapsed >= s.delay + LATE_SLACK_MS) problems.push(`level ${s.level}: ${elapsed} ms >= delay ${s.delay} + ${LATE_SLACK_MS} ms (late)`);
-    if (m.topic !== topic) problems.push(`level ${s.level}: topic ${m.topic}`);
-    if (m.body !== `delayed level ${s.level}`) problems.push(`level ${s.level}: body ${m.body}`);
-    if (m.tags !== 'delayed') problems.push(`level ${s.level}: tags ${m.tags}`);
-    if ('DELAY' in m.properties) problems.push(`level ${s.level}: DELAY property still present on delivery (${m.properties.DELAY})`);
-  }
+  const { report, problems } = C.checkDeferred(got, sent, topic, EARLY_SLACK_MS, LATE_SLACK_MS);
   console.log(report.join('\n'));
   assert.deepEqual(problems, [], report.join('; '));
   await C.close(cons);

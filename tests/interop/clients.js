@@ -5,7 +5,7 @@
 
 const { after } = require('node:test');
 const { Producer, Consumer, Message } = require('ali-ons');
-const { env } = require('./broker');
+const { env, sleep } = require('./broker');
 
 const verbose = !!process.env.URINGMQ_INTEROP_VERBOSE;
 const quietLogger = {
@@ -151,6 +151,44 @@ function summary(msg) {
   };
 }
 
+// A consumer of `topic` that owns its queues and is long-polling, proven by a probe sent through
+// `prod`: a deferred message sent before that could only be seen late. Returns { got, cons }.
+async function readyConsumer(topic, prod) {
+  const got = new Collector();
+  const cons = consumer();
+  cons.subscribe(topic, '*', async msg => { got.push(summary(msg)); });
+  await cons.ready();
+  const probe = new Message(topic, 'probe', 'probe');
+  probe.keys = [`${topic}-probe`];
+  await prod.send(probe);
+  await got.waitFor(l => l.some(m => m.keys === `${topic}-probe`), 60000, 'the probe message');
+  await sleep(500);
+  return { got, cons };
+}
+
+// Holds deferred messages (delay levels, timers) to their due times. `sent` maps each key to
+// { dueAt, body, check(m) -> problems }: each must be received exactly once on `topic` with its
+// body, no earlier than dueAt - earlySlackMs and before dueAt + lateSlackMs. Returns
+// { report, problems } (one report line per key).
+function checkDeferred(got, sent, topic, earlySlackMs, lateSlackMs) {
+  const report = [];
+  const problems = [];
+  for (const [key, s] of sent) {
+    const recv = got.list.filter(m => m.keys === key);
+    if (recv.length !== 1) problems.push(`${key}: received ${recv.length} times`);
+    const m = recv[0];
+    if (!m) continue;
+    const late = m.at - s.dueAt;
+    report.push(`${key}: received ${late} ms after its due time`);
+    if (late < -earlySlackMs) problems.push(`${key}: ${-late} ms early`);
+    if (late >= lateSlackMs) problems.push(`${key}: ${late} ms late`);
+    if (m.topic !== topic) problems.push(`${key}: topic ${m.topic}`);
+    if (m.body !== s.body) problems.push(`${key}: body ${m.body}`);
+    problems.push(...s.check(m).map(p => `${key}: ${p}`));
+  }
+  return { report, problems };
+}
+
 // Runs fn over items with at most `limit` in flight; returns results in order ({ok, value|error}).
 async function mapLimit(items, limit, fn) {
   const results = new Array(items.length);
@@ -184,5 +222,5 @@ function finish(extra) {
 
 module.exports = {
   Producer, Consumer, Message, quietLogger, uniqueName, producer, consumer, close, withTimeout,
-  Collector, summary, mapLimit, finish, clientErrors, runId,
+  Collector, summary, mapLimit, finish, clientErrors, runId, readyConsumer, checkDeferred,
 };

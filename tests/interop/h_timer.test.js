@@ -18,16 +18,7 @@ const LATE_SLACK_MS = 3000;
 test('TIMER_DELIVER_MS and __STARTDELIVERTIME are delivered on time', { timeout: 120000 }, async () => {
   const topic = C.uniqueName('T_timer');
   const prod = await C.producer();
-  const got = new C.Collector();
-  const cons = C.consumer();
-  cons.subscribe(topic, '*', async msg => { got.push(C.summary(msg)); });
-  await cons.ready();
-
-  const probe = new C.Message(topic, 'probe', 'probe');
-  probe.keys = [`${topic}-probe`];
-  await prod.send(probe);
-  await got.waitFor(l => l.some(m => m.keys === `${topic}-probe`), 60000, 'the probe message');
-  await sleep(500);
+  const { got, cons } = await C.readyConsumer(topic, prod);
 
   const sent = new Map();
   const cases = [];
@@ -44,27 +35,18 @@ test('TIMER_DELIVER_MS and __STARTDELIVERTIME are delivered on time', { timeout:
     }
     const r = await prod.send(msg);
     assert.equal(r.sendStatus, 'SEND_OK', `send ${key}: ${JSON.stringify(r)}`);
-    sent.set(key, { how: c.how, deliverAt, body: `timed ${i}` });
+    sent.set(key, {
+      dueAt: deliverAt,
+      body: `timed ${i}`,
+      check: m => ('TIMER_DELIVER_MS' in m.properties ? ['TIMER_DELIVER_MS still present'] : []),
+    });
   }));
-  const last = Math.max(...[...sent.values()].map(s => s.deliverAt));
+  const last = Math.max(...[...sent.values()].map(s => s.dueAt));
   await got.waitFor(l => [...sent.keys()].every(k => l.some(m => m.keys === k)),
     last - Date.now() + LATE_SLACK_MS + 10000, 'all timed messages');
   await sleep(1000);
 
-  const report = [];
-  const problems = [];
-  for (const [key, s] of sent) {
-    const recv = got.list.filter(m => m.keys === key);
-    if (recv.length !== 1) problems.push(`${key}: received ${recv.length} times`);
-    const m = recv[0];
-    const late = m.at - s.deliverAt;
-    report.push(`${key}: received ${late} ms after its deliver time`);
-    if (late < -EARLY_SLACK_MS) problems.push(`${key}: ${-late} ms early`);
-    if (late >= LATE_SLACK_MS) problems.push(`${key}: ${late} ms late`);
-    if (m.topic !== topic) problems.push(`${key}: topic ${m.topic}`);
-    if (m.body !== s.body) problems.push(`${key}: body ${m.body}`);
-    if ('TIMER_DELIVER_MS' in m.properties) problems.push(`${key}: TIMER_DELIVER_MS still present`);
-  }
+  const { report, problems } = C.checkDeferred(got, sent, topic, EARLY_SLACK_MS, LATE_SLACK_MS);
   console.log(report.join('\n'));
   assert.deepEqual(problems, [], report.join('; '));
   await C.close(cons);
