@@ -4,6 +4,7 @@
 // after() hook (closes every client, then exits: ali-ons keeps timers alive after close).
 
 const { after } = require('node:test');
+const assert = require('node:assert/strict');
 const { Producer, Consumer, Message } = require('ali-ons');
 const { env, sleep } = require('./broker');
 
@@ -167,10 +168,15 @@ async function readyConsumer(topic, prod) {
 }
 
 // Holds deferred messages (delay levels, timers) to their due times. `sent` maps each key to
-// { dueAt, body, check(m) -> problems }: each must be received exactly once on `topic` with its
-// body, no earlier than dueAt - earlySlackMs and before dueAt + lateSlackMs. Returns
-// { report, problems } (one report line per key).
-function checkDeferred(got, sent, topic, earlySlackMs, lateSlackMs) {
+// { dueAt, body, check(m) -> problems }. Waits for every key (until the last is lateSlackMs +
+// 10 s overdue), then 1 s for copies; each must have been received exactly once on `topic` with
+// its body, no earlier than dueAt - earlySlackMs and before dueAt + lateSlackMs. Logs a line per
+// key and asserts no problem.
+async function expectDeferred(got, sent, topic, earlySlackMs, lateSlackMs) {
+  const last = Math.max(...[...sent.values()].map(s => s.dueAt));
+  await got.waitFor(l => [...sent.keys()].every(k => l.some(m => m.keys === k)),
+    Math.max(0, last - Date.now()) + lateSlackMs + 10000, 'all deferred messages');
+  await sleep(1000);
   const report = [];
   const problems = [];
   for (const [key, s] of sent) {
@@ -186,7 +192,8 @@ function checkDeferred(got, sent, topic, earlySlackMs, lateSlackMs) {
     if (m.body !== s.body) problems.push(`${key}: body ${m.body}`);
     problems.push(...s.check(m).map(p => `${key}: ${p}`));
   }
-  return { report, problems };
+  console.log(report.join('\n'));
+  assert.deepEqual(problems, [], report.join('; '));
 }
 
 // Runs fn over items with at most `limit` in flight; returns results in order ({ok, value|error}).
@@ -222,5 +229,5 @@ function finish(extra) {
 
 module.exports = {
   Producer, Consumer, Message, quietLogger, uniqueName, producer, consumer, close, withTimeout,
-  Collector, summary, mapLimit, finish, clientErrors, runId, readyConsumer, checkDeferred,
+  Collector, summary, mapLimit, finish, clientErrors, runId, readyConsumer, expectDeferred,
 };
