@@ -459,12 +459,13 @@ bool Shard::handle_append(uint32_t slot_index, const ShardRequest& request) {
     post(slot_index, done);
     return true;
   }
-  if (level == 0) done.code = rewrite_timer(request.input, &input);
+  int64_t deliver_ms = -1;
+  if (level == 0) done.code = rewrite_timer(request.input, &input, &deliver_ms);
   if (done.code != io::Code::ok) {
     post(slot_index, done);
     return true;
   }
-  const io::Code appended = append_pending(slot_index, request.tag, input);
+  const io::Code appended = append_pending(slot_index, request.tag, input, deliver_ms);
   if (appended == io::Code::busy) return false;
   if (appended != io::Code::ok) {
     done.code = appended;
@@ -478,7 +479,8 @@ bool Shard::handle_append(uint32_t slot_index, const ShardRequest& request) {
 // Appends `in` to its queue and keeps what its acknowledgement needs (the session slot or
 // kInternalSlot, the tag, the queue offset, the unit's tags code) in pending_. ok; busy: nothing
 // done, retry later; any other code: not stored.
-io::Code Shard::append_pending(uint32_t slot, uint64_t tag, const engine::MessageInput& in) {
+io::Code Shard::append_pending(uint32_t slot, uint64_t tag, const engine::MessageInput& in,
+                               int64_t timer_deliver_ms) {
   if (free_pending_.empty()) return io::Code::busy;
   io::Result<engine::QueueIndex> queue = queue_for_append(in.topic, in.queue_id);
   if (!queue.is_ok()) return queue.status().code();
@@ -487,9 +489,12 @@ io::Code Shard::append_pending(uint32_t slot, uint64_t tag, const engine::Messag
   io::Result<engine::AppendResult> r = log_->append(in, next, id);
   if (!r.is_ok()) return r.status().code();
   free_pending_.pop_back();
-  pending_[id] = PendingAppend{slot, tag, next, r->size_bytes, r->store_timestamp_ms, *queue,
-                               engine::unit_tags_code(in.topic, in.properties,
-                                                      r->store_timestamp_ms, levels_)};
+  const int64_t tags_code =
+      timer_deliver_ms >= 0
+          ? timer_deliver_ms
+          : engine::unit_tags_code(in.topic, in.properties, r->store_timestamp_ms, levels_);
+  pending_[id] =
+      PendingAppend{slot, tag, next, r->size_bytes, r->store_timestamp_ms, *queue, tags_code};
   next++;
   return io::Code::ok;
 }

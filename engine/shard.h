@@ -173,7 +173,9 @@ class Shard {
   void arm_waker();
   void publish_stats();
   int64_t now_ms() const { return clock_->monotonic_ns() / 1'000'000; }
-  io::Code append_pending(uint32_t slot, uint64_t tag, const engine::MessageInput& in);
+  // timer_deliver_ms >= 0: `in` is a timer record due then (its unit's tagsCode, known already).
+  io::Code append_pending(uint32_t slot, uint64_t tag, const engine::MessageInput& in,
+                          int64_t timer_deliver_ms = -1);
   io::Result<engine::QueueIndex> queue_for_append(std::string_view topic, int32_t queue_id);
 
   // Pulls and searches (shard_consumer.cc).
@@ -243,7 +245,8 @@ class Shard {
   static constexpr uint64_t kTimerAckBit = uint64_t{1} << 63;   // PendingAppend tag of a copy
   static constexpr uint64_t kTimerRollBit = uint64_t{1} << 62;  // ... that is not a delivery
   enum class TimerStage : uint8_t { none, unit, record };
-  io::Code rewrite_timer(const engine::MessageInput& in, engine::MessageInput* out);
+  io::Code rewrite_timer(const engine::MessageInput& in, engine::MessageInput* out,
+                         int64_t* deliver_ms);
   void run_timers();
   void scan_timer_slots(int64_t now_ms);
   void examine_timer(uint32_t slot, const engine::CqUnit& unit, int64_t now_bucket);
@@ -251,7 +254,8 @@ class Shard {
   void start_timer_batch(int64_t now_ms);
   void finish_timer_batch();
   bool deliver_timer(const engine::TimerEntry& entry, bool roll, std::span<const std::byte> bytes);
-  bool timer_cancelled(std::string_view properties);
+  // put_ms: the timer's put time (its __UMQ_TPUT, or its first record's store timestamp).
+  bool timer_cancelled(std::string_view properties, int64_t put_ms);
   void timer_done(uint32_t slot, int64_t queue_offset);
   void hold_timer_slot(uint32_t slot, uint64_t log_offset);
   // True when the acknowledged append was a timer's copy (handled here).

@@ -48,9 +48,12 @@ std::string_view format_i64(char* buffer, size_t size, int64_t value) {
 
 // ---- Put ----
 
-// ok with `out` rewritten (or untouched: not timed); invalid_argument for a malformed timer
-// property or a deliver time beyond timer_max_delay_sec.
-io::Code Shard::rewrite_timer(const engine::MessageInput& in, engine::MessageInput* out) {
+// ok with `out` rewritten (or untouched: not timed) and `deliver_ms` its deliver time (-1: not
+// timed); invalid_argument for a malformed timer property or a deliver time beyond
+// timer_max_delay_sec.
+io::Code Shard::rewrite_timer(const engine::MessageInput& in, engine::MessageInput* out,
+                              int64_t* deliver_ms) {
+  *deliver_ms = -1;
   if (in.topic == engine::kTimerTopic) return io::Code::invalid_argument;  // reserved
   const int64_t now = clock_->now_ms();
   char number[24];
@@ -81,21 +84,30 @@ io::Code Shard::rewrite_timer(const engine::MessageInput& in, engine::MessageInp
     case engine::TimerRequest::Kind::timed:
       break;
   }
-  timer_properties_.clear();
-  engine::for_each_property(in.properties, [&](std::string_view name, std::string_view value) {
-    if (name == "REAL_TOPIC" || name == "REAL_QID" || name == engine::kTimerOutMs ||
-        name == engine::kTimerPutMs || name == engine::kDeliveryMarker) {
-      return;
+  // The client's properties as they are (one copy), unless they hold a name written below; the
+  // put time is the record's store timestamp (no __UMQ_TPUT: 25 bytes and a scan less per put).
+  if (r.reserved) {
+    timer_properties_.clear();
+    engine::for_each_property(in.properties, [&](std::string_view name, std::string_view value) {
+      if (name == "REAL_TOPIC" || name == "REAL_QID" || name == engine::kTimerPutMs ||
+          name == engine::kDeliveryMarker) {
+        return;
+      }
+      engine::append_property(timer_properties_, name, value);
+    });
+  } else {
+    timer_properties_.assign(in.properties);
+    // Java clients end every entry with \x02; append_property adds its own before the next.
+    if (!timer_properties_.empty() && timer_properties_.back() == '\x02') {
+      timer_properties_.pop_back();
     }
-    engine::append_property(timer_properties_, name, value);
-  });
+  }
   engine::append_property(timer_properties_, engine::kTimerOutMs,
                           format_i64(number, sizeof(number), r.deliver_ms));
-  engine::append_property(timer_properties_, engine::kTimerPutMs,
-                          format_i64(number, sizeof(number), now));
   engine::append_property(timer_properties_, "REAL_TOPIC", in.topic);
   engine::append_property(timer_properties_, "REAL_QID",
                           format_i64(number, sizeof(number), in.queue_id));
+  *deliver_ms = r.deliver_ms;
   *out = in;
   out->topic = engine::kTimerTopic;
   out->queue_id = static_cast<int32_t>(
@@ -389,11 +401,8 @@ void Shard::finish_timer_batch() {
 }
 
 // A cancel recorded at or after the timer's put time names one of its keys.
-bool Shard::timer_cancelled(std::string_view properties) {
+bool Shard::timer_cancelled(std::string_view properties, int64_t put_ms) {
   if (timer_cancels_ == 0) return false;
-  int64_t put_ms = 0;
-  auto put = engine::find_property(properties, engine::kTimerPutMs);
-  if (!put || !engine::parse_decimal(*put, &put_ms)) return false;
   auto cancelled_by = [&](std::string_view key) {
     if (key.empty()) return false;
     auto at = offsets_->query(kTimerCancelGroup, key, 0);
@@ -424,7 +433,11 @@ bool Shard::deliver_timer(const engine::TimerEntry& e, bool roll,
   engine::DecodeResult r = engine::decode(bytes, decode_options);
   const bool readable = r.outcome == engine::DecodeOutcome::ok;
   const engine::MessageView& v = r.view;
-  if (readable && timer_cancelled(v.user_properties)) {
+  // A rolled copy carries the put time; the first record's is its store timestamp.
+  int64_t put_ms = v.store_timestamp_ms;
+  const auto put = engine::find_property(v.user_properties, engine::kTimerPutMs);
+  if (put && !engine::parse_decimal(*put, &put_ms)) put_ms = INT64_MAX;  // damaged: not cancelled
+  if (readable && timer_cancelled(v.user_properties, put_ms)) {
     // Skipped: nothing is appended, so under ASYNC_FLUSH the slot's progress must wait for the
     // timer's own record to be durable. Were the progress persisted first, a power loss taking
     // the record would leave progress past the queue's end, over offsets new timers reuse.
@@ -453,6 +466,11 @@ bool Shard::deliver_timer(const engine::TimerEntry& e, bool roll,
       if (!roll && (engine::is_timer_input_property(name) || name == engine::kTimerPutMs)) return;
       engine::append_property(timer_properties_, name, value);
     });
+    if (roll && !put) {  // the first record's put time: the copy carries it
+      char number[24];
+      engine::append_property(timer_properties_, engine::kTimerPutMs,
+                              format_i64(number, sizeof(number), put_ms));
+    }
   }
   engine::append_delivery_marker(timer_properties_, "T", e.slot, e.queue_offset);
   in.properties = timer_properties_;
@@ -468,7 +486,8 @@ bool Shard::deliver_timer(const engine::TimerEntry& e, bool roll,
     in.topic = real.topic;
     in.queue_id = static_cast<int32_t>(real.queue_id);
   }
-  const io::Code appended = append_pending(kInternalSlot, timer_ack_tag(e, roll || parked), in);
+  const io::Code appended = append_pending(kInternalSlot, timer_ack_tag(e, roll || parked), in,
+                                           roll && !parked ? e.deliver_ms : -1);
   if (appended != io::Code::ok) {
     if (appended != io::Code::busy) timer_force_park_ = !parked;
     return false;

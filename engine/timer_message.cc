@@ -16,9 +16,13 @@ TimerRequest parse_timer_request(std::string_view properties, int64_t now_ms,
   TimerRequest r;
   std::optional<std::string_view> sec, ms, at, start;
   bool copy = false;
+  bool reserved = false;
   for_each_property(properties, [&](std::string_view name, std::string_view value) {
     if (name == kTimerOutMs) {
       copy = true;
+    } else if (name == "REAL_TOPIC" || name == "REAL_QID" || name == kTimerPutMs ||
+               name == kDeliveryMarker) {
+      reserved = true;
     } else if (name == kTimerDelaySec) {
       if (!sec) sec = value;
     } else if (name == kTimerDelayMs) {
@@ -50,7 +54,7 @@ TimerRequest parse_timer_request(std::string_view properties, int64_t now_ms,
   }
   if (deliver <= now_ms) return {TimerRequest::Kind::immediate, deliver};
   if (deliver - now_ms > max_delay_ms) return {TimerRequest::Kind::too_far, deliver};
-  return {TimerRequest::Kind::timed, deliver};
+  return {TimerRequest::Kind::timed, deliver, reserved};
 }
 
 bool is_timer_input_property(std::string_view name) {

@@ -29,7 +29,9 @@ inline constexpr std::string_view kTimerTopic = "rmq_sys_wheel_timer";
 inline constexpr int32_t kTimerCancelQueue = 65535;
 // The deliver time (epoch ms) of a message in the timer topic; also its ConsumeQueue tagsCode.
 inline constexpr std::string_view kTimerOutMs = "TIMER_OUT_MS";
-// The wall ms at which a timed message was first put (cancel applies to earlier puts only).
+// The wall ms at which a timed message was first put (cancel applies to earlier puts only). A
+// timed message's first record goes without it (its store timestamp is its put time: 25 bytes
+// less per timed put); a rolled copy carries it, the first record's store timestamp.
 inline constexpr std::string_view kTimerPutMs = "__UMQ_TPUT";
 inline constexpr std::string_view kTimerCancelKey = "__UMQ_CANCEL_KEY";
 inline constexpr std::string_view kTimerDelaySec = "TIMER_DELAY_SEC";
@@ -47,6 +49,9 @@ struct TimerRequest {
   };
   Kind kind = Kind::none;
   int64_t deliver_ms = 0;
+  // The properties hold a name the timer path writes itself (REAL_TOPIC, REAL_QID, __UMQ_TPUT,
+  // __UMQ_DLV): the rewrite drops those; without them it keeps the properties as they are.
+  bool reserved = false;
 };
 
 // The deliver time `properties` ask for, at wall time now_ms.

@@ -18,7 +18,7 @@
 //
 // The cancel rule, from shard_timer.cc: a cancel is recorded in the offsets table with its time
 // (the shard's clock, c) when the shard takes it, before its append is acknowledged; a timer put
-// at p (its __UMQ_TPUT) and due at d is skipped when, at delivery or roll, a cancel naming one of
+// at p (its first record's store time, which a rolled copy carries as __UMQ_TPUT) and due at d is skipped when, at delivery or roll, a cancel naming one of
 // its keys has c >= p. Each cancel key here is used by one cancel only, and the checker reads c
 // from the cancel's record and p from the timer's, so for a timer and a cancel naming it:
 //   - cancel record in the log, c < p: no effect (delivered exactly once);
@@ -234,7 +234,9 @@ class TimerSim final : public testing::SteppedShardSim {
       return v;
     }
     v.sourced = true;
-    const int64_t put_ms = parse_ms(source->properties, engine::kTimerPutMs);
+    // A rolled copy carries __UMQ_TPUT; the first record's put time is its store timestamp.
+    int64_t put_ms = parse_ms(source->properties, engine::kTimerPutMs);
+    if (put_ms == INT64_MIN) put_ms = source->store_ms;
     const int64_t deliver_ms = t.absolute ? t.value_ms : put_ms + t.value_ms;
     if (parse_ms(source->properties, engine::kTimerOutMs) != deliver_ms || put_ms == INT64_MIN) {
       timer_totals_.bad_deliver_time++;

@@ -55,10 +55,13 @@ class TimerFixture {
   TimerFixture(Store& store, io::ManualClock& clock) : clock_(clock) {
     session_ = std::move(*store.open_session());
   }
-  // Sends message `seq` with extra properties (name, value) to queue seq % kQueues.
-  Completion send(uint64_t seq, const std::vector<std::pair<std::string, std::string>>& props) {
+  // Sends message `seq` with extra properties (name, value) to queue seq % kQueues; java_style
+  // ends the property text with \x02, as Java clients write it.
+  Completion send(uint64_t seq, const std::vector<std::pair<std::string, std::string>>& props,
+                  bool java_style = false) {
     testing::TestMessage m = testing::make_message(1, seq, 64);
     for (const auto& [name, value] : props) engine::append_property(m.properties, name, value);
+    if (java_style) m.properties.push_back('\x02');
     keep_.push_back(std::move(m));
     Message msg;
     msg.topic = kTopic;
@@ -166,10 +169,21 @@ TEST(StoreTimerTest, PrecedencePastTimesLimitAndNeverEarly) {
   EXPECT_EQ(f.seen().size(), 2u);
   due[10] = t0;
   due[11] = t0;
+  // The property text as a Java client writes it (a \x02 after every entry) is kept as it is,
+  // with no empty entry; names the timer writes itself, sent by a client, are replaced.
+  ASSERT_EQ(f.send(12, {{"TIMER_DELAY_MS", "3000"}, {"KEYS", "k12"}}, true).code, io::Code::ok);
+  due[12] = t0 + 3000;
+  ASSERT_EQ(f.send(13, {{"REAL_TOPIC", "Elsewhere"}, {"REAL_QID", "7"}, {"__UMQ_TPUT", "1"},
+                        {"TIMER_DELAY_MS", "3500"}}).code, io::Code::ok);
+  due[13] = t0 + 3500;
   run_clock(clock, f, due, t0 + 45'000, 250);
   EXPECT_EQ(f.seen().size(), due.size());  // 6 is 30 days away, 7..9 were rejected
   EXPECT_EQ(f.seen().count(6), 0u);
-  for (uint64_t seq : {0, 1, 2, 3, 5}) {
+  EXPECT_EQ(engine::find_property(f.seen().at(12).properties, "KEYS"), "k12");
+  EXPECT_EQ(f.seen().at(12).properties.find("\x02\x02"), std::string::npos);
+  EXPECT_EQ(f.seen().at(13).properties.find("Elsewhere"), std::string::npos);
+  EXPECT_FALSE(engine::find_property(f.seen().at(13).properties, "__UMQ_TPUT"));
+  for (uint64_t seq : {0, 1, 2, 3, 5, 12, 13}) {
     const std::string& p = f.seen().at(seq).properties;
     EXPECT_FALSE(engine::find_property(p, "TIMER_DELAY_SEC")) << seq;
     EXPECT_FALSE(engine::find_property(p, "TIMER_DELAY_MS")) << seq;
@@ -179,8 +193,8 @@ TEST(StoreTimerTest, PrecedencePastTimesLimitAndNeverEarly) {
   }
   EXPECT_FALSE(engine::find_property(f.seen().at(4).properties, "TIMER_DELAY_SEC"));
   TimerStats stats = (*store)->timer_stats();
-  EXPECT_EQ(stats.accepted, 6u);  // 0, 1, 2, 3, 5, 6
-  EXPECT_EQ(stats.delivered, 5u);
+  EXPECT_EQ(stats.accepted, 8u);  // 0, 1, 2, 3, 5, 6, 12, 13
+  EXPECT_EQ(stats.delivered, 7u);
   EXPECT_GE(stats.rolled, 1u);
   f.close();
 }
