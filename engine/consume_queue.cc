@@ -51,7 +51,10 @@ constexpr uint32_t slot_of(uint64_t user_data) {
 // CommitLog, which treats busy on some paths as fatal: stay well below its depth).
 constexpr uint32_t kMaxOpsInFlight = 64;
 constexpr uint32_t kMaxReadsInFlight = 64;
-// A flush cycle starts before its interval once this many units were appended since the last.
+// A flush cycle starts before its interval once this many units per file to fdatasync were
+// appended since the last. Per file: a cycle costs one fdatasync per dirty file, and with units
+// spread over many queues (the timer wheel's 256 slots) a fixed count started a cycle of 256
+// fdatasyncs every 16,384 units, the largest part of a timed put's cost (bench/RESULTS.md).
 constexpr uint64_t kFlushAfterUnits = 16384;
 constexpr int32_t kMaxQueueId = 65535;
 constexpr size_t kMaxTopicBytes = 255;
@@ -322,6 +325,7 @@ struct CqStore::Impl {
   void advance_cycle();
   bool submit_cycle_syncs();
   bool has_unsynced_work() const;
+  bool early_cycle_due() const;  // enough units appended since the last cycle
   bool close_done() const;
   void on_write_done(uint32_t slot, int64_t result);
   void on_sync_done(uint32_t slot, int64_t result);
@@ -977,6 +981,10 @@ void CqStore::Impl::on_write_done(uint32_t slot, int64_t result) {
 
 // ---- Flush cycles ----
 
+bool CqStore::Impl::early_cycle_due() const {
+  return units_since_cycle >= kFlushAfterUnits * std::max<uint64_t>(1, dirty_files.size());
+}
+
 bool CqStore::Impl::has_unsynced_work() const {
   return dispatched > durable_dispatched || !dirty_queues.empty() || !dirty_files.empty() ||
          !pending_dirs.empty();
@@ -985,8 +993,7 @@ bool CqStore::Impl::has_unsynced_work() const {
 void CqStore::Impl::maybe_start_cycle() {
   if (phase != CyclePhase::idle || !fail_status.is_ok()) return;
   const bool due = flush_requested || closing ||
-                   now_ms() - last_cycle_ms >= options.flush_interval_ms ||
-                   units_since_cycle >= kFlushAfterUnits;
+                   now_ms() - last_cycle_ms >= options.flush_interval_ms || early_cycle_due();
   if (!due || !has_unsynced_work()) return;
   flush_requested = false;
   units_since_cycle = 0;
@@ -1166,7 +1173,7 @@ int64_t CqStore::next_deadline_ms() const {
   const Impl& m = *impl_;
   if (m.closed || m.phase != CyclePhase::idle || !m.fail_status.is_ok()) return INT64_MAX;
   if (!m.has_unsynced_work()) return INT64_MAX;
-  if (m.flush_requested || m.units_since_cycle >= kFlushAfterUnits) return m.now_ms();
+  if (m.flush_requested || m.early_cycle_due()) return m.now_ms();
   return m.last_cycle_ms + m.options.flush_interval_ms;
 }
 
