@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <fstream>
 #include <random>
 #include <string>
@@ -126,8 +127,18 @@ int main(int argc, char** argv) {
   // the second is the steady state, and the figure compared with the target.
   double timed[2], plain[2];
   for (int round = 0; round < 2; round++) {
+    // Phase boundaries in CLOCK_MONOTONIC seconds, for `perf record -k CLOCK_MONOTONIC` and
+    // `perf report --time` (how the timed phase's profile was told from the plain one's).
+    auto mono = [] {
+      timespec t;
+      clock_gettime(CLOCK_MONOTONIC, &t);
+      return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) / 1e9;
+    };
+    std::fprintf(stderr, "PHASE timed%d %.6f\n", round, mono());
     timed[round] = send_many(*session, "BenchTimer", n / 2 + (round == 0 ? n % 2 : 0), timed_props);
+    std::fprintf(stderr, "PHASE plain%d %.6f\n", round, mono());
     plain[round] = send_many(*session, "BenchPlain", n / 2, plain_props);
+    std::fprintf(stderr, "PHASE end%d %.6f\n", round, mono());
   }
   TimerStats ts = (*store)->timer_stats();
   std::printf("timers=%llu round1: intake_timed=%.0f/s intake_plain=%.0f/s ratio=%.2f\n",
