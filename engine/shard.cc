@@ -175,6 +175,7 @@ io::Status Shard::open_log(engine::RecoveryReport* report) {
 // queue offsets, and each older segment's first store time (for retention).
 io::Status Shard::init_after_recovery() {
   dispatcher_ = std::make_unique<engine::Dispatcher>(options_.log.max_pending_acks);
+  prefetch_ = std::make_unique<engine::RecordPrefetch>(*log_, kPrefetchReadBit);
   dispatcher_->set_dispatched(log_->appended_offset().value);
   load_schedule_progress();
   load_timer_state();
@@ -635,6 +636,10 @@ void Shard::deliver_reads() {
   std::array<engine::ReadCompletion, 64> reads;
   for (size_t n; (n = log_->take_reads(reads)) > 0;) {
     for (size_t i = 0; i < n; i++) {
+      if (prefetch_->owns(reads[i].tag)) {
+        prefetch_->read_done(reads[i].tag, reads[i].result);
+        continue;
+      }
       if ((reads[i].tag & kTimerReadBit) != 0) {
         timer_record_ready(reads[i].result);
         continue;

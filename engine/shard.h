@@ -22,6 +22,7 @@
 #include "engine/consume_queue.h"
 #include "engine/dispatch.h"
 #include "engine/consumer_offsets.h"
+#include "engine/record_prefetch.h"
 #include "engine/store.h"
 #include "engine/timer_wheel.h"
 #include "sched/delay_levels.h"
@@ -198,6 +199,10 @@ class Shard {
   // Delay levels (shard_schedule.cc).
   static constexpr uint32_t kInternalSlot = UINT32_MAX;  // a PendingAppend of a delivery
   static constexpr uint64_t kScheduleReadBit = uint64_t{1} << 49;  // log and CQ read tags
+  static constexpr uint64_t kPrefetchReadBit = uint64_t{1} << 47;  // RecordPrefetch's log reads
+  // Records of delay-level heads and timers due within this many ms are read ahead.
+  static constexpr int64_t kPrefetchAheadMs = 20;
+  static constexpr uint32_t kLevelAheadUnits = 64;
   struct LevelState {
     bool exists = false;
     engine::QueueIndex queue = 0;
@@ -207,6 +212,13 @@ class Shard {
     int64_t due_wall_ms = INT64_MAX;
     int64_t head_offset = -1;  // the head at this offset is due at head_due_ms (not yet)
     int64_t head_due_ms = 0;
+    // The last units read from the level's queue file: [ahead_from, ahead_from + ahead_count).
+    // A head older than the units kept in memory then costs one read per kLevelAheadUnits
+    // deliveries, not one per batch, and the next heads' records can be read ahead.
+    std::array<engine::CqUnit, kLevelAheadUnits> ahead{};
+    uint32_t ahead_count = 0;
+    int64_t ahead_from = 0;
+    int64_t prefetched_upto = 0;  // units below this were offered to prefetch_
     std::atomic<int64_t> stat_pending{0};
     std::atomic<int64_t> stat_next_ms{INT64_MAX};
     std::atomic<uint64_t> stat_delivered{0};
@@ -217,6 +229,10 @@ class Shard {
   bool rewrite_delayed(const engine::MessageInput& in, engine::MessageInput* out,
                        uint32_t* level);
   void run_schedule();
+  // Units of the level's queue from `from` on, from memory or the level's ahead units (0: none).
+  size_t level_units(const LevelState& state, int64_t from, std::span<engine::CqUnit> out) const;
+  // Reads ahead the records of level heads and timers due within kPrefetchAheadMs.
+  void prefetch_due_soon(int64_t now_ms);
   bool start_batch(uint32_t level, uint32_t units);
   void deliver_batch();
   bool deliver_record(uint32_t level, std::span<const std::byte> bytes);
@@ -314,6 +330,8 @@ class Shard {
   uint64_t first_marker_offset_ = UINT64_MAX;  // lowest delivery record recovery's scan saw
   // Timed messages: the wheel (slots on disk, near window in memory) and a delivery batch.
   std::unique_ptr<engine::TimerWheel> wheel_;
+  std::unique_ptr<engine::RecordPrefetch> prefetch_;
+  int64_t last_prefetch_ms_ = INT64_MIN;
   int64_t timer_sweep_bucket_ = INT64_MIN;  // the oldest bucket whose slot is not finished
   size_t timer_queues_seen_ = SIZE_MAX;
   TimerStage timer_stage_ = TimerStage::none;

@@ -136,7 +136,54 @@ uint64_t Shard::delivery_low_water() {
   return unpersisted_deliveries_.empty() ? UINT64_MAX : unpersisted_deliveries_.front().first;
 }
 
+size_t Shard::level_units(const LevelState& state, int64_t from,
+                          std::span<engine::CqUnit> out) const {
+  const size_t n = cq_->lookup_memory(state.queue, from, out);
+  if (n > 0) return n;
+  const int64_t end = state.ahead_from + state.ahead_count;
+  if (from < state.ahead_from || from >= end) return 0;
+  const size_t k = std::min<size_t>(out.size(), static_cast<size_t>(end - from));
+  std::copy_n(state.ahead.begin() + (from - state.ahead_from), k, out.begin());
+  return k;
+}
+
+// Once per millisecond: each level's next units and the near window's timers due within
+// kPrefetchAheadMs have their records read ahead (each unit or timer offered once).
+void Shard::prefetch_due_soon(int64_t now) {
+  if (now == last_prefetch_ms_) return;
+  last_prefetch_ms_ = now;
+  const int64_t horizon = now + kPrefetchAheadMs;
+  for (uint32_t level = 1; level <= level_states_.size(); level++) {
+    LevelState& state = level_states_[level - 1];
+    if (!state.exists) continue;
+    // A head known not to be due yet: nothing behind it is due sooner.
+    if (state.head_offset == state.issued && state.head_due_ms > horizon &&
+        state.head_due_ms <= now + levels_.delay_ms(level)) {
+      continue;
+    }
+    const int64_t from = std::max(state.issued, state.prefetched_upto);
+    if (from >= cq_->max_offset(state.queue)) continue;
+    std::array<engine::CqUnit, 16> units;
+    const size_t n = level_units(state, from, units);
+    for (size_t i = 0; i < n; i++) {
+      int64_t due = units[i].tags_code;
+      if (due > now + levels_.delay_ms(level)) due = now;  // correctDeliverTimestamp
+      if (due > horizon) break;
+      prefetch_->want(units[i].log_offset, units[i].size_bytes, due, now);
+      state.prefetched_upto = from + static_cast<int64_t>(i) + 1;
+    }
+  }
+  if (wheel_) {
+    wheel_->for_each_due_by(horizon, [&](engine::TimerEntry& e) {
+      if (e.prefetched) return;
+      e.prefetched = true;
+      prefetch_->want(e.log_offset, e.size_bytes, e.deliver_ms, now);
+    });
+  }
+}
+
 void Shard::run_schedule() {
+  if (!log_->fail_stopped()) prefetch_due_soon(clock_->now_ms());
   run_timers();
   if (delivery_stage_ != DeliveryStage::none || log_->fail_stopped()) return;
   const uint32_t levels = static_cast<uint32_t>(level_states_.size());
@@ -172,8 +219,7 @@ void Shard::run_schedule() {
     for (uint32_t round = 0; round < kBatchesPerIteration && state.issued < max; round++) {
       const uint32_t want =
           static_cast<uint32_t>(std::min<int64_t>(kDeliveryBatch, max - state.issued));
-      size_t n =
-          cq_->lookup_memory(state.queue, state.issued, std::span(batch_units_.data(), want));
+      size_t n = level_units(state, state.issued, std::span(batch_units_.data(), want));
       delivery_level_ = level;
       schedule_rr_ = level % levels;  // the next call starts after this level
       if (n == 0) {
@@ -228,7 +274,8 @@ bool Shard::start_batch(uint32_t level, uint32_t units) {
     }
     if (used + head.size_bytes > delivery_record_.size()) break;
     std::byte* dest = delivery_record_.data() + used;
-    if (!log_->read_memory(engine::LogOffset{head.log_offset}, head.size_bytes, dest)) {
+    if (!prefetch_->take(head.log_offset, head.size_bytes, dest) &&
+        !log_->read_memory(engine::LogOffset{head.log_offset}, head.size_bytes, dest)) {
       io::Status s = log_->read(engine::LogOffset{head.log_offset}, head.size_bytes, dest,
                                 kScheduleReadBit | level);
       if (!s.is_ok()) break;  // busy: the rest waits for the next batch
@@ -270,6 +317,11 @@ void Shard::schedule_unit_ready(int64_t result) {
     if (!unit) break;
     batch_units_[units++] = *unit;
   }
+  // Kept for the level's next batches (the units were read at its issued offset).
+  LevelState& state = level_states_[delivery_level_ - 1];
+  state.ahead_count = std::min<uint32_t>(units, kLevelAheadUnits);
+  state.ahead_from = state.issued;
+  std::copy_n(batch_units_.begin(), state.ahead_count, state.ahead.begin());
   if (units > 0) start_batch(delivery_level_, units);  // else retried on the next iteration
 }
 

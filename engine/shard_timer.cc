@@ -322,15 +322,17 @@ void Shard::start_timer_batch(int64_t now) {
   timer_batch_failed_ = false;
   uint64_t used = 0;
   while (timer_batch_count_ < kDeliveryBatch) {
+    // Due timers first: a roll has a bucket's time to spare, and a sweep reaching a slot of far
+    // timers rolls thousands of them at once.
     engine::TimerEntry e;
     bool roll = false;
-    if (!timer_rolls_.empty()) {
+    if (!wheel_->empty() && wheel_->top().deliver_ms <= now) {
+      e = wheel_->top();
+      wheel_->pop();
+    } else if (!timer_rolls_.empty()) {
       e = timer_rolls_.back();
       timer_rolls_.pop_back();
       roll = true;
-    } else if (!wheel_->empty() && wheel_->top().deliver_ms <= now) {
-      e = wheel_->top();
-      wheel_->pop();
     } else {
       break;
     }
@@ -342,7 +344,8 @@ void Shard::start_timer_batch(int64_t now) {
     }
     std::byte* dest = timer_record_.data() + used;
     bool placed = used + e.size_bytes <= timer_record_.size();
-    if (placed && !log_->read_memory(engine::LogOffset{e.log_offset}, e.size_bytes, dest)) {
+    if (placed && !prefetch_->take(e.log_offset, e.size_bytes, dest) &&
+        !log_->read_memory(engine::LogOffset{e.log_offset}, e.size_bytes, dest)) {
       placed = log_->read(engine::LogOffset{e.log_offset}, e.size_bytes, dest,
                           kTimerReadBit | timer_batch_count_).is_ok();
       if (placed) timer_batch_reads_++;

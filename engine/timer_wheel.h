@@ -32,6 +32,7 @@ struct TimerEntry {
   int64_t queue_offset = 0;
   uint32_t size_bytes = 0;
   uint32_t slot = 0;
+  bool prefetched = false;  // its record was asked of the shard's RecordPrefetch
 };
 
 class TimerWheel {
@@ -69,6 +70,22 @@ class TimerWheel {
   bool empty() const { return heap_.empty(); }
   size_t size() const { return heap_.size(); }
   const TimerEntry& top() const { return heap_.front(); }
+  // Calls fn(TimerEntry&) on every near-window entry due at or before ms, in no particular order
+  // (a walk of the heap that stops below any later entry). fn must not change deliver_ms.
+  template <class Fn>
+  void for_each_due_by(int64_t ms, Fn fn) {
+    if (heap_.empty() || heap_.front().deliver_ms > ms) return;
+    walk_.clear();
+    walk_.push_back(0);
+    while (!walk_.empty()) {
+      const size_t i = walk_.back();
+      walk_.pop_back();
+      fn(heap_[i]);
+      for (size_t child = 2 * i + 1; child <= 2 * i + 2 && child < heap_.size(); child++) {
+        if (heap_[child].deliver_ms <= ms) walk_.push_back(child);
+      }
+    }
+  }
   void pop();
 
   // ---- Slot progress ----
@@ -83,6 +100,7 @@ class TimerWheel {
   int64_t bucket_ms_;
   std::vector<Slot> slots_;
   std::vector<TimerEntry> heap_;
+  std::vector<size_t> walk_;  // for_each_due_by's stack
 };
 
 }  // namespace uringmq::engine
