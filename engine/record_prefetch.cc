@@ -14,23 +14,26 @@ RecordPrefetch::RecordPrefetch(CommitLog& log, uint64_t tag_bit)
   by_offset_.reserve(kSlots);
 }
 
-void RecordPrefetch::want(uint64_t log_offset, uint32_t size_bytes, int64_t due_ms,
+bool RecordPrefetch::want(uint64_t log_offset, uint32_t size_bytes, int64_t due_ms,
                           int64_t now_ms) {
-  if (size_bytes > kSlotBytes || by_offset_.count(log_offset) != 0) return;
+  if (size_bytes > kSlotBytes || by_offset_.count(log_offset) != 0) return true;
   if (free_.empty()) drop_stale(now_ms);
-  if (free_.empty()) return;
+  if (free_.empty()) return false;
   const uint32_t slot = free_.back();
   std::byte* dest = arena_.data() + size_t{slot} * kSlotBytes;
   // Still in the log's write buffers: copied now, as those are reused before it is due.
   State state = State::ready;
   if (!log_.read_memory(LogOffset{log_offset}, size_bytes, dest)) {
-    if (!log_.read(LogOffset{log_offset}, size_bytes, dest, tag_bit_ | slot).is_ok()) return;
+    if (in_flight_ >= kMaxReadsInFlight) return false;
+    if (!log_.read(LogOffset{log_offset}, size_bytes, dest, tag_bit_ | slot).is_ok()) return false;
     state = State::reading;
+    in_flight_++;
     reads_++;
   }
   free_.pop_back();
   slots_[slot] = Slot{log_offset, size_bytes, due_ms, state};
   by_offset_.emplace(log_offset, slot);
+  return true;
 }
 
 bool RecordPrefetch::take(uint64_t log_offset, uint32_t size_bytes, std::byte* dest) {
@@ -47,6 +50,7 @@ bool RecordPrefetch::take(uint64_t log_offset, uint32_t size_bytes, std::byte* d
 void RecordPrefetch::read_done(uint64_t tag, int64_t result) {
   const auto slot = static_cast<uint32_t>(tag & (kSlots - 1));
   UMQ_ASSERT(slots_[slot].state == State::reading);
+  in_flight_--;
   if (result != static_cast<int64_t>(slots_[slot].size_bytes)) {
     free_slot(slot);  // failed or short: the delivery reads it itself
     return;

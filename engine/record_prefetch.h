@@ -26,13 +26,17 @@ class RecordPrefetch {
   static constexpr uint32_t kSlots = 1024;
   static constexpr uint32_t kSlotBytes = 2048;
   static constexpr int64_t kStaleMs = 1000;
+  // Reads in flight at most: the io_uring is shared with the CommitLog's writes and fdatasyncs.
+  static constexpr uint32_t kMaxReadsInFlight = 64;
 
   // tag_bit marks this cache's CommitLog reads (a read's tag is tag_bit | slot).
   RecordPrefetch(CommitLog& log, uint64_t tag_bit);
 
-  // Starts reading the record at log_offset (due at due_ms) unless it is here, being read, too
-  // large, or no slot is free. Never fails: a record not read ahead is read when delivered.
-  void want(uint64_t log_offset, uint32_t size_bytes, int64_t due_ms, int64_t now_ms);
+  // Starts reading the record at log_offset (due at due_ms) unless it is here or being read.
+  // True when that is done with (here, being read, or larger than a slot: never read ahead);
+  // false when it could not start now (no free slot, kMaxReadsInFlight reads in flight, the log
+  // busy): ask again later. Never an error: a record not read ahead is read when delivered.
+  bool want(uint64_t log_offset, uint32_t size_bytes, int64_t due_ms, int64_t now_ms);
   // Copies the record into dest and frees its slot: true when it was read ahead and is here.
   bool take(uint64_t log_offset, uint32_t size_bytes, std::byte* dest);
   // True for the completion of one of this cache's reads (then handled).
@@ -60,6 +64,7 @@ class RecordPrefetch {
   std::unordered_map<uint64_t, uint32_t> by_offset_;
   std::vector<std::byte> arena_;
   int64_t last_stale_scan_ms_ = INT64_MIN;
+  uint32_t in_flight_ = 0;
   uint64_t hits_ = 0;
   uint64_t reads_ = 0;
 };

@@ -148,7 +148,7 @@ size_t Shard::level_units(const LevelState& state, int64_t from,
 }
 
 // Once per millisecond: each level's next units and the near window's timers due within
-// kPrefetchAheadMs have their records read ahead (each unit or timer offered once).
+// kPrefetchAheadMs have their records read ahead (each unit or timer offered until taken on).
 void Shard::prefetch_due_soon(int64_t now) {
   if (now == last_prefetch_ms_) return;
   last_prefetch_ms_ = now;
@@ -169,15 +169,13 @@ void Shard::prefetch_due_soon(int64_t now) {
       int64_t due = units[i].tags_code;
       if (due > now + levels_.delay_ms(level)) due = now;  // correctDeliverTimestamp
       if (due > horizon) break;
-      prefetch_->want(units[i].log_offset, units[i].size_bytes, due, now);
+      if (!prefetch_->want(units[i].log_offset, units[i].size_bytes, due, now)) break;
       state.prefetched_upto = from + static_cast<int64_t>(i) + 1;
     }
   }
   if (wheel_) {
     wheel_->for_each_due_by(horizon, [&](engine::TimerEntry& e) {
-      if (e.prefetched) return;
-      e.prefetched = true;
-      prefetch_->want(e.log_offset, e.size_bytes, e.deliver_ms, now);
+      if (!e.prefetched) e.prefetched = prefetch_->want(e.log_offset, e.size_bytes, e.deliver_ms, now);
     });
   }
 }

@@ -9,10 +9,13 @@
 #include <array>
 #include <cerrno>
 #include <cstring>
+#include <map>
 #include <memory>
 
+#include "engine/byte_order.h"
 #include "engine/commit_log.h"
 #include "engine/message_codec.h"
+#include "engine/record_prefetch.h"
 #include "io/clock.h"
 #include "io/sim_disk.h"
 #include "io/uring_disk.h"
@@ -307,6 +310,111 @@ TEST_F(CommitLogSimTest, CorruptionBelowTheWatermarkRefusesToStartNamingFileAndO
   EXPECT_NE(message.find("file offset " + std::to_string(acks[10].offset.value)), std::string::npos)
       << message;
   EXPECT_NE(message.find("below the durable watermark"), std::string::npos) << message;
+}
+
+// Reads [offset, offset + size) through the log, polling until the read completes.
+int64_t read_now(CommitLog& log, uint64_t offset, uint32_t size, std::byte* dest) {
+  if (!log.read(engine::LogOffset{offset}, size, dest, 1).is_ok()) return -1;
+  std::array<engine::ReadCompletion, 4> done;
+  for (int i = 0; i < 100000; i++) {
+    log.poll(io::Wait::none);
+    if (log.take_reads(done) > 0) return done[0].result;
+  }
+  return -1;
+}
+
+// Polls the log until `prefetch` has no read in flight (its completions handed to it).
+void settle(CommitLog& log, engine::RecordPrefetch& prefetch, uint64_t expected_reads) {
+  std::array<engine::ReadCompletion, 64> done;
+  uint64_t completed = 0;
+  for (int i = 0; i < 100000 && completed < expected_reads; i++) {
+    log.poll(io::Wait::none);
+    for (size_t n = log.take_reads(done), k = 0; k < n; k++) {
+      ASSERT_TRUE(prefetch.owns(done[k].tag));
+      prefetch.read_done(done[k].tag, done[k].result);
+      completed++;
+    }
+  }
+  ASSERT_EQ(completed, expected_reads);
+}
+
+// RecordPrefetch (engine/record_prefetch.h) on this log: a record read ahead comes back
+// byte-identical (read from disk, or copied from the write buffers) and only once; a record
+// larger than a slot is not read; a full arena reads no more until its records are stale.
+TEST_F(CommitLogSimTest, RecordPrefetchHandsBackTheSameBytesOnce) {
+  auto log = open_log();
+  ASSERT_NE(log, nullptr);
+  std::vector<Ack> acks = append_n(*log, 0, 3000, 100);
+  ASSERT_EQ(acks.size(), 3000u);
+  // Every record's size, read before any prefetch (read_now takes whatever read completes).
+  std::map<uint64_t, uint32_t> sizes;
+  for (const Ack& ack : acks) {
+    std::array<std::byte, 4> head{};
+    ASSERT_EQ(read_now(*log, ack.offset.value, 4, head.data()), 4);
+    sizes[ack.offset.value] = engine::get_u32(head.data());
+  }
+  auto size_at = [&](uint64_t offset) { return sizes.at(offset); };
+  // Compared with a read made while no prefetch read is in flight.
+  auto expect_same = [&](uint64_t offset, uint32_t size, const std::vector<std::byte>& got) {
+    std::vector<std::byte> want(size);
+    ASSERT_EQ(read_now(*log, offset, size, want.data()), size);
+    EXPECT_EQ(got, want) << "record at " << offset;
+  };
+  engine::RecordPrefetch prefetch(*log, uint64_t{1} << 40);
+  const int64_t now = clock_.now_ms();
+
+  // An old record (out of the write buffers) is read, then taken once.
+  const uint64_t first = acks[0].offset.value;
+  const uint32_t size = size_at(first);
+  prefetch.want(first, size, now + 10, now);
+  prefetch.want(first, size, now + 10, now);  // asked twice: read once
+  EXPECT_EQ(prefetch.reads(), 1u);
+  settle(*log, prefetch, 1);
+  std::vector<std::byte> got(size);
+  ASSERT_TRUE(prefetch.take(first, size, got.data()));
+  expect_same(first, size, got);
+  EXPECT_FALSE(prefetch.take(first, size, got.data()));
+
+  // The newest record is still in the write buffers: copied, not read.
+  const uint64_t last = acks.back().offset.value;
+  const uint32_t last_size = size_at(last);
+  prefetch.want(last, last_size, now + 10, now);
+  EXPECT_EQ(prefetch.reads(), 1u);
+  std::vector<std::byte> got_last(last_size);
+  ASSERT_TRUE(prefetch.take(last, last_size, got_last.data()));
+  expect_same(last, last_size, got_last);
+
+  // Larger than a slot: left to the delivery's own read.
+  EXPECT_TRUE(
+      prefetch.want(acks[1].offset.value, engine::RecordPrefetch::kSlotBytes + 1, now + 10, now));
+  EXPECT_EQ(prefetch.reads(), 1u);
+
+  // No more than kMaxReadsInFlight reads at once: the next waits ("ask again").
+  constexpr uint32_t kBurst = engine::RecordPrefetch::kMaxReadsInFlight;
+  for (uint32_t i = 1; i <= kBurst; i++) {
+    EXPECT_TRUE(prefetch.want(acks[i].offset.value, size_at(acks[i].offset.value), now + 10, now));
+  }
+  EXPECT_FALSE(prefetch.want(acks[kBurst + 1].offset.value, size_at(acks[kBurst + 1].offset.value),
+                             now + 10, now));
+  settle(*log, prefetch, kBurst);
+  // Fill every slot; one more is not read until the others are stale.
+  for (uint32_t i = kBurst + 1; i <= engine::RecordPrefetch::kSlots; i++) {
+    EXPECT_TRUE(prefetch.want(acks[i].offset.value, size_at(acks[i].offset.value), now + 10, now));
+    if (i % kBurst == 0) settle(*log, prefetch, kBurst);
+  }
+  EXPECT_EQ(prefetch.reads(), 1u + engine::RecordPrefetch::kSlots);
+  const uint64_t extra = acks[1500].offset.value;
+  EXPECT_FALSE(prefetch.want(extra, size_at(extra), now + 10, now));
+  EXPECT_EQ(prefetch.reads(), 1u + engine::RecordPrefetch::kSlots);
+  const int64_t later = now + 10 + engine::RecordPrefetch::kStaleMs + 1;
+  EXPECT_TRUE(prefetch.want(extra, size_at(extra), later, later));
+  EXPECT_EQ(prefetch.reads(), 2u + engine::RecordPrefetch::kSlots);
+  settle(*log, prefetch, 1);
+  std::vector<std::byte> got_extra(size_at(extra));
+  ASSERT_TRUE(prefetch.take(extra, size_at(extra), got_extra.data()));
+  expect_same(extra, size_at(extra), got_extra);
+  EXPECT_FALSE(prefetch.take(acks[1].offset.value, size_at(acks[1].offset.value), got.data()));
+  EXPECT_EQ(prefetch.hits(), 3u);
 }
 
 }  // namespace
