@@ -5,14 +5,11 @@
 #include <string>
 
 #include "engine/store.h"
+#include "tests/support/store_options.h"
 
 int main(int argc, char** argv) {
   if (argc != 2) return 2;
-  uringmq::StoreOptions options;
-  options.data_dir = argv[1];
-  options.shard_count = 2;
-  options.pin_threads = false;
-  options.log.segment_size_bytes = 1u << 20;
+  uringmq::StoreOptions options = uringmq::testing::store_test_options(argv[1], 2);
   options.log.write_buffer_bytes = 1u << 20;
   options.log.limits.max_body_bytes = 64u << 10;
   auto store = uringmq::Store::open(options);

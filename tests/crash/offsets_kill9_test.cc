@@ -17,6 +17,7 @@
 #include "tests/support/env.h"
 #include "tests/support/kill_child.h"
 #include "tests/support/temp_dir.h"
+#include "tests/support/store_options.h"
 
 namespace uringmq {
 namespace {
@@ -45,11 +46,7 @@ TEST(OffsetsKill9, CommittedAndFlushedOffsetsSurvive) {
     ASSERT_EQ(killed, "") << "cycle " << cycle;
     const int64_t flushed = last_flushed(out);
     flushed_total += flushed > 0 ? 1 : 0;
-    StoreOptions options;
-    options.data_dir = data;
-    options.shard_count = 2;
-    options.pin_threads = false;
-    options.log.segment_size_bytes = 1u << 20;
+    StoreOptions options = testing::store_test_options(data, 2);
     options.log.write_buffer_bytes = 1u << 20;
     options.log.limits.max_body_bytes = 64u << 10;
     auto store = Store::open(options);

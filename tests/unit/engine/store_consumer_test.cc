@@ -19,6 +19,7 @@
 #include "io/clock.h"
 #include "tests/support/log_fixture.h"
 #include "tests/support/temp_dir.h"
+#include "tests/support/store_options.h"
 
 namespace uringmq {
 namespace {
@@ -26,17 +27,13 @@ namespace {
 constexpr std::string_view kTopic = "TopicTest";  // the topic parse_message expects
 
 StoreOptions options_for(const std::string& dir, io::Clock* clock) {
-  StoreOptions o;
-  o.data_dir = dir;
-  o.shard_count = 2;
-  o.pin_threads = false;
+  StoreOptions o = testing::store_test_options(dir, 2);
   o.log = testing::small_log_options("");
   o.log.segment_size_bytes = 256u << 10;
   o.log.checkpoint_interval_ms = 50;
   o.consume_queue.units_per_file = 1000;
   o.consume_queue.memory_units_per_queue = 64;
   o.clean_interval_ms = 50;
-  o.disk_force_clean_ratio = 1.0;  // the machine's disk use must not delete what tests read
   o.clock = clock;
   return o;
 }

@@ -21,6 +21,7 @@
 #include "tests/support/log_fixture.h"
 #include "tests/support/pull_to_end.h"
 #include "tests/support/temp_dir.h"
+#include "tests/support/store_options.h"
 
 namespace uringmq {
 namespace {
@@ -28,10 +29,7 @@ namespace {
 constexpr std::string_view kTopic = "TopicTest";
 
 StoreOptions schedule_options(const std::string& dir, io::Clock* clock) {
-  StoreOptions o;
-  o.data_dir = dir;
-  o.shard_count = 2;
-  o.pin_threads = false;
+  StoreOptions o = testing::store_test_options(dir, 2);
   o.log = testing::small_log_options("");
   o.log.segment_size_bytes = 1u << 20;
   o.clock = clock;

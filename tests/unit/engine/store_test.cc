@@ -18,6 +18,7 @@
 #include "io/uring_disk.h"
 #include "tests/support/log_fixture.h"
 #include "tests/support/temp_dir.h"
+#include "tests/support/store_options.h"
 
 namespace uringmq {
 namespace {
@@ -28,10 +29,7 @@ constexpr int32_t kQueues = 16;
 constexpr std::string_view kTopic = "TopicTest";
 
 StoreOptions test_options(const std::string& dir, uint32_t shards) {
-  StoreOptions options;
-  options.data_dir = dir;
-  options.shard_count = shards;
-  options.pin_threads = false;
+  StoreOptions options = testing::store_test_options(dir, shards);
   options.log = testing::small_log_options("");
   options.log.segment_size_bytes = 1u << 20;
   options.session_window = 256;

@@ -24,6 +24,7 @@
 #include "tests/support/log_fixture.h"
 #include "tests/support/pull_to_end.h"
 #include "tests/support/temp_dir.h"
+#include "tests/support/store_options.h"
 
 namespace uringmq {
 namespace {
@@ -33,10 +34,7 @@ constexpr int32_t kQueues = 2;
 constexpr int64_t kStart = 1'700'000'000'000;
 
 StoreOptions timer_options(const std::string& dir, io::Clock* clock) {
-  StoreOptions o;
-  o.data_dir = dir;
-  o.shard_count = 1;
-  o.pin_threads = false;
+  StoreOptions o = testing::store_test_options(dir, 1);
   o.log = testing::small_log_options("");
   o.log.segment_size_bytes = 1u << 20;
   o.clock = clock;
@@ -261,9 +259,6 @@ TEST(StoreTimerTest, LongDelaysRollForwardPastRetention) {
   StoreOptions o = retention_options(dir.path() + "/store", &clock);
   o.file_reserved_time_hours = 1;
   o.disk_max_used_space_ratio = 0;  // expired segments go at any hour
-  // Never the forced clean of a nearly full disk (it deletes unexpired segments, timers with
-  // them): the test machine's own disk use must not decide what this test sees.
-  o.disk_force_clean_ratio = 1.0;
   auto store = Store::open(o);
   ASSERT_TRUE(store.is_ok()) << store.status().to_string();
   TimerFixture f(**store, clock);

@@ -1,0 +1,27 @@
+#pragma once
+// The StoreOptions every test starts from.
+
+#include <cstdint>
+#include <string>
+
+#include "engine/store.h"
+
+namespace uringmq::testing {
+
+// `dir` as the data dir, `shards` shards, threads not pinned (CI has 2 cores and runs tests side
+// by side), 1 MiB segments, and no forced clean. A forced clean (disk_force_clean_ratio) deletes
+// unexpired segments whenever the machine's disk is at least 85% used, whatever the test stored:
+// a test that runs a clean pass (10 s of its clock) then loses what it checks
+// (StoreTimerTest.LongDelaysRollForwardPastRetention failed so on a shared disk). A test of the
+// forced clean itself sets the ratio back.
+inline StoreOptions store_test_options(const std::string& dir, uint32_t shards) {
+  StoreOptions o;
+  o.data_dir = dir;
+  o.shard_count = shards;
+  o.pin_threads = false;
+  o.log.segment_size_bytes = 1u << 20;
+  o.disk_force_clean_ratio = 1.0;
+  return o;
+}
+
+}  // namespace uringmq::testing
