@@ -202,7 +202,9 @@ class Shard {
   static constexpr uint64_t kPrefetchReadBit = uint64_t{1} << 47;  // RecordPrefetch's log reads
   // Records of delay-level heads and timers due within this many ms are read ahead.
   static constexpr int64_t kPrefetchAheadMs = 20;
-  static constexpr uint32_t kLevelAheadUnits = 64;
+  // A batch: up to kDeliveryBatch due heads of one level (or timers), their records read (memory
+  // or io_uring, concurrently) into one arena, then delivered in order.
+  static constexpr uint32_t kDeliveryBatch = 64;
   struct LevelState {
     bool exists = false;
     engine::QueueIndex queue = 0;
@@ -213,9 +215,9 @@ class Shard {
     int64_t head_offset = -1;  // the head at this offset is due at head_due_ms (not yet)
     int64_t head_due_ms = 0;
     // The last units read from the level's queue file: [ahead_from, ahead_from + ahead_count).
-    // A head older than the units kept in memory then costs one read per kLevelAheadUnits
+    // A head older than the units kept in memory then costs one read per kDeliveryBatch
     // deliveries, not one per batch, and the next heads' records can be read ahead.
-    std::array<engine::CqUnit, kLevelAheadUnits> ahead{};
+    std::array<engine::CqUnit, kDeliveryBatch> ahead{};
     uint32_t ahead_count = 0;
     int64_t ahead_from = 0;
     int64_t prefetched_upto = 0;  // units below this were offered to prefetch_
@@ -229,6 +231,8 @@ class Shard {
   bool rewrite_delayed(const engine::MessageInput& in, engine::MessageInput* out,
                        uint32_t* level);
   void run_schedule();
+  int64_t level_due_ms(uint32_t level, int64_t deliver_ms, int64_t now) const;
+  bool head_not_due_by(const LevelState& state, uint32_t level, int64_t t, int64_t now) const;
   // Units of the level's queue from `from` on, from memory or the level's ahead units (0: none).
   size_t level_units(const LevelState& state, int64_t from, std::span<engine::CqUnit> out) const;
   // Reads ahead the records of level heads and timers due within kPrefetchAheadMs.
@@ -304,9 +308,6 @@ class Shard {
   DeliveryStage delivery_stage_ = DeliveryStage::none;
   uint32_t delivery_level_ = 0;
   engine::CqUnit delivery_unit_;  // the unit of the record deliver_record() is handling
-  // A batch: up to kDeliveryBatch due heads of one level, their records read (memory or
-  // io_uring, concurrently) into one arena, then delivered in order.
-  static constexpr uint32_t kDeliveryBatch = 64;
   std::array<engine::CqUnit, kDeliveryBatch> batch_units_{};
   std::array<uint32_t, kDeliveryBatch> batch_at_{};  // arena offset of each record
   uint32_t batch_count_ = 0;

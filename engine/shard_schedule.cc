@@ -136,6 +136,19 @@ uint64_t Shard::delivery_low_water() {
   return unpersisted_deliveries_.empty() ? UINT64_MAX : unpersisted_deliveries_.front().first;
 }
 
+// correctDeliverTimestamp: a deliver time beyond now + delay(L) (the clock went back) is now.
+int64_t Shard::level_due_ms(uint32_t level, int64_t deliver_ms, int64_t now) const {
+  return deliver_ms > now + levels_.delay_ms(level) ? now : deliver_ms;
+}
+
+// The level's head was read and found due only after t (and the clock has not gone back so far
+// that correctDeliverTimestamp makes it due now): nothing of the level is due by t.
+bool Shard::head_not_due_by(const LevelState& state, uint32_t level, int64_t t,
+                            int64_t now) const {
+  return state.head_offset == state.issued && state.head_due_ms > t &&
+         level_due_ms(level, state.head_due_ms, now) == state.head_due_ms;
+}
+
 size_t Shard::level_units(const LevelState& state, int64_t from,
                           std::span<engine::CqUnit> out) const {
   const size_t n = cq_->lookup_memory(state.queue, from, out);
@@ -156,18 +169,13 @@ void Shard::prefetch_due_soon(int64_t now) {
   for (uint32_t level = 1; level <= level_states_.size(); level++) {
     LevelState& state = level_states_[level - 1];
     if (!state.exists) continue;
-    // A head known not to be due yet: nothing behind it is due sooner.
-    if (state.head_offset == state.issued && state.head_due_ms > horizon &&
-        state.head_due_ms <= now + levels_.delay_ms(level)) {
-      continue;
-    }
+    if (head_not_due_by(state, level, horizon, now)) continue;
     const int64_t from = std::max(state.issued, state.prefetched_upto);
     if (from >= cq_->max_offset(state.queue)) continue;
     std::array<engine::CqUnit, 16> units;
     const size_t n = level_units(state, from, units);
     for (size_t i = 0; i < n; i++) {
-      int64_t due = units[i].tags_code;
-      if (due > now + levels_.delay_ms(level)) due = now;  // correctDeliverTimestamp
+      const int64_t due = level_due_ms(level, units[i].tags_code, now);
       if (due > horizon) break;
       if (!prefetch_->want(units[i].log_offset, units[i].size_bytes, due, now)) break;
       state.prefetched_upto = from + static_cast<int64_t>(i) + 1;
@@ -206,12 +214,10 @@ void Shard::run_schedule() {
     // clock moves so far back that correctDeliverTimestamp makes it due now): with a long level
     // whose head is older than the units kept in memory, re-reading it every iteration cost
     // three quarters of the delayed intake.
-    if (state.head_offset == state.issued && state.issued < max) {
-      const int64_t now = clock_->now_ms();
-      if (state.head_due_ms > now && state.head_due_ms <= now + levels_.delay_ms(level)) {
-        state.due_wall_ms = state.head_due_ms;
-        continue;
-      }
+    const int64_t now = clock_->now_ms();
+    if (state.issued < max && head_not_due_by(state, level, now, now)) {
+      state.due_wall_ms = state.head_due_ms;
+      continue;
     }
     // Batches served from memory run back to back (a bounded number per loop iteration).
     for (uint32_t round = 0; round < kBatchesPerIteration && state.issued < max; round++) {
@@ -260,8 +266,7 @@ bool Shard::start_batch(uint32_t level, uint32_t units) {
   uint64_t used = 0;
   for (uint32_t i = 0; i < units; i++) {
     const engine::CqUnit& head = batch_units_[i];
-    int64_t due = head.tags_code;
-    if (due > now + levels_.delay_ms(level)) due = now;  // correctDeliverTimestamp: clock went back
+    const int64_t due = level_due_ms(level, head.tags_code, now);
     if (due > now) {
       state.due_wall_ms = due;
       if (i == 0) {
@@ -317,7 +322,7 @@ void Shard::schedule_unit_ready(int64_t result) {
   }
   // Kept for the level's next batches (the units were read at its issued offset).
   LevelState& state = level_states_[delivery_level_ - 1];
-  state.ahead_count = std::min<uint32_t>(units, kLevelAheadUnits);
+  state.ahead_count = units;
   state.ahead_from = state.issued;
   std::copy_n(batch_units_.begin(), state.ahead_count, state.ahead.begin());
   if (units > 0) start_batch(delivery_level_, units);  // else retried on the next iteration

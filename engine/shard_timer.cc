@@ -89,11 +89,9 @@ io::Code Shard::rewrite_timer(const engine::MessageInput& in, engine::MessageInp
   if (r.reserved) {
     timer_properties_.clear();
     engine::for_each_property(in.properties, [&](std::string_view name, std::string_view value) {
-      if (name == "REAL_TOPIC" || name == "REAL_QID" || name == engine::kTimerPutMs ||
-          name == engine::kDeliveryMarker) {
-        return;
+      if (!engine::is_timer_written_property(name)) {
+        engine::append_property(timer_properties_, name, value);
       }
-      engine::append_property(timer_properties_, name, value);
     });
   } else {
     timer_properties_.assign(in.properties);

@@ -20,8 +20,7 @@ TimerRequest parse_timer_request(std::string_view properties, int64_t now_ms,
   for_each_property(properties, [&](std::string_view name, std::string_view value) {
     if (name == kTimerOutMs) {
       copy = true;
-    } else if (name == "REAL_TOPIC" || name == "REAL_QID" || name == kTimerPutMs ||
-               name == kDeliveryMarker) {
+    } else if (is_timer_written_property(name)) {
       reserved = true;
     } else if (name == kTimerDelaySec) {
       if (!sec) sec = value;
@@ -55,6 +54,11 @@ TimerRequest parse_timer_request(std::string_view properties, int64_t now_ms,
   if (deliver <= now_ms) return {TimerRequest::Kind::immediate, deliver};
   if (deliver - now_ms > max_delay_ms) return {TimerRequest::Kind::too_far, deliver};
   return {TimerRequest::Kind::timed, deliver, reserved};
+}
+
+bool is_timer_written_property(std::string_view name) {
+  return name == "REAL_TOPIC" || name == "REAL_QID" || name == kTimerPutMs ||
+         name == kDeliveryMarker;
 }
 
 bool is_timer_input_property(std::string_view name) {

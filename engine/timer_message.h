@@ -49,8 +49,8 @@ struct TimerRequest {
   };
   Kind kind = Kind::none;
   int64_t deliver_ms = 0;
-  // The properties hold a name the timer path writes itself (REAL_TOPIC, REAL_QID, __UMQ_TPUT,
-  // __UMQ_DLV): the rewrite drops those; without them it keeps the properties as they are.
+  // The properties hold a name is_timer_written_property() names: the rewrite drops those;
+  // without them it keeps the properties as they are.
   bool reserved = false;
 };
 
@@ -60,6 +60,9 @@ TimerRequest parse_timer_request(std::string_view properties, int64_t now_ms,
 
 // True for a timer property a delivered or level-delayed message must not keep.
 bool is_timer_input_property(std::string_view name);
+// True for a name the timer path writes itself on a timer's record (REAL_TOPIC, REAL_QID,
+// __UMQ_TPUT, __UMQ_DLV): one a client sends is dropped by the put's rewrite.
+bool is_timer_written_property(std::string_view name);
 
 // The tagsCode of a record in the timer topic: its TIMER_OUT_MS (0 when absent or malformed).
 int64_t timer_deliver_ms(std::string_view properties);
