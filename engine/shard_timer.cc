@@ -434,9 +434,12 @@ bool Shard::deliver_timer(const engine::TimerEntry& e, bool roll,
   engine::DecodeResult r = engine::decode(bytes, decode_options);
   const bool readable = r.outcome == engine::DecodeOutcome::ok;
   const engine::MessageView& v = r.view;
-  // A rolled copy carries the put time; the first record's is its store timestamp.
+  // A rolled copy carries the put time; the first record's is its store timestamp. Looked up
+  // only where it is used: a cancel to check, or a roll to carry it.
   int64_t put_ms = v.store_timestamp_ms;
-  const auto put = engine::find_property(v.user_properties, engine::kTimerPutMs);
+  const auto put = roll || timer_cancels_ > 0
+                       ? engine::find_property(v.user_properties, engine::kTimerPutMs)
+                       : std::nullopt;
   if (put && !engine::parse_decimal(*put, &put_ms)) put_ms = INT64_MAX;  // damaged: not cancelled
   if (readable && timer_cancelled(v.user_properties, put_ms)) {
     // Skipped: nothing is appended, so under ASYNC_FLUSH the slot's progress must wait for the
