@@ -528,7 +528,15 @@ void CommitLog::maybe_sync() {
     req.kind = io::OpKind::fdatasync;
     req.file = segment.file;
     req.user_data = tag_of(OpClass::sync, segment.base);
-    if (!submit_op(req)) return;  // busy: dirty stays set, retried on the next poll
+    if (!submit_op(req)) {
+      // Busy: this segment and any newer dirty one stay dirty for the next round. The
+      // fdatasyncs already submitted (of older segments) cover only the log below this one.
+      if (segment.base < sync_target_) {
+        sync_target_ = segment.base;
+        sync_target_timestamp_ms_ = durable_store_timestamp_ms_;
+      }
+      return;
+    }
     segment.dirty = false;
     syncs_outstanding_++;
   }
@@ -544,7 +552,7 @@ void CommitLog::on_sync_done(int64_t result) {
     return;
   }
   stats_.fdatasyncs_completed++;
-  if (syncs_outstanding_ == 0 && fail_status_.is_ok()) {
+  if (syncs_outstanding_ == 0 && fail_status_.is_ok() && sync_target_ > durable_) {
     set_durable(sync_target_);
     durable_store_timestamp_ms_ = sync_target_timestamp_ms_;
   }

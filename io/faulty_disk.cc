@@ -99,6 +99,10 @@ Status FaultyDisk::submit(const IoRequest& request) {
   const int index = take_rule(target, request.file);
   if (index < 0) return inner_->submit(request);
   const FaultRule rule = rules_[static_cast<size_t>(index)].rule;  // a copy: rules_ may change
+  if (rule.busy) {
+    stats_.injected[static_cast<size_t>(target)]++;
+    return Status::error(Code::busy, "injected: submission queue full");
+  }
   Status s = submit_faulted(request, target, rule);
   if (!s.is_ok()) {
     // Not queued (busy): the fault has not acted; give the request back to the rule.

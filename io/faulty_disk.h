@@ -15,6 +15,7 @@
 //   - short write: the request goes to the device with its length cut to `short_bytes` (rounded
 //     down to kDirectAlignment on an O_DIRECT file); 0 completes with 0 bytes without touching
 //     the device (a write that makes no progress).
+//   - busy: submit() refuses the request with Code::busy (a full submission queue).
 // Everything else — metadata calls, timeouts, wake waits, buffer registration — passes through.
 //
 // Invariant: every request submitted is completed exactly once by poll(), with the caller's
@@ -60,6 +61,9 @@ struct FaultRule {
   uint64_t short_bytes = 0;
   // Failed write only: bytes of the request's prefix written for real before failing.
   uint64_t applied_bytes = 0;
+  // true: submit() answers Code::busy, as for a full submission queue; the request never
+  // reaches the device and nothing completes (errno_value and the rest are ignored).
+  bool busy = false;
   // Only requests on files whose open() path contains this; empty: every file.
   std::string path_contains;
 };

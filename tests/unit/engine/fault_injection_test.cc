@@ -378,7 +378,8 @@ struct PowerLossRun {
   std::string fault;
 };
 
-PowerLossRun fault_then_power_loss(uint64_t seed, bool canary) {
+// kind: which fault (0-6); -1 picks one from the seed.
+PowerLossRun fault_then_power_loss(uint64_t seed, bool canary, int kind = -1) {
   testing::Rng rng(seed);
   const io::IoMode io_mode = rng.below(2) == 0 ? io::IoMode::direct : io::IoMode::buffered;
   // O_DIRECT rewrites the partly durable last block: that needs sectors that are old or new
@@ -399,35 +400,50 @@ PowerLossRun fault_then_power_loss(uint64_t seed, bool canary) {
     std::unique_ptr<CommitLog> log = std::move(*opened);
     FaultRule rule;
     rule.skip = static_cast<uint32_t>(rng.below(30));
-    switch (rng.below(6)) {
+    switch (kind >= 0 ? static_cast<uint64_t>(kind) : rng.below(7)) {
       case 0: rule.target = FaultTarget::write; break;
       case 1: rule.target = FaultTarget::write; rule.applied_bytes = 4096; break;
       case 2: rule.target = FaultTarget::fdatasync; break;
       case 3: rule.target = FaultTarget::fsync_dir; break;
       case 4: rule.target = FaultTarget::fallocate; rule.errno_value = ENOSPC; break;
-      default: rule.target = FaultTarget::write; rule.errno_value = 0; rule.short_bytes = 4096;
+      case 5: rule.target = FaultTarget::write; rule.errno_value = 0; rule.short_bytes = 4096; break;
+      default:
+        // A full submission queue refuses the fdatasync of the second segment (after the one
+        // that prepared it): a round may then have synced the first segment and not this one.
+        rule.target = FaultTarget::fdatasync;
+        rule.busy = true;
+        rule.skip = 1 + static_cast<uint32_t>(rng.below(4));
+        rule.count = UINT32_MAX;  // the segment is never synced: what was acknowledged of it is lost
+        rule.path_contains = "commitlog/" + CommitLog::segment_name(options.segment_size_bytes);
     }
-    run.fault_stops = rule.errno_value == EIO;
+    run.fault_stops = rule.errno_value == EIO && !rule.busy;
     // (A short write may stop the log: on an O_DIRECT file a write of one block cannot be cut
     // to fewer aligned bytes and makes no progress.)
-    run.fault_never_stops = rule.errno_value == ENOSPC;
-    run.fault = std::string(io::fault_target_name(rule.target)) + " errno " +
-                std::to_string(rule.errno_value) + " skip " + std::to_string(rule.skip);
+    run.fault_never_stops = rule.errno_value == ENOSPC || rule.busy;
+    run.fault = std::string(io::fault_target_name(rule.target)) +
+                (rule.busy ? " busy" : " errno " + std::to_string(rule.errno_value)) + " skip " +
+                std::to_string(rule.skip);
     disk.arm(rule);
     std::vector<Ack> acks;
+    // Each poll of a SimDisk completes something while IO is in flight; these bounds are only
+    // reached when nothing can move (a segment whose fdatasync is always refused).
+    constexpr int kPolls = 2000;
     for (uint64_t seq = 0; seq < 400; seq++) {
       testing::TestMessage m =
           testing::make_message(kProducer, seq, 100 + static_cast<uint32_t>(rng.below(2000)));
       ledger.push_back(LedgerEntry{kProducer, seq, 0, false});
-      io::Result<engine::AppendResult> r = testing::append_retrying(*log, m.input(), seq);
+      io::Result<engine::AppendResult> r = testing::append_retrying(*log, m.input(), seq, kPolls);
       if (!r.is_ok()) {
         ledger.pop_back();  // rejected: not stored (no_space) or refused (fail_stopped)
-        if (r.status().code() == io::Code::fail_stopped) break;
+        // Stopped, or busy for good (a segment whose fdatasync is always refused).
+        if (r.status().code() == io::Code::fail_stopped || r.status().code() == io::Code::busy) {
+          break;
+        }
       }
       for (uint64_t polls = rng.below(3); polls > 0; polls--) log->poll(io::Wait::none);
-      if (rng.below(8) == 0) testing::drain_acks(*log, &acks);
+      if (rng.below(8) == 0) testing::drain_acks(*log, &acks, kPolls);
     }
-    testing::drain_acks(*log, &acks);
+    testing::drain_acks(*log, &acks, kPolls);
     for (const Ack& a : acks) {
       if (a.outcome == AckOutcome::ok) {
         ledger.push_back(LedgerEntry{kProducer, a.tag, a.offset.value, true});
@@ -485,6 +501,24 @@ TEST(FaultPowerLossTest, EveryAcknowledgedRecordSurvivesAFaultThenPowerLoss) {
               static_cast<unsigned long long>(stopped), static_cast<unsigned long long>(acked),
               static_cast<unsigned long long>(failed));
   EXPECT_GT(fired, seeds / 2) << "most seeds should hit their fault";
+}
+
+// The writer crosses into a second segment while the first still has unsynced writes, and the
+// fdatasync of the second is refused (busy). The round that synced the first segment must not
+// make the second one durable: its records would be acknowledged and lost at power loss.
+TEST(FaultPowerLossTest, AFdatasyncRefusedBusyAcknowledgesNothingItDidNotSync) {
+  const uint64_t first = testing::env_u64("URINGMQ_SEED", 1);
+  const uint64_t seeds = testing::env_u64("URINGMQ_FAULT_SEEDS", 60);
+  uint64_t fired = 0;
+  for (uint64_t seed = first; seed < first + seeds; seed++) {
+    PowerLossRun run = fault_then_power_loss(seed, /*canary=*/false, /*kind=*/6);
+    fired += run.fault_fired ? 1 : 0;
+    EXPECT_FALSE(run.fail_stopped) << "seed " << seed << " (" << run.fault << ")";
+    EXPECT_TRUE(run.check.ok()) << "reproduce: URINGMQ_SEED=" << seed
+                                << " URINGMQ_FAULT_SEEDS=1 (" << run.fault
+                                << "): " << run.check.to_string();
+  }
+  EXPECT_GT(fired, seeds / 2) << "most seeds should reach the second segment's fdatasyncs";
 }
 
 TEST(FaultPowerLossTest, CanaryAckBeforeSyncIsCaughtLosingRecords) {
