@@ -115,9 +115,14 @@ void Shard::load_schedule_progress() {
   }
 }
 
+// A delivery batch or timer batch whose reads are in flight is woken for by their completions,
+// and until then run_schedule() starts nothing else of its kind: the due times it would wake for
+// (stale ones among them, already passed) would only make the shard spin on short timeouts.
 int64_t Shard::schedule_wake_ns() const {
-  int64_t due = timer_due_wall_ms();
-  for (const LevelState& state : level_states_) due = std::min(due, state.due_wall_ms);
+  int64_t due = timer_busy() ? INT64_MAX : timer_due_wall_ms();
+  if (delivery_stage_ == DeliveryStage::none) {
+    for (const LevelState& state : level_states_) due = std::min(due, state.due_wall_ms);
+  }
   if (due == INT64_MAX) return INT64_MAX;
   const int64_t mono = clock_->monotonic_ns();
   if (due == INT64_MIN) return mono;
