@@ -427,7 +427,7 @@ PowerLossRun fault_then_power_loss(uint64_t seed, bool canary, int kind = -1) {
     std::vector<Ack> acks;
     // Each poll of a SimDisk completes something while IO is in flight; these bounds are only
     // reached when nothing can move (a segment whose fdatasync is always refused).
-    constexpr int kPolls = 2000;
+    constexpr int kPolls = 500;
     for (uint64_t seq = 0; seq < 400; seq++) {
       testing::TestMessage m =
           testing::make_message(kProducer, seq, 100 + static_cast<uint32_t>(rng.below(2000)));
