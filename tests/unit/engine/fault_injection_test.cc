@@ -378,7 +378,10 @@ struct PowerLossRun {
   std::string fault;
 };
 
-// kind: which fault (0-6); -1 picks one from the seed.
+// The fault kind that refuses the second segment's fdatasyncs (busy) for good.
+constexpr int kBusySecondSegmentSync = 6;
+
+// kind: which fault (0 .. kBusySecondSegmentSync); -1 picks one from the seed.
 PowerLossRun fault_then_power_loss(uint64_t seed, bool canary, int kind = -1) {
   testing::Rng rng(seed);
   const io::IoMode io_mode = rng.below(2) == 0 ? io::IoMode::direct : io::IoMode::buffered;
@@ -400,20 +403,24 @@ PowerLossRun fault_then_power_loss(uint64_t seed, bool canary, int kind = -1) {
     std::unique_ptr<CommitLog> log = std::move(*opened);
     FaultRule rule;
     rule.skip = static_cast<uint32_t>(rng.below(30));
-    switch (kind >= 0 ? static_cast<uint64_t>(kind) : rng.below(7)) {
+    switch (kind >= 0 ? static_cast<uint64_t>(kind) : rng.below(kBusySecondSegmentSync + 1)) {
       case 0: rule.target = FaultTarget::write; break;
       case 1: rule.target = FaultTarget::write; rule.applied_bytes = 4096; break;
       case 2: rule.target = FaultTarget::fdatasync; break;
       case 3: rule.target = FaultTarget::fsync_dir; break;
       case 4: rule.target = FaultTarget::fallocate; rule.errno_value = ENOSPC; break;
-      case 5: rule.target = FaultTarget::write; rule.errno_value = 0; rule.short_bytes = 4096; break;
-      default:
+      case 5:
+        rule.target = FaultTarget::write;
+        rule.errno_value = 0;
+        rule.short_bytes = 4096;
+        break;
+      default:  // kBusySecondSegmentSync
         // A full submission queue refuses the fdatasync of the second segment (after the one
         // that prepared it): a round may then have synced the first segment and not this one.
         rule.target = FaultTarget::fdatasync;
         rule.busy = true;
         rule.skip = 1 + static_cast<uint32_t>(rng.below(4));
-        rule.count = UINT32_MAX;  // the segment is never synced: what was acknowledged of it is lost
+        rule.count = UINT32_MAX;  // never synced: what was acknowledged of it is lost
         rule.path_contains = "commitlog/" + CommitLog::segment_name(options.segment_size_bytes);
     }
     run.fault_stops = rule.errno_value == EIO && !rule.busy;
@@ -511,7 +518,7 @@ TEST(FaultPowerLossTest, AFdatasyncRefusedBusyAcknowledgesNothingItDidNotSync) {
   const uint64_t seeds = testing::env_u64("URINGMQ_FAULT_SEEDS", 60);
   uint64_t fired = 0;
   for (uint64_t seed = first; seed < first + seeds; seed++) {
-    PowerLossRun run = fault_then_power_loss(seed, /*canary=*/false, /*kind=*/6);
+    PowerLossRun run = fault_then_power_loss(seed, /*canary=*/false, kBusySecondSegmentSync);
     fired += run.fault_fired ? 1 : 0;
     EXPECT_FALSE(run.fail_stopped) << "seed " << seed << " (" << run.fault << ")";
     EXPECT_TRUE(run.check.ok()) << "reproduce: URINGMQ_SEED=" << seed
