@@ -29,10 +29,11 @@ TSAN_TESTS=(store_test store_consumer_test store_schedule_test broker_test remot
 # the normal build (they already ran there in full; here they are for memory errors and UB,
 # which the first seeds reach as well as the last), to keep tools/test.sh inside its budget.
 # Measured under ASan on 2 shared cores: 200 sim seeds took 11-14 s per sim, 10 kill -9 cycles
-# 9-13 s, schedule_crash_sim_test's full 500 seeds (URINGMQ_SCHEDULE_SIM_SEEDS) 63 s.
-# timer_crash_sim_test runs its full 300 seeds too (URINGMQ_TIMER_SIM_SEEDS; 7 s in the normal
-# RelWithDebInfo build, about as long as the schedule sim's 500): not yet timed under ASan.
+# 9-13 s; schedule_crash_sim_test's full 500 seeds (URINGMQ_SCHEDULE_SIM_SEEDS) took 71-89 s and
+# timer_crash_sim_test's full 300 (URINGMQ_TIMER_SIM_SEEDS) 41-63 s, so they run 200 and 100.
 export URINGMQ_SIM_SEEDS=${URINGMQ_SIM_SEEDS:-200}
+export URINGMQ_SCHEDULE_SIM_SEEDS=${URINGMQ_SCHEDULE_SIM_SEEDS:-200}
+export URINGMQ_TIMER_SIM_SEEDS=${URINGMQ_TIMER_SIM_SEEDS:-100}
 export URINGMQ_KILL9_CYCLES=${URINGMQ_KILL9_CYCLES:-10}
 
 case "$mode" in

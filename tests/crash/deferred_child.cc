@@ -1,7 +1,7 @@
 // Child of delay_kill9_test and timer_kill9_test: sends deferred messages through a real Store,
 // SYNC_FLUSH, keeping a window in flight, and prints "A <seq>" for each acknowledged send. Kind
 // "delay": delay levels 1-4 (50-300 ms), topic DelayTopic; kind "timer": TIMER_DELAY_MS 50 ms to
-// 3 s (over a 1.4 s wheel horizon, so some are rolled forward), topic TimerTopic.
+// 1.5 s (over a 0.7 s wheel horizon, so some are rolled forward), topic TimerTopic.
 // Runs until killed. Usage: uringmq_deferred_child delay|timer <data dir> <first seq>
 #include <array>
 #include <cstdio>
@@ -51,7 +51,7 @@ int main(int argc, char** argv) {
     uringmq::engine::append_property(properties[slot], "S", std::to_string(seq));
     if (timed) {
       uringmq::engine::append_property(properties[slot], "TIMER_DELAY_MS",
-                                       std::to_string(50 + seq * 7919 % 2950));
+                                       std::to_string(50 + seq * 7919 % 1450));
     } else {
       uringmq::engine::append_property(properties[slot], "DELAY", std::to_string(1 + seq % 4));
     }

@@ -13,8 +13,8 @@ inline StoreOptions deferred_store_options(const std::string& dir) {
   options.log.write_buffer_bytes = 1u << 20;
   options.log.limits.max_body_bytes = 64u << 10;
   options.message_delay_level = "50ms 100ms 200ms 300ms";
-  // Timed messages: 16 slots of 100 ms, a 1.4 s horizon, so 3 s timers are rolled forward.
-  options.timer_bucket_ms = 100;
+  // Timed messages: 16 slots of 50 ms, a 0.7 s horizon, so 1.5 s timers are rolled forward.
+  options.timer_bucket_ms = 50;
   options.timer_slot_count = 16;
   return options;
 }

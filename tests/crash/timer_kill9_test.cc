@@ -1,5 +1,5 @@
 // Goal: timed messages (issue 8) are delivered exactly once across kill -9. A child sends timed
-// messages (TIMER_DELAY_MS from 50 ms to 3 s, over a 1.4 s wheel horizon, so some are rolled
+// messages (TIMER_DELAY_MS from 50 ms to 1.5 s, over a 0.7 s wheel horizon, so some are rolled
 // forward) and prints each acknowledged one; it is killed with SIGKILL at random moments,
 // mid-send, mid-delivery and mid-roll. After each kill the store reopens, every pending timer
 // falls due, and reading every real queue from its start must show each acknowledged message
@@ -14,9 +14,9 @@ namespace uringmq {
 namespace {
 
 TEST(TimerKill9, TimedMessagesAreDeliveredExactlyOnce) {
-  // Every timer the child sends is due within 3 s of its send.
+  // Every timer the child sends is due within 1.5 s of its send.
   testing::run_deferred_kill9({"timer", "TimerTopic", [](Store&) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(3500));
+    std::this_thread::sleep_for(std::chrono::milliseconds(2000));
   }});
 }
 
