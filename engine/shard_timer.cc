@@ -293,13 +293,22 @@ void Shard::timer_unit_ready(int64_t result) {
   }
 }
 
-// Buckets the clock has left are finished once their slot holds nothing unfinished.
+// Buckets the clock has left are finished once their slot holds nothing unfinished: every unit
+// appended to it examined and done. Appended, not only visible: a put or roll is given its
+// queue offset at append and its unit becomes visible only when dispatched (after its write, or
+// its fdatasync); a sweep that passed the bucket meanwhile would find the timer only when the
+// slot comes round again, a whole rotation late.
 void Shard::advance_timer_sweep(int64_t now) {
   const int64_t cur = wheel_->bucket_of(now);
   const int64_t before = timer_sweep_bucket_;
   while (timer_sweep_bucket_ < cur) {
     const engine::TimerWheel::Slot& s = wheel_->slot(wheel_->slot_of_bucket(timer_sweep_bucket_));
-    if (s.exists && (s.scanned < cq_->max_offset(s.queue) || s.progress < s.scanned)) break;
+    if (s.exists) {
+      const int64_t appended = s.queue < next_queue_offset_.size()
+                                   ? next_queue_offset_[s.queue]
+                                   : cq_->max_offset(s.queue);
+      if (s.scanned < appended || s.progress < s.scanned) break;
+    }
     timer_sweep_bucket_++;
   }
   if (timer_sweep_bucket_ != before) {

@@ -44,7 +44,7 @@ namespace uringmq::testing {
 
 // The SimDisk outlives every shard that runs on it (a crash destroys the shard, not the disk):
 // each shard gets this non-owning view of it.
-class BorrowedDisk final : public io::Disk {
+class BorrowedDisk : public io::Disk {
  public:
   explicit BorrowedDisk(io::Disk& disk) : d_(disk) {}
   io::Result<io::FileHandle> open(std::string_view path, io::OpenMode mode,
