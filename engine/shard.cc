@@ -466,7 +466,9 @@ bool Shard::handle_append(uint32_t slot_index, const ShardRequest& request) {
     post(slot_index, done);
     return true;
   }
-  const io::Code appended = append_pending(slot_index, request.tag, input, deliver_ms);
+  const io::Code appended =
+      append_pending(slot_index, request.tag, input,
+                     deliver_ms >= 0 ? std::optional<int64_t>(deliver_ms) : std::nullopt);
   if (appended == io::Code::busy) return false;
   if (appended != io::Code::ok) {
     done.code = appended;
@@ -481,7 +483,7 @@ bool Shard::handle_append(uint32_t slot_index, const ShardRequest& request) {
 // kInternalSlot, the tag, the queue offset, the unit's tags code) in pending_. ok; busy: nothing
 // done, retry later; any other code: not stored.
 io::Code Shard::append_pending(uint32_t slot, uint64_t tag, const engine::MessageInput& in,
-                               int64_t timer_deliver_ms) {
+                               std::optional<int64_t> tags_code) {
   if (free_pending_.empty()) return io::Code::busy;
   io::Result<engine::QueueIndex> queue = queue_for_append(in.topic, in.queue_id);
   if (!queue.is_ok()) return queue.status().code();
@@ -490,12 +492,11 @@ io::Code Shard::append_pending(uint32_t slot, uint64_t tag, const engine::Messag
   io::Result<engine::AppendResult> r = log_->append(in, next, id);
   if (!r.is_ok()) return r.status().code();
   free_pending_.pop_back();
-  const int64_t tags_code =
-      timer_deliver_ms >= 0
-          ? timer_deliver_ms
-          : engine::unit_tags_code(in.topic, in.properties, r->store_timestamp_ms, levels_);
+  if (!tags_code) {
+    tags_code = engine::unit_tags_code(in.topic, in.properties, r->store_timestamp_ms, levels_);
+  }
   pending_[id] =
-      PendingAppend{slot, tag, next, r->size_bytes, r->store_timestamp_ms, *queue, tags_code};
+      PendingAppend{slot, tag, next, r->size_bytes, r->store_timestamp_ms, *queue, *tags_code};
   next++;
   return io::Code::ok;
 }

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -174,9 +175,10 @@ class Shard {
   void arm_waker();
   void publish_stats();
   int64_t now_ms() const { return clock_->monotonic_ns() / 1'000'000; }
-  // timer_deliver_ms >= 0: `in` is a timer record due then (its unit's tagsCode, known already).
+  // tags_code: the unit's tagsCode when the caller knows it already (a timer record's deliver
+  // time); else it is computed from the record.
   io::Code append_pending(uint32_t slot, uint64_t tag, const engine::MessageInput& in,
-                          int64_t timer_deliver_ms = -1);
+                          std::optional<int64_t> tags_code = std::nullopt);
   io::Result<engine::QueueIndex> queue_for_append(std::string_view topic, int32_t queue_id);
 
   // Pulls and searches (shard_consumer.cc).

@@ -499,8 +499,9 @@ bool Shard::deliver_timer(const engine::TimerEntry& e, bool roll,
     in.topic = real.topic;
     in.queue_id = static_cast<int32_t>(real.queue_id);
   }
-  const io::Code appended = append_pending(kInternalSlot, timer_ack_tag(e, roll || parked), in,
-                                           roll && !parked ? e.deliver_ms : -1);
+  const io::Code appended =
+      append_pending(kInternalSlot, timer_ack_tag(e, roll || parked), in,
+                     roll && !parked ? std::optional<int64_t>(e.deliver_ms) : std::nullopt);
   if (appended != io::Code::ok) {
     if (appended != io::Code::busy) timer_force_park_ = !parked;
     return false;
