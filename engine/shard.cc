@@ -460,15 +460,13 @@ bool Shard::handle_append(uint32_t slot_index, const ShardRequest& request) {
     post(slot_index, done);
     return true;
   }
-  int64_t deliver_ms = -1;
-  if (level == 0) done.code = rewrite_timer(request.input, &input, &deliver_ms);
+  std::optional<int64_t> tags_code;  // a timed message's: its deliver time
+  if (level == 0) done.code = rewrite_timer(request.input, &input, &tags_code);
   if (done.code != io::Code::ok) {
     post(slot_index, done);
     return true;
   }
-  const io::Code appended =
-      append_pending(slot_index, request.tag, input,
-                     deliver_ms >= 0 ? std::optional<int64_t>(deliver_ms) : std::nullopt);
+  const io::Code appended = append_pending(slot_index, request.tag, input, tags_code);
   if (appended == io::Code::busy) return false;
   if (appended != io::Code::ok) {
     done.code = appended;

@@ -268,7 +268,7 @@ class Shard {
   static constexpr uint64_t kTimerRollBit = uint64_t{1} << 62;  // ... that is not a delivery
   enum class TimerStage : uint8_t { none, unit, record };
   io::Code rewrite_timer(const engine::MessageInput& in, engine::MessageInput* out,
-                         int64_t* deliver_ms);
+                         std::optional<int64_t>* tags_code);
   void run_timers();
   void scan_timer_slots(int64_t now_ms);
   void examine_timer(uint32_t slot, const engine::CqUnit& unit, int64_t now_bucket);

@@ -48,12 +48,12 @@ std::string_view format_i64(char* buffer, size_t size, int64_t value) {
 
 // ---- Put ----
 
-// ok with `out` rewritten (or untouched: not timed) and `deliver_ms` its deliver time (-1: not
-// timed); invalid_argument for a malformed timer property or a deliver time beyond
-// timer_max_delay_sec.
+// ok with `out` rewritten (or untouched: not timed) and `tags_code` set to its deliver time when
+// timed (its unit's tagsCode); invalid_argument for a malformed timer property or a deliver time
+// beyond timer_max_delay_sec.
 io::Code Shard::rewrite_timer(const engine::MessageInput& in, engine::MessageInput* out,
-                              int64_t* deliver_ms) {
-  *deliver_ms = -1;
+                              std::optional<int64_t>* tags_code) {
+  tags_code->reset();
   if (in.topic == engine::kTimerTopic) return io::Code::invalid_argument;  // reserved
   const int64_t now = clock_->now_ms();
   char number[24];
@@ -105,7 +105,7 @@ io::Code Shard::rewrite_timer(const engine::MessageInput& in, engine::MessageInp
   engine::append_property(timer_properties_, "REAL_TOPIC", in.topic);
   engine::append_property(timer_properties_, "REAL_QID",
                           format_i64(number, sizeof(number), in.queue_id));
-  *deliver_ms = r.deliver_ms;
+  *tags_code = r.deliver_ms;
   *out = in;
   out->topic = engine::kTimerTopic;
   out->queue_id = static_cast<int32_t>(

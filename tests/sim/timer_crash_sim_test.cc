@@ -397,12 +397,8 @@ TEST(TimerSweep, ATimerAcknowledgedAfterItsBucketEndedIsDeliveredThen) {
   o.timer_slot_count = 8;  // a rotation is 800 ms
   const sched::DelayLevels levels = *sched::DelayLevels::parse("1s");
   std::vector<std::unique_ptr<SessionSlot>> slots;
-  slots.push_back(std::make_unique<SessionSlot>());
+  slots.push_back(stepped_session_slot(16));
   SessionSlot& session = *slots.back();
-  session.to_shard.push_back(std::make_unique<sched::SpscRing<ShardRequest>>(16));
-  session.from_shard.push_back(std::make_unique<sched::SpscRing<Completion>>(16));
-  session.in_use.store(true);
-  session.active.store(true);
   auto owned = std::make_unique<HeldDisk>(disk);
   HeldDisk& held = *owned;
   Shard shard(0, o, levels, slots, std::move(owned), {});

@@ -26,6 +26,15 @@ std::optional<uint64_t> key_of(const engine::MessageView& r) {
 }
 }  // namespace
 
+std::unique_ptr<SessionSlot> stepped_session_slot(uint32_t window) {
+  auto slot = std::make_unique<SessionSlot>();
+  slot->to_shard.push_back(std::make_unique<sched::SpscRing<ShardRequest>>(window));
+  slot->from_shard.push_back(std::make_unique<sched::SpscRing<Completion>>(window));
+  slot->in_use.store(true);
+  slot->active.store(true);
+  return slot;
+}
+
 std::vector<std::byte> body_of(uint64_t key, uint32_t size_bytes) {
   std::vector<std::byte> body(size_bytes);
   uint64_t x = key * 0x9E3779B97F4A7C15ULL + 1;
@@ -272,12 +281,7 @@ bool SteppedShardSim::drain(std::string* problem) {
 
 bool SteppedShardSim::open(std::string* problem) {
   slots_.clear();
-  auto slot = std::make_unique<SessionSlot>();
-  slot->to_shard.push_back(std::make_unique<sched::SpscRing<ShardRequest>>(kWindow));
-  slot->from_shard.push_back(std::make_unique<sched::SpscRing<Completion>>(kWindow));
-  slot->in_use.store(true);
-  slot->active.store(true);
-  slots_.push_back(std::move(slot));
+  slots_.push_back(stepped_session_slot(kWindow));
   outstanding_ = 0;
   shard_ = std::make_unique<Shard>(0, o_, levels_, slots_, std::make_unique<BorrowedDisk>(*disk_),
                                    seed_options_.stepped);

@@ -84,6 +84,9 @@ class BorrowedDisk : public io::Disk {
 // A body derived from the put's key: verifiable without storing payloads.
 std::vector<std::byte> body_of(uint64_t key, uint32_t size_bytes);
 
+// The one session a stepped shard is fed through: rings of `window` entries each way, in use.
+std::unique_ptr<SessionSlot> stepped_session_slot(uint32_t window);
+
 // One put. Kept in a deque: the shard reads topic, properties and body through views until the
 // put's completion, so they never move.
 struct SimPut {
