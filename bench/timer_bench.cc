@@ -7,7 +7,8 @@
 //      timers (due over the next 10 s) are sent;
 //      a consumer long-polls their queue and records receive time - deliver time.
 // Usage: uringmq-timer-bench <data dir> [N=1000000] [L=20000] [half|max]
-//   (env URINGMQ_BENCH_FLUSH=async); half (default): the lateness phase's appends run at half of
+//   (env URINGMQ_BENCH_FLUSH=async; URINGMQ_BENCH_LEAD_MS=N sets StoreOptions::delivery_lead_ms,
+//   default the store's); half (default): the lateness phase's appends run at half of
 //   round 2's plain rate; max: as fast as they go.
 #include <algorithm>
 #include <atomic>
@@ -104,6 +105,8 @@ int main(int argc, char** argv) {
   if (flush != nullptr && std::string_view(flush) == "async") {
     o.log.flush_mode = engine::FlushMode::async_flush;
   }
+  if (const char* lead = std::getenv("URINGMQ_BENCH_LEAD_MS")) o.delivery_lead_ms = std::atoll(lead);
+  std::printf("delivery_lead_ms=%lld\n", static_cast<long long>(o.delivery_lead_ms));
   auto store = Store::open(o);
   if (!store.is_ok()) {
     std::fprintf(stderr, "open: %s\n", store.status().to_string().c_str());

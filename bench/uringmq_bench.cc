@@ -158,6 +158,7 @@ struct Args {
   uint64_t rss_pending = 10'000'000;  // pending when RSS is measured again (0: skip)
   double intake_seconds = 2;          // each of the 2 plain and 2 delayed intake bursts
   std::string delay_levels;           // "": the workload's own table (delay_workloads.inc)
+  int64_t delivery_lead_ms = -1;      // -1: the store's default
 };
 
 [[noreturn]] void usage(const std::string& why) {
@@ -169,6 +170,8 @@ struct Args {
                "         [--messages N | --seconds S] [--data DIR] [--segment-mib N]\n"
                "         [--io-mode buffered|direct] [--min-write-kib N]\n"
                "         [--prepare-ahead yes|no] [--zero-fill-lead-mib N|unpaced] [--json]\n"
+               "         [--delivery-lead-ms N]\n"
+               "  --delivery-lead-ms: StoreOptions::delivery_lead_ms (delay workload).\n"
                "  --min-write-kib: CommitLogOptions::min_write_bytes / 1024 (write coalescing).\n"
                "  --prepare-ahead no: the next segment is zero-filled only when the writer needs\n"
                "    it (measures the cost of the concurrent zero-fill; use a large --segment-mib).\n"
@@ -277,6 +280,8 @@ Args parse_args(int argc, char** argv) {
       a.io_mode = value == "buffered" ? io::IoMode::buffered : io::IoMode::direct;
     } else if (flag == "--min-write-kib") {
       a.min_write_kib = static_cast<int64_t>(parse_u64(flag, value));
+    } else if (flag == "--delivery-lead-ms") {
+      a.delivery_lead_ms = static_cast<int64_t>(parse_u64(flag, value));
     } else if (flag == "--zero-fill-lead-mib") {
       a.zero_fill_lead_mib = value == "unpaced" ? -2 : static_cast<int64_t>(parse_u64(flag, value));
     } else if (flag == "--prepare-ahead") {
@@ -910,6 +915,7 @@ StoreOptions store_options(const Args& a) {
   options.log.io_mode = a.io_mode;
   if (a.min_write_kib >= 0) options.log.min_write_bytes = static_cast<uint32_t>(a.min_write_kib << 10);
   if (!a.prepare_ahead) options.log.prepare_ahead_bytes = 0;
+  if (a.delivery_lead_ms >= 0) options.delivery_lead_ms = a.delivery_lead_ms;
   if (a.zero_fill_lead_mib == -2) options.log.zero_fill_lead_bytes = UINT64_MAX;
   if (a.zero_fill_lead_mib >= 0) {
     options.log.zero_fill_lead_bytes = static_cast<uint64_t>(a.zero_fill_lead_mib) << 20;

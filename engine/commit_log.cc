@@ -299,7 +299,7 @@ io::Result<AppendResult> CommitLog::append(const MessageInput& input, int64_t qu
   AppendStamp stamp;
   stamp.queue_offset = queue_offset;
   stamp.physical_offset = static_cast<int64_t>(offset);
-  stamp.store_timestamp_ms = clock_.now_ms();
+  stamp.store_timestamp_ms = std::max(clock_.now_ms(), input.visible_at_ms);
   encode(input, stamp, std::span(buffer.data + (offset - buffer.log_start), *size));
   buffer.fill += *size;
   appended_ += *size;

@@ -68,6 +68,10 @@ struct MessageInput {
   HostAddress store_host;
   int32_t reconsume_times = 0;
   int64_t prepared_transaction_offset = 0;
+  // A delayed or timed message's copy appended ahead of its deliver time (the shard holds its
+  // unit back from consumers until then): STORETIMESTAMP is the later of now and this. 0 for
+  // every other record. Not encoded itself.
+  int64_t visible_at_ms = 0;
 };
 
 // Fields the CommitLog assigns at append time.

@@ -148,6 +148,7 @@ io::Status Shard::open_log(engine::RecoveryReport* report) {
         note_segment_first_timestamp(offset, record.store_timestamp_ms);
         note_delivery_marker(offset, record);
         note_timer_record(offset, record);
+        note_held_copy(offset, record);
       });
   if (!opened.is_ok()) return opened.status();
   log_ = std::move(opened->log);
@@ -179,6 +180,7 @@ io::Status Shard::init_after_recovery() {
   dispatcher_->set_dispatched(log_->appended_offset().value);
   load_schedule_progress();
   load_timer_state();
+  restore_held_copies();
   // Before the loop's first submit_work() may write a checkpoint: not past the markers recovery
   // found (the timer slots' holds), or a crash soon after would deliver those timers again.
   limit_checkpoint();
@@ -230,6 +232,7 @@ bool Shard::iterate() {
   if (!flush_waiters_.empty()) answer_flushes();
   run_schedule();
   submit_work();  // deliveries just appended go out before the loop may sleep
+  if (held_copies_ > 0) release_held_copies();
   if (held_ops_ > 0) {
     if (dispatched_since_check_) wake_held_pulls();
     expire_held_pulls();
@@ -273,8 +276,9 @@ void Shard::finish() {
   // in it, so the final checkpoint stays below them and the next open's scan finds their markers.
   // A timer slot's finished units above its progress are known only from their markers too (the
   // slot's hold): the checkpoint stays below them, or the next open rolls or delivers them again.
-  log_->set_checkpoint_limit(std::min(
-      {cq_->durable_dispatched(), internal_ack_low_water(), timer_low_water()}));
+  // Copies held back until their time are found again by the next open's scan the same way.
+  log_->set_checkpoint_limit(std::min({cq_->durable_dispatched(), internal_ack_low_water(),
+                                       timer_low_water(), held_copies_low_water()}));
   io::Status offsets_status = offsets_->close();
   stop_status_ = log_->close();
   if (stop_status_.is_ok()) stop_status_ = cq_status;
@@ -295,7 +299,8 @@ void Shard::submit_work() {
 
 void Shard::limit_checkpoint() {
   log_->set_checkpoint_limit(std::min({cq_->durable_dispatched(), delivery_low_water(),
-                                       timer_low_water(), internal_ack_low_water()}));
+                                       timer_low_water(), internal_ack_low_water(),
+                                       held_copies_low_water()}));
 }
 
 void Shard::route(const io::IoCompletion& completion) {
@@ -495,6 +500,7 @@ io::Code Shard::append_pending(uint32_t slot, uint64_t tag, const engine::Messag
   }
   pending_[id] =
       PendingAppend{slot, tag, next, r->size_bytes, r->store_timestamp_ms, *queue, *tags_code};
+  if (in.visible_at_ms > clock_->now_ms()) hold_copy(*queue, next, in.visible_at_ms, r->offset.value);
   next++;
   return io::Code::ok;
 }
@@ -508,7 +514,7 @@ void Shard::handle_queue_request(uint32_t slot_index, const ShardRequest& reques
       io::Result<engine::QueueIndex> queue = cq_->queue(in.topic, in.queue_id, false);
       if (queue.is_ok()) {
         done.min_offset = cq_->min_offset(*queue);
-        done.max_offset = cq_->max_offset(*queue);
+        done.max_offset = visible_max_offset(*queue);
       } else if (queue.status().code() != io::Code::not_found) {
         done.code = queue.status().code();
       }

@@ -198,6 +198,21 @@ class Shard {
   void release_held_pulls(uint32_t slot_index);
   int64_t next_held_deadline_ms() const;
   void release_op(uint32_t op_index);
+  // Delivery ahead (shard_consumer.cc): a delayed or timed copy appended before its deliver time
+  // (StoreOptions::delivery_lead_ms) is held back from pulls, searches and queue queries until
+  // then; a queue's later units wait behind it.
+  void hold_copy(engine::QueueIndex queue, int64_t queue_offset, int64_t visible_at_ms,
+                 uint64_t log_offset);
+  // The end of the queue as consumers see it: its max offset, or its first held copy.
+  int64_t visible_max_offset(engine::QueueIndex queue) const;
+  // Shows the held copies whose time has come (or whose time lies beyond now + lead: the clock
+  // went back); wakes held pulls through dispatched_since_check_.
+  void release_held_copies();
+  int64_t held_copies_due_ms() const;  // the earliest held copy's time (INT64_MAX: none)
+  uint64_t held_copies_low_water() const;  // the lowest held copy's log offset: recovery needs it
+  // Recovery: a copy stored ahead of its time that has not come yet is held again.
+  void note_held_copy(uint64_t log_offset, const engine::MessageView& record);
+  void restore_held_copies();
   // Delay levels (shard_schedule.cc).
   static constexpr uint32_t kInternalSlot = UINT32_MAX;  // a PendingAppend of a delivery
   static constexpr uint64_t kScheduleReadBit = uint64_t{1} << 49;  // log and CQ read tags
@@ -233,6 +248,8 @@ class Shard {
   bool rewrite_delayed(const engine::MessageInput& in, engine::MessageInput* out,
                        uint32_t* level);
   void run_schedule();
+  // The delivery lead's horizon for this loop iteration (take_by_ms_); see run_schedule().
+  void advance_take_horizon(int64_t now_ms);
   int64_t level_due_ms(uint32_t level, int64_t deliver_ms, int64_t now) const;
   bool head_not_due_by(const LevelState& state, uint32_t level, int64_t t, int64_t now) const;
   // Units of the level's queue from `from` on, from memory or the level's ahead units (0: none).
@@ -241,7 +258,7 @@ class Shard {
   void prefetch_due_soon(int64_t now_ms);
   bool start_batch(uint32_t level, uint32_t units);
   void deliver_batch();
-  bool deliver_record(uint32_t level, std::span<const std::byte> bytes);
+  bool deliver_record(uint32_t level, std::span<const std::byte> bytes, int64_t due_ms);
   void schedule_unit_ready(int64_t result);
   void schedule_record_ready(int64_t result);
   void delivery_acked(uint32_t level, uint64_t log_offset, bool ok);
@@ -273,7 +290,7 @@ class Shard {
   void scan_timer_slots(int64_t now_ms);
   void examine_timer(uint32_t slot, const engine::CqUnit& unit, int64_t now_bucket);
   void advance_timer_sweep(int64_t now_ms);
-  void start_timer_batch(int64_t now_ms);
+  void start_timer_batch();
   void finish_timer_batch();
   bool deliver_timer(const engine::TimerEntry& entry, bool roll, std::span<const std::byte> bytes);
   // put_ms: the timer's put time (its __UMQ_TPUT, or its first record's store timestamp).
@@ -312,6 +329,7 @@ class Shard {
   engine::CqUnit delivery_unit_;  // the unit of the record deliver_record() is handling
   std::array<engine::CqUnit, kDeliveryBatch> batch_units_{};
   std::array<uint32_t, kDeliveryBatch> batch_at_{};  // arena offset of each record
+  std::array<int64_t, kDeliveryBatch> batch_due_{};  // deliver time of each record
   uint32_t batch_count_ = 0;
   uint32_t batch_reads_ = 0;  // reads outstanding
   bool batch_failed_ = false;
@@ -320,6 +338,9 @@ class Shard {
   std::string scratch_properties_;          // rewritten properties (capacity kept)
   std::string scratch_topic_;
   uint32_t schedule_rr_ = 0;
+  // Copies due by this wall ms are taken (appended, held until their time) in this iteration.
+  int64_t take_by_ms_ = 0;
+  bool take_behind_ = false;  // a source left copies due by take_by_ms_ untaken
   size_t schedule_queues_seen_ = SIZE_MAX;  // cq_->queue_count() when levels were last looked up
   // Deliveries whose progress is committed but not yet persisted: (log offset, cycles needed).
   std::vector<std::pair<uint64_t, uint64_t>> unpersisted_deliveries_;
@@ -406,6 +427,26 @@ class Shard {
   std::vector<PullOp> ops_;
   std::vector<uint32_t> free_ops_;
   uint32_t held_ops_ = 0;
+  // Held copies (delivery ahead), per queue in queue-offset order; entries before `head` are
+  // shown. A queue's entry stays once empty (one per queue that ever held a copy).
+  struct HeldCopy {
+    int64_t queue_offset = 0;
+    int64_t visible_at_ms = 0;
+    uint64_t log_offset = 0;
+  };
+  struct HeldQueue {
+    engine::QueueIndex queue = 0;
+    std::vector<HeldCopy> copies;
+    size_t head = 0;
+  };
+  std::vector<HeldQueue> held_queues_;
+  size_t held_copies_ = 0;
+  struct RecoveredHold {
+    std::string topic;
+    int32_t queue_id = 0;
+    HeldCopy copy;
+  };
+  std::vector<RecoveredHold> recovered_holds_;
   bool dispatched_since_check_ = false;
   // flush_offsets requests waiting for a consumer-offsets persist cycle: (slot, tag, cycles).
   struct FlushWaiter {

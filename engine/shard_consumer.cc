@@ -4,6 +4,8 @@
 #include <algorithm>
 
 #include "engine/byte_order.h"
+#include "engine/properties.h"
+#include "engine/redelivery.h"
 #include "engine/shard.h"
 #include "io/fs_space.h"
 
@@ -74,7 +76,7 @@ void Shard::answer_pull(uint32_t op_index, PullStatus status, int64_t next_offse
   io::Result<engine::QueueIndex> queue = cq_->queue(op.topic, op.queue_id, false);
   if (queue.is_ok()) {
     done.min_offset = cq_->min_offset(*queue);
-    done.max_offset = cq_->max_offset(*queue);
+    done.max_offset = visible_max_offset(*queue);
   }
   if (slots_[op.slot]->active.load(std::memory_order_acquire)) post(op.slot, done);
   release_op(op_index);
@@ -90,7 +92,7 @@ void Shard::run_pull(uint32_t op_index) {
   if (queue.is_ok()) {
     op.queue = *queue;
     min = cq_->min_offset(op.queue);
-    max = cq_->max_offset(op.queue);
+    max = visible_max_offset(op.queue);
   }
   if (op.offset < min) return answer_pull(op_index, PullStatus::offset_moved, min);
   if (op.offset > max) return answer_pull(op_index, PullStatus::offset_moved, max);
@@ -280,7 +282,7 @@ void Shard::wake_held_pulls() {
     PullOp& op = ops_[i];
     if (op.stage != PullOp::Stage::held) continue;
     io::Result<engine::QueueIndex> queue = cq_->queue(op.topic, op.queue_id, false);
-    if (!queue.is_ok() || cq_->max_offset(*queue) <= op.offset) continue;
+    if (!queue.is_ok() || visible_max_offset(*queue) <= op.offset) continue;
     op.stage = PullOp::Stage::idle;
     held_ops_--;
     run_pull(i);
@@ -315,6 +317,99 @@ int64_t Shard::next_held_deadline_ms() const {
   return deadline;
 }
 
+// ---- Delivery ahead: copies held back until their time ----
+//
+// A delayed or timed copy is appended up to delivery_lead_ms before its deliver time, with that
+// time as its STORETIMESTAMP, so that its write and fdatasync are done when it falls due. Until
+// then its unit (dispatched or not) and every later unit of its queue stay invisible: pulls,
+// long polls, offset searches and queue queries see the queue end at the held copy. The
+// checkpoint stays below held copies, so after a crash or a stop recovery's scan finds them and
+// holds them again (a copy with a delivery marker whose store time is still ahead).
+
+void Shard::hold_copy(engine::QueueIndex queue, int64_t queue_offset, int64_t visible_at_ms,
+                      uint64_t log_offset) {
+  auto it = std::find_if(held_queues_.begin(), held_queues_.end(),
+                         [&](const HeldQueue& h) { return h.queue == queue; });
+  if (it == held_queues_.end()) {
+    held_queues_.push_back(HeldQueue{queue, {}, 0});
+    it = held_queues_.end() - 1;
+  }
+  UMQ_ASSERT(it->head == it->copies.size() || it->copies.back().queue_offset < queue_offset);
+  it->copies.push_back(HeldCopy{queue_offset, visible_at_ms, log_offset});
+  held_copies_++;
+}
+
+int64_t Shard::visible_max_offset(engine::QueueIndex queue) const {
+  const int64_t max = cq_->max_offset(queue);
+  if (held_copies_ == 0) return max;
+  for (const HeldQueue& h : held_queues_) {
+    if (h.queue == queue && h.head < h.copies.size()) {
+      return std::min(max, h.copies[h.head].queue_offset);
+    }
+  }
+  return max;
+}
+
+void Shard::release_held_copies() {
+  const int64_t now = clock_->now_ms();
+  for (HeldQueue& h : held_queues_) {
+    const size_t before = h.head;
+    while (h.head < h.copies.size() &&
+           (h.copies[h.head].visible_at_ms <= now ||
+            h.copies[h.head].visible_at_ms > now + options_.delivery_lead_ms)) {
+      h.head++;
+    }
+    if (h.head == before) continue;
+    held_copies_ -= h.head - before;
+    dispatched_since_check_ = true;  // held pulls of this queue may be answered now
+    if (h.head == h.copies.size()) {
+      h.copies.clear();
+      h.head = 0;
+    }
+  }
+}
+
+int64_t Shard::held_copies_due_ms() const {
+  int64_t due = INT64_MAX;
+  if (held_copies_ == 0) return due;
+  for (const HeldQueue& h : held_queues_) {
+    if (h.head < h.copies.size()) due = std::min(due, h.copies[h.head].visible_at_ms);
+  }
+  return due;
+}
+
+uint64_t Shard::held_copies_low_water() const {
+  uint64_t low = UINT64_MAX;
+  if (held_copies_ == 0) return low;
+  for (const HeldQueue& h : held_queues_) {
+    if (h.head < h.copies.size()) low = std::min(low, h.copies[h.head].log_offset);
+  }
+  return low;
+}
+
+void Shard::note_held_copy(uint64_t log_offset, const engine::MessageView& record) {
+  const int64_t now = clock_->now_ms();
+  if (record.store_timestamp_ms <= now ||
+      record.store_timestamp_ms > now + options_.delivery_lead_ms ||
+      !engine::find_property(record.user_properties, engine::kDeliveryMarker)) {
+    return;
+  }
+  recovered_holds_.push_back(RecoveredHold{
+      std::string(record.topic), record.queue_id,
+      HeldCopy{record.queue_offset, record.store_timestamp_ms, log_offset}});
+}
+
+void Shard::restore_held_copies() {
+  for (const RecoveredHold& r : recovered_holds_) {
+    io::Result<engine::QueueIndex> queue = cq_->queue(r.topic, r.queue_id, false);
+    if (queue.is_ok()) {
+      hold_copy(*queue, r.copy.queue_offset, r.copy.visible_at_ms, r.copy.log_offset);
+    }
+  }
+  recovered_holds_.clear();
+  recovered_holds_.shrink_to_fit();
+}
+
 // ---- Offset search by store time (SEARCH_OFFSET_BY_TIMESTAMP) ----
 
 bool Shard::start_search(uint32_t slot_index, const ShardRequest& request) {
@@ -339,7 +434,7 @@ bool Shard::start_search(uint32_t slot_index, const ShardRequest& request) {
   op.queue_id = request.input.queue_id;
   op.queue = *queue;
   op.lo = cq_->min_offset(op.queue);
-  op.hi = cq_->max_offset(op.queue);
+  op.hi = visible_max_offset(op.queue);
   op.target_ms = request.value;
   search_step(index);
   return true;

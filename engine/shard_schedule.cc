@@ -121,8 +121,13 @@ void Shard::load_schedule_progress() {
 int64_t Shard::schedule_wake_ns() const {
   int64_t due = timer_busy() ? INT64_MAX : timer_due_wall_ms();
   if (delivery_stage_ == DeliveryStage::none) {
-    for (const LevelState& state : level_states_) due = std::min(due, state.due_wall_ms);
+    for (const LevelState& state : level_states_) {
+      if (state.due_wall_ms != INT64_MAX) {
+        due = std::min(due, state.due_wall_ms - options_.delivery_lead_ms);
+      }
+    }
   }
+  due = std::min(due, held_copies_due_ms());
   if (due == INT64_MAX) return INT64_MAX;
   const int64_t mono = clock_->monotonic_ns();
   if (due == INT64_MIN) return mono;
@@ -170,7 +175,7 @@ size_t Shard::level_units(const LevelState& state, int64_t from,
 void Shard::prefetch_due_soon(int64_t now) {
   if (now == last_prefetch_ms_) return;
   last_prefetch_ms_ = now;
-  const int64_t horizon = now + kPrefetchAheadMs;
+  const int64_t horizon = now + options_.delivery_lead_ms + kPrefetchAheadMs;
   for (uint32_t level = 1; level <= level_states_.size(); level++) {
     LevelState& state = level_states_[level - 1];
     if (!state.exists) continue;
@@ -193,10 +198,26 @@ void Shard::prefetch_due_soon(int64_t now) {
   }
 }
 
+// Delivery ahead: copies due within delivery_lead_ms are taken now and held until their time.
+// They are taken in deliver-time order across the levels and the timers, so a held copy never
+// hides one due earlier behind it in the same queue: the horizon moves by one ms per loop
+// iteration, and only once every source has taken everything due by the last one; it never lies
+// before now (nothing due waits) nor beyond now + lead.
+void Shard::advance_take_horizon(int64_t now) {
+  const int64_t next = take_behind_ ? take_by_ms_ : take_by_ms_ + 1;
+  take_by_ms_ = std::min(now + options_.delivery_lead_ms, std::max(next, now));
+  take_behind_ = false;
+}
+
 void Shard::run_schedule() {
-  if (!log_->fail_stopped()) prefetch_due_soon(clock_->now_ms());
+  const int64_t now = clock_->now_ms();
+  advance_take_horizon(now);
+  if (!log_->fail_stopped()) prefetch_due_soon(now);
   run_timers();
-  if (delivery_stage_ != DeliveryStage::none || log_->fail_stopped()) return;
+  if (delivery_stage_ != DeliveryStage::none || log_->fail_stopped()) {
+    take_behind_ = true;
+    return;
+  }
   const uint32_t levels = static_cast<uint32_t>(level_states_.size());
   // A level's queue can only appear when the shard gains a queue: look the missing ones up then
   // (a miss builds an error message, which must not happen every loop iteration).
@@ -219,13 +240,13 @@ void Shard::run_schedule() {
     // clock moves so far back that correctDeliverTimestamp makes it due now): with a long level
     // whose head is older than the units kept in memory, re-reading it every iteration cost
     // three quarters of the delayed intake.
-    const int64_t now = clock_->now_ms();
-    if (state.issued < max && head_not_due_by(state, level, now, now)) {
+    if (state.issued < max && head_not_due_by(state, level, take_by_ms_, now)) {
       state.due_wall_ms = state.head_due_ms;
       continue;
     }
     // Batches served from memory run back to back (a bounded number per loop iteration).
-    for (uint32_t round = 0; round < kBatchesPerIteration && state.issued < max; round++) {
+    uint32_t round = 0;
+    for (; round < kBatchesPerIteration && state.issued < max; round++) {
       const uint32_t want =
           static_cast<uint32_t>(std::min<int64_t>(kDeliveryBatch, max - state.issued));
       size_t n = level_units(state, state.issued, std::span(batch_units_.data(), want));
@@ -236,13 +257,21 @@ void Shard::run_schedule() {
         io::Status s = cq_->read_units(state.queue, state.issued, want,
                                        delivery_unit_bytes_.data(), kScheduleReadBit | level);
         if (s.is_ok()) delivery_stage_ = DeliveryStage::unit;
+        take_behind_ = true;
         return;
       }
       const int64_t before = state.issued;
       if (!start_batch(level, static_cast<uint32_t>(n))) break;  // not due (or nothing to start)
-      if (delivery_stage_ != DeliveryStage::none) return;      // reads in flight
-      if (state.issued == before) break;                        // the log is busy
+      if (delivery_stage_ != DeliveryStage::none) {              // reads in flight
+        take_behind_ = true;
+        return;
+      }
+      if (state.issued == before) {  // the log is busy
+        take_behind_ = true;
+        break;
+      }
     }
+    if (round == kBatchesPerIteration && state.issued < max) take_behind_ = true;
   }
 }
 
@@ -259,12 +288,14 @@ void Shard::skip_deleted_level_units(LevelState& state, uint32_t level) {
                          state.progress);
 }
 
-// Takes the due heads among the first `units` of batch_units_, places their records in the arena
-// (copied from the CommitLog's buffers, or read through io_uring, all at once) and delivers
-// them once every read is back. False when the first head is not due (or nothing could start).
+// Takes the heads among the first `units` of batch_units_ that are due within the delivery lead,
+// places their records in the arena (copied from the CommitLog's buffers, or read through
+// io_uring, all at once) and delivers them once every read is back. False when the first head is
+// not due (or nothing could start).
 bool Shard::start_batch(uint32_t level, uint32_t units) {
   LevelState& state = level_states_[level - 1];
   const int64_t now = clock_->now_ms();
+  const int64_t take_by = take_by_ms_;
   batch_count_ = 0;
   batch_reads_ = 0;
   batch_failed_ = false;
@@ -272,7 +303,7 @@ bool Shard::start_batch(uint32_t level, uint32_t units) {
   for (uint32_t i = 0; i < units; i++) {
     const engine::CqUnit& head = batch_units_[i];
     const int64_t due = level_due_ms(level, head.tags_code, now);
-    if (due > now) {
+    if (due > take_by) {
       state.due_wall_ms = due;
       if (i == 0) {
         state.head_offset = state.issued;
@@ -290,6 +321,7 @@ bool Shard::start_batch(uint32_t level, uint32_t units) {
       batch_reads_++;
     }
     batch_at_[i] = static_cast<uint32_t>(used);
+    batch_due_[i] = due;
     used += head.size_bytes;
     batch_count_++;
   }
@@ -307,8 +339,9 @@ void Shard::deliver_batch() {
   const uint32_t level = delivery_level_;
   for (uint32_t i = 0; i < batch_count_ && !batch_failed_; i++) {
     delivery_unit_ = batch_units_[i];
-    if (!deliver_record(level, std::span(delivery_record_.data() + batch_at_[i],
-                                         delivery_unit_.size_bytes))) {
+    if (!deliver_record(level,
+                        std::span(delivery_record_.data() + batch_at_[i], delivery_unit_.size_bytes),
+                        batch_due_[i])) {
       break;
     }
   }
@@ -346,9 +379,10 @@ void Shard::schedule_record_ready(int64_t result) {
   deliver_batch();
 }
 
-// messageTimeup: rebuilds the real message and appends it; after schedule_max_attempts failed
-// appends of the same head, parks it. False when the log is busy (retried later).
-bool Shard::deliver_record(uint32_t level, std::span<const std::byte> bytes) {
+// messageTimeup: rebuilds the real message and appends it (held back from consumers until
+// due_ms when that is still ahead); after schedule_max_attempts failed appends of the same head,
+// parks it. False when the log is busy (retried later).
+bool Shard::deliver_record(uint32_t level, std::span<const std::byte> bytes, int64_t due_ms) {
   LevelState& state = level_states_[level - 1];
   engine::DecodeOptions decode_options;
   decode_options.limits = options_.log.limits;
@@ -376,6 +410,7 @@ bool Shard::deliver_record(uint32_t level, std::span<const std::byte> bytes) {
   in.properties = scratch_properties_;
   in.topic = parked ? kParkedScheduleTopic : real.topic;
   in.queue_id = parked ? parked_queue_id() : static_cast<int32_t>(real.queue_id);
+  in.visible_at_ms = parked ? 0 : due_ms;
   const io::Code appended = append_pending(kInternalSlot, level, in);
   if (appended != io::Code::ok) {
     if (appended != io::Code::busy) state.attempts++;  // parked after schedule_max_attempts

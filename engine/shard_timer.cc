@@ -189,16 +189,28 @@ void Shard::load_timer_state() {
 // ---- The sweep ----
 
 void Shard::run_timers() {
-  if (!wheel_ || log_->fail_stopped() || timer_stage_ != TimerStage::none) return;
+  if (!wheel_ || log_->fail_stopped()) return;
+  take_behind_ = take_behind_ || timer_stage_ != TimerStage::none;
+  if (timer_stage_ != TimerStage::none) return;
   if (timer_batch_next_ < timer_batch_count_) {
     finish_timer_batch();
-    if (timer_batch_next_ < timer_batch_count_) return;  // the log is busy
+    if (timer_batch_next_ < timer_batch_count_) {  // the log is busy
+      take_behind_ = true;
+      return;
+    }
   }
   const int64_t now = clock_->now_ms();
   scan_timer_slots(now);
-  if (timer_stage_ != TimerStage::none) return;
+  if (timer_stage_ != TimerStage::none) {
+    take_behind_ = true;
+    return;
+  }
   advance_timer_sweep(now);
-  start_timer_batch(now);
+  start_timer_batch();
+  if (timer_stage_ != TimerStage::none || timer_batch_next_ < timer_batch_count_ ||
+      (!wheel_->empty() && wheel_->top().deliver_ms <= take_by_ms_)) {
+    take_behind_ = true;
+  }
 }
 
 void Shard::scan_timer_slots(int64_t now) {
@@ -319,10 +331,10 @@ void Shard::advance_timer_sweep(int64_t now) {
 
 // ---- Delivery ----
 
-// Takes the rolls waiting and the due timers (up to a batch), places their records in the arena
+// Takes the rolls waiting and the timers due by the take horizon (up to a batch), places their records in the arena
 // (copied from the CommitLog's buffers, or read through io_uring, all at once) and delivers them
 // once every read is back.
-void Shard::start_timer_batch(int64_t now) {
+void Shard::start_timer_batch() {
   timer_batch_count_ = 0;
   timer_batch_next_ = 0;
   timer_batch_reads_ = 0;
@@ -333,7 +345,7 @@ void Shard::start_timer_batch(int64_t now) {
     // timers rolls thousands of them at once.
     engine::TimerEntry e;
     bool roll = false;
-    if (!wheel_->empty() && wheel_->top().deliver_ms <= now) {
+    if (!wheel_->empty() && wheel_->top().deliver_ms <= take_by_ms_) {
       e = wheel_->top();
       wheel_->pop();
     } else if (!timer_rolls_.empty()) {
@@ -498,6 +510,7 @@ bool Shard::deliver_timer(const engine::TimerEntry& e, bool roll,
   } else {
     in.topic = real.topic;
     in.queue_id = static_cast<int32_t>(real.queue_id);
+    in.visible_at_ms = e.deliver_ms;  // taken up to the delivery lead ahead: held until then
   }
   const io::Code appended =
       append_pending(kInternalSlot, timer_ack_tag(e, roll || parked), in,
@@ -589,7 +602,7 @@ int64_t Shard::timer_due_wall_ms() const {
   if (!timer_rolls_.empty() || timer_batch_next_ < timer_batch_count_) return INT64_MIN;
   // The next bucket boundary brings a new slot into the window; the heap's head is due.
   int64_t due = (wheel_->bucket_of(clock_->now_ms()) + 1) * wheel_->bucket_ms();
-  if (!wheel_->empty()) due = std::min(due, wheel_->top().deliver_ms);
+  if (!wheel_->empty()) due = std::min(due, wheel_->top().deliver_ms - options_.delivery_lead_ms);
   return due;
 }
 

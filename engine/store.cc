@@ -97,6 +97,9 @@ io::Result<std::unique_ptr<Store>> Store::open(const StoreOptions& requested) {
   if (options.schedule_max_attempts == 0) {
     return io::Status::error(io::Code::invalid_argument, "schedule_max_attempts must be positive");
   }
+  if (options.delivery_lead_ms < 0 || options.delivery_lead_ms > 1000) {
+    return io::Status::error(io::Code::invalid_argument, "delivery_lead_ms must be in 0..1000");
+  }
   UMQ_RETURN_IF_ERROR(check_timer_options(options));
   fit_timer_horizon(options);
   UMQ_RETURN_IF_ERROR(prepare_data_dir(options));

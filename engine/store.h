@@ -80,6 +80,13 @@ struct StoreOptions {
   // A delivery whose append keeps failing is tried this many times, then parked in topic
   // kParkedScheduleTopic (queue L-1, the message as it was in the schedule topic).
   uint32_t schedule_max_attempts = 3;
+  // Delayed and timed deliveries are appended this many ms before their deliver time and held
+  // back from consumers until it (engine/README.md, "Delivery ahead"): the write and fdatasync
+  // are done by then, so a copy is visible at its time instead of a durable append later.
+  // Costs: a plain message appended to the same queue meanwhile waits for the held copy (at
+  // most this long), and a cancel must come at least this long before the deliver time (later
+  // it races the delivery). 0: appended at the deliver time. deliveryLeadMs, 0..1000.
+  int64_t delivery_lead_ms = 10;
   // ---- Timed messages (RocketMQ 5's timer; engine/timer_message.h, engine/timer_wheel.h) ----
   // timerMaxDelaySec: a deliver time further ahead than this is rejected (invalid_argument).
   int64_t timer_max_delay_sec = 30 * 86'400;

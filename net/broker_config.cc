@@ -285,6 +285,10 @@ const KeySetter kSetters[] = {
        return set_number<uint32_t>(c.store.schedule_max_attempts, v, 1, 1000,
                                    "a number of attempts");
      }},
+    {"deliveryLeadMs",
+     [](BrokerConfig& c, std::string_view v) {
+       return set_number<int64_t>(c.store.delivery_lead_ms, v, 0, 1000, "a time in ms");
+     }},
     {"timerMaxDelaySec",
      [](BrokerConfig& c, std::string_view v) {
        return set_number<int64_t>(c.store.timer_max_delay_sec, v, 1, 315'360'000,
@@ -450,6 +454,7 @@ std::string describe_broker_config(const BrokerConfig& c) {
   add("messageDelayLevel", s.message_delay_level);
   add("scheduleMaxAttempts", num(s.schedule_max_attempts));
   add("timerMaxDelaySec", num(s.timer_max_delay_sec));
+  add("deliveryLeadMs", num(s.delivery_lead_ms));
   add("fileReservedTime", num(s.file_reserved_time_hours));
   char hour[8];
   std::snprintf(hour, sizeof(hour), "%02d", static_cast<int>(s.delete_when_hour_utc));

@@ -32,7 +32,8 @@ struct BrokerConfig {
   // log (mappedFileSizeCommitLog, flushDiskType, flushIntervalCommitLog, maxMessageSize),
   // consume_queue.units_per_file (mappedFileSizeConsumeQueue / 20), retention
   // (fileReservedTime, deleteWhen, diskMaxUsedSpaceRatio), message_delay_level,
-  // schedule_max_attempts (scheduleMaxAttempts), timer_max_delay_sec (timerMaxDelaySec).
+  // schedule_max_attempts (scheduleMaxAttempts), timer_max_delay_sec (timerMaxDelaySec),
+  // delivery_lead_ms (deliveryLeadMs).
   StoreOptions store;
   std::string broker_name = "broker-a";           // brokerName
   std::string cluster_name = "DefaultCluster";    // brokerClusterName

@@ -22,10 +22,11 @@
 // its keys has c >= p. Each cancel key here is used by one cancel only, and the checker reads c
 // from the cancel's record and p from the timer's, so for a timer and a cancel naming it:
 //   - cancel record in the log, c < p: no effect (delivered exactly once);
-//   - cancel record in the log, p <= c < d: the cancel wins, the timer is never delivered (a
-//     delivery is decided at or after d > c, when the cancel is already recorded, in that
-//     process or, through recovery's re-dispatch of the record, in a later one);
-//   - cancel record in the log, c >= d: raced with the due time: at most once;
+//   - cancel record in the log, p <= c < d - lead (the seed's delivery_lead_ms): the cancel
+//     wins, the timer is never delivered (a delivery is decided at or after d - lead > c, when
+//     the cancel is already recorded, in that process or, through recovery's re-dispatch of the
+//     record, in a later one);
+//   - cancel record in the log, c >= d - lead: raced with the delivery: at most once;
 //   - cancel acknowledged but absent from the log: a failure (a crash must not lose it), unless
 //     an ASYNC_FLUSH power loss may have taken it (async_power_loss seeds): at most once;
 //   - cancel not acknowledged and absent: its table entry may have been persisted or not: at
@@ -261,8 +262,8 @@ class TimerSim final : public testing::SteppedShardSim {
                                    int64_t deliver_ms) {
     if (auto c = cancel_ms_.find(key); c != cancel_ms_.end()) {
       if (c->second < put_ms) return SimVerdict::Expect::once;
-      return c->second < deliver_ms ? SimVerdict::Expect::never
-                                     : SimVerdict::Expect::at_most_once;
+      return c->second < deliver_ms - options().delivery_lead_ms ? SimVerdict::Expect::never
+                                                                 : SimVerdict::Expect::at_most_once;
     }
     if (cancel.acked) return SimVerdict::Expect::at_most_once;  // lost: check_more judges it
     return put_ms <= cycle_end_ms(cancels_.at(cancel.key).cycle)

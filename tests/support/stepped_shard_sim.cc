@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdio>
 #include <cstdlib>
+#include <iterator>
 #include <optional>
 
 #include <gtest/gtest.h>
@@ -153,6 +154,11 @@ SteppedShardSim::SteppedShardSim(uint64_t seed, const SimSeedOptions& seed_optio
     o_.consume_queue.flush_interval_ms = 10;
     o_.consumer_offsets_persist_interval_ms = 5000;
   }
+  // Delivery ahead: copies taken up to this long before their time and held (own stream, so the
+  // other draws of a seed stay as they were).
+  Rng lead_rng(seed ^ 0x1EAD, 7);
+  constexpr int64_t kLeads[] = {0, 1, 10, 10, 40};
+  o_.delivery_lead_ms = kLeads[lead_rng.below(std::size(kLeads))];
   max_body_bytes_ = 1 + static_cast<uint32_t>(rng_.below(2000));
   max_advance_ms_ = 1 + static_cast<int64_t>(rng_.below(100));
 }
