@@ -9,6 +9,7 @@
 // due by then has arrived (bounded real wait); anything seen before its deliver time fails.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <chrono>
 #include <map>
 #include <random>
@@ -428,6 +429,92 @@ TEST(StoreTimerTest, ExactlyOnceAcrossRestart) {
   // The second run sees everything again from offset 0: each message exactly once overall.
   EXPECT_EQ(f.seen().size(), 300u);
   f.close();
+}
+
+// Delivery ahead (StoreOptions::delivery_lead_ms): a timed and a delayed copy taken 40 ms
+// before their time are durable but not visible; a plain message sent meanwhile to their queue
+// waits behind them; a clean restart holds them again (recovery's scan); a long poll waiting on
+// the queue is answered when the clock reaches their time, with both copies stamped with it.
+TEST(StoreTimerTest, CopiesTakenAheadStayHiddenUntilTheirTimeAcrossARestart) {
+  testing::TempDir dir;
+  io::ManualClock clock(kStart);
+  const int64_t t0 = clock.now_ms();
+  StoreOptions o = timer_options(dir.path() + "/store", &clock);
+  o.delivery_lead_ms = 50;
+  std::vector<std::byte> buffer(64 << 10);
+  auto pull = [&](Session& s, int64_t wait_ms, uint64_t tag) {
+    PullRequest p;
+    p.topic = kTopic;
+    p.queue_id = 0;
+    p.max_messages = 16;
+    p.buffer = buffer;
+    p.wait_ms = wait_ms;
+    EXPECT_TRUE(s.pull_async(p, tag).is_ok());
+  };
+  auto hidden = [&](Session& s) {
+    pull(s, 0, 1);
+    EXPECT_EQ(s.wait_for(1).pull_status, PullStatus::no_new_message);
+    EXPECT_TRUE(s.query_queue_async(kTopic, 0, 2).is_ok());
+    EXPECT_EQ(s.wait_for(2).max_offset, 0);
+    EXPECT_TRUE(s.search_offset_async(kTopic, 0, t0 - 1000, 3).is_ok());
+    EXPECT_EQ(s.wait_for(3).queue_offset, 0);
+  };
+  {
+    auto store = Store::open(o);
+    ASSERT_TRUE(store.is_ok()) << store.status().to_string();
+    TimerFixture f(**store, clock);
+    ASSERT_EQ(f.send(0, {{"TIMER_DELAY_MS", "1000"}}).code, io::Code::ok);  // queue 0
+    ASSERT_EQ(f.send(2, {{"DELAY", "1"}}).code, io::Code::ok);              // level 1: 1 s
+    clock.advance_ms(960);
+    // Both are taken (appended and durable) within the lead, yet nothing shows.
+    auto session = (*store)->open_session();
+    ASSERT_TRUE(session.is_ok());
+    for (int i = 0; i < 2500; i++) {
+      hidden(**session);
+      if ((*store)->timer_stats().delivered == 1 && (*store)->delay_level_stats()[0].delivered == 1) {
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    ASSERT_EQ((*store)->timer_stats().delivered, 1u);
+    ASSERT_EQ((*store)->delay_level_stats()[0].delivered, 1u);
+    Completion plain = f.send(4, {});
+    ASSERT_EQ(plain.code, io::Code::ok);
+    EXPECT_EQ(plain.queue_offset, 2);  // behind the two held copies
+    hidden(**session);
+    session->reset();
+    f.close();
+    ASSERT_TRUE((*store)->close().is_ok());
+  }
+  auto store = Store::open(o);
+  ASSERT_TRUE(store.is_ok()) << store.status().to_string();
+  auto session = (*store)->open_session();
+  ASSERT_TRUE(session.is_ok());
+  hidden(**session);
+  pull(**session, 60'000, 9);  // a long poll, answered when the copies show
+  clock.advance_ms(39);        // 1 ms before their time
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  hidden(**session);
+  std::array<Completion, 4> early;
+  EXPECT_EQ((*session)->take_completions(early, false), 0u) << "the long poll was answered early";
+  clock.advance_ms(1);
+  Completion c = (*session)->wait_for(9);
+  ASSERT_EQ(c.pull_status, PullStatus::found);
+  pull(**session, 0, 10);  // everything, from offset 0
+  c = (*session)->wait_for(10);
+  ASSERT_EQ(c.message_count, 3u);
+  size_t at = 0;
+  std::vector<std::string> order;
+  for (uint32_t i = 0; i < c.message_count; i++) {
+    auto r = engine::decode(std::span<const std::byte>(buffer).subspan(at), {});
+    ASSERT_EQ(r.outcome, engine::DecodeOutcome::ok);
+    order.emplace_back(*engine::find_property(r.view.user_properties, "S"));
+    if (i < 2) {
+      EXPECT_EQ(r.view.store_timestamp_ms, t0 + 1000);  // the copies: their time
+    }
+    at += r.size;
+  }
+  EXPECT_EQ(order, (std::vector<std::string>{"0", "2", "4"}));
 }
 
 TEST(StoreTimerTest, CancelByKeyBeforeDueAndAcrossRestart) {
