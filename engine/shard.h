@@ -250,6 +250,7 @@ class Shard {
   void run_schedule();
   // The delivery lead's horizon for this loop iteration (take_by_ms_); see run_schedule().
   void advance_take_horizon(int64_t now_ms);
+  int64_t take_wake_ms(int64_t due_ms) const;
   int64_t level_due_ms(uint32_t level, int64_t deliver_ms, int64_t now) const;
   bool head_not_due_by(const LevelState& state, uint32_t level, int64_t t, int64_t now) const;
   // Units of the level's queue from `from` on, from memory or the level's ahead units (0: none).

@@ -8,8 +8,9 @@
 // whose time lies beyond now + delay(L): the clock went back, correctDeliverTimestamp) is
 // rebuilt as messageTimeup does (real topic and queue, body, flag, sysflag, born time and host,
 // reconsume times, properties without DELAY; tag hash recomputed) plus the marker
-// __UMQ_DLV = "<level>:<schedule offset>", and appended. The shard sleeps until the earliest
-// head is due (never early: a head is delivered only once the clock has passed its time).
+// __UMQ_DLV = "<level>:<schedule offset>", and appended. Heads are taken delivery_lead_ms before
+// their time and their copies held back from consumers until it (shard_consumer.cc, "Delivery
+// ahead"): never visible early. The shard sleeps until the earliest head is within the lead.
 //
 // Exactly once: a level's progress moves when the delivery's append is acknowledged, and is
 // committed to the shard's consumer-offsets table (group %SCHEDULE_PROGRESS%). Until that table
@@ -121,11 +122,7 @@ void Shard::load_schedule_progress() {
 int64_t Shard::schedule_wake_ns() const {
   int64_t due = timer_busy() ? INT64_MAX : timer_due_wall_ms();
   if (delivery_stage_ == DeliveryStage::none) {
-    for (const LevelState& state : level_states_) {
-      if (state.due_wall_ms != INT64_MAX) {
-        due = std::min(due, state.due_wall_ms - options_.delivery_lead_ms);
-      }
-    }
+    for (const LevelState& state : level_states_) due = std::min(due, take_wake_ms(state.due_wall_ms));
   }
   due = std::min(due, held_copies_due_ms());
   if (due == INT64_MAX) return INT64_MAX;
@@ -207,6 +204,15 @@ void Shard::advance_take_horizon(int64_t now) {
   const int64_t next = take_behind_ ? take_by_ms_ : take_by_ms_ + 1;
   take_by_ms_ = std::min(now + options_.delivery_lead_ms, std::max(next, now));
   take_behind_ = false;
+}
+
+// The wall ms the loop must run at for a copy due at due_ms: the lead before it. While a source is
+// behind (its reads in flight, the log busy), the horizon cannot move, so copies beyond it are
+// woken for at their own time (taken then without lead, never later): waking sooner would spin.
+int64_t Shard::take_wake_ms(int64_t due_ms) const {
+  if (due_ms == INT64_MAX || due_ms == INT64_MIN) return due_ms;
+  if (take_behind_ && due_ms > take_by_ms_) return due_ms;
+  return due_ms - options_.delivery_lead_ms;
 }
 
 void Shard::run_schedule() {

@@ -602,7 +602,7 @@ int64_t Shard::timer_due_wall_ms() const {
   if (!timer_rolls_.empty() || timer_batch_next_ < timer_batch_count_) return INT64_MIN;
   // The next bucket boundary brings a new slot into the window; the heap's head is due.
   int64_t due = (wheel_->bucket_of(clock_->now_ms()) + 1) * wheel_->bucket_ms();
-  if (!wheel_->empty()) due = std::min(due, wheel_->top().deliver_ms - options_.delivery_lead_ms);
+  if (!wheel_->empty()) due = std::min(due, take_wake_ms(wheel_->top().deliver_ms));
   return due;
 }
 
