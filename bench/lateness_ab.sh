@@ -8,17 +8,21 @@
 #     default, R times.
 # Prints each run's lateness line; bench/RESULTS.md keeps the medians.
 # Usage: bench/lateness_ab.sh [build dir=build-bench] [rounds R=3] [timers N=1000000]
+#          [parts=fio,timer,delay]
 set -euo pipefail
 build=${1:-build-bench}
 rounds=${2:-3}
 timers=${3:-1000000}
+parts=${4:-fio,timer,delay}
 data=${URINGMQ_BENCH_DATA:-./data/lateness-ab}
 lead_default=$(awk -F= '/^deliveryLeadMs=/ {print $2}' tools/broker.conf)
 for bin in "$build/bench/uringmq-timer-bench" "$build/bench/uringmq-bench"; do
   [[ -x $bin ]] || { echo "missing $bin: build the Release tree first (README)"; exit 2; }
 done
 mkdir -p "$data"
-if command -v fio >/dev/null; then
+if [[ ,$parts, != *,fio,* ]]; then
+  :
+elif command -v fio >/dev/null; then
   fio --name=lateness-pattern --filename="$data/fio.dat" --size=1g --rw=write --bs=52k \
       --direct=1 --ioengine=psync --fdatasync=1 --runtime=10 --time_based \
       --output-format=json > "$data/fio.json"
@@ -34,17 +38,17 @@ PY
 else
   echo "fio missing (apt-get install -y fio): no device figure"
 fi
-for r in $(seq "$rounds"); do
+[[ ,$parts, == *,timer,* ]] && for r in $(seq "$rounds"); do
   for lead in 0 "$lead_default"; do
     rm -rf "$data/timer"
     printf 'timer round %s lead %s: ' "$r" "$lead"
     URINGMQ_BENCH_LEAD_MS=$lead "$build/bench/uringmq-timer-bench" "$data/timer" "$timers" 20000 \
-      | grep -E '^lateness_ms|ratio=' | tail -2 | tr '\n' ' '
+      2> >(grep -v '^PHASE' >&2) | grep -E '^lateness_ms|ratio=' | tail -2 | tr '\n' ' '
     echo
   done
 done
 rm -rf "$data/timer"
-for r in $(seq "$rounds"); do
+[[ ,$parts, == *,delay,* ]] && for r in $(seq "$rounds"); do
   for lead in 0 "$lead_default"; do
     printf 'delay round %s lead %s: ' "$r" "$lead"
     "$build/bench/uringmq-bench" --workload delay --pending 1000000 --rss-pending 1000000 \

@@ -141,6 +141,9 @@ struct SimTotals {
   uint64_t acked_deferred = 0, acked_plain = 0, delivered = 0, lost = 0, duplicated = 0;
   uint64_t early = 0, phantom = 0, misrouted = 0, stranded = 0, plain_lost = 0, parked = 0;
   uint64_t invisible = 0, failures = 0;
+  // Delivery ahead: copies found by an open with their time still ahead (each must be hidden),
+  // and queues that showed one (shown_early: a failure).
+  uint64_t held_at_open = 0, shown_early = 0;
   uint64_t async_power_crashes = 0, async_lost = 0;  // async_power_loss seeds only
   uint64_t never_expected = 0, delivered_never = 0;  // e.g. cancelled, yet delivered
   uint64_t open_race = 0, open_race_delivered = 0;   // at most once: how many were delivered
@@ -248,6 +251,13 @@ class SteppedShardSim {
   void take_completions();
   void idle_or_tick(bool worked);
   bool check_visible(std::string* problem);
+  bool check_not_shown_early(SimTotals& totals, std::string* problem);
+  // Every layout queue's min and max offsets as a consumer sees them, into queries_.
+  void query_queues();
+  // Visits every valid record of the log of the layout's topics; false (problem set) when the
+  // scan fails.
+  bool scan_layout(const std::function<void(const engine::MessageView&)>& fn,
+                   std::string* problem);
   void judge_deferred(const SimPut& p, const SimSource* source, std::span<const SimCopy> copies,
                       SimTotals& totals, std::string* bad);
 
