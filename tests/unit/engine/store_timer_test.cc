@@ -3,8 +3,9 @@
 // properties and against a DELAY level, a time in the past delivered at once, the
 // timerMaxDelaySec limit, never early and on time to the clock step, the near window in memory
 // staying small with many far timers, long delays rolled forward past CommitLog retention,
-// deliveries exactly once across a restart, and cancel by key (before due, after a restart, and
-// not for a timer put after the cancel).
+// deliveries exactly once across a restart, cancel by key (before due, after a restart, and
+// not for a timer put after the cancel), and delivery ahead (copies taken delivery_lead_ms early
+// stay hidden until their time, across a restart too).
 // Method: ManualClock advanced in steps; after each step every queue is pulled until everything
 // due by then has arrived (bounded real wait); anything seen before its deliver time fails.
 #include <gtest/gtest.h>
@@ -429,6 +430,19 @@ TEST(StoreTimerTest, ExactlyOnceAcrossRestart) {
   // The second run sees everything again from offset 0: each message exactly once overall.
   EXPECT_EQ(f.seen().size(), 300u);
   f.close();
+}
+
+TEST(StoreTimerTest, ADeliveryLeadOutside0To1000MsIsRefusedAtOpen) {
+  testing::TempDir dir;
+  io::ManualClock clock(kStart);
+  for (int64_t lead : {int64_t{-1}, int64_t{1001}}) {
+    StoreOptions o = timer_options(dir.path() + "/store", &clock);
+    o.delivery_lead_ms = lead;
+    auto store = Store::open(o);
+    ASSERT_FALSE(store.is_ok());
+    EXPECT_EQ(store.status().code(), io::Code::invalid_argument);
+    EXPECT_NE(store.status().to_string().find("delivery_lead_ms"), std::string::npos);
+  }
 }
 
 // Delivery ahead (StoreOptions::delivery_lead_ms): a timed and a delayed copy taken 40 ms

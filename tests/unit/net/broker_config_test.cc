@@ -84,6 +84,7 @@ TEST(BrokerConfigTest, EveryKeyIsApplied) {
       "logLevel=debug\n"
       "scheduleMaxAttempts=7\n"
       "timerMaxDelaySec=86400\n"
+      "deliveryLeadMs=25\n"
       "namesrvAddr=127.0.0.1:9876\n"
       "brokerIP2=10.0.0.2";
   io::Result<BrokerConfig> parsed = parse_broker_config(text, "broker.conf");
@@ -119,6 +120,7 @@ TEST(BrokerConfigTest, EveryKeyIsApplied) {
   EXPECT_EQ(c.log_level, "debug");
   EXPECT_EQ(c.store.schedule_max_attempts, 7u);
   EXPECT_EQ(c.store.timer_max_delay_sec, 86'400);
+  EXPECT_EQ(c.store.delivery_lead_ms, 25);
   ASSERT_EQ(c.ignored_keys.size(), 2u);
   EXPECT_EQ(c.ignored_keys[0], "namesrvAddr");
   EXPECT_EQ(c.ignored_keys[1], "brokerIP2");
@@ -241,6 +243,8 @@ TEST(BrokerConfigTest, BadValuesNameLineKeyAndValue) {
        "broker.conf:1: logLevel 'trace' is not a log level (error, warn, info or debug)"},
       {"timerMaxDelaySec=0",
        "broker.conf:1: timerMaxDelaySec '0' is not a number of seconds (1..315360000)"},
+      {"deliveryLeadMs=1001",
+       "broker.conf:1: deliveryLeadMs '1001' is not a time in ms (0..1000)"},
       {"scheduleMaxAttempts=0",
        "broker.conf:1: scheduleMaxAttempts '0' is not a number of attempts (1..1000)"},
   };
