@@ -429,7 +429,8 @@ class Shard {
   std::vector<uint32_t> free_ops_;
   uint32_t held_ops_ = 0;
   // Held copies (delivery ahead), per queue in queue-offset order; entries before `head` are
-  // shown. A queue's entry stays once empty (one per queue that ever held a copy).
+  // shown. A queue's entry stays once empty (one per queue that ever held a copy, so its
+  // capacity is reused); held_slot_ finds it by QueueIndex, held_active_ lists the non-empty.
   struct HeldCopy {
     int64_t queue_offset = 0;
     int64_t visible_at_ms = 0;
@@ -441,6 +442,8 @@ class Shard {
     size_t head = 0;
   };
   std::vector<HeldQueue> held_queues_;
+  std::vector<uint32_t> held_slot_;    // by QueueIndex: index into held_queues_, or UINT32_MAX
+  std::vector<uint32_t> held_active_;  // indexes into held_queues_ with copies held
   size_t held_copies_ = 0;
   struct RecoveredHold {
     std::string topic;

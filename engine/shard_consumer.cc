@@ -328,61 +328,68 @@ int64_t Shard::next_held_deadline_ms() const {
 
 void Shard::hold_copy(engine::QueueIndex queue, int64_t queue_offset, int64_t visible_at_ms,
                       uint64_t log_offset) {
-  auto it = std::find_if(held_queues_.begin(), held_queues_.end(),
-                         [&](const HeldQueue& h) { return h.queue == queue; });
-  if (it == held_queues_.end()) {
+  if (queue >= held_slot_.size()) held_slot_.resize(queue + 1, UINT32_MAX);
+  if (held_slot_[queue] == UINT32_MAX) {
+    held_slot_[queue] = static_cast<uint32_t>(held_queues_.size());
     held_queues_.push_back(HeldQueue{queue, {}, 0});
-    it = held_queues_.end() - 1;
   }
-  UMQ_ASSERT(it->head == it->copies.size() || it->copies.back().queue_offset < queue_offset);
-  it->copies.push_back(HeldCopy{queue_offset, visible_at_ms, log_offset});
+  HeldQueue& h = held_queues_[held_slot_[queue]];
+  if (h.head == h.copies.size()) {
+    h.copies.clear();
+    h.head = 0;
+    held_active_.push_back(held_slot_[queue]);
+  }
+  UMQ_ASSERT(h.copies.empty() || h.copies.back().queue_offset < queue_offset);
+  h.copies.push_back(HeldCopy{queue_offset, visible_at_ms, log_offset});
   held_copies_++;
 }
 
 int64_t Shard::visible_max_offset(engine::QueueIndex queue) const {
   const int64_t max = cq_->max_offset(queue);
-  if (held_copies_ == 0) return max;
-  for (const HeldQueue& h : held_queues_) {
-    if (h.queue == queue && h.head < h.copies.size()) {
-      return std::min(max, h.copies[h.head].queue_offset);
-    }
+  if (held_copies_ == 0 || queue >= held_slot_.size() || held_slot_[queue] == UINT32_MAX) {
+    return max;
   }
-  return max;
+  const HeldQueue& h = held_queues_[held_slot_[queue]];
+  return h.head < h.copies.size() ? std::min(max, h.copies[h.head].queue_offset) : max;
 }
 
 void Shard::release_held_copies() {
   const int64_t now = clock_->now_ms();
-  for (HeldQueue& h : held_queues_) {
+  for (size_t i = 0; i < held_active_.size();) {
+    HeldQueue& h = held_queues_[held_active_[i]];
     const size_t before = h.head;
     while (h.head < h.copies.size() &&
            (h.copies[h.head].visible_at_ms <= now ||
             h.copies[h.head].visible_at_ms > now + options_.delivery_lead_ms)) {
       h.head++;
     }
-    if (h.head == before) continue;
-    held_copies_ -= h.head - before;
-    dispatched_since_check_ = true;  // held pulls of this queue may be answered now
-    if (h.head == h.copies.size()) {
-      h.copies.clear();
-      h.head = 0;
+    if (h.head != before) {
+      held_copies_ -= h.head - before;
+      dispatched_since_check_ = true;  // held pulls of this queue may be answered now
     }
+    if (h.head < h.copies.size()) {
+      i++;
+      continue;
+    }
+    held_active_[i] = held_active_.back();  // empty: no longer active
+    held_active_.pop_back();
   }
 }
 
 int64_t Shard::held_copies_due_ms() const {
   int64_t due = INT64_MAX;
-  if (held_copies_ == 0) return due;
-  for (const HeldQueue& h : held_queues_) {
-    if (h.head < h.copies.size()) due = std::min(due, h.copies[h.head].visible_at_ms);
+  for (uint32_t i : held_active_) {
+    const HeldQueue& h = held_queues_[i];
+    due = std::min(due, h.copies[h.head].visible_at_ms);
   }
   return due;
 }
 
 uint64_t Shard::held_copies_low_water() const {
   uint64_t low = UINT64_MAX;
-  if (held_copies_ == 0) return low;
-  for (const HeldQueue& h : held_queues_) {
-    if (h.head < h.copies.size()) low = std::min(low, h.copies[h.head].log_offset);
+  for (uint32_t i : held_active_) {
+    const HeldQueue& h = held_queues_[i];
+    low = std::min(low, h.copies[h.head].log_offset);
   }
   return low;
 }
