@@ -7,6 +7,7 @@
 // Internal to engine/store.cc. Threading: start/stop from the Store's thread; wake() from any
 // session thread; everything else on the shard's own thread.
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <span>
@@ -445,6 +446,16 @@ class Shard {
   std::vector<uint32_t> held_slot_;    // by QueueIndex: index into held_queues_, or UINT32_MAX
   std::vector<uint32_t> held_active_;  // indexes into held_queues_ with copies held
   size_t held_copies_ = 0;
+  // The least `field` of the first held copy of every queue holding copies (`none`: no copy).
+  template <typename T>
+  T min_of_held_fronts(T HeldCopy::*field, T none) const {
+    T low = none;
+    for (uint32_t i : held_active_) {
+      const HeldQueue& h = held_queues_[i];
+      low = std::min(low, h.copies[h.head].*field);
+    }
+    return low;
+  }
   struct RecoveredHold {
     std::string topic;
     int32_t queue_id = 0;

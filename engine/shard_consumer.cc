@@ -377,21 +377,11 @@ void Shard::release_held_copies() {
 }
 
 int64_t Shard::held_copies_due_ms() const {
-  int64_t due = INT64_MAX;
-  for (uint32_t i : held_active_) {
-    const HeldQueue& h = held_queues_[i];
-    due = std::min(due, h.copies[h.head].visible_at_ms);
-  }
-  return due;
+  return min_of_held_fronts(&HeldCopy::visible_at_ms, INT64_MAX);
 }
 
 uint64_t Shard::held_copies_low_water() const {
-  uint64_t low = UINT64_MAX;
-  for (uint32_t i : held_active_) {
-    const HeldQueue& h = held_queues_[i];
-    low = std::min(low, h.copies[h.head].log_offset);
-  }
-  return low;
+  return min_of_held_fronts(&HeldCopy::log_offset, UINT64_MAX);
 }
 
 void Shard::note_held_copy(uint64_t log_offset, const engine::MessageView& record) {
