@@ -105,7 +105,9 @@ int main(int argc, char** argv) {
   if (flush != nullptr && std::string_view(flush) == "async") {
     o.log.flush_mode = engine::FlushMode::async_flush;
   }
-  if (const char* lead = std::getenv("URINGMQ_BENCH_LEAD_MS")) o.delivery_lead_ms = std::atoll(lead);
+  if (const char* lead = std::getenv("URINGMQ_BENCH_LEAD_MS")) {
+    o.delivery_lead_ms = std::atoll(lead);
+  }
   std::printf("delivery_lead_ms=%lld\n", static_cast<long long>(o.delivery_lead_ms));
   auto store = Store::open(o);
   if (!store.is_ok()) {

@@ -122,7 +122,9 @@ void Shard::load_schedule_progress() {
 int64_t Shard::schedule_wake_ns() const {
   int64_t due = timer_busy() ? INT64_MAX : timer_due_wall_ms();
   if (delivery_stage_ == DeliveryStage::none) {
-    for (const LevelState& state : level_states_) due = std::min(due, take_wake_ms(state.due_wall_ms));
+    for (const LevelState& state : level_states_) {
+      due = std::min(due, take_wake_ms(state.due_wall_ms));
+    }
   }
   due = std::min(due, held_copies_due_ms());
   if (due == INT64_MAX) return INT64_MAX;
@@ -345,9 +347,9 @@ void Shard::deliver_batch() {
   const uint32_t level = delivery_level_;
   for (uint32_t i = 0; i < batch_count_ && !batch_failed_; i++) {
     delivery_unit_ = batch_units_[i];
-    if (!deliver_record(level,
-                        std::span(delivery_record_.data() + batch_at_[i], delivery_unit_.size_bytes),
-                        batch_due_[i])) {
+    const std::span<const std::byte> record(delivery_record_.data() + batch_at_[i],
+                                            delivery_unit_.size_bytes);
+    if (!deliver_record(level, record, batch_due_[i])) {
       break;
     }
   }

@@ -331,9 +331,9 @@ void Shard::advance_timer_sweep(int64_t now) {
 
 // ---- Delivery ----
 
-// Takes the rolls waiting and the timers due by the take horizon (up to a batch), places their records in the arena
-// (copied from the CommitLog's buffers, or read through io_uring, all at once) and delivers them
-// once every read is back.
+// Takes the rolls waiting and the timers due by the take horizon (up to a batch), places their
+// records in the arena (copied from the CommitLog's buffers, or read through io_uring, all at
+// once) and delivers them once every read is back.
 void Shard::start_timer_batch() {
   timer_batch_count_ = 0;
   timer_batch_next_ = 0;

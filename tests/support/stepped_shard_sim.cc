@@ -361,10 +361,8 @@ void SteppedShardSim::idle_or_tick(bool worked) {
 // = max - min offset; the dispatch simulation checks the units themselves).
 bool SteppedShardSim::check_visible(std::string* problem) {
   std::map<std::pair<std::string, int32_t>, int64_t> records;
-  if (!scan_layout([&](const engine::MessageView& r) { records[{std::string(r.topic), r.queue_id}]++; },
-                   problem)) {
-    return false;
-  }
+  auto count = [&](const engine::MessageView& r) { records[{std::string(r.topic), r.queue_id}]++; };
+  if (!scan_layout(count, problem)) return false;
   query_queues();
   const uint32_t queues = static_cast<uint32_t>(layout_.queues);
   for (uint32_t i = 0; i < queries_.size(); i++) {

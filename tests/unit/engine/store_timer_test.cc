@@ -485,9 +485,8 @@ TEST(StoreTimerTest, CopiesTakenAheadStayHiddenUntilTheirTimeAcrossARestart) {
     ASSERT_TRUE(session.is_ok());
     for (int i = 0; i < 2500; i++) {
       hidden(**session);
-      if ((*store)->timer_stats().delivered == 1 && (*store)->delay_level_stats()[0].delivered == 1) {
-        break;
-      }
+      const bool timer_taken = (*store)->timer_stats().delivered == 1;
+      if (timer_taken && (*store)->delay_level_stats()[0].delivered == 1) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
     ASSERT_EQ((*store)->timer_stats().delivered, 1u);
