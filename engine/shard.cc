@@ -500,7 +500,7 @@ io::Code Shard::append_pending(uint32_t slot, uint64_t tag, const engine::Messag
   }
   pending_[id] =
       PendingAppend{slot, tag, next, r->size_bytes, r->store_timestamp_ms, *queue, *tags_code};
-  if (in.visible_at_ms > clock_->now_ms()) {
+  if (in.visible_at_ms != 0 && in.visible_at_ms > clock_->now_ms()) {  // plain: no clock read
     hold_copy(*queue, next, in.visible_at_ms, r->offset.value);
   }
   next++;
