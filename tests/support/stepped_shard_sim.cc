@@ -179,7 +179,9 @@ void SteppedShardSim::run(SimTotals& totals, std::string* problem) {
   }
   if (!drain(problem)) return;
   totals.invisible += invisible_;
-  (void)check(totals, problem);
+  if (check(totals, problem) && past_end_ > 0) {
+    *problem = "progress is " + std::to_string(past_end_) + " units past its queue's end";
+  }
 }
 
 // One cycle: open (recover), a workload, then a crash (or a clean stop).
@@ -266,7 +268,10 @@ bool SteppedShardSim::drain(std::string* problem) {
       }
       const bool worked = shard_->step();
       take_completions();
-      if (clock_.now_ms() >= until_ms && pending_count() == 0 && disk_->in_flight() == 0) {
+      // Less than nothing pending: progress past a queue's end (copies lost under it). Waiting
+      // cannot mend that; the ledger check says what was lost, then run() fails the seed.
+      if (clock_.now_ms() >= until_ms && pending_count() <= 0 && disk_->in_flight() == 0) {
+        past_end_ = std::max(past_end_, -pending_count());
         break;
       }
       idle_or_tick(worked);

@@ -277,6 +277,7 @@ class SteppedShardSim {
   uint32_t max_body_bytes_ = 1;
   int64_t max_advance_ms_ = 1;
   uint64_t invisible_ = 0;
+  int64_t past_end_ = 0;  // pending_count() below zero at a drain's end
   uint64_t seed_ = 0;
   uint32_t cycle_index_ = 0;
   std::vector<int64_t> cycle_end_ms_;  // by cycle
