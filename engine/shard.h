@@ -218,6 +218,7 @@ class Shard {
   static constexpr uint32_t kInternalSlot = UINT32_MAX;  // a PendingAppend of a delivery
   static constexpr uint64_t kScheduleReadBit = uint64_t{1} << 49;  // log and CQ read tags
   static constexpr uint64_t kPrefetchReadBit = uint64_t{1} << 47;  // RecordPrefetch's log reads
+  static constexpr uint64_t kUnitsAheadBit = uint64_t{1} << 46;    // a level's units read ahead
   // Records of delay-level heads and timers due within this many ms are read ahead.
   static constexpr int64_t kPrefetchAheadMs = 20;
   // A batch: up to kDeliveryBatch due heads of one level (or timers), their records read (memory
@@ -234,8 +235,9 @@ class Shard {
     int64_t head_due_ms = 0;
     // The last units read from the level's queue file: [ahead_from, ahead_from + ahead_count).
     // A head older than the units kept in memory then costs one read per kDeliveryBatch
-    // deliveries, not one per batch, and the next heads' records can be read ahead.
-    std::array<engine::CqUnit, kDeliveryBatch> ahead{};
+    // deliveries, not one per batch, and the next heads' records can be read ahead. The next
+    // kDeliveryBatch units are read ahead once fewer than half a batch is left in view.
+    std::array<engine::CqUnit, 2 * kDeliveryBatch> ahead{};
     uint32_t ahead_count = 0;
     int64_t ahead_from = 0;
     int64_t prefetched_upto = 0;  // units below this were offered to prefetch_
@@ -258,6 +260,9 @@ class Shard {
   size_t level_units(const LevelState& state, int64_t from, std::span<engine::CqUnit> out) const;
   // Reads ahead the records of level heads and timers due within kPrefetchAheadMs.
   void prefetch_due_soon(int64_t now_ms);
+  // One level at a time: its next units, read before its head reaches the end of those in view.
+  void read_level_units_ahead(LevelState& state, uint32_t level);
+  void level_units_ahead_ready(int64_t result);
   bool start_batch(uint32_t level, uint32_t units);
   void deliver_batch();
   bool deliver_record(uint32_t level, std::span<const std::byte> bytes, int64_t due_ms);
@@ -358,6 +363,9 @@ class Shard {
   std::unique_ptr<engine::TimerWheel> wheel_;
   std::unique_ptr<engine::RecordPrefetch> prefetch_;
   int64_t last_prefetch_ms_ = INT64_MIN;
+  uint32_t units_ahead_level_ = 0;  // the level whose units are being read ahead (0: none)
+  int64_t units_ahead_from_ = 0;
+  std::array<std::byte, kDeliveryBatch * engine::kCqUnitBytes> units_ahead_bytes_{};
   int64_t timer_sweep_bucket_ = INT64_MIN;  // the oldest bucket whose slot is not finished
   size_t timer_queues_seen_ = SIZE_MAX;
   TimerStage timer_stage_ = TimerStage::none;

@@ -179,6 +179,7 @@ void Shard::prefetch_due_soon(int64_t now) {
     LevelState& state = level_states_[level - 1];
     if (!state.exists) continue;
     if (head_not_due_by(state, level, horizon, now)) continue;
+    read_level_units_ahead(state, level);
     const int64_t from = std::max(state.issued, state.prefetched_upto);
     if (from >= cq_->max_offset(state.queue)) continue;
     std::array<engine::CqUnit, 16> units;
@@ -194,6 +195,46 @@ void Shard::prefetch_due_soon(int64_t now) {
     wheel_->for_each_due_by(horizon, [&](engine::TimerEntry& e) {
       if (!e.prefetched) e.prefetched = prefetch_->want(e.log_offset, e.size_bytes, e.deliver_ms, now);
     });
+  }
+}
+
+// Without this, the head passing the last unit in view stopped every level for a unit read, and
+// the records of the units it brought that were due already were read by the delivery itself.
+void Shard::read_level_units_ahead(LevelState& state, uint32_t level) {
+  if (units_ahead_level_ != 0) return;
+  const int64_t end = state.ahead_from + state.ahead_count;
+  if (state.issued < state.ahead_from || state.issued >= end) return;  // not in use
+  if (end - state.issued > kDeliveryBatch / 2) return;
+  const int64_t max = cq_->max_offset(state.queue);
+  if (end >= max) return;
+  engine::CqUnit probe;
+  if (cq_->lookup_memory(state.queue, end, std::span(&probe, 1)) > 0) return;  // in memory
+  const uint32_t want = static_cast<uint32_t>(std::min<int64_t>(kDeliveryBatch, max - end));
+  io::Status s = cq_->read_units(state.queue, end, want, units_ahead_bytes_.data(),
+                                 kUnitsAheadBit | level);
+  if (!s.is_ok()) return;  // busy: asked again on the next millisecond
+  units_ahead_level_ = level;
+  units_ahead_from_ = end;
+}
+
+// Appends the units read ahead to the level's view, less those already issued; dropped when the
+// view moved meanwhile (a unit read of its own replaced it) or the read failed.
+void Shard::level_units_ahead_ready(int64_t result) {
+  LevelState& state = level_states_[units_ahead_level_ - 1];
+  units_ahead_level_ = 0;
+  const int64_t end = state.ahead_from + state.ahead_count;
+  if (result <= 0 || end != units_ahead_from_) return;
+  const int64_t keep_from = std::clamp(state.issued, state.ahead_from, end);
+  const auto kept = static_cast<uint32_t>(end - keep_from);
+  std::copy_n(state.ahead.begin() + (keep_from - state.ahead_from), kept, state.ahead.begin());
+  state.ahead_from = keep_from;
+  state.ahead_count = kept;
+  const uint32_t read = static_cast<uint32_t>(result / engine::kCqUnitBytes);
+  for (uint32_t i = 0; i < read && state.ahead_count < state.ahead.size(); i++) {
+    auto unit = engine::decode_cq_unit(std::span<const std::byte, engine::kCqUnitBytes>(
+        units_ahead_bytes_.data() + i * engine::kCqUnitBytes, engine::kCqUnitBytes));
+    if (!unit) break;
+    state.ahead[state.ahead_count++] = *unit;
   }
 }
 
