@@ -72,12 +72,16 @@ bool FaultyDisk::target_of(const IoRequest& request, FaultTarget* target) const 
   return false;
 }
 
-int FaultyDisk::take_rule(FaultTarget target, FileHandle file) {
+int FaultyDisk::take_rule(FaultTarget target, const IoRequest& request) {
   for (size_t i = 0; i < rules_.size(); i++) {
     ArmedRule& armed = rules_[i];
     if (armed.rule.target != target || armed.count_left == 0) continue;
+    if (armed.rule.progress_only && armed.rule.errno_value == 0 && !armed.rule.busy &&
+        short_prefix(request, armed.rule.short_bytes) == 0) {
+      continue;
+    }
     if (!armed.rule.path_contains.empty()) {
-      auto it = files_.find(file.index);
+      auto it = files_.find(request.file.index);
       if (it == files_.end() || it->second.path.find(armed.rule.path_contains) == std::string::npos) {
         continue;
       }
@@ -96,7 +100,7 @@ Status FaultyDisk::submit(const IoRequest& request) {
   FaultTarget target;
   if (!target_of(request, &target)) return inner_->submit(request);
   stats_.requests[static_cast<size_t>(target)]++;
-  const int index = take_rule(target, request.file);
+  const int index = take_rule(target, request);
   if (index < 0) return inner_->submit(request);
   const FaultRule rule = rules_[static_cast<size_t>(index)].rule;  // a copy: rules_ may change
   if (rule.busy) {
@@ -115,6 +119,19 @@ Status FaultyDisk::submit(const IoRequest& request) {
   return s;
 }
 
+uint64_t FaultyDisk::short_prefix(const IoRequest& request, uint64_t short_bytes) const {
+  auto it = files_.find(request.file.index);
+  const bool direct = it != files_.end() && it->second.io_mode == IoMode::direct;
+  auto aligned = [direct](uint64_t bytes) {
+    return direct ? bytes / kDirectAlignment * kDirectAlignment : bytes;
+  };
+  uint64_t bytes = aligned(std::min(short_bytes, request.length_bytes));
+  if (bytes >= request.length_bytes && request.length_bytes > 0) {
+    bytes = aligned(request.length_bytes - 1);  // short means fewer bytes than asked
+  }
+  return bytes;
+}
+
 Status FaultyDisk::submit_faulted(const IoRequest& request, FaultTarget target,
                                   const FaultRule& rule) {
   const bool direct = files_.count(request.file.index) != 0 &&
@@ -126,10 +143,7 @@ Status FaultyDisk::submit_faulted(const IoRequest& request, FaultTarget target,
   int64_t reported = 0;        // the result to report when forwarding (0: the device's own)
   if (rule.errno_value == 0) {
     UMQ_ASSERT(target == FaultTarget::write);
-    forward_bytes = aligned(std::min(rule.short_bytes, request.length_bytes));
-    if (forward_bytes >= request.length_bytes && request.length_bytes > 0) {
-      forward_bytes = aligned(request.length_bytes - 1);  // short means fewer bytes than asked
-    }
+    forward_bytes = short_prefix(request, rule.short_bytes);
     stats_.short_writes++;
   } else if (target == FaultTarget::write && rule.applied_bytes > 0) {
     forward_bytes = aligned(std::min(rule.applied_bytes, request.length_bytes));

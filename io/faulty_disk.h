@@ -59,6 +59,10 @@ struct FaultRule {
   int errno_value = EIO;
   // Short write only: bytes the device is asked to write (0: complete with 0, no progress).
   uint64_t short_bytes = 0;
+  // Short write only: the rule passes over (without counting) a write it cannot cut to a shorter
+  // length that still writes something, as a one-block O_DIRECT write; otherwise such a write
+  // makes no progress, which the CommitLog rightly takes for a failing disk.
+  bool progress_only = false;
   // Failed write only: bytes of the request's prefix written for real before failing.
   uint64_t applied_bytes = 0;
   // true: submit() answers Code::busy, as for a full submission queue; the request never
@@ -140,7 +144,9 @@ class FaultyDisk final : public Disk {
   // The target of a data request; false for timeouts and wake waits (never faulted).
   bool target_of(const IoRequest& request, FaultTarget* target) const;
   // The index of the rule that fires on this request (consuming its skip/count), or -1.
-  int take_rule(FaultTarget target, FileHandle file);
+  int take_rule(FaultTarget target, const IoRequest& request);
+  // The prefix of a write that a short-write rule sends to the device (aligned on O_DIRECT files).
+  uint64_t short_prefix(const IoRequest& request, uint64_t short_bytes) const;
   Status submit_faulted(const IoRequest& request, FaultTarget target, const FaultRule& rule);
   // Copies pending local completions into out; returns how many.
   size_t take_local(std::span<IoCompletion> out);

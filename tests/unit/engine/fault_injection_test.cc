@@ -323,6 +323,9 @@ TEST_P(ShortWriteTest, ShortWritesAreResubmittedAndNothingIsLost) {
   rule.target = FaultTarget::write;
   rule.errno_value = 0;  // short
   rule.short_bytes = GetParam() == io::IoMode::direct ? 8192 : 777;
+  // A one-block O_DIRECT write (or a remainder cut down to one) cannot be made shorter and still
+  // progress; the rule leaves those alone instead of stopping the log, whatever the timing.
+  rule.progress_only = true;
   rule.count = 5;
   rule.path_contains = "commitlog/";  // append writes and zero-fill chunks alike
   disk_.arm(rule);
