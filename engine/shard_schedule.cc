@@ -29,6 +29,26 @@
 namespace uringmq {
 
 namespace {
+
+// The units a ConsumeQueue read brought back into `bytes` (result: bytes read, or -errno), at
+// most out.size(); stops at the first that does not decode.
+size_t decode_read_units(std::span<const std::byte> bytes, int64_t result,
+                         std::span<engine::CqUnit> out) {
+  const size_t read = result < 0 ? 0 : static_cast<size_t>(result) / engine::kCqUnitBytes;
+  size_t n = 0;
+  for (; n < read && n < out.size(); n++) {
+    auto unit = engine::decode_cq_unit(std::span<const std::byte, engine::kCqUnitBytes>(
+        bytes.data() + n * engine::kCqUnitBytes, engine::kCqUnitBytes));
+    if (!unit) break;
+    out[n] = *unit;
+  }
+  return n;
+}
+
+}  // namespace
+
+
+namespace {
 constexpr std::string_view kProgressGroup = "%SCHEDULE_PROGRESS%";
 constexpr uint32_t kBatchesPerIteration = 8;
 }  // namespace
@@ -228,14 +248,8 @@ void Shard::level_units_ahead_ready(int64_t result) {
   const auto kept = static_cast<uint32_t>(end - keep_from);
   std::copy_n(state.ahead.begin() + (keep_from - state.ahead_from), kept, state.ahead.begin());
   state.ahead_from = keep_from;
-  state.ahead_count = kept;
-  const uint32_t read = static_cast<uint32_t>(result / engine::kCqUnitBytes);
-  for (uint32_t i = 0; i < read && state.ahead_count < state.ahead.size(); i++) {
-    auto unit = engine::decode_cq_unit(std::span<const std::byte, engine::kCqUnitBytes>(
-        units_ahead_bytes_.data() + i * engine::kCqUnitBytes, engine::kCqUnitBytes));
-    if (!unit) break;
-    state.ahead[state.ahead_count++] = *unit;
-  }
+  state.ahead_count = kept + static_cast<uint32_t>(decode_read_units(
+                                 units_ahead_bytes_, result, std::span(state.ahead).subspan(kept)));
 }
 
 // Delivery ahead: copies due within delivery_lead_ms are taken now and held until their time.
@@ -399,14 +413,8 @@ void Shard::deliver_batch() {
 
 void Shard::schedule_unit_ready(int64_t result) {
   delivery_stage_ = DeliveryStage::none;
-  uint32_t units = 0;
-  const uint32_t read = result < 0 ? 0 : static_cast<uint32_t>(result / engine::kCqUnitBytes);
-  for (uint32_t i = 0; i < read && i < kDeliveryBatch; i++) {
-    auto unit = engine::decode_cq_unit(std::span<const std::byte, engine::kCqUnitBytes>(
-        delivery_unit_bytes_.data() + i * engine::kCqUnitBytes, engine::kCqUnitBytes));
-    if (!unit) break;
-    batch_units_[units++] = *unit;
-  }
+  const auto units =
+      static_cast<uint32_t>(decode_read_units(delivery_unit_bytes_, result, batch_units_));
   // Kept for the level's next batches (the units were read at its issued offset).
   LevelState& state = level_states_[delivery_level_ - 1];
   state.ahead_count = units;

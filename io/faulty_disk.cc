@@ -119,26 +119,23 @@ Status FaultyDisk::submit(const IoRequest& request) {
   return s;
 }
 
-uint64_t FaultyDisk::short_prefix(const IoRequest& request, uint64_t short_bytes) const {
+uint64_t FaultyDisk::prefix_of(const IoRequest& request, uint64_t bytes) const {
+  bytes = std::min(bytes, request.length_bytes);
   auto it = files_.find(request.file.index);
   const bool direct = it != files_.end() && it->second.io_mode == IoMode::direct;
-  auto aligned = [direct](uint64_t bytes) {
-    return direct ? bytes / kDirectAlignment * kDirectAlignment : bytes;
-  };
-  uint64_t bytes = aligned(std::min(short_bytes, request.length_bytes));
+  return direct ? bytes / kDirectAlignment * kDirectAlignment : bytes;
+}
+
+uint64_t FaultyDisk::short_prefix(const IoRequest& request, uint64_t short_bytes) const {
+  uint64_t bytes = prefix_of(request, short_bytes);
   if (bytes >= request.length_bytes && request.length_bytes > 0) {
-    bytes = aligned(request.length_bytes - 1);  // short means fewer bytes than asked
+    bytes = prefix_of(request, request.length_bytes - 1);  // short: fewer bytes than asked
   }
   return bytes;
 }
 
 Status FaultyDisk::submit_faulted(const IoRequest& request, FaultTarget target,
                                   const FaultRule& rule) {
-  const bool direct = files_.count(request.file.index) != 0 &&
-                      files_[request.file.index].io_mode == IoMode::direct;
-  auto aligned = [direct](uint64_t bytes) {
-    return direct ? bytes / kDirectAlignment * kDirectAlignment : bytes;
-  };
   uint64_t forward_bytes = 0;  // > 0: send this prefix of the write to the device
   int64_t reported = 0;        // the result to report when forwarding (0: the device's own)
   if (rule.errno_value == 0) {
@@ -146,7 +143,7 @@ Status FaultyDisk::submit_faulted(const IoRequest& request, FaultTarget target,
     forward_bytes = short_prefix(request, rule.short_bytes);
     stats_.short_writes++;
   } else if (target == FaultTarget::write && rule.applied_bytes > 0) {
-    forward_bytes = aligned(std::min(rule.applied_bytes, request.length_bytes));
+    forward_bytes = prefix_of(request, rule.applied_bytes);
     reported = -rule.errno_value;
     if (forward_bytes > 0) stats_.partial_failed_writes++;
   } else {

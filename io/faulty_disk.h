@@ -145,7 +145,9 @@ class FaultyDisk final : public Disk {
   bool target_of(const IoRequest& request, FaultTarget* target) const;
   // The index of the rule that fires on this request (consuming its skip/count), or -1.
   int take_rule(FaultTarget target, const IoRequest& request);
-  // The prefix of a write that a short-write rule sends to the device (aligned on O_DIRECT files).
+  // At most `bytes` of the request, rounded down to kDirectAlignment on an O_DIRECT file.
+  uint64_t prefix_of(const IoRequest& request, uint64_t bytes) const;
+  // The prefix of a write that a short-write rule sends to the device (fewer bytes than asked).
   uint64_t short_prefix(const IoRequest& request, uint64_t short_bytes) const;
   Status submit_faulted(const IoRequest& request, FaultTarget target, const FaultRule& rule);
   // Copies pending local completions into out; returns how many.

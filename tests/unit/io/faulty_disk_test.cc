@@ -154,6 +154,24 @@ TYPED_TEST(FaultyDiskTest, ShortWriteWritesOnlyItsPrefix) {
   EXPECT_EQ(this->faulty_.stats().short_writes, 1u);
 }
 
+// progress_only: a write that cannot be cut and still progress (here one byte) passes through
+// whole without using up the rule, which then cuts the next write it can.
+TYPED_TEST(FaultyDiskTest, ProgressOnlyShortWritePassesOverWritesItCannotCut) {
+  FileHandle f = this->create("a");
+  std::vector<std::byte> one = this->pattern(1, 4);
+  std::vector<std::byte> data = this->pattern(10000, 5);
+  FaultRule rule;
+  rule.target = FaultTarget::write;
+  rule.errno_value = 0;
+  rule.short_bytes = 3000;
+  rule.progress_only = true;
+  this->faulty_.arm(rule);
+  EXPECT_EQ(this->write(f, 0, one), 1);
+  EXPECT_EQ(this->faulty_.stats().short_writes, 0u);
+  EXPECT_EQ(this->write(f, 1, data), 3000);
+  EXPECT_EQ(this->faulty_.stats().short_writes, 1u);
+}
+
 TYPED_TEST(FaultyDiskTest, NoProgressWriteCompletesWithZero) {
   FileHandle f = this->create("a");
   std::vector<std::byte> data = this->pattern(512, 9);
