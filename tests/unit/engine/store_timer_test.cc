@@ -391,7 +391,12 @@ TEST(StoreTimerTest, ALaggingSweepRollsAFarTimerOnce) {
   const uint64_t rolled_before = (*store)->timer_stats().rolled;
   // ...then four minutes at once: the sweep now reads five buckets' slots, the timer's among them.
   clock.advance_ms(4 * 60'000);
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // many loop iterations
+  // Wait (real time, up to 20 s: a sanitizer build on a loaded machine is slow) for the roll, then
+  // 500 ms more: many loop iterations, in which a roll into an examined slot would repeat.
+  for (int i = 0; i < 2000 && (*store)->timer_stats().rolled == rolled_before; i++) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
   const uint64_t rolled = (*store)->timer_stats().rolled - rolled_before;
   EXPECT_GE(rolled, 1u) << "the timer was not rolled: the test proves nothing";
   EXPECT_LE(rolled, 2u) << "the timer was rolled again and again";
