@@ -413,15 +413,6 @@ void encode(const MessageInput& input, const AppendStamp& stamp, std::span<std::
 #endif
 }
 
-void rewrite_physical_offset(std::span<std::byte> record, int64_t physical_offset) {
-  UMQ_ASSERT(record.size() >= kRecordCrcDigits + 36);
-  UMQ_ASSERT(get_u32(record.data()) == record.size());
-  constexpr size_t kPhysicalOffsetAt = 28;  // TOTALSIZE MAGIC BODYCRC QUEUEID FLAG QUEUEOFFSET
-  put_u64(record.data() + kPhysicalOffsetAt, static_cast<uint64_t>(physical_offset));
-  const size_t digits_at = record.size() - kRecordCrcDigits;
-  write_decimal_digits(record.data() + digits_at, crc32_ieee(record.first(digits_at)));
-}
-
 namespace {
 
 // Where the property string of a whole record starts and how long it is, from its length fields

@@ -151,11 +151,6 @@ DecodeResult decode(std::span<const std::byte> bytes, const DecodeOptions& optio
 // offset (32 characters for IPv4, 56 for IPv6).
 std::string offset_message_id(const HostAddress& store_host, int64_t physical_offset);
 
-// Rewrites a whole, valid record's PHYSICALOFFSET and then its record-CRC digits (which cover
-// that field), so the record stays self-consistent. For a broker that names records to its
-// clients by another offset than the shard-local one.
-void rewrite_physical_offset(std::span<std::byte> record, int64_t physical_offset);
-
 // The record a client receives for a stored one (the broker's PULL_MESSAGE replies): `record`,
 // a whole stored record, written to `out` with PHYSICALOFFSET = physical_offset and without its
 // internal properties (is_internal_property, properties.h), TOTALSIZE and PROPERTIES LENGTH
