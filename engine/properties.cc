@@ -25,8 +25,7 @@ static_assert(kTimerPutMs.starts_with(kInternalPropertyPrefix));
 static_assert(kTimerCancelKey.starts_with(kInternalPropertyPrefix));
 
 bool is_internal_property(std::string_view name) {
-  return name.starts_with(kInternalPropertyPrefix) || name == kRecordCrcKey ||
-         name == kTimerOutMs;
+  return name.starts_with(kInternalPropertyPrefix) || name == kRecordCrcKey || name == kTimerOutMs;
 }
 
 void append_property(std::string& encoded, std::string_view name, std::string_view value) {

@@ -368,8 +368,7 @@ bool is_internal_topic(std::string_view topic) {
 // The groups shard_schedule.cc (delay-level progress) and shard_timer.cc (timer progress and
 // cancels) commit under.
 bool is_internal_group(std::string_view group) {
-  return group == "%SCHEDULE_PROGRESS%" || group == "%TIMER_PROGRESS%" ||
-         group == "%TIMER_CANCEL%";
+  return group == "%SCHEDULE_PROGRESS%" || group == "%TIMER_PROGRESS%" || group == "%TIMER_CANCEL%";
 }
 
 io::Status make_send_back(std::string_view group, std::span<const std::byte> record,

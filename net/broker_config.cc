@@ -12,9 +12,9 @@
 
 #include <array>
 #include <cerrno>
-#include <cstring>
 #include <charconv>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 #include <map>
 #include <optional>

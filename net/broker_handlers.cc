@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <array>
-#include <charconv>
 #include <cstring>
 #include <random>
 
@@ -136,10 +135,14 @@ struct SendHeader {
 
 std::optional<Refusal> read_send_header(const RemotingCommand& request, SendHeader* out) {
   // The header fields Java requires (@CFNotNull on SendMessageRequestHeader).
-  static constexpr std::array<std::pair<std::string_view, std::string_view>, 7> kRequired = {{
-      {"a", "producerGroup"}, {"b", "topic"}, {"c", "defaultTopic"},
-      {"d", "defaultTopicQueueNums"}, {"e", "queueId"}, {"f", "sysFlag"},
-      {"g", "bornTimestamp"}}};
+  static constexpr std::array<std::pair<std::string_view, std::string_view>, 7> kRequired = {
+      {{"a", "producerGroup"},
+       {"b", "topic"},
+       {"c", "defaultTopic"},
+       {"d", "defaultTopicQueueNums"},
+       {"e", "queueId"},
+       {"f", "sysFlag"},
+       {"g", "bornTimestamp"}}};
   for (const auto& [v2, v1] : kRequired) {
     if (send_field(request, v2, v1) == nullptr) {
       return Refusal{rc::kSystemError, "the custom field <" + std::string(v1) + "> is null"};
@@ -360,9 +363,8 @@ void BrokerReactor::handle_send(uint32_t conn, RemotingCommand& request,
   if (properties.size() > kMaxClientPropertiesBytes) {
     return reply_code(conn, request, rc::kMessageIllegal,
                       "the message properties are " + std::to_string(properties.size()) +
-                          " bytes, over the limit of " +
-                          std::to_string(kMaxClientPropertiesBytes) + " (RocketMQ's " +
-                          std::to_string(engine::kMaxPropertiesBytes) +
+                          " bytes, over the limit of " + std::to_string(kMaxClientPropertiesBytes) +
+                          " (RocketMQ's " + std::to_string(engine::kMaxPropertiesBytes) +
                           ", Short.MAX_VALUE, less the record CRC the broker adds)");
   }
   std::string topic = std::move(header.topic);
@@ -451,9 +453,9 @@ void BrokerReactor::handle_pull(uint32_t conn, RemotingCommand& request) {
                       "PULL_MESSAGE needs topic, consumerGroup, queueId and queueOffset");
   }
   if (is_internal_topic(*topic)) {
-    return reply_code(conn, request, rc::kNoPermission,
-                      "the topic[" + *topic +
-                          "] pulling message is forbidden: it is internal to the broker");
+    return reply_code(
+        conn, request, rc::kNoPermission,
+        "the topic[" + *topic + "] pulling message is forbidden: it is internal to the broker");
   }
   const uint32_t nums = queue_nums(*topic);
   if (*queue_id < 0 || static_cast<uint32_t>(*queue_id) >= nums) {
@@ -465,8 +467,9 @@ void BrokerReactor::handle_pull(uint32_t conn, RemotingCommand& request) {
   if ((sys_flag & 1) != 0 && commit >= 0) {
     if (is_internal_group(*group)) {
       return reply_code(conn, request, rc::kNoPermission,
-                        "consumer group " + *group + " is internal to the broker: its offsets "
-                        "are not the client's to commit");
+                        "consumer group " + *group +
+                            " is internal to the broker: its offsets "
+                            "are not the client's to commit");
     }
     uint32_t c = new_op(BrokerOp::Kind::commit_silent, conn, request);
     BrokerOp& cop = *ops_[c];
@@ -488,13 +491,12 @@ void BrokerReactor::handle_pull(uint32_t conn, RemotingCommand& request) {
   op.pull.topic = op.topic;
   op.pull.queue_id = op.queue_id;
   op.pull.queue_offset = *offset;
-  op.pull.max_messages = static_cast<uint32_t>(
-      std::clamp<int64_t>(max_msg_nums.value_or(32), 1, kMaxPullMessages));
+  op.pull.max_messages =
+      static_cast<uint32_t>(std::clamp<int64_t>(max_msg_nums.value_or(32), 1, kMaxPullMessages));
   op.pull.tag_filter = op.tag_filter;
   op.pull.buffer = op.data;
   if ((sys_flag & 2) != 0) {
-    op.pull.wait_ms =
-        std::clamp<int64_t>(suspend_ms.value_or(15000), 0, config_.max_suspend_ms);
+    op.pull.wait_ms = std::clamp<int64_t>(suspend_ms.value_or(15000), 0, config_.max_suspend_ms);
   }
   submit(index, [&](uint64_t tag) { return session_->pull_async(op.pull, tag); });
 }

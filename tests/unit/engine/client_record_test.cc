@@ -44,13 +44,18 @@ MessageView decode_client(std::span<const std::byte> bytes) {
 
 TEST(ClientRecordTest, InternalPropertiesAndTheRecordCrcAreRemoved) {
   const std::string props = std::string("TIMER_OUT_MS\x01") + "123\x02TAGS\x01T\x02" +
-                            "__UMQ_DLV\x01" "1:5\x02REAL_TOPIC\x01T1\x02REAL_QID\x01" "2\x02" +
-                            "__UMQ_TPUT\x01" "9";
+                            "__UMQ_DLV\x01"
+                            "1:5\x02REAL_TOPIC\x01T1\x02REAL_QID\x01"
+                            "2\x02" +
+                            "__UMQ_TPUT\x01"
+                            "9";
   std::vector<std::byte> record = encoded(props);
   std::vector<std::byte> buffer = record;
   const uint32_t n = write_client_record(buffer, 77, buffer.data());
   const MessageView v = decode_client(std::span(buffer).first(n));
-  EXPECT_EQ(v.properties, "TAGS\x01T\x02REAL_TOPIC\x01T1\x02REAL_QID\x01" "2");
+  EXPECT_EQ(v.properties,
+            "TAGS\x01T\x02REAL_TOPIC\x01T1\x02REAL_QID\x01"
+            "2");
   EXPECT_EQ(v.physical_offset, 77);
   EXPECT_EQ(v.queue_offset, 5);
   EXPECT_EQ(v.topic, "TopicTest");
@@ -75,19 +80,27 @@ TEST(ClientRecordTest, ACommonRecordLosesOnlyItsCrcProperty) {
 }
 
 TEST(ClientRecordTest, RecordsCompactInPlaceOneAfterAnother) {
-  std::vector<std::byte> a = encoded("TAGS\x01" "A");
-  std::vector<std::byte> b = encoded("__UMQ_DLV\x01" "2:1\x02KEYS\x01kb", std::string(300, 'b'));
+  std::vector<std::byte> a = encoded(
+      "TAGS\x01"
+      "A");
+  std::vector<std::byte> b = encoded(
+      "__UMQ_DLV\x01"
+      "2:1\x02KEYS\x01kb",
+      std::string(300, 'b'));
   std::vector<std::byte> c = encoded("KEYS\x01kc\x02__UMQ_DLV\x01T3:4", "c");
   std::vector<std::byte> buffer;
   for (const auto* r : {&a, &b, &c}) buffer.insert(buffer.end(), r->begin(), r->end());
   size_t read = 0, written = 0;
   for (const auto* r : {&a, &b, &c}) {
-    written += write_client_record(std::span(buffer).subspan(read, r->size()), 1,
-                                   buffer.data() + written);
+    written +=
+        write_client_record(std::span(buffer).subspan(read, r->size()), 1, buffer.data() + written);
     read += r->size();
   }
   std::span<const std::byte> out = std::span(buffer).first(written);
-  const std::vector<std::string> want = {"TAGS\x01" "A", "KEYS\x01kb", "KEYS\x01kc"};
+  const std::vector<std::string> want = {
+      "TAGS\x01"
+      "A",
+      "KEYS\x01kb", "KEYS\x01kc"};
   for (const std::string& props : want) {
     DecodeOptions options;
     options.require_record_crc = false;
@@ -111,8 +124,8 @@ TEST(ClientRecordTest, LengthsThatDoNotAddUpAreLeftAlone) {
 }
 
 TEST(ClientRecordTest, TheInternalListNamesTheStoresOwnProperties) {
-  for (std::string_view name : {"__UMQ_DLV", "__UMQ_TPUT", "__UMQ_CANCEL_KEY", "__CRC32#",
-                                "TIMER_OUT_MS"}) {
+  for (std::string_view name :
+       {"__UMQ_DLV", "__UMQ_TPUT", "__UMQ_CANCEL_KEY", "__CRC32#", "TIMER_OUT_MS"}) {
     EXPECT_TRUE(is_internal_property(name)) << name;
   }
   for (std::string_view name : {"REAL_TOPIC", "REAL_QID", "DELAY", "RETRY_TOPIC", "UNIQ_KEY",

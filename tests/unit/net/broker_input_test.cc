@@ -83,15 +83,21 @@ RemotingResponse call(RemotingClient& client, const RemotingCommand& command,
 
 Fields send_v2(const std::string& topic, const std::string& queue,
                const std::string& properties = "TAGS\x01T") {
-  return {{"a", "PG"}, {"b", topic}, {"c", "TBW102"}, {"d", "4"}, {"e", queue}, {"f", "0"},
-          {"g", "1700000000000"}, {"h", "0"}, {"i", properties}, {"j", "0"}, {"k", "false"}};
+  return {{"a", "PG"},       {"b", topic}, {"c", "TBW102"},        {"d", "4"},
+          {"e", queue},      {"f", "0"},   {"g", "1700000000000"}, {"h", "0"},
+          {"i", properties}, {"j", "0"},   {"k", "false"}};
 }
 
 Fields pull_fields(const std::string& topic, int queue, int64_t offset, int64_t wait_ms = 0) {
-  return {{"consumerGroup", "CG"}, {"topic", topic}, {"queueId", std::to_string(queue)},
-          {"queueOffset", std::to_string(offset)}, {"maxMsgNums", "32"},
-          {"sysFlag", wait_ms > 0 ? "2" : "0"}, {"commitOffset", "0"},
-          {"suspendTimeoutMillis", std::to_string(wait_ms)}, {"subscription", "*"},
+  return {{"consumerGroup", "CG"},
+          {"topic", topic},
+          {"queueId", std::to_string(queue)},
+          {"queueOffset", std::to_string(offset)},
+          {"maxMsgNums", "32"},
+          {"sysFlag", wait_ms > 0 ? "2" : "0"},
+          {"commitOffset", "0"},
+          {"suspendTimeoutMillis", std::to_string(wait_ms)},
+          {"subscription", "*"},
           {"subVersion", "0"}};
 }
 
@@ -102,11 +108,13 @@ Fields with(Fields fields, const std::string& key, const std::string& value) {
   return fields;
 }
 
-std::string remark(const RemotingResponse& r) { return r.command.remark.value_or(""); }
+std::string remark(const RemotingResponse& r) {
+  return r.command.remark.value_or("");
+}
 
 int64_t max_offset(RemotingClient& client, const std::string& topic, int queue) {
-  RemotingResponse r = call(client, request(req::kGetMaxOffset,
-                                            {{"topic", topic}, {"queueId", std::to_string(queue)}}));
+  RemotingResponse r = call(
+      client, request(req::kGetMaxOffset, {{"topic", topic}, {"queueId", std::to_string(queue)}}));
   EXPECT_EQ(r.command.code, rc::kSuccess) << remark(r);
   return r.command.ext("offset") ? std::stoll(*r.command.ext("offset")) : -1;
 }
@@ -136,16 +144,19 @@ TEST(BrokerInputTest, MalformedNumbersAreRefusedNamingTheFieldAndNothingIsStored
     EXPECT_EQ(remark(r).rfind("queueId: \"" + bad + "\" is not an int", 0), 0u) << remark(r);
   }
   // SEND_MESSAGE (long names) and the other numeric fields.
-  Fields v1 = {{"producerGroup", "PG"}, {"topic", "T1"}, {"defaultTopic", "TBW102"},
-               {"defaultTopicQueueNums", "4"}, {"queueId", "0"}, {"sysFlag", "0"},
+  Fields v1 = {{"producerGroup", "PG"},           {"topic", "T1"},  {"defaultTopic", "TBW102"},
+               {"defaultTopicQueueNums", "4"},    {"queueId", "0"}, {"sysFlag", "0"},
                {"bornTimestamp", "1700000000000"}};
   for (const char* key : {"queueId", "sysFlag", "bornTimestamp", "defaultTopicQueueNums"}) {
     RemotingResponse r = call(*client, request(req::kSendMessage, with(v1, key, "7x")), "b");
     EXPECT_EQ(r.command.code, rc::kSystemError) << key;
     EXPECT_EQ(remark(r).rfind(std::string(key) + ": \"7x\"", 0), 0u) << remark(r);
   }
-  for (const auto& [key, name] : std::vector<std::pair<std::string, std::string>>{
-           {"h", "flag"}, {"j", "reconsumeTimes"}, {"l", "maxReconsumeTimes"}, {"g", "bornTimestamp"}}) {
+  for (const auto& [key, name] :
+       std::vector<std::pair<std::string, std::string>>{{"h", "flag"},
+                                                        {"j", "reconsumeTimes"},
+                                                        {"l", "maxReconsumeTimes"},
+                                                        {"g", "bornTimestamp"}}) {
     Fields f = send_v2("T1", "0");
     f.emplace_back("l", "16");
     RemotingResponse r = call(*client, request(req::kSendMessageV2, with(f, key, "1e3")), "b");
@@ -156,23 +167,25 @@ TEST(BrokerInputTest, MalformedNumbersAreRefusedNamingTheFieldAndNothingIsStored
 
   for (const char* key : {"queueId", "queueOffset", "maxMsgNums", "sysFlag", "commitOffset",
                           "suspendTimeoutMillis", "subVersion"}) {
-    RemotingResponse r = call(*client, request(req::kPullMessage,
-                                               with(pull_fields("T1", 0, 0), key, "0.5")));
+    RemotingResponse r =
+        call(*client, request(req::kPullMessage, with(pull_fields("T1", 0, 0), key, "0.5")));
     EXPECT_EQ(r.command.code, rc::kSystemError) << key;
     EXPECT_EQ(remark(r).rfind(std::string(key) + ": \"0.5\"", 0), 0u) << remark(r);
   }
-  RemotingResponse commit = call(*client, request(req::kUpdateConsumerOffset,
-                                                  {{"topic", "T1"}, {"consumerGroup", "G"},
-                                                   {"queueId", "0"}, {"commitOffset", "1e2"}}));
+  RemotingResponse commit = call(
+      *client,
+      request(
+          req::kUpdateConsumerOffset,
+          {{"topic", "T1"}, {"consumerGroup", "G"}, {"queueId", "0"}, {"commitOffset", "1e2"}}));
   EXPECT_EQ(commit.command.code, rc::kSystemError);
   EXPECT_EQ(remark(commit).rfind("commitOffset: \"1e2\"", 0), 0u) << remark(commit);
-  RemotingResponse query = call(*client, request(req::kSearchOffsetByTimestamp,
-                                                 {{"topic", "T1"}, {"queueId", "0"},
-                                                  {"timestamp", "now"}}));
+  RemotingResponse query =
+      call(*client, request(req::kSearchOffsetByTimestamp,
+                            {{"topic", "T1"}, {"queueId", "0"}, {"timestamp", "now"}}));
   EXPECT_EQ(remark(query).rfind("timestamp: \"now\"", 0), 0u) << remark(query);
   for (const char* key : {"offset", "delayLevel", "maxReconsumeTimes"}) {
-    Fields back = {{"offset", "0"}, {"group", "G"}, {"delayLevel", "0"},
-                   {"maxReconsumeTimes", "16"}};
+    Fields back = {
+        {"offset", "0"}, {"group", "G"}, {"delayLevel", "0"}, {"maxReconsumeTimes", "16"}};
     RemotingResponse r = call(*client, request(req::kConsumerSendMsgBack, with(back, key, "x")));
     EXPECT_EQ(r.command.code, rc::kSystemError) << key;
     EXPECT_EQ(remark(r).rfind(std::string(key) + ": \"x\"", 0), 0u) << remark(r);
@@ -198,9 +211,9 @@ TEST(BrokerInputTest, OversizedPropertiesAndInvalidGroupsNameTheirCause) {
 
   ASSERT_EQ(call(*client, request(req::kSendMessageV2, send_v2("T2", "0")), "b").command.code,
             rc::kSuccess);
-  RemotingResponse back = call(*client, request(req::kConsumerSendMsgBack,
-                                                {{"offset", "0"}, {"group", "bad group!"},
-                                                 {"delayLevel", "0"}}));
+  RemotingResponse back =
+      call(*client, request(req::kConsumerSendMsgBack,
+                            {{"offset", "0"}, {"group", "bad group!"}, {"delayLevel", "0"}}));
   EXPECT_EQ(back.command.code, rc::kSystemError);
   EXPECT_NE(remark(back).find("group \"bad group!\" is invalid"), std::string::npos)
       << remark(back);
@@ -211,16 +224,20 @@ TEST(BrokerInputTest, InternalTopicsAreRefusedToClients) {
   RunningBroker broker(dir.path());
   auto client = broker.client();
   // Level 3 = 300 ms: the message waits in SCHEDULE_TOPIC_XXXX queue 2 meanwhile.
-  ASSERT_EQ(call(*client, request(req::kSendMessageV2,
-                                  send_v2("T3", "0", "TAGS\x01T\x02" "DELAY\x01" "3")), "early")
+  ASSERT_EQ(call(*client,
+                 request(req::kSendMessageV2, send_v2("T3", "0",
+                                                      "TAGS\x01T\x02"
+                                                      "DELAY\x01"
+                                                      "3")),
+                 "early")
                 .command.code,
             rc::kSuccess);
-  for (const std::string topic : {"SCHEDULE_TOPIC_XXXX", "SCHEDULE_PARKED_XXXX",
-                                  "rmq_sys_wheel_timer"}) {
+  for (const std::string topic :
+       {"SCHEDULE_TOPIC_XXXX", "SCHEDULE_PARKED_XXXX", "rmq_sys_wheel_timer"}) {
     RemotingResponse pulled = call(*client, request(req::kPullMessage, pull_fields(topic, 2, 0)));
     EXPECT_EQ(pulled.command.code, rc::kNoPermission) << topic;
-    EXPECT_EQ(remark(pulled).rfind("the topic[" + topic + "] pulling message is forbidden", 0),
-              0u) << remark(pulled);
+    EXPECT_EQ(remark(pulled).rfind("the topic[" + topic + "] pulling message is forbidden", 0), 0u)
+        << remark(pulled);
     EXPECT_TRUE(pulled.body.empty());
     RemotingResponse sent = call(*client, request(req::kSendMessageV2, send_v2(topic, "0")), "x");
     EXPECT_EQ(sent.command.code, rc::kNoPermission) << topic;
@@ -228,21 +245,22 @@ TEST(BrokerInputTest, InternalTopicsAreRefusedToClients) {
         << remark(sent);
     EXPECT_EQ(call(*client, request(req::kGetRouteInfoByTopic, {{"topic", topic}})).command.code,
               rc::kTopicNotExist);
-    EXPECT_EQ(call(*client, request(req::kUpdateConsumerOffset,
-                                    {{"topic", topic}, {"consumerGroup", "G"}, {"queueId", "0"},
-                                     {"commitOffset", "5"}}))
+    EXPECT_EQ(call(*client, request(req::kUpdateConsumerOffset, {{"topic", topic},
+                                                                 {"consumerGroup", "G"},
+                                                                 {"queueId", "0"},
+                                                                 {"commitOffset", "5"}}))
                   .command.code,
               rc::kNoPermission);
   }
   // The store's own cancel records are not the client's to write.
-  EXPECT_EQ(call(*client, request(req::kUpdateConsumerOffset,
-                                  {{"topic", "key1"}, {"consumerGroup", "%TIMER_CANCEL%"},
-                                   {"queueId", "0"}, {"commitOffset", "5"}}))
+  EXPECT_EQ(call(*client, request(req::kUpdateConsumerOffset, {{"topic", "key1"},
+                                                               {"consumerGroup", "%TIMER_CANCEL%"},
+                                                               {"queueId", "0"},
+                                                               {"commitOffset", "5"}}))
                 .command.code,
             rc::kNoPermission);
   // %RETRY% and %DLQ% topics stay the client's.
-  EXPECT_EQ(call(*client, request(req::kSendMessageV2, send_v2("%RETRY%G", "0")), "r")
-                .command.code,
+  EXPECT_EQ(call(*client, request(req::kSendMessageV2, send_v2("%RETRY%G", "0")), "r").command.code,
             rc::kSuccess);
   EXPECT_EQ(call(*client, request(req::kPullMessage, pull_fields("%RETRY%G", 0, 0))).command.code,
             rc::kSuccess);
@@ -267,10 +285,12 @@ TEST(BrokerInputTest, DeliveredMessagesCarryNoInternalProperties) {
   auto client = broker.client();
   // A client-sent delivery marker is dropped too: recovery would read it as the store's own.
   const std::string delayed = std::string("TAGS\x01T\x02KEYS\x01k1\x02UNIQ_KEY\x01U1\x02") +
-                              "DELAY\x01" "1\x02__UMQ_DLV\x01" "1:999";
-  ASSERT_EQ(call(*client, request(req::kSendMessageV2, send_v2("T4", "1", delayed)), "d")
-                .command.code,
-            rc::kSuccess);
+                              "DELAY\x01"
+                              "1\x02__UMQ_DLV\x01"
+                              "1:999";
+  ASSERT_EQ(
+      call(*client, request(req::kSendMessageV2, send_v2("T4", "1", delayed)), "d").command.code,
+      rc::kSuccess);
   RemotingResponse due = call(*client, request(req::kPullMessage, pull_fields("T4", 1, 0, 1900)));
   ASSERT_EQ(due.command.code, rc::kSuccess);
   std::vector<engine::MessageView> got = decode_all(due.body);
@@ -284,14 +304,16 @@ TEST(BrokerInputTest, DeliveredMessagesCarryNoInternalProperties) {
   EXPECT_FALSE(engine::find_property(got[0].properties, "DELAY"));
   // Its wire offset still finds it for a send-back.
   RemotingResponse back = call(*client, request(req::kConsumerSendMsgBack,
-                                                {{"offset",
-                                                  std::to_string(got[0].physical_offset)},
-                                                 {"group", "G4"}, {"delayLevel", "0"}}));
+                                                {{"offset", std::to_string(got[0].physical_offset)},
+                                                 {"group", "G4"},
+                                                 {"delayLevel", "0"}}));
   EXPECT_EQ(back.command.code, rc::kSuccess) << remark(back);
 
   // A timed message (RocketMQ 5's TIMER_DELAY_MS) once delivered.
-  ASSERT_EQ(call(*client, request(req::kSendMessageV2,
-                                  send_v2("T4", "2", "TAGS\x01T\x02TIMER_DELAY_MS\x01" "150")),
+  ASSERT_EQ(call(*client,
+                 request(req::kSendMessageV2, send_v2("T4", "2",
+                                                      "TAGS\x01T\x02TIMER_DELAY_MS\x01"
+                                                      "150")),
                  "t")
                 .command.code,
             rc::kSuccess);
@@ -306,8 +328,8 @@ TEST(BrokerInputTest, DeliveredMessagesCarryNoInternalProperties) {
   EXPECT_EQ(engine::find_property(timed[0].properties, "REAL_TOPIC").value_or(""), "T4");
 
   // The retry copy of the delayed message carries no marker either.
-  RemotingResponse retry = call(*client, request(req::kPullMessage,
-                                                 pull_fields("%RETRY%G4", 0, 0, 1900)));
+  RemotingResponse retry =
+      call(*client, request(req::kPullMessage, pull_fields("%RETRY%G4", 0, 0, 1900)));
   ASSERT_EQ(retry.command.code, rc::kSuccess);
   std::vector<engine::MessageView> copies = decode_all(retry.body);
   ASSERT_EQ(copies.size(), 1u);

@@ -19,9 +19,9 @@ TEST(HeaderFieldsTest, IntAcceptsWhatJavaAccepts) {
 }
 
 TEST(HeaderFieldsTest, IntRefusesEverythingElse) {
-  for (const char* text : {"", "-", "+", "abc", "1e9", "1.0", "1.", " 1", "1 ", "0x10", "--1",
-                           "+-1", "2147483648", "-2147483649", "9223372036854775808", "1_000",
-                           "１"}) {
+  for (const char* text :
+       {"", "-", "+", "abc", "1e9", "1.0", "1.", " 1", "1 ", "0x10", "--1", "+-1", "2147483648",
+        "-2147483649", "9223372036854775808", "1_000", "１"}) {
     EXPECT_FALSE(parse_java_int(text).has_value()) << '"' << text << '"';
   }
 }
@@ -34,8 +34,8 @@ TEST(HeaderFieldsTest, LongAcceptsWhatJavaAccepts) {
 }
 
 TEST(HeaderFieldsTest, LongRefusesEverythingElse) {
-  for (const char* text : {"", "-", "1e12", "1.5", "9223372036854775808",
-                           "-9223372036854775809", "99999999999999999999", "12x", "\t1"}) {
+  for (const char* text : {"", "-", "1e12", "1.5", "9223372036854775808", "-9223372036854775809",
+                           "99999999999999999999", "12x", "\t1"}) {
     EXPECT_FALSE(parse_java_long(text).has_value()) << '"' << text << '"';
   }
 }
