@@ -554,6 +554,11 @@ size_t BrokerReactor::client_records(uint32_t shard, std::span<std::byte> record
     read += size;
     written += kept;
   }
+  // Bytes that do not start a whole record go as they are, as before this rewrite.
+  if (read < records.size()) {
+    std::memmove(records.data() + written, records.data() + read, records.size() - read);
+    written += records.size() - read;
+  }
   return written;
 }
 
