@@ -413,13 +413,85 @@ void encode(const MessageInput& input, const AppendStamp& stamp, std::span<std::
 #endif
 }
 
-void rewrite_physical_offset(std::span<std::byte> record, int64_t physical_offset) {
-  UMQ_ASSERT(record.size() >= kRecordCrcDigits + 36);
-  UMQ_ASSERT(get_u32(record.data()) == record.size());
-  constexpr size_t kPhysicalOffsetAt = 28;  // TOTALSIZE MAGIC BODYCRC QUEUEID FLAG QUEUEOFFSET
-  put_u64(record.data() + kPhysicalOffsetAt, static_cast<uint64_t>(physical_offset));
-  const size_t digits_at = record.size() - kRecordCrcDigits;
-  write_decimal_digits(record.data() + digits_at, crc32_ieee(record.first(digits_at)));
+namespace {
+
+// Where the property string of a whole record starts and how long it is, from its length fields
+// alone (no CRC work); nullopt when they do not add up to the record's size.
+struct PropertiesAt {
+  size_t length_at = 0;  // the 2-byte PROPERTIES LENGTH field
+  std::string_view properties;
+};
+std::optional<PropertiesAt> locate_properties(std::span<const std::byte> record) {
+  if (record.size() < kMinRecordBytes || get_u32(record.data()) != record.size()) {
+    return std::nullopt;
+  }
+  const int32_t sys_flag = static_cast<int32_t>(get_u32(record.data() + kPosSysFlag));
+  const size_t born = (sys_flag & kSysFlagBornHostV6) != 0 ? kHostBytesIpv6 : kHostBytesIpv4;
+  const size_t store = (sys_flag & kSysFlagStoreHostV6) != 0 ? kHostBytesIpv6 : kHostBytesIpv4;
+  size_t at = kPosBornHost + born + 8 + store + 4 + 8;  // to BODY LENGTH
+  if (at + 4 > record.size()) return std::nullopt;
+  at += 4 + uint64_t{get_u32(record.data() + at)};
+  if (at + 1 > record.size()) return std::nullopt;
+  at += 1 + get_u8(record.data() + at);
+  if (at + 2 > record.size()) return std::nullopt;
+  const size_t length = get_u16(record.data() + at);
+  if (at + 2 + length != record.size()) return std::nullopt;
+  return PropertiesAt{at, as_chars(record.data() + at + 2, length)};
+}
+
+bool mentions_internal_property(std::string_view properties) {
+  return properties.find(kInternalPropertyPrefix) != std::string_view::npos ||
+         properties.find(kRecordCrcKey) != std::string_view::npos ||
+         properties.find("TIMER_OUT_MS") != std::string_view::npos;
+}
+
+// Copies the entries of `properties` that are not internal to `out`, in order, joined by \x02;
+// returns the bytes written. `out` may overlap the input at or before it: each write ends at or
+// before the end of the entry just read.
+size_t copy_client_properties(std::string_view properties, std::byte* out) {
+  size_t written = 0;
+  size_t start = 0;
+  while (start < properties.size()) {
+    size_t end = properties.find(kPropertySeparator, start);
+    if (end == std::string_view::npos) end = properties.size();
+    const std::string_view entry = properties.substr(start, end - start);
+    const std::string_view name = entry.substr(0, entry.find(kNameValueSeparator));
+    if (!entry.empty() && !is_internal_property(name)) {
+      if (written > 0) out[written++] = static_cast<std::byte>(kPropertySeparator);
+      std::memmove(out + written, entry.data(), entry.size());
+      written += entry.size();
+    }
+    start = end + 1;
+  }
+  return written;
+}
+
+}  // namespace
+
+uint32_t write_client_record(std::span<const std::byte> record, int64_t physical_offset,
+                             std::byte* out) {
+  std::optional<PropertiesAt> at = locate_properties(record);
+  if (!at) return 0;
+  const size_t props_at = at->length_at + 2;
+  // Common case: user properties then the store's CRC property; the copy ends before it.
+  std::optional<std::string_view> user = split_record_crc(at->properties);
+  size_t props_bytes = 0;
+  if (user && !mentions_internal_property(*user)) {
+    if (out != record.data()) std::memmove(out, record.data(), props_at + user->size());
+    props_bytes = user->size();
+  } else if (!user && !mentions_internal_property(at->properties)) {
+    if (out != record.data()) std::memmove(out, record.data(), record.size());
+    props_bytes = at->properties.size();
+  } else {
+    if (out != record.data()) std::memmove(out, record.data(), props_at);
+    props_bytes = copy_client_properties(at->properties, out + props_at);
+  }
+  UMQ_ASSERT(props_bytes <= at->properties.size());
+  const uint32_t total = static_cast<uint32_t>(props_at + props_bytes);
+  put_u32(out + kPosTotalSize, total);
+  put_u64(out + kPosPhysicalOffset, static_cast<uint64_t>(physical_offset));
+  put_u16(out + at->length_at, static_cast<uint16_t>(props_bytes));
+  return total;
 }
 
 void encode_blank(uint32_t remaining_bytes, std::span<std::byte> out) {

@@ -151,9 +151,17 @@ DecodeResult decode(std::span<const std::byte> bytes, const DecodeOptions& optio
 // offset (32 characters for IPv4, 56 for IPv6).
 std::string offset_message_id(const HostAddress& store_host, int64_t physical_offset);
 
-// Rewrites a whole, valid record's PHYSICALOFFSET and then its record-CRC digits (which cover
-// that field), so the record stays self-consistent. For a broker that names records to its
-// clients by another offset than the shard-local one.
-void rewrite_physical_offset(std::span<std::byte> record, int64_t physical_offset);
+// The record a client receives for a stored one (the broker's PULL_MESSAGE replies): `record`,
+// a whole stored record, written to `out` with PHYSICALOFFSET = physical_offset and without its
+// internal properties (is_internal_property, properties.h), TOTALSIZE and PROPERTIES LENGTH
+// adjusted; BODYCRC and every other field unchanged, other properties byte for byte in order.
+// The record CRC property goes too: the copy has no whole-record CRC (RocketMQ's records have
+// none and clients never check one); only the stored record, which the store checks, keeps it.
+// A record whose only internal property is that trailing CRC property (the common case) is
+// copied as one block, shortened. `out` may be record.data() or earlier in the same buffer
+// (pulled records are compacted in place) and needs record.size() bytes. Returns the bytes
+// written, or 0 (nothing written) when the record's length fields do not add up to its size.
+uint32_t write_client_record(std::span<const std::byte> record, int64_t physical_offset,
+                             std::byte* out);
 
 }  // namespace uringmq::engine

@@ -1,6 +1,9 @@
 // RocketMQ property strings (see properties.h and ../shared/reference/rocketmq-store.md 1.4).
 #include "engine/properties.h"
 
+#include "engine/message_codec.h"
+#include "engine/redelivery.h"
+#include "engine/timer_message.h"
 #include "io/assert.h"
 
 namespace uringmq::engine {
@@ -16,6 +19,14 @@ bool has_separator(std::string_view text) {
   return found;
 }
 }  // namespace
+
+static_assert(kDeliveryMarker.starts_with(kInternalPropertyPrefix));
+static_assert(kTimerPutMs.starts_with(kInternalPropertyPrefix));
+static_assert(kTimerCancelKey.starts_with(kInternalPropertyPrefix));
+
+bool is_internal_property(std::string_view name) {
+  return name.starts_with(kInternalPropertyPrefix) || name == kRecordCrcKey || name == kTimerOutMs;
+}
 
 void append_property(std::string& encoded, std::string_view name, std::string_view value) {
   UMQ_ASSERT(!name.empty());

@@ -360,6 +360,17 @@ io::Status Session::flush_offsets_async(std::string_view topic, int32_t queue_id
   return post_to_owner(queue_request(ShardRequest::Kind::flush_offsets, topic, queue_id, tag));
 }
 
+bool is_internal_topic(std::string_view topic) {
+  return topic == engine::kScheduleTopic || topic == kParkedScheduleTopic ||
+         topic == engine::kTimerTopic;
+}
+
+// The groups shard_schedule.cc (delay-level progress) and shard_timer.cc (timer progress and
+// cancels) commit under.
+bool is_internal_group(std::string_view group) {
+  return group == "%SCHEDULE_PROGRESS%" || group == "%TIMER_PROGRESS%" || group == "%TIMER_CANCEL%";
+}
+
 io::Status make_send_back(std::string_view group, std::span<const std::byte> record,
                           uint64_t id_offset, int32_t delay_level,
                           int32_t max_reconsume_times, const engine::CodecLimits& limits,
@@ -378,7 +389,11 @@ io::Status make_send_back(std::string_view group, std::span<const std::byte> rec
   out->topic = std::string(out->dead_letter ? "%DLQ%" : "%RETRY%") + std::string(group);
   out->properties.clear();
   engine::for_each_property(v.user_properties, [&](std::string_view name, std::string_view value) {
-    if (name != "DELAY") engine::append_property(out->properties, name, value);
+    // Not the record's internal properties: a delivery marker copied into the retry topic
+    // would be read back by recovery as the copy's own.
+    if (name != "DELAY" && !engine::is_internal_property(name)) {
+      engine::append_property(out->properties, name, value);
+    }
   });
   if (!engine::find_property(v.user_properties, "RETRY_TOPIC")) {
     engine::append_property(out->properties, "RETRY_TOPIC", v.topic);

@@ -111,6 +111,15 @@ struct StoreOptions {
 // say what it was.
 inline constexpr std::string_view kParkedScheduleTopic = "SCHEDULE_PARKED_XXXX";
 
+// Topics the store keeps for itself: the delay levels' SCHEDULE_TOPIC_XXXX, the parked topic
+// and the timer wheel's rmq_sys_wheel_timer. The broker refuses client SENDs and PULLs of them
+// (net/README.md); the store's own deliveries and the offline tools use them. One list: a new
+// internal topic is added here. %RETRY% and %DLQ% topics are not internal (clients use them).
+bool is_internal_topic(std::string_view topic);
+// Consumer groups the store keeps progress and timer cancels under (in the consumer-offsets
+// table): the broker refuses client offset commits for them.
+bool is_internal_group(std::string_view group);
+
 // Per delay level, over every shard: messages waiting, and the earliest deliver time among the
 // heads (wall ms; INT64_MAX when none is waiting).
 struct DelayLevelStats {

@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <charconv>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 #include <map>
 #include <optional>
@@ -409,9 +410,18 @@ io::Result<BrokerConfig> parse_broker_config(std::string_view text, std::string_
   return config;
 }
 
+namespace {
+// The reason is in the message itself ("open /x.conf: No such file or directory"): the broker
+// prints a config error's message alone.
+io::Status file_error(int sys_errno, const std::string& what) {
+  return io::Status::error(io::Status::from_errno(sys_errno, what).code(),
+                           what + ": " + std::strerror(sys_errno));
+}
+}  // namespace
+
 io::Result<BrokerConfig> load_broker_config(const std::string& path) {
   std::FILE* file = std::fopen(path.c_str(), "rb");
-  if (file == nullptr) return io::Status::from_errno(errno, "open " + path);
+  if (file == nullptr) return file_error(errno, "open " + path);
   std::string text;
   char chunk[4096];
   size_t n = 0;
@@ -424,7 +434,7 @@ io::Result<BrokerConfig> load_broker_config(const std::string& path) {
   }
   int read_errno = std::ferror(file) ? errno : 0;
   std::fclose(file);
-  if (read_errno != 0) return io::Status::from_errno(read_errno, "read " + path);
+  if (read_errno != 0) return file_error(read_errno, "read " + path);
   return parse_broker_config(text, path);
 }
 

@@ -5,14 +5,16 @@
 
 #include <algorithm>
 #include <array>
-#include <charconv>
+#include <cstring>
 #include <random>
 
 #include "engine/byte_order.h"
 #include "engine/dispatch.h"
 #include "engine/properties.h"
+#include "engine/timer_message.h"
 #include "io/assert.h"
 #include "net/broker_reactor.h"
+#include "net/header_fields.h"
 #include "net/json.h"
 #include "net/log.h"
 
@@ -29,23 +31,9 @@ constexpr uint64_t kPhysicalOffsetAt = 28;  // TOTALSIZE MAGIC BODYCRC QUEUEID F
 constexpr std::string_view kRetryPrefix = "%RETRY%";
 constexpr std::string_view kDlqPrefix = "%DLQ%";
 
-// A strict integer from an ext field (Java's Long.parseLong): nullopt when absent or malformed.
-std::optional<int64_t> ext_i64(const RemotingCommand& c, std::string_view key) {
-  const std::string* text = c.ext(key);
-  if (text == nullptr || text->empty()) return std::nullopt;
-  int64_t value = 0;
-  auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), value);
-  if (ec != std::errc() || end != text->data() + text->size()) return std::nullopt;
-  return value;
-}
-
 // SEND_MESSAGE_V2 abbreviates the SEND_MESSAGE header's field names to single letters.
 const std::string* send_field(const RemotingCommand& c, std::string_view v2, std::string_view v1) {
   return c.code == req::kSendMessageV2 ? c.ext(v2) : c.ext(v1);
-}
-std::optional<int64_t> send_i64(const RemotingCommand& c, std::string_view v2,
-                                std::string_view v1) {
-  return ext_i64(c, c.code == req::kSendMessageV2 ? v2 : v1);
 }
 
 // Java's TopicValidator: 1..127 characters of [%|a-zA-Z0-9_-].
@@ -55,10 +43,6 @@ bool valid_topic(std::string_view topic) {
     return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
            ch == '%' || ch == '|' || ch == '_' || ch == '-';
   });
-}
-
-bool system_topic(std::string_view topic) {
-  return topic == engine::kScheduleTopic || topic == kParkedScheduleTopic;
 }
 
 int32_t pull_code(PullStatus status) {
@@ -106,14 +90,94 @@ std::string code_text(io::Code code) {
   }
 }
 
-// Client-sent properties, minus the record-CRC property the store writes itself.
+// A client may name uringmq's internal properties only to cancel timers (__UMQ_CANCEL_KEY);
+// the others are the store's to write (a delivery marker a client sent would be read back by
+// recovery as the store's own, the record CRC is the store's).
+bool client_may_send(std::string_view name) {
+  return name == engine::kTimerCancelKey || !engine::is_internal_property(name);
+}
+
+// Client-sent properties, minus the internal ones the store writes itself.
 std::string client_properties(std::string_view text) {
-  if (!engine::find_property(text, engine::kRecordCrcKey)) return std::string(text);
+  bool clean = true;
+  engine::for_each_property(text, [&](std::string_view name, std::string_view) {
+    clean = clean && client_may_send(name);
+  });
+  if (clean) return std::string(text);
   std::string out;
   engine::for_each_property(text, [&](std::string_view name, std::string_view value) {
-    if (name != engine::kRecordCrcKey) engine::append_property(out, name, value);
+    if (client_may_send(name)) engine::append_property(out, name, value);
   });
   return out;
+}
+
+// The longest property string a client may send: RocketMQ's limit (Short.MAX_VALUE) less what
+// the store appends (a \x02 and the record CRC property).
+constexpr uint32_t kMaxClientPropertiesBytes =
+    engine::kMaxPropertiesBytes - 1 - engine::kRecordCrcPropertyBytes;
+
+struct Refusal {
+  int32_t code = 0;
+  std::string remark;
+};
+
+// The SEND_MESSAGE header, checked as Java's decodeCommandCustomHeader and msgCheck do.
+struct SendHeader {
+  std::string topic;
+  std::optional<int32_t> queue_id;
+  int32_t sys_flag = 0;
+  std::optional<int64_t> born_timestamp_ms;
+  int32_t flag = 0;
+  int32_t reconsume_times = 0;
+  int32_t max_reconsume_times = 16;
+  std::string_view properties;
+};
+
+std::optional<Refusal> read_send_header(const RemotingCommand& request, SendHeader* out) {
+  // The header fields Java requires (@CFNotNull on SendMessageRequestHeader).
+  static constexpr std::array<std::pair<std::string_view, std::string_view>, 7> kRequired = {
+      {{"a", "producerGroup"},
+       {"b", "topic"},
+       {"c", "defaultTopic"},
+       {"d", "defaultTopicQueueNums"},
+       {"e", "queueId"},
+       {"f", "sysFlag"},
+       {"g", "bornTimestamp"}}};
+  for (const auto& [v2, v1] : kRequired) {
+    if (send_field(request, v2, v1) == nullptr) {
+      return Refusal{rc::kSystemError, "the custom field <" + std::string(v1) + "> is null"};
+    }
+  }
+  const bool v2 = request.code == req::kSendMessageV2;
+  HeaderFields fields(request);
+  auto i32 = [&](std::string_view v2_key, std::string_view v1_key) {
+    return fields.int32(v2 ? v2_key : v1_key, v1_key);
+  };
+  (void)i32("d", "defaultTopicQueueNums");
+  out->queue_id = i32("e", "queueId");
+  out->sys_flag = i32("f", "sysFlag").value_or(0);
+  out->born_timestamp_ms = fields.int64(v2 ? "g" : "bornTimestamp", "bornTimestamp");
+  out->flag = i32("h", "flag").value_or(0);
+  out->reconsume_times = i32("j", "reconsumeTimes").value_or(0);
+  out->max_reconsume_times = i32("l", "maxReconsumeTimes").value_or(16);
+  if (!fields.ok()) return Refusal{rc::kSystemError, fields.error()};
+  const std::string* topic = send_field(request, "b", "topic");
+  if (!valid_topic(*topic)) {
+    return Refusal{rc::kMessageIllegal,
+                   "the topic is missing or invalid (1-127 characters of [%|a-zA-Z0-9_-])"};
+  }
+  if (is_internal_topic(*topic)) {
+    return Refusal{rc::kNoPermission, "Sending message to topic[" + *topic +
+                                          "] is forbidden: it is internal to the broker"};
+  }
+  out->topic = *topic;
+  const std::string* props = send_field(request, "i", "properties");
+  out->properties = props ? std::string_view(*props) : std::string_view();
+  const std::string* batch = send_field(request, "m", "batch");
+  if (batch != nullptr && *batch == "true") {
+    return Refusal{rc::kMessageIllegal, "batch messages are not supported"};
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -234,19 +298,35 @@ void BrokerReactor::handle(uint32_t conn, RemotingCommand& request,
     case req::kGetBrokerRuntimeInfo:
       return handle_runtime_info(conn, request);
     case req::kUpdateAndCreateTopic:
-      // Topics exist implicitly with defaultTopicQueueNums queues.
-      return reply_code(conn, request, rc::kSuccess, {});
+      return handle_create_topic(conn, request);
     default:
       return reply_code(conn, request, rc::kRequestCodeNotSupported,
                         "request type " + std::to_string(request.code) + " not supported");
   }
 }
 
+// ---- UPDATE_AND_CREATE_TOPIC: topics exist implicitly with defaultTopicQueueNums queues ----
+
+void BrokerReactor::handle_create_topic(uint32_t conn, const RemotingCommand& request) {
+  HeaderFields fields(request);
+  for (std::string_view key : {"readQueueNums", "writeQueueNums", "perm", "topicSysFlag"}) {
+    (void)fields.int32(key);
+  }
+  if (!fields.ok()) return reply_code(conn, request, rc::kSystemError, fields.error());
+  const std::string* topic = request.ext("topic");
+  if (topic != nullptr && is_internal_topic(*topic)) {
+    return reply_code(conn, request, rc::kNoPermission,
+                      "the topic[" + *topic + "] is internal to the broker");
+  }
+  reply_code(conn, request, rc::kSuccess, {});
+}
+
 // ---- NameServer: GET_ROUTEINFO_BY_TOPIC ----
 
 void BrokerReactor::handle_route(uint32_t conn, const RemotingCommand& request) {
   const std::string* topic = request.ext("topic");
-  if (topic == nullptr || !valid_topic(*topic)) {
+  // Internal topics have no route: clients may neither send to them nor pull them.
+  if (topic == nullptr || !valid_topic(*topic) || is_internal_topic(*topic)) {
     return reply_code(conn, request, rc::kTopicNotExist,
                       "No topic route info in name server for the topic: " +
                           (topic ? *topic : std::string()));
@@ -269,30 +349,9 @@ void BrokerReactor::handle_route(uint32_t conn, const RemotingCommand& request) 
 
 void BrokerReactor::handle_send(uint32_t conn, RemotingCommand& request,
                                 std::span<const std::byte> body) {
-  // The header fields Java requires (@CFNotNull on SendMessageRequestHeader).
-  static constexpr std::array<std::pair<std::string_view, std::string_view>, 7> kRequired = {{
-      {"a", "producerGroup"}, {"b", "topic"}, {"c", "defaultTopic"},
-      {"d", "defaultTopicQueueNums"}, {"e", "queueId"}, {"f", "sysFlag"},
-      {"g", "bornTimestamp"}}};
-  for (const auto& [v2, v1] : kRequired) {
-    if (send_field(request, v2, v1) == nullptr) {
-      return reply_code(conn, request, rc::kSystemError,
-                        "the custom field <" + std::string(v1) + "> is null");
-    }
-  }
-  const std::string* topic_field = send_field(request, "b", "topic");
-  if (topic_field == nullptr || !valid_topic(*topic_field)) {
-    return reply_code(conn, request, rc::kMessageIllegal,
-                      "the topic is missing or invalid (1-127 characters of [%|a-zA-Z0-9_-])");
-  }
-  std::string topic = *topic_field;
-  if (system_topic(topic)) {
-    return reply_code(conn, request, rc::kNoPermission,
-                      "sending to topic " + topic + " is forbidden");
-  }
-  const std::string* batch = send_field(request, "m", "batch");
-  if (batch != nullptr && *batch == "true") {
-    return reply_code(conn, request, rc::kMessageIllegal, "batch messages are not supported");
+  SendHeader header;
+  if (std::optional<Refusal> refused = read_send_header(request, &header)) {
+    return reply_code(conn, request, refused->code, std::move(refused->remark));
   }
   if (body.size() > config_.store.log.limits.max_body_bytes) {
     return reply_code(conn, request, rc::kMessageIllegal,
@@ -300,30 +359,34 @@ void BrokerReactor::handle_send(uint32_t conn, RemotingCommand& request,
                           " bytes, over maxMessageSize " +
                           std::to_string(config_.store.log.limits.max_body_bytes));
   }
-  int64_t queue_id = send_i64(request, "e", "queueId").value_or(-1);
-  int64_t reconsume = send_i64(request, "j", "reconsumeTimes").value_or(0);
-  const std::string* props = send_field(request, "i", "properties");
-  std::string properties = client_properties(props ? *props : std::string_view());
+  std::string properties = client_properties(header.properties);
+  if (properties.size() > kMaxClientPropertiesBytes) {
+    return reply_code(conn, request, rc::kMessageIllegal,
+                      "the message properties are " + std::to_string(properties.size()) +
+                          " bytes, over the limit of " + std::to_string(kMaxClientPropertiesBytes) +
+                          " (RocketMQ's " + std::to_string(engine::kMaxPropertiesBytes) +
+                          ", Short.MAX_VALUE, less the record CRC the broker adds)");
+  }
+  std::string topic = std::move(header.topic);
+  int64_t queue_id = header.queue_id.value_or(-1);
   // A retry copy that used up its attempts goes to the dead-letter topic (Java's
   // handleRetryAndDLQ), with no delay.
-  if (topic.starts_with(kRetryPrefix)) {
-    int64_t max_reconsume = send_i64(request, "l", "maxReconsumeTimes").value_or(16);
-    if (reconsume >= max_reconsume) {
-      topic = std::string(kDlqPrefix) + topic.substr(kRetryPrefix.size());
-      std::string kept;
-      engine::for_each_property(properties, [&](std::string_view name, std::string_view value) {
-        if (name != "DELAY") engine::append_property(kept, name, value);
-      });
-      properties = std::move(kept);
-      queue_id = 0;
-    }
+  if (topic.starts_with(kRetryPrefix) && header.reconsume_times >= header.max_reconsume_times) {
+    topic = std::string(kDlqPrefix) + topic.substr(kRetryPrefix.size());
+    std::string kept;
+    engine::for_each_property(properties, [&](std::string_view name, std::string_view value) {
+      if (name != "DELAY") engine::append_property(kept, name, value);
+    });
+    properties = std::move(kept);
+    queue_id = 0;
   }
   const uint32_t nums = queue_nums(topic);
   if (queue_id < 0) queue_id = static_cast<int64_t>(std::random_device{}() % nums);
   if (queue_id >= nums) {
     return reply_code(conn, request, rc::kSystemError,
                       "queueId " + std::to_string(queue_id) + " is illegal: topic " + topic +
-                          " has " + std::to_string(nums) + " queues");
+                          " has " + std::to_string(nums) + " queues (0.." +
+                          std::to_string(nums - 1) + ")");
   }
   uint32_t index = new_op(BrokerOp::Kind::send, conn, request);
   BrokerOp& op = *ops_[index];
@@ -338,21 +401,28 @@ void BrokerReactor::handle_send(uint32_t conn, RemotingCommand& request,
   op.message.queue_id = op.queue_id;
   op.message.body = op.data;
   op.message.properties = op.properties;
-  op.message.flag = static_cast<int32_t>(send_i64(request, "h", "flag").value_or(0));
+  op.message.flag = header.flag;
   // Only the compression and transaction bits are the client's to set; the host-family bits
   // describe the stored record and are the store's.
-  op.message.sys_flag = static_cast<int32_t>(send_i64(request, "f", "sysFlag").value_or(0)) &
-                        ~(engine::kSysFlagBornHostV6 | engine::kSysFlagStoreHostV6);
-  op.message.born_timestamp_ms =
-      send_i64(request, "g", "bornTimestamp").value_or(clock_->now_ms());
+  op.message.sys_flag =
+      header.sys_flag & ~(engine::kSysFlagBornHostV6 | engine::kSysFlagStoreHostV6);
+  op.message.born_timestamp_ms = header.born_timestamp_ms.value_or(clock_->now_ms());
   op.message.born_host = conns_[conn].peer;
-  op.message.reconsume_times = static_cast<int32_t>(reconsume);
+  op.message.reconsume_times = header.reconsume_times;
   submit(index, [&](uint64_t tag) { return session_->send_async(op.message, tag); });
 }
 
 void BrokerReactor::complete_send(BrokerOp& op, const Completion& c) {
   if (op.replied || !op_connection_alive(op)) return;
   op.replied = true;
+  if (c.code == io::Code::too_large) {
+    // The body and the client's properties were checked before; what is left is a delayed or
+    // timed message whose properties grew past the limit with the fields the store adds.
+    return reply_code(op.conn, op.request, error_code(c.code),
+                      "the message properties, with the fields the broker adds to a delayed or "
+                      "timed message (REAL_TOPIC, REAL_QID, DELAY, TIMER_OUT_MS), exceed " +
+                          std::to_string(engine::kMaxPropertiesBytes) + " bytes");
+  }
   if (c.code != io::Code::ok) {
     return reply_code(op.conn, op.request, error_code(c.code), code_text(c.code));
   }
@@ -369,23 +439,44 @@ void BrokerReactor::complete_send(BrokerOp& op, const Completion& c) {
 void BrokerReactor::handle_pull(uint32_t conn, RemotingCommand& request) {
   const std::string* topic = request.ext("topic");
   const std::string* group = request.ext("consumerGroup");
-  std::optional<int64_t> queue_id = ext_i64(request, "queueId");
-  std::optional<int64_t> offset = ext_i64(request, "queueOffset");
-  if (topic == nullptr || !valid_topic(*topic) || group == nullptr || !queue_id || !offset ||
-      *queue_id < 0 || *queue_id > INT32_MAX) {
+  HeaderFields fields(request);
+  std::optional<int32_t> queue_id = fields.int32("queueId");
+  std::optional<int64_t> offset = fields.int64("queueOffset");
+  const std::optional<int32_t> max_msg_nums = fields.int32("maxMsgNums");
+  const int32_t sys_flag = fields.int32("sysFlag").value_or(0);
+  const int64_t commit = fields.int64("commitOffset").value_or(-1);
+  const std::optional<int64_t> suspend_ms = fields.int64("suspendTimeoutMillis");
+  (void)fields.int64("subVersion");
+  if (!fields.ok()) return reply_code(conn, request, rc::kSystemError, fields.error());
+  if (topic == nullptr || !valid_topic(*topic) || group == nullptr || !queue_id || !offset) {
     return reply_code(conn, request, rc::kSystemError,
                       "PULL_MESSAGE needs topic, consumerGroup, queueId and queueOffset");
   }
-  const int64_t sys_flag = ext_i64(request, "sysFlag").value_or(0);
-  const int64_t commit = ext_i64(request, "commitOffset").value_or(-1);
+  if (is_internal_topic(*topic)) {
+    return reply_code(
+        conn, request, rc::kNoPermission,
+        "the topic[" + *topic + "] pulling message is forbidden: it is internal to the broker");
+  }
+  const uint32_t nums = queue_nums(*topic);
+  if (*queue_id < 0 || static_cast<uint32_t>(*queue_id) >= nums) {
+    return reply_code(conn, request, rc::kSystemError,
+                      "queueId " + std::to_string(*queue_id) + " is illegal: topic " + *topic +
+                          " has " + std::to_string(nums) + " queues (0.." +
+                          std::to_string(nums - 1) + ")");
+  }
   if ((sys_flag & 1) != 0 && commit >= 0) {
+    if (is_internal_group(*group)) {
+      return reply_code(conn, request, rc::kNoPermission,
+                        "consumer group " + *group +
+                            " is internal to the broker: its offsets "
+                            "are not the client's to commit");
+    }
     uint32_t c = new_op(BrokerOp::Kind::commit_silent, conn, request);
     BrokerOp& cop = *ops_[c];
     cop.topic = *topic;
     cop.group = *group;
     submit(c, [&](uint64_t tag) {
-      return session_->commit_offset_async(cop.group, cop.topic, static_cast<int32_t>(*queue_id),
-                                           commit, tag);
+      return session_->commit_offset_async(cop.group, cop.topic, *queue_id, commit, tag);
     });
   }
   uint32_t index = new_op(BrokerOp::Kind::pull, conn, request);
@@ -400,13 +491,12 @@ void BrokerReactor::handle_pull(uint32_t conn, RemotingCommand& request) {
   op.pull.topic = op.topic;
   op.pull.queue_id = op.queue_id;
   op.pull.queue_offset = *offset;
-  op.pull.max_messages = static_cast<uint32_t>(
-      std::clamp<int64_t>(ext_i64(request, "maxMsgNums").value_or(32), 1, kMaxPullMessages));
+  op.pull.max_messages =
+      static_cast<uint32_t>(std::clamp<int64_t>(max_msg_nums.value_or(32), 1, kMaxPullMessages));
   op.pull.tag_filter = op.tag_filter;
   op.pull.buffer = op.data;
   if ((sys_flag & 2) != 0) {
-    op.pull.wait_ms = std::clamp<int64_t>(ext_i64(request, "suspendTimeoutMillis").value_or(15000),
-                                          0, config_.max_suspend_ms);
+    op.pull.wait_ms = std::clamp<int64_t>(suspend_ms.value_or(15000), 0, config_.max_suspend_ms);
   }
   submit(index, [&](uint64_t tag) { return session_->pull_async(op.pull, tag); });
 }
@@ -435,32 +525,55 @@ void BrokerReactor::complete_pull(BrokerOp& op, const Completion& c) {
   response.set_ext("minOffset", std::to_string(c.min_offset));
   response.set_ext("maxOffset", std::to_string(c.max_offset));
   std::span<std::byte> records(op.data.data(), c.pull_status == PullStatus::found ? c.size_bytes : 0);
-  // The stored PHYSICALOFFSET is shard-local; clients echo it back (CONSUMER_SEND_MSG_BACK) and
-  // build msgIds from it, so the reply carries the wire offset.
-  if (store_.shard_count() > 1) {
-    for (size_t at = 0; at + kPhysicalOffsetAt + 8 <= records.size();) {
-      const uint32_t size = engine::get_u32(records.data() + at);
-      if (size == 0 || at + size > records.size()) break;
-      const uint64_t local = engine::get_u64(records.data() + at + kPhysicalOffsetAt);
-      engine::rewrite_physical_offset(
-          records.subspan(at, size),
-          static_cast<int64_t>(wire_offset(make_store_offset(op.shard, local))));
-      at += size;
+  reply(op.conn, response, records.first(client_records(op.shard, records)));
+}
+
+// The pulled records as clients receive them, compacted in place: each without uringmq's
+// internal properties and record CRC, and with PHYSICALOFFSET in its wire form (the stored one is
+// shard-local; clients echo it back in CONSUMER_SEND_MSG_BACK and build msgIds from it).
+// Returns the bytes kept.
+size_t BrokerReactor::client_records(uint32_t shard, std::span<std::byte> records) const {
+  size_t read = 0;
+  size_t written = 0;
+  while (read + kPhysicalOffsetAt + 8 <= records.size()) {
+    const uint32_t size = engine::get_u32(records.data() + read);
+    if (size == 0 || read + size > records.size()) break;
+    const uint64_t local = engine::get_u64(records.data() + read + kPhysicalOffsetAt);
+    uint32_t kept = engine::write_client_record(
+        records.subspan(read, size),
+        static_cast<int64_t>(wire_offset(make_store_offset(shard, local))),
+        records.data() + written);
+    if (kept == 0) {
+      // Lengths that do not add up (damaged on disk after the store checked them): the record
+      // goes as it is stored, and the client's decoder judges it.
+      log_warn("a pulled record of shard " + std::to_string(shard) + " at offset " +
+               std::to_string(local) + ": its length fields do not add up; sent unchanged");
+      std::memmove(records.data() + written, records.data() + read, size);
+      kept = size;
     }
+    read += size;
+    written += kept;
   }
-  reply(op.conn, response, records);
+  // Bytes that do not start a whole record go as they are, as before this rewrite.
+  if (read < records.size()) {
+    std::memmove(records.data() + written, records.data() + read, records.size() - read);
+    written += records.size() - read;
+  }
+  return written;
 }
 
 // ---- offsets and queue figures ----
 
 void BrokerReactor::handle_queue_query(uint32_t conn, RemotingCommand& request) {
   const std::string* topic = request.ext("topic");
-  std::optional<int64_t> queue_id = ext_i64(request, "queueId");
+  HeaderFields fields(request);
+  std::optional<int32_t> queue_id = fields.int32("queueId");
   const std::string* group = request.ext("consumerGroup");
   const bool needs_group = request.code == req::kQueryConsumerOffset;
-  std::optional<int64_t> timestamp = ext_i64(request, "timestamp");
+  std::optional<int64_t> timestamp = fields.int64("timestamp");
+  if (!fields.ok()) return reply_code(conn, request, rc::kSystemError, fields.error());
   if (topic == nullptr || !valid_topic(*topic) || !queue_id || *queue_id < 0 ||
-      *queue_id > INT32_MAX || (needs_group && group == nullptr) ||
+      (needs_group && group == nullptr) ||
       (request.code == req::kSearchOffsetByTimestamp && !timestamp)) {
     return reply_code(conn, request, rc::kSystemError,
                       "request " + std::to_string(request.code) +
@@ -476,7 +589,7 @@ void BrokerReactor::handle_queue_query(uint32_t conn, RemotingCommand& request) 
   BrokerOp& op = *ops_[index];
   op.topic = *topic;
   op.group = group ? *group : std::string();
-  op.queue_id = static_cast<int32_t>(*queue_id);
+  op.queue_id = *queue_id;
   submit(index, [&](uint64_t tag) {
     switch (op.kind) {
       case BrokerOp::Kind::search:
@@ -522,12 +635,19 @@ void BrokerReactor::complete_query(BrokerOp& op, const Completion& c) {
 void BrokerReactor::handle_offset_update(uint32_t conn, RemotingCommand& request) {
   const std::string* topic = request.ext("topic");
   const std::string* group = request.ext("consumerGroup");
-  std::optional<int64_t> queue_id = ext_i64(request, "queueId");
-  std::optional<int64_t> offset = ext_i64(request, "commitOffset");
+  HeaderFields fields(request);
+  std::optional<int32_t> queue_id = fields.int32("queueId");
+  std::optional<int64_t> offset = fields.int64("commitOffset");
+  if (!fields.ok()) return reply_code(conn, request, rc::kSystemError, fields.error());
   if (topic == nullptr || !valid_topic(*topic) || group == nullptr || !queue_id || !offset ||
-      *queue_id < 0 || *queue_id > INT32_MAX) {
+      *queue_id < 0) {
     return reply_code(conn, request, rc::kSystemError,
                       "UPDATE_CONSUMER_OFFSET needs topic, consumerGroup, queueId, commitOffset");
+  }
+  if (is_internal_topic(*topic) || is_internal_group(*group)) {
+    return reply_code(conn, request, rc::kNoPermission,
+                      "the offsets of group " + *group + " on topic " + *topic +
+                          " are internal to the broker: not the client's to commit");
   }
   // ali-ons commits -1 for a queue it has not consumed from; a negative offset is ignored.
   if (*offset < 0) return reply_code(conn, request, rc::kSuccess, {});
@@ -535,7 +655,7 @@ void BrokerReactor::handle_offset_update(uint32_t conn, RemotingCommand& request
   BrokerOp& op = *ops_[index];
   op.topic = *topic;
   op.group = *group;
-  op.queue_id = static_cast<int32_t>(*queue_id);
+  op.queue_id = *queue_id;
   submit(index, [&](uint64_t tag) {
     return session_->commit_offset_async(op.group, op.topic, op.queue_id, *offset, tag);
   });
@@ -597,18 +717,29 @@ void BrokerReactor::handle_consumer_list(uint32_t conn, const RemotingCommand& r
 // ---- CONSUMER_SEND_MSG_BACK: read the record (its size, then all of it), store the copy ----
 
 void BrokerReactor::handle_send_back(uint32_t conn, RemotingCommand& request) {
-  std::optional<int64_t> offset = ext_i64(request, "offset");
+  HeaderFields fields(request);
+  std::optional<int64_t> offset = fields.int64("offset");
+  const std::optional<int32_t> delay_level = fields.int32("delayLevel");
+  const std::optional<int32_t> max_reconsume = fields.int32("maxReconsumeTimes");
+  if (!fields.ok()) return reply_code(conn, request, rc::kSystemError, fields.error());
   const std::string* group = request.ext("group");
   if (!offset || *offset < 0 || group == nullptr || group->empty()) {
     return reply_code(conn, request, rc::kSystemError,
                       "CONSUMER_SEND_MSG_BACK needs offset and group");
   }
+  // The copy goes to %RETRY%<group> (or %DLQ%<group>): the group must make a valid topic name.
+  if (!valid_topic(std::string(kRetryPrefix) + *group)) {
+    return reply_code(conn, request, rc::kSystemError,
+                      "group \"" + group->substr(0, kMaxTopicChars) +
+                          "\" is invalid: its retry topic %RETRY%<group> must be 1-127 "
+                          "characters of [%|a-zA-Z0-9_-]");
+  }
   uint32_t index = new_op(BrokerOp::Kind::send_back_header, conn, request);
   BrokerOp& op = *ops_[index];
   op.group = *group;
   op.store_offset = store_offset_of_wire(static_cast<uint64_t>(*offset));
-  op.delay_level = ext_i64(request, "delayLevel").value_or(0);
-  op.max_reconsume_times = ext_i64(request, "maxReconsumeTimes").value_or(16);
+  op.delay_level = delay_level.value_or(0);
+  op.max_reconsume_times = max_reconsume.value_or(16);
   op.data.resize(4);
   submit(index, [&](uint64_t tag) {
     return session_->read_async(op.store_offset, 4, op.data.data(), tag);
@@ -620,9 +751,12 @@ void BrokerReactor::complete_send_back(uint32_t index, const Completion& c) {
   const bool alive = op_connection_alive(op);
   if (c.code != io::Code::ok) {
     if (alive) {
+      const std::string at = std::to_string(wire_offset(op.store_offset));
       reply_code(op.conn, op.request, rc::kSystemError,
-                 "no message at offset " + std::to_string(wire_offset(op.store_offset)) + ": " +
-                     code_text(c.code));
+                 op.kind == BrokerOp::Kind::send_back_store
+                     ? "storing the retry copy of the message at offset " + at + " for group " +
+                           op.group + " failed: " + code_text(c.code)
+                     : "no message at offset " + at + ": " + code_text(c.code));
     }
     return free_op(index);
   }

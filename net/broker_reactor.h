@@ -109,8 +109,10 @@ class BrokerReactor {
   void reply_code(uint32_t conn, const RemotingCommand& request, int32_t code,
                   std::string remark);
   void handle_route(uint32_t conn, const RemotingCommand& request);
+  void handle_create_topic(uint32_t conn, const RemotingCommand& request);
   void handle_send(uint32_t conn, RemotingCommand& request, std::span<const std::byte> body);
   void handle_pull(uint32_t conn, RemotingCommand& request);
+  size_t client_records(uint32_t shard, std::span<std::byte> records) const;
   void handle_queue_query(uint32_t conn, RemotingCommand& request);
   void handle_offset_update(uint32_t conn, RemotingCommand& request);
   void handle_heartbeat(uint32_t conn, const RemotingCommand& request,

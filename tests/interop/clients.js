@@ -136,6 +136,13 @@ class Collector {
 }
 
 // What a test keeps of a received ali-ons message.
+// uringmq's own properties (engine/properties.h), which consumers must never receive.
+function internalProperties(properties) {
+  return Object.keys(properties)
+    .filter(k => k.startsWith('__UMQ_') || k === '__CRC32#' || k === 'TIMER_OUT_MS')
+    .map(k => `internal property ${k} delivered`);
+}
+
 function summary(msg) {
   return {
     at: Date.now(),
@@ -230,4 +237,5 @@ function finish(extra) {
 module.exports = {
   Producer, Consumer, Message, quietLogger, uniqueName, producer, consumer, close, withTimeout,
   Collector, summary, mapLimit, finish, clientErrors, runId, readyConsumer, expectDeferred,
+  internalProperties,
 };
