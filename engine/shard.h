@@ -30,6 +30,7 @@
 #include "sched/delay_levels.h"
 #include "io/clock.h"
 #include "io/disk.h"
+#include "io/fs_space.h"
 #include "io/waker.h"
 #include "sched/spsc_ring.h"
 
@@ -325,6 +326,24 @@ class Shard {
   // Retention (shard_consumer.cc).
   void maybe_clean();
   void note_segment_first_timestamp(uint64_t log_offset, int64_t store_timestamp_ms);
+  // The first queue offset some consumer still needs, per queue (README "Retention").
+  struct QueueNeed {
+    engine::QueueIndex queue = 0;
+    int64_t min_offset = 0;                   // before the deletion
+    int64_t first_unconsumed = 0;             // min over its groups; min_offset with none
+    std::vector<std::pair<std::string, int64_t>> groups;  // (group, committed offset)
+  };
+  std::vector<QueueNeed> queue_needs() const;
+  // The disk's fullness (StoreOptions::space_probe or statvfs of the shard directory).
+  io::Result<io::FsSpace> disk_space() const;
+  // CommitLogOptions::space_check: no_space when a segment of `bytes` would take the disk past
+  // disk_space_warning_ratio.
+  io::Status check_segment_space(uint64_t bytes) const;
+  // A log offset at or below every unit some consumer still needs (UINT64_MAX: none needed).
+  uint64_t unconsumed_log_floor(const std::vector<QueueNeed>& needs) const;
+  // Deletes the segments that end at or below delete_to, one at a time, reporting each.
+  void delete_segments(uint64_t delete_to);
+  void report_deleted_segment(uint64_t base, uint64_t end, const std::vector<QueueNeed>& needs);
 
   const uint32_t index_;
   const StoreOptions options_;
@@ -485,6 +504,7 @@ class Shard {
 
   std::atomic<uint64_t> stat_appends_{0}, stat_acks_{0}, stat_writes_{0}, stat_syncs_{0},
       stat_wakeups_{0};
+  std::atomic<uint64_t> stat_segments_deleted_{0}, stat_unconsumed_deleted_{0};
 };
 
 }  // namespace uringmq

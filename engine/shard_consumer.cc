@@ -2,11 +2,16 @@
 // store time, and retention. Each runs as a small state machine in a fixed pool of PullOps,
 // advanced by ConsumeQueue and CommitLog read completions; nothing blocks the reactor.
 #include <algorithm>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <utility>
 
 #include "engine/byte_order.h"
 #include "engine/properties.h"
 #include "engine/redelivery.h"
 #include "engine/shard.h"
+#include "engine/timer_message.h"
 #include "io/fs_space.h"
 
 namespace uringmq {
@@ -511,7 +516,8 @@ void Shard::note_segment_first_timestamp(uint64_t log_offset, int64_t store_time
 
 // RocketMQ's CleanCommitLogService: a segment expires once the next one's first message is
 // older than fileReservedTime; expired segments go at deleteWhen or while the disk is fuller
-// than diskMaxUsedSpaceRatio; above the forced ratio the oldest go regardless of age. The
+// than diskMaxUsedSpaceRatio, consumed or not. Above the forced ratio the oldest unexpired
+// segments go too: only those no consumer still needs, unless cleanFileForciblyEnable. The
 // ConsumeQueues' minimum offsets follow.
 void Shard::maybe_clean() {
   if (now_ms() - last_clean_ms_ < options_.clean_interval_ms) return;
@@ -530,23 +536,146 @@ void Shard::maybe_clean() {
     expired_end = bases[i + 1];
   }
   double used = 0;
-  io::Result<io::FsSpace> space = io::file_system_space(shard_dir_);
+  io::Result<io::FsSpace> space = disk_space();
   if (space.is_ok()) used = space->used_ratio();
   const int32_t hour = static_cast<int32_t>((wall_ms / 3'600'000) % 24);
   uint64_t delete_to = 0;
   if (hour == options_.delete_when_hour_utc || used > options_.disk_max_used_space_ratio) {
     delete_to = expired_end;
   }
-  if (used > options_.disk_force_clean_ratio) delete_to = bases.back();
-  if (delete_to == 0) return;
-  io::Result<uint32_t> deleted =
-      log_->delete_segments_before(delete_to, options_.delete_max_files_per_pass);
-  if (!deleted.is_ok() || *deleted == 0) return;
-  io::Status s = cq_->delete_below(log_->min_offset().value);
-  (void)s;  // a failure leaves units pointing below the log: pulls answer offset_moved
-  std::erase_if(segment_first_ts_, [&](const auto& entry) {
-    return entry.first < log_->min_offset().value;
-  });
+  if (used > options_.disk_force_clean_ratio) {
+    uint64_t forced_to = bases.back();
+    if (!options_.clean_file_forcibly_enable) {
+      forced_to = std::min(forced_to, unconsumed_log_floor(queue_needs()));
+    }
+    delete_to = std::max(delete_to, forced_to);
+  }
+  if (delete_to > log_->min_offset().value) delete_segments(delete_to);
+}
+
+io::Result<io::FsSpace> Shard::disk_space() const {
+  return options_.space_probe ? options_.space_probe(shard_dir_)
+                              : io::file_system_space(shard_dir_);
+}
+
+io::Status Shard::check_segment_space(uint64_t bytes) const {
+  if (options_.disk_space_warning_ratio >= 1.0) return io::Status::ok();
+  io::Result<io::FsSpace> space = disk_space();
+  if (!space.is_ok() || space->total_bytes == 0) return io::Status::ok();  // ENOSPC still stops
+  io::FsSpace after = *space;
+  after.available_bytes -= std::min(bytes, after.available_bytes);
+  if (after.used_ratio() <= options_.disk_space_warning_ratio) return io::Status::ok();
+  char text[160];
+  std::snprintf(text, sizeof(text),
+                "the disk would be %.1f%% used, above disk_space_warning_ratio %.1f%% "
+                "(%llu of %llu MiB free)",
+                after.used_ratio() * 100.0, options_.disk_space_warning_ratio * 100.0,
+                static_cast<unsigned long long>(space->available_bytes >> 20),
+                static_cast<unsigned long long>(space->total_bytes >> 20));
+  return io::Status::error(io::Code::no_space, text);
+}
+
+// Per queue of this shard: its minimum offset and the first offset some consumer still needs.
+// The groups of a queue are those with a committed offset on it; a queue no group has ever
+// committed on needs everything it holds (nobody has consumed it). The timer topic's cancel
+// queue is read when dispatched (never by a consumer): it needs nothing.
+std::vector<Shard::QueueNeed> Shard::queue_needs() const {
+  std::map<std::pair<std::string, int32_t>, std::vector<std::pair<std::string, int64_t>>> groups;
+  for (engine::ConsumerOffsets::Entry& e : offsets_->entries()) {
+    groups[{std::move(e.topic), e.queue_id}].emplace_back(std::move(e.group), e.offset);
+  }
+  std::vector<QueueNeed> needs;
+  for (engine::CqQueueInfo& info : cq_->list_queues()) {
+    if (info.topic == engine::kTimerTopic && info.queue_id == engine::kTimerCancelQueue) continue;
+    io::Result<engine::QueueIndex> queue = cq_->queue(info.topic, info.queue_id, false);
+    if (!queue.is_ok()) continue;
+    QueueNeed need;
+    need.queue = *queue;
+    need.min_offset = cq_->min_offset(*queue);
+    need.first_unconsumed = INT64_MAX;
+    auto it = groups.find({std::move(info.topic), info.queue_id});
+    if (it != groups.end()) need.groups = std::move(it->second);
+    for (const auto& [group, offset] : need.groups) {
+      need.first_unconsumed = std::min(need.first_unconsumed, offset);
+    }
+    if (need.groups.empty()) need.first_unconsumed = need.min_offset;
+    need.first_unconsumed = std::max(need.first_unconsumed, need.min_offset);
+    needs.push_back(std::move(need));
+  }
+  return needs;
+}
+
+uint64_t Shard::unconsumed_log_floor(const std::vector<QueueNeed>& needs) const {
+  uint64_t floor = UINT64_MAX;
+  for (const QueueNeed& need : needs) {
+    if (need.first_unconsumed >= cq_->max_offset(need.queue)) continue;  // all consumed
+    floor = std::min(floor, cq_->log_offset_floor(need.queue, need.first_unconsumed));
+  }
+  return floor;
+}
+
+void Shard::delete_segments(uint64_t delete_to) {
+  for (uint32_t n = 0; n < options_.delete_max_files_per_pass; n++) {
+    const uint64_t base = log_->min_offset().value;
+    std::vector<QueueNeed> needs = queue_needs();  // before: the minimums it moves
+    io::Result<uint32_t> deleted = log_->delete_segments_before(delete_to, 1);
+    if (!deleted.is_ok() || *deleted == 0) return;
+    const uint64_t end = log_->min_offset().value;
+    io::Status s = cq_->delete_below(end);
+    (void)s;  // a failure leaves units pointing below the log: pulls answer offset_moved
+    std::erase_if(segment_first_ts_, [&](const auto& entry) { return entry.first < end; });
+    report_deleted_segment(base, end, needs);
+  }
+}
+
+// One WARN line per deleted segment: its file, its log offset range, and per group the messages
+// of its queues that went unconsumed (from the ConsumeQueue minimums before and after; "at
+// least" when a new minimum is not exact: the first surviving unit is not in memory).
+void Shard::report_deleted_segment(uint64_t base, uint64_t end,
+                                   const std::vector<QueueNeed>& needs) {
+  std::vector<std::pair<std::string, uint64_t>> lost;  // (group, messages), "" = no group
+  auto add = [&](const std::string& group, uint64_t n) {
+    if (n == 0) return;
+    for (auto& [g, count] : lost) {
+      if (g == group) return void(count += n);
+    }
+    lost.emplace_back(group, n);
+  };
+  uint64_t unconsumed = 0;
+  bool exact = true;
+  for (const QueueNeed& need : needs) {
+    const int64_t new_min = cq_->min_offset(need.queue);
+    if (new_min <= need.min_offset) continue;
+    if (new_min < cq_->max_offset(need.queue) && cq_->log_offset_floor(need.queue, new_min) < end) {
+      exact = false;
+    }
+    unconsumed += static_cast<uint64_t>(std::max<int64_t>(0, new_min - need.first_unconsumed));
+    if (need.groups.empty()) add("", static_cast<uint64_t>(new_min - need.min_offset));
+    for (const auto& [group, committed] : need.groups) {
+      add(group, static_cast<uint64_t>(
+                     std::max<int64_t>(0, new_min - std::max(committed, need.min_offset))));
+    }
+  }
+  stat_segments_deleted_.fetch_add(1, std::memory_order_relaxed);
+  stat_unconsumed_deleted_.fetch_add(unconsumed, std::memory_order_relaxed);
+  std::string groups;
+  size_t shown = 0;
+  for (const auto& [group, n] : lost) {
+    if (shown++ == 8) {
+      groups += " (+" + std::to_string(lost.size() - 8) + " more groups)";
+      break;
+    }
+    groups += " " + (group.empty() ? std::string("(no group)") : group) + "=" + std::to_string(n);
+  }
+  const std::string file = io::path_join(io::path_join(shard_dir_, "commitlog"),
+                                         engine::CommitLog::segment_name(base));
+  std::fprintf(stderr,
+               "uringmq: WARN retention deleted segment %s (log offsets [%llu, %llu)); "
+               "unconsumed messages deleted: %s%llu%s%s\n",
+               file.c_str(), static_cast<unsigned long long>(base),
+               static_cast<unsigned long long>(end), exact ? "" : "at least ",
+               static_cast<unsigned long long>(unconsumed), lost.empty() ? "" : ", per group:",
+               groups.c_str());
 }
 
 }  // namespace uringmq

@@ -31,7 +31,10 @@ bool is_power_of_two(uint32_t v) { return v >= 2 && (v & (v - 1)) == 0; }
 
 // Creates the data directory and checks the shard count against the shard directories there.
 io::Status prepare_data_dir(const StoreOptions& options) {
-  io::Result<std::unique_ptr<io::UringDisk>> disk = io::UringDisk::create(io::UringDiskOptions{});
+  io::UringDiskOptions disk_options;
+  disk_options.file_mode = options.file_mode;
+  disk_options.dir_mode = options.dir_mode;
+  io::Result<std::unique_ptr<io::UringDisk>> disk = io::UringDisk::create(disk_options);
   if (!disk.is_ok()) return disk.status();
   io::Disk& d = **disk;
   UMQ_RETURN_IF_ERROR(d.make_dir(options.data_dir));
@@ -158,6 +161,8 @@ StoreStats Store::stats() const {
     total.writes_submitted += s.writes_submitted;
     total.fdatasyncs += s.fdatasyncs;
     total.wakeups += s.wakeups;
+    total.segments_deleted += s.segments_deleted;
+    total.messages_deleted_unconsumed += s.messages_deleted_unconsumed;
   }
   return total;
 }
