@@ -676,7 +676,9 @@ void Shard::deliver_reads() {
   std::array<engine::CqReadCompletion, 64> units;
   for (size_t n; (n = cq_->take_reads(units)) > 0;) {
     for (size_t i = 0; i < n; i++) {
-      if ((units[i].tag & kUnitsAheadBit) != 0) {
+      if ((units[i].tag & kRetentionReadBit) != 0) {
+        retention_unit_ready(static_cast<uint32_t>(units[i].tag & 0xFFFF'FFFF), units[i].result);
+      } else if ((units[i].tag & kUnitsAheadBit) != 0) {
         level_units_ahead_ready(units[i].result);
       } else if ((units[i].tag & kTimerReadBit) != 0) {
         timer_unit_ready(units[i].result);

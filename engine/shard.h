@@ -341,9 +341,35 @@ class Shard {
   io::Status check_segment_space(uint64_t bytes) const;
   // A log offset at or below every unit some consumer still needs (UINT64_MAX: none needed).
   uint64_t unconsumed_log_floor(const std::vector<QueueNeed>& needs) const;
-  // Deletes the segments that end at or below delete_to, one at a time, reporting each.
-  void delete_segments(uint64_t delete_to);
-  void report_deleted_segment(uint64_t base, uint64_t end, const std::vector<QueueNeed>& needs);
+  // Deleting a segment [base, end) first finds, per queue, the first units at or above base
+  // and end (exact counts of what goes: a binary search over units, in memory where it can,
+  // else one unit read at a time per queue), then deletes it and reports it (one WARN line).
+  // One segment at a time; a pass deletes up to delete_max_files_per_pass.
+  static constexpr uint64_t kRetentionReadBit = uint64_t{1} << 45;  // CQ read tags
+  struct BoundarySearch {
+    size_t need = 0;
+    uint64_t boundary = 0;   // log offset: the answer is the first unit at or above it
+    int64_t lo = 0, hi = 0;  // the answer is in [lo, hi]; found once lo == hi
+    bool in_flight = false;
+    bool gave_up = false;    // a read failed: lo is a lower bound
+    std::array<std::byte, engine::kCqUnitBytes> unit{};
+  };
+  struct SegmentDeletion {
+    bool active = false;
+    uint64_t base = 0, end = 0;
+    std::vector<QueueNeed> needs;
+    std::vector<BoundarySearch> searches;  // two per need: base, end; stable while reads fly
+    size_t searches_left = 0;
+  };
+  SegmentDeletion deletion_;
+  uint64_t clean_target_ = 0;   // this pass deletes segments ending at or below it
+  uint32_t clean_left_ = 0;     // segments this pass may still delete
+  void delete_next_segments();
+  void step_search(size_t index);  // resolves from memory, or issues its next read
+  void retention_unit_ready(uint32_t index, int64_t result);
+  void advance_deletion();
+  bool finish_deletion();  // false: the segment could not be deleted now
+  void report_deleted_segment();
 
   const uint32_t index_;
   const StoreOptions options_;

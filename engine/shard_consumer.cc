@@ -520,6 +520,7 @@ void Shard::note_segment_first_timestamp(uint64_t log_offset, int64_t store_time
 // segments go too: only those no consumer still needs, unless cleanFileForciblyEnable. The
 // ConsumeQueues' minimum offsets follow.
 void Shard::maybe_clean() {
+  if (deletion_.active) return advance_deletion();
   if (now_ms() - last_clean_ms_ < options_.clean_interval_ms) return;
   last_clean_ms_ = now_ms();
   std::vector<uint64_t> bases = log_->segment_bases();
@@ -550,7 +551,9 @@ void Shard::maybe_clean() {
     }
     delete_to = std::max(delete_to, forced_to);
   }
-  if (delete_to > log_->min_offset().value) delete_segments(delete_to);
+  clean_target_ = delete_to;
+  clean_left_ = options_.delete_max_files_per_pass;
+  delete_next_segments();
 }
 
 io::Result<io::FsSpace> Shard::disk_space() const {
@@ -614,66 +617,147 @@ uint64_t Shard::unconsumed_log_floor(const std::vector<QueueNeed>& needs) const 
   return floor;
 }
 
-void Shard::delete_segments(uint64_t delete_to) {
-  for (uint32_t n = 0; n < options_.delete_max_files_per_pass; n++) {
-    const uint64_t base = log_->min_offset().value;
-    std::vector<QueueNeed> needs = queue_needs();  // before: the minimums it moves
-    io::Result<uint32_t> deleted = log_->delete_segments_before(delete_to, 1);
-    if (!deleted.is_ok() || *deleted == 0) return;
-    const uint64_t end = log_->min_offset().value;
-    io::Status s = cq_->delete_below(end);
-    (void)s;  // a failure leaves units pointing below the log: pulls answer offset_moved
-    std::erase_if(segment_first_ts_, [&](const auto& entry) { return entry.first < end; });
-    report_deleted_segment(base, end, needs);
+void Shard::delete_next_segments() {
+  while (clean_left_ > 0 && !deletion_.active) {
+    std::vector<uint64_t> bases = log_->segment_bases();
+    if (bases.size() < 2 || bases[1] > clean_target_) return;  // never the writer's segment
+    SegmentDeletion& d = deletion_;
+    d.active = true;
+    d.base = bases[0];
+    d.end = bases[1];
+    d.needs = queue_needs();
+    d.searches.assign(d.needs.size() * 2, BoundarySearch{});
+    d.searches_left = d.searches.size();
+    for (size_t i = 0; i < d.searches.size(); i++) {
+      BoundarySearch& b = d.searches[i];
+      b.need = i / 2;
+      b.boundary = i % 2 == 0 ? d.base : d.end;
+      b.lo = cq_->min_offset(d.needs[b.need].queue);
+      b.hi = cq_->max_offset(d.needs[b.need].queue);
+      step_search(i);
+    }
+    if (d.searches_left > 0) return;  // advance_deletion() goes on as reads complete
+    if (!finish_deletion()) return;
   }
 }
 
-// One WARN line per deleted segment: its file, its log offset range, and per group the messages
-// of its queues that went unconsumed (from the ConsumeQueue minimums before and after; "at
-// least" when a new minimum is not exact: the first surviving unit is not in memory).
-void Shard::report_deleted_segment(uint64_t base, uint64_t end,
-                                   const std::vector<QueueNeed>& needs) {
-  std::vector<std::pair<std::string, uint64_t>> lost;  // (group, messages), "" = no group
-  auto add = [&](const std::string& group, uint64_t n) {
-    if (n == 0) return;
-    for (auto& [g, count] : lost) {
-      if (g == group) return void(count += n);
+// Binary search for the first unit at or above the boundary: units are in log order.
+void Shard::step_search(size_t index) {
+  BoundarySearch& b = deletion_.searches[index];
+  const engine::QueueIndex queue = deletion_.needs[b.need].queue;
+  if (b.in_flight) return;
+  if (b.lo < b.hi && cq_->log_offset_floor(queue, b.lo) >= b.boundary) b.hi = b.lo;
+  while (b.lo < b.hi) {
+    const int64_t mid = b.lo + (b.hi - b.lo) / 2;
+    engine::CqUnit unit;
+    if (cq_->lookup_memory(queue, mid, std::span(&unit, 1)) == 0) {
+      io::Status s = cq_->read_units(queue, mid, 1, b.unit.data(), kRetentionReadBit | index);
+      if (s.is_ok()) {
+        b.in_flight = true;
+        return;
+      }
+      if (s.code() == io::Code::busy) return;  // advance_deletion() asks again
+      b.gave_up = true;
+      b.hi = b.lo;
+      break;
     }
-    lost.emplace_back(group, n);
+    if (unit.log_offset < b.boundary) {
+      b.lo = mid + 1;
+    } else {
+      b.hi = mid;
+    }
+  }
+  deletion_.searches_left--;
+}
+
+void Shard::retention_unit_ready(uint32_t index, int64_t result) {
+  UMQ_ASSERT(index < deletion_.searches.size());
+  BoundarySearch& b = deletion_.searches[index];
+  b.in_flight = false;
+  const int64_t mid = b.lo + (b.hi - b.lo) / 2;
+  if (result != engine::kCqUnitBytes) {
+    b.gave_up = true;
+    b.hi = b.lo;
+    deletion_.searches_left--;
+    return;
+  }
+  std::optional<engine::CqUnit> unit = engine::decode_cq_unit(b.unit);
+  if (!unit || unit->log_offset < b.boundary) {  // a filler unit is below every boundary
+    b.lo = mid + 1;
+  } else {
+    b.hi = mid;
+  }
+  step_search(index);
+}
+
+void Shard::advance_deletion() {
+  SegmentDeletion& d = deletion_;
+  for (size_t i = 0; i < d.searches.size() && d.searches_left > 0; i++) {
+    if (d.searches[i].lo < d.searches[i].hi) step_search(i);
+  }
+  if (d.searches_left > 0) return;
+  if (finish_deletion()) delete_next_segments();
+}
+
+bool Shard::finish_deletion() {
+  SegmentDeletion& d = deletion_;
+  d.active = false;
+  io::Result<uint32_t> deleted = log_->delete_segments_before(d.end, 1);
+  if (!deleted.is_ok() || *deleted == 0) return false;  // busy now: a later pass
+  io::Status s = cq_->delete_below(d.end);
+  (void)s;  // a failure leaves units pointing below the log: pulls answer offset_moved
+  std::erase_if(segment_first_ts_, [&](const auto& entry) { return entry.first < d.end; });
+  clean_left_--;
+  report_deleted_segment();
+  return true;
+}
+
+// One WARN line per deleted segment: its file, its log offset range, and per group the messages
+// of its queues that group had not consumed ("(no group)": a queue no group consumes). "at
+// least" when a unit could not be read (then the count is a lower bound).
+void Shard::report_deleted_segment() {
+  const SegmentDeletion& d = deletion_;
+  std::vector<std::pair<std::string, uint64_t>> lost;  // (group, messages), "" = no group
+  auto add = [&](const std::string& group, int64_t n) {
+    if (n <= 0) return;
+    for (auto& [g, count] : lost) {
+      if (g == group) return void(count += static_cast<uint64_t>(n));
+    }
+    lost.emplace_back(group, static_cast<uint64_t>(n));
   };
   uint64_t unconsumed = 0;
   bool exact = true;
-  for (const QueueNeed& need : needs) {
-    const int64_t new_min = cq_->min_offset(need.queue);
-    if (new_min <= need.min_offset) continue;
-    if (new_min < cq_->max_offset(need.queue) && cq_->log_offset_floor(need.queue, new_min) < end) {
-      exact = false;
-    }
-    unconsumed += static_cast<uint64_t>(std::max<int64_t>(0, new_min - need.first_unconsumed));
-    if (need.groups.empty()) add("", static_cast<uint64_t>(new_min - need.min_offset));
-    for (const auto& [group, committed] : need.groups) {
-      add(group, static_cast<uint64_t>(
-                     std::max<int64_t>(0, new_min - std::max(committed, need.min_offset))));
-    }
+  for (size_t i = 0; i < d.needs.size(); i++) {
+    const QueueNeed& need = d.needs[i];
+    const BoundarySearch& at_base = d.searches[2 * i];
+    const BoundarySearch& at_end = d.searches[2 * i + 1];
+    exact = exact && !at_base.gave_up && !at_end.gave_up;
+    const int64_t first = at_base.lo;  // the segment's units of this queue: [first, gone)
+    const int64_t gone = at_end.lo;
+    if (gone <= first) continue;
+    unconsumed += static_cast<uint64_t>(
+        std::max<int64_t>(0, gone - std::max(need.first_unconsumed, first)));
+    if (need.groups.empty()) add("", gone - first);
+    for (const auto& [group, committed] : need.groups) add(group, gone - std::max(committed, first));
   }
   stat_segments_deleted_.fetch_add(1, std::memory_order_relaxed);
   stat_unconsumed_deleted_.fetch_add(unconsumed, std::memory_order_relaxed);
   std::string groups;
-  size_t shown = 0;
-  for (const auto& [group, n] : lost) {
-    if (shown++ == 8) {
+  for (size_t k = 0; k < lost.size(); k++) {
+    if (k == 8) {
       groups += " (+" + std::to_string(lost.size() - 8) + " more groups)";
       break;
     }
-    groups += " " + (group.empty() ? std::string("(no group)") : group) + "=" + std::to_string(n);
+    groups += " " + (lost[k].first.empty() ? std::string("(no group)") : lost[k].first) + "=" +
+              std::to_string(lost[k].second);
   }
   const std::string file = io::path_join(io::path_join(shard_dir_, "commitlog"),
-                                         engine::CommitLog::segment_name(base));
+                                         engine::CommitLog::segment_name(d.base));
   std::fprintf(stderr,
                "uringmq: WARN retention deleted segment %s (log offsets [%llu, %llu)); "
                "unconsumed messages deleted: %s%llu%s%s\n",
-               file.c_str(), static_cast<unsigned long long>(base),
-               static_cast<unsigned long long>(end), exact ? "" : "at least ",
+               file.c_str(), static_cast<unsigned long long>(d.base),
+               static_cast<unsigned long long>(d.end), exact ? "" : "at least ",
                static_cast<unsigned long long>(unconsumed), lost.empty() ? "" : ", per group:",
                groups.c_str());
 }
