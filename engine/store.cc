@@ -103,6 +103,12 @@ io::Result<std::unique_ptr<Store>> Store::open(const StoreOptions& requested) {
   if (options.delivery_lead_ms < 0 || options.delivery_lead_ms > 1000) {
     return io::Status::error(io::Code::invalid_argument, "delivery_lead_ms must be in 0..1000");
   }
+  if (options.file_mode > 0777 || options.dir_mode > 0777 || (options.file_mode & 0600) != 0600 ||
+      (options.dir_mode & 0700) != 0700) {
+    return io::Status::error(io::Code::invalid_argument,
+                             "file_mode/dir_mode must be permission bits (0..0777) giving the "
+                             "owner rw- on files and rwx on directories");
+  }
   UMQ_RETURN_IF_ERROR(check_timer_options(options));
   fit_timer_horizon(options);
   UMQ_RETURN_IF_ERROR(prepare_data_dir(options));
