@@ -1222,6 +1222,12 @@ uint64_t CqStore::log_offset_floor(QueueIndex queue, int64_t queue_offset) const
   return floor;
 }
 
+void CqStore::raise_min_offset(QueueIndex queue, int64_t queue_offset) {
+  UMQ_ASSERT(queue < impl_->queues.size());
+  Queue& q = impl_->queues[queue];
+  q.min_offset = std::max(q.min_offset, std::min(queue_offset, q.max_offset));
+}
+
 io::Status CqStore::delete_below(uint64_t min_log_offset) {
   Impl& m = *impl_;
   UMQ_ASSERT(!m.closed);

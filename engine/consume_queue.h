@@ -160,6 +160,9 @@ class CqStore {
   // memory; otherwise the first log offset of the file holding it (units are in log order), so
   // never above the truth. No IO.
   uint64_t log_offset_floor(QueueIndex queue, int64_t queue_offset) const;
+  // Retention found the queue's first unit whose record survives (after delete_below): the min
+  // offset moves up to it (never down, never past max_offset). Not persisted either.
+  void raise_min_offset(QueueIndex queue, int64_t queue_offset);
 
   // Reactor integration: submit_work() queues writes and flushes; complete() takes a completion
   // whose user_data owns() is true for.

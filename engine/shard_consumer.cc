@@ -706,6 +706,10 @@ bool Shard::finish_deletion() {
   if (!deleted.is_ok() || *deleted == 0) return false;  // busy now: a later pass
   io::Status s = cq_->delete_below(d.end);
   (void)s;  // a failure leaves units pointing below the log: pulls answer offset_moved
+  for (size_t i = 0; i < d.needs.size(); i++) {  // the searches know the exact new minimums
+    const BoundarySearch& at_end = d.searches[2 * i + 1];
+    if (!at_end.gave_up) cq_->raise_min_offset(d.needs[i].queue, at_end.lo);
+  }
   std::erase_if(segment_first_ts_, [&](const auto& entry) { return entry.first < d.end; });
   clean_left_--;
   report_deleted_segment();

@@ -361,6 +361,13 @@ TEST(StoreRetentionTest, AFullFileSystemWithForcedCleanDeletesAndSaysSo) {
   EXPECT_GT(stats.segments_deleted, 0u);
   EXPECT_GT(stats.messages_deleted_unconsumed, 0u);
   EXPECT_NE(err.find("WARN retention deleted segment"), std::string::npos) << err;
+  std::printf("forced-clean: acknowledged=%lld segments_deleted=%llu "
+              "messages_deleted_unconsumed=%llu queue min offset now %lld\n",
+              static_cast<long long>(acked), static_cast<unsigned long long>(stats.segments_deleted),
+              static_cast<unsigned long long>(stats.messages_deleted_unconsumed),
+              static_cast<long long>(f.query_queue(0).min_offset));
+  // One queue, no group: every message deleted was unconsumed, and the minimum is exact.
+  EXPECT_EQ(static_cast<uint64_t>(f.query_queue(0).min_offset), stats.messages_deleted_unconsumed);
   io::Code code = io::Code::no_space;
   for (int i = 0; i < 100 && code != io::Code::ok; i++) {
     clock.advance_ms(200);
