@@ -360,6 +360,7 @@ class Shard {
     std::vector<QueueNeed> needs;
     std::vector<BoundarySearch> searches;  // two per need: base, end; stable while reads fly
     size_t searches_left = 0;
+    bool refused = false;  // a read was refused (busy): advance_deletion() asks again
   };
   SegmentDeletion deletion_;
   uint64_t clean_target_ = 0;   // this pass deletes segments ending at or below it

@@ -623,6 +623,7 @@ void Shard::delete_next_segments() {
     if (bases.size() < 2 || bases[1] > clean_target_) return;  // never the writer's segment
     SegmentDeletion& d = deletion_;
     d.active = true;
+    d.refused = false;
     d.base = bases[0];
     d.end = bases[1];
     d.needs = queue_needs();
@@ -656,7 +657,10 @@ void Shard::step_search(size_t index) {
         b.in_flight = true;
         return;
       }
-      if (s.code() == io::Code::busy) return;  // advance_deletion() asks again
+      if (s.code() == io::Code::busy) {
+        deletion_.refused = true;  // advance_deletion() asks again
+        return;
+      }
       b.gave_up = true;
       b.hi = b.lo;
       break;
@@ -692,8 +696,11 @@ void Shard::retention_unit_ready(uint32_t index, int64_t result) {
 
 void Shard::advance_deletion() {
   SegmentDeletion& d = deletion_;
-  for (size_t i = 0; i < d.searches.size() && d.searches_left > 0; i++) {
-    if (d.searches[i].lo < d.searches[i].hi) step_search(i);
+  if (d.refused) {
+    d.refused = false;
+    for (size_t i = 0; i < d.searches.size() && d.searches_left > 0; i++) {
+      if (d.searches[i].lo < d.searches[i].hi) step_search(i);
+    }
   }
   if (d.searches_left > 0) return;
   if (finish_deletion()) delete_next_segments();
@@ -742,7 +749,9 @@ void Shard::report_deleted_segment() {
     unconsumed += static_cast<uint64_t>(
         std::max<int64_t>(0, gone - std::max(need.first_unconsumed, first)));
     if (need.groups.empty()) add("", gone - first);
-    for (const auto& [group, committed] : need.groups) add(group, gone - std::max(committed, first));
+    for (const auto& [group, committed] : need.groups) {
+      add(group, gone - std::max(committed, first));
+    }
   }
   stat_segments_deleted_.fetch_add(1, std::memory_order_relaxed);
   stat_unconsumed_deleted_.fetch_add(unconsumed, std::memory_order_relaxed);

@@ -22,8 +22,8 @@ namespace uringmq {
 namespace {
 
 // Paths under root (root included) whose permission bits differ from the expected ones.
-std::vector<std::string> wrong_modes(const std::string& root, uint32_t file_mode,
-                                     uint32_t dir_mode, size_t* files, size_t* dirs) {
+std::vector<std::string> wrong_modes(const std::string& root, uint32_t file_mode, uint32_t dir_mode,
+                                     size_t* files, size_t* dirs) {
   std::vector<std::string> wrong;
   auto check = [&](const std::filesystem::path& p) {
     struct stat st {};
@@ -113,8 +113,12 @@ void run_case(const ModeCase& c) {
   ::umask(old_umask);
 }
 
-TEST(StoreFileModesTest, DefaultModesUnderUmask022) { run_case({022, 0, 0}); }
-TEST(StoreFileModesTest, DefaultModesUnderUmask000) { run_case({0, 0, 0}); }
+TEST(StoreFileModesTest, DefaultModesUnderUmask022) {
+  run_case({022, 0, 0});
+}
+TEST(StoreFileModesTest, DefaultModesUnderUmask000) {
+  run_case({0, 0, 0});
+}
 TEST(StoreFileModesTest, ConfiguredModesUnderUmask077AndUmask000) {
   run_case({077, 0660, 0770});  // wider than the umask allows: set exactly anyway
   run_case({0, 0600, 0700});

@@ -86,8 +86,8 @@ class Fixture {
   Session& session() { return *session_; }
 
   Completion send(int32_t queue_id, uint64_t seq, uint32_t body_bytes) {
-    testing::TestMessage m = testing::make_message(static_cast<uint32_t>(queue_id), seq,
-                                                   body_bytes);
+    testing::TestMessage m =
+        testing::make_message(static_cast<uint32_t>(queue_id), seq, body_bytes);
     Message msg;
     msg.topic = kTopic;
     msg.queue_id = queue_id;
@@ -245,7 +245,7 @@ TEST(StoreRetentionTest, ForcedCleanWhenAllowedDeletesAndReportsIt) {
     no_group += std::atoll(err.c_str() + at + key.size());
   }
   EXPECT_EQ(no_group, min2) << err;
-  EXPECT_NE(err.find("unconsumed messages deleted: " ), std::string::npos) << err;
+  EXPECT_NE(err.find("unconsumed messages deleted: "), std::string::npos) << err;
 }
 
 // ---- A real full file system ----
@@ -253,8 +253,8 @@ TEST(StoreRetentionTest, ForcedCleanWhenAllowedDeletesAndReportsIt) {
 // A small ext4 file system on a loop device, mounted for the test (root only).
 class LoopFs {
  public:
-  explicit LoopFs(const std::string& dir, uint32_t mib) : image_(dir + "/fs.img"),
-                                                          mount_(dir + "/mnt") {
+  explicit LoopFs(const std::string& dir, uint32_t mib)
+      : image_(dir + "/fs.img"), mount_(dir + "/mnt") {
     const std::string cmd = "truncate -s " + std::to_string(mib) + "M " + image_ +
                             " && mkfs.ext4 -q -m 0 " + image_ + " && mkdir -p " + mount_ +
                             " && mount -o loop " + image_ + " " + mount_ + " 2>/dev/null";
@@ -351,21 +351,26 @@ TEST(StoreRetentionTest, AFullFileSystemWithForcedCleanDeletesAndSaysSo) {
   ASSERT_GT(acked, 1000);
   ::testing::internal::CaptureStderr();
   f.clean_pass(nullptr);
-  // A deletion first reads the ConsumeQueue units it needs to count what goes (async).
-  for (int i = 0; i < 5000 && f.store().stats().segments_deleted == 0; i++) {
-    (void)f.query_queue(0);
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  // A deletion first reads the ConsumeQueue units it needs to count what goes (async), one
+  // segment after another: wait until the count stays put (100 ms).
+  uint64_t deleted = 0;
+  for (int i = 0, same = 0; i < 5000 && (deleted == 0 || same < 20); i++) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    const uint64_t now = f.store().stats().segments_deleted;
+    same = now == deleted ? same + 1 : 0;
+    deleted = now;
   }
   const std::string err = ::testing::internal::GetCapturedStderr();
   const StoreStats stats = f.store().stats();
   EXPECT_GT(stats.segments_deleted, 0u);
   EXPECT_GT(stats.messages_deleted_unconsumed, 0u);
   EXPECT_NE(err.find("WARN retention deleted segment"), std::string::npos) << err;
-  std::printf("forced-clean: acknowledged=%lld segments_deleted=%llu "
-              "messages_deleted_unconsumed=%llu queue min offset now %lld\n",
-              static_cast<long long>(acked), static_cast<unsigned long long>(stats.segments_deleted),
-              static_cast<unsigned long long>(stats.messages_deleted_unconsumed),
-              static_cast<long long>(f.query_queue(0).min_offset));
+  std::printf(
+      "forced-clean: acknowledged=%lld segments_deleted=%llu "
+      "messages_deleted_unconsumed=%llu queue min offset now %lld\n",
+      static_cast<long long>(acked), static_cast<unsigned long long>(stats.segments_deleted),
+      static_cast<unsigned long long>(stats.messages_deleted_unconsumed),
+      static_cast<long long>(f.query_queue(0).min_offset));
   // One queue, no group: every message deleted was unconsumed, and the minimum is exact.
   EXPECT_EQ(static_cast<uint64_t>(f.query_queue(0).min_offset), stats.messages_deleted_unconsumed);
   io::Code code = io::Code::no_space;
