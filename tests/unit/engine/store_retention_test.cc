@@ -295,7 +295,7 @@ int64_t fill_until_no_space(Fixture& f, int64_t first_seq) {
 
 TEST(StoreRetentionTest, AFullFileSystemRejectsSendsAndKeepsEverything) {
   testing::TempDir dir;
-  LoopFs fs(dir.path(), 48);
+  LoopFs fs(dir.path(), 32);
   if (!fs.mounted()) {
     GTEST_SKIP() << "skip: cannot mount a loop file system here (needs root and mount); the "
                     "space_probe tests above cover retention's decisions";
@@ -338,7 +338,7 @@ TEST(StoreRetentionTest, AFullFileSystemRejectsSendsAndKeepsEverything) {
 
 TEST(StoreRetentionTest, AFullFileSystemWithForcedCleanDeletesAndSaysSo) {
   testing::TempDir dir;
-  LoopFs fs(dir.path(), 48);
+  LoopFs fs(dir.path(), 32);
   if (!fs.mounted()) {
     GTEST_SKIP() << "skip: cannot mount a loop file system here (needs root and mount)";
   }
