@@ -109,6 +109,10 @@ io::Result<std::unique_ptr<Store>> Store::open(const StoreOptions& requested) {
                              "file_mode/dir_mode must be permission bits (0..0777) giving the "
                              "owner rw- on files and rwx on directories");
   }
+  if (!(options.disk_space_warning_ratio > 0.0 && options.disk_space_warning_ratio <= 1.0)) {
+    return io::Status::error(io::Code::invalid_argument,
+                             "disk_space_warning_ratio must be in (0, 1]");
+  }
   UMQ_RETURN_IF_ERROR(check_timer_options(options));
   fit_timer_horizon(options);
   UMQ_RETURN_IF_ERROR(prepare_data_dir(options));
