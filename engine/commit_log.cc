@@ -623,6 +623,11 @@ void CommitLog::advance_allocator() {
   roll_waiting_ = false;
   alloc_base_ = writer_segment_ + options_.segment_size_bytes;
   set_segment_path(alloc_base_, alloc_path_);
+  if (options_.space_check) {
+    io::Status space = options_.space_check(options_.segment_size_bytes);
+    UMQ_ASSERT(space.is_ok() || space.code() == io::Code::no_space);
+    if (!space.is_ok()) return allocation_failed(std::move(space));
+  }
   io::Result<io::FileHandle> file =
       disk_.open(alloc_path_, io::OpenMode::create_exclusive, options_.io_mode);
   if (!file.is_ok()) {

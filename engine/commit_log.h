@@ -88,6 +88,11 @@ struct CommitLogOptions {
   int64_t checkpoint_interval_ms = 1000;
   // After ENOSPC at segment allocation, retry allocation after this long, ms.
   int64_t no_space_retry_ms = 1000;
+  // Asked before each segment is allocated, with its size: a no_space status refuses the
+  // allocation as an ENOSPC from fallocate would (appends that need the segment answer
+  // no_space; asked again after no_space_retry_ms). Only ok or no_space. Null: never refused.
+  // The store refuses above disk_space_warning_ratio, keeping room for metadata writes.
+  std::function<io::Status(uint64_t bytes)> space_check;
   // Size of each zero-fill write when preparing a segment, bytes.
   uint32_t zero_fill_chunk_bytes = 1u << 20;
   // The next segment is prepared (fallocate, zero-fill, fdatasync) once the writer has at most

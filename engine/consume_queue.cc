@@ -1207,6 +1207,27 @@ void CqStore::Impl::refine_min(Queue& q, uint64_t min_log_offset) {
   q.min_offset = std::max(q.min_offset, a);
 }
 
+uint64_t CqStore::log_offset_floor(QueueIndex queue, int64_t queue_offset) const {
+  const Impl& m = *impl_;
+  UMQ_ASSERT(queue < m.queues.size());
+  const Queue& q = m.queues[queue];
+  UMQ_ASSERT(queue_offset >= q.min_offset);
+  UMQ_ASSERT(queue_offset < q.max_offset);
+  if (queue_offset >= m.ring_begin(q)) return get_u64(m.ring_slot(q, queue_offset));
+  uint64_t floor = 0;
+  for (const CqFile& f : q.files) {
+    if (f.base > queue_offset) break;
+    if (f.has_units && f.first_unit <= queue_offset) floor = f.first_log_offset;
+  }
+  return floor;
+}
+
+void CqStore::raise_min_offset(QueueIndex queue, int64_t queue_offset) {
+  UMQ_ASSERT(queue < impl_->queues.size());
+  Queue& q = impl_->queues[queue];
+  q.min_offset = std::max(q.min_offset, std::min(queue_offset, q.max_offset));
+}
+
 io::Status CqStore::delete_below(uint64_t min_log_offset) {
   Impl& m = *impl_;
   UMQ_ASSERT(!m.closed);

@@ -155,6 +155,14 @@ class CqStore {
   // unit of the first remaining file, and readers skip units below the CommitLog's minimum.
   // Not persisted: after open() min offsets restart at the first file's first unit.
   io::Status delete_below(uint64_t min_log_offset);
+  // Retention's test of what a consumer still needs: a CommitLog offset at or below the one of
+  // the unit at queue_offset (min_offset <= queue_offset < max_offset). Exact when the unit is in
+  // memory; otherwise the first log offset of the file holding it (units are in log order), so
+  // never above the truth. No IO.
+  uint64_t log_offset_floor(QueueIndex queue, int64_t queue_offset) const;
+  // Retention found the queue's first unit whose record survives (after delete_below): the min
+  // offset moves up to it (never down, never past max_offset). Not persisted either.
+  void raise_min_offset(QueueIndex queue, int64_t queue_offset);
 
   // Reactor integration: submit_work() queues writes and flushes; complete() takes a completion
   // whose user_data owns() is true for.

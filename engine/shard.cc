@@ -102,6 +102,8 @@ StoreStats Shard::stats() const {
   s.writes_submitted = stat_writes_.load(std::memory_order_relaxed);
   s.fdatasyncs = stat_syncs_.load(std::memory_order_relaxed);
   s.wakeups = stat_wakeups_.load(std::memory_order_relaxed);
+  s.segments_deleted = stat_segments_deleted_.load(std::memory_order_relaxed);
+  s.messages_deleted_unconsumed = stat_unconsumed_deleted_.load(std::memory_order_relaxed);
   return s;
 }
 
@@ -130,6 +132,8 @@ io::Status Shard::open_log(engine::RecoveryReport* report) {
   if (disk_ == nullptr) {  // threaded: an io_uring and a waker of its own (stepped: neither)
     io::UringDiskOptions disk_options;
     disk_options.queue_depth_entries = options_.ring_entries;
+    disk_options.file_mode = options_.file_mode;
+    disk_options.dir_mode = options_.dir_mode;
     io::Result<std::unique_ptr<io::UringDisk>> disk = io::UringDisk::create(disk_options);
     if (!disk.is_ok()) return disk.status();
     disk_ = std::move(*disk);
@@ -140,6 +144,7 @@ io::Status Shard::open_log(engine::RecoveryReport* report) {
   shard_dir_ = io::path_join(options_.data_dir, "shard-" + std::to_string(index_));
   engine::CommitLogOptions log_options = options_.log;
   log_options.dir = shard_dir_;
+  log_options.space_check = [this](uint64_t bytes) { return check_segment_space(bytes); };
   engine::CqStoreOptions cq_options = options_.consume_queue;
   cq_options.dir = io::path_join(shard_dir_, "consumequeue");
   io::Result<engine::LogAndQueues> opened = engine::open_log_and_queues(
@@ -671,7 +676,9 @@ void Shard::deliver_reads() {
   std::array<engine::CqReadCompletion, 64> units;
   for (size_t n; (n = cq_->take_reads(units)) > 0;) {
     for (size_t i = 0; i < n; i++) {
-      if ((units[i].tag & kUnitsAheadBit) != 0) {
+      if ((units[i].tag & kRetentionReadBit) != 0) {
+        retention_unit_ready(static_cast<uint32_t>(units[i].tag & 0xFFFF'FFFF), units[i].result);
+      } else if ((units[i].tag & kUnitsAheadBit) != 0) {
         level_units_ahead_ready(units[i].result);
       } else if ((units[i].tag & kTimerReadBit) != 0) {
         timer_unit_ready(units[i].result);

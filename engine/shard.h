@@ -30,6 +30,7 @@
 #include "sched/delay_levels.h"
 #include "io/clock.h"
 #include "io/disk.h"
+#include "io/fs_space.h"
 #include "io/waker.h"
 #include "sched/spsc_ring.h"
 
@@ -325,6 +326,51 @@ class Shard {
   // Retention (shard_consumer.cc).
   void maybe_clean();
   void note_segment_first_timestamp(uint64_t log_offset, int64_t store_timestamp_ms);
+  // The first queue offset some consumer still needs, per queue (README "Retention").
+  struct QueueNeed {
+    engine::QueueIndex queue = 0;
+    int64_t min_offset = 0;                   // before the deletion
+    int64_t first_unconsumed = 0;             // min over its groups; min_offset with none
+    std::vector<std::pair<std::string, int64_t>> groups;  // (group, committed offset)
+  };
+  std::vector<QueueNeed> queue_needs() const;
+  // The disk's fullness (StoreOptions::space_probe or statvfs of the shard directory).
+  io::Result<io::FsSpace> disk_space() const;
+  // CommitLogOptions::space_check: no_space when a segment of `bytes` would take the disk past
+  // disk_space_warning_ratio.
+  io::Status check_segment_space(uint64_t bytes) const;
+  // A log offset at or below every unit some consumer still needs (UINT64_MAX: none needed).
+  uint64_t unconsumed_log_floor(const std::vector<QueueNeed>& needs) const;
+  // Deleting a segment [base, end) first finds, per queue, the first units at or above base
+  // and end (exact counts of what goes: a binary search over units, in memory where it can,
+  // else one unit read at a time per queue), then deletes it and reports it (one WARN line).
+  // One segment at a time; a pass deletes up to delete_max_files_per_pass.
+  static constexpr uint64_t kRetentionReadBit = uint64_t{1} << 45;  // CQ read tags
+  struct BoundarySearch {
+    size_t need = 0;
+    uint64_t boundary = 0;   // log offset: the answer is the first unit at or above it
+    int64_t lo = 0, hi = 0;  // the answer is in [lo, hi]; found once lo == hi
+    bool in_flight = false;
+    bool gave_up = false;    // a read failed: lo is a lower bound
+    std::array<std::byte, engine::kCqUnitBytes> unit{};
+  };
+  struct SegmentDeletion {
+    bool active = false;
+    uint64_t base = 0, end = 0;
+    std::vector<QueueNeed> needs;
+    std::vector<BoundarySearch> searches;  // two per need: base, end; stable while reads fly
+    size_t searches_left = 0;
+    bool refused = false;  // a read was refused (busy): advance_deletion() asks again
+  };
+  SegmentDeletion deletion_;
+  uint64_t clean_target_ = 0;   // this pass deletes segments ending at or below it
+  uint32_t clean_left_ = 0;     // segments this pass may still delete
+  void delete_next_segments();
+  void step_search(size_t index);  // resolves from memory, or issues its next read
+  void retention_unit_ready(uint32_t index, int64_t result);
+  void advance_deletion();
+  bool finish_deletion();  // false: the segment could not be deleted now
+  void report_deleted_segment();
 
   const uint32_t index_;
   const StoreOptions options_;
@@ -485,6 +531,7 @@ class Shard {
 
   std::atomic<uint64_t> stat_appends_{0}, stat_acks_{0}, stat_writes_{0}, stat_syncs_{0},
       stat_wakeups_{0};
+  std::atomic<uint64_t> stat_segments_deleted_{0}, stat_unconsumed_deleted_{0};
 };
 
 }  // namespace uringmq

@@ -2,11 +2,16 @@
 // store time, and retention. Each runs as a small state machine in a fixed pool of PullOps,
 // advanced by ConsumeQueue and CommitLog read completions; nothing blocks the reactor.
 #include <algorithm>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <utility>
 
 #include "engine/byte_order.h"
 #include "engine/properties.h"
 #include "engine/redelivery.h"
 #include "engine/shard.h"
+#include "engine/timer_message.h"
 #include "io/fs_space.h"
 
 namespace uringmq {
@@ -511,9 +516,11 @@ void Shard::note_segment_first_timestamp(uint64_t log_offset, int64_t store_time
 
 // RocketMQ's CleanCommitLogService: a segment expires once the next one's first message is
 // older than fileReservedTime; expired segments go at deleteWhen or while the disk is fuller
-// than diskMaxUsedSpaceRatio; above the forced ratio the oldest go regardless of age. The
+// than diskMaxUsedSpaceRatio, consumed or not. Above the forced ratio the oldest unexpired
+// segments go too: only those no consumer still needs, unless cleanFileForciblyEnable. The
 // ConsumeQueues' minimum offsets follow.
 void Shard::maybe_clean() {
+  if (deletion_.active) return advance_deletion();
   if (now_ms() - last_clean_ms_ < options_.clean_interval_ms) return;
   last_clean_ms_ = now_ms();
   std::vector<uint64_t> bases = log_->segment_bases();
@@ -530,23 +537,242 @@ void Shard::maybe_clean() {
     expired_end = bases[i + 1];
   }
   double used = 0;
-  io::Result<io::FsSpace> space = io::file_system_space(shard_dir_);
+  io::Result<io::FsSpace> space = disk_space();
   if (space.is_ok()) used = space->used_ratio();
   const int32_t hour = static_cast<int32_t>((wall_ms / 3'600'000) % 24);
   uint64_t delete_to = 0;
   if (hour == options_.delete_when_hour_utc || used > options_.disk_max_used_space_ratio) {
     delete_to = expired_end;
   }
-  if (used > options_.disk_force_clean_ratio) delete_to = bases.back();
-  if (delete_to == 0) return;
-  io::Result<uint32_t> deleted =
-      log_->delete_segments_before(delete_to, options_.delete_max_files_per_pass);
-  if (!deleted.is_ok() || *deleted == 0) return;
-  io::Status s = cq_->delete_below(log_->min_offset().value);
+  if (used > options_.disk_force_clean_ratio) {
+    uint64_t forced_to = bases.back();
+    if (!options_.clean_file_forcibly_enable) {
+      forced_to = std::min(forced_to, unconsumed_log_floor(queue_needs()));
+    }
+    delete_to = std::max(delete_to, forced_to);
+  }
+  clean_target_ = delete_to;
+  clean_left_ = options_.delete_max_files_per_pass;
+  delete_next_segments();
+}
+
+io::Result<io::FsSpace> Shard::disk_space() const {
+  return options_.space_probe ? options_.space_probe(shard_dir_)
+                              : io::file_system_space(shard_dir_);
+}
+
+io::Status Shard::check_segment_space(uint64_t bytes) const {
+  if (options_.disk_space_warning_ratio >= 1.0) return io::Status::ok();
+  io::Result<io::FsSpace> space = disk_space();
+  if (!space.is_ok() || space->total_bytes == 0) return io::Status::ok();  // ENOSPC still stops
+  io::FsSpace after = *space;
+  after.available_bytes -= std::min(bytes, after.available_bytes);
+  if (after.used_ratio() <= options_.disk_space_warning_ratio) return io::Status::ok();
+  char text[160];
+  std::snprintf(text, sizeof(text),
+                "the disk would be %.1f%% used, above disk_space_warning_ratio %.1f%% "
+                "(%llu of %llu MiB free)",
+                after.used_ratio() * 100.0, options_.disk_space_warning_ratio * 100.0,
+                static_cast<unsigned long long>(space->available_bytes >> 20),
+                static_cast<unsigned long long>(space->total_bytes >> 20));
+  return io::Status::error(io::Code::no_space, text);
+}
+
+// Per queue of this shard: its minimum offset and the first offset some consumer still needs.
+// The groups of a queue are those with a committed offset on it; a queue no group has ever
+// committed on needs everything it holds (nobody has consumed it). The timer topic's cancel
+// queue is read when dispatched (never by a consumer): it needs nothing.
+std::vector<Shard::QueueNeed> Shard::queue_needs() const {
+  std::map<std::pair<std::string, int32_t>, std::vector<std::pair<std::string, int64_t>>> groups;
+  for (engine::ConsumerOffsets::Entry& e : offsets_->entries()) {
+    groups[{std::move(e.topic), e.queue_id}].emplace_back(std::move(e.group), e.offset);
+  }
+  std::vector<QueueNeed> needs;
+  for (engine::CqQueueInfo& info : cq_->list_queues()) {
+    if (info.topic == engine::kTimerTopic && info.queue_id == engine::kTimerCancelQueue) continue;
+    io::Result<engine::QueueIndex> queue = cq_->queue(info.topic, info.queue_id, false);
+    if (!queue.is_ok()) continue;
+    QueueNeed need;
+    need.queue = *queue;
+    need.min_offset = cq_->min_offset(*queue);
+    need.first_unconsumed = INT64_MAX;
+    auto it = groups.find({std::move(info.topic), info.queue_id});
+    if (it != groups.end()) need.groups = std::move(it->second);
+    for (const auto& [group, offset] : need.groups) {
+      need.first_unconsumed = std::min(need.first_unconsumed, offset);
+    }
+    if (need.groups.empty()) need.first_unconsumed = need.min_offset;
+    need.first_unconsumed = std::max(need.first_unconsumed, need.min_offset);
+    needs.push_back(std::move(need));
+  }
+  return needs;
+}
+
+uint64_t Shard::unconsumed_log_floor(const std::vector<QueueNeed>& needs) const {
+  uint64_t floor = UINT64_MAX;
+  for (const QueueNeed& need : needs) {
+    if (need.first_unconsumed >= cq_->max_offset(need.queue)) continue;  // all consumed
+    floor = std::min(floor, cq_->log_offset_floor(need.queue, need.first_unconsumed));
+  }
+  return floor;
+}
+
+void Shard::delete_next_segments() {
+  while (clean_left_ > 0 && !deletion_.active) {
+    std::vector<uint64_t> bases = log_->segment_bases();
+    if (bases.size() < 2 || bases[1] > clean_target_) return;  // never the writer's segment
+    SegmentDeletion& d = deletion_;
+    d.active = true;
+    d.refused = false;
+    d.base = bases[0];
+    d.end = bases[1];
+    d.needs = queue_needs();
+    d.searches.assign(d.needs.size() * 2, BoundarySearch{});
+    d.searches_left = d.searches.size();
+    for (size_t i = 0; i < d.searches.size(); i++) {
+      BoundarySearch& b = d.searches[i];
+      b.need = i / 2;
+      b.boundary = i % 2 == 0 ? d.base : d.end;
+      b.lo = cq_->min_offset(d.needs[b.need].queue);
+      b.hi = cq_->max_offset(d.needs[b.need].queue);
+      step_search(i);
+    }
+    if (d.searches_left > 0) return;  // advance_deletion() goes on as reads complete
+    if (!finish_deletion()) return;
+  }
+}
+
+// Binary search for the first unit at or above the boundary: units are in log order.
+void Shard::step_search(size_t index) {
+  BoundarySearch& b = deletion_.searches[index];
+  const engine::QueueIndex queue = deletion_.needs[b.need].queue;
+  if (b.in_flight) return;
+  if (b.lo < b.hi && cq_->log_offset_floor(queue, b.lo) >= b.boundary) b.hi = b.lo;
+  while (b.lo < b.hi) {
+    const int64_t mid = b.lo + (b.hi - b.lo) / 2;
+    engine::CqUnit unit;
+    if (cq_->lookup_memory(queue, mid, std::span(&unit, 1)) == 0) {
+      io::Status s = cq_->read_units(queue, mid, 1, b.unit.data(), kRetentionReadBit | index);
+      if (s.is_ok()) {
+        b.in_flight = true;
+        return;
+      }
+      if (s.code() == io::Code::busy) {
+        deletion_.refused = true;  // advance_deletion() asks again
+        return;
+      }
+      b.gave_up = true;
+      b.hi = b.lo;
+      break;
+    }
+    if (unit.log_offset < b.boundary) {
+      b.lo = mid + 1;
+    } else {
+      b.hi = mid;
+    }
+  }
+  deletion_.searches_left--;
+}
+
+void Shard::retention_unit_ready(uint32_t index, int64_t result) {
+  UMQ_ASSERT(index < deletion_.searches.size());
+  BoundarySearch& b = deletion_.searches[index];
+  b.in_flight = false;
+  const int64_t mid = b.lo + (b.hi - b.lo) / 2;
+  if (result != engine::kCqUnitBytes) {
+    b.gave_up = true;
+    b.hi = b.lo;
+    deletion_.searches_left--;
+    return;
+  }
+  std::optional<engine::CqUnit> unit = engine::decode_cq_unit(b.unit);
+  if (!unit || unit->log_offset < b.boundary) {  // a filler unit is below every boundary
+    b.lo = mid + 1;
+  } else {
+    b.hi = mid;
+  }
+  step_search(index);
+}
+
+void Shard::advance_deletion() {
+  SegmentDeletion& d = deletion_;
+  if (d.refused) {
+    d.refused = false;
+    for (size_t i = 0; i < d.searches.size() && d.searches_left > 0; i++) {
+      if (d.searches[i].lo < d.searches[i].hi) step_search(i);
+    }
+  }
+  if (d.searches_left > 0) return;
+  if (finish_deletion()) delete_next_segments();
+}
+
+bool Shard::finish_deletion() {
+  SegmentDeletion& d = deletion_;
+  d.active = false;
+  io::Result<uint32_t> deleted = log_->delete_segments_before(d.end, 1);
+  if (!deleted.is_ok() || *deleted == 0) return false;  // busy now: a later pass
+  io::Status s = cq_->delete_below(d.end);
   (void)s;  // a failure leaves units pointing below the log: pulls answer offset_moved
-  std::erase_if(segment_first_ts_, [&](const auto& entry) {
-    return entry.first < log_->min_offset().value;
-  });
+  for (size_t i = 0; i < d.needs.size(); i++) {  // the searches know the exact new minimums
+    const BoundarySearch& at_end = d.searches[2 * i + 1];
+    if (!at_end.gave_up) cq_->raise_min_offset(d.needs[i].queue, at_end.lo);
+  }
+  std::erase_if(segment_first_ts_, [&](const auto& entry) { return entry.first < d.end; });
+  clean_left_--;
+  report_deleted_segment();
+  return true;
+}
+
+// One WARN line per deleted segment: its file, its log offset range, and per group the messages
+// of its queues that group had not consumed ("(no group)": a queue no group consumes). "at
+// least" when a unit could not be read (then the count is a lower bound).
+void Shard::report_deleted_segment() {
+  const SegmentDeletion& d = deletion_;
+  std::vector<std::pair<std::string, uint64_t>> lost;  // (group, messages), "" = no group
+  auto add = [&](const std::string& group, int64_t n) {
+    if (n <= 0) return;
+    for (auto& [g, count] : lost) {
+      if (g == group) return void(count += static_cast<uint64_t>(n));
+    }
+    lost.emplace_back(group, static_cast<uint64_t>(n));
+  };
+  uint64_t unconsumed = 0;
+  bool exact = true;
+  for (size_t i = 0; i < d.needs.size(); i++) {
+    const QueueNeed& need = d.needs[i];
+    const BoundarySearch& at_base = d.searches[2 * i];
+    const BoundarySearch& at_end = d.searches[2 * i + 1];
+    exact = exact && !at_base.gave_up && !at_end.gave_up;
+    const int64_t first = at_base.lo;  // the segment's units of this queue: [first, gone)
+    const int64_t gone = at_end.lo;
+    if (gone <= first) continue;
+    unconsumed += static_cast<uint64_t>(
+        std::max<int64_t>(0, gone - std::max(need.first_unconsumed, first)));
+    if (need.groups.empty()) add("", gone - first);
+    for (const auto& [group, committed] : need.groups) {
+      add(group, gone - std::max(committed, first));
+    }
+  }
+  stat_segments_deleted_.fetch_add(1, std::memory_order_relaxed);
+  stat_unconsumed_deleted_.fetch_add(unconsumed, std::memory_order_relaxed);
+  std::string groups;
+  for (size_t k = 0; k < lost.size(); k++) {
+    if (k == 8) {
+      groups += " (+" + std::to_string(lost.size() - 8) + " more groups)";
+      break;
+    }
+    groups += " " + (lost[k].first.empty() ? std::string("(no group)") : lost[k].first) + "=" +
+              std::to_string(lost[k].second);
+  }
+  const std::string file = io::path_join(io::path_join(shard_dir_, "commitlog"),
+                                         engine::CommitLog::segment_name(d.base));
+  std::fprintf(stderr,
+               "uringmq: WARN retention deleted segment %s (log offsets [%llu, %llu)); "
+               "unconsumed messages deleted: %s%llu%s%s\n",
+               file.c_str(), static_cast<unsigned long long>(d.base),
+               static_cast<unsigned long long>(d.end), exact ? "" : "at least ",
+               static_cast<unsigned long long>(unconsumed), lost.empty() ? "" : ", per group:",
+               groups.c_str());
 }
 
 }  // namespace uringmq

@@ -31,7 +31,10 @@ bool is_power_of_two(uint32_t v) { return v >= 2 && (v & (v - 1)) == 0; }
 
 // Creates the data directory and checks the shard count against the shard directories there.
 io::Status prepare_data_dir(const StoreOptions& options) {
-  io::Result<std::unique_ptr<io::UringDisk>> disk = io::UringDisk::create(io::UringDiskOptions{});
+  io::UringDiskOptions disk_options;
+  disk_options.file_mode = options.file_mode;
+  disk_options.dir_mode = options.dir_mode;
+  io::Result<std::unique_ptr<io::UringDisk>> disk = io::UringDisk::create(disk_options);
   if (!disk.is_ok()) return disk.status();
   io::Disk& d = **disk;
   UMQ_RETURN_IF_ERROR(d.make_dir(options.data_dir));
@@ -100,6 +103,16 @@ io::Result<std::unique_ptr<Store>> Store::open(const StoreOptions& requested) {
   if (options.delivery_lead_ms < 0 || options.delivery_lead_ms > 1000) {
     return io::Status::error(io::Code::invalid_argument, "delivery_lead_ms must be in 0..1000");
   }
+  if (options.file_mode > 0777 || options.dir_mode > 0777 || (options.file_mode & 0600) != 0600 ||
+      (options.dir_mode & 0700) != 0700) {
+    return io::Status::error(io::Code::invalid_argument,
+                             "file_mode/dir_mode must be permission bits (0..0777) giving the "
+                             "owner rw- on files and rwx on directories");
+  }
+  if (!(options.disk_space_warning_ratio > 0.0 && options.disk_space_warning_ratio <= 1.0)) {
+    return io::Status::error(io::Code::invalid_argument,
+                             "disk_space_warning_ratio must be in (0, 1]");
+  }
   UMQ_RETURN_IF_ERROR(check_timer_options(options));
   fit_timer_horizon(options);
   UMQ_RETURN_IF_ERROR(prepare_data_dir(options));
@@ -158,6 +171,8 @@ StoreStats Store::stats() const {
     total.writes_submitted += s.writes_submitted;
     total.fdatasyncs += s.fdatasyncs;
     total.wakeups += s.wakeups;
+    total.segments_deleted += s.segments_deleted;
+    total.messages_deleted_unconsumed += s.messages_deleted_unconsumed;
   }
   return total;
 }

@@ -24,6 +24,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -33,6 +34,7 @@
 #include "engine/commit_log.h"
 #include "engine/consume_queue.h"
 #include "sched/delay_levels.h"
+#include "io/fs_space.h"
 #include "io/status.h"
 #include "io/waker.h"
 
@@ -71,6 +73,18 @@ struct StoreOptions {
   // Above this ratio the oldest segments are deleted even before they expire
   // (diskSpaceCleanForciblyRatio 85); the writer's segment is never deleted.
   double disk_force_clean_ratio = 0.85;
+  // cleanFileForciblyEnable: whether the forced clean may delete a segment holding messages a
+  // consumer still needs (README "Retention"). false: above disk_force_clean_ratio only
+  // segments every consumer is done with go; a disk that stays full rejects sends (no_space).
+  bool clean_file_forcibly_enable = false;
+  // Sends stop (no_space) before the disk is full: a CommitLog segment is not allocated when the
+  // disk would then be fuller than this (RocketMQ's diskSpaceWarningLevelRatio 0.90). The room
+  // left is for what must still be written (ConsumeQueue units, checkpoints, consumer offsets);
+  // a truly full disk would fail-stop those writes. 1.0: only ENOSPC stops sends.
+  double disk_space_warning_ratio = 0.90;
+  // Where retention reads the disk's fullness. Null: statvfs of the shard directory. Tests
+  // report a full disk with it.
+  std::function<io::Result<io::FsSpace>(std::string_view path)> space_probe;
   int64_t clean_interval_ms = 10'000;       // cleanResourceInterval
   uint32_t delete_max_files_per_pass = 10;
   // ---- Delay levels (RocketMQ's ScheduleMessageService) ----
@@ -104,6 +118,10 @@ struct StoreOptions {
   // STOREHOST written into every record (and so into offset msgIds): the broker sets its own
   // address and listen port; embedders may leave RocketMQ's default.
   engine::HostAddress store_host = engine::HostAddress::ipv4(127, 0, 0, 1, 10911);
+  // Permission bits of every file and directory the store creates, set exactly (the umask
+  // neither widens nor narrows them). Files a store already holds keep theirs.
+  uint32_t file_mode = 0640;
+  uint32_t dir_mode = 0750;
 };
 
 // Where a delayed message that cannot be delivered goes (operators read it): each shard parks into
@@ -215,6 +233,10 @@ struct StoreStats {
   uint64_t writes_submitted = 0;
   uint64_t fdatasyncs = 0;
   uint64_t wakeups = 0;  // times a session had to wake a sleeping shard
+  uint64_t segments_deleted = 0;  // CommitLog segments retention deleted
+  // Messages deleted by retention that some consumer group (or, for a queue no group consumes,
+  // anyone) had not consumed yet (a lower bound: README "Retention").
+  uint64_t messages_deleted_unconsumed = 0;
 };
 
 class Store;

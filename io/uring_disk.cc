@@ -26,8 +26,7 @@ namespace {
 constexpr uint64_t kMaxRwBytes = 0x7fff'f000;
 constexpr uint32_t kQueueDepthMax = 32768;  // IORING_MAX_ENTRIES
 constexpr unsigned kReapBatch = 64;
-constexpr mode_t kFileMode = 0644;
-constexpr mode_t kDirMode = 0755;
+constexpr uint32_t kPermissionBits = 0777;
 
 unsigned setup_flags(UringSetup setup) {
   switch (setup) {
@@ -96,7 +95,13 @@ Result<std::unique_ptr<UringDisk>> UringDisk::create(const UringDiskOptions& opt
                          "UringDiskOptions.queue_depth_entries must be in [1, 32768], got " +
                              std::to_string(options.queue_depth_entries));
   }
+  if ((options.file_mode & ~kPermissionBits) != 0 || (options.dir_mode & ~kPermissionBits) != 0) {
+    return Status::error(Code::invalid_argument,
+                         "UringDiskOptions file_mode/dir_mode must be permission bits (0..0777)");
+  }
   std::unique_ptr<UringDisk> disk(new UringDisk());
+  disk->file_mode_ = options.file_mode;
+  disk->dir_mode_ = options.dir_mode;
   UMQ_RETURN_IF_ERROR(disk->init_ring(options));
   disk->init_file_table(options);
   disk->init_file_slots();
@@ -209,12 +214,18 @@ void UringDisk::check_owner() const {
 Result<FileHandle> UringDisk::open(std::string_view path, OpenMode mode, IoMode io_mode) {
   check_owner();
   CPath path_str(path);
-  int fd = path_str.ok() ? ::open(path_str.c_str(), open_flags(mode, io_mode), kFileMode) : -1;
+  int fd = path_str.ok() ? ::open(path_str.c_str(), open_flags(mode, io_mode), file_mode_) : -1;
   if (fd < 0) {
     int err = path_str.ok() ? errno : ENAMETOOLONG;
     const char* what =
         io_mode == IoMode::direct && mode != OpenMode::directory ? "open (O_DIRECT)" : "open";
     return Status::from_errno(err, what_path(what, path));
+  }
+  // The umask applied to a new file's mode: set it exactly (never wider nor narrower).
+  if (mode == OpenMode::create_exclusive && ::fchmod(fd, file_mode_) != 0) {
+    int err = errno;
+    ::close(fd);
+    return Status::from_errno(err, what_path("fchmod", path));
   }
   int32_t index = 0;
   if (free_slots_.empty()) {
@@ -300,7 +311,11 @@ Status UringDisk::remove(std::string_view path) {
 
 Status UringDisk::make_dir(std::string_view path) {
   std::string path_str(path);
-  if (::mkdir(path_str.c_str(), kDirMode) == 0) return Status::ok();
+  if (::mkdir(path_str.c_str(), dir_mode_) == 0) {
+    // mkdir's mode went through the umask: set it exactly (a directory only we made).
+    if (::chmod(path_str.c_str(), dir_mode_) == 0) return Status::ok();
+    return Status::from_errno(errno, what_path("chmod", path));
+  }
   int err = errno;
   if (err == EEXIST) {
     struct stat st {};
@@ -344,8 +359,13 @@ Result<bool> UringDisk::exists(std::string_view path) {
 // from this process, fails like one from another process. The kernel drops it at process end.
 Status UringDisk::lock(std::string_view path) {
   std::string path_str(path);
-  int fd = ::open(path_str.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, kFileMode);
+  int fd = ::open(path_str.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, file_mode_);
   if (fd < 0) return Status::from_errno(errno, what_path("open lock file", path));
+  if (::fchmod(fd, file_mode_) != 0) {  // an empty file: its mode is ours to set
+    int err = errno;
+    ::close(fd);
+    return Status::from_errno(err, what_path("fchmod lock file", path));
+  }
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     int err = errno;
     ::close(fd);

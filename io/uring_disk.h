@@ -69,6 +69,11 @@ struct UringDiskOptions {
   // Size of the registered file table, in files; clipped to RLIMIT_NOFILE. Files opened past it
   // use plain fds. Default 256.
   uint32_t registered_files_max = 256;
+  // Permission bits of the files and directories this disk creates (open create_exclusive,
+  // make_dir, lock), set exactly with fchmod/chmod after creation, whatever the umask. Only
+  // 0..0777 (no set-id or sticky bits): invalid_argument otherwise.
+  uint32_t file_mode = 0640;
+  uint32_t dir_mode = 0750;
 };
 
 // What create() actually got from the kernel (for the startup log and tests).
@@ -155,6 +160,8 @@ class UringDisk final : public Disk {
   std::vector<FileSlot> slots_;
   std::vector<int32_t> free_slots_;  // indexes of free slots, reused first
   std::vector<LockEntry> locks_;
+  uint32_t file_mode_ = 0640;  // UringDiskOptions::file_mode
+  uint32_t dir_mode_ = 0750;   // UringDiskOptions::dir_mode
   std::vector<std::span<std::byte>> registered_buffers_;  // to check fixed requests
   bool buffers_registered_ = false;
   // Completions made without the kernel (misaligned O_DIRECT, bad registered buffer), a ring of

@@ -194,6 +194,33 @@ std::string set_log_level(BrokerConfig& c, std::string_view text) {
   return {};
 }
 
+// Java's Boolean.parseBoolean takes anything but "true" as false; a typo here is an error.
+std::string set_bool(bool& out, std::string_view text) {
+  std::string lower(text);
+  for (char& ch : lower) ch = static_cast<char>(ch >= 'A' && ch <= 'Z' ? ch - 'A' + 'a' : ch);
+  if (lower != "true" && lower != "false") return "is not a boolean (true or false)";
+  out = lower == "true";
+  return {};
+}
+
+// Octal permission bits ("0640"); the owner keeps what the store needs (`owner_bits`).
+std::string set_mode(uint32_t& out, std::string_view text, uint32_t owner_bits) {
+  uint32_t mode = 0;
+  bool ok = !text.empty() && text.size() <= 4;
+  for (char ch : text) {
+    ok = ok && ch >= '0' && ch <= '7';
+    if (ok) mode = mode * 8 + static_cast<uint32_t>(ch - '0');
+  }
+  if (!ok || mode > 0777) return "is not a mode (octal permission bits 0..0777, e.g. 0640)";
+  if ((mode & owner_bits) != owner_bits) {
+    char need[8];
+    std::snprintf(need, sizeof(need), "%04o", owner_bits);
+    return std::string("leaves the owner without what the store needs (") + need + ")";
+  }
+  out = mode;
+  return {};
+}
+
 using Setter = std::string (*)(BrokerConfig&, std::string_view);
 struct KeySetter {
   std::string_view key;
@@ -255,6 +282,14 @@ const KeySetter kSetters[] = {
        if (error.empty()) c.store.disk_max_used_space_ratio = percent / 100.0;
        return error;
      }},
+    {"cleanFileForciblyEnable",
+     [](BrokerConfig& c, std::string_view v) {
+       return set_bool(c.store.clean_file_forcibly_enable, v);
+     }},
+    {"storeFileMode",
+     [](BrokerConfig& c, std::string_view v) { return set_mode(c.store.file_mode, v, 0600); }},
+    {"storeDirMode",
+     [](BrokerConfig& c, std::string_view v) { return set_mode(c.store.dir_mode, v, 0700); }},
     {"maxMessageSize",
      [](BrokerConfig& c, std::string_view v) {
        return set_number<uint64_t>(c.store.log.limits.max_body_bytes, v, 1, kMaxMessageBytes,
@@ -471,6 +506,12 @@ std::string describe_broker_config(const BrokerConfig& c) {
   add("deleteWhen", hour);
   add("diskMaxUsedSpaceRatio",
       num(static_cast<int>(s.disk_max_used_space_ratio * 100.0 + 0.5)));
+  add("cleanFileForciblyEnable", s.clean_file_forcibly_enable ? "true" : "false");
+  char mode[8];
+  std::snprintf(mode, sizeof(mode), "%04o", static_cast<unsigned>(s.file_mode));
+  add("storeFileMode", mode);
+  std::snprintf(mode, sizeof(mode), "%04o", static_cast<unsigned>(s.dir_mode));
+  add("storeDirMode", mode);
   add("defaultTopicQueueNums", num(c.default_topic_queue_nums));
   add("maxPullSuspendMillis", num(c.max_suspend_ms));
   add("maxConnections", num(c.max_connections));

@@ -31,7 +31,8 @@ struct BrokerConfig {
   // The store: data_dir (storePathRootDir, "./data"), shard_count (shardCount, 0 = one per CPU),
   // log (mappedFileSizeCommitLog, flushDiskType, flushIntervalCommitLog, maxMessageSize),
   // consume_queue.units_per_file (mappedFileSizeConsumeQueue / 20), retention
-  // (fileReservedTime, deleteWhen, diskMaxUsedSpaceRatio), message_delay_level,
+  // (fileReservedTime, deleteWhen, diskMaxUsedSpaceRatio, cleanFileForciblyEnable), file
+  // modes (storeFileMode, storeDirMode: octal), message_delay_level,
   // schedule_max_attempts (scheduleMaxAttempts), timer_max_delay_sec (timerMaxDelaySec),
   // delivery_lead_ms (deliveryLeadMs).
   StoreOptions store;

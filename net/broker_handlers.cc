@@ -802,6 +802,9 @@ void BrokerReactor::handle_runtime_info(uint32_t conn, const RemotingCommand& re
   table.emplace_back("putMessageTimesTotal", std::to_string(stats.appends));
   table.emplace_back("acksOk", std::to_string(stats.acks_ok));
   table.emplace_back("fdatasyncs", std::to_string(stats.fdatasyncs));
+  table.emplace_back("segmentsDeleted", std::to_string(stats.segments_deleted));
+  table.emplace_back("messagesDeletedUnconsumed",
+                     std::to_string(stats.messages_deleted_unconsumed));
   table.emplace_back("connections", std::to_string(open_conns_));
   for (const DelayLevelStats& level : store_.delay_level_stats()) {
     const std::string key = "delayLevel." + std::to_string(level.level) + ".";

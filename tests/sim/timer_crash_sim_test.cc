@@ -394,6 +394,7 @@ TEST(TimerSweep, ATimerAcknowledgedAfterItsBucketEndedIsDeliveredThen) {
   o.max_sessions = 1;
   o.clock = &clock;
   o.clean_interval_ms = int64_t{1} << 40;  // retention never runs (it asks the real fs)
+  o.disk_space_warning_ratio = 1.0;  // segments are allocated without asking it
   o.timer_bucket_ms = 100;
   o.timer_slot_count = 8;  // a rotation is 800 ms
   const sched::DelayLevels levels = *sched::DelayLevels::parse("1s");

@@ -145,6 +145,7 @@ SteppedShardSim::SteppedShardSim(uint64_t seed, const SimSeedOptions& seed_optio
   o_.clock = &clock_;
   o_.message_delay_level = std::string(layout.delay_levels);
   o_.clean_interval_ms = int64_t{1} << 40;  // retention never runs (it asks the real fs)
+  o_.disk_space_warning_ratio = 1.0;  // segments are allocated without asking it
   o_.log.checkpoint_interval_ms = 20 + static_cast<int64_t>(rng_.below(1000));
   o_.consumer_offsets_persist_interval_ms = 10 + static_cast<int64_t>(rng_.below(1500));
   o_.consume_queue.units_per_file = 16 + rng_.below(48);

@@ -327,6 +327,7 @@ TEST(StoreTimerTest, ForcedCleanTakesTimersButTheWheelGoesOn) {
   io::ManualClock clock(kStart);
   StoreOptions o = retention_options(dir.path() + "/store", &clock);
   o.disk_force_clean_ratio = 0;  // forced clean on every pass, whatever the disk
+  o.clean_file_forcibly_enable = true;  // ... of unconsumed timers too
   auto store = Store::open(o);
   ASSERT_TRUE(store.is_ok()) << store.status().to_string();
   TimerFixture f(**store, clock);

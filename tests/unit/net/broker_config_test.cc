@@ -251,6 +251,34 @@ TEST(BrokerConfigTest, BadValuesNameLineKeyAndValue) {
   for (const Case& c : cases) EXPECT_EQ(error_of(c.text), c.message) << c.text;
 }
 
+TEST(BrokerConfigTest, RetentionSafetyAndFileModeKeys) {
+  io::Result<BrokerConfig> defaults = parse_broker_config("", "broker.conf");
+  ASSERT_TRUE(defaults.is_ok());
+  EXPECT_FALSE(defaults->store.clean_file_forcibly_enable);
+  EXPECT_EQ(defaults->store.file_mode, 0640u);
+  EXPECT_EQ(defaults->store.dir_mode, 0750u);
+  io::Result<BrokerConfig> c = parse_broker_config(
+      "cleanFileForciblyEnable=TRUE\nstoreFileMode=0600\nstoreDirMode=770\n", "broker.conf");
+  ASSERT_TRUE(c.is_ok()) << c.status().to_string();
+  EXPECT_TRUE(c->store.clean_file_forcibly_enable);
+  EXPECT_EQ(c->store.file_mode, 0600u);
+  EXPECT_EQ(c->store.dir_mode, 0770u);
+  const std::string dump = describe_broker_config(*c);
+  EXPECT_NE(dump.find("cleanFileForciblyEnable=true"), std::string::npos) << dump;
+  EXPECT_NE(dump.find("storeFileMode=0600"), std::string::npos) << dump;
+  EXPECT_EQ(error_of("cleanFileForciblyEnable=yes"),
+            "broker.conf:1: cleanFileForciblyEnable 'yes' is not a boolean (true or false)");
+  EXPECT_EQ(error_of("storeFileMode=0648"),
+            "broker.conf:1: storeFileMode '0648' is not a mode (octal permission bits 0..0777, "
+            "e.g. 0640)");
+  EXPECT_EQ(error_of("storeFileMode=4640"),
+            "broker.conf:1: storeFileMode '4640' is not a mode (octal permission bits 0..0777, "
+            "e.g. 0640)");
+  EXPECT_EQ(error_of("storeDirMode=0640"),
+            "broker.conf:1: storeDirMode '0640' leaves the owner without what the store needs "
+            "(0700)");
+}
+
 TEST(BrokerConfigTest, BadDelayTableIsReportedAtLoadNamingTheKey) {
   std::string message = error_of("brokerName=a\nmessageDelayLevel=1s 5x 10s\n");
   EXPECT_EQ(message.rfind("broker.conf:2: messageDelayLevel '1s 5x 10s' is not a delay-level "
