@@ -282,6 +282,21 @@ const KeySetter kSetters[] = {
        if (error.empty()) c.store.disk_max_used_space_ratio = percent / 100.0;
        return error;
      }},
+    // RocketMQ 5's MessageStoreConfig keys (4.x read them as system properties), in percent.
+    {"diskSpaceWarningLevelRatio",
+     [](BrokerConfig& c, std::string_view v) {
+       int32_t percent = 0;
+       std::string error = set_number<int32_t>(percent, v, 10, 100, "a percentage");
+       if (error.empty()) c.store.disk_space_warning_ratio = percent / 100.0;
+       return error;
+     }},
+    {"diskSpaceCleanForciblyRatio",
+     [](BrokerConfig& c, std::string_view v) {
+       int32_t percent = 0;
+       std::string error = set_number<int32_t>(percent, v, 10, 100, "a percentage");
+       if (error.empty()) c.store.disk_force_clean_ratio = percent / 100.0;
+       return error;
+     }},
     {"cleanFileForciblyEnable",
      [](BrokerConfig& c, std::string_view v) {
        return set_bool(c.store.clean_file_forcibly_enable, v);
@@ -506,6 +521,10 @@ std::string describe_broker_config(const BrokerConfig& c) {
   add("deleteWhen", hour);
   add("diskMaxUsedSpaceRatio",
       num(static_cast<int>(s.disk_max_used_space_ratio * 100.0 + 0.5)));
+  add("diskSpaceWarningLevelRatio",
+      num(static_cast<int>(s.disk_space_warning_ratio * 100.0 + 0.5)));
+  add("diskSpaceCleanForciblyRatio",
+      num(static_cast<int>(s.disk_force_clean_ratio * 100.0 + 0.5)));
   add("cleanFileForciblyEnable", s.clean_file_forcibly_enable ? "true" : "false");
   char mode[8];
   std::snprintf(mode, sizeof(mode), "%04o", static_cast<unsigned>(s.file_mode));

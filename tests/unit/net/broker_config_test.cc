@@ -279,6 +279,24 @@ TEST(BrokerConfigTest, RetentionSafetyAndFileModeKeys) {
             "(0700)");
 }
 
+// RocketMQ 5's disk ratios, in percent: the forced clean's threshold and the send refusal's.
+TEST(BrokerConfigTest, DiskSpaceRatioKeys) {
+  io::Result<BrokerConfig> defaults = parse_broker_config("", "broker.conf");
+  ASSERT_TRUE(defaults.is_ok());
+  EXPECT_DOUBLE_EQ(defaults->store.disk_space_warning_ratio, 0.90);
+  EXPECT_DOUBLE_EQ(defaults->store.disk_force_clean_ratio, 0.85);
+  io::Result<BrokerConfig> c = parse_broker_config(
+      "diskSpaceWarningLevelRatio=100\ndiskSpaceCleanForciblyRatio=80\n", "broker.conf");
+  ASSERT_TRUE(c.is_ok()) << c.status().to_string();
+  EXPECT_DOUBLE_EQ(c->store.disk_space_warning_ratio, 1.0);
+  EXPECT_DOUBLE_EQ(c->store.disk_force_clean_ratio, 0.80);
+  const std::string dump = describe_broker_config(*c);
+  EXPECT_NE(dump.find("diskSpaceWarningLevelRatio=100"), std::string::npos) << dump;
+  EXPECT_NE(dump.find("diskSpaceCleanForciblyRatio=80"), std::string::npos) << dump;
+  EXPECT_EQ(error_of("diskSpaceWarningLevelRatio=0.9"),
+            "broker.conf:1: diskSpaceWarningLevelRatio '0.9' is not a percentage (10..100)");
+}
+
 TEST(BrokerConfigTest, BadDelayTableIsReportedAtLoadNamingTheKey) {
   std::string message = error_of("brokerName=a\nmessageDelayLevel=1s 5x 10s\n");
   EXPECT_EQ(message.rfind("broker.conf:2: messageDelayLevel '1s 5x 10s' is not a delay-level "
