@@ -102,6 +102,11 @@ StoreStats Shard::stats() const {
   s.writes_submitted = stat_writes_.load(std::memory_order_relaxed);
   s.fdatasyncs = stat_syncs_.load(std::memory_order_relaxed);
   s.wakeups = stat_wakeups_.load(std::memory_order_relaxed);
+  s.corrupt_reads_refused = stat_corrupt_refused_.load(std::memory_order_relaxed);
+  s.corrupt_records_reported = stat_corrupt_reported_.load(std::memory_order_relaxed);
+  s.scrub_bytes_checked = stat_scrub_bytes_.load(std::memory_order_relaxed);
+  s.scrub_corrupt_records = stat_scrub_corrupt_.load(std::memory_order_relaxed);
+  s.scrubs_finished = stat_scrub_finished_.load(std::memory_order_relaxed);
   return s;
 }
 
@@ -169,7 +174,28 @@ io::Status Shard::open_log(engine::RecoveryReport* report) {
   for (uint32_t i = 0; i < ops_.size(); i++) free_ops_.push_back(i);
   notify_.assign(slots_.size(), false);
   last_clean_ms_ = now_ms();
+  if (report != nullptr) start_scrub(*report);
   return io::Status::ok();
+}
+
+// The segments below the one recovery's scan started from were not checked at open: the scrub
+// reads them in the background (engine/log_scrub.h).
+void Shard::start_scrub(const engine::RecoveryReport& report) {
+  const uint64_t from = log_->min_offset().value;
+  const uint64_t to = report.checkpoint_found ? report.scan_start_offset : from;
+  if (options_.scrub_bytes_per_second == 0 || to <= from) {
+    stat_scrub_finished_.store(1, std::memory_order_relaxed);
+    return;
+  }
+  engine::LogScrubOptions scrub_options;
+  scrub_options.bytes_per_second = options_.scrub_bytes_per_second;
+  scrub_options.name = shard_dir_;
+  scrub_ = std::make_unique<engine::LogScrub>(
+      *log_, scrub_options, kScrubReadBit,
+      [this](uint64_t log_offset, const char* reason) {
+        note_corrupt(log_offset, reason, "the scrub");
+      });
+  scrub_->start(from, to, now_ms());
 }
 
 // The run-time state recovery leaves to build: the dispatcher, delay-level progress, the next
@@ -239,6 +265,7 @@ bool Shard::iterate() {
   }
   dispatched_since_check_ = false;
   maybe_clean();
+  if (scrub_ != nullptr) scrub_->step(now_ms());
   notify_sessions();
   publish_stats();
   return worked;
@@ -284,6 +311,7 @@ void Shard::finish() {
   if (stop_status_.is_ok()) stop_status_ = cq_status;
   if (stop_status_.is_ok()) stop_status_ = offsets_status;
   publish_stats();
+  scrub_.reset();  // its reads were routed by the drain above
   offsets_.reset();
   cq_.reset();
   log_.reset();
@@ -359,7 +387,8 @@ void Shard::sleep() {
   const int64_t mono = clock_->monotonic_ns();
   const int64_t others_ms = std::min({log_->next_deadline_ms(), cq_->next_deadline_ms(),
                                       offsets_->next_deadline_ms(), next_held_deadline_ms(),
-                                      last_clean_ms_ + options_.clean_interval_ms});
+                                      last_clean_ms_ + options_.clean_interval_ms,
+                                      scrub_ != nullptr ? scrub_->next_deadline_ms() : INT64_MAX});
   int64_t wake = std::min(schedule_wake_ns(), mono + kMaxSleepMs * 1'000'000);
   if (others_ms != INT64_MAX) {
     wake = std::min(wake, std::max(others_ms * 1'000'000, mono + 1'000'000));
@@ -381,7 +410,8 @@ void Shard::sleep() {
 int64_t Shard::next_deadline_ms() const {
   return std::min({log_->next_deadline_ms(), cq_->next_deadline_ms(), offsets_->next_deadline_ms(),
                    next_held_deadline_ms(), schedule_deadline_ms(),
-                   last_clean_ms_ + options_.clean_interval_ms});
+                   last_clean_ms_ + options_.clean_interval_ms,
+                   scrub_ != nullptr ? scrub_->next_deadline_ms() : INT64_MAX});
 }
 
 bool Shard::drain_requests() {
@@ -643,6 +673,10 @@ void Shard::deliver_reads() {
   std::array<engine::ReadCompletion, 64> reads;
   for (size_t n; (n = log_->take_reads(reads)) > 0;) {
     for (size_t i = 0; i < n; i++) {
+      if (scrub_ != nullptr && scrub_->owns(reads[i].tag)) {
+        scrub_->read_done(reads[i].result, now_ms());
+        continue;
+      }
       if (prefetch_->owns(reads[i].tag)) {
         prefetch_->read_done(reads[i].tag, reads[i].result);
         continue;
@@ -709,6 +743,11 @@ void Shard::publish_stats() {
   const engine::CommitLogStats& s = log_->stats();
   stat_writes_.store(s.writes_submitted, std::memory_order_relaxed);
   stat_syncs_.store(s.fdatasyncs_completed, std::memory_order_relaxed);
+  if (scrub_ != nullptr) {
+    stat_scrub_bytes_.store(scrub_->bytes_checked(), std::memory_order_relaxed);
+    stat_scrub_corrupt_.store(scrub_->corrupt_records(), std::memory_order_relaxed);
+    stat_scrub_finished_.store(scrub_->finished() ? 1 : 0, std::memory_order_relaxed);
+  }
 }
 
 }  // namespace uringmq

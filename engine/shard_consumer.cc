@@ -2,6 +2,7 @@
 // store time, and retention. Each runs as a small state machine in a fixed pool of PullOps,
 // advanced by ConsumeQueue and CommitLog read completions; nothing blocks the reactor.
 #include <algorithm>
+#include <cstdio>
 
 #include "engine/byte_order.h"
 #include "engine/properties.h"
@@ -73,6 +74,10 @@ void Shard::answer_pull(uint32_t op_index, PullStatus status, int64_t next_offse
   done.message_count = status == PullStatus::found ? op.messages : 0;
   done.size_bytes = status == PullStatus::found ? op.bytes : 0;
   done.next_offset = next_offset;
+  if (status == PullStatus::corrupt) {
+    done.offset = make_store_offset(index_, op.corrupt_log_offset);
+    done.queue_offset = next_offset;
+  }
   io::Result<engine::QueueIndex> queue = cq_->queue(op.topic, op.queue_id, false);
   if (queue.is_ok()) {
     done.min_offset = cq_->min_offset(*queue);
@@ -214,6 +219,7 @@ void Shard::pull_units_ready(uint32_t op_index) {
       }
     }
     op.bytes += unit.size_bytes;
+    op.picked[op.messages] = static_cast<uint16_t>(i);
     op.messages++;
     op.scanned++;
   }
@@ -271,8 +277,59 @@ void Shard::finish_pull(uint32_t op_index) {
     post(op.slot, failed);
     return release_op(op_index);
   }
+  if (!check_pulled_records(op_index)) return;
   PullStatus status = op.messages > 0 ? PullStatus::found : PullStatus::no_matched_message;
   answer_pull(op_index, status, op.offset + op.scanned);
+}
+
+// Hot (copied from the write buffers) or cold (read from the page cache or the disk), every record
+// is checked whole before it leaves the shard: a byte damaged on the medium, in the page cache or
+// by a stray write is never served as a message with other bytes.
+bool Shard::check_pulled_records(uint32_t op_index) {
+  PullOp& op = ops_[op_index];
+  uint32_t at = 0;
+  for (uint32_t m = 0; m < op.messages; m++) {
+    const engine::CqUnit& unit = op.units[op.picked[m]];
+    const char* failed = engine::check_stored_record(op.buffer.subspan(at, unit.size_bytes),
+                                                     unit.log_offset, options_.log.limits);
+    if (failed == nullptr) {
+      at += unit.size_bytes;
+      continue;
+    }
+    note_corrupt(unit.log_offset, failed, "a pull");
+    if (m == 0) {
+      stat_corrupt_refused_.fetch_add(1, std::memory_order_relaxed);
+      op.corrupt_log_offset = unit.log_offset;
+      answer_pull(op_index, PullStatus::corrupt, op.offset + op.picked[m]);
+      return false;
+    }
+    op.messages = m;  // the records before it go now; the next pull starts at it
+    op.bytes = at;
+    op.scanned = op.picked[m];
+    return true;
+  }
+  return true;
+}
+
+void Shard::note_corrupt(uint64_t log_offset, const char* reason, const char* found_by) {
+  if (reason == nullptr) reason = "damaged";
+  for (uint32_t i = 0; i < corrupt_reported_count_; i++) {
+    if (corrupt_reported_[i] == log_offset) return;
+  }
+  corrupt_reported_[corrupt_reported_next_] = log_offset;
+  corrupt_reported_next_ = (corrupt_reported_next_ + 1) % kCorruptReportsKept;
+  corrupt_reported_count_ = std::min(corrupt_reported_count_ + 1, kCorruptReportsKept);
+  stat_corrupt_reported_.fetch_add(1, std::memory_order_relaxed);
+  const uint64_t base = log_offset - log_offset % options_.log.segment_size_bytes;
+  const std::string path = io::path_join(io::path_join(shard_dir_, "commitlog"),
+                                         engine::CommitLog::segment_name(base));
+  std::fprintf(stderr,
+               "uringmq: damaged CommitLog record in %s at file offset %llu (log offset %llu, "
+               "store offset %llu), found by %s: %s; it is never served\n",
+               path.c_str(), static_cast<unsigned long long>(log_offset - base),
+               static_cast<unsigned long long>(log_offset),
+               static_cast<unsigned long long>(make_store_offset(index_, log_offset)), found_by,
+               reason);
 }
 
 // ---- Long polling ----

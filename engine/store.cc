@@ -158,6 +158,11 @@ StoreStats Store::stats() const {
     total.writes_submitted += s.writes_submitted;
     total.fdatasyncs += s.fdatasyncs;
     total.wakeups += s.wakeups;
+    total.corrupt_reads_refused += s.corrupt_reads_refused;
+    total.corrupt_records_reported += s.corrupt_records_reported;
+    total.scrub_bytes_checked += s.scrub_bytes_checked;
+    total.scrub_corrupt_records += s.scrub_corrupt_records;
+    total.scrubs_finished += s.scrubs_finished;
   }
   return total;
 }

@@ -101,6 +101,11 @@ struct StoreOptions {
   // The clock every shard uses (store times, flush intervals, retention). Null: the system
   // clock. Tests pass an io::ManualClock; it must outlive the store.
   io::Clock* clock = nullptr;
+  // ---- Integrity ----
+  // The background scrub reads the segments recovery did not rescan (those below the
+  // checkpoint's segment) once after open, at most this many bytes per second, and reports every
+  // damaged record (engine/README.md, "Scrub"). 0: no scrub.
+  uint64_t scrub_bytes_per_second = 32ULL << 20;
   // STOREHOST written into every record (and so into offset msgIds): the broker sets its own
   // address and listen port; embedders may leave RocketMQ's default.
   engine::HostAddress store_host = engine::HostAddress::ipv4(127, 0, 0, 1, 10911);
@@ -156,6 +161,11 @@ enum class PullStatus : uint8_t {
   no_new_message,      // 19 PULL_NOT_FOUND: nothing at queue_offset (after waiting, if asked)
   no_matched_message,  // 20 PULL_RETRY_IMMEDIATELY: units scanned, none matched the tag filter
   offset_moved,        // 21 PULL_OFFSET_MOVED: below min (retention) or past max; see next_offset
+  // The record at queue_offset failed its checks (CRCs, magic, lengths, position): it is never
+  // served. Completion::offset is its store-wide physical offset, queue_offset and next_offset
+  // its queue offset; nothing is copied. Records before it come in the previous pull (a pull
+  // stops short of a damaged record). A broker answers SYSTEM_ERROR naming both offsets.
+  corrupt,
 };
 
 // A consumer read of one queue. Views: the memory must outlive the completion.
@@ -206,6 +216,14 @@ struct StoreStats {
   uint64_t writes_submitted = 0;
   uint64_t fdatasyncs = 0;
   uint64_t wakeups = 0;  // times a session had to wake a sleeping shard
+  // Integrity: reads refused because the record failed its checks (pulls answered corrupt,
+  // deliveries parked), damaged records logged (each once, by a read or the scrub), and the
+  // scrub's progress.
+  uint64_t corrupt_reads_refused = 0;
+  uint64_t corrupt_records_reported = 0;
+  uint64_t scrub_bytes_checked = 0;
+  uint64_t scrub_corrupt_records = 0;
+  uint64_t scrubs_finished = 0;  // shards whose scrub pass ended (or had nothing to check)
 };
 
 class Store;
