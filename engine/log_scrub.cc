@@ -13,11 +13,12 @@ namespace {
 constexpr uint64_t kRecordSlackBytes = (64u << 10) + 512;  // the largest record past its body
 constexpr uint64_t kMagicLookbackBytes = 7;  // a magic straddling two chunks is found again
 
-unsigned long long ull(uint64_t v) { return static_cast<unsigned long long>(v); }
+unsigned long long ull(uint64_t v) {
+  return static_cast<unsigned long long>(v);
+}
 }  // namespace
 
-LogScrub::LogScrub(CommitLog& log, const LogScrubOptions& options, uint64_t tag_bit,
-                   Report report)
+LogScrub::LogScrub(CommitLog& log, const LogScrubOptions& options, uint64_t tag_bit, Report report)
     : log_(log), options_(options), tag_bit_(tag_bit), report_(std::move(report)) {
   UMQ_ASSERT(options_.bytes_per_second > 0);
   UMQ_ASSERT(options_.chunk_bytes > 0);
@@ -53,7 +54,8 @@ void LogScrub::step(int64_t now_ms) {
   const uint64_t segment = log_.options().segment_size_bytes;
   const uint64_t log_min = log_.min_offset().value;
   if (pos_ < log_min) {  // retention deleted what is left of this segment, or more
-    std::fprintf(stderr, "uringmq: scrub %s: log offsets below %llu deleted by retention; skipped\n",
+    std::fprintf(stderr,
+                 "uringmq: scrub %s: log offsets below %llu deleted by retention; skipped\n",
                  options_.name.c_str(), ull(log_min));
     pos_ = buf_start_ = log_min;
     buf_bytes_ = 0;
@@ -70,8 +72,8 @@ void LogScrub::step(int64_t now_ms) {
     buf_start_ = pos_;
     buf_bytes_ = keep;
   }
-  const uint64_t length = std::min<uint64_t>(
-      {options_.chunk_bytes, seg_end - buffer_end(), buf_.size() - buf_bytes_});
+  const uint64_t length =
+      std::min<uint64_t>({options_.chunk_bytes, seg_end - buffer_end(), buf_.size() - buf_bytes_});
   UMQ_ASSERT(length > 0);
   io::Status s = log_.read(LogOffset{buffer_end()}, static_cast<uint32_t>(length),
                            buf_.data() + buf_bytes_, tag_bit_);
@@ -173,8 +175,8 @@ bool LogScrub::resync(uint64_t seg_end) {
 
 void LogScrub::segment_done(uint64_t base) {
   std::fprintf(stderr, "uringmq: scrub %s: segment %s checked: %llu records, %llu damaged\n",
-               options_.name.c_str(), CommitLog::segment_name(base).c_str(),
-               ull(segment_records_), ull(segment_corrupt_));
+               options_.name.c_str(), CommitLog::segment_name(base).c_str(), ull(segment_records_),
+               ull(segment_corrupt_));
   segment_records_ = 0;
   segment_corrupt_ = 0;
 }
@@ -185,9 +187,10 @@ void LogScrub::finish(const char* why, int64_t now_ms) {
   std::fprintf(stderr,
                "uringmq: scrub %s %s%s: %llu MiB checked, %llu records, %llu damaged records, "
                "in %lld ms\n",
-               options_.name.c_str(), why == nullptr ? "finished" : "stopped early: ",
-               why == nullptr ? "" : why, ull(bytes_checked_ >> 20),
-               ull(records_), ull(corrupt_records_), static_cast<long long>(now_ms - start_ms_));
+               options_.name.c_str(),
+               why == nullptr ? "finished" : "stopped early: ", why == nullptr ? "" : why,
+               ull(bytes_checked_ >> 20), ull(records_), ull(corrupt_records_),
+               static_cast<long long>(now_ms - start_ms_));
 }
 
 }  // namespace uringmq::engine

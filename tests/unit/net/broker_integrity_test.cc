@@ -43,12 +43,16 @@ RemotingResponse call(RemotingClient& client, const RemotingCommand& command,
 }
 
 RemotingResponse pull(RemotingClient& client, int64_t offset) {
-  return call(client, request(req::kPullMessage,
-                              {{"consumerGroup", "CG"}, {"topic", "TI"}, {"queueId", "0"},
-                               {"queueOffset", std::to_string(offset)}, {"maxMsgNums", "32"},
-                               {"sysFlag", "0"}, {"commitOffset", "0"},
-                               {"suspendTimeoutMillis", "0"}, {"subscription", "*"},
-                               {"subVersion", "0"}}));
+  return call(client, request(req::kPullMessage, {{"consumerGroup", "CG"},
+                                                  {"topic", "TI"},
+                                                  {"queueId", "0"},
+                                                  {"queueOffset", std::to_string(offset)},
+                                                  {"maxMsgNums", "32"},
+                                                  {"sysFlag", "0"},
+                                                  {"commitOffset", "0"},
+                                                  {"suspendTimeoutMillis", "0"},
+                                                  {"subscription", "*"},
+                                                  {"subVersion", "0"}}));
 }
 
 TEST(BrokerIntegrityTest, APullOverADamagedRecordAnswersSystemErrorNamingIt) {
@@ -77,17 +81,24 @@ TEST(BrokerIntegrityTest, APullOverADamagedRecordAnswersSystemErrorNamingIt) {
     uint64_t damaged_offset = 0;
     for (int i = 0; i < 2000; i++) {  // 0.8 MB: the first records leave the 256 KiB of buffers
       RemotingResponse r = call(**client,
-                                request(req::kSendMessageV2,
-                                        {{"a", "PG"}, {"b", "TI"}, {"c", "TBW102"}, {"d", "1"},
-                                         {"e", "0"}, {"f", "0"}, {"g", "1700000000000"},
-                                         {"h", "0"}, {"i", ""}, {"j", "0"}, {"k", "false"}}),
+                                request(req::kSendMessageV2, {{"a", "PG"},
+                                                              {"b", "TI"},
+                                                              {"c", "TBW102"},
+                                                              {"d", "1"},
+                                                              {"e", "0"},
+                                                              {"f", "0"},
+                                                              {"g", "1700000000000"},
+                                                              {"h", "0"},
+                                                              {"i", ""},
+                                                              {"j", "0"},
+                                                              {"k", "false"}}),
                                 body);
       ASSERT_EQ(r.command.code, rc::kSuccess) << r.command.remark.value_or("");
       // offsetMsgId: host (8 hex), port (8 hex), physical offset (16 hex).
       if (i == 40) damaged_offset = std::stoull(r.command.ext("msgId")->substr(16), nullptr, 16);
     }
-    const std::string segment = dir.path() + "/shard-0/commitlog/" +
-                                engine::CommitLog::segment_name(0);
+    const std::string segment =
+        dir.path() + "/shard-0/commitlog/" + engine::CommitLog::segment_name(0);
     int fd = ::open(segment.c_str(), O_RDWR);
     ASSERT_GE(fd, 0);
     const off_t at = static_cast<off_t>(damaged_offset + 88 + 100);  // a body byte
