@@ -2,7 +2,8 @@
 // checkpoint's (which recovery does not rescan) or in a record already written (damaged in the
 // page cache) makes a pull over it answer `corrupt` naming its offsets, while the records before
 // and after it are still served with their own bytes; the damage is counted, logged once, and
-// the background scrub finds every damaged record of the old segments and logs it.
+// the background scrub finds every damaged record of the old segments and logs it. A damaged
+// delayed message is parked, never delivered with other bytes or retried for ever.
 // Method: real Store (UringDisk, one shard thread), 256 KiB segments, a ManualClock; bytes are
 // flipped in the segment files with plain file IO while the store is closed (cold) or open
 // (hot: the record's bytes are past the write buffers, so a pull reads them from the file).
@@ -237,6 +238,63 @@ TEST(StoreIntegrityTest, DamageAfterTheWriteIsRefusedWhenServed) {
   EXPECT_EQ(stats.corrupt_reads_refused, 1u);
   EXPECT_EQ(stats.corrupt_records_reported, 1u);
   EXPECT_EQ(stats.scrubs_finished, 1u);  // scrub off: nothing to do counts as done
+  session->reset();
+  EXPECT_TRUE((*store)->close().is_ok());
+}
+
+// A delayed message whose stored record is damaged before it falls due is not delivered with
+// other bytes and not retried for ever: it is parked at once (PARK_REASON unreadable, no body),
+// counted as refused, and the real queue gets nothing.
+TEST(StoreIntegrityTest, ADamagedDelayedMessageIsParkedNotDelivered) {
+  testing::TempDir dir;
+  const std::string store_dir = dir.path() + "/store";
+  io::ManualClock clock(1'700'000'000'000);
+  StoreOptions options = options_for(store_dir, &clock, 0);
+  options.message_delay_level = "1s";
+  auto store = Store::open(options);
+  ASSERT_TRUE(store.is_ok()) << store.status().to_string();
+  auto session = (*store)->open_session();
+  ASSERT_TRUE(session.is_ok());
+  testing::TestMessage delayed = testing::make_message(1, 0, 200);
+  engine::append_property(delayed.properties, "DELAY", "1");
+  Message m;
+  m.topic = "DelayedTopic";
+  m.queue_id = 0;
+  m.body = delayed.body;
+  m.properties = delayed.properties;
+  Completion put = (*session)->send(m);
+  ASSERT_EQ(put.code, io::Code::ok);
+  std::vector<testing::TestMessage> keep;
+  send_all(**session, keep);  // the delayed record leaves the write buffers
+  flip(store_dir, local_offset(put.offset) + kBodyAt + 10);
+  clock.advance_ms(1000);
+  std::vector<std::byte> buffer(64 << 10);
+  Completion parked;
+  for (int i = 0; i < 500; i++) {
+    PullRequest p;
+    p.topic = kParkedScheduleTopic;
+    p.queue_id = 0;
+    p.buffer = buffer;
+    ASSERT_TRUE((*session)->pull_async(p, 3).is_ok());
+    parked = (*session)->wait_for(3);
+    if (parked.pull_status == PullStatus::found) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(parked.pull_status, PullStatus::found) << "the damaged delivery was not parked";
+  auto r = engine::decode(std::span(buffer.data(), parked.size_bytes), {});
+  ASSERT_EQ(r.outcome, engine::DecodeOutcome::ok);
+  EXPECT_EQ(engine::find_property(r.view.user_properties, "PARK_REASON").value_or(""),
+            "unreadable");
+  EXPECT_TRUE(r.view.body.empty());
+  PullRequest real;
+  real.topic = "DelayedTopic";
+  real.queue_id = 0;
+  real.buffer = buffer;
+  ASSERT_TRUE((*session)->pull_async(real, 4).is_ok());
+  EXPECT_EQ((*session)->wait_for(4).pull_status, PullStatus::no_new_message);
+  EXPECT_EQ((*store)->stats().corrupt_reads_refused, 1u);
+  EXPECT_EQ((*store)->stats().corrupt_records_reported, 1u);
+  EXPECT_EQ((*store)->delay_level_stats()[0].parked, 1u);
   session->reset();
   EXPECT_TRUE((*store)->close().is_ok());
 }
