@@ -123,6 +123,9 @@ class Shard {
   // CommitLog read tags with this bit belong to a pull or search op (its index below).
   static constexpr uint64_t kOpReadBit = uint64_t{1} << 50;
   static constexpr uint32_t kMaxFilterTags = 16;
+  // An offset search reads a record whole up to this size (most records) and checks it; of a
+  // larger one it reads and checks this much (magic, lengths, position).
+  static constexpr uint32_t kSearchRecordBytes = 2048;
   // A pull, a held long poll or an offset search in progress.
   struct PullOp {
     enum class Kind : uint8_t { pull, search };
@@ -154,7 +157,8 @@ class Shard {
     uint64_t corrupt_log_offset = 0;  // answered corrupt: the damaged record's log offset
     // search: binary search over [lo, hi) for the first store time >= target
     int64_t lo = 0, hi = 0, mid = 0, target_ms = 0;
-    std::array<std::byte, 96> header{};
+    // search: the record read (whole when it fits, checked before its time is believed)
+    std::array<std::byte, kSearchRecordBytes> header{};
   };
 
   void run();
@@ -203,6 +207,8 @@ class Shard {
   void answer_pull(uint32_t op_index, PullStatus status, int64_t next_offset);
   void search_step(uint32_t op_index);
   void search_record_ready(uint32_t op_index);
+  // The record an offset search read: nullptr when it passes, else the failed check.
+  const char* check_search_record(const PullOp& op) const;
   void cq_read_done(uint32_t op_index, int64_t result);
   void wake_held_pulls();
   void expire_held_pulls();

@@ -542,6 +542,18 @@ void Shard::search_record_ready(uint32_t op_index) {
       return release_op(op_index);
     }
   }
+  if (const char* failed = check_search_record(op)) {
+    // Its store time cannot be trusted: the search fails, naming the record in the log.
+    stat_corrupt_refused_.fetch_add(1, std::memory_order_relaxed);
+    note_corrupt(unit.log_offset, failed, "an offset search");
+    Completion damaged;
+    damaged.tag = op.tag;
+    damaged.code = io::Code::corruption;
+    damaged.offset = make_store_offset(index_, unit.log_offset);
+    damaged.queue_offset = op.mid;
+    post(op.slot, damaged);
+    return release_op(op_index);
+  }
   uint32_t sys_flag = engine::get_u32(op.header.data() + 36);
   size_t ts_at = (sys_flag & engine::kSysFlagBornHostV6) != 0 ? 68 : 56;
   int64_t store_ms = static_cast<int64_t>(engine::get_u64(op.header.data() + ts_at));
@@ -551,6 +563,28 @@ void Shard::search_record_ready(uint32_t op_index) {
     op.hi = op.mid;
   }
   search_step(op_index);
+}
+
+const char* Shard::check_search_record(const PullOp& op) const {
+  const engine::CqUnit& unit = op.units[0];
+  if (unit.size_bytes <= op.header.size()) {
+    return engine::check_stored_record(std::span(op.header.data(), unit.size_bytes),
+                                       unit.log_offset, options_.log.limits);
+  }
+  // A prefix: decode() checks what it can see (magic, TOTALSIZE within limits) and asks for more.
+  engine::DecodeOptions options;
+  options.limits = options_.log.limits;
+  options.expected_physical_offset = static_cast<int64_t>(unit.log_offset);
+  const engine::DecodeResult r = engine::decode(op.header, options);
+  if (r.outcome == engine::DecodeOutcome::corrupt) return r.reason;
+  if (r.outcome != engine::DecodeOutcome::truncated) return "not the start of a message";
+  if (engine::get_u32(op.header.data()) != unit.size_bytes) {
+    return "TOTALSIZE differs from the unit's size";
+  }
+  if (engine::get_u64(op.header.data() + 28) != unit.log_offset) {
+    return "PHYSICALOFFSET is not the record's position";
+  }
+  return nullptr;
 }
 
 // ---- Retention ----

@@ -273,7 +273,8 @@ class Session {
   // The queue's min and max (next to be written) offsets, in min_offset/max_offset.
   io::Status query_queue_async(std::string_view topic, int32_t queue_id, uint64_t tag);
   // The first queue offset whose message was stored at or after timestamp_ms (max offset if
-  // none), in queue_offset (SEARCH_OFFSET_BY_TIMESTAMP).
+  // none), in queue_offset (SEARCH_OFFSET_BY_TIMESTAMP). corruption when a record the search
+  // reads fails its checks (offset and queue_offset name it).
   io::Status search_offset_async(std::string_view topic, int32_t queue_id, int64_t timestamp_ms,
                                  uint64_t tag);
   // Consumer-group offsets, kept by the queue's shard and persisted crash-safely.

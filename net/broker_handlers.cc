@@ -104,6 +104,8 @@ std::string code_text(io::Code code) {
       return "the store stopped after a disk error: the message may or may not be stored";
     case io::Code::shut_down: return "the broker is stopping";
     case io::Code::not_found: return "not found";
+    case io::Code::corruption:
+      return "a stored message this needs is damaged (failed its CRC check; see the broker log)";
     default: return "store error";
   }
 }

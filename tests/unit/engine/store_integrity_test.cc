@@ -216,7 +216,8 @@ TEST(StoreIntegrityTest, DamageBelowTheCheckpointIsRefusedCountedAndFoundByTheSc
 }
 
 // A record damaged after it was written (here: its bytes in the page cache, changed behind the
-// store's back) is refused as well: every record is checked when it is served, not only at open.
+// store's back) is refused as well: every record is checked when it is served, not only at open,
+// and an offset search that reads it fails rather than trust its store time.
 TEST(StoreIntegrityTest, DamageAfterTheWriteIsRefusedWhenServed) {
   testing::TempDir dir;
   const std::string store_dir = dir.path() + "/store";
@@ -227,15 +228,23 @@ TEST(StoreIntegrityTest, DamageAfterTheWriteIsRefusedWhenServed) {
   ASSERT_TRUE(session.is_ok());
   std::vector<testing::TestMessage> keep;
   std::vector<Stored> stored = send_all(**session, keep);
-  const uint64_t seq = 10;  // in the first segment: long out of the write buffers
+  // In the first segment (long out of the write buffers), and one an offset search by the store
+  // time of every message (they share one: the clock stands still) probes: 2000, 1000, ... 31.
+  const uint64_t seq = 31;
   flip(store_dir, stored[seq].log_offset + 30);  // a high byte of PHYSICALOFFSET
   std::vector<int64_t> corrupt;
   std::vector<uint64_t> corrupt_store_offsets;
   std::vector<uint64_t> served = pull_all(**session, corrupt, corrupt_store_offsets);
   EXPECT_EQ(corrupt, (std::vector<int64_t>{int64_t{seq}}));
   EXPECT_EQ(served.size(), kMessages - 1);
+  // The search cannot trust the damaged record's time: it fails, naming the record.
+  ASSERT_TRUE((*session)->search_offset_async(kTopic, 0, clock.now_ms(), 9).is_ok());
+  Completion search = (*session)->wait_for(9);
+  EXPECT_EQ(search.code, io::Code::corruption);
+  EXPECT_EQ(search.offset, make_store_offset(0, stored[seq].log_offset));
+  EXPECT_EQ(search.queue_offset, static_cast<int64_t>(seq));
   const StoreStats stats = (*store)->stats();
-  EXPECT_EQ(stats.corrupt_reads_refused, 1u);
+  EXPECT_EQ(stats.corrupt_reads_refused, 2u);
   EXPECT_EQ(stats.corrupt_records_reported, 1u);
   EXPECT_EQ(stats.scrubs_finished, 1u);  // scrub off: nothing to do counts as done
   session->reset();
