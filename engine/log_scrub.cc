@@ -1,7 +1,9 @@
 #include "engine/log_scrub.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "engine/byte_order.h"
@@ -18,11 +20,36 @@ unsigned long long ull(uint64_t v) {
 }
 }  // namespace
 
-LogScrub::LogScrub(CommitLog& log, const LogScrubOptions& options, uint64_t tag_bit, Report report)
-    : log_(log), options_(options), tag_bit_(tag_bit), report_(std::move(report)) {
+LogScrub::LogScrub(io::Disk& disk, const CommitLog& log, const LogScrubOptions& options,
+                   uint64_t tag, Report report)
+    : disk_(disk),
+      log_(log),
+      options_(options),
+      tag_(tag),
+      report_(std::move(report)),
+      segment_dir_(io::path_join(log.options().dir, "commitlog")) {
   UMQ_ASSERT(options_.bytes_per_second > 0);
   UMQ_ASSERT(options_.chunk_bytes > 0);
+  UMQ_ASSERT(options_.chunk_bytes % io::kDirectAlignment == 0);
+  UMQ_ASSERT(log.options().segment_size_bytes % io::kDirectAlignment == 0);
   decode_options_.limits = log.options().limits;
+}
+
+LogScrub::~LogScrub() {
+  // The buffer must outlive a read in flight (a simulated crash drops it: nothing to wait for).
+  while (reading_ && disk_.in_flight() > 0) {
+    std::array<io::IoCompletion, 16> done;
+    for (size_t i = 0, n = disk_.poll(done, io::Wait::at_least_one); i < n; i++) {
+      if (owns(done[i].user_data)) reading_ = false;
+    }
+  }
+  close_file();
+}
+
+void LogScrub::close_file() {
+  if (file_.valid()) disk_.close(file_);
+  file_ = io::FileHandle{};
+  file_base_ = UINT64_MAX;
 }
 
 void LogScrub::start(uint64_t from, uint64_t to, int64_t now_ms) {
@@ -35,7 +62,13 @@ void LogScrub::start(uint64_t from, uint64_t to, int64_t now_ms) {
     finished_ = true;
     return;
   }
-  buf_.resize(options_.chunk_bytes + log_.options().limits.max_body_bytes + kRecordSlackBytes);
+  // A chunk, plus the largest record cut by the previous chunk's end, plus its block's start.
+  buf_capacity_ = options_.chunk_bytes + log_.options().limits.max_body_bytes + kRecordSlackBytes +
+                  io::kDirectAlignment;
+  buf_capacity_ =
+      (buf_capacity_ + io::kDirectAlignment - 1) / io::kDirectAlignment * io::kDirectAlignment;
+  buf_.reset(static_cast<std::byte*>(std::aligned_alloc(io::kDirectAlignment, buf_capacity_)));
+  UMQ_ASSERT(buf_ != nullptr);
   std::fprintf(stderr,
                "uringmq: scrub %s: checking log offsets [%llu, %llu) (%llu segments below the "
                "checkpoint's, not rescanned at open) at %llu KiB/s\n",
@@ -57,26 +90,39 @@ void LogScrub::step(int64_t now_ms) {
     std::fprintf(stderr,
                  "uringmq: scrub %s: log offsets below %llu deleted by retention; skipped\n",
                  options_.name.c_str(), ull(log_min));
-    pos_ = buf_start_ = log_min;
+    pos_ = log_min;
+    buf_start_ = pos_ - pos_ % io::kDirectAlignment;
     buf_bytes_ = 0;
     resyncing_ = false;
     if (pos_ >= to_) return finish(nullptr, now_ms);
   }
-  const uint64_t seg_end = pos_ - pos_ % segment + segment;
-  if (pos_ >= buffer_end() || pos_ < buf_start_) {
-    buf_start_ = pos_;
+  const uint64_t base = pos_ - pos_ % segment;
+  // O_DIRECT: reads start and end on block boundaries (segments are whole blocks), so the
+  // buffer keeps the unchecked tail from the start of its block.
+  const uint64_t keep_from = pos_ - pos_ % io::kDirectAlignment;
+  if (pos_ >= buffer_end() || keep_from < buf_start_) {
+    buf_start_ = keep_from;
     buf_bytes_ = 0;
-  } else if (pos_ > buf_start_) {  // keep the unchecked tail (a record cut by the chunk's end)
-    const uint64_t keep = buffer_end() - pos_;
-    std::memmove(buf_.data(), buf_.data() + (pos_ - buf_start_), keep);
-    buf_start_ = pos_;
+  } else if (keep_from > buf_start_) {
+    const uint64_t keep = buffer_end() - keep_from;
+    std::memmove(buf_.get(), buf_.get() + (keep_from - buf_start_), keep);
+    buf_start_ = keep_from;
     buf_bytes_ = keep;
   }
-  const uint64_t length =
-      std::min<uint64_t>({options_.chunk_bytes, seg_end - buffer_end(), buf_.size() - buf_bytes_});
+  UMQ_ASSERT(buffer_end() % io::kDirectAlignment == 0);
+  const uint64_t length = std::min<uint64_t>(
+      {options_.chunk_bytes, base + segment - buffer_end(), buf_capacity_ - buf_bytes_});
   UMQ_ASSERT(length > 0);
-  io::Status s = log_.read(LogOffset{buffer_end()}, static_cast<uint32_t>(length),
-                           buf_.data() + buf_bytes_, tag_bit_);
+  UMQ_ASSERT(length % io::kDirectAlignment == 0);
+  io::Status s = open_segment(base);
+  io::IoRequest read;
+  read.kind = io::OpKind::read;
+  read.file = file_;
+  read.file_offset = buffer_end() - base;
+  read.length_bytes = length;
+  read.buffer = buf_.get() + buf_bytes_;
+  read.user_data = tag_;
+  if (s.is_ok()) s = disk_.submit(read);
   if (s.code() == io::Code::busy) return;  // the ring is full: the next iteration tries again
   if (!s.is_ok()) {
     std::fprintf(stderr, "uringmq: scrub %s: cannot read log offset %llu: %s\n",
@@ -87,11 +133,25 @@ void LogScrub::step(int64_t now_ms) {
   bytes_read_ += length;
 }
 
+// The segment's file, opened for O_DIRECT reads: the scrub's bytes do not pass through the page
+// cache, where they would push out the recent records consumers read.
+io::Status LogScrub::open_segment(uint64_t base) {
+  if (file_base_ == base) return io::Status::ok();
+  close_file();
+  const std::string path = io::path_join(segment_dir_, CommitLog::segment_name(base));
+  io::Result<io::FileHandle> file = disk_.open(path, io::OpenMode::read_only, io::IoMode::direct);
+  if (!file.is_ok()) return file.status();
+  file_ = *file;
+  file_base_ = base;
+  return io::Status::ok();
+}
+
 void LogScrub::read_done(int64_t result, int64_t now_ms) {
   UMQ_ASSERT(reading_);
   reading_ = false;
   if (finished_) return;
-  if (result <= 0) {
+  const bool aligned = result % static_cast<int64_t>(io::kDirectAlignment) == 0;
+  if (result <= 0 || !aligned) {
     std::fprintf(stderr, "uringmq: scrub %s: read at log offset %llu failed (result %lld)\n",
                  options_.name.c_str(), ull(buffer_end()), static_cast<long long>(result));
     return finish("a read failed", now_ms);
@@ -112,7 +172,7 @@ void LogScrub::walk(int64_t now_ms) {
       if (!resync(seg_end)) return;
       continue;
     }
-    const std::span<const std::byte> bytes(buf_.data() + (pos_ - buf_start_), buffer_end() - pos_);
+    const std::span<const std::byte> bytes(buf_.get() + (pos_ - buf_start_), buffer_end() - pos_);
     DecodeResult r = decode_log_step(bytes, pos_, seg_end, decode_options_);
     if (r.outcome == DecodeOutcome::ok) {
       records_++;
@@ -141,7 +201,7 @@ void LogScrub::walk(int64_t now_ms) {
 // Looks for the next position that holds a whole record (or the blank record) at its own offset.
 // True when found or when the segment ends (pos_ moved there); false when more bytes are needed.
 bool LogScrub::resync(uint64_t seg_end) {
-  const std::byte* at = buf_.data() + (pos_ - buf_start_);
+  const std::byte* at = buf_.get() + (pos_ - buf_start_);
   const uint64_t n = buffer_end() - pos_;
   for (uint64_t i = 0; i + 8 <= n; i++) {
     const uint32_t magic = get_u32(at + i + 4);
@@ -183,7 +243,8 @@ void LogScrub::segment_done(uint64_t base) {
 
 void LogScrub::finish(const char* why, int64_t now_ms) {
   finished_ = true;
-  std::vector<std::byte>().swap(buf_);
+  if (!reading_) buf_.reset();
+  close_file();
   std::fprintf(stderr,
                "uringmq: scrub %s %s%s: %llu MiB checked, %llu records, %llu damaged records, "
                "in %lld ms\n",

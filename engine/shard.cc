@@ -19,6 +19,7 @@ namespace {
 // user_data classes of the shard's own requests (the CommitLog uses 1..5).
 constexpr uint64_t kWakerTag = 0xA0ULL << 56;
 constexpr uint64_t kTimerTag = 0xA1ULL << 56;
+constexpr uint64_t kScrubTag = 0xA2ULL << 56;  // the scrub's one read in flight
 constexpr int64_t kMaxSleepMs = 100;
 constexpr int64_t kMinSleepNs = 20'000;  // a deadline already passed: poll again almost at once
 }  // namespace
@@ -191,7 +192,7 @@ void Shard::start_scrub(const engine::RecoveryReport& report) {
   scrub_options.bytes_per_second = options_.scrub_bytes_per_second;
   scrub_options.name = shard_dir_;
   scrub_ = std::make_unique<engine::LogScrub>(
-      *log_, scrub_options, kScrubReadBit,
+      *disk_, *log_, scrub_options, kScrubTag,
       [this](uint64_t log_offset, const char* reason) {
         note_corrupt(log_offset, reason, "the scrub");
       });
@@ -311,7 +312,7 @@ void Shard::finish() {
   if (stop_status_.is_ok()) stop_status_ = cq_status;
   if (stop_status_.is_ok()) stop_status_ = offsets_status;
   publish_stats();
-  scrub_.reset();  // its reads were routed by the drain above
+  scrub_.reset();  // its read was routed by the drain above; closes its file
   offsets_.reset();
   cq_.reset();
   log_.reset();
@@ -344,6 +345,8 @@ void Shard::route(const io::IoCompletion& completion) {
     cq_->complete(completion);
   } else if (engine::ConsumerOffsets::owns(user_data)) {
     offsets_->complete(completion);
+  } else if (scrub_ != nullptr && scrub_->owns(user_data)) {
+    scrub_->read_done(completion.result, now_ms());
   } else {
     UMQ_ASSERT_MSG(false, "a completion nobody in the shard issued");
   }
@@ -673,10 +676,6 @@ void Shard::deliver_reads() {
   std::array<engine::ReadCompletion, 64> reads;
   for (size_t n; (n = log_->take_reads(reads)) > 0;) {
     for (size_t i = 0; i < n; i++) {
-      if (scrub_ != nullptr && scrub_->owns(reads[i].tag)) {
-        scrub_->read_done(reads[i].result, now_ms());
-        continue;
-      }
       if (prefetch_->owns(reads[i].tag)) {
         prefetch_->read_done(reads[i].tag, reads[i].result);
         continue;

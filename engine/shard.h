@@ -236,7 +236,6 @@ class Shard {
   static constexpr uint64_t kScheduleReadBit = uint64_t{1} << 49;  // log and CQ read tags
   static constexpr uint64_t kPrefetchReadBit = uint64_t{1} << 47;  // RecordPrefetch's log reads
   static constexpr uint64_t kUnitsAheadBit = uint64_t{1} << 46;    // a level's units read ahead
-  static constexpr uint64_t kScrubReadBit = uint64_t{1} << 45;     // LogScrub's log reads
   static constexpr uint32_t kCorruptReportsKept = 1024;
   // Records of delay-level heads and timers due within this many ms are read ahead.
   static constexpr int64_t kPrefetchAheadMs = 20;
@@ -381,8 +380,6 @@ class Shard {
   // Timed messages: the wheel (slots on disk, near window in memory) and a delivery batch.
   std::unique_ptr<engine::TimerWheel> wheel_;
   std::unique_ptr<engine::RecordPrefetch> prefetch_;
-  // Declared before log_: destroyed after it, so its buffer outlives a read still in flight.
-  std::unique_ptr<engine::LogScrub> scrub_;
   std::array<uint64_t, kCorruptReportsKept> corrupt_reported_{};  // log offsets already logged
   uint32_t corrupt_reported_count_ = 0;
   uint32_t corrupt_reported_next_ = 0;
@@ -429,6 +426,8 @@ class Shard {
   io::SystemClock system_clock_;
   io::Clock* clock_;
   std::unique_ptr<engine::CommitLog> log_;
+  // After disk_: destroyed before it (its destructor waits for its read and closes its file).
+  std::unique_ptr<engine::LogScrub> scrub_;
   std::unique_ptr<engine::CqStore> cq_;
   std::unique_ptr<engine::Dispatcher> dispatcher_;
   std::unique_ptr<engine::ConsumerOffsets> offsets_;

@@ -215,6 +215,45 @@ TEST(StoreIntegrityTest, DamageBelowTheCheckpointIsRefusedCountedAndFoundByTheSc
   EXPECT_NE(log.find("finished"), std::string::npos) << log;
 }
 
+// The scrub keeps to its pace: with the clock standing still it reads one chunk (256 KiB, here
+// one segment) and no more; each second of the clock lets one more through.
+TEST(StoreIntegrityTest, TheScrubKeepsToItsPace) {
+  testing::TempDir dir;
+  const std::string store_dir = dir.path() + "/store";
+  io::ManualClock clock(1'700'000'000'000);
+  {
+    auto store = Store::open(options_for(store_dir, &clock, 0));
+    ASSERT_TRUE(store.is_ok()) << store.status().to_string();
+    auto session = (*store)->open_session();
+    ASSERT_TRUE(session.is_ok());
+    std::vector<testing::TestMessage> keep;
+    send_all(**session, keep);
+    session->reset();
+    ASSERT_TRUE((*store)->close().is_ok());
+  }
+  ::testing::internal::CaptureStderr();
+  auto store = Store::open(options_for(store_dir, &clock, kSegmentBytes));  // a segment a second
+  ASSERT_TRUE(store.is_ok()) << store.status().to_string();
+  const uint64_t to = (*store)->recovery_reports()[0].scan_start_offset;
+  ASSERT_GE(to, 3 * kSegmentBytes);
+  EXPECT_TRUE(wait_until([&] { return (*store)->stats().scrub_bytes_checked == kSegmentBytes; }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the shard loop runs on
+  EXPECT_EQ((*store)->stats().scrub_bytes_checked, kSegmentBytes) << "ran ahead of its pace";
+  clock.advance_ms(1000);
+  EXPECT_TRUE(
+      wait_until([&] { return (*store)->stats().scrub_bytes_checked == 2 * kSegmentBytes; }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ((*store)->stats().scrub_bytes_checked, 2 * kSegmentBytes) << "ran ahead of its pace";
+  EXPECT_EQ((*store)->stats().scrubs_finished, 0u);
+  clock.advance_ms(3600'000);
+  EXPECT_TRUE(wait_until([&] { return (*store)->stats().scrubs_finished == 1; }));
+  EXPECT_EQ((*store)->stats().scrub_bytes_checked, to);
+  EXPECT_EQ((*store)->stats().scrub_corrupt_records, 0u);
+  ASSERT_TRUE((*store)->close().is_ok());
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(log.find("0 damaged records"), std::string::npos) << log;
+}
+
 // A record damaged after it was written (here: its bytes in the page cache, changed behind the
 // store's back) is refused as well: every record is checked when it is served, not only at open,
 // and an offset search that reads it fails rather than trust its store time.
