@@ -265,6 +265,8 @@ class Session {
   // (take completions, then retry). `message` memory must stay valid until its completion.
   io::Status send_async(const Message& message, uint64_t tag);
   // Queues a read of `size_bytes` at a store-wide offset into dest (valid until completion).
+  // Raw bytes, not checked (a byte range need not be a record): a caller that reads a record
+  // decodes it (make_send_back does); pull_async checks every record it returns.
   io::Status read_async(uint64_t store_offset, uint32_t size_bytes, std::byte* dest,
                         uint64_t tag);
   // Reads up to max_messages of a queue (its owner shard answers). Completion: pull_status,
