@@ -4,6 +4,8 @@
 //                               computes BODYCRC and the whole-record CRC. Bytes = record size.
 //   BM_MemcpyCrc/<body bytes>   the baseline: memcpy of the same number of record bytes, then
 //                               crc32_ieee over the copy.
+//   BM_CheckStoredRecord/<body bytes>  engine::check_stored_record of such a record: what the
+//                               pull path adds per record served (decode, both CRCs).
 //   BM_SpscRingRoundTrip        two threads ping-pong a value through two SpscRing<uint64_t>
 //                               (the cross-shard transport); one iteration = one round trip.
 // compare.sh reads --benchmark_format=json and prints encode / (memcpy + CRC).
@@ -126,6 +128,22 @@ void BM_SpscRingRoundTrip(benchmark::State& state) {
   state.counters["ns_per_round_trip"] = state.iterations() ? ns / state.iterations() : 0.0;
 }
 
+void BM_CheckStoredRecord(benchmark::State& state) {
+  BenchMessage message(static_cast<size_t>(state.range(0)));
+  std::vector<std::byte> record(message.record_bytes);
+  engine::AppendStamp stamp{.queue_offset = 0, .physical_offset = 4096,
+                            .store_timestamp_ms = 1700000000001};
+  engine::encode(message.input, stamp, record);
+  const engine::CodecLimits limits;
+  for (auto _ : state) {
+    const char* failed = engine::check_stored_record(record, 4096, limits);
+    benchmark::DoNotOptimize(failed);
+  }
+  if (engine::check_stored_record(record, 4096, limits) != nullptr) state.SkipWithError("bad");
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * message.record_bytes);
+}
+
+BENCHMARK(BM_CheckStoredRecord)->Arg(128)->Arg(1024)->Arg(4096);
 BENCHMARK(BM_EncodeCrc)->Arg(128)->Arg(256)->Arg(512)->Arg(1024);
 BENCHMARK(BM_MemcpyCrc)->Arg(128)->Arg(256)->Arg(512)->Arg(1024);
 BENCHMARK(BM_SpscRingRoundTrip)->UseRealTime();

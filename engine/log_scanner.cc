@@ -72,8 +72,7 @@ io::Result<ScanEnd> LogScanner::scan(uint64_t start, const Visitor& visit) {
     }
     std::span<const std::byte> bytes(window_.get() + (pos - window_start_),
                                      window_start_ + window_bytes_ - pos);
-    decode_options.expected_physical_offset = static_cast<int64_t>(pos);
-    DecodeResult r = decode(bytes, decode_options);
+    DecodeResult r = decode_log_step(bytes, pos, seg_end, decode_options);
     if (r.outcome == DecodeOutcome::ok) {
       if (visit) visit(pos, r.view);
       pos += r.size;
@@ -82,18 +81,10 @@ io::Result<ScanEnd> LogScanner::scan(uint64_t start, const Visitor& visit) {
       continue;
     }
     if (r.outcome == DecodeOutcome::blank) {
-      if (pos + r.size != seg_end) {
-        end.reason = "blank record does not reach the end of its segment";
-        break;
-      }
       pos = seg_end;
       continue;
     }
     if (r.outcome == DecodeOutcome::truncated) {
-      if (window_start_ + window_bytes_ >= seg_end) {
-        end.reason = "record runs past the end of its segment";
-        break;
-      }
       UMQ_RETURN_IF_ERROR(load(pos, seg_end));
       continue;
     }

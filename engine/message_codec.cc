@@ -544,6 +544,43 @@ DecodeResult decode(std::span<const std::byte> bytes, const DecodeOptions& optio
   return result;
 }
 
+DecodeResult decode_log_step(std::span<const std::byte> bytes, uint64_t pos, uint64_t segment_end,
+                             const DecodeOptions& options) {
+  UMQ_ASSERT(pos <= segment_end);
+  UMQ_ASSERT(bytes.size() <= segment_end - pos);
+  DecodeOptions at = options;
+  at.expected_physical_offset = static_cast<int64_t>(pos);
+  DecodeResult r = decode(bytes, at);
+  if (r.outcome == DecodeOutcome::blank && pos + r.size != segment_end) {
+    return corrupt("blank record does not reach the end of its segment");
+  }
+  if (r.outcome == DecodeOutcome::truncated && pos + bytes.size() == segment_end) {
+    return corrupt("record runs past the end of its segment");
+  }
+  return r;
+}
+
+const char* check_stored_record(std::span<const std::byte> bytes, uint64_t log_offset,
+                                const CodecLimits& limits) {
+  DecodeOptions options;
+  options.limits = limits;
+  options.expected_physical_offset = static_cast<int64_t>(log_offset);
+  DecodeResult r = decode(bytes, options);
+  switch (r.outcome) {
+    case DecodeOutcome::ok:
+      return r.size == bytes.size() ? nullptr : "TOTALSIZE differs from the unit's size";
+    case DecodeOutcome::corrupt:
+      return r.reason;
+    case DecodeOutcome::truncated:
+      return "TOTALSIZE exceeds the unit's size";
+    case DecodeOutcome::blank:
+      return "a blank record where a message should be";
+    case DecodeOutcome::end:
+      return "zeros where a message should be";
+  }
+  return "unknown decode outcome";
+}
+
 std::string offset_message_id(const HostAddress& store_host, int64_t physical_offset) {
   UMQ_ASSERT(store_host.address_length == 4 || store_host.address_length == 16);
   std::array<std::byte, 16 + 4 + 8> raw{};

@@ -147,6 +147,25 @@ struct DecodeResult {
 // Decodes the record at the start of `bytes`, checking it whole. Never reads outside `bytes`.
 DecodeResult decode(std::span<const std::byte> bytes, const DecodeOptions& options);
 
+// The checks every reader of stored records shares (engine/FORMAT.md, "Checking stored
+// records"): recovery's scan, the background scrub, the pull path and `uringmq-ctl verify` call
+// these, so they agree on every kind of damage (BODYCRC, record CRC, magic, lengths, position).
+//
+// One step of a walk over a segment's records: `bytes` start at log offset `pos` and end at or
+// before `segment_end`. Returns decode()'s result with PHYSICALOFFSET checked against pos, except
+// that a blank record not reaching segment_end, or a record running past it (bytes reaching
+// segment_end and still truncated), is `corrupt` with that reason. `truncated` thus only means
+// "give me more of this segment".
+DecodeResult decode_log_step(std::span<const std::byte> bytes, uint64_t pos, uint64_t segment_end,
+                             const DecodeOptions& options);
+
+// A record about to be served: `bytes` are exactly the TOTALSIZE bytes a ConsumeQueue unit
+// names at `log_offset`. nullptr when the record is whole (every check of decode(), its
+// PHYSICALOFFSET equal to log_offset and its TOTALSIZE equal to bytes.size()), else the failed
+// check in static text.
+const char* check_stored_record(std::span<const std::byte> bytes, uint64_t log_offset,
+                                const CodecLimits& limits);
+
 // RocketMQ's offsetMsgId: uppercase hex of store host address, 4-byte port, 8-byte physical
 // offset (32 characters for IPv4, 56 for IPv6).
 std::string offset_message_id(const HostAddress& store_host, int64_t physical_offset);

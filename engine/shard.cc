@@ -19,6 +19,7 @@ namespace {
 // user_data classes of the shard's own requests (the CommitLog uses 1..5).
 constexpr uint64_t kWakerTag = 0xA0ULL << 56;
 constexpr uint64_t kTimerTag = 0xA1ULL << 56;
+constexpr uint64_t kScrubTag = 0xA2ULL << 56;  // the scrub's one read in flight
 constexpr int64_t kMaxSleepMs = 100;
 constexpr int64_t kMinSleepNs = 20'000;  // a deadline already passed: poll again almost at once
 }  // namespace
@@ -104,6 +105,11 @@ StoreStats Shard::stats() const {
   s.wakeups = stat_wakeups_.load(std::memory_order_relaxed);
   s.segments_deleted = stat_segments_deleted_.load(std::memory_order_relaxed);
   s.messages_deleted_unconsumed = stat_unconsumed_deleted_.load(std::memory_order_relaxed);
+  s.corrupt_reads_refused = stat_corrupt_refused_.load(std::memory_order_relaxed);
+  s.corrupt_records_reported = stat_corrupt_reported_.load(std::memory_order_relaxed);
+  s.scrub_bytes_checked = stat_scrub_bytes_.load(std::memory_order_relaxed);
+  s.scrub_corrupt_records = stat_scrub_corrupt_.load(std::memory_order_relaxed);
+  s.scrubs_finished = stat_scrub_finished_.load(std::memory_order_relaxed);
   return s;
 }
 
@@ -174,7 +180,28 @@ io::Status Shard::open_log(engine::RecoveryReport* report) {
   for (uint32_t i = 0; i < ops_.size(); i++) free_ops_.push_back(i);
   notify_.assign(slots_.size(), false);
   last_clean_ms_ = now_ms();
+  if (report != nullptr) start_scrub(*report);
   return io::Status::ok();
+}
+
+// The segments below the one recovery's scan started from were not checked at open: the scrub
+// reads them in the background (engine/log_scrub.h).
+void Shard::start_scrub(const engine::RecoveryReport& report) {
+  const uint64_t from = log_->min_offset().value;
+  const uint64_t to = report.checkpoint_found ? report.scan_start_offset : from;
+  if (options_.scrub_bytes_per_second == 0 || to <= from) {
+    stat_scrub_finished_.store(1, std::memory_order_relaxed);
+    return;
+  }
+  engine::LogScrubOptions scrub_options;
+  scrub_options.bytes_per_second = options_.scrub_bytes_per_second;
+  scrub_options.name = shard_dir_;
+  scrub_ = std::make_unique<engine::LogScrub>(
+      *disk_, *log_, scrub_options, kScrubTag,
+      [this](uint64_t log_offset, const char* reason) {
+        note_corrupt(log_offset, reason, "the scrub");
+      });
+  scrub_->start(from, to, now_ms());
 }
 
 // The run-time state recovery leaves to build: the dispatcher, delay-level progress, the next
@@ -244,6 +271,7 @@ bool Shard::iterate() {
   }
   dispatched_since_check_ = false;
   maybe_clean();
+  if (scrub_ != nullptr) scrub_->step(now_ms());
   notify_sessions();
   publish_stats();
   return worked;
@@ -289,6 +317,7 @@ void Shard::finish() {
   if (stop_status_.is_ok()) stop_status_ = cq_status;
   if (stop_status_.is_ok()) stop_status_ = offsets_status;
   publish_stats();
+  scrub_.reset();  // its read was routed by the drain above; closes its file
   offsets_.reset();
   cq_.reset();
   log_.reset();
@@ -321,6 +350,8 @@ void Shard::route(const io::IoCompletion& completion) {
     cq_->complete(completion);
   } else if (engine::ConsumerOffsets::owns(user_data)) {
     offsets_->complete(completion);
+  } else if (scrub_ != nullptr && scrub_->owns(user_data)) {
+    scrub_->read_done(completion.result, now_ms());
   } else {
     UMQ_ASSERT_MSG(false, "a completion nobody in the shard issued");
   }
@@ -364,7 +395,8 @@ void Shard::sleep() {
   const int64_t mono = clock_->monotonic_ns();
   const int64_t others_ms = std::min({log_->next_deadline_ms(), cq_->next_deadline_ms(),
                                       offsets_->next_deadline_ms(), next_held_deadline_ms(),
-                                      last_clean_ms_ + options_.clean_interval_ms});
+                                      last_clean_ms_ + options_.clean_interval_ms,
+                                      scrub_ != nullptr ? scrub_->next_deadline_ms() : INT64_MAX});
   int64_t wake = std::min(schedule_wake_ns(), mono + kMaxSleepMs * 1'000'000);
   if (others_ms != INT64_MAX) {
     wake = std::min(wake, std::max(others_ms * 1'000'000, mono + 1'000'000));
@@ -386,7 +418,8 @@ void Shard::sleep() {
 int64_t Shard::next_deadline_ms() const {
   return std::min({log_->next_deadline_ms(), cq_->next_deadline_ms(), offsets_->next_deadline_ms(),
                    next_held_deadline_ms(), schedule_deadline_ms(),
-                   last_clean_ms_ + options_.clean_interval_ms});
+                   last_clean_ms_ + options_.clean_interval_ms,
+                   scrub_ != nullptr ? scrub_->next_deadline_ms() : INT64_MAX});
 }
 
 bool Shard::drain_requests() {
@@ -716,6 +749,11 @@ void Shard::publish_stats() {
   const engine::CommitLogStats& s = log_->stats();
   stat_writes_.store(s.writes_submitted, std::memory_order_relaxed);
   stat_syncs_.store(s.fdatasyncs_completed, std::memory_order_relaxed);
+  if (scrub_ != nullptr) {
+    stat_scrub_bytes_.store(scrub_->bytes_checked(), std::memory_order_relaxed);
+    stat_scrub_corrupt_.store(scrub_->corrupt_records(), std::memory_order_relaxed);
+    stat_scrub_finished_.store(scrub_->finished() ? 1 : 0, std::memory_order_relaxed);
+  }
 }
 
 }  // namespace uringmq

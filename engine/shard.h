@@ -23,6 +23,7 @@
 #include "engine/commit_log.h"
 #include "engine/consume_queue.h"
 #include "engine/dispatch.h"
+#include "engine/log_scrub.h"
 #include "engine/consumer_offsets.h"
 #include "engine/record_prefetch.h"
 #include "engine/store.h"
@@ -123,6 +124,9 @@ class Shard {
   // CommitLog read tags with this bit belong to a pull or search op (its index below).
   static constexpr uint64_t kOpReadBit = uint64_t{1} << 50;
   static constexpr uint32_t kMaxFilterTags = 16;
+  // An offset search reads a record whole up to this size (most records) and checks it; of a
+  // larger one it reads and checks this much (magic, lengths, position).
+  static constexpr uint32_t kSearchRecordBytes = 2048;
   // A pull, a held long poll or an offset search in progress.
   struct PullOp {
     enum class Kind : uint8_t { pull, search };
@@ -149,9 +153,13 @@ class Shard {
     uint32_t bytes = 0;
     uint32_t reads_outstanding = 0;
     bool read_failed = false;
+    // records: the unit (index into units) of each record copied, checked before it is sent
+    std::array<uint16_t, kPullUnits> picked{};
+    uint64_t corrupt_log_offset = 0;  // answered corrupt: the damaged record's log offset
     // search: binary search over [lo, hi) for the first store time >= target
     int64_t lo = 0, hi = 0, mid = 0, target_ms = 0;
-    std::array<std::byte, 96> header{};
+    // search: the record read (whole when it fits, checked before its time is believed)
+    std::array<std::byte, kSearchRecordBytes> header{};
   };
 
   void run();
@@ -190,9 +198,18 @@ class Shard {
   void pull_units_ready(uint32_t op_index);
   void pull_read_done(uint32_t op_index, int64_t result);
   void finish_pull(uint32_t op_index);
+  // Checks every record the pull copied (engine::check_stored_record); a damaged one is never
+  // sent: the pull ends before it, or answers corrupt when it is the first. False: answered.
+  bool check_pulled_records(uint32_t op_index);
+  // Logs a damaged record once (the last kCorruptReportsKept offsets are remembered) and counts
+  // it; found_by names the reader (a pull, a delivery, the scrub).
+  void note_corrupt(uint64_t log_offset, const char* reason, const char* found_by);
+  void start_scrub(const engine::RecoveryReport& report);
   void answer_pull(uint32_t op_index, PullStatus status, int64_t next_offset);
   void search_step(uint32_t op_index);
   void search_record_ready(uint32_t op_index);
+  // The record an offset search read: nullptr when it passes, else the failed check.
+  const char* check_search_record(const PullOp& op) const;
   void cq_read_done(uint32_t op_index, int64_t result);
   void wake_held_pulls();
   void expire_held_pulls();
@@ -220,6 +237,7 @@ class Shard {
   static constexpr uint64_t kScheduleReadBit = uint64_t{1} << 49;  // log and CQ read tags
   static constexpr uint64_t kPrefetchReadBit = uint64_t{1} << 47;  // RecordPrefetch's log reads
   static constexpr uint64_t kUnitsAheadBit = uint64_t{1} << 46;    // a level's units read ahead
+  static constexpr uint32_t kCorruptReportsKept = 1024;
   // Records of delay-level heads and timers due within this many ms are read ahead.
   static constexpr int64_t kPrefetchAheadMs = 20;
   // A batch: up to kDeliveryBatch due heads of one level (or timers), their records read (memory
@@ -408,6 +426,9 @@ class Shard {
   // Timed messages: the wheel (slots on disk, near window in memory) and a delivery batch.
   std::unique_ptr<engine::TimerWheel> wheel_;
   std::unique_ptr<engine::RecordPrefetch> prefetch_;
+  std::array<uint64_t, kCorruptReportsKept> corrupt_reported_{};  // log offsets already logged
+  uint32_t corrupt_reported_count_ = 0;
+  uint32_t corrupt_reported_next_ = 0;
   int64_t last_prefetch_ms_ = INT64_MIN;
   uint32_t units_ahead_level_ = 0;  // the level whose units are being read ahead (0: none)
   int64_t units_ahead_from_ = 0;
@@ -451,6 +472,8 @@ class Shard {
   io::SystemClock system_clock_;
   io::Clock* clock_;
   std::unique_ptr<engine::CommitLog> log_;
+  // After disk_: destroyed before it (its destructor waits for its read and closes its file).
+  std::unique_ptr<engine::LogScrub> scrub_;
   std::unique_ptr<engine::CqStore> cq_;
   std::unique_ptr<engine::Dispatcher> dispatcher_;
   std::unique_ptr<engine::ConsumerOffsets> offsets_;
@@ -532,6 +555,8 @@ class Shard {
   std::atomic<uint64_t> stat_appends_{0}, stat_acks_{0}, stat_writes_{0}, stat_syncs_{0},
       stat_wakeups_{0};
   std::atomic<uint64_t> stat_segments_deleted_{0}, stat_unconsumed_deleted_{0};
+  std::atomic<uint64_t> stat_corrupt_refused_{0}, stat_corrupt_reported_{0}, stat_scrub_bytes_{0},
+      stat_scrub_corrupt_{0}, stat_scrub_finished_{0};
 };
 
 }  // namespace uringmq

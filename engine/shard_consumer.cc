@@ -78,6 +78,10 @@ void Shard::answer_pull(uint32_t op_index, PullStatus status, int64_t next_offse
   done.message_count = status == PullStatus::found ? op.messages : 0;
   done.size_bytes = status == PullStatus::found ? op.bytes : 0;
   done.next_offset = next_offset;
+  if (status == PullStatus::corrupt) {
+    done.offset = make_store_offset(index_, op.corrupt_log_offset);
+    done.queue_offset = next_offset;
+  }
   io::Result<engine::QueueIndex> queue = cq_->queue(op.topic, op.queue_id, false);
   if (queue.is_ok()) {
     done.min_offset = cq_->min_offset(*queue);
@@ -219,6 +223,7 @@ void Shard::pull_units_ready(uint32_t op_index) {
       }
     }
     op.bytes += unit.size_bytes;
+    op.picked[op.messages] = static_cast<uint16_t>(i);
     op.messages++;
     op.scanned++;
   }
@@ -276,8 +281,59 @@ void Shard::finish_pull(uint32_t op_index) {
     post(op.slot, failed);
     return release_op(op_index);
   }
+  if (!check_pulled_records(op_index)) return;
   PullStatus status = op.messages > 0 ? PullStatus::found : PullStatus::no_matched_message;
   answer_pull(op_index, status, op.offset + op.scanned);
+}
+
+// Hot (copied from the write buffers) or cold (read from the page cache or the disk), every record
+// is checked whole before it leaves the shard: a byte damaged on the medium, in the page cache or
+// by a stray write is never served as a message with other bytes.
+bool Shard::check_pulled_records(uint32_t op_index) {
+  PullOp& op = ops_[op_index];
+  uint32_t at = 0;
+  for (uint32_t m = 0; m < op.messages; m++) {
+    const engine::CqUnit& unit = op.units[op.picked[m]];
+    const char* failed = engine::check_stored_record(op.buffer.subspan(at, unit.size_bytes),
+                                                     unit.log_offset, options_.log.limits);
+    if (failed == nullptr) {
+      at += unit.size_bytes;
+      continue;
+    }
+    note_corrupt(unit.log_offset, failed, "a pull");
+    if (m == 0) {
+      stat_corrupt_refused_.fetch_add(1, std::memory_order_relaxed);
+      op.corrupt_log_offset = unit.log_offset;
+      answer_pull(op_index, PullStatus::corrupt, op.offset + op.picked[m]);
+      return false;
+    }
+    op.messages = m;  // the records before it go now; the next pull starts at it
+    op.bytes = at;
+    op.scanned = op.picked[m];
+    return true;
+  }
+  return true;
+}
+
+void Shard::note_corrupt(uint64_t log_offset, const char* reason, const char* found_by) {
+  if (reason == nullptr) reason = "damaged";
+  for (uint32_t i = 0; i < corrupt_reported_count_; i++) {
+    if (corrupt_reported_[i] == log_offset) return;
+  }
+  corrupt_reported_[corrupt_reported_next_] = log_offset;
+  corrupt_reported_next_ = (corrupt_reported_next_ + 1) % kCorruptReportsKept;
+  corrupt_reported_count_ = std::min(corrupt_reported_count_ + 1, kCorruptReportsKept);
+  stat_corrupt_reported_.fetch_add(1, std::memory_order_relaxed);
+  const uint64_t base = log_offset - log_offset % options_.log.segment_size_bytes;
+  const std::string path = io::path_join(io::path_join(shard_dir_, "commitlog"),
+                                         engine::CommitLog::segment_name(base));
+  std::fprintf(stderr,
+               "uringmq: damaged CommitLog record in %s at file offset %llu (log offset %llu, "
+               "store offset %llu), found by %s: %s; it is never served\n",
+               path.c_str(), static_cast<unsigned long long>(log_offset - base),
+               static_cast<unsigned long long>(log_offset),
+               static_cast<unsigned long long>(make_store_offset(index_, log_offset)), found_by,
+               reason);
 }
 
 // ---- Long polling ----
@@ -490,6 +546,18 @@ void Shard::search_record_ready(uint32_t op_index) {
       return release_op(op_index);
     }
   }
+  if (const char* failed = check_search_record(op)) {
+    // Its store time cannot be trusted: the search fails, naming the record in the log.
+    stat_corrupt_refused_.fetch_add(1, std::memory_order_relaxed);
+    note_corrupt(unit.log_offset, failed, "an offset search");
+    Completion damaged;
+    damaged.tag = op.tag;
+    damaged.code = io::Code::corruption;
+    damaged.offset = make_store_offset(index_, unit.log_offset);
+    damaged.queue_offset = op.mid;
+    post(op.slot, damaged);
+    return release_op(op_index);
+  }
   uint32_t sys_flag = engine::get_u32(op.header.data() + 36);
   size_t ts_at = (sys_flag & engine::kSysFlagBornHostV6) != 0 ? 68 : 56;
   int64_t store_ms = static_cast<int64_t>(engine::get_u64(op.header.data() + ts_at));
@@ -499,6 +567,28 @@ void Shard::search_record_ready(uint32_t op_index) {
     op.hi = op.mid;
   }
   search_step(op_index);
+}
+
+const char* Shard::check_search_record(const PullOp& op) const {
+  const engine::CqUnit& unit = op.units[0];
+  if (unit.size_bytes <= op.header.size()) {
+    return engine::check_stored_record(std::span(op.header.data(), unit.size_bytes),
+                                       unit.log_offset, options_.log.limits);
+  }
+  // A prefix: decode() checks what it can see (magic, TOTALSIZE within limits) and asks for more.
+  engine::DecodeOptions options;
+  options.limits = options_.log.limits;
+  options.expected_physical_offset = static_cast<int64_t>(unit.log_offset);
+  const engine::DecodeResult r = engine::decode(op.header, options);
+  if (r.outcome == engine::DecodeOutcome::corrupt) return r.reason;
+  if (r.outcome != engine::DecodeOutcome::truncated) return "not the start of a message";
+  if (engine::get_u32(op.header.data()) != unit.size_bytes) {
+    return "TOTALSIZE differs from the unit's size";
+  }
+  if (engine::get_u64(op.header.data() + 28) != unit.log_offset) {
+    return "PHYSICALOFFSET is not the record's position";
+  }
+  return nullptr;
 }
 
 // ---- Retention ----

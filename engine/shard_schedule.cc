@@ -447,6 +447,12 @@ bool Shard::deliver_record(uint32_t level, std::span<const std::byte> bytes, int
   engine::DecodeResult r = engine::decode(bytes, decode_options);
   bool parked = state.attempts >= options_.schedule_max_attempts;
   const bool readable = r.outcome == engine::DecodeOutcome::ok;
+  if (!readable) {  // never delivered with other bytes: parked at once, without its body
+    stat_corrupt_refused_.fetch_add(1, std::memory_order_relaxed);
+    note_corrupt(delivery_unit_.log_offset,
+                 engine::check_stored_record(bytes, delivery_unit_.log_offset, options_.log.limits),
+                 "a delay-level delivery");
+  }
   engine::MessageInput in;
   const engine::RealQueue real =
       readable ? engine::copy_for_real_queue(r.view, &in) : engine::RealQueue{};

@@ -454,6 +454,12 @@ bool Shard::deliver_timer(const engine::TimerEntry& e, bool roll,
   decode_options.expected_physical_offset = static_cast<int64_t>(e.log_offset);
   engine::DecodeResult r = engine::decode(bytes, decode_options);
   const bool readable = r.outcome == engine::DecodeOutcome::ok;
+  if (!readable) {  // never delivered with other bytes: parked at once, without its body
+    stat_corrupt_refused_.fetch_add(1, std::memory_order_relaxed);
+    note_corrupt(e.log_offset,
+                 engine::check_stored_record(bytes, e.log_offset, options_.log.limits),
+                 "a timer delivery");
+  }
   const engine::MessageView& v = r.view;
   // A rolled copy carries the put time; the first record's is its store timestamp. Looked up
   // only where it is used: a cancel to check, or a roll to carry it.

@@ -173,6 +173,11 @@ StoreStats Store::stats() const {
     total.wakeups += s.wakeups;
     total.segments_deleted += s.segments_deleted;
     total.messages_deleted_unconsumed += s.messages_deleted_unconsumed;
+    total.corrupt_reads_refused += s.corrupt_reads_refused;
+    total.corrupt_records_reported += s.corrupt_records_reported;
+    total.scrub_bytes_checked += s.scrub_bytes_checked;
+    total.scrub_corrupt_records += s.scrub_corrupt_records;
+    total.scrubs_finished += s.scrubs_finished;
   }
   return total;
 }

@@ -115,6 +115,11 @@ struct StoreOptions {
   // The clock every shard uses (store times, flush intervals, retention). Null: the system
   // clock. Tests pass an io::ManualClock; it must outlive the store.
   io::Clock* clock = nullptr;
+  // ---- Integrity ----
+  // The background scrub reads the segments recovery did not rescan (those below the
+  // checkpoint's segment) once after open, at most this many bytes per second, and reports every
+  // damaged record (engine/README.md, "Scrub"). 0: no scrub.
+  uint64_t scrub_bytes_per_second = 32ULL << 20;
   // STOREHOST written into every record (and so into offset msgIds): the broker sets its own
   // address and listen port; embedders may leave RocketMQ's default.
   engine::HostAddress store_host = engine::HostAddress::ipv4(127, 0, 0, 1, 10911);
@@ -183,6 +188,11 @@ enum class PullStatus : uint8_t {
   no_new_message,      // 19 PULL_NOT_FOUND: nothing at queue_offset (after waiting, if asked)
   no_matched_message,  // 20 PULL_RETRY_IMMEDIATELY: units scanned, none matched the tag filter
   offset_moved,        // 21 PULL_OFFSET_MOVED: below min (retention) or past max; see next_offset
+  // The record at queue_offset failed its checks (CRCs, magic, lengths, position): it is never
+  // served. Completion::offset is its store-wide physical offset, queue_offset and next_offset
+  // its queue offset; nothing is copied. Records before it come in the previous pull (a pull
+  // stops short of a damaged record). A broker answers SYSTEM_ERROR naming both offsets.
+  corrupt,
 };
 
 // A consumer read of one queue. Views: the memory must outlive the completion.
@@ -237,6 +247,14 @@ struct StoreStats {
   // Messages deleted by retention that some consumer group (or, for a queue no group consumes,
   // anyone) had not consumed yet (a lower bound: README "Retention").
   uint64_t messages_deleted_unconsumed = 0;
+  // Integrity: reads refused because the record failed its checks (pulls answered corrupt,
+  // deliveries parked), damaged records logged (each once, by a read or the scrub), and the
+  // scrub's progress.
+  uint64_t corrupt_reads_refused = 0;
+  uint64_t corrupt_records_reported = 0;
+  uint64_t scrub_bytes_checked = 0;
+  uint64_t scrub_corrupt_records = 0;
+  uint64_t scrubs_finished = 0;  // shards whose scrub pass ended (or had nothing to check)
 };
 
 class Store;
@@ -278,6 +296,8 @@ class Session {
   // (take completions, then retry). `message` memory must stay valid until its completion.
   io::Status send_async(const Message& message, uint64_t tag);
   // Queues a read of `size_bytes` at a store-wide offset into dest (valid until completion).
+  // Raw bytes, not checked (a byte range need not be a record): a caller that reads a record
+  // decodes it (make_send_back does); pull_async checks every record it returns.
   io::Status read_async(uint64_t store_offset, uint32_t size_bytes, std::byte* dest,
                         uint64_t tag);
   // Reads up to max_messages of a queue (its owner shard answers). Completion: pull_status,
@@ -286,7 +306,8 @@ class Session {
   // The queue's min and max (next to be written) offsets, in min_offset/max_offset.
   io::Status query_queue_async(std::string_view topic, int32_t queue_id, uint64_t tag);
   // The first queue offset whose message was stored at or after timestamp_ms (max offset if
-  // none), in queue_offset (SEARCH_OFFSET_BY_TIMESTAMP).
+  // none), in queue_offset (SEARCH_OFFSET_BY_TIMESTAMP). corruption when a record the search
+  // reads fails its checks (offset and queue_offset name it).
   io::Status search_offset_async(std::string_view topic, int32_t queue_id, int64_t timestamp_ms,
                                  uint64_t tag);
   // Consumer-group offsets, kept by the queue's shard and persisted crash-safely.

@@ -345,6 +345,11 @@ const KeySetter kSetters[] = {
        return set_number<int64_t>(c.store.timer_max_delay_sec, v, 1, 315'360'000,
                                   "a number of seconds");
      }},
+    {"scrubBytesPerSecond",
+     [](BrokerConfig& c, std::string_view v) {
+       return set_number<uint64_t>(c.store.scrub_bytes_per_second, v, 0, uint64_t{1} << 40,
+                                   "a rate in bytes per second (0: no scrub)");
+     }},
 };
 
 const KeySetter* find_setter(std::string_view key) {
@@ -515,6 +520,7 @@ std::string describe_broker_config(const BrokerConfig& c) {
   add("scheduleMaxAttempts", num(s.schedule_max_attempts));
   add("timerMaxDelaySec", num(s.timer_max_delay_sec));
   add("deliveryLeadMs", num(s.delivery_lead_ms));
+  add("scrubBytesPerSecond", num(s.scrub_bytes_per_second));
   add("fileReservedTime", num(s.file_reserved_time_hours));
   char hour[8];
   std::snprintf(hour, sizeof(hour), "%02d", static_cast<int>(s.delete_when_hour_utc));

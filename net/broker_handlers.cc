@@ -55,6 +55,8 @@ int32_t pull_code(PullStatus status) {
       return rc::kPullRetryImmediately;
     case PullStatus::offset_moved:
       return rc::kPullOffsetMoved;
+    case PullStatus::corrupt:
+      return rc::kSystemError;
   }
   return rc::kSystemError;
 }
@@ -86,6 +88,8 @@ std::string code_text(io::Code code) {
       return "the store stopped after a disk error: the message may or may not be stored";
     case io::Code::shut_down: return "the broker is stopping";
     case io::Code::not_found: return "not found";
+    case io::Code::corruption:
+      return "a stored message this needs is damaged (failed its CRC check; see the broker log)";
     default: return "store error";
   }
 }
@@ -519,6 +523,12 @@ void BrokerReactor::complete_pull(BrokerOp& op, const Completion& c) {
   if (c.code != io::Code::ok) {
     return reply_code(op.conn, op.request, error_code(c.code), code_text(c.code));
   }
+  if (c.pull_status == PullStatus::corrupt) {  // never served; the consumer retries (net/README)
+    return reply_code(op.conn, op.request, pull_code(c.pull_status),
+                      "damaged message at queue offset " + std::to_string(c.queue_offset) +
+                          " (physical offset " + std::to_string(wire_offset(c.offset)) +
+                          ") failed its CRC check and is not served; see the broker log");
+  }
   RemotingCommand response = make_response(op.request, pull_code(c.pull_status));
   response.set_ext("suggestWhichBrokerId", "0");
   response.set_ext("nextBeginOffset", std::to_string(c.next_offset));
@@ -806,6 +816,11 @@ void BrokerReactor::handle_runtime_info(uint32_t conn, const RemotingCommand& re
   table.emplace_back("messagesDeletedUnconsumed",
                      std::to_string(stats.messages_deleted_unconsumed));
   table.emplace_back("connections", std::to_string(open_conns_));
+  table.emplace_back("corruptReadsRefused", std::to_string(stats.corrupt_reads_refused));
+  table.emplace_back("corruptRecordsReported", std::to_string(stats.corrupt_records_reported));
+  table.emplace_back("scrubBytesChecked", std::to_string(stats.scrub_bytes_checked));
+  table.emplace_back("scrubCorruptRecords", std::to_string(stats.scrub_corrupt_records));
+  table.emplace_back("scrubsFinished", std::to_string(stats.scrubs_finished));
   for (const DelayLevelStats& level : store_.delay_level_stats()) {
     const std::string key = "delayLevel." + std::to_string(level.level) + ".";
     table.emplace_back(key + "pending", std::to_string(level.pending));

@@ -263,8 +263,10 @@ void scan_log(const ShardLog& log, uint32_t max_body_bytes, ShardVerify& shard,
     const Segment& s = log.segments[i];
     const uint64_t seg_end = s.base + log.segment_size;
     while (pos < seg_end) {
-      options.expected_physical_offset = static_cast<int64_t>(pos);
-      engine::DecodeResult r = engine::decode(s.file->bytes().subspan(pos - s.base), options);
+      // The same step as recovery's scan and the broker's scrub (engine/message_codec.h).
+      const std::span<const std::byte> rest = s.file->bytes().subspan(pos - s.base);
+      engine::DecodeResult r = engine::decode_log_step(
+          rest.first(std::min<uint64_t>(rest.size(), seg_end - pos)), pos, seg_end, options);
       if (r.outcome == engine::DecodeOutcome::ok) {
         shard.records++;
         shard.record_bytes += r.size;
@@ -274,17 +276,15 @@ void scan_log(const ShardLog& log, uint32_t max_body_bytes, ShardVerify& shard,
         bar.add(r.size);
         continue;
       }
-      if (r.outcome == engine::DecodeOutcome::blank && pos + r.size == seg_end) {
+      if (r.outcome == engine::DecodeOutcome::blank) {
         bar.add(r.size);
         pos = seg_end;
         break;
       }
       shard.end_offset = pos;
       if (r.outcome == engine::DecodeOutcome::end) return check_after_end(log, i, pos, shard, bar);
-      const char* what = r.outcome == engine::DecodeOutcome::blank
-                             ? "blank record does not reach the end of its segment"
-                         : r.outcome == engine::DecodeOutcome::truncated
-                             ? "record runs past the end of its segment"
+      const char* what = r.outcome == engine::DecodeOutcome::truncated
+                             ? "record runs past the end of its file"
                              : r.reason;
       shard.log_corruption = where(s, pos) + ": " + what;
       return;
@@ -304,13 +304,17 @@ std::string check_unit(const ShardLog& log, const ShardVerify& shard, const Queu
   if (s == nullptr) return "points at no segment";
   uint64_t at = unit.log_offset - s->base;
   if (at + unit.size_bytes > log.segment_size) return "runs past the end of its segment";
+  engine::CodecLimits limits;
+  limits.max_body_bytes = max_body_bytes;
+  const std::span<const std::byte> record = s->file->bytes().subspan(at, unit.size_bytes);
+  // The broker's own check before it serves a record (engine/message_codec.h).
+  if (const char* failed = engine::check_stored_record(record, unit.log_offset, limits)) {
+    return "points at no valid record (" + std::string(failed) + ")";
+  }
   engine::DecodeOptions options;
-  options.limits.max_body_bytes = max_body_bytes;
-  options.expected_physical_offset = static_cast<int64_t>(unit.log_offset);
-  engine::DecodeResult r = engine::decode(s->file->bytes().subspan(at, unit.size_bytes), options);
-  if (r.outcome != engine::DecodeOutcome::ok) return "points at no valid record";
+  options.limits = limits;
+  engine::DecodeResult r = engine::decode(record, options);
   const engine::MessageView& m = r.view;
-  if (r.size != unit.size_bytes) return "size differs from the record's " + std::to_string(r.size);
   if (m.topic != queue.topic) return "points at a record of topic '" + std::string(m.topic) + "'";
   if (m.queue_id != queue.queue_id) {
     return "points at a record of queue " + std::to_string(m.queue_id);

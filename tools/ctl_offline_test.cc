@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "engine/commit_log.h"
+#include "engine/message_codec.h"
 #include "engine/properties.h"
 #include "engine/store.h"
 #include "tools/ctl_offline.h"
@@ -171,6 +172,52 @@ TEST_F(CtlOfflineTest, VerifyFindsAFlippedByteInARecord) {
   EXPECT_EQ(shard.end_offset, victim.local_offset);
   // The other shard is untouched.
   EXPECT_TRUE(report->shards[1 - victim.shard].log_corruption.empty());
+}
+
+// verify and the broker's serve-time check (engine::check_stored_record) agree on every kind of
+// damage a record can have: both refuse it, and for CRCs and magic they name the same check.
+TEST_F(CtlOfflineTest, VerifyAndTheServeCheckAgreeOnEveryKindOfDamage) {
+  const Sent& victim = sent_[kMessages / 3];
+  const uint64_t base = victim.local_offset - victim.local_offset % (1u << 20);
+  const uint64_t at = victim.local_offset - base;
+  struct Damage {
+    const char* kind;
+    uint64_t byte;         // within the record
+    const char* expected;  // the check both name (null: only that both refuse)
+  };
+  const Damage damages[] = {
+      {"body", 88 + 10, "BODYCRC mismatch"},
+      {"properties", victim.size - 21, "record CRC mismatch"},
+      {"magic", 4, "bad MAGICCODE"},
+      {"length", 3, nullptr},
+  };
+  engine::CodecLimits limits;
+  limits.max_body_bytes = 64u << 10;
+  for (const Damage& d : damages) {
+    SCOPED_TRACE(d.kind);
+    flip(segment(victim.shard, base), at + d.byte);
+    std::vector<std::byte> record(victim.size);
+    int fd = ::open(segment(victim.shard, base).c_str(), O_RDONLY);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::pread(fd, record.data(), record.size(), static_cast<off_t>(at)),
+              static_cast<ssize_t>(record.size()));
+    ::close(fd);
+    const char* served = engine::check_stored_record(record, victim.local_offset, limits);
+    VerifyOptions options;
+    options.dir = dir_ + "/store";
+    io::Result<VerifyReport> report = verify_store(options);
+    ASSERT_TRUE(report.is_ok()) << report.status().to_string();
+    const ShardVerify& shard = report->shards[victim.shard];
+    ASSERT_NE(served, nullptr);
+    EXPECT_EQ(shard.end_offset, victim.local_offset) << shard.log_corruption;
+    EXPECT_FALSE(shard.log_corruption.empty());
+    if (d.expected != nullptr) {
+      EXPECT_STREQ(served, d.expected);
+      EXPECT_NE(shard.log_corruption.find(std::string(": ") + d.expected), std::string::npos)
+          << shard.log_corruption;
+    }
+    flip(segment(victim.shard, base), at + d.byte);  // restored for the next kind
+  }
 }
 
 TEST_F(CtlOfflineTest, VerifyFindsAFlippedByteInAConsumeQueueUnit) {
