@@ -464,11 +464,12 @@ void BrokerReactor::maybe_free(uint32_t index) {
   conn.open = false;
   conn.closing = false;
   conn.generation = (conn.generation + 1) & 0xFFFFFF;  // late store answers are dropped
-  conn.in = {};
+  // Swapped with empty ones: `x = {}` would keep the capacity (initializer-list assignment).
+  std::vector<std::byte>().swap(conn.in);
   conn.in_bytes = 0;
-  conn.out_pending = {};
-  conn.out_inflight = {};
-  conn.deferred = {};
+  std::string().swap(conn.out_pending);
+  std::string().swap(conn.out_inflight);
+  std::vector<uint32_t>().swap(conn.deferred);
   open_conns_--;
   free_conns_.push_back(index);
 }

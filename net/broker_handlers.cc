@@ -183,7 +183,10 @@ void BrokerReactor::free_op(uint32_t index) {
   op.in_use = false;
   // Idle ops keep no large buffer, and only a few keep a small one (memory goes back to the
   // allocator once the load that needed it is gone).
-  if (op.data.capacity() > kPullBufferBytes || kept_op_buffers_ >= kKeptOpBuffers) op.data = {};
+  // (Swapped with an empty vector: `op.data = {}` would keep the capacity.)
+  if (op.data.capacity() > kPullBufferBytes || kept_op_buffers_ >= kKeptOpBuffers) {
+    std::vector<std::byte>().swap(op.data);
+  }
   if (op.data.capacity() > 0) kept_op_buffers_++;
   op.copy.reset();
   free_ops_.push_back(index);
@@ -451,7 +454,7 @@ bool BrokerReactor::pull_again_larger(uint32_t index) {
   BrokerOp& op = *ops_[index];
   if (op.data.size() >= largest_pull_bytes() || !op_connection_alive(op)) return false;
   set_reserved(index, 0);
-  op.data = {};
+  std::vector<std::byte>().swap(op.data);
   Connection& conn = conns_[op.conn];
   conn.deferred.push_back(index);
   conn.resume = true;
