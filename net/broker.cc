@@ -578,12 +578,17 @@ void BrokerReactor::close_stale_connections() {
   }
 }
 
+// One line for the first refusal, then at most one per interval with the count.
 void BrokerReactor::note_refusal() {
+  if (refused_ == 0 && mono_ms_ >= refusal_log_ms_) {
+    log_warn("refusing connections: maxConnections " + std::to_string(config_.max_connections) +
+             " are open (refusals are counted and logged every 10 s)");
+    refusal_log_ms_ = mono_ms_ + kRefusalLogIntervalMs;
+    return;
+  }
   refused_++;
-  if (mono_ms_ >= refusal_log_ms_) log_refusals();
 }
 
-// One line per interval, however many connections were refused in it.
 void BrokerReactor::log_refusals() {
   log_warn("refused " + std::to_string(refused_) +
            " connection(s) in the last 10 s: maxConnections " +
