@@ -17,6 +17,9 @@ constexpr uint32_t kRingEntries = 1024;
 // frame being received), and goes back to it once the large frame is decoded.
 constexpr size_t kRecvInitialBytes = 16 << 10;
 constexpr size_t kRecvMinFreeBytes = 4 << 10;
+// A recv that filled the buffer says more is waiting: it grows up to this for bursts of small
+// frames (pipelined sends), as many bytes per recv as before the buffers were bounded.
+constexpr size_t kRecvBurstBytes = 64 << 10;
 constexpr size_t kRecvShrinkAboveBytes = 4 * kRecvInitialBytes;
 // A sent reply buffer larger than this is released rather than kept for the next replies.
 constexpr size_t kKeptOutBytes = 256 << 10;
@@ -265,7 +268,7 @@ void BrokerReactor::on_accept(int which, const io::NetCompletion& c) {
     conn.fd = c.result;
     conn.open = true;
     conn.peer = io_peer_address(c.result);
-    conn.in.resize(kRecvInitialBytes);
+    conn.in.resize(kRecvInitialBytes, 0);
     conn.active_ms = mono_ms_;
     io::set_no_delay(conn.fd);
     open_conns_++;
@@ -285,13 +288,14 @@ bool BrokerReactor::reading_paused(const Connection& conn) const {
 // received once its length is known: a length prefix alone allocates nothing, and a frame's
 // buffer grows with the bytes that actually arrive.
 void BrokerReactor::grow_input(Connection& conn) {
-  if (conn.in.size() - conn.in_bytes >= kRecvMinFreeBytes) return;
+  const bool nearly_full = conn.in.size() - conn.in_bytes < kRecvMinFreeBytes;
+  const bool burst = conn.recv_filled && conn.in.size() < kRecvBurstBytes;
+  if (!nearly_full && !burst) return;
   size_t target = std::max(conn.in.size() * 2, kRecvInitialBytes);
-  if (conn.frame_need_bytes > conn.in_bytes) {
+  if (!burst && conn.frame_need_bytes > conn.in_bytes) {
     target = std::min(target, std::max(conn.frame_need_bytes, conn.in_bytes + kRecvMinFreeBytes));
   }
-  conn.in.reserve(target);  // exactly target: resize alone may double the capacity
-  conn.in.resize(target);
+  conn.in.resize(target, conn.in_bytes);
 }
 
 // After decoding: when the incomplete frame began (for incompleteFrameTimeoutSeconds), and a
@@ -306,9 +310,7 @@ void BrokerReactor::fit_input(Connection& conn, bool partial) {
       conn.frame_need_bytes > kRecvInitialBytes) {
     return;
   }
-  std::vector<std::byte> small(kRecvInitialBytes);
-  std::memcpy(small.data(), conn.in.data(), conn.in_bytes);
-  conn.in.swap(small);
+  conn.in.resize(kRecvInitialBytes, conn.in_bytes);
 }
 
 void BrokerReactor::arm_recv(uint32_t index) {
@@ -329,6 +331,7 @@ void BrokerReactor::on_recv(uint32_t index, int32_t result) {
     return close_connection(index, result == 0 ? "peer closed"
                                                : std::string(std::strerror(-result)));
   }
+  conn.recv_filled = static_cast<size_t>(result) == conn.in.size() - conn.in_bytes;
   conn.in_bytes += static_cast<size_t>(result);
   conn.active_ms = mono_ms_;
   decode_frames(index);
@@ -465,7 +468,7 @@ void BrokerReactor::maybe_free(uint32_t index) {
   conn.closing = false;
   conn.generation = (conn.generation + 1) & 0xFFFFFF;  // late store answers are dropped
   // Swapped with empty ones: `x = {}` would keep the capacity (initializer-list assignment).
-  std::vector<std::byte>().swap(conn.in);
+  conn.in.release();
   conn.in_bytes = 0;
   std::string().swap(conn.out_pending);
   std::string().swap(conn.out_inflight);
@@ -520,7 +523,7 @@ void BrokerReactor::sweep(int64_t now) {
 void BrokerReactor::account(uint32_t index) {
   Connection& conn = conns_[index];
   const uint64_t bytes = conn.open && !conn.closing
-                             ? conn.in.capacity() + conn.out_pending.capacity() +
+                             ? conn.in.size() + conn.out_pending.capacity() +
                                    conn.out_inflight.capacity() + conn.ops_bytes
                              : 0;
   UMQ_ASSERT(buffer_bytes_ >= conn.accounted_bytes);

@@ -3,8 +3,10 @@
 // Connections, in-flight store operations and the client registry all belong to the one
 // reactor thread; nothing here is locked.
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <set>
@@ -27,6 +29,30 @@ namespace uringmq::net {
 // not read until its client reads (net/README.md, "Hostile input").
 inline constexpr uint64_t kConnectionOutputMaxBytes = 8u << 20;
 
+// A connection's received bytes. Unlike a vector, resizing copies only the bytes kept and leaves
+// the new room uninitialised (the kernel writes it), so growing a large frame's buffer step by
+// step costs about one copy of the frame; its size is its capacity.
+class InputBuffer {
+ public:
+  std::byte* data() { return bytes_.get(); }
+  size_t size() const { return size_; }
+  // Reallocates to `size` bytes, keeping the first `keep`.
+  void resize(size_t size, size_t keep) {
+    std::unique_ptr<std::byte[]> next = std::make_unique_for_overwrite<std::byte[]>(size);
+    if (keep > 0) std::memcpy(next.get(), bytes_.get(), std::min(keep, size));
+    bytes_ = std::move(next);
+    size_ = size;
+  }
+  void release() {
+    bytes_.reset();
+    size_ = 0;
+  }
+
+ private:
+  std::unique_ptr<std::byte[]> bytes_;
+  size_t size_ = 0;
+};
+
 // A client connection. Its buffers are referenced by at most one recv and one send in the
 // kernel at a time; it is freed once both have completed after it closed.
 struct Connection {
@@ -37,13 +63,14 @@ struct Connection {
   bool recv_armed = false;
   bool send_armed = false;
   engine::HostAddress peer;
-  std::vector<std::byte> in;   // received bytes [0, in_bytes) not yet decoded
+  InputBuffer in;              // received bytes [0, in_bytes) not yet decoded
   size_t in_bytes = 0;
   std::string out_pending;     // encoded replies waiting for the next send
   std::string out_inflight;    // what the kernel is sending, from out_sent on
   size_t out_sent = 0;
   uint32_t ops_pending = 0;    // store operations that will answer on this connection
   bool resume = false;         // decode buffered frames and read again (from the loop)
+  bool recv_filled = false;    // the last recv filled the buffer: more is likely waiting
   size_t frame_need_bytes = 0; // the incomplete frame at the start of `in` (0: length unknown)
   uint64_t ops_bytes = 0;      // reserved by its ops in flight (BrokerOp::reserved_bytes)
   uint64_t accounted_bytes = 0;  // its share of BrokerReactor::buffer_bytes_
