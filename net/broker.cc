@@ -450,6 +450,8 @@ void BrokerReactor::close_connection(uint32_t index, const std::string& why) {
   if (why.rfind("bad frame", 0) == 0) log_warn("closing a connection: " + why);
   conn.closing = true;
   account(index);  // its buffers are freed once the kernel lets go of them
+  orphan_bytes_ += conn.ops_bytes;  // its ops' buffers, until the store answers them
+  conn.ops_bytes = 0;
   std::vector<uint32_t> deferred;
   deferred.swap(conn.deferred);
   for (uint32_t op : deferred) free_op(op);

@@ -161,6 +161,9 @@ void BrokerReactor::set_reserved(uint32_t index, uint64_t bytes) {
     UMQ_ASSERT(conn.ops_bytes >= op.reserved_bytes);
     conn.ops_bytes = conn.ops_bytes - op.reserved_bytes + bytes;
     account(op.conn);
+  } else {
+    UMQ_ASSERT(orphan_bytes_ >= op.reserved_bytes);
+    orphan_bytes_ = orphan_bytes_ - op.reserved_bytes + bytes;
   }
   op.reserved_bytes = bytes;
 }
@@ -426,8 +429,13 @@ void BrokerReactor::handle_pull(uint32_t conn, RemotingCommand& request) {
   op.shard = store_.shard_for(op.topic, op.queue_id);
   // The reply's room is reserved now, so a pipelined batch of pulls stops at the connection's
   // output limit before their replies exist.
+  // Past connectionBuffersMaxBytes, counting the buffers of held pulls whose connections
+  // closed (the shard owns them until the hold ends), pulls are small and not held: a client
+  // that opens, holds pulls and closes again and again cannot pile them up.
+  const bool over_budget =
+      buffer_bytes_ + orphan_bytes_ > config_.connection_buffers_max_bytes;
   const size_t buffer =
-      output_bytes(conns_[conn]) + kPullBufferBytes <= kConnectionOutputMaxBytes / 2
+      !over_budget && output_bytes(conns_[conn]) + kPullBufferBytes <= kConnectionOutputMaxBytes / 2
           ? kPullBufferBytes
           : kSmallPullBufferBytes;
   op.data.resize(buffer);
@@ -440,7 +448,7 @@ void BrokerReactor::handle_pull(uint32_t conn, RemotingCommand& request) {
       std::clamp<int64_t>(ext_i64(request, "maxMsgNums").value_or(32), 1, kMaxPullMessages));
   op.pull.tag_filter = op.tag_filter;
   op.pull.buffer = op.data;
-  if ((sys_flag & 2) != 0) {
+  if ((sys_flag & 2) != 0 && !over_budget) {
     op.pull.wait_ms = std::clamp<int64_t>(ext_i64(request, "suspendTimeoutMillis").value_or(15000),
                                           0, config_.max_suspend_ms);
   }

@@ -227,6 +227,7 @@ class BrokerReactor {
   int64_t mono_ms_ = 0;              // monotonic ms, read once per turn of the loop
   int64_t next_conn_sweep_ms_ = 0;   // monotonic: idle and incomplete-frame checks
   uint64_t buffer_bytes_ = 0;        // all open connections' accounted_bytes together
+  uint64_t orphan_bytes_ = 0;        // reserved by ops whose connection closed
   uint32_t kept_op_buffers_ = 0;     // free ops that keep a (small) data buffer
   uint64_t refused_ = 0;             // connections refused at maxConnections, not yet logged
   int64_t refusal_log_ms_ = 0;       // monotonic: next time a refusal count may be logged
