@@ -432,8 +432,7 @@ void BrokerReactor::handle_pull(uint32_t conn, RemotingCommand& request) {
   // Past connectionBuffersMaxBytes, counting the buffers of held pulls whose connections
   // closed (the shard owns them until the hold ends), pulls are small and not held: a client
   // that opens, holds pulls and closes again and again cannot pile them up.
-  const bool over_budget =
-      buffer_bytes_ + orphan_bytes_ > config_.connection_buffers_max_bytes;
+  const bool over_budget = buffer_bytes_ + orphan_bytes_ > config_.connection_buffers_max_bytes;
   const size_t buffer =
       !over_budget && output_bytes(conns_[conn]) + kPullBufferBytes <= kConnectionOutputMaxBytes / 2
           ? kPullBufferBytes

@@ -70,11 +70,12 @@ struct Connection {
   size_t out_sent = 0;
   uint32_t ops_pending = 0;    // store operations that will answer on this connection
   bool resume = false;         // decode buffered frames and read again (from the loop)
-  bool recv_filled = false;    // the last recv filled the buffer: more is likely waiting
-  size_t frame_need_bytes = 0; // the incomplete frame at the start of `in` (0: length unknown)
-  uint64_t ops_bytes = 0;      // reserved by its ops in flight (BrokerOp::reserved_bytes)
+  bool recv_filled = false;  // the last recv filled the buffer: more is likely waiting
+  // The incomplete frame at the start of `in`, once its length arrived (0: not known).
+  size_t frame_need_bytes = 0;
+  uint64_t ops_bytes = 0;        // reserved by its ops in flight (BrokerOp::reserved_bytes)
   uint64_t accounted_bytes = 0;  // its share of BrokerReactor::buffer_bytes_
-  int64_t active_ms = 0;       // monotonic: the last byte received or sent
+  int64_t active_ms = 0;         // monotonic: the last byte received or sent
   int64_t partial_since_ms = 0;  // monotonic: the incomplete frame began; 0 when there is none
   // Pulls whose record did not fit their buffer, waiting (buffer released) until the
   // connection's replies leave room for the largest message; FIFO, at most ops_pending.

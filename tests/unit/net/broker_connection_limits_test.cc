@@ -196,20 +196,31 @@ RemotingCommand request(int32_t code, std::vector<std::pair<std::string, std::st
 }
 
 RemotingCommand send_request(const std::string& topic, int queue) {
-  return request(req::kSendMessageV2,
-                 {{"a", "PG"}, {"b", topic}, {"c", "TBW102"}, {"d", "4"},
-                  {"e", std::to_string(queue)}, {"f", "0"}, {"g", "1700000000000"}, {"h", "0"},
-                  {"i", "TAGS\x01T\x02"}, {"j", "0"}, {"k", "false"}});
+  return request(req::kSendMessageV2, {{"a", "PG"},
+                                       {"b", topic},
+                                       {"c", "TBW102"},
+                                       {"d", "4"},
+                                       {"e", std::to_string(queue)},
+                                       {"f", "0"},
+                                       {"g", "1700000000000"},
+                                       {"h", "0"},
+                                       {"i", "TAGS\x01T\x02"},
+                                       {"j", "0"},
+                                       {"k", "false"}});
 }
 
 RemotingCommand pull_request(const std::string& topic, int queue, int64_t offset,
                              int64_t suspend_ms = 0) {
-  return request(req::kPullMessage,
-                 {{"consumerGroup", "CG"}, {"topic", topic}, {"queueId", std::to_string(queue)},
-                  {"queueOffset", std::to_string(offset)}, {"maxMsgNums", "32"},
-                  {"sysFlag", suspend_ms > 0 ? "2" : "0"}, {"commitOffset", "0"},
-                  {"suspendTimeoutMillis", std::to_string(suspend_ms)}, {"subscription", "*"},
-                  {"subVersion", "0"}});
+  return request(req::kPullMessage, {{"consumerGroup", "CG"},
+                                     {"topic", topic},
+                                     {"queueId", std::to_string(queue)},
+                                     {"queueOffset", std::to_string(offset)},
+                                     {"maxMsgNums", "32"},
+                                     {"sysFlag", suspend_ms > 0 ? "2" : "0"},
+                                     {"commitOffset", "0"},
+                                     {"suspendTimeoutMillis", std::to_string(suspend_ms)},
+                                     {"subscription", "*"},
+                                     {"subVersion", "0"}});
 }
 
 int32_t call_code(RemotingClient& client, const RemotingCommand& command,
