@@ -51,6 +51,14 @@ namespace rc = response_code;
 namespace req = request_code;
 
 constexpr int64_t kMiB = 1 << 20;
+// How far above its start the broker's RSS may stay once a connection's buffers are freed. The
+// sanitizer build's broker is instrumented too, and ASan's quarantine keeps freed memory (256 MiB
+// by default; measured +50 MiB there), so it checks only that gigabytes are not kept.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr int64_t kReturnSlackMiB = 300;
+#else
+constexpr int64_t kReturnSlackMiB = 64;
+#endif
 
 int64_t ms_since(Clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t).count();
@@ -288,7 +296,7 @@ TEST(BrokerConnectionLimitsTest, PipelinedPullsThatAreNeverReadStayBounded) {
   const int64_t after_mib = broker.rss_mib();
   std::printf("figures: pipelined pulls: RSS %lld MiB 2.5 s after the connection closed\n",
               static_cast<long long>(after_mib));
-  EXPECT_LT(after_mib - base_mib, 64);
+  EXPECT_LT(after_mib - base_mib, kReturnSlackMiB);
 }
 
 TEST(BrokerConnectionLimitsTest, LengthPrefixesAloneAllocateNothingAndAreClosed) {
