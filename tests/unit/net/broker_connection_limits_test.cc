@@ -398,11 +398,13 @@ TEST(BrokerConnectionLimitsTest, PastTheBufferBudgetTheBiggestConnectionIsClosed
   frame[2] = static_cast<char>(total >> 8);
   frame[3] = static_cast<char>(total);
   frame.append(static_cast<size_t>(7 * kMiB / 2), 'b');
+  const int64_t base_mib = broker.rss_mib();
   std::vector<int> fds;
   for (int i = 0; i < 24; i++) {
     fds.push_back(raw_connect(broker.port()));
     send_some(fds.back(), frame, 2000);
   }
+  const int64_t held_mib = broker.rss_mib();
   size_t closed = 0;
   for (int fd : fds) {
     if (closed_within(fd, 100)) closed++;
@@ -410,6 +412,13 @@ TEST(BrokerConnectionLimitsTest, PastTheBufferBudgetTheBiggestConnectionIsClosed
   }
   EXPECT_GE(closed, 4u);
   EXPECT_LT(closed, 24u);
+  // The frames' buffers are freed with their connections and go back to the OS.
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  const int64_t after_mib = broker.rss_mib();
+  std::printf("figures: buffer budget: RSS %lld -> %lld MiB, %lld MiB 2.5 s after close\n",
+              static_cast<long long>(base_mib), static_cast<long long>(held_mib),
+              static_cast<long long>(after_mib));
+  EXPECT_LT(after_mib - base_mib, kReturnSlackMiB);
   const std::string log = broker.log();
   EXPECT_NE(log.find("closing the connection from 127.0.0.1:"), std::string::npos) << log;
   EXPECT_NE(log.find("over connectionBuffersMaxBytes 67108864"), std::string::npos) << log;
