@@ -13,12 +13,24 @@ namespace uringmq::net {
 namespace {
 
 constexpr uint32_t kRingEntries = 1024;
-constexpr size_t kRecvChunkBytes = 64 << 10;
-// Reading pauses on a connection with this many requests waiting for the store, or this many
-// reply bytes not yet sent: a client cannot make the broker buffer without bound.
+// A connection's input buffer starts at this size and doubles as bytes arrive (never beyond the
+// frame being received), and goes back to it once the large frame is decoded.
+constexpr size_t kRecvInitialBytes = 16 << 10;
+constexpr size_t kRecvMinFreeBytes = 4 << 10;
+// A recv that filled the buffer says more is waiting: it grows up to this for bursts of small
+// frames (pipelined sends), as many bytes per recv as before the buffers were bounded.
+constexpr size_t kRecvBurstBytes = 64 << 10;
+constexpr size_t kRecvShrinkAboveBytes = 4 * kRecvInitialBytes;
+// A sent reply buffer larger than this is released rather than kept for the next replies.
+constexpr size_t kKeptOutBytes = 256 << 10;
+// Reading pauses on a connection with this many requests waiting for the store, or with
+// kConnectionOutputMaxBytes of replies held or reserved: a client cannot make the broker buffer
+// without bound.
 constexpr uint32_t kMaxOpsPerConnection = 1024;
-constexpr size_t kMaxPendingOutBytes = 64u << 20;
 constexpr int64_t kShutdownDrainMs = 10'000;
+constexpr int64_t kConnSweepIntervalMs = 250;
+// Connections refused at maxConnections are counted and logged at most this often.
+constexpr int64_t kRefusalLogIntervalMs = 10'000;
 
 uint64_t pack(uint8_t event, uint32_t generation, uint32_t index) {
   return (uint64_t{event} << 56) | (uint64_t{generation & 0xFFFFFF} << 32) | index;
@@ -40,6 +52,12 @@ bool parse_ipv4(const std::string& text, uint8_t out[4]) {
     out[i] = static_cast<uint8_t>(v[i]);
   }
   return true;
+}
+
+std::string peer_text(const engine::HostAddress& a) {
+  return std::to_string(a.address[0]) + "." + std::to_string(a.address[1]) + "." +
+         std::to_string(a.address[2]) + "." + std::to_string(a.address[3]) + ":" +
+         std::to_string(a.port);
 }
 
 engine::HostAddress io_peer_address(int fd) {
@@ -157,9 +175,11 @@ io::Status BrokerReactor::run() {
               pack(static_cast<uint8_t>(Event::store_wake), 0, 0));
   ring_->read(stop_waker_->fd(), &stop_wake_value_, sizeof(stop_wake_value_),
               pack(static_cast<uint8_t>(Event::stop_wake), 0, 0));
+  mono_ms_ = clock_->monotonic_ns() / 1'000'000;
   while (!stopping_) {
     const int64_t now = clock_->now_ms();
     if (now >= next_sweep_ms_) sweep(now);
+    if (mono_ms_ >= next_conn_sweep_ms_) close_stale_connections();
     resume_connections();
     UMQ_RETURN_IF_ERROR(poll_once(wait_timeout_ms()));
   }
@@ -173,11 +193,14 @@ io::Status BrokerReactor::poll_once(int64_t timeout_ms) {
   for (uint32_t i = 0; i < conns_.size(); i++) {
     if (conns_[i].open && !conns_[i].out_pending.empty()) flush_out(i);
   }
+  if (buffer_bytes_ > config_.connection_buffers_max_bytes) enforce_buffer_budget();
   const bool may_sleep = session_->begin_wait();
   io::Result<size_t> n = ring_->wait(events_.data(), events_.size(), may_sleep ? timeout_ms : 0);
   session_->end_wait();
   if (!n.is_ok()) return n.status();
+  mono_ms_ = clock_->monotonic_ns() / 1'000'000;
   for (size_t i = 0; i < *n; i++) on_net_completion(events_[i]);
+  if (buffer_bytes_ > config_.connection_buffers_max_bytes) enforce_buffer_budget();
   return io::Status::ok();
 }
 
@@ -227,9 +250,8 @@ void BrokerReactor::on_accept(int which, const io::NetCompletion& c) {
   if (c.result < 0) {
     if (c.result != -ECANCELED) log_warn("accept: " + std::string(std::strerror(-c.result)));
   } else if (stopping_ || open_conns_ >= config_.max_connections) {
-    log_warn("refusing a connection: " + std::to_string(open_conns_) + " of maxConnections " +
-             std::to_string(config_.max_connections) + " open");
     io::close_fd(c.result);
+    if (!stopping_) note_refusal();
   } else {
     uint32_t index;
     if (!free_conns_.empty()) {
@@ -246,9 +268,11 @@ void BrokerReactor::on_accept(int which, const io::NetCompletion& c) {
     conn.fd = c.result;
     conn.open = true;
     conn.peer = io_peer_address(c.result);
-    conn.in.resize(kRecvChunkBytes);
+    conn.in.resize(kRecvInitialBytes, 0);
+    conn.active_ms = mono_ms_;
     io::set_no_delay(conn.fd);
     open_conns_++;
+    account(index);
     log_debug("connection " + std::to_string(index) + " accepted");
     arm_recv(index);
   }
@@ -257,13 +281,43 @@ void BrokerReactor::on_accept(int which, const io::NetCompletion& c) {
 
 bool BrokerReactor::reading_paused(const Connection& conn) const {
   return conn.ops_pending >= kMaxOpsPerConnection ||
-         conn.out_pending.size() + conn.out_inflight.size() >= kMaxPendingOutBytes;
+         output_bytes(conn) >= kConnectionOutputMaxBytes || !conn.deferred.empty();
+}
+
+// Room for the next recv. The buffer doubles when nearly full, but never past the frame being
+// received once its length is known: a length prefix alone allocates nothing, and a frame's
+// buffer grows with the bytes that actually arrive.
+void BrokerReactor::grow_input(Connection& conn) {
+  const bool nearly_full = conn.in.size() - conn.in_bytes < kRecvMinFreeBytes;
+  const bool burst = conn.recv_filled && conn.in.size() < kRecvBurstBytes;
+  if (!nearly_full && !burst) return;
+  size_t target = std::max(conn.in.size() * 2, kRecvInitialBytes);
+  if (!burst && conn.frame_need_bytes > conn.in_bytes) {
+    target = std::min(target, std::max(conn.frame_need_bytes, conn.in_bytes + kRecvMinFreeBytes));
+  }
+  conn.in.resize(target, conn.in_bytes);
+}
+
+// After decoding: when the incomplete frame began (for incompleteFrameTimeoutSeconds), and a
+// large buffer goes back to the initial size once what is left fits it.
+void BrokerReactor::fit_input(Connection& conn, bool partial) {
+  if (!partial) {
+    conn.partial_since_ms = 0;
+  } else if (conn.partial_since_ms == 0) {
+    conn.partial_since_ms = mono_ms_;
+  }
+  if (conn.in.size() <= kRecvShrinkAboveBytes || conn.in_bytes > kRecvInitialBytes / 2 ||
+      conn.frame_need_bytes > kRecvInitialBytes) {
+    return;
+  }
+  conn.in.resize(kRecvInitialBytes, conn.in_bytes);
 }
 
 void BrokerReactor::arm_recv(uint32_t index) {
   Connection& conn = conns_[index];
   if (conn.recv_armed || conn.closing || reading_paused(conn)) return;
-  if (conn.in.size() - conn.in_bytes < 4096) conn.in.resize(conn.in.size() + kRecvChunkBytes);
+  grow_input(conn);
+  account(index);
   conn.recv_armed = true;
   ring_->recv(conn.fd, conn.in.data() + conn.in_bytes, conn.in.size() - conn.in_bytes,
               pack(static_cast<uint8_t>(Event::recv), conn.generation, index));
@@ -277,43 +331,45 @@ void BrokerReactor::on_recv(uint32_t index, int32_t result) {
     return close_connection(index, result == 0 ? "peer closed"
                                                : std::string(std::strerror(-result)));
   }
+  conn.recv_filled = static_cast<size_t>(result) == conn.in.size() - conn.in_bytes;
   conn.in_bytes += static_cast<size_t>(result);
+  conn.active_ms = mono_ms_;
   decode_frames(index);
   if (conns_[index].open && !conns_[index].closing) arm_recv(index);
 }
 
 void BrokerReactor::decode_frames(uint32_t index) {
   size_t consumed = 0;
+  bool partial = false;
   for (;;) {
     Connection& conn = conns_[index];
     if (conn.closing) return;
+    // A pipelined batch stops at the connection's limits: what its replies will hold is
+    // reserved as each request is dispatched.
+    if (reading_paused(conn)) break;
     std::span<const std::byte> rest(conn.in.data() + consumed, conn.in_bytes - consumed);
     DecodedFrame frame;
     std::string error;
     DecodeStatus status = decode_frame(rest, limits_, &frame, &error);
     if (status == DecodeStatus::bad) return close_connection(index, "bad frame: " + error);
     if (status == DecodeStatus::need_more) {
-      // Room for the whole frame once its length is known (bounded by the frame limit).
-      if (rest.size() >= 4) {
-        size_t need = 4 + engine::get_u32(rest.data());
-        if (need > conn.in.size() - consumed) conn.in.resize(consumed + need);
-      }
+      // The frame's length (bounded by the frame limit) caps the input buffer's growth.
+      conn.frame_need_bytes = rest.size() >= 4 ? 4 + engine::get_u32(rest.data()) : 0;
+      partial = !rest.empty();
       break;
     }
     consumed += frame.frame_bytes;
     if (!frame.command.is_response()) handle(index, frame.command, frame.body);
-    if (reading_paused(conns_[index])) break;
   }
   Connection& conn = conns_[index];
   if (consumed > 0) {
     std::memmove(conn.in.data(), conn.in.data() + consumed, conn.in_bytes - consumed);
     conn.in_bytes -= consumed;
+    conn.partial_since_ms = 0;  // a frame completed: the incomplete one began in this read
   }
-  // A connection that read a large frame keeps no large buffer once it is idle.
-  if (conn.in_bytes == 0 && conn.in.size() > 4 * kRecvChunkBytes) {
-    conn.in.resize(kRecvChunkBytes);
-    conn.in.shrink_to_fit();
-  }
+  if (!partial) conn.frame_need_bytes = 0;
+  fit_input(conn, partial);
+  account(index);
 }
 
 void BrokerReactor::flush_out(uint32_t index) {
@@ -325,6 +381,7 @@ void BrokerReactor::flush_out(uint32_t index) {
   conn.send_armed = true;
   ring_->send(conn.fd, conn.out_inflight.data(), conn.out_inflight.size(),
               pack(static_cast<uint8_t>(Event::send), conn.generation, index));
+  account(index);
 }
 
 void BrokerReactor::on_send(uint32_t index, int32_t result) {
@@ -332,6 +389,7 @@ void BrokerReactor::on_send(uint32_t index, int32_t result) {
   conn.send_armed = false;
   if (conn.closing) return maybe_free(index);
   if (result < 0) return close_connection(index, "send: " + std::string(std::strerror(-result)));
+  if (result > 0) conn.active_ms = mono_ms_;
   conn.out_sent += static_cast<size_t>(result);
   if (conn.out_sent < conn.out_inflight.size()) {
     conn.send_armed = true;
@@ -341,9 +399,11 @@ void BrokerReactor::on_send(uint32_t index, int32_t result) {
     return;
   }
   conn.out_inflight.clear();
+  if (conn.out_inflight.capacity() > kKeptOutBytes) std::string().swap(conn.out_inflight);
   if (!conn.out_pending.empty()) flush_out(index);
-  // Replies drained: a connection paused for output may read again.
-  if (!conn.recv_armed) conn.resume = true;
+  account(index);
+  // Replies drained: a connection paused for output may read again, deferred pulls may go.
+  conn.resume = true;
 }
 
 void BrokerReactor::resume_connections() {
@@ -351,9 +411,35 @@ void BrokerReactor::resume_connections() {
     Connection& conn = conns_[i];
     if (!conn.resume) continue;
     conn.resume = false;
-    if (!conn.open || conn.closing || conn.recv_armed || reading_paused(conn)) continue;
+    if (!conn.open || conn.closing) continue;
+    if (!conn.deferred.empty()) retry_deferred(i);
+    if (conn.recv_armed || reading_paused(conn)) continue;
     decode_frames(i);
     if (conns_[i].open && !conns_[i].closing) arm_recv(i);
+  }
+}
+
+// Deferred pulls go again, oldest first, with room for the largest message, while the
+// connection's replies leave that room (or it holds nothing at all, so one always goes).
+void BrokerReactor::retry_deferred(uint32_t conn_index) {
+  const size_t largest = largest_pull_bytes();
+  while (conns_[conn_index].open && !conns_[conn_index].closing &&
+         !conns_[conn_index].deferred.empty()) {
+    Connection& conn = conns_[conn_index];
+    const uint64_t held = output_bytes(conn);
+    if (held > 0 && held + largest > kConnectionOutputMaxBytes) return;
+    const uint32_t index = conn.deferred.front();
+    conn.deferred.erase(conn.deferred.begin());
+    BrokerOp& op = *ops_[index];
+    op.data.resize(largest);
+    set_reserved(index, largest);
+    op.pull.buffer = op.data;
+    op.pull.wait_ms = 0;
+    io::Status s = session_->pull_async(op.pull, index);
+    if (!s.is_ok()) {
+      reply_code(op.conn, op.request, response_code::kSystemError, s.message());
+      free_op(index);
+    }
   }
 }
 
@@ -363,6 +449,12 @@ void BrokerReactor::close_connection(uint32_t index, const std::string& why) {
   log_debug("connection " + std::to_string(index) + " closed: " + why);
   if (why.rfind("bad frame", 0) == 0) log_warn("closing a connection: " + why);
   conn.closing = true;
+  account(index);  // its buffers are freed once the kernel lets go of them
+  orphan_bytes_ += conn.ops_bytes;  // its ops' buffers, until the store answers them
+  conn.ops_bytes = 0;
+  std::vector<uint32_t> deferred;
+  deferred.swap(conn.deferred);
+  for (uint32_t op : deferred) free_op(op);
   if (conn.recv_armed || conn.send_armed) {
     ring_->cancel_fd(conn.fd, pack(static_cast<uint8_t>(Event::cancel), 0, 0));
   }
@@ -377,10 +469,12 @@ void BrokerReactor::maybe_free(uint32_t index) {
   conn.open = false;
   conn.closing = false;
   conn.generation = (conn.generation + 1) & 0xFFFFFF;  // late store answers are dropped
-  conn.in = {};
+  // Swapped with empty ones: `x = {}` would keep the capacity (initializer-list assignment).
+  conn.in.release();
   conn.in_bytes = 0;
-  conn.out_pending = {};
-  conn.out_inflight = {};
+  std::string().swap(conn.out_pending);
+  std::string().swap(conn.out_inflight);
+  std::vector<uint32_t>().swap(conn.deferred);
   open_conns_--;
   free_conns_.push_back(index);
 }
@@ -390,6 +484,7 @@ void BrokerReactor::reply(uint32_t index, const RemotingCommand& response,
   Connection& conn = conns_[index];
   if (!conn.open || conn.closing) return;
   encode_frame(response, body, &conn.out_pending);
+  account(index);
 }
 
 void BrokerReactor::drain_store() {
@@ -416,12 +511,95 @@ void BrokerReactor::sweep(int64_t now) {
       }
     }
   }
+  if (refused_ > 0 && mono_ms_ >= refusal_log_ms_) log_refusals();
   // Consumers that stopped heartbeating leave their groups.
   for (auto group = consumers_.begin(); group != consumers_.end();) {
     std::erase_if(group->second,
                   [&](const auto& client) { return now - client.second > config_.client_expire_ms; });
     group = group->second.empty() ? consumers_.erase(group) : std::next(group);
   }
+}
+
+// ---- BrokerReactor: bounds on connections ----
+
+void BrokerReactor::account(uint32_t index) {
+  Connection& conn = conns_[index];
+  const uint64_t bytes = conn.open && !conn.closing
+                             ? conn.in.size() + conn.out_pending.capacity() +
+                                   conn.out_inflight.capacity() + conn.ops_bytes
+                             : 0;
+  UMQ_ASSERT(buffer_bytes_ >= conn.accounted_bytes);
+  buffer_bytes_ = buffer_bytes_ - conn.accounted_bytes + bytes;
+  conn.accounted_bytes = bytes;
+}
+
+// Over connectionBuffersMaxBytes: the connections holding the most are closed until the rest
+// fit (a closed connection's buffers go once the kernel lets go of them).
+void BrokerReactor::enforce_buffer_budget() {
+  while (buffer_bytes_ > config_.connection_buffers_max_bytes) {
+    uint32_t biggest = UINT32_MAX;
+    for (uint32_t i = 0; i < conns_.size(); i++) {
+      if (!conns_[i].open || conns_[i].closing) continue;
+      if (biggest == UINT32_MAX || conns_[i].accounted_bytes > conns_[biggest].accounted_bytes) {
+        biggest = i;
+      }
+    }
+    if (biggest == UINT32_MAX) return;
+    log_warn("closing the connection from " + peer_text(conns_[biggest].peer) + ": it holds " +
+             std::to_string(conns_[biggest].accounted_bytes) +
+             " bytes of buffers, and all connections together " + std::to_string(buffer_bytes_) +
+             ", over connectionBuffersMaxBytes " +
+             std::to_string(config_.connection_buffers_max_bytes));
+    close_connection(biggest, "over connectionBuffersMaxBytes");
+  }
+}
+
+// Closes connections that moved no byte for serverChannelMaxIdleTimeSeconds with no request
+// waiting for the store (a held pull is not idle; a client that stopped reading its replies
+// is), and connections whose incomplete frame began incompleteFrameTimeoutSeconds ago.
+void BrokerReactor::close_stale_connections() {
+  next_conn_sweep_ms_ = mono_ms_ + kConnSweepIntervalMs;
+  const int64_t idle_ms = config_.idle_timeout_sec * 1000;
+  const int64_t frame_ms = config_.incomplete_frame_timeout_sec * 1000;
+  for (uint32_t i = 0; i < conns_.size(); i++) {
+    Connection& conn = conns_[i];
+    if (!conn.open || conn.closing) continue;
+    if (conn.partial_since_ms > 0 && mono_ms_ - conn.partial_since_ms >= frame_ms) {
+      const std::string frame = conn.frame_need_bytes > 0
+                                    ? "a " + std::to_string(conn.frame_need_bytes) + "-byte frame"
+                                    : "a frame's length field";
+      log_warn("closing the connection from " + peer_text(conn.peer) + ": only " +
+               std::to_string(conn.in_bytes) + " bytes of " + frame + " arrived in " +
+               std::to_string(config_.incomplete_frame_timeout_sec) +
+               " s (incompleteFrameTimeoutSeconds)");
+      close_connection(i, "incomplete frame");
+      continue;
+    }
+    const bool waiting_for_store = conn.ops_pending > conn.deferred.size();
+    if (!waiting_for_store && mono_ms_ - conn.active_ms >= idle_ms) {
+      close_connection(i, "idle for " + std::to_string(config_.idle_timeout_sec) +
+                              " s (serverChannelMaxIdleTimeSeconds)");
+    }
+  }
+}
+
+// One line for the first refusal, then at most one per interval with the count.
+void BrokerReactor::note_refusal() {
+  if (refused_ == 0 && mono_ms_ >= refusal_log_ms_) {
+    log_warn("refusing connections: maxConnections " + std::to_string(config_.max_connections) +
+             " are open (refusals are counted and logged every 10 s)");
+    refusal_log_ms_ = mono_ms_ + kRefusalLogIntervalMs;
+    return;
+  }
+  refused_++;
+}
+
+void BrokerReactor::log_refusals() {
+  log_warn("refused " + std::to_string(refused_) +
+           " connection(s) in the last 10 s: maxConnections " +
+           std::to_string(config_.max_connections) + " are open");
+  refused_ = 0;
+  refusal_log_ms_ = mono_ms_ + kRefusalLogIntervalMs;
 }
 
 io::Status BrokerReactor::shut_down() {

@@ -15,7 +15,10 @@
 //
 // Hostile input: frames and headers are bounded (RemotingLimits), a connection that sends a
 // malformed frame is answered nothing more and closed, every other connection keeps being
-// served, and per-connection buffers and in-flight requests are bounded (reading pauses).
+// served, and per-connection buffers and in-flight requests are bounded (reading pauses at
+// 8 MiB of replies held or reserved). All connections' buffers together are capped
+// (connectionBuffersMaxBytes); idle connections and incomplete frames are closed after
+// serverChannelMaxIdleTimeSeconds and incompleteFrameTimeoutSeconds (net/README.md).
 //
 // Threading: open() and run() on one thread; request_stop() from any thread or a signal handler.
 

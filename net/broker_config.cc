@@ -330,6 +330,20 @@ const KeySetter kSetters[] = {
      [](BrokerConfig& c, std::string_view v) {
        return set_number<int64_t>(c.client_expire_ms, v, 1000, 24 * kHourMs, "a time in ms");
      }},
+    {"serverChannelMaxIdleTimeSeconds",
+     [](BrokerConfig& c, std::string_view v) {
+       return set_number<int64_t>(c.idle_timeout_sec, v, 1, 86'400, "a number of seconds");
+     }},
+    {"incompleteFrameTimeoutSeconds",
+     [](BrokerConfig& c, std::string_view v) {
+       return set_number<int64_t>(c.incomplete_frame_timeout_sec, v, 1, 3600,
+                                  "a number of seconds");
+     }},
+    {"connectionBuffersMaxBytes",
+     [](BrokerConfig& c, std::string_view v) {
+       return set_number<uint64_t>(c.connection_buffers_max_bytes, v, 64 * kMiB, 1ull << 40,
+                                   "a size in bytes");
+     }},
     {"logLevel", set_log_level},
     {"scheduleMaxAttempts",
      [](BrokerConfig& c, std::string_view v) {
@@ -541,6 +555,9 @@ std::string describe_broker_config(const BrokerConfig& c) {
   add("maxPullSuspendMillis", num(c.max_suspend_ms));
   add("maxConnections", num(c.max_connections));
   add("clientExpireMillis", num(c.client_expire_ms));
+  add("serverChannelMaxIdleTimeSeconds", num(c.idle_timeout_sec));
+  add("incompleteFrameTimeoutSeconds", num(c.incomplete_frame_timeout_sec));
+  add("connectionBuffersMaxBytes", num(c.connection_buffers_max_bytes));
   add("logLevel", c.log_level);
   for (const std::string& key : c.ignored_keys) out.append("ignored: ").append(key).append("\n");
   return out;

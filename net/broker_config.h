@@ -50,6 +50,16 @@ struct BrokerConfig {
   uint32_t max_connections = 1024;                // maxConnections
   // A client whose last heartbeat is older than this is forgotten, ms (clientExpireMillis).
   int64_t client_expire_ms = 120000;
+  // A connection that moved no byte either way for this long, with no request waiting for the
+  // store (a held pull is one), is closed, s (serverChannelMaxIdleTimeSeconds, RocketMQ's key).
+  int64_t idle_timeout_sec = 120;
+  // A frame whose first byte arrived this long ago and that is still incomplete closes its
+  // connection, s (incompleteFrameTimeoutSeconds; uringmq key).
+  int64_t incomplete_frame_timeout_sec = 30;
+  // Input and output buffers of all connections together, with the pull and send buffers of
+  // their requests in flight, bytes (connectionBuffersMaxBytes; uringmq key). Past it the
+  // connection holding the most is closed.
+  uint64_t connection_buffers_max_bytes = 512ull << 20;
   std::string log_level = "info";                 // logLevel: error|warn|info|debug
   // The address put in routes (brokerIP1). parse_broker_config() resolves an absent key to
   // effective_advertised_address(); a default-constructed config leaves it empty.

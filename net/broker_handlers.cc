@@ -24,7 +24,12 @@ namespace {
 namespace rc = response_code;
 namespace req = request_code;
 
+// A pull's record buffer: the usual size while its connection holds little, a smaller one
+// (fewer records per reply) once it holds half its output limit, so that many held pulls fit.
 constexpr uint32_t kPullBufferBytes = 256u << 10;
+constexpr uint32_t kSmallPullBufferBytes = 32u << 10;
+// Free ops keep their (at most kPullBufferBytes) data buffer, up to this many ops.
+constexpr uint32_t kKeptOpBuffers = 64;
 constexpr uint32_t kMaxPullMessages = 64;
 constexpr uint32_t kMaxTopicChars = 127;
 constexpr uint64_t kPhysicalOffsetAt = 28;  // TOTALSIZE MAGIC BODYCRC QUEUEID FLAG QUEUEOFFSET
@@ -211,23 +216,49 @@ uint32_t BrokerReactor::new_op(BrokerOp::Kind kind, uint32_t conn, const Remotin
   op.request.version = request.version;
   op.request.serialize_type = request.serialize_type;
   op.copy.reset();
+  op.reserved_bytes = 0;
+  if (op.data.capacity() > 0) kept_op_buffers_--;
   if (conn < conns_.size()) conns_[conn].ops_pending++;
   return index;
+}
+
+void BrokerReactor::set_reserved(uint32_t index, uint64_t bytes) {
+  BrokerOp& op = *ops_[index];
+  if (op_connection_alive(op)) {
+    Connection& conn = conns_[op.conn];
+    UMQ_ASSERT(conn.ops_bytes >= op.reserved_bytes);
+    conn.ops_bytes = conn.ops_bytes - op.reserved_bytes + bytes;
+    account(op.conn);
+  } else {
+    UMQ_ASSERT(orphan_bytes_ >= op.reserved_bytes);
+    orphan_bytes_ = orphan_bytes_ - op.reserved_bytes + bytes;
+  }
+  op.reserved_bytes = bytes;
+}
+
+size_t BrokerReactor::largest_pull_bytes() const {
+  return config_.store.log.limits.max_body_bytes + (64u << 10);
 }
 
 void BrokerReactor::free_op(uint32_t index) {
   BrokerOp& op = *ops_[index];
   UMQ_ASSERT(op.in_use);
   if (op.kind == BrokerOp::Kind::send) sends_in_flight_--;
+  set_reserved(index, 0);
   if (op_connection_alive(op)) {
     Connection& conn = conns_[op.conn];
     conn.ops_pending--;
     // Reading resumes from the loop, never from inside a completion (decode is not reentrant).
-    if (!conn.recv_armed) conn.resume = true;
+    conn.resume = true;
   }
   op.in_use = false;
-  // Large buffers are not kept by idle ops.
-  if (op.data.capacity() > kPullBufferBytes) op.data = {};
+  // Idle ops keep no large buffer, and only a few keep a small one (memory goes back to the
+  // allocator once the load that needed it is gone).
+  // (Swapped with an empty vector: `op.data = {}` would keep the capacity.)
+  if (op.data.capacity() > kPullBufferBytes || kept_op_buffers_ >= kKeptOpBuffers) {
+    std::vector<std::byte>().swap(op.data);
+  }
+  if (op.data.capacity() > 0) kept_op_buffers_++;
   op.copy.reset();
   free_ops_.push_back(index);
 }
@@ -399,6 +430,7 @@ void BrokerReactor::handle_send(uint32_t conn, RemotingCommand& request,
   op.topic = std::move(topic);
   op.properties = std::move(properties);
   op.data.assign(body.begin(), body.end());
+  set_reserved(index, body.size());
   op.queue_id = static_cast<int32_t>(queue_id);
   op.message = Message{};
   op.message.topic = op.topic;
@@ -490,7 +522,18 @@ void BrokerReactor::handle_pull(uint32_t conn, RemotingCommand& request) {
   op.tag_filter = sub ? *sub : std::string("*");
   op.queue_id = static_cast<int32_t>(*queue_id);
   op.shard = store_.shard_for(op.topic, op.queue_id);
-  if (op.data.size() < kPullBufferBytes) op.data.resize(kPullBufferBytes);
+  // The reply's room is reserved now, so a pipelined batch of pulls stops at the connection's
+  // output limit before their replies exist.
+  // Past connectionBuffersMaxBytes, counting the buffers of held pulls whose connections
+  // closed (the shard owns them until the hold ends), pulls are small and not held: a client
+  // that opens, holds pulls and closes again and again cannot pile them up.
+  const bool over_budget = buffer_bytes_ + orphan_bytes_ > config_.connection_buffers_max_bytes;
+  const size_t buffer =
+      !over_budget && output_bytes(conns_[conn]) + kPullBufferBytes <= kConnectionOutputMaxBytes / 2
+          ? kPullBufferBytes
+          : kSmallPullBufferBytes;
+  op.data.resize(buffer);
+  set_reserved(index, buffer);
   op.pull = PullRequest{};
   op.pull.topic = op.topic;
   op.pull.queue_id = op.queue_id;
@@ -499,23 +542,24 @@ void BrokerReactor::handle_pull(uint32_t conn, RemotingCommand& request) {
       static_cast<uint32_t>(std::clamp<int64_t>(max_msg_nums.value_or(32), 1, kMaxPullMessages));
   op.pull.tag_filter = op.tag_filter;
   op.pull.buffer = op.data;
-  if ((sys_flag & 2) != 0) {
+  if ((sys_flag & 2) != 0 && !over_budget) {
     op.pull.wait_ms = std::clamp<int64_t>(suspend_ms.value_or(15000), 0, config_.max_suspend_ms);
   }
   submit(index, [&](uint64_t tag) { return session_->pull_async(op.pull, tag); });
 }
 
 // A record bigger than the pull buffer: the pull is asked again with room for the largest
-// message (rare; most pulls keep the small buffer).
+// message (rare; most pulls keep the small buffer). It waits, its buffer released, until its
+// connection's replies leave that room (retry_deferred, from the loop).
 bool BrokerReactor::pull_again_larger(uint32_t index) {
   BrokerOp& op = *ops_[index];
-  const size_t largest = config_.store.log.limits.max_body_bytes + (64u << 10);
-  if (op.data.size() >= largest) return false;
-  op.data.resize(largest);
-  op.pull.buffer = op.data;
-  op.pull.wait_ms = 0;
-  io::Status s = session_->pull_async(op.pull, index);
-  return s.is_ok();
+  if (op.data.size() >= largest_pull_bytes() || !op_connection_alive(op)) return false;
+  set_reserved(index, 0);
+  std::vector<std::byte>().swap(op.data);
+  Connection& conn = conns_[op.conn];
+  conn.deferred.push_back(index);
+  conn.resume = true;
+  return true;
 }
 
 void BrokerReactor::complete_pull(BrokerOp& op, const Completion& c) {
@@ -750,6 +794,8 @@ void BrokerReactor::handle_send_back(uint32_t conn, RemotingCommand& request) {
   op.store_offset = store_offset_of_wire(static_cast<uint64_t>(*offset));
   op.delay_level = delay_level.value_or(0);
   op.max_reconsume_times = max_reconsume.value_or(16);
+  // Room for the record and its copy, until the record's size is known.
+  set_reserved(index, 2 * (config_.store.log.limits.max_body_bytes + (1u << 20)));
   op.data.resize(4);
   submit(index, [&](uint64_t tag) {
     return session_->read_async(op.store_offset, 4, op.data.data(), tag);
@@ -779,6 +825,7 @@ void BrokerReactor::complete_send_back(uint32_t index, const Completion& c) {
                                 std::to_string(wire_offset(op.store_offset)));
     } else {
       op.kind = BrokerOp::Kind::send_back_record;
+      set_reserved(index, 2 * uint64_t{size});
       op.data.resize(size);
       s = session_->read_async(op.store_offset, size, op.data.data(), index);
     }

@@ -3,12 +3,15 @@
 // Connections, in-flight store operations and the client registry all belong to the one
 // reactor thread; nothing here is locked.
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <set>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "engine/message_codec.h"
@@ -21,6 +24,35 @@
 
 namespace uringmq::net {
 
+// What one connection may hold for replies: encoded replies not yet sent plus the room reserved
+// by its requests in flight (a pull's record buffer, a send's body). Past it the connection is
+// not read until its client reads (net/README.md, "Hostile input").
+inline constexpr uint64_t kConnectionOutputMaxBytes = 8u << 20;
+
+// A connection's received bytes. Unlike a vector, resizing copies only the bytes kept and leaves
+// the new room uninitialised (the kernel writes it), so growing a large frame's buffer step by
+// step costs about one copy of the frame; its size is its capacity.
+class InputBuffer {
+ public:
+  std::byte* data() { return bytes_.get(); }
+  size_t size() const { return size_; }
+  // Reallocates to `size` bytes, keeping the first `keep`.
+  void resize(size_t size, size_t keep) {
+    std::unique_ptr<std::byte[]> next = std::make_unique_for_overwrite<std::byte[]>(size);
+    if (keep > 0) std::memcpy(next.get(), bytes_.get(), std::min(keep, size));
+    bytes_ = std::move(next);
+    size_ = size;
+  }
+  void release() {
+    bytes_.reset();
+    size_ = 0;
+  }
+
+ private:
+  std::unique_ptr<std::byte[]> bytes_;
+  size_t size_ = 0;
+};
+
 // A client connection. Its buffers are referenced by at most one recv and one send in the
 // kernel at a time; it is freed once both have completed after it closed.
 struct Connection {
@@ -31,14 +63,31 @@ struct Connection {
   bool recv_armed = false;
   bool send_armed = false;
   engine::HostAddress peer;
-  std::vector<std::byte> in;   // received bytes [0, in_bytes) not yet decoded
+  InputBuffer in;              // received bytes [0, in_bytes) not yet decoded
   size_t in_bytes = 0;
   std::string out_pending;     // encoded replies waiting for the next send
   std::string out_inflight;    // what the kernel is sending, from out_sent on
   size_t out_sent = 0;
   uint32_t ops_pending = 0;    // store operations that will answer on this connection
   bool resume = false;         // decode buffered frames and read again (from the loop)
+  bool recv_filled = false;  // the last recv filled the buffer: more is likely waiting
+  // The incomplete frame at the start of `in`, once its length arrived (0: not known).
+  size_t frame_need_bytes = 0;
+  uint64_t ops_bytes = 0;        // reserved by its ops in flight (BrokerOp::reserved_bytes)
+  uint64_t accounted_bytes = 0;  // its share of BrokerReactor::buffer_bytes_
+  int64_t active_ms = 0;         // monotonic: the last byte received or sent
+  int64_t partial_since_ms = 0;  // monotonic: the incomplete frame began; 0 when there is none
+  // Pulls whose record did not fit their buffer, waiting (buffer released) until the
+  // connection's replies leave room for the largest message; FIFO, at most ops_pending.
+  std::vector<uint32_t> deferred;
 };
+// conns_ grows while the kernel writes into `in`: growing must move the buffers, not copy them.
+static_assert(std::is_nothrow_move_constructible_v<Connection>);
+
+// Bytes of replies a connection holds or has reserved (compared with kConnectionOutputMaxBytes).
+inline uint64_t output_bytes(const Connection& conn) {
+  return conn.out_pending.size() + conn.out_inflight.size() + conn.ops_bytes;
+}
 
 // A request waiting for the store. Owns every byte the store reads or writes for it.
 struct BrokerOp {
@@ -51,6 +100,7 @@ struct BrokerOp {
   bool replied = false;        // a send answered FLUSH_DISK_TIMEOUT before its completion
   uint32_t conn = 0;
   uint32_t conn_generation = 0;
+  uint64_t reserved_bytes = 0;  // counted in its connection's ops_bytes while it is alive
   RemotingCommand request;     // the request's code, opaque, flag and serialize type (no ext)
   int64_t deadline_ms = 0;     // send: when FLUSH_DISK_TIMEOUT is answered
   std::string topic;
@@ -96,9 +146,18 @@ class BrokerReactor {
   void close_connection(uint32_t index, const std::string& why);
   void maybe_free(uint32_t index);
   bool reading_paused(const Connection& conn) const;
+  void grow_input(Connection& conn);
+  void fit_input(Connection& conn, bool partial);
   void drain_store();
   void resume_connections();
+  void retry_deferred(uint32_t index);
   void sweep(int64_t now_ms);
+  // ---- bounds on connections (broker.cc) ----
+  void account(uint32_t index);  // recomputes the connection's share of buffer_bytes_
+  void enforce_buffer_budget();
+  void close_stale_connections();
+  void note_refusal();
+  void log_refusals();
   io::Status poll_once(int64_t timeout_ms);
   int64_t wait_timeout_ms() const;
   io::Status shut_down();
@@ -137,6 +196,9 @@ class BrokerReactor {
   // ---- ops ----
   uint32_t new_op(BrokerOp::Kind kind, uint32_t conn, const RemotingCommand& request);
   void free_op(uint32_t index);
+  // Sets what op `index` holds for its connection's replies or request (ops_bytes).
+  void set_reserved(uint32_t index, uint64_t bytes);
+  size_t largest_pull_bytes() const;
   // Posts through `post` (a Session call with the op's tag); on failure answers and frees.
   template <typename Post>
   void submit(uint32_t index, Post&& post);
@@ -165,6 +227,13 @@ class BrokerReactor {
   std::vector<uint32_t> free_ops_;
   uint32_t sends_in_flight_ = 0;
   int64_t next_sweep_ms_ = 0;
+  int64_t mono_ms_ = 0;              // monotonic ms, read once per turn of the loop
+  int64_t next_conn_sweep_ms_ = 0;   // monotonic: idle and incomplete-frame checks
+  uint64_t buffer_bytes_ = 0;        // all open connections' accounted_bytes together
+  uint64_t orphan_bytes_ = 0;        // reserved by ops whose connection closed
+  uint32_t kept_op_buffers_ = 0;     // free ops that keep a (small) data buffer
+  uint64_t refused_ = 0;             // connections refused at maxConnections, not yet logged
+  int64_t refusal_log_ms_ = 0;       // monotonic: next time a refusal count may be logged
   engine::HostAddress store_host_;
   std::string advertised_;  // "ip:port" put in routes
   // Consumer group -> client id -> last heartbeat (ms).

@@ -22,6 +22,17 @@
 #include "net/broker_config.h"
 #include "net/log.h"
 
+// jemalloc's settings (read at its start; MALLOC_CONF in the environment still overrides them).
+// Freed pages go back to the OS within about a second, from jemalloc's background thread:
+// with the defaults (10 s decay, run only inside allocator calls) the buffers of closed
+// connections (up to connectionBuffersMaxBytes) stayed resident while the broker was quiet.
+// Measured: 32 connections holding 3 MiB of a frame each, +150 MiB RSS; 1 s after they closed,
+// +48 MiB left with the defaults, 0 with these.
+extern "C" {
+// NOLINTNEXTLINE: the name and type are jemalloc's.
+const char* malloc_conf = "background_thread:true,dirty_decay_ms:1000,muzzy_decay_ms:0";
+}
+
 namespace {
 
 uringmq::net::Broker* g_broker = nullptr;

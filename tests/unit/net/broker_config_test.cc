@@ -81,6 +81,9 @@ TEST(BrokerConfigTest, EveryKeyIsApplied) {
       "maxPullSuspendMillis=30000\n"
       "maxConnections=50\n"
       "clientExpireMillis=60000\n"
+      "serverChannelMaxIdleTimeSeconds=60\n"
+      "incompleteFrameTimeoutSeconds=5\n"
+      "connectionBuffersMaxBytes=1073741824\n"
       "logLevel=debug\n"
       "scheduleMaxAttempts=7\n"
       "timerMaxDelaySec=86400\n"
@@ -117,6 +120,9 @@ TEST(BrokerConfigTest, EveryKeyIsApplied) {
   EXPECT_EQ(c.max_suspend_ms, 30000);
   EXPECT_EQ(c.max_connections, 50u);
   EXPECT_EQ(c.client_expire_ms, 60000);
+  EXPECT_EQ(c.idle_timeout_sec, 60);
+  EXPECT_EQ(c.incomplete_frame_timeout_sec, 5);
+  EXPECT_EQ(c.connection_buffers_max_bytes, 1u << 30);
   EXPECT_EQ(c.log_level, "debug");
   EXPECT_EQ(c.store.schedule_max_attempts, 7u);
   EXPECT_EQ(c.store.timer_max_delay_sec, 86'400);
@@ -133,6 +139,7 @@ TEST(BrokerConfigTest, EveryKeyIsApplied) {
   EXPECT_NE(described.find("mappedFileSizeConsumeQueue=2000\n"), std::string::npos);
   EXPECT_NE(described.find("brokerIP1=10.1.2.3\n"), std::string::npos);
   EXPECT_NE(described.find("ignored: namesrvAddr\n"), std::string::npos);
+  EXPECT_NE(described.find("serverChannelMaxIdleTimeSeconds=60\n"), std::string::npos);
   EXPECT_NE(described.find("ignored: brokerIP2\n"), std::string::npos);
 }
 
@@ -239,6 +246,15 @@ TEST(BrokerConfigTest, BadValuesNameLineKeyAndValue) {
        "broker.conf:1: maxConnections '0' is not a connection count (1..1000000)"},
       {"clientExpireMillis=10",
        "broker.conf:1: clientExpireMillis '10' is not a time in ms (1000..86400000)"},
+      {"serverChannelMaxIdleTimeSeconds=0",
+       "broker.conf:1: serverChannelMaxIdleTimeSeconds '0' is not a number of seconds "
+       "(1..86400)"},
+      {"incompleteFrameTimeoutSeconds=3601",
+       "broker.conf:1: incompleteFrameTimeoutSeconds '3601' is not a number of seconds "
+       "(1..3600)"},
+      {"connectionBuffersMaxBytes=1000",
+       "broker.conf:1: connectionBuffersMaxBytes '1000' is not a size in bytes "
+       "(67108864..1099511627776)"},
       {"logLevel=trace",
        "broker.conf:1: logLevel 'trace' is not a log level (error, warn, info or debug)"},
       {"timerMaxDelaySec=0",
