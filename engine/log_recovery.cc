@@ -181,11 +181,12 @@ io::Result<RecoveredLog> recover_log(
     // Derived data (RocketMQ's abnormal recovery): scan from the first segment instead.
     report.checkpoint_rebuilt = true;
     std::fprintf(stderr,
-                 "uringmq: WARN %s: %s; recovering from the first segment %s and rebuilding "
+                 "uringmq: WARN %s%s; recovering from the first segment %s and rebuilding "
                  "the checkpoint and ConsumeQueues from the CommitLog\n",
-                 io::path_join(options.dir, kCheckpointFile).c_str(),
-                 read.status().code() == io::Code::not_found ? "missing"
-                                                              : read.status().message().c_str(),
+                 read.status().code() == io::Code::not_found
+                     ? io::path_join(options.dir, kCheckpointFile).c_str()
+                     : read.status().message().c_str(),
+                 read.status().code() == io::Code::not_found ? ": missing" : "",
                  CommitLog::segment_name(bases.front()).c_str());
   }
   if (checkpoint && checkpoint->segment_size_bytes != segment_size) {
