@@ -144,11 +144,12 @@ io::Status read_zero_padded(io::Disk& disk, const std::string& path, uint64_t of
   return s;
 }
 
-// Every file but the last is created full-sized and made durable with its units: a shorter one
-// was truncated after the fact.
+// Files whose units are all durable (below the last complete one) were created full-sized and
+// made durable with their units: a shorter one was truncated after the fact. (Files above may
+// be short after a power loss; their units are checked one by one.)
 io::Status check_file_sizes(io::Disk& disk, const std::string& dir,
-                            const std::vector<int64_t>& bases, uint64_t units_per_file) {
-  for (size_t i = 0; i + 1 < bases.size(); i++) {
+                            std::span<const int64_t> bases, uint64_t units_per_file) {
+  for (size_t i = 0; i < bases.size(); i++) {
     const std::string path = io::path_join(dir, file_name(bases[i]));
     io::Result<io::FileHandle> file = disk.open(path, io::OpenMode::read_only);
     if (!file.is_ok()) return file.status();
@@ -485,7 +486,6 @@ io::Status CqStore::Impl::recover_queue_files(Queue& q, const std::vector<std::s
   }
   if (bases.empty()) return io::Status::ok();
   std::sort(bases.begin(), bases.end());
-  UMQ_RETURN_IF_ERROR(check_file_sizes(disk, q.dir, bases, options.units_per_file));
   UMQ_RETURN_IF_ERROR(recover_files(q, std::move(bases), log_end));
   // A killed process may have created these entries and died before its flush cycle fsynced
   // them: they sit in the page cache only, and a power loss would take the queue away below a
@@ -561,6 +561,8 @@ io::Status CqStore::Impl::recover_files(Queue& q, std::vector<int64_t> bases, ui
   io::Result<int> complete = find_complete_file(disk, q.dir, bases, upf(), log_end, &prev_end);
   if (!complete.is_ok()) return complete.status();
   const int first_scan = *complete + 1;
+  UMQ_RETURN_IF_ERROR(check_file_sizes(
+      disk, q.dir, std::span(bases).first(static_cast<size_t>(first_scan)), options.units_per_file));
   int64_t max = first_scan > 0 ? bases[first_scan - 1] + upf() : bases[0];
   bool seen_unit = first_scan > 0;
   const uint64_t file_bytes = options.units_per_file * kCqUnitBytes;

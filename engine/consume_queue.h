@@ -100,8 +100,8 @@ class CqStore {
   // Loads every queue under options.dir. Units whose record ends beyond log_end (records the
   // CommitLog's recovery did not keep, or above the restart point: see "Recovery") are removed
   // (zeroed in the files, fdatasynced). durable_dispatched() starts at log_end. Names that do
-  // not parse (topics, queue ids, 20-digit file names) are skipped; a file not aligned to
-  // units_per_file, or one missing below the durable units, is corruption.
+  // not parse (topics, queue ids, 20-digit file names) are skipped; a queue whose files are
+  // damaged (see "Rebuild of damaged queues" below) is emptied and marked rebuilding.
   // Synchronous: nothing else may be in flight on `disk`.
   static io::Result<std::unique_ptr<CqStore>> open(io::Disk& disk, io::Clock& clock,
                                                    const CqStoreOptions& options,
