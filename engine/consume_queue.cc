@@ -1419,11 +1419,6 @@ const std::vector<std::pair<int64_t, CqUnit>>& CqStore::opened_edge_units(QueueI
   return impl_->queues[queue].opened_edges;
 }
 
-std::string CqStore::queue_dir(QueueIndex queue) const {
-  UMQ_ASSERT(queue < impl_->queues.size());
-  return impl_->queues[queue].dir;
-}
-
 std::vector<CqQueueInfo> CqStore::list_queues() const {
   std::vector<CqQueueInfo> out;
   out.reserve(impl_->queues.size());

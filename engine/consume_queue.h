@@ -189,7 +189,6 @@ class CqStore {
   // The first and last unit (queue offset, unit) of every file found at open, until
   // end_rebuild(): recovery checks them against their records in the CommitLog.
   const std::vector<std::pair<int64_t, CqUnit>>& opened_edge_units(QueueIndex queue) const;
-  std::string queue_dir(QueueIndex queue) const;
 
  private:
   struct Impl;

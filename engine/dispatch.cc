@@ -110,8 +110,8 @@ io::Status redispatch(io::Disk& disk, CqStore& cq, const sched::DelayLevels& lev
 // What is wrong with `unit` (queue offset `queue_offset` of `queue`) against its record, or
 // empty. Units below the log's first segment cannot be checked (retention took their records).
 io::Result<std::string> check_unit_against_log(io::Disk& disk, const CommitLog& log,
-                                               const CommitLogOptions& options, CqStore& cq,
-                                               QueueIndex queue, int64_t queue_offset,
+                                               const CommitLogOptions& options,
+                                               const CqQueueInfo& info, int64_t queue_offset,
                                                const CqUnit& unit) {
   const uint64_t end = log.appended_offset().value;
   if (unit.log_offset < log.min_offset().value) return std::string();
@@ -140,7 +140,6 @@ io::Result<std::string> check_unit_against_log(io::Disk& disk, const CommitLog& 
   if (r.outcome != DecodeOutcome::ok || r.size != unit.size_bytes) {
     return at + " does not point at a record of that size";
   }
-  const CqQueueInfo info = cq.list_queues()[queue];
   if (r.view.topic != info.topic || r.view.queue_id != info.queue_id ||
       r.view.queue_offset != queue_offset) {
     return at + " points at the record of " + std::string(r.view.topic) + "/" +
@@ -154,11 +153,12 @@ io::Result<std::string> check_unit_against_log(io::Disk& disk, const CommitLog& 
 // whose units do not match is rebuilt.
 io::Status check_queues_against_log(io::Disk& disk, const CommitLog& log,
                                     const CommitLogOptions& options, CqStore& cq) {
+  const std::vector<CqQueueInfo> queues = cq.list_queues();
   for (QueueIndex q = 0; q < cq.queue_count(); q++) {
     if (cq.rebuilding(q)) continue;
     for (const auto& [queue_offset, unit] : cq.opened_edge_units(q)) {
       io::Result<std::string> problem =
-          check_unit_against_log(disk, log, options, cq, q, queue_offset, unit);
+          check_unit_against_log(disk, log, options, queues[q], queue_offset, unit);
       if (!problem.is_ok()) return problem.status();
       if (problem->empty()) continue;
       UMQ_RETURN_IF_ERROR(drain_writes(disk, cq));
