@@ -252,6 +252,18 @@ TEST_F(DerivedFilesTest, CheckpointDamaged) {
   EXPECT_EQ(open_and_read(truncated, "expected 64"), expected);
 }
 
+// Without a checkpoint after retention took the first segment, the queues keep the units
+// below the first segment still present and the scan continues them at the same offsets.
+TEST_F(DerivedFilesTest, CheckpointDeletedAfterRetention) {
+  std::string base = copy("base");
+  ASSERT_TRUE(fs::remove(shard(base) + "/commitlog/00000000000000000000"));
+  StoreView expected = baseline(base);
+  std::string store = copy("damaged");
+  ASSERT_TRUE(fs::remove(shard(store) + "/commitlog/00000000000000000000"));
+  ASSERT_TRUE(fs::remove(shard(store) + "/checkpoint"));
+  EXPECT_EQ(open_and_read(store, shard(store) + "/checkpoint: missing"), expected);
+}
+
 // Retention took the first segment: the rebuilt queues start at their first surviving record,
 // whose queue offset is unchanged, and every surviving message reads as before.
 TEST_F(DerivedFilesTest, RebuildAfterRetentionKeepsQueueOffsets) {
