@@ -561,8 +561,9 @@ io::Status CqStore::Impl::recover_files(Queue& q, std::vector<int64_t> bases, ui
   io::Result<int> complete = find_complete_file(disk, q.dir, bases, upf(), log_end, &prev_end);
   if (!complete.is_ok()) return complete.status();
   const int first_scan = *complete + 1;
-  UMQ_RETURN_IF_ERROR(check_file_sizes(
-      disk, q.dir, std::span(bases).first(static_cast<size_t>(first_scan)), options.units_per_file));
+  UMQ_RETURN_IF_ERROR(check_file_sizes(disk, q.dir,
+                                       std::span(bases).first(static_cast<size_t>(first_scan)),
+                                       options.units_per_file));
   int64_t max = first_scan > 0 ? bases[first_scan - 1] + upf() : bases[0];
   bool seen_unit = first_scan > 0;
   const uint64_t file_bytes = options.units_per_file * kCqUnitBytes;

@@ -7,9 +7,10 @@
 // whole-record CRC, PHYSICALOFFSET == position, structure), then checks every ConsumeQueue unit
 // (engine/FORMAT.md "ConsumeQueue") against the record it points at: a record starts there, of
 // the unit's size, with the queue's topic, queue id and queue offset, and (outside the schedule
-// topic) the tagsCode of its TAGS. It checks the checkpoint and the consumer offsets (current
-// and .bak) as the broker's open would, and reports what that open would do. After a clean stop it also checks that each queue's units
+// topic) the tagsCode of its TAGS. After a clean stop it also checks that each queue's units
 // cover every record of the queue in the log, and that nothing follows the log's end.
+// It checks the checkpoint and the consumer offsets (current and .bak) as the broker's open
+// would, and reports each problem with what that open will do (rebuild, fall back, refuse).
 //
 // Thread-compatible: plain functions, no shared state.
 
