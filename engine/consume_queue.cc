@@ -144,6 +144,27 @@ io::Status read_zero_padded(io::Disk& disk, const std::string& path, uint64_t of
   return s;
 }
 
+// Files whose units are all durable (below the last complete one) were created full-sized and
+// made durable with their units: a shorter one was truncated after the fact. (Files above may
+// be short after a power loss; their units are checked one by one.)
+io::Status check_file_sizes(io::Disk& disk, const std::string& dir,
+                            std::span<const int64_t> bases, uint64_t units_per_file) {
+  for (size_t i = 0; i < bases.size(); i++) {
+    const std::string path = io::path_join(dir, file_name(bases[i]));
+    io::Result<io::FileHandle> file = disk.open(path, io::OpenMode::read_only);
+    if (!file.is_ok()) return file.status();
+    io::Result<uint64_t> size = disk.size(*file);
+    disk.close(*file);
+    if (!size.is_ok()) return size.status();
+    if (*size != units_per_file * kCqUnitBytes) {
+      return io::Status::error(io::Code::corruption,
+                               path + " has " + std::to_string(*size) + " bytes, expected " +
+                                   std::to_string(units_per_file * kCqUnitBytes));
+    }
+  }
+  return io::Status::ok();
+}
+
 }  // namespace
 
 // ---- Units and tags ----
@@ -251,6 +272,12 @@ struct Queue {
   uint64_t last_log_end = 0;   // end of unit max_offset - 1 (0 when empty)
   std::vector<std::byte> ring;
   std::vector<CqFile> files;  // ascending base, contiguous
+  // Found damaged: its files were removed and its units are regenerated from the CommitLog by
+  // a rebuild scan; its first append may start at any queue offset (fillers below it).
+  bool rebuild = false;
+  // The first and last unit of each file found at open (queue offset, unit): checked against
+  // their records by open_log_and_queues.
+  std::vector<std::pair<int64_t, CqUnit>> opened_edges;
   bool write_in_flight = false;
   bool listed_dirty = false;  // in dirty_queues_
 };
@@ -313,6 +340,10 @@ struct CqStore::Impl {
 
   QueueIndex add_queue(std::string_view topic, int32_t queue_id);
   io::Status recover_queue(std::string_view topic, int32_t queue_id, uint64_t log_end);
+  io::Status recover_queue_files(Queue& q, const std::vector<std::string>& names,
+                                 uint64_t log_end);
+  io::Status reset_for_rebuild(QueueIndex qi, const std::string& why);
+  io::Status start_rebuilt_queue(QueueIndex qi, int64_t queue_offset);
   io::Status recover_files(Queue& q, std::vector<int64_t> bases, uint64_t log_end);
   io::Status describe_files(Queue& q);
   io::Status load_ring(Queue& q);
@@ -422,18 +453,27 @@ io::Result<std::unique_ptr<CqStore>> CqStore::open(io::Disk& disk, io::Clock& cl
 
 io::Status CqStore::Impl::recover_queue(std::string_view topic, int32_t queue_id,
                                         uint64_t log_end) {
-  Queue& q = queues[add_queue(topic, queue_id)];
+  const QueueIndex qi = add_queue(topic, queue_id);
+  Queue& q = queues[qi];
   io::Result<std::vector<std::string>> names = disk.list_dir(q.dir);
   if (!names.is_ok()) {
     if (names.status().sys_errno() == ENOTDIR) {
-      queues.pop_back();
       by_name.erase(q.topic + "/" + std::to_string(queue_id));
+      queues.pop_back();
       return io::Status::ok();
     }
     return names.status();
   }
+  io::Status s = recover_queue_files(q, *names, log_end);
+  // A damaged ConsumeQueue is derived data: rebuilt from the CommitLog, never fatal.
+  if (s.code() == io::Code::corruption) return reset_for_rebuild(qi, s.message());
+  return s;
+}
+
+io::Status CqStore::Impl::recover_queue_files(Queue& q, const std::vector<std::string>& names,
+                                              uint64_t log_end) {
   std::vector<int64_t> bases;
-  for (const std::string& name : *names) {
+  for (const std::string& name : names) {
     uint64_t bytes = 0;
     if (name.size() != kFileNameDigits || !parse_digits(name, &bytes)) continue;
     if (bytes % (options.units_per_file * kCqUnitBytes) != 0) {
@@ -445,6 +485,7 @@ io::Status CqStore::Impl::recover_queue(std::string_view topic, int32_t queue_id
     bases.push_back(static_cast<int64_t>(bytes / kCqUnitBytes));
   }
   if (bases.empty()) return io::Status::ok();
+  std::sort(bases.begin(), bases.end());
   UMQ_RETURN_IF_ERROR(recover_files(q, std::move(bases), log_end));
   // A killed process may have created these entries and died before its flush cycle fsynced
   // them: they sit in the page cache only, and a power loss would take the queue away below a
@@ -520,6 +561,9 @@ io::Status CqStore::Impl::recover_files(Queue& q, std::vector<int64_t> bases, ui
   io::Result<int> complete = find_complete_file(disk, q.dir, bases, upf(), log_end, &prev_end);
   if (!complete.is_ok()) return complete.status();
   const int first_scan = *complete + 1;
+  UMQ_RETURN_IF_ERROR(check_file_sizes(disk, q.dir,
+                                       std::span(bases).first(static_cast<size_t>(first_scan)),
+                                       options.units_per_file));
   int64_t max = first_scan > 0 ? bases[first_scan - 1] + upf() : bases[0];
   bool seen_unit = first_scan > 0;
   const uint64_t file_bytes = options.units_per_file * kCqUnitBytes;
@@ -571,6 +615,8 @@ io::Status CqStore::Impl::recover_files(Queue& q, std::vector<int64_t> bases, ui
 // the first file is read whole, past RocketMQ's leading filler units.
 io::Status CqStore::Impl::describe_files(Queue& q) {
   q.min_offset = q.max_offset;
+  q.opened_edges.clear();
+  uint64_t prev_end = 0;
   std::vector<std::byte> head_bytes;
   std::array<std::byte, kCqUnitBytes> tail_bytes{};
   for (size_t i = 0; i < q.files.size(); i++) {
@@ -596,11 +642,20 @@ io::Status CqStore::Impl::describe_files(Queue& q) {
           io::Code::corruption,
           path + " holds an empty unit below the queue's end " + std::to_string(q.max_offset));
     }
+    if (head->log_offset < prev_end || tail->log_offset < head->log_offset) {
+      return io::Status::error(io::Code::corruption,
+                               path + " holds units out of log order (log offset " +
+                                   std::to_string(head->log_offset) + " after " +
+                                   std::to_string(prev_end) + ")");
+    }
+    prev_end = end_of(*tail);
     f.has_units = true;
     f.first_unit = f.base + k;
     f.first_log_offset = head->log_offset;
     f.last_log_end = end_of(*tail);
     q.min_offset = std::min(q.min_offset, f.first_unit);
+    q.opened_edges.emplace_back(f.first_unit, *head);
+    q.opened_edges.emplace_back(end - 1, *tail);
   }
   return io::Status::ok();
 }
@@ -617,6 +672,68 @@ io::Status CqStore::Impl::load_ring(Queue& q) {
                                          static_cast<uint64_t>(at - base) * kCqUnitBytes, dest));
     at = to;
   }
+  return io::Status::ok();
+}
+
+// ---- Rebuild of a damaged queue ----
+
+// Removes every file of the queue and empties it; the rebuild scan regenerates its units at
+// their records' own queue offsets. Nothing of the queue may be in flight.
+io::Status CqStore::Impl::reset_for_rebuild(QueueIndex qi, const std::string& why) {
+  Queue& q = queues[qi];
+  std::fprintf(stderr,
+               "uringmq: WARN ConsumeQueue %s is damaged (%s); rebuilding %s/%d from the "
+               "CommitLog\n",
+               q.dir.c_str(), why.c_str(), q.topic.c_str(), q.queue_id);
+  UMQ_ASSERT_MSG(!q.write_in_flight, "a rebuilt queue has a write in flight");
+  for (CqFile& f : q.files) {
+    UMQ_ASSERT_MSG(f.ops_in_flight == 0, "a rebuilt queue's file has IO in flight");
+    if (f.handle.valid()) disk.close(f.handle);
+  }
+  q.files.clear();
+  auto of_queue = [qi](const FileRef& ref) { return ref.queue == qi; };
+  std::erase_if(dirty_files, of_queue);
+  std::erase_if(cycle_syncs, of_queue);
+  std::erase_if(cycle_targets, [qi](const auto& t) { return t.first == qi; });
+  std::erase(dirty_queues, qi);
+  q.listed_dirty = false;
+  io::Result<std::vector<std::string>> names = disk.list_dir(q.dir);
+  if (names.is_ok()) {
+    for (const std::string& name : *names) {
+      uint64_t bytes = 0;
+      if (name.size() != kFileNameDigits || !parse_digits(name, &bytes)) continue;
+      UMQ_RETURN_IF_ERROR(disk.remove(io::path_join(q.dir, name)));
+    }
+    UMQ_RETURN_IF_ERROR(io::sync_dir(disk, q.dir));
+  } else if (names.status().code() != io::Code::not_found) {
+    return names.status();
+  }
+  q.rebuild = true;
+  q.min_offset = q.max_offset = q.submitted_upto = q.written_upto = q.ring_low = 0;
+  q.last_log_end = 0;
+  q.opened_edges.clear();
+  std::fill(q.ring.begin(), q.ring.end(), std::byte{0});
+  return io::Status::ok();
+}
+
+// The first unit of a rebuilt queue whose older records were deleted by retention: its file
+// starts with RocketMQ's filler units up to it (ConsumeQueue.fillPreBlank), written at once.
+io::Status CqStore::Impl::start_rebuilt_queue(QueueIndex qi, int64_t queue_offset) {
+  Queue& q = queues[qi];
+  const int64_t base = queue_offset - queue_offset % upf();
+  UMQ_RETURN_IF_ERROR(create_file(q, base));
+  CqFile& f = q.files.back();
+  std::vector<std::byte> fillers(static_cast<size_t>(queue_offset - base) * kCqUnitBytes);
+  for (size_t at = 0; at < fillers.size(); at += kCqUnitBytes) {
+    put_u32(fillers.data() + at + 8, kCqFillerSize);
+  }
+  if (!fillers.empty()) {
+    io::Result<io::FileHandle> handle = handle_of(q, f);
+    if (!handle.is_ok()) return handle.status();
+    UMQ_RETURN_IF_ERROR(io::write_exact(disk, *handle, 0, fillers, "fill " + file_path(q, base)));
+    mark_dirty(qi, f);
+  }
+  q.min_offset = q.max_offset = q.submitted_upto = q.written_upto = q.ring_low = queue_offset;
   return io::Status::ok();
 }
 
@@ -760,6 +877,9 @@ io::Status CqStore::append(QueueIndex queue, int64_t queue_offset, const CqUnit&
   if (!m.fail_status.is_ok()) {
     return io::Status::error(io::Code::fail_stopped,
                              "ConsumeQueues fail-stopped: " + m.fail_status.to_string());
+  }
+  if (queue_offset > q.max_offset && q.rebuild && q.files.empty()) {
+    UMQ_RETURN_IF_ERROR(m.start_rebuilt_queue(queue, queue_offset));
   }
   if (queue_offset > q.max_offset) {
     return io::Status::error(io::Code::invalid_argument,
@@ -1291,6 +1411,34 @@ bool CqStore::fail_stopped() const {
 
 const io::Status& CqStore::fail_status() const {
   return impl_->fail_status;
+}
+
+io::Status CqStore::rebuild_queue(QueueIndex queue, const std::string& why) {
+  UMQ_ASSERT(queue < impl_->queues.size());
+  return impl_->reset_for_rebuild(queue, why);
+}
+
+bool CqStore::rebuilding(QueueIndex queue) const {
+  UMQ_ASSERT(queue < impl_->queues.size());
+  return impl_->queues[queue].rebuild;
+}
+
+size_t CqStore::rebuilding_count() const {
+  size_t n = 0;
+  for (const Queue& q : impl_->queues) n += q.rebuild ? 1 : 0;
+  return n;
+}
+
+void CqStore::end_rebuild() {
+  for (Queue& q : impl_->queues) {
+    q.rebuild = false;
+    q.opened_edges.clear();
+  }
+}
+
+const std::vector<std::pair<int64_t, CqUnit>>& CqStore::opened_edge_units(QueueIndex queue) const {
+  UMQ_ASSERT(queue < impl_->queues.size());
+  return impl_->queues[queue].opened_edges;
 }
 
 std::vector<CqQueueInfo> CqStore::list_queues() const {

@@ -41,6 +41,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "io/clock.h"
@@ -99,8 +100,8 @@ class CqStore {
   // Loads every queue under options.dir. Units whose record ends beyond log_end (records the
   // CommitLog's recovery did not keep, or above the restart point: see "Recovery") are removed
   // (zeroed in the files, fdatasynced). durable_dispatched() starts at log_end. Names that do
-  // not parse (topics, queue ids, 20-digit file names) are skipped; a file not aligned to
-  // units_per_file, or one missing below the durable units, is corruption.
+  // not parse (topics, queue ids, 20-digit file names) are skipped; a queue whose files are
+  // damaged (see "Rebuild of damaged queues" below) is emptied and marked rebuilding.
   // Synchronous: nothing else may be in flight on `disk`.
   static io::Result<std::unique_ptr<CqStore>> open(io::Disk& disk, io::Clock& clock,
                                                    const CqStoreOptions& options,
@@ -180,6 +181,22 @@ class CqStore {
   const io::Status& fail_status() const;
 
   std::vector<CqQueueInfo> list_queues() const;
+
+  // ---- Rebuild of damaged queues (recovery only; nothing of the queue in flight) ----
+  // open() rebuilds (rather than fails on) a queue whose files are damaged: a file missing
+  // between two others, one shorter than full size before the last, a file not aligned to
+  // units_per_file, empty units or units out of log order below the queue's end. Such a queue
+  // is emptied (files removed, a WARN naming it on stderr) and marked rebuilding; so is one
+  // given to rebuild_queue(). A rebuilding queue's first append may start at any queue offset:
+  // its first file is filled with RocketMQ's filler units below it, so queue offsets of the
+  // records still in the log do not change and its min offset is its first record's.
+  io::Status rebuild_queue(QueueIndex queue, const std::string& why);
+  bool rebuilding(QueueIndex queue) const;
+  size_t rebuilding_count() const;
+  void end_rebuild();  // the rebuild scan is over: appends are checked for gaps again
+  // The first and last unit (queue offset, unit) of every file found at open, until
+  // end_rebuild(): recovery checks them against their records in the CommitLog.
+  const std::vector<std::pair<int64_t, CqUnit>>& opened_edge_units(QueueIndex queue) const;
 
  private:
   struct Impl;

@@ -112,7 +112,8 @@ ConsumerOffsets::ConsumerOffsets(io::Disk& disk, io::Clock& clock,
       clock_(clock),
       options_(options),
       path_(io::path_join(options.dir, kConsumerOffsetsFile)),
-      temp_path_(io::path_join(options.dir, kConsumerOffsetsTempFile)) {}
+      temp_path_(io::path_join(options.dir, kConsumerOffsetsTempFile)),
+      backup_path_(io::path_join(options.dir, kConsumerOffsetsBackupFile)) {}
 
 io::Result<std::unique_ptr<ConsumerOffsets>> ConsumerOffsets::open(
     io::Disk& disk, io::Clock& clock, const ConsumerOffsetsOptions& options) {
@@ -143,32 +144,64 @@ io::Status ConsumerOffsets::load() {
   // durable: a later power loss cannot bring back an older one than this run starts from.
   io::IoRequest dir_sync{.kind = io::OpKind::fsync, .file = dir_file_};
   UMQ_RETURN_IF_ERROR(io::run_sync(disk_, dir_sync, "fsync directory " + options_.dir));
-  io::Result<bool> present = disk_.exists(path_);
-  if (!present.is_ok()) return present.status();
-  if (!*present) return io::Status::ok();
+  bool present = false;
+  io::Status current = load_file(path_, &present);
+  if (current.is_ok() && present) {
+    current_good_ = true;
+    return current;
+  }
+  if (!current.is_ok() && current.code() != io::Code::corruption) return current;
+  bool backup_present = false;
+  io::Status backup = load_file(backup_path_, &backup_present);
+  if (!present && !backup_present) return io::Status::ok();  // a new store: no table yet
+  const std::string why = present ? current.message()
+                                   : path_ + " is missing (a stop between a persist cycle's two "
+                                             "renames, or removed)";
+  if (backup.is_ok() && backup_present) {
+    std::fprintf(stderr, "uringmq: WARN %s; using the previous table %s (%zu entries)\n",
+                 why.c_str(), backup_path_.c_str(), table_.size());
+    return io::Status::ok();
+  }
+  if (!backup.is_ok() && backup.code() != io::Code::corruption) return backup;
+  table_.clear();
+  encoded_entries_bytes_ = 0;
+  return corrupt(why + "; " + (backup_present ? backup.message() : backup_path_ + " is missing") +
+                 ": no usable consumer offsets (not derived data: restore one of the two files, "
+                 "or remove both to start with none)");
+}
 
-  io::Result<io::FileHandle> file = disk_.open(path_, io::OpenMode::read_only);
+// Loads the table from `path`; *present false (and ok) when there is no such file.
+io::Status ConsumerOffsets::load_file(const std::string& path, bool* present) {
+  io::Result<bool> exists = disk_.exists(path);
+  if (!exists.is_ok()) return exists.status();
+  *present = *exists;
+  if (!*exists) return io::Status::ok();
+  io::Result<io::FileHandle> file = disk_.open(path, io::OpenMode::read_only);
   if (!file.is_ok()) return file.status();
   io::Result<uint64_t> size = disk_.size(*file);
   io::Status s = size.is_ok() ? io::Status::ok() : size.status();
   if (s.is_ok() && (*size < kHeaderBytes + kCrcBytes || *size > (uint64_t{1} << 40))) {
-    s = corrupt(path_ + " has " + std::to_string(*size) + " bytes, not a consumer offsets file");
+    s = corrupt(path + " has " + std::to_string(*size) + " bytes, not a consumer offsets file");
   }
   std::vector<std::byte> bytes;
   if (s.is_ok()) {
     bytes.resize(*size);
-    s = io::read_exact(disk_, *file, 0, bytes, "read " + path_);
+    s = io::read_exact(disk_, *file, 0, bytes, "read " + path);
   }
   disk_.close(*file);
   UMQ_RETURN_IF_ERROR(s);
   s = decode(bytes);
-  if (!s.is_ok()) return corrupt(path_ + ": " + s.message());
+  if (!s.is_ok()) return corrupt(path + ": " + s.message());
   return io::Status::ok();
 }
 
 // Checks the whole file (size, magic, crc, version, length, every entry) before trusting any of
 // it: a file failing any check is corruption, never a partial table.
-io::Status ConsumerOffsets::decode(std::span<const std::byte> bytes) {
+namespace {
+
+io::Status decode_table(std::span<const std::byte> bytes,
+                        std::unordered_map<std::string, int64_t>& table_,
+                        uint64_t& encoded_entries_bytes_, std::string& scratch_key_) {
   const std::byte* p = bytes.data();
   if (std::memcmp(p, kMagic.data(), kMagic.size()) != 0) return corrupt("bad magic");
   const size_t crc_at = bytes.size() - kCrcBytes;
@@ -183,7 +216,7 @@ io::Status ConsumerOffsets::decode(std::span<const std::byte> bytes) {
   table_.clear();
   encoded_entries_bytes_ = 0;
   size_t at = kHeaderBytes;
-  Entry entry;
+  ConsumerOffsets::Entry entry;
   for (uint32_t i = 0; i < count; i++) {
     UMQ_RETURN_IF_ERROR(decode_entry(bytes, &at, crc_at, &entry));
     build_key(scratch_key_, entry.group, entry.topic, entry.queue_id);
@@ -199,6 +232,22 @@ io::Status ConsumerOffsets::decode(std::span<const std::byte> bytes) {
   }
   UMQ_ASSERT(kHeaderBytes + encoded_entries_bytes_ + kCrcBytes == bytes.size());
   return io::Status::ok();
+}
+
+}  // namespace
+
+io::Status ConsumerOffsets::decode(std::span<const std::byte> bytes) {
+  return decode_table(bytes, table_, encoded_entries_bytes_, scratch_key_);
+}
+
+io::Status ConsumerOffsets::check_bytes(std::span<const std::byte> bytes) {
+  if (bytes.size() < kHeaderBytes + kCrcBytes) {
+    return corrupt(std::to_string(bytes.size()) + " bytes, not a consumer offsets file");
+  }
+  std::unordered_map<std::string, int64_t> table;
+  uint64_t encoded_bytes = 0;
+  std::string scratch;
+  return decode_table(bytes, table, encoded_bytes, scratch);
 }
 
 ConsumerOffsets::~ConsumerOffsets() {
@@ -415,7 +464,11 @@ void ConsumerOffsets::on_cycle_done(int64_t result) {
     // The temp file's bytes are durable; only now may its name replace the table's.
     disk_.close(temp_file_);
     temp_file_ = io::FileHandle{};
-    io::Status s = disk_.rename(temp_path_, path_);
+    // The table being replaced becomes the .bak (RocketMQ's consumerOffset.json.bak); a
+    // damaged one is not kept, so a good .bak is never overwritten with it.
+    io::Status s = current_good_ ? disk_.rename(path_, backup_path_) : io::Status::ok();
+    if (s.is_ok()) s = disk_.rename(temp_path_, path_);
+    if (s.is_ok()) current_good_ = true;
     if (!s.is_ok()) {
       fail_stop(s);
       return;

@@ -5,6 +5,8 @@
 // Files under options.dir (engine/FORMAT.md, "Consumer offsets"):
 //   consumer_offsets      the whole table: header, entries, crc32c of everything before it
 //   consumer_offsets.tmp  the next table while a persist cycle writes it; removed when stale
+//   consumer_offsets.bak  the previous table (RocketMQ's consumerOffset.json.bak): renamed
+//                         there when a cycle replaces consumer_offsets
 //
 // The table lives in memory; commit() and query() never touch the disk. A persist cycle writes
 // the whole table to consumer_offsets.tmp, fdatasyncs it, renames it over consumer_offsets and
@@ -46,6 +48,7 @@ namespace uringmq::engine {
 
 inline constexpr std::string_view kConsumerOffsetsFile = "consumer_offsets";
 inline constexpr std::string_view kConsumerOffsetsTempFile = "consumer_offsets.tmp";
+inline constexpr std::string_view kConsumerOffsetsBackupFile = "consumer_offsets.bak";
 
 struct ConsumerOffsetsOptions {
   // The shard's directory; the table is <dir>/consumer_offsets. Must exist.
@@ -68,9 +71,13 @@ class ConsumerOffsets {
     friend bool operator==(const Entry&, const Entry&) = default;
   };
 
-  // Loads <dir>/consumer_offsets (absent = empty table) and removes a stale
-  // consumer_offsets.tmp. A file failing its checks is corruption naming the file, never an
-  // empty table. Synchronous: nothing else may be in flight on `disk`.
+  // Loads <dir>/consumer_offsets and removes a stale consumer_offsets.tmp. When it is missing
+  // or fails its checks, consumer_offsets.bak (the previous table) is loaded instead, with a
+  // WARN on stderr naming the file and what failed. Neither present: an empty table (a new
+  // store). Both unusable (damaged, or the current one missing and the .bak damaged):
+  // corruption naming both files, never an empty table: offsets are not derived data, and
+  // starting without them would re-deliver or skip messages. Synchronous: nothing else may be
+  // in flight on `disk`.
   static io::Result<std::unique_ptr<ConsumerOffsets>> open(io::Disk& disk, io::Clock& clock,
                                                            const ConsumerOffsetsOptions& options);
   ~ConsumerOffsets();
@@ -116,6 +123,9 @@ class ConsumerOffsets {
   // Persist cycles completed since open, and whether one is under way (stats and tests).
   uint64_t persisted_cycles() const { return persisted_cycles_; }
   bool persisting() const { return step_ != Step::idle; }
+  // Checks a consumer offsets file's bytes whole (what open() does before trusting it); ok or
+  // corruption saying what failed. For offline verification.
+  static io::Status check_bytes(std::span<const std::byte> bytes);
   // The table changed since the last cycle started (a cycle is due).
   bool dirty() const { return dirty_; }
 
@@ -126,6 +136,7 @@ class ConsumerOffsets {
 
   int64_t now_ms() const { return clock_.monotonic_ns() / 1'000'000; }
   io::Status load();
+  io::Status load_file(const std::string& path, bool* present);
   io::Status decode(std::span<const std::byte> bytes);
   void start_cycle();
   void encode_table();
@@ -139,6 +150,10 @@ class ConsumerOffsets {
   ConsumerOffsetsOptions options_;
   std::string path_;       // <dir>/consumer_offsets
   std::string temp_path_;  // <dir>/consumer_offsets.tmp
+  std::string backup_path_;  // <dir>/consumer_offsets.bak
+  // consumer_offsets exists and passed its checks (loaded, or written by a cycle): the next
+  // cycle keeps it as the .bak; a damaged one is simply replaced, the good .bak kept.
+  bool current_good_ = false;
 
   // Key: u16 group length (big-endian), group, topic, i32 queue id (big-endian): unambiguous
   // for any bytes in group and topic. Value: the offset.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdio>
 #include <string>
 
 #include "engine/checkpoint.h"
@@ -74,18 +75,139 @@ io::Status dispatch_record(io::Disk& disk, CqStore& cq, const sched::DelayLevels
 namespace {
 
 // The ConsumeQueues keep only units below the CommitLog's checkpoint, read here under its lock.
+// Without a valid checkpoint (missing or damaged: recovery then scans from the first segment),
+// they keep the units below `scan_start`, where the re-dispatch begins.
 io::Result<std::unique_ptr<CqStore>> open_queues_below_checkpoint(io::Disk& disk,
                                                                   io::Clock& clock,
                                                                   const std::string& log_dir,
-                                                                  const CqStoreOptions& options) {
-  uint64_t durable_units_end = 0;
+                                                                  const CqStoreOptions& options,
+                                                                  uint64_t scan_start) {
+  uint64_t durable_units_end = scan_start;
   io::Result<Checkpoint> checkpoint = read_checkpoint(disk, log_dir);
   if (checkpoint.is_ok()) {
     durable_units_end = checkpoint->durable_offset;
-  } else if (checkpoint.status().code() != io::Code::not_found) {
+  } else if (checkpoint.status().code() != io::Code::not_found &&
+             checkpoint.status().code() != io::Code::corruption) {
     return checkpoint.status();
   }
   return CqStore::open(disk, clock, options, durable_units_end);
+}
+
+// Re-dispatch in recovery's scan. A unit that contradicts its queue (a gap below it: units
+// missing below the scan, or a different unit at its offset) marks the queue damaged: it is
+// emptied and rebuilt by a second scan. Records of queues being rebuilt wait for that scan.
+io::Status redispatch(io::Disk& disk, CqStore& cq, const sched::DelayLevels& levels,
+                      uint64_t offset, const MessageView& record) {
+  io::Result<QueueIndex> queue = cq.queue(record.topic, record.queue_id, true);
+  if (queue.is_ok() && cq.rebuilding(*queue)) return io::Status::ok();
+  io::Status s = dispatch_record(disk, cq, levels, offset, record);
+  if (!queue.is_ok() || s.is_ok()) return s;
+  if (s.code() != io::Code::corruption && s.code() != io::Code::invalid_argument) return s;
+  UMQ_RETURN_IF_ERROR(drain_writes(disk, cq));
+  return cq.rebuild_queue(*queue, s.message());
+}
+
+// What is wrong with `unit` (queue offset `queue_offset` of `queue`) against its record, or
+// empty. Units below the log's first segment cannot be checked (retention took their records).
+io::Result<std::string> check_unit_against_log(io::Disk& disk, const CommitLog& log,
+                                               const CommitLogOptions& options,
+                                               const CqQueueInfo& info, int64_t queue_offset,
+                                               const CqUnit& unit) {
+  const uint64_t end = log.appended_offset().value;
+  if (unit.log_offset < log.min_offset().value) return std::string();
+  if (unit.log_offset + unit.size_bytes > end) {
+    return "unit at queue offset " + std::to_string(queue_offset) + " points past the log's end";
+  }
+  const uint64_t base = unit.log_offset - unit.log_offset % options.segment_size_bytes;
+  if (unit.log_offset + unit.size_bytes > base + options.segment_size_bytes) {
+    return "unit at queue offset " + std::to_string(queue_offset) + " crosses a segment end";
+  }
+  const std::string path =
+      io::path_join(io::path_join(options.dir, "commitlog"), CommitLog::segment_name(base));
+  io::Result<io::FileHandle> file = disk.open(path, io::OpenMode::read_only);
+  if (!file.is_ok()) return file.status();
+  std::vector<std::byte> bytes(unit.size_bytes);
+  io::Status s = io::read_exact(disk, *file, unit.log_offset - base, bytes, "read " + path);
+  disk.close(*file);
+  UMQ_RETURN_IF_ERROR(s);
+  DecodeOptions decode_options;
+  decode_options.limits = options.limits;
+  decode_options.expected_physical_offset = static_cast<int64_t>(unit.log_offset);
+  DecodeResult r = decode(bytes, decode_options);
+  const std::string at = "unit at queue offset " + std::to_string(queue_offset) +
+                         " (log offset " + std::to_string(unit.log_offset) + ", size " +
+                         std::to_string(unit.size_bytes) + ")";
+  if (r.outcome != DecodeOutcome::ok || r.size != unit.size_bytes) {
+    return at + " does not point at a record of that size";
+  }
+  if (r.view.topic != info.topic || r.view.queue_id != info.queue_id ||
+      r.view.queue_offset != queue_offset) {
+    return at + " points at the record of " + std::string(r.view.topic) + "/" +
+           std::to_string(r.view.queue_id) + " queue offset " +
+           std::to_string(r.view.queue_offset);
+  }
+  return std::string();
+}
+
+// Checks the first and last unit of every file found at open against their records; a queue
+// whose units do not match is rebuilt.
+io::Status check_queues_against_log(io::Disk& disk, const CommitLog& log,
+                                    const CommitLogOptions& options, CqStore& cq) {
+  const std::vector<CqQueueInfo> queues = cq.list_queues();
+  for (QueueIndex q = 0; q < cq.queue_count(); q++) {
+    if (cq.rebuilding(q)) continue;
+    for (const auto& [queue_offset, unit] : cq.opened_edge_units(q)) {
+      io::Result<std::string> problem =
+          check_unit_against_log(disk, log, options, queues[q], queue_offset, unit);
+      if (!problem.is_ok()) return problem.status();
+      if (problem->empty()) continue;
+      UMQ_RETURN_IF_ERROR(drain_writes(disk, cq));
+      UMQ_RETURN_IF_ERROR(cq.rebuild_queue(q, *problem));
+      break;
+    }
+  }
+  return io::Status::ok();
+}
+
+// The second scan: from the log's first segment, the records of the queues being rebuilt are
+// dispatched at their own queue offsets. A progress line per GiB and a final line with totals.
+io::Status rebuild_queues(io::Disk& disk, io::Clock& clock, const CommitLog& log,
+                          const CommitLogOptions& options, CqStore& cq,
+                          const sched::DelayLevels& levels) {
+  const int64_t started_ns = clock.monotonic_ns();
+  const size_t queues = cq.rebuilding_count();
+  LogScanner scanner(disk, options, log.segment_bases());
+  const uint64_t from = log.min_offset().value;
+  const uint64_t to = log.appended_offset().value;
+  scanner.set_progress(1ULL << 30, [&](uint64_t offset, uint64_t scanned) {
+    std::fprintf(stderr,
+                 "uringmq: rebuilding %zu ConsumeQueue(s) of %s: %llu MiB rescanned, at log "
+                 "offset %llu of %llu\n",
+                 queues, options.dir.c_str(), static_cast<unsigned long long>(scanned >> 20),
+                 static_cast<unsigned long long>(offset), static_cast<unsigned long long>(to));
+  });
+  io::Status failed;
+  uint64_t units = 0;
+  io::Result<ScanEnd> scanned = scanner.scan(from, [&](uint64_t offset, const MessageView& r) {
+    if (!failed.is_ok()) return;
+    io::Result<QueueIndex> queue = cq.queue(r.topic, r.queue_id, false);
+    if (!queue.is_ok() || !cq.rebuilding(*queue)) return;
+    failed = dispatch_record(disk, cq, levels, offset, r);
+    units++;
+  });
+  if (!scanned.is_ok()) return scanned.status();
+  UMQ_RETURN_IF_ERROR(failed);
+  cq.end_rebuild();
+  const double seconds = static_cast<double>(clock.monotonic_ns() - started_ns) / 1e9;
+  std::fprintf(stderr,
+               "uringmq: rebuilt %zu ConsumeQueue(s) of %s from the CommitLog: %llu MiB "
+               "rescanned [%llu, %llu), %llu records, %llu units, %.3f s\n",
+               queues, options.dir.c_str(),
+               static_cast<unsigned long long>((scanned->offset - from) >> 20),
+               static_cast<unsigned long long>(from), static_cast<unsigned long long>(to),
+               static_cast<unsigned long long>(scanned->records),
+               static_cast<unsigned long long>(units), seconds);
+  return io::Status::ok();
 }
 
 }  // namespace
@@ -94,30 +216,50 @@ io::Result<LogAndQueues> open_log_and_queues(
     io::Disk& disk, io::Clock& clock, const CommitLogOptions& log_options,
     const CqStoreOptions& cq_options, const sched::DelayLevels& levels, RecoveryReport* report,
     const std::function<void(uint64_t, const MessageView&)>& also) {
+  const int64_t started_ns = clock.monotonic_ns();
   LogAndQueues out;
   io::Status failed;
   auto visit = [&](uint64_t offset, const MessageView& record) {
     if (!failed.is_ok()) return;
     if (!out.cq) {
-      auto cq = open_queues_below_checkpoint(disk, clock, log_options.dir, cq_options);
+      auto cq = open_queues_below_checkpoint(disk, clock, log_options.dir, cq_options, offset);
       if (!cq.is_ok()) {
         failed = cq.status();
         return;
       }
       out.cq = std::move(*cq);
     }
-    failed = dispatch_record(disk, *out.cq, levels, offset, record);
+    failed = redispatch(disk, *out.cq, levels, offset, record);
     if (failed.is_ok() && also) also(offset, record);
   };
+  RecoveryReport local_report;
+  if (report == nullptr) report = &local_report;
   io::Result<std::unique_ptr<CommitLog>> log =
       CommitLog::open(disk, clock, log_options, report, visit);
   if (!log.is_ok()) return log.status();
   out.log = std::move(*log);
   UMQ_RETURN_IF_ERROR(failed);
   if (!out.cq) {
-    auto cq = open_queues_below_checkpoint(disk, clock, log_options.dir, cq_options);
+    // Nothing was scanned: the log ends where the scan started, at or above the checkpoint
+    // (which CommitLog::open has rewritten by now).
+    auto cq = CqStore::open(disk, clock, cq_options, out.log->appended_offset().value);
     if (!cq.is_ok()) return cq.status();
     out.cq = std::move(*cq);
+  }
+  UMQ_RETURN_IF_ERROR(check_queues_against_log(disk, *out.log, log_options, *out.cq));
+  if (out.cq->rebuilding_count() > 0) {
+    UMQ_RETURN_IF_ERROR(rebuild_queues(disk, clock, *out.log, log_options, *out.cq, levels));
+  }
+  out.cq->end_rebuild();
+  if (report->checkpoint_rebuilt) {
+    std::fprintf(stderr,
+                 "uringmq: rebuilt the checkpoint of %s: %llu MiB of CommitLog rescanned from "
+                 "log offset %llu, %llu records, %.3f s\n",
+                 log_options.dir.c_str(),
+                 static_cast<unsigned long long>(report->bytes_scanned >> 20),
+                 static_cast<unsigned long long>(report->scan_start_offset),
+                 static_cast<unsigned long long>(report->records_scanned),
+                 static_cast<double>(clock.monotonic_ns() - started_ns) / 1e9);
   }
   UMQ_RETURN_IF_ERROR(settle(disk, *out.cq, out.log->appended_offset().value));
   UMQ_RETURN_IF_ERROR(out.cq->delete_below(out.log->min_offset().value));  // not persisted

@@ -8,7 +8,10 @@
 // recovery's own scan, which starts below every unit that might be missing (the start of the
 // checkpoint's segment; the shard keeps the checkpoint at or below its ConsumeQueues' durable
 // dispatch point) and appends each record's unit; units already present are accepted
-// (idempotent), a different unit at the same queue offset is corruption.
+// (idempotent). A queue that contradicts its records (a gap, a different unit at the same queue
+// offset, a file's first or last unit not matching its record) is emptied and rebuilt by a
+// second scan from the log's first segment; without a valid checkpoint the first scan starts
+// there too (engine/README.md, "Damaged or missing files at open").
 // Synchronous; nothing else may be in flight on the disk.
 
 #include <cstdint>

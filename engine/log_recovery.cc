@@ -174,8 +174,20 @@ io::Result<RecoveredLog> recover_log(
   io::Result<Checkpoint> read = read_checkpoint(disk, options.dir);
   if (read.is_ok()) {
     checkpoint = *read;
-  } else if (read.status().code() != io::Code::not_found) {
+  } else if (read.status().code() != io::Code::not_found &&
+             read.status().code() != io::Code::corruption) {
     return read.status();
+  } else if (!bases.empty()) {
+    // Derived data (RocketMQ's abnormal recovery): scan from the first segment instead.
+    report.checkpoint_rebuilt = true;
+    std::fprintf(stderr,
+                 "uringmq: WARN %s%s; recovering from the first segment %s and rebuilding "
+                 "the checkpoint and ConsumeQueues from the CommitLog\n",
+                 read.status().code() == io::Code::not_found
+                     ? io::path_join(options.dir, kCheckpointFile).c_str()
+                     : read.status().message().c_str(),
+                 read.status().code() == io::Code::not_found ? ": missing" : "",
+                 CommitLog::segment_name(bases.front()).c_str());
   }
   if (checkpoint && checkpoint->segment_size_bytes != segment_size) {
     return io::Status::error(

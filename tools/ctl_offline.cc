@@ -21,7 +21,9 @@
 #include <optional>
 #include <utility>
 
+#include "engine/checkpoint.h"
 #include "engine/consume_queue.h"
+#include "engine/consumer_offsets.h"
 #include "engine/dispatch.h"
 #include "engine/message_codec.h"
 #include "engine/properties.h"
@@ -446,11 +448,91 @@ void check_queues(const ShardLog& log, ShardVerify& shard,
   }
 }
 
+// Reads a whole small file; nullopt when it does not exist.
+io::Result<std::optional<std::vector<std::byte>>> read_small_file(const std::string& path) {
+  if (!exists(path)) return std::optional<std::vector<std::byte>>();
+  io::Result<std::unique_ptr<MappedFile>> file = MappedFile::open(path);
+  if (!file.is_ok()) return file.status();
+  std::span<const std::byte> bytes = (*file)->bytes();
+  return std::optional<std::vector<std::byte>>(std::vector<std::byte>(bytes.begin(), bytes.end()));
+}
+
+// The checkpoint, as CommitLog recovery reads it (engine/log_recovery.cc).
+void check_checkpoint(const std::string& shard_dir, ShardVerify& shard) {
+  const std::string path = join(shard_dir, std::string(engine::kCheckpointFile));
+  io::Result<std::optional<std::vector<std::byte>>> bytes = read_small_file(path);
+  const std::string rebuilt = " (the broker rebuilds it at its next open: a full rescan of the "
+                              "CommitLog from its first segment)";
+  if (!bytes.is_ok()) {
+    shard.metadata_problems.push_back(bytes.status().to_string());
+    return;
+  }
+  if (!*bytes) {
+    if (shard.segments > 0) shard.metadata_problems.push_back(path + ": missing" + rebuilt);
+    return;
+  }
+  io::Result<engine::Checkpoint> checkpoint = engine::decode_checkpoint(**bytes);
+  if (!checkpoint.is_ok()) {
+    shard.metadata_problems.push_back(path + ": " + checkpoint.status().message() + rebuilt);
+    return;
+  }
+  if (shard.segments > 0 && checkpoint->segment_size_bytes != shard.segment_size_bytes) {
+    shard.metadata_problems.push_back(
+        path + ": written with segments of " + std::to_string(checkpoint->segment_size_bytes) +
+        " bytes, the log's are " + std::to_string(shard.segment_size_bytes) +
+        " (the broker refuses to start)");
+  } else if (shard.log_corruption.empty() && checkpoint->durable_offset > shard.end_offset) {
+    shard.metadata_problems.push_back(
+        path + ": durable offset " + std::to_string(checkpoint->durable_offset) +
+        " lies past the log's end " + std::to_string(shard.end_offset) +
+        " (the broker refuses to start: records below it are lost)");
+  }
+}
+
+// consumer_offsets and consumer_offsets.bak, as ConsumerOffsets::open reads them.
+void check_consumer_offsets(const std::string& shard_dir, ShardVerify& shard) {
+  const std::string current = join(shard_dir, std::string(engine::kConsumerOffsetsFile));
+  const std::string backup = join(shard_dir, std::string(engine::kConsumerOffsetsBackupFile));
+  auto check = [](const std::string& path, bool* present) -> std::string {
+    io::Result<std::optional<std::vector<std::byte>>> bytes = read_small_file(path);
+    if (!bytes.is_ok()) return bytes.status().to_string();
+    *present = bytes->has_value();
+    if (!*present) return path + ": missing";
+    io::Status s = engine::ConsumerOffsets::check_bytes(**bytes);
+    return s.is_ok() ? std::string() : path + ": " + s.message();
+  };
+  bool current_present = false;
+  bool backup_present = false;
+  const std::string current_problem = check(current, &current_present);
+  const std::string backup_problem = check(backup, &backup_present);
+  const bool current_good = current_present && current_problem.empty();
+  const bool backup_good = backup_present && backup_problem.empty();
+  if (current_good) {
+    if (backup_present && !backup_good) {
+      shard.metadata_problems.push_back(backup_problem +
+                                        " (unused while the current table is good, but no "
+                                        "previous table is left to fall back to)");
+    }
+    return;
+  }
+  if (!current_present && !backup_present) return;  // no offsets committed yet
+  if (backup_good) {
+    shard.metadata_problems.push_back(current_problem +
+                                      " (the broker falls back to " + backup +
+                                      ", the previous table)");
+    return;
+  }
+  shard.metadata_problems.push_back(current_problem + "; " + backup_problem +
+                                    " (the broker refuses to start: consumer offsets are not "
+                                    "derived data)");
+}
+
 }  // namespace
 
 bool VerifyReport::ok() const {
   for (const ShardVerify& s : shards) {
     if (!s.log_corruption.empty() || !s.cq_corruption.empty()) return false;
+    if (!s.metadata_problems.empty()) return false;
   }
   return true;
 }
@@ -487,6 +569,8 @@ io::Result<VerifyReport> verify_store(const VerifyOptions& options) {
       scan_log(logs[i], options.max_body_bytes, shard, log_max, bar);
     }
     check_queues(logs[i], shard, log_max, options.max_body_bytes);
+    check_checkpoint(shard_dirs[i].second, shard);
+    check_consumer_offsets(shard_dirs[i].second, shard);
     logs[i].segments.clear();  // unmap
   }
   bar.finish();
@@ -508,6 +592,9 @@ void print_verify_report(const VerifyReport& report, std::FILE* out) {
     }
     if (!s.cq_corruption.empty()) {
       std::fprintf(out, "  CORRUPT consumequeue: %s\n", s.cq_corruption.c_str());
+    }
+    for (const std::string& problem : s.metadata_problems) {
+      std::fprintf(out, "  DAMAGED metadata: %s\n", problem.c_str());
     }
   }
   std::fprintf(out, "%s\n", report.ok() ? "verify: ok" : "verify: CORRUPTION FOUND");

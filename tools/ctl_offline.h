@@ -9,6 +9,8 @@
 // the unit's size, with the queue's topic, queue id and queue offset, and (outside the schedule
 // topic) the tagsCode of its TAGS. After a clean stop it also checks that each queue's units
 // cover every record of the queue in the log, and that nothing follows the log's end.
+// It checks the checkpoint and the consumer offsets (current and .bak) as the broker's open
+// would, and reports each problem with what that open will do (rebuild, fall back, refuse).
 //
 // Thread-compatible: plain functions, no shared state.
 
@@ -47,6 +49,11 @@ struct ShardVerify {
   uint64_t units = 0;          // ConsumeQueue units checked against their record
   uint64_t units_expired = 0;  // units below the first segment (retention), not checked
   std::string cq_corruption;   // first ConsumeQueue problem; empty: none
+  // Problems with the shard's metadata files (checkpoint, consumer_offsets and its .bak), each
+  // "<file>: <what failed> (<what the broker does at its next open>)": a missing or damaged
+  // checkpoint is rebuilt from the CommitLog, a damaged or missing consumer_offsets falls back
+  // to consumer_offsets.bak, both unusable refuse to start.
+  std::vector<std::string> metadata_problems;
 };
 
 struct VerifyReport {

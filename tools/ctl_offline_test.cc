@@ -266,6 +266,99 @@ TEST_F(CtlOfflineTest, VerifyFindsAConsumeQueueThatLostItsTail) {
       << report->shards[last->shard].cq_corruption;
 }
 
+// The checkpoint is derived data: the broker rebuilds it, but verify says it is damaged.
+TEST_F(CtlOfflineTest, VerifyReportsADamagedOrMissingCheckpoint) {
+  const std::string checkpoint = dir_ + "/store/shard-1/checkpoint";
+  flip(checkpoint, 20);
+  VerifyOptions options;
+  options.dir = dir_ + "/store";
+  io::Result<VerifyReport> report = verify_store(options);
+  ASSERT_TRUE(report.is_ok());
+  EXPECT_FALSE(report->ok());
+  EXPECT_TRUE(report->shards[0].metadata_problems.empty());
+  ASSERT_EQ(report->shards[1].metadata_problems.size(), 1u);
+  const std::string& problem = report->shards[1].metadata_problems[0];
+  EXPECT_EQ(problem.rfind(checkpoint + ": checkpoint fails its crc32c", 0), 0u) << problem;
+  EXPECT_NE(problem.find("rebuilds it"), std::string::npos) << problem;
+  io::Status ignored = io::Status::ok();
+  std::string printed = run_to_text(
+      [&](std::FILE* out) {
+        print_verify_report(*report, out);
+        return io::Status::ok();
+      },
+      &ignored);
+  EXPECT_NE(printed.find("DAMAGED metadata: " + checkpoint), std::string::npos) << printed;
+  EXPECT_NE(printed.find("verify: CORRUPTION FOUND"), std::string::npos) << printed;
+  std::filesystem::remove(checkpoint);
+  report = verify_store(options);
+  ASSERT_TRUE(report.is_ok());
+  EXPECT_FALSE(report->ok());
+  ASSERT_EQ(report->shards[1].metadata_problems.size(), 1u);
+  EXPECT_EQ(report->shards[1].metadata_problems[0].rfind(checkpoint + ": missing", 0), 0u)
+      << report->shards[1].metadata_problems[0];
+}
+
+// Consumer offsets are not derived: a damaged table with a good .bak is reported with the
+// fallback the broker takes, both damaged with the broker's refusal.
+TEST_F(CtlOfflineTest, VerifyReportsDamagedConsumerOffsets) {
+  StoreOptions store_options;
+  store_options.data_dir = dir_ + "/store";
+  store_options.shard_count = 2;
+  store_options.pin_threads = false;
+  store_options.log.segment_size_bytes = 1u << 20;
+  store_options.log.limits.max_body_bytes = 64u << 10;
+  store_options.consume_queue.units_per_file = 50;
+  uint32_t shard = 0;
+  {
+    io::Result<std::unique_ptr<Store>> store = Store::open(store_options);
+    ASSERT_TRUE(store.is_ok()) << store.status().to_string();
+    shard = (*store)->shard_for("TopicA", 0);
+    io::Result<std::unique_ptr<Session>> session = (*store)->open_session();
+    ASSERT_TRUE(session.is_ok());
+    for (int64_t offset : {5, 9}) {  // two tables: the second keeps the first as the .bak
+      ASSERT_TRUE((*session)->commit_offset_async("group", "TopicA", 0, offset, 1).is_ok());
+      ASSERT_EQ((*session)->wait_for(1).code, io::Code::ok);
+      ASSERT_TRUE((*session)->flush_offsets_async("TopicA", 0, 2).is_ok());
+      ASSERT_EQ((*session)->wait_for(2).code, io::Code::ok);
+    }
+    session->reset();
+    ASSERT_TRUE((*store)->close().is_ok());
+  }
+  const std::string shard_dir = dir_ + "/store/shard-" + std::to_string(shard);
+  VerifyOptions options;
+  options.dir = dir_ + "/store";
+  io::Result<VerifyReport> report = verify_store(options);
+  ASSERT_TRUE(report.is_ok());
+  EXPECT_TRUE(report->ok()) << (report->shards[shard].metadata_problems.empty()
+                                    ? ""
+                                    : report->shards[shard].metadata_problems[0]);
+  flip(shard_dir + "/consumer_offsets", 30);
+  report = verify_store(options);
+  ASSERT_TRUE(report.is_ok());
+  EXPECT_FALSE(report->ok());
+  ASSERT_EQ(report->shards[shard].metadata_problems.size(), 1u);
+  std::string problem = report->shards[shard].metadata_problems[0];
+  EXPECT_EQ(problem.rfind(shard_dir + "/consumer_offsets: fails its crc32c", 0), 0u) << problem;
+  EXPECT_NE(problem.find("falls back to " + shard_dir + "/consumer_offsets.bak"),
+            std::string::npos)
+      << problem;
+  flip(shard_dir + "/consumer_offsets.bak", 30);
+  report = verify_store(options);
+  ASSERT_TRUE(report.is_ok());
+  EXPECT_FALSE(report->ok());
+  ASSERT_EQ(report->shards[shard].metadata_problems.size(), 1u);
+  problem = report->shards[shard].metadata_problems[0];
+  EXPECT_NE(problem.find(shard_dir + "/consumer_offsets.bak: fails its crc32c"),
+            std::string::npos)
+      << problem;
+  EXPECT_NE(problem.find("refuses to start"), std::string::npos) << problem;
+  // And the broker does what verify said: it refuses, naming both files.
+  io::Result<std::unique_ptr<Store>> refused = Store::open(store_options);
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_NE(refused.status().message().find("consumer_offsets.bak"), std::string::npos)
+      << refused.status().to_string();
+}
+
 TEST_F(CtlOfflineTest, VerifyOfAMissingStoreIsAnError) {
   VerifyOptions options;
   options.dir = dir_ + "/nothing-here";

@@ -141,6 +141,9 @@ void run_seed(uint64_t seed, Totals& totals, std::string* problem) {
     }
     engine::CommitLog& log = *opened->log;
     engine::CqStore& cq = *opened->cq;
+    // As the shard does: next offsets come from the queues. A queue whose only records a power
+    // loss took (unacknowledged) may be gone with its directory: it starts again at 0.
+    next_offset.clear();
     for (const engine::CqQueueInfo& info : cq.list_queues()) {
       next_offset[{info.topic, info.queue_id}] = info.max_offset;
     }

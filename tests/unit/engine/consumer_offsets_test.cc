@@ -305,6 +305,80 @@ TEST_F(ConsumerOffsetsTest, EveryFlippedByteOrTruncationIsCorruptionNamingTheFil
   EXPECT_EQ(offsets->query("group", "topic", 1), 1LL << 40);
 }
 
+// The previous table is kept as consumer_offsets.bak (RocketMQ's consumerOffset.json.bak): a
+// damaged or missing current table falls back to it with a WARN; both unusable refuses to open,
+// naming both files (offsets are not derived data).
+TEST_F(ConsumerOffsetsTest, DamagedTableFallsBackToTheBakAndBothDamagedRefuses) {
+  constexpr std::string_view kBakPath = "/store/shard0/consumer_offsets.bak";
+  auto offsets = open_offsets();
+  ASSERT_NE(offsets, nullptr);
+  ASSERT_TRUE(offsets->commit("group", "topic", 0, 10).is_ok());
+  persist(*offsets);
+  EXPECT_FALSE(*disk_.exists(kBakPath)) << "the first table has no previous one";
+  ASSERT_TRUE(offsets->commit("group", "topic", 0, 20).is_ok());
+  ASSERT_TRUE(offsets->commit("group", "topic", 1, 7).is_ok());
+  persist(*offsets);
+  ASSERT_TRUE(offsets->close().is_ok());
+  offsets.reset();
+  auto good = disk_.read_file_for_test(kPath);
+  auto bak = disk_.read_file_for_test(kBakPath);
+  ASSERT_TRUE(good.is_ok());
+  ASSERT_TRUE(bak.is_ok());
+
+  std::vector<std::byte> bad = *good;
+  bad[bad.size() / 2] ^= std::byte{0x01};
+  overwrite_file(bad);
+  ::testing::internal::CaptureStderr();
+  offsets = open_offsets();
+  std::string err = ::testing::internal::GetCapturedStderr();
+  ASSERT_NE(offsets, nullptr);
+  EXPECT_NE(err.find("WARN"), std::string::npos) << err;
+  EXPECT_NE(err.find(kBakPath), std::string::npos) << err;
+  EXPECT_EQ(offsets->query("group", "topic", 0), 10);
+  EXPECT_EQ(offsets->query("group", "topic", 1), std::nullopt);
+  // The next cycle replaces the damaged table and keeps the good .bak.
+  ASSERT_TRUE(offsets->commit("group", "topic", 0, 30).is_ok());
+  persist(*offsets);
+  ASSERT_TRUE(offsets->close().is_ok());
+  offsets.reset();
+  EXPECT_EQ(*disk_.read_file_for_test(kBakPath), *bak);
+  offsets = open_offsets();
+  ASSERT_NE(offsets, nullptr);
+  EXPECT_EQ(offsets->query("group", "topic", 0), 30);
+  offsets.reset();
+
+  // Current missing (a crash between the two renames, or removed): the .bak.
+  ASSERT_TRUE(disk_.remove(kPath).is_ok());
+  offsets = open_offsets();
+  ASSERT_NE(offsets, nullptr);
+  EXPECT_EQ(offsets->query("group", "topic", 0), 10);
+  offsets.reset();
+
+  // Both damaged (or the current one missing and the .bak damaged): refuse, naming both.
+  std::vector<std::byte> bad_bak = *bak;
+  bad_bak[3] ^= std::byte{0x20};
+  auto bak_file = disk_.open(kBakPath, io::OpenMode::read_write);
+  ASSERT_TRUE(bak_file.is_ok());
+  ASSERT_TRUE(io::write_exact(disk_, *bak_file, 0, bad_bak, "test write").is_ok());
+  disk_.close(*bak_file);
+  auto refused = ConsumerOffsets::open(disk_, clock_, options_);
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_EQ(refused.status().code(), io::Code::corruption);
+  EXPECT_NE(refused.status().message().find(kBakPath), std::string::npos)
+      << refused.status().to_string();
+  auto current = disk_.open(kPath, io::OpenMode::create_exclusive);
+  ASSERT_TRUE(current.is_ok());
+  ASSERT_TRUE(io::write_exact(disk_, *current, 0, bad, "test write").is_ok());
+  disk_.close(*current);
+  refused = ConsumerOffsets::open(disk_, clock_, options_);
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_EQ(refused.status().code(), io::Code::corruption);
+  EXPECT_NE(refused.status().message().find(std::string(kPath) + ":"), std::string::npos)
+      << refused.status().to_string();
+  EXPECT_NE(refused.status().message().find(kBakPath), std::string::npos)
+      << refused.status().to_string();
+}
+
 // Each failing request kind of a cycle stops persisting for good; memory keeps working; the
 // file on disk stays the last complete table.
 TEST_F(ConsumerOffsetsTest, FailedWriteOrSyncFailStops) {
