@@ -25,9 +25,7 @@
 // Limit: kill -9 keeps the page cache; this proves the process-crash half of I1 only.
 
 #include <gtest/gtest.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -42,7 +40,6 @@
 #include <mutex>
 #include <random>
 #include <set>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -52,6 +49,7 @@
 #include "engine/properties.h"
 #include "net/remoting.h"
 #include "net/remoting_client.h"
+#include "tests/support/broker_harness.h"
 #include "tests/support/env.h"
 #include "tests/support/temp_dir.h"
 
@@ -62,7 +60,7 @@
 namespace uringmq {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using testing::Clock;
 namespace rc = net::response_code;
 namespace req = net::request_code;
 
@@ -76,9 +74,7 @@ constexpr int64_t kOffsetPersistSlackMs = 3000;  // persist interval (1 s) plus 
 constexpr int64_t kMaxDelayMs = 1000;         // the longest level of kDelayLevels
 constexpr const char* kDelayLevels = "200ms 500ms 1s";
 
-int64_t ms_since(Clock::time_point t) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t).count();
-}
+using testing::ms_since;
 
 // ---- Payloads: keyed hash of (producer, seq) ----
 
@@ -298,12 +294,7 @@ class BrokerProcess {
     pid_ = -1;
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   }
-  std::string stderr_text() const {
-    std::ifstream in(err_path_);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  }
+  std::string stderr_text() const { return testing::file_text(err_path_); }
   // Sum of "<N> torn bytes truncated" over the recovery lines of this start.
   uint64_t torn_bytes() const {
     std::string text = stderr_text();
@@ -328,22 +319,7 @@ class BrokerProcess {
   pid_t pid_ = -1;
 };
 
-uint16_t free_port() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  socklen_t len = sizeof(addr);
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    close(fd);
-    return 0;
-  }
-  uint16_t port = ntohs(addr.sin_port);
-  close(fd);
-  return port;
-}
+using testing::free_port;
 
 // ---- Load: producers and a consumer, until the broker dies ----
 

@@ -30,13 +30,13 @@
 #include <cstring>
 #include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "net/remoting.h"
 #include "net/remoting_client.h"
+#include "tests/support/broker_harness.h"
 #include "tests/support/temp_dir.h"
 
 #ifndef URINGMQ_BROKER_PATH
@@ -46,7 +46,7 @@
 namespace uringmq::net {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using namespace uringmq::testing;  // the broker harness (tests/support/broker_harness.h)
 namespace rc = response_code;
 namespace req = request_code;
 
@@ -59,25 +59,6 @@ constexpr int64_t kReturnSlackMiB = 300;
 #else
 constexpr int64_t kReturnSlackMiB = 64;
 #endif
-
-int64_t ms_since(Clock::time_point t) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t).count();
-}
-
-uint16_t free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  uint16_t port = 0;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-    port = ntohs(addr.sin_port);
-  }
-  ::close(fd);
-  return port;
-}
 
 // The broker process, with `extra` appended to a small broker.conf.
 class BrokerProcess {
@@ -122,12 +103,7 @@ class BrokerProcess {
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << log();
   }
   uint16_t port() const { return port_; }
-  std::string log() const {
-    std::ifstream in(err_path_);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  }
+  std::string log() const { return testing::file_text(err_path_); }
   int64_t rss_mib() const {
     std::ifstream in("/proc/" + std::to_string(pid_) + "/status");
     std::string line;
@@ -195,40 +171,14 @@ bool closed_within(int fd, int64_t timeout_ms) {
   return false;
 }
 
-RemotingCommand request(int32_t code, std::vector<std::pair<std::string, std::string>> ext) {
-  RemotingCommand c;
-  c.code = code;
-  c.version = 121;
-  c.ext_fields = std::move(ext);
-  return c;
-}
-
 RemotingCommand send_request(const std::string& topic, int queue) {
-  return request(req::kSendMessageV2, {{"a", "PG"},
-                                       {"b", topic},
-                                       {"c", "TBW102"},
-                                       {"d", "4"},
-                                       {"e", std::to_string(queue)},
-                                       {"f", "0"},
-                                       {"g", "1700000000000"},
-                                       {"h", "0"},
-                                       {"i", "TAGS\x01T\x02"},
-                                       {"j", "0"},
-                                       {"k", "false"}});
+  return request(req::kSendMessageV2,
+                 send_v2_fields(topic, std::to_string(queue), "TAGS\x01T\x02"));
 }
 
 RemotingCommand pull_request(const std::string& topic, int queue, int64_t offset,
                              int64_t suspend_ms = 0) {
-  return request(req::kPullMessage, {{"consumerGroup", "CG"},
-                                     {"topic", topic},
-                                     {"queueId", std::to_string(queue)},
-                                     {"queueOffset", std::to_string(offset)},
-                                     {"maxMsgNums", "32"},
-                                     {"sysFlag", suspend_ms > 0 ? "2" : "0"},
-                                     {"commitOffset", "0"},
-                                     {"suspendTimeoutMillis", std::to_string(suspend_ms)},
-                                     {"subscription", "*"},
-                                     {"subVersion", "0"}});
+  return request(req::kPullMessage, pull_fields(topic, queue, offset, suspend_ms));
 }
 
 int32_t call_code(RemotingClient& client, const RemotingCommand& command,

@@ -20,6 +20,7 @@
 #include "net/broker_config.h"
 #include "net/remoting.h"
 #include "net/remoting_client.h"
+#include "tests/support/broker_harness.h"
 #include "tests/support/temp_dir.h"
 
 namespace uringmq::net {
@@ -28,77 +29,19 @@ namespace {
 namespace rc = response_code;
 namespace req = request_code;
 
-class RunningBroker {
+using namespace uringmq::testing;  // the broker harness (tests/support/broker_harness.h)
+
+// The shared test broker with timer buckets of 100 ms.
+class RunningBroker : public uringmq::testing::RunningBroker {
  public:
-  explicit RunningBroker(const std::string& dir) {
-    config_.store.data_dir = dir;
-    config_.store.shard_count = 2;
-    config_.store.pin_threads = false;
-    config_.store.log.segment_size_bytes = 16u << 20;
-    config_.store.message_delay_level = "100ms 200ms 300ms";
-    config_.store.timer_bucket_ms = 100;
-    config_.listen_port = 0;
-    config_.namesrv_listen_port = 0;
-    config_.default_topic_queue_nums = 4;
-    config_.max_suspend_ms = 2000;
-    io::Result<std::unique_ptr<Broker>> broker = Broker::open(config_);
-    EXPECT_TRUE(broker.is_ok()) << broker.status().to_string();
-    broker_ = std::move(*broker);
-    thread_ = std::thread([this] { served_ = broker_->run(); });
-  }
-  ~RunningBroker() {
-    broker_->request_stop();
-    thread_.join();
-    EXPECT_TRUE(served_.is_ok()) << served_.to_string();
-  }
-  std::unique_ptr<RemotingClient> client() {
-    auto c = RemotingClient::connect("127.0.0.1", broker_->broker_port());
-    EXPECT_TRUE(c.is_ok()) << c.status().to_string();
-    return std::move(*c);
-  }
-
- private:
-  BrokerConfig config_;
-  std::unique_ptr<Broker> broker_;
-  std::thread thread_;
-  io::Status served_;
+  explicit RunningBroker(const std::string& dir)
+      : uringmq::testing::RunningBroker(
+            dir, [](BrokerConfig& config) { config.store.timer_bucket_ms = 100; }) {}
 };
-
-using Fields = std::vector<std::pair<std::string, std::string>>;
-
-RemotingCommand request(int32_t code, Fields ext) {
-  RemotingCommand c;
-  c.code = code;
-  c.version = 121;
-  c.ext_fields = std::move(ext);
-  return c;
-}
-
-RemotingResponse call(RemotingClient& client, const RemotingCommand& command,
-                      std::string_view body = {}) {
-  io::Result<RemotingResponse> r = client.call(command, std::as_bytes(std::span(body)), 10000);
-  EXPECT_TRUE(r.is_ok()) << r.status().to_string();
-  return r.is_ok() ? std::move(*r) : RemotingResponse{};
-}
 
 Fields send_v2(const std::string& topic, const std::string& queue,
                const std::string& properties = "TAGS\x01T") {
-  return {{"a", "PG"},       {"b", topic}, {"c", "TBW102"},        {"d", "4"},
-          {"e", queue},      {"f", "0"},   {"g", "1700000000000"}, {"h", "0"},
-          {"i", properties}, {"j", "0"},   {"k", "false"}};
-}
-
-Fields pull_fields(const std::string& topic, int queue, int64_t offset, int64_t wait_ms = 0) {
-  return {{"consumerGroup", "CG"},
-          {"topic", topic},
-          {"queueId", std::to_string(queue)},
-          {"queueOffset", std::to_string(offset)},
-          {"maxMsgNums", "32"},
-          {"sysFlag", wait_ms > 0 ? "2" : "0"},
-          {"commitOffset", "0"},
-          {"suspendTimeoutMillis", std::to_string(wait_ms)},
-          {"subscription", "*"},
-          {"subVersion", "0"}};
+  return send_v2_fields(topic, queue, properties);
 }
 
 Fields with(Fields fields, const std::string& key, const std::string& value) {
@@ -106,32 +49,6 @@ Fields with(Fields fields, const std::string& key, const std::string& value) {
     if (k == key) v = value;
   }
   return fields;
-}
-
-std::string remark(const RemotingResponse& r) {
-  return r.command.remark.value_or("");
-}
-
-int64_t max_offset(RemotingClient& client, const std::string& topic, int queue) {
-  RemotingResponse r = call(
-      client, request(req::kGetMaxOffset, {{"topic", topic}, {"queueId", std::to_string(queue)}}));
-  EXPECT_EQ(r.command.code, rc::kSuccess) << remark(r);
-  return r.command.ext("offset") ? std::stoll(*r.command.ext("offset")) : -1;
-}
-
-std::vector<engine::MessageView> decode_all(const std::string& body) {
-  std::vector<engine::MessageView> out;
-  std::span<const std::byte> bytes = std::as_bytes(std::span(body));
-  engine::DecodeOptions options;
-  options.require_record_crc = false;
-  while (!bytes.empty()) {
-    engine::DecodeResult r = engine::decode(bytes, options);
-    EXPECT_EQ(r.outcome, engine::DecodeOutcome::ok) << r.reason;
-    if (r.outcome != engine::DecodeOutcome::ok) break;
-    out.push_back(r.view);
-    bytes = bytes.subspan(r.size);
-  }
-  return out;
 }
 
 TEST(BrokerInputTest, MalformedNumbersAreRefusedNamingTheFieldAndNothingIsStored) {

@@ -19,6 +19,7 @@
 #include "net/json.h"
 #include "net/remoting.h"
 #include "net/remoting_client.h"
+#include "tests/support/broker_harness.h"
 #include "tests/support/temp_dir.h"
 
 namespace uringmq::net {
@@ -27,32 +28,10 @@ namespace {
 namespace rc = response_code;
 namespace req = request_code;
 
-RemotingCommand request(int32_t code, std::vector<std::pair<std::string, std::string>> ext) {
-  RemotingCommand c;
-  c.code = code;
-  c.version = 121;
-  c.ext_fields = std::move(ext);
-  return c;
-}
-
-RemotingResponse call(RemotingClient& client, const RemotingCommand& command,
-                      std::string_view body = {}) {
-  io::Result<RemotingResponse> r = client.call(command, std::as_bytes(std::span(body)), 10000);
-  EXPECT_TRUE(r.is_ok()) << r.status().to_string();
-  return r.is_ok() ? std::move(*r) : RemotingResponse{};
-}
+using namespace uringmq::testing;  // the broker harness (tests/support/broker_harness.h)
 
 RemotingResponse pull(RemotingClient& client, int64_t offset) {
-  return call(client, request(req::kPullMessage, {{"consumerGroup", "CG"},
-                                                  {"topic", "TI"},
-                                                  {"queueId", "0"},
-                                                  {"queueOffset", std::to_string(offset)},
-                                                  {"maxMsgNums", "32"},
-                                                  {"sysFlag", "0"},
-                                                  {"commitOffset", "0"},
-                                                  {"suspendTimeoutMillis", "0"},
-                                                  {"subscription", "*"},
-                                                  {"subVersion", "0"}}));
+  return call(client, request(req::kPullMessage, pull_fields("TI", 0, offset)));
 }
 
 TEST(BrokerIntegrityTest, APullOverADamagedRecordAnswersSystemErrorNamingIt) {
@@ -80,19 +59,8 @@ TEST(BrokerIntegrityTest, APullOverADamagedRecordAnswersSystemErrorNamingIt) {
     const std::string body(300, 'b');
     uint64_t damaged_offset = 0;
     for (int i = 0; i < 2000; i++) {  // 0.8 MB: the first records leave the 256 KiB of buffers
-      RemotingResponse r = call(**client,
-                                request(req::kSendMessageV2, {{"a", "PG"},
-                                                              {"b", "TI"},
-                                                              {"c", "TBW102"},
-                                                              {"d", "1"},
-                                                              {"e", "0"},
-                                                              {"f", "0"},
-                                                              {"g", "1700000000000"},
-                                                              {"h", "0"},
-                                                              {"i", ""},
-                                                              {"j", "0"},
-                                                              {"k", "false"}}),
-                                body);
+      RemotingResponse r =
+          call(**client, request(req::kSendMessageV2, send_v2_fields("TI", "0", "", "1")), body);
       ASSERT_EQ(r.command.code, rc::kSuccess) << r.command.remark.value_or("");
       // offsetMsgId: host (8 hex), port (8 hex), physical offset (16 hex).
       if (i == 40) damaged_offset = std::stoull(r.command.ext("msgId")->substr(16), nullptr, 16);

@@ -18,6 +18,7 @@
 #include "net/log.h"
 #include "net/remoting.h"
 #include "net/remoting_client.h"
+#include "tests/support/broker_harness.h"
 #include "tests/support/temp_dir.h"
 
 namespace uringmq::net {
@@ -26,97 +27,18 @@ namespace {
 namespace rc = response_code;
 namespace req = request_code;
 
-class RunningBroker {
- public:
-  explicit RunningBroker(const std::string& dir, uint32_t shards = 2) {
-    if (std::getenv("BROKER_TEST_DEBUG")) set_log_level(LogLevel::debug);
-    config_.store.data_dir = dir;
-    config_.store.shard_count = shards;
-    config_.store.pin_threads = false;
-    config_.store.log.segment_size_bytes = 16u << 20;
-    config_.store.message_delay_level = "100ms 200ms 300ms";
-    config_.listen_port = 0;
-    config_.namesrv_listen_port = 0;
-    config_.default_topic_queue_nums = 4;
-    config_.max_suspend_ms = 2000;
-    io::Result<std::unique_ptr<Broker>> broker = Broker::open(config_);
-    EXPECT_TRUE(broker.is_ok()) << broker.status().to_string();
-    broker_ = std::move(*broker);
-    thread_ = std::thread([this] { served_ = broker_->run(); });
-  }
-  ~RunningBroker() { stop(); }
-  void stop() {
-    if (!thread_.joinable()) return;
-    broker_->request_stop();
-    thread_.join();
-    EXPECT_TRUE(served_.is_ok()) << served_.to_string();
-  }
-  uint16_t port() const { return broker_->broker_port(); }
-  std::unique_ptr<RemotingClient> client() {
-    io::Result<std::unique_ptr<RemotingClient>> c = RemotingClient::connect("127.0.0.1", port());
-    EXPECT_TRUE(c.is_ok()) << c.status().to_string();
-    return std::move(*c);
-  }
-
- private:
-  BrokerConfig config_;
-  std::unique_ptr<Broker> broker_;
-  std::thread thread_;
-  io::Status served_;
-};
-
-RemotingCommand request(int32_t code,
-                        std::vector<std::pair<std::string, std::string>> ext = {}) {
-  RemotingCommand c;
-  c.code = code;
-  c.version = 121;
-  c.ext_fields = std::move(ext);
-  return c;
-}
-
-RemotingResponse call(RemotingClient& client, const RemotingCommand& command,
-                      std::string_view body = {}) {
-  io::Result<RemotingResponse> r = client.call(command, std::as_bytes(std::span(body)), 10000);
-  EXPECT_TRUE(r.is_ok()) << r.status().to_string();
-  return r.is_ok() ? std::move(*r) : RemotingResponse{};
-}
+using namespace uringmq::testing;  // the broker harness (tests/support/broker_harness.h)
 
 RemotingResponse send(RemotingClient& client, const std::string& topic, int queue,
                       const std::string& body, const std::string& properties = "TAGS\x01T\x02") {
-  return call(client,
-              request(req::kSendMessageV2,
-                      {{"a", "PG"}, {"b", topic}, {"c", "TBW102"}, {"d", "4"},
-                       {"e", std::to_string(queue)}, {"f", "0"}, {"g", "1700000000000"},
-                       {"h", "0"}, {"i", properties}, {"j", "0"}, {"k", "false"}}),
-              body);
+  return call(
+      client,
+      request(req::kSendMessageV2, send_v2_fields(topic, std::to_string(queue), properties)), body);
 }
 
 RemotingResponse pull(RemotingClient& client, const std::string& topic, int queue,
                       int64_t offset, int64_t suspend_ms = 0) {
-  return call(client, request(req::kPullMessage,
-                              {{"consumerGroup", "CG"}, {"topic", topic},
-                               {"queueId", std::to_string(queue)},
-                               {"queueOffset", std::to_string(offset)}, {"maxMsgNums", "32"},
-                               {"sysFlag", suspend_ms > 0 ? "2" : "0"}, {"commitOffset", "0"},
-                               {"suspendTimeoutMillis", std::to_string(suspend_ms)},
-                               {"subscription", "*"}, {"subVersion", "0"}}));
-}
-
-std::vector<engine::MessageView> decode_all(const std::string& body) {
-  std::vector<engine::MessageView> out;
-  std::span<const std::byte> bytes = std::as_bytes(std::span(body));
-  // Pulled records carry no record CRC (the broker strips it with the other internal
-  // properties); BODYCRC and every length are still checked.
-  engine::DecodeOptions options;
-  options.require_record_crc = false;
-  while (!bytes.empty()) {
-    engine::DecodeResult r = engine::decode(bytes, options);
-    EXPECT_EQ(r.outcome, engine::DecodeOutcome::ok) << r.reason;
-    if (r.outcome != engine::DecodeOutcome::ok) break;
-    out.push_back(r.view);
-    bytes = bytes.subspan(r.size);
-  }
-  return out;
+  return call(client, request(req::kPullMessage, pull_fields(topic, queue, offset, suspend_ms)));
 }
 
 std::string body_text(const engine::MessageView& v) {
@@ -138,7 +60,7 @@ TEST(BrokerTest, RouteSendPullAndQueueFigures) {
 
   for (int i = 0; i < 10; i++) {
     RemotingResponse r = send(*client, "T1", i % 2, "body-" + std::to_string(i));
-    ASSERT_EQ(r.command.code, rc::kSuccess) << r.command.remark.value_or("");
+    ASSERT_EQ(r.command.code, rc::kSuccess) << remark(r);
     EXPECT_EQ(*r.command.ext("queueId"), std::to_string(i % 2));
     EXPECT_EQ(*r.command.ext("queueOffset"), std::to_string(i / 2));
     EXPECT_EQ(r.command.ext("msgId")->size(), 32u);
@@ -161,7 +83,7 @@ TEST(BrokerTest, RouteSendPullAndQueueFigures) {
   // A queue id past the topic's queues is refused, naming it.
   RemotingResponse bad_queue = send(*client, "T1", 9, "x");
   EXPECT_EQ(bad_queue.command.code, rc::kSystemError);
-  EXPECT_NE(bad_queue.command.remark.value_or("").find("queueId 9"), std::string::npos);
+  EXPECT_NE(remark(bad_queue).find("queueId 9"), std::string::npos);
   EXPECT_EQ(send(*client, "SCHEDULE_TOPIC_XXXX", 0, "x").command.code, rc::kNoPermission);
 }
 
@@ -254,7 +176,7 @@ TEST(BrokerTest, SendBackStoresARetryCopyThenDeadLetters) {
     RemotingResponse back = call(*client, request(req::kConsumerSendMsgBack,
                                                   {{"offset", offset}, {"group", "G4"},
                                                    {"delayLevel", "0"}, {"maxReconsumeTimes", "16"}}));
-    ASSERT_EQ(back.command.code, rc::kSuccess) << back.command.remark.value_or("");
+    ASSERT_EQ(back.command.code, rc::kSuccess) << remark(back);
   }
   // Level 3 + 0 = 300 ms here.
   std::vector<engine::MessageView> retried;
@@ -272,7 +194,7 @@ TEST(BrokerTest, SendBackStoresARetryCopyThenDeadLetters) {
   RemotingResponse dead = call(*client, request(req::kConsumerSendMsgBack,
                                                 {{"offset", "0"}, {"group", "G4"},
                                                  {"delayLevel", "0"}, {"maxReconsumeTimes", "0"}}));
-  EXPECT_EQ(dead.command.code, rc::kSuccess) << dead.command.remark.value_or("");
+  EXPECT_EQ(dead.command.code, rc::kSuccess) << remark(dead);
   RemotingResponse dlq = pull(*client, "%DLQ%G4", 0, 0, 1500);
   EXPECT_EQ(dlq.command.code, rc::kSuccess);
   // An offset where no message starts is refused, naming the offset.
@@ -289,7 +211,7 @@ TEST(BrokerTest, HostileInputClosesOnlyThatConnectionAndLosesNothing) {
 
   RemotingResponse unknown = call(*good, request(9999));
   EXPECT_EQ(unknown.command.code, rc::kRequestCodeNotSupported);
-  EXPECT_EQ(unknown.command.remark.value_or(""), "request type 9999 not supported");
+  EXPECT_EQ(remark(unknown), "request type 9999 not supported");
 
   const std::vector<std::string> hostile = {
       std::string("\x7f\xff\xff\xff", 4),                          // a 2 GiB frame
