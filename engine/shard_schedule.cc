@@ -47,9 +47,7 @@ size_t decode_read_units(std::span<const std::byte> bytes, int64_t result,
 
 }  // namespace
 
-
 namespace {
-constexpr std::string_view kProgressGroup = "%SCHEDULE_PROGRESS%";
 constexpr uint32_t kBatchesPerIteration = 8;
 }  // namespace
 
@@ -109,7 +107,7 @@ void Shard::load_schedule_progress() {
   bool ahead = false;
   for (uint32_t level = 1; level <= level_states_.size(); level++) {
     LevelState& state = level_states_[level - 1];
-    auto persisted = offsets_->query(kProgressGroup, engine::kScheduleTopic,
+    auto persisted = offsets_->query(kScheduleProgressGroup, engine::kScheduleTopic,
                                      static_cast<int32_t>(level) - 1);
     if (persisted) state.progress = std::max(state.progress, *persisted);
     auto queue = cq_->queue(engine::kScheduleTopic, static_cast<int32_t>(level) - 1, false);
@@ -123,7 +121,7 @@ void Shard::load_schedule_progress() {
     // with no new delivery of the level, the table would keep the older value while later
     // checkpoints pass the markers, and the next recovery would deliver those messages again.
     if (state.progress > persisted.value_or(0)) {
-      (void)offsets_->commit(kProgressGroup, engine::kScheduleTopic,
+      (void)offsets_->commit(kScheduleProgressGroup, engine::kScheduleTopic,
                              static_cast<int32_t>(level) - 1, state.progress);
       ahead = true;
     }
@@ -347,7 +345,7 @@ void Shard::skip_deleted_level_units(LevelState& state, uint32_t level) {
   state.stat_deleted.fetch_add(static_cast<uint64_t>(min - state.progress),
                                std::memory_order_relaxed);
   state.issued = state.progress = min;
-  (void)offsets_->commit(kProgressGroup, engine::kScheduleTopic, static_cast<int32_t>(level) - 1,
+  (void)offsets_->commit(kScheduleProgressGroup, engine::kScheduleTopic, static_cast<int32_t>(level) - 1,
                          state.progress);
 }
 
@@ -491,7 +489,7 @@ void Shard::delivery_acked(uint32_t level, uint64_t log_offset, bool ok) {
   LevelState& state = level_states_[level - 1];
   state.progress++;
   state.stat_delivered.fetch_add(1, std::memory_order_relaxed);
-  (void)offsets_->commit(kProgressGroup, engine::kScheduleTopic, static_cast<int32_t>(level) - 1,
+  (void)offsets_->commit(kScheduleProgressGroup, engine::kScheduleTopic, static_cast<int32_t>(level) - 1,
                          state.progress);
   const uint64_t needed = offsets_->persisted_cycles() + (offsets_->persisting() ? 2 : 1);
   if (unpersisted_deliveries_.empty() || unpersisted_deliveries_.back().second != needed) {

@@ -34,8 +34,6 @@
 namespace uringmq {
 
 namespace {
-constexpr std::string_view kTimerProgressGroup = "%TIMER_PROGRESS%";
-constexpr std::string_view kTimerCancelGroup = "%TIMER_CANCEL%";
 constexpr size_t kMaxRollsWaiting = 4096;
 constexpr uint64_t kQueueOffsetMask = (uint64_t{1} << 40) - 1;
 

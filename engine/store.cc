@@ -385,10 +385,9 @@ bool is_internal_topic(std::string_view topic) {
          topic == engine::kTimerTopic;
 }
 
-// The groups shard_schedule.cc (delay-level progress) and shard_timer.cc (timer progress and
-// cancels) commit under.
 bool is_internal_group(std::string_view group) {
-  return group == "%SCHEDULE_PROGRESS%" || group == "%TIMER_PROGRESS%" || group == "%TIMER_CANCEL%";
+  return group == kScheduleProgressGroup || group == kTimerProgressGroup ||
+         group == kTimerCancelGroup;
 }
 
 io::Status make_send_back(std::string_view group, std::span<const std::byte> record,

@@ -140,7 +140,11 @@ inline constexpr std::string_view kParkedScheduleTopic = "SCHEDULE_PARKED_XXXX";
 // internal topic is added here. %RETRY% and %DLQ% topics are not internal (clients use them).
 bool is_internal_topic(std::string_view topic);
 // Consumer groups the store keeps progress and timer cancels under (in the consumer-offsets
-// table): the broker refuses client offset commits for them.
+// table): delay-level progress, timer-slot progress and timer cancels. The broker refuses client
+// offset commits for them.
+inline constexpr std::string_view kScheduleProgressGroup = "%SCHEDULE_PROGRESS%";
+inline constexpr std::string_view kTimerProgressGroup = "%TIMER_PROGRESS%";
+inline constexpr std::string_view kTimerCancelGroup = "%TIMER_CANCEL%";
 bool is_internal_group(std::string_view group);
 
 // Per delay level, over every shard: messages waiting, and the earliest deliver time among the

@@ -234,11 +234,14 @@ TEST(BrokerInputTest, DeliveredMessagesCarryNoInternalProperties) {
                  "t")
                 .command.code,
             rc::kSuccess);
-  std::vector<engine::MessageView> timed;
+  std::vector<engine::MessageView> timed;  // views into timed_body, which outlives the loop
+  std::string timed_body;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(8);
   while (timed.empty() && std::chrono::steady_clock::now() < deadline) {
     RemotingResponse r = call(*client, request(req::kPullMessage, pull_fields("T4", 2, 0, 1900)));
-    if (r.command.code == rc::kSuccess) timed = decode_all(r.body);
+    if (r.command.code != rc::kSuccess) continue;
+    timed_body = std::move(r.body);
+    timed = decode_all(timed_body);
   }
   ASSERT_EQ(timed.size(), 1u);
   expect_client_properties(timed[0]);
