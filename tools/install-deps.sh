@@ -23,6 +23,15 @@ elif ! command -v npm >/dev/null 2>&1; then
   packages+=(npm)
 fi
 
+# The RocketMQ Java distribution beside the repository (tests/java): a JDK and the Debian jars
+# its class path names, only where that distribution is present.
+rmq_java=${URINGMQ_ROCKETMQ_JAVA:-$(dirname "$0")/../../shared/rocketmq-java}
+if [ -f "$rmq_java/env.sh" ]; then
+  packages+=(openjdk-17-jdk-headless libnetty-java libcommons-lang3-java libcommons-validator-java
+             libslf4j-java libguava-java libcommons-cli-java liblogback-java libjna-java
+             libcommons-codec-java libcommons-collections3-java libyaml-snake-java)
+fi
+
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

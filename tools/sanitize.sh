@@ -16,9 +16,10 @@ jobs=${JOBS:-$(nproc)}
 #  - install_package_test installs the instrumented libraries and links the example against them
 #    with a plain (uninstrumented) CMake project: a packaging test, it fails to link by
 #    construction, and it ran in the normal build.
-#  - interop_test runs tools' uringmq-broker, which links jemalloc (its malloc replaces ASan's
-#    allocator, so ASan would check nothing) under node; it ran against the normal build.
-ASAN_EXCLUDE='^(install_package_test|interop_test)$'
+#  - interop_test and java_client_test run tools' uringmq-broker, which links jemalloc (its
+#    malloc replaces ASan's allocator, so ASan would check nothing) under node or java; they ran
+#    against the normal build.
+ASAN_EXCLUDE='^(install_package_test|interop_test|java_client_test)$'
 # The cross-shard and reactor tests: Store with shard threads (store_*), the broker's network
 # reactor with shard threads and client threads (broker_test), the remoting client against a
 # server thread (remoting_test), the Waker/cross-thread cases of disk_conformance_test.
