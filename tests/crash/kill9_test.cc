@@ -1,4 +1,4 @@
-// Goal: reliability.md T1 on one CommitLog. A real process appending with SYNC_FLUSH on
+// Goal: the kill -9 crash loop on one CommitLog. A real process appending with SYNC_FLUSH on
 // UringDisk is killed with SIGKILL at random moments, again and again on the same store; after
 // every kill recovery must succeed and every acknowledged append must be in the log, at the
 // offset its ack gave, once, in producer order, with no record that was never attempted and no

@@ -1,4 +1,4 @@
-// Goal: reliability.md T4 on the production IO path. The CommitLog runs over io::FaultyDisk
+// Goal: device errors on the production IO path. The CommitLog runs over io::FaultyDisk
 // wrapping the real io_uring backend (UringDisk) on real files, and each device fault behaves as
 // engine/README.md promises:
 //   - EIO on a write (also one that wrote part of its bytes) and EIO on fdatasync: fail-stop.
