@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# compare.sh: issue 3's benchmark targets, each a ratio measured in this one run, next to fio on
-# the same file system (shared/reference/performance.md sections 6 and 8).
+# compare.sh: the append benchmark targets, each a ratio measured in this one run, next to fio on
+# the same file system (fio sets the device's ceiling; each target is a fraction of it).
 #
 #   (a) ASYNC_FLUSH, 1 KiB, 1 shard: MB/s / fio io_uring direct seq write (no sync) at the
 #       engine's write size, queue depth 4                                 target >= 0.9
@@ -10,7 +10,7 @@
 #   (c) 128 B: heap allocations per message in steady state (0); encode+CRC / memcpy+CRC bytes/s
 #       from uringmq-micro-bench (>= 0.5)
 #   (d) ASYNC_FLUSH, 128 B, CPU-bound: 2 shards / 1 shard msgs/s (>= 1.8)
-# Issue 4's targets, written to bench/results/issue4.{md,dat}:
+# Consume, recovery and dispatch targets (section 4), written to bench/results/issue4.{md,dat}:
 #   (e) cold sequential read of a backlog (uringmq-bench --workload consume: append, close, drop
 #       the page cache, reopen, pull everything) MB/s / fio direct seq read at the engine's
 #       average read size, QD8 (the consume workload's pulls in flight)      target >= 0.85
@@ -23,12 +23,12 @@
 #
 # Environment: BUILD (default <repo>/build-bench), DATA (default ./bench-data; removed at the
 # end), RUNS (2), BENCH_SECONDS (6, per engine run), FIO_RUNTIME (6, per fio job),
-# SEGMENT_MIB (1024, the engine default), SECTIONS ("3 4"; add 5 for issue 5: which issues' targets to run),
-# BACKLOG_MIB (1024: the consume workload's backlog; the issue asks for 4096, set it for a full
+# SEGMENT_MIB (1024, the engine default), SECTIONS ("3 4"; add 5: delayed delivery; net: network),
+# BACKLOG_MIB (1024: the consume workload's backlog; the full target is 4096, set it for a full
 # run), RECOVERY_MIB (1000: what the killed writer appends; below one segment, so all of it is
 # rescanned). Needs fio, python3, gnuplot (tools/install-deps.sh). Dropping the page cache
 # needs root (else the bench uses posix_fadvise DONTNEED on the store's files).
-# Issue 6 (SECTIONS=net), written to bench/results/issue6.{md,dat}: network produce over
+# Network produce (SECTIONS=net), written to bench/results/issue6.{md,dat}: network produce over
 # loopback, SYNC_FLUSH, 128 B, uringmq-net-bench against uringmq-broker, redis-server (ZADD,
 # appendfsync always) and beanstalkd (put, -f 0), NET_RUNS (3) runs of each, interleaved; see
 # the section for its variables.
@@ -257,7 +257,7 @@ plot "< grep -v '^#' $results/latest.dat | grep -v c_alloc | grep -v a1m" using 
 EOF
 echo "compare.sh: wrote $results/latest.md, latest.dat, latest.png in $(( $(date +%s) - started ))s" >&2
 fi
-# ---- Issue 5: delayed delivery (uringmq-bench --workload delay), written to bench/results/issue5.md ----
+# ---- Section 5: delayed delivery (uringmq-bench --workload delay), to bench/results/issue5.md ----
 #   (h) lateness of deliveries due during a run at half the SYNC plain maximum, with PENDING
 #       (default 1000000) delayed messages preloaded over every level: never early, p99 <= 2 ms,
 #       p99.9 <= 10 ms, max reported; (i) RSS at 0 and at RSS_PENDING (default 10000000) pending;
@@ -309,7 +309,7 @@ open(f"{out}/issue5.md", "w").write(text)
 print(text)
 PY
 fi
-# ---- Issue 6: network produce, uringmq-broker vs redis-server vs beanstalkd (SECTIONS=net) ----
+# ---- Section net: network produce, uringmq-broker vs redis-server vs beanstalkd ----
 #   (k) SYNC_FLUSH produce msgs/s over loopback, 128 B, the same load generator
 #       (uringmq-net-bench: NET_CONNS connections x NET_PIPELINE requests in flight) against
 #       uringmq-broker (SEND_MESSAGE_V2), redis-server (ZADD, --appendonly yes --appendfsync
@@ -472,7 +472,7 @@ echo "compare.sh: wrote $results/issue6.md, issue6.dat; net section in $(( $(dat
 fi
 want 4 || exit 0
 
-# ---- Issue 4: consume (cold read), recovery, dispatch lag ----
+# ---- Section 4: consume (cold read), recovery, dispatch lag ----
 engine4() {  # engine4 NAME RUN ARGS...: like engine, without --seconds
   local name=$1 run=$2
   shift 2

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issues 5 and 8: delivery lateness with and without delivery ahead (StoreOptions::
+# Delay-level and timer delivery lateness with and without delivery ahead (StoreOptions::
 # delivery_lead_ms), interleaved in one run, next to fio on the same file system.
 #   - fio: 52 KiB O_DIRECT writes at queue depth 1, an fdatasync after each (the CommitLog's
 #     pattern in the timer bench's lateness phase), 10 s.

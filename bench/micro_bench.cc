@@ -1,5 +1,5 @@
 // uringmq-micro-bench: CPU cost of the append path's pieces, measured in one binary so their
-// ratios hold on any machine (issue 3, bench plan B5 in shared/reference/performance.md).
+// ratios hold on any machine (target: encode + CRC at least half of memcpy + CRC's bytes/s).
 //   BM_EncodeCrc/<body bytes>   engine::encode of a message with that body into a buffer; it
 //                               computes BODYCRC and the whole-record CRC. Bytes = record size.
 //   BM_MemcpyCrc/<body bytes>   the baseline: memcpy of the same number of record bytes, then

@@ -1,4 +1,4 @@
-// uringmq-net-bench: a network produce load generator (issue 6). One process, one thread, one
+// uringmq-net-bench: a network produce load generator. One process, one thread, one
 // epoll loop over --connections non-blocking TCP connections, each keeping --pipeline requests
 // in flight, for three protocols, so uringmq and its peers are driven by the same client:
 //

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Broker memory against pending delayed messages (issue 5: "memory does not grow with pending
-# delayed messages; report RSS at 0 and at 10,000,000 pending").
+# Broker memory against pending delayed messages (the target: memory does not grow with pending
+# delayed messages; RSS at 0 and at 10,000,000 pending).
 #
 # Starts uringmq-broker (SYNC_FLUSH) on a fresh store, sends plain messages for a warm-up, reads
 # its VmRSS/RssAnon/RssFile at 0 pending, then fills it with delayed messages (level 18 = 2 h, so

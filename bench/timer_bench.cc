@@ -1,4 +1,4 @@
-// uringmq-timer-bench: issue 8's figures for timed messages on one shard (SYNC_FLUSH).
+// uringmq-timer-bench: the figures for timed messages on one shard (SYNC_FLUSH).
 //   1. intake: N timed messages (TIMER_DELIVER_MS spread uniformly over 1 min .. 30 days) and N
 //      plain appends of the same size (same body, a property of the same length), each with a window of async sends, in two rounds of
 //      N/2 timed then N/2 plain; msgs/s for both, the second round being the figure.
@@ -157,7 +157,7 @@ int main(int argc, char** argv) {
               static_cast<unsigned long long>(n), timed[1], plain[1], timed[1] / plain[1],
               rss_kib(), static_cast<unsigned long long>(ts.in_memory));
   // Lateness: near timers, appends continuing on another session at half of the plain rate just
-  // measured (as issue 5 runs its delay levels' lateness), or as fast as they go (`max`).
+  // measured (as the delay workload runs its levels' lateness), or as fast as they go (`max`).
   const double append_rate = flat_out ? 0 : plain[1] / 2;
   std::atomic<bool> stop{false};
   std::atomic<uint64_t> appended{0};

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 8's peer: redis-server holding N timers in a sorted set (the usual Redis delay queue),
+# The timer bench's peer: redis-server holding N timers in a sorted set (a Redis delay queue),
 # durable as uringmq's SYNC_FLUSH is: --appendonly yes --appendfsync always.
 # Sends N ZADD (16-byte member, score = a deliver time spread over 1 min .. 30 days, as
 # uringmq-timer-bench) through redis-cli --pipe; prints ZADD/s and the server's RSS with the N

@@ -1,4 +1,4 @@
-// uringmq-bench: embedded workloads on the public Store API (engine/store.h), issue 3.
+// uringmq-bench: embedded workloads on the public Store API (engine/store.h).
 //
 //   append  client threads keep --producers sends in flight (spread over --threads threads, one
 //           Session each) until --messages are acknowledged or --seconds pass.
@@ -143,7 +143,7 @@ struct Args {
   bool prepare_ahead = true;      // false: no zero-fill of the next segment until it is needed
   int64_t zero_fill_lead_mib = -1;  // -1: the CommitLog default; -2: unpaced
   bool json = false;
-  // ---- consume, lag, recovery (issue 4) ----
+  // ---- consume, lag, recovery ----
   uint32_t queues = 0;            // 0: 64 for append/read, 4 for consume/lag/recovery
   uint32_t queue_run = 1;         // consecutive sends to one queue before the next queue
   uint64_t backlog_mib = 4096;    // consume: record bytes appended before the cold read
@@ -153,7 +153,7 @@ struct Args {
   bool drop_cache = true;         // consume/recovery: drop the page cache before the reopen
   double rate = 0;                // lag: sends per second; delay: run rate (0: half the maximum)
   double preload_rate = 0;        // delay: preload sends per second (0: as fast as acked)
-  // ---- delay (issue 5) ----
+  // ---- delay ----
   uint64_t pending = 1'000'000;       // delayed messages preloaded over every level
   uint64_t rss_pending = 10'000'000;  // pending when RSS is measured again (0: skip)
   double intake_seconds = 2;          // each of the 2 plain and 2 delayed intake bursts
@@ -923,7 +923,7 @@ StoreOptions store_options(const Args& a) {
   return options;
 }
 
-// ---- Issue 4 workloads: consume (cold read of a backlog), lag (dispatch lag), recovery ----
+// ---- Workloads: consume (cold read of a backlog), lag (dispatch lag), recovery ----
 
 std::unique_ptr<Store> open_store_or_report(const StoreOptions& options) {
   io::Result<std::unique_ptr<Store>> opened = Store::open(options);

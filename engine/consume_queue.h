@@ -2,7 +2,7 @@
 // ConsumeQueues of one shard: for each queue (topic, queueId) the shard owns, a sequence of
 // 20-byte units (CommitLog offset 8, size 4, tagsCode 8; big-endian), 300,000 units per file,
 // files named by the 20-digit logical byte offset of their first unit, RocketMQ's format
-// (../shared/reference/rocketmq-store.md section 2, engine/FORMAT.md "ConsumeQueue").
+// (engine/FORMAT.md "ConsumeQueue").
 //
 //   <dir>/<topic>/<queueId>/<20-digit logical byte offset>
 //

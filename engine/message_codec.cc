@@ -15,7 +15,7 @@
 namespace uringmq::engine {
 namespace {
 
-// Field positions that do not depend on the host widths (reference section 1.2).
+// Field positions that do not depend on the host widths (engine/FORMAT.md, "Message record (V1)").
 constexpr uint32_t kPosTotalSize = 0;
 constexpr uint32_t kPosMagic = 4;
 constexpr uint32_t kPosBodyCrc = 8;
@@ -404,7 +404,7 @@ void encode(const MessageInput& input, const AppendStamp& stamp, std::span<std::
   write_decimal_digits(out.data() + w.pos, record_crc);
 
 #ifndef NDEBUG
-  // Verify the record before it is written (STYLE 8); debug builds only, as it reads it twice.
+  // Verify the record before it is written; debug builds only, as it reads it twice.
   DecodeOptions check;
   check.expected_physical_offset = stamp.physical_offset >= 0 ? stamp.physical_offset : -1;
   check.limits.max_body_bytes = static_cast<uint32_t>(input.body.size());

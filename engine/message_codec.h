@@ -1,6 +1,6 @@
 #pragma once
 // The stored message record: RocketMQ 4.x's CommitLog layout (message version V1), byte for
-// byte, big-endian (engine/FORMAT.md, ../shared/reference/rocketmq-store.md section 1), plus a
+// byte, big-endian (engine/FORMAT.md "Message record (V1)"), plus a
 // whole-record CRC carried in the last property so 4.x clients still decode the record.
 //
 // Pure functions; thread-safe. encode() never allocates: it writes straight into the caller's

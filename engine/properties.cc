@@ -1,4 +1,4 @@
-// RocketMQ property strings (see properties.h and ../shared/reference/rocketmq-store.md 1.4).
+// RocketMQ property strings (properties.h; engine/FORMAT.md "Property string and the record CRC").
 #include "engine/properties.h"
 
 #include "engine/message_codec.h"
@@ -12,7 +12,7 @@ namespace {
 // True when text holds a \x01 or \x02. A plain byte loop: string_view::find_first_of with a
 // two-byte set calls memchr once per byte of text, which was a quarter of the shard thread's
 // time in timed intake (rewrite_timer appends five properties per message; bench/RESULTS.md,
-// issue 8).
+// "where timed intake's time goes").
 bool has_separator(std::string_view text) {
   bool found = false;
   for (char c : text) found |= (c == '\x01') | (c == '\x02');
@@ -42,7 +42,7 @@ void append_property(std::string& encoded, std::string_view name, std::string_vi
 // One memchr per entry (for its end) and a compare only where the entry can be `name`: the put
 // path asks for several names per message (parse_timer_request alone for five), and splitting
 // each entry at both separators cost two memchr calls per entry and name (bench/RESULTS.md,
-// issue 8). Same answer as the split: an entry's name is the text before its first \x01, so
+// timed intake). Same answer as the split: an entry's name is the text before its first \x01, so
 // the entry is `name`'s when it starts with name followed by \x01 and a non-empty value (an
 // entry with an empty value is malformed and skipped, as for_each_property and Java's
 // string2messageProperties do); a name holding a separator, or an empty one, names no entry.

@@ -3,7 +3,7 @@
 // head or a timer due within a few milliseconds has its record read now, so that when it falls
 // due its delivery copies the record from memory instead of waiting for a read; under load that
 // read was most of the time between a message falling due and its copy being appended
-// (bench/RESULTS.md, "Issues 5 and 8: flush cycles, reading ahead, a paced producer that
+// (bench/RESULTS.md, "Delay levels and timers: flush cycles, reading ahead, a paced producer that
 // sleeps").
 //
 // A fixed arena of slots, each holding one record of at most kSlotBytes (a larger record is not

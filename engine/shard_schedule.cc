@@ -1,4 +1,4 @@
-// Delay levels in a shard (RocketMQ's ScheduleMessageService, seeds/ and DESIGN.md section 4).
+// Delay levels in a shard (RocketMQ 4's ScheduleMessageService semantics).
 //
 // Put: a message with DELAY=L > 0 is stored in SCHEDULE_TOPIC_XXXX queue L-1 (L clamped to the
 // table's maximum) with REAL_TOPIC and REAL_QID saved; its unit's tagsCode is the deliver time,

@@ -10,7 +10,7 @@ namespace uringmq::engine {
 
 // One pass over the properties (the first entry of each name counts, as with find_property):
 // five find_property calls per put scanned the string five times, most of them for names that
-// are absent (bench/RESULTS.md, issue 8).
+// are absent (bench/RESULTS.md, timed intake).
 TimerRequest parse_timer_request(std::string_view properties, int64_t now_ms,
                                  int64_t max_delay_ms) {
   TimerRequest r;

@@ -1,5 +1,5 @@
 #pragma once
-// Timed messages (RocketMQ 5's timer, DESIGN.md section 4): which deliver time a message asks
+// Timed messages (RocketMQ 5's timer semantics): which deliver time a message asks
 // for, and the names the timer path stores. Pure functions; thread-safe.
 //
 // A message asks for a deliver time with one of these properties (RocketMQ 5's

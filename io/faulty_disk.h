@@ -1,7 +1,7 @@
 #pragma once
 // FaultyDisk: a decorator that injects device errors into any Disk — the real io_uring backend
 // (UringDisk) as well as SimDisk — so that the engine's fail-stop and no-space paths run on the
-// production IO path (reliability.md T4, like RocksDB's FaultInjectionTestFS or Redpanda's
+// production IO path (like RocksDB's FaultInjectionTestFS or Redpanda's
 // fail_next_*). SimDisk has its own fail_next(); this one works on every backend and adds short
 // writes, partly applied failed writes, sticky faults and path filters.
 //

@@ -36,7 +36,7 @@
 
 #include "io/disk.h"
 
-// liburing's types stay out of this header: the engine never sees <liburing.h> (STYLE.md 5).
+// liburing's types stay out of this header: the engine never sees <liburing.h>.
 struct io_uring;
 struct io_uring_sqe;
 

@@ -8,7 +8,7 @@
 // message is durable under SYNC_FLUSH (FLUSH_DISK_TIMEOUT after syncFlushTimeout), a held pull
 // when a message becomes visible or its suspend time ends.
 //
-// Why one reactor and not sockets in every shard's loop (DESIGN section 5): the shards' loops
+// Why one reactor and not sockets in every shard's loop: the shards' loops
 // stay disk-only and keep their sleep/wake contract, and on the 2-core machines this runs on
 // a shard per core plus one network thread is the measured best split (net/README.md). A
 // request crosses to its queue's shard through the same bounded SPSC rings an embedder uses.

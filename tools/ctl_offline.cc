@@ -1,6 +1,7 @@
 // uringmq-ctl offline commands (see ctl_offline.h). Files are mapped read-only: the scan is a
 // sequential walk the kernel reads ahead of, and a ConsumeQueue check is a lookup into the same
-// mapping, so no buffer management is needed. Tools may touch the OS directly (STYLE.md 1, 5).
+// mapping, so no buffer management is needed. Tools may touch the OS
+// directly (only the engine goes through io::Disk).
 
 #include "tools/ctl_offline.h"
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Sanitizer builds of the test suite, run by tools/test.sh after the normal build (STYLE.md 11).
+# Sanitizer builds of the test suite, run by tools/test.sh after the normal build.
 #   tools/sanitize.sh asan   build-asan: ASan + UBSan (-O1 -g, UBSan findings abort), every test
 #                            but the two that cannot run instrumented (see ASAN_EXCLUDE)
 #   tools/sanitize.sh tsan   build-tsan: TSan over the tests that run shards, the broker's

@@ -1,4 +1,5 @@
-// Goal: reliability.md T1 against the real broker process (uringmq-broker), end to end over the
+// Goal: the kill -9 crash loop with a ledger of acknowledged writes, against the real broker
+// process (uringmq-broker), end to end over the
 // RocketMQ remoting protocol. Producers send SYNC_FLUSH plain and delayed messages, a consumer
 // pulls and commits offsets, and the broker is killed with SIGKILL at random moments, again and
 // again on the same store. After every restart:

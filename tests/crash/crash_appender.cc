@@ -1,4 +1,4 @@
-// uringmq_crash_appender: the child that kill9_test.cc kills with SIGKILL (reliability.md T1).
+// uringmq_crash_appender: the child that kill9_test.cc kills with SIGKILL (the kill -9 crash loop).
 //
 // Opens a CommitLog on a real directory (UringDisk, SystemClock, SYNC_FLUSH, the options of
 // tests/crash/crash_log_options.h) and appends until killed, from several logical producers in

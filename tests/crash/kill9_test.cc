@@ -1,4 +1,4 @@
-// Goal: reliability.md T1 on one CommitLog. A real process appending with SYNC_FLUSH on
+// Goal: the kill -9 crash loop on one CommitLog. A real process appending with SYNC_FLUSH on
 // UringDisk is killed with SIGKILL at random moments, again and again on the same store; after
 // every kill recovery must succeed and every acknowledged append must be in the log, at the
 // offset its ack gave, once, in producer order, with no record that was never attempted and no
@@ -7,10 +7,10 @@
 // "acked" after each ok ack to a ledger file; sleep uniform 20..300 ms, or wait for the first
 // acks and kill right after them; SIGKILL; open the log in this process (UringDisk,
 // CommitLog::open), record the RecoveryReport, close it (cleanly, or not: then the next child
-// recovers an unclean stop again), read every record and run the §2.5 checker
+// recovers an unclean stop again), read every record and run the ledger checker
 // (tests/support/ledger_checker.h) over the whole history. Ends with one crash-summary line.
 // Limit: kill -9 keeps the page cache, so this proves the process-crash half of durability only;
-// power loss is T2/T3's (tests/sim/).
+// power loss is the simulation's (tests/sim/).
 // Environment: URINGMQ_KILL9_CYCLES (default 20), URINGMQ_SEED (default 20240601),
 // URINGMQ_KILL9_IO = buffered (default) | direct | mixed (O_DIRECT or not, per cycle).
 #include <gtest/gtest.h>

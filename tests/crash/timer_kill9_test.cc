@@ -1,4 +1,4 @@
-// Goal: timed messages (issue 8) are delivered exactly once across kill -9. A child sends timed
+// Goal: timed messages are delivered exactly once across kill -9. A child sends timed
 // messages (TIMER_DELAY_MS from 50 ms to 1.5 s, over a 0.7 s wheel horizon, so some are rolled
 // forward) and prints each acknowledged one; it is killed with SIGKILL at random moments,
 // mid-send, mid-delivery and mid-roll. After each kill the store reopens, every pending timer

@@ -1,5 +1,5 @@
 'use strict';
-// h. timed messages (issue 8) through ali-ons, which passes message properties untouched:
+// h. timed messages through ali-ons, which passes message properties untouched:
 // RocketMQ 5's TIMER_DELIVER_MS (set in msg.properties) and Aliyun's __STARTDELIVERTIME (set
 // with msg.setStartDeliverTime) with deliver times 1.5 s to 4 s ahead at odd milliseconds. Each
 // is received exactly once, no earlier than its deliver time (5 ms slack for the two clocks'

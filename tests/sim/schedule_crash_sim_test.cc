@@ -1,4 +1,4 @@
-// Goal: delayed delivery is exactly-once across crashes at random points (issue 5): after any
+// Goal: delayed delivery is exactly-once across crashes at random points: after any
 // power loss (unsynced pages kept, dropped or torn) or kill -9, and recovery, every delayed
 // message whose put was acknowledged is delivered to its real topic and queue exactly once, never
 // before its deliver time; no message is delivered twice, none appears from nowhere; every

@@ -1,5 +1,5 @@
 // Goal: timed messages (TIMER_DELIVER_MS, __STARTDELIVERTIME, TIMER_DELAY_MS, TIMER_DELAY_SEC)
-// and their cancels are exactly-once across crashes at random points (issue 8): after any power
+// and their cancels are exactly-once across crashes at random points: after any power
 // loss (unsynced pages kept, dropped or torn) or kill -9, and recovery, every timed message whose
 // put was acknowledged (or whose record is in the log) is delivered to its REAL_TOPIC/REAL_QID
 // exactly once, never before its deliver time, never when a cancel won, nothing from nowhere;

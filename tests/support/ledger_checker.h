@@ -1,5 +1,5 @@
 #pragma once
-// LedgerChecker: the acknowledged-write checker of reliability.md §2.5, shared by the kill -9
+// LedgerChecker: the acknowledged-write checker, shared by the kill -9
 // crash loop (tests/crash/) and the simulation (tests/sim/).
 //
 // Input: the ledger (every append attempted, and for each acknowledged one the offset the log

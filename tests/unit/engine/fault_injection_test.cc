@@ -1,4 +1,4 @@
-// Goal: reliability.md T4 on the production IO path. The CommitLog runs over io::FaultyDisk
+// Goal: device errors on the production IO path. The CommitLog runs over io::FaultyDisk
 // wrapping the real io_uring backend (UringDisk) on real files, and each device fault behaves as
 // engine/README.md promises:
 //   - EIO on a write (also one that wrote part of its bytes) and EIO on fdatasync: fail-stop.
@@ -22,7 +22,7 @@
 // ends, then power loss (SimDisk::crash: unsynced pages kept, dropped or torn) and recovery:
 // every acknowledged record must survive; the same seeds with the canary must lose some.
 // Method: ManualClock, small segments (128 KiB), O_DIRECT (the default) and buffered where the
-// write shapes differ; every check goes through the §2.5 checker (tests/support/ledger_checker).
+// write shapes differ; every check goes through the ledger checker (tests/support/ledger_checker).
 // Environment: URINGMQ_FAULT_SEEDS (default 60), URINGMQ_SEED (first seed, default 1).
 
 #include <gtest/gtest.h>

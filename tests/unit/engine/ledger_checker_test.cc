@@ -1,5 +1,5 @@
 // Goal: the ledger checker (tests/support/ledger_checker.h) cannot pass a broken history
-// (reliability.md T8): one hand-made history per anomaly class, each reported under its class
+// (a checker self-test): one hand-made history per anomaly class, each reported under its class
 // and only there, next to a valid history (with unacknowledged records present and absent) that
 // reports nothing.
 // Method: build ledgers and "recovered logs" by hand; no disk.

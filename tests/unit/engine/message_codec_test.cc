@@ -1,5 +1,5 @@
 // Goal: prove engine/message_codec writes RocketMQ 4.x's V1 CommitLog record byte for byte
-// (../shared/reference/rocketmq-store.md 1.2) plus the whole-record CRC property, and that
+// (engine/FORMAT.md) plus the whole-record CRC property, and that
 // decode() accepts exactly the records encode() writes: every truncation is `truncated`, every
 // single-bit flip is rejected, no input makes it read outside its span.
 // Method: golden records built by hand here from the reference field table (literal hex per

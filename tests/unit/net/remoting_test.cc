@@ -1,4 +1,4 @@
-// Goal: the remoting codec reads exactly what ali-ons sends (rocketmq-protocol.md 1.2), writes
+// Goal: the remoting codec reads exactly what ali-ons sends (net/FORMAT.md), writes
 // what ali-ons can read back, round-trips both header types, and refuses malformed or oversized
 // frames at the earliest byte that proves them bad; the blocking client matches responses by
 // opaque.
