@@ -38,8 +38,8 @@ struct BenchMessage {
 
   explicit BenchMessage(size_t body_bytes) : body(body_bytes) {
     for (size_t i = 0; i < body.size(); i++) body[i] = static_cast<std::byte>(i * 31 + 7);
-    engine::append_property(properties, "TAGS", "bench");
-    engine::append_property(properties, "KEYS", "order-000042");
+    engine::append_property(properties, engine::kPropertyTags, "bench");
+    engine::append_property(properties, engine::kPropertyKeys, "order-000042");
     input.topic = "BenchTopic";
     input.queue_id = 3;
     input.body = body;

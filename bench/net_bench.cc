@@ -45,6 +45,7 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/property_names.h"
 #include "net/remoting.h"
 
 namespace {
@@ -342,8 +343,11 @@ void LoadGenerator::build_remoting_frames(Connection& c) {
   c.frames.resize(a_.pipeline);
   // --delay-level N: every message is a delayed one (property DELAY=N), for the pending-memory
   // and delayed-intake measurements.
-  std::string properties = "TAGS\x01" "bench\x02";
-  if (a_.delay_level > 0) properties += "DELAY\x01" + std::to_string(a_.delay_level) + "\x02";
+  std::string properties = std::string(engine::kPropertyTags) + '\x01' + "bench\x02";
+  if (a_.delay_level > 0) {
+    properties += std::string(engine::kPropertyDelayTimeLevel) + "\x01" +
+                  std::to_string(a_.delay_level) + "\x02";
+  }
   for (uint32_t s = 0; s < a_.pipeline; s++) {
     net::RemotingCommand cmd;
     cmd.code = net::request_code::kSendMessageV2;

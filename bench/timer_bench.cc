@@ -119,7 +119,7 @@ int main(int argc, char** argv) {
   const int64_t start = wall_ms();
   auto timed_props = [&](uint64_t) {
     std::string p;
-    engine::append_property(p, "TIMER_DELIVER_MS",
+    engine::append_property(p, engine::kPropertyTimerDeliverMs,
                             std::to_string(start + 60'000 + rng() % (30LL * 86'400'000 - 60'000)));
     return p;
   };
@@ -208,7 +208,7 @@ int main(int argc, char** argv) {
       size_t at = 0;
       for (uint32_t i = 0; i < c.message_count; i++) {
         auto r = engine::decode(std::span<const std::byte>(buffer).subspan(at), {});
-        auto out = engine::find_property(r.view.user_properties, "TIMER_OUT_MS");
+        auto out = engine::find_property(r.view.user_properties, engine::kPropertyTimerOutMs);
         if (out) late.push_back(now_us / 1000.0 - std::stod(std::string(*out)));
         at += r.size;
       }
@@ -218,8 +218,9 @@ int main(int argc, char** argv) {
   const int64_t near0 = wall_ms();
   send_many(*session, "BenchNear", l, [&](uint64_t i) {
     std::string p;
-    engine::append_property(p, "TIMER_DELIVER_MS",
-                            std::to_string(near0 + 2000 + static_cast<int64_t>(i * 8000 / l) + rng() % 3));
+    engine::append_property(
+        p, engine::kPropertyTimerDeliverMs,
+        std::to_string(near0 + 2000 + static_cast<int64_t>(i * 8000 / l) + rng() % 3));
     return p;
   });
   consumer.join();

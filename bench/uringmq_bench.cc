@@ -941,7 +941,7 @@ uint32_t prepare_shared(Shared& sh, const Args& a, Store& store, const StoreOpti
   sh.store = &store;
   sh.queues = queue_plan(store, a.queues);
   sh.properties.clear();
-  engine::append_property(sh.properties, "TAGS", "bench");
+  engine::append_property(sh.properties, engine::kPropertyTags, "bench");
   engine::MessageInput probe;
   probe.topic = kTopic;
   std::vector<std::byte> probe_body(a.message_bytes);
@@ -1037,11 +1037,14 @@ bool walk_records(const std::byte* buf, uint32_t bytes, uint32_t count, int64_t 
   uint32_t pos = 0;
   uint64_t prev_end = UINT64_MAX;
   for (uint32_t i = 0; i < count; i++) {
-    if (pos + 36 > bytes) return false;
-    const uint32_t size = engine::get_u32(buf + pos);
-    const int64_t queue_offset = static_cast<int64_t>(engine::get_u64(buf + pos + 20));
-    const uint64_t physical = engine::get_u64(buf + pos + 28);
-    if (size < 36 || pos + size > bytes || queue_offset != first_offset + i) return false;
+    if (pos + engine::kRecordSysFlagAt > bytes) return false;
+    const std::span<const std::byte> record(buf + pos, bytes - pos);
+    const uint32_t size = engine::record_total_size(record);
+    const int64_t queue_offset = engine::record_queue_offset(record);
+    const uint64_t physical = engine::record_physical_offset(record);
+    if (size < engine::kRecordSysFlagAt || pos + size > bytes || queue_offset != first_offset + i) {
+      return false;
+    }
     if (physical != prev_end) reads++;
     prev_end = physical + size;
     pos += size;
@@ -1558,7 +1561,7 @@ int main(int argc, char** argv) {
   sh.args = &a;
   sh.store = &store;
   sh.queues = queue_plan(store, a.queues);
-  engine::append_property(sh.properties, "TAGS", "bench");
+  engine::append_property(sh.properties, engine::kPropertyTags, "bench");
   // Record size, as the log stores it (IPv4 hosts; the CRC property included).
   engine::MessageInput probe;
   probe.topic = kTopic;

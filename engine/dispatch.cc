@@ -17,7 +17,7 @@ int64_t unit_tags_code(std::string_view topic, std::string_view properties,
                        int64_t store_timestamp_ms, const sched::DelayLevels& levels) {
   if (topic == kScheduleTopic) {
     int64_t delay_ms = 1000;
-    if (auto level = find_property(properties, "DELAY")) {
+    if (auto level = find_property(properties, kPropertyDelayTimeLevel)) {
       int64_t requested = 0;
       for (char c : *level) requested = c >= '0' && c <= '9' ? requested * 10 + (c - '0') : requested;
       uint32_t clamped = levels.clamp(requested);
@@ -26,7 +26,7 @@ int64_t unit_tags_code(std::string_view topic, std::string_view properties,
     return store_timestamp_ms + delay_ms;
   }
   if (topic == kTimerTopic) return timer_deliver_ms(properties);
-  return tags_code_of(find_property(properties, "TAGS").value_or(""));
+  return tags_code_of(find_property(properties, kPropertyTags).value_or(""));
 }
 
 CqUnit unit_of(uint64_t log_offset, const MessageView& record, const sched::DelayLevels& levels) {

@@ -62,14 +62,15 @@ io::Result<uint64_t> torn_tail_bytes(io::Disk& disk, const CommitLogOptions& opt
   while (tail > 0 && bytes[tail - 1] == std::byte{0}) tail--;
   const uint64_t last_nonzero_end = end + tail;
   // A valid record beyond the unsynced window proves corruption: look only where a record
-  // could start (its magic at +4), from the window on.
-  const std::byte magic[4] = {std::byte{0xDA}, std::byte{0xA3}, std::byte{0x20}, std::byte{0xA7}};
-  for (uint64_t i = window; i + 8 <= tail;) {
-    const void* hit = std::memchr(bytes.data() + i + 4, 0xDA, tail - i - 4);
+  // could start (its magic at kRecordMagicAt, first byte 0xDA), from the window on.
+  constexpr uint64_t at = kRecordMagicAt;
+  static_assert(kMagicMessageV1 >> 24 == 0xDA);
+  for (uint64_t i = window; i + at + 4 <= tail;) {
+    const void* hit = std::memchr(bytes.data() + i + at, 0xDA, tail - i - at);
     if (hit == nullptr) break;
-    i = static_cast<uint64_t>(static_cast<const std::byte*>(hit) - bytes.data()) - 4;
-    if (i + 8 > bytes.size()) break;
-    if (std::memcmp(&bytes[i + 4], magic, 4) == 0) {
+    i = static_cast<uint64_t>(static_cast<const std::byte*>(hit) - bytes.data()) - at;
+    if (i + at + 4 > bytes.size()) break;
+    if (record_magic(std::span<const std::byte>(bytes).subspan(i)) == kMagicMessageV1) {
       const uint64_t pos = end + i;
       decode_options.expected_physical_offset = static_cast<int64_t>(pos);
       DecodeResult r = decode(std::span<const std::byte>(bytes).subspan(i), decode_options);

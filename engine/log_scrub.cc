@@ -203,8 +203,8 @@ void LogScrub::walk(int64_t now_ms) {
 bool LogScrub::resync(uint64_t seg_end) {
   const std::byte* at = buf_.get() + (pos_ - buf_start_);
   const uint64_t n = buffer_end() - pos_;
-  for (uint64_t i = 0; i + 8 <= n; i++) {
-    const uint32_t magic = get_u32(at + i + 4);
+  for (uint64_t i = 0; i + kRecordMagicAt + 4 <= n; i++) {
+    const uint32_t magic = record_magic(std::span(at + i, n - i));
     if (magic != kMagicMessageV1 && magic != kMagicBlank) continue;
     DecodeResult r = decode_log_step(std::span(at + i, n - i), pos_ + i, seg_end, decode_options_);
     if (r.outcome == DecodeOutcome::truncated) {  // a candidate cut by the chunk: read on

@@ -15,20 +15,9 @@
 namespace uringmq::engine {
 namespace {
 
-// Field positions that do not depend on the host widths (engine/FORMAT.md, "Message record (V1)").
-constexpr uint32_t kPosTotalSize = 0;
-constexpr uint32_t kPosMagic = 4;
-constexpr uint32_t kPosBodyCrc = 8;
-constexpr uint32_t kPosQueueId = 12;
-constexpr uint32_t kPosFlag = 16;
-constexpr uint32_t kPosQueueOffset = 20;
-constexpr uint32_t kPosPhysicalOffset = 28;
-constexpr uint32_t kPosSysFlag = 36;
-constexpr uint32_t kPosBornTimestamp = 40;
-constexpr uint32_t kPosBornHost = 48;
-constexpr uint32_t kPortBytes = 4;
-constexpr uint32_t kHostBytesIpv4 = 4 + kPortBytes;
-constexpr uint32_t kHostBytesIpv6 = 16 + kPortBytes;
+// Field positions: message_codec.h (kRecord*At).
+constexpr uint32_t kHostBytesIpv4 = kRecordHostBytesIpv4;
+constexpr uint32_t kHostBytesIpv6 = kRecordHostBytesIpv6;
 // STORETIMESTAMP, RECONSUMETIMES, PREPARED TX OFFSET, and the three length fields.
 constexpr uint32_t kTailFixedBytes = 8 + 4 + 8 + 4 + 1 + 2;
 // The smallest record: IPv4 hosts, empty body, one-byte topic, no properties.
@@ -41,29 +30,18 @@ constexpr uint32_t kMagicMessageV2 = 0xDAA320AB;
 // than re-reading the body).
 constexpr size_t kCombineMinBodyBytes = 256;
 
-static_assert(kPosTotalSize + 4 == kPosMagic);
-static_assert(kPosMagic + 4 == kPosBodyCrc);
-static_assert(kPosBodyCrc + 4 == kPosQueueId);
-static_assert(kPosQueueId + 4 == kPosFlag);
-static_assert(kPosFlag + 4 == kPosQueueOffset);
-static_assert(kPosQueueOffset + 8 == kPosPhysicalOffset);
-static_assert(kPosPhysicalOffset + 8 == kPosSysFlag);
-static_assert(kPosSysFlag + 4 == kPosBornTimestamp);
-static_assert(kPosBornTimestamp + 8 == kPosBornHost);
-static_assert(kPosBornHost + 2 * kHostBytesIpv4 + kTailFixedBytes == kFixedBytesIpv4);
-static_assert(kFixedBytesIpv4 == 91);
-static_assert(kHostBytesIpv6 - kHostBytesIpv4 == kIpv6ExtraBytes);
+static_assert(kRecordBornHostAt + 2 * kHostBytesIpv4 + kTailFixedBytes == kFixedBytesIpv4);
 static_assert(static_cast<int32_t>(kMagicMessageV1) == -626843481);
 static_assert(static_cast<int32_t>(kMagicBlank) == -875286124);
 static_assert(kBlankRecordBytes == 8);
 static_assert(kMaxTopicBytes == 127);         // V1's signed byte length
 static_assert(kMaxPropertiesBytes == 32767);  // signed short length
-static_assert(kRecordCrcKey.size() + 1 + kRecordCrcDigits == kRecordCrcPropertyBytes);
+static_assert(kPropertyRecordCrc.size() + 1 + kRecordCrcDigits == kRecordCrcPropertyBytes);
 static_assert(kRecordCrcPropertyBytes == 19);
 static_assert(kRecordCrcDigits == 10);  // 4294967295 has 10 digits
 
 uint32_t host_bytes(const HostAddress& host) {
-  return host.address_length + kPortBytes;
+  return host.address_length + kRecordPortBytes;
 }
 
 // Length of the stored property string: user properties, [\x02], the CRC property.
@@ -268,8 +246,8 @@ const char* parse_fields(std::span<const std::byte> record, MessageView& v) {
 std::optional<std::string_view> split_record_crc(std::string_view props) {
   if (props.size() < kRecordCrcPropertyBytes) return std::nullopt;
   size_t at = props.size() - kRecordCrcPropertyBytes;
-  if (props.substr(at, kRecordCrcKey.size()) != kRecordCrcKey) return std::nullopt;
-  if (props[at + kRecordCrcKey.size()] != kNameValueSeparator) return std::nullopt;
+  if (props.substr(at, kPropertyRecordCrc.size()) != kPropertyRecordCrc) return std::nullopt;
+  if (props[at + kPropertyRecordCrc.size()] != kNameValueSeparator) return std::nullopt;
   if (at == 0) return std::string_view();
   if (at < 2 || props[at - 1] != kPropertySeparator) return std::nullopt;
   return props.substr(0, at - 1);
@@ -280,14 +258,14 @@ const char* check_record_crc(std::span<const std::byte> record, MessageView& v,
                              const DecodeOptions& options, uint32_t body_crc) {
   std::optional<std::string_view> user = split_record_crc(v.properties);
   if (!user) {
-    if (find_property(v.properties, kRecordCrcKey)) {
+    if (find_property(v.properties, kPropertyRecordCrc)) {
       return "record CRC property malformed or not the last property";
     }
     if (options.require_record_crc) return "record CRC property missing";
     v.user_properties = v.properties;
     return nullptr;
   }
-  if (find_property(*user, kRecordCrcKey)) return "record CRC property appears twice";
+  if (find_property(*user, kPropertyRecordCrc)) return "record CRC property appears twice";
   std::string_view digits = v.properties.substr(v.properties.size() - kRecordCrcDigits);
   uint64_t stored = 0;
   for (char c : digits) {
@@ -340,7 +318,7 @@ io::Result<uint32_t> encoded_size(const MessageInput& input, const CodecLimits& 
                                  std::to_string(input.properties.size()) +
                                  " + record CRC property)");
   }
-  if (find_property(input.properties, kRecordCrcKey)) {
+  if (find_property(input.properties, kPropertyRecordCrc)) {
     return io::Status::error(io::Code::invalid_argument,
                              "properties already carry the reserved __CRC32# property");
   }
@@ -390,7 +368,7 @@ void encode(const MessageInput& input, const AppendStamp& stamp, std::span<std::
   w.u16(static_cast<uint16_t>(stored_properties_bytes(input.properties)));
   w.bytes(input.properties.data(), input.properties.size());
   if (!input.properties.empty()) w.u8(static_cast<uint8_t>(kPropertySeparator));
-  w.bytes(kRecordCrcKey.data(), kRecordCrcKey.size());
+  w.bytes(kPropertyRecordCrc.data(), kPropertyRecordCrc.size());
   w.u8(static_cast<uint8_t>(kNameValueSeparator));
   UMQ_ASSERT(w.pos + kRecordCrcDigits == total);
   uint32_t record_crc = 0;
@@ -425,10 +403,10 @@ std::optional<PropertiesAt> locate_properties(std::span<const std::byte> record)
   if (record.size() < kMinRecordBytes || get_u32(record.data()) != record.size()) {
     return std::nullopt;
   }
-  const int32_t sys_flag = static_cast<int32_t>(get_u32(record.data() + kPosSysFlag));
+  const int32_t sys_flag = static_cast<int32_t>(get_u32(record.data() + kRecordSysFlagAt));
   const size_t born = (sys_flag & kSysFlagBornHostV6) != 0 ? kHostBytesIpv6 : kHostBytesIpv4;
   const size_t store = (sys_flag & kSysFlagStoreHostV6) != 0 ? kHostBytesIpv6 : kHostBytesIpv4;
-  size_t at = kPosBornHost + born + 8 + store + 4 + 8;  // to BODY LENGTH
+  size_t at = kRecordBornHostAt + born + 8 + store + 4 + 8;  // to BODY LENGTH
   if (at + 4 > record.size()) return std::nullopt;
   at += 4 + uint64_t{get_u32(record.data() + at)};
   if (at + 1 > record.size()) return std::nullopt;
@@ -441,8 +419,8 @@ std::optional<PropertiesAt> locate_properties(std::span<const std::byte> record)
 
 bool mentions_internal_property(std::string_view properties) {
   return properties.find(kInternalPropertyPrefix) != std::string_view::npos ||
-         properties.find(kRecordCrcKey) != std::string_view::npos ||
-         properties.find("TIMER_OUT_MS") != std::string_view::npos;
+         properties.find(kPropertyRecordCrc) != std::string_view::npos ||
+         properties.find(kPropertyTimerOutMs) != std::string_view::npos;
 }
 
 // Copies the entries of `properties` that are not internal to `out`, in order, joined by \x02;
@@ -488,8 +466,8 @@ uint32_t write_client_record(std::span<const std::byte> record, int64_t physical
   }
   UMQ_ASSERT(props_bytes <= at->properties.size());
   const uint32_t total = static_cast<uint32_t>(props_at + props_bytes);
-  put_u32(out + kPosTotalSize, total);
-  put_u64(out + kPosPhysicalOffset, static_cast<uint64_t>(physical_offset));
+  put_u32(out + kRecordTotalSizeAt, total);
+  put_u64(out + kRecordPhysicalOffsetAt, static_cast<uint64_t>(physical_offset));
   put_u16(out + at->length_at, static_cast<uint16_t>(props_bytes));
   return total;
 }
@@ -499,21 +477,21 @@ void encode_blank(uint32_t remaining_bytes, std::span<std::byte> out) {
   UMQ_ASSERT(remaining_bytes <= INT32_MAX);
   UMQ_ASSERT(out.size() == kBlankRecordBytes);
   put_u32(out.data(), remaining_bytes);
-  put_u32(out.data() + kPosMagic, kMagicBlank);
+  put_u32(out.data() + kRecordMagicAt, kMagicBlank);
 }
 
 DecodeResult decode(std::span<const std::byte> bytes, const DecodeOptions& options) {
   if (bytes.size() < 4) return outcome_only(DecodeOutcome::truncated, 0);
-  const uint32_t total = get_u32(bytes.data() + kPosTotalSize);
+  const uint32_t total = get_u32(bytes.data() + kRecordTotalSizeAt);
   if (total == 0) {
     // Pre-zeroed space. With 4..7 bytes the magic cannot be seen; zero TOTALSIZE is enough.
-    if (bytes.size() < 8 || get_u32(bytes.data() + kPosMagic) == 0) {
+    if (bytes.size() < 8 || get_u32(bytes.data() + kRecordMagicAt) == 0) {
       return outcome_only(DecodeOutcome::end, 0);
     }
     return corrupt("TOTALSIZE is zero but MAGICCODE is not");
   }
   if (bytes.size() < 8) return outcome_only(DecodeOutcome::truncated, 0);
-  const uint32_t magic = get_u32(bytes.data() + kPosMagic);
+  const uint32_t magic = get_u32(bytes.data() + kRecordMagicAt);
   if (magic == kMagicBlank) {
     if (total < kBlankRecordBytes || total > INT32_MAX) {
       return corrupt("blank record TOTALSIZE out of range");

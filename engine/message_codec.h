@@ -13,6 +13,9 @@
 #include <string>
 #include <string_view>
 
+#include "engine/byte_order.h"
+#include "engine/property_names.h"
+#include "io/assert.h"
 #include "io/status.h"
 
 namespace uringmq::engine {
@@ -39,10 +42,81 @@ inline constexpr char kNameValueSeparator = '\x01';
 inline constexpr char kPropertySeparator = '\x02';
 // The whole-record check: the last property is "__CRC32#" \x01 <10 decimal digits>, the CRC-32
 // (IEEE) of every record byte before those digits (header, body, topic, other properties).
-inline constexpr std::string_view kRecordCrcKey = "__CRC32#";
+// Its name: kPropertyRecordCrc (property_names.h).
 inline constexpr uint32_t kRecordCrcDigits = 10;
 // Bytes the CRC property adds to the property string: [\x02] "__CRC32#" \x01 dddddddddd.
 inline constexpr uint32_t kRecordCrcPropertyBytes = 8 + 1 + kRecordCrcDigits;
+
+// Field positions in a record's header (RocketMQ's CommitLog V1 layout, FORMAT.md). Those up to
+// BORNHOST do not depend on the host widths; STORETIMESTAMP follows the born host (4 or 16
+// address bytes and a 4-byte port). Code outside the codec reads and writes these fields
+// through the accessors below, never by position.
+inline constexpr uint32_t kRecordTotalSizeAt = 0;        // TOTALSIZE, u32
+inline constexpr uint32_t kRecordMagicAt = 4;            // MAGICCODE, u32
+inline constexpr uint32_t kRecordBodyCrcAt = 8;          // BODYCRC, i32
+inline constexpr uint32_t kRecordQueueIdAt = 12;         // QUEUEID, i32
+inline constexpr uint32_t kRecordFlagAt = 16;            // FLAG, i32
+inline constexpr uint32_t kRecordQueueOffsetAt = 20;     // QUEUEOFFSET, i64
+inline constexpr uint32_t kRecordPhysicalOffsetAt = 28;  // PHYSICALOFFSET, i64
+inline constexpr uint32_t kRecordSysFlagAt = 36;         // SYSFLAG, i32
+inline constexpr uint32_t kRecordBornTimestampAt = 40;   // BORNTIMESTAMP, i64
+inline constexpr uint32_t kRecordBornHostAt = 48;        // BORNHOST, 8 or 20 bytes
+inline constexpr uint32_t kRecordPortBytes = 4;
+inline constexpr uint32_t kRecordHostBytesIpv4 = 4 + kRecordPortBytes;
+inline constexpr uint32_t kRecordHostBytesIpv6 = 16 + kRecordPortBytes;
+// Bytes of a record's start that hold every field up to and including STORETIMESTAMP, whatever
+// the born host's width.
+inline constexpr uint32_t kRecordStoreTimestampEndMax =
+    kRecordBornHostAt + kRecordHostBytesIpv6 + 8;
+static_assert(kRecordTotalSizeAt + 4 == kRecordMagicAt);
+static_assert(kRecordMagicAt + 4 == kRecordBodyCrcAt);
+static_assert(kRecordBodyCrcAt + 4 == kRecordQueueIdAt);
+static_assert(kRecordQueueIdAt + 4 == kRecordFlagAt);
+static_assert(kRecordFlagAt + 4 == kRecordQueueOffsetAt);
+static_assert(kRecordQueueOffsetAt + 8 == kRecordPhysicalOffsetAt);
+static_assert(kRecordPhysicalOffsetAt + 8 == kRecordSysFlagAt);
+static_assert(kRecordSysFlagAt + 4 == kRecordBornTimestampAt);
+static_assert(kRecordBornTimestampAt + 8 == kRecordBornHostAt);
+static_assert(kRecordHostBytesIpv6 - kRecordHostBytesIpv4 == kIpv6ExtraBytes);
+static_assert(kFixedBytesIpv4 == 91);
+static_assert(kBlankRecordBytes == kRecordMagicAt + 4);  // a blank record: TOTALSIZE, MAGICCODE
+
+// Header accessors: one field of the record that starts at `record`, read or written in place,
+// unchecked (decode() checks a record; these serve code that already holds a checked record or
+// only needs one field, such as a search over store times). Precondition: `record` holds the
+// field (an assertion checks it).
+inline uint32_t record_total_size(std::span<const std::byte> record) {
+  UMQ_ASSERT_MSG(record.size() >= kRecordTotalSizeAt + 4, "TOTALSIZE outside the bytes");
+  return get_u32(record.data() + kRecordTotalSizeAt);
+}
+inline uint32_t record_magic(std::span<const std::byte> record) {
+  UMQ_ASSERT_MSG(record.size() >= kRecordMagicAt + 4, "MAGICCODE outside the bytes");
+  return get_u32(record.data() + kRecordMagicAt);
+}
+inline int64_t record_queue_offset(std::span<const std::byte> record) {
+  UMQ_ASSERT_MSG(record.size() >= kRecordQueueOffsetAt + 8, "QUEUEOFFSET outside the bytes");
+  return static_cast<int64_t>(get_u64(record.data() + kRecordQueueOffsetAt));
+}
+inline uint64_t record_physical_offset(std::span<const std::byte> record) {
+  UMQ_ASSERT_MSG(record.size() >= kRecordPhysicalOffsetAt + 8, "PHYSICALOFFSET outside the bytes");
+  return get_u64(record.data() + kRecordPhysicalOffsetAt);
+}
+inline void set_record_physical_offset(std::span<std::byte> record, uint64_t physical_offset) {
+  UMQ_ASSERT_MSG(record.size() >= kRecordPhysicalOffsetAt + 8, "PHYSICALOFFSET outside the bytes");
+  put_u64(record.data() + kRecordPhysicalOffsetAt, physical_offset);
+}
+inline int32_t record_sys_flag(std::span<const std::byte> record) {
+  UMQ_ASSERT_MSG(record.size() >= kRecordSysFlagAt + 4, "SYSFLAG outside the bytes");
+  return static_cast<int32_t>(get_u32(record.data() + kRecordSysFlagAt));
+}
+// STORETIMESTAMP, after the born host (whose width SYSFLAG gives).
+inline int64_t record_store_timestamp_ms(std::span<const std::byte> record) {
+  const uint32_t at = kRecordBornHostAt + ((record_sys_flag(record) & kSysFlagBornHostV6) != 0
+                                               ? kRecordHostBytesIpv6
+                                               : kRecordHostBytesIpv4);
+  UMQ_ASSERT_MSG(record.size() >= at + 8, "STORETIMESTAMP outside the bytes");
+  return static_cast<int64_t>(get_u64(record.data() + at));
+}
 
 struct HostAddress {
   std::array<uint8_t, 16> address{};  // network order; IPv4 uses the first 4 bytes

@@ -20,12 +20,9 @@ bool has_separator(std::string_view text) {
 }
 }  // namespace
 
-static_assert(kDeliveryMarker.starts_with(kInternalPropertyPrefix));
-static_assert(kTimerPutMs.starts_with(kInternalPropertyPrefix));
-static_assert(kTimerCancelKey.starts_with(kInternalPropertyPrefix));
-
 bool is_internal_property(std::string_view name) {
-  return name.starts_with(kInternalPropertyPrefix) || name == kRecordCrcKey || name == kTimerOutMs;
+  return name.starts_with(kInternalPropertyPrefix) || name == kPropertyRecordCrc ||
+         name == kPropertyTimerOutMs;
 }
 
 void append_property(std::string& encoded, std::string_view name, std::string_view value) {

@@ -6,13 +6,14 @@
 #include <string>
 #include <string_view>
 
+#include "engine/property_names.h"
+
 namespace uringmq::engine {
 
 // uringmq's own properties, which consumers never receive (the broker removes them from what it
-// hands to clients, engine::write_client_record): every name starting "__UMQ_" (delivery
-// markers, a timer's put time, timer cancels), the record CRC "__CRC32#", and the timer wheel's
-// deliver time "TIMER_OUT_MS". One list: a new internal property is named here.
-inline constexpr std::string_view kInternalPropertyPrefix = "__UMQ_";
+// hands to clients, engine::write_client_record): every name starting kInternalPropertyPrefix
+// (delivery markers, a timer's put time, timer cancels), the record CRC, and the timer wheel's
+// deliver time TIMER_OUT_MS. One list: a new internal property is named in property_names.h.
 bool is_internal_property(std::string_view name);
 
 // Appends one property to an encoded string (adds the \x02 separator when not empty).

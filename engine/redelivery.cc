@@ -15,8 +15,8 @@ bool parse_decimal(std::string_view text, int64_t* out) {
 
 RealQueue copy_for_real_queue(const MessageView& held, MessageInput* in) {
   RealQueue real;
-  real.topic = find_property(held.user_properties, "REAL_TOPIC").value_or("");
-  auto qid = find_property(held.user_properties, "REAL_QID");
+  real.topic = find_property(held.user_properties, kPropertyRealTopic).value_or("");
+  auto qid = find_property(held.user_properties, kPropertyRealQueueId);
   if (!qid || !parse_decimal(*qid, &real.queue_id)) real.queue_id = -1;
   in->body = held.body;
   in->flag = held.flag;
@@ -31,11 +31,11 @@ RealQueue copy_for_real_queue(const MessageView& held, MessageInput* in) {
 
 void append_park_properties(std::string& out, const RealQueue& real, bool readable) {
   char number[24];
-  if (!real.topic.empty()) append_property(out, "REAL_TOPIC", real.topic);
+  if (!real.topic.empty()) append_property(out, kPropertyRealTopic, real.topic);
   if (real.queue_id >= 0) {
     auto [end, ec] = std::to_chars(number, number + sizeof(number), real.queue_id);
     (void)ec;
-    append_property(out, "REAL_QID", std::string_view(number, end - number));
+    append_property(out, kPropertyRealQueueId, std::string_view(number, end - number));
   }
   append_property(out, "PARK_REASON",
                   !readable         ? "unreadable"
@@ -56,7 +56,7 @@ void append_delivery_marker(std::string& out, std::string_view prefix, int64_t a
   UMQ_ASSERT(at < end);
   *at++ = ':';
   at = std::to_chars(at, end, b).ptr;
-  append_property(out, kDeliveryMarker, std::string_view(value, at - value));
+  append_property(out, kPropertyDeliveryMarker, std::string_view(value, at - value));
 }
 
 bool parse_delivery_marker(std::string_view value, std::string_view prefix, int64_t* a,

@@ -9,10 +9,9 @@
 #include <string_view>
 
 #include "engine/message_codec.h"
+#include "engine/property_names.h"
 
 namespace uringmq::engine {
-
-inline constexpr std::string_view kDeliveryMarker = "__UMQ_DLV";
 
 // A whole decimal integer (properties hold numbers as text); false for anything else.
 bool parse_decimal(std::string_view text, int64_t* out);

@@ -228,7 +228,7 @@ io::Status Shard::init_after_recovery() {
     bool known = false;
     for (const auto& [b, ts] : segment_first_ts_) known = known || b == base;
     if (known) continue;
-    std::array<std::byte, 96> header{};
+    std::array<std::byte, engine::kRecordStoreTimestampEndMax> header{};
     std::string path = io::path_join(io::path_join(shard_dir_, "commitlog"),
                                      engine::CommitLog::segment_name(base));
     io::Result<io::FileHandle> file = disk_->open(path, io::OpenMode::read_only);
@@ -236,11 +236,8 @@ io::Status Shard::init_after_recovery() {
     io::Status s = io::read_exact(*disk_, *file, 0, header, "read " + path);
     disk_->close(*file);
     UMQ_RETURN_IF_ERROR(s);
-    uint32_t magic = engine::get_u32(header.data() + 4);
-    if (magic != engine::kMagicMessageV1) continue;  // an empty segment
-    uint32_t sys_flag = engine::get_u32(header.data() + 36);
-    size_t ts_at = (sys_flag & engine::kSysFlagBornHostV6) != 0 ? 68 : 56;
-    note_segment_first_timestamp(base, static_cast<int64_t>(engine::get_u64(header.data() + ts_at)));
+    if (engine::record_magic(header) != engine::kMagicMessageV1) continue;  // an empty segment
+    note_segment_first_timestamp(base, engine::record_store_timestamp_ms(header));
   }
   return io::Status::ok();
 }
@@ -331,10 +328,21 @@ void Shard::submit_work() {
   limit_checkpoint();
 }
 
+// The limit never moves below a checkpoint the log may have written (below both the last limit
+// and the durable offset): recovery would not scan the records it protects. One exception, a
+// timer slot's hold: a cancelled timer's skip holds its slot at the timer's own record, which the
+// checkpoint may have passed (harmless: a skip leaves no marker to find; the checkpoint only
+// goes back, and recovery scans more).
 void Shard::limit_checkpoint() {
-  log_->set_checkpoint_limit(std::min({cq_->durable_dispatched(), delivery_low_water(),
-                                       timer_low_water(), internal_ack_low_water(),
-                                       held_copies_low_water()}));
+  const uint64_t timer_low = timer_low_water();
+  const uint64_t limit = std::min({cq_->durable_dispatched(), delivery_low_water(), timer_low,
+                                   internal_ack_low_water(), held_copies_low_water()});
+  checkpoint_floor_ =
+      std::max(checkpoint_floor_, std::min(checkpoint_limit_, log_->durable_offset().value));
+  UMQ_ASSERT_MSG(limit >= checkpoint_floor_ || limit == timer_low,
+                 "the checkpoint limit moved below a checkpoint the log may have written");
+  checkpoint_limit_ = limit;
+  log_->set_checkpoint_limit(limit);
 }
 
 void Shard::route(const io::IoCompletion& completion) {
@@ -539,6 +547,8 @@ io::Code Shard::append_pending(uint32_t slot, uint64_t tag, const engine::Messag
   pending_[id] =
       PendingAppend{slot, tag, next, r->size_bytes, r->store_timestamp_ms, *queue, *tags_code};
   if (in.visible_at_ms != 0 && in.visible_at_ms > clock_->now_ms()) {  // plain: no clock read
+    UMQ_ASSERT_MSG(r->store_timestamp_ms >= in.visible_at_ms,
+                   "a held copy stored with a time before its deliver time");
     hold_copy(*queue, next, in.visible_at_ms, r->offset.value);
   }
   next++;

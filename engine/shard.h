@@ -423,6 +423,8 @@ class Shard {
   };
   std::deque<DurableWait> durable_waits_;
   uint64_t first_marker_offset_ = UINT64_MAX;  // lowest delivery record recovery's scan saw
+  uint64_t checkpoint_limit_ = 0;              // the last limit_checkpoint()
+  uint64_t checkpoint_floor_ = 0;  // the highest checkpoint the log may have written since
   // Timed messages: the wheel (slots on disk, near window in memory) and a delivery batch.
   std::unique_ptr<engine::TimerWheel> wheel_;
   std::unique_ptr<engine::RecordPrefetch> prefetch_;

@@ -400,7 +400,12 @@ void Shard::hold_copy(engine::QueueIndex queue, int64_t queue_offset, int64_t vi
     h.head = 0;
     held_active_.push_back(held_slot_[queue]);
   }
-  UMQ_ASSERT(h.copies.empty() || h.copies.back().queue_offset < queue_offset);
+  UMQ_ASSERT_MSG(h.copies.empty() || h.copies.back().queue_offset < queue_offset,
+                 "held copies of a queue out of queue-offset order");
+  // held_copies_low_water() reads each queue's first copy as its lowest log offset.
+  UMQ_ASSERT_MSG(h.copies.empty() || h.copies.back().log_offset < log_offset,
+                 "held copies of a queue out of log order: the checkpoint could pass one");
+  UMQ_ASSERT_MSG(visible_at_ms > 0, "a copy held without a time to show it");
   h.copies.push_back(HeldCopy{queue_offset, visible_at_ms, log_offset});
   held_copies_++;
 }
@@ -416,6 +421,7 @@ int64_t Shard::visible_max_offset(engine::QueueIndex queue) const {
 
 void Shard::release_held_copies() {
   const int64_t now = clock_->now_ms();
+  size_t still_held = 0;
   for (size_t i = 0; i < held_active_.size();) {
     HeldQueue& h = held_queues_[held_active_[i]];
     const size_t before = h.head;
@@ -425,16 +431,19 @@ void Shard::release_held_copies() {
       h.head++;
     }
     if (h.head != before) {
+      UMQ_ASSERT_MSG(held_copies_ >= h.head - before, "more held copies released than held");
       held_copies_ -= h.head - before;
       dispatched_since_check_ = true;  // held pulls of this queue may be answered now
     }
     if (h.head < h.copies.size()) {
+      still_held += h.copies.size() - h.head;
       i++;
       continue;
     }
     held_active_[i] = held_active_.back();  // empty: no longer active
     held_active_.pop_back();
   }
+  UMQ_ASSERT_MSG(still_held == held_copies_, "held copies do not balance: added != shown + held");
 }
 
 int64_t Shard::held_copies_due_ms() const {
@@ -449,7 +458,7 @@ void Shard::note_held_copy(uint64_t log_offset, const engine::MessageView& recor
   const int64_t now = clock_->now_ms();
   if (record.store_timestamp_ms <= now ||
       record.store_timestamp_ms > now + options_.delivery_lead_ms ||
-      !engine::find_property(record.user_properties, engine::kDeliveryMarker)) {
+      !engine::find_property(record.user_properties, engine::kPropertyDeliveryMarker)) {
     return;
   }
   recovered_holds_.push_back(RecoveredHold{
@@ -558,9 +567,7 @@ void Shard::search_record_ready(uint32_t op_index) {
     post(op.slot, damaged);
     return release_op(op_index);
   }
-  uint32_t sys_flag = engine::get_u32(op.header.data() + 36);
-  size_t ts_at = (sys_flag & engine::kSysFlagBornHostV6) != 0 ? 68 : 56;
-  int64_t store_ms = static_cast<int64_t>(engine::get_u64(op.header.data() + ts_at));
+  int64_t store_ms = engine::record_store_timestamp_ms(op.header);
   if (store_ms < op.target_ms) {
     op.lo = op.mid + 1;
   } else {
@@ -582,10 +589,10 @@ const char* Shard::check_search_record(const PullOp& op) const {
   const engine::DecodeResult r = engine::decode(op.header, options);
   if (r.outcome == engine::DecodeOutcome::corrupt) return r.reason;
   if (r.outcome != engine::DecodeOutcome::truncated) return "not the start of a message";
-  if (engine::get_u32(op.header.data()) != unit.size_bytes) {
+  if (engine::record_total_size(op.header) != unit.size_bytes) {
     return "TOTALSIZE differs from the unit's size";
   }
-  if (engine::get_u64(op.header.data() + 28) != unit.log_offset) {
+  if (engine::record_physical_offset(op.header) != unit.log_offset) {
     return "PHYSICALOFFSET is not the record's position";
   }
   return nullptr;

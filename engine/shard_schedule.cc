@@ -55,7 +55,7 @@ constexpr uint32_t kBatchesPerIteration = 8;
 bool Shard::rewrite_delayed(const engine::MessageInput& in, engine::MessageInput* out,
                             uint32_t* level) {
   *level = 0;
-  auto delay = engine::find_property(in.properties, "DELAY");
+  auto delay = engine::find_property(in.properties, engine::kPropertyDelayTimeLevel);
   if (!delay || in.topic == engine::kScheduleTopic) return true;
   int64_t requested = 0;
   if (!engine::parse_decimal(*delay, &requested)) return false;
@@ -63,16 +63,20 @@ bool Shard::rewrite_delayed(const engine::MessageInput& in, engine::MessageInput
   if (*level == 0) return true;  // level 0: no delay
   scratch_properties_.clear();
   engine::for_each_property(in.properties, [&](std::string_view name, std::string_view value) {
-    if (name == "DELAY" || name == "REAL_TOPIC" || name == "REAL_QID") return;
+    if (name == engine::kPropertyDelayTimeLevel || name == engine::kPropertyRealTopic ||
+        name == engine::kPropertyRealQueueId)
+      return;
     if (engine::is_timer_input_property(name)) return;  // a level wins over TIMER_* (5.x)
     engine::append_property(scratch_properties_, name, value);
   });
   char number[16];
   auto [end, ec] = std::to_chars(number, number + sizeof(number), *level);
-  engine::append_property(scratch_properties_, "DELAY", std::string_view(number, end - number));
-  engine::append_property(scratch_properties_, "REAL_TOPIC", in.topic);
+  engine::append_property(scratch_properties_, engine::kPropertyDelayTimeLevel,
+                          std::string_view(number, end - number));
+  engine::append_property(scratch_properties_, engine::kPropertyRealTopic, in.topic);
   auto [qend, qec] = std::to_chars(number, number + sizeof(number), in.queue_id);
-  engine::append_property(scratch_properties_, "REAL_QID", std::string_view(number, qend - number));
+  engine::append_property(scratch_properties_, engine::kPropertyRealQueueId,
+                          std::string_view(number, qend - number));
   (void)ec;
   (void)qec;
   *out = in;
@@ -91,7 +95,7 @@ int32_t Shard::parked_queue_id() const {
 
 void Shard::note_delivery_marker(uint64_t log_offset, const engine::MessageView& record) {
   if (stepped_.unsafe_ignore_delivery_markers) return;  // the simulation's canary
-  auto marker = engine::find_property(record.user_properties, engine::kDeliveryMarker);
+  auto marker = engine::find_property(record.user_properties, engine::kPropertyDeliveryMarker);
   if (!marker) return;
   first_marker_offset_ = std::min(first_marker_offset_, log_offset);
   int64_t level = 0, offset = 0;
@@ -128,6 +132,7 @@ void Shard::load_schedule_progress() {
   }
   // Until a persist cycle stores it, the checkpoint stays below the markers it came from.
   if (ahead && first_marker_offset_ != UINT64_MAX) {
+    UMQ_ASSERT_MSG(unpersisted_deliveries_.empty(), "schedule progress loaded after a delivery");
     unpersisted_deliveries_.emplace_back(first_marker_offset_, offsets_->persisted_cycles() + 1);
     offsets_->request_persist();
     log_->set_checkpoint_limit(std::min(cq_->durable_dispatched(), delivery_low_water()));
@@ -238,6 +243,8 @@ void Shard::read_level_units_ahead(LevelState& state, uint32_t level) {
 // Appends the units read ahead to the level's view, less those already issued; dropped when the
 // view moved meanwhile (a unit read of its own replaced it) or the read failed.
 void Shard::level_units_ahead_ready(int64_t result) {
+  UMQ_ASSERT_MSG(units_ahead_level_ >= 1 && units_ahead_level_ <= level_states_.size(),
+                 "level units read ahead that were not asked");
   LevelState& state = level_states_[units_ahead_level_ - 1];
   units_ahead_level_ = 0;
   const int64_t end = state.ahead_from + state.ahead_count;
@@ -342,6 +349,7 @@ void Shard::run_schedule() {
 void Shard::skip_deleted_level_units(LevelState& state, uint32_t level) {
   const int64_t min = cq_->min_offset(state.queue);
   if (state.issued >= min || state.issued != state.progress) return;
+  UMQ_ASSERT_MSG(min > state.progress, "a level's progress moved back to a deleted unit");
   state.stat_deleted.fetch_add(static_cast<uint64_t>(min - state.progress),
                                std::memory_order_relaxed);
   state.issued = state.progress = min;
@@ -410,6 +418,8 @@ void Shard::deliver_batch() {
 }
 
 void Shard::schedule_unit_ready(int64_t result) {
+  UMQ_ASSERT_MSG(delivery_stage_ == DeliveryStage::unit,
+                 "level units read back that were not asked");
   delivery_stage_ = DeliveryStage::none;
   const auto units =
       static_cast<uint32_t>(decode_read_units(delivery_unit_bytes_, result, batch_units_));
@@ -422,7 +432,9 @@ void Shard::schedule_unit_ready(int64_t result) {
 }
 
 void Shard::schedule_record_ready(int64_t result) {
-  UMQ_ASSERT(batch_reads_ > 0);
+  UMQ_ASSERT_MSG(delivery_stage_ == DeliveryStage::record,
+                 "a level record read back outside a batch");
+  UMQ_ASSERT_MSG(batch_reads_ > 0, "more level record reads back than issued");
   batch_reads_--;
   if (result <= 0) batch_failed_ = true;  // the whole batch is retried from its first head
   if (batch_reads_ > 0) return;
@@ -461,11 +473,12 @@ bool Shard::deliver_record(uint32_t level, std::span<const std::byte> bytes, int
     engine::append_property(scratch_properties_, "PARK_LEVEL", std::to_string(level));
     if (!readable) engine::blank_unreadable(&in);
   } else {
-    engine::for_each_property(r.view.user_properties,
-                              [&](std::string_view name, std::string_view value) {
-      if (name == "DELAY" || name == engine::kDeliveryMarker) return;
-      engine::append_property(scratch_properties_, name, value);
-    });
+    engine::for_each_property(
+        r.view.user_properties, [&](std::string_view name, std::string_view value) {
+          if (name == engine::kPropertyDelayTimeLevel || name == engine::kPropertyDeliveryMarker)
+            return;
+          engine::append_property(scratch_properties_, name, value);
+        });
   }
   engine::append_delivery_marker(scratch_properties_, "", level, state.issued);
   in.properties = scratch_properties_;
@@ -477,6 +490,7 @@ bool Shard::deliver_record(uint32_t level, std::span<const std::byte> bytes, int
     if (appended != io::Code::busy) state.attempts++;  // parked after schedule_max_attempts
     return false;
   }
+  UMQ_ASSERT_MSG(state.progress <= state.issued, "a level's progress passed its issued offset");
   state.issued++;
   state.attempts = 0;
   if (parked) state.stat_parked.fetch_add(1, std::memory_order_relaxed);
@@ -486,12 +500,21 @@ bool Shard::deliver_record(uint32_t level, std::span<const std::byte> bytes, int
 // Deliveries are acknowledged in log order, so per level in issue order: progress moves one.
 void Shard::delivery_acked(uint32_t level, uint64_t log_offset, bool ok) {
   if (!ok) return;  // fail-stopped: recovery decides from the log
+  UMQ_ASSERT_MSG(level >= 1 && level <= level_states_.size(), "a delivery of no delay level");
   LevelState& state = level_states_[level - 1];
   state.progress++;
+  UMQ_ASSERT_MSG(state.progress <= state.issued,
+                 "a level's progress passed the deliveries issued: an acknowledgement of none");
   state.stat_delivered.fetch_add(1, std::memory_order_relaxed);
   (void)offsets_->commit(kScheduleProgressGroup, engine::kScheduleTopic, static_cast<int32_t>(level) - 1,
                          state.progress);
   const uint64_t needed = offsets_->persisted_cycles() + (offsets_->persisting() ? 2 : 1);
+  // delivery_low_water() reads the first entry as the lowest: entries stay in log order.
+  UMQ_ASSERT_MSG(
+      unpersisted_deliveries_.empty() || unpersisted_deliveries_.back().first <= log_offset,
+      "deliveries acknowledged out of log order: the checkpoint could pass one");
+  UMQ_ASSERT_MSG(unpersisted_deliveries_.empty() || unpersisted_deliveries_.back().second <= needed,
+                 "a delivery's persist cycle before an earlier one's");
   if (unpersisted_deliveries_.empty() || unpersisted_deliveries_.back().second != needed) {
     unpersisted_deliveries_.emplace_back(log_offset, needed);
   }

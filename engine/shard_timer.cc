@@ -55,15 +55,15 @@ io::Code Shard::rewrite_timer(const engine::MessageInput& in, engine::MessageInp
   if (in.topic == engine::kTimerTopic) return io::Code::invalid_argument;  // reserved
   const int64_t now = clock_->now_ms();
   char number[24];
-  if (auto key = engine::find_property(in.properties, engine::kTimerCancelKey)) {
+  if (auto key = engine::find_property(in.properties, engine::kPropertyTimerCancelKey)) {
     io::Status s = offsets_->commit(kTimerCancelGroup, *key, 0, now);
     if (!s.is_ok()) return s.code();
     timer_cancels_++;
     timer_properties_.clear();
-    engine::append_property(timer_properties_, engine::kTimerCancelKey, *key);
-    engine::append_property(timer_properties_, engine::kTimerPutMs,
+    engine::append_property(timer_properties_, engine::kPropertyTimerCancelKey, *key);
+    engine::append_property(timer_properties_, engine::kPropertyTimerPutMs,
                             format_i64(number, sizeof(number), now));
-    engine::append_property(timer_properties_, "REAL_TOPIC", in.topic);
+    engine::append_property(timer_properties_, engine::kPropertyRealTopic, in.topic);
     *out = in;
     out->topic = engine::kTimerTopic;
     out->queue_id = engine::kTimerCancelQueue;
@@ -98,10 +98,10 @@ io::Code Shard::rewrite_timer(const engine::MessageInput& in, engine::MessageInp
       timer_properties_.pop_back();
     }
   }
-  engine::append_property(timer_properties_, engine::kTimerOutMs,
+  engine::append_property(timer_properties_, engine::kPropertyTimerOutMs,
                           format_i64(number, sizeof(number), r.deliver_ms));
-  engine::append_property(timer_properties_, "REAL_TOPIC", in.topic);
-  engine::append_property(timer_properties_, "REAL_QID",
+  engine::append_property(timer_properties_, engine::kPropertyRealTopic, in.topic);
+  engine::append_property(timer_properties_, engine::kPropertyRealQueueId,
                           format_i64(number, sizeof(number), in.queue_id));
   *tags_code = r.deliver_ms;
   *out = in;
@@ -122,16 +122,16 @@ void Shard::note_timer_record(uint64_t log_offset, const engine::MessageView& re
                                                   options_.timer_slot_count);
   }
   if (record.topic == engine::kTimerTopic && record.queue_id == engine::kTimerCancelQueue) {
-    auto key = engine::find_property(record.user_properties, engine::kTimerCancelKey);
+    auto key = engine::find_property(record.user_properties, engine::kPropertyTimerCancelKey);
     int64_t at = 0;
-    auto put = engine::find_property(record.user_properties, engine::kTimerPutMs);
+    auto put = engine::find_property(record.user_properties, engine::kPropertyTimerPutMs);
     if (key && put && engine::parse_decimal(*put, &at)) {
       recovered_cancels_.push_back(RecoveredCancel{std::string(*key), at, log_offset});
     }
     return;
   }
   if (stepped_.unsafe_ignore_delivery_markers) return;
-  auto marker = engine::find_property(record.user_properties, engine::kDeliveryMarker);
+  auto marker = engine::find_property(record.user_properties, engine::kPropertyDeliveryMarker);
   int64_t slot = 0, offset = 0;
   if (!marker || !engine::parse_delivery_marker(*marker, "T", &slot, &offset) || slot < 0 ||
       slot >= static_cast<int64_t>(wheel_->slot_count())) {
@@ -264,6 +264,7 @@ void Shard::skip_deleted_timer_units(uint32_t slot) {
   engine::TimerWheel::Slot& s = wheel_->slot(slot);
   const int64_t min = cq_->min_offset(s.queue);
   if (s.scanned >= min || s.progress != s.scanned) return;
+  UMQ_ASSERT_MSG(min > s.progress, "a slot's progress moved back to a deleted unit");
   stat_timer_deleted_.fetch_add(static_cast<uint64_t>(min - s.scanned), std::memory_order_relaxed);
   for (int64_t offset = s.scanned; offset < min; offset++) {
     wheel_->examine(slot);
@@ -292,6 +293,7 @@ void Shard::examine_timer(uint32_t slot, const engine::CqUnit& unit, int64_t now
 }
 
 void Shard::timer_unit_ready(int64_t result) {
+  UMQ_ASSERT_MSG(timer_stage_ == TimerStage::unit, "timer units read back that were not asked");
   timer_stage_ = TimerStage::none;
   const int64_t cur = wheel_->bucket_of(clock_->now_ms());
   const uint32_t read = result < 0 ? 0 : static_cast<uint32_t>(result / engine::kCqUnitBytes);
@@ -390,7 +392,8 @@ void Shard::start_timer_batch() {
 }
 
 void Shard::timer_record_ready(int64_t result) {
-  UMQ_ASSERT(timer_batch_reads_ > 0);
+  UMQ_ASSERT_MSG(timer_stage_ == TimerStage::record, "a timer record read back outside a batch");
+  UMQ_ASSERT_MSG(timer_batch_reads_ > 0, "more timer record reads back than issued");
   timer_batch_reads_--;
   if (result <= 0) timer_batch_failed_ = true;
   if (timer_batch_reads_ > 0) return;
@@ -428,10 +431,11 @@ bool Shard::timer_cancelled(std::string_view properties, int64_t put_ms) {
     auto at = offsets_->query(kTimerCancelGroup, key, 0);
     return at && *at >= put_ms;
   };
-  if (auto uniq = engine::find_property(properties, "UNIQ_KEY"); uniq && cancelled_by(*uniq)) {
+  if (auto uniq = engine::find_property(properties, engine::kPropertyUniqClientMessageIdKeyidx);
+      uniq && cancelled_by(*uniq)) {
     return true;
   }
-  auto keys = engine::find_property(properties, "KEYS");
+  auto keys = engine::find_property(properties, engine::kPropertyKeys);
   if (!keys) return false;
   std::string_view rest = *keys;
   while (!rest.empty()) {
@@ -463,7 +467,7 @@ bool Shard::deliver_timer(const engine::TimerEntry& e, bool roll,
   // only where it is used: a cancel to check, or a roll to carry it.
   int64_t put_ms = v.store_timestamp_ms;
   const auto put = roll || timer_cancels_ > 0
-                       ? engine::find_property(v.user_properties, engine::kTimerPutMs)
+                       ? engine::find_property(v.user_properties, engine::kPropertyTimerPutMs)
                        : std::nullopt;
   if (put && !engine::parse_decimal(*put, &put_ms)) put_ms = INT64_MAX;  // damaged: not cancelled
   if (readable && timer_cancelled(v.user_properties, put_ms)) {
@@ -483,21 +487,22 @@ bool Shard::deliver_timer(const engine::TimerEntry& e, bool roll,
   if (parked) {
     engine::append_park_properties(timer_properties_, real, readable);
     if (readable) {
-      auto out = engine::find_property(v.user_properties, engine::kTimerOutMs);
-      if (out) engine::append_property(timer_properties_, engine::kTimerOutMs, *out);
+      auto out = engine::find_property(v.user_properties, engine::kPropertyTimerOutMs);
+      if (out) engine::append_property(timer_properties_, engine::kPropertyTimerOutMs, *out);
     } else {
       engine::blank_unreadable(&in);
     }
   } else {
     engine::for_each_property(v.user_properties, [&](std::string_view name,
                                                      std::string_view value) {
-      if (name == engine::kDeliveryMarker) return;
-      if (!roll && (engine::is_timer_input_property(name) || name == engine::kTimerPutMs)) return;
+      if (name == engine::kPropertyDeliveryMarker) return;
+      if (!roll && (engine::is_timer_input_property(name) || name == engine::kPropertyTimerPutMs))
+        return;
       engine::append_property(timer_properties_, name, value);
     });
     if (roll && !put) {  // the first record's put time: the copy carries it
       char number[24];
-      engine::append_property(timer_properties_, engine::kTimerPutMs,
+      engine::append_property(timer_properties_, engine::kPropertyTimerPutMs,
                               format_i64(number, sizeof(number), put_ms));
     }
   }
@@ -515,6 +520,7 @@ bool Shard::deliver_timer(const engine::TimerEntry& e, bool roll,
     in.topic = real.topic;
     in.queue_id = static_cast<int32_t>(real.queue_id);
     in.visible_at_ms = e.deliver_ms;  // taken up to the delivery lead ahead: held until then
+    UMQ_ASSERT_MSG(in.visible_at_ms > 0, "a timer's copy without a deliver time to hold it to");
   }
   const io::Code appended =
       append_pending(kInternalSlot, timer_ack_tag(e, roll || parked), in,
@@ -542,14 +548,18 @@ uint64_t Shard::timer_ack_tag(const engine::TimerEntry& e, bool not_delivered) {
 }
 
 void Shard::hold_timer_slot(uint32_t slot, uint64_t log_offset) {
+  UMQ_ASSERT_MSG(slot < wheel_->slot_count(), "a timer hold on no slot");
   engine::TimerWheel::Slot& s = wheel_->slot(slot);
   if (s.hold_log_offset == UINT64_MAX) timer_holds_++;
+  UMQ_ASSERT_MSG(timer_holds_ <= wheel_->slot_count(), "more timer holds than slots");
   s.hold_log_offset = std::min(s.hold_log_offset, log_offset);
 }
 
 void Shard::timer_done(uint32_t slot, int64_t queue_offset) {
   if (!wheel_->mark_done(slot, queue_offset)) return;
   engine::TimerWheel::Slot& s = wheel_->slot(slot);
+  UMQ_ASSERT_MSG(s.progress > queue_offset, "a slot's progress stayed below a finished timer");
+  UMQ_ASSERT_MSG(s.progress <= s.scanned, "a slot's progress passed the timers examined");
   (void)offsets_->commit(kTimerProgressGroup, engine::kTimerTopic, static_cast<int32_t>(slot),
                          s.progress);
   if (s.progress < s.scanned || !s.recovered.empty() || s.hold_log_offset == UINT64_MAX) return;
@@ -558,6 +568,7 @@ void Shard::timer_done(uint32_t slot, int64_t queue_offset) {
   const uint64_t needed = offsets_->persisted_cycles() + (offsets_->persisting() ? 2 : 1);
   timer_unpersisted_.emplace_back(s.hold_log_offset, needed);
   s.hold_log_offset = UINT64_MAX;
+  UMQ_ASSERT_MSG(timer_holds_ > 0, "a timer hold released twice");
   timer_holds_--;
 }
 
@@ -578,6 +589,7 @@ bool Shard::timer_ack(const PendingAppend& pending, uint64_t log_offset, bool ok
   if (!ok) return true;  // fail-stopped: recovery decides from the log
   const uint32_t slot = static_cast<uint32_t>((pending.tag >> 40) & 0xFFFF);
   const int64_t queue_offset = static_cast<int64_t>(pending.tag & kQueueOffsetMask);
+  UMQ_ASSERT_MSG(slot < wheel_->slot_count(), "a timer's copy acknowledged for no slot");
   hold_timer_slot(slot, log_offset);
   if ((pending.tag & kTimerRollBit) == 0) {
     stat_timer_delivered_.fetch_add(1, std::memory_order_relaxed);

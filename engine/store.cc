@@ -257,7 +257,7 @@ io::Status Session::send_async(const Message& message, uint64_t tag) {
   in.store_host = store_.options_.store_host;
   in.reconsume_times = message.reconsume_times;
   if (store_.shards_.size() > 1 &&
-      engine::find_property(message.properties, engine::kTimerCancelKey).has_value()) {
+      engine::find_property(message.properties, engine::kPropertyTimerCancelKey).has_value()) {
     return send_to_every_shard(request);
   }
   return post(store_.shard_for(message.topic, message.queue_id), request);
@@ -410,20 +410,22 @@ io::Status make_send_back(std::string_view group, std::span<const std::byte> rec
   engine::for_each_property(v.user_properties, [&](std::string_view name, std::string_view value) {
     // Not the record's internal properties: a delivery marker copied into the retry topic
     // would be read back by recovery as the copy's own.
-    if (name != "DELAY" && !engine::is_internal_property(name)) {
+    if (name != engine::kPropertyDelayTimeLevel && !engine::is_internal_property(name)) {
       engine::append_property(out->properties, name, value);
     }
   });
-  if (!engine::find_property(v.user_properties, "RETRY_TOPIC")) {
-    engine::append_property(out->properties, "RETRY_TOPIC", v.topic);
+  if (!engine::find_property(v.user_properties, engine::kPropertyRetryTopic)) {
+    engine::append_property(out->properties, engine::kPropertyRetryTopic, v.topic);
   }
-  if (!engine::find_property(v.user_properties, "ORIGIN_MESSAGE_ID")) {
-    engine::append_property(out->properties, "ORIGIN_MESSAGE_ID",
-                            engine::offset_message_id(v.store_host, static_cast<int64_t>(id_offset)));
+  if (!engine::find_property(v.user_properties, engine::kPropertyOriginMessageId)) {
+    engine::append_property(
+        out->properties, engine::kPropertyOriginMessageId,
+        engine::offset_message_id(v.store_host, static_cast<int64_t>(id_offset)));
   }
   if (!out->dead_letter) {
     int32_t level = delay_level > 0 ? delay_level : 3 + v.reconsume_times;
-    engine::append_property(out->properties, "DELAY", std::to_string(level));
+    engine::append_property(out->properties, engine::kPropertyDelayTimeLevel,
+                            std::to_string(level));
   }
   Message& m = out->message;
   m = Message{};

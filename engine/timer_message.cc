@@ -18,17 +18,17 @@ TimerRequest parse_timer_request(std::string_view properties, int64_t now_ms,
   bool copy = false;
   bool reserved = false;
   for_each_property(properties, [&](std::string_view name, std::string_view value) {
-    if (name == kTimerOutMs) {
+    if (name == kPropertyTimerOutMs) {
       copy = true;
     } else if (is_timer_written_property(name)) {
       reserved = true;
-    } else if (name == kTimerDelaySec) {
+    } else if (name == kPropertyTimerDelaySec) {
       if (!sec) sec = value;
-    } else if (name == kTimerDelayMs) {
+    } else if (name == kPropertyTimerDelayMs) {
       if (!ms) ms = value;
-    } else if (name == kTimerDeliverMs) {
+    } else if (name == kPropertyTimerDeliverMs) {
       if (!at) at = value;
-    } else if (name == kStartDeliverTime) {
+    } else if (name == kPropertyStartDeliverTime) {
       if (!start) start = value;
     }
   });
@@ -57,18 +57,18 @@ TimerRequest parse_timer_request(std::string_view properties, int64_t now_ms,
 }
 
 bool is_timer_written_property(std::string_view name) {
-  return name == "REAL_TOPIC" || name == "REAL_QID" || name == kTimerPutMs ||
-         name == kDeliveryMarker;
+  return name == kPropertyRealTopic || name == kPropertyRealQueueId ||
+         name == kPropertyTimerPutMs || name == kPropertyDeliveryMarker;
 }
 
 bool is_timer_input_property(std::string_view name) {
-  return name == kTimerDelaySec || name == kTimerDelayMs || name == kTimerDeliverMs ||
-         name == kStartDeliverTime;
+  return name == kPropertyTimerDelaySec || name == kPropertyTimerDelayMs ||
+         name == kPropertyTimerDeliverMs || name == kPropertyStartDeliverTime;
 }
 
 int64_t timer_deliver_ms(std::string_view properties) {
   int64_t value = 0;
-  auto out = find_property(properties, kTimerOutMs);
+  auto out = find_property(properties, kPropertyTimerOutMs);
   return out && parse_decimal(*out, &value) ? value : 0;
 }
 

@@ -21,23 +21,15 @@
 #include <cstdint>
 #include <string_view>
 
+#include "engine/property_names.h"
+
 namespace uringmq::engine {
 
 // The topic timed messages wait in (RocketMQ 5's name). Queue k < slot count is wheel slot k;
 // queue kTimerCancelQueue holds cancels.
 inline constexpr std::string_view kTimerTopic = "rmq_sys_wheel_timer";
 inline constexpr int32_t kTimerCancelQueue = 65535;
-// The deliver time (epoch ms) of a message in the timer topic; also its ConsumeQueue tagsCode.
-inline constexpr std::string_view kTimerOutMs = "TIMER_OUT_MS";
-// The wall ms at which a timed message was first put (cancel applies to earlier puts only). A
-// timed message's first record goes without it (its store timestamp is its put time: 25 bytes
-// less per timed put); a rolled copy carries it, the first record's store timestamp.
-inline constexpr std::string_view kTimerPutMs = "__UMQ_TPUT";
-inline constexpr std::string_view kTimerCancelKey = "__UMQ_CANCEL_KEY";
-inline constexpr std::string_view kTimerDelaySec = "TIMER_DELAY_SEC";
-inline constexpr std::string_view kTimerDelayMs = "TIMER_DELAY_MS";
-inline constexpr std::string_view kTimerDeliverMs = "TIMER_DELIVER_MS";
-inline constexpr std::string_view kStartDeliverTime = "__STARTDELIVERTIME";
+// The property names the timer path reads and stores: property_names.h.
 
 struct TimerRequest {
   enum class Kind : uint8_t {

@@ -113,7 +113,7 @@ inline void record_decode_check_view(std::span<const std::byte> record,
              (v.properties.data() >= tlo && v.properties.data() + v.properties.size() <= thi));
   UMQ_ASSERT(v.user_properties.size() <= v.properties.size());
   UMQ_ASSERT(v.properties.substr(0, v.user_properties.size()) == v.user_properties);
-  UMQ_ASSERT(!engine::find_property(v.user_properties, engine::kRecordCrcKey).has_value());
+  UMQ_ASSERT(!engine::find_property(v.user_properties, engine::kPropertyRecordCrc).has_value());
 }
 
 // Decodes records one after another from the start of `in` (a segment scan), checking each.

@@ -32,7 +32,6 @@ constexpr uint32_t kSmallPullBufferBytes = 32u << 10;
 constexpr uint32_t kKeptOpBuffers = 64;
 constexpr uint32_t kMaxPullMessages = 64;
 constexpr uint32_t kMaxTopicChars = 127;
-constexpr uint64_t kPhysicalOffsetAt = 28;  // TOTALSIZE MAGIC BODYCRC QUEUEID FLAG QUEUEOFFSET
 constexpr std::string_view kRetryPrefix = "%RETRY%";
 constexpr std::string_view kDlqPrefix = "%DLQ%";
 
@@ -103,7 +102,7 @@ std::string code_text(io::Code code) {
 // the others are the store's to write (a delivery marker a client sent would be read back by
 // recovery as the store's own, the record CRC is the store's).
 bool client_may_send(std::string_view name) {
-  return name == engine::kTimerCancelKey || !engine::is_internal_property(name);
+  return name == engine::kPropertyTimerCancelKey || !engine::is_internal_property(name);
 }
 
 // Client-sent properties, minus the internal ones the store writes itself.
@@ -410,7 +409,7 @@ void BrokerReactor::handle_send(uint32_t conn, RemotingCommand& request,
     topic = std::string(kDlqPrefix) + topic.substr(kRetryPrefix.size());
     std::string kept;
     engine::for_each_property(properties, [&](std::string_view name, std::string_view value) {
-      if (name != "DELAY") engine::append_property(kept, name, value);
+      if (name != engine::kPropertyDelayTimeLevel) engine::append_property(kept, name, value);
     });
     properties = std::move(kept);
     queue_id = 0;
@@ -589,10 +588,10 @@ void BrokerReactor::complete_pull(BrokerOp& op, const Completion& c) {
 size_t BrokerReactor::client_records(uint32_t shard, std::span<std::byte> records) const {
   size_t read = 0;
   size_t written = 0;
-  while (read + kPhysicalOffsetAt + 8 <= records.size()) {
-    const uint32_t size = engine::get_u32(records.data() + read);
+  while (read + engine::kRecordPhysicalOffsetAt + 8 <= records.size()) {
+    const uint32_t size = engine::record_total_size(records.subspan(read));
     if (size == 0 || read + size > records.size()) break;
-    const uint64_t local = engine::get_u64(records.data() + read + kPhysicalOffsetAt);
+    const uint64_t local = engine::record_physical_offset(records.subspan(read));
     uint32_t kept = engine::write_client_record(
         records.subspan(read, size),
         static_cast<int64_t>(wire_offset(make_store_offset(shard, local))),
@@ -818,7 +817,7 @@ void BrokerReactor::complete_send_back(uint32_t index, const Completion& c) {
   }
   io::Status s = io::Status::ok();
   if (op.kind == BrokerOp::Kind::send_back_header) {
-    const uint32_t size = engine::get_u32(op.data.data());
+    const uint32_t size = engine::record_total_size(op.data);
     if (size < 64 || size > config_.store.log.limits.max_body_bytes + (1u << 20)) {
       s = io::Status::error(io::Code::invalid_argument,
                             "no message starts at offset " +

@@ -154,9 +154,9 @@ int run_produce(const CtlArgs& args) {
   auto add = [&](std::string_view name, std::string_view value) {
     if (!value.empty()) engine::append_property(properties, name, value);
   };
-  add("TAGS", args.get_or("tag", ""));
-  add("KEYS", args.get_or("keys", ""));
-  if (*delay > 0) add("DELAY", std::to_string(*delay));
+  add(engine::kPropertyTags, args.get_or("tag", ""));
+  add(engine::kPropertyKeys, args.get_or("keys", ""));
+  if (*delay > 0) add(engine::kPropertyDelayTimeLevel, std::to_string(*delay));
   for (const std::string& kv : args.all("property")) {
     size_t eq = kv.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == kv.size() ||
@@ -231,15 +231,15 @@ int64_t print_records(int32_t queue, const std::string& body) {
     auto prop = [&](std::string_view name) {
       return std::string(engine::find_property(m.user_properties, name).value_or(""));
     };
-    std::string msg_id = prop("UNIQ_KEY");
+    std::string msg_id = prop(engine::kPropertyUniqClientMessageIdKeyidx);
     if (msg_id.empty()) msg_id = engine::offset_message_id(m.store_host, m.physical_offset);
-    std::printf("queue=%d offset=%lld msgId=%s topic=%.*s tags=%s keys=%s reconsume=%d "
-                "props=%s body=%s\n",
-                queue, static_cast<long long>(m.queue_offset), msg_id.c_str(),
-                static_cast<int>(m.topic.size()), m.topic.data(), prop("TAGS").c_str(),
-                prop("KEYS").c_str(), m.reconsume_times,
-                printable_properties(m.user_properties).c_str(),
-                printable_body(m.body, 200).c_str());
+    std::printf(
+        "queue=%d offset=%lld msgId=%s topic=%.*s tags=%s keys=%s reconsume=%d "
+        "props=%s body=%s\n",
+        queue, static_cast<long long>(m.queue_offset), msg_id.c_str(),
+        static_cast<int>(m.topic.size()), m.topic.data(), prop(engine::kPropertyTags).c_str(),
+        prop(engine::kPropertyKeys).c_str(), m.reconsume_times,
+        printable_properties(m.user_properties).c_str(), printable_body(m.body, 200).c_str());
     n++;
     bytes = bytes.subspan(r.size);
   }

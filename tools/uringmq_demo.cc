@@ -105,7 +105,7 @@ int main(int argc, char** argv) {
               static_cast<unsigned long long>(report.torn_bytes_truncated));
 
   std::string properties;
-  engine::append_property(properties, "TAGS", "demo");
+  engine::append_property(properties, engine::kPropertyTags, "demo");
   std::vector<std::byte> body(args.body_bytes);
   engine::MessageInput input;
   input.topic = "DemoTopic";

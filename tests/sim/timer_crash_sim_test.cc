@@ -147,17 +147,17 @@ class TimerSim final : public testing::SteppedShardSim {
         t.absolute = true;
         t.value_ms = clock().now_ms() + offset;
         engine::append_property(p.properties,
-                                rng().below(2) == 0 ? engine::kTimerDeliverMs
-                                                    : engine::kStartDeliverTime,
+                                rng().below(2) == 0 ? engine::kPropertyTimerDeliverMs
+                                                    : engine::kPropertyStartDeliverTime,
                                 text(t.value_ms));
         break;
       case 2:
         t.value_ms = offset;
-        engine::append_property(p.properties, engine::kTimerDelayMs, text(t.value_ms));
+        engine::append_property(p.properties, engine::kPropertyTimerDelayMs, text(t.value_ms));
         break;
       default:
         t.value_ms = 1000 * (offset / 1000);
-        engine::append_property(p.properties, engine::kTimerDelaySec, text(offset / 1000));
+        engine::append_property(p.properties, engine::kPropertyTimerDelaySec, text(offset / 1000));
         break;
     }
     t.due_after_ms = t.absolute ? t.value_ms : clock().now_ms() + t.value_ms;
@@ -190,7 +190,7 @@ class TimerSim final : public testing::SteppedShardSim {
     p.kind = SimPut::Kind::control;
     p.topic = kTimedTopic;
     p.queue_id = puts()[target].queue_id;
-    engine::append_property(p.properties, engine::kTimerCancelKey, key);
+    engine::append_property(p.properties, engine::kPropertyTimerCancelKey, key);
     p.body = testing::body_of(p.key, 1 + static_cast<uint32_t>(rng().below(16)));
     cancels_[p.key] = Cancel{key, cycle_index()};
     return true;
@@ -221,8 +221,9 @@ class TimerSim final : public testing::SteppedShardSim {
 
   void note_record(uint64_t, const engine::MessageView& r) override {
     if (r.topic != engine::kTimerTopic || r.queue_id != engine::kTimerCancelQueue) return;
-    auto key = engine::find_property(r.user_properties, engine::kTimerCancelKey);
-    if (key) cancel_ms_[std::string(*key)] = parse_ms(r.user_properties, engine::kTimerPutMs);
+    auto key = engine::find_property(r.user_properties, engine::kPropertyTimerCancelKey);
+    if (key)
+      cancel_ms_[std::string(*key)] = parse_ms(r.user_properties, engine::kPropertyTimerPutMs);
   }
 
   SimVerdict judge(const SimPut& p, const SimSource* source,
@@ -237,10 +238,11 @@ class TimerSim final : public testing::SteppedShardSim {
     }
     v.sourced = true;
     // A rolled copy carries __UMQ_TPUT; the first record's put time is its store timestamp.
-    int64_t put_ms = parse_ms(source->properties, engine::kTimerPutMs);
+    int64_t put_ms = parse_ms(source->properties, engine::kPropertyTimerPutMs);
     if (put_ms == INT64_MIN) put_ms = source->store_ms;
     const int64_t deliver_ms = t.absolute ? t.value_ms : put_ms + t.value_ms;
-    if (parse_ms(source->properties, engine::kTimerOutMs) != deliver_ms || put_ms == INT64_MIN) {
+    if (parse_ms(source->properties, engine::kPropertyTimerOutMs) != deliver_ms ||
+        put_ms == INT64_MIN) {
       timer_totals_.bad_deliver_time++;
       note(&bad_, "bad-deliver-time:" + std::to_string(p.key));
     }

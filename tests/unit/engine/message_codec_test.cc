@@ -256,6 +256,34 @@ TEST(MessageCodecDecode, RoundTripFillsEveryField) {
   EXPECT_EQ(reinterpret_cast<const std::byte*>(v.topic.data()), rec.data() + 89 + 5);
 }
 
+// The header accessors read what decode() reads, for either born-host width, and
+// set_record_physical_offset() changes that field only.
+TEST(MessageCodecAccessors, ReadWhatDecodeReadsAndWriteThePhysicalOffset) {
+  for (bool born_v6 : {false, true}) {
+    MessageInput in = sample_input();
+    if (born_v6) in.born_host = ipv6_host(1, 54321);
+    std::vector<std::byte> rec = encode_to_vector(in, sample_stamp());
+    DecodeResult r = decode(rec, {});
+    ASSERT_EQ(r.outcome, DecodeOutcome::ok) << r.reason;
+    EXPECT_EQ(record_total_size(rec), r.view.total_size);
+    EXPECT_EQ(record_magic(rec), kMagicMessageV1);
+    EXPECT_EQ(record_queue_offset(rec), 42);
+    EXPECT_EQ(record_physical_offset(rec), 0x1000u);
+    EXPECT_EQ(record_sys_flag(rec), r.view.sys_flag);
+    EXPECT_EQ(record_store_timestamp_ms(rec), 1700000000123);
+    // A prefix holding the fields is enough: the offset search reads no more.
+    const size_t prefix = born_v6 ? kRecordStoreTimestampEndMax : kRecordStoreTimestampEndMax - 12;
+    EXPECT_EQ(record_store_timestamp_ms(std::span(rec).first(prefix)), 1700000000123);
+    std::vector<std::byte> moved = rec;
+    set_record_physical_offset(moved, 0x123456789AULL);
+    EXPECT_EQ(record_physical_offset(moved), 0x123456789AULL);
+    for (size_t i = 0; i < rec.size(); i++) {
+      if (i >= kRecordPhysicalOffsetAt && i < kRecordPhysicalOffsetAt + 8) continue;
+      ASSERT_EQ(moved[i], rec[i]) << "byte " << i;
+    }
+  }
+}
+
 TEST(MessageCodecDecode, TrailingBytesAreNotPartOfTheRecord) {
   std::vector<std::byte> rec = encode_to_vector(sample_input(), sample_stamp());
   rec.resize(rec.size() + 100, std::byte{0x5A});

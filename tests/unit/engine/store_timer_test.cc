@@ -202,7 +202,7 @@ TEST(StoreTimerTest, PrecedencePastTimesLimitAndNeverEarly) {
   ASSERT_EQ(records.count(13), 1u);
   EXPECT_EQ(records.at(12).find("\x02\x02"), std::string::npos) << records.at(12);
   for (uint64_t seq : {12, 13}) {
-    EXPECT_FALSE(engine::find_property(records.at(seq), engine::kTimerPutMs)) << seq;
+    EXPECT_FALSE(engine::find_property(records.at(seq), engine::kPropertyTimerPutMs)) << seq;
     EXPECT_EQ(engine::find_property(records.at(seq), "REAL_TOPIC"), kTopic) << seq;
   }
   for (uint64_t seq : {0, 1, 2, 3, 5, 12, 13}) {
