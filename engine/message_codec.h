@@ -13,6 +13,8 @@
 #include <string>
 #include <string_view>
 
+#include <uringmq/options.h>
+
 #include "io/status.h"
 
 namespace uringmq::engine {
@@ -44,14 +46,7 @@ inline constexpr uint32_t kRecordCrcDigits = 10;
 // Bytes the CRC property adds to the property string: [\x02] "__CRC32#" \x01 dddddddddd.
 inline constexpr uint32_t kRecordCrcPropertyBytes = 8 + 1 + kRecordCrcDigits;
 
-struct HostAddress {
-  std::array<uint8_t, 16> address{};  // network order; IPv4 uses the first 4 bytes
-  uint8_t address_length = 4;         // 4 (IPv4) or 16 (IPv6)
-  int32_t port = 0;
-  static HostAddress ipv4(uint8_t a, uint8_t b, uint8_t c, uint8_t d, int32_t port);
-  bool is_ipv6() const { return address_length == 16; }
-  friend bool operator==(const HostAddress&, const HostAddress&) = default;
-};
+// HostAddress and CodecLimits: include/uringmq/options.h.
 
 // A message as a producer supplies it. Views; nothing is owned.
 struct MessageInput {
@@ -79,10 +74,6 @@ struct AppendStamp {
   int64_t queue_offset = 0;
   int64_t physical_offset = 0;
   int64_t store_timestamp_ms = 0;
-};
-
-struct CodecLimits {
-  uint32_t max_body_bytes = 4 * 1024 * 1024;  // maxMessageSize (a body limit), bytes
 };
 
 // Total record size (TOTALSIZE) including the CRC property, or invalid_argument / too_large
