@@ -140,8 +140,8 @@ io::Status MessageReader::decode_pulled(const ReadRequest& request, const Comple
   size_t written = 0;
   while (read < records.size()) {
     engine::DecodeResult stored = engine::decode(records.subspan(read), stored_options);
-    const uint64_t at = make_store_offset(shard, static_cast<uint64_t>(
-                                                     stored.view.physical_offset));
+    const uint64_t at =
+        make_store_offset(shard, static_cast<uint64_t>(stored.view.physical_offset));
     if (stored.outcome != engine::DecodeOutcome::ok) return damaged(request, at, stored.reason);
     std::byte* out = buffer_.data() + written;
     const uint32_t kept = engine::write_client_record(records.subspan(read, stored.size),

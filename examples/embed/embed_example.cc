@@ -52,8 +52,8 @@ int main(int argc, char** argv) {
                 static_cast<long long>(m.queue_offset),
                 static_cast<unsigned long long>(m.store_offset), static_cast<int>(m.tags.size()),
                 m.tags.data(), static_cast<int>(m.keys.size()), m.keys.data(),
-                static_cast<long long>(m.store_timestamp_ms),
-                static_cast<int>(m.body.size()), reinterpret_cast<const char*>(m.body.data()));
+                static_cast<long long>(m.store_timestamp_ms), static_cast<int>(m.body.size()),
+                reinterpret_cast<const char*>(m.body.data()));
     same = same && i < 2 && m.body_text() == texts[i];
   }
   std::printf("read back: %s\n", same ? "ok" : "MISMATCH");

@@ -76,7 +76,7 @@ struct Completion {
   uint64_t offset = 0;           // send: store-wide physical offset; read: unused
   int64_t queue_offset = -1;     // send: its queue offset; search/query_offset: the answer
   int64_t store_timestamp_ms = 0;
-  uint32_t size_bytes = 0;       // send: record size; read: bytes read; pull: bytes copied
+  uint32_t size_bytes = 0;  // send: record size; read: bytes read; pull: bytes copied
   // pull and queue queries:
   PullStatus pull_status = PullStatus::found;
   uint32_t message_count = 0;

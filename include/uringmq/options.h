@@ -26,9 +26,9 @@ struct FsSpace {
   uint64_t total_bytes = 0;
   uint64_t available_bytes = 0;  // to unprivileged users (f_bavail)
   double used_ratio() const {
-    return total_bytes == 0 ? 0.0
-                            : 1.0 - static_cast<double>(available_bytes) /
-                                        static_cast<double>(total_bytes);
+    return total_bytes == 0
+               ? 0.0
+               : 1.0 - static_cast<double>(available_bytes) / static_cast<double>(total_bytes);
   }
 };
 
@@ -116,11 +116,11 @@ struct CommitLogOptions {
 inline constexpr uint64_t kCqUnitsPerFile = 300'000;
 
 struct CqStoreOptions {
-  std::string dir;                          // <shard dir>/consumequeue; created if absent
+  std::string dir;                            // <shard dir>/consumequeue; created if absent
   uint64_t units_per_file = kCqUnitsPerFile;  // tests use fewer
-  uint32_t memory_units_per_queue = 4096;   // newest units kept in memory per queue (power of 2)
-  int64_t flush_interval_ms = 1000;         // FlushConsumeQueueService's interval
-  uint32_t max_queues = 65536;              // queues one shard may own
+  uint32_t memory_units_per_queue = 4096;     // newest units kept in memory per queue (power of 2)
+  int64_t flush_interval_ms = 1000;           // FlushConsumeQueueService's interval
+  uint32_t max_queues = 65536;                // queues one shard may own
 };
 
 }  // namespace uringmq::engine
@@ -172,7 +172,7 @@ struct StoreOptions {
   // Where retention reads the disk's fullness. Null: statvfs of the shard directory. Tests
   // report a full disk with it.
   std::function<io::Result<io::FsSpace>(std::string_view path)> space_probe;
-  int64_t clean_interval_ms = 10'000;       // cleanResourceInterval
+  int64_t clean_interval_ms = 10'000;  // cleanResourceInterval
   uint32_t delete_max_files_per_pass = 10;
   // ---- Delay levels (RocketMQ's ScheduleMessageService) ----
   // messageDelayLevel: level L in 1..N delays a message with property DELAY=L by the L-th entry;

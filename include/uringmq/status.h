@@ -22,13 +22,13 @@ enum class Code : uint8_t {
   not_found,
   already_exists,
   invalid_argument,
-  corruption,     // stored bytes fail their checks
-  no_space,       // ENOSPC: nothing was written
-  busy,           // a bounded queue is full; try again after the next tick
-  io_error,       // EIO and other failures of the device
-  locked,         // another process holds the store's lock file
-  fail_stopped,   // an earlier write or fdatasync failed; nothing more is accepted
-  too_large,      // a size limit was exceeded
+  corruption,    // stored bytes fail their checks
+  no_space,      // ENOSPC: nothing was written
+  busy,          // a bounded queue is full; try again after the next tick
+  io_error,      // EIO and other failures of the device
+  locked,        // another process holds the store's lock file
+  fail_stopped,  // an earlier write or fdatasync failed; nothing more is accepted
+  too_large,     // a size limit was exceeded
   shut_down,
 };
 
@@ -65,7 +65,7 @@ class [[nodiscard]] Status {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : value_(std::move(value)) {}         // NOLINT: implicit by design
   Result(Status status) : status_(std::move(status)) {  // NOLINT
     if (status_.is_ok()) {
       assert_fail("!status_.is_ok()", __FILE__, __LINE__,
@@ -97,8 +97,8 @@ class [[nodiscard]] Result {
 }  // namespace uringmq::io
 
 // Returns early from the enclosing function with the error of a Status expression.
-#define UMQ_RETURN_IF_ERROR(expr)             \
-  do {                                        \
-    ::uringmq::io::Status umq_s_ = (expr);    \
-    if (!umq_s_.is_ok()) return umq_s_;       \
+#define UMQ_RETURN_IF_ERROR(expr)          \
+  do {                                     \
+    ::uringmq::io::Status umq_s_ = (expr); \
+    if (!umq_s_.is_ok()) return umq_s_;    \
   } while (0)

@@ -72,7 +72,7 @@ struct StoreStats {
   uint64_t acks_ok = 0;
   uint64_t writes_submitted = 0;
   uint64_t fdatasyncs = 0;
-  uint64_t wakeups = 0;  // times a session had to wake a sleeping shard
+  uint64_t wakeups = 0;           // times a session had to wake a sleeping shard
   uint64_t segments_deleted = 0;  // CommitLog segments retention deleted
   // Messages deleted by retention that some consumer group (or, for a queue no group consumes,
   // anyone) had not consumed yet (a lower bound: README "Retention").
@@ -110,9 +110,8 @@ struct SendBackCopy {
 // wire offset for its clients. invalid_argument when the bytes are not one valid record or the
 // group is empty.
 io::Status make_send_back(std::string_view group, std::span<const std::byte> record,
-                          uint64_t id_offset, int32_t delay_level,
-                          int32_t max_reconsume_times, const engine::CodecLimits& limits,
-                          SendBackCopy* out);
+                          uint64_t id_offset, int32_t delay_level, int32_t max_reconsume_times,
+                          const engine::CodecLimits& limits, SendBackCopy* out);
 
 // One client thread's connection to every shard.
 class Session {
@@ -128,8 +127,7 @@ class Session {
   // Queues a read of `size_bytes` at a store-wide offset into dest (valid until completion).
   // Raw bytes, not checked (a byte range need not be a record): a caller that reads a record
   // decodes it (make_send_back does); pull_async checks every record it returns.
-  io::Status read_async(uint64_t store_offset, uint32_t size_bytes, std::byte* dest,
-                        uint64_t tag);
+  io::Status read_async(uint64_t store_offset, uint32_t size_bytes, std::byte* dest, uint64_t tag);
   // Reads up to max_messages of a queue (its owner shard answers). Completion: pull_status,
   // message_count, size_bytes, min/max/next offsets.
   io::Status pull_async(const PullRequest& request, uint64_t tag);
@@ -142,8 +140,8 @@ class Session {
                                  uint64_t tag);
   // Consumer-group offsets, kept by the queue's shard and persisted crash-safely.
   // Negative offsets are ignored (as RocketMQ does). query: queue_offset = -1 if never committed.
-  io::Status commit_offset_async(std::string_view group, std::string_view topic,
-                                 int32_t queue_id, int64_t offset, uint64_t tag);
+  io::Status commit_offset_async(std::string_view group, std::string_view topic, int32_t queue_id,
+                                 int64_t offset, uint64_t tag);
   io::Status query_offset_async(std::string_view group, std::string_view topic, int32_t queue_id,
                                 uint64_t tag);
   // Completes once every offset committed so far to the shard owning (topic, queue_id) is
