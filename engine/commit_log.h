@@ -44,6 +44,9 @@
 #include <string>
 #include <vector>
 
+#include <uringmq/options.h>
+#include <uringmq/recovery_report.h>
+
 #include "engine/message_codec.h"
 #include "io/clock.h"
 #include "io/disk.h"
@@ -57,76 +60,9 @@ struct LogOffset {
   auto operator<=>(const LogOffset&) const = default;
 };
 
-enum class FlushMode : uint8_t { sync_flush, async_flush };
+// FlushMode and CommitLogOptions: include/uringmq/options.h.
 
-struct CommitLogOptions {
-  // Directory of this log (lock, abort, checkpoint, commitlog/). Created if absent.
-  std::string dir;
-  // Size of every segment, bytes (mappedFileSizeCommitLog). Multiple of 4096; default 1 GiB.
-  uint64_t segment_size_bytes = 1ULL << 30;
-  FlushMode flush_mode = FlushMode::sync_flush;
-  // async_flush: interval between background fdatasyncs, ms (flushIntervalCommitLog).
-  int64_t async_flush_interval_ms = 500;
-  // direct: O_DIRECT, rewriting the partial last block. buffered: page-cache writes. Direct is
-  // the default by measurement (bench/RESULTS.md, engine/README.md): on ext4 io_uring punts
-  // buffered writes to io-wq workers (a thread hand-off and a page-cache copy per write), so
-  // direct IO used less CPU per message and was faster or even in every A/B workload.
-  io::IoMode io_mode = io::IoMode::direct;
-  // Write buffers: count and size, bytes. The size must hold the largest record plus 8 KiB.
-  uint32_t write_buffer_count = 4;
-  uint32_t write_buffer_bytes = 8u << 20;
-  // Write coalescing: while a write is in flight, the bytes appended since are held back until
-  // they reach this many or the write completes (a full or sealed buffer, and close, go at
-  // once). Larger writes cost fewer syscalls and io-wq hand-offs per byte; a write is always
-  // submitted when none is in flight, so group-commit latency is not raised. 0: no holding back.
-  uint32_t min_write_bytes = 64u << 10;
-  // Bound on written-but-not-yet-durable bytes (and on submitted writes past durable_), bytes.
-  uint64_t max_unsynced_bytes = 32ULL << 20;
-  // Appends waiting for their acknowledgement, at most (append answers busy beyond).
-  uint32_t max_pending_acks = 65536;
-  // Interval between checkpoint writes while durable_ advances, ms.
-  int64_t checkpoint_interval_ms = 1000;
-  // After ENOSPC at segment allocation, retry allocation after this long, ms.
-  int64_t no_space_retry_ms = 1000;
-  // Asked before each segment is allocated, with its size: a no_space status refuses the
-  // allocation as an ENOSPC from fallocate would (appends that need the segment answer
-  // no_space; asked again after no_space_retry_ms). Only ok or no_space. Null: never refused.
-  // The store refuses above disk_space_warning_ratio, keeping room for metadata writes.
-  std::function<io::Status(uint64_t bytes)> space_check;
-  // Size of each zero-fill write when preparing a segment, bytes.
-  uint32_t zero_fill_chunk_bytes = 1u << 20;
-  // The next segment is prepared (fallocate, zero-fill, fdatasync) once the writer has at most
-  // this many bytes left in its segment; the default prepares it as soon as the writer enters
-  // a segment. Smaller values move the zero-fill later (appends get busy if it is not done in
-  // time); the benchmark uses 0 to measure what the concurrent zero-fill costs.
-  uint64_t prepare_ahead_bytes = UINT64_MAX;
-  // Zero-fill pacing: while append writes are in flight, the next segment's zero-fill stays at
-  // most this many bytes ahead of 5/4 of the writer's position in its segment (it ends with a
-  // fifth of the segment to spare); with no append write in flight it runs freely.
-  // UINT64_MAX: never paced (back-to-back chunks, which compete with the appends' writes).
-  uint64_t zero_fill_lead_bytes = 64ULL << 20;
-  CodecLimits limits;
-  // TEST ONLY (canary): acknowledge sync_flush appends when written, before any fdatasync.
-  // The crash simulation must detect the resulting loss; never set it elsewhere.
-  bool unsafe_ack_before_sync = false;
-};
-
-// What recovery found and did at open().
-struct RecoveryReport {
-  bool unclean_stop = false;        // the abort file was present
-  bool checkpoint_found = false;
-  // The checkpoint was missing (with segments present) or failed its checks: recovery scanned
-  // from the first segment and the ConsumeQueues were rebuilt from there (derived data).
-  bool checkpoint_rebuilt = false;
-  uint64_t checkpoint_offset = 0;   // durable watermark from the checkpoint (0 if none)
-  uint64_t scan_start_offset = 0;
-  uint64_t end_offset = 0;          // the log's end after recovery
-  uint64_t records_scanned = 0;
-  uint64_t bytes_scanned = 0;
-  uint64_t torn_bytes_truncated = 0;  // non-zero bytes past the end that were zeroed
-  uint32_t segments_removed = 0;      // files past the end (unfinished or beyond) deleted
-  int64_t duration_ns = 0;
-};
+// RecoveryReport (what recovery found at open): include/uringmq/recovery_report.h.
 
 struct AppendResult {
   LogOffset offset;            // PHYSICALOFFSET of the record

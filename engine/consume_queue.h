@@ -44,6 +44,8 @@
 #include <utility>
 #include <vector>
 
+#include <uringmq/options.h>
+
 #include "io/clock.h"
 #include "io/disk.h"
 #include "io/status.h"
@@ -51,7 +53,6 @@
 namespace uringmq::engine {
 
 inline constexpr uint32_t kCqUnitBytes = 20;
-inline constexpr uint64_t kCqUnitsPerFile = 300'000;
 // RocketMQ's filler unit for queue offsets before a queue's first file: (0, INT_MAX, 0).
 inline constexpr uint32_t kCqFillerSize = 0x7FFFFFFF;
 
@@ -72,13 +73,7 @@ int32_t java_string_hash(std::string_view utf8);
 // tagsCode of a TAGS value: its Java hash sign-extended to 64 bits; 0 for no tag.
 int64_t tags_code_of(std::string_view tags);
 
-struct CqStoreOptions {
-  std::string dir;                          // <shard dir>/consumequeue; created if absent
-  uint64_t units_per_file = kCqUnitsPerFile;  // tests use fewer
-  uint32_t memory_units_per_queue = 4096;   // newest units kept in memory per queue (power of 2)
-  int64_t flush_interval_ms = 1000;         // FlushConsumeQueueService's interval
-  uint32_t max_queues = 65536;              // queues one shard may own
-};
+// kCqUnitsPerFile and CqStoreOptions: include/uringmq/options.h.
 
 // Index of a queue inside a CqStore; stable for the store's lifetime.
 using QueueIndex = uint32_t;

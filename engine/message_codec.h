@@ -13,6 +13,8 @@
 #include <string>
 #include <string_view>
 
+#include <uringmq/options.h>
+
 #include "engine/byte_order.h"
 #include "engine/property_names.h"
 #include "io/assert.h"
@@ -118,14 +120,7 @@ inline int64_t record_store_timestamp_ms(std::span<const std::byte> record) {
   return static_cast<int64_t>(get_u64(record.data() + at));
 }
 
-struct HostAddress {
-  std::array<uint8_t, 16> address{};  // network order; IPv4 uses the first 4 bytes
-  uint8_t address_length = 4;         // 4 (IPv4) or 16 (IPv6)
-  int32_t port = 0;
-  static HostAddress ipv4(uint8_t a, uint8_t b, uint8_t c, uint8_t d, int32_t port);
-  bool is_ipv6() const { return address_length == 16; }
-  friend bool operator==(const HostAddress&, const HostAddress&) = default;
-};
+// HostAddress and CodecLimits: include/uringmq/options.h.
 
 // A message as a producer supplies it. Views; nothing is owned.
 struct MessageInput {
@@ -153,10 +148,6 @@ struct AppendStamp {
   int64_t queue_offset = 0;
   int64_t physical_offset = 0;
   int64_t store_timestamp_ms = 0;
-};
-
-struct CodecLimits {
-  uint32_t max_body_bytes = 4 * 1024 * 1024;  // maxMessageSize (a body limit), bytes
 };
 
 // Total record size (TOTALSIZE) including the CRC property, or invalid_argument / too_large

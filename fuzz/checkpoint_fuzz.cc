@@ -24,7 +24,7 @@
 #include "engine/checkpoint.h"
 #include "engine/crc32.h"
 #include "io/assert.h"
-#include "io/sim_disk.h"
+#include "testing/sim_disk.h"
 
 namespace uringmq::fuzz {
 

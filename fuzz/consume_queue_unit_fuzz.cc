@@ -33,7 +33,7 @@
 #include "engine/consume_queue.h"
 #include "io/assert.h"
 #include "io/clock.h"
-#include "io/sim_disk.h"
+#include "testing/sim_disk.h"
 
 namespace uringmq::fuzz {
 

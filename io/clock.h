@@ -1,23 +1,15 @@
 #pragma once
-// Clock: every time the engine uses comes from here, never from the system directly, so tests
-// can run hours of delays in milliseconds with ManualClock.
+// Clocks: every time the engine uses comes from an io::Clock (the interface is public,
+// include/uringmq/clock.h), never from the system directly, so tests can run hours of delays in
+// milliseconds with ManualClock.
 // SystemClock and ManualClock are thread-safe.
 
 #include <atomic>
 #include <cstdint>
 
-namespace uringmq::io {
+#include <uringmq/clock.h>
 
-class Clock {
- public:
-  virtual ~Clock() = default;
-  // Wall clock, milliseconds since the Unix epoch (RocketMQ store timestamps). May step back.
-  virtual int64_t now_ms() const = 0;
-  // Wall clock in nanoseconds, for waking exactly at a millisecond boundary of now_ms().
-  virtual int64_t now_ns() const { return now_ms() * 1'000'000; }
-  // Monotonic nanoseconds from an arbitrary origin, for intervals and latencies.
-  virtual int64_t monotonic_ns() const = 0;
-};
+namespace uringmq::io {
 
 class SystemClock final : public Clock {
  public:

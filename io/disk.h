@@ -29,6 +29,8 @@
 #include <string_view>
 #include <vector>
 
+#include <uringmq/options.h>
+
 #include "io/status.h"
 
 namespace uringmq::io {
@@ -50,8 +52,7 @@ enum class OpenMode : uint8_t {
   directory,         // an existing directory, opened to be fsynced
 };
 
-// How data requests on the file reach the device. direct = O_DIRECT (aligned requests only).
-enum class IoMode : uint8_t { buffered, direct };
+// IoMode (how data requests reach the device): include/uringmq/options.h.
 
 enum class OpKind : uint8_t {
   read,

@@ -9,12 +9,13 @@
 #include <string_view>
 #include <vector>
 
+#include <uringmq/options.h>
+
 #include "io/status.h"
 
 namespace uringmq::sched {
 
-inline constexpr std::string_view kDefaultDelayLevels =
-    "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h";
+// kDefaultDelayLevels: include/uringmq/options.h.
 
 class DelayLevels {
  public:

@@ -18,7 +18,7 @@
 
 #include "engine/commit_log.h"
 #include "io/clock.h"
-#include "io/sim_disk.h"
+#include "testing/sim_disk.h"
 #include "tests/support/env.h"
 #include "tests/support/log_fixture.h"
 #include "tests/support/rng.h"

@@ -22,7 +22,7 @@
 #include "engine/log_scanner.h"
 #include "engine/properties.h"
 #include "io/clock.h"
-#include "io/sim_disk.h"
+#include "testing/sim_disk.h"
 #include "tests/support/env.h"
 #include "tests/support/log_fixture.h"
 #include "tests/support/rng.h"

@@ -37,7 +37,7 @@
 
 #include "engine/shard.h"
 #include "io/clock.h"
-#include "io/sim_disk.h"
+#include "testing/sim_disk.h"
 #include "tests/support/rng.h"
 
 namespace uringmq::testing {

@@ -14,7 +14,7 @@
 
 #include "engine/commit_log.h"
 #include "io/clock.h"
-#include "io/sim_disk.h"
+#include "testing/sim_disk.h"
 #include "tests/support/log_fixture.h"
 
 namespace uringmq {

@@ -17,7 +17,7 @@
 #include "engine/message_codec.h"
 #include "engine/record_prefetch.h"
 #include "io/clock.h"
-#include "io/sim_disk.h"
+#include "testing/sim_disk.h"
 #include "io/uring_disk.h"
 #include "tests/support/log_fixture.h"
 #include "tests/support/temp_dir.h"

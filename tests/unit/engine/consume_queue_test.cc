@@ -19,7 +19,7 @@
 #include "engine/byte_order.h"
 #include "engine/consume_queue.h"
 #include "io/clock.h"
-#include "io/sim_disk.h"
+#include "testing/sim_disk.h"
 
 namespace uringmq {
 namespace {

@@ -18,7 +18,7 @@
 #include <tuple>
 
 #include "io/clock.h"
-#include "io/sim_disk.h"
+#include "testing/sim_disk.h"
 
 namespace uringmq {
 namespace {

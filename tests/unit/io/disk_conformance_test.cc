@@ -29,8 +29,8 @@
 #include "io/uring_disk.h"
 #include "tests/support/temp_dir.h"
 
-#if __has_include("io/sim_disk.h")
-#include "io/sim_disk.h"
+#if __has_include("testing/sim_disk.h")
+#include "testing/sim_disk.h"
 #define UMQ_HAVE_SIM_DISK 1
 #else
 #define UMQ_HAVE_SIM_DISK 0

@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "io/faulty_disk.h"
-#include "io/sim_disk.h"
+#include "testing/faulty_disk.h"
+#include "testing/sim_disk.h"
 #include "io/uring_disk.h"
 #include "tests/support/temp_dir.h"
 

@@ -5,7 +5,7 @@
 // expected images are computed independently in the test. Every assertion can fail: each
 // "sometimes lost" claim is paired with a "sometimes kept" one, and each "never" claim with a
 // control that shows the opposite outcome when the durability step is taken.
-#include "io/sim_disk.h"
+#include "testing/sim_disk.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "io/faulty_disk.h"
+#include "testing/faulty_disk.h"
 
 #include <algorithm>
 

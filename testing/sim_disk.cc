@@ -1,5 +1,5 @@
 // SimDisk: see io/sim_disk.h and the fault model in io/README.md.
-#include "io/sim_disk.h"
+#include "testing/sim_disk.h"
 
 #include <algorithm>
 #include <cerrno>

@@ -1,0 +1,88 @@
+#pragma once
+// uringmq public API: what goes in and out of a Session: a Message to send, a PullRequest, the
+// Completion every request ends with, and store-wide offsets. Views in a Message or PullRequest
+// are not copied: their memory must outlive the completion.
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include <uringmq/options.h>
+#include <uringmq/status.h>
+
+namespace uringmq {
+
+// The shard that owns queue (topic, queue_id) in a store of shard_count shards: a stable hash
+// (FNV-1a over the topic bytes and the queue id), so ownership never changes for a store.
+uint32_t shard_of_queue(std::string_view topic, int32_t queue_id, uint32_t shard_count);
+
+// A store-wide physical offset: shard number in the top 8 bits, shard-local offset below.
+inline constexpr uint64_t make_store_offset(uint32_t shard, uint64_t local_offset) {
+  return (uint64_t{shard} << 56) | local_offset;
+}
+inline constexpr uint32_t shard_of_offset(uint64_t store_offset) {
+  return static_cast<uint32_t>(store_offset >> 56);
+}
+inline constexpr uint64_t local_offset(uint64_t store_offset) {
+  return store_offset & ((uint64_t{1} << 56) - 1);
+}
+
+// A message to send. Views: the memory must outlive the completion.
+struct Message {
+  std::string_view topic;
+  int32_t queue_id = 0;
+  std::span<const std::byte> body;
+  std::string_view properties;  // RocketMQ property string (engine/properties.h)
+  int32_t flag = 0;
+  int32_t sys_flag = 0;
+  int64_t born_timestamp_ms = 0;
+  engine::HostAddress born_host;
+  int32_t reconsume_times = 0;
+};
+
+// How a pull ended (the PULL_MESSAGE response code a broker sends for it).
+enum class PullStatus : uint8_t {
+  found,               // 0 SUCCESS: message_count records copied, next_offset after them
+  no_new_message,      // 19 PULL_NOT_FOUND: nothing at queue_offset (after waiting, if asked)
+  no_matched_message,  // 20 PULL_RETRY_IMMEDIATELY: units scanned, none matched the tag filter
+  offset_moved,        // 21 PULL_OFFSET_MOVED: below min (retention) or past max; see next_offset
+  // The record at queue_offset failed its checks (CRCs, magic, lengths, position): it is never
+  // served. Completion::offset is its store-wide physical offset, queue_offset and next_offset
+  // its queue offset; nothing is copied. Records before it come in the previous pull (a pull
+  // stops short of a damaged record). A broker answers SYSTEM_ERROR naming both offsets.
+  corrupt,
+};
+
+// A consumer read of one queue. Views: the memory must outlive the completion.
+struct PullRequest {
+  std::string_view topic;
+  int32_t queue_id = 0;
+  int64_t queue_offset = 0;
+  uint32_t max_messages = 32;
+  // Empty or "*": every message. Else tags joined by "||" (RocketMQ's subscription expression),
+  // matched by tag hash as the broker does; the client re-checks the tag string.
+  std::string_view tag_filter;
+  // The stored records are copied here back to back (bytes ready to send to a client).
+  std::span<std::byte> buffer;
+  // Long polling: when there is no new message, hold the pull up to this long (ms) and answer as
+  // soon as a message for the queue becomes visible.
+  int64_t wait_ms = 0;
+};
+
+struct Completion {
+  uint64_t tag = 0;
+  io::Code code = io::Code::ok;  // ok, a rejection, or fail_stopped (indeterminate)
+  uint64_t offset = 0;           // send: store-wide physical offset; read: unused
+  int64_t queue_offset = -1;     // send: its queue offset; search/query_offset: the answer
+  int64_t store_timestamp_ms = 0;
+  uint32_t size_bytes = 0;  // send: record size; read: bytes read; pull: bytes copied
+  // pull and queue queries:
+  PullStatus pull_status = PullStatus::found;
+  uint32_t message_count = 0;
+  int64_t min_offset = 0;
+  int64_t max_offset = 0;
+  int64_t next_offset = 0;
+};
+
+}  // namespace uringmq

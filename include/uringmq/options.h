@@ -1,0 +1,227 @@
+#pragma once
+// uringmq public API: the options of a Store (StoreOptions) and the option types it holds.
+// The engine defines nothing of these itself: engine/commit_log.h, engine/consume_queue.h,
+// engine/message_codec.h, io/disk.h, io/fs_space.h and sched/delay_levels.h include this header.
+// The types keep the namespace of the module that uses them (io, engine, sched); the uringmq::
+// aliases at the end are the names an embedder may use.
+//
+// Plain values; copyable between threads.
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include <uringmq/clock.h>
+#include <uringmq/status.h>
+
+namespace uringmq::io {
+
+// How data requests on the file reach the device. direct = O_DIRECT (aligned requests only).
+enum class IoMode : uint8_t { buffered, direct };
+
+// Space of the file system holding a path (statvfs), for retention's disk-usage policy.
+struct FsSpace {
+  uint64_t total_bytes = 0;
+  uint64_t available_bytes = 0;  // to unprivileged users (f_bavail)
+  double used_ratio() const {
+    return total_bytes == 0
+               ? 0.0
+               : 1.0 - static_cast<double>(available_bytes) / static_cast<double>(total_bytes);
+  }
+};
+
+}  // namespace uringmq::io
+
+namespace uringmq::sched {
+
+// RocketMQ's default messageDelayLevel table (StoreOptions::message_delay_level).
+inline constexpr std::string_view kDefaultDelayLevels =
+    "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h";
+
+}  // namespace uringmq::sched
+
+namespace uringmq::engine {
+
+// A host as RocketMQ records it (BORNHOST, STOREHOST).
+struct HostAddress {
+  std::array<uint8_t, 16> address{};  // network order; IPv4 uses the first 4 bytes
+  uint8_t address_length = 4;         // 4 (IPv4) or 16 (IPv6)
+  int32_t port = 0;
+  static HostAddress ipv4(uint8_t a, uint8_t b, uint8_t c, uint8_t d, int32_t port);
+  bool is_ipv6() const { return address_length == 16; }
+  friend bool operator==(const HostAddress&, const HostAddress&) = default;
+};
+
+struct CodecLimits {
+  uint32_t max_body_bytes = 4 * 1024 * 1024;  // maxMessageSize (a body limit), bytes
+};
+
+enum class FlushMode : uint8_t { sync_flush, async_flush };
+
+struct CommitLogOptions {
+  // Directory of this log (lock, abort, checkpoint, commitlog/). Created if absent.
+  std::string dir;
+  // Size of every segment, bytes (mappedFileSizeCommitLog). Multiple of 4096; default 1 GiB.
+  uint64_t segment_size_bytes = 1ULL << 30;
+  FlushMode flush_mode = FlushMode::sync_flush;
+  // async_flush: interval between background fdatasyncs, ms (flushIntervalCommitLog).
+  int64_t async_flush_interval_ms = 500;
+  // direct: O_DIRECT, rewriting the partial last block. buffered: page-cache writes. Direct is
+  // the default by measurement (bench/RESULTS.md, engine/README.md): on ext4 io_uring punts
+  // buffered writes to io-wq workers (a thread hand-off and a page-cache copy per write), so
+  // direct IO used less CPU per message and was faster or even in every A/B workload.
+  io::IoMode io_mode = io::IoMode::direct;
+  // Write buffers: count and size, bytes. The size must hold the largest record plus 8 KiB.
+  uint32_t write_buffer_count = 4;
+  uint32_t write_buffer_bytes = 8u << 20;
+  // Write coalescing: while a write is in flight, the bytes appended since are held back until
+  // they reach this many or the write completes (a full or sealed buffer, and close, go at
+  // once). Larger writes cost fewer syscalls and io-wq hand-offs per byte; a write is always
+  // submitted when none is in flight, so group-commit latency is not raised. 0: no holding back.
+  uint32_t min_write_bytes = 64u << 10;
+  // Bound on written-but-not-yet-durable bytes (and on submitted writes past durable_), bytes.
+  uint64_t max_unsynced_bytes = 32ULL << 20;
+  // Appends waiting for their acknowledgement, at most (append answers busy beyond).
+  uint32_t max_pending_acks = 65536;
+  // Interval between checkpoint writes while durable_ advances, ms.
+  int64_t checkpoint_interval_ms = 1000;
+  // After ENOSPC at segment allocation, retry allocation after this long, ms.
+  int64_t no_space_retry_ms = 1000;
+  // Asked before each segment is allocated, with its size: a no_space status refuses the
+  // allocation as an ENOSPC from fallocate would (appends that need the segment answer
+  // no_space; asked again after no_space_retry_ms). Only ok or no_space. Null: never refused.
+  // The store refuses above disk_space_warning_ratio, keeping room for metadata writes.
+  std::function<io::Status(uint64_t bytes)> space_check;
+  // Size of each zero-fill write when preparing a segment, bytes.
+  uint32_t zero_fill_chunk_bytes = 1u << 20;
+  // The next segment is prepared (fallocate, zero-fill, fdatasync) once the writer has at most
+  // this many bytes left in its segment; the default prepares it as soon as the writer enters
+  // a segment. Smaller values move the zero-fill later (appends get busy if it is not done in
+  // time); the benchmark uses 0 to measure what the concurrent zero-fill costs.
+  uint64_t prepare_ahead_bytes = UINT64_MAX;
+  // Zero-fill pacing: while append writes are in flight, the next segment's zero-fill stays at
+  // most this many bytes ahead of 5/4 of the writer's position in its segment (it ends with a
+  // fifth of the segment to spare); with no append write in flight it runs freely.
+  // UINT64_MAX: never paced (back-to-back chunks, which compete with the appends' writes).
+  uint64_t zero_fill_lead_bytes = 64ULL << 20;
+  CodecLimits limits;
+  // TEST ONLY (canary): acknowledge sync_flush appends when written, before any fdatasync.
+  // The crash simulation must detect the resulting loss; never set it elsewhere.
+  bool unsafe_ack_before_sync = false;
+};
+
+// ConsumeQueue files: units of a queue per file (RocketMQ's mappedFileSizeConsumeQueue / 20).
+inline constexpr uint64_t kCqUnitsPerFile = 300'000;
+
+struct CqStoreOptions {
+  std::string dir;                            // <shard dir>/consumequeue; created if absent
+  uint64_t units_per_file = kCqUnitsPerFile;  // tests use fewer
+  uint32_t memory_units_per_queue = 4096;     // newest units kept in memory per queue (power of 2)
+  int64_t flush_interval_ms = 1000;           // FlushConsumeQueueService's interval
+  uint32_t max_queues = 65536;                // queues one shard may own
+};
+
+}  // namespace uringmq::engine
+
+namespace uringmq {
+
+struct StoreOptions {
+  // Root directory of the store; created if absent.
+  std::string data_dir = "./data";
+  // Number of shards (threads, CommitLogs). 0 = one per CPU this process may use. A store keeps
+  // its count: reopening with another is invalid_argument (queues would change owners).
+  uint32_t shard_count = 0;
+  // Pin shard i to the i-th CPU of the process's affinity set.
+  bool pin_threads = true;
+  // CommitLog options for every shard (dir is set per shard). Defaults: 1 GiB segments,
+  // SYNC_FLUSH, 4 x 8 MiB aligned write buffers, 4 MiB maxMessageSize.
+  engine::CommitLogOptions log;
+  // Requests one Session may have outstanding per shard (power of two).
+  uint32_t session_window = 1024;
+  // Sessions that may exist at once.
+  uint32_t max_sessions = 64;
+  // io_uring submission queue entries per shard.
+  uint32_t ring_entries = 256;
+  // ConsumeQueue options for every shard (dir is set per shard).
+  engine::CqStoreOptions consume_queue;
+  // Consumer offsets: persist interval, ms (RocketMQ's flushConsumerOffsetInterval is 5000).
+  int64_t consumer_offsets_persist_interval_ms = 1000;
+  // Pulls (including held long polls) and offset searches one shard runs at once.
+  uint32_t max_pulls = 256;
+  // ---- Retention (RocketMQ's CleanCommitLogService) ----
+  // A segment expires when its newest message is older than this, hours (fileReservedTime).
+  int64_t file_reserved_time_hours = 72;
+  // Expired segments are deleted during this hour of the day, UTC (deleteWhen "04"), or at any
+  // time while the disk is fuller than disk_max_used_space_ratio.
+  int32_t delete_when_hour_utc = 4;
+  double disk_max_used_space_ratio = 0.75;  // diskMaxUsedSpaceRatio 75
+  // Above this ratio the oldest segments are deleted even before they expire
+  // (diskSpaceCleanForciblyRatio 85); the writer's segment is never deleted.
+  double disk_force_clean_ratio = 0.85;
+  // cleanFileForciblyEnable: whether the forced clean may delete a segment holding messages a
+  // consumer still needs (README "Retention"). false: above disk_force_clean_ratio only
+  // segments every consumer is done with go; a disk that stays full rejects sends (no_space).
+  bool clean_file_forcibly_enable = false;
+  // Sends stop (no_space) before the disk is full: a CommitLog segment is not allocated when the
+  // disk would then be fuller than this (RocketMQ's diskSpaceWarningLevelRatio 0.90). The room
+  // left is for what must still be written (ConsumeQueue units, checkpoints, consumer offsets);
+  // a truly full disk would fail-stop those writes. 1.0: only ENOSPC stops sends.
+  double disk_space_warning_ratio = 0.90;
+  // Where retention reads the disk's fullness. Null: statvfs of the shard directory. Tests
+  // report a full disk with it.
+  std::function<io::Result<io::FsSpace>(std::string_view path)> space_probe;
+  int64_t clean_interval_ms = 10'000;  // cleanResourceInterval
+  uint32_t delete_max_files_per_pass = 10;
+  // ---- Delay levels (RocketMQ's ScheduleMessageService) ----
+  // messageDelayLevel: level L in 1..N delays a message with property DELAY=L by the L-th entry;
+  // units ms, s, m, h, d; a level above N is clamped to N. A bad table is invalid_argument.
+  std::string message_delay_level = std::string(sched::kDefaultDelayLevels);
+  // A delivery whose append keeps failing is tried this many times, then parked in topic
+  // kParkedScheduleTopic (queue L-1, the message as it was in the schedule topic).
+  uint32_t schedule_max_attempts = 3;
+  // Delayed and timed deliveries are appended this many ms before their deliver time and held
+  // back from consumers until it (engine/README.md, "Delivery ahead"): the write and fdatasync
+  // are done by then, so a copy is visible at its time instead of a durable append later.
+  // Costs: a plain message appended to the same queue meanwhile waits for the held copy (at
+  // most this long), and a cancel must come at least this long before the deliver time (later
+  // it races the delivery). 0: appended at the deliver time. deliveryLeadMs, 0..1000.
+  int64_t delivery_lead_ms = 10;
+  // ---- Timed messages (RocketMQ 5's timer; engine/timer_message.h, engine/timer_wheel.h) ----
+  // timerMaxDelaySec: a deliver time further ahead than this is rejected (invalid_argument).
+  int64_t timer_max_delay_sec = 30 * 86'400;
+  // The wheel's slots on disk: each covers timer_bucket_ms; timers beyond the horizon
+  // ((timer_slot_count - 2) * timer_bucket_ms) are rolled forward (re-appended) when their slot
+  // comes round, so the horizon must stay below fileReservedTime: Store::open narrows the
+  // buckets to half of it when it does not.
+  int64_t timer_bucket_ms = 60'000;
+  uint32_t timer_slot_count = 256;
+  // Timers kept in memory at most (the near window); beyond it loading waits (late, never early).
+  uint32_t timer_window_entries_max = 1u << 20;
+  // The clock every shard uses (store times, flush intervals, retention). Null: the system
+  // clock. Tests pass an io::ManualClock; it must outlive the store.
+  io::Clock* clock = nullptr;
+  // ---- Integrity ----
+  // The background scrub reads the segments recovery did not rescan (those below the
+  // checkpoint's segment) once after open, at most this many bytes per second, and reports every
+  // damaged record (engine/README.md, "Scrub"). 0: no scrub.
+  uint64_t scrub_bytes_per_second = 32ULL << 20;
+  // STOREHOST written into every record (and so into offset msgIds): the broker sets its own
+  // address and listen port; embedders may leave RocketMQ's default.
+  engine::HostAddress store_host = engine::HostAddress::ipv4(127, 0, 0, 1, 10911);
+  // Permission bits of every file and directory the store creates, set exactly (the umask
+  // neither widens nor narrows them). Files a store already holds keep theirs.
+  uint32_t file_mode = 0640;
+  uint32_t dir_mode = 0750;
+};
+
+// The option types under the names an embedder uses.
+using CommitLogOptions = engine::CommitLogOptions;
+using ConsumeQueueOptions = engine::CqStoreOptions;
+using FlushMode = engine::FlushMode;
+using IoMode = io::IoMode;
+using HostAddress = engine::HostAddress;
+using CodecLimits = engine::CodecLimits;
+
+}  // namespace uringmq

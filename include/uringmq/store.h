@@ -1,0 +1,243 @@
+#pragma once
+// uringmq public API: uringmq::Store, a durable message store of N shards, one per core.
+//
+// Each shard is one thread pinned to one CPU with its own io_uring (io::UringDisk), its own
+// CommitLog under <data_dir>/shard-<i>/, and the queues it owns: queue (topic, queueId) belongs
+// to shard shard_for(topic, queueId) = hash(topic, queueId) % shard_count, which writes all of
+// its messages, so per-queue order needs no lock. Nothing mutable is shared between shards.
+//
+// Client threads talk to shards through a Session: a bounded single-producer single-consumer
+// ring to every shard for requests and one back for completions, with a wake-up (eventfd in the
+// shard's ring) only when the shard is asleep. Message memory is not copied on the way in: it
+// must stay valid until its completion is taken (send() does this for you).
+//
+// Physical offsets that leave a shard carry the shard number in their top 8 bits
+// (make_store_offset); the stored record's PHYSICALOFFSET field is the shard-local offset.
+//
+// Durability: as CommitLogOptions::flush_mode (SYNC_FLUSH by default: a send completes ok only
+// once an fdatasync covers it). A completion is ok, rejected (a Code: invalid_argument,
+// too_large, no_space, busy, shut_down — definitely not stored) or indeterminate
+// (fail_stopped: the shard stopped after an IO error; the message may or may not be stored).
+//
+// Threading: Store::open/close from one thread; each Session is used by one thread at a time.
+
+//
+// The public headers are include/uringmq/*.h (installed as <uringmq/...>): this one, options.h,
+// message.h, status.h, clock.h, recovery_report.h and reader.h (decoded messages).
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <uringmq/message.h>
+#include <uringmq/options.h>
+#include <uringmq/recovery_report.h>
+#include <uringmq/status.h>
+
+namespace uringmq {
+
+namespace io {
+class Waker;  // the engine's wake-up (io/waker.h): for Session::set_completion_waker
+}  // namespace io
+
+// Per delay level, over every shard: messages waiting, and the earliest deliver time among the
+// heads (wall ms; INT64_MAX when none is waiting).
+struct DelayLevelStats {
+  uint32_t level = 0;
+  int64_t pending = 0;
+  int64_t next_deliver_ms = INT64_MAX;
+  uint64_t delivered = 0;
+  uint64_t parked = 0;
+  uint64_t deleted = 0;  // taken by retention before their time (a forced clean)
+};
+
+// Timed messages, over every shard.
+struct TimerStats {
+  uint64_t accepted = 0;   // timed messages put into the wheel
+  uint64_t in_memory = 0;  // timers in the near window now
+  uint64_t delivered = 0;
+  uint64_t rolled = 0;     // re-appended past the wheel's horizon
+  uint64_t cancelled = 0;  // skipped because a cancel matched them
+  uint64_t parked = 0;     // could not be delivered (SCHEDULE_PARKED_XXXX)
+  uint64_t deleted = 0;    // taken by retention before their time (a forced clean)
+};
+
+struct StoreStats {
+  uint64_t appends = 0;
+  uint64_t acks_ok = 0;
+  uint64_t writes_submitted = 0;
+  uint64_t fdatasyncs = 0;
+  uint64_t wakeups = 0;           // times a session had to wake a sleeping shard
+  uint64_t segments_deleted = 0;  // CommitLog segments retention deleted
+  // Messages deleted by retention that some consumer group (or, for a queue no group consumes,
+  // anyone) had not consumed yet (a lower bound: README "Retention").
+  uint64_t messages_deleted_unconsumed = 0;
+  // Integrity: reads refused because the record failed its checks (pulls answered corrupt,
+  // deliveries parked), damaged records logged (each once, by a read or the scrub), and the
+  // scrub's progress.
+  uint64_t corrupt_reads_refused = 0;
+  uint64_t corrupt_records_reported = 0;
+  uint64_t scrub_bytes_checked = 0;
+  uint64_t scrub_corrupt_records = 0;
+  uint64_t scrubs_finished = 0;  // shards whose scrub pass ended (or had nothing to check)
+};
+
+class Store;
+class Shard;
+struct SessionSlot;
+
+// A consumed record made ready for RocketMQ's consumer retry (CONSUMER_SEND_MSG_BACK): the copy
+// to store in %RETRY%<group> (delayed by level 3 + reconsume times, or `delay_level` when > 0)
+// or %DLQ%<group> (once reconsume times reach max_reconsume_times, or delay_level < 0), with
+// RETRY_TOPIC and ORIGIN_MESSAGE_ID kept or set and reconsume times + 1. `message` points into
+// this object and into the record's bytes: both must outlive the send.
+struct SendBackCopy {
+  std::string topic;
+  std::string properties;
+  Message message;
+  bool dead_letter = false;
+  SendBackCopy() = default;
+  SendBackCopy(const SendBackCopy&) = delete;
+  SendBackCopy& operator=(const SendBackCopy&) = delete;
+};
+// `id_offset` is the physical offset that names the record in its offset msgId (the
+// ORIGIN_MESSAGE_ID set when there is none): the store-wide offset for embedders, the broker's
+// wire offset for its clients. invalid_argument when the bytes are not one valid record or the
+// group is empty.
+io::Status make_send_back(std::string_view group, std::span<const std::byte> record,
+                          uint64_t id_offset, int32_t delay_level, int32_t max_reconsume_times,
+                          const engine::CodecLimits& limits, SendBackCopy* out);
+
+// One client thread's connection to every shard.
+class Session {
+ public:
+  // Waits for outstanding requests (a held pull until its wait_ms), then frees the slot.
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  // Queues a send to the queue's shard. busy when this session's window to that shard is full
+  // (take completions, then retry). `message` memory must stay valid until its completion.
+  io::Status send_async(const Message& message, uint64_t tag);
+  // Queues a read of `size_bytes` at a store-wide offset into dest (valid until completion).
+  // Raw bytes, not checked (a byte range need not be a record): a caller that reads a record
+  // decodes it (make_send_back does); pull_async checks every record it returns.
+  io::Status read_async(uint64_t store_offset, uint32_t size_bytes, std::byte* dest, uint64_t tag);
+  // Reads up to max_messages of a queue (its owner shard answers). Completion: pull_status,
+  // message_count, size_bytes, min/max/next offsets.
+  io::Status pull_async(const PullRequest& request, uint64_t tag);
+  // The queue's min and max (next to be written) offsets, in min_offset/max_offset.
+  io::Status query_queue_async(std::string_view topic, int32_t queue_id, uint64_t tag);
+  // The first queue offset whose message was stored at or after timestamp_ms (max offset if
+  // none), in queue_offset (SEARCH_OFFSET_BY_TIMESTAMP). corruption when a record the search
+  // reads fails its checks (offset and queue_offset name it).
+  io::Status search_offset_async(std::string_view topic, int32_t queue_id, int64_t timestamp_ms,
+                                 uint64_t tag);
+  // Consumer-group offsets, kept by the queue's shard and persisted crash-safely.
+  // Negative offsets are ignored (as RocketMQ does). query: queue_offset = -1 if never committed.
+  io::Status commit_offset_async(std::string_view group, std::string_view topic, int32_t queue_id,
+                                 int64_t offset, uint64_t tag);
+  io::Status query_offset_async(std::string_view group, std::string_view topic, int32_t queue_id,
+                                uint64_t tag);
+  // Completes once every offset committed so far to the shard owning (topic, queue_id) is
+  // persisted (a persist cycle that started after this request finished).
+  io::Status flush_offsets_async(std::string_view topic, int32_t queue_id, uint64_t tag);
+  // Consumer retry (RocketMQ's CONSUMER_SEND_MSG_BACK): stores a copy of a consumed record (its
+  // stored bytes, as a pull returned them, and its store-wide offset) in %RETRY%<group> queue 0
+  // with delay level `delay_level` (0: 3 + its reconsume times), RETRY_TOPIC and
+  // ORIGIN_MESSAGE_ID kept or set, reconsume times + 1; or in %DLQ%<group> queue 0 once its
+  // reconsume times reach max_reconsume_times (or delay_level < 0). Waits for the send.
+  // invalid_argument when the bytes are not a valid record.
+  Completion send_back(std::string_view group, std::span<const std::byte> record,
+                       uint64_t store_offset, int32_t delay_level = 0,
+                       int32_t max_reconsume_times = 16);
+  // Answers this session's held pulls at once (no new message) on every shard; one completion
+  // with `tag` per shard. For a front end that is shutting down.
+  io::Status release_held_pulls_async(uint64_t tag);
+  // Waits for the completion of one request posted with `tag` (others are discarded): for the
+  // synchronous helpers below and simple callers. Not with other requests outstanding.
+  Completion wait_for(uint64_t tag);
+
+  // Moves available completions into out. wait_at_least_one blocks until one arrives (if any
+  // request is outstanding).
+  size_t take_completions(std::span<Completion> out, bool wait_at_least_one);
+  // Sends one message and waits for its completion. Not with async requests outstanding.
+  Completion send(const Message& message);
+  // Requests sent and not yet completed.
+  uint64_t outstanding() const { return outstanding_; }
+
+  // For callers with their own event loop (the broker's network reactor): shards wake `waker`
+  // when they post completions while the session is between begin_wait() and end_wait().
+  // begin_wait() returns false when completions are already waiting (do not sleep then). The
+  // waker must outlive the session.
+  void set_completion_waker(io::Waker* waker);
+  bool begin_wait();
+  void end_wait();
+
+ private:
+  friend class Store;
+  Session(Store& store, SessionSlot& slot, uint32_t shards)
+      : store_(store), slot_(slot), outstanding_per_shard_(shards, 0) {}
+  io::Status post(uint32_t shard, const struct ShardRequest& request);
+  io::Status post_to_owner(const struct ShardRequest& request);
+  Store& store_;
+  SessionSlot& slot_;
+  uint64_t outstanding_ = 0;
+  // Bounded by session_window: a shard's completion ring can then never overflow.
+  std::vector<uint32_t> outstanding_per_shard_;
+  // A timer cancel goes to every shard (the timed message it names may sit in any of them); its
+  // caller sees one completion, the owner shard's, once every shard has answered, with the first
+  // failure's code if any failed. By tag; only cancels are here (rare: no per-message cost).
+  struct FanOut {
+    uint32_t waiting = 0;
+    uint32_t owner = 0;
+    bool have_owner = false;
+    Completion result;
+    io::Code failed = io::Code::ok;
+  };
+  std::vector<std::pair<uint64_t, FanOut>> fan_outs_;
+  io::Status send_to_every_shard(const struct ShardRequest& request);
+  bool absorb(uint32_t shard, Completion& c);  // false: a fan-out part, not surfaced (yet)
+};
+
+class Store {
+ public:
+  // Opens or creates the store, starting one thread per shard; each recovers its CommitLog
+  // before open() returns. Errors name the shard and what failed.
+  static io::Result<std::unique_ptr<Store>> open(const StoreOptions& options);
+  ~Store();  // close() if not closed
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  // A session for the calling thread; busy when max_sessions exist.
+  io::Result<std::unique_ptr<Session>> open_session();
+  // Stops every shard cleanly (flush, checkpoint, abort file removed). Sessions must be gone.
+  io::Status close();
+
+  uint32_t shard_count() const { return static_cast<uint32_t>(shards_.size()); }
+  uint32_t shard_for(std::string_view topic, int32_t queue_id) const;
+  StoreStats stats() const;
+  // Operator figures of the delay levels (every shard's, summed per level).
+  std::vector<DelayLevelStats> delay_level_stats() const;
+  // Operator figures of timed messages (every shard's, summed).
+  TimerStats timer_stats() const;
+  const StoreOptions& options() const { return options_; }
+  // What each shard's recovery found at open().
+  const std::vector<engine::RecoveryReport>& recovery_reports() const { return reports_; }
+
+ private:
+  friend class Session;
+  explicit Store(const StoreOptions& options);
+  StoreOptions options_;
+  std::vector<std::unique_ptr<Shard>> shards_;
+  std::vector<std::unique_ptr<SessionSlot>> slots_;
+  std::vector<engine::RecoveryReport> reports_;
+  bool closed_ = false;
+};
+
+}  // namespace uringmq
