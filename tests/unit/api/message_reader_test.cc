@@ -109,7 +109,7 @@ TEST_F(ReaderTest, DecodedFieldsEqualWhatWasSent) {
   const Sent& b = send(1, {{"TAGS", "TagB"}}, "second body");
   const Sent& c = send(1, {{"size", "L"}}, "third body");
   // The stored record carries the whole-record CRC, an internal property.
-  EXPECT_TRUE(engine::find_property(stored_properties(a.ack), engine::kRecordCrcKey));
+  EXPECT_TRUE(engine::find_property(stored_properties(a.ack), engine::kPropertyRecordCrc));
 
   MessageReader reader(*store_, *session_);
   ReadRequest request;
@@ -215,7 +215,7 @@ TEST_F(ReaderTest, DelayedMessageComesDecodedFromItsTopicAtItsTime) {
       record.size_bytes = engine::get_u32(size.data());
       bool internal = false;
       engine::for_each_property(stored_properties(record), [&](std::string_view name, auto) {
-        internal |= engine::is_internal_property(name) && name != engine::kRecordCrcKey;
+        internal |= engine::is_internal_property(name) && name != engine::kPropertyRecordCrc;
       });
       EXPECT_TRUE(internal) << "the delivered copy carries no delivery marker";
       expect_no_internal_property(m);
