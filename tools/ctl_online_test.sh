@@ -20,6 +20,7 @@ shardCount=2
 mappedFileSizeCommitLog=16777216
 messageDelayLevel=300ms 600ms 1s
 defaultTopicQueueNums=2
+diskSpaceWarningLevelRatio=100
 CONF
 start() {
   "$broker" -c "$dir/broker.conf" 2> "$dir/log" &

@@ -714,6 +714,7 @@ void write_config(const std::string& path, const std::string& store, uint16_t po
       << "mappedFileSizeCommitLog=1048576\n"
       << "maxMessageSize=65536\n"
       << "defaultTopicQueueNums=" << kQueues << "\n"
+      << "diskSpaceWarningLevelRatio=100\n"  // a shared test disk may be over 90% used
       << "logLevel=info\n";  // the recovery lines (torn bytes) are info
 }
 

@@ -55,6 +55,8 @@ function confText(c) {
     `shardCount=${c.shardCount || 2}`,
     `mappedFileSizeCommitLog=${c.mappedFileSizeCommitLog || 67108864}`,
     `logLevel=${c.logLevel || 'info'}`,
+    // The test machines' shared disk may be fuller than the default refusal ratio (90%).
+    `diskSpaceWarningLevelRatio=${c.diskSpaceWarningLevelRatio || 100}`,
   ];
   return lines.join('\n') + '\n';
 }

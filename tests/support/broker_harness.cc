@@ -48,6 +48,7 @@ RunningBroker::RunningBroker(const std::string& dir,
   config_.store.data_dir = dir;
   config_.store.shard_count = 2;
   config_.store.pin_threads = false;
+  config_.store.disk_space_warning_ratio = 1.0;  // a shared test disk may be over 90% used
   config_.store.log.segment_size_bytes = 16u << 20;
   config_.store.message_delay_level = "100ms 200ms 300ms";
   config_.listen_port = 0;

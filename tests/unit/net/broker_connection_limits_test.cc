@@ -72,6 +72,7 @@ class BrokerProcess {
                         << "shardCount=2\n"
                         << "mappedFileSizeCommitLog=67108864\n"
                         << "defaultTopicQueueNums=4\n"
+                        << "diskSpaceWarningLevelRatio=100\n"
                         << extra;
     err_path_ = dir_.path() + "/broker.err";
     std::fflush(stdout);

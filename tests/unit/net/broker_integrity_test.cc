@@ -40,6 +40,7 @@ TEST(BrokerIntegrityTest, APullOverADamagedRecordAnswersSystemErrorNamingIt) {
   config.store.data_dir = dir.path();
   config.store.shard_count = 1;
   config.store.pin_threads = false;
+  config.store.disk_space_warning_ratio = 1.0;  // a shared test disk may be over 90% used
   config.store.log.segment_size_bytes = 1u << 20;
   config.store.log.write_buffer_bytes = 64u << 10;
   config.store.log.max_unsynced_bytes = 256u << 10;
