@@ -52,14 +52,16 @@ results=$here/results
 
 if want 3 || want 4 || want 5; then  # the engine sections (net checks its own tools below)
 for tool in fio python3 gnuplot; do
-  command -v "$tool" >/dev/null || { echo "compare.sh: $tool missing (tools/install-deps.sh)"; exit 1; }
+  command -v "$tool" >/dev/null ||
+    { echo "compare.sh: $tool missing (tools/install-deps.sh)"; exit 1; }
 done
 exes=("$bench")
 case " ${SECTIONS:-3 4} " in *" 3 "*) exes+=("$micro") ;; esac
 for exe in "${exes[@]}"; do
   [ -x "$exe" ] || {
     echo "compare.sh: $exe missing; build it:"
-    echo "  cmake -S $root -B $BUILD -DCMAKE_BUILD_TYPE=Release && cmake --build $BUILD -j2 --target uringmq-bench uringmq-micro-bench"
+    echo "  cmake -S $root -B $BUILD -DCMAKE_BUILD_TYPE=Release &&" \
+      "cmake --build $BUILD -j2 --target uringmq-bench uringmq-micro-bench"
     exit 1
   }
 done
@@ -95,31 +97,41 @@ fio_job() {  # fio_job NAME RUN ARGS...: one fio job, its JSON kept as NAME.RUN.
 
 # Powers of two between 4 KiB and 1 MiB: the fio block size nearest (in log terms) to $1 bytes.
 pow2_block() {
-  python3 -c "import math,sys; b=max(4096.0,min(1048576.0,float(sys.argv[1]))); print(2**round(math.log2(b)))" "$1"
+  python3 -c "import math,sys; b=max(4096.0,min(1048576.0,float(sys.argv[1])))
+print(2**round(math.log2(b)))" "$1"
 }
 
-echo "compare.sh: $RUNS runs of each, engine runs of ${BENCH_SECONDS}s, fio jobs of ${FIO_RUNTIME}s, data in $DATA" >&2
+echo "compare.sh: $RUNS runs of each, engine runs of ${BENCH_SECONDS}s," \
+  "fio jobs of ${FIO_RUNTIME}s, data in $DATA" >&2
 if want 3; then
 fio_seq_bs=""
 for run in $(seq 1 "$RUNS"); do
-  engine a "$run" --workload append --flush async --message-bytes 1024 --shards 1 --producers 64 --io-mode direct
-  engine ab "$run" --workload append --flush async --message-bytes 1024 --shards 1 --producers 64 --io-mode buffered
+  engine a "$run" --workload append --flush async --message-bytes 1024 --shards 1 --producers 64 \
+    --io-mode direct
+  engine ab "$run" --workload append --flush async --message-bytes 1024 --shards 1 --producers 64 \
+    --io-mode buffered
   engine b "$run" --workload append --flush sync --message-bytes 1024 --shards 1 --producers 64
   if [ -z "$fio_seq_bs" ]; then
     # fio at the engine's own write size and bytes per fdatasync (from the first runs).
-    write_bytes=$(jf "$raw/a.1.json" "d['append']['mb_per_s']*1e6/max(d['append']['writes_per_s'],1)")
+    per_write="d['append']['mb_per_s']*1e6/max(d['append']['writes_per_s'],1)"
+    write_bytes=$(jf "$raw/a.1.json" "$per_write")
     fio_seq_bs=$(pow2_block "$write_bytes")
-    buffered_write_bytes=$(jf "$raw/ab.1.json" "d['append']['mb_per_s']*1e6/max(d['append']['writes_per_s'],1)")
+    buffered_write_bytes=$(jf "$raw/ab.1.json" "$per_write")
     fio_seqb_bs=$(pow2_block "$buffered_write_bytes")
-    sync_write_bytes=$(jf "$raw/b.1.json" "d['append']['mb_per_s']*1e6/max(d['append']['writes_per_s'],1)")
-    sync_group_bytes=$(jf "$raw/b.1.json" "d['append']['mb_per_s']*1e6/max(d['append']['fdatasyncs_per_s'],1)")
+    sync_write_bytes=$(jf "$raw/b.1.json" "$per_write")
+    sync_group_bytes=$(jf "$raw/b.1.json" \
+      "d['append']['mb_per_s']*1e6/max(d['append']['fdatasyncs_per_s'],1)")
     fio_sync_bs=$(pow2_block "$sync_write_bytes")
-    fio_sync_n=$(python3 -c "import sys; print(max(1, round(float(sys.argv[1])/float(sys.argv[2]))))" "$sync_group_bytes" "$fio_sync_bs")
-    echo "  engine writes ${write_bytes%.*} B (async), ${sync_write_bytes%.*} B per write and ${sync_group_bytes%.*} B per fdatasync (sync):" \
+    fio_sync_n=$(python3 -c \
+      "import sys; print(max(1, round(float(sys.argv[1])/float(sys.argv[2]))))" \
+      "$sync_group_bytes" "$fio_sync_bs")
+    echo "  engine writes ${write_bytes%.*} B (async), ${sync_write_bytes%.*} B per write and" \
+         "${sync_group_bytes%.*} B per fdatasync (sync):" \
          "fio bs=$fio_seq_bs; bs=$fio_sync_bs fdatasync=$fio_sync_n;" \
          "buffered IO writes ${buffered_write_bytes%.*} B: fio bs=$fio_seqb_bs" >&2
   fi
-  common=(--rw=write --size=1g --ioengine=io_uring --direct=1 --iodepth=4 --time_based --runtime="$FIO_RUNTIME")
+  common=(--rw=write --size=1g --ioengine=io_uring --direct=1 --iodepth=4 --time_based
+          --runtime="$FIO_RUNTIME")
   fio_job seq "$run" "${common[@]}" --bs="$fio_seq_bs"
   fio_job seqb "$run" "${common[@]}" --bs="$fio_seqb_bs"
   fio_job seq1m "$run" "${common[@]}" --bs=1m
@@ -127,8 +139,10 @@ for run in $(seq 1 "$RUNS"); do
   fio_job fsync "$run" --rw=write --size=64m --ioengine=sync --fdatasync=1 --bs=4k \
     --time_based --runtime="$FIO_RUNTIME"
   engine c "$run" --workload append --flush async --message-bytes 128 --shards 1 --producers 64
-  engine d1 "$run" --workload append --flush async --message-bytes 128 --shards 1 --producers 512 --threads 2
-  engine d2 "$run" --workload append --flush async --message-bytes 128 --shards 2 --producers 512 --threads 2
+  engine d1 "$run" --workload append --flush async --message-bytes 128 --shards 1 --producers 512 \
+    --threads 2
+  engine d2 "$run" --workload append --flush async --message-bytes 128 --shards 2 --producers 512 \
+    --threads 2
 done
 echo "  uringmq-micro-bench" >&2
 # Repetitions interleaved at random: on a shared machine the load drifts, and encode and its
@@ -137,9 +151,11 @@ echo "  uringmq-micro-bench" >&2
   --benchmark_enable_random_interleaving=true \
   --benchmark_report_aggregates_only=true --benchmark_min_time=0.2 >"$raw/micro.json"
 
-python3 - "$raw" "$RUNS" "$results" "$fio_seq_bs" "$fio_sync_bs" "$fio_sync_n" "$fio_seqb_bs" <<'EOF'
+python3 - "$raw" "$RUNS" "$results" "$fio_seq_bs" "$fio_sync_bs" "$fio_sync_n" \
+  "$fio_seqb_bs" <<'EOF'
 import json, statistics, sys, os
-raw, runs, out, seq_bs, sync_bs, sync_n, seqb_bs = sys.argv[1], int(sys.argv[2]), sys.argv[3], *sys.argv[4:8]
+raw, runs, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+seq_bs, sync_bs, sync_n, seqb_bs = sys.argv[4:8]
 def load(name):
     return [json.load(open(f"{raw}/{name}.{r}.json")) for r in range(1, runs + 1)]
 def med(values):
@@ -176,9 +192,11 @@ def ratio_row(key, figure, num, num_text, den, den_text, target, higher=True):
     met = r >= target if higher else r <= target
     rows.append((key, figure, num_text.format(num), den_text.format(den), r,
                  (">= " if higher else "<= ") + f"{target:g}", met, target))
-ratio_row("a", "(a) ASYNC 1 KiB 1 shard MB/s (direct, the default) / fio seq write (no sync, bs " + seq_bs + ", QD4)",
+ratio_row("a", "(a) ASYNC 1 KiB 1 shard MB/s (direct, the default) / fio seq write (no sync, bs "
+          + seq_bs + ", QD4)",
           eng("a", "mb_per_s"), "{:.1f} MB/s", fio_bw("seq"), "{:.1f} MB/s", 0.9)
-ratio_row("a_buffered", "(a) same, --io-mode buffered / fio seq write (no sync, bs " + seqb_bs + ", QD4)",
+ratio_row("a_buffered",
+          "(a) same, --io-mode buffered / fio seq write (no sync, bs " + seqb_bs + ", QD4)",
           eng("ab", "mb_per_s"), "{:.1f} MB/s", fio_bw("seqb"), "{:.1f} MB/s", 0.9)
 ratio_row("a1m", "(a') same / fio seq write bs 1m QD4 (device ceiling, no target)",
           eng("a", "mb_per_s"), "{:.1f} MB/s", fio_bw("seq1m"), "{:.1f} MB/s", 0.9)
@@ -222,7 +240,8 @@ extra = {
 machine_line = (f"{machine['cores']} cores, {machine['cpu']}, kernel {machine['kernel']}, "
                 f"{machine['fs']} (data dir)")
 with open(f"{out}/latest.md", "w") as f:
-    f.write(f"Machine: {machine_line}. Median of {runs} runs each.\n\n" + table + "\nOther figures (medians):\n\n")
+    f.write(f"Machine: {machine_line}. Median of {runs} runs each.\n\n" + table +
+            "\nOther figures (medians):\n\n")
     for k, v in extra.items():
         f.write(f"- {k}: {v:.1f}\n")
 with open(f"{out}/latest.dat", "w") as f:
@@ -252,10 +271,12 @@ set ylabel "ratio (log scale)"
 set xtics rotate by -30
 set grid ytics
 set key top left
-plot "< grep -v '^#' $results/latest.dat | grep -v c_alloc | grep -v a1m" using 2:xtic(1) title "measured ratio" lc rgb "#4477aa", \
+plot "< grep -v '^#' $results/latest.dat | grep -v c_alloc | grep -v a1m" \
+       using 2:xtic(1) title "measured ratio" lc rgb "#4477aa", \
      "" using 0:3 with points pt 7 ps 1.6 lc rgb "#cc3311" title "target"
 EOF
-echo "compare.sh: wrote $results/latest.md, latest.dat, latest.png in $(( $(date +%s) - started ))s" >&2
+echo "compare.sh: wrote $results/latest.md, latest.dat, latest.png in" \
+  "$(( $(date +%s) - started ))s" >&2
 fi
 # ---- Section 5: delayed delivery (uringmq-bench --workload delay), to bench/results/issue5.md ----
 #   (h) lateness of deliveries due during a run at half the SYNC plain maximum, with PENDING
@@ -270,7 +291,8 @@ DELAY_SECONDS=${DELAY_SECONDS:-60}
 for run in $(seq 1 "$RUNS"); do
   echo "  uringmq-bench delay (run $run)" >&2
   "$bench" --workload delay --data "$DATA/engine" --segment-mib "$SEGMENT_MIB" --json --flush sync \
-    --message-bytes 128 --pending "$PENDING" --rss-pending "$RSS_PENDING" --seconds "$DELAY_SECONDS" \
+    --message-bytes 128 --pending "$PENDING" --rss-pending "$RSS_PENDING" \
+    --seconds "$DELAY_SECONDS" \
     >"$raw/delay.$run.json" || echo "compare.sh: delay run $run did not check out" >&2
   rm -rf "$DATA/engine"
 done
@@ -293,16 +315,22 @@ rows = [
     ("(h) lateness p99 (consumer receive - deliver time)", f"{p99:.3f} ms", "<= 2 ms", p99 <= 2),
     ("(h) lateness p99.9", f"{p999:.3f} ms", "<= 10 ms", p999 <= 10),
     ("(h) lateness max", f"{mx:.3f} ms", "(reported)", None),
-    (f"(i) VmRSS at 0 pending / at {get('rss','pending_full'):.0f} pending (bench arrays subtracted)",
-     f"{get('rss','kib0')/1024:.1f} MiB / {get('rss','engine_kib_full')/1024:.1f} MiB", "no growth", None),
-    (f"(j) delayed intake / plain intake, SYNC ({get('intake','delayed_rate'):.0f} / {get('intake','plain_rate'):.0f} msgs/s)",
+    (f"(i) VmRSS at 0 pending / at {get('rss','pending_full'):.0f} pending "
+     "(bench arrays subtracted)",
+     f"{get('rss','kib0')/1024:.1f} MiB / {get('rss','engine_kib_full')/1024:.1f} MiB",
+     "no growth", None),
+    (f"(j) delayed intake / plain intake, SYNC ({get('intake','delayed_rate'):.0f} / "
+     f"{get('intake','plain_rate'):.0f} msgs/s)",
      f"{ratio:.3f}", ">= 0.9", ratio >= 0.9),
 ]
 yes = lambda m: "-" if m is None else ("yes" if m else "no")
 m = ds[0]["machine"]
-text = (f"Machine: {m['cores']} cores, {m['cpu']}, kernel {m['kernel']}, {m['fs']}. Median of {runs} runs; "
-        f"levels {ds[0]['levels']}; pending at run start {get('preload','pending_at_run_start'):.0f}; "
-        f"run {get('run','rate'):.0f} msgs/s asked, {get('run','acked')/get('run','seconds'):.0f} acked/s.\n\n"
+text = (f"Machine: {m['cores']} cores, {m['cpu']}, kernel {m['kernel']}, {m['fs']}. "
+        f"Median of {runs} runs; "
+        f"levels {ds[0]['levels']}; "
+        f"pending at run start {get('preload','pending_at_run_start'):.0f}; "
+        f"run {get('run','rate'):.0f} msgs/s asked, "
+        f"{get('run','acked')/get('run','seconds'):.0f} acked/s.\n\n"
         "| figure | measured | target | met |\n|---|---|---|---|\n" +
         "".join(f"| {f} | {v} | {t} | {yes(ok)} |\n" for f, v, t, ok in rows))
 open(f"{out}/issue5.md", "w").write(text)
@@ -335,13 +363,15 @@ broker_exe=$BUILD/tools/uringmq-broker
 for exe in "$netbench" "$broker_exe"; do
   [ -x "$exe" ] || {
     echo "compare.sh: $exe missing; build it:"
-    echo "  cmake -S $root -B $BUILD -DCMAKE_BUILD_TYPE=Release && cmake --build $BUILD -j2 --target uringmq-net-bench uringmq-broker"
+    echo "  cmake -S $root -B $BUILD -DCMAKE_BUILD_TYPE=Release &&" \
+      "cmake --build $BUILD -j2 --target uringmq-net-bench uringmq-broker"
     exit 1
   }
 done
 for tool in redis-server beanstalkd python3; do
   command -v "$tool" >/dev/null || {
-    echo "compare.sh: $tool missing: tools/install-deps.sh (or apt-get install -y redis-server beanstalkd)"
+    echo "compare.sh: $tool missing: tools/install-deps.sh" \
+      "(or apt-get install -y redis-server beanstalkd)"
     exit 1
   }
 done
@@ -451,14 +481,18 @@ for key, fig, peer, target in ratios:
     r = rate["uringmq"] / rate[peer] if rate[peer] else float("inf")
     rr.append((key, fig, r, target, r >= target))
 cores = os.cpu_count()
-text = (f"Machine: {cores} cores, kernel {platform.release()}; load generator and server on the same "
-        f"cores. {d0['connections']} connections x {d0['pipeline']} pipelined, {d0['message_bytes']} B, "
-        f"{d0['seconds']:.0f} s window after {d0['warmup_seconds']:.0f} s warm-up; broker shardCount={shards} "
+text = (f"Machine: {cores} cores, kernel {platform.release()}; "
+        "load generator and server on the same "
+        f"cores. {d0['connections']} connections x {d0['pipeline']} pipelined, "
+        f"{d0['message_bytes']} B, "
+        f"{d0['seconds']:.0f} s window after {d0['warmup_seconds']:.0f} s warm-up; "
+        f"broker shardCount={shards} "
         f"(0 = one per CPU), SYNC_FLUSH. Median of {runs} runs, interleaved.\n\n"
         "| system | msgs/s | MB/s | p50 us | p99 us | errors | client CPU us/msg | runs msgs/s |\n"
         "|---|---|---|---|---|---|---|---|\n" + "\n".join(rows) + "\n\n"
         "| figure | ratio | target | met |\n|---|---|---|---|\n" +
-        "".join(f"| (k) {fig} | {r:.2f} | >= {t} | {'yes' if m else 'no'} |\n" for _, fig, r, t, m in rr))
+        "".join(f"| (k) {fig} | {r:.2f} | >= {t} | {'yes' if m else 'no'} |\n"
+                for _, fig, r, t, m in rr))
 open(f"{out}/issue6.md", "w").write(text)
 with open(f"{out}/issue6.dat", "w") as fh:
     fh.write("# key ratio target met\n")
@@ -468,7 +502,8 @@ with open(f"{out}/issue6.dat", "w") as fh:
         fh.write(f"# {s}_msgs_per_s {rate[s]:.1f}\n")
 print(text)
 PY
-echo "compare.sh: wrote $results/issue6.md, issue6.dat; net section in $(( $(date +%s) - started6 ))s" >&2
+echo "compare.sh: wrote $results/issue6.md, issue6.dat; net section in" \
+  "$(( $(date +%s) - started6 ))s" >&2
 fi
 want 4 || exit 0
 
@@ -497,20 +532,26 @@ read_bs=""
 common4=(--message-bytes 1024 --shards 1 --producers 64 --queues 4)
 for run in $(seq 1 "$RUNS"); do
   engine4 ci "$run" --workload consume --flush async "${common4[@]}" --backlog-mib "$BACKLOG_MIB"
-  engine4 cr "$run" --workload consume --flush async "${common4[@]}" --backlog-mib "$BACKLOG_MIB" --queue-run 256
-  engine4 rec "$run" --workload recovery --flush async "${common4[@]}" --recovery-mib "$RECOVERY_MIB"
+  engine4 cr "$run" --workload consume --flush async "${common4[@]}" --backlog-mib "$BACKLOG_MIB" \
+    --queue-run 256
+  engine4 rec "$run" --workload recovery --flush async "${common4[@]}" \
+    --recovery-mib "$RECOVERY_MIB"
   engine g_max "$run" --workload append --flush sync "${common4[@]}"
   max_rate=$(jf "$raw/g_max.$run.json" "d['append']['msgs_per_s']")
   half_rate=$(python3 -c "import sys; print(float(sys.argv[1])/2)" "$max_rate")
-  engine4 g50 "$run" --workload lag --flush sync "${common4[@]}" --rate "$half_rate" --seconds "$BENCH_SECONDS"
-  engine4 g100 "$run" --workload lag --flush sync "${common4[@]}" --rate "$max_rate" --seconds "$BENCH_SECONDS"
+  engine4 g50 "$run" --workload lag --flush sync "${common4[@]}" --rate "$half_rate" \
+    --seconds "$BENCH_SECONDS"
+  engine4 g100 "$run" --workload lag --flush sync "${common4[@]}" --rate "$max_rate" \
+    --seconds "$BENCH_SECONDS"
   if [ -z "$read_bs" ]; then
     read_bs=$(pow2_block "$(jf "$raw/ci.1.json" "d['consume']['avg_read_bytes']")")
     readr_bs=$(pow2_block "$(jf "$raw/cr.1.json" "d['consume']['avg_read_bytes']")")
     scanned=$(jf "$raw/rec.1.json" "d['recovery']['bytes_scanned']")
     scan_mib=$(python3 -c "import sys; print(max(4, int(sys.argv[1]) >> 20))" "$scanned")
-    echo "  engine reads $(jf "$raw/ci.1.json" "round(d['consume']['avg_read_bytes'])") B (4 queues interleaved): fio bs=$read_bs;" \
-         "$(jf "$raw/cr.1.json" "round(d['consume']['avg_read_bytes'])") B (queue runs of 256): fio bs=$readr_bs;" \
+    echo "  engine reads $(jf "$raw/ci.1.json" "round(d['consume']['avg_read_bytes'])") B" \
+         "(4 queues interleaved): fio bs=$read_bs;" \
+         "$(jf "$raw/cr.1.json" "round(d['consume']['avg_read_bytes'])") B" \
+         "(queue runs of 256): fio bs=$readr_bs;" \
          "recovery scanned $scanned B: fio reads ${scan_mib} MiB" >&2
   fi
   fio_read rd "$run" --bs="$read_bs" --iodepth=8
@@ -522,7 +563,8 @@ rm -f "$DATA/fio-read"
 
 python3 - "$raw" "$RUNS" "$results" "$read_bs" "$readr_bs" "$BACKLOG_MIB" <<'EOF'
 import json, statistics, sys
-raw, runs, out, read_bs, readr_bs, backlog_mib = sys.argv[1], int(sys.argv[2]), sys.argv[3], *sys.argv[4:7]
+raw, runs, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+read_bs, readr_bs, backlog_mib = sys.argv[4:7]
 def load(name):
     return [json.load(open(f"{raw}/{name}.{r}.json")) for r in range(1, runs + 1)]
 def get(name, *path):
@@ -544,24 +586,30 @@ for name in ("ci", "cr", "g50", "g100"):
 machine = load("ci")[0]["machine"]
 rows = []  # key, figure, measured, reference, ratio, target, met
 e = get("ci", "consume", "mb_per_s"); f = fio_read_mb("rd")
-rows.append(("e", f"(e) cold read of a {backlog_mib} MiB backlog, 4 queues interleaved, MB/s / fio direct seq read bs {read_bs} QD8",
+rows.append(("e", f"(e) cold read of a {backlog_mib} MiB backlog, 4 queues interleaved, MB/s / "
+             f"fio direct seq read bs {read_bs} QD8",
              f"{e:.1f} MB/s", f"{f:.1f} MB/s", e / f, ">= 0.85", e / f >= 0.85))
 e2 = get("cr", "consume", "mb_per_s"); f2 = fio_read_mb("rdr")
-rows.append(("e_runs", f"(e) same, queue runs of 256 (one log read per pull) / fio bs {readr_bs} QD8",
+rows.append(("e_runs",
+             f"(e) same, queue runs of 256 (one log read per pull) / fio bs {readr_bs} QD8",
              f"{e2:.1f} MB/s", f"{f2:.1f} MB/s", e2 / f2, ">= 0.85", e2 / f2 >= 0.85))
 f3 = fio_read_mb("rd1m")
 rows.append(("e_1m", "(e') interleaved cold read / fio bs 1m QD8 (device ceiling, no target)",
              f"{e:.1f} MB/s", f"{f3:.1f} MB/s", e / f3, "(info)", None))
-o = get("rec", "recovery", "open_s"); sc = get("rec", "recovery", "recovery_s"); fs = fio_read_s("scan")
+o = get("rec", "recovery", "open_s")
+sc = get("rec", "recovery", "recovery_s")
+fs = fio_read_s("scan")
 scanned = get("rec", "recovery", "bytes_scanned")
-rows.append(("f", f"(f) recovery after SIGKILL: Store::open s / fio s to read the {scanned / 2**20:.0f} MiB scanned (bs 4m QD1)",
+rows.append(("f", "(f) recovery after SIGKILL: Store::open s / fio s to read the "
+             f"{scanned / 2**20:.0f} MiB scanned (bs 4m QD1)",
              f"{o:.3f} s", f"{fs:.3f} s", o / fs, "<= 1.5", o / fs <= 1.5))
 rows.append(("f_scan", "(f) same, the CommitLog scan alone (RecoveryReport::duration_ns) / fio",
              f"{sc:.3f} s", f"{fs:.3f} s", sc / fs, "(info)", None))
 for name, pct, limit in (("g50", 50, 1.0), ("g100", 100, 10.0)):
     p99 = get(name, "lag", "p99_us") / 1e3
     rate = get(name, "rate"); ach = get(name, "achieved_rate")
-    rows.append((name, f"(g) dispatch lag p99 at {pct}% of the SYNC append maximum ({rate:.0f} msgs/s asked, {ach:.0f} achieved)",
+    rows.append((name, f"(g) dispatch lag p99 at {pct}% of the SYNC append maximum "
+                 f"({rate:.0f} msgs/s asked, {ach:.0f} achieved)",
                  f"{p99:.3f} ms", "-", p99 / limit, f"<= {limit:g} ms", p99 <= limit))
 extra = {
     "consume_interleaved_avg_read_bytes": get("ci", "consume", "avg_read_bytes"),
@@ -581,7 +629,8 @@ extra = {
 }
 def yes(m):
     return "-" if m is None else ("yes" if m else "no")
-table = "| figure | measured | reference | ratio | target | met |\n|---|---|---|---|---|---|\n" + "".join(
+table = ("| figure | measured | reference | ratio | target | met |\n"
+         "|---|---|---|---|---|---|\n") + "".join(
     f"| {fig} | {n} | {d} | {r:.3f} | {t} | {yes(m)} |\n" for _, fig, n, d, r, t, m in rows)
 machine_line = (f"{machine['cores']} cores, {machine['cpu']}, kernel {machine['kernel']}, "
                 f"{machine['fs']} (data dir)")
@@ -594,4 +643,5 @@ with open(f"{out}/issue4.dat", "w") as fh:
         fh.write(f"{key} {r:.4f} {yes(m)} \"{n}\" \"{d}\"\n")
 print(text)
 EOF
-echo "compare.sh: wrote $results/issue4.md, issue4.dat; issue 4 section in $(( $(date +%s) - started4 ))s" >&2
+echo "compare.sh: wrote $results/issue4.md, issue4.dat; issue 4 section in" \
+  "$(( $(date +%s) - started4 ))s" >&2

@@ -30,7 +30,8 @@ elif command -v fio >/dev/null; then
 import json, sys
 j = json.load(open(sys.argv[1]))["jobs"][0]
 w, s = j["write"], j["sync"]
-p = lambda d, k: d["clat_ns"]["percentile"][k] / 1e6 if "clat_ns" in d else d["lat_ns"]["percentile"][k] / 1e6
+p = lambda d, k: (d["clat_ns"]["percentile"][k] / 1e6 if "clat_ns" in d
+                  else d["lat_ns"]["percentile"][k] / 1e6)
 print(f"fio 52k direct + fdatasync: write p99 {p(w,'99.000000'):.3f} ms, fdatasync p99 "
       f"{s['lat_ns']['percentile']['99.000000']/1e6:.3f} ms, {w['iops']:.0f} ops/s")
 PY

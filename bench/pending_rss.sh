@@ -26,7 +26,11 @@ broker=$BUILD/tools/uringmq-broker
 bench=$BUILD/bench/uringmq-net-bench
 ctl=$BUILD/tools/uringmq-ctl
 for b in "$broker" "$bench" "$ctl"; do
-  [[ -x $b ]] || { echo "missing $b (cmake --build $BUILD --target uringmq-broker uringmq-net-bench uringmq-ctl)" >&2; exit 1; }
+  [[ -x $b ]] || {
+    echo "missing $b (cmake --build $BUILD --target uringmq-broker uringmq-net-bench" \
+      "uringmq-ctl)" >&2
+    exit 1
+  }
 done
 
 rm -rf "$DATA"
@@ -53,7 +57,8 @@ mem() {  # VmRSS RssAnon RssFile in KiB
   awk '/^VmRSS|^RssAnon|^RssFile/ {printf "%s ", $2}' /proc/$pid/status
 }
 pending() {
-  "$ctl" stats --addr 127.0.0.1:$PORT | awk '$1 ~ /^delayLevel\.[0-9]+\.pending$/ {s += $2} END {print s + 0}'
+  "$ctl" stats --addr 127.0.0.1:$PORT |
+    awk '$1 ~ /^delayLevel\.[0-9]+\.pending$/ {s += $2} END {print s + 0}'
 }
 rate() {  # msgs/s from one net-bench run
   "$bench" --protocol remoting --port $PORT --seconds "$1" --warmup-seconds 1 "${@:2}" |

@@ -201,96 +201,86 @@ uint64_t parse_u64(std::string_view flag, const std::string& value) {
   return v;
 }
 
-Args parse_args(int argc, char** argv) {
-  Args a;
-  for (int i = 1; i < argc; i++) {
-    std::string_view flag = argv[i];
-    if (flag == "--json") {
-      a.json = true;
-      continue;
-    }
-    if (flag == "--help" || flag == "-h") usage("help");
-    if (i + 1 >= argc) usage("missing value after " + std::string(flag));
-    std::string value = argv[++i];
-    if (flag == "--workload") {
-      if (value == "append") {
-        a.workload = Workload::append;
-      } else if (value == "read") {
-        a.workload = Workload::read;
-      } else if (value == "consume") {
-        a.workload = Workload::consume;
-      } else if (value == "lag") {
-        a.workload = Workload::lag;
-      } else if (value == "recovery") {
-        a.workload = Workload::recovery;
-      } else if (value == "delay") {
-        a.workload = Workload::delay;
-      } else {
-        usage("--workload takes append, read, consume, lag, recovery or delay");
-      }
-    } else if (flag == "--queues") {
-      a.queues = static_cast<uint32_t>(parse_u64(flag, value));
-    } else if (flag == "--queue-run") {
-      a.queue_run = static_cast<uint32_t>(parse_u64(flag, value));
-    } else if (flag == "--backlog-mib") {
-      a.backlog_mib = parse_u64(flag, value);
-    } else if (flag == "--recovery-mib") {
-      a.recovery_mib = parse_u64(flag, value);
-    } else if (flag == "--pull-messages") {
-      a.pull_messages = static_cast<uint32_t>(parse_u64(flag, value));
-    } else if (flag == "--pulls-per-queue") {
-      a.pulls_per_queue = static_cast<uint32_t>(parse_u64(flag, value));
-    } else if (flag == "--drop-cache") {
-      if (value != "yes" && value != "no") usage("--drop-cache takes yes or no");
-      a.drop_cache = value == "yes";
-    } else if (flag == "--pending") {
-      a.pending = parse_u64(flag, value);
-    } else if (flag == "--rss-pending") {
-      a.rss_pending = parse_u64(flag, value);
-    } else if (flag == "--intake-seconds") {
-      a.intake_seconds = std::strtod(value.c_str(), nullptr);
-    } else if (flag == "--delay-levels") {
-      a.delay_levels = value;
-    } else if (flag == "--rate") {
-      a.rate = std::strtod(value.c_str(), nullptr);
-    } else if (flag == "--preload-rate") {
-      a.preload_rate = std::strtod(value.c_str(), nullptr);
-      if (a.preload_rate < 0) usage("--preload-rate takes a rate >= 0");
-    } else if (flag == "--message-bytes") {
-      a.message_bytes = static_cast<uint32_t>(parse_u64(flag, value));
-    } else if (flag == "--shards") {
-      a.shards = static_cast<uint32_t>(parse_u64(flag, value));
-    } else if (flag == "--producers") {
-      a.producers = static_cast<uint32_t>(parse_u64(flag, value));
-    } else if (flag == "--threads") {
-      a.threads = static_cast<uint32_t>(parse_u64(flag, value));
-    } else if (flag == "--flush") {
-      if (value != "sync" && value != "async") usage("--flush takes sync or async");
-      a.flush = value == "sync" ? engine::FlushMode::sync_flush : engine::FlushMode::async_flush;
-    } else if (flag == "--messages") {
-      a.messages = parse_u64(flag, value);
-    } else if (flag == "--seconds") {
-      a.seconds = std::strtod(value.c_str(), nullptr);
-    } else if (flag == "--data") {
-      a.data_dir = value;
-    } else if (flag == "--segment-mib") {
-      a.segment_mib = parse_u64(flag, value);
-    } else if (flag == "--io-mode") {
-      if (value != "buffered" && value != "direct") usage("--io-mode takes buffered or direct");
-      a.io_mode = value == "buffered" ? io::IoMode::buffered : io::IoMode::direct;
-    } else if (flag == "--min-write-kib") {
-      a.min_write_kib = static_cast<int64_t>(parse_u64(flag, value));
-    } else if (flag == "--delivery-lead-ms") {
-      a.delivery_lead_ms = static_cast<int64_t>(parse_u64(flag, value));
-    } else if (flag == "--zero-fill-lead-mib") {
-      a.zero_fill_lead_mib = value == "unpaced" ? -2 : static_cast<int64_t>(parse_u64(flag, value));
-    } else if (flag == "--prepare-ahead") {
-      if (value != "yes" && value != "no") usage("--prepare-ahead takes yes or no");
-      a.prepare_ahead = value == "yes";
-    } else {
-      usage("unknown option " + std::string(flag));
-    }
+Workload parse_workload(const std::string& value) {
+  if (value == "append") return Workload::append;
+  if (value == "read") return Workload::read;
+  if (value == "consume") return Workload::consume;
+  if (value == "lag") return Workload::lag;
+  if (value == "recovery") return Workload::recovery;
+  if (value == "delay") return Workload::delay;
+  usage("--workload takes append, read, consume, lag, recovery or delay");
+}
+
+// Applies one "--flag value" pair of the command line to a.
+void apply_flag(Args& a, std::string_view flag, const std::string& value) {
+  if (flag == "--workload") {
+    a.workload = parse_workload(value);
+  } else if (flag == "--queues") {
+    a.queues = static_cast<uint32_t>(parse_u64(flag, value));
+  } else if (flag == "--queue-run") {
+    a.queue_run = static_cast<uint32_t>(parse_u64(flag, value));
+  } else if (flag == "--backlog-mib") {
+    a.backlog_mib = parse_u64(flag, value);
+  } else if (flag == "--recovery-mib") {
+    a.recovery_mib = parse_u64(flag, value);
+  } else if (flag == "--pull-messages") {
+    a.pull_messages = static_cast<uint32_t>(parse_u64(flag, value));
+  } else if (flag == "--pulls-per-queue") {
+    a.pulls_per_queue = static_cast<uint32_t>(parse_u64(flag, value));
+  } else if (flag == "--drop-cache") {
+    if (value != "yes" && value != "no") usage("--drop-cache takes yes or no");
+    a.drop_cache = value == "yes";
+  } else if (flag == "--pending") {
+    a.pending = parse_u64(flag, value);
+  } else if (flag == "--rss-pending") {
+    a.rss_pending = parse_u64(flag, value);
+  } else if (flag == "--intake-seconds") {
+    a.intake_seconds = std::strtod(value.c_str(), nullptr);
+  } else if (flag == "--delay-levels") {
+    a.delay_levels = value;
+  } else if (flag == "--rate") {
+    a.rate = std::strtod(value.c_str(), nullptr);
+  } else if (flag == "--preload-rate") {
+    a.preload_rate = std::strtod(value.c_str(), nullptr);
+    if (a.preload_rate < 0) usage("--preload-rate takes a rate >= 0");
+  } else if (flag == "--message-bytes") {
+    a.message_bytes = static_cast<uint32_t>(parse_u64(flag, value));
+  } else if (flag == "--shards") {
+    a.shards = static_cast<uint32_t>(parse_u64(flag, value));
+  } else if (flag == "--producers") {
+    a.producers = static_cast<uint32_t>(parse_u64(flag, value));
+  } else if (flag == "--threads") {
+    a.threads = static_cast<uint32_t>(parse_u64(flag, value));
+  } else if (flag == "--flush") {
+    if (value != "sync" && value != "async") usage("--flush takes sync or async");
+    a.flush = value == "sync" ? engine::FlushMode::sync_flush : engine::FlushMode::async_flush;
+  } else if (flag == "--messages") {
+    a.messages = parse_u64(flag, value);
+  } else if (flag == "--seconds") {
+    a.seconds = std::strtod(value.c_str(), nullptr);
+  } else if (flag == "--data") {
+    a.data_dir = value;
+  } else if (flag == "--segment-mib") {
+    a.segment_mib = parse_u64(flag, value);
+  } else if (flag == "--io-mode") {
+    if (value != "buffered" && value != "direct") usage("--io-mode takes buffered or direct");
+    a.io_mode = value == "buffered" ? io::IoMode::buffered : io::IoMode::direct;
+  } else if (flag == "--min-write-kib") {
+    a.min_write_kib = static_cast<int64_t>(parse_u64(flag, value));
+  } else if (flag == "--delivery-lead-ms") {
+    a.delivery_lead_ms = static_cast<int64_t>(parse_u64(flag, value));
+  } else if (flag == "--zero-fill-lead-mib") {
+    a.zero_fill_lead_mib = value == "unpaced" ? -2 : static_cast<int64_t>(parse_u64(flag, value));
+  } else if (flag == "--prepare-ahead") {
+    if (value != "yes" && value != "no") usage("--prepare-ahead takes yes or no");
+    a.prepare_ahead = value == "yes";
+  } else {
+    usage("unknown option " + std::string(flag));
   }
+}
+
+// Checks the combination of flags and fills in the defaults that depend on the workload.
+void check_args(Args& a) {
   if (a.message_bytes == 0 || a.shards == 0 || a.producers == 0 || a.threads == 0) {
     usage("--message-bytes, --shards, --producers and --threads must be > 0");
   }
@@ -314,6 +304,22 @@ Args parse_args(int argc, char** argv) {
   if (a.messages != 0 && a.seconds > 0) usage("give --messages or --seconds, not both");
   if (a.workload == Workload::read && a.messages == 0) usage("--workload read takes --messages");
   if (a.data_dir.empty() || a.data_dir == "/") usage("refusing to delete --data " + a.data_dir);
+}
+
+Args parse_args(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; i++) {
+    std::string_view flag = argv[i];
+    if (flag == "--json") {
+      a.json = true;
+      continue;
+    }
+    if (flag == "--help" || flag == "-h") usage("help");
+    if (i + 1 >= argc) usage("missing value after " + std::string(flag));
+    std::string value = argv[++i];
+    apply_flag(a, flag, value);
+  }
+  check_args(a);
   return a;
 }
 
@@ -1052,6 +1058,32 @@ bool walk_records(const std::byte* buf, uint32_t bytes, uint32_t count, int64_t 
   return pos == bytes;
 }
 
+// One pull of the consume workload: count messages of queue (index) from offset.
+struct PullWork {
+  size_t queue = 0;
+  int64_t offset = 0;
+  uint32_t count = 0;
+};
+
+// Whether pull w, answered by c into buf, found what it asked for; says why not on stderr if it
+// is the first failure.
+bool pull_good(const Completion& c, const PullWork& w, const std::byte* buf, int32_t queue_id,
+               ConsumeReport& r) {
+  const bool good = c.code == io::Code::ok && c.pull_status == PullStatus::found &&
+                    c.message_count > 0 && c.message_count <= w.count &&
+                    c.next_offset == w.offset + c.message_count &&
+                    walk_records(buf, c.size_bytes, c.message_count, w.offset, r.reads);
+  if (!good && r.failures == 0) {
+    std::fprintf(stderr,
+                 "uringmq-bench: pull of queue %d at %lld: %s, status %d, %u of %u "
+                 "messages, next %lld\n",
+                 queue_id, static_cast<long long>(w.offset), io::code_name(c.code),
+                 static_cast<int>(c.pull_status), c.message_count, w.count,
+                 static_cast<long long>(c.next_offset));
+  }
+  return good;
+}
+
 // Pulls every queue from 0 to its end: pulls_per_queue x queues pulls in flight, each of
 // pull_messages at offsets known in advance (no filter: every unit matches). A pull may answer
 // fewer (the shard's disk queue was full) or busy: the rest is pulled again first.
@@ -1064,11 +1096,7 @@ ConsumeReport consume_all(Session& session, const Args& a, const std::vector<int
   const uint32_t slots = static_cast<uint32_t>(q_count) * a.pulls_per_queue;
   const size_t buffer_bytes = size_t{a.pull_messages} * record_bytes_max;
   std::vector<std::byte> buffers(buffer_bytes * slots);
-  struct Work {
-    size_t queue = 0;
-    int64_t offset = 0;
-    uint32_t count = 0;
-  };
+  using Work = PullWork;
   std::vector<Work> slot_work(slots), again;
   again.reserve(slots);
   std::vector<int64_t> next_issue(q_count, 0);
@@ -1133,21 +1161,7 @@ ConsumeReport consume_all(Session& session, const Args& a, const std::vector<int
         continue;
       }
       r.pulls++;
-      const bool good =
-          c.code == io::Code::ok && c.pull_status == PullStatus::found &&
-          c.message_count > 0 && c.message_count <= sw.count &&
-          c.next_offset == sw.offset + c.message_count &&
-          walk_records(buffers.data() + s * buffer_bytes, c.size_bytes, c.message_count,
-                       sw.offset, r.reads);
-      if (!good) {
-        if (r.failures == 0) {
-          std::fprintf(stderr,
-                       "uringmq-bench: pull of queue %d at %lld: %s, status %d, %u of %u "
-                       "messages, next %lld\n",
-                       queues[sw.queue], static_cast<long long>(sw.offset),
-                       io::code_name(c.code), static_cast<int>(c.pull_status), c.message_count,
-                       sw.count, static_cast<long long>(c.next_offset));
-        }
+      if (!pull_good(c, sw, buffers.data() + s * buffer_bytes, queues[sw.queue], r)) {
         r.failures++;
         stop = true;
         continue;
@@ -1381,6 +1395,152 @@ void run_lag_consumer(const Args& a, Store& store, const std::vector<int32_t>& q
   }
 }
 
+// What the lag workload's producer did.
+struct LagProducer {
+  LatencyHistogram ack_latency;
+  uint64_t sent = 0, acked = 0, errors = 0;
+  double send_span_s = 0;
+  int64_t behind_max_ns = 0;
+};
+
+// Sends total messages at a.rate over the queues of sh, recording each ack's time in t; false
+// if no session could be opened.
+bool run_lag_producer(const Args& a, Store& store, const Shared& sh, uint64_t total,
+                      LagTables& t, LagProducer& p) {
+  const size_t q_count = sh.queues.size();
+  io::Result<std::unique_ptr<Session>> opened = store.open_session();
+  if (!opened.is_ok()) return false;
+  Session& session = **opened;
+  const uint32_t slots = std::min<uint32_t>(a.producers, kMaxSlotsPerThread);
+  std::vector<std::byte> bodies(size_t{slots} * a.message_bytes, std::byte{0x5a});
+  std::vector<int64_t> send_ns(slots);
+  std::vector<uint32_t> free_slots;
+  for (uint32_t s = slots; s-- > 0;) free_slots.push_back(s);
+  std::vector<Completion> done(kCompletionBatch);
+  Message msg;
+  msg.topic = kTopic;
+  msg.properties = sh.properties;
+  msg.born_host = engine::HostAddress::ipv4(127, 0, 0, 1, 40000);
+  msg.born_timestamp_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                              std::chrono::system_clock::now().time_since_epoch())
+                              .count();
+  const double interval_ns = 1e9 / a.rate;
+  const int64_t t0 = now_ns();
+  int64_t last_send = t0;
+  auto due = [&](uint64_t i) {
+    return t0 + static_cast<int64_t>(static_cast<double>(i) * interval_ns);
+  };
+  while (!t.failed.load(std::memory_order_relaxed)) {
+    int64_t now = now_ns();
+    bool sent_any = false;
+    while (p.sent < total && !free_slots.empty() && due(p.sent) <= now) {
+      const uint32_t s = free_slots.back();
+      const size_t q = p.sent / a.queue_run % q_count;
+      msg.queue_id = sh.queues[q];
+      msg.body = std::span<const std::byte>(bodies.data() + size_t{s} * a.message_bytes,
+                                            a.message_bytes);
+      if (!session.send_async(msg, (uint64_t{s} << 8) | q).is_ok()) break;
+      p.behind_max_ns = std::max(p.behind_max_ns, now - due(p.sent));
+      send_ns[s] = now;
+      last_send = now;
+      free_slots.pop_back();
+      t.sent_per_queue[q]++;
+      p.sent++;
+      sent_any = true;
+    }
+    if (p.sent >= total && session.outstanding() == 0) break;
+    const bool wait = !sent_any && session.outstanding() > 0;
+    const size_t n = session.take_completions(done, wait);
+    if (n == 0 && session.outstanding() == 0 && p.sent < total) {
+      const int64_t sleep_ns = due(p.sent) - now_ns();
+      if (sleep_ns > 0) std::this_thread::sleep_for(std::chrono::nanoseconds(sleep_ns));
+      continue;
+    }
+    now = now_ns();
+    for (size_t i = 0; i < n; i++) {
+      const Completion& c = done[i];
+      const uint32_t s = static_cast<uint32_t>(c.tag >> 8);
+      const size_t q = static_cast<size_t>(c.tag & 0xFF);
+      free_slots.push_back(s);
+      if (c.code != io::Code::ok) {
+        p.errors++;
+        t.failed.store(true);
+        continue;
+      }
+      if (c.queue_offset >= 0 && static_cast<size_t>(c.queue_offset) < t.per_queue) {
+        t.ack_ns[q * t.per_queue + static_cast<size_t>(c.queue_offset)] = now;
+      }
+      p.ack_latency.record(static_cast<uint64_t>(now - send_ns[s]));
+      p.acked++;
+      t.acked.store(p.acked, std::memory_order_release);
+    }
+  }
+  p.send_span_s = static_cast<double>(last_send - t0) / 1e9;
+  t.producer_done.store(true, std::memory_order_release);
+  return true;
+}
+
+// Dispatch lag (ack -> received) over the steady part of each queue: its middle 80%.
+struct LagSummary {
+  LatencyHistogram lag;
+  uint64_t negative = 0, missing = 0;
+};
+
+void summarize_lag(const LagTables& t, size_t q_count, LagSummary& l) {
+  for (size_t q = 0; q < q_count; q++) {
+    const uint64_t n = t.sent_per_queue[q];
+    for (uint64_t o = n / 10; o < n - n / 10; o++) {
+      const int64_t ack = t.ack_ns[q * t.per_queue + o];
+      const int64_t recv = t.recv_ns[q * t.per_queue + o];
+      if (ack == 0 || recv == 0) {
+        l.missing++;
+        continue;
+      }
+      if (recv < ack) l.negative++;
+      l.lag.record(static_cast<uint64_t>(std::max<int64_t>(0, recv - ack)));
+    }
+  }
+}
+
+void print_lag_report(const Args& a, const Machine& machine, uint32_t record_bytes,
+                      uint32_t shard_count, size_t q_count, const LagProducer& p,
+                      const LagSummary& l, uint64_t received, double achieved, bool ok) {
+  if (a.json) {
+    std::printf("{\"workload\":\"lag\",\"message_bytes\":%u,\"record_bytes\":%u,\"shards\":%u,"
+                "\"queues\":%zu,\"flush\":\"%s\",\"rate\":%.1f,\"achieved_rate\":%.1f,"
+                "\"behind_max_us\":%.1f,\"sent\":%llu,\"acked\":%llu,\"received\":%llu,",
+                a.message_bytes, record_bytes, shard_count, q_count,
+                a.flush == engine::FlushMode::sync_flush ? "sync" : "async", a.rate, achieved,
+                static_cast<double>(p.behind_max_ns) / 1e3, static_cast<unsigned long long>(p.sent),
+                static_cast<unsigned long long>(p.acked), static_cast<unsigned long long>(received));
+    print_machine_json(machine);
+    std::printf(",\"lag\":{\"samples\":%llu,\"p50_us\":%.2f,\"p99_us\":%.2f,\"p999_us\":%.2f,"
+                "\"max_us\":%.2f,\"negative\":%llu,\"missing\":%llu},\"ack\":{\"p50_us\":%.2f,"
+                "\"p99_us\":%.2f,\"p999_us\":%.2f,\"max_us\":%.2f},\"ok\":%s}\n",
+                static_cast<unsigned long long>(l.lag.count()), l.lag.quantile_ns(0.5) / 1e3,
+                l.lag.quantile_ns(0.99) / 1e3, l.lag.quantile_ns(0.999) / 1e3, l.lag.max_ns() / 1e3,
+                static_cast<unsigned long long>(l.negative), static_cast<unsigned long long>(l.missing),
+                p.ack_latency.quantile_ns(0.5) / 1e3, p.ack_latency.quantile_ns(0.99) / 1e3,
+                p.ack_latency.quantile_ns(0.999) / 1e3, p.ack_latency.max_ns() / 1e3,
+                ok ? "true" : "false");
+  } else {
+    std::printf("uringmq-bench lag: %u B records, %zu queue(s), %s flush, rate %.0f msgs/s "
+                "(achieved %.0f, at most %.1f us behind schedule)\n",
+                record_bytes, q_count, a.flush == engine::FlushMode::sync_flush ? "sync" : "async",
+                a.rate, achieved, static_cast<double>(p.behind_max_ns) / 1e3);
+    std::printf("  sent %llu, acked %llu, received %llu\n", static_cast<unsigned long long>(p.sent),
+                static_cast<unsigned long long>(p.acked), static_cast<unsigned long long>(received));
+    std::printf("  dispatch lag us (ack -> received, middle 80%%): p50 %.1f  p99 %.1f  p99.9 %.1f  "
+                "max %.1f; consumer first %llu times; missing %llu\n",
+                l.lag.quantile_ns(0.5) / 1e3, l.lag.quantile_ns(0.99) / 1e3,
+                l.lag.quantile_ns(0.999) / 1e3, l.lag.max_ns() / 1e3,
+                static_cast<unsigned long long>(l.negative), static_cast<unsigned long long>(l.missing));
+    std::printf("  send -> ack us: p50 %.1f  p99 %.1f  p99.9 %.1f\n",
+                p.ack_latency.quantile_ns(0.5) / 1e3, p.ack_latency.quantile_ns(0.99) / 1e3,
+                p.ack_latency.quantile_ns(0.999) / 1e3);
+  }
+}
+
 int run_lag_workload(const Args& a, const Machine& machine) {
   const StoreOptions options = store_options(a);
   std::unique_ptr<Store> store = open_store_or_report(options);
@@ -1398,140 +1558,25 @@ int run_lag_workload(const Args& a, const Machine& machine) {
   int32_t max_id = 0;
   for (int32_t id : sh.queues) max_id = std::max(max_id, id);
   std::vector<int32_t> index_of(static_cast<size_t>(max_id) + 1, -1);
-  for (size_t q = 0; q < q_count; q++) index_of[static_cast<size_t>(sh.queues[q])] = static_cast<int32_t>(q);
+  for (size_t q = 0; q < q_count; q++) {
+    index_of[static_cast<size_t>(sh.queues[q])] = static_cast<int32_t>(q);
+  }
 
   uint64_t received = 0;
   std::thread consumer(run_lag_consumer, std::cref(a), std::ref(*store), std::cref(sh.queues),
                        sh.record_bytes_max, std::ref(t), std::ref(received));
-  LatencyHistogram ack_latency;
-  uint64_t sent = 0, acked = 0, errors = 0;
-  double send_span_s = 0;
-  int64_t behind_max_ns = 0;
-  {
-    io::Result<std::unique_ptr<Session>> opened = store->open_session();
-    if (!opened.is_ok()) return 1;
-    Session& session = **opened;
-    const uint32_t slots = std::min<uint32_t>(a.producers, kMaxSlotsPerThread);
-    std::vector<std::byte> bodies(size_t{slots} * a.message_bytes, std::byte{0x5a});
-    std::vector<int64_t> send_ns(slots);
-    std::vector<uint32_t> free_slots;
-    for (uint32_t s = slots; s-- > 0;) free_slots.push_back(s);
-    std::vector<Completion> done(kCompletionBatch);
-    Message msg;
-    msg.topic = kTopic;
-    msg.properties = sh.properties;
-    msg.born_host = engine::HostAddress::ipv4(127, 0, 0, 1, 40000);
-    msg.born_timestamp_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                                std::chrono::system_clock::now().time_since_epoch())
-                                .count();
-    const double interval_ns = 1e9 / a.rate;
-    const int64_t t0 = now_ns();
-    int64_t last_send = t0;
-    auto due = [&](uint64_t i) { return t0 + static_cast<int64_t>(static_cast<double>(i) * interval_ns); };
-    while (!t.failed.load(std::memory_order_relaxed)) {
-      int64_t now = now_ns();
-      bool sent_any = false;
-      while (sent < total && !free_slots.empty() && due(sent) <= now) {
-        const uint32_t s = free_slots.back();
-        const size_t q = sent / a.queue_run % q_count;
-        msg.queue_id = sh.queues[q];
-        msg.body = std::span<const std::byte>(bodies.data() + size_t{s} * a.message_bytes,
-                                              a.message_bytes);
-        if (!session.send_async(msg, (uint64_t{s} << 8) | q).is_ok()) break;
-        behind_max_ns = std::max(behind_max_ns, now - due(sent));
-        send_ns[s] = now;
-        last_send = now;
-        free_slots.pop_back();
-        t.sent_per_queue[q]++;
-        sent++;
-        sent_any = true;
-      }
-      if (sent >= total && session.outstanding() == 0) break;
-      const bool wait = !sent_any && session.outstanding() > 0;
-      const size_t n = session.take_completions(done, wait);
-      if (n == 0 && session.outstanding() == 0 && sent < total) {
-        const int64_t sleep_ns = due(sent) - now_ns();
-        if (sleep_ns > 0) std::this_thread::sleep_for(std::chrono::nanoseconds(sleep_ns));
-        continue;
-      }
-      now = now_ns();
-      for (size_t i = 0; i < n; i++) {
-        const Completion& c = done[i];
-        const uint32_t s = static_cast<uint32_t>(c.tag >> 8);
-        const size_t q = static_cast<size_t>(c.tag & 0xFF);
-        free_slots.push_back(s);
-        if (c.code != io::Code::ok) {
-          errors++;
-          t.failed.store(true);
-          continue;
-        }
-        if (c.queue_offset >= 0 && static_cast<size_t>(c.queue_offset) < t.per_queue) {
-          t.ack_ns[q * t.per_queue + static_cast<size_t>(c.queue_offset)] = now;
-        }
-        ack_latency.record(static_cast<uint64_t>(now - send_ns[s]));
-        acked++;
-        t.acked.store(acked, std::memory_order_release);
-      }
-    }
-    send_span_s = static_cast<double>(last_send - t0) / 1e9;
-    t.producer_done.store(true, std::memory_order_release);
-  }
+  LagProducer p;
+  if (!run_lag_producer(a, *store, sh, total, t, p)) return 1;
   consumer.join();
   io::Status closed = store->close();
 
-  // Lag over the steady part of each queue: its middle 80%.
-  LatencyHistogram lag;
-  uint64_t negative = 0, missing = 0;
-  for (size_t q = 0; q < q_count; q++) {
-    const uint64_t n = t.sent_per_queue[q];
-    for (uint64_t o = n / 10; o < n - n / 10; o++) {
-      const int64_t ack = t.ack_ns[q * t.per_queue + o];
-      const int64_t recv = t.recv_ns[q * t.per_queue + o];
-      if (ack == 0 || recv == 0) {
-        missing++;
-        continue;
-      }
-      if (recv < ack) negative++;
-      lag.record(static_cast<uint64_t>(std::max<int64_t>(0, recv - ack)));
-    }
-  }
-  const double achieved = send_span_s > 0 ? static_cast<double>(sent) / send_span_s : 0;
-  const bool ok = errors == 0 && !t.failed.load() && received == acked && missing == 0 &&
+  LagSummary l;
+  summarize_lag(t, q_count, l);
+  const double achieved = p.send_span_s > 0 ? static_cast<double>(p.sent) / p.send_span_s : 0;
+  const bool ok = p.errors == 0 && !t.failed.load() && received == p.acked && l.missing == 0 &&
                   closed.is_ok();
-  if (a.json) {
-    std::printf("{\"workload\":\"lag\",\"message_bytes\":%u,\"record_bytes\":%u,\"shards\":%u,"
-                "\"queues\":%zu,\"flush\":\"%s\",\"rate\":%.1f,\"achieved_rate\":%.1f,"
-                "\"behind_max_us\":%.1f,\"sent\":%llu,\"acked\":%llu,\"received\":%llu,",
-                a.message_bytes, record_bytes, store->shard_count(), q_count,
-                a.flush == engine::FlushMode::sync_flush ? "sync" : "async", a.rate, achieved,
-                static_cast<double>(behind_max_ns) / 1e3, static_cast<unsigned long long>(sent),
-                static_cast<unsigned long long>(acked), static_cast<unsigned long long>(received));
-    print_machine_json(machine);
-    std::printf(",\"lag\":{\"samples\":%llu,\"p50_us\":%.2f,\"p99_us\":%.2f,\"p999_us\":%.2f,"
-                "\"max_us\":%.2f,\"negative\":%llu,\"missing\":%llu},\"ack\":{\"p50_us\":%.2f,"
-                "\"p99_us\":%.2f,\"p999_us\":%.2f,\"max_us\":%.2f},\"ok\":%s}\n",
-                static_cast<unsigned long long>(lag.count()), lag.quantile_ns(0.5) / 1e3,
-                lag.quantile_ns(0.99) / 1e3, lag.quantile_ns(0.999) / 1e3, lag.max_ns() / 1e3,
-                static_cast<unsigned long long>(negative), static_cast<unsigned long long>(missing),
-                ack_latency.quantile_ns(0.5) / 1e3, ack_latency.quantile_ns(0.99) / 1e3,
-                ack_latency.quantile_ns(0.999) / 1e3, ack_latency.max_ns() / 1e3,
-                ok ? "true" : "false");
-  } else {
-    std::printf("uringmq-bench lag: %u B records, %zu queue(s), %s flush, rate %.0f msgs/s "
-                "(achieved %.0f, at most %.1f us behind schedule)\n",
-                record_bytes, q_count, a.flush == engine::FlushMode::sync_flush ? "sync" : "async",
-                a.rate, achieved, static_cast<double>(behind_max_ns) / 1e3);
-    std::printf("  sent %llu, acked %llu, received %llu\n", static_cast<unsigned long long>(sent),
-                static_cast<unsigned long long>(acked), static_cast<unsigned long long>(received));
-    std::printf("  dispatch lag us (ack -> received, middle 80%%): p50 %.1f  p99 %.1f  p99.9 %.1f  "
-                "max %.1f; consumer first %llu times; missing %llu\n",
-                lag.quantile_ns(0.5) / 1e3, lag.quantile_ns(0.99) / 1e3,
-                lag.quantile_ns(0.999) / 1e3, lag.max_ns() / 1e3,
-                static_cast<unsigned long long>(negative), static_cast<unsigned long long>(missing));
-    std::printf("  send -> ack us: p50 %.1f  p99 %.1f  p99.9 %.1f\n",
-                ack_latency.quantile_ns(0.5) / 1e3, ack_latency.quantile_ns(0.99) / 1e3,
-                ack_latency.quantile_ns(0.999) / 1e3);
-  }
+  print_lag_report(a, machine, record_bytes, store->shard_count(), q_count, p, l, received,
+                   achieved, ok);
   return ok ? 0 : 1;
 }
 

@@ -128,6 +128,98 @@ io::Status check_sizes(io::Disk& disk, const CommitLogOptions& options,
   return io::Status::ok();
 }
 
+// The checkpoint of options.dir, or none when it is missing or damaged (then recovery scans from
+// the first segment and rebuilds it); an error when it cannot be read or disagrees with options.
+io::Result<std::optional<Checkpoint>> load_checkpoint(io::Disk& disk,
+                                                      const CommitLogOptions& options,
+                                                      const std::vector<uint64_t>& bases,
+                                                      RecoveryReport& report) {
+  const uint64_t segment_size = options.segment_size_bytes;
+  std::optional<Checkpoint> checkpoint;
+  io::Result<Checkpoint> read = read_checkpoint(disk, options.dir);
+  if (read.is_ok()) {
+    checkpoint = *read;
+  } else if (read.status().code() != io::Code::not_found &&
+             read.status().code() != io::Code::corruption) {
+    return read.status();
+  } else if (!bases.empty()) {
+    // Derived data (RocketMQ's abnormal recovery): scan from the first segment instead.
+    report.checkpoint_rebuilt = true;
+    std::fprintf(stderr,
+                 "uringmq: WARN %s%s; recovering from the first segment %s and rebuilding "
+                 "the checkpoint and ConsumeQueues from the CommitLog\n",
+                 read.status().code() == io::Code::not_found
+                     ? io::path_join(options.dir, kCheckpointFile).c_str()
+                     : read.status().message().c_str(),
+                 read.status().code() == io::Code::not_found ? ": missing" : "",
+                 CommitLog::segment_name(bases.front()).c_str());
+  }
+  if (checkpoint && checkpoint->segment_size_bytes != segment_size) {
+    return io::Status::error(
+        io::Code::invalid_argument,
+        "mappedFileSizeCommitLog is " + std::to_string(segment_size) + " but the log in " +
+            options.dir + " was written with " + std::to_string(checkpoint->segment_size_bytes));
+  }
+  return checkpoint;
+}
+
+// Zeroes the torn bytes after end, the end of the last whole record, in the segment holding it.
+io::Status truncate_torn_tail(io::Disk& disk, const CommitLogOptions& options,
+                              const std::string& segment_dir, const std::vector<uint64_t>& bases,
+                              uint64_t end, RecoveryReport& report) {
+  const uint64_t end_base = end - end % options.segment_size_bytes;
+  const bool end_segment_exists = std::binary_search(bases.begin(), bases.end(), end_base);
+  if (end_segment_exists) {
+    std::string path = io::path_join(segment_dir, CommitLog::segment_name(end_base));
+    io::Result<uint64_t> torn = torn_tail_bytes(disk, options, path, end_base, end);
+    if (!torn.is_ok()) return torn.status();
+    if (*torn > 0) {
+      UMQ_RETURN_IF_ERROR(zero_range(disk, path, end - end_base, *torn));
+      report.torn_bytes_truncated = *torn;
+    }
+  }
+  return io::Status::ok();
+}
+
+io::Status sync_recovered(io::Disk& disk, const std::string& segment_dir,
+                          const std::vector<uint64_t>& bases, uint64_t start, uint64_t end_base,
+                          uint64_t segment_size) {
+  // What recovery accepted may sit only in the page cache (a process crash): make it durable
+  // before anything is appended after it, or a later power loss could cut a hole below new data.
+  for (uint64_t base : bases) {
+    if (base < start - start % segment_size || base > end_base) continue;
+    std::string path = io::path_join(segment_dir, CommitLog::segment_name(base));
+    io::Result<io::FileHandle> file = disk.open(path, io::OpenMode::read_write);
+    if (!file.is_ok()) return file.status();
+    io::Status synced = io::fdatasync_sync(disk, *file, "fdatasync " + path);
+    disk.close(*file);
+    UMQ_RETURN_IF_ERROR(synced);
+  }
+  return io::Status::ok();
+}
+
+// Removes the segments after the one holding the end of the log, but the one prepared for the
+// next append when the last stop was clean; out gets the segments kept.
+io::Status remove_past_end(io::Disk& disk, const std::string& segment_dir,
+                           const std::vector<uint64_t>& bases, uint64_t end_base,
+                           uint64_t segment_size, bool unclean_stop, RecoveredLog& out,
+                           RecoveryReport& report) {
+  bool removed = false;
+  for (uint64_t base : bases) {
+    bool keep = base <= end_base;
+    if (base == end_base + segment_size && !unclean_stop) keep = true;  // prepared, clean stop
+    if (keep) {
+      out.segment_bases.push_back(base);
+      continue;
+    }
+    UMQ_RETURN_IF_ERROR(disk.remove(io::path_join(segment_dir, CommitLog::segment_name(base))));
+    report.segments_removed++;
+    removed = true;
+  }
+  if (removed) UMQ_RETURN_IF_ERROR(io::sync_dir(disk, segment_dir));
+  return io::Status::ok();
+}
+
 }  // namespace
 
 uint64_t unsynced_window_bytes(const CommitLogOptions& options) {
@@ -171,31 +263,9 @@ io::Result<RecoveredLog> recover_log(
   std::vector<uint64_t> bases = std::move(*listed);
   UMQ_RETURN_IF_ERROR(check_sizes(disk, options, segment_dir, bases, report));
 
-  std::optional<Checkpoint> checkpoint;
-  io::Result<Checkpoint> read = read_checkpoint(disk, options.dir);
-  if (read.is_ok()) {
-    checkpoint = *read;
-  } else if (read.status().code() != io::Code::not_found &&
-             read.status().code() != io::Code::corruption) {
-    return read.status();
-  } else if (!bases.empty()) {
-    // Derived data (RocketMQ's abnormal recovery): scan from the first segment instead.
-    report.checkpoint_rebuilt = true;
-    std::fprintf(stderr,
-                 "uringmq: WARN %s%s; recovering from the first segment %s and rebuilding "
-                 "the checkpoint and ConsumeQueues from the CommitLog\n",
-                 read.status().code() == io::Code::not_found
-                     ? io::path_join(options.dir, kCheckpointFile).c_str()
-                     : read.status().message().c_str(),
-                 read.status().code() == io::Code::not_found ? ": missing" : "",
-                 CommitLog::segment_name(bases.front()).c_str());
-  }
-  if (checkpoint && checkpoint->segment_size_bytes != segment_size) {
-    return io::Status::error(
-        io::Code::invalid_argument,
-        "mappedFileSizeCommitLog is " + std::to_string(segment_size) + " but the log in " +
-            options.dir + " was written with " + std::to_string(checkpoint->segment_size_bytes));
-  }
+  io::Result<std::optional<Checkpoint>> loaded = load_checkpoint(disk, options, bases, report);
+  if (!loaded.is_ok()) return loaded.status();
+  const std::optional<Checkpoint> checkpoint = *loaded;
   const uint64_t watermark = checkpoint ? checkpoint->durable_offset : 0;
   report.checkpoint_found = checkpoint.has_value();
   report.checkpoint_offset = watermark;
@@ -224,7 +294,8 @@ io::Result<RecoveredLog> recover_log(
   // A long recovery says where it is (to stderr, once per GiB scanned).
   const uint64_t log_end_bound = bases.back() + segment_size;
   scanner.set_progress(1ULL << 30, [&](uint64_t offset, uint64_t scanned) {
-    std::fprintf(stderr, "uringmq: recovering %s: %llu MiB checked, at log offset %llu of at most %llu\n",
+    std::fprintf(stderr,
+                 "uringmq: recovering %s: %llu MiB checked, at log offset %llu of at most %llu\n",
                  options.dir.c_str(), static_cast<unsigned long long>(scanned >> 20),
                  static_cast<unsigned long long>(offset),
                  static_cast<unsigned long long>(log_end_bound));
@@ -241,42 +312,10 @@ io::Result<RecoveredLog> recover_log(
   }
 
   const uint64_t end_base = end - end % segment_size;
-  const bool end_segment_exists = std::binary_search(bases.begin(), bases.end(), end_base);
-  if (end_segment_exists) {
-    std::string path = io::path_join(segment_dir, CommitLog::segment_name(end_base));
-    io::Result<uint64_t> torn = torn_tail_bytes(disk, options, path, end_base, end);
-    if (!torn.is_ok()) return torn.status();
-    if (*torn > 0) {
-      UMQ_RETURN_IF_ERROR(zero_range(disk, path, end - end_base, *torn));
-      report.torn_bytes_truncated = *torn;
-    }
-  }
-
-  // What recovery accepted may sit only in the page cache (a process crash): make it durable
-  // before anything is appended after it, or a later power loss could cut a hole below new data.
-  for (uint64_t base : bases) {
-    if (base < start - start % segment_size || base > end_base) continue;
-    std::string path = io::path_join(segment_dir, CommitLog::segment_name(base));
-    io::Result<io::FileHandle> file = disk.open(path, io::OpenMode::read_write);
-    if (!file.is_ok()) return file.status();
-    io::Status synced = io::fdatasync_sync(disk, *file, "fdatasync " + path);
-    disk.close(*file);
-    UMQ_RETURN_IF_ERROR(synced);
-  }
-
-  bool removed = false;
-  for (uint64_t base : bases) {
-    bool keep = base <= end_base;
-    if (base == end_base + segment_size && !unclean_stop) keep = true;  // prepared, clean stop
-    if (keep) {
-      out.segment_bases.push_back(base);
-      continue;
-    }
-    UMQ_RETURN_IF_ERROR(disk.remove(io::path_join(segment_dir, CommitLog::segment_name(base))));
-    report.segments_removed++;
-    removed = true;
-  }
-  if (removed) UMQ_RETURN_IF_ERROR(io::sync_dir(disk, segment_dir));
+  UMQ_RETURN_IF_ERROR(truncate_torn_tail(disk, options, segment_dir, bases, end, report));
+  UMQ_RETURN_IF_ERROR(sync_recovered(disk, segment_dir, bases, start, end_base, segment_size));
+  UMQ_RETURN_IF_ERROR(remove_past_end(disk, segment_dir, bases, end_base, segment_size,
+                                      unclean_stop, out, report));
   out.end_offset = end;
   out.last_store_timestamp_ms = scanned->last_store_timestamp_ms;
   if (scanned->records == 0 && checkpoint) {

@@ -13,8 +13,6 @@
 namespace uringmq {
 namespace {
 
-constexpr std::string_view kTagsProperty = "TAGS";
-constexpr std::string_view kKeysProperty = "KEYS";
 constexpr uint64_t kReadTag = 0x7265'6164'6572'0001;  // this reader's pulls ("reader")
 // Room for a record's header, topic and properties beyond its body.
 constexpr uint32_t kRecordOverheadBytes = 64u << 10;
@@ -47,8 +45,8 @@ ReadMessage to_read_message(const engine::MessageView& view, uint64_t store_offs
   m.queue_offset = view.queue_offset;
   m.store_offset = store_offset;
   m.properties = view.properties;
-  m.tags = engine::find_property(view.properties, kTagsProperty).value_or("");
-  m.keys = engine::find_property(view.properties, kKeysProperty).value_or("");
+  m.tags = engine::find_property(view.properties, engine::kPropertyTags).value_or("");
+  m.keys = engine::find_property(view.properties, engine::kPropertyKeys).value_or("");
   m.body = view.body;
   m.store_timestamp_ms = view.store_timestamp_ms;
   m.born_timestamp_ms = view.born_timestamp_ms;
@@ -151,7 +149,7 @@ io::Status MessageReader::decode_pulled(const ReadRequest& request, const Comple
     if (client.outcome != engine::DecodeOutcome::ok) return damaged(request, at, client.reason);
     read += stored.size;
     written += kept;
-    bool has_tags = engine::find_property(client.view.properties, kTagsProperty).has_value();
+    bool has_tags = engine::find_property(client.view.properties, engine::kPropertyTags).has_value();
     ReadMessage message = to_read_message(client.view, at);
     if (tag_matches(request.tag_filter, message.tags, has_tags)) messages_.push_back(message);
   }

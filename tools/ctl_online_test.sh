@@ -11,7 +11,8 @@ fail() { echo "FAIL: $*" >&2; [[ -f $dir/log ]] && tail -20 "$dir/log" >&2; exit
 cleanup() { [[ -n $pid ]] && kill -9 "$pid" 2>/dev/null || true; rm -rf "$dir"; }
 trap cleanup EXIT
 
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+port=$(python3 -c \
+  'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 cat > "$dir/broker.conf" <<CONF
 storePathRootDir=$dir/store
 listenPort=$port
@@ -47,7 +48,8 @@ out=$("$ctl" consume --addr "$addr" --topic T --group G --queue 0 --from first -
 [[ $(grep -c "body=plain" <<< "$out") == 3 ]] || fail "consume plain: $out"
 grep -q "keys=k1" <<< "$out" || fail "keys missing: $out"
 grep -q "body=later" <<< "$out" && fail "the delayed message came early: $out"
-out=$("$ctl" consume --addr "$addr" --topic T --group G --queue 0 --from committed --max 10 --wait-ms 3000 --commit)
+out=$("$ctl" consume --addr "$addr" --topic T --group G --queue 0 --from committed --max 10 \
+  --wait-ms 3000 --commit)
 grep -q "body=later" <<< "$out" || fail "delayed message not delivered: $out"
 passed=$((passed + 1))
 
@@ -61,6 +63,7 @@ grep -q "delayLevel.2.delivered" <<< "$out" || fail "stats: $out"
 passed=$((passed + 1))
 
 stop
-"$ctl" verify --dir "$dir/store" --no-progress > "$dir/verify" 2>&1 || fail "verify: $(cat "$dir/verify")"
+"$ctl" verify --dir "$dir/store" --no-progress > "$dir/verify" 2>&1 ||
+  fail "verify: $(cat "$dir/verify")"
 passed=$((passed + 1))
 echo "$passed passed, 0 failed"

@@ -44,9 +44,11 @@ echo "== produce a plain message and one with delay level 2 (5 s) to topic Demo,
 $ctl produce --topic Demo --queue 0 --tag plain "hello $stamp"
 $ctl produce --topic Demo --queue 0 --tag delayed --delay-level 2 "delayed hello $stamp"
 echo "== consume group DemoGroup from its committed offset (the delayed one arrives ~5 s later)"
-$ctl consume --topic Demo --group DemoGroup --queue 0 --from committed --max 2 --wait-ms 8000 --commit
+$ctl consume --topic Demo --group DemoGroup --queue 0 --from committed --max 2 --wait-ms 8000 \
+  --commit
 sleep 0.5
-$ctl consume --topic Demo --group DemoGroup --queue 0 --from committed --max 1 --wait-ms 8000 --commit
+$ctl consume --topic Demo --group DemoGroup --queue 0 --from committed --max 1 --wait-ms 8000 \
+  --commit
 echo "== broker figures"
 $ctl stats --topic Demo | head -20
 

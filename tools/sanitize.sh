@@ -41,7 +41,8 @@ case "$mode" in
   asan)
     build=build-asan
     # LeakSanitizer on; a finding of any of the three fails the test.
-    export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1}
+    asan_default=abort_on_error=1:detect_leaks=1:strict_string_checks=1
+    export ASAN_OPTIONS=${ASAN_OPTIONS:-$asan_default:detect_stack_use_after_return=1}
     export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
     cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Debug -DURINGMQ_SANITIZE=address,undefined \
       -DURINGMQ_BUILD_BENCH=OFF >/dev/null
@@ -51,7 +52,8 @@ case "$mode" in
   tsan)
     build=build-tsan
     # tools/tsan.supp: the false positives io_uring causes (each justified there).
-    export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tools/tsan.supp}
+    tsan_default=halt_on_error=1:second_deadlock_stack=1
+    export TSAN_OPTIONS=${TSAN_OPTIONS:-$tsan_default:suppressions=$PWD/tools/tsan.supp}
     cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Debug -DURINGMQ_SANITIZE=thread \
       -DURINGMQ_BUILD_BENCH=OFF >/dev/null
     cmake --build "$build" -j"$jobs" --target "${TSAN_TESTS[@]}"

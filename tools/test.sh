@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds uringmq and runs every test three ways, ending with one overall summary line
-# "N passed, N failed" over all the CTest runs:
+# "N passed, N failed" over the lint and all the CTest runs:
+#   0. lint: tools/lint.sh (function length, columns, clang-format, commit messages), one test;
 #   1. build-test: the normal build (RelWithDebInfo, benchmarks too), every test incl. interop;
 #   2. build-asan: ASan + UBSan, the whole suite but the two tests tools/sanitize.sh names;
 #   3. build-tsan: TSan, the cross-shard and reactor tests (tools/sanitize.sh).
@@ -34,6 +35,10 @@ stage() {
   echo "==== tools/test.sh: $name took $((SECONDS - start)) s ===="
 }
 
+echo "==== tools/test.sh: lint ===="
+lint_failed=0
+tools/lint.sh || lint_failed=1
+
 stage build-test normal
 if [ "${SANITIZE:-1}" != 0 ]; then
   stage build-asan tools/sanitize.sh asan
@@ -44,8 +49,9 @@ else
 fi
 
 # CTest's summary: "100% tests passed, 0 tests failed out of 42".
-passed=0
-failed=0
+passed=$((1 - lint_failed))
+failed=$lint_failed
+[ "$lint_failed" -eq 0 ] || echo "tools/test.sh: lint failed (the list is under ==== lint ====)"
 for d in "${dirs[@]}"; do
   line=$(grep -E '^[0-9]+% tests passed, [0-9]+ tests? failed out of [0-9]+' "$d/ctest.log" \
            2>/dev/null | tail -1 || true)

@@ -71,6 +71,79 @@ double seconds_since(const io::Clock& clock, int64_t start_ns) {
   return static_cast<double>(clock.monotonic_ns() - start_ns) / 1e9;
 }
 
+// Counts the acknowledgements the log has ready into acked and indeterminate.
+void count_acks(engine::CommitLog& log, uint64_t& acked, uint64_t& indeterminate) {
+  std::array<engine::Ack, 512> acks;
+  for (size_t n; (n = log.take_acks(acks)) > 0;) {
+    for (size_t i = 0; i < n; i++) {
+      (acks[i].outcome == engine::AckOutcome::ok ? acked : indeterminate)++;
+    }
+  }
+}
+
+// Appends args.messages messages and waits for every acknowledgement; offsets and sizes get
+// where each one went. False (said on stderr) if an append failed.
+bool append_all(engine::CommitLog& log, const io::Clock& clock, const Args& args,
+                std::vector<engine::LogOffset>& offsets, std::vector<uint32_t>& sizes,
+                uint64_t& acked, uint64_t& indeterminate) {
+  std::string properties;
+  engine::append_property(properties, engine::kPropertyTags, "demo");
+  std::vector<std::byte> body(args.body_bytes);
+  engine::MessageInput input;
+  input.topic = "DemoTopic";
+  input.properties = properties;
+  input.born_host = engine::HostAddress::ipv4(127, 0, 0, 1, 0);
+  input.store_host = engine::HostAddress::ipv4(127, 0, 0, 1, 10911);
+  for (uint64_t seq = 0; seq < args.messages;) {
+    fill_body(body, seq);
+    input.body = body;
+    input.born_timestamp_ms = clock.now_ms();
+    io::Result<engine::AppendResult> r = log.append(input, static_cast<int64_t>(seq), seq);
+    if (r.is_ok()) {
+      offsets[seq] = r->offset;
+      sizes[seq] = r->size_bytes;
+      seq++;
+    } else if (r.status().code() != io::Code::busy) {
+      std::fprintf(stderr, "uringmq-demo: append failed: %s\n", r.status().to_string().c_str());
+      return false;
+    }
+    if (!r.is_ok() || seq % 64 == 0) log.poll(r.is_ok() ? io::Wait::none : io::Wait::at_least_one);
+    count_acks(log, acked, indeterminate);
+  }
+  while (acked + indeterminate < args.messages) {
+    log.poll(io::Wait::at_least_one);
+    count_acks(log, acked, indeterminate);
+  }
+  return true;
+}
+
+// Reads a sample of at most 1000 records back by physical offset and checks every byte; returns
+// how many matched.
+uint64_t verify_sample(engine::CommitLog& log, const Args& args, uint64_t sample,
+                       const std::vector<engine::LogOffset>& offsets,
+                       const std::vector<uint32_t>& sizes) {
+  std::vector<std::byte> body(args.body_bytes);
+  std::vector<std::byte> record;
+  uint64_t verified = 0;
+  engine::DecodeOptions decode_options;
+  for (uint64_t k = 0; k < sample; k++) {
+    uint64_t seq = k * (args.messages / sample);
+    record.assign(sizes[seq], std::byte{0});
+    if (!log.read(offsets[seq], sizes[seq], record.data(), seq).is_ok()) break;
+    std::array<engine::ReadCompletion, 1> done;
+    while (log.take_reads(done) == 0) log.poll(io::Wait::at_least_one);
+    decode_options.expected_physical_offset = static_cast<int64_t>(offsets[seq].value);
+    engine::DecodeResult d = engine::decode(record, decode_options);
+    fill_body(body, seq);
+    if (done[0].result == sizes[seq] && d.outcome == engine::DecodeOutcome::ok &&
+        d.view.body.size() == body.size() &&
+        std::memcmp(d.view.body.data(), body.data(), body.size()) == 0) {
+      verified++;
+    }
+  }
+  return verified;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -104,47 +177,11 @@ int main(int argc, char** argv) {
               static_cast<double>(report.duration_ns) / 1e6,
               static_cast<unsigned long long>(report.torn_bytes_truncated));
 
-  std::string properties;
-  engine::append_property(properties, engine::kPropertyTags, "demo");
-  std::vector<std::byte> body(args.body_bytes);
-  engine::MessageInput input;
-  input.topic = "DemoTopic";
-  input.properties = properties;
-  input.born_host = engine::HostAddress::ipv4(127, 0, 0, 1, 0);
-  input.store_host = engine::HostAddress::ipv4(127, 0, 0, 1, 10911);
   std::vector<engine::LogOffset> offsets(args.messages);
   std::vector<uint32_t> sizes(args.messages);
-  std::array<engine::Ack, 512> acks;
   uint64_t acked = 0, indeterminate = 0;
   const int64_t start_ns = clock.monotonic_ns();
-  for (uint64_t seq = 0; seq < args.messages;) {
-    fill_body(body, seq);
-    input.body = body;
-    input.born_timestamp_ms = clock.now_ms();
-    io::Result<engine::AppendResult> r = log.append(input, static_cast<int64_t>(seq), seq);
-    if (r.is_ok()) {
-      offsets[seq] = r->offset;
-      sizes[seq] = r->size_bytes;
-      seq++;
-    } else if (r.status().code() != io::Code::busy) {
-      std::fprintf(stderr, "uringmq-demo: append failed: %s\n", r.status().to_string().c_str());
-      return 1;
-    }
-    if (!r.is_ok() || seq % 64 == 0) log.poll(r.is_ok() ? io::Wait::none : io::Wait::at_least_one);
-    for (size_t n; (n = log.take_acks(acks)) > 0;) {
-      for (size_t i = 0; i < n; i++) {
-        (acks[i].outcome == engine::AckOutcome::ok ? acked : indeterminate)++;
-      }
-    }
-  }
-  while (acked + indeterminate < args.messages) {
-    log.poll(io::Wait::at_least_one);
-    for (size_t n; (n = log.take_acks(acks)) > 0;) {
-      for (size_t i = 0; i < n; i++) {
-        (acks[i].outcome == engine::AckOutcome::ok ? acked : indeterminate)++;
-      }
-    }
-  }
+  if (!append_all(log, clock, args, offsets, sizes, acked, indeterminate)) return 1;
   const double elapsed_s = seconds_since(clock, start_ns);
   const engine::CommitLogStats& stats = log.stats();
   std::printf("appended %llu messages of %u bytes in %.3f s: %.0f msgs/s, %.1f MB/s, "
@@ -158,29 +195,13 @@ int main(int argc, char** argv) {
               "prepared\n",
               static_cast<unsigned long long>(stats.writes_submitted),
               static_cast<unsigned long long>(stats.fdatasyncs_completed),
-              stats.fdatasyncs_completed ? static_cast<double>(acked) / stats.fdatasyncs_completed : 0.0,
+              stats.fdatasyncs_completed
+                  ? static_cast<double>(acked) / stats.fdatasyncs_completed
+                  : 0.0,
               static_cast<unsigned long long>(stats.segments_prepared));
 
-  // Read a sample back by physical offset and check every byte.
   const uint64_t sample = std::min<uint64_t>(args.messages, 1000);
-  std::vector<std::byte> record;
-  uint64_t verified = 0;
-  engine::DecodeOptions decode_options;
-  for (uint64_t k = 0; k < sample; k++) {
-    uint64_t seq = k * (args.messages / sample);
-    record.assign(sizes[seq], std::byte{0});
-    if (!log.read(offsets[seq], sizes[seq], record.data(), seq).is_ok()) break;
-    std::array<engine::ReadCompletion, 1> done;
-    while (log.take_reads(done) == 0) log.poll(io::Wait::at_least_one);
-    decode_options.expected_physical_offset = static_cast<int64_t>(offsets[seq].value);
-    engine::DecodeResult d = engine::decode(record, decode_options);
-    fill_body(body, seq);
-    if (done[0].result == sizes[seq] && d.outcome == engine::DecodeOutcome::ok &&
-        d.view.body.size() == body.size() &&
-        std::memcmp(d.view.body.data(), body.data(), body.size()) == 0) {
-      verified++;
-    }
-  }
+  const uint64_t verified = verify_sample(log, args, sample, offsets, sizes);
   std::printf("read back %llu of %llu sampled records by offset: %llu byte-identical\n",
               static_cast<unsigned long long>(sample), static_cast<unsigned long long>(sample),
               static_cast<unsigned long long>(verified));

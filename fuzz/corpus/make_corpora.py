@@ -65,7 +65,8 @@ def record_decode():
     write(t, "simple.bin", record())
     write(t, "no_user_properties.bin", record(props=b""))
     v6 = bytes(range(16))
-    write(t, "ipv6_hosts.bin", record(born=v6 + struct.pack(">i", 1), store=v6 + struct.pack(">i", 2)))
+    write(t, "ipv6_hosts.bin",
+          record(born=v6 + struct.pack(">i", 1), store=v6 + struct.pack(">i", 2)))
     write(t, "body_300.bin", record(body=bytes(i % 251 for i in range(300))))
     first = record(queue_offset=0, physical_offset=0)
     second = record(queue_offset=1, physical_offset=len(first), body=b"second")

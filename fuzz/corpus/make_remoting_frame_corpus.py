@@ -39,7 +39,8 @@ PULL_11 = (b'{"code":11,"language":"JAVA","opaque":9,"flag":0,"version":121,"ext
            b'{"consumerGroup":"CG","topic":"T","queueId":0,"queueOffset":0,"maxMsgNums":32,'
            b'"sysFlag":6,"commitOffset":0,"suspendTimeoutMillis":15000,"subscription":"*",'
            b'"subVersion":1796009199872}}')
-RESPONSE = (b'{"code":0,"language":"JAVA","version":0,"opaque":6,"flag":1,"remark":"ok \\ud83d\\ude00",'
+RESPONSE = (b'{"code":0,"language":"JAVA","version":0,"opaque":6,"flag":1,'
+            b'"remark":"ok \\ud83d\\ude00",'
             b'"extFields":{"msgId":"7F00000100002A9F0000000000000000","queueId":"0",'
             b'"queueOffset":"0"},"serializeTypeCurrentRPC":"JSON"}')
 

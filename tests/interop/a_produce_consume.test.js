@@ -13,7 +13,8 @@ C.finish();
 const TAGS = ['TagA', 'TagB', 'TagC'];
 const N = 50;
 
-test('50 messages with tags and keys are consumed exactly once, intact', { timeout: 120000 }, async () => {
+test('50 messages with tags and keys are consumed exactly once, intact',
+  { timeout: 120000 }, async () => {
   const topic = C.uniqueName('T_a');
   const prod = await C.producer();
   const sent = new Map(); // key -> { tag, body, result }
@@ -61,7 +62,8 @@ test('50 messages with tags and keys are consumed exactly once, intact', { timeo
       `${key}: queueId ${m.queueId}, send result ${s.result.messageQueue.queueId}`);
     check(Number(m.queueOffset) === Number(s.result.queueOffset),
       `${key}: queueOffset ${m.queueOffset}, send result ${s.result.queueOffset}`);
-    check(m.msgId === s.result.msgId, `${key}: consumed msgId ${m.msgId} != send result msgId ${s.result.msgId}`);
+    check(m.msgId === s.result.msgId,
+      `${key}: consumed msgId ${m.msgId} != send result msgId ${s.result.msgId}`);
   }
   assert.deepEqual(problems, [], `${problems.length} mismatches`);
   const dups = [...counts].filter(([, n]) => n > 1);
@@ -71,7 +73,8 @@ test('50 messages with tags and keys are consumed exactly once, intact', { timeo
   await C.close(prod);
 });
 
-test("a 'TagA || TagB' subscription receives only TagA and TagB, all of them", { timeout: 120000 }, async () => {
+test("a 'TagA || TagB' subscription receives only TagA and TagB, all of them",
+  { timeout: 120000 }, async () => {
   const topic = C.uniqueName('T_tag');
   const prod = await C.producer();
   const want = new Set();

@@ -38,7 +38,8 @@ test('delay levels 1, 2, 3, max and above max are honoured', { timeout: 120000 }
       body: `delayed level ${level}`,
       check: m => [
         ...(m.tags !== 'delayed' ? [`tags ${m.tags}`] : []),
-        ...('DELAY' in m.properties ? [`DELAY property still present (${m.properties.DELAY})`] : []),
+        ...('DELAY' in m.properties
+          ? [`DELAY property still present (${m.properties.DELAY})`] : []),
         // As RocketMQ's messageTimeup: the real queue stays named, uringmq's markers do not.
         ...(m.properties.REAL_TOPIC !== topic ? [`REAL_TOPIC ${m.properties.REAL_TOPIC}`] : []),
         ...C.internalProperties(m.properties),
@@ -67,7 +68,8 @@ test('messages without a delay are not held back', { timeout: 60000 }, async () 
   await got.waitCount(2, 10000, 'the level-0 message');
   const elapsed = got.list[1].at - sendAt;
   console.log(`level 0: received after ${elapsed} ms`);
-  assert.ok(elapsed < 1000, `level 0 message took ${elapsed} ms (a held pull must wake on new messages)`);
+  assert.ok(elapsed < 1000,
+    `level 0 message took ${elapsed} ms (a held pull must wake on new messages)`);
   await C.close(cons);
   await C.close(prod);
 });

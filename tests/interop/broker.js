@@ -118,7 +118,9 @@ class Broker {
   get namesrv() { return `127.0.0.1:${this.conf.namesrvListenPort}`; }
   get brokerAddr() { return `127.0.0.1:${this.conf.listenPort}`; }
   get pid() { return this.child && this.child.pid; }
-  get running() { return !!this.child && this.child.exitCode === null && this.child.signalCode === null; }
+  get running() {
+    return !!this.child && this.child.exitCode === null && this.child.signalCode === null;
+  }
 
   start() {
     if (this.running) throw new Error('broker already running');
@@ -158,11 +160,13 @@ class Broker {
     while (Date.now() < deadline) {
       if (exited || !this.running) {
         const r = await this.exited;
-        throw new Error(`broker exited before ready (code=${r.code} signal=${r.signal}); output:\n${this.output}`);
+        throw new Error(`broker exited before ready (code=${r.code} signal=${r.signal}); ` +
+          `output:\n${this.output}`);
       }
       if (/\bready\b/i.test(this.output) &&
           await canConnect(Number(this.conf.listenPort)) &&
-          (Number(this.conf.namesrvListenPort) === 0 || await canConnect(Number(this.conf.namesrvListenPort)))) {
+          (Number(this.conf.namesrvListenPort) === 0 ||
+           await canConnect(Number(this.conf.namesrvListenPort)))) {
         return;
       }
       await sleep(50);
@@ -180,7 +184,8 @@ class Broker {
     if (r === 'timeout') {
       this.child.kill('SIGKILL');
       await this.exited;
-      throw new Error(`broker did not stop within ${timeoutMs} ms of SIGTERM; output:\n${this.output}`);
+      throw new Error(
+        `broker did not stop within ${timeoutMs} ms of SIGTERM; output:\n${this.output}`);
     }
     return r.signal ? `signal ${r.signal}` : r.code;
   }

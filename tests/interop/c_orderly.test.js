@@ -21,7 +21,8 @@ function queueIndexOf(key, n) {
   return crypto.createHash('md5').update(key).digest().readUInt32BE() % n;
 }
 
-test('messages sent to chosen queues are consumed in per-queue order', { timeout: 180000 }, async () => {
+test('messages sent to chosen queues are consumed in per-queue order',
+  { timeout: 180000 }, async () => {
   const topic = C.uniqueName('T_order');
   const prod = await C.producer();
   // Create the topic and learn its writable queues.
@@ -53,7 +54,8 @@ test('messages sent to chosen queues are consumed in per-queue order', { timeout
         r = await prod.send(msg);
       }
       assert.equal(r.sendStatus, 'SEND_OK');
-      assert.equal(Number(r.messageQueue.queueId), q, 'ali-ons sent to the queue the sharding key selects');
+      assert.equal(Number(r.messageQueue.queueId), q,
+        'ali-ons sent to the queue the sharding key selects');
     }
   }));
 
@@ -70,12 +72,16 @@ test('messages sent to chosen queues are consumed in per-queue order', { timeout
   const lastOffset = new Map();
   for (const m of got.list) {
     const { q, seq } = JSON.parse(m.body);
-    if (m.queueId !== q) problems.push(`seq ${seq} of queue ${q} arrived with queueId ${m.queueId}`);
+    if (m.queueId !== q) {
+      problems.push(`seq ${seq} of queue ${q} arrived with queueId ${m.queueId}`);
+    }
     const prev = lastSeq.has(q) ? lastSeq.get(q) : -1;
     if (seq !== prev + 1) problems.push(`queue ${q}: seq ${seq} after ${prev}`);
     lastSeq.set(q, seq);
     const prevOff = lastOffset.has(q) ? lastOffset.get(q) : -1;
-    if (!(m.queueOffset > prevOff)) problems.push(`queue ${q}: offset ${m.queueOffset} after ${prevOff}`);
+    if (!(m.queueOffset > prevOff)) {
+      problems.push(`queue ${q}: offset ${m.queueOffset} after ${prevOff}`);
+    }
     lastOffset.set(q, m.queueOffset);
   }
   for (const q of queueIds) {

@@ -226,7 +226,12 @@ async function mapLimit(items, limit, fn) {
 function finish(extra) {
   after(async () => {
     if (extra) {
-      try { await extra(); } catch (err) { console.error('after hook:', err); process.exitCode = 1; }
+      try {
+        await extra();
+      } catch (err) {
+        console.error('after hook:', err);
+        process.exitCode = 1;
+      }
     }
     await Promise.all([...clients].map(close));
     // process.exit() keeps the exit code the runner set for failed tests.

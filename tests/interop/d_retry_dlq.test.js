@@ -16,7 +16,8 @@ C.finish();
 const EARLY_SLACK_MS = 5;
 const LATE_SLACK_MS = 3000;
 
-test('failed messages are redelivered from %RETRY% with reconsumeTimes 1 after the level-3 delay', { timeout: 120000 }, async () => {
+test('failed messages are redelivered from %RETRY% with reconsumeTimes 1 after the level-3 delay',
+  { timeout: 120000 }, async () => {
   const levels = env().delayLevels;
   const topic = C.uniqueName('T_retry');
   const group = C.uniqueName('CG_retry');
@@ -27,7 +28,9 @@ test('failed messages are redelivered from %RETRY% with reconsumeTimes 1 after t
   cons.subscribe(topic, '*', async msg => {
     const s = C.summary(msg);
     got.push(s);
-    if (s.body.startsWith('fail-once') && s.reconsumeTimes === 0) throw new Error('intentional failure');
+    if (s.body.startsWith('fail-once') && s.reconsumeTimes === 0) {
+      throw new Error('intentional failure');
+    }
   });
   await cons.ready();
   const errorsBefore = C.clientErrors.length;
@@ -52,10 +55,14 @@ test('failed messages are redelivered from %RETRY% with reconsumeTimes 1 after t
     const [d0, d1] = ds;
     const gap = d1.at - d0.at;
     const fallback = 'RECONSUME_TIME' in d1.properties; // ali-ons' own resend after a failed 36
-    report.push(`#${i} queue ${d0.queueId} commitLogOffset ${d0.commitLogOffset}: redelivered after ${gap} ms` +
+    report.push(`#${i} queue ${d0.queueId} commitLogOffset ${d0.commitLogOffset}: ` +
+      `redelivered after ${gap} ms` +
       (fallback ? ' via the ali-ons client-side fallback (CONSUMER_SEND_MSG_BACK failed)' : ''));
-    const check = (ok, what) => { if (!ok) problems.push(`${key} (queue ${d0.queueId}, msgId ${d0.msgId}): ${what}`); };
-    check(!fallback, 'CONSUMER_SEND_MSG_BACK failed; ali-ons resent the message itself with DELAY=0 ' +
+    const check = (ok, what) => {
+      if (!ok) problems.push(`${key} (queue ${d0.queueId}, msgId ${d0.msgId}): ${what}`);
+    };
+    check(!fallback,
+      'CONSUMER_SEND_MSG_BACK failed; ali-ons resent the message itself with DELAY=0 ' +
       `(properties ${JSON.stringify(d1.properties)})`);
     check(d0.reconsumeTimes === 0, `first reconsumeTimes ${d0.reconsumeTimes}`);
     check(d1.reconsumeTimes === 1, `redelivery reconsumeTimes ${d1.reconsumeTimes}`);
@@ -67,7 +74,8 @@ test('failed messages are redelivered from %RETRY% with reconsumeTimes 1 after t
     check(d1.properties.ORIGIN_MESSAGE_ID === d0.msgId,
       `ORIGIN_MESSAGE_ID ${d1.properties.ORIGIN_MESSAGE_ID} != original msgId ${d0.msgId}`);
     check(gap >= delay - EARLY_SLACK_MS, `redelivered after ${gap} ms < level-3 delay ${delay} ms`);
-    check(gap < delay + LATE_SLACK_MS, `redelivered after ${gap} ms >= ${delay} + ${LATE_SLACK_MS} ms`);
+    check(gap < delay + LATE_SLACK_MS,
+      `redelivered after ${gap} ms >= ${delay} + ${LATE_SLACK_MS} ms`);
   }
   console.log(report.join('\n'));
   const errors = C.clientErrors.slice(errorsBefore).map(e => e.message)
@@ -77,7 +85,8 @@ test('failed messages are redelivered from %RETRY% with reconsumeTimes 1 after t
   await C.close(prod);
 });
 
-test('a message that always fails goes to %DLQ%<group> after maxReconsumeTimes', { timeout: 180000 }, async () => {
+test('a message that always fails goes to %DLQ%<group> after maxReconsumeTimes',
+  { timeout: 180000 }, async () => {
   const levels = env().delayLevels;
   const topic = C.uniqueName('T_dlq');
   const group = C.uniqueName('CG_dlq');
@@ -99,7 +108,8 @@ test('a message that always fails goes to %DLQ%<group> after maxReconsumeTimes',
   assert.equal((await prod.send(ok)).sendStatus, 'SEND_OK');
   // Deliveries at reconsumeTimes 0, 1 (level 3), 2 (level 4); then the DLQ.
   const budget = levels[2] + levels[3] + 2 * LATE_SLACK_MS + 20000;
-  await got.waitFor(l => l.filter(x => x.body === 'always-fail body').length >= maxReconsumeTimes + 1,
+  await got.waitFor(
+    l => l.filter(x => x.body === 'always-fail body').length >= maxReconsumeTimes + 1,
     budget, `${maxReconsumeTimes + 1} deliveries of the failing message`);
 
   const dlqTopic = `%DLQ%${group}`;
@@ -115,9 +125,12 @@ test('a message that always fails goes to %DLQ%<group> after maxReconsumeTimes',
   raw.destroy();
 
   const fails = got.list.filter(x => x.body === 'always-fail body');
-  console.log(`failing message delivered ${fails.length} times (reconsumeTimes ${fails.map(f => f.reconsumeTimes).join(',')}); ` +
-    `DLQ route ${JSON.stringify(dlq.route && dlq.route.queueDatas)}; DLQ pulls ${JSON.stringify(dlq.responses)}`);
-  assert.deepEqual(fails.map(f => f.reconsumeTimes), [0, 1, 2], 'deliveries of the failing message');
+  console.log(`failing message delivered ${fails.length} times ` +
+    `(reconsumeTimes ${fails.map(f => f.reconsumeTimes).join(',')}); ` +
+    `DLQ route ${JSON.stringify(dlq.route && dlq.route.queueDatas)}; ` +
+    `DLQ pulls ${JSON.stringify(dlq.responses)}`);
+  assert.deepEqual(fails.map(f => f.reconsumeTimes), [0, 1, 2],
+    'deliveries of the failing message');
   assert.equal(got.list.filter(x => x.body === 'fine body').length, 1, 'the good message once');
   assert.ok(dlq.route, `route of ${dlqTopic}: code ${dlq.routeResp.code} ${dlq.routeResp.remark}`);
   assert.equal(dlq.messages.length, 1, `messages in ${dlqTopic}`);

@@ -57,7 +57,9 @@ test('committed offsets survive SIGTERM and restart', { timeout: 240000 }, async
 
   const batch2 = await produce(namesrv, topic, 'b2', 24);
   const got2 = new C.Collector();
-  const c2 = C.consumer({ namesrv, group, options: { consumeFromWhere: 'CONSUME_FROM_LAST_OFFSET' } });
+  const c2 = C.consumer({
+    namesrv, group, options: { consumeFromWhere: 'CONSUME_FROM_LAST_OFFSET' },
+  });
   c2.subscribe(topic, '*', async msg => { got2.push(C.summary(msg)); });
   await c2.ready();
   await got2.waitFor(l => batch2.every(k => l.some(m => m.keys === k)), 60000, 'batch 2')

@@ -25,14 +25,17 @@ function bodyOf(key) {
   return `${key}:` + 'k9'.repeat(50 + (key.length * 13) % 200);
 }
 
-test('every message acknowledged under SYNC_FLUSH survives kill -9', { timeout: 300000 }, async () => {
+test('every message acknowledged under SYNC_FLUSH survives kill -9',
+  { timeout: 300000 }, async () => {
   const dir = path.join(env().tmp, C.uniqueName('f_kill9'));
   const { file } = await makeConf(dir, { flushDiskType: 'SYNC_FLUSH' });
   broker = await startBroker({ confFile: file });
   const namesrv = broker.namesrv;
   const topic = C.uniqueName('T_kill9');
 
-  const prod = await C.producer({ namesrv, options: { sendMsgTimeout: 3000, retryTimesWhenSendFailed: 0 } });
+  const prod = await C.producer({
+    namesrv, options: { sendMsgTimeout: 3000, retryTimesWhenSendFailed: 0 },
+  });
   const send = async key => {
     const msg = new C.Message(topic, 'k9', bodyOf(key));
     msg.keys = [key];
@@ -44,7 +47,8 @@ test('every message acknowledged under SYNC_FLUSH survives kill -9', { timeout: 
   const keys1 = Array.from({ length: N1 }, (_, i) => `${topic}-a${i}`);
   const res1 = await C.mapLimit(keys1, IN_FLIGHT, send);
   const failed1 = res1.filter(r => !r.ok);
-  assert.equal(failed1.length, 0, `batch 1 sends failed: ${failed1.slice(0, 3).map(r => r.error.message).join('; ')}`);
+  assert.equal(failed1.length, 0,
+    `batch 1 sends failed: ${failed1.slice(0, 3).map(r => r.error.message).join('; ')}`);
 
   const keys2 = Array.from({ length: N2 }, (_, i) => `${topic}-b${i}`);
   let acks2 = 0;

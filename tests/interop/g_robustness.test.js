@@ -54,7 +54,8 @@ test('a truncated frame, then close', { timeout: 30000 }, async () => {
   await afterAttack('truncated frame');
 });
 
-test('a length field of 0x7fffffff: the broker closes the connection', { timeout: 30000 }, async () => {
+test('a length field of 0x7fffffff: the broker closes the connection',
+  { timeout: 30000 }, async () => {
   const c = await RawClient.connect(addr);
   const b = Buffer.alloc(64, 0x41);
   b.writeInt32BE(0x7fffffff, 0);
@@ -63,11 +64,13 @@ test('a length field of 0x7fffffff: the broker closes the connection', { timeout
   const closed = await c.waitClose(5000);
   const frames = c.frames.map(f => `code ${f.code} remark ${f.remark}`);
   c.destroy();
-  assert.ok(closed, `connection still open 5 s after a 0x7fffffff length (frames: ${frames.join('; ')})`);
+  assert.ok(closed,
+    `connection still open 5 s after a 0x7fffffff length (frames: ${frames.join('; ')})`);
   await afterAttack('0x7fffffff length');
 });
 
-test('a total length smaller than the header length field: closed', { timeout: 30000 }, async () => {
+test('a total length smaller than the header length field: closed',
+  { timeout: 30000 }, async () => {
   const c = await RawClient.connect(addr);
   const b = Buffer.alloc(12);
   b.writeInt32BE(8, 0);          // 8 bytes follow
@@ -105,7 +108,8 @@ test('a header that is not JSON: closed', { timeout: 30000 }, async () => {
   await afterAttack('bad JSON');
 });
 
-test('JSON that is not an object, and a code that is not a number: closed or answered', { timeout: 30000 }, async () => {
+test('JSON that is not an object, and a code that is not a number: closed or answered',
+  { timeout: 30000 }, async () => {
   for (const text of ['[1,2,3]', '"str"', '{"code":"ten","opaque":3,"flag":0}', '{"opaque":4}']) {
     const c = await RawClient.connect(addr);
     const h = Buffer.from(text);
@@ -122,7 +126,8 @@ test('JSON that is not an object, and a code that is not a number: closed or ans
   await afterAttack('odd JSON headers');
 });
 
-test('an unknown request code is answered with code 3, the same opaque and flag bit 0', { timeout: 30000 }, async () => {
+test('an unknown request code is answered with code 3, the same opaque and flag bit 0',
+  { timeout: 30000 }, async () => {
   const c = await RawClient.connect(addr);
   const r = await c.request(9999, { foo: 'bar' }, null, 5000, 424242);
   assert.equal(r.code, 3, `response code for request code 9999: ${r.code} remark ${r.remark}`);
@@ -139,7 +144,8 @@ test('an unknown request code is answered with code 3, the same opaque and flag 
   await afterAttack('unknown code');
 });
 
-test('a client that disconnects mid-request (half a frame, then destroy)', { timeout: 30000 }, async () => {
+test('a client that disconnects mid-request (half a frame, then destroy)',
+  { timeout: 30000 }, async () => {
   for (let i = 0; i < 20; i++) {
     const c = await RawClient.connect(addr);
     const frame = encodeFrame({ code: 310, language: 'JAVA', version: 121, opaque: i + 1, flag: 0,
@@ -159,19 +165,23 @@ test('a client that disconnects mid-request (half a frame, then destroy)', { tim
   await afterAttack('half frames and a vanished long-poll');
 });
 
-test('SEND_MESSAGE_V2 with missing header fields: answered (any code) or closed, broker unharmed', { timeout: 30000 }, async () => {
+test('SEND_MESSAGE_V2 with missing header fields: answered (any code) or closed, broker unharmed',
+  { timeout: 30000 }, async () => {
   // Java rejects a header missing @CFNotNull fields (SYSTEM_ERROR); storing it anyway is not an
   // interop failure, so this only reports what the broker did.
   const c = await RawClient.connect(addr);
-  const r1 = await c.request(310, { a: 'PG_raw', b: `${topic}_raw` }, null, 5000).catch(e => ({ error: e.message }));
+  const r1 = await c.request(310, { a: 'PG_raw', b: `${topic}_raw` }, null, 5000)
+    .catch(e => ({ error: e.message }));
   const r2 = await c.request(310, {}, Buffer.from('x'), 5000).catch(e => ({ error: e.message }));
   c.destroy();
-  console.log(`310 with only producerGroup and topic, no body: ${JSON.stringify({ code: r1.code, remark: r1.remark, error: r1.error })}; ` +
-    `310 with no ext fields: ${JSON.stringify({ code: r2.code, remark: r2.remark, error: r2.error })}`);
+  const brief = r => JSON.stringify({ code: r.code, remark: r.remark, error: r.error });
+  console.log(`310 with only producerGroup and topic, no body: ${brief(r1)}; ` +
+    `310 with no ext fields: ${brief(r2)}`);
   await afterAttack('malformed sends');
 });
 
-test('everything produced before and between the attacks is consumable', { timeout: 120000 }, async () => {
+test('everything produced before and between the attacks is consumable',
+  { timeout: 120000 }, async () => {
   assert.ok(brokerAlive(), 'broker process alive');
   const got = new C.Collector();
   const cons = C.consumer();
@@ -179,7 +189,8 @@ test('everything produced before and between the attacks is consumable', { timeo
   await cons.ready();
   await got.waitFor(l => produced.every(p => l.some(m => m.keys === p.key)), 60000,
     `${produced.length} messages`).catch(err => {
-    err.message += `; missing: ${produced.filter(p => !got.list.some(m => m.keys === p.key)).map(p => p.key).join(' ')}`;
+    const missing = produced.filter(p => !got.list.some(m => m.keys === p.key)).map(p => p.key);
+    err.message += `; missing: ${missing.join(' ')}`;
     throw err;
   });
   await sleep(1000);

@@ -14,14 +14,18 @@ C.finish();
 const EARLY_SLACK_MS = 5;
 const LATE_SLACK_MS = 3000;
 
-test('TIMER_DELIVER_MS and __STARTDELIVERTIME are delivered on time', { timeout: 120000 }, async () => {
+test('TIMER_DELIVER_MS and __STARTDELIVERTIME are delivered on time',
+  { timeout: 120000 }, async () => {
   const topic = C.uniqueName('T_timer');
   const prod = await C.producer();
   const { got, cons } = await C.readyConsumer(topic, prod);
 
   const sent = new Map();
   const cases = [];
-  for (let i = 0; i < 6; i++) cases.push({ how: i % 2 === 0 ? 'TIMER_DELIVER_MS' : '__STARTDELIVERTIME', aheadMs: 1500 + i * 503 });
+  for (let i = 0; i < 6; i++) {
+    const how = i % 2 === 0 ? 'TIMER_DELIVER_MS' : '__STARTDELIVERTIME';
+    cases.push({ how, aheadMs: 1500 + i * 503 });
+  }
   await Promise.all(cases.map(async (c, i) => {
     const key = `${topic}-${c.how}-${i}`;
     const msg = new C.Message(topic, 'timed', `timed ${i}`);

@@ -48,8 +48,15 @@ class RawClient {
     const [host, port] = addr.split(':');
     return new Promise((resolve, reject) => {
       const s = net.connect({ host, port: Number(port) });
-      const timer = setTimeout(() => { s.destroy(); reject(new Error(`connect ${addr} timed out`)); }, timeoutMs);
-      s.once('connect', () => { clearTimeout(timer); s.setNoDelay(true); resolve(new RawClient(s)); });
+      const timer = setTimeout(() => {
+        s.destroy();
+        reject(new Error(`connect ${addr} timed out`));
+      }, timeoutMs);
+      s.once('connect', () => {
+        clearTimeout(timer);
+        s.setNoDelay(true);
+        resolve(new RawClient(s));
+      });
       s.once('error', err => { clearTimeout(timer); reject(err); });
     });
   }
@@ -140,9 +147,11 @@ function decodeMessages(buf) {
     m.physicalOffset = buf.readBigInt64BE(p); p += 8; // BigInt: may exceed 2^53
     m.sysFlag = buf.readInt32BE(p); p += 4;
     m.bornTimestamp = Number(buf.readBigInt64BE(p)); p += 8;
-    m.bornHost = `${buf[p]}.${buf[p + 1]}.${buf[p + 2]}.${buf[p + 3]}:${buf.readInt32BE(p + 4)}`; p += 8;
+    m.bornHost = `${buf[p]}.${buf[p + 1]}.${buf[p + 2]}.${buf[p + 3]}:${buf.readInt32BE(p + 4)}`;
+    p += 8;
     m.storeTimestamp = Number(buf.readBigInt64BE(p)); p += 8;
-    m.storeHost = `${buf[p]}.${buf[p + 1]}.${buf[p + 2]}.${buf[p + 3]}:${buf.readInt32BE(p + 4)}`; p += 8;
+    m.storeHost = `${buf[p]}.${buf[p + 1]}.${buf[p + 2]}.${buf[p + 3]}:${buf.readInt32BE(p + 4)}`;
+    p += 8;
     m.reconsumeTimes = buf.readInt32BE(p); p += 4;
     m.preparedTransactionOffset = Number(buf.readBigInt64BE(p)); p += 8;
     const bodyLen = buf.readInt32BE(p); p += 4;

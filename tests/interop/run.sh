@@ -23,7 +23,8 @@ for f in "$@"; do args+=("$(realpath "$f")"); done
 here=$(cd "$(dirname "$0")" && pwd)
 cd "$here"
 
-command -v node >/dev/null || { echo "interop: node is not installed (tools/install-deps.sh)" >&2; exit 2; }
+command -v node >/dev/null ||
+  { echo "interop: node is not installed (tools/install-deps.sh)" >&2; exit 2; }
 # Serialised: several build trees may run this test at once on the same source tree.
 exec 9>"$here/.npm-ci.lock"
 flock 9
@@ -76,7 +77,8 @@ for (const p of [$BROKER_PORT, $NAMESRV_PORT]) {
   fi
   sleep 0.1
 done
-echo "interop: broker pid $broker_pid ready (namesrv 127.0.0.1:$NAMESRV_PORT, broker 127.0.0.1:$BROKER_PORT, store $STORE)" >&2
+echo "interop: broker pid $broker_pid ready (namesrv 127.0.0.1:$NAMESRV_PORT," \
+  "broker 127.0.0.1:$BROKER_PORT, store $STORE)" >&2
 
 export URINGMQ_NAMESRV="127.0.0.1:$NAMESRV_PORT"
 export URINGMQ_BROKER="127.0.0.1:$BROKER_PORT"
@@ -133,7 +135,8 @@ if [ -n "$broker_pid" ]; then
 fi
 
 if [ ${#failed[@]} -gt 0 ]; then
-  echo "interop: FAILED: ${failed[*]} (broker logs under $tmp; set URINGMQ_INTEROP_KEEP=1 to keep them)" >&2
+  echo "interop: FAILED: ${failed[*]} (broker logs under $tmp;" \
+    "set URINGMQ_INTEROP_KEEP=1 to keep them)" >&2
   exit 1
 fi
 echo "interop: all passed" >&2

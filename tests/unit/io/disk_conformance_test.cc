@@ -1,7 +1,7 @@
 // Goal: hold every Disk backend to the same contract (io/disk.h), so that what the engine's
 // simulation tests prove over SimDisk also holds over UringDisk in production.
 // Method: one typed test suite, instantiated for UringDisk (io_uring fast setup with fixed files),
-// UringDisk (plain ring, plain fds: the fallback path) and SimDisk (when io/sim_disk.h exists).
+// UringDisk (plain ring, plain fds: the fallback path) and SimDisk (when testing/sim_disk.h exists).
 // UringDisk runs in a real temporary directory; SimDisk under "/sim". Completions are matched by
 // user_data and never assumed to arrive in order. A few UringDisk-only tests at the end cover
 // what has no SimDisk counterpart: the RLIMIT_FSIZE (EFBIG) path of the real kernel, more open
@@ -82,7 +82,7 @@ struct SimBackend {
 };
 using Backends = ::testing::Types<UringFixedBackend, UringBasicBackend, SimBackend>;
 #else
-// io/sim_disk.h is not there yet: only UringDisk is checked.
+// testing/sim_disk.h is not there: only UringDisk is checked.
 using Backends = ::testing::Types<UringFixedBackend, UringBasicBackend>;
 #endif
 

@@ -139,7 +139,8 @@ TEST(BrokerTest, ConsumerOffsetsHeartbeatsAndRestart) {
                   .command.code,
               rc::kSuccess);
     std::string heartbeat =
-        R"({"clientID":"10.0.0.1@42","consumerDataSet":[{"groupName":"G","consumeType":"CONSUME_PASSIVELY"}],"producerDataSet":[]})";
+        R"({"clientID":"10.0.0.1@42","consumerDataSet":)"
+        R"([{"groupName":"G","consumeType":"CONSUME_PASSIVELY"}],"producerDataSet":[]})";
     EXPECT_EQ(call(*client, request(req::kHeartBeat), heartbeat).command.code, rc::kSuccess);
     RemotingResponse list =
         call(*client, request(req::kGetConsumerListByGroup, {{"consumerGroup", "G"}}));

@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# Checks the house rules a reviewer would otherwise check by eye; tools/test.sh runs it first and
+# counts it as one test. Exits non-zero with a list of every problem, one per line, if any fails:
+#   functions  no C++ function body over 100 lines outside tests/ and fuzz/ (fuzz targets are test
+#              drivers). A function that does not fit on two screens hides its steps; 100 is the
+#              hard limit, about 70 the aim. Counted by tools/lint_function_size.py (a brace
+#              matcher: clang-tidy's readability-function-size takes minutes over the tree).
+#   columns    no line over 100 columns (characters) in *.h, *.cc, *.sh, *.js, *.py and
+#              CMakeLists.txt. Markdown is not checked: its tables and links may be long, and
+#              its prose is reviewed as prose.
+#   format     clang-format clean (`clang-format --dry-run -Werror` with the committed
+#              .clang-format) over every *.h and *.cc, so layout is never a review comment.
+#   commits    every commit after BASE (merges too) has a subject of at most 72 characters and
+#              a body that says why. History before BASE cannot be rewritten and is not checked.
+#              Skipped, with a line saying so, outside a git checkout or in a shallow clone.
+# Files are those git knows (tracked, or untracked and not ignored): build directories and
+# node_modules are never checked. Usage: tools/lint.sh (from anywhere).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+readonly BASE=084fe6b62b73872b4ed8a78fdb71bd6679bb8af8
+readonly MAX_FUNCTION_LINES=100
+readonly MAX_COLUMNS=100
+readonly MAX_SUBJECT=72
+
+failed=()
+# check NAME OUTPUT: prints the problems of one check and records its failure.
+check() {
+  local name=$1 output=$2
+  if [ -z "$output" ]; then
+    echo "lint: $name: ok"
+    return
+  fi
+  local count
+  count=$(wc -l <<<"$output")
+  echo "lint: $name: $count problem(s)"
+  sed 's/^/  /' <<<"$output"
+  failed+=("$name")
+}
+
+in_git=0
+git rev-parse --is-inside-work-tree >/dev/null 2>&1 && in_git=1
+
+# files PATTERN...: the files matching the git pathspecs, one per line.
+files() {
+  if [ "$in_git" = 1 ]; then
+    git ls-files --cached --others --exclude-standard -- "$@"
+  else
+    local names=()
+    for p in "$@"; do names+=(-o -name "${p##*/}"); done
+    find . \( -name 'build*' -o -name node_modules -o -name .git \) -prune -o -type f \
+      \( "${names[@]:1}" \) -print | sed 's|^\./||'
+  fi | grep -v -E '(^|/)(node_modules|package-lock\.json)(/|$)' | sort -u
+}
+
+mapfile -t cxx < <(files '*.h' '*.cc')
+mapfile -t cxx_non_test < <(printf '%s\n' "${cxx[@]}" | grep -v -E '^(tests|fuzz)/')
+mapfile -t text < <(files '*.h' '*.cc' '*.sh' '*.js' '*.py' 'CMakeLists.txt' '*/CMakeLists.txt')
+
+# functions
+check functions "$(python3 tools/lint_function_size.py --max "$MAX_FUNCTION_LINES" \
+  "${cxx_non_test[@]}")"
+
+# columns
+check columns "$(python3 - "$MAX_COLUMNS" "${text[@]}" <<'EOF'
+import sys
+limit = int(sys.argv[1])
+for path in sys.argv[2:]:
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for number, line in enumerate(f, 1):
+            width = len(line.rstrip("\n"))
+            if width > limit:
+                print(f"{path}:{number}: {width} columns (limit {limit})")
+EOF
+)"
+
+# format
+if command -v clang-format >/dev/null 2>&1; then
+  format_out=$(clang-format --dry-run -Werror "${cxx[@]}" 2>&1 |
+                 grep -E '^[^ ]+:[0-9]+:[0-9]+: error' | cut -d: -f1 | sort | uniq -c |
+                 awk '{print $2 ": not clang-format clean (" $1 " place(s))"}')
+  check format "$format_out"
+else
+  check format "clang-format not found (tools/install-deps.sh installs it)"
+fi
+
+# commits
+if [ "$in_git" = 0 ]; then
+  echo "lint: commits: skipped (not a git checkout)"
+elif [ "$(git rev-parse --is-shallow-repository)" = true ] ||
+     ! git cat-file -e "$BASE^{commit}" 2>/dev/null; then
+  echo "lint: commits: skipped (shallow clone or no history back to $BASE)"
+else
+  commit_out=""
+  for c in $(git rev-list "$BASE..HEAD"); do
+    subject=$(git log -1 --format=%s "$c")
+    width=$(python3 -c 'import sys; print(len(sys.argv[1]))' "$subject")
+    if [ "$width" -gt "$MAX_SUBJECT" ]; then
+      commit_out+="${c:0:10}: subject has $width characters (limit $MAX_SUBJECT): $subject"$'\n'
+    fi
+    if [ -z "$(git log -1 --format=%b "$c" | tr -d '[:space:]')" ]; then
+      commit_out+="${c:0:10}: no body saying why: $subject"$'\n'
+    fi
+  done
+  check commits "${commit_out%$'\n'}"
+fi
+
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "lint: FAILED: ${failed[*]}"
+  exit 1
+fi
+echo "lint: passed"
