@@ -56,8 +56,8 @@ struct BenchMessage {
 void BM_EncodeCrc(benchmark::State& state) {
   BenchMessage message(static_cast<size_t>(state.range(0)));
   std::vector<std::byte> out(message.record_bytes);
-  engine::AppendStamp stamp{.queue_offset = 0, .physical_offset = 0,
-                            .store_timestamp_ms = 1700000000001};
+  engine::AppendStamp stamp{
+      .queue_offset = 0, .physical_offset = 0, .store_timestamp_ms = 1700000000001};
   for (auto _ : state) {
     engine::encode(message.input, stamp, out);
     benchmark::DoNotOptimize(out.data());
@@ -131,8 +131,8 @@ void BM_SpscRingRoundTrip(benchmark::State& state) {
 void BM_CheckStoredRecord(benchmark::State& state) {
   BenchMessage message(static_cast<size_t>(state.range(0)));
   std::vector<std::byte> record(message.record_bytes);
-  engine::AppendStamp stamp{.queue_offset = 0, .physical_offset = 4096,
-                            .store_timestamp_ms = 1700000000001};
+  engine::AppendStamp stamp{
+      .queue_offset = 0, .physical_offset = 4096, .store_timestamp_ms = 1700000000001};
   engine::encode(message.input, stamp, record);
   const engine::CodecLimits limits;
   for (auto _ : state) {

@@ -59,11 +59,11 @@ struct Args {
   std::string host = "127.0.0.1";  // IPv4 literal
   uint16_t port = 0;
   uint32_t connections = 16;
-  uint32_t pipeline = 32;          // requests in flight per connection
-  uint32_t message_bytes = 128;    // remoting body, redis member, beanstalkd job body
-  double seconds = 10;             // measuring window
-  double warmup_seconds = 2;       // before the window; not counted
-  uint32_t queues = 8;             // remoting: queueIds used, spread over the slots
+  uint32_t pipeline = 32;        // requests in flight per connection
+  uint32_t message_bytes = 128;  // remoting body, redis member, beanstalkd job body
+  double seconds = 10;           // measuring window
+  double warmup_seconds = 2;     // before the window; not counted
+  uint32_t queues = 8;           // remoting: queueIds used, spread over the slots
   std::string topic = "BenchTopic";
   std::string group = "BenchProducerGroup";
   std::string key = "uringmq-bench";  // redis: the sorted set
@@ -219,8 +219,8 @@ class LatencyHistogram {
   double max_us() const { return static_cast<double>(max_ns_) / 1e3; }
 
  private:
-  static constexpr uint64_t kFineUs = 1'000'000;           // 1 us buckets below 1 s
-  static constexpr size_t kBuckets = kFineUs + 99'000;     // then 1 ms buckets to 100 s
+  static constexpr uint64_t kFineUs = 1'000'000;        // 1 us buckets below 1 s
+  static constexpr size_t kBuckets = kFineUs + 99'000;  // then 1 ms buckets to 100 s
   static double upper_edge_us(size_t i) {
     return i < kFineUs ? static_cast<double>(i + 1)
                        : static_cast<double>(kFineUs + (i - kFineUs + 1) * 1000);
@@ -247,10 +247,10 @@ struct Counters {
 struct Connection {
   int fd = -1;
   uint32_t id = 0;
-  std::string out;       // bytes not yet written
-  size_t out_done = 0;   // of `out`, written
-  std::string in;        // bytes read, not yet parsed
-  size_t in_done = 0;    // of `in`, parsed
+  std::string out;             // bytes not yet written
+  size_t out_done = 0;         // of `out`, written
+  std::string in;              // bytes read, not yet parsed
+  size_t in_done = 0;          // of `in`, parsed
   bool writable_wait = false;  // EPOLLOUT registered
   // Slots: one per request in flight. sent_ns[s] < 0: free.
   std::vector<int64_t> sent_ns;
@@ -306,7 +306,8 @@ bool LoadGenerator::open_connections() {
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(a_.port);
-  if (inet_pton(AF_INET, a_.host.c_str(), &addr.sin_addr) != 1) usage("--host takes an IPv4 address");
+  if (inet_pton(AF_INET, a_.host.c_str(), &addr.sin_addr) != 1)
+    usage("--host takes an IPv4 address");
   epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
   if (epoll_fd_ < 0) return false;
   conns_.resize(a_.connections);
@@ -355,11 +356,16 @@ void LoadGenerator::build_remoting_frames(Connection& c) {
     cmd.version = 0;
     cmd.opaque = static_cast<int32_t>(s + 1);
     const uint32_t queue = (c.id * a_.pipeline + s) % a_.queues;
-    cmd.ext_fields = {{"a", a_.group},    {"b", a_.topic},
-                      {"c", "TBW102"},    {"d", "4"},
-                      {"e", std::to_string(queue)}, {"f", "0"},
-                      {"g", born},        {"h", "0"},
-                      {"i", properties}, {"j", "0"},
+    cmd.ext_fields = {{"a", a_.group},
+                      {"b", a_.topic},
+                      {"c", "TBW102"},
+                      {"d", "4"},
+                      {"e", std::to_string(queue)},
+                      {"f", "0"},
+                      {"g", born},
+                      {"h", "0"},
+                      {"i", properties},
+                      {"j", "0"},
                       {"k", "false"}};
     net::encode_frame(cmd, net::as_bytes(body_), &c.frames[s]);
     // The opaque's digits vary in length, so each frame has its own offset.
@@ -383,8 +389,8 @@ void LoadGenerator::append_request(Connection& c, uint32_t slot) {
   put_hex(body_.data(), kSeqDigits, seq);
   if (a_.protocol == Protocol::redis) {
     const std::string score = std::to_string(seq);
-    c.out += "*4\r\n$4\r\nZADD\r\n$" + std::to_string(a_.key.size()) + "\r\n" + a_.key +
-             "\r\n$" + std::to_string(score.size()) + "\r\n" + score + "\r\n$" +
+    c.out += "*4\r\n$4\r\nZADD\r\n$" + std::to_string(a_.key.size()) + "\r\n" + a_.key + "\r\n$" +
+             std::to_string(score.size()) + "\r\n" + score + "\r\n$" +
              std::to_string(a_.message_bytes) + "\r\n";
   } else {
     c.out += "put 0 0 60 " + std::to_string(a_.message_bytes) + "\r\n";
@@ -409,8 +415,8 @@ void LoadGenerator::issue(Connection& c, int64_t now) {
 
 bool LoadGenerator::flush(Connection& c) {
   while (c.out_done < c.out.size()) {
-    const ssize_t n = ::send(c.fd, c.out.data() + c.out_done, c.out.size() - c.out_done,
-                             MSG_NOSIGNAL);
+    const ssize_t n =
+        ::send(c.fd, c.out.data() + c.out_done, c.out.size() - c.out_done, MSG_NOSIGNAL);
     if (n > 0) {
       c.out_done += static_cast<size_t>(n);
       continue;
@@ -541,7 +547,8 @@ bool LoadGenerator::loop_until(int64_t deadline_ns, bool draining) {
       if (in_flight == 0) return true;
     }
     if (now >= deadline_ns) return true;
-    const int timeout_ms = static_cast<int>(std::min<int64_t>((deadline_ns - now) / 1'000'000 + 1, 100));
+    const int timeout_ms =
+        static_cast<int>(std::min<int64_t>((deadline_ns - now) / 1'000'000 + 1, 100));
     const int n = epoll_wait(epoll_fd_, events.data(), static_cast<int>(events.size()), timeout_ms);
     if (n < 0 && errno != EINTR) return false;
     now = now_ns();
@@ -611,9 +618,12 @@ std::string json_escape(std::string_view s) {
 
 const char* protocol_name(Protocol p) {
   switch (p) {
-    case Protocol::remoting: return "remoting";
-    case Protocol::redis: return "redis";
-    case Protocol::beanstalkd: return "beanstalkd";
+    case Protocol::remoting:
+      return "remoting";
+    case Protocol::redis:
+      return "redis";
+    case Protocol::beanstalkd:
+      return "beanstalkd";
   }
   return "?";
 }
@@ -639,14 +649,14 @@ void LoadGenerator::print_report(double window_s, double cpu_s, uint64_t unanswe
         static_cast<unsigned long long>(warmup_.ok));
     return;
   }
-  std::printf("%s: %u connections x %u pipelined, %u B: %.0f msgs/s, %.2f MB/s, "
-              "p50 %.0f us, p99 %.0f us, p99.9 %.0f us, max %.0f us, errors %llu, "
-              "unanswered %llu, client CPU %.2f us/msg%s%s\n",
-              protocol_name(a_.protocol), a_.connections, a_.pipeline, a_.message_bytes, rate,
-              mb, h.percentile_us(0.50), h.percentile_us(0.99), h.percentile_us(0.999),
-              h.max_us(), static_cast<unsigned long long>(errors),
-              static_cast<unsigned long long>(unanswered), cpu_us_per_msg,
-              first_error_.empty() ? "" : ", first error: ", first_error_.c_str());
+  std::printf(
+      "%s: %u connections x %u pipelined, %u B: %.0f msgs/s, %.2f MB/s, "
+      "p50 %.0f us, p99 %.0f us, p99.9 %.0f us, max %.0f us, errors %llu, "
+      "unanswered %llu, client CPU %.2f us/msg%s%s\n",
+      protocol_name(a_.protocol), a_.connections, a_.pipeline, a_.message_bytes, rate, mb,
+      h.percentile_us(0.50), h.percentile_us(0.99), h.percentile_us(0.999), h.max_us(),
+      static_cast<unsigned long long>(errors), static_cast<unsigned long long>(unanswered),
+      cpu_us_per_msg, first_error_.empty() ? "" : ", first error: ", first_error_.c_str());
 }
 
 }  // namespace

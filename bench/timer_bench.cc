@@ -32,11 +32,13 @@ using namespace uringmq;
 
 int64_t wall_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch()).count();
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
 }
 double wall_us() {
   return std::chrono::duration<double, std::micro>(
-             std::chrono::system_clock::now().time_since_epoch()).count();
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
 }
 long rss_kib() {
   std::ifstream in("/proc/self/status");
@@ -205,13 +207,13 @@ void collect_lateness(Store& store, uint64_t l, std::vector<double>& late) {
 void print_lateness(std::vector<double>& late, uint64_t l, Store& store) {
   std::sort(late.begin(), late.end());
   auto q = [&](double f) { return late[std::min(late.size() - 1, size_t(f * late.size()))]; };
-  std::printf("lateness_ms n=%zu min=%.3f p50=%.3f p99=%.3f p999=%.3f max=%.3f early=%zu "
-              "missing=%zu deleted=%llu\n",
-              late.size(), late.front(), q(0.5), q(0.99), q(0.999), late.back(),
-              static_cast<size_t>(std::count_if(late.begin(), late.end(),
-                                                [](double v) { return v < 0; })),
-              static_cast<size_t>(l - std::min<uint64_t>(l, late.size())),
-              static_cast<unsigned long long>(store.timer_stats().deleted));
+  std::printf(
+      "lateness_ms n=%zu min=%.3f p50=%.3f p99=%.3f p999=%.3f max=%.3f early=%zu "
+      "missing=%zu deleted=%llu\n",
+      late.size(), late.front(), q(0.5), q(0.99), q(0.999), late.back(),
+      static_cast<size_t>(std::count_if(late.begin(), late.end(), [](double v) { return v < 0; })),
+      static_cast<size_t>(l - std::min<uint64_t>(l, late.size())),
+      static_cast<unsigned long long>(store.timer_stats().deleted));
 }
 }  // namespace
 
@@ -234,10 +236,11 @@ int main(int argc, char** argv) {
   TimerStats ts = (*store)->timer_stats();
   std::printf("timers=%llu round1: intake_timed=%.0f/s intake_plain=%.0f/s ratio=%.2f\n",
               static_cast<unsigned long long>(n), timed[0], plain[0], timed[0] / plain[0]);
-  std::printf("timers=%llu intake_timed=%.0f/s intake_plain=%.0f/s ratio=%.2f rss=%ld KiB "
-              "in_memory=%llu (round 2)\n",
-              static_cast<unsigned long long>(n), timed[1], plain[1], timed[1] / plain[1],
-              rss_kib(), static_cast<unsigned long long>(ts.in_memory));
+  std::printf(
+      "timers=%llu intake_timed=%.0f/s intake_plain=%.0f/s ratio=%.2f rss=%ld KiB "
+      "in_memory=%llu (round 2)\n",
+      static_cast<unsigned long long>(n), timed[1], plain[1], timed[1] / plain[1], rss_kib(),
+      static_cast<unsigned long long>(ts.in_memory));
   // Lateness: near timers, appends continuing on another session at half of the plain rate just
   // measured (as the delay workload runs its levels' lateness), or as fast as they go (`max`).
   const double append_rate = flat_out ? 0 : plain[1] / 2;

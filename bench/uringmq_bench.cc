@@ -17,18 +17,18 @@
 // bodies, histograms and offset tables are sized before the clock starts.
 #include <fcntl.h>
 #include <sys/statfs.h>
-#include <sys/wait.h>
 #include <sys/utsname.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <csignal>
 #include <array>
 #include <atomic>
 #include <bit>
 #include <charconv>
 #include <chrono>
+#include <csignal>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -89,8 +89,12 @@ void* operator new[](size_t size) {
   if (void* p = counted_alloc(size)) return p;
   throw std::bad_alloc();
 }
-void* operator new(size_t size, const std::nothrow_t&) noexcept { return counted_alloc(size); }
-void* operator new[](size_t size, const std::nothrow_t&) noexcept { return counted_alloc(size); }
+void* operator new(size_t size, const std::nothrow_t&) noexcept {
+  return counted_alloc(size);
+}
+void* operator new[](size_t size, const std::nothrow_t&) noexcept {
+  return counted_alloc(size);
+}
 void* operator new(size_t size, std::align_val_t align) {
   if (void* p = counted_aligned_alloc(size, align)) return p;
   throw std::bad_alloc();
@@ -105,16 +109,36 @@ void* operator new(size_t size, std::align_val_t align, const std::nothrow_t&) n
 void* operator new[](size_t size, std::align_val_t align, const std::nothrow_t&) noexcept {
   return counted_aligned_alloc(size, align);
 }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, size_t) noexcept { std::free(p); }
-void operator delete[](void* p, size_t) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, size_t, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, size_t, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete(void* p) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, size_t) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, size_t) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::align_val_t) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, std::align_val_t) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, size_t, std::align_val_t) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, size_t, std::align_val_t) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, const std::nothrow_t&) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, const std::nothrow_t&) noexcept {
+  std::free(p);
+}
 #pragma GCC diagnostic pop
 
 namespace {
@@ -139,20 +163,20 @@ struct Args {
   std::string data_dir = "./bench-data";
   uint64_t segment_mib = 1024;
   io::IoMode io_mode = engine::CommitLogOptions{}.io_mode;
-  int64_t min_write_kib = -1;     // -1: the CommitLog default
-  bool prepare_ahead = true;      // false: no zero-fill of the next segment until it is needed
+  int64_t min_write_kib = -1;       // -1: the CommitLog default
+  bool prepare_ahead = true;        // false: no zero-fill of the next segment until it is needed
   int64_t zero_fill_lead_mib = -1;  // -1: the CommitLog default; -2: unpaced
   bool json = false;
   // ---- consume, lag, recovery ----
-  uint32_t queues = 0;            // 0: 64 for append/read, 4 for consume/lag/recovery
-  uint32_t queue_run = 1;         // consecutive sends to one queue before the next queue
-  uint64_t backlog_mib = 4096;    // consume: record bytes appended before the cold read
-  uint64_t recovery_mib = 1000;   // recovery: record bytes the killed child appends
-  uint32_t pull_messages = 256;   // max_messages of one pull (a pull examines <= 256 units)
-  uint32_t pulls_per_queue = 2;   // consume: pulls in flight per queue
-  bool drop_cache = true;         // consume/recovery: drop the page cache before the reopen
-  double rate = 0;                // lag: sends per second; delay: run rate (0: half the maximum)
-  double preload_rate = 0;        // delay: preload sends per second (0: as fast as acked)
+  uint32_t queues = 0;           // 0: 64 for append/read, 4 for consume/lag/recovery
+  uint32_t queue_run = 1;        // consecutive sends to one queue before the next queue
+  uint64_t backlog_mib = 4096;   // consume: record bytes appended before the cold read
+  uint64_t recovery_mib = 1000;  // recovery: record bytes the killed child appends
+  uint32_t pull_messages = 256;  // max_messages of one pull (a pull examines <= 256 units)
+  uint32_t pulls_per_queue = 2;  // consume: pulls in flight per queue
+  bool drop_cache = true;        // consume/recovery: drop the page cache before the reopen
+  double rate = 0;               // lag: sends per second; delay: run rate (0: half the maximum)
+  double preload_rate = 0;       // delay: preload sends per second (0: as fast as acked)
   // ---- delay ----
   uint64_t pending = 1'000'000;       // delayed messages preloaded over every level
   uint64_t rss_pending = 10'000'000;  // pending when RSS is measured again (0: skip)
@@ -162,35 +186,36 @@ struct Args {
 };
 
 [[noreturn]] void usage(const std::string& why) {
-  std::fprintf(stderr,
-               "uringmq-bench: %s\n"
-               "usage: uringmq-bench [--workload append|read|consume|lag|recovery|delay]\n"
-               "         [--message-bytes N] [--shards N]\n"
-               "         [--producers N] [--threads N] [--flush sync|async]\n"
-               "         [--messages N | --seconds S] [--data DIR] [--segment-mib N]\n"
-               "         [--io-mode buffered|direct] [--min-write-kib N]\n"
-               "         [--prepare-ahead yes|no] [--zero-fill-lead-mib N|unpaced] [--json]\n"
-               "         [--delivery-lead-ms N]\n"
-               "  --delivery-lead-ms: StoreOptions::delivery_lead_ms (delay workload).\n"
-               "  --min-write-kib: CommitLogOptions::min_write_bytes / 1024 (write coalescing).\n"
-               "  --prepare-ahead no: the next segment is zero-filled only when the writer needs\n"
-               "    it (measures the cost of the concurrent zero-fill; use a large --segment-mib).\n"
-               "  --data DIR is deleted and recreated for every run (default ./bench-data).\n"
-               "  consume: [--backlog-mib N (4096)] [--queues N (4)] [--queue-run N (1)]\n"
-               "    [--pull-messages N (256)] [--pulls-per-queue N (2)] [--drop-cache yes|no]:\n"
-               "    appends the backlog, closes, drops the page cache (or fadvise DONTNEED on\n"
-               "    every file), reopens (timed) and pulls everything: MB/s of records delivered.\n"
-               "  lag: --rate MSGS_PER_S with --seconds S: a paced producer and a long-polling\n"
-               "    consumer; lag = consumer receive time - producer ack time, per message.\n"
-               "  recovery: [--recovery-mib N (1000)]: a child appends N MiB and is SIGKILLed;\n"
-               "    the parent drops the page cache and times Store::open (recovery report).\n"
-               "  delay: [--pending N (1000000)] [--rss-pending N (10000000)] [--seconds S (60)]\n"
-               "    [--rate R (half the plain maximum)] [--intake-seconds S (2)]\n"
-               "    [--preload-rate R (0: as fast as acked)]\n"
-               "    [--delay-levels TABLE]: intake of plain vs delayed sends, a preload of N\n"
-               "    delayed messages over every level, a run at R msgs/s (plain and delayed\n"
-               "    alternating) with a consumer measuring lateness, then RSS at --rss-pending.\n",
-               why.c_str());
+  std::fprintf(
+      stderr,
+      "uringmq-bench: %s\n"
+      "usage: uringmq-bench [--workload append|read|consume|lag|recovery|delay]\n"
+      "         [--message-bytes N] [--shards N]\n"
+      "         [--producers N] [--threads N] [--flush sync|async]\n"
+      "         [--messages N | --seconds S] [--data DIR] [--segment-mib N]\n"
+      "         [--io-mode buffered|direct] [--min-write-kib N]\n"
+      "         [--prepare-ahead yes|no] [--zero-fill-lead-mib N|unpaced] [--json]\n"
+      "         [--delivery-lead-ms N]\n"
+      "  --delivery-lead-ms: StoreOptions::delivery_lead_ms (delay workload).\n"
+      "  --min-write-kib: CommitLogOptions::min_write_bytes / 1024 (write coalescing).\n"
+      "  --prepare-ahead no: the next segment is zero-filled only when the writer needs\n"
+      "    it (measures the cost of the concurrent zero-fill; use a large --segment-mib).\n"
+      "  --data DIR is deleted and recreated for every run (default ./bench-data).\n"
+      "  consume: [--backlog-mib N (4096)] [--queues N (4)] [--queue-run N (1)]\n"
+      "    [--pull-messages N (256)] [--pulls-per-queue N (2)] [--drop-cache yes|no]:\n"
+      "    appends the backlog, closes, drops the page cache (or fadvise DONTNEED on\n"
+      "    every file), reopens (timed) and pulls everything: MB/s of records delivered.\n"
+      "  lag: --rate MSGS_PER_S with --seconds S: a paced producer and a long-polling\n"
+      "    consumer; lag = consumer receive time - producer ack time, per message.\n"
+      "  recovery: [--recovery-mib N (1000)]: a child appends N MiB and is SIGKILLed;\n"
+      "    the parent drops the page cache and times Store::open (recovery report).\n"
+      "  delay: [--pending N (1000000)] [--rss-pending N (10000000)] [--seconds S (60)]\n"
+      "    [--rate R (half the plain maximum)] [--intake-seconds S (2)]\n"
+      "    [--preload-rate R (0: as fast as acked)]\n"
+      "    [--delay-levels TABLE]: intake of plain vs delayed sends, a preload of N\n"
+      "    delayed messages over every level, a run at R msgs/s (plain and delayed\n"
+      "    alternating) with a consumer measuring lateness, then RSS at --rss-pending.\n",
+      why.c_str());
   std::exit(2);
 }
 
@@ -421,9 +446,9 @@ void take_mark(Mark& m, const Store& store, uint64_t completed) {
 void advance_phase(Phase& ph, const Store& store, uint64_t completed, int64_t now) {
   int p = ph.phase.load(std::memory_order_acquire);
   while (p < 2) {
-    const bool crossed = ph.by_time ? now >= (p == 0 ? ph.warm_end_ns : ph.steady_end_ns)
-                                    : completed >= (p == 0 ? ph.warm_end_count
-                                                           : ph.steady_end_count);
+    const bool crossed = ph.by_time
+                             ? now >= (p == 0 ? ph.warm_end_ns : ph.steady_end_ns)
+                             : completed >= (p == 0 ? ph.warm_end_count : ph.steady_end_count);
     if (!crossed) return;
     if (ph.phase.compare_exchange_strong(p, p + 1, std::memory_order_acq_rel)) {
       take_mark(ph.marks[p], store, completed);
@@ -452,14 +477,14 @@ void init_phase(Phase& ph, uint64_t total, double seconds, int64_t start_ns) {
 
 struct ThreadPlan {
   uint32_t index = 0;
-  uint32_t slots = 0;   // requests this thread keeps in flight
-  uint64_t quota = 0;   // messages to send (messages mode); UINT64_MAX in seconds mode
+  uint32_t slots = 0;  // requests this thread keeps in flight
+  uint64_t quota = 0;  // messages to send (messages mode); UINT64_MAX in seconds mode
 };
 
 struct ThreadResult {
   LatencyHistogram latency;
   uint64_t ok = 0;
-  uint64_t rejected = 0;       // a rejection other than busy
+  uint64_t rejected = 0;  // a rejection other than busy
   uint64_t busy_retries = 0;
   uint64_t indeterminate = 0;
   uint64_t verify_failures = 0;
@@ -486,7 +511,9 @@ void wait_for_start(Shared& sh) {
   while (!sh.go.load(std::memory_order_acquire)) std::this_thread::yield();
 }
 
-uint64_t body_stamp(uint32_t thread, uint64_t seq) { return (uint64_t{thread} << 48) | seq; }
+uint64_t body_stamp(uint32_t thread, uint64_t seq) {
+  return (uint64_t{thread} << 48) | seq;
+}
 
 void stamp_body(std::byte* body, uint32_t body_bytes, uint64_t stamp) {
   std::memcpy(body, &stamp, std::min<size_t>(sizeof stamp, body_bytes));
@@ -520,10 +547,9 @@ void run_append(Shared& sh, const ThreadPlan& plan, ThreadResult& result) {
   uint64_t sent = 0;
   bool stop = false;
   wait_for_start(sh);
-  msg.born_timestamp_ms =
-      std::chrono::duration_cast<std::chrono::milliseconds>(
-          std::chrono::system_clock::now().time_since_epoch())
-          .count();
+  msg.born_timestamp_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                              std::chrono::system_clock::now().time_since_epoch())
+                              .count();
   for (;;) {
     bool blocked = false;
     while (!stop && !blocked && (!retry.empty() || (!free_slots.empty() && sent < plan.quota))) {
@@ -590,7 +616,8 @@ void run_append(Shared& sh, const ThreadPlan& plan, ThreadResult& result) {
       }
       free_slots.push_back(slot);
     }
-    const uint64_t total = sh.phase->completed.fetch_add(ok_now, std::memory_order_acq_rel) + ok_now;
+    const uint64_t total =
+        sh.phase->completed.fetch_add(ok_now, std::memory_order_acq_rel) + ok_now;
     advance_phase(*sh.phase, *sh.store, total, t);
     if (sh.phase->by_time && t >= sh.phase->steady_end_ns) stop = true;
   }
@@ -623,9 +650,9 @@ void run_read(Shared& sh, const ThreadPlan& plan, ThreadResult& result) {
       const uint32_t slot = free_slots.back();
       const uint64_t seq = issued;
       start_ns[slot] = now_ns();
-      io::Status st = session.read_async(result.offsets[seq], result.sizes[seq],
-                                         buffers.data() + size_t{slot} * buffer_bytes,
-                                         (seq << 16) | slot);
+      io::Status st =
+          session.read_async(result.offsets[seq], result.sizes[seq],
+                             buffers.data() + size_t{slot} * buffer_bytes, (seq << 16) | slot);
       if (st.code() == io::Code::busy) {
         blocked = true;
         break;
@@ -658,17 +685,18 @@ void run_read(Shared& sh, const ThreadPlan& plan, ThreadResult& result) {
         continue;
       }
       if (steady) result.latency.record(static_cast<uint64_t>(t - start_ns[slot]));
-      decode_options.expected_physical_offset = static_cast<int64_t>(local_offset(result.offsets[seq]));
+      decode_options.expected_physical_offset =
+          static_cast<int64_t>(local_offset(result.offsets[seq]));
       const std::byte* record = buffers.data() + size_t{slot} * buffer_bytes;
       engine::DecodeResult d =
           engine::decode(std::span<const std::byte>(record, c.size_bytes), decode_options);
       const uint64_t want = body_stamp(plan.index, seq);
-      const bool good = c.size_bytes == result.sizes[seq] &&
-                        d.outcome == engine::DecodeOutcome::ok && d.view.topic == kTopic &&
-                        d.view.body.size() == a.message_bytes &&
-                        d.view.queue_offset == result.queue_offsets[seq] &&
-                        std::memcmp(d.view.body.data(), &want,
-                                    std::min<size_t>(sizeof want, a.message_bytes)) == 0;
+      const bool good =
+          c.size_bytes == result.sizes[seq] && d.outcome == engine::DecodeOutcome::ok &&
+          d.view.topic == kTopic && d.view.body.size() == a.message_bytes &&
+          d.view.queue_offset == result.queue_offsets[seq] &&
+          std::memcmp(d.view.body.data(), &want, std::min<size_t>(sizeof want, a.message_bytes)) ==
+              0;
       if (good) {
         result.ok++;
         ok_now++;
@@ -680,7 +708,8 @@ void run_read(Shared& sh, const ThreadPlan& plan, ThreadResult& result) {
         result.verify_failures++;
       }
     }
-    const uint64_t total = sh.phase->completed.fetch_add(ok_now, std::memory_order_acq_rel) + ok_now;
+    const uint64_t total =
+        sh.phase->completed.fetch_add(ok_now, std::memory_order_acq_rel) + ok_now;
     advance_phase(*sh.phase, *sh.store, total, t);
   }
 }
@@ -696,15 +725,24 @@ struct Machine {
 
 std::string fs_name(long type) {
   switch (static_cast<unsigned long>(type)) {
-    case 0xEF53: return "ext4";
-    case 0x58465342: return "xfs";
-    case 0x9123683E: return "btrfs";
-    case 0x01021994: return "tmpfs";
-    case 0x794C7630: return "overlayfs";
-    case 0x6969: return "nfs";
-    case 0xF2F52010: return "f2fs";
-    case 0x2FC12FC1: return "zfs";
-    case 0x65735546: return "fuse";
+    case 0xEF53:
+      return "ext4";
+    case 0x58465342:
+      return "xfs";
+    case 0x9123683E:
+      return "btrfs";
+    case 0x01021994:
+      return "tmpfs";
+    case 0x794C7630:
+      return "overlayfs";
+    case 0x6969:
+      return "nfs";
+    case 0xF2F52010:
+      return "f2fs";
+    case 0x2FC12FC1:
+      return "zfs";
+    case 0x65735546:
+      return "fuse";
     default: {
       char buf[32];
       std::snprintf(buf, sizeof buf, "0x%lx", static_cast<unsigned long>(type));
@@ -718,7 +756,7 @@ Machine describe_machine(const std::string& data_dir) {
   m.cores = sysconf(_SC_NPROCESSORS_ONLN);
   utsname u{};
   if (uname(&u) == 0) m.kernel = u.release;
-  struct statfs sfs{};
+  struct statfs sfs {};
   if (statfs(data_dir.c_str(), &sfs) == 0) m.fs = fs_name(static_cast<long>(sfs.f_type));
   std::ifstream cpuinfo("/proc/cpuinfo");
   for (std::string line; std::getline(cpuinfo, line);) {
@@ -775,9 +813,9 @@ PhaseReport run_phase(Shared& sh, ThreadFn fn, std::vector<ThreadResult>& result
   for (uint32_t t = 0; t < a.threads; t++) {
     plans[t].index = t;
     plans[t].slots = a.producers / a.threads + (t < a.producers % a.threads ? 1 : 0);
-    plans[t].quota = seconds > 0 ? UINT64_MAX
-                                 : total_messages / a.threads +
-                                       (t < total_messages % a.threads ? 1 : 0);
+    plans[t].quota = seconds > 0
+                         ? UINT64_MAX
+                         : total_messages / a.threads + (t < total_messages % a.threads ? 1 : 0);
   }
   std::vector<std::thread> threads;
   threads.reserve(a.threads);
@@ -886,11 +924,10 @@ void print_phase_json(const char* name, const PhaseReport& r) {
       "\"busy_retries\":%llu,\"verify_failures\":%llu,\"first_error\":\"%s\"}",
       name, static_cast<unsigned long long>(r.completed), r.total_s, r.steady_s,
       static_cast<unsigned long long>(r.steady_messages), r.msgs_per_s, r.mb_per_s, r.p50_us,
-      r.p99_us, r.p999_us, r.max_us, r.fdatasyncs_per_s, r.messages_per_fdatasync,
-      r.writes_per_s, r.wakeups_per_message, r.allocations_per_message,
+      r.p99_us, r.p999_us, r.max_us, r.fdatasyncs_per_s, r.messages_per_fdatasync, r.writes_per_s,
+      r.wakeups_per_message, r.allocations_per_message,
       static_cast<unsigned long long>(r.steady_allocations), r.cpu_us_per_message,
-      static_cast<unsigned long long>(r.rejected),
-      static_cast<unsigned long long>(r.indeterminate),
+      static_cast<unsigned long long>(r.rejected), static_cast<unsigned long long>(r.indeterminate),
       static_cast<unsigned long long>(r.busy_retries),
       static_cast<unsigned long long>(r.verify_failures), io::code_name(r.first_error));
 }
@@ -919,7 +956,8 @@ StoreOptions store_options(const Args& a) {
   options.log.flush_mode = a.flush;
   options.log.segment_size_bytes = a.segment_mib << 20;
   options.log.io_mode = a.io_mode;
-  if (a.min_write_kib >= 0) options.log.min_write_bytes = static_cast<uint32_t>(a.min_write_kib << 10);
+  if (a.min_write_kib >= 0)
+    options.log.min_write_bytes = static_cast<uint32_t>(a.min_write_kib << 10);
   if (!a.prepare_ahead) options.log.prepare_ahead_bytes = 0;
   if (a.delivery_lead_ms >= 0) options.delivery_lead_ms = a.delivery_lead_ms;
   if (a.zero_fill_lead_mib == -2) options.log.zero_fill_lead_bytes = UINT64_MAX;
@@ -1006,11 +1044,12 @@ RecoverySummary summarize_recovery(const Store& store, double open_s) {
 }
 
 void print_recovery_json(const RecoverySummary& r) {
-  std::printf("\"recovery\":{\"open_s\":%.4f,\"recovery_s\":%.4f,\"bytes_scanned\":%llu,"
-              "\"records_scanned\":%llu,\"torn_bytes\":%llu,\"unclean\":%s}",
-              r.open_s, r.recovery_s, static_cast<unsigned long long>(r.bytes_scanned),
-              static_cast<unsigned long long>(r.records_scanned),
-              static_cast<unsigned long long>(r.torn_bytes), r.unclean ? "true" : "false");
+  std::printf(
+      "\"recovery\":{\"open_s\":%.4f,\"recovery_s\":%.4f,\"bytes_scanned\":%llu,"
+      "\"records_scanned\":%llu,\"torn_bytes\":%llu,\"unclean\":%s}",
+      r.open_s, r.recovery_s, static_cast<unsigned long long>(r.bytes_scanned),
+      static_cast<unsigned long long>(r.records_scanned),
+      static_cast<unsigned long long>(r.torn_bytes), r.unclean ? "true" : "false");
 }
 
 // Queue ends (max offsets) through query_queue_async.
@@ -1180,9 +1219,8 @@ ConsumeReport consume_all(Session& session, const Args& a, const std::vector<int
 }
 
 void print_machine_json(const Machine& m) {
-  std::printf("\"machine\":{\"cores\":%ld,\"kernel\":\"%s\",\"fs\":\"%s\",\"cpu\":\"%s\"}",
-              m.cores, json_escape(m.kernel).c_str(), json_escape(m.fs).c_str(),
-              json_escape(m.cpu).c_str());
+  std::printf("\"machine\":{\"cores\":%ld,\"kernel\":\"%s\",\"fs\":\"%s\",\"cpu\":\"%s\"}", m.cores,
+              json_escape(m.kernel).c_str(), json_escape(m.fs).c_str(), json_escape(m.cpu).c_str());
 }
 
 int run_consume_workload(const Args& a, const Machine& machine) {
@@ -1220,47 +1258,48 @@ int run_consume_workload(const Args& a, const Machine& machine) {
   const bool ok = c.failures == 0 && c.messages == c.expected && c.expected == append.completed &&
                   closed.is_ok();
   if (a.json) {
-    std::printf("{\"workload\":\"consume\",\"message_bytes\":%u,\"record_bytes\":%u,"
-                "\"shards\":%u,\"queues\":%zu,\"queue_run\":%u,\"pull_messages\":%u,"
-                "\"pulls_in_flight\":%zu,\"backlog_bytes\":%llu,\"page_cache\":\"%s\",",
-                a.message_bytes, record_bytes, store->shard_count(), sh.queues.size(),
-                a.queue_run, a.pull_messages, sh.queues.size() * a.pulls_per_queue,
-                static_cast<unsigned long long>(append.completed * record_bytes),
-                dropped.c_str());
+    std::printf(
+        "{\"workload\":\"consume\",\"message_bytes\":%u,\"record_bytes\":%u,"
+        "\"shards\":%u,\"queues\":%zu,\"queue_run\":%u,\"pull_messages\":%u,"
+        "\"pulls_in_flight\":%zu,\"backlog_bytes\":%llu,\"page_cache\":\"%s\",",
+        a.message_bytes, record_bytes, store->shard_count(), sh.queues.size(), a.queue_run,
+        a.pull_messages, sh.queues.size() * a.pulls_per_queue,
+        static_cast<unsigned long long>(append.completed * record_bytes), dropped.c_str());
     print_machine_json(machine);
     std::printf(",");
     print_phase_json("append", append);
     std::printf(",");
     print_recovery_json(recovery);
-    std::printf(",\"consume\":{\"messages\":%llu,\"expected\":%llu,\"bytes\":%llu,"
-                "\"seconds\":%.4f,\"mb_per_s\":%.2f,\"pulls\":%llu,\"reads\":%llu,"
-                "\"avg_read_bytes\":%.0f,\"cpu_s\":%.3f,\"busy\":%llu,\"short_pulls\":%llu,"
-                "\"failures\":%llu},\"ok\":%s}\n",
-                static_cast<unsigned long long>(c.messages),
-                static_cast<unsigned long long>(c.expected),
-                static_cast<unsigned long long>(c.bytes), c.seconds, mb_s,
-                static_cast<unsigned long long>(c.pulls), static_cast<unsigned long long>(c.reads),
-                read_bytes, c.cpu_s, static_cast<unsigned long long>(c.busy),
-                static_cast<unsigned long long>(c.short_pulls),
-                static_cast<unsigned long long>(c.failures), ok ? "true" : "false");
+    std::printf(
+        ",\"consume\":{\"messages\":%llu,\"expected\":%llu,\"bytes\":%llu,"
+        "\"seconds\":%.4f,\"mb_per_s\":%.2f,\"pulls\":%llu,\"reads\":%llu,"
+        "\"avg_read_bytes\":%.0f,\"cpu_s\":%.3f,\"busy\":%llu,\"short_pulls\":%llu,"
+        "\"failures\":%llu},\"ok\":%s}\n",
+        static_cast<unsigned long long>(c.messages), static_cast<unsigned long long>(c.expected),
+        static_cast<unsigned long long>(c.bytes), c.seconds, mb_s,
+        static_cast<unsigned long long>(c.pulls), static_cast<unsigned long long>(c.reads),
+        read_bytes, c.cpu_s, static_cast<unsigned long long>(c.busy),
+        static_cast<unsigned long long>(c.short_pulls), static_cast<unsigned long long>(c.failures),
+        ok ? "true" : "false");
   } else {
-    std::printf("uringmq-bench consume: %u B records, %zu queue(s) (runs of %u), %u shard(s), "
-                "pulls of %u, %zu in flight; page cache: %s\n",
-                record_bytes, sh.queues.size(), a.queue_run, store->shard_count(),
-                a.pull_messages, sh.queues.size() * a.pulls_per_queue, dropped.c_str());
+    std::printf(
+        "uringmq-bench consume: %u B records, %zu queue(s) (runs of %u), %u shard(s), "
+        "pulls of %u, %zu in flight; page cache: %s\n",
+        record_bytes, sh.queues.size(), a.queue_run, store->shard_count(), a.pull_messages,
+        sh.queues.size() * a.pulls_per_queue, dropped.c_str());
     print_phase_text("backlog append", append);
     std::printf("reopen: %.3f s (recovery %.3f s, %llu bytes scanned)\n", recovery.open_s,
                 recovery.recovery_s, static_cast<unsigned long long>(recovery.bytes_scanned));
-    std::printf("consume: %llu of %llu messages, %.1f MB in %.2f s: %.1f MB/s; %llu pulls, "
-                "%llu log reads of %.0f B on average (%llu short, %llu busy); CPU %.2f s; "
-                "failures %llu\n",
-                static_cast<unsigned long long>(c.messages),
-                static_cast<unsigned long long>(c.expected), static_cast<double>(c.bytes) / 1e6,
-                c.seconds, mb_s, static_cast<unsigned long long>(c.pulls),
-                static_cast<unsigned long long>(c.reads), read_bytes,
-                static_cast<unsigned long long>(c.short_pulls),
-                static_cast<unsigned long long>(c.busy), c.cpu_s,
-                static_cast<unsigned long long>(c.failures));
+    std::printf(
+        "consume: %llu of %llu messages, %.1f MB in %.2f s: %.1f MB/s; %llu pulls, "
+        "%llu log reads of %.0f B on average (%llu short, %llu busy); CPU %.2f s; "
+        "failures %llu\n",
+        static_cast<unsigned long long>(c.messages), static_cast<unsigned long long>(c.expected),
+        static_cast<double>(c.bytes) / 1e6, c.seconds, mb_s,
+        static_cast<unsigned long long>(c.pulls), static_cast<unsigned long long>(c.reads),
+        read_bytes, static_cast<unsigned long long>(c.short_pulls),
+        static_cast<unsigned long long>(c.busy), c.cpu_s,
+        static_cast<unsigned long long>(c.failures));
   }
   return ok ? 0 : 1;
 }
@@ -1283,8 +1322,10 @@ int run_recovery_workload(const Args& a, const Machine& machine) {
     const uint64_t messages = std::max<uint64_t>(10, (a.recovery_mib << 20) / record_bytes);
     std::vector<ThreadResult> results(a.threads);
     const PhaseReport r = run_phase(sh, run_append, results, messages, 0, record_bytes);
-    std::fprintf(stderr, "uringmq-bench recovery: child appended %llu records (%.1f MB/s), "
-                 "now SIGKILL\n", static_cast<unsigned long long>(r.completed), r.mb_per_s);
+    std::fprintf(stderr,
+                 "uringmq-bench recovery: child appended %llu records (%.1f MB/s), "
+                 "now SIGKILL\n",
+                 static_cast<unsigned long long>(r.completed), r.mb_per_s);
     if (r.first_error != io::Code::ok) ::_exit(1);
     std::raise(SIGKILL);
     ::_exit(3);
@@ -1301,12 +1342,13 @@ int run_recovery_workload(const Args& a, const Machine& machine) {
   if (!store) return 1;
   const RecoverySummary r = summarize_recovery(*store, static_cast<double>(now_ns() - t0) / 1e9);
   io::Status closed = store->close();
-  const double mb_s = r.recovery_s > 0 ? static_cast<double>(r.bytes_scanned) / 1e6 / r.recovery_s : 0;
+  const double mb_s =
+      r.recovery_s > 0 ? static_cast<double>(r.bytes_scanned) / 1e6 / r.recovery_s : 0;
   if (a.json) {
-    std::printf("{\"workload\":\"recovery\",\"shards\":%u,\"appended_mib\":%llu,"
-                "\"page_cache\":\"%s\",",
-                store->shard_count(), static_cast<unsigned long long>(a.recovery_mib),
-                dropped.c_str());
+    std::printf(
+        "{\"workload\":\"recovery\",\"shards\":%u,\"appended_mib\":%llu,"
+        "\"page_cache\":\"%s\",",
+        store->shard_count(), static_cast<unsigned long long>(a.recovery_mib), dropped.c_str());
     print_machine_json(machine);
     std::printf(",");
     print_recovery_json(r);
@@ -1314,11 +1356,12 @@ int run_recovery_workload(const Args& a, const Machine& machine) {
   } else {
     std::printf("uringmq-bench recovery: writer SIGKILLed after %llu MiB; page cache: %s\n",
                 static_cast<unsigned long long>(a.recovery_mib), dropped.c_str());
-    std::printf("Store::open %.3f s; recovery %.3f s: %llu bytes (%llu records) scanned, "
-                "%.1f MB/s; torn bytes %llu; unclean %s\n",
-                r.open_s, r.recovery_s, static_cast<unsigned long long>(r.bytes_scanned),
-                static_cast<unsigned long long>(r.records_scanned), mb_s,
-                static_cast<unsigned long long>(r.torn_bytes), r.unclean ? "yes" : "no");
+    std::printf(
+        "Store::open %.3f s; recovery %.3f s: %llu bytes (%llu records) scanned, "
+        "%.1f MB/s; torn bytes %llu; unclean %s\n",
+        r.open_s, r.recovery_s, static_cast<unsigned long long>(r.bytes_scanned),
+        static_cast<unsigned long long>(r.records_scanned), mb_s,
+        static_cast<unsigned long long>(r.torn_bytes), r.unclean ? "yes" : "no");
   }
   return r.unclean && closed.is_ok() ? 0 : 1;
 }
@@ -1405,8 +1448,8 @@ struct LagProducer {
 
 // Sends total messages at a.rate over the queues of sh, recording each ack's time in t; false
 // if no session could be opened.
-bool run_lag_producer(const Args& a, Store& store, const Shared& sh, uint64_t total,
-                      LagTables& t, LagProducer& p) {
+bool run_lag_producer(const Args& a, Store& store, const Shared& sh, uint64_t total, LagTables& t,
+                      LagProducer& p) {
   const size_t q_count = sh.queues.size();
   io::Result<std::unique_ptr<Session>> opened = store.open_session();
   if (!opened.is_ok()) return false;
@@ -1437,8 +1480,8 @@ bool run_lag_producer(const Args& a, Store& store, const Shared& sh, uint64_t to
       const uint32_t s = free_slots.back();
       const size_t q = p.sent / a.queue_run % q_count;
       msg.queue_id = sh.queues[q];
-      msg.body = std::span<const std::byte>(bodies.data() + size_t{s} * a.message_bytes,
-                                            a.message_bytes);
+      msg.body =
+          std::span<const std::byte>(bodies.data() + size_t{s} * a.message_bytes, a.message_bytes);
       if (!session.send_async(msg, (uint64_t{s} << 8) | q).is_ok()) break;
       p.behind_max_ns = std::max(p.behind_max_ns, now - due(p.sent));
       send_ns[s] = now;
@@ -1506,35 +1549,40 @@ void print_lag_report(const Args& a, const Machine& machine, uint32_t record_byt
                       uint32_t shard_count, size_t q_count, const LagProducer& p,
                       const LagSummary& l, uint64_t received, double achieved, bool ok) {
   if (a.json) {
-    std::printf("{\"workload\":\"lag\",\"message_bytes\":%u,\"record_bytes\":%u,\"shards\":%u,"
-                "\"queues\":%zu,\"flush\":\"%s\",\"rate\":%.1f,\"achieved_rate\":%.1f,"
-                "\"behind_max_us\":%.1f,\"sent\":%llu,\"acked\":%llu,\"received\":%llu,",
-                a.message_bytes, record_bytes, shard_count, q_count,
-                a.flush == engine::FlushMode::sync_flush ? "sync" : "async", a.rate, achieved,
-                static_cast<double>(p.behind_max_ns) / 1e3, static_cast<unsigned long long>(p.sent),
-                static_cast<unsigned long long>(p.acked), static_cast<unsigned long long>(received));
+    std::printf(
+        "{\"workload\":\"lag\",\"message_bytes\":%u,\"record_bytes\":%u,\"shards\":%u,"
+        "\"queues\":%zu,\"flush\":\"%s\",\"rate\":%.1f,\"achieved_rate\":%.1f,"
+        "\"behind_max_us\":%.1f,\"sent\":%llu,\"acked\":%llu,\"received\":%llu,",
+        a.message_bytes, record_bytes, shard_count, q_count,
+        a.flush == engine::FlushMode::sync_flush ? "sync" : "async", a.rate, achieved,
+        static_cast<double>(p.behind_max_ns) / 1e3, static_cast<unsigned long long>(p.sent),
+        static_cast<unsigned long long>(p.acked), static_cast<unsigned long long>(received));
     print_machine_json(machine);
-    std::printf(",\"lag\":{\"samples\":%llu,\"p50_us\":%.2f,\"p99_us\":%.2f,\"p999_us\":%.2f,"
-                "\"max_us\":%.2f,\"negative\":%llu,\"missing\":%llu},\"ack\":{\"p50_us\":%.2f,"
-                "\"p99_us\":%.2f,\"p999_us\":%.2f,\"max_us\":%.2f},\"ok\":%s}\n",
-                static_cast<unsigned long long>(l.lag.count()), l.lag.quantile_ns(0.5) / 1e3,
-                l.lag.quantile_ns(0.99) / 1e3, l.lag.quantile_ns(0.999) / 1e3, l.lag.max_ns() / 1e3,
-                static_cast<unsigned long long>(l.negative), static_cast<unsigned long long>(l.missing),
-                p.ack_latency.quantile_ns(0.5) / 1e3, p.ack_latency.quantile_ns(0.99) / 1e3,
-                p.ack_latency.quantile_ns(0.999) / 1e3, p.ack_latency.max_ns() / 1e3,
-                ok ? "true" : "false");
+    std::printf(
+        ",\"lag\":{\"samples\":%llu,\"p50_us\":%.2f,\"p99_us\":%.2f,\"p999_us\":%.2f,"
+        "\"max_us\":%.2f,\"negative\":%llu,\"missing\":%llu},\"ack\":{\"p50_us\":%.2f,"
+        "\"p99_us\":%.2f,\"p999_us\":%.2f,\"max_us\":%.2f},\"ok\":%s}\n",
+        static_cast<unsigned long long>(l.lag.count()), l.lag.quantile_ns(0.5) / 1e3,
+        l.lag.quantile_ns(0.99) / 1e3, l.lag.quantile_ns(0.999) / 1e3, l.lag.max_ns() / 1e3,
+        static_cast<unsigned long long>(l.negative), static_cast<unsigned long long>(l.missing),
+        p.ack_latency.quantile_ns(0.5) / 1e3, p.ack_latency.quantile_ns(0.99) / 1e3,
+        p.ack_latency.quantile_ns(0.999) / 1e3, p.ack_latency.max_ns() / 1e3,
+        ok ? "true" : "false");
   } else {
-    std::printf("uringmq-bench lag: %u B records, %zu queue(s), %s flush, rate %.0f msgs/s "
-                "(achieved %.0f, at most %.1f us behind schedule)\n",
-                record_bytes, q_count, a.flush == engine::FlushMode::sync_flush ? "sync" : "async",
-                a.rate, achieved, static_cast<double>(p.behind_max_ns) / 1e3);
+    std::printf(
+        "uringmq-bench lag: %u B records, %zu queue(s), %s flush, rate %.0f msgs/s "
+        "(achieved %.0f, at most %.1f us behind schedule)\n",
+        record_bytes, q_count, a.flush == engine::FlushMode::sync_flush ? "sync" : "async", a.rate,
+        achieved, static_cast<double>(p.behind_max_ns) / 1e3);
     std::printf("  sent %llu, acked %llu, received %llu\n", static_cast<unsigned long long>(p.sent),
-                static_cast<unsigned long long>(p.acked), static_cast<unsigned long long>(received));
-    std::printf("  dispatch lag us (ack -> received, middle 80%%): p50 %.1f  p99 %.1f  p99.9 %.1f  "
-                "max %.1f; consumer first %llu times; missing %llu\n",
-                l.lag.quantile_ns(0.5) / 1e3, l.lag.quantile_ns(0.99) / 1e3,
-                l.lag.quantile_ns(0.999) / 1e3, l.lag.max_ns() / 1e3,
-                static_cast<unsigned long long>(l.negative), static_cast<unsigned long long>(l.missing));
+                static_cast<unsigned long long>(p.acked),
+                static_cast<unsigned long long>(received));
+    std::printf(
+        "  dispatch lag us (ack -> received, middle 80%%): p50 %.1f  p99 %.1f  p99.9 %.1f  "
+        "max %.1f; consumer first %llu times; missing %llu\n",
+        l.lag.quantile_ns(0.5) / 1e3, l.lag.quantile_ns(0.99) / 1e3, l.lag.quantile_ns(0.999) / 1e3,
+        l.lag.max_ns() / 1e3, static_cast<unsigned long long>(l.negative),
+        static_cast<unsigned long long>(l.missing));
     std::printf("  send -> ack us: p50 %.1f  p99 %.1f  p99.9 %.1f\n",
                 p.ack_latency.quantile_ns(0.5) / 1e3, p.ack_latency.quantile_ns(0.99) / 1e3,
                 p.ack_latency.quantile_ns(0.999) / 1e3);
@@ -1573,8 +1621,8 @@ int run_lag_workload(const Args& a, const Machine& machine) {
   LagSummary l;
   summarize_lag(t, q_count, l);
   const double achieved = p.send_span_s > 0 ? static_cast<double>(p.sent) / p.send_span_s : 0;
-  const bool ok = p.errors == 0 && !t.failed.load() && received == p.acked && l.missing == 0 &&
-                  closed.is_ok();
+  const bool ok =
+      p.errors == 0 && !t.failed.load() && received == p.acked && l.missing == 0 && closed.is_ok();
   print_lag_report(a, machine, record_bytes, store->shard_count(), q_count, p, l, received,
                    achieved, ok);
   return ok ? 0 : 1;
@@ -1652,14 +1700,15 @@ int main(int argc, char** argv) {
     std::printf(
         "{\"workload\":\"%s\",\"message_bytes\":%u,\"record_bytes\":%u,\"shards\":%u,"
         "\"producers\":%u,\"threads\":%u,\"flush\":\"%s\",\"io_mode\":\"%s\","
-        "\"segment_mib\":%llu,\"min_write_bytes\":%u,\"prepare_ahead\":%s,\"machine\":{\"cores\":%ld,\"kernel\":\"%s\",\"fs\":\"%s\","
+        "\"segment_mib\":%llu,\"min_write_bytes\":%u,\"prepare_ahead\":%s,\"machine\":{\"cores\":%"
+        "ld,\"kernel\":\"%s\",\"fs\":\"%s\","
         "\"cpu\":\"%s\"},\"store\":{\"appends\":%llu,\"acks_ok\":%llu,\"writes\":%llu,"
         "\"fdatasyncs\":%llu,\"wakeups\":%llu},",
         workload, a.message_bytes, *record_bytes, store.shard_count(), a.producers, a.threads,
-        flush, io_mode, static_cast<unsigned long long>(a.segment_mib),
-        options.log.min_write_bytes, a.prepare_ahead ? "true" : "false", machine.cores,
-        json_escape(machine.kernel).c_str(), json_escape(machine.fs).c_str(),
-        json_escape(machine.cpu).c_str(), static_cast<unsigned long long>(stats.appends),
+        flush, io_mode, static_cast<unsigned long long>(a.segment_mib), options.log.min_write_bytes,
+        a.prepare_ahead ? "true" : "false", machine.cores, json_escape(machine.kernel).c_str(),
+        json_escape(machine.fs).c_str(), json_escape(machine.cpu).c_str(),
+        static_cast<unsigned long long>(stats.appends),
         static_cast<unsigned long long>(stats.acks_ok),
         static_cast<unsigned long long>(stats.writes_submitted),
         static_cast<unsigned long long>(stats.fdatasyncs),
@@ -1671,13 +1720,13 @@ int main(int argc, char** argv) {
     }
     std::printf(",\"close\":\"%s\"}\n", io::code_name(closed.code()));
   } else {
-    std::printf("uringmq-bench %s: %u B bodies (%u B records), %u shard(s), %u producer(s) on "
-                "%u thread(s), %s flush, %s IO, %llu MiB segments\n",
-                workload, a.message_bytes, *record_bytes, store.shard_count(), a.producers,
-                a.threads, flush, io_mode, static_cast<unsigned long long>(a.segment_mib));
-    std::printf("machine: %ld cores, %s, kernel %s, %s at %s\n", machine.cores,
-                machine.cpu.c_str(), machine.kernel.c_str(), machine.fs.c_str(),
-                a.data_dir.c_str());
+    std::printf(
+        "uringmq-bench %s: %u B bodies (%u B records), %u shard(s), %u producer(s) on "
+        "%u thread(s), %s flush, %s IO, %llu MiB segments\n",
+        workload, a.message_bytes, *record_bytes, store.shard_count(), a.producers, a.threads,
+        flush, io_mode, static_cast<unsigned long long>(a.segment_mib));
+    std::printf("machine: %ld cores, %s, kernel %s, %s at %s\n", machine.cores, machine.cpu.c_str(),
+                machine.kernel.c_str(), machine.fs.c_str(), a.data_dir.c_str());
     print_phase_text("append", append);
     if (a.workload == Workload::read) print_phase_text("read", read);
   }

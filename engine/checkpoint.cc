@@ -29,9 +29,9 @@ void encode_checkpoint(const Checkpoint& checkpoint, std::span<std::byte, kCheck
 
 io::Result<Checkpoint> decode_checkpoint(std::span<const std::byte> bytes) {
   if (bytes.size() != kCheckpointBytes) {
-    return io::Status::error(io::Code::corruption, "checkpoint has " +
-                                                       std::to_string(bytes.size()) +
-                                                       " bytes, expected 64");
+    return io::Status::error(
+        io::Code::corruption,
+        "checkpoint has " + std::to_string(bytes.size()) + " bytes, expected 64");
   }
   if (std::memcmp(bytes.data(), kMagic.data(), kMagic.size()) != 0) {
     return io::Status::error(io::Code::corruption, "checkpoint has a bad magic");
@@ -64,8 +64,8 @@ io::Result<Checkpoint> read_checkpoint(io::Disk& disk, std::string_view dir) {
   }
   if (*size != kCheckpointBytes) {
     disk.close(*file);
-    return io::Status::error(io::Code::corruption, path + " has " + std::to_string(*size) +
-                                                       " bytes, expected 64");
+    return io::Status::error(io::Code::corruption,
+                             path + " has " + std::to_string(*size) + " bytes, expected 64");
   }
   std::array<std::byte, kCheckpointBytes> bytes{};
   io::Status s = io::read_exact(disk, *file, 0, bytes, "read " + path);

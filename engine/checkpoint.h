@@ -41,6 +41,7 @@ io::Result<Checkpoint> decode_checkpoint(std::span<const std::byte> bytes);
 io::Result<Checkpoint> read_checkpoint(io::Disk& disk, std::string_view dir);
 // Writes <dir>/checkpoint atomically and durably (temp file, fdatasync, rename, directory fsync).
 // Synchronous: only when nothing else is in flight on `disk`.
-io::Status write_checkpoint_sync(io::Disk& disk, std::string_view dir, const Checkpoint& checkpoint);
+io::Status write_checkpoint_sync(io::Disk& disk, std::string_view dir,
+                                 const Checkpoint& checkpoint);
 
 }  // namespace uringmq::engine

@@ -15,21 +15,34 @@ namespace {
 
 // user_data of a disk request: operation class in the top byte, an index below.
 enum class OpClass : uint64_t {
-  write = 1, sync = 2, allocator = 3, checkpoint = 4, read = 5, retention = 6
+  write = 1,
+  sync = 2,
+  allocator = 3,
+  checkpoint = 4,
+  read = 5,
+  retention = 6
 };
 constexpr uint64_t tag_of(OpClass op, uint64_t index) {
   return (static_cast<uint64_t>(op) << 56) | index;
 }
-constexpr OpClass class_of(uint64_t user_data) { return static_cast<OpClass>(user_data >> 56); }
-constexpr uint64_t index_of(uint64_t user_data) { return user_data & ((1ULL << 56) - 1); }
+constexpr OpClass class_of(uint64_t user_data) {
+  return static_cast<OpClass>(user_data >> 56);
+}
+constexpr uint64_t index_of(uint64_t user_data) {
+  return user_data & ((1ULL << 56) - 1);
+}
 
 constexpr uint32_t kWriteSlots = 64;
 constexpr size_t kCheckpointBlockBytes = 4096;
 constexpr std::string_view kLockFile = "lock";
 constexpr std::string_view kAbortFile = "abort";
 
-uint64_t align_down(uint64_t value, uint64_t align) { return value - value % align; }
-uint64_t align_up(uint64_t value, uint64_t align) { return align_down(value + align - 1, align); }
+uint64_t align_down(uint64_t value, uint64_t align) {
+  return value - value % align;
+}
+uint64_t align_up(uint64_t value, uint64_t align) {
+  return align_down(value + align - 1, align);
+}
 
 io::Status validate(const CommitLogOptions& o) {
   auto bad = [](const std::string& what) {
@@ -109,7 +122,8 @@ io::Result<std::unique_ptr<CommitLog>> CommitLog::open(
   io::Result<bool> abort_present = disk.exists(io::path_join(options.dir, kAbortFile));
   if (!abort_present.is_ok()) return fail(abort_present.status());
   report.unclean_stop = *abort_present;
-  io::Result<RecoveredLog> recovered = recover_log(disk, options, report.unclean_stop, report, recovery_visitor);
+  io::Result<RecoveredLog> recovered =
+      recover_log(disk, options, report.unclean_stop, report, recovery_visitor);
   if (!recovered.is_ok()) return fail(recovered.status());
   for (uint64_t base : recovered->segment_bases) {
     io::Result<io::FileHandle> file =
@@ -127,11 +141,12 @@ io::Result<std::unique_ptr<CommitLog>> CommitLog::open(
 }
 
 // Creates a segment synchronously: the writer's first segment, or one recovery removed.
-static io::Status create_segment_sync(io::Disk& disk, const std::string& segment_dir,
-                                      uint64_t base, const CommitLogOptions& options,
-                                      std::byte* zeros, io::FileHandle* out) {
+static io::Status create_segment_sync(io::Disk& disk, const std::string& segment_dir, uint64_t base,
+                                      const CommitLogOptions& options, std::byte* zeros,
+                                      io::FileHandle* out) {
   std::string path = io::path_join(segment_dir, CommitLog::segment_name(base));
-  io::Result<io::FileHandle> file = disk.open(path, io::OpenMode::create_exclusive, options.io_mode);
+  io::Result<io::FileHandle> file =
+      disk.open(path, io::OpenMode::create_exclusive, options.io_mode);
   if (!file.is_ok()) return file.status();
   io::IoRequest req;
   req.kind = io::OpKind::fallocate;
@@ -191,9 +206,10 @@ io::Status CommitLog::start(uint64_t end_offset, int64_t last_store_timestamp_ms
   writer_segment_ = align_down(end_offset, segment_size);
   if (segments_.empty() || segments_.back().base < writer_segment_) {
     io::FileHandle file;
-    UMQ_RETURN_IF_ERROR(create_segment_sync(disk_, segment_dir_, writer_segment_, options_,
-                                            zero_chunk_, &file));
-    segments_.push_back(Segment{.base = writer_segment_, .file = file, .read_file = {}, .dirty = false});
+    UMQ_RETURN_IF_ERROR(
+        create_segment_sync(disk_, segment_dir_, writer_segment_, options_, zero_chunk_, &file));
+    segments_.push_back(
+        Segment{.base = writer_segment_, .file = file, .read_file = {}, .dirty = false});
     stats_.segments_prepared++;
   }
   if (segments_.back().base > writer_segment_) {
@@ -274,7 +290,9 @@ LogOffset CommitLog::min_offset() const {
   return LogOffset{segments_.empty() ? 0 : segments_.front().base};
 }
 
-size_t CommitLog::pending_work() const { return ack_count_ + ops_in_flight_; }
+size_t CommitLog::pending_work() const {
+  return ack_count_ + ops_in_flight_;
+}
 
 // ---- Appends ----
 
@@ -284,9 +302,9 @@ io::Result<AppendResult> CommitLog::append(const MessageInput& input, int64_t qu
     return io::Status::error(io::Code::shut_down, "CommitLog " + options_.dir + " is closing");
   }
   if (!fail_status_.is_ok()) {
-    return io::Status::error(io::Code::fail_stopped,
-                             "CommitLog " + options_.dir + " stopped after: " +
-                                 fail_status_.to_string());
+    return io::Status::error(
+        io::Code::fail_stopped,
+        "CommitLog " + options_.dir + " stopped after: " + fail_status_.to_string());
   }
   if (ack_count_ + ready_count_ >= options_.max_pending_acks) {
     return io::Status::error(io::Code::busy, "too many appends awaiting acknowledgement");
@@ -343,7 +361,8 @@ io::Status CommitLog::roll_segment() {
   buffer.fill += kBlankRecordBytes;
   buffer.seal_end = seg_end;
   appended_ = seg_end;
-  segments_.push_back(Segment{.base = alloc_base_, .file = alloc_file_, .read_file = {}, .dirty = false});
+  segments_.push_back(
+      Segment{.base = alloc_base_, .file = alloc_file_, .read_file = {}, .dirty = false});
   alloc_file_ = io::FileHandle{};
   alloc_step_ = AllocStep::idle;
   writer_segment_ = seg_end;
@@ -559,8 +578,8 @@ void CommitLog::on_sync_done(int64_t result) {
 }
 
 void CommitLog::release_acks() {
-  const bool ack_on_write = options_.flush_mode == FlushMode::async_flush ||
-                            options_.unsafe_ack_before_sync;
+  const bool ack_on_write =
+      options_.flush_mode == FlushMode::async_flush || options_.unsafe_ack_before_sync;
   const uint64_t watermark = ack_on_write ? written_ : durable_;
   while (ack_count_ > 0 && acks_[ack_head_].end <= watermark) {
     const PendingAck& pending = acks_[ack_head_];
@@ -661,9 +680,9 @@ void CommitLog::allocation_failed(io::Status status) {
   alloc_zero_paused_ = false;
   if (status.code() == io::Code::no_space) {
     // Appends that fit the current segment go on; those that need the next are rejected.
-    alloc_status_ = io::Status::error(io::Code::no_space,
-                                      "no space to allocate CommitLog segment " + path + ": " +
-                                          status.to_string());
+    alloc_status_ =
+        io::Status::error(io::Code::no_space, "no space to allocate CommitLog segment " + path +
+                                                  ": " + status.to_string());
     alloc_retry_at_ms_ = now_ms() + options_.no_space_retry_ms;
     return;
   }
@@ -722,8 +741,8 @@ void CommitLog::continue_zero_fill() {
   if (alloc_zeroed_ < options_.segment_size_bytes) {
     req.kind = io::OpKind::write;
     req.file_offset = alloc_zeroed_;
-    req.length_bytes =
-        std::min<uint64_t>(options_.zero_fill_chunk_bytes, options_.segment_size_bytes - alloc_zeroed_);
+    req.length_bytes = std::min<uint64_t>(options_.zero_fill_chunk_bytes,
+                                          options_.segment_size_bytes - alloc_zeroed_);
     req.buffer = zero_chunk_;
   } else {
     req.kind = io::OpKind::fdatasync;
@@ -752,8 +771,8 @@ void CommitLog::maybe_checkpoint() {
   checkpoint_file_ = *file;
   checkpoint_target_ = target;
   Checkpoint checkpoint{target, durable_store_timestamp_ms_, options_.segment_size_bytes};
-  encode_checkpoint(checkpoint, std::span<std::byte, kCheckpointBytes>(checkpoint_bytes_,
-                                                                       kCheckpointBytes));
+  encode_checkpoint(checkpoint,
+                    std::span<std::byte, kCheckpointBytes>(checkpoint_bytes_, kCheckpointBytes));
   io::IoRequest req;
   req.kind = io::OpKind::write;
   req.file = checkpoint_file_;
@@ -892,8 +911,8 @@ void CommitLog::complete(const io::IoCompletion& completion) {
 io::Status CommitLog::read(LogOffset offset, uint32_t size_bytes, std::byte* dest, uint64_t tag) {
   UMQ_ASSERT(tag < (1ULL << 56));
   if (offset.value + size_bytes > written_) {
-    return io::Status::error(io::Code::not_found, "log offset " + std::to_string(offset.value) +
-                                                      " is not written yet");
+    return io::Status::error(io::Code::not_found,
+                             "log offset " + std::to_string(offset.value) + " is not written yet");
   }
   const uint64_t base = align_down(offset.value, options_.segment_size_bytes);
   if (offset.value + size_bytes > base + options_.segment_size_bytes) {
@@ -965,7 +984,9 @@ uint64_t CommitLog::checkpoint_offset() const {
   return std::min(durable_, checkpoint_limit_);
 }
 
-void CommitLog::set_checkpoint_limit(uint64_t limit) { checkpoint_limit_ = limit; }
+void CommitLog::set_checkpoint_limit(uint64_t limit) {
+  checkpoint_limit_ = limit;
+}
 
 bool CommitLog::read_memory(LogOffset offset, uint32_t size_bytes, std::byte* dest) const {
   if (offset.value + size_bytes > written_) return false;

@@ -65,8 +65,8 @@ struct LogOffset {
 // RecoveryReport (what recovery found at open): include/uringmq/recovery_report.h.
 
 struct AppendResult {
-  LogOffset offset;            // PHYSICALOFFSET of the record
-  uint32_t size_bytes = 0;     // TOTALSIZE
+  LogOffset offset;         // PHYSICALOFFSET of the record
+  uint32_t size_bytes = 0;  // TOTALSIZE
   int64_t store_timestamp_ms = 0;
 };
 
@@ -89,8 +89,8 @@ struct ReadCompletion {
 struct CommitLogStats {
   uint64_t appends = 0;
   uint64_t writes_submitted = 0;
-  uint64_t bytes_submitted = 0;   // bytes of those writes (direct mode: rewritten blocks too)
-  uint64_t writes_held = 0;       // times a small write waited for the one in flight
+  uint64_t bytes_submitted = 0;  // bytes of those writes (direct mode: rewritten blocks too)
+  uint64_t writes_held = 0;      // times a small write waited for the one in flight
   uint64_t fdatasyncs_completed = 0;
   uint64_t acks_ok = 0;
   uint64_t segments_prepared = 0;
@@ -182,7 +182,7 @@ class CommitLog {
   };
   struct WriteBuffer {
     std::byte* data = nullptr;
-    int32_t index = 0;  // registered-buffer index, or -1 when registration was refused
+    int32_t index = 0;          // registered-buffer index, or -1 when registration was refused
     uint64_t log_start = 0;     // log offset of data[0]; a multiple of align_bytes_
     uint64_t segment_base = 0;  // the segment all of its bytes belong to
     uint64_t fill = 0;          // bytes encoded
@@ -269,10 +269,10 @@ class CommitLog {
   std::vector<WriteSlot> slots_;      // ring of writes in flight, in log order
   uint32_t slot_head_ = 0;
   uint32_t slot_count_ = 0;
-  std::vector<PendingAck> acks_;      // ring of appends awaiting acknowledgement, in log order
+  std::vector<PendingAck> acks_;  // ring of appends awaiting acknowledgement, in log order
   uint32_t ack_head_ = 0;
   uint32_t ack_count_ = 0;
-  std::vector<Ack> ready_acks_;       // ring of acknowledgements for take_acks()
+  std::vector<Ack> ready_acks_;  // ring of acknowledgements for take_acks()
   uint32_t ready_head_ = 0;
   uint32_t ready_count_ = 0;
   std::vector<ReadCompletion> ready_reads_;
@@ -290,9 +290,9 @@ class CommitLog {
   uint64_t alloc_zeroed_ = 0;
   uint32_t alloc_writes_in_flight_ = 0;
   int64_t alloc_retry_at_ms_ = 0;
-  bool roll_waiting_ = false;  // an append needed the next segment before it was ready
+  bool roll_waiting_ = false;       // an append needed the next segment before it was ready
   bool alloc_zero_paused_ = false;  // zeroing waits for the writer (zero_fill_should_wait)
-  io::Status alloc_status_;  // no_space while allocation is failing for lack of space
+  io::Status alloc_status_;         // no_space while allocation is failing for lack of space
   io::FileHandle segment_dir_handle_;
 
   enum class CheckpointStep : uint8_t { idle, writing, syncing, renaming, dir_syncing };

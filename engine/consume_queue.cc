@@ -18,9 +18,9 @@
 #include "engine/consume_queue.h"
 
 #include <algorithm>
-#include <charconv>
 #include <array>
 #include <cerrno>
+#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <set>
@@ -147,8 +147,8 @@ io::Status read_zero_padded(io::Disk& disk, const std::string& path, uint64_t of
 // Files whose units are all durable (below the last complete one) were created full-sized and
 // made durable with their units: a shorter one was truncated after the fact. (Files above may
 // be short after a power loss; their units are checked one by one.)
-io::Status check_file_sizes(io::Disk& disk, const std::string& dir,
-                            std::span<const int64_t> bases, uint64_t units_per_file) {
+io::Status check_file_sizes(io::Disk& disk, const std::string& dir, std::span<const int64_t> bases,
+                            uint64_t units_per_file) {
   for (size_t i = 0; i < bases.size(); i++) {
     const std::string path = io::path_join(dir, file_name(bases[i]));
     io::Result<io::FileHandle> file = disk.open(path, io::OpenMode::read_only);
@@ -340,8 +340,7 @@ struct CqStore::Impl {
 
   QueueIndex add_queue(std::string_view topic, int32_t queue_id);
   io::Status recover_queue(std::string_view topic, int32_t queue_id, uint64_t log_end);
-  io::Status recover_queue_files(Queue& q, const std::vector<std::string>& names,
-                                 uint64_t log_end);
+  io::Status recover_queue_files(Queue& q, const std::vector<std::string>& names, uint64_t log_end);
   io::Status reset_for_rebuild(QueueIndex qi, const std::string& why);
   io::Status start_rebuilt_queue(QueueIndex qi, int64_t queue_offset);
   io::Status recover_files(Queue& q, std::vector<int64_t> bases, uint64_t log_end);

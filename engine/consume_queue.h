@@ -99,8 +99,7 @@ class CqStore {
   // damaged (see "Rebuild of damaged queues" below) is emptied and marked rebuilding.
   // Synchronous: nothing else may be in flight on `disk`.
   static io::Result<std::unique_ptr<CqStore>> open(io::Disk& disk, io::Clock& clock,
-                                                   const CqStoreOptions& options,
-                                                   uint64_t log_end);
+                                                   const CqStoreOptions& options, uint64_t log_end);
   ~CqStore();
   CqStore(const CqStore&) = delete;
   CqStore& operator=(const CqStore&) = delete;

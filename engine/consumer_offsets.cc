@@ -155,8 +155,9 @@ io::Status ConsumerOffsets::load() {
   io::Status backup = load_file(backup_path_, &backup_present);
   if (!present && !backup_present) return io::Status::ok();  // a new store: no table yet
   const std::string why = present ? current.message()
-                                   : path_ + " is missing (a stop between a persist cycle's two "
-                                             "renames, or removed)";
+                                  : path_ +
+                                        " is missing (a stop between a persist cycle's two "
+                                        "renames, or removed)";
   if (backup.is_ok() && backup_present) {
     std::fprintf(stderr, "uringmq: WARN %s; using the previous table %s (%zu entries)\n",
                  why.c_str(), backup_path_.c_str(), table_.size());

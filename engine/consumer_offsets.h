@@ -148,8 +148,8 @@ class ConsumerOffsets {
   io::Disk& disk_;
   io::Clock& clock_;
   ConsumerOffsetsOptions options_;
-  std::string path_;       // <dir>/consumer_offsets
-  std::string temp_path_;  // <dir>/consumer_offsets.tmp
+  std::string path_;         // <dir>/consumer_offsets
+  std::string temp_path_;    // <dir>/consumer_offsets.tmp
   std::string backup_path_;  // <dir>/consumer_offsets.bak
   // consumer_offsets exists and passed its checks (loaded, or written by a cycle): the next
   // cycle keeps it as the .bak; a damaged one is simply replaced, the good .bak kept.

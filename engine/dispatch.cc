@@ -19,7 +19,8 @@ int64_t unit_tags_code(std::string_view topic, std::string_view properties,
     int64_t delay_ms = 1000;
     if (auto level = find_property(properties, kPropertyDelayTimeLevel)) {
       int64_t requested = 0;
-      for (char c : *level) requested = c >= '0' && c <= '9' ? requested * 10 + (c - '0') : requested;
+      for (char c : *level)
+        requested = c >= '0' && c <= '9' ? requested * 10 + (c - '0') : requested;
       uint32_t clamped = levels.clamp(requested);
       if (clamped > 0) delay_ms = levels.delay_ms(clamped);
     }
@@ -30,9 +31,9 @@ int64_t unit_tags_code(std::string_view topic, std::string_view properties,
 }
 
 CqUnit unit_of(uint64_t log_offset, const MessageView& record, const sched::DelayLevels& levels) {
-  return CqUnit{log_offset, record.total_size,
-                unit_tags_code(record.topic, record.user_properties, record.store_timestamp_ms,
-                               levels)};
+  return CqUnit{
+      log_offset, record.total_size,
+      unit_tags_code(record.topic, record.user_properties, record.store_timestamp_ms, levels)};
 }
 
 namespace {
@@ -59,8 +60,9 @@ io::Status drain_writes(io::Disk& disk, CqStore& cq) {
 io::Status dispatch_record(io::Disk& disk, CqStore& cq, const sched::DelayLevels& levels,
                            uint64_t offset, const MessageView& record) {
   io::Result<QueueIndex> queue = cq.queue(record.topic, record.queue_id, true);
-  io::Status s = queue.is_ok() ? cq.append(*queue, record.queue_offset, unit_of(offset, record, levels))
-                               : queue.status();
+  io::Status s = queue.is_ok()
+                     ? cq.append(*queue, record.queue_offset, unit_of(offset, record, levels))
+                     : queue.status();
   if (s.code() == io::Code::busy) {
     // The queue's memory ring is full of unwritten units: write them out (the scanner's reads
     // are synchronous, so only the ConsumeQueues have requests in flight) and retry.
@@ -77,8 +79,7 @@ namespace {
 // The ConsumeQueues keep only units below the CommitLog's checkpoint, read here under its lock.
 // Without a valid checkpoint (missing or damaged: recovery then scans from the first segment),
 // they keep the units below `scan_start`, where the re-dispatch begins.
-io::Result<std::unique_ptr<CqStore>> open_queues_below_checkpoint(io::Disk& disk,
-                                                                  io::Clock& clock,
+io::Result<std::unique_ptr<CqStore>> open_queues_below_checkpoint(io::Disk& disk, io::Clock& clock,
                                                                   const std::string& log_dir,
                                                                   const CqStoreOptions& options,
                                                                   uint64_t scan_start) {
@@ -134,8 +135,8 @@ io::Result<std::string> check_unit_against_log(io::Disk& disk, const CommitLog& 
   decode_options.limits = options.limits;
   decode_options.expected_physical_offset = static_cast<int64_t>(unit.log_offset);
   DecodeResult r = decode(bytes, decode_options);
-  const std::string at = "unit at queue offset " + std::to_string(queue_offset) +
-                         " (log offset " + std::to_string(unit.log_offset) + ", size " +
+  const std::string at = "unit at queue offset " + std::to_string(queue_offset) + " (log offset " +
+                         std::to_string(unit.log_offset) + ", size " +
                          std::to_string(unit.size_bytes) + ")";
   if (r.outcome != DecodeOutcome::ok || r.size != unit.size_bytes) {
     return at + " does not point at a record of that size";
@@ -143,8 +144,7 @@ io::Result<std::string> check_unit_against_log(io::Disk& disk, const CommitLog& 
   if (r.view.topic != info.topic || r.view.queue_id != info.queue_id ||
       r.view.queue_offset != queue_offset) {
     return at + " points at the record of " + std::string(r.view.topic) + "/" +
-           std::to_string(r.view.queue_id) + " queue offset " +
-           std::to_string(r.view.queue_offset);
+           std::to_string(r.view.queue_id) + " queue offset " + std::to_string(r.view.queue_offset);
   }
   return std::string();
 }
@@ -285,7 +285,9 @@ io::Status settle(io::Disk& disk, CqStore& cq, uint64_t end) {
 
 namespace uringmq::engine {
 
-Dispatcher::Dispatcher(uint32_t capacity) : items_(capacity) { UMQ_ASSERT(capacity > 0); }
+Dispatcher::Dispatcher(uint32_t capacity) : items_(capacity) {
+  UMQ_ASSERT(capacity > 0);
+}
 
 void Dispatcher::push(const Item& item) {
   UMQ_ASSERT_MSG(count_ < items_.size(), "dispatcher backlog full");

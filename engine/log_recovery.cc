@@ -28,8 +28,8 @@ bool parse_segment_name(const std::string& name, uint64_t* base) {
 
 io::Status corruption_at(const CommitLogOptions& options, uint64_t offset, const std::string& why) {
   uint64_t base = offset - offset % options.segment_size_bytes;
-  std::string path = io::path_join(io::path_join(options.dir, "commitlog"),
-                                   CommitLog::segment_name(base));
+  std::string path =
+      io::path_join(io::path_join(options.dir, "commitlog"), CommitLog::segment_name(base));
   return io::Status::error(io::Code::corruption,
                            path + " at file offset " + std::to_string(offset - base) +
                                " (log offset " + std::to_string(offset) + "): " + why);
@@ -77,7 +77,8 @@ io::Result<uint64_t> torn_tail_bytes(io::Disk& disk, const CommitLogOptions& opt
       if (r.outcome == DecodeOutcome::ok) {
         return corruption_at(options, end,
                              "invalid record followed by a valid one at log offset " +
-                                 std::to_string(pos) + ", beyond any unsynced write: corruption "
+                                 std::to_string(pos) +
+                                 ", beyond any unsynced write: corruption "
                                  "below the durable point");
       }
     }
@@ -155,10 +156,10 @@ io::Result<std::optional<Checkpoint>> load_checkpoint(io::Disk& disk,
                  CommitLog::segment_name(bases.front()).c_str());
   }
   if (checkpoint && checkpoint->segment_size_bytes != segment_size) {
-    return io::Status::error(
-        io::Code::invalid_argument,
-        "mappedFileSizeCommitLog is " + std::to_string(segment_size) + " but the log in " +
-            options.dir + " was written with " + std::to_string(checkpoint->segment_size_bytes));
+    return io::Status::error(io::Code::invalid_argument,
+                             "mappedFileSizeCommitLog is " + std::to_string(segment_size) +
+                                 " but the log in " + options.dir + " was written with " +
+                                 std::to_string(checkpoint->segment_size_bytes));
   }
   return checkpoint;
 }
@@ -245,9 +246,9 @@ io::Result<std::vector<uint64_t>> list_segments(io::Disk& disk, const std::strin
   std::sort(bases.begin(), bases.end());
   for (size_t i = 1; i < bases.size(); i++) {
     if (bases[i] != bases[i - 1] + segment_size_bytes) {
-      return io::Status::error(io::Code::corruption,
-                               "segment missing in " + segment_dir + " after " +
-                                   CommitLog::segment_name(bases[i - 1]));
+      return io::Status::error(
+          io::Code::corruption,
+          "segment missing in " + segment_dir + " after " + CommitLog::segment_name(bases[i - 1]));
     }
   }
   return bases;
@@ -273,10 +274,10 @@ io::Result<RecoveredLog> recover_log(
   RecoveredLog out;
   if (bases.empty()) {
     if (watermark > 0) {
-      return io::Status::error(io::Code::corruption,
-                               "checkpoint in " + options.dir + " says the log is durable to " +
-                                   std::to_string(watermark) + " but " + segment_dir +
-                                   " holds no segment");
+      return io::Status::error(io::Code::corruption, "checkpoint in " + options.dir +
+                                                         " says the log is durable to " +
+                                                         std::to_string(watermark) + " but " +
+                                                         segment_dir + " holds no segment");
     }
     return out;
   }
@@ -294,11 +295,10 @@ io::Result<RecoveredLog> recover_log(
   // A long recovery says where it is (to stderr, once per GiB scanned).
   const uint64_t log_end_bound = bases.back() + segment_size;
   scanner.set_progress(1ULL << 30, [&](uint64_t offset, uint64_t scanned) {
-    std::fprintf(stderr,
-                 "uringmq: recovering %s: %llu MiB checked, at log offset %llu of at most %llu\n",
-                 options.dir.c_str(), static_cast<unsigned long long>(scanned >> 20),
-                 static_cast<unsigned long long>(offset),
-                 static_cast<unsigned long long>(log_end_bound));
+    std::fprintf(
+        stderr, "uringmq: recovering %s: %llu MiB checked, at log offset %llu of at most %llu\n",
+        options.dir.c_str(), static_cast<unsigned long long>(scanned >> 20),
+        static_cast<unsigned long long>(offset), static_cast<unsigned long long>(log_end_bound));
   });
   io::Result<ScanEnd> scanned = scanner.scan(start, visit);
   if (!scanned.is_ok()) return scanned.status();
@@ -314,8 +314,8 @@ io::Result<RecoveredLog> recover_log(
   const uint64_t end_base = end - end % segment_size;
   UMQ_RETURN_IF_ERROR(truncate_torn_tail(disk, options, segment_dir, bases, end, report));
   UMQ_RETURN_IF_ERROR(sync_recovered(disk, segment_dir, bases, start, end_base, segment_size));
-  UMQ_RETURN_IF_ERROR(remove_past_end(disk, segment_dir, bases, end_base, segment_size,
-                                      unclean_stop, out, report));
+  UMQ_RETURN_IF_ERROR(
+      remove_past_end(disk, segment_dir, bases, end_base, segment_size, unclean_stop, out, report));
   out.end_offset = end;
   out.last_store_timestamp_ms = scanned->last_store_timestamp_ms;
   if (scanned->records == 0 && checkpoint) {

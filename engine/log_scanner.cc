@@ -10,20 +10,23 @@ namespace {
 constexpr uint64_t kMinScanWindowBytes = 4u << 20;
 }  // namespace
 
-LogScanner::LogScanner(io::Disk& disk, const CommitLogOptions& options,
-                       std::vector<uint64_t> bases)
+LogScanner::LogScanner(io::Disk& disk, const CommitLogOptions& options, std::vector<uint64_t> bases)
     : disk_(disk),
       options_(options),
       segment_dir_(io::path_join(options.dir, "commitlog")),
       bases_(std::move(bases)) {
   uint64_t max_record = uint64_t{options.limits.max_body_bytes} + (64u << 10) + 512;
   uint64_t capacity = std::max<uint64_t>(kMinScanWindowBytes, max_record + io::kDirectAlignment);
-  window_capacity_ = (capacity + io::kDirectAlignment - 1) / io::kDirectAlignment * io::kDirectAlignment;
-  window_.reset(static_cast<std::byte*>(std::aligned_alloc(io::kDirectAlignment, window_capacity_)));
+  window_capacity_ =
+      (capacity + io::kDirectAlignment - 1) / io::kDirectAlignment * io::kDirectAlignment;
+  window_.reset(
+      static_cast<std::byte*>(std::aligned_alloc(io::kDirectAlignment, window_capacity_)));
   UMQ_ASSERT(window_ != nullptr);
 }
 
-LogScanner::~LogScanner() { close_file(); }
+LogScanner::~LogScanner() {
+  close_file();
+}
 
 bool LogScanner::has_segment(uint64_t base) const {
   return std::binary_search(bases_.begin(), bases_.end(), base);

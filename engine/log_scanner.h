@@ -6,8 +6,8 @@
 
 #include <cstdint>
 #include <cstdlib>
-#include <memory>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 

@@ -25,9 +25,9 @@ constexpr uint32_t kMinRecordBytes = kFixedBytesIpv4 + 1;
 // RocketMQ rejects a record larger than the body limit + 64 KiB.
 constexpr uint64_t kMaxRecordOverheadBytes = 64 * 1024;
 constexpr uint32_t kMagicMessageV2 = 0xDAA320AB;
-// encode() and decode(): bodies from this size have their record CRC combined from the body CRC rather than
-// read twice (measured with uringmq-micro-bench: below it the combine's multiplies cost more
-// than re-reading the body).
+// encode() and decode(): bodies from this size have their record CRC combined from the body CRC
+// rather than read twice (measured with uringmq-micro-bench: below it the combine's multiplies cost
+// more than re-reading the body).
 constexpr size_t kCombineMinBodyBytes = 256;
 
 static_assert(kRecordBornHostAt + 2 * kHostBytesIpv4 + kTailFixedBytes == kFixedBytesIpv4);

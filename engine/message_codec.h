@@ -204,8 +204,8 @@ struct DecodeOptions {
 
 struct DecodeResult {
   DecodeOutcome outcome = DecodeOutcome::corrupt;
-  uint32_t size = 0;   // ok: TOTALSIZE; blank: remaining bytes; else 0
-  MessageView view;    // valid when outcome == ok
+  uint32_t size = 0;        // ok: TOTALSIZE; blank: remaining bytes; else 0
+  MessageView view;         // valid when outcome == ok
   const char* reason = "";  // static text naming the failed check when corrupt
 };
 

@@ -149,7 +149,8 @@ io::Status MessageReader::decode_pulled(const ReadRequest& request, const Comple
     if (client.outcome != engine::DecodeOutcome::ok) return damaged(request, at, client.reason);
     read += stored.size;
     written += kept;
-    bool has_tags = engine::find_property(client.view.properties, engine::kPropertyTags).has_value();
+    bool has_tags =
+        engine::find_property(client.view.properties, engine::kPropertyTags).has_value();
     ReadMessage message = to_read_message(client.view, at);
     if (tag_matches(request.tag_filter, message.tags, has_tags)) messages_.push_back(message);
   }

@@ -34,8 +34,7 @@ void for_each_property(std::string_view encoded, Fn&& fn) {
     if (end == std::string_view::npos) end = encoded.size();
     std::string_view entry = encoded.substr(start, end - start);
     size_t sep = entry.find('\x01');
-    if (entry.size() >= 3 && sep != std::string_view::npos && sep != 0 &&
-        sep != entry.size() - 1) {
+    if (entry.size() >= 3 && sep != std::string_view::npos && sep != 0 && sep != entry.size() - 1) {
       fn(entry.substr(0, sep), entry.substr(sep + 1));
     }
     if (end == encoded.size()) break;

@@ -38,9 +38,9 @@ void append_park_properties(std::string& out, const RealQueue& real, bool readab
     append_property(out, kPropertyRealQueueId, std::string_view(number, end - number));
   }
   append_property(out, "PARK_REASON",
-                  !readable         ? "unreadable"
-                  : !real.known()   ? "no real queue"
-                                    : "delivery failed");
+                  !readable       ? "unreadable"
+                  : !real.known() ? "no real queue"
+                                  : "delivery failed");
 }
 
 void blank_unreadable(MessageInput* in) {

@@ -37,7 +37,6 @@ void blank_unreadable(MessageInput* in);
 
 // __UMQ_DLV = "<prefix><a>:<b>"; parse_delivery_marker is false for a value not of that form.
 void append_delivery_marker(std::string& out, std::string_view prefix, int64_t a, int64_t b);
-bool parse_delivery_marker(std::string_view value, std::string_view prefix, int64_t* a,
-                           int64_t* b);
+bool parse_delivery_marker(std::string_view value, std::string_view prefix, int64_t* a, int64_t* b);
 
 }  // namespace uringmq::engine

@@ -122,8 +122,8 @@ void Shard::run() {
   if (options_.pin_threads) s = io::pin_current_thread(index_);
   if (s.is_ok()) s = open_log(&report_);
   if (!s.is_ok()) {
-    start_status_ = io::Status::error(s.code(), "shard " + std::to_string(index_) + ": " +
-                                                    s.to_string());
+    start_status_ =
+        io::Status::error(s.code(), "shard " + std::to_string(index_) + ": " + s.to_string());
     log_.reset();
     state_.store(2, std::memory_order_release);
     state_.notify_all();
@@ -153,14 +153,14 @@ io::Status Shard::open_log(engine::RecoveryReport* report) {
   log_options.space_check = [this](uint64_t bytes) { return check_segment_space(bytes); };
   engine::CqStoreOptions cq_options = options_.consume_queue;
   cq_options.dir = io::path_join(shard_dir_, "consumequeue");
-  io::Result<engine::LogAndQueues> opened = engine::open_log_and_queues(
-      *disk_, *clock_, log_options, cq_options, levels_, report,
-      [this](uint64_t offset, const engine::MessageView& record) {
-        note_segment_first_timestamp(offset, record.store_timestamp_ms);
-        note_delivery_marker(offset, record);
-        note_timer_record(offset, record);
-        note_held_copy(offset, record);
-      });
+  io::Result<engine::LogAndQueues> opened =
+      engine::open_log_and_queues(*disk_, *clock_, log_options, cq_options, levels_, report,
+                                  [this](uint64_t offset, const engine::MessageView& record) {
+                                    note_segment_first_timestamp(offset, record.store_timestamp_ms);
+                                    note_delivery_marker(offset, record);
+                                    note_timer_record(offset, record);
+                                    note_held_copy(offset, record);
+                                  });
   if (!opened.is_ok()) return opened.status();
   log_ = std::move(opened->log);
   cq_ = std::move(opened->cq);
@@ -196,11 +196,10 @@ void Shard::start_scrub(const engine::RecoveryReport& report) {
   engine::LogScrubOptions scrub_options;
   scrub_options.bytes_per_second = options_.scrub_bytes_per_second;
   scrub_options.name = shard_dir_;
-  scrub_ = std::make_unique<engine::LogScrub>(
-      *disk_, *log_, scrub_options, kScrubTag,
-      [this](uint64_t log_offset, const char* reason) {
-        note_corrupt(log_offset, reason, "the scrub");
-      });
+  scrub_ = std::make_unique<engine::LogScrub>(*disk_, *log_, scrub_options, kScrubTag,
+                                              [this](uint64_t log_offset, const char* reason) {
+                                                note_corrupt(log_offset, reason, "the scrub");
+                                              });
   scrub_->start(from, to, now_ms());
 }
 
@@ -277,7 +276,8 @@ bool Shard::iterate() {
 void Shard::finish() {
   // Stop: answer held pulls, finish what is in flight, cancel our own requests, close.
   for (uint32_t i = 0; i < ops_.size(); i++) {
-    if (ops_[i].stage == PullOp::Stage::held) answer_pull(i, PullStatus::no_new_message, ops_[i].offset);
+    if (ops_[i].stage == PullOp::Stage::held)
+      answer_pull(i, PullStatus::no_new_message, ops_[i].offset);
   }
   auto busy = [&] {
     return (log_->pending_work() > 0 && !log_->fail_stopped()) || cq_->pending_work() > 0 ||
@@ -401,10 +401,10 @@ void Shard::sleep() {
   // The log, queues, offsets, held pulls and retention keep ms deadlines (at least 1 ms away, as
   // before); delay levels and timers are woken for to the nanosecond.
   const int64_t mono = clock_->monotonic_ns();
-  const int64_t others_ms = std::min({log_->next_deadline_ms(), cq_->next_deadline_ms(),
-                                      offsets_->next_deadline_ms(), next_held_deadline_ms(),
-                                      last_clean_ms_ + options_.clean_interval_ms,
-                                      scrub_ != nullptr ? scrub_->next_deadline_ms() : INT64_MAX});
+  const int64_t others_ms =
+      std::min({log_->next_deadline_ms(), cq_->next_deadline_ms(), offsets_->next_deadline_ms(),
+                next_held_deadline_ms(), last_clean_ms_ + options_.clean_interval_ms,
+                scrub_ != nullptr ? scrub_->next_deadline_ms() : INT64_MAX});
   int64_t wake = std::min(schedule_wake_ns(), mono + kMaxSleepMs * 1'000'000);
   if (others_ms != INT64_MAX) {
     wake = std::min(wake, std::max(others_ms * 1'000'000, mono + 1'000'000));
@@ -465,8 +465,8 @@ bool Shard::handle(uint32_t slot_index, const ShardRequest& request) {
       done.tag = request.tag;
       if (free_reads_.empty()) return false;
       uint32_t id = free_reads_.back();
-      io::Status s = log_->read(engine::LogOffset{request.local_offset}, request.size_bytes,
-                                request.dest, id);
+      io::Status s =
+          log_->read(engine::LogOffset{request.local_offset}, request.size_bytes, request.dest, id);
       if (s.code() == io::Code::busy) return false;
       if (s.is_ok()) {
         free_reads_.pop_back();

@@ -10,29 +10,29 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
-#include <span>
-#include <string_view>
 #include <cstdint>
 #include <deque>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
 #include "engine/commit_log.h"
 #include "engine/consume_queue.h"
+#include "engine/consumer_offsets.h"
 #include "engine/dispatch.h"
 #include "engine/log_scrub.h"
-#include "engine/consumer_offsets.h"
 #include "engine/record_prefetch.h"
 #include "engine/store.h"
 #include "engine/timer_wheel.h"
-#include "sched/delay_levels.h"
 #include "io/clock.h"
 #include "io/disk.h"
 #include "io/fs_space.h"
 #include "io/waker.h"
+#include "sched/delay_levels.h"
 #include "sched/spsc_ring.h"
 
 namespace uringmq {
@@ -40,21 +40,28 @@ namespace uringmq {
 // A value crossing from a session to a shard. Views point into the session's memory.
 struct ShardRequest {
   enum class Kind : uint8_t {
-    append, read, pull, query_queue, search_offset, commit_offset, query_offset, flush_offsets,
+    append,
+    read,
+    pull,
+    query_queue,
+    search_offset,
+    commit_offset,
+    query_offset,
+    flush_offsets,
     release_held
   };
   Kind kind = Kind::append;
   uint64_t tag = 0;
-  engine::MessageInput input;  // append; topic and queue_id for every queue request
-  uint64_t local_offset = 0;   // read
-  uint32_t size_bytes = 0;     // read
-  std::byte* dest = nullptr;   // read
-  std::string_view group;      // commit_offset, query_offset
+  engine::MessageInput input;   // append; topic and queue_id for every queue request
+  uint64_t local_offset = 0;    // read
+  uint32_t size_bytes = 0;      // read
+  std::byte* dest = nullptr;    // read
+  std::string_view group;       // commit_offset, query_offset
   std::string_view tag_filter;  // pull
   std::span<std::byte> buffer;  // pull
-  int64_t value = 0;           // pull: queue offset; search: timestamp; commit: offset
-  uint32_t max_messages = 0;   // pull
-  int64_t wait_ms = 0;         // pull
+  int64_t value = 0;            // pull: queue offset; search: timestamp; commit: offset
+  uint32_t max_messages = 0;    // pull
+  int64_t wait_ms = 0;          // pull
 };
 
 // A session's rings: one to each shard, one back from each shard.
@@ -227,13 +234,13 @@ class Shard {
   // Shows the held copies whose time has come (or whose time lies beyond now + lead: the clock
   // went back); wakes held pulls through dispatched_since_check_.
   void release_held_copies();
-  int64_t held_copies_due_ms() const;  // the earliest held copy's time (INT64_MAX: none)
+  int64_t held_copies_due_ms() const;      // the earliest held copy's time (INT64_MAX: none)
   uint64_t held_copies_low_water() const;  // the lowest held copy's log offset: recovery needs it
   // Recovery: a copy stored ahead of its time that has not come yet is held again.
   void note_held_copy(uint64_t log_offset, const engine::MessageView& record);
   void restore_held_copies();
   // Delay levels (shard_schedule.cc).
-  static constexpr uint32_t kInternalSlot = UINT32_MAX;  // a PendingAppend of a delivery
+  static constexpr uint32_t kInternalSlot = UINT32_MAX;            // a PendingAppend of a delivery
   static constexpr uint64_t kScheduleReadBit = uint64_t{1} << 49;  // log and CQ read tags
   static constexpr uint64_t kPrefetchReadBit = uint64_t{1} << 47;  // RecordPrefetch's log reads
   static constexpr uint64_t kUnitsAheadBit = uint64_t{1} << 46;    // a level's units read ahead
@@ -246,8 +253,8 @@ class Shard {
   struct LevelState {
     bool exists = false;
     engine::QueueIndex queue = 0;
-    int64_t progress = 0;  // every schedule offset below it is delivered (acknowledged)
-    int64_t issued = 0;    // deliveries appended up to here (>= progress)
+    int64_t progress = 0;   // every schedule offset below it is delivered (acknowledged)
+    int64_t issued = 0;     // deliveries appended up to here (>= progress)
     uint32_t attempts = 0;  // failed appends of the head at `issued`
     int64_t due_wall_ms = INT64_MAX;
     int64_t head_offset = -1;  // the head at this offset is due at head_due_ms (not yet)
@@ -267,8 +274,7 @@ class Shard {
     std::atomic<uint64_t> stat_deleted{0};
   };
   enum class DeliveryStage : uint8_t { none, unit, record };
-  bool rewrite_delayed(const engine::MessageInput& in, engine::MessageInput* out,
-                       uint32_t* level);
+  bool rewrite_delayed(const engine::MessageInput& in, engine::MessageInput* out, uint32_t* level);
   void run_schedule();
   // The delivery lead's horizon for this loop iteration (take_by_ms_); see run_schedule().
   void advance_take_horizon(int64_t now_ms);
@@ -347,8 +353,8 @@ class Shard {
   // The first queue offset some consumer still needs, per queue (README "Retention").
   struct QueueNeed {
     engine::QueueIndex queue = 0;
-    int64_t min_offset = 0;                   // before the deletion
-    int64_t first_unconsumed = 0;             // min over its groups; min_offset with none
+    int64_t min_offset = 0;        // before the deletion
+    int64_t first_unconsumed = 0;  // min over its groups; min_offset with none
     std::vector<std::pair<std::string, int64_t>> groups;  // (group, committed offset)
   };
   std::vector<QueueNeed> queue_needs() const;
@@ -369,7 +375,7 @@ class Shard {
     uint64_t boundary = 0;   // log offset: the answer is the first unit at or above it
     int64_t lo = 0, hi = 0;  // the answer is in [lo, hi]; found once lo == hi
     bool in_flight = false;
-    bool gave_up = false;    // a read failed: lo is a lower bound
+    bool gave_up = false;  // a read failed: lo is a lower bound
     std::array<std::byte, engine::kCqUnitBytes> unit{};
   };
   struct SegmentDeletion {
@@ -381,8 +387,8 @@ class Shard {
     bool refused = false;  // a read was refused (busy): advance_deletion() asks again
   };
   SegmentDeletion deletion_;
-  uint64_t clean_target_ = 0;   // this pass deletes segments ending at or below it
-  uint32_t clean_left_ = 0;     // segments this pass may still delete
+  uint64_t clean_target_ = 0;  // this pass deletes segments ending at or below it
+  uint32_t clean_left_ = 0;    // segments this pass may still delete
   void delete_next_segments();
   void step_search(size_t index);  // resolves from memory, or issues its next read
   void retention_unit_ready(uint32_t index, int64_t result);
@@ -411,7 +417,7 @@ class Shard {
   uint32_t schedule_rr_ = 0;
   // Copies due by this wall ms are taken (appended, held until their time) in this iteration.
   int64_t take_by_ms_ = 0;
-  bool take_behind_ = false;  // a source left copies due by take_by_ms_ untaken
+  bool take_behind_ = false;                // a source left copies due by take_by_ms_ untaken
   size_t schedule_queues_seen_ = SIZE_MAX;  // cq_->queue_count() when levels were last looked up
   // Deliveries whose progress is committed but not yet persisted: (log offset, cycles needed).
   std::vector<std::pair<uint64_t, uint64_t>> unpersisted_deliveries_;
@@ -449,14 +455,14 @@ class Shard {
   uint32_t timer_batch_next_ = 0;
   uint32_t timer_batch_reads_ = 0;
   bool timer_batch_failed_ = false;
-  bool timer_force_park_ = false;  // the last append of the batch's next timer failed
+  bool timer_force_park_ = false;        // the last append of the batch's next timer failed
   std::vector<std::byte> timer_record_;  // the batch's arena
   std::string timer_properties_;
   // Timer deliveries and cancels whose progress is committed but not persisted: (log offset,
   // persist cycles needed). The checkpoint stays below them, and below every slot's hold.
   std::vector<std::pair<uint64_t, uint64_t>> timer_unpersisted_;
-  uint32_t timer_holds_ = 0;     // slots with a hold
-  uint64_t timer_cancels_ = 0;   // cancels recorded (none: nothing to check)
+  uint32_t timer_holds_ = 0;    // slots with a hold
+  uint64_t timer_cancels_ = 0;  // cancels recorded (none: nothing to check)
   engine::QueueIndex timer_cancel_queue_ = UINT32_MAX;
   struct RecoveredCancel {
     std::string key;
@@ -464,9 +470,9 @@ class Shard {
     uint64_t log_offset = 0;
   };
   std::vector<RecoveredCancel> recovered_cancels_;  // found by recovery's scan, applied at load
-  std::atomic<uint64_t> stat_timer_accepted_{0}, stat_timer_in_memory_{0},
-      stat_timer_delivered_{0}, stat_timer_rolled_{0}, stat_timer_cancelled_{0},
-      stat_timer_parked_{0}, stat_timer_deleted_{0};
+  std::atomic<uint64_t> stat_timer_accepted_{0}, stat_timer_in_memory_{0}, stat_timer_delivered_{0},
+      stat_timer_rolled_{0}, stat_timer_cancelled_{0}, stat_timer_parked_{0},
+      stat_timer_deleted_{0};
   std::vector<std::unique_ptr<SessionSlot>>& slots_;
   std::thread thread_;
   std::unique_ptr<io::Disk> disk_;
@@ -496,14 +502,14 @@ class Shard {
   std::array<int64_t, 8> armed_wake_ns_;
 
   // Shard-thread state.
-  std::vector<PendingAppend> pending_;     // by CommitLog tag
-  std::vector<uint32_t> free_pending_;     // free indexes into pending_
+  std::vector<PendingAppend> pending_;  // by CommitLog tag
+  std::vector<uint32_t> free_pending_;  // free indexes into pending_
   std::vector<PendingAppend> pending_reads_;
   std::vector<uint32_t> free_reads_;
-  bool has_stalled_ = false;               // a request the log answered busy, retried first
+  bool has_stalled_ = false;  // a request the log answered busy, retried first
   uint32_t stalled_slot_ = 0;
   ShardRequest stalled_;
-  std::vector<bool> notify_;               // sessions that got completions this iteration
+  std::vector<bool> notify_;                // sessions that got completions this iteration
   std::vector<int64_t> next_queue_offset_;  // by QueueIndex: the next offset to assign
   std::vector<PullOp> ops_;
   std::vector<uint32_t> free_ops_;

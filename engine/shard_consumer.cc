@@ -200,7 +200,8 @@ void Shard::pull_units_ready(uint32_t op_index) {
       continue;
     }
     bool match = op.filter_all;
-    for (uint32_t f = 0; f < op.filter_count && !match; f++) match = op.filter_codes[f] == unit.tags_code;
+    for (uint32_t f = 0; f < op.filter_count && !match; f++)
+      match = op.filter_codes[f] == unit.tags_code;
     if (!match) {
       op.scanned++;
       continue;
@@ -208,8 +209,7 @@ void Shard::pull_units_ready(uint32_t op_index) {
     if (op.bytes + unit.size_bytes > op.buffer.size()) break;
     std::byte* dest = op.buffer.data() + op.bytes;
     if (!log_->read_memory(engine::LogOffset{unit.log_offset}, unit.size_bytes, dest)) {
-      if (run_bytes > 0 && run_log + run_bytes == unit.log_offset &&
-          run_dest + run_bytes == dest) {
+      if (run_bytes > 0 && run_log + run_bytes == unit.log_offset && run_dest + run_bytes == dest) {
         run_bytes += unit.size_bytes;
       } else {
         flush_run();
@@ -325,8 +325,8 @@ void Shard::note_corrupt(uint64_t log_offset, const char* reason, const char* fo
   corrupt_reported_count_ = std::min(corrupt_reported_count_ + 1, kCorruptReportsKept);
   stat_corrupt_reported_.fetch_add(1, std::memory_order_relaxed);
   const uint64_t base = log_offset - log_offset % options_.log.segment_size_bytes;
-  const std::string path = io::path_join(io::path_join(shard_dir_, "commitlog"),
-                                         engine::CommitLog::segment_name(base));
+  const std::string path =
+      io::path_join(io::path_join(shard_dir_, "commitlog"), engine::CommitLog::segment_name(base));
   std::fprintf(stderr,
                "uringmq: damaged CommitLog record in %s at file offset %llu (log offset %llu, "
                "store offset %llu), found by %s: %s; it is never served\n",
@@ -461,9 +461,9 @@ void Shard::note_held_copy(uint64_t log_offset, const engine::MessageView& recor
       !engine::find_property(record.user_properties, engine::kPropertyDeliveryMarker)) {
     return;
   }
-  recovered_holds_.push_back(RecoveredHold{
-      std::string(record.topic), record.queue_id,
-      HeldCopy{record.queue_offset, record.store_timestamp_ms, log_offset}});
+  recovered_holds_.push_back(
+      RecoveredHold{std::string(record.topic), record.queue_id,
+                    HeldCopy{record.queue_offset, record.store_timestamp_ms, log_offset}});
 }
 
 void Shard::restore_held_copies() {
@@ -482,10 +482,12 @@ void Shard::restore_held_copies() {
 bool Shard::start_search(uint32_t slot_index, const ShardRequest& request) {
   Completion done;
   done.tag = request.tag;
-  io::Result<engine::QueueIndex> queue = cq_->queue(request.input.topic, request.input.queue_id, false);
+  io::Result<engine::QueueIndex> queue =
+      cq_->queue(request.input.topic, request.input.queue_id, false);
   if (!queue.is_ok() || free_ops_.empty()) {
-    done.code = queue.is_ok() || queue.status().code() == io::Code::not_found ? io::Code::ok
-                                                                               : queue.status().code();
+    done.code = queue.is_ok() || queue.status().code() == io::Code::not_found
+                    ? io::Code::ok
+                    : queue.status().code();
     if (free_ops_.empty()) done.code = io::Code::busy;
     done.queue_offset = 0;
     post(slot_index, done);
@@ -542,8 +544,8 @@ void Shard::search_record_ready(uint32_t op_index) {
   if (op.stage == PullOp::Stage::search_record) {
     if (!log_->read_memory(engine::LogOffset{unit.log_offset}, header_bytes, op.header.data())) {
       op.stage = PullOp::Stage::search_unit;  // next completion carries the header
-      io::Status s = log_->read(engine::LogOffset{unit.log_offset}, header_bytes,
-                                op.header.data(), kOpReadBit | op_index);
+      io::Status s = log_->read(engine::LogOffset{unit.log_offset}, header_bytes, op.header.data(),
+                                kOpReadBit | op_index);
       if (s.is_ok()) {
         op.reads_outstanding++;
         return;
@@ -843,8 +845,8 @@ void Shard::report_deleted_segment() {
     const int64_t first = at_base.lo;  // the segment's units of this queue: [first, gone)
     const int64_t gone = at_end.lo;
     if (gone <= first) continue;
-    unconsumed += static_cast<uint64_t>(
-        std::max<int64_t>(0, gone - std::max(need.first_unconsumed, first)));
+    unconsumed +=
+        static_cast<uint64_t>(std::max<int64_t>(0, gone - std::max(need.first_unconsumed, first)));
     if (need.groups.empty()) add("", gone - first);
     for (const auto& [group, committed] : need.groups) {
       add(group, gone - std::max(committed, first));
@@ -868,8 +870,8 @@ void Shard::report_deleted_segment() {
                "unconsumed messages deleted: %s%llu%s%s\n",
                file.c_str(), static_cast<unsigned long long>(d.base),
                static_cast<unsigned long long>(d.end), exact ? "" : "at least ",
-               static_cast<unsigned long long>(unconsumed), lost.empty() ? "" : ", per group:",
-               groups.c_str());
+               static_cast<unsigned long long>(unconsumed),
+               lost.empty() ? "" : ", per group:", groups.c_str());
 }
 
 }  // namespace uringmq

@@ -175,8 +175,7 @@ int64_t Shard::level_due_ms(uint32_t level, int64_t deliver_ms, int64_t now) con
 
 // The level's head was read and found due only after t (and the clock has not gone back so far
 // that correctDeliverTimestamp makes it due now): nothing of the level is due by t.
-bool Shard::head_not_due_by(const LevelState& state, uint32_t level, int64_t t,
-                            int64_t now) const {
+bool Shard::head_not_due_by(const LevelState& state, uint32_t level, int64_t t, int64_t now) const {
   return state.head_offset == state.issued && state.head_due_ms > t &&
          level_due_ms(level, state.head_due_ms, now) == state.head_due_ms;
 }
@@ -216,7 +215,8 @@ void Shard::prefetch_due_soon(int64_t now) {
   }
   if (wheel_) {
     wheel_->for_each_due_by(horizon, [&](engine::TimerEntry& e) {
-      if (!e.prefetched) e.prefetched = prefetch_->want(e.log_offset, e.size_bytes, e.deliver_ms, now);
+      if (!e.prefetched)
+        e.prefetched = prefetch_->want(e.log_offset, e.size_bytes, e.deliver_ms, now);
     });
   }
 }
@@ -233,8 +233,8 @@ void Shard::read_level_units_ahead(LevelState& state, uint32_t level) {
   engine::CqUnit probe;
   if (cq_->lookup_memory(state.queue, end, std::span(&probe, 1)) > 0) return;  // in memory
   const uint32_t want = static_cast<uint32_t>(std::min<int64_t>(kDeliveryBatch, max - end));
-  io::Status s = cq_->read_units(state.queue, end, want, units_ahead_bytes_.data(),
-                                 kUnitsAheadBit | level);
+  io::Status s =
+      cq_->read_units(state.queue, end, want, units_ahead_bytes_.data(), kUnitsAheadBit | level);
   if (!s.is_ok()) return;  // busy: asked again on the next millisecond
   units_ahead_level_ = level;
   units_ahead_from_ = end;
@@ -322,8 +322,8 @@ void Shard::run_schedule() {
       schedule_rr_ = level % levels;  // the next call starts after this level
       if (n == 0) {
         // The level's head is older than the units kept in memory: read a batch of them.
-        io::Status s = cq_->read_units(state.queue, state.issued, want,
-                                       delivery_unit_bytes_.data(), kScheduleReadBit | level);
+        io::Status s = cq_->read_units(state.queue, state.issued, want, delivery_unit_bytes_.data(),
+                                       kScheduleReadBit | level);
         if (s.is_ok()) delivery_stage_ = DeliveryStage::unit;
         take_behind_ = true;
         return;
@@ -353,8 +353,8 @@ void Shard::skip_deleted_level_units(LevelState& state, uint32_t level) {
   state.stat_deleted.fetch_add(static_cast<uint64_t>(min - state.progress),
                                std::memory_order_relaxed);
   state.issued = state.progress = min;
-  (void)offsets_->commit(kScheduleProgressGroup, engine::kScheduleTopic, static_cast<int32_t>(level) - 1,
-                         state.progress);
+  (void)offsets_->commit(kScheduleProgressGroup, engine::kScheduleTopic,
+                         static_cast<int32_t>(level) - 1, state.progress);
 }
 
 // Takes the heads among the first `units` of batch_units_ that are due within the delivery lead,
@@ -506,8 +506,8 @@ void Shard::delivery_acked(uint32_t level, uint64_t log_offset, bool ok) {
   UMQ_ASSERT_MSG(state.progress <= state.issued,
                  "a level's progress passed the deliveries issued: an acknowledgement of none");
   state.stat_delivered.fetch_add(1, std::memory_order_relaxed);
-  (void)offsets_->commit(kScheduleProgressGroup, engine::kScheduleTopic, static_cast<int32_t>(level) - 1,
-                         state.progress);
+  (void)offsets_->commit(kScheduleProgressGroup, engine::kScheduleTopic,
+                         static_cast<int32_t>(level) - 1, state.progress);
   const uint64_t needed = offsets_->persisted_cycles() + (offsets_->persisting() ? 2 : 1);
   // delivery_low_water() reads the first entry as the lowest: entries stay in log order.
   UMQ_ASSERT_MSG(

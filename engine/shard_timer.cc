@@ -70,8 +70,8 @@ io::Code Shard::rewrite_timer(const engine::MessageInput& in, engine::MessageInp
     out->properties = timer_properties_;
     return io::Code::ok;
   }
-  engine::TimerRequest r = engine::parse_timer_request(in.properties, now,
-                                                       options_.timer_max_delay_sec * 1000);
+  engine::TimerRequest r =
+      engine::parse_timer_request(in.properties, now, options_.timer_max_delay_sec * 1000);
   switch (r.kind) {
     case engine::TimerRequest::Kind::none:
     case engine::TimerRequest::Kind::immediate:
@@ -118,8 +118,8 @@ io::Code Shard::rewrite_timer(const engine::MessageInput& in, engine::MessageInp
 // Every record recovery's scan checks: timer markers and cancels above the checkpoint.
 void Shard::note_timer_record(uint64_t log_offset, const engine::MessageView& record) {
   if (!wheel_) {
-    wheel_ = std::make_unique<engine::TimerWheel>(options_.timer_bucket_ms,
-                                                  options_.timer_slot_count);
+    wheel_ =
+        std::make_unique<engine::TimerWheel>(options_.timer_bucket_ms, options_.timer_slot_count);
   }
   if (record.topic == engine::kTimerTopic && record.queue_id == engine::kTimerCancelQueue) {
     auto key = engine::find_property(record.user_properties, engine::kPropertyTimerCancelKey);
@@ -142,8 +142,8 @@ void Shard::note_timer_record(uint64_t log_offset, const engine::MessageView& re
 
 void Shard::load_timer_state() {
   if (!wheel_) {
-    wheel_ = std::make_unique<engine::TimerWheel>(options_.timer_bucket_ms,
-                                                  options_.timer_slot_count);
+    wheel_ =
+        std::make_unique<engine::TimerWheel>(options_.timer_bucket_ms, options_.timer_slot_count);
   }
   timer_record_.resize(std::max<size_t>(
       1u << 20, options_.log.limits.max_body_bytes + engine::kMaxPropertiesBytes + 1024));
@@ -151,8 +151,9 @@ void Shard::load_timer_state() {
   timer_rolls_.reserve(kMaxRollsWaiting);
   for (uint32_t k = 0; k < wheel_->slot_count(); k++) {
     engine::TimerWheel::Slot& s = wheel_->slot(k);
-    const int64_t persisted = offsets_->query(kTimerProgressGroup, engine::kTimerTopic,
-                                              static_cast<int32_t>(k)).value_or(0);
+    const int64_t persisted =
+        offsets_->query(kTimerProgressGroup, engine::kTimerTopic, static_cast<int32_t>(k))
+            .value_or(0);
     s.progress = 0;
     auto queue = cq_->queue(engine::kTimerTopic, static_cast<int32_t>(k), false);
     if (queue.is_ok()) {
@@ -243,8 +244,8 @@ void Shard::scan_timer_slots(int64_t now) {
           static_cast<uint32_t>(std::min<int64_t>(kDeliveryBatch, max - s.scanned));
       size_t n = cq_->lookup_memory(s.queue, s.scanned, std::span(timer_units_.data(), want));
       if (n == 0) {
-        io::Status st = cq_->read_units(s.queue, s.scanned, want, timer_unit_bytes_.data(),
-                                        kTimerReadBit | k);
+        io::Status st =
+            cq_->read_units(s.queue, s.scanned, want, timer_unit_bytes_.data(), kTimerReadBit | k);
         if (st.is_ok()) {
           timer_stage_ = TimerStage::unit;
           timer_unit_slot_ = k;
@@ -316,9 +317,8 @@ void Shard::advance_timer_sweep(int64_t now) {
   while (timer_sweep_bucket_ < cur) {
     const engine::TimerWheel::Slot& s = wheel_->slot(wheel_->slot_of_bucket(timer_sweep_bucket_));
     if (s.exists) {
-      const int64_t appended = s.queue < next_queue_offset_.size()
-                                   ? next_queue_offset_[s.queue]
-                                   : cq_->max_offset(s.queue);
+      const int64_t appended = s.queue < next_queue_offset_.size() ? next_queue_offset_[s.queue]
+                                                                   : cq_->max_offset(s.queue);
       if (s.scanned < appended || s.progress < s.scanned) break;
     }
     timer_sweep_bucket_++;
@@ -366,7 +366,8 @@ void Shard::start_timer_batch() {
     if (placed && !prefetch_->take(e.log_offset, e.size_bytes, dest) &&
         !log_->read_memory(engine::LogOffset{e.log_offset}, e.size_bytes, dest)) {
       placed = log_->read(engine::LogOffset{e.log_offset}, e.size_bytes, dest,
-                          kTimerReadBit | timer_batch_count_).is_ok();
+                          kTimerReadBit | timer_batch_count_)
+                   .is_ok();
       if (placed) timer_batch_reads_++;
     }
     if (!placed) {  // the arena is full or the log busy: the rest waits for the next batch
@@ -513,9 +514,8 @@ bool Shard::deliver_timer(const engine::TimerEntry& e, bool roll,
     in.queue_id = parked_queue_id();
   } else if (roll) {
     in.topic = engine::kTimerTopic;
-    in.queue_id = static_cast<int32_t>(
-        wheel_->slot_of_bucket(
-            wheel_->placement_bucket(e.deliver_ms, clock_->now_ms(), timer_sweep_bucket_)));
+    in.queue_id = static_cast<int32_t>(wheel_->slot_of_bucket(
+        wheel_->placement_bucket(e.deliver_ms, clock_->now_ms(), timer_sweep_bucket_)));
   } else {
     in.topic = real.topic;
     in.queue_id = static_cast<int32_t>(real.queue_id);

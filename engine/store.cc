@@ -27,7 +27,9 @@ uint64_t queue_hash(std::string_view topic, int32_t queue_id) {
   return h;
 }
 
-bool is_power_of_two(uint32_t v) { return v >= 2 && (v & (v - 1)) == 0; }
+bool is_power_of_two(uint32_t v) {
+  return v >= 2 && (v & (v - 1)) == 0;
+}
 
 // Creates the data directory and checks the shard count against the shard directories there.
 io::Status prepare_data_dir(const StoreOptions& options) {
@@ -232,8 +234,8 @@ Session::~Session() {
 io::Status Session::post(uint32_t shard, const ShardRequest& request) {
   if (outstanding_per_shard_[shard] >= store_.options_.session_window ||
       !slot_.to_shard[shard]->push(request)) {
-    return io::Status::error(io::Code::busy, "session window to shard " + std::to_string(shard) +
-                                                 " is full");
+    return io::Status::error(io::Code::busy,
+                             "session window to shard " + std::to_string(shard) + " is full");
   }
   outstanding_++;
   outstanding_per_shard_[shard]++;
@@ -273,8 +275,8 @@ io::Status Session::send_to_every_shard(const ShardRequest& request) {
   const uint32_t shards = static_cast<uint32_t>(store_.shards_.size());
   for (uint32_t shard = 0; shard < shards; shard++) {
     if (outstanding_per_shard_[shard] >= store_.options_.session_window) {
-      return io::Status::error(io::Code::busy, "session window to shard " +
-                                                   std::to_string(shard) + " is full");
+      return io::Status::error(io::Code::busy,
+                               "session window to shard " + std::to_string(shard) + " is full");
     }
   }
   FanOut f;
@@ -391,17 +393,16 @@ bool is_internal_group(std::string_view group) {
 }
 
 io::Status make_send_back(std::string_view group, std::span<const std::byte> record,
-                          uint64_t id_offset, int32_t delay_level,
-                          int32_t max_reconsume_times, const engine::CodecLimits& limits,
-                          SendBackCopy* out) {
+                          uint64_t id_offset, int32_t delay_level, int32_t max_reconsume_times,
+                          const engine::CodecLimits& limits, SendBackCopy* out) {
   engine::DecodeOptions decode_options;
   decode_options.limits = limits;
   engine::DecodeResult r = engine::decode(record, decode_options);
   if (group.empty()) return io::Status::error(io::Code::invalid_argument, "empty consumer group");
   if (r.outcome != engine::DecodeOutcome::ok) {
-    return io::Status::error(io::Code::invalid_argument,
-                             "the bytes at offset " + std::to_string(id_offset) +
-                                 " are not one stored message");
+    return io::Status::error(
+        io::Code::invalid_argument,
+        "the bytes at offset " + std::to_string(id_offset) + " are not one stored message");
   }
   const engine::MessageView& v = r.view;
   out->dead_letter = v.reconsume_times >= max_reconsume_times || delay_level < 0;
@@ -478,7 +479,9 @@ bool Session::begin_wait() {
   return true;
 }
 
-void Session::end_wait() { slot_.waiting.store(false, std::memory_order_seq_cst); }
+void Session::end_wait() {
+  slot_.waiting.store(false, std::memory_order_seq_cst);
+}
 
 Completion Session::wait_for(uint64_t tag) {
   std::array<Completion, 1> one{};

@@ -47,8 +47,7 @@ struct TimerRequest {
 };
 
 // The deliver time `properties` ask for, at wall time now_ms.
-TimerRequest parse_timer_request(std::string_view properties, int64_t now_ms,
-                                 int64_t max_delay_ms);
+TimerRequest parse_timer_request(std::string_view properties, int64_t now_ms, int64_t max_delay_ms);
 
 // True for a timer property a delivered or level-delayed message must not keep.
 bool is_timer_input_property(std::string_view name);

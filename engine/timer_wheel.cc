@@ -35,7 +35,8 @@ int64_t TimerWheel::placement_bucket(int64_t deliver_ms, int64_t now_ms,
   const int64_t now_bucket = bucket_of(now_ms);
   const int64_t slots = static_cast<int64_t>(slots_.size());
   int64_t horizon = now_bucket + slots - 2;
-  if (sweep_bucket != INT64_MIN) horizon = std::max(now_bucket, std::min(horizon, sweep_bucket + slots - 1));
+  if (sweep_bucket != INT64_MIN)
+    horizon = std::max(now_bucket, std::min(horizon, sweep_bucket + slots - 1));
   return std::clamp(bucket_of(deliver_ms), now_bucket, horizon);
 }
 

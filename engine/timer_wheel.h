@@ -40,8 +40,8 @@ class TimerWheel {
   struct Slot {
     bool exists = false;
     QueueIndex queue = 0;
-    int64_t progress = 0;  // every unit below it is done
-    int64_t scanned = 0;   // units below it have been examined (>= progress)
+    int64_t progress = 0;      // every unit below it is done
+    int64_t scanned = 0;       // units below it have been examined (>= progress)
     std::deque<uint8_t> done;  // flags of [progress, scanned)
     // The first record a delivery or roll from this slot appended since its progress last
     // caught up with `scanned`: the CommitLog checkpoint must not pass it (recovery finds the

@@ -35,8 +35,7 @@ inline void checkpoint_check_disk(std::span<const std::byte> in,
   options.seed = in.size();
   io::SimDisk disk(options);
   UMQ_ASSERT(disk.make_dir_tree_durable("/store").is_ok());
-  io::Result<io::FileHandle> file =
-      disk.open("/store/checkpoint", io::OpenMode::create_exclusive);
+  io::Result<io::FileHandle> file = disk.open("/store/checkpoint", io::OpenMode::create_exclusive);
   UMQ_ASSERT(file.is_ok());
   if (!in.empty()) {
     UMQ_ASSERT(io::write_exact(disk, *file, 0, in, "write checkpoint image").is_ok());
@@ -70,9 +69,10 @@ inline void checkpoint_check(std::span<const std::byte> in) {
     io::Result<engine::Checkpoint> back = engine::decode_checkpoint(out);
     UMQ_ASSERT(back.is_ok());
     UMQ_ASSERT(*back == *decoded);
-    const bool reserved_zero =
-        std::all_of(in.begin() + 12, in.begin() + 16, [](std::byte b) { return b == std::byte{0}; }) &&
-        std::all_of(in.begin() + 40, in.begin() + 60, [](std::byte b) { return b == std::byte{0}; });
+    const bool reserved_zero = std::all_of(in.begin() + 12, in.begin() + 16,
+                                           [](std::byte b) { return b == std::byte{0}; }) &&
+                               std::all_of(in.begin() + 40, in.begin() + 60,
+                                           [](std::byte b) { return b == std::byte{0}; });
     if (reserved_zero) UMQ_ASSERT(std::memcmp(out.data(), in.data(), out.size()) == 0);
   }
   checkpoint_check_disk(in, decoded.is_ok() ? &*decoded : nullptr);

@@ -35,8 +35,7 @@
 
 namespace uringmq::fuzz {
 
-inline void record_decode_check_fields(const engine::MessageView& a,
-                                       const engine::MessageView& b) {
+inline void record_decode_check_fields(const engine::MessageView& a, const engine::MessageView& b) {
   UMQ_ASSERT(a.queue_id == b.queue_id);
   UMQ_ASSERT(a.flag == b.flag);
   UMQ_ASSERT(a.queue_offset == b.queue_offset);
@@ -56,8 +55,7 @@ inline void record_decode_check_fields(const engine::MessageView& a,
 }
 
 // Re-encodes an ok record from its decoded fields and compares (see the file comment).
-inline void record_decode_reencode(std::span<const std::byte> record,
-                                   const engine::MessageView& v,
+inline void record_decode_reencode(std::span<const std::byte> record, const engine::MessageView& v,
                                    const engine::DecodeOptions& options) {
   engine::MessageInput input;
   input.topic = v.topic;

@@ -55,9 +55,9 @@ inline int remoting_frame_fuzz_one(const uint8_t* data, size_t size) {
           again.size() - net::kFramePrefixBytes - frame.body.size() <= limits.max_header_bytes) {
         net::RemotingLimits roomy = limits;
         roomy.max_ext_fields = l->max_ext_fields;
-        UMQ_ASSERT_MSG(net::decode_frame(net::as_bytes(again), roomy, &back, &error2) ==
-                           net::DecodeStatus::ok,
-                       error2.c_str());
+        UMQ_ASSERT_MSG(
+            net::decode_frame(net::as_bytes(again), roomy, &back, &error2) == net::DecodeStatus::ok,
+            error2.c_str());
         UMQ_ASSERT(back.command.code == frame.command.code);
         UMQ_ASSERT(back.command.opaque == frame.command.opaque);
         UMQ_ASSERT(back.command.ext_fields == frame.command.ext_fields);

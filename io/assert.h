@@ -9,16 +9,16 @@ namespace uringmq::io {
                               const char* reason);
 }  // namespace uringmq::io
 
-#define UMQ_ASSERT(cond)                                                      \
-  do {                                                                        \
-    if (__builtin_expect(!(cond), 0)) {                                       \
-      ::uringmq::io::assert_fail(#cond, __FILE__, __LINE__, nullptr);         \
-    }                                                                         \
+#define UMQ_ASSERT(cond)                                              \
+  do {                                                                \
+    if (__builtin_expect(!(cond), 0)) {                               \
+      ::uringmq::io::assert_fail(#cond, __FILE__, __LINE__, nullptr); \
+    }                                                                 \
   } while (0)
 
-#define UMQ_ASSERT_MSG(cond, reason)                                          \
-  do {                                                                        \
-    if (__builtin_expect(!(cond), 0)) {                                       \
-      ::uringmq::io::assert_fail(#cond, __FILE__, __LINE__, (reason));        \
-    }                                                                         \
+#define UMQ_ASSERT_MSG(cond, reason)                                   \
+  do {                                                                 \
+    if (__builtin_expect(!(cond), 0)) {                                \
+      ::uringmq::io::assert_fail(#cond, __FILE__, __LINE__, (reason)); \
+    }                                                                  \
   } while (0)

@@ -15,9 +15,15 @@ int64_t read_clock_ns(clockid_t id) {
 }
 }  // namespace
 
-int64_t SystemClock::now_ms() const { return read_clock_ns(CLOCK_REALTIME) / 1'000'000; }
-int64_t SystemClock::now_ns() const { return read_clock_ns(CLOCK_REALTIME); }
-int64_t SystemClock::monotonic_ns() const { return read_clock_ns(CLOCK_MONOTONIC); }
+int64_t SystemClock::now_ms() const {
+  return read_clock_ns(CLOCK_REALTIME) / 1'000'000;
+}
+int64_t SystemClock::now_ns() const {
+  return read_clock_ns(CLOCK_REALTIME);
+}
+int64_t SystemClock::monotonic_ns() const {
+  return read_clock_ns(CLOCK_MONOTONIC);
+}
 
 void ManualClock::advance_ms(int64_t delta_ms) {
   UMQ_ASSERT(delta_ms >= 0);

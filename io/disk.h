@@ -9,9 +9,10 @@
 // - Metadata (open, size, truncate, rename, remove, make_dir, list_dir, lock) is synchronous and
 //   rare: startup, recovery, segment roll, checkpoint.
 // - Data (read, write, fdatasync, fsync, fallocate) and the reactor's timeout and wait_wake are
-//   asynchronous (SimDisk, single-threaded and timeless, refuses the last two): submit() queues a request,
-//   poll() pushes queued requests to the device and reaps completions. Completions may arrive in
-//   any order. A buffer passed to submit() must stay valid and unchanged until its completion.
+//   asynchronous (SimDisk, single-threaded and timeless, refuses the last two): submit() queues a
+//   request, poll() pushes queued requests to the device and reaps completions. Completions may
+//   arrive in any order. A buffer passed to submit() must stay valid and unchanged until its
+//   completion.
 //
 // Durability contract (what a crash may undo; see io/README.md):
 // - A write is durable once an fdatasync (or fsync) of the same file that was *submitted after
@@ -69,8 +70,8 @@ class Waker;
 struct IoRequest {
   OpKind kind = OpKind::read;
   FileHandle file;
-  uint64_t file_offset = 0;   // read, write, fallocate: byte offset in the file
-  uint64_t length_bytes = 0;  // read, write, fallocate: byte count (fallocate: the range)
+  uint64_t file_offset = 0;        // read, write, fallocate: byte offset in the file
+  uint64_t length_bytes = 0;       // read, write, fallocate: byte count (fallocate: the range)
   std::byte* buffer = nullptr;     // read: destination; write: source
   int32_t registered_buffer = -1;  // index from register_buffers() holding `buffer`, or -1
   uint64_t user_data = 0;          // returned unchanged in the completion

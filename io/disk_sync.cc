@@ -41,10 +41,10 @@ Status read_exact(Disk& disk, FileHandle file, uint64_t file_offset, std::span<s
     int64_t got = 0;
     UMQ_RETURN_IF_ERROR(run_sync(disk, req, what, &got));
     if (got == 0) {
-      return Status::error(Code::corruption,
-                           std::string(what) + ": file ends at " +
-                               std::to_string(file_offset + done) + ", expected " +
-                               std::to_string(file_offset + buffer.size()));
+      return Status::error(Code::corruption, std::string(what) + ": file ends at " +
+                                                 std::to_string(file_offset + done) +
+                                                 ", expected " +
+                                                 std::to_string(file_offset + buffer.size()));
     }
     done += static_cast<uint64_t>(got);
   }

@@ -39,8 +39,8 @@ Result<std::unique_ptr<NetRing>> NetRing::create(uint32_t entries) {
 Status NetRing::enable() {
   if (!disabled_) return Status::ok();
   // liburing 2.3 declares io_uring_enable_rings() but does not export it (fixed in 2.4).
-  long rc = ::syscall(__NR_io_uring_register, ring_->ring_fd, IORING_REGISTER_ENABLE_RINGS,
-                      nullptr, 0);
+  long rc =
+      ::syscall(__NR_io_uring_register, ring_->ring_fd, IORING_REGISTER_ENABLE_RINGS, nullptr, 0);
   if (rc < 0) return Status::from_errno(errno, "IORING_REGISTER_ENABLE_RINGS for the network ring");
   disabled_ = false;
   return Status::ok();

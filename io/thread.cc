@@ -33,7 +33,8 @@ Status pin_current_thread(uint32_t n) {
   CPU_ZERO(&set);
   CPU_SET(cpus[n % cpus.size()], &set);
   int rc = pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
-  if (rc != 0) return Status::from_errno(rc, "pin thread to CPU " + std::to_string(cpus[n % cpus.size()]));
+  if (rc != 0)
+    return Status::from_errno(rc, "pin thread to CPU " + std::to_string(cpus[n % cpus.size()]));
   return Status::ok();
 }
 

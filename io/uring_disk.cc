@@ -503,8 +503,7 @@ Status UringDisk::submit_reactor_request(const IoRequest& request) {
     io_uring_prep_timeout(sqe, reinterpret_cast<__kernel_timespec*>(&ts), 0, 0);
   } else {
     UMQ_ASSERT(request.waker != nullptr);
-    io_uring_prep_read(sqe, request.waker->fd(), request.waker->read_buffer(), sizeof(uint64_t),
-                       0);
+    io_uring_prep_read(sqe, request.waker->fd(), request.waker->read_buffer(), sizeof(uint64_t), 0);
   }
   io_uring_sqe_set_data64(sqe, request.user_data);
   ++in_flight_count_;

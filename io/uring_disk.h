@@ -160,8 +160,8 @@ class UringDisk final : public Disk {
   std::vector<FileSlot> slots_;
   std::vector<int32_t> free_slots_;  // indexes of free slots, reused first
   std::vector<LockEntry> locks_;
-  uint32_t file_mode_ = 0640;  // UringDiskOptions::file_mode
-  uint32_t dir_mode_ = 0750;   // UringDiskOptions::dir_mode
+  uint32_t file_mode_ = 0640;                             // UringDiskOptions::file_mode
+  uint32_t dir_mode_ = 0750;                              // UringDiskOptions::dir_mode
   std::vector<std::span<std::byte>> registered_buffers_;  // to check fixed requests
   bool buffers_registered_ = false;
   // Completions made without the kernel (misaligned O_DIRECT, bad registered buffer), a ring of

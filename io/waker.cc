@@ -13,7 +13,9 @@ Result<std::unique_ptr<Waker>> Waker::create() {
   return std::unique_ptr<Waker>(new Waker(fd));
 }
 
-Waker::~Waker() { ::close(fd_); }
+Waker::~Waker() {
+  ::close(fd_);
+}
 
 void Waker::wake() {
   uint64_t one = 1;

@@ -35,11 +35,15 @@ constexpr int64_t kRefusalLogIntervalMs = 10'000;
 uint64_t pack(uint8_t event, uint32_t generation, uint32_t index) {
   return (uint64_t{event} << 56) | (uint64_t{generation & 0xFFFFFF} << 32) | index;
 }
-uint8_t event_of(uint64_t user_data) { return static_cast<uint8_t>(user_data >> 56); }
+uint8_t event_of(uint64_t user_data) {
+  return static_cast<uint8_t>(user_data >> 56);
+}
 uint32_t generation_of(uint64_t user_data) {
   return static_cast<uint32_t>((user_data >> 32) & 0xFFFFFF);
 }
-uint32_t index_of(uint64_t user_data) { return static_cast<uint32_t>(user_data); }
+uint32_t index_of(uint64_t user_data) {
+  return static_cast<uint32_t>(user_data);
+}
 
 bool parse_ipv4(const std::string& text, uint8_t out[4]) {
   unsigned v[4];
@@ -115,7 +119,9 @@ io::Status Broker::run() {
   return served.is_ok() ? closed : served;
 }
 
-void Broker::request_stop() { stop_waker_->wake(); }
+void Broker::request_stop() {
+  stop_waker_->wake();
+}
 
 // ---- BrokerReactor: setup ----
 
@@ -126,8 +132,8 @@ BrokerReactor::BrokerReactor(const BrokerConfig& config, Store& store, io::Waker
       clock_(config.store.clock != nullptr ? config.store.clock : &system_clock_),
       store_waker_(&store_waker),
       stop_waker_(&stop_waker) {
-  limits_.max_frame_bytes = std::max<uint32_t>(
-      limits_.max_frame_bytes, config.store.log.limits.max_body_bytes + (1u << 20));
+  limits_.max_frame_bytes = std::max<uint32_t>(limits_.max_frame_bytes,
+                                               config.store.log.limits.max_body_bytes + (1u << 20));
   store_host_ = config.store.store_host;
 }
 
@@ -241,8 +247,8 @@ void BrokerReactor::on_net_completion(const io::NetCompletion& c) {
 
 void BrokerReactor::arm_accept(int which) {
   accept_armed_[which] = true;
-  ring_->accept_multishot(listen_fds_[which],
-                          pack(static_cast<uint8_t>(Event::accept), 0, static_cast<uint32_t>(which)));
+  ring_->accept_multishot(listen_fds_[which], pack(static_cast<uint8_t>(Event::accept), 0,
+                                                   static_cast<uint32_t>(which)));
 }
 
 void BrokerReactor::on_accept(int which, const io::NetCompletion& c) {
@@ -328,8 +334,8 @@ void BrokerReactor::on_recv(uint32_t index, int32_t result) {
   conn.recv_armed = false;
   if (conn.closing) return maybe_free(index);
   if (result <= 0) {
-    return close_connection(index, result == 0 ? "peer closed"
-                                               : std::string(std::strerror(-result)));
+    return close_connection(index,
+                            result == 0 ? "peer closed" : std::string(std::strerror(-result)));
   }
   conn.recv_filled = static_cast<size_t>(result) == conn.in.size() - conn.in_bytes;
   conn.in_bytes += static_cast<size_t>(result);
@@ -449,7 +455,7 @@ void BrokerReactor::close_connection(uint32_t index, const std::string& why) {
   log_debug("connection " + std::to_string(index) + " closed: " + why);
   if (why.rfind("bad frame", 0) == 0) log_warn("closing a connection: " + why);
   conn.closing = true;
-  account(index);  // its buffers are freed once the kernel lets go of them
+  account(index);                   // its buffers are freed once the kernel lets go of them
   orphan_bytes_ += conn.ops_bytes;  // its ops' buffers, until the store answers them
   conn.ops_bytes = 0;
   std::vector<uint32_t> deferred;
@@ -514,8 +520,9 @@ void BrokerReactor::sweep(int64_t now) {
   if (refused_ > 0 && mono_ms_ >= refusal_log_ms_) log_refusals();
   // Consumers that stopped heartbeating leave their groups.
   for (auto group = consumers_.begin(); group != consumers_.end();) {
-    std::erase_if(group->second,
-                  [&](const auto& client) { return now - client.second > config_.client_expire_ms; });
+    std::erase_if(group->second, [&](const auto& client) {
+      return now - client.second > config_.client_expire_ms;
+    });
     group = group->second.empty() ? consumers_.erase(group) : std::next(group);
   }
 }

@@ -27,10 +27,15 @@
 namespace uringmq::net {
 namespace {
 
-constexpr std::array<std::string_view, 9> kIgnored = {
-    "namesrvAddr",           "autoCreateTopicEnable",    "autoCreateSubscriptionGroup",
-    "brokerIP2",             "enablePropertyFilter",     "waitTimeMillsInSendQueue",
-    "sendMessageThreadPoolNums", "pullMessageThreadPoolNums", "useReentrantLockWhenPutMessage"};
+constexpr std::array<std::string_view, 9> kIgnored = {"namesrvAddr",
+                                                      "autoCreateTopicEnable",
+                                                      "autoCreateSubscriptionGroup",
+                                                      "brokerIP2",
+                                                      "enablePropertyFilter",
+                                                      "waitTimeMillsInSendQueue",
+                                                      "sendMessageThreadPoolNums",
+                                                      "pullMessageThreadPoolNums",
+                                                      "useReentrantLockWhenPutMessage"};
 
 constexpr uint64_t kMiB = 1ull << 20;
 constexpr uint64_t kMaxSegmentBytes = (1ull << 31) - 4096;  // RocketMQ's int file size
@@ -115,10 +120,10 @@ std::string set_delete_when(BrokerConfig& c, std::string_view text) {
   size_t start = 0;
   while (true) {
     size_t semi = text.find(';', start);
-    std::string_view part = trim(text.substr(start, semi == std::string_view::npos ? semi
-                                                                                  : semi - start));
-    std::optional<int32_t> hour = part.size() <= 2 ? parse_number<int32_t>(part, 0, 23)
-                                                   : std::nullopt;
+    std::string_view part =
+        trim(text.substr(start, semi == std::string_view::npos ? semi : semi - start));
+    std::optional<int32_t> hour =
+        part.size() <= 2 ? parse_number<int32_t>(part, 0, 23) : std::nullopt;
     if (!hour) return "is not a list of hours of the day (00..23, separated by ';')";
     if (!first) first = hour;
     if (semi == std::string_view::npos) break;
@@ -415,9 +420,9 @@ io::Status finish(BrokerConfig& c, std::string_view source,
     c.store.disk_force_clean_ratio = c.store.disk_max_used_space_ratio;
   }
   if (c.namesrv_listen_port != 0 && c.namesrv_listen_port == c.listen_port) {
-    return config_error(source, line_of("namesrvListenPort", "listenPort"),
-                        "namesrvListenPort and listenPort are both " +
-                            std::to_string(c.listen_port));
+    return config_error(
+        source, line_of("namesrvListenPort", "listenPort"),
+        "namesrvListenPort and listenPort are both " + std::to_string(c.listen_port));
   }
   c.advertised_address = effective_advertised_address(c);
   return io::Status::ok();
@@ -539,12 +544,10 @@ std::string describe_broker_config(const BrokerConfig& c) {
   char hour[8];
   std::snprintf(hour, sizeof(hour), "%02d", static_cast<int>(s.delete_when_hour_utc));
   add("deleteWhen", hour);
-  add("diskMaxUsedSpaceRatio",
-      num(static_cast<int>(s.disk_max_used_space_ratio * 100.0 + 0.5)));
+  add("diskMaxUsedSpaceRatio", num(static_cast<int>(s.disk_max_used_space_ratio * 100.0 + 0.5)));
   add("diskSpaceWarningLevelRatio",
       num(static_cast<int>(s.disk_space_warning_ratio * 100.0 + 0.5)));
-  add("diskSpaceCleanForciblyRatio",
-      num(static_cast<int>(s.disk_force_clean_ratio * 100.0 + 0.5)));
+  add("diskSpaceCleanForciblyRatio", num(static_cast<int>(s.disk_force_clean_ratio * 100.0 + 0.5)));
   add("cleanFileForciblyEnable", s.clean_file_forcibly_enable ? "true" : "false");
   char mode[8];
   std::snprintf(mode, sizeof(mode), "%04o", static_cast<unsigned>(s.file_mode));

@@ -36,18 +36,18 @@ struct BrokerConfig {
   // schedule_max_attempts (scheduleMaxAttempts), timer_max_delay_sec (timerMaxDelaySec),
   // delivery_lead_ms (deliveryLeadMs).
   StoreOptions store;
-  std::string broker_name = "broker-a";           // brokerName
-  std::string cluster_name = "DefaultCluster";    // brokerClusterName
+  std::string broker_name = "broker-a";         // brokerName
+  std::string cluster_name = "DefaultCluster";  // brokerClusterName
   // Address the broker and NameServer listeners bind (bindAddress): an IPv4 literal; 0.0.0.0
   // binds every interface.
   std::string bind_address = "127.0.0.1";
-  uint16_t listen_port = 10911;                   // listenPort
-  uint16_t namesrv_listen_port = 9876;            // namesrvListenPort; 0 = no NameServer listener
-  int32_t default_topic_queue_nums = 8;           // defaultTopicQueueNums, 1..1024
-  int64_t sync_flush_timeout_ms = 5000;           // syncFlushTimeout, ms
+  uint16_t listen_port = 10911;          // listenPort
+  uint16_t namesrv_listen_port = 9876;   // namesrvListenPort; 0 = no NameServer listener
+  int32_t default_topic_queue_nums = 8;  // defaultTopicQueueNums, 1..1024
+  int64_t sync_flush_timeout_ms = 5000;  // syncFlushTimeout, ms
   // Upper bound on a pull's suspendTimeoutMillis, ms (maxPullSuspendMillis).
   int64_t max_suspend_ms = 15000;
-  uint32_t max_connections = 1024;                // maxConnections
+  uint32_t max_connections = 1024;  // maxConnections
   // A client whose last heartbeat is older than this is forgotten, ms (clientExpireMillis).
   int64_t client_expire_ms = 120000;
   // A connection that moved no byte either way for this long, with no request waiting for the
@@ -60,7 +60,7 @@ struct BrokerConfig {
   // their requests in flight, bytes (connectionBuffersMaxBytes; uringmq key). Past it the
   // connection holding the most is closed.
   uint64_t connection_buffers_max_bytes = 512ull << 20;
-  std::string log_level = "info";                 // logLevel: error|warn|info|debug
+  std::string log_level = "info";  // logLevel: error|warn|info|debug
   // The address put in routes (brokerIP1). parse_broker_config() resolves an absent key to
   // effective_advertised_address(); a default-constructed config leaves it empty.
   std::string advertised_address;

@@ -84,17 +84,24 @@ int32_t error_code(io::Code code) {
 
 std::string code_text(io::Code code) {
   switch (code) {
-    case io::Code::invalid_argument: return "invalid message";
-    case io::Code::too_large: return "message too large (maxMessageSize)";
-    case io::Code::busy: return "the store is busy, try again";
-    case io::Code::no_space: return "the disk is full: the message was not stored";
+    case io::Code::invalid_argument:
+      return "invalid message";
+    case io::Code::too_large:
+      return "message too large (maxMessageSize)";
+    case io::Code::busy:
+      return "the store is busy, try again";
+    case io::Code::no_space:
+      return "the disk is full: the message was not stored";
     case io::Code::fail_stopped:
       return "the store stopped after a disk error: the message may or may not be stored";
-    case io::Code::shut_down: return "the broker is stopping";
-    case io::Code::not_found: return "not found";
+    case io::Code::shut_down:
+      return "the broker is stopping";
+    case io::Code::not_found:
+      return "not found";
     case io::Code::corruption:
       return "a stored message this needs is damaged (failed its CRC check; see the broker log)";
-    default: return "store error";
+    default:
+      return "store error";
   }
 }
 
@@ -361,9 +368,9 @@ void BrokerReactor::handle_route(uint32_t conn, const RemotingCommand& request) 
   const std::string* topic = request.ext("topic");
   // Internal topics have no route: clients may neither send to them nor pull them.
   if (topic == nullptr || !valid_topic(*topic) || is_internal_topic(*topic)) {
-    return reply_code(conn, request, rc::kTopicNotExist,
-                      "No topic route info in name server for the topic: " +
-                          (topic ? *topic : std::string()));
+    return reply_code(
+        conn, request, rc::kTopicNotExist,
+        "No topic route info in name server for the topic: " + (topic ? *topic : std::string()));
   }
   const std::string n = std::to_string(queue_nums(*topic));
   std::string body = "{\"queueDatas\":[{\"brokerName\":";
@@ -462,8 +469,8 @@ void BrokerReactor::complete_send(BrokerOp& op, const Completion& c) {
     return reply_code(op.conn, op.request, error_code(c.code), code_text(c.code));
   }
   RemotingCommand response = make_response(op.request, rc::kSuccess);
-  response.set_ext("msgId", engine::offset_message_id(
-                                store_host_, static_cast<int64_t>(wire_offset(c.offset))));
+  response.set_ext(
+      "msgId", engine::offset_message_id(store_host_, static_cast<int64_t>(wire_offset(c.offset))));
   response.set_ext("queueId", std::to_string(op.queue_id));
   response.set_ext("queueOffset", std::to_string(c.queue_offset));
   if (!op.request.is_oneway()) reply(op.conn, response);
@@ -577,7 +584,8 @@ void BrokerReactor::complete_pull(BrokerOp& op, const Completion& c) {
   response.set_ext("nextBeginOffset", std::to_string(c.next_offset));
   response.set_ext("minOffset", std::to_string(c.min_offset));
   response.set_ext("maxOffset", std::to_string(c.max_offset));
-  std::span<std::byte> records(op.data.data(), c.pull_status == PullStatus::found ? c.size_bytes : 0);
+  std::span<std::byte> records(op.data.data(),
+                               c.pull_status == PullStatus::found ? c.size_bytes : 0);
   reply(op.conn, response, records.first(client_records(op.shard, records)));
 }
 
@@ -629,8 +637,8 @@ void BrokerReactor::handle_queue_query(uint32_t conn, RemotingCommand& request) 
       (needs_group && group == nullptr) ||
       (request.code == req::kSearchOffsetByTimestamp && !timestamp)) {
     return reply_code(conn, request, rc::kSystemError,
-                      "request " + std::to_string(request.code) +
-                          " needs topic, queueId" + (needs_group ? ", consumerGroup" : "") +
+                      "request " + std::to_string(request.code) + " needs topic, queueId" +
+                          (needs_group ? ", consumerGroup" : "") +
                           (request.code == req::kSearchOffsetByTimestamp ? ", timestamp" : ""));
   }
   BrokerOp::Kind kind = request.code == req::kGetMaxOffset   ? BrokerOp::Kind::query_max
@@ -662,10 +670,18 @@ void BrokerReactor::complete_query(BrokerOp& op, const Completion& c) {
   }
   int64_t value = 0;
   switch (op.kind) {
-    case BrokerOp::Kind::query_max: value = c.max_offset; break;
-    case BrokerOp::Kind::query_min: value = c.min_offset; break;
-    case BrokerOp::Kind::search: value = c.queue_offset; break;
-    case BrokerOp::Kind::query_offset: value = c.queue_offset; break;
+    case BrokerOp::Kind::query_max:
+      value = c.max_offset;
+      break;
+    case BrokerOp::Kind::query_min:
+      value = c.min_offset;
+      break;
+    case BrokerOp::Kind::search:
+      value = c.queue_offset;
+      break;
+    case BrokerOp::Kind::query_offset:
+      value = c.queue_offset;
+      break;
     case BrokerOp::Kind::query_offset_min:
       // Java: a group that never committed starts at 0 while nothing was deleted from the
       // queue; otherwise QUERY_NOT_FOUND and the client decides (consumeFromWhere).
@@ -819,9 +835,9 @@ void BrokerReactor::complete_send_back(uint32_t index, const Completion& c) {
   if (op.kind == BrokerOp::Kind::send_back_header) {
     const uint32_t size = engine::record_total_size(op.data);
     if (size < 64 || size > config_.store.log.limits.max_body_bytes + (1u << 20)) {
-      s = io::Status::error(io::Code::invalid_argument,
-                            "no message starts at offset " +
-                                std::to_string(wire_offset(op.store_offset)));
+      s = io::Status::error(
+          io::Code::invalid_argument,
+          "no message starts at offset " + std::to_string(wire_offset(op.store_offset)));
     } else {
       op.kind = BrokerOp::Kind::send_back_record;
       set_reserved(index, 2 * uint64_t{size});
@@ -830,10 +846,9 @@ void BrokerReactor::complete_send_back(uint32_t index, const Completion& c) {
     }
   } else if (op.kind == BrokerOp::Kind::send_back_record) {
     op.copy = std::make_unique<SendBackCopy>();
-    s = make_send_back(op.group, op.data, wire_offset(op.store_offset),
-                       static_cast<int32_t>(op.delay_level),
-                       static_cast<int32_t>(op.max_reconsume_times), config_.store.log.limits,
-                       op.copy.get());
+    s = make_send_back(
+        op.group, op.data, wire_offset(op.store_offset), static_cast<int32_t>(op.delay_level),
+        static_cast<int32_t>(op.max_reconsume_times), config_.store.log.limits, op.copy.get());
     if (s.is_ok()) {
       op.kind = BrokerOp::Kind::send_back_store;
       s = session_->send_async(op.copy->message, index);

@@ -63,13 +63,13 @@ struct Connection {
   bool recv_armed = false;
   bool send_armed = false;
   engine::HostAddress peer;
-  InputBuffer in;              // received bytes [0, in_bytes) not yet decoded
+  InputBuffer in;  // received bytes [0, in_bytes) not yet decoded
   size_t in_bytes = 0;
-  std::string out_pending;     // encoded replies waiting for the next send
-  std::string out_inflight;    // what the kernel is sending, from out_sent on
+  std::string out_pending;   // encoded replies waiting for the next send
+  std::string out_inflight;  // what the kernel is sending, from out_sent on
   size_t out_sent = 0;
-  uint32_t ops_pending = 0;    // store operations that will answer on this connection
-  bool resume = false;         // decode buffered frames and read again (from the loop)
+  uint32_t ops_pending = 0;  // store operations that will answer on this connection
+  bool resume = false;       // decode buffered frames and read again (from the loop)
   bool recv_filled = false;  // the last recv filled the buffer: more is likely waiting
   // The incomplete frame at the start of `in`, once its length arrived (0: not known).
   size_t frame_need_bytes = 0;
@@ -92,27 +92,38 @@ inline uint64_t output_bytes(const Connection& conn) {
 // A request waiting for the store. Owns every byte the store reads or writes for it.
 struct BrokerOp {
   enum class Kind : uint8_t {
-    send, pull, query_max, query_min, search, query_offset, query_offset_min, commit,
-    commit_silent, send_back_header, send_back_record, send_back_store, release
+    send,
+    pull,
+    query_max,
+    query_min,
+    search,
+    query_offset,
+    query_offset_min,
+    commit,
+    commit_silent,
+    send_back_header,
+    send_back_record,
+    send_back_store,
+    release
   };
   Kind kind = Kind::send;
   bool in_use = false;
-  bool replied = false;        // a send answered FLUSH_DISK_TIMEOUT before its completion
+  bool replied = false;  // a send answered FLUSH_DISK_TIMEOUT before its completion
   uint32_t conn = 0;
   uint32_t conn_generation = 0;
   uint64_t reserved_bytes = 0;  // counted in its connection's ops_bytes while it is alive
-  RemotingCommand request;     // the request's code, opaque, flag and serialize type (no ext)
-  int64_t deadline_ms = 0;     // send: when FLUSH_DISK_TIMEOUT is answered
+  RemotingCommand request;      // the request's code, opaque, flag and serialize type (no ext)
+  int64_t deadline_ms = 0;      // send: when FLUSH_DISK_TIMEOUT is answered
   std::string topic;
   std::string group;
   std::string properties;
   std::string tag_filter;
-  std::vector<std::byte> data; // send: body; pull: records; send back: the record
+  std::vector<std::byte> data;  // send: body; pull: records; send back: the record
   int32_t queue_id = 0;
   uint32_t shard = 0;
   uint64_t store_offset = 0;
-  int64_t delay_level = 0;          // send back
-  int64_t max_reconsume_times = 16; // send back
+  int64_t delay_level = 0;           // send back
+  int64_t max_reconsume_times = 16;  // send back
   Message message;
   PullRequest pull;
   std::unique_ptr<SendBackCopy> copy;
@@ -165,8 +176,7 @@ class BrokerReactor {
   // ---- requests (broker_handlers.cc) ----
   void handle(uint32_t conn, RemotingCommand& request, std::span<const std::byte> body);
   void reply(uint32_t conn, const RemotingCommand& response, std::span<const std::byte> body = {});
-  void reply_code(uint32_t conn, const RemotingCommand& request, int32_t code,
-                  std::string remark);
+  void reply_code(uint32_t conn, const RemotingCommand& request, int32_t code, std::string remark);
   void handle_route(uint32_t conn, const RemotingCommand& request);
   void handle_create_topic(uint32_t conn, const RemotingCommand& request);
   void handle_send(uint32_t conn, RemotingCommand& request, std::span<const std::byte> body);
@@ -227,13 +237,13 @@ class BrokerReactor {
   std::vector<uint32_t> free_ops_;
   uint32_t sends_in_flight_ = 0;
   int64_t next_sweep_ms_ = 0;
-  int64_t mono_ms_ = 0;              // monotonic ms, read once per turn of the loop
-  int64_t next_conn_sweep_ms_ = 0;   // monotonic: idle and incomplete-frame checks
-  uint64_t buffer_bytes_ = 0;        // all open connections' accounted_bytes together
-  uint64_t orphan_bytes_ = 0;        // reserved by ops whose connection closed
-  uint32_t kept_op_buffers_ = 0;     // free ops that keep a (small) data buffer
-  uint64_t refused_ = 0;             // connections refused at maxConnections, not yet logged
-  int64_t refusal_log_ms_ = 0;       // monotonic: next time a refusal count may be logged
+  int64_t mono_ms_ = 0;             // monotonic ms, read once per turn of the loop
+  int64_t next_conn_sweep_ms_ = 0;  // monotonic: idle and incomplete-frame checks
+  uint64_t buffer_bytes_ = 0;       // all open connections' accounted_bytes together
+  uint64_t orphan_bytes_ = 0;       // reserved by ops whose connection closed
+  uint32_t kept_op_buffers_ = 0;    // free ops that keep a (small) data buffer
+  uint64_t refused_ = 0;            // connections refused at maxConnections, not yet logged
+  int64_t refusal_log_ms_ = 0;      // monotonic: next time a refusal count may be logged
   engine::HostAddress store_host_;
   std::string advertised_;  // "ip:port" put in routes
   // Consumer group -> client id -> last heartbeat (ms).

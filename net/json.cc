@@ -11,7 +11,9 @@ namespace uringmq::net {
 
 namespace {
 
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
 
 // Length of the JSON number literal at the start of `s` (RFC 8259 grammar), 0 if none.
 size_t scan_number(std::string_view s) {
@@ -252,15 +254,32 @@ class Parser {
     if (at_end()) return fail("unterminated string");
     char c = text_[pos_++];
     switch (c) {
-      case '"': out->push_back('"'); return true;
-      case '\\': out->push_back('\\'); return true;
-      case '/': out->push_back('/'); return true;
-      case 'b': out->push_back('\b'); return true;
-      case 'f': out->push_back('\f'); return true;
-      case 'n': out->push_back('\n'); return true;
-      case 'r': out->push_back('\r'); return true;
-      case 't': out->push_back('\t'); return true;
-      case 'u': return parse_unicode_escape(out);
+      case '"':
+        out->push_back('"');
+        return true;
+      case '\\':
+        out->push_back('\\');
+        return true;
+      case '/':
+        out->push_back('/');
+        return true;
+      case 'b':
+        out->push_back('\b');
+        return true;
+      case 'f':
+        out->push_back('\f');
+        return true;
+      case 'n':
+        out->push_back('\n');
+        return true;
+      case 'r':
+        out->push_back('\r');
+        return true;
+      case 't':
+        out->push_back('\t');
+        return true;
+      case 'u':
+        return parse_unicode_escape(out);
       default:
         pos_--;
         return fail("invalid escape character");
@@ -312,7 +331,9 @@ JsonValue JsonValue::make_number(std::string text) {
   return v;
 }
 
-JsonValue JsonValue::make_number(int64_t value) { return make_number(std::to_string(value)); }
+JsonValue JsonValue::make_number(int64_t value) {
+  return make_number(std::to_string(value));
+}
 
 JsonValue JsonValue::make_string(std::string utf8) {
   JsonValue v;

@@ -28,8 +28,8 @@ namespace uringmq::net {
 
 // Bounds for untrusted input. Depth counts nested arrays/objects (a scalar at top level is 0).
 struct JsonLimits {
-  uint32_t max_depth = 32;       // nesting levels of arrays/objects
-  uint32_t max_nodes = 100000;   // values of any kind, the top-level one included
+  uint32_t max_depth = 32;      // nesting levels of arrays/objects
+  uint32_t max_nodes = 100000;  // values of any kind, the top-level one included
 };
 // The reader recurses once per nesting level; this caps the stack it may use.
 inline constexpr uint32_t kJsonMaxDepthCap = 1024;
@@ -57,25 +57,25 @@ class JsonValue {
   bool is_array() const { return kind_ == Kind::array; }
   bool is_object() const { return kind_ == Kind::object; }
 
-  bool as_bool() const;                                 // asserts is_bool()
-  const std::string& text() const;                      // asserts is_string() or is_number()
-  const std::vector<JsonValue>& items() const;          // asserts is_array()
-  const std::vector<Member>& members() const;           // asserts is_object()
+  bool as_bool() const;                         // asserts is_bool()
+  const std::string& text() const;              // asserts is_string() or is_number()
+  const std::vector<JsonValue>& items() const;  // asserts is_array()
+  const std::vector<Member>& members() const;   // asserts is_object()
   // The first member named `key`; nullptr when absent or when this is not an object.
   const JsonValue* find(std::string_view key) const;
   // A number whose text is an integer literal (no fraction or exponent) that fits; else nullopt.
   std::optional<int64_t> as_int64() const;
 
   // Builders (assert the kind).
-  void push_back(JsonValue item);                          // array
-  void add_member(std::string key, JsonValue value);      // object; appends, no de-duplication
+  void push_back(JsonValue item);                     // array
+  void add_member(std::string key, JsonValue value);  // object; appends, no de-duplication
 
  private:
   Kind kind_ = Kind::null;
   bool bool_ = false;
-  std::string text_;               // string contents or number literal
-  std::vector<JsonValue> items_;   // array
-  std::vector<Member> members_;    // object, in document order
+  std::string text_;              // string contents or number literal
+  std::vector<JsonValue> items_;  // array
+  std::vector<Member> members_;   // object, in document order
 };
 
 io::Result<JsonValue> parse_json(std::string_view text, const JsonLimits& limits = {});

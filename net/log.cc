@@ -25,11 +25,17 @@ bool parse_log_level(std::string_view text, LogLevel* out) {
   return false;
 }
 
-void set_log_level(LogLevel level) { g_level.store(static_cast<int>(level)); }
+void set_log_level(LogLevel level) {
+  g_level.store(static_cast<int>(level));
+}
 
-bool log_enabled(LogLevel level) { return static_cast<int>(level) >= g_level.load(); }
+bool log_enabled(LogLevel level) {
+  return static_cast<int>(level) >= g_level.load();
+}
 
-void log_always(std::string_view message) { write_line(LogLevel::info, message); }
+void log_always(std::string_view message) {
+  write_line(LogLevel::info, message);
+}
 
 void log_line(LogLevel level, std::string_view message) {
   if (!log_enabled(level)) return;

@@ -20,8 +20,14 @@ void log_always(std::string_view message);
 inline void log_debug(const std::string& m) {
   if (log_enabled(LogLevel::debug)) log_line(LogLevel::debug, m);
 }
-inline void log_info(const std::string& m) { log_line(LogLevel::info, m); }
-inline void log_warn(const std::string& m) { log_line(LogLevel::warn, m); }
-inline void log_error(const std::string& m) { log_line(LogLevel::error, m); }
+inline void log_info(const std::string& m) {
+  log_line(LogLevel::info, m);
+}
+inline void log_warn(const std::string& m) {
+  log_line(LogLevel::warn, m);
+}
+inline void log_error(const std::string& m) {
+  log_line(LogLevel::error, m);
+}
 
 }  // namespace uringmq::net

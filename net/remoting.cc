@@ -13,8 +13,8 @@ namespace uringmq::net {
 namespace {
 
 constexpr std::array<std::string_view, 13> kLanguages = {
-    "JAVA", "CPP", "DOTNET", "PYTHON", "DELPHI", "ERLANG", "RUBY",
-    "OTHER", "HTTP", "GO", "PHP", "OMS", "RUST"};
+    "JAVA",  "CPP",  "DOTNET", "PYTHON", "DELPHI", "ERLANG", "RUBY",
+    "OTHER", "HTTP", "GO",     "PHP",    "OMS",    "RUST"};
 static_assert(kLanguages.size() == 13);
 
 uint32_t load_u32(const std::byte* p) {
@@ -22,7 +22,9 @@ uint32_t load_u32(const std::byte* p) {
          (static_cast<uint32_t>(p[2]) << 8) | static_cast<uint32_t>(p[3]);
 }
 
-void append_u8(std::string* out, uint8_t v) { out->push_back(static_cast<char>(v)); }
+void append_u8(std::string* out, uint8_t v) {
+  out->push_back(static_cast<char>(v));
+}
 void append_u16(std::string* out, uint16_t v) {
   append_u8(out, static_cast<uint8_t>(v >> 8));
   append_u8(out, static_cast<uint8_t>(v));
@@ -120,7 +122,6 @@ bool json_ext_fields(const JsonValue& ext, const RemotingLimits& limits, Remotin
   return true;
 }
 
-
 // ---- The fast path for JSON headers ----
 // Every request's header is JSON; building a generic JsonValue tree for it (a string per member,
 // a node per value) was ~10% of the broker's CPU per message. FastHeader reads the shape
@@ -138,8 +139,8 @@ class FastHeader {
     if (object_end()) return false;  // {} has no code: the generic path names it
     // A repeated field: the generic path decides (its find() takes the first).
     uint32_t seen = 0;
-    constexpr std::array<std::string_view, 7> kKnown = {"extFields", "code", "opaque", "flag",
-                                                         "version", "language", "remark"};
+    constexpr std::array<std::string_view, 7> kKnown = {"extFields", "code",     "opaque", "flag",
+                                                        "version",   "language", "remark"};
     for (;;) {
       std::string_view key;
       if (!raw_key(&key)) return false;
@@ -154,8 +155,10 @@ class FastHeader {
         int32_t value = 0;
         if (!int32_value(&value)) return false;
         if (key == "code") saw_code = true;
-        (key == "code" ? cmd->code : key == "opaque" ? cmd->opaque
-                                     : key == "flag" ? cmd->flag : cmd->version) = value;
+        (key == "code"     ? cmd->code
+         : key == "opaque" ? cmd->opaque
+         : key == "flag"   ? cmd->flag
+                           : cmd->version) = value;
       } else if (key == "language" || key == "remark") {
         std::string value;
         bool is_null = false;
@@ -217,7 +220,8 @@ class FastHeader {
   bool string_body(std::string* out) {
     for (;;) {
       const char* start = p_;
-      while (p_ < end_ && *p_ != '"' && *p_ != '\\' && static_cast<unsigned char>(*p_) >= 0x20) p_++;
+      while (p_ < end_ && *p_ != '"' && *p_ != '\\' && static_cast<unsigned char>(*p_) >= 0x20)
+        p_++;
       out->append(start, static_cast<size_t>(p_ - start));
       if (p_ == end_ || static_cast<unsigned char>(*p_) < 0x20) return false;
       if (*p_ == '"') {
@@ -228,14 +232,30 @@ class FastHeader {
       const char e = p_[1];
       p_ += 2;
       switch (e) {
-        case '"': out->push_back('"'); break;
-        case '\\': out->push_back('\\'); break;
-        case '/': out->push_back('/'); break;
-        case 'b': out->push_back('\b'); break;
-        case 'f': out->push_back('\f'); break;
-        case 'n': out->push_back('\n'); break;
-        case 'r': out->push_back('\r'); break;
-        case 't': out->push_back('\t'); break;
+        case '"':
+          out->push_back('"');
+          break;
+        case '\\':
+          out->push_back('\\');
+          break;
+        case '/':
+          out->push_back('/');
+          break;
+        case 'b':
+          out->push_back('\b');
+          break;
+        case 'f':
+          out->push_back('\f');
+          break;
+        case 'n':
+          out->push_back('\n');
+          break;
+        case 'r':
+          out->push_back('\r');
+          break;
+        case 't':
+          out->push_back('\t');
+          break;
         case 'u': {
           if (end_ - p_ < 4) return false;
           uint32_t cp = 0;
@@ -363,8 +383,8 @@ class FastHeader {
   const char* end_;
 };
 
-bool generic_json_header(std::string_view text, const RemotingLimits& limits,
-                         RemotingCommand* cmd, std::string* error) {
+bool generic_json_header(std::string_view text, const RemotingLimits& limits, RemotingCommand* cmd,
+                         std::string* error) {
   io::Result<JsonValue> parsed = parse_json(text, limits.json);
   if (!parsed.is_ok()) return bad(error, "header " + parsed.status().message());
   const JsonValue& h = parsed.value();
@@ -455,8 +475,7 @@ bool decode_binary_header(std::span<const std::byte> header, const RemotingLimit
 }
 
 // Checks the fields of the 4- and 8-byte prefix that are present; false on a bad frame.
-bool check_prefix(std::span<const std::byte> in, const RemotingLimits& limits,
-                  std::string* error) {
+bool check_prefix(std::span<const std::byte> in, const RemotingLimits& limits, std::string* error) {
   if (in.size() < kFrameLengthFieldBytes) return true;
   uint32_t total = load_u32(in.data());
   if (total > limits.max_frame_bytes) {
@@ -521,8 +540,8 @@ namespace internal {
 bool fast_json_header(std::string_view text, const RemotingLimits& limits, RemotingCommand* out) {
   return FastHeader(text).parse(limits, out);
 }
-bool generic_json_header(std::string_view text, const RemotingLimits& limits,
-                         RemotingCommand* out, std::string* error) {
+bool generic_json_header(std::string_view text, const RemotingLimits& limits, RemotingCommand* out,
+                         std::string* error) {
   return net::generic_json_header(text, limits, out, error);
 }
 }  // namespace internal
@@ -548,8 +567,8 @@ DecodeStatus decode_frame(std::span<const std::byte> in, const RemotingLimits& l
                      ? decode_json_header(header, limits, &out->command, error)
                      : decode_binary_header(header, limits, &out->command, error);
   if (!decoded) return DecodeStatus::bad;
-  out->body = in.subspan(kFramePrefixBytes + header_len, frame_bytes - kFramePrefixBytes -
-                                                             header_len);
+  out->body =
+      in.subspan(kFramePrefixBytes + header_len, frame_bytes - kFramePrefixBytes - header_len);
   out->frame_bytes = frame_bytes;
   UMQ_ASSERT(out->frame_bytes <= in.size());
   return DecodeStatus::ok;
@@ -632,9 +651,9 @@ void encode_frame(const RemotingCommand& command, std::span<const std::byte> bod
   size_t total = out->size() - start - kFrameLengthFieldBytes;
   UMQ_ASSERT_MSG(total <= std::numeric_limits<uint32_t>::max(), "frame longer than 32 bits");
   store_u32(out, start, static_cast<uint32_t>(total));
-  store_u32(out, start + kFrameLengthFieldBytes,
-            (static_cast<uint32_t>(command.serialize_type) << 24) |
-                static_cast<uint32_t>(header_len));
+  store_u32(
+      out, start + kFrameLengthFieldBytes,
+      (static_cast<uint32_t>(command.serialize_type) << 24) | static_cast<uint32_t>(header_len));
 }
 
 RemotingCommand make_response(const RemotingCommand& request, int32_t code,

@@ -23,7 +23,7 @@ namespace uringmq::net {
 enum class SerializeType : uint8_t { json = 0, rocketmq = 1 };
 
 struct RemotingLimits {
-  uint32_t max_frame_bytes = 16u << 20;  // the totalLength field; Java's default frameMaxLength
+  uint32_t max_frame_bytes = 16u << 20;   // the totalLength field; Java's default frameMaxLength
   uint32_t max_header_bytes = 64u << 10;  // headerLength field
   uint32_t max_ext_fields = 256;          // extFields entries in one header
   JsonLimits json;                        // for a JSON header
@@ -139,8 +139,8 @@ RemotingCommand make_response(const RemotingCommand& request, int32_t code,
 // JSON. Whenever the fast one accepts, the generic one must accept and decode the same command.
 namespace internal {
 bool fast_json_header(std::string_view text, const RemotingLimits& limits, RemotingCommand* out);
-bool generic_json_header(std::string_view text, const RemotingLimits& limits,
-                         RemotingCommand* out, std::string* error);
+bool generic_json_header(std::string_view text, const RemotingLimits& limits, RemotingCommand* out,
+                         std::string* error);
 }  // namespace internal
 
 // ROCKETMQ binary header language byte <-> name ("JAVA" 0 ... "RUST" 12); nullopt if unknown.

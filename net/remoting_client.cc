@@ -11,12 +11,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <chrono>
 #include <cstring>
 #include <limits>
-#include <algorithm>
 
 #include "io/assert.h"
 
@@ -31,15 +31,13 @@ int64_t now_ms() {
 }
 
 io::Status timed_out(const char* what, int64_t waited_ms) {
-  return io::Status::error(io::Code::io_error,
-                           std::string("timed out ") + what + " after " +
-                               std::to_string(waited_ms) + " ms",
-                           ETIMEDOUT);
+  return io::Status::error(
+      io::Code::io_error,
+      std::string("timed out ") + what + " after " + std::to_string(waited_ms) + " ms", ETIMEDOUT);
 }
 
 // Waits for `events` on fd until deadline_ms; ok when ready.
-io::Status wait_fd(int fd, short events, int64_t deadline_ms, int64_t start_ms,
-                   const char* what) {
+io::Status wait_fd(int fd, short events, int64_t deadline_ms, int64_t start_ms, const char* what) {
   while (true) {
     int64_t left = deadline_ms - now_ms();
     if (left <= 0) return timed_out(what, now_ms() - start_ms);
@@ -67,8 +65,7 @@ io::Status connect_one(int fd, const addrinfo* ai, int timeout_ms) {
 }  // namespace
 
 io::Result<std::unique_ptr<RemotingClient>> RemotingClient::connect(const std::string& host,
-                                                                    uint16_t port,
-                                                                    int timeout_ms) {
+                                                                    uint16_t port, int timeout_ms) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -76,13 +73,12 @@ io::Result<std::unique_ptr<RemotingClient>> RemotingClient::connect(const std::s
   std::string service = std::to_string(port);
   int rc = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &list);
   if (rc != 0) {
-    return io::Status::error(io::Code::not_found,
-                             "resolve " + host + ": " + ::gai_strerror(rc));
+    return io::Status::error(io::Code::not_found, "resolve " + host + ": " + ::gai_strerror(rc));
   }
   io::Status last = io::Status::error(io::Code::not_found, "resolve " + host + ": no address");
   for (addrinfo* ai = list; ai != nullptr; ai = ai->ai_next) {
-    int fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
-                      ai->ai_protocol);
+    int fd =
+        ::socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
     if (fd < 0) {
       last = io::Status::from_errno(errno, "socket");
       continue;
@@ -153,8 +149,7 @@ io::Status RemotingClient::send_raw(std::span<const std::byte> bytes) {
   return write_all(bytes);
 }
 
-io::Result<int32_t> RemotingClient::send(RemotingCommand request,
-                                         std::span<const std::byte> body) {
+io::Result<int32_t> RemotingClient::send(RemotingCommand request, std::span<const std::byte> body) {
   request.opaque = next_opaque_;
   next_opaque_ = next_opaque_ == std::numeric_limits<int32_t>::max() ? 1 : next_opaque_ + 1;
   out_.clear();
@@ -170,9 +165,9 @@ io::Result<RemotingResponse> RemotingClient::receive(int timeout_ms) {
     std::string error;
     switch (decode_frame(as_bytes(in_), limits_, &frame, &error)) {
       case DecodeStatus::ok: {
-        RemotingResponse r{std::move(frame.command),
-                           std::string(reinterpret_cast<const char*>(frame.body.data()),
-                                       frame.body.size())};
+        RemotingResponse r{
+            std::move(frame.command),
+            std::string(reinterpret_cast<const char*>(frame.body.data()), frame.body.size())};
         in_.erase(0, frame.frame_bytes);
         return r;
       }
@@ -186,8 +181,7 @@ io::Result<RemotingResponse> RemotingClient::receive(int timeout_ms) {
 }
 
 io::Result<RemotingResponse> RemotingClient::call(RemotingCommand request,
-                                                  std::span<const std::byte> body,
-                                                  int timeout_ms) {
+                                                  std::span<const std::byte> body, int timeout_ms) {
   int64_t start = now_ms();
   int64_t deadline = start + timeout_ms;
   io::Result<int32_t> opaque = send(std::move(request), body);
@@ -221,9 +215,9 @@ io::Result<std::pair<std::string, uint16_t>> parse_host_port(std::string_view te
     host = text.substr(0, colon);
     port = text.substr(colon + 1);
     if (host.find(':') != std::string_view::npos) {
-      return io::Status::error(io::Code::invalid_argument,
-                               "address \"" + std::string(text) +
-                                   "\": write an IPv6 host as [host]:port");
+      return io::Status::error(
+          io::Code::invalid_argument,
+          "address \"" + std::string(text) + "\": write an IPv6 host as [host]:port");
     }
   }
   if (host.empty()) {
@@ -234,9 +228,9 @@ io::Result<std::pair<std::string, uint16_t>> parse_host_port(std::string_view te
   auto [ptr, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
   if (port.empty() || ec != std::errc() || ptr != port.data() + port.size() || value == 0 ||
       value > 65535) {
-    return io::Status::error(io::Code::invalid_argument,
-                             "address \"" + std::string(text) + "\": port \"" +
-                                 std::string(port) + "\" is not a number in 1..65535");
+    return io::Status::error(io::Code::invalid_argument, "address \"" + std::string(text) +
+                                                             "\": port \"" + std::string(port) +
+                                                             "\" is not a number in 1..65535");
   }
   return std::make_pair(std::string(host), static_cast<uint16_t>(value));
 }

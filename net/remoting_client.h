@@ -30,8 +30,7 @@ struct RemotingResponse {
 class RemotingClient {
  public:
   // Resolves `host` (name or numeric, IPv4 or IPv6) and connects within timeout_ms.
-  static io::Result<std::unique_ptr<RemotingClient>> connect(const std::string& host,
-                                                             uint16_t port,
+  static io::Result<std::unique_ptr<RemotingClient>> connect(const std::string& host, uint16_t port,
                                                              int timeout_ms = 5000);
   ~RemotingClient();  // closes the socket
   RemotingClient(const RemotingClient&) = delete;
@@ -57,8 +56,8 @@ class RemotingClient {
 
   int fd_ = -1;
   int32_t next_opaque_ = 1;
-  std::string in_;       // received bytes not yet returned as frames
-  std::string out_;      // encode buffer, kept to avoid an allocation per send
+  std::string in_;   // received bytes not yet returned as frames
+  std::string out_;  // encode buffer, kept to avoid an allocation per send
   RemotingLimits limits_;
 };
 

@@ -7,9 +7,9 @@ namespace uringmq::sched {
 namespace {
 
 io::Status bad_entry(std::string_view entry, size_t position, const char* why) {
-  return io::Status::error(io::Code::invalid_argument,
-                           "messageDelayLevel entry " + std::to_string(position) + " \"" +
-                               std::string(entry) + "\": " + why);
+  return io::Status::error(io::Code::invalid_argument, "messageDelayLevel entry " +
+                                                           std::to_string(position) + " \"" +
+                                                           std::string(entry) + "\": " + why);
 }
 
 // "10s" -> 10000. Units: ms, s, m, h, d.

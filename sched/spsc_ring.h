@@ -67,9 +67,9 @@ class SpscRing {
   const uint64_t mask_;
   std::unique_ptr<T[]> slots_;
   alignas(kCacheLineBytes) std::atomic<uint64_t> head_{0};  // written by the consumer
-  uint64_t tail_cache_ = 0;                                  // consumer's copy of tail_
+  uint64_t tail_cache_ = 0;                                 // consumer's copy of tail_
   alignas(kCacheLineBytes) std::atomic<uint64_t> tail_{0};  // written by the producer
-  uint64_t head_cache_ = 0;                                  // producer's copy of head_
+  uint64_t head_cache_ = 0;                                 // producer's copy of head_
 };
 
 }  // namespace uringmq::sched

@@ -8,12 +8,18 @@ namespace uringmq::io {
 
 const char* fault_target_name(FaultTarget target) {
   switch (target) {
-    case FaultTarget::read: return "read";
-    case FaultTarget::write: return "write";
-    case FaultTarget::fdatasync: return "fdatasync";
-    case FaultTarget::fsync_file: return "fsync_file";
-    case FaultTarget::fsync_dir: return "fsync_dir";
-    case FaultTarget::fallocate: return "fallocate";
+    case FaultTarget::read:
+      return "read";
+    case FaultTarget::write:
+      return "write";
+    case FaultTarget::fdatasync:
+      return "fdatasync";
+    case FaultTarget::fsync_file:
+      return "fsync_file";
+    case FaultTarget::fsync_dir:
+      return "fsync_dir";
+    case FaultTarget::fallocate:
+      return "fallocate";
   }
   return "?";
 }
@@ -40,7 +46,9 @@ void FaultyDisk::disarm(FaultTarget target) {
   std::erase_if(rules_, [target](const ArmedRule& r) { return r.rule.target == target; });
 }
 
-void FaultyDisk::disarm_all() { rules_.clear(); }
+void FaultyDisk::disarm_all() {
+  rules_.clear();
+}
 
 Result<FileHandle> FaultyDisk::open(std::string_view path, OpenMode mode, IoMode io_mode) {
   Result<FileHandle> file = inner_->open(path, mode, io_mode);
@@ -55,10 +63,18 @@ void FaultyDisk::close(FileHandle file) {
 
 bool FaultyDisk::target_of(const IoRequest& request, FaultTarget* target) const {
   switch (request.kind) {
-    case OpKind::read: *target = FaultTarget::read; return true;
-    case OpKind::write: *target = FaultTarget::write; return true;
-    case OpKind::fdatasync: *target = FaultTarget::fdatasync; return true;
-    case OpKind::fallocate: *target = FaultTarget::fallocate; return true;
+    case OpKind::read:
+      *target = FaultTarget::read;
+      return true;
+    case OpKind::write:
+      *target = FaultTarget::write;
+      return true;
+    case OpKind::fdatasync:
+      *target = FaultTarget::fdatasync;
+      return true;
+    case OpKind::fallocate:
+      *target = FaultTarget::fallocate;
+      return true;
     case OpKind::fsync: {
       auto it = files_.find(request.file.index);
       const bool dir = it != files_.end() && it->second.mode == OpenMode::directory;
@@ -82,7 +98,8 @@ int FaultyDisk::take_rule(FaultTarget target, const IoRequest& request) {
     }
     if (!armed.rule.path_contains.empty()) {
       auto it = files_.find(request.file.index);
-      if (it == files_.end() || it->second.path.find(armed.rule.path_contains) == std::string::npos) {
+      if (it == files_.end() ||
+          it->second.path.find(armed.rule.path_contains) == std::string::npos) {
         continue;
       }
     }
@@ -152,9 +169,8 @@ Status FaultyDisk::submit_faulted(const IoRequest& request, FaultTarget target,
   }
   if (forward_bytes == 0) {
     // Nothing reaches the device: a write without progress, or a failed one that applied nothing.
-    local_.push_back(IoCompletion{request.user_data, rule.errno_value == 0
-                                                         ? int64_t{0}
-                                                         : -int64_t{rule.errno_value}});
+    local_.push_back(IoCompletion{request.user_data,
+                                  rule.errno_value == 0 ? int64_t{0} : -int64_t{rule.errno_value}});
     return Status::ok();
   }
   IoRequest cut = request;

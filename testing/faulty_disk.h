@@ -156,10 +156,10 @@ class FaultyDisk final : public Disk {
 
   std::unique_ptr<Disk> owned_;
   Disk* inner_;
-  std::map<int32_t, OpenFile> files_;      // by FileHandle::index
+  std::map<int32_t, OpenFile> files_;  // by FileHandle::index
   std::vector<ArmedRule> rules_;
-  std::deque<IoCompletion> local_;         // completed without reaching the device
-  std::map<uint64_t, int64_t> rewrites_;   // user_data -> result to report instead
+  std::deque<IoCompletion> local_;        // completed without reaching the device
+  std::map<uint64_t, int64_t> rewrites_;  // user_data -> result to report instead
   FaultyDiskStats stats_;
 };
 

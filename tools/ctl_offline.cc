@@ -71,7 +71,9 @@ class MappedFile {
   uint64_t size_ = 0;
 };
 
-std::string join(const std::string& a, const std::string& b) { return a + "/" + b; }
+std::string join(const std::string& a, const std::string& b) {
+  return a + "/" + b;
+}
 
 io::Result<std::vector<std::string>> list_dir(const std::string& path) {
   DIR* dir = ::opendir(path.c_str());
@@ -230,7 +232,8 @@ void check_after_end(const ShardLog& log, size_t index, uint64_t end, ShardVerif
                      ProgressBar& bar) {
   const Segment& s = log.segments[index];
   std::span<const std::byte> rest = s.file->bytes().subspan(end - s.base);
-  auto nonzero = std::find_if(rest.begin(), rest.end(), [](std::byte b) { return b != std::byte{0}; });
+  auto nonzero =
+      std::find_if(rest.begin(), rest.end(), [](std::byte b) { return b != std::byte{0}; });
   bar.add(rest.size());
   if (nonzero != rest.end()) {
     uint64_t at = end + static_cast<uint64_t>(nonzero - rest.begin());
@@ -298,8 +301,7 @@ void scan_log(const ShardLog& log, uint32_t max_body_bytes, ShardVerify& shard,
 
 // Checks one unit against its record; returns what is wrong, or empty.
 std::string check_unit(const ShardLog& log, const ShardVerify& shard, const QueueKey& queue,
-                       int64_t queue_offset, const engine::CqUnit& unit,
-                       uint32_t max_body_bytes) {
+                       int64_t queue_offset, const engine::CqUnit& unit, uint32_t max_body_bytes) {
   if (unit.log_offset + unit.size_bytes > shard.end_offset) {
     return "points past the log's end (" + std::to_string(shard.end_offset) + ")";
   }
@@ -358,13 +360,15 @@ std::string check_queue(const ShardLog& log, ShardVerify& shard, const QueueKey&
       auto raw = bytes.subspan(i * engine::kCqUnitBytes).first<engine::kCqUnitBytes>();
       const int64_t offset = static_cast<int64_t>(f.first_unit + i);
       std::optional<engine::CqUnit> unit = engine::decode_cq_unit(raw);
-      bool zero = std::all_of(raw.begin(), raw.end(), [](std::byte b) { return b == std::byte{0}; });
+      bool zero =
+          std::all_of(raw.begin(), raw.end(), [](std::byte b) { return b == std::byte{0}; });
       if (!unit) {
         if (zero && !first_empty) first_empty = offset;
         continue;
       }
-      std::string at = f.path + " unit " + std::to_string(offset - static_cast<int64_t>(f.first_unit)) +
-                        " (queue offset " + std::to_string(offset) + "): ";
+      std::string at = f.path + " unit " +
+                       std::to_string(offset - static_cast<int64_t>(f.first_unit)) +
+                       " (queue offset " + std::to_string(offset) + "): ";
       if (first_empty) {
         return at + "set after the empty unit at queue offset " + std::to_string(*first_empty);
       }
@@ -378,7 +382,8 @@ std::string check_queue(const ShardLog& log, ShardVerify& shard, const QueueKey&
       if (!problem.empty()) return at + problem;
       shard.units++;
     }
-    if (!first_empty) *next_offset = static_cast<int64_t>(f.first_unit + bytes.size() / engine::kCqUnitBytes);
+    if (!first_empty)
+      *next_offset = static_cast<int64_t>(f.first_unit + bytes.size() / engine::kCqUnitBytes);
   }
   if (first_empty) *next_offset = *first_empty;
   return {};
@@ -462,8 +467,9 @@ io::Result<std::optional<std::vector<std::byte>>> read_small_file(const std::str
 void check_checkpoint(const std::string& shard_dir, ShardVerify& shard) {
   const std::string path = join(shard_dir, std::string(engine::kCheckpointFile));
   io::Result<std::optional<std::vector<std::byte>>> bytes = read_small_file(path);
-  const std::string rebuilt = " (the broker rebuilds it at its next open: a full rescan of the "
-                              "CommitLog from its first segment)";
+  const std::string rebuilt =
+      " (the broker rebuilds it at its next open: a full rescan of the "
+      "CommitLog from its first segment)";
   if (!bytes.is_ok()) {
     shard.metadata_problems.push_back(bytes.status().to_string());
     return;
@@ -518,8 +524,7 @@ void check_consumer_offsets(const std::string& shard_dir, ShardVerify& shard) {
   }
   if (!current_present && !backup_present) return;  // no offsets committed yet
   if (backup_good) {
-    shard.metadata_problems.push_back(current_problem +
-                                      " (the broker falls back to " + backup +
+    shard.metadata_problems.push_back(current_problem + " (the broker falls back to " + backup +
                                       ", the previous table)");
     return;
   }
@@ -583,10 +588,12 @@ void print_verify_report(const VerifyReport& report, std::FILE* out) {
     std::fprintf(out,
                  "shard-%u: %u segments of %" PRIu64 " bytes, log [%" PRIu64 ", %" PRIu64
                  "), %" PRIu64 " records, %" PRIu64 " record bytes%s\n",
-                 s.shard, s.segments, s.segment_size_bytes, s.first_offset, s.end_offset,
-                 s.records, s.record_bytes, s.unclean_stop ? ", unclean stop" : "");
-    std::fprintf(out, "  consumequeue: %" PRIu64 " queues, %" PRIu64 " units checked, %" PRIu64
-                 " below the log's start\n", s.queues, s.units, s.units_expired);
+                 s.shard, s.segments, s.segment_size_bytes, s.first_offset, s.end_offset, s.records,
+                 s.record_bytes, s.unclean_stop ? ", unclean stop" : "");
+    std::fprintf(out,
+                 "  consumequeue: %" PRIu64 " queues, %" PRIu64 " units checked, %" PRIu64
+                 " below the log's start\n",
+                 s.queues, s.units, s.units_expired);
     for (const std::string& note : s.notes) std::fprintf(out, "  note: %s\n", note.c_str());
     if (!s.log_corruption.empty()) {
       std::fprintf(out, "  CORRUPT commitlog: %s\n", s.log_corruption.c_str());
@@ -624,9 +631,8 @@ std::string printable_body(std::span<const std::byte> body, size_t max_bytes) {
     auto c = static_cast<unsigned char>(b);
     return c >= 0x20 || c == '\n' || c == '\t' || c == '\r';
   });
-  if (text && std::none_of(body.begin(), body.end(), [](std::byte b) {
-        return static_cast<unsigned char>(b) == 0x7f;
-      })) {
+  if (text && std::none_of(body.begin(), body.end(),
+                           [](std::byte b) { return static_cast<unsigned char>(b) == 0x7f; })) {
     std::string s(reinterpret_cast<const char*>(body.data()), std::min(body.size(), max_bytes));
     for (char& c : s) {
       if (c == '\n' || c == '\t' || c == '\r') c = ' ';
@@ -689,12 +695,12 @@ io::Status dump_log(const std::string& segment_path, const DumpOptions& options,
     }
     const engine::MessageView& m = r.view;
     std::fprintf(out,
-                 "pos=%" PRIu64 " offset=%" PRId64 " size=%u topic=%.*s queue=%d "
+                 "pos=%" PRIu64 " offset=%" PRId64
+                 " size=%u topic=%.*s queue=%d "
                  "queueOffset=%" PRId64 " storeTime=%s reconsume=%d props=%s body=%zu\n",
-                 pos, m.physical_offset, r.size, static_cast<int>(m.topic.size()),
-                 m.topic.data(), m.queue_id, m.queue_offset,
-                 format_time_ms(m.store_timestamp_ms).c_str(), m.reconsume_times,
-                 printable_properties(m.user_properties).c_str(), m.body.size());
+                 pos, m.physical_offset, r.size, static_cast<int>(m.topic.size()), m.topic.data(),
+                 m.queue_id, m.queue_offset, format_time_ms(m.store_timestamp_ms).c_str(),
+                 m.reconsume_times, printable_properties(m.user_properties).c_str(), m.body.size());
     pos += r.size;
   }
   return io::Status::ok();
@@ -709,15 +715,17 @@ io::Status dump_cq(const std::string& cq_path, const DumpOptions& options, std::
   uint64_t start = std::max(options.from, first);
   if (start - first > units) {
     return io::Status::error(io::Code::invalid_argument,
-                             "--from " + std::to_string(options.from) + " is past the last unit of " +
-                                 cq_path + " (queue offsets " + std::to_string(first) + ".." +
-                                 std::to_string(first + units - 1) + ")");
+                             "--from " + std::to_string(options.from) +
+                                 " is past the last unit of " + cq_path + " (queue offsets " +
+                                 std::to_string(first) + ".." + std::to_string(first + units - 1) +
+                                 ")");
   }
   for (uint64_t q = start, n = 0; q < first + units && n < options.count; q++, n++) {
     auto raw = bytes.subspan((q - first) * engine::kCqUnitBytes).first<engine::kCqUnitBytes>();
     std::optional<engine::CqUnit> unit = engine::decode_cq_unit(raw);
     if (!unit) {
-      bool zero = std::all_of(raw.begin(), raw.end(), [](std::byte b) { return b == std::byte{0}; });
+      bool zero =
+          std::all_of(raw.begin(), raw.end(), [](std::byte b) { return b == std::byte{0}; });
       if (zero) {
         std::fprintf(out, "index=%" PRIu64 " empty: end of queue\n", q);
         return io::Status::ok();

@@ -41,9 +41,10 @@ struct ShardVerify {
   uint64_t end_offset = 0;    // where the valid records end
   uint64_t records = 0;
   uint64_t record_bytes = 0;
-  bool unclean_stop = false;  // the abort file is present: the next open runs recovery
+  bool unclean_stop = false;       // the abort file is present: the next open runs recovery
   std::vector<std::string> notes;  // not corruption (torn tail after an unclean stop, ...)
-  // First CommitLog corruption: "<file> offset <file offset> (log offset <n>): <what>"; empty: none.
+  // First CommitLog corruption: "<file> offset <file offset> (log offset <n>): <what>"; empty:
+  // none.
   std::string log_corruption;
   uint64_t queues = 0;
   uint64_t units = 0;          // ConsumeQueue units checked against their record

@@ -245,10 +245,10 @@ TEST_F(CtlOfflineTest, VerifyFindsAConsumeQueueThatLostItsTail) {
     if (s.topic == "TopicA" && s.queue_id == 0) last = &s;
   }
   ASSERT_NE(last, nullptr);
-  std::string file = dir_ + "/store/shard-" + std::to_string(last->shard) + "/consumequeue/" +
-                     last->topic + "/0/" +
-                     engine::CommitLog::segment_name(
-                         (last->queue_offset / 50) * 50 * engine::kCqUnitBytes);
+  std::string file =
+      dir_ + "/store/shard-" + std::to_string(last->shard) + "/consumequeue/" + last->topic +
+      "/0/" +
+      engine::CommitLog::segment_name((last->queue_offset / 50) * 50 * engine::kCqUnitBytes);
   int fd = ::open(file.c_str(), O_RDWR);
   ASSERT_GE(fd, 0) << file;
   char zeros[engine::kCqUnitBytes] = {};
@@ -339,8 +339,7 @@ TEST_F(CtlOfflineTest, VerifyReportsDamagedConsumerOffsets) {
   ASSERT_EQ(report->shards[shard].metadata_problems.size(), 1u);
   std::string problem = report->shards[shard].metadata_problems[0];
   EXPECT_EQ(problem.rfind(shard_dir + "/consumer_offsets: fails its crc32c", 0), 0u) << problem;
-  EXPECT_NE(problem.find("falls back to " + shard_dir + "/consumer_offsets.bak"),
-            std::string::npos)
+  EXPECT_NE(problem.find("falls back to " + shard_dir + "/consumer_offsets.bak"), std::string::npos)
       << problem;
   flip(shard_dir + "/consumer_offsets.bak", 30);
   report = verify_store(options);
@@ -348,8 +347,7 @@ TEST_F(CtlOfflineTest, VerifyReportsDamagedConsumerOffsets) {
   EXPECT_FALSE(report->ok());
   ASSERT_EQ(report->shards[shard].metadata_problems.size(), 1u);
   problem = report->shards[shard].metadata_problems[0];
-  EXPECT_NE(problem.find(shard_dir + "/consumer_offsets.bak: fails its crc32c"),
-            std::string::npos)
+  EXPECT_NE(problem.find(shard_dir + "/consumer_offsets.bak: fails its crc32c"), std::string::npos)
       << problem;
   EXPECT_NE(problem.find("refuses to start"), std::string::npos) << problem;
   // And the broker does what verify said: it refuses, naming both files.
@@ -376,8 +374,8 @@ TEST_F(CtlOfflineTest, DumpLogPrintsEveryRecordOfASegment) {
       [&](std::FILE* out) { return dump_log(segment(0, 0), DumpOptions{}, out); }, &status);
   EXPECT_TRUE(status.is_ok()) << status.to_string();
   EXPECT_EQ(count_lines(text, " offset="), in_first.size()) << text.substr(0, 2000);
-  EXPECT_NE(text.find("pos=0 offset=0 size=" + std::to_string(in_first[0]->size) + " topic=" +
-                      in_first[0]->topic),
+  EXPECT_NE(text.find("pos=0 offset=0 size=" + std::to_string(in_first[0]->size) +
+                      " topic=" + in_first[0]->topic),
             std::string::npos)
       << text.substr(0, 500);
   EXPECT_NE(text.find("props=TAGS="), std::string::npos);
@@ -417,8 +415,8 @@ TEST_F(CtlOfflineTest, DumpCqPrintsUnitsUpToTheQueueEnd) {
       [&](std::FILE* out) { return dump_cq(cq_file(*first), DumpOptions{}, out); }, &status);
   EXPECT_TRUE(status.is_ok());
   EXPECT_EQ(count_lines(text, " offset="), 50u) << text;
-  EXPECT_NE(text.find("index=0 offset=" + std::to_string(first->local_offset) + " size=" +
-                      std::to_string(first->size) + " tagsCode="),
+  EXPECT_NE(text.find("index=0 offset=" + std::to_string(first->local_offset) +
+                      " size=" + std::to_string(first->size) + " tagsCode="),
             std::string::npos)
       << text;
   EXPECT_EQ(text.find("empty"), std::string::npos);
@@ -432,13 +430,14 @@ TEST_F(CtlOfflineTest, DumpCqPrintsUnitsUpToTheQueueEnd) {
   EXPECT_TRUE(status.is_ok());
   EXPECT_EQ(count_lines(text, " offset="), static_cast<size_t>(count - 52)) << text;
   EXPECT_EQ(text.rfind("index=52 offset=", 0), 0u) << text;
-  EXPECT_NE(text.find("index=" + std::to_string(count) + " empty: end of queue"),
-            std::string::npos)
+  EXPECT_NE(text.find("index=" + std::to_string(count) + " empty: end of queue"), std::string::npos)
       << text;
 }
 
 TEST(CtlPrintableTest, PropertiesAndBodies) {
-  EXPECT_EQ(printable_properties("TAGS\x01" "a\x02KEYS\x01k\x03"), "TAGS=a;KEYS=k\\x03");
+  EXPECT_EQ(printable_properties("TAGS\x01"
+                                 "a\x02KEYS\x01k\x03"),
+            "TAGS=a;KEYS=k\\x03");
   std::string text = "hello world";
   EXPECT_EQ(printable_body(std::as_bytes(std::span(text)), 64), "hello world");
   EXPECT_EQ(printable_body(std::as_bytes(std::span(text)), 5), "hello...");

@@ -169,10 +169,17 @@ int run_produce(const CtlArgs& args) {
   if (!client) return kExitFailure;
   const std::string& body = args.positional()[0];
   for (int64_t i = 0; i < *count; i++) {
-    net::RemotingCommand command = request(
-        kSendMessageV2, {{"a", "uringmq-ctl"}, {"b", *topic}, {"c", "TBW102"}, {"d", "4"},
-                         {"e", std::to_string(*queue)}, {"f", "0"}, {"g", std::to_string(now_ms())},
-                         {"h", "0"}, {"i", properties}, {"j", "0"}, {"k", "false"}});
+    net::RemotingCommand command = request(kSendMessageV2, {{"a", "uringmq-ctl"},
+                                                            {"b", *topic},
+                                                            {"c", "TBW102"},
+                                                            {"d", "4"},
+                                                            {"e", std::to_string(*queue)},
+                                                            {"f", "0"},
+                                                            {"g", std::to_string(now_ms())},
+                                                            {"h", "0"},
+                                                            {"i", properties},
+                                                            {"j", "0"},
+                                                            {"k", "false"}});
     auto r = call(*client, std::move(command), body);
     if (!r) return kExitFailure;
     if (r->command.code != 0) return response_error("send", *r);
@@ -252,13 +259,17 @@ std::optional<int64_t> consume_queue(Client& client, const ConsumeSpec& spec, in
                                      int64_t offset, int64_t* budget) {
   while (*budget > 0) {
     int64_t batch = std::min<int64_t>(*budget, 32);
-    net::RemotingCommand command = request(
-        kPullMessage,
-        {{"consumerGroup", spec.group}, {"topic", spec.topic}, {"queueId", std::to_string(queue)},
-         {"queueOffset", std::to_string(offset)}, {"maxMsgNums", std::to_string(batch)},
-         {"sysFlag", spec.wait_ms > 0 ? "2" : "0"}, {"commitOffset", "0"},
-         {"suspendTimeoutMillis", std::to_string(spec.wait_ms)}, {"subscription", "*"},
-         {"subVersion", "0"}});
+    net::RemotingCommand command =
+        request(kPullMessage, {{"consumerGroup", spec.group},
+                               {"topic", spec.topic},
+                               {"queueId", std::to_string(queue)},
+                               {"queueOffset", std::to_string(offset)},
+                               {"maxMsgNums", std::to_string(batch)},
+                               {"sysFlag", spec.wait_ms > 0 ? "2" : "0"},
+                               {"commitOffset", "0"},
+                               {"suspendTimeoutMillis", std::to_string(spec.wait_ms)},
+                               {"subscription", "*"},
+                               {"subVersion", "0"}});
     auto r = call(client, std::move(command), {}, static_cast<int>(spec.wait_ms + 10000));
     if (!r) return std::nullopt;
     std::optional<int64_t> next = ext_int(*r, "nextBeginOffset");
@@ -333,10 +344,11 @@ int run_consume(const CtlArgs& args) {
     std::optional<int64_t> next = consume_queue(*client, spec, q, *start, &budget);
     if (!next) return kExitFailure;
     if (spec.commit && *next != *start) {
-      auto r = call(*client, request(kUpdateConsumerOffset,
-                                     {{"topic", spec.topic}, {"consumerGroup", spec.group},
-                                      {"queueId", std::to_string(q)},
-                                      {"commitOffset", std::to_string(*next)}}));
+      auto r =
+          call(*client, request(kUpdateConsumerOffset, {{"topic", spec.topic},
+                                                        {"consumerGroup", spec.group},
+                                                        {"queueId", std::to_string(q)},
+                                                        {"commitOffset", std::to_string(*next)}}));
       if (!r) return kExitFailure;
       if (r->command.code != 0) return response_error("UPDATE_CONSUMER_OFFSET", *r);
       std::fprintf(stderr, "queue %d: committed offset %lld\n", q, static_cast<long long>(*next));

@@ -101,7 +101,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   g_broker = broker->get();
-  struct sigaction action{};
+  struct sigaction action {};
   action.sa_handler = on_signal;
   sigemptyset(&action.sa_mask);
   sigaction(SIGTERM, &action, nullptr);

@@ -126,4 +126,6 @@ int run(int argc, char** argv) {
 }  // namespace
 }  // namespace uringmq::ctl
 
-int main(int argc, char** argv) { return uringmq::ctl::run(argc, argv); }
+int main(int argc, char** argv) {
+  return uringmq::ctl::run(argc, argv);
+}

@@ -169,13 +169,13 @@ int main(int argc, char** argv) {
     return 1;
   }
   engine::CommitLog& log = **opened;
-  std::printf("recovered: %s stop, log end %llu, %llu records rescanned in %.1f ms, "
-              "%llu torn bytes truncated\n",
-              report.unclean_stop ? "unclean" : "clean",
-              static_cast<unsigned long long>(report.end_offset),
-              static_cast<unsigned long long>(report.records_scanned),
-              static_cast<double>(report.duration_ns) / 1e6,
-              static_cast<unsigned long long>(report.torn_bytes_truncated));
+  std::printf(
+      "recovered: %s stop, log end %llu, %llu records rescanned in %.1f ms, "
+      "%llu torn bytes truncated\n",
+      report.unclean_stop ? "unclean" : "clean", static_cast<unsigned long long>(report.end_offset),
+      static_cast<unsigned long long>(report.records_scanned),
+      static_cast<double>(report.duration_ns) / 1e6,
+      static_cast<unsigned long long>(report.torn_bytes_truncated));
 
   std::vector<engine::LogOffset> offsets(args.messages);
   std::vector<uint32_t> sizes(args.messages);
@@ -184,21 +184,20 @@ int main(int argc, char** argv) {
   if (!append_all(log, clock, args, offsets, sizes, acked, indeterminate)) return 1;
   const double elapsed_s = seconds_since(clock, start_ns);
   const engine::CommitLogStats& stats = log.stats();
-  std::printf("appended %llu messages of %u bytes in %.3f s: %.0f msgs/s, %.1f MB/s, "
-              "%llu acknowledged durable, %llu indeterminate\n",
-              static_cast<unsigned long long>(args.messages), args.body_bytes, elapsed_s,
-              static_cast<double>(args.messages) / elapsed_s,
-              static_cast<double>(args.messages) * args.body_bytes / elapsed_s / 1e6,
-              static_cast<unsigned long long>(acked),
-              static_cast<unsigned long long>(indeterminate));
-  std::printf("%llu writes, %llu fdatasyncs (%.1f messages per fdatasync), %llu segments "
-              "prepared\n",
-              static_cast<unsigned long long>(stats.writes_submitted),
-              static_cast<unsigned long long>(stats.fdatasyncs_completed),
-              stats.fdatasyncs_completed
-                  ? static_cast<double>(acked) / stats.fdatasyncs_completed
-                  : 0.0,
-              static_cast<unsigned long long>(stats.segments_prepared));
+  std::printf(
+      "appended %llu messages of %u bytes in %.3f s: %.0f msgs/s, %.1f MB/s, "
+      "%llu acknowledged durable, %llu indeterminate\n",
+      static_cast<unsigned long long>(args.messages), args.body_bytes, elapsed_s,
+      static_cast<double>(args.messages) / elapsed_s,
+      static_cast<double>(args.messages) * args.body_bytes / elapsed_s / 1e6,
+      static_cast<unsigned long long>(acked), static_cast<unsigned long long>(indeterminate));
+  std::printf(
+      "%llu writes, %llu fdatasyncs (%.1f messages per fdatasync), %llu segments "
+      "prepared\n",
+      static_cast<unsigned long long>(stats.writes_submitted),
+      static_cast<unsigned long long>(stats.fdatasyncs_completed),
+      stats.fdatasyncs_completed ? static_cast<double>(acked) / stats.fdatasyncs_completed : 0.0,
+      static_cast<unsigned long long>(stats.segments_prepared));
 
   const uint64_t sample = std::min<uint64_t>(args.messages, 1000);
   const uint64_t verified = verify_sample(log, args, sample, offsets, sizes);

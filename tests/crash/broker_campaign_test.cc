@@ -69,10 +69,10 @@ constexpr const char* kTopic = "CrashTopic";
 constexpr const char* kGroup = "crash-group";
 constexpr int32_t kQueues = 4;
 constexpr uint32_t kProducers = 3;
-constexpr uint32_t kWindow = 8;               // sends in flight per producer connection
-constexpr int kDelayedPercent = 20;           // share of sends with a DELAY level
+constexpr uint32_t kWindow = 8;                  // sends in flight per producer connection
+constexpr int kDelayedPercent = 20;              // share of sends with a DELAY level
 constexpr int64_t kOffsetPersistSlackMs = 3000;  // persist interval (1 s) plus margin
-constexpr int64_t kMaxDelayMs = 1000;         // the longest level of kDelayLevels
+constexpr int64_t kMaxDelayMs = 1000;            // the longest level of kDelayLevels
 constexpr const char* kDelayLevels = "200ms 500ms 1s";
 
 using testing::ms_since;
@@ -86,13 +86,15 @@ uint64_t mix(uint64_t x) {
   return x ^ (x >> 31);
 }
 
-uint64_t key_of(uint32_t producer, uint64_t seq) { return (uint64_t{producer} << 40) | seq; }
+uint64_t key_of(uint32_t producer, uint64_t seq) {
+  return (uint64_t{producer} << 40) | seq;
+}
 
 // "<producer> <seq> <len>|" then len bytes derived from (key, producer, seq).
 std::string make_body(uint64_t hash_key, uint32_t producer, uint64_t seq) {
   const uint32_t len = 64 + static_cast<uint32_t>(mix(hash_key ^ key_of(producer, seq)) % 448);
-  std::string body = std::to_string(producer) + " " + std::to_string(seq) + " " +
-                     std::to_string(len) + "|";
+  std::string body =
+      std::to_string(producer) + " " + std::to_string(seq) + " " + std::to_string(len) + "|";
   uint64_t state = mix(hash_key ^ mix(key_of(producer, seq)));
   for (uint32_t i = 0; i < len; i++) {
     if (i % 8 == 0) state = mix(state);
@@ -139,7 +141,6 @@ struct Ledger {
   // kOffsetPersistSlackMs before the kill of its own cycle), and how many commits were judged.
   std::vector<int64_t> offset_floor = std::vector<int64_t>(kQueues, 0);
   std::vector<size_t> commits_judged = std::vector<size_t>(kQueues, 0);
-
 };
 
 using Producers = std::map<uint32_t, std::vector<Entry>>;
@@ -330,8 +331,8 @@ struct Pending {
 
 // One producer connection: pipelined SEND_MESSAGE_V2, kWindow in flight, until the connection
 // drops. Everything in flight when it drops is indeterminate.
-void produce(uint16_t port, uint64_t hash_key, uint32_t producer, uint64_t seed,
-             int64_t rate_per_s, std::vector<Entry>* entries, std::atomic<uint64_t>* acks,
+void produce(uint16_t port, uint64_t hash_key, uint32_t producer, uint64_t seed, int64_t rate_per_s,
+             std::vector<Entry>* entries, std::atomic<uint64_t>* acks,
              const std::atomic<bool>* stop) {
   std::unique_ptr<net::RemotingClient> client = connect(port);
   if (!client) return;
@@ -346,12 +347,19 @@ void produce(uint16_t port, uint64_t hash_key, uint32_t producer, uint64_t seed,
     if (e.delayed) engine::append_property(properties, "DELAY", std::to_string(1 + rng() % 3));
     entries->push_back(e);
     std::string body = make_body(hash_key, producer, seq);
-    io::Result<int32_t> opaque = client->send(
-        request(req::kSendMessageV2,
-                {{"a", "crash-producer"}, {"b", kTopic}, {"c", "TBW102"}, {"d", "4"},
-                 {"e", std::to_string(e.queue)}, {"f", "0"}, {"g", "0"}, {"h", "0"},
-                 {"i", properties}, {"j", "0"}, {"k", "false"}}),
-        net::as_bytes(body));
+    io::Result<int32_t> opaque =
+        client->send(request(req::kSendMessageV2, {{"a", "crash-producer"},
+                                                   {"b", kTopic},
+                                                   {"c", "TBW102"},
+                                                   {"d", "4"},
+                                                   {"e", std::to_string(e.queue)},
+                                                   {"f", "0"},
+                                                   {"g", "0"},
+                                                   {"h", "0"},
+                                                   {"i", properties},
+                                                   {"j", "0"},
+                                                   {"k", "false"}}),
+                     net::as_bytes(body));
     if (!opaque.is_ok()) {
       entries->back().fate = Fate::indeterminate;  // may have left in part
       return false;
@@ -388,9 +396,8 @@ void produce(uint16_t port, uint64_t hash_key, uint32_t producer, uint64_t seed,
       e.fate = Fate::acked;
       e.queue_offset = ext_int(*r, "queueOffset").value_or(-1);
       acks->fetch_add(1);
-    } else if (code == rc::kSystemBusy ||
-               (code == rc::kServiceNotAvailable && remark.find("may or may not") ==
-                                                         std::string::npos)) {
+    } else if (code == rc::kSystemBusy || (code == rc::kServiceNotAvailable &&
+                                           remark.find("may or may not") == std::string::npos)) {
       e.fate = Fate::rejected;  // busy, no space, stopping: definitely not stored
     } else {
       e.fate = Fate::indeterminate;  // fail-stop, flush timeout, anything unexpected
@@ -405,10 +412,10 @@ void consume(uint16_t port, Ledger* ledger, const std::atomic<bool>* stop) {
   if (!client) return;
   std::vector<int64_t> next(kQueues, -1);
   for (int32_t q = 0; q < kQueues && !stop->load(); q++) {
-    auto r = client->call(request(req::kQueryConsumerOffset, {{"consumerGroup", kGroup},
-                                                              {"topic", kTopic},
-                                                              {"queueId", std::to_string(q)}}),
-                          {}, 3000);
+    auto r = client->call(
+        request(req::kQueryConsumerOffset,
+                {{"consumerGroup", kGroup}, {"topic", kTopic}, {"queueId", std::to_string(q)}}),
+        {}, 3000);
     if (!r.is_ok()) return;
     next[q] = r->command.code == rc::kSuccess ? ext_int(*r, "offset").value_or(0) : 0;
     if (next[q] < 0) next[q] = 0;
@@ -416,13 +423,17 @@ void consume(uint16_t port, Ledger* ledger, const std::atomic<bool>* stop) {
   while (!stop->load()) {
     bool any = false;
     for (int32_t q = 0; q < kQueues && !stop->load(); q++) {
-      auto r = client->call(
-          request(req::kPullMessage,
-                  {{"consumerGroup", kGroup}, {"topic", kTopic}, {"queueId", std::to_string(q)},
-                   {"queueOffset", std::to_string(next[q])}, {"maxMsgNums", "32"},
-                   {"sysFlag", "0"}, {"commitOffset", "0"}, {"suspendTimeoutMillis", "0"},
-                   {"subscription", "*"}, {"subVersion", "0"}}),
-          {}, 3000);
+      auto r = client->call(request(req::kPullMessage, {{"consumerGroup", kGroup},
+                                                        {"topic", kTopic},
+                                                        {"queueId", std::to_string(q)},
+                                                        {"queueOffset", std::to_string(next[q])},
+                                                        {"maxMsgNums", "32"},
+                                                        {"sysFlag", "0"},
+                                                        {"commitOffset", "0"},
+                                                        {"suspendTimeoutMillis", "0"},
+                                                        {"subscription", "*"},
+                                                        {"subVersion", "0"}}),
+                            {}, 3000);
       if (!r.is_ok()) return;
       if (r->command.code != rc::kSuccess) continue;
       int64_t n = ext_int(*r, "nextBeginOffset").value_or(next[q]);
@@ -435,11 +446,12 @@ void consume(uint16_t port, Ledger* ledger, const std::atomic<bool>* stop) {
         index = ledger->commits[q].size();
         ledger->commits[q].push_back(CommitRecord{n, false, {}});
       }
-      auto c = client->call(request(req::kUpdateConsumerOffset,
-                                    {{"topic", kTopic}, {"consumerGroup", kGroup},
-                                     {"queueId", std::to_string(q)},
-                                     {"commitOffset", std::to_string(n)}}),
-                            {}, 3000);
+      auto c =
+          client->call(request(req::kUpdateConsumerOffset, {{"topic", kTopic},
+                                                            {"consumerGroup", kGroup},
+                                                            {"queueId", std::to_string(q)},
+                                                            {"commitOffset", std::to_string(n)}}),
+                       {}, 3000);
       if (!c.is_ok()) return;
       if (c->command.code == rc::kSuccess) {
         std::lock_guard lock(ledger->commits_mutex);
@@ -482,13 +494,17 @@ class Verifier {
     int64_t offset = 0;
     std::map<uint32_t, uint64_t> last_seq;  // producer -> last plain seq seen in this queue
     for (;;) {
-      auto r = client.call(
-          request(req::kPullMessage,
-                  {{"consumerGroup", "crash-verifier"}, {"topic", kTopic},
-                   {"queueId", std::to_string(q)}, {"queueOffset", std::to_string(offset)},
-                   {"maxMsgNums", "64"}, {"sysFlag", "0"}, {"commitOffset", "0"},
-                   {"suspendTimeoutMillis", "0"}, {"subscription", "*"}, {"subVersion", "0"}}),
-          {}, 10000);
+      auto r = client.call(request(req::kPullMessage, {{"consumerGroup", "crash-verifier"},
+                                                       {"topic", kTopic},
+                                                       {"queueId", std::to_string(q)},
+                                                       {"queueOffset", std::to_string(offset)},
+                                                       {"maxMsgNums", "64"},
+                                                       {"sysFlag", "0"},
+                                                       {"commitOffset", "0"},
+                                                       {"suspendTimeoutMillis", "0"},
+                                                       {"subscription", "*"},
+                                                       {"subVersion", "0"}}),
+                           {}, 10000);
       if (!r.is_ok()) return false;
       const int32_t code = r->command.code;
       if (code == rc::kPullNotFound) return true;
@@ -519,8 +535,7 @@ class Verifier {
       if (next != offset) {
         figures_->holes++;
         figures_->problem("queue " + std::to_string(q) + ": pull returned records up to " +
-                          std::to_string(offset) + " but nextBeginOffset " +
-                          std::to_string(next));
+                          std::to_string(offset) + " but nextBeginOffset " + std::to_string(next));
         offset = std::max(offset, next);
       }
     }
@@ -532,8 +547,7 @@ class Verifier {
     const std::string where = "queue " + std::to_string(q) + " offset " + std::to_string(offset);
     if (view.queue_offset != offset) {
       figures_->holes++;
-      figures_->problem(where + ": record says queue offset " +
-                        std::to_string(view.queue_offset));
+      figures_->problem(where + ": record says queue offset " + std::to_string(view.queue_offset));
     }
     uint32_t producer = 0;
     uint64_t seq = 0;
@@ -598,7 +612,8 @@ class Verifier {
       for (uint64_t seq = 0; seq < entries.size(); seq++) {
         const Entry& e = entries[seq];
         const bool present = found.count(key_of(producer, seq)) != 0;
-        if (final_check && present && (e.fate == Fate::indeterminate || e.fate == Fate::attempted)) {
+        if (final_check && present &&
+            (e.fate == Fate::indeterminate || e.fate == Fate::attempted)) {
           figures_->indeterminate_present++;
         }
         if (e.fate != Fate::acked || present) continue;
@@ -612,9 +627,9 @@ class Verifier {
           continue;
         }
         figures_->lost++;
-        figures_->problem("acknowledged " + std::to_string(producer) + "/" +
-                          std::to_string(seq) + " lost (queue " + std::to_string(e.queue) +
-                          " offset " + std::to_string(e.queue_offset) + ")");
+        figures_->problem("acknowledged " + std::to_string(producer) + "/" + std::to_string(seq) +
+                          " lost (queue " + std::to_string(e.queue) + " offset " +
+                          std::to_string(e.queue_offset) + ")");
         if (static_cast<int64_t>(seq) < highest[e.queue]) figures_->holes++;
       }
     }
@@ -650,10 +665,10 @@ void check_offsets(uint16_t port, Ledger& ledger, Figures* figures) {
   if (!client) return;
   std::lock_guard lock(ledger.commits_mutex);
   for (int32_t q = 0; q < kQueues; q++) {
-    auto r = client->call(request(req::kQueryConsumerOffset, {{"consumerGroup", kGroup},
-                                                              {"topic", kTopic},
-                                                              {"queueId", std::to_string(q)}}),
-                          {}, 3000);
+    auto r = client->call(
+        request(req::kQueryConsumerOffset,
+                {{"consumerGroup", kGroup}, {"topic", kTopic}, {"queueId", std::to_string(q)}}),
+        {}, 3000);
     if (!r.is_ok()) return;
     const int64_t recovered =
         r->command.code == rc::kSuccess ? ext_int(*r, "offset").value_or(0) : 0;
@@ -664,9 +679,8 @@ void check_offsets(uint16_t port, Ledger& ledger, Figures* figures) {
       figures->offset_regressions++;
       figures->problem("queue " + std::to_string(q) + ": committed offset " +
                        std::to_string(recovered) + " after restart (reply " +
-                       std::to_string(r->command.code) + " " +
-                       r->command.remark.value_or("") + "); acknowledged " +
-                       std::to_string(floor) + " at least " +
+                       std::to_string(r->command.code) + " " + r->command.remark.value_or("") +
+                       "); acknowledged " + std::to_string(floor) + " at least " +
                        std::to_string(kOffsetPersistSlackMs) + " ms before its cycle's kill");
     }
   }
@@ -715,7 +729,7 @@ void write_config(const std::string& path, const std::string& store, uint16_t po
       << "maxMessageSize=65536\n"
       << "defaultTopicQueueNums=" << kQueues << "\n"
       << "diskSpaceWarningLevelRatio=100\n"  // a shared test disk may be over 90% used
-      << "logLevel=info\n";  // the recovery lines (torn bytes) are info
+      << "logLevel=info\n";                  // the recovery lines (torn bytes) are info
 }
 
 TEST(BrokerCampaignTest, KillNineKeepsEveryAcknowledgedMessage) {
@@ -778,10 +792,12 @@ TEST(BrokerCampaignTest, KillNineKeepsEveryAcknowledgedMessage) {
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
         Figures scratch;
         scratch.quiet = true;
-        if (!Verifier(port, hash_key, ledger.producers, &scratch).run(false, &delayed_missing)) break;
+        if (!Verifier(port, hash_key, ledger.producers, &scratch).run(false, &delayed_missing))
+          break;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(kMaxDelayMs));
-      if (!Verifier(port, hash_key, ledger.producers, &figures).run(true, &delayed_missing)) return false;
+      if (!Verifier(port, hash_key, ledger.producers, &figures).run(true, &delayed_missing))
+        return false;
     }
     check_offsets(port, ledger, &figures);
     return true;
@@ -871,7 +887,8 @@ TEST(BrokerCampaignTest, KillNineKeepsEveryAcknowledgedMessage) {
   std::printf(
       "crash-summary: mode=broker cycles=%llu startup_kills=%llu burst_kills=%llu long_runs=%llu "
       "attempted=%llu acknowledged=%llu acknowledged_delayed=%llu rejected=%llu "
-      "indeterminate=%llu indeterminate_present=%llu lost=%llu duplicated=%llu phantoms=%llu aborted=%llu holes=%llu "
+      "indeterminate=%llu indeterminate_present=%llu lost=%llu duplicated=%llu phantoms=%llu "
+      "aborted=%llu holes=%llu "
       "reordered=%llu inconsistent=%llu corrupt=%llu offset_regressions=%llu commits_acked=%llu "
       "torn_bytes=%llu torn_bytes_max=%llu recovery_ms_p50=%lld recovery_ms_p99=%lld "
       "verify_ms_p50=%lld seed=%llu\n",

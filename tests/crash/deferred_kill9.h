@@ -32,8 +32,8 @@
 namespace uringmq::testing {
 
 struct DeferredKill9 {
-  const char* kind;                   // the child's first argument, and the summary's name
-  std::string_view topic;             // the real topic the child's messages go to
+  const char* kind;                    // the child's first argument, and the summary's name
+  std::string_view topic;              // the real topic the child's messages go to
   std::function<void(Store&)> settle;  // returns once every pending message has been delivered
 };
 
@@ -42,11 +42,14 @@ inline std::map<uint64_t, int> read_all(Session& session, std::string_view topic
   std::map<uint64_t, int> copies;
   for (int32_t q = 0; q < 4; q++) {
     int64_t offset = 0;
-    pull_to_end(session, topic, q, &offset, [&](const engine::MessageView& v) {
-      auto seq = engine::find_property(v.user_properties, "S");
-      EXPECT_TRUE(seq.has_value());
-      copies[std::stoull(std::string(seq.value_or("0")))]++;
-    }, 256);
+    pull_to_end(
+        session, topic, q, &offset,
+        [&](const engine::MessageView& v) {
+          auto seq = engine::find_property(v.user_properties, "S");
+          EXPECT_TRUE(seq.has_value());
+          copies[std::stoull(std::string(seq.value_or("0")))]++;
+        },
+        256);
   }
   return copies;
 }
@@ -62,8 +65,9 @@ inline void run_deferred_kill9(const DeferredKill9& k) {
   uint64_t lost_total = 0, duplicated_total = 0;
   for (int cycle = 0; cycle < cycles; cycle++) {
     const std::string out = dir.path() + "/child-" + std::to_string(cycle) + ".out";
-    std::string killed = testing::run_then_kill(DEFERRED_CHILD_PATH, {k.kind, data, std::to_string(next_seq)},
-                                                out, 200 + static_cast<int>(rng() % 600));
+    std::string killed =
+        testing::run_then_kill(DEFERRED_CHILD_PATH, {k.kind, data, std::to_string(next_seq)}, out,
+                               200 + static_cast<int>(rng() % 600));
     ASSERT_EQ(killed, "") << "cycle " << cycle;
     std::ifstream in(out);
     std::string tag;
@@ -83,7 +87,8 @@ inline void run_deferred_kill9(const DeferredKill9& k) {
       max_seen = std::max(max_seen, s);
       if (n > 1) {
         duplicated++;
-        if (examples.size() < 200) examples += " dup " + std::to_string(s) + "x" + std::to_string(n);
+        if (examples.size() < 200)
+          examples += " dup " + std::to_string(s) + "x" + std::to_string(n);
       }
       delivered++;
     }
@@ -104,8 +109,8 @@ inline void run_deferred_kill9(const DeferredKill9& k) {
     session->reset();
     ASSERT_TRUE((*store)->close().is_ok());
   }
-  std::printf("%s-kill9-summary: cycles=%d acked=%zu lost=%llu duplicated=%llu seed=%llu\n",
-              k.kind, cycles, acked.size(), static_cast<unsigned long long>(lost_total),
+  std::printf("%s-kill9-summary: cycles=%d acked=%zu lost=%llu duplicated=%llu seed=%llu\n", k.kind,
+              cycles, acked.size(), static_cast<unsigned long long>(lost_total),
               static_cast<unsigned long long>(duplicated_total),
               static_cast<unsigned long long>(seed));
   EXPECT_GT(acked.size(), 0u);

@@ -14,13 +14,15 @@ namespace {
 
 TEST(DelayKill9, DelayedMessagesAreDeliveredExactlyOnce) {
   testing::run_deferred_kill9({"delay", "DelayTopic", [](Store& store) {
-    for (int i = 0; i < 500; i++) {  // until no level has anything pending (10 s at most)
-      int64_t pending = 0;
-      for (const DelayLevelStats& s : store.delay_level_stats()) pending += s.pending;
-      if (pending == 0 && i > 5) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-  }});
+                                 for (int i = 0; i < 500;
+                                      i++) {  // until no level has anything pending (10 s at most)
+                                   int64_t pending = 0;
+                                   for (const DelayLevelStats& s : store.delay_level_stats())
+                                     pending += s.pending;
+                                   if (pending == 0 && i > 5) break;
+                                   std::this_thread::sleep_for(std::chrono::milliseconds(20));
+                                 }
+                               }});
 }
 
 }  // namespace

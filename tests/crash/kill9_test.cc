@@ -38,9 +38,9 @@
 #include "io/clock.h"
 #include "io/uring_disk.h"
 #include "tests/crash/crash_log_options.h"
+#include "tests/support/env.h"
 #include "tests/support/ledger_checker.h"
 #include "tests/support/log_fixture.h"
-#include "tests/support/env.h"
 #include "tests/support/temp_dir.h"
 
 #ifndef CRASH_APPENDER_PATH

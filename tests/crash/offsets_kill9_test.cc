@@ -16,8 +16,8 @@
 #include "engine/store.h"
 #include "tests/support/env.h"
 #include "tests/support/kill_child.h"
-#include "tests/support/temp_dir.h"
 #include "tests/support/store_options.h"
+#include "tests/support/temp_dir.h"
 
 namespace uringmq {
 namespace {

@@ -16,8 +16,8 @@ namespace {
 TEST(TimerKill9, TimedMessagesAreDeliveredExactlyOnce) {
   // Every timer the child sends is due within 1.5 s of its send.
   testing::run_deferred_kill9({"timer", "TimerTopic", [](Store&) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(2000));
-  }});
+                                 std::this_thread::sleep_for(std::chrono::milliseconds(2000));
+                               }});
 }
 
 }  // namespace

@@ -50,7 +50,8 @@ struct Totals {
 // Compares the recovered log with what was there before this cycle and what this cycle
 // appended (in log order). Returns how many of this cycle's appends survived.
 size_t check_cycle(const std::vector<StoredRecord>& before, const std::vector<Appended>& appended,
-                   const std::vector<StoredRecord>& after, Totals& totals, const std::string& where) {
+                   const std::vector<StoredRecord>& after, Totals& totals,
+                   const std::string& where) {
   auto problem = [&](const std::string& what) {
     if (totals.first_problem.empty()) totals.first_problem = where + ": " + what;
   };
@@ -133,14 +134,14 @@ void run_seed(uint64_t seed, const SeedOptions& seed_options, Totals& totals) {
       return;
     }
     if (std::getenv("URINGMQ_SIM_VERBOSE")) {
-      std::printf("%s: %s open: unclean=%d checkpoint=%llu scan_start=%llu end=%llu torn=%llu "
-                  "removed=%u mode=%s\n",
-                  where.c_str(), power_loss ? "power" : "process", report.unclean_stop,
-                  (unsigned long long)report.checkpoint_offset,
-                  (unsigned long long)report.scan_start_offset,
-                  (unsigned long long)report.end_offset,
-                  (unsigned long long)report.torn_bytes_truncated, report.segments_removed,
-                  options.io_mode == io::IoMode::direct ? "direct" : "buffered");
+      std::printf(
+          "%s: %s open: unclean=%d checkpoint=%llu scan_start=%llu end=%llu torn=%llu "
+          "removed=%u mode=%s\n",
+          where.c_str(), power_loss ? "power" : "process", report.unclean_stop,
+          (unsigned long long)report.checkpoint_offset,
+          (unsigned long long)report.scan_start_offset, (unsigned long long)report.end_offset,
+          (unsigned long long)report.torn_bytes_truncated, report.segments_removed,
+          options.io_mode == io::IoMode::direct ? "direct" : "buffered");
     }
     std::unique_ptr<engine::CommitLog> log = std::move(*opened);
     std::vector<Appended> appended;
@@ -197,7 +198,8 @@ void run_seed(uint64_t seed, const SeedOptions& seed_options, Totals& totals) {
     auto after = testing::read_log(disk, options);
     if (!after.is_ok()) {
       totals.changed++;
-      if (totals.first_problem.empty()) totals.first_problem = where + ": " + after.status().to_string();
+      if (totals.first_problem.empty())
+        totals.first_problem = where + ": " + after.status().to_string();
       return;
     }
     check_cycle(durable, appended, *after, totals, where);
@@ -207,22 +209,23 @@ void run_seed(uint64_t seed, const SeedOptions& seed_options, Totals& totals) {
 }
 
 void print_summary(const char* mode, const Totals& t) {
-  std::printf("sim-summary: mode=%s seeds=%llu cycles=%llu power_crashes=%llu "
-              "process_crashes=%llu appended=%llu acked=%llu lost=%llu duplicate=0 phantom=%llu "
-              "hole=%llu changed=%llu open_failures=%llu unacked_survived=%llu "
-              "torn_bytes_truncated=%llu pages_torn=%llu\n",
-              mode, (unsigned long long)t.seeds, (unsigned long long)t.cycles,
-              (unsigned long long)t.power_crashes, (unsigned long long)t.process_crashes,
-              (unsigned long long)t.appended, (unsigned long long)t.acked,
-              (unsigned long long)t.lost, (unsigned long long)t.phantom,
-              (unsigned long long)t.hole, (unsigned long long)t.changed,
-              (unsigned long long)t.open_failures, (unsigned long long)t.unacked_survived,
-              (unsigned long long)t.torn_bytes, (unsigned long long)t.pages_torn);
+  std::printf(
+      "sim-summary: mode=%s seeds=%llu cycles=%llu power_crashes=%llu "
+      "process_crashes=%llu appended=%llu acked=%llu lost=%llu duplicate=0 phantom=%llu "
+      "hole=%llu changed=%llu open_failures=%llu unacked_survived=%llu "
+      "torn_bytes_truncated=%llu pages_torn=%llu\n",
+      mode, (unsigned long long)t.seeds, (unsigned long long)t.cycles,
+      (unsigned long long)t.power_crashes, (unsigned long long)t.process_crashes,
+      (unsigned long long)t.appended, (unsigned long long)t.acked, (unsigned long long)t.lost,
+      (unsigned long long)t.phantom, (unsigned long long)t.hole, (unsigned long long)t.changed,
+      (unsigned long long)t.open_failures, (unsigned long long)t.unacked_survived,
+      (unsigned long long)t.torn_bytes, (unsigned long long)t.pages_torn);
 }
 
 TEST(CommitLogCrashSim, AcknowledgedMessagesSurviveEveryCrash) {
   const uint64_t first = testing::env_u64("URINGMQ_SEED", 1);
-  const uint64_t seeds = std::getenv("URINGMQ_SEED") ? 1 : testing::env_u64("URINGMQ_SIM_SEEDS", 1000);
+  const uint64_t seeds =
+      std::getenv("URINGMQ_SEED") ? 1 : testing::env_u64("URINGMQ_SIM_SEEDS", 1000);
   Totals totals;
   for (uint64_t seed = first; seed < first + seeds; seed++) {
     Totals one;

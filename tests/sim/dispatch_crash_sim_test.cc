@@ -78,9 +78,11 @@ std::optional<engine::CqUnit> read_unit(World& w, engine::CqStore& cq, engine::Q
 
 std::string check(World& w, engine::CqStore& cq) {
   std::map<std::pair<std::string, int32_t>, std::vector<std::pair<int64_t, engine::CqUnit>>> log;
-  auto end = engine::scan_log(*w.disk, w.log_options, [&](uint64_t offset, const engine::MessageView& r) {
-    log[{std::string(r.topic), r.queue_id}].push_back({r.queue_offset, engine::unit_of(offset, r, sched::DelayLevels::defaults())});
-  });
+  auto end =
+      engine::scan_log(*w.disk, w.log_options, [&](uint64_t offset, const engine::MessageView& r) {
+        log[{std::string(r.topic), r.queue_id}].push_back(
+            {r.queue_offset, engine::unit_of(offset, r, sched::DelayLevels::defaults())});
+      });
   if (!end.is_ok()) return "scan: " + end.status().to_string();
   for (auto& [key, records] : log) {
     auto q = cq.queue(key.first, key.second, false);
@@ -132,8 +134,8 @@ void run_seed(uint64_t seed, Totals& totals, std::string* problem) {
   totals.seeds++;
   for (int cycle = 0; cycle < 3; cycle++) {
     const bool power = rng.below(3) != 0;
-    w.log_options.flush_mode = power || rng.below(2) ? engine::FlushMode::sync_flush
-                                                     : engine::FlushMode::async_flush;
+    w.log_options.flush_mode =
+        power || rng.below(2) ? engine::FlushMode::sync_flush : engine::FlushMode::async_flush;
     auto opened = open_all(w);
     if (!opened.is_ok()) {
       *problem = "open: " + opened.status().to_string();
@@ -174,8 +176,9 @@ void run_seed(uint64_t seed, Totals& totals, std::string* problem) {
         if (r.is_ok()) {
           auto q = cq.queue(topic, qid, true);
           UMQ_ASSERT(q.is_ok());
-          pending[tag] = Pending{*q, next, engine::CqUnit{r->offset.value, r->size_bytes,
-                                                          engine::tags_code_of(*tagname ? tagname : "")}};
+          pending[tag] = Pending{*q, next,
+                                 engine::CqUnit{r->offset.value, r->size_bytes,
+                                                engine::tags_code_of(*tagname ? tagname : "")}};
           next++;
           tag++;
         }
@@ -186,8 +189,10 @@ void run_seed(uint64_t seed, Totals& totals, std::string* problem) {
       log.set_checkpoint_limit(cq.durable_dispatched());
       size_t n = disk.poll(done, rng.below(2) ? io::Wait::none : io::Wait::at_least_one);
       for (size_t i = 0; i < n; i++) {
-        if (engine::CommitLog::owns(done[i].user_data)) log.complete(done[i]);
-        else cq.complete(done[i]);
+        if (engine::CommitLog::owns(done[i].user_data))
+          log.complete(done[i]);
+        else
+          cq.complete(done[i]);
       }
       log.submit_work();
       for (size_t k; dispatcher.has_room(acks.size()) && (k = log.take_acks(acks)) > 0;) {
@@ -204,7 +209,10 @@ void run_seed(uint64_t seed, Totals& totals, std::string* problem) {
         return;
       }
     }
-    if (power) disk.crash(); else disk.crash_process();
+    if (power)
+      disk.crash();
+    else
+      disk.crash_process();
     opened->cq.reset();
     opened->log.reset();
     totals.cycles++;
@@ -219,9 +227,9 @@ void run_seed(uint64_t seed, Totals& totals, std::string* problem) {
       return;
     }
     std::map<uint64_t, bool> present;
-    auto end = engine::scan_log(disk, w.log_options, [&](uint64_t offset, const engine::MessageView&) {
-      present[offset] = true;
-    });
+    auto end = engine::scan_log(
+        disk, w.log_options,
+        [&](uint64_t offset, const engine::MessageView&) { present[offset] = true; });
     for (uint64_t offset : acked_offsets) {
       totals.acked++;
       if (!present.count(offset)) totals.lost++;
@@ -242,8 +250,8 @@ TEST(DispatchCrashSim, ConsumeQueuesMatchTheLogAfterEveryCrash) {
     run_seed(seed, totals, &problem);
     if (!problem.empty()) {
       totals.failures++;
-      ADD_FAILURE() << "seed " << seed << ": " << problem
-                    << "\nreproduce: URINGMQ_SEED=" << seed << " ctest -R dispatch_crash_sim_test";
+      ADD_FAILURE() << "seed " << seed << ": " << problem << "\nreproduce: URINGMQ_SEED=" << seed
+                    << " ctest -R dispatch_crash_sim_test";
     }
   }
   std::printf("dispatch-summary: seeds=%llu cycles=%llu acked=%llu lost=%llu failures=%llu\n",

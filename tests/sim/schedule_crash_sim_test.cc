@@ -158,8 +158,8 @@ TEST(ScheduleCrashSim, CanaryCheckpointPastDeliveriesIsCaughtDuplicating) {
 // async_flush acknowledges a delivery when written; committing its progress then lets the offsets
 // table persist ahead of the copy, and a power loss loses the message.
 TEST(ScheduleCrashSim, CanaryProgressBeforeDurableIsCaughtLosing) {
-  expect_canary_caught("canary-progress-before-durable",
-                       {.unsafe_progress_before_durable = true}, &SimTotals::lost, 500);
+  expect_canary_caught("canary-progress-before-durable", {.unsafe_progress_before_durable = true},
+                       &SimTotals::lost, 500);
 }
 
 }  // namespace

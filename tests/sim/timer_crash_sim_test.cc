@@ -18,9 +18,10 @@
 //
 // The cancel rule, from shard_timer.cc: a cancel is recorded in the offsets table with its time
 // (the shard's clock, c) when the shard takes it, before its append is acknowledged; a timer put
-// at p (its first record's store time, which a rolled copy carries as __UMQ_TPUT) and due at d is skipped when, at delivery or roll, a cancel naming one of
-// its keys has c >= p. Each cancel key here is used by one cancel only, and the checker reads c
-// from the cancel's record and p from the timer's, so for a timer and a cancel naming it:
+// at p (its first record's store time, which a rolled copy carries as __UMQ_TPUT) and due at d is
+// skipped when, at delivery or roll, a cancel naming one of its keys has c >= p. Each cancel key
+// here is used by one cancel only, and the checker reads c from the cancel's record and p from the
+// timer's, so for a timer and a cancel naming it:
 //   - cancel record in the log, c < p: no effect (delivered exactly once);
 //   - cancel record in the log, p <= c < d - lead (the seed's delivery_lead_ms): the cancel
 //     wins, the timer is never delivered (a delivery is decided at or after d - lead > c, when
@@ -93,7 +94,7 @@ class TimerSim final : public testing::SteppedShardSim {
  private:
   struct Timed {
     bool absolute = false;
-    int64_t value_ms = 0;  // absolute: the deliver time; relative: the delay
+    int64_t value_ms = 0;      // absolute: the deliver time; relative: the delay
     int64_t due_after_ms = 0;  // the deliver time is not before this
     std::vector<std::string> keys;
   };
@@ -121,12 +122,17 @@ class TimerSim final : public testing::SteppedShardSim {
   int64_t draw_offset_ms() {
     const int64_t bucket = options().timer_bucket_ms;
     switch (rng().below(6)) {
-      case 0: return -static_cast<int64_t>(rng().below(static_cast<uint64_t>(2 * bucket)));
-      case 1: return static_cast<int64_t>(rng().below(static_cast<uint64_t>(2 * bucket)));
-      case 2: return static_cast<int64_t>(rng().below(static_cast<uint64_t>(horizon_ms_)));
-      case 3: return 1 + static_cast<int64_t>(rng().below(50));
+      case 0:
+        return -static_cast<int64_t>(rng().below(static_cast<uint64_t>(2 * bucket)));
+      case 1:
+        return static_cast<int64_t>(rng().below(static_cast<uint64_t>(2 * bucket)));
+      case 2:
+        return static_cast<int64_t>(rng().below(static_cast<uint64_t>(horizon_ms_)));
+      case 3:
+        return 1 + static_cast<int64_t>(rng().below(50));
       default:
-        return horizon_ms_ + static_cast<int64_t>(rng().below(static_cast<uint64_t>(3 * horizon_ms_)));
+        return horizon_ms_ +
+               static_cast<int64_t>(rng().below(static_cast<uint64_t>(3 * horizon_ms_)));
     }
   }
 
@@ -268,9 +274,8 @@ class TimerSim final : public testing::SteppedShardSim {
                                                                  : SimVerdict::Expect::at_most_once;
     }
     if (cancel.acked) return SimVerdict::Expect::at_most_once;  // lost: check_more judges it
-    return put_ms <= cycle_end_ms(cancels_.at(cancel.key).cycle)
-               ? SimVerdict::Expect::at_most_once
-               : SimVerdict::Expect::once;
+    return put_ms <= cycle_end_ms(cancels_.at(cancel.key).cycle) ? SimVerdict::Expect::at_most_once
+                                                                 : SimVerdict::Expect::once;
   }
 
   void check_more(SimTotals&, std::string* bad) override {
@@ -305,11 +310,16 @@ void run_seed(uint64_t seed, const SimSeedOptions& seed_options, SimTotals& tota
 
 void print_summary(const char* mode, const SimTotals& t, const TimerTotals& tt) {
   const testing::SummaryField extra[] = {
-      {"rolled_records", t.rerouted},         {"acked_cancels", tt.acked_cancels},
-      {"cancelled", t.never_expected},        {"cancelled_delivered", t.delivered_never},
-      {"cancel_raced", t.open_race},          {"cancel_raced_delivered", t.open_race_delivered},
-      {"cancel_lost", tt.cancel_lost},        {"bad_deliver_time", tt.bad_deliver_time},
-      {"async_power_crashes", t.async_power_crashes}, {"async_lost", t.async_lost},
+      {"rolled_records", t.rerouted},
+      {"acked_cancels", tt.acked_cancels},
+      {"cancelled", t.never_expected},
+      {"cancelled_delivered", t.delivered_never},
+      {"cancel_raced", t.open_race},
+      {"cancel_raced_delivered", t.open_race_delivered},
+      {"cancel_lost", tt.cancel_lost},
+      {"bad_deliver_time", tt.bad_deliver_time},
+      {"async_power_crashes", t.async_power_crashes},
+      {"async_lost", t.async_lost},
   };
   testing::print_summary("timer", mode, t, "acked_timed", extra);
 }
@@ -320,8 +330,7 @@ TEST(TimerCrashSim, TimedMessagesAreDeliveredExactlyOnceAcrossCrashes) {
   SimTotals totals;
   TimerTotals timer_totals;
   run_seeds(
-      "URINGMQ_TIMER_SIM_SEEDS", kDefaultSeeds,
-      " ctest -R timer_crash_sim_test",
+      "URINGMQ_TIMER_SIM_SEEDS", kDefaultSeeds, " ctest -R timer_crash_sim_test",
       [&](uint64_t seed, SimTotals& t, std::string* problem) {
         run_seed(seed, seed_options, t, timer_totals, problem);
       },
@@ -396,7 +405,7 @@ TEST(TimerSweep, ATimerAcknowledgedAfterItsBucketEndedIsDeliveredThen) {
   o.max_sessions = 1;
   o.clock = &clock;
   o.clean_interval_ms = int64_t{1} << 40;  // retention never runs (it asks the real fs)
-  o.disk_space_warning_ratio = 1.0;  // segments are allocated without asking it
+  o.disk_space_warning_ratio = 1.0;        // segments are allocated without asking it
   o.timer_bucket_ms = 100;
   o.timer_slot_count = 8;  // a rotation is 800 ms
   const sched::DelayLevels levels = *sched::DelayLevels::parse("1s");

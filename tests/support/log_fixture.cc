@@ -79,7 +79,8 @@ void drain_acks(engine::CommitLog& log, std::vector<engine::Ack>* acks, int max_
   for (int i = 0; i < max_polls; i++) {
     log.poll(io::Wait::at_least_one);
     size_t n;
-    while ((n = log.take_acks(batch)) > 0) acks->insert(acks->end(), batch.begin(), batch.begin() + n);
+    while ((n = log.take_acks(batch)) > 0)
+      acks->insert(acks->end(), batch.begin(), batch.begin() + n);
     if (log.pending_work() == 0) return;
   }
 }

@@ -27,8 +27,8 @@ bool parse_message(const engine::MessageView& view, uint32_t* producer, uint64_t
 
 // Appends, polling while busy; returns the result or the first non-busy error.
 io::Result<engine::AppendResult> append_retrying(engine::CommitLog& log,
-                                                 const engine::MessageInput& input,
-                                                 uint64_t tag, int max_polls = 100000);
+                                                 const engine::MessageInput& input, uint64_t tag,
+                                                 int max_polls = 100000);
 // Polls until every pending acknowledgement arrived; appends them to *acks.
 void drain_acks(engine::CommitLog& log, std::vector<engine::Ack>* acks, int max_polls = 100000);
 

@@ -73,8 +73,10 @@ void print_summary(const char* name, const char* mode, const SimTotals& t,
       {"failures", t.failures},
   };
   std::string line = std::string(name) + "-summary: mode=" + mode;
-  for (const SummaryField& f : fields) line += " " + std::string(f.name) + "=" + std::to_string(f.value);
-  for (const SummaryField& f : extra) line += " " + std::string(f.name) + "=" + std::to_string(f.value);
+  for (const SummaryField& f : fields)
+    line += " " + std::string(f.name) + "=" + std::to_string(f.value);
+  for (const SummaryField& f : extra)
+    line += " " + std::string(f.name) + "=" + std::to_string(f.value);
   std::printf("%s\n", line.c_str());
 }
 
@@ -145,7 +147,7 @@ SteppedShardSim::SteppedShardSim(uint64_t seed, const SimSeedOptions& seed_optio
   o_.clock = &clock_;
   o_.message_delay_level = std::string(layout.delay_levels);
   o_.clean_interval_ms = int64_t{1} << 40;  // retention never runs (it asks the real fs)
-  o_.disk_space_warning_ratio = 1.0;  // segments are allocated without asking it
+  o_.disk_space_warning_ratio = 1.0;        // segments are allocated without asking it
   o_.log.checkpoint_interval_ms = 20 + static_cast<int64_t>(rng_.below(1000));
   o_.consumer_offsets_persist_interval_ms = 10 + static_cast<int64_t>(rng_.below(1500));
   o_.consume_queue.units_per_file = 16 + rng_.below(48);
@@ -222,8 +224,8 @@ bool SteppedShardSim::cycle(SimTotals& totals, std::string* problem) {
   totals.cycles++;
   if (verbose_) {
     std::printf("cycle end: kind=%d trigger=%d async=%d puts=%zu delivered=%llu pending=%lld\n",
-                kind, trigger, async, puts_.size(),
-                (unsigned long long)delivered_count(), (long long)pending_count());
+                kind, trigger, async, puts_.size(), (unsigned long long)delivered_count(),
+                (long long)pending_count());
   }
   cycle_index_++;
   cycle_end_ms_.push_back(clock_.now_ms());
@@ -309,8 +311,7 @@ bool SteppedShardSim::open(std::string* problem) {
   if (verbose_) {
     std::printf("open: unclean=%d checkpoint=%llu scan_start=%llu end=%llu torn=%llu\n",
                 report.unclean_stop, (unsigned long long)report.checkpoint_offset,
-                (unsigned long long)report.scan_start_offset,
-                (unsigned long long)report.end_offset,
+                (unsigned long long)report.scan_start_offset, (unsigned long long)report.end_offset,
                 (unsigned long long)report.torn_bytes_truncated);
   }
   return true;
@@ -391,15 +392,17 @@ bool SteppedShardSim::check_visible(std::string* problem) {
 bool SteppedShardSim::check_not_shown_early(SimTotals& totals, std::string* problem) {
   const int64_t now = clock_.now_ms();
   std::map<std::pair<std::string, int32_t>, std::pair<int64_t, int64_t>> first_ahead;  // offset, ts
-  if (!scan_layout([&](const engine::MessageView& r) {
-        if (r.store_timestamp_ms <= now) return;
-        totals.held_at_open++;
-        auto [it, fresh] = first_ahead.try_emplace({std::string(r.topic), r.queue_id},
-                                                   r.queue_offset, r.store_timestamp_ms);
-        if (!fresh && r.queue_offset < it->second.first) {
-          it->second = {r.queue_offset, r.store_timestamp_ms};
-        }
-      }, problem)) {
+  if (!scan_layout(
+          [&](const engine::MessageView& r) {
+            if (r.store_timestamp_ms <= now) return;
+            totals.held_at_open++;
+            auto [it, fresh] = first_ahead.try_emplace({std::string(r.topic), r.queue_id},
+                                                       r.queue_offset, r.store_timestamp_ms);
+            if (!fresh && r.queue_offset < it->second.first) {
+              it->second = {r.queue_offset, r.store_timestamp_ms};
+            }
+          },
+          problem)) {
     return false;
   }
   if (first_ahead.empty()) return true;
@@ -456,7 +459,7 @@ void SteppedShardSim::note(std::string* bad, const std::string& what) {
 
 // Reads the whole log and holds it to the ledger.
 bool SteppedShardSim::check(SimTotals& totals, std::string* problem) {
-  std::map<uint64_t, SimSource> sources;          // key -> its records in the source topic
+  std::map<uint64_t, SimSource> sources;            // key -> its records in the source topic
   std::map<uint64_t, std::vector<SimCopy>> copies;  // key -> its records in its topic
   std::map<uint64_t, int> plain;
   engine::CommitLogOptions log_options = o_.log;
@@ -469,8 +472,8 @@ bool SteppedShardSim::check(SimTotals& totals, std::string* problem) {
           totals.parked++;
           return;
         }
-        const bool user_topic = std::find(layout_.topics.begin(), layout_.topics.end(),
-                                          r.topic) != layout_.topics.end();
+        const bool user_topic = std::find(layout_.topics.begin(), layout_.topics.end(), r.topic) !=
+                                layout_.topics.end();
         std::optional<uint64_t> key = key_of(r);
         if (key && *key == trace_key_) {
           std::printf("trace key %llu: @%llu %.*s/%d store_ms=%lld %.*s\n",
@@ -522,8 +525,8 @@ bool SteppedShardSim::check(SimTotals& totals, std::string* problem) {
       auto s = sources.find(p.key);
       auto c = copies.find(p.key);
       judge_deferred(p, s == sources.end() ? nullptr : &s->second,
-                     c == copies.end() ? std::span<const SimCopy>() : std::span(c->second),
-                     totals, &bad);
+                     c == copies.end() ? std::span<const SimCopy>() : std::span(c->second), totals,
+                     &bad);
     }
   }
   check_more(totals, &bad);

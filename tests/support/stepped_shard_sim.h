@@ -131,8 +131,8 @@ struct SimCopy {
 struct SimVerdict {
   enum class Expect : uint8_t { once, never, at_most_once };
   Expect expect = Expect::once;
-  bool sourced = false;                // it was stored (a source record, or stored directly)
-  int64_t not_before_ms = INT64_MIN;   // no copy may be stored earlier
+  bool sourced = false;               // it was stored (a source record, or stored directly)
+  int64_t not_before_ms = INT64_MIN;  // no copy may be stored earlier
 };
 
 struct SimTotals {
@@ -147,7 +147,7 @@ struct SimTotals {
   uint64_t async_power_crashes = 0, async_lost = 0;  // async_power_loss seeds only
   uint64_t never_expected = 0, delivered_never = 0;  // e.g. cancelled, yet delivered
   uint64_t open_race = 0, open_race_delivered = 0;   // at most once: how many were delivered
-  uint64_t rerouted = 0;  // source records beyond a put's first (rolls)
+  uint64_t rerouted = 0;                             // source records beyond a put's first (rolls)
 };
 
 // "<name>-summary: mode=<mode> seeds=... failures=..." then the extra fields, one line: the
@@ -167,10 +167,10 @@ struct SimSeedOptions {
 
 // What a simulation stores and where (fixed per test).
 struct SimLayout {
-  std::string_view source_topic;                // deferred puts wait here
-  std::vector<std::string_view> topics;         // the topics puts name
-  int32_t queues = 3;                           // per topic
-  std::string_view delay_levels = "1s";         // StoreOptions::message_delay_level
+  std::string_view source_topic;         // deferred puts wait here
+  std::vector<std::string_view> topics;  // the topics puts name
+  int32_t queues = 3;                    // per topic
+  std::string_view delay_levels = "1s";  // StoreOptions::message_delay_level
 };
 
 // ---- Running seeds (both simulations' tests) ----
@@ -256,8 +256,7 @@ class SteppedShardSim {
   void query_queues();
   // Visits every valid record of the log of the layout's topics; false (problem set) when the
   // scan fails.
-  bool scan_layout(const std::function<void(const engine::MessageView&)>& fn,
-                   std::string* problem);
+  bool scan_layout(const std::function<void(const engine::MessageView&)>& fn, std::string* problem);
   void judge_deferred(const SimPut& p, const SimSource* source, std::span<const SimCopy> copies,
                       SimTotals& totals, std::string* bad);
 
@@ -281,8 +280,8 @@ class SteppedShardSim {
   uint64_t seed_ = 0;
   uint32_t cycle_index_ = 0;
   std::vector<int64_t> cycle_end_ms_;  // by cycle
-  const bool verbose_;        // URINGMQ_SIM_VERBOSE: a line per open and per cycle
-  const uint64_t trace_key_;  // URINGMQ_SIM_TRACE_KEY=k: the check prints put k's records
+  const bool verbose_;                 // URINGMQ_SIM_VERBOSE: a line per open and per cycle
+  const uint64_t trace_key_;           // URINGMQ_SIM_TRACE_KEY=k: the check prints put k's records
 };
 
 }  // namespace uringmq::testing

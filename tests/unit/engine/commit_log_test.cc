@@ -17,8 +17,8 @@
 #include "engine/message_codec.h"
 #include "engine/record_prefetch.h"
 #include "io/clock.h"
-#include "testing/sim_disk.h"
 #include "io/uring_disk.h"
+#include "testing/sim_disk.h"
 #include "tests/support/log_fixture.h"
 #include "tests/support/temp_dir.h"
 
@@ -102,7 +102,8 @@ TEST_F(CommitLogSimTest, AppendsReadBackInOrderAcrossSegmentRolls) {
   auto last = engine::decode(std::span<const std::byte>(*first).subspan(blank_at), decode_options);
   ASSERT_EQ(last.outcome, engine::DecodeOutcome::ok);
   uint64_t blank_pos = blank_at + last.size;
-  auto blank = engine::decode(std::span<const std::byte>(*first).subspan(blank_pos), decode_options);
+  auto blank =
+      engine::decode(std::span<const std::byte>(*first).subspan(blank_pos), decode_options);
   EXPECT_EQ(blank.outcome, engine::DecodeOutcome::blank);
   EXPECT_EQ(blank_pos + blank.size, options_.segment_size_bytes);
 }
@@ -306,7 +307,8 @@ TEST_F(CommitLogSimTest, CorruptionBelowTheWatermarkRefusesToStartNamingFileAndO
   ASSERT_FALSE(reopened.is_ok());
   EXPECT_EQ(reopened.status().code(), io::Code::corruption);
   const std::string& message = reopened.status().message();
-  EXPECT_NE(message.find("/store/log/commitlog/00000000000000000000"), std::string::npos) << message;
+  EXPECT_NE(message.find("/store/log/commitlog/00000000000000000000"), std::string::npos)
+      << message;
   EXPECT_NE(message.find("file offset " + std::to_string(acks[10].offset.value)), std::string::npos)
       << message;
   EXPECT_NE(message.find("below the durable watermark"), std::string::npos) << message;

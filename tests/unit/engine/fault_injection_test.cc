@@ -36,11 +36,11 @@
 #include "engine/commit_log.h"
 #include "engine/message_codec.h"
 #include "io/clock.h"
+#include "io/uring_disk.h"
 #include "testing/faulty_disk.h"
 #include "testing/sim_disk.h"
-#include "io/uring_disk.h"
-#include "tests/support/ledger_checker.h"
 #include "tests/support/env.h"
+#include "tests/support/ledger_checker.h"
 #include "tests/support/log_fixture.h"
 #include "tests/support/rng.h"
 #include "tests/support/temp_dir.h"
@@ -114,8 +114,7 @@ class FaultInjectionTest : public ::testing::Test {
   // checker over the whole history. Records that the recovered log is a prefix of seq order.
   CheckResult reopen_and_check(RecoveryReport* report = nullptr) {
     std::unique_ptr<io::UringDisk> fresh = make_uring();
-    io::Result<std::unique_ptr<CommitLog>> log =
-        CommitLog::open(*fresh, clock_, options_, report);
+    io::Result<std::unique_ptr<CommitLog>> log = CommitLog::open(*fresh, clock_, options_, report);
     EXPECT_TRUE(log.is_ok()) << log.status().to_string();
     if (!log.is_ok()) return CheckResult{.lost = 1, .first_problem = "reopen failed"};
     EXPECT_TRUE((*log)->close().is_ok());
@@ -244,9 +243,9 @@ TEST_F(FaultInjectionTest, DirectoryFsyncEioAtSegmentRollFailStops) {
   auto log = open_log();
   ASSERT_NE(log, nullptr);
   ASSERT_TRUE(append(*log, 0, 5, 300).is_ok());
-  ASSERT_EQ(drain(*log).first, 5u);  // segment 1 is prepared by now
+  ASSERT_EQ(drain(*log).first, 5u);              // segment 1 is prepared by now
   disk_.fail_next(FaultTarget::fsync_dir, EIO);  // the preparation of segment 2
-  io::Status s = append(*log, 5, 600, 1000);    // ~600 KiB: would need segments 2..5
+  io::Status s = append(*log, 5, 600, 1000);     // ~600 KiB: would need segments 2..5
   EXPECT_EQ(s.code(), io::Code::fail_stopped) << s.to_string();
   drain(*log);
   EXPECT_EQ(disk_.stats().injected[static_cast<size_t>(FaultTarget::fsync_dir)], 1u);
@@ -376,7 +375,7 @@ struct PowerLossRun {
   CheckResult check;
   bool fault_fired = false;
   bool fail_stopped = false;
-  bool fault_stops = false;  // the armed fault is one that must fail-stop the log
+  bool fault_stops = false;        // the armed fault is one that must fail-stop the log
   bool fault_never_stops = false;  // ENOSPC: a rejection, never a fail-stop
   std::string fault;
 };
@@ -390,8 +389,8 @@ PowerLossRun fault_then_power_loss(uint64_t seed, bool canary, int kind = -1) {
   const io::IoMode io_mode = rng.below(2) == 0 ? io::IoMode::direct : io::IoMode::buffered;
   // O_DIRECT rewrites the partly durable last block: that needs sectors that are old or new
   // after power loss, never garbage (the drive's atomic sector write; engine/README.md).
-  io::SimDisk sim(io::SimDiskOptions{.seed = seed,
-                                     .crash_atomic_sectors = io_mode == io::IoMode::direct});
+  io::SimDisk sim(
+      io::SimDiskOptions{.seed = seed, .crash_atomic_sectors = io_mode == io::IoMode::direct});
   UMQ_ASSERT(sim.make_dir_tree_durable("/store").is_ok());
   io::FaultyDisk disk(sim);
   io::ManualClock clock;
@@ -407,11 +406,23 @@ PowerLossRun fault_then_power_loss(uint64_t seed, bool canary, int kind = -1) {
     FaultRule rule;
     rule.skip = static_cast<uint32_t>(rng.below(30));
     switch (kind >= 0 ? static_cast<uint64_t>(kind) : rng.below(kBusySecondSegmentSync + 1)) {
-      case 0: rule.target = FaultTarget::write; break;
-      case 1: rule.target = FaultTarget::write; rule.applied_bytes = 4096; break;
-      case 2: rule.target = FaultTarget::fdatasync; break;
-      case 3: rule.target = FaultTarget::fsync_dir; break;
-      case 4: rule.target = FaultTarget::fallocate; rule.errno_value = ENOSPC; break;
+      case 0:
+        rule.target = FaultTarget::write;
+        break;
+      case 1:
+        rule.target = FaultTarget::write;
+        rule.applied_bytes = 4096;
+        break;
+      case 2:
+        rule.target = FaultTarget::fdatasync;
+        break;
+      case 3:
+        rule.target = FaultTarget::fsync_dir;
+        break;
+      case 4:
+        rule.target = FaultTarget::fallocate;
+        rule.errno_value = ENOSPC;
+        break;
       case 5:
         rule.target = FaultTarget::write;
         rule.errno_value = 0;
@@ -461,7 +472,7 @@ PowerLossRun fault_then_power_loss(uint64_t seed, bool canary, int kind = -1) {
     }
     run.fault_fired = disk.stats().injected[static_cast<size_t>(rule.target)] > 0;
     run.fail_stopped = log->fail_stopped();
-  }  // the log's destructor: nothing more reaches the disk
+  }             // the log's destructor: nothing more reaches the disk
   sim.crash();  // power loss
   io::Result<std::unique_ptr<CommitLog>> reopened = CommitLog::open(sim, clock, options);
   if (!reopened.is_ok()) {
@@ -501,15 +512,16 @@ TEST(FaultPowerLossTest, EveryAcknowledgedRecordSurvivesAFaultThenPowerLoss) {
     }
     if (!run.check.ok()) {
       failed++;
-      ADD_FAILURE() << "reproduce: URINGMQ_SEED=" << seed << " URINGMQ_FAULT_SEEDS=1 ("
-                    << run.fault << "): " << run.check.to_string();
+      ADD_FAILURE() << "reproduce: URINGMQ_SEED=" << seed << " URINGMQ_FAULT_SEEDS=1 (" << run.fault
+                    << "): " << run.check.to_string();
     }
   }
-  std::printf("fault-summary: mode=fault_power_loss seeds=%llu faults_fired=%llu "
-              "fail_stopped=%llu acknowledged=%llu failed=%llu\n",
-              static_cast<unsigned long long>(seeds), static_cast<unsigned long long>(fired),
-              static_cast<unsigned long long>(stopped), static_cast<unsigned long long>(acked),
-              static_cast<unsigned long long>(failed));
+  std::printf(
+      "fault-summary: mode=fault_power_loss seeds=%llu faults_fired=%llu "
+      "fail_stopped=%llu acknowledged=%llu failed=%llu\n",
+      static_cast<unsigned long long>(seeds), static_cast<unsigned long long>(fired),
+      static_cast<unsigned long long>(stopped), static_cast<unsigned long long>(acked),
+      static_cast<unsigned long long>(failed));
   EXPECT_GT(fired, seeds / 2) << "most seeds should hit their fault";
 }
 
@@ -524,9 +536,8 @@ TEST(FaultPowerLossTest, AFdatasyncRefusedBusyAcknowledgesNothingItDidNotSync) {
     PowerLossRun run = fault_then_power_loss(seed, /*canary=*/false, kBusySecondSegmentSync);
     fired += run.fault_fired ? 1 : 0;
     EXPECT_FALSE(run.fail_stopped) << "seed " << seed << " (" << run.fault << ")";
-    EXPECT_TRUE(run.check.ok()) << "reproduce: URINGMQ_SEED=" << seed
-                                << " URINGMQ_FAULT_SEEDS=1 (" << run.fault
-                                << "): " << run.check.to_string();
+    EXPECT_TRUE(run.check.ok()) << "reproduce: URINGMQ_SEED=" << seed << " URINGMQ_FAULT_SEEDS=1 ("
+                                << run.fault << "): " << run.check.to_string();
   }
   EXPECT_GT(fired, seeds / 2) << "most seeds should reach the second segment's fdatasyncs";
 }

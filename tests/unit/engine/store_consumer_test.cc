@@ -18,8 +18,8 @@
 #include "engine/store.h"
 #include "io/clock.h"
 #include "tests/support/log_fixture.h"
-#include "tests/support/temp_dir.h"
 #include "tests/support/store_options.h"
+#include "tests/support/temp_dir.h"
 
 namespace uringmq {
 namespace {
@@ -228,9 +228,11 @@ TEST(StoreConsumerTest, RetentionDeletesExpiredSegmentsAndMinOffsetsFollow) {
   auto session = (*store)->open_session();
   ASSERT_TRUE(session.is_ok());
   Sender sender{**session, {}};
-  for (uint64_t seq = 0; seq < 1500; seq++) ASSERT_EQ(sender.send(0, seq, "T", 500).code, io::Code::ok);
+  for (uint64_t seq = 0; seq < 1500; seq++)
+    ASSERT_EQ(sender.send(0, seq, "T", 500).code, io::Code::ok);
   clock.advance_ms(2 * 3'600'000 - 60'000);  // the first 1500 expire (reserved time 1 h)
-  for (uint64_t seq = 1500; seq < 1600; seq++) ASSERT_EQ(sender.send(0, seq, "T", 500).code, io::Code::ok);
+  for (uint64_t seq = 1500; seq < 1600; seq++)
+    ASSERT_EQ(sender.send(0, seq, "T", 500).code, io::Code::ok);
   session->reset();
   ASSERT_TRUE((*store)->close().is_ok());
   options.delete_when_hour_utc = static_cast<int32_t>((clock.now_ms() / 3'600'000) % 24);

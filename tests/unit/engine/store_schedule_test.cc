@@ -20,8 +20,8 @@
 #include "io/clock.h"
 #include "tests/support/log_fixture.h"
 #include "tests/support/pull_to_end.h"
-#include "tests/support/temp_dir.h"
 #include "tests/support/store_options.h"
+#include "tests/support/temp_dir.h"
 
 namespace uringmq {
 namespace {

@@ -17,8 +17,8 @@
 #include "engine/store.h"
 #include "io/uring_disk.h"
 #include "tests/support/log_fixture.h"
-#include "tests/support/temp_dir.h"
 #include "tests/support/store_options.h"
+#include "tests/support/temp_dir.h"
 
 namespace uringmq {
 namespace {

@@ -25,8 +25,8 @@
 #include "io/clock.h"
 #include "tests/support/log_fixture.h"
 #include "tests/support/pull_to_end.h"
-#include "tests/support/temp_dir.h"
 #include "tests/support/store_options.h"
+#include "tests/support/temp_dir.h"
 
 namespace uringmq {
 namespace {
@@ -137,7 +137,9 @@ void run_clock(io::ManualClock& clock, TimerFixture& f, const std::map<uint64_t,
   }
 }
 
-std::string str(int64_t v) { return std::to_string(v); }
+std::string str(int64_t v) {
+  return std::to_string(v);
+}
 
 TEST(StoreTimerTest, PrecedencePastTimesLimitAndNeverEarly) {
   testing::TempDir dir;
@@ -148,16 +150,21 @@ TEST(StoreTimerTest, PrecedencePastTimesLimitAndNeverEarly) {
   const int64_t t0 = clock.now_ms();
   std::map<uint64_t, int64_t> due;
   // TIMER_DELAY_SEC wins over TIMER_DELAY_MS and TIMER_DELIVER_MS.
-  ASSERT_EQ(f.send(0, {{"TIMER_DELAY_SEC", "10"}, {"TIMER_DELAY_MS", "2000"},
-                       {"TIMER_DELIVER_MS", str(t0 + 5000)}}).code, io::Code::ok);
+  ASSERT_EQ(f.send(0, {{"TIMER_DELAY_SEC", "10"},
+                       {"TIMER_DELAY_MS", "2000"},
+                       {"TIMER_DELIVER_MS", str(t0 + 5000)}})
+                .code,
+            io::Code::ok);
   due[0] = t0 + 10'000;
   // TIMER_DELAY_MS wins over TIMER_DELIVER_MS.
   ASSERT_EQ(f.send(1, {{"TIMER_DELAY_MS", "2500"}, {"TIMER_DELIVER_MS", str(t0 + 5000)}}).code,
             io::Code::ok);
   due[1] = t0 + 2500;
   // TIMER_DELIVER_MS wins over its alias __STARTDELIVERTIME.
-  ASSERT_EQ(f.send(2, {{"TIMER_DELIVER_MS", str(t0 + 5001)},
-                       {"__STARTDELIVERTIME", str(t0 + 7000)}}).code, io::Code::ok);
+  ASSERT_EQ(
+      f.send(2, {{"TIMER_DELIVER_MS", str(t0 + 5001)}, {"__STARTDELIVERTIME", str(t0 + 7000)}})
+          .code,
+      io::Code::ok);
   due[2] = t0 + 5001;
   ASSERT_EQ(f.send(3, {{"__STARTDELIVERTIME", str(t0 + 7003)}}).code, io::Code::ok);
   due[3] = t0 + 7003;
@@ -186,8 +193,12 @@ TEST(StoreTimerTest, PrecedencePastTimesLimitAndNeverEarly) {
   // with no empty entry; names the timer writes itself, sent by a client, are replaced.
   ASSERT_EQ(f.send(12, {{"TIMER_DELAY_MS", "3000"}, {"KEYS", "k12"}}, true).code, io::Code::ok);
   due[12] = t0 + 3000;
-  ASSERT_EQ(f.send(13, {{"REAL_TOPIC", "Elsewhere"}, {"REAL_QID", "7"}, {"__UMQ_TPUT", "1"},
-                        {"TIMER_DELAY_MS", "3500"}}).code, io::Code::ok);
+  ASSERT_EQ(f.send(13, {{"REAL_TOPIC", "Elsewhere"},
+                        {"REAL_QID", "7"},
+                        {"__UMQ_TPUT", "1"},
+                        {"TIMER_DELAY_MS", "3500"}})
+                .code,
+            io::Code::ok);
   due[13] = t0 + 3500;
   run_clock(clock, f, due, t0 + 45'000, 250);
   EXPECT_EQ(f.seen().size(), due.size());  // 6 is 30 days away, 7..9 were rejected
@@ -326,7 +337,7 @@ TEST(StoreTimerTest, ForcedCleanTakesTimersButTheWheelGoesOn) {
   testing::TempDir dir;
   io::ManualClock clock(kStart);
   StoreOptions o = retention_options(dir.path() + "/store", &clock);
-  o.disk_force_clean_ratio = 0;  // forced clean on every pass, whatever the disk
+  o.disk_force_clean_ratio = 0;         // forced clean on every pass, whatever the disk
   o.clean_file_forcibly_enable = true;  // ... of unconsumed timers too
   auto store = Store::open(o);
   ASSERT_TRUE(store.is_ok()) << store.status().to_string();

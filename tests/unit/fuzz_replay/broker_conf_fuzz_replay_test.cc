@@ -14,7 +14,8 @@ namespace uringmq::net {
 namespace {
 
 io::Result<BrokerConfig> parse_seed(const char* name) {
-  std::vector<uint8_t> v = testing::read_corpus_file(testing::fuzz_corpus_dir("broker_conf") / name);
+  std::vector<uint8_t> v =
+      testing::read_corpus_file(testing::fuzz_corpus_dir("broker_conf") / name);
   return parse_broker_config(std::string_view(reinterpret_cast<const char*>(v.data()), v.size()),
                              name);
 }

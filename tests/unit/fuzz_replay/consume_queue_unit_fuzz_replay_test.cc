@@ -27,11 +27,11 @@ TEST(ConsumeQueueUnitFuzzReplayTest, SeedCorpusRunsClean) {
 }
 
 TEST(ConsumeQueueUnitFuzzReplayTest, RecoveryKeepsWhatTheSeedsSay) {
-  EXPECT_EQ(recovered_max("one_file.bin"), 10);       // 10 units, all below log_end
-  EXPECT_EQ(recovered_max("two_files.bin"), 20);      // 16 + 4 units across two files
-  EXPECT_EQ(recovered_max("beyond_log_end.bin"), 10); // unit 10 ends at 1100 > 1050
-  EXPECT_EQ(recovered_max("fillers_first.bin"), 8);   // 3 filler units, then 5
-  EXPECT_EQ(recovered_max("out_of_order.bin"), 1);    // the second unit goes back in the log
+  EXPECT_EQ(recovered_max("one_file.bin"), 10);        // 10 units, all below log_end
+  EXPECT_EQ(recovered_max("two_files.bin"), 20);       // 16 + 4 units across two files
+  EXPECT_EQ(recovered_max("beyond_log_end.bin"), 10);  // unit 10 ends at 1100 > 1050
+  EXPECT_EQ(recovered_max("fillers_first.bin"), 8);    // 3 filler units, then 5
+  EXPECT_EQ(recovered_max("out_of_order.bin"), 1);     // the second unit goes back in the log
 }
 
 }  // namespace

@@ -14,8 +14,7 @@ namespace uringmq::engine {
 namespace {
 
 std::string seed(const char* name) {
-  std::vector<uint8_t> v =
-      testing::read_corpus_file(testing::fuzz_corpus_dir("properties") / name);
+  std::vector<uint8_t> v = testing::read_corpus_file(testing::fuzz_corpus_dir("properties") / name);
   return std::string(v.begin(), v.end());
 }
 
@@ -32,7 +31,8 @@ TEST(PropertiesFuzzReplayTest, SeedsParseAsNamed) {
   // Malformed entries are skipped, well-formed ones around them kept.
   std::string malformed = seed("malformed.txt");
   EXPECT_EQ(find_property(malformed, "TAGS"), std::optional<std::string_view>("t"));
-  EXPECT_EQ(find_property(malformed, "a"), std::optional<std::string_view>("b\x01" "c"));
+  EXPECT_EQ(find_property(malformed, "a"), std::optional<std::string_view>("b\x01"
+                                                                           "c"));
 }
 
 }  // namespace

@@ -27,8 +27,8 @@ TEST(RecordDecodeFuzzReplayTest, SeedCorpusRunsClean) {
 }
 
 TEST(RecordDecodeFuzzReplayTest, SeedsAreWholeRecords) {
-  for (const char* name : {"simple.bin", "no_user_properties.bin", "ipv6_hosts.bin",
-                           "body_300.bin", "multi_tags.bin"}) {
+  for (const char* name : {"simple.bin", "no_user_properties.bin", "ipv6_hosts.bin", "body_300.bin",
+                           "multi_tags.bin"}) {
     std::vector<uint8_t> data = seed(name);
     DecodeResult r = decode(bytes_of(data), DecodeOptions{});
     EXPECT_EQ(r.outcome, DecodeOutcome::ok) << name << ": " << r.reason;

@@ -1,12 +1,12 @@
 // Goal: hold every Disk backend to the same contract (io/disk.h), so that what the engine's
 // simulation tests prove over SimDisk also holds over UringDisk in production.
 // Method: one typed test suite, instantiated for UringDisk (io_uring fast setup with fixed files),
-// UringDisk (plain ring, plain fds: the fallback path) and SimDisk (when testing/sim_disk.h exists).
-// UringDisk runs in a real temporary directory; SimDisk under "/sim". Completions are matched by
-// user_data and never assumed to arrive in order. A few UringDisk-only tests at the end cover
-// what has no SimDisk counterpart: the RLIMIT_FSIZE (EFBIG) path of the real kernel, more open
-// files than the registered file table, binding the ring to a second thread, and the destructor
-// waiting for requests in flight.
+// UringDisk (plain ring, plain fds: the fallback path) and SimDisk (when testing/sim_disk.h
+// exists). UringDisk runs in a real temporary directory; SimDisk under "/sim". Completions are
+// matched by user_data and never assumed to arrive in order. A few UringDisk-only tests at the end
+// cover what has no SimDisk counterpart: the RLIMIT_FSIZE (EFBIG) path of the real kernel, more
+// open files than the registered file table, binding the ring to a second thread, and the
+// destructor waiting for requests in flight.
 
 #include <gtest/gtest.h>
 #include <signal.h>

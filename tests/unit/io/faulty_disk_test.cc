@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
+#include "io/uring_disk.h"
 #include "testing/faulty_disk.h"
 #include "testing/sim_disk.h"
-#include "io/uring_disk.h"
 #include "tests/support/temp_dir.h"
 
 namespace uringmq::io {
@@ -119,10 +119,10 @@ TYPED_TEST(FaultyDiskTest, KthWriteFailsWithTheErrnoAndNeverReachesTheFile) {
   FileHandle f = this->create("a");
   std::vector<std::byte> data = this->pattern(4096, 1);
   this->faulty_.fail_next(FaultTarget::write, EIO, /*skip=*/1);
-  EXPECT_EQ(this->write(f, 0, data), 4096);           // skipped
-  EXPECT_EQ(this->write(f, 4096, data), -EIO);        // the fault
-  EXPECT_EQ(this->file_size(f), 4096u);               // the failed write touched nothing
-  EXPECT_EQ(this->write(f, 4096, data), 4096);        // one-shot: gone again
+  EXPECT_EQ(this->write(f, 0, data), 4096);     // skipped
+  EXPECT_EQ(this->write(f, 4096, data), -EIO);  // the fault
+  EXPECT_EQ(this->file_size(f), 4096u);         // the failed write touched nothing
+  EXPECT_EQ(this->write(f, 4096, data), 4096);  // one-shot: gone again
   EXPECT_EQ(this->faulty_.stats().injected[static_cast<size_t>(FaultTarget::write)], 1u);
   EXPECT_EQ(this->faulty_.stats().requests[static_cast<size_t>(FaultTarget::write)], 3u);
 }
@@ -217,7 +217,7 @@ TYPED_TEST(FaultyDiskTest, DirectoryFsyncIsItsOwnTarget) {
   Result<FileHandle> dir = this->faulty_.open(this->backend_.root(), OpenMode::directory);
   ASSERT_TRUE(dir.is_ok()) << dir.status().to_string();
   this->faulty_.fail_next(FaultTarget::fsync_dir, EIO);
-  EXPECT_EQ(this->simple(OpKind::fsync, f), 0);      // a file's fsync is not the target
+  EXPECT_EQ(this->simple(OpKind::fsync, f), 0);  // a file's fsync is not the target
   EXPECT_EQ(this->simple(OpKind::fsync, *dir), -EIO);
   EXPECT_EQ(this->simple(OpKind::fsync, *dir), 0);
   this->faulty_.close(*dir);

@@ -236,7 +236,8 @@ TEST(BrokerConfigTest, BadValuesNameLineKeyAndValue) {
        "';')"},
       {"diskMaxUsedSpaceRatio=96",
        "broker.conf:1: diskMaxUsedSpaceRatio '96' is not a percentage (10..95)"},
-      {"maxMessageSize=0", "broker.conf:1: maxMessageSize '0' is not a size in bytes (1..67108864)"},
+      {"maxMessageSize=0",
+       "broker.conf:1: maxMessageSize '0' is not a size in bytes (1..67108864)"},
       {"defaultTopicQueueNums=1025",
        "broker.conf:1: defaultTopicQueueNums '1025' is not a queue count (1..1024)"},
       {"shardCount=256", "broker.conf:1: shardCount '256' is not a shard count (0..255)"},
@@ -259,8 +260,7 @@ TEST(BrokerConfigTest, BadValuesNameLineKeyAndValue) {
        "broker.conf:1: logLevel 'trace' is not a log level (error, warn, info or debug)"},
       {"timerMaxDelaySec=0",
        "broker.conf:1: timerMaxDelaySec '0' is not a number of seconds (1..315360000)"},
-      {"deliveryLeadMs=1001",
-       "broker.conf:1: deliveryLeadMs '1001' is not a time in ms (0..1000)"},
+      {"deliveryLeadMs=1001", "broker.conf:1: deliveryLeadMs '1001' is not a time in ms (0..1000)"},
       {"scheduleMaxAttempts=0",
        "broker.conf:1: scheduleMaxAttempts '0' is not a number of attempts (1..1000)"},
   };
@@ -371,8 +371,7 @@ TEST(BrokerConfigTest, LoadErrorNamesThePath) {
   io::Result<BrokerConfig> missing = load_broker_config("/nonexistent/uringmq/broker.conf");
   ASSERT_FALSE(missing.is_ok());
   EXPECT_EQ(missing.status().code(), io::Code::not_found);
-  EXPECT_NE(missing.status().message().find("/nonexistent/uringmq/broker.conf"),
-            std::string::npos);
+  EXPECT_NE(missing.status().message().find("/nonexistent/uringmq/broker.conf"), std::string::npos);
 }
 
 }  // namespace

@@ -36,8 +36,8 @@ RemotingResponse send(RemotingClient& client, const std::string& topic, int queu
       request(req::kSendMessageV2, send_v2_fields(topic, std::to_string(queue), properties)), body);
 }
 
-RemotingResponse pull(RemotingClient& client, const std::string& topic, int queue,
-                      int64_t offset, int64_t suspend_ms = 0) {
+RemotingResponse pull(RemotingClient& client, const std::string& topic, int queue, int64_t offset,
+                      int64_t suspend_ms = 0) {
   return call(client, request(req::kPullMessage, pull_fields(topic, queue, offset, suspend_ms)));
 }
 
@@ -55,8 +55,9 @@ TEST(BrokerTest, RouteSendPullAndQueueFigures) {
   io::Result<JsonValue> json = parse_json(route.body);
   ASSERT_TRUE(json.is_ok());
   EXPECT_EQ(json->find("queueDatas")->items()[0].find("writeQueueNums")->text(), "4");
-  EXPECT_EQ(call(*client, request(req::kGetRouteInfoByTopic, {{"topic", "bad topic!"}})).command.code,
-            rc::kTopicNotExist);
+  EXPECT_EQ(
+      call(*client, request(req::kGetRouteInfoByTopic, {{"topic", "bad topic!"}})).command.code,
+      rc::kTopicNotExist);
 
   for (int i = 0; i < 10; i++) {
     RemotingResponse r = send(*client, "T1", i % 2, "body-" + std::to_string(i));
@@ -76,9 +77,11 @@ TEST(BrokerTest, RouteSendPullAndQueueFigures) {
 
   EXPECT_EQ(pull(*client, "T1", 1, 5).command.code, rc::kPullNotFound);
   EXPECT_EQ(pull(*client, "T1", 1, 99).command.code, rc::kPullOffsetMoved);
-  RemotingResponse max = call(*client, request(req::kGetMaxOffset, {{"topic", "T1"}, {"queueId", "0"}}));
+  RemotingResponse max =
+      call(*client, request(req::kGetMaxOffset, {{"topic", "T1"}, {"queueId", "0"}}));
   EXPECT_EQ(*max.command.ext("offset"), "5");
-  RemotingResponse min = call(*client, request(req::kGetMinOffset, {{"topic", "T1"}, {"queueId", "0"}}));
+  RemotingResponse min =
+      call(*client, request(req::kGetMinOffset, {{"topic", "T1"}, {"queueId", "0"}}));
   EXPECT_EQ(*min.command.ext("offset"), "0");
   // A queue id past the topic's queues is refused, naming it.
   RemotingResponse bad_queue = send(*client, "T1", 9, "x");
@@ -96,7 +99,11 @@ TEST(BrokerTest, HeldPullIsWokenByASendAndByADelayedMessage) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     EXPECT_EQ(send(*producer, "T2", 0, "wake").command.code, rc::kSuccess);
     // Level 2 = 200 ms.
-    EXPECT_EQ(send(*producer, "T2", 1, "delayed", "TAGS\x01T\x02" "DELAY\x01" "2\x02").command.code,
+    EXPECT_EQ(send(*producer, "T2", 1, "delayed",
+                   "TAGS\x01T\x02"
+                   "DELAY\x01"
+                   "2\x02")
+                  .command.code,
               rc::kSuccess);
   });
   auto start = std::chrono::steady_clock::now();
@@ -122,20 +129,22 @@ TEST(BrokerTest, ConsumerOffsetsHeartbeatsAndRestart) {
   {
     RunningBroker broker(dir.path());
     auto client = broker.client();
-    RemotingResponse fresh = call(*client, request(req::kQueryConsumerOffset,
-                                                   {{"topic", "T3"}, {"consumerGroup", "G"},
-                                                    {"queueId", "0"}}));
+    RemotingResponse fresh =
+        call(*client, request(req::kQueryConsumerOffset,
+                              {{"topic", "T3"}, {"consumerGroup", "G"}, {"queueId", "0"}}));
     ASSERT_EQ(fresh.command.code, rc::kSuccess);
     EXPECT_EQ(*fresh.command.ext("offset"), "0");  // Java's answer for a new group
-    EXPECT_EQ(call(*client, request(req::kUpdateConsumerOffset,
-                                    {{"topic", "T3"}, {"consumerGroup", "G"}, {"queueId", "0"},
-                                     {"commitOffset", "7"}}))
+    EXPECT_EQ(call(*client, request(req::kUpdateConsumerOffset, {{"topic", "T3"},
+                                                                 {"consumerGroup", "G"},
+                                                                 {"queueId", "0"},
+                                                                 {"commitOffset", "7"}}))
                   .command.code,
               rc::kSuccess);
     // Negative commits are ignored.
-    EXPECT_EQ(call(*client, request(req::kUpdateConsumerOffset,
-                                    {{"topic", "T3"}, {"consumerGroup", "G"}, {"queueId", "0"},
-                                     {"commitOffset", "-1"}}))
+    EXPECT_EQ(call(*client, request(req::kUpdateConsumerOffset, {{"topic", "T3"},
+                                                                 {"consumerGroup", "G"},
+                                                                 {"queueId", "0"},
+                                                                 {"commitOffset", "-1"}}))
                   .command.code,
               rc::kSuccess);
     std::string heartbeat =
@@ -150,15 +159,15 @@ TEST(BrokerTest, ConsumerOffsetsHeartbeatsAndRestart) {
                                     {{"clientID", "10.0.0.1@42"}, {"consumerGroup", "G"}}))
                   .command.code,
               rc::kSuccess);
-    EXPECT_EQ(call(*client, request(req::kGetConsumerListByGroup, {{"consumerGroup", "G"}}))
-                  .command.code,
-              rc::kSystemError);
+    EXPECT_EQ(
+        call(*client, request(req::kGetConsumerListByGroup, {{"consumerGroup", "G"}})).command.code,
+        rc::kSystemError);
   }
   RunningBroker again(dir.path());
   auto client = again.client();
-  RemotingResponse kept = call(*client, request(req::kQueryConsumerOffset,
-                                                {{"topic", "T3"}, {"consumerGroup", "G"},
-                                                 {"queueId", "0"}}));
+  RemotingResponse kept =
+      call(*client, request(req::kQueryConsumerOffset,
+                            {{"topic", "T3"}, {"consumerGroup", "G"}, {"queueId", "0"}}));
   ASSERT_EQ(kept.command.code, rc::kSuccess);
   EXPECT_EQ(*kept.command.ext("offset"), "7");
 }
@@ -174,9 +183,11 @@ TEST(BrokerTest, SendBackStoresARetryCopyThenDeadLetters) {
     std::vector<engine::MessageView> records = decode_all(got.body);
     ASSERT_EQ(records.size(), 1u);
     const std::string offset = std::to_string(records[0].physical_offset);
-    RemotingResponse back = call(*client, request(req::kConsumerSendMsgBack,
-                                                  {{"offset", offset}, {"group", "G4"},
-                                                   {"delayLevel", "0"}, {"maxReconsumeTimes", "16"}}));
+    RemotingResponse back =
+        call(*client, request(req::kConsumerSendMsgBack, {{"offset", offset},
+                                                          {"group", "G4"},
+                                                          {"delayLevel", "0"},
+                                                          {"maxReconsumeTimes", "16"}}));
     ASSERT_EQ(back.command.code, rc::kSuccess) << remark(back);
   }
   // Level 3 + 0 = 300 ms here.
@@ -192,15 +203,16 @@ TEST(BrokerTest, SendBackStoresARetryCopyThenDeadLetters) {
     }
   }
   // A retry copy whose attempts are used up goes to %DLQ%.
-  RemotingResponse dead = call(*client, request(req::kConsumerSendMsgBack,
-                                                {{"offset", "0"}, {"group", "G4"},
-                                                 {"delayLevel", "0"}, {"maxReconsumeTimes", "0"}}));
+  RemotingResponse dead = call(
+      *client,
+      request(req::kConsumerSendMsgBack,
+              {{"offset", "0"}, {"group", "G4"}, {"delayLevel", "0"}, {"maxReconsumeTimes", "0"}}));
   EXPECT_EQ(dead.command.code, rc::kSuccess) << remark(dead);
   RemotingResponse dlq = pull(*client, "%DLQ%G4", 0, 0, 1500);
   EXPECT_EQ(dlq.command.code, rc::kSuccess);
   // An offset where no message starts is refused, naming the offset.
-  RemotingResponse nowhere = call(*client, request(req::kConsumerSendMsgBack,
-                                                   {{"offset", "123456789"}, {"group", "G4"}}));
+  RemotingResponse nowhere =
+      call(*client, request(req::kConsumerSendMsgBack, {{"offset", "123456789"}, {"group", "G4"}}));
   EXPECT_EQ(nowhere.command.code, rc::kSystemError);
 }
 
@@ -215,11 +227,11 @@ TEST(BrokerTest, HostileInputClosesOnlyThatConnectionAndLosesNothing) {
   EXPECT_EQ(remark(unknown), "request type 9999 not supported");
 
   const std::vector<std::string> hostile = {
-      std::string("\x7f\xff\xff\xff", 4),                          // a 2 GiB frame
+      std::string("\x7f\xff\xff\xff", 4),                           // a 2 GiB frame
       std::string("\x00\x00\x00\x0c\x00\x00\x00\x08{bad jso", 16),  // bad JSON header
-      std::string("\x00\x00\x00\x08\x00\x00\x00\x20", 8),          // header longer than frame
-      std::string("\x00\x00\x00\x08\x07\x00\x00\x00", 8),          // unknown serialize type
-      std::string("\x00\x00\x00\x30\x00\x00", 6),                  // truncated, then close
+      std::string("\x00\x00\x00\x08\x00\x00\x00\x20", 8),           // header longer than frame
+      std::string("\x00\x00\x00\x08\x07\x00\x00\x00", 8),           // unknown serialize type
+      std::string("\x00\x00\x00\x30\x00\x00", 6),                   // truncated, then close
   };
   for (const std::string& bytes : hostile) {
     auto bad = broker.client();
@@ -231,10 +243,12 @@ TEST(BrokerTest, HostileInputClosesOnlyThatConnectionAndLosesNothing) {
   // A client that disconnects with a pull held.
   {
     auto leaving = broker.client();
-    RemotingCommand held = request(req::kPullMessage,
-                                   {{"consumerGroup", "CG"}, {"topic", "T5"}, {"queueId", "1"},
-                                    {"queueOffset", "0"}, {"sysFlag", "2"},
-                                    {"suspendTimeoutMillis", "1000"}});
+    RemotingCommand held = request(req::kPullMessage, {{"consumerGroup", "CG"},
+                                                       {"topic", "T5"},
+                                                       {"queueId", "1"},
+                                                       {"queueOffset", "0"},
+                                                       {"sysFlag", "2"},
+                                                       {"suspendTimeoutMillis", "1000"}});
     ASSERT_TRUE(leaving->send(held, {}).is_ok());
   }
   ASSERT_EQ(send(*good, "T5", 0, "after").command.code, rc::kSuccess);

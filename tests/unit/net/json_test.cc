@@ -53,7 +53,9 @@ TEST(JsonTest, RejectsMalformedNumbers) {
 TEST(JsonTest, ControlCharacterEscapesDecode) {
   JsonValue v = parse_ok(R"("TAGS\u0001TagA\u0002DELAY\u00012\u0002")");
   ASSERT_TRUE(v.is_string());
-  EXPECT_EQ(v.text(), std::string("TAGS\x01TagA\x02" "DELAY\x01" "2\x02"));
+  EXPECT_EQ(v.text(), std::string("TAGS\x01TagA\x02"
+                                  "DELAY\x01"
+                                  "2\x02"));
   EXPECT_EQ(parse_ok(R"("a\"b\\c\/d\b\f\n\r\t")").text(), "a\"b\\c/d\b\f\n\r\t");
 }
 
@@ -111,8 +113,7 @@ TEST(JsonTest, DepthLimitIsEnforced) {
   limits.max_depth = 4;
   EXPECT_TRUE(parse_json("[[[[1]]]]", limits).is_ok());
   EXPECT_NE(parse_error("[[[[[1]]]]]", limits).find("depth"), std::string::npos);
-  EXPECT_NE(parse_error(R"({"a":{"b":{"c":{"d":{}}}}})", limits).find("depth"),
-            std::string::npos);
+  EXPECT_NE(parse_error(R"({"a":{"b":{"c":{"d":{}}}}})", limits).find("depth"), std::string::npos);
   // The default limit stops a deep document long before the stack would.
   std::string deep(100000, '[');
   EXPECT_NE(parse_error(deep).find("depth"), std::string::npos);
@@ -146,8 +147,12 @@ TEST(JsonTest, EveryTruncatedPrefixFails) {
 TEST(JsonTest, AppendJsonStringRoundTrips) {
   std::string all;
   for (int c = 0; c < 256; c++) all.push_back(static_cast<char>(c));
-  const std::string samples[] = {"", "plain", "q\"uote\\back", std::string("TAGS\x01TagA\x02", 10),
-                                 "\xE4\xB8\xAD\xF0\x9F\x98\x80", all};
+  const std::string samples[] = {"",
+                                 "plain",
+                                 "q\"uote\\back",
+                                 std::string("TAGS\x01TagA\x02", 10),
+                                 "\xE4\xB8\xAD\xF0\x9F\x98\x80",
+                                 all};
   for (const std::string& s : samples) {
     std::string out;
     append_json_string(&out, s);
@@ -156,7 +161,9 @@ TEST(JsonTest, AppendJsonStringRoundTrips) {
     EXPECT_EQ(r->text(), s);
   }
   std::string out;
-  append_json_string(&out, std::string("a\x01" "b\x02\n", 5));
+  append_json_string(&out, std::string("a\x01"
+                                       "b\x02\n",
+                                       5));
   EXPECT_EQ(out, R"("a\u0001b\u0002\u000a")");
 }
 

@@ -73,9 +73,19 @@ TEST(RemotingTest, DecodesAliOnsSendMessageV2) {
   EXPECT_EQ(f.command.serialize_type, SerializeType::json);
   EXPECT_EQ(body_text(f), "hello body");
   const std::vector<std::pair<std::string, std::string>> expected = {
-      {"a", "PG"}, {"b", "T"}, {"c", "TBW102"}, {"d", "4"}, {"e", "0"}, {"f", "0"},
-      {"g", "1796009199894"}, {"h", "0"},
-      {"i", std::string("TAGS\x01TagA\x02" "DELAY\x01" "2\x02")}, {"j", "0"}, {"k", "false"}};
+      {"a", "PG"},
+      {"b", "T"},
+      {"c", "TBW102"},
+      {"d", "4"},
+      {"e", "0"},
+      {"f", "0"},
+      {"g", "1796009199894"},
+      {"h", "0"},
+      {"i", std::string("TAGS\x01TagA\x02"
+                        "DELAY\x01"
+                        "2\x02")},
+      {"j", "0"},
+      {"k", "false"}};
   EXPECT_EQ(f.command.ext_fields, expected);
   ASSERT_NE(f.command.ext("g"), nullptr);
   EXPECT_EQ(*f.command.ext("g"), "1796009199894");
@@ -102,7 +112,9 @@ RemotingCommand sample_command(SerializeType type) {
   c.version = 121;
   c.opaque = -7;
   c.flag = kFlagOneway;
-  c.remark = "r\"e\\m\x01" "ark \xE4\xB8\xAD";
+  c.remark =
+      "r\"e\\m\x01"
+      "ark \xE4\xB8\xAD";
   c.serialize_type = type;
   c.set_ext("consumerGroup", "CG");
   c.set_ext("queueOffset", "1796009199894");
@@ -137,8 +149,12 @@ void expect_round_trip(SerializeType type) {
   EXPECT_EQ(body_text(f), body);
 }
 
-TEST(RemotingTest, JsonHeaderRoundTrips) { expect_round_trip(SerializeType::json); }
-TEST(RemotingTest, BinaryHeaderRoundTrips) { expect_round_trip(SerializeType::rocketmq); }
+TEST(RemotingTest, JsonHeaderRoundTrips) {
+  expect_round_trip(SerializeType::json);
+}
+TEST(RemotingTest, BinaryHeaderRoundTrips) {
+  expect_round_trip(SerializeType::rocketmq);
+}
 
 TEST(RemotingTest, BinaryHeaderExactBytes) {
   RemotingCommand c;
@@ -151,10 +167,19 @@ TEST(RemotingTest, BinaryHeaderExactBytes) {
   c.set_ext("k", "vv");
   std::string out;
   encode_frame(c, {}, &out);
-  const std::string header =
-      std::string("\x00\x22" "\x01" "\x00\x02" "\x01\x02\x03\x04" "\x00\x00\x00\x01"
-                  "\x00\x00\x00\x00" "\x00\x00\x00\x09" "\x00\x01" "k" "\x00\x00\x00\x02" "vv",
-                  30);
+  const std::string header = std::string(
+      "\x00\x22"
+      "\x01"
+      "\x00\x02"
+      "\x01\x02\x03\x04"
+      "\x00\x00\x00\x01"
+      "\x00\x00\x00\x00"
+      "\x00\x00\x00\x09"
+      "\x00\x01"
+      "k"
+      "\x00\x00\x00\x02"
+      "vv",
+      30);
   EXPECT_EQ(out, raw_frame(1, header, ""));
 }
 
@@ -195,8 +220,7 @@ TEST(RemotingTest, HeaderLongerThanFrameIsBad) {
 }
 
 TEST(RemotingTest, BadJsonHeaderIsBad) {
-  EXPECT_EQ(decode_error(raw_frame(0, R"({"code":1,})", "")).rfind("header JSON at byte ", 0),
-            0u);
+  EXPECT_EQ(decode_error(raw_frame(0, R"({"code":1,})", "")).rfind("header JSON at byte ", 0), 0u);
   EXPECT_EQ(decode_error(raw_frame(0, "[1]", "")), "header JSON is not an object");
   EXPECT_EQ(decode_error(raw_frame(0, R"({"opaque":1})", "")), "header field code is missing");
   EXPECT_NE(decode_error(raw_frame(0, R"({"code":"310"})", "")).find("code is not an int32"),
@@ -204,9 +228,9 @@ TEST(RemotingTest, BadJsonHeaderIsBad) {
   EXPECT_NE(decode_error(raw_frame(0, R"({"code":2147483648})", "")).find("int32"),
             std::string::npos);
   EXPECT_NE(decode_error(raw_frame(0, R"({"code":1.5})", "")).find("int32"), std::string::npos);
-  EXPECT_NE(decode_error(raw_frame(0, R"({"code":1,"extFields":{"a":{}}})", ""))
-                .find("not a scalar"),
-            std::string::npos);
+  EXPECT_NE(
+      decode_error(raw_frame(0, R"({"code":1,"extFields":{"a":{}}})", "")).find("not a scalar"),
+      std::string::npos);
   EXPECT_NE(decode_error(raw_frame(0, R"({"code":1,"extFields":[]})", "")).find("extFields"),
             std::string::npos);
   EXPECT_NE(decode_error(raw_frame(0, R"({"code":1,"remark":3})", "")).find("remark"),
@@ -219,12 +243,12 @@ TEST(RemotingTest, ExtFieldCountIsBounded) {
   limits.max_ext_fields = 2;
   DecodedFrame f;
   std::string error;
-  EXPECT_EQ(decode(raw_frame(0, R"({"code":1,"extFields":{"a":"1","b":"2"}})", ""), &f, &error,
-                   limits),
-            DecodeStatus::ok);
-  EXPECT_EQ(decode_error(raw_frame(0, R"({"code":1,"extFields":{"a":"1","b":"2","c":"3"}})", ""),
-                         limits),
-            "more than 2 extFields");
+  EXPECT_EQ(
+      decode(raw_frame(0, R"({"code":1,"extFields":{"a":"1","b":"2"}})", ""), &f, &error, limits),
+      DecodeStatus::ok);
+  EXPECT_EQ(
+      decode_error(raw_frame(0, R"({"code":1,"extFields":{"a":"1","b":"2","c":"3"}})", ""), limits),
+      "more than 2 extFields");
 }
 
 TEST(RemotingTest, UnknownSerializeTypeIsBad) {
@@ -314,8 +338,8 @@ TEST(RemotingTest, ParseHostPort) {
   auto v6 = parse_host_port("[::1]:9876");
   ASSERT_TRUE(v6.is_ok());
   EXPECT_EQ(v6->first, "::1");
-  for (const char* bad : {"localhost", "host:", ":80", "host:0", "host:65536", "host:8x", "::1:80",
-                          "[::1]80", ""}) {
+  for (const char* bad :
+       {"localhost", "host:", ":80", "host:0", "host:65536", "host:8x", "::1:80", "[::1]80", ""}) {
     EXPECT_FALSE(parse_host_port(bad).is_ok()) << bad;
   }
 }
@@ -376,8 +400,7 @@ class EchoServer {
       RemotingCommand r = make_response(f.command, response_code::kSuccess, "echo");
       r.set_ext("code", std::to_string(f.command.code));
       encode_frame(r, f.body, &out);
-      ASSERT_EQ(::send(fd, out.data(), out.size(), MSG_NOSIGNAL),
-                static_cast<ssize_t>(out.size()));
+      ASSERT_EQ(::send(fd, out.data(), out.size(), MSG_NOSIGNAL), static_cast<ssize_t>(out.size()));
       in.erase(0, f.frame_bytes);
       answered++;
     }

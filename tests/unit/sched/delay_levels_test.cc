@@ -11,9 +11,9 @@ namespace {
 TEST(DelayLevelsTest, DefaultTableIsRocketMqs) {
   DelayLevels levels = DelayLevels::defaults();
   ASSERT_EQ(levels.max_level(), 18u);
-  const int64_t expected_ms[] = {1000,    5000,    10000,   30000,   60000,     120000,
-                                 180000,  240000,  300000,  360000,  420000,    480000,
-                                 540000,  600000,  1200000, 1800000, 3600000,   7200000};
+  const int64_t expected_ms[] = {1000,   5000,   10000,   30000,   60000,   120000,
+                                 180000, 240000, 300000,  360000,  420000,  480000,
+                                 540000, 600000, 1200000, 1800000, 3600000, 7200000};
   for (uint32_t level = 1; level <= 18; level++) {
     EXPECT_EQ(levels.delay_ms(level), expected_ms[level - 1]) << "level " << level;
   }
