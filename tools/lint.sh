@@ -18,7 +18,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-readonly BASE=084fe6b62b73872b4ed8a78fdb71bd6679bb8af8
+readonly BASE=f1ad97d01320625c405788c861e49e7ee97cf956
 readonly MAX_FUNCTION_LINES=100
 readonly MAX_COLUMNS=100
 readonly MAX_SUBJECT=72
