@@ -10,7 +10,7 @@
 #   (c) 128 B: heap allocations per message in steady state (0); encode+CRC / memcpy+CRC bytes/s
 #       from uringmq-micro-bench (>= 0.5)
 #   (d) ASYNC_FLUSH, 128 B, CPU-bound: 2 shards / 1 shard msgs/s (>= 1.8)
-# Consume, recovery and dispatch targets (section 4), written to bench/results/issue4.{md,dat}:
+# Consume, recovery and dispatch targets (section 4), written to bench/results/consume.{md,dat}:
 #   (e) cold sequential read of a backlog (uringmq-bench --workload consume: append, close, drop
 #       the page cache, reopen, pull everything) MB/s / fio direct seq read at the engine's
 #       average read size, QD8 (the consume workload's pulls in flight)      target >= 0.85
@@ -28,7 +28,7 @@
 # run), RECOVERY_MIB (1000: what the killed writer appends; below one segment, so all of it is
 # rescanned). Needs fio, python3, gnuplot (tools/install-deps.sh). Dropping the page cache
 # needs root (else the bench uses posix_fadvise DONTNEED on the store's files).
-# Network produce (SECTIONS=net), written to bench/results/issue6.{md,dat}: network produce over
+# Network produce (SECTIONS=net), written to bench/results/net.{md,dat}: network produce over
 # loopback, SYNC_FLUSH, 128 B, uringmq-net-bench against uringmq-broker, redis-server (ZADD,
 # appendfsync always) and beanstalkd (put, -f 0), NET_RUNS (3) runs of each, interleaved; see
 # the section for its variables.
@@ -278,7 +278,7 @@ EOF
 echo "compare.sh: wrote $results/latest.md, latest.dat, latest.png in" \
   "$(( $(date +%s) - started ))s" >&2
 fi
-# ---- Section 5: delayed delivery (uringmq-bench --workload delay), to bench/results/issue5.md ----
+# ---- Section 5: delayed delivery (uringmq-bench --workload delay), to bench/results/delay.md ----
 #   (h) lateness of deliveries due during a run at half the SYNC plain maximum, with PENDING
 #       (default 1000000) delayed messages preloaded over every level: never early, p99 <= 2 ms,
 #       p99.9 <= 10 ms, max reported; (i) RSS at 0 and at RSS_PENDING (default 10000000) pending;
@@ -333,7 +333,7 @@ text = (f"Machine: {m['cores']} cores, {m['cpu']}, kernel {m['kernel']}, {m['fs'
         f"{get('run','acked')/get('run','seconds'):.0f} acked/s.\n\n"
         "| figure | measured | target | met |\n|---|---|---|---|\n" +
         "".join(f"| {f} | {v} | {t} | {yes(ok)} |\n" for f, v, t, ok in rows))
-open(f"{out}/issue5.md", "w").write(text)
+open(f"{out}/delay.md", "w").write(text)
 print(text)
 PY
 fi
@@ -344,7 +344,7 @@ fi
 #       always) and beanstalkd (put, -b DIR -f 0: fsync every put). Targets: uringmq / redis
 #       >= 10, uringmq / beanstalkd >= 100. Every server starts fresh (empty data dir under
 #       $DATA, so all on the same disk) for each run and stops after it; NET_RUNS runs of each,
-#       interleaved; medians. Written to bench/results/issue6.{md,dat}.
+#       interleaved; medians. Written to bench/results/net.{md,dat}.
 # NET_CONNS (16), NET_PIPELINE (32), NET_RUNS (3), NET_SECONDS (10, measuring window),
 # NET_WARMUP (2), NET_SHARDS (0: the broker's default, one per CPU), NET_BYTES (128),
 # NET_PERF (empty; a file name: `perf record -g` of the broker during run 1, kept there).
@@ -493,8 +493,8 @@ text = (f"Machine: {cores} cores, kernel {platform.release()}; "
         "| figure | ratio | target | met |\n|---|---|---|---|\n" +
         "".join(f"| (k) {fig} | {r:.2f} | >= {t} | {'yes' if m else 'no'} |\n"
                 for _, fig, r, t, m in rr))
-open(f"{out}/issue6.md", "w").write(text)
-with open(f"{out}/issue6.dat", "w") as fh:
+open(f"{out}/net.md", "w").write(text)
+with open(f"{out}/net.dat", "w") as fh:
     fh.write("# key ratio target met\n")
     for key, _, r, t, m in rr:
         fh.write(f"{key} {r:.4f} {t} {'yes' if m else 'no'}\n")
@@ -502,7 +502,7 @@ with open(f"{out}/issue6.dat", "w") as fh:
         fh.write(f"# {s}_msgs_per_s {rate[s]:.1f}\n")
 print(text)
 PY
-echo "compare.sh: wrote $results/issue6.md, issue6.dat; net section in" \
+echo "compare.sh: wrote $results/net.md, net.dat; net section in" \
   "$(( $(date +%s) - started6 ))s" >&2
 fi
 want 4 || exit 0
@@ -636,12 +636,12 @@ machine_line = (f"{machine['cores']} cores, {machine['cpu']}, kernel {machine['k
                 f"{machine['fs']} (data dir)")
 text = (f"Machine: {machine_line}. Median of {runs} runs each.\n\n" + table +
         "\nOther figures (medians):\n\n" + "".join(f"- {k}: {v:.1f}\n" for k, v in extra.items()))
-open(f"{out}/issue4.md", "w").write(text)
-with open(f"{out}/issue4.dat", "w") as fh:
+open(f"{out}/consume.md", "w").write(text)
+with open(f"{out}/consume.dat", "w") as fh:
     fh.write("# key ratio met measured reference\n")
     for key, _, n, d, r, t, m in rows:
         fh.write(f"{key} {r:.4f} {yes(m)} \"{n}\" \"{d}\"\n")
 print(text)
 EOF
-echo "compare.sh: wrote $results/issue4.md, issue4.dat; issue 4 section in" \
+echo "compare.sh: wrote $results/consume.md, consume.dat; consume section in" \
   "$(( $(date +%s) - started4 ))s" >&2

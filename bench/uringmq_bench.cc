@@ -311,14 +311,14 @@ void check_args(Args& a) {
   }
   if (a.threads > a.producers) usage("--threads must not exceed --producers");
   if (a.producers / a.threads + 1 > kMaxSlotsPerThread) usage("too many producers per thread");
-  const bool issue4 = a.workload == Workload::consume || a.workload == Workload::lag ||
+  const bool queue_workload = a.workload == Workload::consume || a.workload == Workload::lag ||
                       a.workload == Workload::recovery || a.workload == Workload::delay;
   if (a.workload == Workload::delay) {
     if (a.messages != 0) usage("--workload delay takes --seconds, not --messages");
     if (a.seconds <= 0) a.seconds = 60;
     if (a.intake_seconds <= 0) usage("--intake-seconds must be > 0");
   }
-  if (a.queues == 0) a.queues = issue4 ? 4 : kQueuesTotal;
+  if (a.queues == 0) a.queues = queue_workload ? 4 : kQueuesTotal;
   if (a.queue_run == 0 || a.pull_messages == 0 || a.pulls_per_queue == 0) {
     usage("--queue-run, --pull-messages and --pulls-per-queue must be > 0");
   }

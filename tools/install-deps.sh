@@ -25,8 +25,7 @@ fi
 
 # The RocketMQ Java distribution beside the repository (tests/java): a JDK and the Debian jars
 # its class path names, only where that distribution is present.
-rmq_java=${URINGMQ_ROCKETMQ_JAVA:-$(dirname "$0")/../../shared/rocketmq-java}
-if [ -f "$rmq_java/env.sh" ]; then
+if "$(dirname "$0")/find-rocketmq-java.sh" >/dev/null; then
   packages+=(openjdk-17-jdk-headless libnetty-java libcommons-lang3-java libcommons-validator-java
              libslf4j-java libguava-java libcommons-cli-java liblogback-java libjna-java
              libcommons-codec-java libcommons-collections3-java libyaml-snake-java)

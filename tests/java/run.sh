@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # The official RocketMQ 4.9.8 Java client against uringmq-broker (DeliveredPropertiesCheck.java).
 # Usage: tests/java/run.sh <uringmq-broker binary> <work dir>
-# The client comes from the RocketMQ Java distribution: $URINGMQ_ROCKETMQ_JAVA, else
-# rocketmq-java/ beside the repository's folder. Without it, or without java/javac, the test
-# prints a skip line and passes (a fresh clone elsewhere has no Java pieces).
+# The client comes from a RocketMQ 4.9.8 Java distribution (a folder with env.sh and lib/):
+# $URINGMQ_ROCKETMQ_JAVA, else a folder named rocketmq-java one level beside the checkout
+# (tools/find-rocketmq-java.sh). Without it, or without java/javac, the test prints a skip line
+# and passes (a fresh clone elsewhere has no Java pieces).
 set -euo pipefail
 broker_bin=$1
 work=$2
 repo=$(cd "$(dirname "$0")/../.." && pwd)
-rmq=${URINGMQ_ROCKETMQ_JAVA:-$repo/../shared/rocketmq-java}
-if [ ! -f "$rmq/env.sh" ] || ! command -v javac >/dev/null 2>&1; then
-  echo "java_client_test: SKIPPED (no RocketMQ Java distribution at $rmq, or no javac)"
+rmq=$("$repo/tools/find-rocketmq-java.sh" || true)
+if [ -z "$rmq" ] || [ ! -f "$rmq/env.sh" ] || ! command -v javac >/dev/null 2>&1; then
+  echo "java_client_test: SKIPPED (no RocketMQ Java distribution found: set URINGMQ_ROCKETMQ_JAVA; or no javac)"
   exit 0
 fi
 # shellcheck source=/dev/null
