@@ -312,7 +312,7 @@ void check_args(Args& a) {
   if (a.threads > a.producers) usage("--threads must not exceed --producers");
   if (a.producers / a.threads + 1 > kMaxSlotsPerThread) usage("too many producers per thread");
   const bool queue_workload = a.workload == Workload::consume || a.workload == Workload::lag ||
-                      a.workload == Workload::recovery || a.workload == Workload::delay;
+                              a.workload == Workload::recovery || a.workload == Workload::delay;
   if (a.workload == Workload::delay) {
     if (a.messages != 0) usage("--workload delay takes --seconds, not --messages");
     if (a.seconds <= 0) a.seconds = 60;

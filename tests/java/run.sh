@@ -11,7 +11,8 @@ work=$2
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 rmq=$("$repo/tools/find-rocketmq-java.sh" || true)
 if [ -z "$rmq" ] || [ ! -f "$rmq/env.sh" ] || ! command -v javac >/dev/null 2>&1; then
-  echo "java_client_test: SKIPPED (no RocketMQ Java distribution found: set URINGMQ_ROCKETMQ_JAVA; or no javac)"
+  echo "java_client_test: SKIPPED (no RocketMQ Java distribution found (set" \
+    "URINGMQ_ROCKETMQ_JAVA), or no javac)"
   exit 0
 fi
 # shellcheck source=/dev/null
