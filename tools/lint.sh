@@ -18,7 +18,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-readonly BASE=f1ad97d01320625c405788c861e49e7ee97cf956
+readonly BASE=0661e34d3588e61d9a03a3af2df8ca1b9182978c
 readonly MAX_FUNCTION_LINES=100
 readonly MAX_COLUMNS=100
 readonly MAX_SUBJECT=72
