@@ -20,9 +20,9 @@
 #include <thread>
 #include <vector>
 
-#include "engine/crc32.h"
-#include "engine/message_codec.h"
-#include "engine/properties.h"
+#include "engine/log/crc32.h"
+#include "engine/log/message_codec.h"
+#include "engine/log/properties.h"
 #include "sched/spsc_ring.h"
 
 namespace {

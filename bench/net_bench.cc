@@ -45,7 +45,7 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/property_names.h"
+#include "engine/log/property_names.h"
 #include "net/remoting.h"
 
 namespace {

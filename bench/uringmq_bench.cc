@@ -43,9 +43,9 @@
 #include <thread>
 #include <vector>
 
-#include "engine/byte_order.h"
-#include "engine/message_codec.h"
-#include "engine/properties.h"
+#include "engine/log/byte_order.h"
+#include "engine/log/message_codec.h"
+#include "engine/log/properties.h"
 #include "engine/store.h"
 
 // ---- Allocation counter: every operator new of the process, all threads ----

@@ -6,8 +6,8 @@
 #include <cstring>
 #include <string>
 
-#include "engine/message_codec.h"
-#include "engine/properties.h"
+#include "engine/log/message_codec.h"
+#include "engine/log/properties.h"
 #include "engine/store.h"
 
 namespace uringmq {

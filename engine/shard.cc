@@ -4,12 +4,12 @@
 #include <array>
 #include <cstdio>
 
-#include "engine/byte_order.h"
-#include "engine/checkpoint.h"
-#include "engine/dispatch.h"
-#include "engine/log_recovery.h"
-#include "engine/log_scanner.h"
-#include "engine/properties.h"
+#include "engine/log/byte_order.h"
+#include "engine/log/checkpoint.h"
+#include "engine/log/log_recovery.h"
+#include "engine/log/log_scanner.h"
+#include "engine/log/properties.h"
+#include "engine/queues/dispatch.h"
 #include "io/thread.h"
 #include "io/uring_disk.h"
 
@@ -185,7 +185,7 @@ io::Status Shard::open_log(engine::RecoveryReport* report) {
 }
 
 // The segments below the one recovery's scan started from were not checked at open: the scrub
-// reads them in the background (engine/log_scrub.h).
+// reads them in the background (engine/log/log_scrub.h).
 void Shard::start_scrub(const engine::RecoveryReport& report) {
   const uint64_t from = log_->min_offset().value;
   const uint64_t to = report.checkpoint_found ? report.scan_start_offset : from;

@@ -20,14 +20,14 @@
 #include <thread>
 #include <vector>
 
-#include "engine/commit_log.h"
-#include "engine/consume_queue.h"
-#include "engine/consumer_offsets.h"
-#include "engine/dispatch.h"
-#include "engine/log_scrub.h"
-#include "engine/record_prefetch.h"
+#include "engine/delivery/record_prefetch.h"
+#include "engine/delivery/timer_wheel.h"
+#include "engine/log/commit_log.h"
+#include "engine/log/log_scrub.h"
+#include "engine/queues/consume_queue.h"
+#include "engine/queues/consumer_offsets.h"
+#include "engine/queues/dispatch.h"
 #include "engine/store.h"
-#include "engine/timer_wheel.h"
 #include "io/clock.h"
 #include "io/disk.h"
 #include "io/fs_space.h"
@@ -311,7 +311,7 @@ class Shard {
   void publish_schedule_stats();
   int32_t parked_queue_id() const;
 
-  // Timed messages (shard_timer.cc; engine/timer_wheel.h).
+  // Timed messages (shard_timer.cc; engine/delivery/timer_wheel.h).
   static constexpr uint64_t kTimerReadBit = uint64_t{1} << 48;  // log and CQ read tags
   static constexpr uint64_t kTimerAckBit = uint64_t{1} << 63;   // PendingAppend tag of a copy
   static constexpr uint64_t kTimerRollBit = uint64_t{1} << 62;  // ... that is not a delivery

@@ -7,11 +7,11 @@
 #include <string>
 #include <utility>
 
-#include "engine/byte_order.h"
-#include "engine/properties.h"
-#include "engine/redelivery.h"
+#include "engine/delivery/redelivery.h"
+#include "engine/delivery/timer_message.h"
+#include "engine/log/byte_order.h"
+#include "engine/log/properties.h"
 #include "engine/shard.h"
-#include "engine/timer_message.h"
 #include "io/fs_space.h"
 
 namespace uringmq {

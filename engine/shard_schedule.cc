@@ -20,11 +20,11 @@
 #include <algorithm>
 #include <charconv>
 
-#include "engine/byte_order.h"
-#include "engine/properties.h"
-#include "engine/redelivery.h"
+#include "engine/delivery/redelivery.h"
+#include "engine/delivery/timer_message.h"
+#include "engine/log/byte_order.h"
+#include "engine/log/properties.h"
 #include "engine/shard.h"
-#include "engine/timer_message.h"
 
 namespace uringmq {
 

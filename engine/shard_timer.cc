@@ -26,10 +26,10 @@
 #include <charconv>
 #include <cstdio>
 
-#include "engine/properties.h"
-#include "engine/redelivery.h"
+#include "engine/delivery/redelivery.h"
+#include "engine/delivery/timer_message.h"
+#include "engine/log/properties.h"
 #include "engine/shard.h"
-#include "engine/timer_message.h"
 
 namespace uringmq {
 

@@ -2,9 +2,9 @@
 
 #include <algorithm>
 
-#include "engine/properties.h"
+#include "engine/delivery/timer_message.h"
+#include "engine/log/properties.h"
 #include "engine/shard.h"
-#include "engine/timer_message.h"
 #include "io/thread.h"
 #include "io/uring_disk.h"
 

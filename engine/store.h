@@ -7,8 +7,8 @@
 
 #include <uringmq/store.h>
 
-#include "engine/commit_log.h"
-#include "engine/consume_queue.h"
+#include "engine/log/commit_log.h"
+#include "engine/queues/consume_queue.h"
 #include "io/fs_space.h"
 #include "io/status.h"
 #include "io/waker.h"

@@ -1,8 +1,8 @@
-// Fuzz target: the CommitLog checkpoint reader (engine/checkpoint.h) on arbitrary bytes, both the
-// pure decode_checkpoint and read_checkpoint over an io::SimDisk file holding the bytes.
-// The input is used twice: as is, and as a 64-byte image (truncated or zero-padded) whose CRC
-// field is recomputed, so the fuzzer also reaches the checks behind the CRC (version, fields).
-// Invariants checked (abort on violation):
+// Fuzz target: the CommitLog checkpoint reader (engine/log/checkpoint.h) on arbitrary bytes, both
+// the pure decode_checkpoint and read_checkpoint over an io::SimDisk file holding the bytes. The
+// input is used twice: as is, and as a 64-byte image (truncated or zero-padded) whose CRC field is
+// recomputed, so the fuzzer also reaches the checks behind the CRC (version, fields). Invariants
+// checked (abort on violation):
 //  - decode_checkpoint returns a value or corruption with a message, never anything else; a
 //    wrong size, a bad magic or a bad CRC is always rejected;
 //  - a decoded checkpoint re-encodes (encode_checkpoint) to bytes that decode to the same value,
@@ -20,9 +20,9 @@
 #include <span>
 #include <string_view>
 
-#include "engine/byte_order.h"
-#include "engine/checkpoint.h"
-#include "engine/crc32.h"
+#include "engine/log/byte_order.h"
+#include "engine/log/checkpoint.h"
+#include "engine/log/crc32.h"
 #include "io/assert.h"
 #include "testing/sim_disk.h"
 

@@ -1,5 +1,5 @@
-// Fuzz target: the ConsumeQueue unit reader (engine/consume_queue.h): decode_cq_unit on every
-// 20-byte unit of the input, tags_code_of on the input as text, and CqStore::open's recovery
+// Fuzz target: the ConsumeQueue unit reader (engine/queues/consume_queue.h): decode_cq_unit on
+// every 20-byte unit of the input, tags_code_of on the input as text, and CqStore::open's recovery
 // over ConsumeQueue files holding the input, on an io::SimDisk (recovery is only reachable
 // through CqStore with a Disk).
 // Input layout for the recovery part: byte 0: number of files (1 + b % 3) and whether the second
@@ -29,8 +29,8 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/byte_order.h"
-#include "engine/consume_queue.h"
+#include "engine/log/byte_order.h"
+#include "engine/queues/consume_queue.h"
 #include "io/assert.h"
 #include "io/clock.h"
 #include "testing/sim_disk.h"

@@ -1,6 +1,6 @@
-// Fuzz target: RocketMQ's message property string (engine/properties.h) on arbitrary text, as the
-// broker reads it from producers and from stored records.
-// Invariants checked (abort on violation):
+// Fuzz target: RocketMQ's message property string (engine/log/properties.h) on arbitrary text, as
+// the broker reads it from producers and from stored records. Invariants checked (abort on
+// violation):
 //  - for_each_property yields only well-formed entries (non-empty name and value without \x01
 //    or \x02 in the name, no \x02 in the value), each a substring of the input, in order;
 //  - find_property agrees with for_each_property: for every name yielded, it returns the value
@@ -20,7 +20,7 @@
 #include <utility>
 #include <vector>
 
-#include "engine/properties.h"
+#include "engine/log/properties.h"
 #include "io/assert.h"
 
 namespace uringmq::fuzz {

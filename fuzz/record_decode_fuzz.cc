@@ -1,4 +1,4 @@
-// Fuzz target: the stored-record decoder (engine::decode, engine/message_codec.h) on arbitrary
+// Fuzz target: the stored-record decoder (engine::decode, engine/log/message_codec.h) on arbitrary
 // bytes, as recovery and reads use it on CommitLog contents: record after record, like a segment
 // scan, with and without the record-CRC requirement and with a small body limit.
 // Invariants checked (abort on violation):
@@ -27,10 +27,10 @@
 #include <string>
 #include <vector>
 
-#include "engine/byte_order.h"
-#include "engine/crc32.h"
-#include "engine/message_codec.h"
-#include "engine/properties.h"
+#include "engine/log/byte_order.h"
+#include "engine/log/crc32.h"
+#include "engine/log/message_codec.h"
+#include "engine/log/properties.h"
 #include "io/assert.h"
 
 namespace uringmq::fuzz {

@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "engine/byte_order.h"
+#include "engine/log/byte_order.h"
 #include "io/assert.h"
 #include "net/broker_reactor.h"
 #include "net/log.h"

@@ -21,7 +21,7 @@
 #include <string>
 #include <type_traits>
 
-#include "engine/message_codec.h"
+#include "engine/log/message_codec.h"
 #include "sched/delay_levels.h"
 
 namespace uringmq::net {
@@ -40,7 +40,7 @@ constexpr std::array<std::string_view, 9> kIgnored = {"namesrvAddr",
 constexpr uint64_t kMiB = 1ull << 20;
 constexpr uint64_t kMaxSegmentBytes = (1ull << 31) - 4096;  // RocketMQ's int file size
 constexpr uint64_t kMaxMessageBytes = 64 * kMiB;
-// CommitLog's own bound on a record for a body limit (engine/commit_log.cc validate()).
+// CommitLog's own bound on a record for a body limit (engine/log/commit_log.cc validate()).
 constexpr uint64_t kRecordOverheadBytes = engine::kMaxPropertiesBytes + 1024;
 
 std::string_view trim(std::string_view s) {

@@ -8,10 +8,10 @@
 #include <cstring>
 #include <random>
 
-#include "engine/byte_order.h"
-#include "engine/dispatch.h"
-#include "engine/properties.h"
-#include "engine/timer_message.h"
+#include "engine/delivery/timer_message.h"
+#include "engine/log/byte_order.h"
+#include "engine/log/properties.h"
+#include "engine/queues/dispatch.h"
 #include "io/assert.h"
 #include "net/broker_reactor.h"
 #include "net/header_fields.h"

@@ -14,7 +14,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "engine/message_codec.h"
+#include "engine/log/message_codec.h"
 #include "engine/store.h"
 #include "io/clock.h"
 #include "io/net_ring.h"

@@ -22,12 +22,12 @@
 #include <optional>
 #include <utility>
 
-#include "engine/checkpoint.h"
-#include "engine/consume_queue.h"
-#include "engine/consumer_offsets.h"
-#include "engine/dispatch.h"
-#include "engine/message_codec.h"
-#include "engine/properties.h"
+#include "engine/log/checkpoint.h"
+#include "engine/log/message_codec.h"
+#include "engine/log/properties.h"
+#include "engine/queues/consume_queue.h"
+#include "engine/queues/consumer_offsets.h"
+#include "engine/queues/dispatch.h"
 
 namespace uringmq::ctl {
 namespace {
@@ -269,7 +269,7 @@ void scan_log(const ShardLog& log, uint32_t max_body_bytes, ShardVerify& shard,
     const Segment& s = log.segments[i];
     const uint64_t seg_end = s.base + log.segment_size;
     while (pos < seg_end) {
-      // The same step as recovery's scan and the broker's scrub (engine/message_codec.h).
+      // The same step as recovery's scan and the broker's scrub (engine/log/message_codec.h).
       const std::span<const std::byte> rest = s.file->bytes().subspan(pos - s.base);
       engine::DecodeResult r = engine::decode_log_step(
           rest.first(std::min<uint64_t>(rest.size(), seg_end - pos)), pos, seg_end, options);
@@ -312,7 +312,7 @@ std::string check_unit(const ShardLog& log, const ShardVerify& shard, const Queu
   engine::CodecLimits limits;
   limits.max_body_bytes = max_body_bytes;
   const std::span<const std::byte> record = s->file->bytes().subspan(at, unit.size_bytes);
-  // The broker's own check before it serves a record (engine/message_codec.h).
+  // The broker's own check before it serves a record (engine/log/message_codec.h).
   if (const char* failed = engine::check_stored_record(record, unit.log_offset, limits)) {
     return "points at no valid record (" + std::string(failed) + ")";
   }
@@ -463,7 +463,7 @@ io::Result<std::optional<std::vector<std::byte>>> read_small_file(const std::str
   return std::optional<std::vector<std::byte>>(std::vector<std::byte>(bytes.begin(), bytes.end()));
 }
 
-// The checkpoint, as CommitLog recovery reads it (engine/log_recovery.cc).
+// The checkpoint, as CommitLog recovery reads it (engine/log/log_recovery.cc).
 void check_checkpoint(const std::string& shard_dir, ShardVerify& shard) {
   const std::string path = join(shard_dir, std::string(engine::kCheckpointFile));
   io::Result<std::optional<std::vector<std::byte>>> bytes = read_small_file(path);

@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/commit_log.h"
-#include "engine/message_codec.h"
-#include "engine/properties.h"
+#include "engine/log/commit_log.h"
+#include "engine/log/message_codec.h"
+#include "engine/log/properties.h"
 #include "engine/store.h"
 #include "tools/ctl_offline.h"
 

@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/message_codec.h"
-#include "engine/properties.h"
+#include "engine/log/message_codec.h"
+#include "engine/log/properties.h"
 #include "net/json.h"
 #include "net/remoting.h"
 #include "net/remoting_client.h"

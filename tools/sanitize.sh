@@ -19,7 +19,7 @@ jobs=${JOBS:-$(nproc)}
 #  - interop_test and java_client_test run tools' uringmq-broker, which links jemalloc (its
 #    malloc replaces ASan's allocator, so ASan would check nothing) under node or java; they ran
 #    against the normal build.
-ASAN_EXCLUDE='^(install_package_test|interop_test|java_client_test)$'
+ASAN_EXCLUDE='^(install_package_test|interop_test|java_.*)$'
 # The cross-shard and reactor tests: Store with shard threads (store_*), the broker's network
 # reactor with shard threads and client threads (broker_test), the remoting client against a
 # server thread (remoting_test), the Waker/cross-thread cases of disk_conformance_test.

@@ -10,9 +10,9 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/commit_log.h"
-#include "engine/message_codec.h"
-#include "engine/properties.h"
+#include "engine/log/commit_log.h"
+#include "engine/log/message_codec.h"
+#include "engine/log/properties.h"
 #include "io/clock.h"
 #include "io/uring_disk.h"
 

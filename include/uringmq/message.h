@@ -33,7 +33,7 @@ struct Message {
   std::string_view topic;
   int32_t queue_id = 0;
   std::span<const std::byte> body;
-  std::string_view properties;  // RocketMQ property string (engine/properties.h)
+  std::string_view properties;  // RocketMQ property string (engine/log/properties.h)
   int32_t flag = 0;
   int32_t sys_flag = 0;
   int64_t born_timestamp_ms = 0;

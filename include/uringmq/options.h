@@ -1,9 +1,9 @@
 #pragma once
 // uringmq public API: the options of a Store (StoreOptions) and the option types it holds.
-// The engine defines nothing of these itself: engine/commit_log.h, engine/consume_queue.h,
-// engine/message_codec.h, io/disk.h, io/fs_space.h and sched/delay_levels.h include this header.
-// The types keep the namespace of the module that uses them (io, engine, sched); the uringmq::
-// aliases at the end are the names an embedder may use.
+// The engine defines nothing of these itself: engine/log/commit_log.h,
+// engine/queues/consume_queue.h, engine/log/message_codec.h, io/disk.h, io/fs_space.h and
+// sched/delay_levels.h include this header. The types keep the namespace of the module that uses
+// them (io, engine, sched); the uringmq:: aliases at the end are the names an embedder may use.
 //
 // Plain values; copyable between threads.
 
@@ -188,8 +188,9 @@ struct StoreOptions {
   // most this long), and a cancel must come at least this long before the deliver time (later
   // it races the delivery). 0: appended at the deliver time. deliveryLeadMs, 0..1000.
   int64_t delivery_lead_ms = 10;
-  // ---- Timed messages (RocketMQ 5's timer; engine/timer_message.h, engine/timer_wheel.h) ----
-  // timerMaxDelaySec: a deliver time further ahead than this is rejected (invalid_argument).
+  // ---- Timed messages (RocketMQ 5's timer; engine/delivery/timer_message.h,
+  // engine/delivery/timer_wheel.h) ---- timerMaxDelaySec: a deliver time further ahead than this is
+  // rejected (invalid_argument).
   int64_t timer_max_delay_sec = 30 * 86'400;
   // The wheel's slots on disk: each covers timer_bucket_ms; timers beyond the horizon
   // ((timer_slot_count - 2) * timer_bucket_ms) are rolled forward (re-appended) when their slot

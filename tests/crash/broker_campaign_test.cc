@@ -46,8 +46,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "engine/message_codec.h"
-#include "engine/properties.h"
+#include "engine/log/message_codec.h"
+#include "engine/log/properties.h"
 #include "net/remoting.h"
 #include "net/remoting_client.h"
 #include "tests/support/broker_harness.h"

@@ -31,7 +31,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/commit_log.h"
+#include "engine/log/commit_log.h"
 #include "io/clock.h"
 #include "io/uring_disk.h"
 #include "tests/crash/crash_log_options.h"

@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "engine/commit_log.h"
+#include "engine/log/commit_log.h"
 #include "tests/support/log_fixture.h"
 
 namespace uringmq::testing {

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/properties.h"
+#include "engine/log/properties.h"
 #include "engine/store.h"
 #include "tests/crash/deferred_store_options.h"
 

@@ -20,8 +20,8 @@
 #include <thread>
 #include <vector>
 
-#include "engine/message_codec.h"
-#include "engine/properties.h"
+#include "engine/log/message_codec.h"
+#include "engine/log/properties.h"
 #include "engine/store.h"
 #include "tests/crash/deferred_store_options.h"
 #include "tests/support/env.h"

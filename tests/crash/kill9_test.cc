@@ -33,8 +33,8 @@
 #include <thread>
 #include <vector>
 
-#include "engine/commit_log.h"
-#include "engine/log_scanner.h"
+#include "engine/log/commit_log.h"
+#include "engine/log/log_scanner.h"
 #include "io/clock.h"
 #include "io/uring_disk.h"
 #include "tests/crash/crash_log_options.h"

@@ -136,7 +136,7 @@ class Collector {
 }
 
 // What a test keeps of a received ali-ons message.
-// uringmq's own properties (engine/properties.h), which consumers must never receive.
+// uringmq's own properties (engine/log/properties.h), which consumers must never receive.
 function internalProperties(properties) {
   return Object.keys(properties)
     .filter(k => k.startsWith('__UMQ_') || k === '__CRC32#' || k === 'TIMER_OUT_MS')

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# The official RocketMQ 4.9.8 Java client against uringmq-broker (DeliveredPropertiesCheck.java).
-# Usage: tests/java/run.sh <uringmq-broker binary> <work dir>
+# The official RocketMQ 4.9.8 Java client against uringmq-broker: runs one check class of
+# tests/java/ (default DeliveredPropertiesCheck) against a fresh broker; the class gets the
+# NameServer address as its argument and passes by printing "JAVA-CHECK OK".
+# Usage: tests/java/run.sh <uringmq-broker binary> <work dir> [class [broker.conf line ...]]
 # The client comes from a RocketMQ 4.9.8 Java distribution (a folder with env.sh and lib/):
 # $URINGMQ_ROCKETMQ_JAVA, else a folder named rocketmq-java one level beside the checkout
 # (tools/find-rocketmq-java.sh). Without it, or without java/javac, the test prints a skip line
@@ -8,18 +10,20 @@
 set -euo pipefail
 broker_bin=$1
 work=$2
+check=${3:-DeliveredPropertiesCheck}
+extra_conf=("${@:4}")
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 rmq=$("$repo/tools/find-rocketmq-java.sh" || true)
 if [ -z "$rmq" ] || [ ! -f "$rmq/env.sh" ] || ! command -v javac >/dev/null 2>&1; then
-  echo "java_client_test: SKIPPED (no RocketMQ Java distribution found (set" \
+  echo "$check: SKIPPED (no RocketMQ Java distribution found (set" \
     "URINGMQ_ROCKETMQ_JAVA), or no javac)"
   exit 0
 fi
 # shellcheck source=/dev/null
-source "$rmq/env.sh" || { echo "java_client_test: SKIPPED (its env.sh failed)"; exit 0; }
+source "$rmq/env.sh" || { echo "$check: SKIPPED (its env.sh failed)"; exit 0; }
 
 rm -rf "$work" && mkdir -p "$work/classes"
-javac -nowarn -d "$work/classes" -cp "$RMQ_CP" "$repo/tests/java/DeliveredPropertiesCheck.java"
+javac -nowarn -d "$work/classes" -cp "$RMQ_CP" "$repo"/tests/java/*.java
 
 read -r port namesrv < <(python3 -c '
 import socket
@@ -37,6 +41,7 @@ shardCount=2
 mappedFileSizeCommitLog=67108864
 diskSpaceWarningLevelRatio=100
 CONF
+for line in "${extra_conf[@]}"; do echo "$line" >> "$work/broker.conf"; done
 "$broker_bin" -c "$work/broker.conf" > "$work/broker.log" 2>&1 &
 broker_pid=$!
 trap 'kill -TERM $broker_pid 2>/dev/null; wait $broker_pid 2>/dev/null || true' EXIT
@@ -49,11 +54,11 @@ grep -q "uringmq-broker ready" "$work/broker.log" || { echo "broker not ready"; 
 
 status=0
 timeout 120 "$JAVA" -cp "$RMQ_CP:$work/classes" -Drocketmq.client.logUseSlf4j=false \
-  DeliveredPropertiesCheck "127.0.0.1:$namesrv" > "$work/java.log" 2>&1 || status=$?
-grep -E '^(FAIL|JAVA-CHECK|plain|delayed|timed) ' "$work/java.log" || true
+  "$check" "127.0.0.1:$namesrv" > "$work/java.log" 2>&1 || status=$?
+grep -E '^(FAIL|JAVA-CHECK|CHECK|plain|delayed|timed) ' "$work/java.log" || true
 if [ "$status" -ne 0 ] || ! grep -q "JAVA-CHECK OK" "$work/java.log"; then
-  echo "java_client_test: FAILED (exit $status); client output:"
+  echo "$check: FAILED (exit $status); client output:"
   tail -40 "$work/java.log"
   exit 1
 fi
-echo "java_client_test: passed"
+echo "$check: passed"

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/commit_log.h"
+#include "engine/log/commit_log.h"
 #include "io/clock.h"
 #include "testing/sim_disk.h"
 #include "tests/support/env.h"

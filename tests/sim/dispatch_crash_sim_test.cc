@@ -16,11 +16,11 @@
 #include <string>
 #include <vector>
 
-#include "engine/commit_log.h"
-#include "engine/consume_queue.h"
-#include "engine/dispatch.h"
-#include "engine/log_scanner.h"
-#include "engine/properties.h"
+#include "engine/log/commit_log.h"
+#include "engine/log/log_scanner.h"
+#include "engine/log/properties.h"
+#include "engine/queues/consume_queue.h"
+#include "engine/queues/dispatch.h"
 #include "io/clock.h"
 #include "testing/sim_disk.h"
 #include "tests/support/env.h"

@@ -21,8 +21,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/dispatch.h"
-#include "engine/properties.h"
+#include "engine/log/properties.h"
+#include "engine/queues/dispatch.h"
 #include "engine/shard.h"
 #include "sched/delay_levels.h"
 #include "tests/support/env.h"

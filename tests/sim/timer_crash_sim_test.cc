@@ -50,9 +50,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/properties.h"
+#include "engine/delivery/timer_message.h"
+#include "engine/log/properties.h"
 #include "engine/shard.h"
-#include "engine/timer_message.h"
 #include "tests/support/env.h"
 #include "tests/support/log_fixture.h"
 #include "tests/support/stepped_shard_sim.h"

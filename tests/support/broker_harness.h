@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-#include "engine/message_codec.h"
+#include "engine/log/message_codec.h"
 #include "io/status.h"
 #include "net/broker.h"
 #include "net/broker_config.h"

@@ -3,7 +3,7 @@
 #include <array>
 #include <cstring>
 
-#include "engine/properties.h"
+#include "engine/log/properties.h"
 
 namespace uringmq::testing {
 

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/commit_log.h"
-#include "engine/log_scanner.h"
+#include "engine/log/commit_log.h"
+#include "engine/log/log_scanner.h"
 
 namespace uringmq::testing {
 

@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/message_codec.h"
+#include "engine/log/message_codec.h"
 #include "engine/store.h"
 
 namespace uringmq::testing {

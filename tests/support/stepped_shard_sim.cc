@@ -9,8 +9,8 @@
 
 #include <gtest/gtest.h>
 
-#include "engine/log_scanner.h"
-#include "engine/properties.h"
+#include "engine/log/log_scanner.h"
+#include "engine/log/properties.h"
 #include "tests/support/env.h"
 #include "tests/support/log_fixture.h"
 

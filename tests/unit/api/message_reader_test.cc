@@ -17,9 +17,9 @@
 #include <utility>
 #include <vector>
 
-#include "engine/byte_order.h"
-#include "engine/message_codec.h"
-#include "engine/properties.h"
+#include "engine/log/byte_order.h"
+#include "engine/log/message_codec.h"
+#include "engine/log/properties.h"
 #include "io/clock.h"
 #include "tests/support/log_fixture.h"
 #include "tests/support/store_options.h"

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/message_codec.h"
-#include "engine/properties.h"
+#include "engine/log/message_codec.h"
+#include "engine/log/properties.h"
 
 namespace uringmq::engine {
 namespace {

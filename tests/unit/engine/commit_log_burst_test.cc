@@ -12,7 +12,7 @@
 #include <memory>
 #include <vector>
 
-#include "engine/commit_log.h"
+#include "engine/log/commit_log.h"
 #include "io/clock.h"
 #include "testing/sim_disk.h"
 #include "tests/support/log_fixture.h"

@@ -12,10 +12,10 @@
 #include <map>
 #include <memory>
 
-#include "engine/byte_order.h"
-#include "engine/commit_log.h"
-#include "engine/message_codec.h"
-#include "engine/record_prefetch.h"
+#include "engine/delivery/record_prefetch.h"
+#include "engine/log/byte_order.h"
+#include "engine/log/commit_log.h"
+#include "engine/log/message_codec.h"
 #include "io/clock.h"
 #include "io/uring_disk.h"
 #include "testing/sim_disk.h"
@@ -340,7 +340,7 @@ void settle(CommitLog& log, engine::RecordPrefetch& prefetch, uint64_t expected_
   ASSERT_EQ(completed, expected_reads);
 }
 
-// RecordPrefetch (engine/record_prefetch.h) on this log: a record read ahead comes back
+// RecordPrefetch (engine/delivery/record_prefetch.h) on this log: a record read ahead comes back
 // byte-identical (read from disk, or copied from the write buffers) and only once; a record
 // larger than a slot is not read; a full arena reads no more until its records are stale.
 TEST_F(CommitLogSimTest, RecordPrefetchHandsBackTheSameBytesOnce) {

@@ -1,4 +1,4 @@
-// Goal: the ConsumeQueue store's contract (engine/consume_queue.h, engine/FORMAT.md
+// Goal: the ConsumeQueue store's contract (engine/queues/consume_queue.h, engine/FORMAT.md
 // "ConsumeQueue"): units encode byte for byte as RocketMQ's, tag hashes equal Java's
 // String.hashCode, appends are visible at once and read back from memory and files, files roll
 // at units_per_file, re-dispatch is idempotent, durable_dispatched advances only after the flush
@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/byte_order.h"
-#include "engine/consume_queue.h"
+#include "engine/log/byte_order.h"
+#include "engine/queues/consume_queue.h"
 #include "io/clock.h"
 #include "testing/sim_disk.h"
 

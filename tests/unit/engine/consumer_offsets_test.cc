@@ -5,7 +5,7 @@
 // file). Failed writes and syncs fail-stop; a full submission queue only delays a cycle.
 // Method: drive the object as the shard's loop does, over SimDisk and a ManualClock; crash the
 // disk at seeded random points and compare the reopened table against a model of the commits.
-#include "engine/consumer_offsets.h"
+#include "engine/queues/consumer_offsets.h"
 
 #include <gtest/gtest.h>
 

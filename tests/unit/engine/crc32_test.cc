@@ -2,7 +2,7 @@
 // standard CRC-32C, including continuation, for every length and alignment ISA-L's kernels
 // distinguish. Method: published check values, then agreement with a bitwise reference
 // implementation (written here from the polynomials) over many lengths, offsets and splits.
-#include "engine/crc32.h"
+#include "engine/log/crc32.h"
 
 #include <gtest/gtest.h>
 

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/message_codec.h"
+#include "engine/log/message_codec.h"
 #include "engine/store.h"
 #include "io/clock.h"
 #include "tests/support/log_fixture.h"

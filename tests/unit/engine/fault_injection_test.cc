@@ -33,8 +33,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/commit_log.h"
-#include "engine/message_codec.h"
+#include "engine/log/commit_log.h"
+#include "engine/log/message_codec.h"
 #include "io/clock.h"
 #include "io/uring_disk.h"
 #include "testing/faulty_disk.h"

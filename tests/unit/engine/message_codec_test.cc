@@ -6,7 +6,7 @@
 // field; only the 10 CRC digits are computed, with crc32_ieee, which crc32_test checks against
 // published vectors), compared with encode() byte for byte; then exhaustive truncation and
 // bit-flip sweeps, limit errors and seeded random round trips.
-#include "engine/message_codec.h"
+#include "engine/log/message_codec.h"
 
 #include <gtest/gtest.h>
 
@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/crc32.h"
-#include "engine/properties.h"
+#include "engine/log/crc32.h"
+#include "engine/log/properties.h"
 
 namespace uringmq::engine {
 namespace {

@@ -13,8 +13,8 @@
 #include <thread>
 #include <vector>
 
-#include "engine/message_codec.h"
-#include "engine/properties.h"
+#include "engine/log/message_codec.h"
+#include "engine/log/properties.h"
 #include "engine/store.h"
 #include "io/clock.h"
 #include "tests/support/log_fixture.h"

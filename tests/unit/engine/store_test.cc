@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "engine/log_scanner.h"
+#include "engine/log/log_scanner.h"
 #include "engine/store.h"
 #include "io/uring_disk.h"
 #include "tests/support/log_fixture.h"

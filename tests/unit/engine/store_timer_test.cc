@@ -18,10 +18,10 @@
 #include <thread>
 #include <vector>
 
-#include "engine/message_codec.h"
-#include "engine/properties.h"
+#include "engine/delivery/timer_message.h"
+#include "engine/log/message_codec.h"
+#include "engine/log/properties.h"
 #include "engine/store.h"
-#include "engine/timer_message.h"
 #include "io/clock.h"
 #include "tests/support/log_fixture.h"
 #include "tests/support/pull_to_end.h"

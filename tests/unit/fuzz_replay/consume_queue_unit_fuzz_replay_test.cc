@@ -1,6 +1,6 @@
 // Goal: the consume_queue_unit fuzz target's logic (fuzz/consume_queue_unit_fuzz.cc) runs in
 // every ordinary test run over its seed corpus, and recovery on the named seeds keeps what
-// engine/consume_queue.h says it keeps.
+// engine/queues/consume_queue.h says it keeps.
 // Method: include the target without its libFuzzer entry point (URINGMQ_FUZZ_NO_ENTRY), replay
 // every corpus file and every prefix of each (corpus_replay.h), then run its recovery check on
 // named seeds and compare the queue's end.

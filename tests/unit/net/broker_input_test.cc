@@ -14,8 +14,8 @@
 #include <string>
 #include <thread>
 
-#include "engine/message_codec.h"
-#include "engine/properties.h"
+#include "engine/log/message_codec.h"
+#include "engine/log/properties.h"
 #include "net/broker.h"
 #include "net/broker_config.h"
 #include "net/remoting.h"

@@ -13,8 +13,8 @@
 #include <string>
 #include <thread>
 
-#include "engine/commit_log.h"
-#include "engine/message_codec.h"
+#include "engine/log/commit_log.h"
+#include "engine/log/message_codec.h"
 #include "net/broker.h"
 #include "net/json.h"
 #include "net/remoting.h"

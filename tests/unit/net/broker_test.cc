@@ -12,8 +12,8 @@
 #include <string>
 #include <thread>
 
-#include "engine/message_codec.h"
-#include "engine/properties.h"
+#include "engine/log/message_codec.h"
+#include "engine/log/properties.h"
 #include "net/json.h"
 #include "net/log.h"
 #include "net/remoting.h"

@@ -1,4 +1,4 @@
-#include "engine/record_prefetch.h"
+#include "engine/delivery/record_prefetch.h"
 
 #include <cstring>
 

@@ -5,7 +5,7 @@
 // - crc32_iscsi(buf, len, init) does neither inversion: the standard CRC-32C is
 //   ~crc32_iscsi(buf, len, ~crc), which also continues a finished CRC. Its length is an int, so
 //   long spans are fed in chunks.
-#include "engine/crc32.h"
+#include "engine/log/crc32.h"
 
 #include <isa-l/crc.h>
 

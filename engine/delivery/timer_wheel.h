@@ -22,7 +22,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "engine/consume_queue.h"
+#include "engine/queues/consume_queue.h"
 
 namespace uringmq::engine {
 

@@ -1,4 +1,4 @@
-#include "engine/consumer_offsets.h"
+#include "engine/queues/consumer_offsets.h"
 
 #include <algorithm>
 #include <array>
@@ -7,8 +7,8 @@
 #include <limits>
 #include <tuple>
 
-#include "engine/byte_order.h"
-#include "engine/crc32.h"
+#include "engine/log/byte_order.h"
+#include "engine/log/crc32.h"
 
 namespace uringmq::engine {
 

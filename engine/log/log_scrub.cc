@@ -1,4 +1,4 @@
-#include "engine/log_scrub.h"
+#include "engine/log/log_scrub.h"
 
 #include <algorithm>
 #include <array>
@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "engine/byte_order.h"
+#include "engine/log/byte_order.h"
 #include "io/assert.h"
 
 namespace uringmq::engine {

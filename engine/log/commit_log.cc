@@ -1,4 +1,4 @@
-#include "engine/commit_log.h"
+#include "engine/log/commit_log.h"
 
 #include <algorithm>
 #include <array>
@@ -6,8 +6,8 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "engine/checkpoint.h"
-#include "engine/log_recovery.h"
+#include "engine/log/checkpoint.h"
+#include "engine/log/log_recovery.h"
 
 namespace uringmq::engine {
 

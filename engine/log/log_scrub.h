@@ -26,8 +26,8 @@
 #include <memory>
 #include <string>
 
-#include "engine/commit_log.h"
-#include "engine/message_codec.h"
+#include "engine/log/commit_log.h"
+#include "engine/log/message_codec.h"
 #include "io/disk.h"
 
 namespace uringmq::engine {

@@ -1,4 +1,4 @@
-#include "engine/timer_wheel.h"
+#include "engine/delivery/timer_wheel.h"
 
 #include <algorithm>
 

@@ -1,8 +1,8 @@
-#include "engine/log_scanner.h"
+#include "engine/log/log_scanner.h"
 
 #include <algorithm>
 
-#include "engine/log_recovery.h"
+#include "engine/log/log_recovery.h"
 
 namespace uringmq::engine {
 

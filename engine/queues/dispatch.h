@@ -18,9 +18,9 @@
 #include <functional>
 #include <memory>
 
-#include "engine/commit_log.h"
-#include "engine/consume_queue.h"
-#include "engine/message_codec.h"
+#include "engine/log/commit_log.h"
+#include "engine/log/message_codec.h"
+#include "engine/queues/consume_queue.h"
 #include "io/disk.h"
 #include "sched/delay_levels.h"
 
@@ -32,7 +32,7 @@ inline constexpr std::string_view kScheduleTopic = "SCHEDULE_TOPIC_XXXX";
 // The unit of a stored record: tagsCode from its TAGS property, except in the schedule topic,
 // where it is the deliver time, store time + the delay of its DELAY level in `levels` (the table
 // in force at dispatch, as RocketMQ does; an unknown level counts as 1 s).
-// In the timer topic (engine/timer_message.h) it is the deliver time, TIMER_OUT_MS.
+// In the timer topic (engine/delivery/timer_message.h) it is the deliver time, TIMER_OUT_MS.
 CqUnit unit_of(uint64_t log_offset, const MessageView& record, const sched::DelayLevels& levels);
 // The tagsCode alone, from a record's topic, properties (without the CRC property) and store time.
 int64_t unit_tags_code(std::string_view topic, std::string_view properties,

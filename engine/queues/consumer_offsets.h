@@ -10,8 +10,8 @@
 //
 // The table lives in memory; commit() and query() never touch the disk. A persist cycle writes
 // the whole table to consumer_offsets.tmp, fdatasyncs it, renames it over consumer_offsets and
-// fsyncs the directory (LevelDB's CURRENT; engine/checkpoint.h does the same synchronously). The
-// file is never rewritten in place, so after any crash it is either the previous complete table
+// fsyncs the directory (LevelDB's CURRENT; engine/log/checkpoint.h does the same synchronously).
+// The file is never rewritten in place, so after any crash it is either the previous complete table
 // or the new complete table: never half-written (RocketMQ's consumerOffset.json, rewritten in
 // place, can be lost or torn by a crash; its .bak copy papers over that).
 //

@@ -1,10 +1,10 @@
-#include "engine/checkpoint.h"
+#include "engine/log/checkpoint.h"
 
 #include <cstring>
 #include <string>
 
-#include "engine/byte_order.h"
-#include "engine/crc32.h"
+#include "engine/log/byte_order.h"
+#include "engine/log/crc32.h"
 
 namespace uringmq::engine {
 

@@ -1,15 +1,15 @@
 // The V1 CommitLog record codec. Layout and reasons: engine/FORMAT.md. Every field is written
-// and read with the explicit big-endian helpers of engine/byte_order.h; decode() reads through
+// and read with the explicit big-endian helpers of engine/log/byte_order.h; decode() reads through
 // a bounds-checked cursor, so no input, however malformed, makes it read outside its span.
-#include "engine/message_codec.h"
+#include "engine/log/message_codec.h"
 
 #include <climits>
 #include <cstring>
 #include <optional>
 
-#include "engine/byte_order.h"
-#include "engine/crc32.h"
-#include "engine/properties.h"
+#include "engine/log/byte_order.h"
+#include "engine/log/crc32.h"
+#include "engine/log/properties.h"
 #include "io/assert.h"
 
 namespace uringmq::engine {

@@ -18,7 +18,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "engine/commit_log.h"
+#include "engine/log/commit_log.h"
 
 namespace uringmq::engine {
 

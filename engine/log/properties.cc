@@ -1,9 +1,9 @@
 // RocketMQ property strings (properties.h; engine/FORMAT.md "Property string and the record CRC").
-#include "engine/properties.h"
+#include "engine/log/properties.h"
 
-#include "engine/message_codec.h"
-#include "engine/redelivery.h"
-#include "engine/timer_message.h"
+#include "engine/delivery/redelivery.h"
+#include "engine/delivery/timer_message.h"
+#include "engine/log/message_codec.h"
 #include "io/assert.h"
 
 namespace uringmq::engine {

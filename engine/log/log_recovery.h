@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/commit_log.h"
+#include "engine/log/commit_log.h"
 #include "io/disk.h"
 
 namespace uringmq::engine {

@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "engine/property_names.h"
+#include "engine/log/property_names.h"
 
 namespace uringmq::engine {
 

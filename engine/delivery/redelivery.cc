@@ -1,8 +1,8 @@
-#include "engine/redelivery.h"
+#include "engine/delivery/redelivery.h"
 
 #include <charconv>
 
-#include "engine/properties.h"
+#include "engine/log/properties.h"
 #include "io/assert.h"
 
 namespace uringmq::engine {

@@ -1,13 +1,13 @@
-#include "engine/log_recovery.h"
+#include "engine/log/log_recovery.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <optional>
 
-#include "engine/checkpoint.h"
-#include "engine/log_scanner.h"
-#include "engine/message_codec.h"
+#include "engine/log/checkpoint.h"
+#include "engine/log/log_scanner.h"
+#include "engine/log/message_codec.h"
 
 namespace uringmq::engine {
 

@@ -1,6 +1,6 @@
 #pragma once
 // LogScanner: reads a CommitLog's segments in log order, synchronously, checking every record
-// whole (engine/message_codec.h decode with PHYSICALOFFSET == position), and stops at the first
+// whole (engine/log/message_codec.h decode with PHYSICALOFFSET == position), and stops at the first
 // position without a valid record. Used by recovery, by offline verification and by tests.
 // Needs an idle Disk (nothing else in flight). One thread.
 
@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/commit_log.h"
-#include "engine/message_codec.h"
+#include "engine/log/commit_log.h"
+#include "engine/log/message_codec.h"
 #include "io/disk.h"
 
 namespace uringmq::engine {

@@ -15,8 +15,8 @@
 
 #include <uringmq/options.h>
 
-#include "engine/byte_order.h"
-#include "engine/property_names.h"
+#include "engine/log/byte_order.h"
+#include "engine/log/property_names.h"
 #include "io/assert.h"
 #include "io/status.h"
 

@@ -1,4 +1,4 @@
-// CqStore: ConsumeQueue files of one shard (engine/consume_queue.h, engine/FORMAT.md
+// CqStore: ConsumeQueue files of one shard (engine/queues/consume_queue.h, engine/FORMAT.md
 // "ConsumeQueue").
 //
 // Per queue, in memory: a ring of the newest memory_units_per_queue encoded units, and three
@@ -15,7 +15,7 @@
 // fsyncs every directory that gained an entry, then publishes durable_dispatched = D.
 //
 // Threading: one thread (the shard's).
-#include "engine/consume_queue.h"
+#include "engine/queues/consume_queue.h"
 
 #include <algorithm>
 #include <array>
@@ -27,7 +27,7 @@
 #include <unordered_map>
 #include <utility>
 
-#include "engine/byte_order.h"
+#include "engine/log/byte_order.h"
 #include "io/assert.h"
 
 namespace uringmq::engine {

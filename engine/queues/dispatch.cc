@@ -1,15 +1,15 @@
-#include "engine/dispatch.h"
+#include "engine/queues/dispatch.h"
 
 #include <algorithm>
 #include <array>
 #include <cstdio>
 #include <string>
 
-#include "engine/checkpoint.h"
-#include "engine/log_recovery.h"
-#include "engine/log_scanner.h"
-#include "engine/properties.h"
-#include "engine/timer_message.h"
+#include "engine/delivery/timer_message.h"
+#include "engine/log/checkpoint.h"
+#include "engine/log/log_recovery.h"
+#include "engine/log/log_scanner.h"
+#include "engine/log/properties.h"
 
 namespace uringmq::engine {
 

@@ -8,8 +8,8 @@
 #include <string>
 #include <string_view>
 
-#include "engine/message_codec.h"
-#include "engine/property_names.h"
+#include "engine/log/message_codec.h"
+#include "engine/log/property_names.h"
 
 namespace uringmq::engine {
 

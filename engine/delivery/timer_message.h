@@ -21,7 +21,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "engine/property_names.h"
+#include "engine/log/property_names.h"
 
 namespace uringmq::engine {
 

@@ -1,10 +1,10 @@
-#include "engine/timer_message.h"
+#include "engine/delivery/timer_message.h"
 
 #include <charconv>
 #include <optional>
 
-#include "engine/properties.h"
-#include "engine/redelivery.h"
+#include "engine/delivery/redelivery.h"
+#include "engine/log/properties.h"
 
 namespace uringmq::engine {
 

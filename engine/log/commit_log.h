@@ -4,7 +4,7 @@
 // Files under options.dir:
 //   lock                 held (flock) while open: two processes never share a log
 //   abort                present while open; found at open = the last stop was unclean
-//   checkpoint           the durable watermark (engine/checkpoint.h)
+//   checkpoint           the durable watermark (engine/log/checkpoint.h)
 //   commitlog/<20 digits> segments of segment_size_bytes, named by their first log offset
 //
 // Writes: append() encodes the record straight into an aligned, registered write buffer (no
@@ -47,7 +47,7 @@
 #include <uringmq/options.h>
 #include <uringmq/recovery_report.h>
 
-#include "engine/message_codec.h"
+#include "engine/log/message_codec.h"
 #include "io/clock.h"
 #include "io/disk.h"
 #include "io/status.h"
