@@ -45,12 +45,14 @@
 #include <string_view>
 #include <vector>
 
+#include "bench/bench_util.h"
 #include "engine/log/property_names.h"
 #include "net/remoting.h"
 
 namespace {
 
 using namespace uringmq;
+using namespace uringmq::bench;
 
 enum class Protocol : uint8_t { remoting, redis, beanstalkd };
 
@@ -78,22 +80,16 @@ constexpr size_t kBornDigits = 13;                   // ms since 1970 until the 
 constexpr size_t kSeqDigits = 16;                    // hex sequence stamped into every message
 
 [[noreturn]] void usage(const std::string& why) {
-  std::fprintf(stderr,
-               "uringmq-net-bench: %s\n"
-               "usage: uringmq-net-bench --protocol remoting|redis|beanstalkd --port N\n"
-               "         [--host 127.0.0.1] [--connections 16] [--pipeline 32]\n"
-               "         [--message-bytes 128] [--seconds 10] [--warmup-seconds 2]\n"
-               "         [--queues 8] [--topic BenchTopic] [--group G] [--key K] [--json]\n"
-               "         [--delay-level N]  (remoting: every message delayed by level N)\n",
-               why.c_str());
-  std::exit(2);
+  exit_usage("uringmq-net-bench", why,
+             "usage: uringmq-net-bench --protocol remoting|redis|beanstalkd --port N\n"
+             "         [--host 127.0.0.1] [--connections 16] [--pipeline 32]\n"
+             "         [--message-bytes 128] [--seconds 10] [--warmup-seconds 2]\n"
+             "         [--queues 8] [--topic BenchTopic] [--group G] [--key K] [--json]\n"
+             "         [--delay-level N]  (remoting: every message delayed by level N)\n");
 }
 
 uint64_t parse_u64(std::string_view flag, const std::string& value) {
-  char* end = nullptr;
-  unsigned long long v = std::strtoull(value.c_str(), &end, 10);
-  if (value.empty() || *end != '\0') usage(std::string(flag) + " takes a number");
-  return v;
+  return bench::parse_u64(flag, value, usage);
 }
 
 double parse_seconds(std::string_view flag, const std::string& value) {
@@ -110,47 +106,44 @@ Protocol parse_protocol(const std::string& value) {
   usage("--protocol takes remoting, redis or beanstalkd");
 }
 
+// Applies one "--flag value" pair of the command line to a.
+void apply_flag(Args& a, std::string_view flag, const std::string& value) {
+  if (flag == "--protocol") {
+    a.protocol = parse_protocol(value);
+  } else if (flag == "--host") {
+    a.host = value;
+  } else if (flag == "--port") {
+    a.port = static_cast<uint16_t>(parse_u64(flag, value));
+  } else if (flag == "--connections") {
+    a.connections = static_cast<uint32_t>(parse_u64(flag, value));
+  } else if (flag == "--pipeline") {
+    a.pipeline = static_cast<uint32_t>(parse_u64(flag, value));
+  } else if (flag == "--message-bytes") {
+    a.message_bytes = static_cast<uint32_t>(parse_u64(flag, value));
+  } else if (flag == "--seconds") {
+    a.seconds = parse_seconds(flag, value);
+  } else if (flag == "--warmup-seconds") {
+    a.warmup_seconds = parse_seconds(flag, value);
+  } else if (flag == "--queues") {
+    a.queues = static_cast<uint32_t>(parse_u64(flag, value));
+  } else if (flag == "--topic") {
+    a.topic = value;
+  } else if (flag == "--group") {
+    a.group = value;
+  } else if (flag == "--key") {
+    a.key = value;
+  } else if (flag == "--delay-level") {
+    a.delay_level = static_cast<uint32_t>(parse_u64(flag, value));
+  } else {
+    usage("unknown option " + std::string(flag));
+  }
+}
+
 Args parse_args(int argc, char** argv) {
   Args a;
-  for (int i = 1; i < argc; i++) {
-    std::string_view flag = argv[i];
-    if (flag == "--json") {
-      a.json = true;
-      continue;
-    }
-    if (flag == "--help" || flag == "-h") usage("help");
-    if (i + 1 >= argc) usage("missing value after " + std::string(flag));
-    std::string value = argv[++i];
-    if (flag == "--protocol") {
-      a.protocol = parse_protocol(value);
-    } else if (flag == "--host") {
-      a.host = value;
-    } else if (flag == "--port") {
-      a.port = static_cast<uint16_t>(parse_u64(flag, value));
-    } else if (flag == "--connections") {
-      a.connections = static_cast<uint32_t>(parse_u64(flag, value));
-    } else if (flag == "--pipeline") {
-      a.pipeline = static_cast<uint32_t>(parse_u64(flag, value));
-    } else if (flag == "--message-bytes") {
-      a.message_bytes = static_cast<uint32_t>(parse_u64(flag, value));
-    } else if (flag == "--seconds") {
-      a.seconds = parse_seconds(flag, value);
-    } else if (flag == "--warmup-seconds") {
-      a.warmup_seconds = parse_seconds(flag, value);
-    } else if (flag == "--queues") {
-      a.queues = static_cast<uint32_t>(parse_u64(flag, value));
-    } else if (flag == "--topic") {
-      a.topic = value;
-    } else if (flag == "--group") {
-      a.group = value;
-    } else if (flag == "--key") {
-      a.key = value;
-    } else if (flag == "--delay-level") {
-      a.delay_level = static_cast<uint32_t>(parse_u64(flag, value));
-    } else {
-      usage("unknown option " + std::string(flag));
-    }
-  }
+  for_each_flag(argc, argv, &a.json, usage, [&](std::string_view flag, const std::string& value) {
+    apply_flag(a, flag, value);
+  });
   if (a.port == 0) usage("--port is required");
   if (a.connections == 0 || a.pipeline == 0 || a.pipeline > kMaxPipeline) {
     usage("--connections must be > 0 and --pipeline 1.." + std::to_string(kMaxPipeline));
@@ -158,24 +151,6 @@ Args parse_args(int argc, char** argv) {
   if (a.message_bytes < kSeqDigits + 8) usage("--message-bytes must be >= 24");
   if (a.queues == 0 || a.seconds <= 0) usage("--queues and --seconds must be > 0");
   return a;
-}
-
-int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-int64_t wall_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-int64_t process_cpu_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
 }
 
 // Writes v as exactly `digits` hex digits at p (the low digits of v).
@@ -596,24 +571,6 @@ int LoadGenerator::run() {
   print_report(static_cast<double>(window_end - window_start) / 1e9,
                static_cast<double>(cpu_end - cpu_start) / 1e9, unanswered);
   return 0;
-}
-
-std::string json_escape(std::string_view s) {
-  std::string out;
-  for (char ch : s) {
-    const auto u = static_cast<unsigned char>(ch);
-    if (ch == '"' || ch == '\\') {
-      out += '\\';
-      out += ch;
-    } else if (u < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", u);
-      out += buf;
-    } else {
-      out += ch;
-    }
-  }
-  return out;
 }
 
 const char* protocol_name(Protocol p) {
