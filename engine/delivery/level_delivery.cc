@@ -431,6 +431,8 @@ bool LevelDelivery::deliver_record(uint32_t level, std::span<const std::byte> by
   }
   UMQ_ASSERT_MSG(state.progress <= state.issued, "a level's progress passed its issued offset");
   state.issued++;
+  UMQ_ASSERT_MSG(state.issued <= host_.queues().max_offset(state.queue),
+                 "a level issued a delivery beyond its queue's end");
   state.attempts = 0;
   if (parked) state.stat_parked.fetch_add(1, std::memory_order_relaxed);
   return true;
@@ -449,7 +451,7 @@ void LevelDelivery::acked(uint32_t level, uint64_t log_offset, bool ok) {
                                static_cast<int32_t>(level) - 1, state.progress);
   const uint64_t needed =
       host_.offsets().persisted_cycles() + (host_.offsets().persisting() ? 2 : 1);
-  // delivery_low_water() reads the first entry as the lowest: entries stay in log order.
+  // low_water() reads the first entry as the lowest: entries stay in log order.
   UMQ_ASSERT_MSG(unpersisted_.empty() || unpersisted_.back().first <= log_offset,
                  "deliveries acknowledged out of log order: the checkpoint could pass one");
   UMQ_ASSERT_MSG(unpersisted_.empty() || unpersisted_.back().second <= needed,

@@ -271,6 +271,8 @@ void TimerDelivery::skip_deleted_units(uint32_t slot) {
 void TimerDelivery::examine(uint32_t slot, const CqUnit& unit, int64_t now_bucket) {
   TimerWheel::Slot& s = wheel_->slot(slot);
   const int64_t offset = s.scanned;
+  UMQ_ASSERT_MSG(offset < host_.queues().max_offset(s.queue),
+                 "a timer examined beyond its slot's queue end");
   wheel_->examine(slot);
   if (auto found = s.recovered.find(offset); found != s.recovered.end()) {
     s.recovered.erase(found);
@@ -590,9 +592,12 @@ uint64_t TimerDelivery::low_water() {
   uint64_t low = UINT64_MAX;
   for (const auto& d : unpersisted_) low = std::min(low, d.first);
   if (holds_ > 0) {
+    uint32_t held = 0;
     for (uint32_t k = 0; k < wheel_->slot_count(); k++) {
       low = std::min(low, wheel_->slot(k).hold_log_offset);
+      held += wheel_->slot(k).hold_log_offset != UINT64_MAX ? 1 : 0;
     }
+    UMQ_ASSERT_MSG(held == holds_, "timer holds do not balance: counted != slots holding");
   }
   return low;
 }

@@ -4,7 +4,7 @@
 // put was acknowledged (or whose record is in the log) is delivered to its REAL_TOPIC/REAL_QID
 // exactly once, never before its deliver time, never when a cancel won, nothing from nowhere;
 // every acknowledged plain message is present; a clean restart delivers nothing more.
-// Method: the real Shard (engine/shard_timer.cc: the wheel's slots in rmq_sys_wheel_timer, rolls,
+// Method: the real Shard (engine/delivery/timer_delivery.cc: the wheel's slots in rmq_sys_wheel_timer, rolls,
 // the __UMQ_DLV "T<slot>:<offset>" marker, progress in %TIMER_PROGRESS%, cancels in
 // %TIMER_CANCEL%, the checkpoint held below unpersisted deliveries and cancels) in stepped mode
 // over SimDisk with a ManualClock, on the harness the delay-level simulation uses
@@ -16,7 +16,7 @@
 // by up to two horizons; it crashes at a random step, during an offsets-table persist, or right
 // after a delivery with more due.
 //
-// The cancel rule, from shard_timer.cc: a cancel is recorded in the offsets table with its time
+// The cancel rule, from timer_delivery.cc: a cancel is recorded in the offsets table with its time
 // (the shard's clock, c) when the shard takes it, before its append is acknowledged; a timer put
 // at p (its first record's store time, which a rolled copy carries as __UMQ_TPUT) and due at d is
 // skipped when, at delivery or roll, a cancel naming one of its keys has c >= p. Each cancel key
