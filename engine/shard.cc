@@ -22,6 +22,37 @@ constexpr uint64_t kTimerTag = 0xA1ULL << 56;
 constexpr uint64_t kScrubTag = 0xA2ULL << 56;  // the scrub's one read in flight
 constexpr int64_t kMaxSleepMs = 100;
 constexpr int64_t kMinSleepNs = 20'000;  // a deadline already passed: poll again almost at once
+
+// A delivery part's arena holds at least one largest record.
+size_t delivery_arena_bytes(const StoreOptions& o) {
+  return std::max<size_t>(1u << 20,
+                          o.log.limits.max_body_bytes + engine::kMaxPropertiesBytes + 1024);
+}
+
+engine::LevelDelivery::Options level_options(const StoreOptions& o,
+                                             const Shard::SteppedOptions& stepped) {
+  engine::LevelDelivery::Options l;
+  l.max_attempts = o.schedule_max_attempts;
+  l.limits = o.log.limits;
+  l.arena_bytes = delivery_arena_bytes(o);
+  l.unsafe_ignore_delivery_markers = stepped.unsafe_ignore_delivery_markers;
+  l.unsafe_checkpoint_past_deliveries = stepped.unsafe_checkpoint_past_deliveries;
+  return l;
+}
+
+engine::TimerDelivery::Options timer_options(const StoreOptions& o,
+                                             const Shard::SteppedOptions& stepped) {
+  engine::TimerDelivery::Options t;
+  t.bucket_ms = o.timer_bucket_ms;
+  t.slot_count = o.timer_slot_count;
+  t.window_entries_max = o.timer_window_entries_max;
+  t.max_delay_ms = o.timer_max_delay_sec * 1000;
+  t.limits = o.log.limits;
+  t.arena_bytes = delivery_arena_bytes(o);
+  t.unsafe_ignore_delivery_markers = stepped.unsafe_ignore_delivery_markers;
+  t.unsafe_checkpoint_past_deliveries = stepped.unsafe_checkpoint_past_deliveries;
+  return t;
+}
 }  // namespace
 
 Shard::Shard(uint32_t index, const StoreOptions& options, const sched::DelayLevels& levels,
@@ -35,10 +66,15 @@ Shard::Shard(uint32_t index, const StoreOptions& options, const sched::DelayLeve
       options_(options),
       stepped_(stepped),
       levels_(levels),
-      level_states_(levels.max_level()),
       slots_(slots),
       disk_(std::move(disk)),
-      clock_(options.clock != nullptr ? options.clock : &system_clock_) {
+      clock_(options.clock != nullptr ? options.clock : &system_clock_),
+      held_(options.delivery_lead_ms),
+      horizon_(options.delivery_lead_ms),
+      durable_(engine::DurableAcks::Options{stepped.unsafe_progress_before_durable,
+                                            stepped.unsafe_checkpoint_past_deliveries}),
+      delayed_(*this, horizon_, levels, level_options(options, stepped)),
+      timers_(*this, horizon_, durable_, timer_options(options, stepped)) {
   armed_wake_ns_.fill(INT64_MAX);
 }
 
@@ -157,9 +193,9 @@ io::Status Shard::open_log(engine::RecoveryReport* report) {
       engine::open_log_and_queues(*disk_, *clock_, log_options, cq_options, levels_, report,
                                   [this](uint64_t offset, const engine::MessageView& record) {
                                     note_segment_first_timestamp(offset, record.store_timestamp_ms);
-                                    note_delivery_marker(offset, record);
-                                    note_timer_record(offset, record);
-                                    note_held_copy(offset, record);
+                                    delayed_.note_marker(offset, record);
+                                    timers_.note_record(offset, record);
+                                    held_.note_recovered(offset, record, clock_->now_ms());
                                   });
   if (!opened.is_ok()) return opened.status();
   log_ = std::move(opened->log);
@@ -209,16 +245,12 @@ io::Status Shard::init_after_recovery() {
   dispatcher_ = std::make_unique<engine::Dispatcher>(options_.log.max_pending_acks);
   prefetch_ = std::make_unique<engine::RecordPrefetch>(*log_, kPrefetchReadBit);
   dispatcher_->set_dispatched(log_->appended_offset().value);
-  load_schedule_progress();
-  load_timer_state();
-  restore_held_copies();
+  delayed_.load_progress();
+  timers_.load_state();
+  held_.restore(*cq_);
   // Before the loop's first submit_work() may write a checkpoint: not past the markers recovery
   // found (the timer slots' holds), or a crash soon after would deliver those timers again.
   limit_checkpoint();
-  delivery_record_.resize(std::max<size_t>(
-      1u << 20, options_.log.limits.max_body_bytes + engine::kMaxPropertiesBytes + 1024));
-  scratch_properties_.reserve(engine::kMaxPropertiesBytes + 256);
-  scratch_topic_.reserve(256);
   next_queue_offset_.resize(cq_->queue_count());
   for (engine::QueueIndex q = 0; q < cq_->queue_count(); q++) {
     next_queue_offset_[q] = cq_->max_offset(q);
@@ -260,7 +292,7 @@ bool Shard::iterate() {
   if (!flush_waiters_.empty()) answer_flushes();
   run_schedule();
   submit_work();  // deliveries just appended go out before the loop may sleep
-  if (held_copies_ > 0) release_held_copies();
+  if (held_.busy() && held_.release(clock_->now_ms())) dispatched_since_check_ = true;
   if (held_ops_ > 0) {
     if (dispatched_since_check_) wake_held_pulls();
     expire_held_pulls();
@@ -282,8 +314,8 @@ void Shard::finish() {
   auto busy = [&] {
     return (log_->pending_work() > 0 && !log_->fail_stopped()) || cq_->pending_work() > 0 ||
            offsets_->pending_work() > 0 || free_ops_.size() < ops_.size() ||
-           (dispatcher_->backlog() > 0 && !cq_->fail_stopped()) ||
-           delivery_stage_ != DeliveryStage::none || timer_busy();
+           (dispatcher_->backlog() > 0 && !cq_->fail_stopped()) || delayed_.busy() ||
+           timers_.busy();
   };
   for (int guard = 0; busy() && guard < 1'000'000; guard++) {
     submit_work();
@@ -307,8 +339,8 @@ void Shard::finish() {
   // A timer slot's finished units above its progress are known only from their markers too (the
   // slot's hold): the checkpoint stays below them, or the next open rolls or delivers them again.
   // Copies held back until their time are found again by the next open's scan the same way.
-  log_->set_checkpoint_limit(std::min({cq_->durable_dispatched(), internal_ack_low_water(),
-                                       timer_low_water(), held_copies_low_water()}));
+  log_->set_checkpoint_limit(std::min(
+      {cq_->durable_dispatched(), durable_.low_water(), timers_.low_water(), held_.low_water()}));
   io::Status offsets_status = offsets_->close();
   stop_status_ = log_->close();
   if (stop_status_.is_ok()) stop_status_ = cq_status;
@@ -334,9 +366,9 @@ void Shard::submit_work() {
 // checkpoint may have passed (harmless: a skip leaves no marker to find; the checkpoint only
 // goes back, and recovery scans more).
 void Shard::limit_checkpoint() {
-  const uint64_t timer_low = timer_low_water();
-  const uint64_t limit = std::min({cq_->durable_dispatched(), delivery_low_water(), timer_low,
-                                   internal_ack_low_water(), held_copies_low_water()});
+  const uint64_t timer_low = timers_.low_water();
+  const uint64_t limit = std::min({cq_->durable_dispatched(), delayed_.low_water(), timer_low,
+                                   durable_.low_water(), held_.low_water()});
   checkpoint_floor_ =
       std::max(checkpoint_floor_, std::min(checkpoint_limit_, log_->durable_offset().value));
   UMQ_ASSERT_MSG(limit >= checkpoint_floor_ || limit == timer_low,
@@ -506,13 +538,13 @@ bool Shard::handle_append(uint32_t slot_index, const ShardRequest& request) {
   if (free_pending_.empty()) return false;
   engine::MessageInput input = request.input;
   uint32_t level = 0;
-  if (!rewrite_delayed(request.input, &input, &level)) {
+  if (!delayed_.rewrite(request.input, &input, &level)) {
     done.code = io::Code::invalid_argument;
     post(slot_index, done);
     return true;
   }
   std::optional<int64_t> tags_code;  // a timed message's: its deliver time
-  if (level == 0) done.code = rewrite_timer(request.input, &input, &tags_code);
+  if (level == 0) done.code = timers_.rewrite(request.input, &input, &tags_code);
   if (done.code != io::Code::ok) {
     post(slot_index, done);
     return true;
@@ -549,7 +581,7 @@ io::Code Shard::append_pending(uint32_t slot, uint64_t tag, const engine::Messag
   if (in.visible_at_ms != 0 && in.visible_at_ms > clock_->now_ms()) {  // plain: no clock read
     UMQ_ASSERT_MSG(r->store_timestamp_ms >= in.visible_at_ms,
                    "a held copy stored with a time before its deliver time");
-    hold_copy(*queue, next, in.visible_at_ms, r->offset.value);
+    held_.hold(*queue, next, in.visible_at_ms, r->offset.value);
   }
   next++;
   return io::Code::ok;
@@ -613,9 +645,10 @@ void Shard::deliver_acks() {
       PendingAppend& pending = pending_[ack.tag];
       const bool ok = ack.outcome == engine::AckOutcome::ok;
       if (pending.slot != kInternalSlot) {
-        (void)timer_ack(pending, ack.offset.value, ok);  // a cancel's record
-      } else if (!ok || !wait_until_durable(pending, ack.offset.value)) {
-        internal_acked(pending, ack.offset.value, ok);
+        timers_.client_acked(pending.queue, ack.offset.value, ok);  // a cancel's record
+      } else if (!ok || !durable_.wait(pending.tag, pending.size_bytes, ack.offset.value,
+                                       log_->durable_offset().value)) {
+        internal_acked(pending.tag, ack.offset.value, ok);
       }
       Completion done;
       done.tag = pending.tag;
@@ -633,7 +666,10 @@ void Shard::deliver_acks() {
       note_segment_first_timestamp(ack.offset.value, pending.store_timestamp_ms);
     }
   }
-  release_durable_internal_acks();
+  durable_.release(log_->durable_offset().value,
+                   [this](uint64_t tag, uint32_t, uint64_t log_offset) {
+                     internal_acked(tag, log_offset, true);
+                   });
   const uint64_t before = dispatcher_->dispatched();
   io::Status s = dispatcher_->pump(*cq_);
   // A unit the ConsumeQueue refuses for another reason than a full ring means its files failed
@@ -642,37 +678,9 @@ void Shard::deliver_acks() {
   if (dispatcher_->dispatched() != before) dispatched_since_check_ = true;
 }
 
-// async_flush acknowledges when written: the copy is visible now, but its progress must not reach
-// the offsets table (which may persist first) before the copy is durable, or a power loss would
-// lose a delivered message. True when the ack waits (in log order behind any waiting already).
-bool Shard::wait_until_durable(const PendingAppend& pending, uint64_t log_offset) {
-  if (stepped_.unsafe_progress_before_durable) return false;  // the simulation's canary
-  if (durable_waits_.empty() && log_offset + pending.size_bytes <= log_->durable_offset().value) {
-    return false;
-  }
-  durable_waits_.push_back(DurableWait{pending, log_offset});
-  return true;
-}
-
-void Shard::internal_acked(const PendingAppend& pending, uint64_t log_offset, bool ok) {
-  if (!timer_ack(pending, log_offset, ok)) {
-    delivery_acked(static_cast<uint32_t>(pending.tag), log_offset, ok);
-  }
-}
-
-void Shard::release_durable_internal_acks() {
-  const uint64_t durable = log_->durable_offset().value;
-  while (!durable_waits_.empty() &&
-         durable_waits_.front().log_offset + durable_waits_.front().pending.size_bytes <= durable) {
-    internal_acked(durable_waits_.front().pending, durable_waits_.front().log_offset, true);
-    durable_waits_.pop_front();
-  }
-}
-
-// Until a waiting copy's progress is committed and persisted, recovery must find its marker.
-uint64_t Shard::internal_ack_low_water() const {
-  if (stepped_.unsafe_checkpoint_past_deliveries) return UINT64_MAX;  // the simulation's canary
-  return durable_waits_.empty() ? UINT64_MAX : durable_waits_.front().log_offset;
+void Shard::internal_acked(uint64_t tag, uint64_t log_offset, bool ok) {
+  if (!timers_.acked(tag, log_offset, ok))
+    delayed_.acked(static_cast<uint32_t>(tag), log_offset, ok);
 }
 
 void Shard::answer_flushes() {
@@ -695,12 +703,12 @@ void Shard::deliver_reads() {
         prefetch_->read_done(reads[i].tag, reads[i].result);
         continue;
       }
-      if ((reads[i].tag & kTimerReadBit) != 0) {
-        timer_record_ready(reads[i].result);
+      if ((reads[i].tag & engine::TimerDelivery::kReadBit) != 0) {
+        timers_.record_ready(reads[i].result);
         continue;
       }
-      if ((reads[i].tag & kScheduleReadBit) != 0) {
-        schedule_record_ready(reads[i].result);
+      if ((reads[i].tag & engine::LevelDelivery::kReadBit) != 0) {
+        delayed_.record_ready(reads[i].result);
         continue;
       }
       if ((reads[i].tag & kOpReadBit) != 0) {
@@ -721,12 +729,12 @@ void Shard::deliver_reads() {
     for (size_t i = 0; i < n; i++) {
       if ((units[i].tag & kRetentionReadBit) != 0) {
         retention_unit_ready(static_cast<uint32_t>(units[i].tag & 0xFFFF'FFFF), units[i].result);
-      } else if ((units[i].tag & kUnitsAheadBit) != 0) {
-        level_units_ahead_ready(units[i].result);
-      } else if ((units[i].tag & kTimerReadBit) != 0) {
-        timer_unit_ready(units[i].result);
-      } else if ((units[i].tag & kScheduleReadBit) != 0) {
-        schedule_unit_ready(units[i].result);
+      } else if ((units[i].tag & engine::LevelDelivery::kUnitsAheadBit) != 0) {
+        delayed_.units_ahead_ready(units[i].result);
+      } else if ((units[i].tag & engine::TimerDelivery::kReadBit) != 0) {
+        timers_.unit_ready(units[i].result);
+      } else if ((units[i].tag & engine::LevelDelivery::kReadBit) != 0) {
+        delayed_.unit_ready(units[i].result);
       } else {
         cq_read_done(static_cast<uint32_t>(units[i].tag), units[i].result);
       }
@@ -755,7 +763,8 @@ void Shard::notify_sessions() {
 }
 
 void Shard::publish_stats() {
-  publish_schedule_stats();
+  timers_.publish_stats();
+  delayed_.publish_stats();
   const engine::CommitLogStats& s = log_->stats();
   stat_writes_.store(s.writes_submitted, std::memory_order_relaxed);
   stat_syncs_.store(s.fdatasyncs_completed, std::memory_order_relaxed);
@@ -764,6 +773,63 @@ void Shard::publish_stats() {
     stat_scrub_corrupt_.store(scrub_->corrupt_records(), std::memory_order_relaxed);
     stat_scrub_finished_.store(scrub_->finished() ? 1 : 0, std::memory_order_relaxed);
   }
+}
+
+// ---- The delivery parts (engine/delivery/) ----
+
+void Shard::run_schedule() {
+  const int64_t now = clock_->now_ms();
+  horizon_.advance(now);
+  if (!log_->fail_stopped()) {
+    delayed_.prefetch_due_soon(now);
+    timers_.prefetch_due_soon(now);
+  }
+  timers_.run();
+  delayed_.run(now);
+}
+
+// A delivery batch or timer batch whose reads are in flight is woken for by their completions,
+// and until then nothing else of its kind starts: the due times it would wake for (stale ones
+// among them, already passed) would only make the shard spin on short timeouts.
+int64_t Shard::schedule_wake_ns() const {
+  int64_t due = timers_.busy() ? INT64_MAX : timers_.due_wall_ms();
+  due = std::min(due, delayed_.due_wall_ms());
+  due = std::min(due, held_.due_ms());
+  if (due == INT64_MAX) return INT64_MAX;
+  const int64_t mono = clock_->monotonic_ns();
+  if (due == INT64_MIN) return mono;
+  return mono + std::max<int64_t>(0, due * 1'000'000 - clock_->now_ns());
+}
+
+int64_t Shard::schedule_deadline_ms() const {
+  const int64_t wake = schedule_wake_ns();
+  return wake == INT64_MAX ? INT64_MAX : (wake + 999'999) / 1'000'000;
+}
+
+// The first queue of the parked topic this shard owns: parked records are pulled from there.
+int32_t Shard::parked_queue_id() const {
+  int32_t queue = 0;
+  while (shard_of_queue(kParkedScheduleTopic, queue, options_.shard_count) != index_) queue++;
+  return queue;
+}
+
+int64_t Shard::appended_end(engine::QueueIndex queue) const {
+  return queue < next_queue_offset_.size() ? next_queue_offset_[queue] : cq_->max_offset(queue);
+}
+
+void Shard::refuse_corrupt(uint64_t log_offset, std::span<const std::byte> bytes,
+                           const char* found_by) {
+  stat_corrupt_refused_.fetch_add(1, std::memory_order_relaxed);
+  note_corrupt(log_offset, engine::check_stored_record(bytes, log_offset, options_.log.limits),
+               found_by);
+}
+
+void Shard::add_timer_stats(TimerStats& out) const {
+  timers_.add_stats(out);
+}
+
+void Shard::add_delay_level_stats(std::vector<DelayLevelStats>& out) const {
+  delayed_.add_stats(out);
 }
 
 }  // namespace uringmq
