@@ -32,7 +32,11 @@
 #include "io/disk.h"
 #include "io/fs_space.h"
 #include "io/waker.h"
+#include "sched/completion_tags.h"
 #include "sched/delay_levels.h"
+#include "sched/hook_participant.h"
+#include "sched/participant_loop.h"
+#include "sched/slot_pool.h"
 #include "sched/spsc_ring.h"
 
 namespace uringmq {
@@ -129,7 +133,7 @@ class Shard {
   };
   static constexpr uint32_t kPullUnits = 256;  // units one pull examines at most
   // CommitLog read tags with this bit belong to a pull or search op (its index below).
-  static constexpr uint64_t kOpReadBit = uint64_t{1} << 50;
+  static constexpr uint64_t kOpReadBit = sched::read_tag::kPullOp;
   static constexpr uint32_t kMaxFilterTags = 16;
   // An offset search reads a record whole up to this size (most records) and checks it; of a
   // larger one it reads and checks this much (magic, lengths, position).
@@ -186,7 +190,12 @@ class Shard {
   void notify_sessions();
   void deliver_acks();
   void deliver_reads();
-  void route(const io::IoCompletion& completion);
+  // The loop's parts, in the order their submit_work() runs (the log, its queues, the offsets,
+  // then the shard's own parts below): see register_parts().
+  void register_parts();
+  using Part = sched::HookParticipant<Shard>;
+  void add_part(const Part::Hooks& hooks, std::initializer_list<sched::TagClass> classes = {});
+  void wakeup_done(const io::IoCompletion& completion);
   void reap(io::Wait wait);
   void sleep();
   void arm_waker();
@@ -241,9 +250,9 @@ class Shard {
   void restore_held_copies();
   // Delay levels (shard_schedule.cc).
   static constexpr uint32_t kInternalSlot = UINT32_MAX;            // a PendingAppend of a delivery
-  static constexpr uint64_t kScheduleReadBit = uint64_t{1} << 49;  // log and CQ read tags
-  static constexpr uint64_t kPrefetchReadBit = uint64_t{1} << 47;  // RecordPrefetch's log reads
-  static constexpr uint64_t kUnitsAheadBit = uint64_t{1} << 46;    // a level's units read ahead
+  static constexpr uint64_t kScheduleReadBit = sched::read_tag::kSchedule;   // log and CQ reads
+  static constexpr uint64_t kPrefetchReadBit = sched::read_tag::kPrefetch;   // RecordPrefetch's
+  static constexpr uint64_t kUnitsAheadBit = sched::read_tag::kUnitsAhead;  // a level's units
   static constexpr uint32_t kCorruptReportsKept = 1024;
   // Records of delay-level heads and timers due within this many ms are read ahead.
   static constexpr int64_t kPrefetchAheadMs = 20;
@@ -312,9 +321,9 @@ class Shard {
   int32_t parked_queue_id() const;
 
   // Timed messages (shard_timer.cc; engine/delivery/timer_wheel.h).
-  static constexpr uint64_t kTimerReadBit = uint64_t{1} << 48;  // log and CQ read tags
-  static constexpr uint64_t kTimerAckBit = uint64_t{1} << 63;   // PendingAppend tag of a copy
-  static constexpr uint64_t kTimerRollBit = uint64_t{1} << 62;  // ... that is not a delivery
+  static constexpr uint64_t kTimerReadBit = sched::read_tag::kTimer;         // log and CQ reads
+  static constexpr uint64_t kTimerAckBit = sched::append_tag::kTimerCopy;  // PendingAppend tag
+  static constexpr uint64_t kTimerRollBit = sched::append_tag::kTimerRoll;  // ... not delivered
   enum class TimerStage : uint8_t { none, unit, record };
   io::Code rewrite_timer(const engine::MessageInput& in, engine::MessageInput* out,
                          std::optional<int64_t>* tags_code);
@@ -369,7 +378,7 @@ class Shard {
   // and end (exact counts of what goes: a binary search over units, in memory where it can,
   // else one unit read at a time per queue), then deletes it and reports it (one WARN line).
   // One segment at a time; a pass deletes up to delete_max_files_per_pass.
-  static constexpr uint64_t kRetentionReadBit = uint64_t{1} << 45;  // CQ read tags
+  static constexpr uint64_t kRetentionReadBit = sched::read_tag::kRetention;  // CQ read tags
   struct BoundarySearch {
     size_t need = 0;
     uint64_t boundary = 0;   // log offset: the answer is the first unit at or above it
@@ -486,6 +495,10 @@ class Shard {
   std::unique_ptr<engine::Dispatcher> dispatcher_;
   std::unique_ptr<engine::ConsumerOffsets> offsets_;
   std::string shard_dir_;
+  // The loop's participants: the parts above, and the shard's own parts (its wake-ups, pulls,
+  // deliveries, retention, scrub) adapted by hooks, owned here.
+  sched::ParticipantLoop loop_;
+  std::vector<std::unique_ptr<Part>> own_parts_;
 
   // Start-up handshake and stop request (Store's thread <-> shard thread).
   std::atomic<int> state_{0};  // 0 starting, 1 running, 2 failed
@@ -503,16 +516,16 @@ class Shard {
 
   // Shard-thread state.
   std::vector<PendingAppend> pending_;  // by CommitLog tag
-  std::vector<uint32_t> free_pending_;  // free indexes into pending_
+  sched::SlotPool pending_pool_;        // which of pending_ are in use
   std::vector<PendingAppend> pending_reads_;
-  std::vector<uint32_t> free_reads_;
+  sched::SlotPool read_pool_;  // which of pending_reads_ are in use
   bool has_stalled_ = false;  // a request the log answered busy, retried first
   uint32_t stalled_slot_ = 0;
   ShardRequest stalled_;
   std::vector<bool> notify_;                // sessions that got completions this iteration
   std::vector<int64_t> next_queue_offset_;  // by QueueIndex: the next offset to assign
   std::vector<PullOp> ops_;
-  std::vector<uint32_t> free_ops_;
+  sched::SlotPool op_pool_;  // which of ops_ are in use
   uint32_t held_ops_ = 0;
   // Held copies (delivery ahead), per queue in queue-offset order; entries before `head` are
   // shown. A queue's entry stays once empty (one per queue that ever held a copy, so its
