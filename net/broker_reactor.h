@@ -21,6 +21,7 @@
 #include "io/waker.h"
 #include "net/broker_config.h"
 #include "net/remoting.h"
+#include "sched/slot_pool.h"
 
 namespace uringmq::net {
 
@@ -231,7 +232,7 @@ class BrokerReactor {
   bool stopping_ = false;
   RemotingLimits limits_;
   std::vector<Connection> conns_;
-  std::vector<uint32_t> free_conns_;
+  sched::SlotPool conn_pool_;  // which of conns_ are in use (capacity maxConnections)
   uint32_t open_conns_ = 0;
   std::vector<std::unique_ptr<BrokerOp>> ops_;
   std::vector<uint32_t> free_ops_;
