@@ -355,12 +355,14 @@ void Shard::register_parts() {
   // levels' unpersisted progress (the final checkpoint comes after the offsets' last persist).
   add_part({.next_deadline_ms = [](const Shard& s) { return s.schedule_deadline_ms(); },
             .wake_ns = [](const Shard& s) { return s.schedule_wake_ns(); },
-            .busy = [](const Shard& s) {
-              return s.delivery_stage_ != DeliveryStage::none || s.timer_busy();
-            },
-            .low_water = [](Shard& s, sched::Checkpoint which) {
-              return which == sched::Checkpoint::running ? s.delivery_low_water() : UINT64_MAX;
-            }});
+            .busy =
+                [](const Shard& s) {
+                  return s.delivery_stage_ != DeliveryStage::none || s.timer_busy();
+                },
+            .low_water =
+                [](Shard& s, sched::Checkpoint which) {
+                  return which == sched::Checkpoint::running ? s.delivery_low_water() : UINT64_MAX;
+                }});
   add_part({.low_water = [](Shard& s, sched::Checkpoint) { return s.timer_low_water(); }});
   add_part({.low_water = [](Shard& s, sched::Checkpoint) { return s.internal_ack_low_water(); }});
   add_part({.low_water = [](Shard& s, sched::Checkpoint) { return s.held_copies_low_water(); }});

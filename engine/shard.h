@@ -249,9 +249,9 @@ class Shard {
   void note_held_copy(uint64_t log_offset, const engine::MessageView& record);
   void restore_held_copies();
   // Delay levels (shard_schedule.cc).
-  static constexpr uint32_t kInternalSlot = UINT32_MAX;            // a PendingAppend of a delivery
-  static constexpr uint64_t kScheduleReadBit = sched::read_tag::kSchedule;   // log and CQ reads
-  static constexpr uint64_t kPrefetchReadBit = sched::read_tag::kPrefetch;   // RecordPrefetch's
+  static constexpr uint32_t kInternalSlot = UINT32_MAX;  // a PendingAppend of a delivery
+  static constexpr uint64_t kScheduleReadBit = sched::read_tag::kSchedule;  // log and CQ reads
+  static constexpr uint64_t kPrefetchReadBit = sched::read_tag::kPrefetch;  // RecordPrefetch's
   static constexpr uint64_t kUnitsAheadBit = sched::read_tag::kUnitsAhead;  // a level's units
   static constexpr uint32_t kCorruptReportsKept = 1024;
   // Records of delay-level heads and timers due within this many ms are read ahead.
@@ -320,9 +320,9 @@ class Shard {
   void publish_schedule_stats();
   int32_t parked_queue_id() const;
 
-  // Timed messages (shard_timer.cc; engine/delivery/timer_wheel.h).
-  static constexpr uint64_t kTimerReadBit = sched::read_tag::kTimer;         // log and CQ reads
-  static constexpr uint64_t kTimerAckBit = sched::append_tag::kTimerCopy;  // PendingAppend tag
+  // Timed messages (shard_timer.cc; sched/timer_wheel.h).
+  static constexpr uint64_t kTimerReadBit = sched::read_tag::kTimer;        // log and CQ reads
+  static constexpr uint64_t kTimerAckBit = sched::append_tag::kTimerCopy;   // PendingAppend tag
   static constexpr uint64_t kTimerRollBit = sched::append_tag::kTimerRoll;  // ... not delivered
   enum class TimerStage : uint8_t { none, unit, record };
   io::Code rewrite_timer(const engine::MessageInput& in, engine::MessageInput* out,
@@ -519,7 +519,7 @@ class Shard {
   sched::SlotPool pending_pool_;        // which of pending_ are in use
   std::vector<PendingAppend> pending_reads_;
   sched::SlotPool read_pool_;  // which of pending_reads_ are in use
-  bool has_stalled_ = false;  // a request the log answered busy, retried first
+  bool has_stalled_ = false;   // a request the log answered busy, retried first
   uint32_t stalled_slot_ = 0;
   ShardRequest stalled_;
   std::vector<bool> notify_;                // sessions that got completions this iteration

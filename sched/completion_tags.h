@@ -20,18 +20,18 @@ namespace uringmq::sched {
 
 // ---- user_data classes on a shard's Disk (top byte) ----
 enum class TagClass : uint8_t {
-  none = 0,               // never issued: a zero user_data is a bug
-  log_write = 1,          // CommitLog: a segment write (index: its write slot)
-  log_sync = 2,           // CommitLog: fdatasync of a segment (index: the segment's base)
-  log_allocator = 3,      // CommitLog: preparing the next segment (fallocate, zero, sync)
-  log_checkpoint = 4,     // CommitLog: checkpoint write, sync, rename, directory sync
-  log_read = 5,           // CommitLog: a record read (index: the caller's ReadTag)
-  log_retention = 6,      // CommitLog: a segment deletion's directory sync
-  consume_queue = 0x10,   // CqStore: the operation in the next byte, a slot below
-  consumer_offs = 0x20,   // ConsumerOffsets: one persist step at a time, nothing below
-  shard_waker = 0xA0,     // the shard's eventfd wait (sessions wake a sleeping shard)
-  shard_sleep = 0xA1,     // the shard's sleep timeouts (index: the armed slot)
-  log_scrub = 0xA2,       // LogScrub: its one read in flight
+  none = 0,              // never issued: a zero user_data is a bug
+  log_write = 1,         // CommitLog: a segment write (index: its write slot)
+  log_sync = 2,          // CommitLog: fdatasync of a segment (index: the segment's base)
+  log_allocator = 3,     // CommitLog: preparing the next segment (fallocate, zero, sync)
+  log_checkpoint = 4,    // CommitLog: checkpoint write, sync, rename, directory sync
+  log_read = 5,          // CommitLog: a record read (index: the caller's ReadTag)
+  log_retention = 6,     // CommitLog: a segment deletion's directory sync
+  consume_queue = 0x10,  // CqStore: the operation in the next byte, a slot below
+  consumer_offs = 0x20,  // ConsumerOffsets: one persist step at a time, nothing below
+  shard_waker = 0xA0,    // the shard's eventfd wait (sessions wake a sleeping shard)
+  shard_sleep = 0xA1,    // the shard's sleep timeouts (index: the armed slot)
+  log_scrub = 0xA2,      // LogScrub: its one read in flight
 };
 inline constexpr uint32_t kTagClassShift = 56;
 inline constexpr uint64_t kTagIndexMask = (uint64_t{1} << kTagClassShift) - 1;
@@ -62,7 +62,8 @@ inline constexpr uint64_t kUnitsAhead = uint64_t{1} << 46;
 inline constexpr uint64_t kRetention = uint64_t{1} << 45;
 // The index under a reader's bit stays below the lowest bit.
 inline constexpr uint32_t kIndexBits = 45;
-inline constexpr uint64_t kAll = kPullOp | kSchedule | kTimer | kPrefetch | kUnitsAhead | kRetention;
+inline constexpr uint64_t kAll =
+    kPullOp | kSchedule | kTimer | kPrefetch | kUnitsAhead | kRetention;
 }  // namespace read_tag
 
 // ---- Append tags: the tag of the shard's own appends (kInternalSlot) ----

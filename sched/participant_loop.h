@@ -43,9 +43,9 @@ class ParticipantLoop {
     return by_class_[static_cast<uint8_t>(class_of(user_data))];
   }
   void step_all(int64_t now_ms);
-  int64_t next_deadline_ms() const;  // min over parts (INT64_MAX: none)
-  int64_t wake_ns() const;           // min over parts (INT64_MAX: none)
-  bool busy() const;                 // any part busy
+  int64_t next_deadline_ms() const;      // min over parts (INT64_MAX: none)
+  int64_t wake_ns() const;               // min over parts (INT64_MAX: none)
+  bool busy() const;                     // any part busy
   uint64_t low_water(Checkpoint which);  // min over parts (UINT64_MAX: no constraint)
 
   // Closes `part` now (it stays registered; close_all skips it) and answers its status.

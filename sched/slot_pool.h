@@ -4,13 +4,15 @@
 // only says which indexes are free. One pool type instead of a free list written by hand in
 // each class.
 //
-// Invariants: capacity is fixed at construction and nothing allocates after it; an index is
+// Invariants: capacity is fixed at construction and nothing allocates after it (but grow(), for
+// an owner that sizes its slots on demand up to its own bound and says so); an index is
 // either free or in use, never both (releasing a free index, or one out of range, is a bug and
 // fails an assertion); in_use() + free count == capacity(). acquire() hands out the most
 // recently released index first (its slot is warm in cache), and 0, 1, 2, ... from a fresh pool.
 //
 // Threading: one thread (the owner's).
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -30,6 +32,19 @@ class SlotPool {
     for (uint32_t i = 0; i < capacity; i++) free_[i] = capacity - 1 - i;
     used_.assign(capacity, 0);
     free_count_ = capacity;
+  }
+
+  // Raises the capacity to `capacity` (allocates). The new indexes are handed out after the
+  // free ones, in increasing order, so an owner growing its slot array grows it by one.
+  void grow(uint32_t capacity) {
+    UMQ_ASSERT(capacity >= this->capacity());
+    const uint32_t added = capacity - this->capacity();
+    std::vector<uint32_t> free(capacity, 0);
+    for (uint32_t i = 0; i < added; i++) free[i] = capacity - 1 - i;
+    std::copy_n(free_.begin(), free_count_, free.begin() + added);
+    free_.swap(free);
+    used_.resize(capacity, 0);
+    free_count_ += added;
   }
 
   // A free index, now in use; nullopt when every slot is in use.

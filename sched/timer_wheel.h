@@ -39,7 +39,7 @@ class TimerWheel {
  public:
   struct Slot {
     bool exists = false;
-    uint32_t queue = 0;  // the slot's queue (the engine's QueueIndex)
+    uint32_t queue = 0;        // the slot's queue (the engine's QueueIndex)
     int64_t progress = 0;      // every unit below it is done
     int64_t scanned = 0;       // units below it have been examined (>= progress)
     std::deque<uint8_t> done;  // flags of [progress, scanned)

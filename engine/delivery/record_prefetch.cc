@@ -7,7 +7,11 @@
 namespace uringmq::engine {
 
 RecordPrefetch::RecordPrefetch(CommitLog& log, uint64_t tag_bit)
-    : log_(log), tag_bit_(tag_bit), slots_(kSlots), slot_pool_(kSlots), arena_(size_t{kSlots} * kSlotBytes) {
+    : log_(log),
+      tag_bit_(tag_bit),
+      slots_(kSlots),
+      slot_pool_(kSlots),
+      arena_(size_t{kSlots} * kSlotBytes) {
   UMQ_ASSERT((tag_bit & (kSlots - 1)) == 0);
   by_offset_.reserve(kSlots);
 }

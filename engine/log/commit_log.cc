@@ -7,8 +7,8 @@
 #include <cstring>
 
 #include "engine/log/checkpoint.h"
-#include "sched/completion_tags.h"
 #include "engine/log/log_recovery.h"
+#include "sched/completion_tags.h"
 
 namespace uringmq::engine {
 

@@ -20,7 +20,9 @@ struct FakePart final : Participant {
   FakePart(std::string n, std::vector<std::string>* journal) : name(std::move(n)), log(journal) {}
   void submit_work() override { log->push_back("submit " + name); }
   void complete(const io::IoCompletion& c) override { completed.push_back(c.user_data); }
-  void step(int64_t now_ms) override { log->push_back("step " + name + " " + std::to_string(now_ms)); }
+  void step(int64_t now_ms) override {
+    log->push_back("step " + name + " " + std::to_string(now_ms));
+  }
   int64_t next_deadline_ms() const override { return deadline_ms; }
   int64_t wake_ns() const override { return wake; }
   bool busy() const override { return pending > 0; }
@@ -89,8 +91,7 @@ TEST(ParticipantLoopTest, SubmitsAndStepsInRegistrationOrder) {
   loop.submit_all();
   loop.step_all(5);
   EXPECT_EQ(journal, (std::vector<std::string>{"submit log", "submit queues", "submit offsets",
-                                               "step log 5", "step queues 5",
-                                               "step offsets 5"}));
+                                               "step log 5", "step queues 5", "step offsets 5"}));
 }
 
 TEST(ParticipantLoopTest, DeadlinesAndLowWaterAreTheMinimumOverParts) {

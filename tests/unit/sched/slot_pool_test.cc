@@ -1,7 +1,8 @@
 // Goal: SlotPool hands out each index once until it is released, says so when every slot is in
-// use, reuses released indexes, never allocates after construction, and refuses a double or
-// out-of-range release. Method: drive one pool through exhaustion and reuse, counting heap
-// allocations (a replaced operator new) across the acquire/release calls; death tests for misuse.
+// use, reuses released indexes, never allocates after construction (grow aside), and refuses a
+// double or out-of-range release. Method: drive one pool through exhaustion and reuse, counting
+// heap allocations (a replaced operator new) across the acquire/release calls; death tests for
+// misuse.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -75,6 +76,23 @@ TEST(SlotPoolTest, NoAllocationAfterConstruction) {
   EXPECT_EQ(g_allocations.load(), before);
   EXPECT_EQ(pool.capacity(), 1024u);
   EXPECT_TRUE(pool.empty());
+}
+
+TEST(SlotPoolTest, GrowHandsOutFreeIndexesFirstThenTheNewOnesInOrder) {
+  SlotPool pool;
+  EXPECT_EQ(pool.capacity(), 0u);
+  EXPECT_FALSE(pool.acquire().has_value());
+  pool.grow(2);
+  EXPECT_EQ(pool.acquire(), std::optional<uint32_t>(0));
+  EXPECT_EQ(pool.acquire(), std::optional<uint32_t>(1));
+  pool.release(0);
+  pool.grow(4);
+  EXPECT_EQ(pool.capacity(), 4u);
+  EXPECT_EQ(pool.in_use(), 1u);
+  EXPECT_EQ(pool.acquire(), std::optional<uint32_t>(0)) << "a released index before new ones";
+  EXPECT_EQ(pool.acquire(), std::optional<uint32_t>(2));
+  EXPECT_EQ(pool.acquire(), std::optional<uint32_t>(3));
+  EXPECT_TRUE(pool.full());
 }
 
 TEST(SlotPoolDeathTest, DoubleReleaseFails) {
