@@ -4,6 +4,9 @@
 // reads through the CommitLog, reaps disk completions, and posts completions back; when there
 // is nothing to do it sleeps in io_uring_enter, woken by disk completions, a session's eventfd
 // wake-up, or a timer for the log's next time-driven step (async flush, checkpoint).
+// Its parts (the log, the ConsumeQueues, the offsets, and its own pulls, deliveries, retention
+// and scrub) are participants of a sched::ParticipantLoop: iterate, sleep, finish and the
+// checkpoint limit are loops over them, in the order register_parts() gives.
 // Internal to engine/store.cc. Threading: start/stop from the Store's thread; wake() from any
 // session thread; everything else on the shard's own thread.
 
