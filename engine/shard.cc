@@ -16,10 +16,9 @@
 namespace uringmq {
 
 namespace {
-// user_data classes of the shard's own requests (the CommitLog uses 1..5).
-constexpr uint64_t kWakerTag = 0xA0ULL << 56;
-constexpr uint64_t kTimerTag = 0xA1ULL << 56;
-constexpr uint64_t kScrubTag = 0xA2ULL << 56;  // the scrub's one read in flight
+// user_data of the shard's own requests (sched/completion_tags.h).
+constexpr uint64_t kWakerTag = sched::tag_of(sched::TagClass::shard_waker, 0);
+constexpr uint64_t kScrubTag = sched::tag_of(sched::TagClass::log_scrub, 0);  // its one read
 constexpr int64_t kMaxSleepMs = 100;
 constexpr int64_t kMinSleepNs = 20'000;  // a deadline already passed: poll again almost at once
 
@@ -207,13 +206,14 @@ io::Status Shard::open_log(engine::RecoveryReport* report) {
       engine::ConsumerOffsets::open(*disk_, *clock_, offsets_options);
   if (!offsets.is_ok()) return offsets.status();
   offsets_ = std::move(*offsets);
+  register_parts();
   UMQ_RETURN_IF_ERROR(init_after_recovery());
   pending_.resize(log_options.max_pending_acks);
-  for (uint32_t i = 0; i < pending_.size(); i++) free_pending_.push_back(i);
+  pending_pool_.reset(static_cast<uint32_t>(pending_.size()));
   pending_reads_.resize(options_.session_window * 4);
-  for (uint32_t i = 0; i < pending_reads_.size(); i++) free_reads_.push_back(i);
+  read_pool_.reset(static_cast<uint32_t>(pending_reads_.size()));
   ops_.resize(options_.max_pulls);
-  for (uint32_t i = 0; i < ops_.size(); i++) free_ops_.push_back(i);
+  op_pool_.reset(static_cast<uint32_t>(ops_.size()));
   notify_.assign(slots_.size(), false);
   last_clean_ms_ = now_ms();
   if (report != nullptr) start_scrub(*report);
@@ -244,6 +244,7 @@ void Shard::start_scrub(const engine::RecoveryReport& report) {
 io::Status Shard::init_after_recovery() {
   dispatcher_ = std::make_unique<engine::Dispatcher>(options_.log.max_pending_acks);
   prefetch_ = std::make_unique<engine::RecordPrefetch>(*log_, kPrefetchReadBit);
+  loop_.add(*prefetch_);
   dispatcher_->set_dispatched(log_->appended_offset().value);
   delayed_.load_progress();
   timers_.load_state();
@@ -298,8 +299,7 @@ bool Shard::iterate() {
     expire_held_pulls();
   }
   dispatched_since_check_ = false;
-  maybe_clean();
-  if (scrub_ != nullptr) scrub_->step(now_ms());
+  loop_.step_all(now_ms());  // retention, then the scrub
   notify_sessions();
   publish_stats();
   return worked;
@@ -311,13 +311,7 @@ void Shard::finish() {
     if (ops_[i].stage == PullOp::Stage::held)
       answer_pull(i, PullStatus::no_new_message, ops_[i].offset);
   }
-  auto busy = [&] {
-    return (log_->pending_work() > 0 && !log_->fail_stopped()) || cq_->pending_work() > 0 ||
-           offsets_->pending_work() > 0 || free_ops_.size() < ops_.size() ||
-           (dispatcher_->backlog() > 0 && !cq_->fail_stopped()) || delayed_.busy() ||
-           timers_.busy();
-  };
-  for (int guard = 0; busy() && guard < 1'000'000; guard++) {
+  for (int guard = 0; loop_.busy() && guard < 1'000'000; guard++) {
     submit_work();
     reap(io::Wait::at_least_one);
     deliver_acks();
@@ -331,20 +325,19 @@ void Shard::finish() {
   std::array<io::IoCompletion, 64> completions;
   while (disk_->in_flight() > 0) {
     size_t n = disk_->poll(completions, io::Wait::at_least_one);
-    for (size_t i = 0; i < n; i++) route(completions[i]);
+    for (size_t i = 0; i < n; i++) loop_.route(completions[i]);
   }
-  io::Status cq_status = cq_->close();
+  (void)loop_.close(*cq_);
   // The offsets table persists below what it holds; copies still waiting to be durable are not
   // in it, so the final checkpoint stays below them and the next open's scan finds their markers.
   // A timer slot's finished units above its progress are known only from their markers too (the
   // slot's hold): the checkpoint stays below them, or the next open rolls or delivers them again.
   // Copies held back until their time are found again by the next open's scan the same way.
-  log_->set_checkpoint_limit(std::min(
-      {cq_->durable_dispatched(), durable_.low_water(), timers_.low_water(), held_.low_water()}));
-  io::Status offsets_status = offsets_->close();
-  stop_status_ = log_->close();
-  if (stop_status_.is_ok()) stop_status_ = cq_status;
-  if (stop_status_.is_ok()) stop_status_ = offsets_status;
+  // Each part's Checkpoint::final low-water mark says which of these it needs.
+  log_->set_checkpoint_limit(loop_.low_water(sched::Checkpoint::final));
+  // The rest close in the reverse order of registration: the offsets, then the log last (its
+  // final checkpoint under the limit just set). The first error in registration order is kept.
+  stop_status_ = loop_.close_all();
   publish_stats();
   scrub_.reset();  // its read was routed by the drain above; closes its file
   offsets_.reset();
@@ -354,9 +347,7 @@ void Shard::finish() {
 }
 
 void Shard::submit_work() {
-  log_->submit_work();
-  cq_->submit_work();
-  offsets_->submit_work();
+  loop_.submit_all();  // the log, the ConsumeQueues, the consumer offsets (the others have none)
   limit_checkpoint();
 }
 
@@ -366,41 +357,82 @@ void Shard::submit_work() {
 // checkpoint may have passed (harmless: a skip leaves no marker to find; the checkpoint only
 // goes back, and recovery scans more).
 void Shard::limit_checkpoint() {
-  const uint64_t timer_low = timers_.low_water();
-  const uint64_t limit = std::min({cq_->durable_dispatched(), delayed_.low_water(), timer_low,
-                                   durable_.low_water(), held_.low_water()});
+  const uint64_t limit = loop_.low_water(sched::Checkpoint::running);
   checkpoint_floor_ =
       std::max(checkpoint_floor_, std::min(checkpoint_limit_, log_->durable_offset().value));
-  UMQ_ASSERT_MSG(limit >= checkpoint_floor_ || limit == timer_low,
+  UMQ_ASSERT_MSG(limit >= checkpoint_floor_ || limit == timers_.low_water(),
                  "the checkpoint limit moved below a checkpoint the log may have written");
   checkpoint_limit_ = limit;
   log_->set_checkpoint_limit(limit);
 }
 
-void Shard::route(const io::IoCompletion& completion) {
-  const uint64_t user_data = completion.user_data;
-  if (user_data == kWakerTag) {
+// The loop's parts. Registration order is the order of submit_work() and step() (the log first,
+// then its queues, then the offsets, as before), of close statuses, and the reverse of closes.
+void Shard::register_parts() {
+  using sched::TagClass;
+  loop_.add(*log_, {TagClass::log_write, TagClass::log_sync, TagClass::log_allocator,
+                    TagClass::log_checkpoint, TagClass::log_read, TagClass::log_retention});
+  loop_.add(*cq_, {TagClass::consume_queue});
+  loop_.add(*offsets_, {TagClass::consumer_offs});
+  add_part({.complete = [](Shard& s, const io::IoCompletion& c) { s.wakeup_done(c); }},
+           {TagClass::shard_waker, TagClass::shard_sleep});
+  // Pulls and searches: held pulls expire; a stop waits for the ops in flight.
+  add_part({.next_deadline_ms = [](const Shard& s) { return s.next_held_deadline_ms(); },
+            .busy = [](const Shard& s) { return s.op_pool_.in_use() > 0; }});
+  // Dispatch: acknowledged records still to become ConsumeQueue units.
+  add_part({.busy = [](const Shard& s) {
+    return s.dispatcher_->backlog() > 0 && !s.cq_->fail_stopped();
+  }});
+  // Deliveries (delay levels, timers, held copies): woken for to the ns; a batch in flight; the
+  // levels' unpersisted progress (the final checkpoint comes after the offsets' last persist).
+  add_part({.next_deadline_ms = [](const Shard& s) { return s.schedule_deadline_ms(); },
+            .wake_ns = [](const Shard& s) { return s.schedule_wake_ns(); },
+            .busy = [](const Shard& s) { return s.delayed_.busy() || s.timers_.busy(); },
+            .low_water =
+                [](Shard& s, sched::Checkpoint which) {
+                  return which == sched::Checkpoint::running ? s.delayed_.low_water() : UINT64_MAX;
+                }});
+  add_part({.low_water = [](Shard& s, sched::Checkpoint) { return s.timers_.low_water(); }});
+  add_part({.low_water = [](Shard& s, sched::Checkpoint) { return s.durable_.low_water(); }});
+  add_part({.low_water = [](Shard& s, sched::Checkpoint) { return s.held_.low_water(); }});
+  add_part({.step = [](Shard& s, int64_t) { s.maybe_clean(); },
+            .next_deadline_ms =
+                [](const Shard& s) { return s.last_clean_ms_ + s.options_.clean_interval_ms; }});
+  add_part({.complete =
+                [](Shard& s, const io::IoCompletion& c) {
+                  UMQ_ASSERT_MSG(s.scrub_ != nullptr, "a scrub completion without a scrub");
+                  s.scrub_->read_done(c.result, s.now_ms());
+                },
+            .step =
+                [](Shard& s, int64_t now) {
+                  if (s.scrub_ != nullptr) s.scrub_->step(now);
+                },
+            .next_deadline_ms =
+                [](const Shard& s) {
+                  return s.scrub_ != nullptr ? s.scrub_->next_deadline_ms() : INT64_MAX;
+                }},
+           {TagClass::log_scrub});
+}
+
+void Shard::add_part(const Part::Hooks& hooks, std::initializer_list<sched::TagClass> classes) {
+  own_parts_.push_back(std::make_unique<Part>(*this, hooks));
+  loop_.add(*own_parts_.back(), classes);
+}
+
+// The shard's own requests: the waker's eventfd wait, the sleep timeouts.
+void Shard::wakeup_done(const io::IoCompletion& completion) {
+  if (sched::class_of(completion.user_data) == sched::TagClass::shard_waker) {
     waker_armed_ = false;
     if (!stop_requested_.load(std::memory_order_acquire)) arm_waker();
-  } else if ((user_data & ~uint64_t{0xFF}) == kTimerTag) {
-    armed_wake_ns_[user_data & 0xFF] = INT64_MAX;
-  } else if (engine::CommitLog::owns(user_data)) {
-    log_->complete(completion);
-  } else if (engine::CqStore::owns(user_data)) {
-    cq_->complete(completion);
-  } else if (engine::ConsumerOffsets::owns(user_data)) {
-    offsets_->complete(completion);
-  } else if (scrub_ != nullptr && scrub_->owns(user_data)) {
-    scrub_->read_done(completion.result, now_ms());
   } else {
-    UMQ_ASSERT_MSG(false, "a completion nobody in the shard issued");
+    armed_wake_ns_[sched::index_of(completion.user_data) & 0xFF] = INT64_MAX;
   }
 }
 
 void Shard::reap(io::Wait wait) {
   std::array<io::IoCompletion, 128> done;
   size_t n = disk_->poll(done, wait);
-  for (size_t i = 0; i < n; i++) route(done[i]);
+  for (size_t i = 0; i < n; i++) loop_.route(done[i]);
   if (n > 0) submit_work();
 }
 
@@ -430,14 +462,11 @@ void Shard::sleep() {
     sleeping_.store(false, std::memory_order_seq_cst);
     return;
   }
-  // The log, queues, offsets, held pulls and retention keep ms deadlines (at least 1 ms away, as
-  // before); delay levels and timers are woken for to the nanosecond.
+  // The parts keep ms deadlines (at least 1 ms away, as before); delay levels and timers are
+  // woken for to the nanosecond (their ms deadline, rounded up, never comes before it).
   const int64_t mono = clock_->monotonic_ns();
-  const int64_t others_ms =
-      std::min({log_->next_deadline_ms(), cq_->next_deadline_ms(), offsets_->next_deadline_ms(),
-                next_held_deadline_ms(), last_clean_ms_ + options_.clean_interval_ms,
-                scrub_ != nullptr ? scrub_->next_deadline_ms() : INT64_MAX});
-  int64_t wake = std::min(schedule_wake_ns(), mono + kMaxSleepMs * 1'000'000);
+  const int64_t others_ms = loop_.next_deadline_ms();
+  int64_t wake = std::min(loop_.wake_ns(), mono + kMaxSleepMs * 1'000'000);
   if (others_ms != INT64_MAX) {
     wake = std::min(wake, std::max(others_ms * 1'000'000, mono + 1'000'000));
   }
@@ -448,7 +477,8 @@ void Shard::sleep() {
     io::IoRequest req;
     req.kind = io::OpKind::timeout;
     req.timeout_ns = wake - mono;
-    req.user_data = kTimerTag | static_cast<uint64_t>(free_slot - armed_wake_ns_.begin());
+    req.user_data = sched::tag_of(sched::TagClass::shard_sleep,
+                                  static_cast<uint64_t>(free_slot - armed_wake_ns_.begin()));
     if (disk_->submit(req).is_ok()) *free_slot = wake;
   }
   reap(io::Wait::at_least_one);
@@ -456,10 +486,7 @@ void Shard::sleep() {
 }
 
 int64_t Shard::next_deadline_ms() const {
-  return std::min({log_->next_deadline_ms(), cq_->next_deadline_ms(), offsets_->next_deadline_ms(),
-                   next_held_deadline_ms(), schedule_deadline_ms(),
-                   last_clean_ms_ + options_.clean_interval_ms,
-                   scrub_ != nullptr ? scrub_->next_deadline_ms() : INT64_MAX});
+  return loop_.next_deadline_ms();
 }
 
 bool Shard::drain_requests() {
@@ -495,13 +522,13 @@ bool Shard::handle(uint32_t slot_index, const ShardRequest& request) {
     case ShardRequest::Kind::read: {
       Completion done;
       done.tag = request.tag;
-      if (free_reads_.empty()) return false;
-      uint32_t id = free_reads_.back();
+      if (read_pool_.full()) return false;
+      uint32_t id = *read_pool_.peek();
       io::Status s =
           log_->read(engine::LogOffset{request.local_offset}, request.size_bytes, request.dest, id);
       if (s.code() == io::Code::busy) return false;
       if (s.is_ok()) {
-        free_reads_.pop_back();
+        (void)read_pool_.acquire();
         pending_reads_[id] = PendingAppend{slot_index, request.tag, 0, request.size_bytes, 0, 0, 0};
         return true;
       }
@@ -535,7 +562,7 @@ io::Result<engine::QueueIndex> Shard::queue_for_append(std::string_view topic, i
 bool Shard::handle_append(uint32_t slot_index, const ShardRequest& request) {
   Completion done;
   done.tag = request.tag;
-  if (free_pending_.empty()) return false;
+  if (pending_pool_.full()) return false;
   engine::MessageInput input = request.input;
   uint32_t level = 0;
   if (!delayed_.rewrite(request.input, &input, &level)) {
@@ -565,14 +592,14 @@ bool Shard::handle_append(uint32_t slot_index, const ShardRequest& request) {
 // done, retry later; any other code: not stored.
 io::Code Shard::append_pending(uint32_t slot, uint64_t tag, const engine::MessageInput& in,
                                std::optional<int64_t> tags_code) {
-  if (free_pending_.empty()) return io::Code::busy;
+  if (pending_pool_.full()) return io::Code::busy;
   io::Result<engine::QueueIndex> queue = queue_for_append(in.topic, in.queue_id);
   if (!queue.is_ok()) return queue.status().code();
   int64_t& next = next_queue_offset_[*queue];
-  const uint32_t id = free_pending_.back();
+  const uint32_t id = *pending_pool_.peek();
   io::Result<engine::AppendResult> r = log_->append(in, next, id);
   if (!r.is_ok()) return r.status().code();
-  free_pending_.pop_back();
+  (void)pending_pool_.acquire();
   if (!tags_code) {
     tags_code = engine::unit_tags_code(in.topic, in.properties, r->store_timestamp_ms, levels_);
   }
@@ -658,7 +685,7 @@ void Shard::deliver_acks() {
       done.size_bytes = pending.size_bytes;
       done.store_timestamp_ms = pending.store_timestamp_ms;
       if (pending.slot != kInternalSlot) post(pending.slot, done);
-      free_pending_.push_back(static_cast<uint32_t>(ack.tag));
+      pending_pool_.release(static_cast<uint32_t>(ack.tag));
       if (ack.outcome != engine::AckOutcome::ok) continue;
       stat_acks_.fetch_add(1, std::memory_order_relaxed);
       engine::CqUnit unit{ack.offset.value, pending.size_bytes, pending.tags_code};
@@ -721,7 +748,7 @@ void Shard::deliver_reads() {
       done.code = reads[i].result < 0 ? io::Code::io_error : io::Code::ok;
       done.size_bytes = reads[i].result < 0 ? 0 : static_cast<uint32_t>(reads[i].result);
       post(pending.slot, done);
-      free_reads_.push_back(static_cast<uint32_t>(reads[i].tag));
+      read_pool_.release(static_cast<uint32_t>(reads[i].tag));
     }
   }
   std::array<engine::CqReadCompletion, 64> units;

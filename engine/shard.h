@@ -4,6 +4,9 @@
 // reads through the CommitLog, reaps disk completions, and posts completions back; when there
 // is nothing to do it sleeps in io_uring_enter, woken by disk completions, a session's eventfd
 // wake-up, or a timer for the log's next time-driven step (async flush, checkpoint).
+// Its parts (the log, the ConsumeQueues, the offsets, and its own pulls, deliveries, retention
+// and scrub) are participants of a sched::ParticipantLoop: iterate, sleep, finish and the
+// checkpoint limit are loops over them, in the order register_parts() gives.
 // Internal to engine/store.cc. Threading: start/stop from the Store's thread; wake() from any
 // session thread; everything else on the shard's own thread.
 
@@ -37,7 +40,11 @@
 #include "io/disk.h"
 #include "io/fs_space.h"
 #include "io/waker.h"
+#include "sched/completion_tags.h"
 #include "sched/delay_levels.h"
+#include "sched/hook_participant.h"
+#include "sched/participant_loop.h"
+#include "sched/slot_pool.h"
 #include "sched/spsc_ring.h"
 
 namespace uringmq {
@@ -134,7 +141,7 @@ class Shard final : private engine::DeliveryHost {
   };
   static constexpr uint32_t kPullUnits = 256;  // units one pull examines at most
   // CommitLog read tags with this bit belong to a pull or search op (its index below).
-  static constexpr uint64_t kOpReadBit = uint64_t{1} << 50;
+  static constexpr uint64_t kOpReadBit = sched::read_tag::kPullOp;
   static constexpr uint32_t kMaxFilterTags = 16;
   // An offset search reads a record whole up to this size (most records) and checks it; of a
   // larger one it reads and checks this much (magic, lengths, position).
@@ -191,7 +198,12 @@ class Shard final : private engine::DeliveryHost {
   void notify_sessions();
   void deliver_acks();
   void deliver_reads();
-  void route(const io::IoCompletion& completion);
+  // The loop's parts, in the order their submit_work() runs (the log, its queues, the offsets,
+  // then the shard's own parts below): see register_parts().
+  void register_parts();
+  using Part = sched::HookParticipant<Shard>;
+  void add_part(const Part::Hooks& hooks, std::initializer_list<sched::TagClass> classes = {});
+  void wakeup_done(const io::IoCompletion& completion);
   void reap(io::Wait wait);
   void sleep();
   void arm_waker();
@@ -234,8 +246,9 @@ class Shard final : private engine::DeliveryHost {
     return held_.visible_end(queue, cq_->max_offset(queue));
   }
   // Delay levels (engine/delivery/level_delivery.h) and the parts' shared pieces.
-  static constexpr uint32_t kInternalSlot = UINT32_MAX;            // a PendingAppend of a delivery
-  static constexpr uint64_t kPrefetchReadBit = uint64_t{1} << 47;  // RecordPrefetch's log reads
+  static constexpr uint32_t kInternalSlot = UINT32_MAX;  // a PendingAppend of a delivery
+  static constexpr uint64_t kPrefetchReadBit =
+      sched::read_tag::kPrefetch;  // RecordPrefetch's log reads
   static constexpr uint32_t kCorruptReportsKept = 1024;
   // One step of the delivery parts: the take horizon, reads ahead, timers, then delay levels.
   void run_schedule();
@@ -288,7 +301,7 @@ class Shard final : private engine::DeliveryHost {
   // and end (exact counts of what goes: a binary search over units, in memory where it can,
   // else one unit read at a time per queue), then deletes it and reports it (one WARN line).
   // One segment at a time; a pass deletes up to delete_max_files_per_pass.
-  static constexpr uint64_t kRetentionReadBit = uint64_t{1} << 45;  // CQ read tags
+  static constexpr uint64_t kRetentionReadBit = sched::read_tag::kRetention;  // CQ read tags
   struct BoundarySearch {
     size_t need = 0;
     uint64_t boundary = 0;   // log offset: the answer is the first unit at or above it
@@ -338,6 +351,10 @@ class Shard final : private engine::DeliveryHost {
   std::unique_ptr<engine::Dispatcher> dispatcher_;
   std::unique_ptr<engine::ConsumerOffsets> offsets_;
   std::string shard_dir_;
+  // The loop's participants: the parts above, and the shard's own parts (its wake-ups, pulls,
+  // deliveries, retention, scrub) adapted by hooks, owned here.
+  sched::ParticipantLoop loop_;
+  std::vector<std::unique_ptr<Part>> own_parts_;
 
   // Start-up handshake and stop request (Store's thread <-> shard thread).
   std::atomic<int> state_{0};  // 0 starting, 1 running, 2 failed
@@ -355,16 +372,16 @@ class Shard final : private engine::DeliveryHost {
 
   // Shard-thread state.
   std::vector<PendingAppend> pending_;  // by CommitLog tag
-  std::vector<uint32_t> free_pending_;  // free indexes into pending_
+  sched::SlotPool pending_pool_;        // which of pending_ are in use
   std::vector<PendingAppend> pending_reads_;
-  std::vector<uint32_t> free_reads_;
-  bool has_stalled_ = false;  // a request the log answered busy, retried first
+  sched::SlotPool read_pool_;  // which of pending_reads_ are in use
+  bool has_stalled_ = false;   // a request the log answered busy, retried first
   uint32_t stalled_slot_ = 0;
   ShardRequest stalled_;
   std::vector<bool> notify_;                // sessions that got completions this iteration
   std::vector<int64_t> next_queue_offset_;  // by QueueIndex: the next offset to assign
   std::vector<PullOp> ops_;
-  std::vector<uint32_t> free_ops_;
+  sched::SlotPool op_pool_;  // which of ops_ are in use
   uint32_t held_ops_ = 0;
   // Delivery ahead: copies appended before their time, held back from consumers until it.
   engine::HeldCopies held_;

@@ -30,19 +30,18 @@ void Shard::release_op(uint32_t op_index) {
   PullOp& op = ops_[op_index];
   UMQ_ASSERT(op.reads_outstanding == 0);
   op.stage = PullOp::Stage::idle;
-  free_ops_.push_back(op_index);
+  op_pool_.release(op_index);
 }
 
 bool Shard::start_pull(uint32_t slot_index, const ShardRequest& request) {
-  if (free_ops_.empty()) {
+  if (op_pool_.full()) {
     Completion busy;
     busy.tag = request.tag;
     busy.code = io::Code::busy;
     post(slot_index, busy);
     return true;
   }
-  uint32_t index = free_ops_.back();
-  free_ops_.pop_back();
+  const uint32_t index = *op_pool_.acquire();
   PullOp& op = ops_[index];
   op.kind = PullOp::Kind::pull;
   op.slot = slot_index;
@@ -385,17 +384,16 @@ bool Shard::start_search(uint32_t slot_index, const ShardRequest& request) {
   done.tag = request.tag;
   io::Result<engine::QueueIndex> queue =
       cq_->queue(request.input.topic, request.input.queue_id, false);
-  if (!queue.is_ok() || free_ops_.empty()) {
+  if (!queue.is_ok() || op_pool_.full()) {
     done.code = queue.is_ok() || queue.status().code() == io::Code::not_found
                     ? io::Code::ok
                     : queue.status().code();
-    if (free_ops_.empty()) done.code = io::Code::busy;
+    if (op_pool_.full()) done.code = io::Code::busy;
     done.queue_offset = 0;
     post(slot_index, done);
     return true;
   }
-  uint32_t index = free_ops_.back();
-  free_ops_.pop_back();
+  const uint32_t index = *op_pool_.acquire();
   PullOp& op = ops_[index];
   op.kind = PullOp::Kind::search;
   op.slot = slot_index;

@@ -131,7 +131,8 @@ BrokerReactor::BrokerReactor(const BrokerConfig& config, Store& store, io::Waker
       store_(store),
       clock_(config.store.clock != nullptr ? config.store.clock : &system_clock_),
       store_waker_(&store_waker),
-      stop_waker_(&stop_waker) {
+      stop_waker_(&stop_waker),
+      conn_pool_(config.max_connections) {
   limits_.max_frame_bytes = std::max<uint32_t>(limits_.max_frame_bytes,
                                                config.store.log.limits.max_body_bytes + (1u << 20));
   store_host_ = config.store.store_host;
@@ -259,14 +260,13 @@ void BrokerReactor::on_accept(int which, const io::NetCompletion& c) {
     io::close_fd(c.result);
     if (!stopping_) note_refusal();
   } else {
-    uint32_t index;
-    if (!free_conns_.empty()) {
-      index = free_conns_.back();
-      free_conns_.pop_back();
-    } else {
-      index = static_cast<uint32_t>(conns_.size());
-      conns_.emplace_back();
-    }
+    // open_conns_ < max_connections: a slot is free. A fresh pool hands out 0, 1, 2, ...
+    // (reused ones first), so conns_ grows by one entry at most, up to max_connections.
+    const std::optional<uint32_t> slot = conn_pool_.acquire();
+    UMQ_ASSERT(slot.has_value());
+    const uint32_t index = *slot;
+    if (index == conns_.size()) conns_.emplace_back();
+    UMQ_ASSERT(index < conns_.size());
     Connection& conn = conns_[index];
     const uint32_t generation = conn.generation;
     conn = Connection{};
@@ -482,7 +482,7 @@ void BrokerReactor::maybe_free(uint32_t index) {
   std::string().swap(conn.out_inflight);
   std::vector<uint32_t>().swap(conn.deferred);
   open_conns_--;
-  free_conns_.push_back(index);
+  conn_pool_.release(index);
 }
 
 void BrokerReactor::reply(uint32_t index, const RemotingCommand& response,

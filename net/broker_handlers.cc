@@ -200,14 +200,12 @@ std::optional<Refusal> read_send_header(const RemotingCommand& request, SendHead
 // ---- ops ----
 
 uint32_t BrokerReactor::new_op(BrokerOp::Kind kind, uint32_t conn, const RemotingCommand& request) {
-  uint32_t index;
-  if (!free_ops_.empty()) {
-    index = free_ops_.back();
-    free_ops_.pop_back();
-  } else {
-    index = static_cast<uint32_t>(ops_.size());
-    ops_.push_back(std::make_unique<BrokerOp>());
-  }
+  // Ops are bounded by the connections (kMaxOpsPerConnection each), not by a size fixed at
+  // start: the pool grows with the load, and a fresh index is the next one past ops_.
+  if (op_pool_.full()) op_pool_.grow(std::max<uint32_t>(64, op_pool_.capacity() * 2));
+  const uint32_t index = *op_pool_.acquire();
+  if (index == ops_.size()) ops_.push_back(std::make_unique<BrokerOp>());
+  UMQ_ASSERT(index < ops_.size());
   BrokerOp& op = *ops_[index];
   op.kind = kind;
   op.in_use = true;
@@ -266,7 +264,7 @@ void BrokerReactor::free_op(uint32_t index) {
   }
   if (op.data.capacity() > 0) kept_op_buffers_++;
   op.copy.reset();
-  free_ops_.push_back(index);
+  op_pool_.release(index);
 }
 
 bool BrokerReactor::op_connection_alive(const BrokerOp& op) const {

@@ -21,6 +21,7 @@
 #include "io/waker.h"
 #include "net/broker_config.h"
 #include "net/remoting.h"
+#include "sched/slot_pool.h"
 
 namespace uringmq::net {
 
@@ -231,10 +232,10 @@ class BrokerReactor {
   bool stopping_ = false;
   RemotingLimits limits_;
   std::vector<Connection> conns_;
-  std::vector<uint32_t> free_conns_;
+  sched::SlotPool conn_pool_;  // which of conns_ are in use (capacity maxConnections)
   uint32_t open_conns_ = 0;
   std::vector<std::unique_ptr<BrokerOp>> ops_;
-  std::vector<uint32_t> free_ops_;
+  sched::SlotPool op_pool_;  // which of ops_ are in use (grows with ops_)
   uint32_t sends_in_flight_ = 0;
   int64_t next_sweep_ms_ = 0;
   int64_t mono_ms_ = 0;             // monotonic ms, read once per turn of the loop

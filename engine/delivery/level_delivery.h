@@ -37,6 +37,7 @@
 #include "engine/delivery/delivery_host.h"
 #include "engine/delivery/take_horizon.h"
 #include "engine/log/message_codec.h"
+#include "sched/completion_tags.h"
 #include "sched/delay_levels.h"
 
 namespace uringmq::engine {
@@ -44,8 +45,9 @@ namespace uringmq::engine {
 class LevelDelivery {
  public:
   // Read tags (CommitLog records and ConsumeQueue units) carry one of these bits, and the level.
-  static constexpr uint64_t kReadBit = uint64_t{1} << 49;
-  static constexpr uint64_t kUnitsAheadBit = uint64_t{1} << 46;  // a level's units read ahead
+  static constexpr uint64_t kReadBit = sched::read_tag::kSchedule;
+  static constexpr uint64_t kUnitsAheadBit =
+      sched::read_tag::kUnitsAhead;  // a level's units read ahead
   // A batch: up to kBatch due heads of one level, their records read (memory or io_uring,
   // concurrently) into one arena, then delivered in order.
   static constexpr uint32_t kBatch = 64;

@@ -51,14 +51,16 @@
 #include "engine/delivery/take_horizon.h"
 #include "engine/delivery/timer_wheel.h"
 #include "engine/log/message_codec.h"
+#include "sched/completion_tags.h"
 
 namespace uringmq::engine {
 
 class TimerDelivery {
  public:
-  static constexpr uint64_t kReadBit = uint64_t{1} << 48;  // CommitLog and ConsumeQueue reads
-  static constexpr uint64_t kAckBit = uint64_t{1} << 63;   // the append tag of a timer's copy
-  static constexpr uint64_t kRollBit = uint64_t{1} << 62;  // ... that is not a delivery
+  static constexpr uint64_t kReadBit = sched::read_tag::kTimer;  // CommitLog and ConsumeQueue reads
+  static constexpr uint64_t kAckBit =
+      sched::append_tag::kTimerCopy;  // the append tag of a timer's copy
+  static constexpr uint64_t kRollBit = sched::append_tag::kTimerRoll;  // ... that is not a delivery
   static constexpr uint32_t kBatch = 64;  // timers whose records are read and delivered at once
   // Records of timers due within this many ms (beyond the lead) are read ahead.
   static constexpr int64_t kPrefetchAheadMs = 20;
