@@ -55,7 +55,7 @@ io::Code Shard::rewrite_timer(const engine::MessageInput& in, engine::MessageInp
   if (in.topic == engine::kTimerTopic) return io::Code::invalid_argument;  // reserved
   const int64_t now = clock_->now_ms();
   char number[24];
-  if (auto key = engine::find_property(in.properties, engine::kPropertyTimerCancelKey)) {
+  if (auto key = engine::timer_cancel_key(in.properties)) {  // or TIMER_DEL_UNIQKEY
     io::Status s = offsets_->commit(kTimerCancelGroup, *key, 0, now);
     if (!s.is_ok()) return s.code();
     timer_cancels_++;
