@@ -6,6 +6,7 @@
 
 #include "engine/log/byte_order.h"
 #include "io/assert.h"
+#include "io/uring_disk.h"
 #include "net/broker_reactor.h"
 #include "net/log.h"
 
@@ -150,6 +151,17 @@ io::Status BrokerReactor::start() {
   if (!ring.is_ok()) return ring.status();
   ring_ = std::move(*ring);
   session_->set_completion_waker(store_waker_);
+  io::UringDiskOptions disk_options;
+  disk_options.queue_depth_entries = 8;
+  disk_options.file_mode = config_.store.file_mode;
+  disk_options.dir_mode = config_.store.dir_mode;
+  io::Result<std::unique_ptr<io::UringDisk>> disk = io::UringDisk::create(disk_options);
+  if (!disk.is_ok()) return disk.status();
+  config_disk_ = std::move(*disk);
+  io::Result<std::unique_ptr<TopicTable>> topics =
+      TopicTable::open(*config_disk_, *clock_, io::path_join(config_.store.data_dir, "config"));
+  if (!topics.is_ok()) return topics.status();
+  topics_ = std::move(*topics);
 
   io::Result<int> fd = io::listen_tcp(config_.bind_address, config_.listen_port, 1024);
   if (!fd.is_ok()) return fd.status();
