@@ -98,11 +98,12 @@ TEST(StoreBatchTest, OneCompletionConsecutiveOffsetsEachRecordItsOwn) {
 }
 
 // Another session appends single messages to the same queue all the while, and an ack window of
-// 8 makes the log busy inside every batch of 64: each batch still occupies consecutive offsets.
+// 128 (the least the shard's dispatch batch allows) makes the log busy inside every batch of 512:
+// each batch still occupies consecutive offsets.
 TEST(StoreBatchTest, NothingComesBetweenABatchsRecords) {
   testing::TempDir dir;
   StoreOptions o = batch_options(dir.path(), 1);
-  o.log.max_pending_acks = 8;
+  o.log.max_pending_acks = 128;
   auto store = Store::open(o);
   ASSERT_TRUE(store.is_ok()) << store.status().to_string();
   std::atomic<bool> stop{false};
@@ -119,12 +120,12 @@ TEST(StoreBatchTest, NothingComesBetweenABatchsRecords) {
   ASSERT_TRUE(session.is_ok());
   std::vector<std::unique_ptr<Batch>> batches;
   for (int k = 0; k < 20; k++) {
-    batches.push_back(std::make_unique<Batch>(64, "k" + std::to_string(k)));
+    batches.push_back(std::make_unique<Batch>(512, "k" + std::to_string(k)));
     Batch& b = *batches.back();
     ASSERT_TRUE((*session)->send_batch_async(b.messages, b.offsets, k).is_ok());
     Completion c = (*session)->wait_for(k);
     ASSERT_EQ(c.code, io::Code::ok);
-    ASSERT_EQ(c.message_count, 64u);
+    ASSERT_EQ(c.message_count, 512u);
   }
   stop = true;
   singles.join();
@@ -138,7 +139,7 @@ TEST(StoreBatchTest, NothingComesBetweenABatchsRecords) {
                                     << " is not next to its batch's previous one";
   }
   EXPECT_EQ(first.size(), 20u);
-  EXPECT_GT(records.size(), 20u * 64) << "the other session's sends never interleaved";
+  EXPECT_GT(records.size(), 20u * 512) << "the other session's sends never interleaved";
   session->reset();
   ASSERT_TRUE((*store)->close().is_ok());
 }
