@@ -26,6 +26,7 @@ import org.apache.rocketmq.client.producer.SendStatus;
 import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
 import org.apache.rocketmq.common.message.Message;
 import org.apache.rocketmq.common.message.MessageBatch;
+import org.apache.rocketmq.common.message.MessageClientExt;
 import org.apache.rocketmq.common.message.MessageClientIDSetter;
 import org.apache.rocketmq.common.message.MessageExt;
 
@@ -132,8 +133,9 @@ public class BatchCheck {
       }
       Integer uniqSeq = seqOfUniq.get(m.getMsgId());
       if (uniqSeq == null || uniqSeq != i) fail("message " + i + " msgId " + m.getMsgId());
-      if (offsetIds.length == 32 && !offsetIds[i].equals(m.getOffsetMsgId())) {
-        fail("message " + i + " offsetMsgId " + m.getOffsetMsgId() + " vs reply " + offsetIds[i]);
+      String offsetId = m instanceof MessageClientExt ? ((MessageClientExt) m).getOffsetMsgId() : null;
+      if (offsetIds.length == 32 && !offsetIds[i].equals(offsetId)) {
+        fail("message " + i + " offsetMsgId " + offsetId + " vs reply " + offsetIds[i]);
       }
       for (String name : m.getProperties().keySet()) {
         if (name.startsWith("__UMQ") || name.equals("__CRC32#") || name.equals("DELAY")) {
