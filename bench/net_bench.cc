@@ -265,10 +265,10 @@ struct Connection {
   std::vector<uint32_t> fifo;  // in-order protocols: slots in send order (ring)
   size_t fifo_head = 0;
   size_t fifo_count = 0;
-  std::vector<std::string> frames;  // remoting: the encoded request of each slot
-  std::vector<size_t> born_at;      // remoting: offset of the born-timestamp digits per frame
+  std::vector<std::string> frames;       // remoting: the encoded request of each slot
+  std::vector<size_t> born_at;           // remoting: offset of the born-timestamp digits per frame
   std::vector<size_t> batch_body_start;  // --batch: where each slot's frame body starts
-  uint64_t sequence = 0;            // requests sent
+  uint64_t sequence = 0;                 // requests sent
   uint64_t in_flight = 0;
 };
 
@@ -301,7 +301,7 @@ class LoadGenerator {
   bool issuing_ = true;
   uint64_t global_sequence_ = 0;
   std::string first_error_;
-  std::string body_;  // the message bytes template (patched per request)
+  std::string body_;                   // the message bytes template (patched per request)
   std::vector<size_t> batch_body_at_;  // --batch: each message's body offset within the body
   std::string read_buffer_ = std::string(kReadChunkBytes, '\0');
 };
@@ -384,8 +384,8 @@ void LoadGenerator::build_remoting_frames(Connection& c) {
   }
   for (uint32_t s = 0; s < a_.pipeline; s++) {
     net::RemotingCommand cmd;
-    cmd.code = a_.batch > 0 ? net::request_code::kSendBatchMessage
-                            : net::request_code::kSendMessageV2;
+    cmd.code =
+        a_.batch > 0 ? net::request_code::kSendBatchMessage : net::request_code::kSendMessageV2;
     cmd.language = "JAVA";
     cmd.version = 0;
     cmd.opaque = static_cast<int32_t>(s + 1);

@@ -551,7 +551,7 @@ io::Code Shard::append_pending(uint32_t slot, uint64_t tag, const engine::Messag
   if (!tags_code) {
     tags_code = engine::unit_tags_code(in.topic, in.properties, r->store_timestamp_ms, levels_);
   }
-  pending_[id] = PendingAppend{slot,   tag,       next,       r->size_bytes, r->store_timestamp_ms,
+  pending_[id] = PendingAppend{slot,   tag,        next,  r->size_bytes, r->store_timestamp_ms,
                                *queue, *tags_code, batch, batch_index};
   if (in.visible_at_ms != 0 && in.visible_at_ms > clock_->now_ms()) {  // plain: no clock read
     UMQ_ASSERT_MSG(r->store_timestamp_ms >= in.visible_at_ms,

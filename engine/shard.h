@@ -542,7 +542,7 @@ class Shard {
   std::vector<uint32_t> free_batches_;
   uint32_t open_batch_ = kNoBatch;  // the batch being appended (stalled on a busy log)
   uint32_t open_batch_next_ = 0;    // its next message to append
-  bool has_stalled_ = false;  // a request the log answered busy, retried first
+  bool has_stalled_ = false;        // a request the log answered busy, retried first
   uint32_t stalled_slot_ = 0;
   ShardRequest stalled_;
   std::vector<bool> notify_;                // sessions that got completions this iteration

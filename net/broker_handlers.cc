@@ -39,8 +39,7 @@ constexpr std::string_view kDlqPrefix = "%DLQ%";
 
 // SEND_MESSAGE_V2 abbreviates the SEND_MESSAGE header's field names to single letters.
 const std::string* send_field(const RemotingCommand& c, std::string_view v2, std::string_view v1) {
-  return c.code == req::kSendMessageV2 || c.code == req::kSendBatchMessage ? c.ext(v2)
-                                                                          : c.ext(v1);
+  return c.code == req::kSendMessageV2 || c.code == req::kSendBatchMessage ? c.ext(v2) : c.ext(v1);
 }
 
 // Java's TopicValidator: 1..127 characters of [%|a-zA-Z0-9_-].
@@ -358,8 +357,10 @@ std::optional<std::pair<int32_t, std::string>> BrokerReactor::pick_write_queue(
     created.name = topic;
     created.read_queue_nums = created.write_queue_nums = shape->write_queue_nums;
     if (io::Status s = topics_->put(created); !s.is_ok()) {
-      log_warn("topic " + topic + " was not added to the topic table (it works with the "
-               "defaults): " + s.to_string());
+      log_warn("topic " + topic +
+               " was not added to the topic table (it works with the "
+               "defaults): " +
+               s.to_string());
     } else {
       log_info("topic " + topic + " created by its first send (autoCreateTopicEnable), " +
                std::to_string(created.write_queue_nums) + " queues");
@@ -506,8 +507,8 @@ void BrokerReactor::handle_route(uint32_t conn, const RemotingCommand& request) 
   append_json_string(&body, config_.broker_name);
   body += ",\"readQueueNums\":" + std::to_string(shape->read_queue_nums) +
           ",\"writeQueueNums\":" + std::to_string(shape->write_queue_nums) +
-          ",\"perm\":" + std::to_string(shape->perm) + ",\"topicSysFlag\":" +
-          std::to_string(configured ? configured->topic_sys_flag : 0) +
+          ",\"perm\":" + std::to_string(shape->perm) +
+          ",\"topicSysFlag\":" + std::to_string(configured ? configured->topic_sys_flag : 0) +
           "}],\"brokerDatas\":[{\"cluster\":";
   append_json_string(&body, config_.cluster_name);
   body += ",\"brokerName\":";
@@ -632,9 +633,8 @@ void BrokerReactor::handle_send_batch(uint32_t conn, RemotingCommand& request,
     reply_code(conn, request, refused->first, std::move(refused->second));
     return free_op(index);
   }
-  submit(index, [&](uint64_t tag) {
-    return session_->send_batch_async(op.batch, op.batch_offsets, tag);
-  });
+  submit(index,
+         [&](uint64_t tag) { return session_->send_batch_async(op.batch, op.batch_offsets, tag); });
 }
 
 // Each message's record properties: its own (less the internal ones a client may not send) and
@@ -657,8 +657,8 @@ std::optional<std::pair<int32_t, std::string>> BrokerReactor::build_batch(
   for (size_t i = 0; i < batch_entries_.size(); i++) {
     const BatchEntry& e = batch_entries_[i];
     if (const char* why = engine::batch_property_refusal(e.properties)) {
-      return std::pair{rc::kMessageIllegal, "message " + std::to_string(i) + " of the batch: " +
-                                                why};
+      return std::pair{rc::kMessageIllegal,
+                       "message " + std::to_string(i) + " of the batch: " + why};
     }
     size_t size = e.properties.size();
     if (!views) {
@@ -678,10 +678,10 @@ std::optional<std::pair<int32_t, std::string>> BrokerReactor::build_batch(
       size = op.properties.size() - before;
     }
     if (size > kMaxClientPropertiesBytes) {
-      return std::pair{rc::kMessageIllegal,
-                       "message " + std::to_string(i) + " of the batch has " +
-                           std::to_string(size) + " bytes of properties, over the limit of " +
-                           std::to_string(kMaxClientPropertiesBytes)};
+      return std::pair{rc::kMessageIllegal, "message " + std::to_string(i) + " of the batch has " +
+                                                std::to_string(size) +
+                                                " bytes of properties, over the limit of " +
+                                                std::to_string(kMaxClientPropertiesBytes)};
     }
   }
   UMQ_ASSERT(views || op.properties.size() <= arena);  // the arena never moved
@@ -693,10 +693,10 @@ std::optional<std::pair<int32_t, std::string>> BrokerReactor::build_batch(
     m = op.message;
     m.flag = batch_entries_[i].flag;
     m.body = batch_entries_[i].body;
-    m.properties = views ? batch_entries_[i].properties
-                         : std::string_view(op.properties)
-                               .substr(batch_props_at_[i],
-                                       batch_props_at_[i + 1] - batch_props_at_[i]);
+    m.properties =
+        views ? batch_entries_[i].properties
+              : std::string_view(op.properties)
+                    .substr(batch_props_at_[i], batch_props_at_[i + 1] - batch_props_at_[i]);
   }
   return std::nullopt;
 }

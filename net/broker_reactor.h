@@ -265,13 +265,13 @@ class BrokerReactor {
   std::vector<uint32_t> free_ops_;
   uint32_t sends_in_flight_ = 0;
   int64_t next_sweep_ms_ = 0;
-  int64_t mono_ms_ = 0;             // monotonic ms, read once per turn of the loop
-  int64_t next_conn_sweep_ms_ = 0;  // monotonic: idle and incomplete-frame checks
-  uint64_t buffer_bytes_ = 0;       // all open connections' accounted_bytes together
-  uint64_t orphan_bytes_ = 0;       // reserved by ops whose connection closed
-  uint32_t kept_op_buffers_ = 0;    // free ops that keep a (small) data buffer
-  uint64_t refused_ = 0;            // connections refused at maxConnections, not yet logged
-  int64_t refusal_log_ms_ = 0;      // monotonic: next time a refusal count may be logged
+  int64_t mono_ms_ = 0;                    // monotonic ms, read once per turn of the loop
+  int64_t next_conn_sweep_ms_ = 0;         // monotonic: idle and incomplete-frame checks
+  uint64_t buffer_bytes_ = 0;              // all open connections' accounted_bytes together
+  uint64_t orphan_bytes_ = 0;              // reserved by ops whose connection closed
+  uint32_t kept_op_buffers_ = 0;           // free ops that keep a (small) data buffer
+  uint64_t refused_ = 0;                   // connections refused at maxConnections, not yet logged
+  int64_t refusal_log_ms_ = 0;             // monotonic: next time a refusal count may be logged
   std::unique_ptr<io::Disk> config_disk_;  // the topic table's files (this thread's)
   std::unique_ptr<TopicTable> topics_;
   engine::HostAddress store_host_;

@@ -109,7 +109,9 @@ io::Result<std::unique_ptr<TopicTable>> TopicTable::open(io::Disk& disk, io::Clo
   return t;
 }
 
-std::string TopicTable::path() const { return io::path_join(dir_, kFileName); }
+std::string TopicTable::path() const {
+  return io::path_join(dir_, kFileName);
+}
 
 const TopicConfig* TopicTable::find(std::string_view name) const {
   auto it = table_.find(name);
@@ -120,8 +122,7 @@ io::Status TopicTable::put(const TopicConfig& config) {
   auto it = table_.find(config.name);
   if (it != table_.end() && it->second == config) return io::Status::ok();
   if (it == table_.end() && table_.size() >= kMaxTopics) {
-    return io::Status::error(io::Code::busy, "the topic table holds " +
-                                                 std::to_string(kMaxTopics) +
+    return io::Status::error(io::Code::busy, "the topic table holds " + std::to_string(kMaxTopics) +
                                                  " topics, its limit: topic " + config.name +
                                                  " was not created");
   }
@@ -135,8 +136,8 @@ io::Status TopicTable::put(const TopicConfig& config) {
 io::Status TopicTable::erase(std::string_view name) {
   auto it = table_.find(name);
   if (it == table_.end()) {
-    return io::Status::error(io::Code::not_found, "topic " + std::string(name) + " is not in " +
-                                                      "the topic table");
+    return io::Status::error(io::Code::not_found,
+                             "topic " + std::string(name) + " is not in " + "the topic table");
   }
   std::map<std::string, TopicConfig, std::less<>> next = table_;
   next.erase(std::string(name));
@@ -151,11 +152,12 @@ void append_topic(std::string* out, const TopicConfig& c) {
   append_json_string(out, c.name);
   *out += ":{\"topicName\":";
   append_json_string(out, c.name);
-  *out += ",\"readQueueNums\":" + std::to_string(c.read_queue_nums) +
-          ",\"writeQueueNums\":" + std::to_string(c.write_queue_nums) +
-          ",\"perm\":" + std::to_string(c.perm) +
-          ",\"topicFilterType\":\"SINGLE_TAG\",\"topicSysFlag\":" +
-          std::to_string(c.topic_sys_flag) + ",\"order\":" + (c.order ? "true" : "false") + "}";
+  *out +=
+      ",\"readQueueNums\":" + std::to_string(c.read_queue_nums) +
+      ",\"writeQueueNums\":" + std::to_string(c.write_queue_nums) +
+      ",\"perm\":" + std::to_string(c.perm) +
+      ",\"topicFilterType\":\"SINGLE_TAG\",\"topicSysFlag\":" + std::to_string(c.topic_sys_flag) +
+      ",\"order\":" + (c.order ? "true" : "false") + "}";
 }
 
 std::string table_json(const std::map<std::string, TopicConfig, std::less<>>& table,
@@ -174,7 +176,9 @@ std::string table_json(const std::map<std::string, TopicConfig, std::less<>>& ta
 
 }  // namespace
 
-std::string TopicTable::to_json() const { return table_json(table_, counter_, timestamp_ms_); }
+std::string TopicTable::to_json() const {
+  return table_json(table_, counter_, timestamp_ms_);
+}
 
 // Never rewritten in place: temp file, fdatasync, rename, directory fsync.
 io::Status TopicTable::persist(const std::map<std::string, TopicConfig, std::less<>>& table,

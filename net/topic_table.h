@@ -65,13 +65,12 @@ class TopicTable {
 
   // Parses a table's JSON; `source` names it in errors.
   static io::Result<std::map<std::string, TopicConfig, std::less<>>> parse(std::string_view json,
-                                                                          std::string_view source);
+                                                                           std::string_view source);
 
  private:
   TopicTable(io::Disk& disk, io::Clock& clock, std::string dir)
       : disk_(disk), clock_(clock), dir_(std::move(dir)) {}
-  io::Status persist(const std::map<std::string, TopicConfig, std::less<>>& table,
-                     int64_t counter);
+  io::Status persist(const std::map<std::string, TopicConfig, std::less<>>& table, int64_t counter);
   io::Disk& disk_;
   io::Clock& clock_;
   std::string dir_;

@@ -82,10 +82,12 @@ const char* batch_property_refusal(std::string_view properties) {
     if (name == kPropertyDelayTimeLevel && parse_decimal(value, &level) && level > 0) {
       refusal = "a delay level (DELAY) is not supported for batching";
     } else if (is_timer_input_property(name)) {
-      refusal = "a timer property (TIMER_DELAY_SEC, TIMER_DELAY_MS, TIMER_DELIVER_MS, "
-                "__STARTDELIVERTIME) is not supported for batching";
+      refusal =
+          "a timer property (TIMER_DELAY_SEC, TIMER_DELAY_MS, TIMER_DELIVER_MS, "
+          "__STARTDELIVERTIME) is not supported for batching";
     } else if (name == kPropertyTimerCancelKey || name == kPropertyTimerDelUniqKey) {
-      refusal = "a timer cancel (__UMQ_CANCEL_KEY, TIMER_DEL_UNIQKEY) is not supported for batching";
+      refusal =
+          "a timer cancel (__UMQ_CANCEL_KEY, TIMER_DEL_UNIQKEY) is not supported for batching";
     }
   });
   return refusal;

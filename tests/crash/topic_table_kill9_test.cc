@@ -109,39 +109,39 @@ TEST(TopicTableKill9Test, AcknowledgedChangesSurviveKill9) {
     for (int i = 0; i < 10; i++) {
       const std::string topic = "T" + std::to_string((cycle * 10 + i) % 7);
       if (i == 5 && acked.count(topic) > 0) {
-        auto r = testing::call(**client, testing::request(req::kDeleteTopicInBroker,
-                                                          {{"topic", topic}}));
+        auto r = testing::call(**client,
+                               testing::request(req::kDeleteTopicInBroker, {{"topic", topic}}));
         ASSERT_EQ(r.command.code, rc::kSuccess) << testing::remark(r);
         acked.erase(topic);
         continue;
       }
       const int write = 1 + (cycle * 10 + i) % 16;
       const int perm = i % 3 == 0 ? 4 : 6;
-      auto r = testing::call(
-          **client, testing::request(req::kUpdateAndCreateTopic,
-                                     {{"topic", topic}, {"readQueueNums", "16"},
-                                      {"writeQueueNums", std::to_string(write)},
-                                      {"perm", std::to_string(perm)},
-                                      {"topicFilterType", "SINGLE_TAG"}}));
+      auto r = testing::call(**client, testing::request(req::kUpdateAndCreateTopic,
+                                                        {{"topic", topic},
+                                                         {"readQueueNums", "16"},
+                                                         {"writeQueueNums", std::to_string(write)},
+                                                         {"perm", std::to_string(perm)},
+                                                         {"topicFilterType", "SINGLE_TAG"}}));
       ASSERT_EQ(r.command.code, rc::kSuccess) << testing::remark(r);
       acked[topic] = {16, write, perm};
     }
     // The route follows the table; an unknown topic has none (autoCreateTopicEnable=false).
     const auto& [name, nums] = *acked.begin();
-    auto route = testing::call(**client, testing::request(req::kGetRouteInfoByTopic,
-                                                          {{"topic", name}}));
+    auto route =
+        testing::call(**client, testing::request(req::kGetRouteInfoByTopic, {{"topic", name}}));
     ASSERT_EQ(route.command.code, rc::kSuccess);
     EXPECT_NE(route.body.find("\"writeQueueNums\":" + std::to_string(std::get<1>(nums))),
               std::string::npos)
         << route.body;
-    auto none = testing::call(**client, testing::request(req::kGetRouteInfoByTopic,
-                                                         {{"topic", "Unknown"}}));
+    auto none = testing::call(**client,
+                              testing::request(req::kGetRouteInfoByTopic, {{"topic", "Unknown"}}));
     EXPECT_EQ(none.command.code, rc::kTopicNotExist);
     // Odd cycles: one more change in flight at the kill (either outcome is fine; it must load).
     if (cycle % 2 == 1) {
-      auto cmd = testing::request(req::kUpdateAndCreateTopic,
-                                  {{"topic", "InFlight"}, {"readQueueNums", "4"},
-                                   {"writeQueueNums", "4"}, {"perm", "6"}});
+      auto cmd = testing::request(
+          req::kUpdateAndCreateTopic,
+          {{"topic", "InFlight"}, {"readQueueNums", "4"}, {"writeQueueNums", "4"}, {"perm", "6"}});
       ASSERT_TRUE((*client)->send(cmd, {}).is_ok());
     }
     broker.kill9();

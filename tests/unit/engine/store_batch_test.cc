@@ -65,8 +65,7 @@ std::vector<std::pair<std::string, int>> read_queue(Session& s, int32_t queue) {
   testing::pull_to_end(s, kTopic, queue, &next, [&](const engine::MessageView& v) {
     auto b = engine::find_property(v.user_properties, "B");
     auto i = engine::find_property(v.user_properties, "I");
-    out.emplace_back(b ? std::string(*b) : std::string(),
-                     i ? std::stoi(std::string(*i)) : -1);
+    out.emplace_back(b ? std::string(*b) : std::string(), i ? std::stoi(std::string(*i)) : -1);
     if (b) {
       EXPECT_EQ(std::string(reinterpret_cast<const char*>(v.body.data()), v.body.size()),
                 std::string(*b) + "-" + std::string(*i));
@@ -135,8 +134,8 @@ TEST(StoreBatchTest, NothingComesBetweenABatchsRecords) {
     const auto& [batch, i] = records[at];
     if (batch.empty()) continue;
     if (i == 0) first[batch] = at;
-    ASSERT_EQ(at, first[batch] + i) << "batch " << batch << " message " << i
-                                    << " is not next to its batch's previous one";
+    ASSERT_EQ(at, first[batch] + i)
+        << "batch " << batch << " message " << i << " is not next to its batch's previous one";
   }
   EXPECT_EQ(first.size(), 20u);
   EXPECT_GT(records.size(), 20u * 512) << "the other session's sends never interleaved";
@@ -155,9 +154,10 @@ TEST(StoreBatchTest, ABatchThatCannotBeStoredWholeStoresNothing) {
   Session& s = **session;
   Batch mixed(4, "m");
   mixed.messages[2].queue_id = 1;
-  EXPECT_EQ(s.send_batch_async(mixed.messages, mixed.offsets, 1).code(), io::Code::invalid_argument);
-  for (std::string_view prop : {"DELAY", "TIMER_DELAY_MS", "TIMER_DELIVER_MS", "__UMQ_CANCEL_KEY",
-                                "TIMER_DEL_UNIQKEY"}) {
+  EXPECT_EQ(s.send_batch_async(mixed.messages, mixed.offsets, 1).code(),
+            io::Code::invalid_argument);
+  for (std::string_view prop :
+       {"DELAY", "TIMER_DELAY_MS", "TIMER_DELIVER_MS", "__UMQ_CANCEL_KEY", "TIMER_DEL_UNIQKEY"}) {
     Batch timed(4, "t");
     engine::append_property(timed.props[3], prop, "3");
     timed.messages[3].properties = timed.props[3];

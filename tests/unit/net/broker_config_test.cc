@@ -169,8 +169,7 @@ TEST(BrokerConfigTest, AutoCreateTopicEnableIsABoolean) {
   ASSERT_TRUE(off.is_ok()) << off.status().to_string();
   EXPECT_FALSE(off->auto_create_topic_enable);
   EXPECT_TRUE(off->ignored_keys.empty());
-  EXPECT_NE(describe_broker_config(*off).find("autoCreateTopicEnable=false\n"),
-            std::string::npos);
+  EXPECT_NE(describe_broker_config(*off).find("autoCreateTopicEnable=false\n"), std::string::npos);
   EXPECT_FALSE(parse_broker_config("autoCreateTopicEnable=yes", "f").is_ok());
 }
 

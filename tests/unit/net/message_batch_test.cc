@@ -15,8 +15,8 @@ namespace uringmq::net {
 namespace {
 
 // One entry as MessageDecoder.encodeMessage writes it (MAGICCODE 0, BODYCRC 0).
-void append_entry(std::string* out, int32_t flag, const std::string& body,
-                  const std::string& props, uint32_t magic = 0) {
+void append_entry(std::string* out, int32_t flag, const std::string& body, const std::string& props,
+                  uint32_t magic = 0) {
   std::string e(kBatchEntryFixedBytes + body.size() + props.size(), '\0');
   auto* p = reinterpret_cast<std::byte*>(e.data());
   engine::put_u32(p, static_cast<uint32_t>(e.size()));
@@ -41,7 +41,7 @@ std::string text(std::span<const std::byte> b) {
 TEST(MessageBatchTest, DecodesEveryMessageWithItsFlagBodyAndProperties) {
   std::string body;
   append_entry(&body, 7, "first body", "KEYS\x01k1\x02UNIQ_KEY\x01U1\x02");
-  append_entry(&body, 0, "", "UNIQ_KEY\x01U2\x02");  // an empty body
+  append_entry(&body, 0, "", "UNIQ_KEY\x01U2\x02");     // an empty body
   append_entry(&body, -1, std::string(1000, 'x'), "");  // no properties
   std::vector<BatchEntry> out;
   io::Status s = decode_message_batch(bytes(body), 16, &out);
@@ -59,8 +59,12 @@ TEST(MessageBatchTest, DecodesEveryMessageWithItsFlagBodyAndProperties) {
 
 TEST(MessageBatchTest, EveryTruncationIsRefused) {
   std::string body;
-  append_entry(&body, 1, "abc", "A\x01" "1");
-  append_entry(&body, 2, "defgh", "B\x01" "2");
+  append_entry(&body, 1, "abc",
+               "A\x01"
+               "1");
+  append_entry(&body, 2, "defgh",
+               "B\x01"
+               "2");
   std::vector<BatchEntry> out;
   for (size_t cut = 1; cut < body.size(); cut++) {
     if (cut == kBatchEntryFixedBytes + 3 + 3) continue;  // a whole first entry: a valid batch
@@ -74,7 +78,9 @@ TEST(MessageBatchTest, EveryTruncationIsRefused) {
 
 TEST(MessageBatchTest, LengthsThatDisagreeAreRefusedNamingTheField) {
   std::string good;
-  append_entry(&good, 1, "abc", "A\x01" "1");
+  append_entry(&good, 1, "abc",
+               "A\x01"
+               "1");
   std::vector<BatchEntry> out;
   std::string body = good;  // BODY LEN past TOTALSIZE
   engine::put_u32(reinterpret_cast<std::byte*>(body.data()) + 16, 100);

@@ -99,7 +99,7 @@ TEST(TopicTableTest, ADamagedFileIsAClearErrorNamingIt) {
   io::ManualClock clock;
   for (std::string_view text :
        {std::string_view("{\"topicConfigTable\":{\"A\":{\"readQueueNums\":8"),  // torn
-        std::string_view("{\"dataVersion\":{}}"),                              // no table
+        std::string_view("{\"dataVersion\":{}}"),                               // no table
         std::string_view("{\"topicConfigTable\":{\"A\":{\"readQueueNums\":8,"
                          "\"writeQueueNums\":-1,\"perm\":6}}}")}) {
     io::SimDisk disk(io::SimDiskOptions{.seed = 1});
