@@ -5,6 +5,8 @@
 //   remoting    SEND_MESSAGE_V2 (code 310) to a uringmq-broker (or any RocketMQ 4.x broker),
 //               JSON header with the ali-ons ext fields a..k, --message-bytes body; a reply with
 //               code 0 counts, any other code is an error (its remark is reported).
+//               With --batch N: SEND_BATCH_MESSAGE (320) of N messages per request (the Java
+//               client's MessageBatch body), a reply counting N messages.
 //   redis       RESP `ZADD <key> <score> <member>`, member --message-bytes long and unique;
 //               ":1" counts, anything else is an error.
 //   beanstalkd  `put 0 0 60 <bytes>\r\n<body>\r\n`; "INSERTED <id>" counts, anything else is
