@@ -328,6 +328,12 @@ std::optional<TopicShape> BrokerReactor::topic_shape(std::string_view topic) con
   return TopicShape{n, n, kPermReadWrite, false};
 }
 
+io::Status BrokerReactor::put_topic(const TopicConfig& config) {
+  io::Result<io::Disk*> disk = config_disk();
+  if (!disk.is_ok()) return disk.status();
+  return topics_->put(**disk, config);
+}
+
 std::optional<std::pair<int32_t, std::string>> BrokerReactor::pick_write_queue(
     const std::string& topic, int64_t* queue_id) {
   const std::optional<TopicShape> shape = topic_shape(topic);
@@ -356,7 +362,7 @@ std::optional<std::pair<int32_t, std::string>> BrokerReactor::pick_write_queue(
     TopicConfig created;
     created.name = topic;
     created.read_queue_nums = created.write_queue_nums = shape->write_queue_nums;
-    if (io::Status s = topics_->put(created); !s.is_ok()) {
+    if (io::Status s = put_topic(created); !s.is_ok()) {
       log_warn("topic " + topic +
                " was not added to the topic table (it works with the "
                "defaults): " +
@@ -454,7 +460,7 @@ void BrokerReactor::handle_create_topic(uint32_t conn, const RemotingCommand& re
   c.topic_sys_flag = sys_flag;
   const std::string* order = request.ext("order");
   c.order = order != nullptr && *order == "true";
-  if (io::Status s = topics_->put(c); !s.is_ok()) {
+  if (io::Status s = put_topic(c); !s.is_ok()) {
     return reply_code(conn, request, rc::kSystemError, s.message());
   }
   log_info("topic " + c.name + " configured: readQueueNums " + std::to_string(c.read_queue_nums) +
@@ -476,7 +482,8 @@ void BrokerReactor::handle_delete_topic(uint32_t conn, const RemotingCommand& re
     return reply_code(conn, request, rc::kNoPermission,
                       "the topic[" + *topic + "] is internal to the broker");
   }
-  io::Status s = topics_->erase(*topic);
+  io::Result<io::Disk*> disk = config_disk();
+  io::Status s = disk.is_ok() ? topics_->erase(**disk, *topic) : disk.status();
   if (!s.is_ok() && s.code() != io::Code::not_found) {  // absent: nothing to do, as Java
     return reply_code(conn, request, rc::kSystemError, s.message());
   }

@@ -199,6 +199,10 @@ class BrokerReactor {
   // The topic's configuration: its table entry, or the implicit one (a %RETRY% or %DLQ% topic:
   // 1 queue; another: defaultTopicQueueNums when autoCreateTopicEnable); nullopt: unknown.
   std::optional<TopicShape> topic_shape(std::string_view topic) const;
+  io::Result<std::unique_ptr<io::Disk>> make_config_disk() const;
+  io::Result<io::Disk*> config_disk();
+  // Adds or replaces a topic in the table (persisted first).
+  io::Status put_topic(const TopicConfig& config);
   // A send's topic and queue checked (known or created, writable, queue in range) and a queue
   // picked when queue_id < 0; the refusal's code and remark otherwise.
   std::optional<std::pair<int32_t, std::string>> pick_write_queue(const std::string& topic,
@@ -265,14 +269,16 @@ class BrokerReactor {
   std::vector<uint32_t> free_ops_;
   uint32_t sends_in_flight_ = 0;
   int64_t next_sweep_ms_ = 0;
-  int64_t mono_ms_ = 0;                    // monotonic ms, read once per turn of the loop
-  int64_t next_conn_sweep_ms_ = 0;         // monotonic: idle and incomplete-frame checks
-  uint64_t buffer_bytes_ = 0;              // all open connections' accounted_bytes together
-  uint64_t orphan_bytes_ = 0;              // reserved by ops whose connection closed
-  uint32_t kept_op_buffers_ = 0;           // free ops that keep a (small) data buffer
-  uint64_t refused_ = 0;                   // connections refused at maxConnections, not yet logged
-  int64_t refusal_log_ms_ = 0;             // monotonic: next time a refusal count may be logged
-  std::unique_ptr<io::Disk> config_disk_;  // the topic table's files (this thread's)
+  int64_t mono_ms_ = 0;             // monotonic ms, read once per turn of the loop
+  int64_t next_conn_sweep_ms_ = 0;  // monotonic: idle and incomplete-frame checks
+  uint64_t buffer_bytes_ = 0;       // all open connections' accounted_bytes together
+  uint64_t orphan_bytes_ = 0;       // reserved by ops whose connection closed
+  uint32_t kept_op_buffers_ = 0;    // free ops that keep a (small) data buffer
+  uint64_t refused_ = 0;            // connections refused at maxConnections, not yet logged
+  int64_t refusal_log_ms_ = 0;      // monotonic: next time a refusal count may be logged
+  // The topic table's changes: a disk of the reactor thread, made at the first change (an
+  // io_uring disk belongs to the thread that first submits to it).
+  std::unique_ptr<io::Disk> config_disk_;
   std::unique_ptr<TopicTable> topics_;
   engine::HostAddress store_host_;
   std::string advertised_;  // "ip:port" put in routes

@@ -78,7 +78,7 @@ io::Result<std::unique_ptr<TopicTable>> TopicTable::open(io::Disk& disk, io::Clo
                                                          std::string dir) {
   UMQ_RETURN_IF_ERROR(disk.make_dir(dir));
   UMQ_RETURN_IF_ERROR(io::sync_dir(disk, io::dir_name(dir)));  // the directory's own entry
-  std::unique_ptr<TopicTable> t(new TopicTable(disk, clock, std::move(dir)));
+  std::unique_ptr<TopicTable> t(new TopicTable(clock, std::move(dir)));
   const std::string path = t->path();
   io::Result<bool> exists = disk.exists(path);
   if (!exists.is_ok()) return exists.status();
@@ -118,7 +118,7 @@ const TopicConfig* TopicTable::find(std::string_view name) const {
   return it == table_.end() ? nullptr : &it->second;
 }
 
-io::Status TopicTable::put(const TopicConfig& config) {
+io::Status TopicTable::put(io::Disk& disk, const TopicConfig& config) {
   auto it = table_.find(config.name);
   if (it != table_.end() && it->second == config) return io::Status::ok();
   if (it == table_.end() && table_.size() >= kMaxTopics) {
@@ -128,12 +128,12 @@ io::Status TopicTable::put(const TopicConfig& config) {
   }
   std::map<std::string, TopicConfig, std::less<>> next = table_;
   next[config.name] = config;
-  UMQ_RETURN_IF_ERROR(persist(next, counter_ + 1));
+  UMQ_RETURN_IF_ERROR(persist(disk, next, counter_ + 1));
   table_ = std::move(next);
   return io::Status::ok();
 }
 
-io::Status TopicTable::erase(std::string_view name) {
+io::Status TopicTable::erase(io::Disk& disk, std::string_view name) {
   auto it = table_.find(name);
   if (it == table_.end()) {
     return io::Status::error(io::Code::not_found,
@@ -141,7 +141,7 @@ io::Status TopicTable::erase(std::string_view name) {
   }
   std::map<std::string, TopicConfig, std::less<>> next = table_;
   next.erase(std::string(name));
-  UMQ_RETURN_IF_ERROR(persist(next, counter_ + 1));
+  UMQ_RETURN_IF_ERROR(persist(disk, next, counter_ + 1));
   table_ = std::move(next);
   return io::Status::ok();
 }
@@ -181,21 +181,22 @@ std::string TopicTable::to_json() const {
 }
 
 // Never rewritten in place: temp file, fdatasync, rename, directory fsync.
-io::Status TopicTable::persist(const std::map<std::string, TopicConfig, std::less<>>& table,
+io::Status TopicTable::persist(io::Disk& disk,
+                               const std::map<std::string, TopicConfig, std::less<>>& table,
                                int64_t counter) {
   const int64_t now = clock_.now_ms();
   const std::string text = table_json(table, counter, now);
   const std::string tmp = path() + ".tmp";
-  io::Result<bool> stale = disk_.exists(tmp);
+  io::Result<bool> stale = disk.exists(tmp);
   if (!stale.is_ok()) return stale.status();
-  if (*stale) UMQ_RETURN_IF_ERROR(disk_.remove(tmp));
-  io::Result<io::FileHandle> file = disk_.open(tmp, io::OpenMode::create_exclusive);
+  if (*stale) UMQ_RETURN_IF_ERROR(disk.remove(tmp));
+  io::Result<io::FileHandle> file = disk.open(tmp, io::OpenMode::create_exclusive);
   if (!file.is_ok()) return file.status();
-  io::Status s = io::write_exact(disk_, *file, 0, std::as_bytes(std::span(text)), tmp);
-  if (s.is_ok()) s = io::fdatasync_sync(disk_, *file, tmp);
-  disk_.close(*file);
-  if (s.is_ok()) s = disk_.rename(tmp, path());
-  if (s.is_ok()) s = io::sync_dir(disk_, dir_);
+  io::Status s = io::write_exact(disk, *file, 0, std::as_bytes(std::span(text)), tmp);
+  if (s.is_ok()) s = io::fdatasync_sync(disk, *file, tmp);
+  disk.close(*file);
+  if (s.is_ok()) s = disk.rename(tmp, path());
+  if (s.is_ok()) s = io::sync_dir(disk, dir_);
   if (!s.is_ok()) {
     return io::Status::error(s.code(), "writing the topic table " + path() + ": " + s.message());
   }

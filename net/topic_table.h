@@ -12,7 +12,9 @@
 // leftover .tmp (a crash mid-write) is ignored and replaced.
 // Changes are rare (admin commands, a topic's first send): they are written synchronously on the
 // caller's thread, one fdatasync and one directory fsync each.
-// Threading: one thread (the broker's reactor), which owns `disk`.
+// Threading: one thread at a time. The disk is passed to each call rather than kept: an io_uring
+// disk belongs to the thread that first uses it, and the broker loads the table on the thread
+// that opens it but changes it on the reactor's.
 
 #include <cstdint>
 #include <map>
@@ -48,16 +50,17 @@ struct TopicConfig {
 class TopicTable {
  public:
   inline static constexpr std::string_view kFileName = "topics.json";
-  // Loads <dir>/topics.json (creating dir; no file: an empty table). A file that is not a valid
-  // table is corruption naming the file and what is wrong: the broker does not start on it.
+  // Loads <dir>/topics.json (creating dir; no file: an empty table) through `disk`. A file that
+  // is not a valid table is corruption naming the file and what is wrong: the broker does not
+  // start on it.
   static io::Result<std::unique_ptr<TopicTable>> open(io::Disk& disk, io::Clock& clock,
                                                       std::string dir);
 
   const TopicConfig* find(std::string_view name) const;
-  // Adds or replaces a topic, persisted before it returns ok.
-  io::Status put(const TopicConfig& config);
+  // Adds or replaces a topic, persisted through `disk` before it returns ok.
+  io::Status put(io::Disk& disk, const TopicConfig& config);
   // Removes a topic, persisted before it returns ok; not_found when there is none.
-  io::Status erase(std::string_view name);
+  io::Status erase(io::Disk& disk, std::string_view name);
   size_t size() const { return table_.size(); }
   // TopicConfigSerializeWrapper JSON (the file's contents).
   std::string to_json() const;
@@ -68,10 +71,9 @@ class TopicTable {
                                                                            std::string_view source);
 
  private:
-  TopicTable(io::Disk& disk, io::Clock& clock, std::string dir)
-      : disk_(disk), clock_(clock), dir_(std::move(dir)) {}
-  io::Status persist(const std::map<std::string, TopicConfig, std::less<>>& table, int64_t counter);
-  io::Disk& disk_;
+  TopicTable(io::Clock& clock, std::string dir) : clock_(clock), dir_(std::move(dir)) {}
+  io::Status persist(io::Disk& disk, const std::map<std::string, TopicConfig, std::less<>>& table,
+                     int64_t counter);
   io::Clock& clock_;
   std::string dir_;
   std::map<std::string, TopicConfig, std::less<>> table_;

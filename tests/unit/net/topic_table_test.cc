@@ -39,12 +39,12 @@ TEST(TopicTableTest, PersistsAndReloads) {
     auto t = open_table(disk, clock);
     ASSERT_NE(t, nullptr);
     EXPECT_EQ(t->size(), 0u);
-    ASSERT_TRUE(t->put(topic("A", 8, 8, 6)).is_ok());
-    ASSERT_TRUE(t->put(topic("B", 4, 2, 4)).is_ok());
-    ASSERT_TRUE(t->put(topic("A", 8, 2, 6)).is_ok());  // a change
-    ASSERT_TRUE(t->put(topic("C", 1, 1, 2)).is_ok());
-    ASSERT_TRUE(t->erase("C").is_ok());
-    EXPECT_EQ(t->erase("C").code(), io::Code::not_found);
+    ASSERT_TRUE(t->put(disk, topic("A", 8, 8, 6)).is_ok());
+    ASSERT_TRUE(t->put(disk, topic("B", 4, 2, 4)).is_ok());
+    ASSERT_TRUE(t->put(disk, topic("A", 8, 2, 6)).is_ok());  // a change
+    ASSERT_TRUE(t->put(disk, topic("C", 1, 1, 2)).is_ok());
+    ASSERT_TRUE(t->erase(disk, "C").is_ok());
+    EXPECT_EQ(t->erase(disk, "C").code(), io::Code::not_found);
   }
   auto t = open_table(disk, clock);
   ASSERT_NE(t, nullptr);
@@ -82,7 +82,7 @@ TEST(TopicTableTest, SurvivesPowerLossAndKill9) {
           EXPECT_EQ(c->write_queue_nums, acked) << "seed " << seed;
         }
         for (int i = 0; i < 3; i++) {
-          ASSERT_TRUE(t->put(topic("T", 16, acked + 1, 6)).is_ok());
+          ASSERT_TRUE(t->put(disk, topic("T", 16, acked + 1, 6)).is_ok());
           acked++;
         }
       }
@@ -122,9 +122,9 @@ TEST(TopicTableTest, AFailedWriteLeavesTheTableAsItWas) {
   io::ManualClock clock;
   auto t = open_table(disk, clock);
   ASSERT_NE(t, nullptr);
-  ASSERT_TRUE(t->put(topic("A", 8, 8, 6)).is_ok());
+  ASSERT_TRUE(t->put(disk, topic("A", 8, 8, 6)).is_ok());
   disk.fail_next(io::OpKind::fdatasync, EIO);
-  io::Status s = t->put(topic("A", 8, 1, 6));
+  io::Status s = t->put(disk, topic("A", 8, 1, 6));
   ASSERT_FALSE(s.is_ok());
   EXPECT_NE(s.message().find("topics.json"), std::string::npos) << s.message();
   EXPECT_EQ(t->find("A")->write_queue_nums, 8);
