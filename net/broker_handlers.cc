@@ -415,6 +415,10 @@ void BrokerReactor::handle(uint32_t conn, RemotingCommand& request,
       return handle_delete_topic(conn, request);
     case req::kGetAllTopicConfig:
       return handle_all_topic_config(conn, request);
+    case req::kGetBrokerClusterInfo:
+      return handle_cluster_info(conn, request);
+    case req::kDeleteTopicInNamesrv:  // routes come from the broker's table: nothing to delete
+      return reply_code(conn, request, rc::kSuccess, {});
     default:
       return reply_code(conn, request, rc::kRequestCodeNotSupported,
                         "request type " + std::to_string(request.code) + " not supported");
@@ -493,6 +497,25 @@ void BrokerReactor::handle_delete_topic(uint32_t conn, const RemotingCommand& re
 
 void BrokerReactor::handle_all_topic_config(uint32_t conn, const RemotingCommand& request) {
   const std::string body = topics_->to_json();
+  reply(conn, make_response(request, rc::kSuccess), std::as_bytes(std::span(body)));
+}
+
+// ---- NameServer: GET_BROKER_CLUSTER_INFO (mqadmin finds the broker of a cluster by it) ----
+
+void BrokerReactor::handle_cluster_info(uint32_t conn, const RemotingCommand& request) {
+  std::string body = "{\"brokerAddrTable\":{";
+  append_json_string(&body, config_.broker_name);
+  body += ":{\"cluster\":";
+  append_json_string(&body, config_.cluster_name);
+  body += ",\"brokerName\":";
+  append_json_string(&body, config_.broker_name);
+  body += ",\"brokerAddrs\":{\"0\":";
+  append_json_string(&body, advertised_);
+  body += "}}},\"clusterAddrTable\":{";
+  append_json_string(&body, config_.cluster_name);
+  body += ":[";
+  append_json_string(&body, config_.broker_name);
+  body += "]}}";
   reply(conn, make_response(request, rc::kSuccess), std::as_bytes(std::span(body)));
 }
 

@@ -196,6 +196,7 @@ class BrokerReactor {
   void handle_create_topic(uint32_t conn, const RemotingCommand& request);
   void handle_delete_topic(uint32_t conn, const RemotingCommand& request);
   void handle_all_topic_config(uint32_t conn, const RemotingCommand& request);
+  void handle_cluster_info(uint32_t conn, const RemotingCommand& request);
   // The topic's configuration: its table entry, or the implicit one (a %RETRY% or %DLQ% topic:
   // 1 queue; another: defaultTopicQueueNums when autoCreateTopicEnable); nullopt: unknown.
   std::optional<TopicShape> topic_shape(std::string_view topic) const;

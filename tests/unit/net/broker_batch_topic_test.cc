@@ -198,5 +198,24 @@ TEST(BrokerTopicTest, AFirstSendAddsTheTopicToTheTable) {
       << all.body;
 }
 
+// mqadmin's deleteTopic -c <cluster> finds the broker by the cluster info, then deletes the
+// topic in it and in the NameServer.
+TEST(BrokerTopicTest, ClusterInfoNamesThisBroker) {
+  TempDir dir;
+  RunningBroker broker(dir.path());
+  auto client = broker.client();
+  RemotingResponse info = call(*client, request(req::kGetBrokerClusterInfo));
+  ASSERT_EQ(info.command.code, rc::kSuccess);
+  auto doc = parse_json(info.body);
+  ASSERT_TRUE(doc.is_ok()) << info.body;
+  const JsonValue* b = doc->find("brokerAddrTable")->find("broker-a");
+  ASSERT_NE(b, nullptr) << info.body;
+  EXPECT_EQ(b->find("brokerAddrs")->find("0")->text(),
+            "127.0.0.1:" + std::to_string(broker.port()));
+  EXPECT_EQ(doc->find("clusterAddrTable")->find("DefaultCluster")->items()[0].text(), "broker-a");
+  EXPECT_EQ(call(*client, request(req::kDeleteTopicInNamesrv, {{"topic", "T"}})).command.code,
+            rc::kSuccess);
+}
+
 }  // namespace
 }  // namespace uringmq::net
