@@ -632,7 +632,9 @@ void Shard::batch_acked(const PendingAppend& pending, uint64_t log_offset, bool 
     b.first_queue_offset = pending.queue_offset;
     b.first_store_timestamp_ms = pending.store_timestamp_ms;
   }
-  b.size_bytes += pending.size_bytes;
+  // Saturates: an embedder's batch may pass 4 GiB (the broker's stays within maxMessageSize).
+  b.size_bytes = pending.size_bytes > UINT32_MAX - b.size_bytes ? UINT32_MAX
+                                                                : b.size_bytes + pending.size_bytes;
   if (!ok) b.code = io::Code::fail_stopped;
   b.acks_left--;
   finish_batch(pending.batch);

@@ -131,13 +131,13 @@ class Session {
   // queue_id), stored as one record each at consecutive queue offsets (no other append to that
   // queue comes between them) and acknowledged together: one completion once every record is
   // acknowledged (durable under SYNC_FLUSH), with offset, queue_offset and store_timestamp_ms
-  // of the first, message_count and size_bytes of all; offsets_out[i] receives message i's
-  // store-wide offset. The messages, their memory and offsets_out must stay valid until the
-  // completion. invalid_argument (nothing stored): no message, more than kMaxBatchMessages,
-  // mixed queues, offsets_out shorter than the batch, or a message with a delay level, a timer
-  // or a timer-cancel property (batches are never delayed, as in RocketMQ). too_large: one
-  // message over the limits (nothing stored). A failure after part of the batch was appended
-  // (no_space, fail_stopped) is that code; the records before it stay (at least once).
+  // of the first, message_count and size_bytes of all (at most UINT32_MAX); offsets_out[i]
+  // receives message i's store-wide offset. The messages, their memory and offsets_out must stay
+  // valid until the completion. invalid_argument (nothing stored): no message, more than
+  // kMaxBatchMessages, mixed queues, offsets_out shorter than the batch, or a message with a delay
+  // level, a timer or a timer-cancel property (batches are never delayed, as in RocketMQ).
+  // too_large: one message over the limits (nothing stored). A failure after part of the batch was
+  // appended (no_space, fail_stopped) is that code; the records before it stay (at least once).
   io::Status send_batch_async(std::span<const Message> messages, std::span<uint64_t> offsets_out,
                               uint64_t tag);
   // Queues a read of `size_bytes` at a store-wide offset into dest (valid until completion).
