@@ -5,6 +5,8 @@
 //   remoting    SEND_MESSAGE_V2 (code 310) to a uringmq-broker (or any RocketMQ 4.x broker),
 //               JSON header with the ali-ons ext fields a..k, --message-bytes body; a reply with
 //               code 0 counts, any other code is an error (its remark is reported).
+//               With --batch N: SEND_BATCH_MESSAGE (320) of N messages per request (the Java
+//               client's MessageBatch body), a reply counting N messages.
 //   redis       RESP `ZADD <key> <score> <member>`, member --message-bytes long and unique;
 //               ":1" counts, anything else is an error.
 //   beanstalkd  `put 0 0 60 <bytes>\r\n<body>\r\n`; "INSERTED <id>" counts, anything else is
@@ -70,6 +72,7 @@ struct Args {
   std::string group = "BenchProducerGroup";
   std::string key = "uringmq-bench";  // redis: the sorted set
   uint32_t delay_level = 0;           // remoting: DELAY=N on every message (0: none)
+  uint32_t batch = 0;  // remoting: SEND_BATCH_MESSAGE of this many messages (0: single sends)
   bool json = false;
 };
 
@@ -85,7 +88,8 @@ constexpr size_t kSeqDigits = 16;                    // hex sequence stamped int
              "         [--host 127.0.0.1] [--connections 16] [--pipeline 32]\n"
              "         [--message-bytes 128] [--seconds 10] [--warmup-seconds 2]\n"
              "         [--queues 8] [--topic BenchTopic] [--group G] [--key K] [--json]\n"
-             "         [--delay-level N]  (remoting: every message delayed by level N)\n");
+             "         [--delay-level N]  (remoting: every message delayed by level N)\n"
+             "         [--batch N]  (remoting: SEND_BATCH_MESSAGE, N messages a request)\n");
 }
 
 uint64_t parse_u64(std::string_view flag, const std::string& value) {
@@ -132,6 +136,8 @@ void apply_flag(Args& a, std::string_view flag, const std::string& value) {
     a.group = value;
   } else if (flag == "--key") {
     a.key = value;
+  } else if (flag == "--batch") {
+    a.batch = static_cast<uint32_t>(parse_u64(flag, value));
   } else if (flag == "--delay-level") {
     a.delay_level = static_cast<uint32_t>(parse_u64(flag, value));
   } else {
@@ -150,6 +156,9 @@ Args parse_args(int argc, char** argv) {
   }
   if (a.message_bytes < kSeqDigits + 8) usage("--message-bytes must be >= 24");
   if (a.queues == 0 || a.seconds <= 0) usage("--queues and --seconds must be > 0");
+  if (a.batch > 0 && (a.protocol != Protocol::remoting || a.delay_level > 0)) {
+    usage("--batch is for --protocol remoting, without --delay-level (batches are not delayed)");
+  }
   return a;
 }
 
@@ -233,9 +242,10 @@ struct Connection {
   std::vector<uint32_t> fifo;  // in-order protocols: slots in send order (ring)
   size_t fifo_head = 0;
   size_t fifo_count = 0;
-  std::vector<std::string> frames;  // remoting: the encoded request of each slot
-  std::vector<size_t> born_at;      // remoting: offset of the born-timestamp digits per frame
-  uint64_t sequence = 0;            // requests sent
+  std::vector<std::string> frames;       // remoting: the encoded request of each slot
+  std::vector<size_t> born_at;           // remoting: offset of the born-timestamp digits per frame
+  std::vector<size_t> batch_body_start;  // --batch: where each slot's frame body starts
+  uint64_t sequence = 0;                 // requests sent
   uint64_t in_flight = 0;
 };
 
@@ -268,7 +278,8 @@ class LoadGenerator {
   bool issuing_ = true;
   uint64_t global_sequence_ = 0;
   std::string first_error_;
-  std::string body_;  // the message bytes template (patched per request)
+  std::string body_;                   // the message bytes template (patched per request)
+  std::vector<size_t> batch_body_at_;  // --batch: each message's body offset within the body
   std::string read_buffer_ = std::string(kReadChunkBytes, '\0');
 };
 
@@ -311,6 +322,30 @@ bool LoadGenerator::open_connections() {
   return true;
 }
 
+// A MessageBatch body (MessageDecoder.encodeMessages): `count` entries of `body` with
+// `properties`; `body_at` gets each entry's body offset within the returned bytes.
+std::string batch_body(uint32_t count, const std::string& body, const std::string& properties,
+                       std::vector<size_t>* body_at) {
+  std::string out;
+  auto put32 = [&](uint32_t v) {
+    for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<char>(v >> shift));
+  };
+  const uint32_t entry = static_cast<uint32_t>(22 + body.size() + properties.size());
+  for (uint32_t i = 0; i < count; i++) {
+    put32(entry);
+    put32(0);  // MAGICCODE, as the Java client writes it
+    put32(0);  // BODYCRC
+    put32(0);  // FLAG
+    put32(static_cast<uint32_t>(body.size()));
+    body_at->push_back(out.size());
+    out += body;
+    out.push_back(static_cast<char>(properties.size() >> 8));
+    out.push_back(static_cast<char>(properties.size()));
+    out += properties;
+  }
+  return out;
+}
+
 // One SEND_MESSAGE_V2 frame per slot, encoded by the broker's own codec; the born timestamp
 // (13 digits) and the body's sequence are patched per send.
 void LoadGenerator::build_remoting_frames(Connection& c) {
@@ -326,7 +361,8 @@ void LoadGenerator::build_remoting_frames(Connection& c) {
   }
   for (uint32_t s = 0; s < a_.pipeline; s++) {
     net::RemotingCommand cmd;
-    cmd.code = net::request_code::kSendMessageV2;
+    cmd.code =
+        a_.batch > 0 ? net::request_code::kSendBatchMessage : net::request_code::kSendMessageV2;
     cmd.language = "JAVA";
     cmd.version = 0;
     cmd.opaque = static_cast<int32_t>(s + 1);
@@ -342,7 +378,19 @@ void LoadGenerator::build_remoting_frames(Connection& c) {
                       {"i", properties},
                       {"j", "0"},
                       {"k", "false"}};
-    net::encode_frame(cmd, net::as_bytes(body_), &c.frames[s]);
+    if (a_.batch > 0) {
+      // The Java client's batch: WAIT on the batch, each message with its own properties.
+      cmd.ext_fields[8].second = "WAIT\x01true";
+      cmd.ext_fields.push_back({"m", "true"});
+      std::vector<size_t> at;
+      const std::string body = batch_body(a_.batch, body_, properties, &at);
+      net::encode_frame(cmd, net::as_bytes(body), &c.frames[s]);
+      if (batch_body_at_.empty()) batch_body_at_ = std::move(at);
+      // Opaques vary in digits: each frame's body starts at its own offset.
+      c.batch_body_start.push_back(c.frames[s].size() - body.size());
+    } else {
+      net::encode_frame(cmd, net::as_bytes(body_), &c.frames[s]);
+    }
     // The opaque's digits vary in length, so each frame has its own offset.
     const size_t at = c.frames[s].find("\"g\":\"" + born + "\"");
     if (at == std::string::npos) usage("cannot find the born timestamp in an encoded frame");
@@ -357,7 +405,15 @@ void LoadGenerator::append_request(Connection& c, uint32_t slot) {
     std::string& f = c.frames[slot];
     const std::string born = std::to_string(wall_ms());
     std::memcpy(f.data() + c.born_at[slot], born.data(), kBornDigits);
-    put_hex(f.data() + f.size() - a_.message_bytes, kSeqDigits, seq);
+    if (a_.batch > 0) {
+      char* body = f.data() + c.batch_body_start[slot];
+      put_hex(body + batch_body_at_[0], kSeqDigits, seq);
+      for (size_t i = 1; i < batch_body_at_.size(); i++) {
+        put_hex(body + batch_body_at_[i], kSeqDigits, global_sequence_++);
+      }
+    } else {
+      put_hex(f.data() + f.size() - a_.message_bytes, kSeqDigits, seq);
+    }
     c.out += f;
     return;
   }
@@ -419,7 +475,7 @@ void LoadGenerator::complete(Connection& c, uint32_t slot, bool ok, std::string_
                              int64_t now) {
   current_->latency.record(now - c.sent_ns[slot]);
   if (ok) {
-    current_->ok++;
+    current_->ok += a_.batch > 0 ? a_.batch : 1;  // messages, not requests
   } else {
     current_->errors++;
     if (first_error_.empty()) first_error_ = std::string(error);

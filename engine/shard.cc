@@ -210,6 +210,8 @@ io::Status Shard::open_log(engine::RecoveryReport* report) {
   UMQ_RETURN_IF_ERROR(init_after_recovery());
   pending_.resize(log_options.max_pending_acks);
   pending_pool_.reset(static_cast<uint32_t>(pending_.size()));
+  batches_.resize(kMaxOpenBatches);
+  batch_pool_.reset(kMaxOpenBatches);
   pending_reads_.resize(options_.session_window * 4);
   read_pool_.reset(static_cast<uint32_t>(pending_reads_.size()));
   ops_.resize(options_.max_pulls);
@@ -519,6 +521,8 @@ bool Shard::handle(uint32_t slot_index, const ShardRequest& request) {
   switch (request.kind) {
     case ShardRequest::Kind::append:
       return handle_append(slot_index, request);
+    case ShardRequest::Kind::append_batch:
+      return handle_append_batch(slot_index, request);
     case ShardRequest::Kind::read: {
       Completion done;
       done.tag = request.tag;
@@ -591,8 +595,11 @@ bool Shard::handle_append(uint32_t slot_index, const ShardRequest& request) {
 // kInternalSlot, the tag, the queue offset, the unit's tags code) in pending_. ok; busy: nothing
 // done, retry later; any other code: not stored.
 io::Code Shard::append_pending(uint32_t slot, uint64_t tag, const engine::MessageInput& in,
-                               std::optional<int64_t> tags_code) {
+                               std::optional<int64_t> tags_code, uint32_t batch,
+                               uint32_t batch_index) {
   if (pending_pool_.full()) return io::Code::busy;
+  // Nothing of the shard's own comes between a batch's records (handle_append_batch).
+  if (open_batch_ != kNoBatch && batch != open_batch_) return io::Code::busy;
   io::Result<engine::QueueIndex> queue = queue_for_append(in.topic, in.queue_id);
   if (!queue.is_ok()) return queue.status().code();
   int64_t& next = next_queue_offset_[*queue];
@@ -603,8 +610,8 @@ io::Code Shard::append_pending(uint32_t slot, uint64_t tag, const engine::Messag
   if (!tags_code) {
     tags_code = engine::unit_tags_code(in.topic, in.properties, r->store_timestamp_ms, levels_);
   }
-  pending_[id] =
-      PendingAppend{slot, tag, next, r->size_bytes, r->store_timestamp_ms, *queue, *tags_code};
+  pending_[id] = PendingAppend{slot,   tag,        next,  r->size_bytes, r->store_timestamp_ms,
+                               *queue, *tags_code, batch, batch_index};
   if (in.visible_at_ms != 0 && in.visible_at_ms > clock_->now_ms()) {  // plain: no clock read
     UMQ_ASSERT_MSG(r->store_timestamp_ms >= in.visible_at_ms,
                    "a held copy stored with a time before its deliver time");
@@ -612,6 +619,99 @@ io::Code Shard::append_pending(uint32_t slot, uint64_t tag, const engine::Messag
   }
   next++;
   return io::Code::ok;
+}
+
+bool Shard::handle_append_batch(uint32_t slot_index, const ShardRequest& request) {
+  if (open_batch_ == kNoBatch) {
+    if (batch_pool_.full()) return false;
+    Completion refused;
+    refused.tag = request.tag;
+    refused.code = check_batch(request);
+    if (refused.code != io::Code::ok) {
+      post(slot_index, refused);
+      return true;
+    }
+    open_batch_ = *batch_pool_.acquire();
+    batches_[open_batch_] = BatchAck{};
+    batches_[open_batch_].slot = slot_index;
+    batches_[open_batch_].tag = request.tag;
+    batches_[open_batch_].offsets = request.batch_offsets;
+    open_batch_next_ = 0;
+  }
+  BatchAck& b = batches_[open_batch_];
+  for (; open_batch_next_ < request.batch.size(); open_batch_next_++) {
+    const Message& m = request.batch[open_batch_next_];
+    engine::MessageInput in = request.input;
+    in.flag = m.flag;
+    in.body = m.body;
+    in.properties = m.properties;
+    in.sys_flag = m.sys_flag;
+    in.born_timestamp_ms = m.born_timestamp_ms;
+    in.born_host = m.born_host;
+    in.reconsume_times = m.reconsume_times;
+    const io::Code c =
+        append_pending(slot_index, request.tag, in, std::nullopt, open_batch_, open_batch_next_);
+    if (c == io::Code::busy) return false;  // resumes here: nothing else is taken meanwhile
+    if (c != io::Code::ok) {                // no_space, fail_stopped: the rest is not stored
+      b.code = c;
+      break;
+    }
+    stat_appends_.fetch_add(1, std::memory_order_relaxed);
+    b.appended++;
+    b.acks_left++;
+  }
+  b.closed = true;
+  const uint32_t closed = open_batch_;
+  open_batch_ = kNoBatch;
+  finish_batch(closed);
+  return true;
+}
+
+// Every message fits the codec's limits: a batch is refused whole rather than cut short.
+io::Code Shard::check_batch(const ShardRequest& request) const {
+  for (const Message& m : request.batch) {
+    engine::MessageInput in = request.input;
+    in.body = m.body;
+    in.properties = m.properties;
+    in.born_host = m.born_host;
+    io::Result<uint32_t> size = engine::encoded_size(in, options_.log.limits);
+    if (!size.is_ok()) return size.status().code();
+  }
+  return io::Code::ok;
+}
+
+void Shard::batch_acked(const PendingAppend& pending, uint64_t log_offset, bool ok) {
+  BatchAck& b = batches_[pending.batch];
+  UMQ_ASSERT(b.acks_left > 0);
+  UMQ_ASSERT(pending.batch_index < b.offsets.size());
+  b.offsets[pending.batch_index] = make_store_offset(index_, log_offset);
+  if (pending.batch_index == 0) {
+    b.first_offset = make_store_offset(index_, log_offset);
+    b.first_queue_offset = pending.queue_offset;
+    b.first_store_timestamp_ms = pending.store_timestamp_ms;
+  }
+  // Saturates: an embedder's batch may pass 4 GiB (the broker's stays within maxMessageSize).
+  b.size_bytes = pending.size_bytes > UINT32_MAX - b.size_bytes ? UINT32_MAX
+                                                                : b.size_bytes + pending.size_bytes;
+  if (!ok) b.code = io::Code::fail_stopped;
+  b.acks_left--;
+  finish_batch(pending.batch);
+}
+
+void Shard::finish_batch(uint32_t batch) {
+  BatchAck& b = batches_[batch];
+  if (!b.closed || b.acks_left > 0) return;
+  Completion done;
+  done.tag = b.tag;
+  done.code = b.code;
+  done.offset = b.first_offset;
+  done.queue_offset = b.first_queue_offset;
+  done.store_timestamp_ms = b.first_store_timestamp_ms;
+  done.size_bytes = b.size_bytes;
+  done.message_count = b.appended;
+  post(b.slot, done);
+  b = BatchAck{};
+  batch_pool_.release(batch);
 }
 
 void Shard::handle_queue_request(uint32_t slot_index, const ShardRequest& request) {
@@ -684,7 +784,11 @@ void Shard::deliver_acks() {
       done.queue_offset = pending.queue_offset;
       done.size_bytes = pending.size_bytes;
       done.store_timestamp_ms = pending.store_timestamp_ms;
-      if (pending.slot != kInternalSlot) post(pending.slot, done);
+      if (pending.batch != kNoBatch) {
+        batch_acked(pending, ack.offset.value, ok);
+      } else if (pending.slot != kInternalSlot) {
+        post(pending.slot, done);
+      }
       pending_pool_.release(static_cast<uint32_t>(ack.tag));
       if (ack.outcome != engine::AckOutcome::ok) continue;
       stat_acks_.fetch_add(1, std::memory_order_relaxed);

@@ -60,7 +60,8 @@ struct ShardRequest {
     commit_offset,
     query_offset,
     flush_offsets,
-    release_held
+    release_held,
+    append_batch
   };
   Kind kind = Kind::append;
   uint64_t tag = 0;
@@ -74,6 +75,10 @@ struct ShardRequest {
   int64_t value = 0;            // pull: queue offset; search: timestamp; commit: offset
   uint32_t max_messages = 0;    // pull
   int64_t wait_ms = 0;          // pull
+  // append_batch: the messages (one queue: input's topic and queue_id) and where each one's
+  // store-wide offset is written before the completion (Session::send_batch_async).
+  std::span<const Message> batch;
+  std::span<uint64_t> batch_offsets;
 };
 
 // A session's rings: one to each shard, one back from each shard.
@@ -138,6 +143,25 @@ class Shard final : private engine::DeliveryHost {
     int64_t store_timestamp_ms = 0;
     engine::QueueIndex queue = 0;
     int64_t tags_code = 0;
+    uint32_t batch = UINT32_MAX;  // a batch member: its index in batches_ (else UINT32_MAX)
+    uint32_t batch_index = 0;     // its place in the batch
+  };
+  // A batch being appended or acknowledged: one completion once every record it appended is
+  // acknowledged (Session::send_batch_async). batches_ is sized at start; none free: busy.
+  static constexpr uint32_t kNoBatch = UINT32_MAX;
+  static constexpr uint32_t kMaxOpenBatches = 1024;
+  struct BatchAck {
+    uint32_t slot = 0;
+    uint64_t tag = 0;
+    std::span<uint64_t> offsets;  // the session's: each record's store-wide offset
+    uint32_t appended = 0;        // records appended so far
+    uint32_t acks_left = 0;       // of those, not yet acknowledged
+    bool closed = false;          // nothing more will be appended
+    io::Code code = io::Code::ok;
+    uint64_t first_offset = 0;
+    int64_t first_queue_offset = -1;
+    int64_t first_store_timestamp_ms = 0;
+    uint32_t size_bytes = 0;
   };
   static constexpr uint32_t kPullUnits = 256;  // units one pull examines at most
   // CommitLog read tags with this bit belong to a pull or search op (its index below).
@@ -193,6 +217,13 @@ class Shard final : private engine::DeliveryHost {
   bool drain_requests();
   bool handle(uint32_t slot_index, const ShardRequest& request);
   bool handle_append(uint32_t slot_index, const ShardRequest& request);
+  // A batch: every record appended before any other request is taken (a busy log stalls the
+  // request, which resumes at open_batch_next_) and no delivery is appended meanwhile, so its
+  // queue offsets are consecutive. False: stalled (retried first).
+  bool handle_append_batch(uint32_t slot_index, const ShardRequest& request);
+  io::Code check_batch(const ShardRequest& request) const;
+  void batch_acked(const PendingAppend& pending, uint64_t log_offset, bool ok);
+  void finish_batch(uint32_t batch);  // posts its completion once closed and acknowledged
   void handle_queue_request(uint32_t slot_index, const ShardRequest& request);
   void post(uint32_t slot_index, const Completion& completion);
   void notify_sessions();
@@ -212,7 +243,8 @@ class Shard final : private engine::DeliveryHost {
   // tags_code: the unit's tagsCode when the caller knows it already (a timer record's deliver
   // time); else it is computed from the record.
   io::Code append_pending(uint32_t slot, uint64_t tag, const engine::MessageInput& in,
-                          std::optional<int64_t> tags_code = std::nullopt);
+                          std::optional<int64_t> tags_code = std::nullopt,
+                          uint32_t batch = kNoBatch, uint32_t batch_index = 0);
   io::Result<engine::QueueIndex> queue_for_append(std::string_view topic, int32_t queue_id);
 
   // Pulls and searches (shard_consumer.cc).
@@ -375,7 +407,11 @@ class Shard final : private engine::DeliveryHost {
   sched::SlotPool pending_pool_;        // which of pending_ are in use
   std::vector<PendingAppend> pending_reads_;
   sched::SlotPool read_pool_;  // which of pending_reads_ are in use
-  bool has_stalled_ = false;   // a request the log answered busy, retried first
+  std::vector<BatchAck> batches_;
+  sched::SlotPool batch_pool_;      // which of batches_ are in use
+  uint32_t open_batch_ = kNoBatch;  // the batch being appended (stalled on a busy log)
+  uint32_t open_batch_next_ = 0;    // its next message to append
+  bool has_stalled_ = false;        // a request the log answered busy, retried first
   uint32_t stalled_slot_ = 0;
   ShardRequest stalled_;
   std::vector<bool> notify_;                // sessions that got completions this iteration

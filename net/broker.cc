@@ -6,6 +6,7 @@
 
 #include "engine/log/byte_order.h"
 #include "io/assert.h"
+#include "io/uring_disk.h"
 #include "net/broker_reactor.h"
 #include "net/log.h"
 
@@ -151,6 +152,16 @@ io::Status BrokerReactor::start() {
   if (!ring.is_ok()) return ring.status();
   ring_ = std::move(*ring);
   session_->set_completion_waker(store_waker_);
+  // The topic table is loaded through a disk of this (the opening) thread; changes go through
+  // the reactor thread's own (config_disk()).
+  {
+    io::Result<std::unique_ptr<io::Disk>> disk = make_config_disk();
+    if (!disk.is_ok()) return disk.status();
+    io::Result<std::unique_ptr<TopicTable>> topics =
+        TopicTable::open(**disk, *clock_, io::path_join(config_.store.data_dir, "config"));
+    if (!topics.is_ok()) return topics.status();
+    topics_ = std::move(*topics);
+  }
 
   io::Result<int> fd = io::listen_tcp(config_.bind_address, config_.listen_port, 1024);
   if (!fd.is_ok()) return fd.status();
@@ -170,6 +181,25 @@ io::Status BrokerReactor::start() {
   if (host.empty()) host = config_.bind_address == "0.0.0.0" ? "127.0.0.1" : config_.bind_address;
   advertised_ = host + ":" + std::to_string(broker_port_);
   return io::Status::ok();
+}
+
+io::Result<std::unique_ptr<io::Disk>> BrokerReactor::make_config_disk() const {
+  io::UringDiskOptions options;
+  options.queue_depth_entries = 8;
+  options.file_mode = config_.store.file_mode;
+  options.dir_mode = config_.store.dir_mode;
+  io::Result<std::unique_ptr<io::UringDisk>> disk = io::UringDisk::create(options);
+  if (!disk.is_ok()) return disk.status();
+  return std::unique_ptr<io::Disk>(std::move(*disk));
+}
+
+io::Result<io::Disk*> BrokerReactor::config_disk() {
+  if (!config_disk_) {
+    io::Result<std::unique_ptr<io::Disk>> disk = make_config_disk();
+    if (!disk.is_ok()) return disk.status();
+    config_disk_ = std::move(*disk);
+  }
+  return config_disk_.get();
 }
 
 // ---- BrokerReactor: the loop ----

@@ -27,8 +27,7 @@
 namespace uringmq::net {
 namespace {
 
-constexpr std::array<std::string_view, 9> kIgnored = {"namesrvAddr",
-                                                      "autoCreateTopicEnable",
+constexpr std::array<std::string_view, 8> kIgnored = {"namesrvAddr",
                                                       "autoCreateSubscriptionGroup",
                                                       "brokerIP2",
                                                       "enablePropertyFilter",
@@ -319,6 +318,8 @@ const KeySetter kSetters[] = {
      [](BrokerConfig& c, std::string_view v) {
        return set_number<int32_t>(c.default_topic_queue_nums, v, 1, 1024, "a queue count");
      }},
+    {"autoCreateTopicEnable",
+     [](BrokerConfig& c, std::string_view v) { return set_bool(c.auto_create_topic_enable, v); }},
     {"shardCount",
      [](BrokerConfig& c, std::string_view v) {
        return set_number<uint32_t>(c.store.shard_count, v, 0, 255, "a shard count");
@@ -555,6 +556,7 @@ std::string describe_broker_config(const BrokerConfig& c) {
   std::snprintf(mode, sizeof(mode), "%04o", static_cast<unsigned>(s.dir_mode));
   add("storeDirMode", mode);
   add("defaultTopicQueueNums", num(c.default_topic_queue_nums));
+  add("autoCreateTopicEnable", c.auto_create_topic_enable ? "true" : "false");
   add("maxPullSuspendMillis", num(c.max_suspend_ms));
   add("maxConnections", num(c.max_connections));
   add("clientExpireMillis", num(c.client_expire_ms));

@@ -44,6 +44,9 @@ struct BrokerConfig {
   uint16_t listen_port = 10911;          // listenPort
   uint16_t namesrv_listen_port = 9876;   // namesrvListenPort; 0 = no NameServer listener
   int32_t default_topic_queue_nums = 8;  // defaultTopicQueueNums, 1..1024
+  // A send to a topic the topic table lacks creates it with defaultTopicQueueNums queues; when
+  // false it is refused TOPIC_NOT_EXIST (autoCreateTopicEnable, RocketMQ's key and default).
+  bool auto_create_topic_enable = true;
   int64_t sync_flush_timeout_ms = 5000;  // syncFlushTimeout, ms
   // Upper bound on a pull's suspendTimeoutMillis, ms (maxPullSuspendMillis).
   int64_t max_suspend_ms = 15000;

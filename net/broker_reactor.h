@@ -9,9 +9,11 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "engine/log/message_codec.h"
@@ -20,7 +22,9 @@
 #include "io/net_ring.h"
 #include "io/waker.h"
 #include "net/broker_config.h"
+#include "net/message_batch.h"
 #include "net/remoting.h"
+#include "net/topic_table.h"
 #include "sched/slot_pool.h"
 
 namespace uringmq::net {
@@ -128,6 +132,17 @@ struct BrokerOp {
   Message message;
   PullRequest pull;
   std::unique_ptr<SendBackCopy> copy;
+  // SEND_BATCH_MESSAGE: its messages (views into data and properties) and their offsets.
+  std::vector<Message> batch;
+  std::vector<uint64_t> batch_offsets;
+};
+
+// A topic's queue numbers and permission as requests see them (TopicTable, or implicit).
+struct TopicShape {
+  int32_t read_queue_nums = 0;
+  int32_t write_queue_nums = 0;
+  int32_t perm = kPermReadWrite;
+  bool configured = false;  // in the topic table (else implicit: retry, dead letter, auto)
 };
 
 class BrokerReactor {
@@ -180,7 +195,26 @@ class BrokerReactor {
   void reply_code(uint32_t conn, const RemotingCommand& request, int32_t code, std::string remark);
   void handle_route(uint32_t conn, const RemotingCommand& request);
   void handle_create_topic(uint32_t conn, const RemotingCommand& request);
+  void handle_delete_topic(uint32_t conn, const RemotingCommand& request);
+  void handle_all_topic_config(uint32_t conn, const RemotingCommand& request);
+  void handle_cluster_info(uint32_t conn, const RemotingCommand& request);
+  // The topic's configuration: its table entry, or the implicit one (a %RETRY% or %DLQ% topic:
+  // 1 queue; another: defaultTopicQueueNums when autoCreateTopicEnable); nullopt: unknown.
+  std::optional<TopicShape> topic_shape(std::string_view topic) const;
+  io::Result<std::unique_ptr<io::Disk>> make_config_disk() const;
+  io::Result<io::Disk*> config_disk();
+  // Adds or replaces a topic in the table (persisted first).
+  io::Status put_topic(const TopicConfig& config);
+  // A send's topic and queue checked (known or created, writable, queue in range) and a queue
+  // picked when queue_id < 0; the refusal's code and remark otherwise.
+  std::optional<std::pair<int32_t, std::string>> pick_write_queue(const std::string& topic,
+                                                                  int64_t* queue_id);
   void handle_send(uint32_t conn, RemotingCommand& request, std::span<const std::byte> body);
+  void handle_send_batch(uint32_t conn, RemotingCommand& request, std::span<const std::byte> body);
+  // Decodes the batch op `index` holds (its data) into op.batch; a refusal names the cause.
+  std::optional<std::pair<int32_t, std::string>> build_batch(uint32_t index,
+                                                             std::string_view batch_properties);
+  void reply_batch(BrokerOp& op, const Completion& c);
   void handle_pull(uint32_t conn, RemotingCommand& request);
   size_t client_records(uint32_t shard, std::span<std::byte> records) const;
   void handle_queue_query(uint32_t conn, RemotingCommand& request);
@@ -197,7 +231,6 @@ class BrokerReactor {
   void complete_query(BrokerOp& op, const Completion& c);
   void complete_send_back(uint32_t index, const Completion& c);
   bool pull_again_larger(uint32_t index);
-  uint32_t queue_nums(std::string_view topic) const;
   // Physical offsets on the wire: local * shards + shard. Clients keep them in JavaScript
   // numbers (exact below 2^53), so the store-wide form (shard in the top 8 bits) cannot leave
   // the broker; this one stays below 2^53 until the shards together hold 8 PiB, as in Java.
@@ -245,10 +278,16 @@ class BrokerReactor {
   uint32_t kept_op_buffers_ = 0;    // free ops that keep a (small) data buffer
   uint64_t refused_ = 0;            // connections refused at maxConnections, not yet logged
   int64_t refusal_log_ms_ = 0;      // monotonic: next time a refusal count may be logged
+  // The topic table's changes: a disk of the reactor thread, made at the first change (an
+  // io_uring disk belongs to the thread that first submits to it).
+  std::unique_ptr<io::Disk> config_disk_;
+  std::unique_ptr<TopicTable> topics_;
   engine::HostAddress store_host_;
   std::string advertised_;  // "ip:port" put in routes
   // Consumer group -> client id -> last heartbeat (ms).
   std::map<std::string, std::map<std::string, int64_t>, std::less<>> consumers_;
+  std::vector<BatchEntry> batch_entries_;  // scratch of handle_send_batch (capacity kept)
+  std::vector<uint32_t> batch_props_at_;   // scratch: each message's properties in the arena
   std::array<Completion, 256> completions_{};
   std::array<io::NetCompletion, 256> events_{};
 };

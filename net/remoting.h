@@ -45,6 +45,7 @@ inline constexpr int32_t kPullMessage = 11;
 inline constexpr int32_t kQueryConsumerOffset = 14;
 inline constexpr int32_t kUpdateConsumerOffset = 15;
 inline constexpr int32_t kUpdateAndCreateTopic = 17;
+inline constexpr int32_t kGetAllTopicConfig = 21;
 inline constexpr int32_t kGetBrokerRuntimeInfo = 28;
 inline constexpr int32_t kSearchOffsetByTimestamp = 29;
 inline constexpr int32_t kGetMaxOffset = 30;
@@ -55,8 +56,12 @@ inline constexpr int32_t kConsumerSendMsgBack = 36;
 inline constexpr int32_t kGetConsumerListByGroup = 38;
 inline constexpr int32_t kNotifyConsumerIdsChanged = 40;  // broker -> client
 inline constexpr int32_t kGetRouteInfoByTopic = 105;
+inline constexpr int32_t kGetBrokerClusterInfo = 106;
+inline constexpr int32_t kDeleteTopicInBroker = 215;
+inline constexpr int32_t kDeleteTopicInNamesrv = 216;
 inline constexpr int32_t kGetKvConfigByValue = 217;
 inline constexpr int32_t kSendMessageV2 = 310;
+inline constexpr int32_t kSendBatchMessage = 320;
 }  // namespace request_code
 
 namespace response_code {

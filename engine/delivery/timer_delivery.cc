@@ -50,7 +50,7 @@ io::Code TimerDelivery::rewrite(const MessageInput& in, MessageInput* out,
   if (in.topic == kTimerTopic) return io::Code::invalid_argument;  // reserved
   const int64_t now = host_.wall_ms();
   char number[24];
-  if (auto key = find_property(in.properties, kPropertyTimerCancelKey)) {
+  if (auto key = timer_cancel_key(in.properties)) {  // or TIMER_DEL_UNIQKEY
     io::Status s = host_.offsets().commit(kTimerCancelGroup, *key, 0, now);
     if (!s.is_ok()) return s.code();
     cancels_++;

@@ -160,7 +160,17 @@ TEST(BrokerConfigTest, EveryIgnoredKeyIsAccepted) {
   io::Result<BrokerConfig> parsed = parse_broker_config(text, "f");
   ASSERT_TRUE(parsed.is_ok()) << parsed.status().to_string();
   EXPECT_EQ(parsed->ignored_keys.size(), kIgnoredBrokerKeys.size());
-  EXPECT_EQ(kIgnoredBrokerKeys.size(), 9u);
+  EXPECT_EQ(kIgnoredBrokerKeys.size(), 8u);
+}
+
+TEST(BrokerConfigTest, AutoCreateTopicEnableIsABoolean) {
+  EXPECT_TRUE(BrokerConfig{}.auto_create_topic_enable);  // RocketMQ's default
+  io::Result<BrokerConfig> off = parse_broker_config("autoCreateTopicEnable=false", "f");
+  ASSERT_TRUE(off.is_ok()) << off.status().to_string();
+  EXPECT_FALSE(off->auto_create_topic_enable);
+  EXPECT_TRUE(off->ignored_keys.empty());
+  EXPECT_NE(describe_broker_config(*off).find("autoCreateTopicEnable=false\n"), std::string::npos);
+  EXPECT_FALSE(parse_broker_config("autoCreateTopicEnable=yes", "f").is_ok());
 }
 
 TEST(BrokerConfigTest, StructuralErrorsNameFileLineAndKey) {
@@ -338,8 +348,8 @@ TEST(BrokerConfigTest, ExampleFileParses) {
   ASSERT_TRUE(parsed.is_ok()) << parsed.status().to_string();
   EXPECT_EQ(parsed->store.data_dir, "/var/lib/uringmq");
   EXPECT_EQ(parsed->listen_port, 10911);
-  ASSERT_EQ(parsed->ignored_keys.size(), 1u);
-  EXPECT_EQ(parsed->ignored_keys[0], "autoCreateTopicEnable");
+  EXPECT_TRUE(parsed->ignored_keys.empty());
+  EXPECT_TRUE(parsed->auto_create_topic_enable);
 }
 
 TEST(BrokerConfigTest, ParsedOptionsOpenAStore) {
