@@ -752,10 +752,10 @@ void BrokerReactor::handle_heartbeat(uint32_t conn, const RemotingCommand& reque
       const JsonValue* group = consumer.find("groupName");
       if (group == nullptr || !group->is_string() || group->text().empty()) continue;
       if (!join_group(conn, group->text(), client->text(), now)) {
-        return reply_code(conn, request, rc::kSystemBusy,
-                          "the broker's consumer table is full (" +
-                              std::to_string(groups_.max_members()) + " members): " +
-                              client->text() + " cannot join group " + group->text());
+        return reply_code(
+            conn, request, rc::kSystemBusy,
+            "the broker's consumer table is full (" + std::to_string(groups_.max_members()) +
+                " members): " + client->text() + " cannot join group " + group->text());
       }
     }
   }
@@ -889,6 +889,10 @@ void BrokerReactor::handle_runtime_info(uint32_t conn, const RemotingCommand& re
   add("segmentsDeleted", std::to_string(stats.segments_deleted));
   add("messagesDeletedUnconsumed", std::to_string(stats.messages_deleted_unconsumed));
   add("connections", std::to_string(open_conns_));
+  add("consumerGroupMembers", std::to_string(groups_.member_count()));
+  add("queueLocks", std::to_string(locks_.size()));
+  add("consumerNoticesSent", std::to_string(notices_sent_));
+  add("consumerNoticesDropped", std::to_string(notices_dropped_));
   add("corruptReadsRefused", std::to_string(stats.corrupt_reads_refused));
   add("corruptRecordsReported", std::to_string(stats.corrupt_records_reported));
   add("scrubBytesChecked", std::to_string(stats.scrub_bytes_checked));

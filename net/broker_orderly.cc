@@ -64,7 +64,9 @@ std::optional<std::string> read_lock_request(std::span<const std::byte> body,
   if (auto error = string_member(*json, "consumerGroup", &out->group)) return error;
   if (auto error = string_member(*json, "clientId", &out->client)) return error;
   const JsonValue* set = json->find("mqSet");
-  if (set == nullptr || !set->is_array()) return std::string("\"mqSet\" is missing or not an array");
+  if (set == nullptr || !set->is_array()) {
+    return std::string("\"mqSet\" is missing or not an array");
+  }
   out->queues.resize(set->items().size());
   for (size_t i = 0; i < set->items().size(); i++) {
     if (auto error = read_queue(set->items()[i], &out->queues[i])) return error;

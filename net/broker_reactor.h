@@ -262,10 +262,10 @@ class BrokerReactor {
   int64_t refusal_log_ms_ = 0;      // monotonic: next time a refusal count may be logged
   engine::HostAddress store_host_;
   std::string advertised_;  // "ip:port" put in routes
-  ConsumerGroups groups_;  // members from heartbeats, and where to reach them
-  LockTable locks_;        // orderly consumers' queue locks (monotonic ms)
+  ConsumerGroups groups_;   // members from heartbeats, and where to reach them
+  LockTable locks_;         // orderly consumers' queue locks (monotonic ms)
   bool lock_table_full_logged_ = false;
-  int64_t next_lock_reclaim_ms_ = 0;       // monotonic
+  int64_t next_lock_reclaim_ms_ = 0;        // monotonic
   std::vector<std::string> notify_groups_;  // groups to notify this turn, each once
   uint32_t next_request_opaque_ = 1;        // opaques of the broker's own requests
   uint64_t notices_sent_ = 0;

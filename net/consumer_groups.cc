@@ -4,8 +4,7 @@
 
 namespace uringmq::net {
 
-ConsumerGroups::Heartbeat ConsumerGroups::heartbeat(std::string_view group,
-                                                    std::string_view client,
+ConsumerGroups::Heartbeat ConsumerGroups::heartbeat(std::string_view group, std::string_view client,
                                                     ConnectionRef connection, int64_t now_ms) {
   auto g = groups_.find(group);
   if (g != groups_.end()) {

@@ -24,12 +24,12 @@ io::Status LockTable::lock_batch(std::string_view group, std::span<const LockedQ
     needed = new_entries_needed(group, queues);
   }
   if (needed > 0 && entries_.size() + needed > options_.max_entries) {
-    return io::Status::error(
-        io::Code::busy, "the queue lock table is full: it holds " +
-                            std::to_string(entries_.size()) + " live locks of at most " +
-                            std::to_string(options_.max_entries) + ", and group " +
-                            std::string(group) + " asked for " + std::to_string(needed) +
-                            " more; nothing was locked");
+    return io::Status::error(io::Code::busy,
+                             "the queue lock table is full: it holds " +
+                                 std::to_string(entries_.size()) + " live locks of at most " +
+                                 std::to_string(options_.max_entries) + ", and group " +
+                                 std::string(group) + " asked for " + std::to_string(needed) +
+                                 " more; nothing was locked");
   }
   Key key{std::string(group), {}};
   for (size_t i = 0; i < queues.size(); i++) {

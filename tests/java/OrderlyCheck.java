@@ -19,12 +19,16 @@
 // Usage: java -cp <client class path>:. OrderlyCheck <nameserver host:port>
 
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.stream.Stream;
 import org.apache.rocketmq.client.consumer.DefaultMQPullConsumer;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
 import org.apache.rocketmq.client.consumer.PullResult;
@@ -288,12 +292,20 @@ public class OrderlyCheck {
 
   public static void main(String[] args) throws Exception {
     nameServer = args[0];
+    // A broadcasting consumer keeps its offsets in a local file (under ~/.rocketmq_offsets by
+    // default): a fresh folder per run, so that a previous run's offsets do not apply to this
+    // run's fresh broker.
+    Path offsets = Files.createTempDirectory("orderly-check-offsets");
+    System.setProperty("rocketmq.client.localOffsetStoreDir", offsets.toString());
     DefaultMQProducer p = producer();
     clustering(p);
     suspendOnce(p);
     deadLetter(p);
     broadcasting(p);
     p.shutdown();
+    try (Stream<Path> files = Files.walk(offsets)) {
+      files.sorted(Comparator.reverseOrder()).forEach(f -> f.toFile().delete());
+    }
     System.out.println(failures == 0 ? "JAVA-CHECK OK" : "JAVA-CHECK FAILED " + failures);
     System.exit(failures == 0 ? 0 : 1);
   }

@@ -10,6 +10,10 @@
 // after sending a request" is either the notice or (none sent) the answer.
 
 #include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <algorithm>
 
 #include <memory>
 #include <string>
@@ -44,8 +48,8 @@ void heartbeat(RemotingClient& c, const std::string& client, const std::string& 
 // A LockBatchRequestBody as the Java client's fastjson writes it, for queues 0..n-1 of T.
 std::string lock_body(const std::string& client, const std::string& group,
                       std::initializer_list<int> queues) {
-  std::string body = R"({"clientId":")" + client + R"(","consumerGroup":")" + group +
-                     R"(","mqSet":[)";
+  std::string body =
+      R"({"clientId":")" + client + R"(","consumerGroup":")" + group + R"(","mqSet":[)";
   bool first = true;
   for (int q : queues) {
     if (!first) body += ',';
@@ -234,6 +238,79 @@ TEST(BrokerOrderlyTest, NoNoticeWhenNotifyConsumerIdsChangedIsDisabled) {
   EXPECT_EQ(members, R"({"consumerIdList":["A@1"]})");
 }
 
+// A figure of GET_BROKER_RUNTIME_INFO's table, or -1.
+int64_t runtime_figure(RemotingClient& c, const std::string& key) {
+  RemotingResponse info = call(c, request(req::kGetBrokerRuntimeInfo));
+  io::Result<JsonValue> json = parse_json(info.body);
+  if (!json.is_ok() || json->find("table") == nullptr) return -1;
+  const JsonValue* value = json->find("table")->find(key);
+  return value == nullptr ? -1 : std::stoll(value->text());
+}
+
+// One heartbeat that joins `groups` groups at once.
+std::string many_groups_heartbeat(const std::string& client, int groups) {
+  std::string body = R"({"clientID":")" + client + R"(","consumerDataSet":[)";
+  for (int g = 0; g < groups; g++) {
+    if (g > 0) body += ',';
+    body += R"({"groupName":"G)" + std::to_string(g) + R"(","consumeType":"CONSUME_PASSIVELY"})";
+  }
+  return body + R"(],"producerDataSet":[]})";
+}
+
+// A member that never reads: its notices stop at its connection's output limit (8 MiB of
+// replies and notices held), the rest are counted as dropped, and once it reads it is served.
+// Without the limit the notices below (about 28 MiB for A) would all be buffered for it.
+TEST(BrokerOrderlyTest, NoticesToAMemberThatNeverReadsStopAtItsOutputLimit) {
+  uringmq::testing::TempDir dir;
+  RunningBroker broker(dir.path());
+  constexpr int kGroups = 1000;
+  constexpr int kCycles = 100;  // each: B joins the 1000 groups and closes, 2000 notices to A
+  auto a = broker.client();
+  // Sent without reading its answer: every byte A receives is read raw below.
+  ASSERT_TRUE(
+      a->send(request(req::kHeartBeat), as_bytes(many_groups_heartbeat("A@1", kGroups))).is_ok());
+  auto observer = broker.client();
+  const std::string b_heartbeat = many_groups_heartbeat("B@1", kGroups);
+  for (int cycle = 0; cycle < kCycles; cycle++) {
+    auto b = broker.client();
+    ASSERT_EQ(call(*b, request(req::kHeartBeat), b_heartbeat).command.code, rc::kSuccess);
+  }  // B's connection closes: it leaves every group
+  ASSERT_EQ(runtime_figure(*observer, "consumerGroupMembers"), kGroups);
+  EXPECT_GT(runtime_figure(*observer, "consumerNoticesDropped"), 0);
+
+  // A reads what was kept for it (raw, then decoded in one pass): bounded by the output limit
+  // and what the kernel holds, far below what was offered.
+  std::string raw;
+  std::vector<char> chunk(64 << 10);
+  for (;;) {
+    pollfd p{a->fd(), POLLIN, 0};
+    if (poll(&p, 1, 1000) <= 0) break;
+    const ssize_t n = recv(a->fd(), chunk.data(), chunk.size(), 0);
+    if (n <= 0) break;
+    raw.append(chunk.data(), static_cast<size_t>(n));
+  }
+  size_t frames = 0;
+  std::span<const std::byte> rest = as_bytes(raw);
+  while (!rest.empty()) {
+    DecodedFrame frame;
+    std::string error;
+    ASSERT_EQ(decode_frame(rest, RemotingLimits{}, &frame, &error), DecodeStatus::ok)
+        << error << " raw " << raw.size() << " rest " << rest.size() << " frames " << frames;
+    rest = rest.subspan(frame.frame_bytes);
+    if (frame.command.is_response()) continue;  // the heartbeat's answer
+    ASSERT_EQ(frame.command.code, req::kNotifyConsumerIdsChanged);
+    frames++;
+  }
+  const size_t offered = size_t{kGroups} + size_t{kCycles} * 2 * kGroups;
+  const size_t frame_bytes = raw.size() / std::max<size_t>(frames, 1);
+  EXPECT_GT(frames, 0u);
+  EXPECT_LT(raw.size(), size_t{16} << 20) << frames << " notices reached A";
+  EXPECT_GT(offered * frame_bytes, size_t{24} << 20) << "too few notices to show the limit";
+  RemotingResponse list =
+      call(*a, request(req::kGetConsumerListByGroup, {{"consumerGroup", "G7"}}));
+  EXPECT_EQ(list.body, R"({"consumerIdList":["A@1"]})");
+}
+
 // How an orderly consumer gives a message up (ConsumeMessageOrderlyService.sendMessageBack):
 // past maxReconsumeTimes it SENDs the message to %RETRY%<group> with reconsumeTimes and
 // maxReconsumeTimes in the header and DELAY 3 + reconsumeTimes; the broker stores it in
@@ -254,8 +331,8 @@ TEST(BrokerOrderlyTest, OrderlyGiveUpAndDelayLevelMinusOneGoToTheDeadLetterQueue
   fields.emplace_back("l", "5");  // maxReconsumeTimes
   RemotingResponse sent = call(*client, request(req::kSendMessageV2, fields), "gave-up");
   ASSERT_EQ(sent.command.code, rc::kSuccess) << remark(sent);
-  RemotingResponse dead = call(
-      *client, request(req::kPullMessage, pull_fields("%DLQ%OG", 0, 0, /*suspend_ms=*/1500)));
+  RemotingResponse dead =
+      call(*client, request(req::kPullMessage, pull_fields("%DLQ%OG", 0, 0, /*suspend_ms=*/1500)));
   ASSERT_EQ(dead.command.code, rc::kSuccess) << remark(dead);
   std::vector<engine::MessageView> got = decode_all(dead.body);
   ASSERT_EQ(got.size(), 1u);
@@ -265,22 +342,21 @@ TEST(BrokerOrderlyTest, OrderlyGiveUpAndDelayLevelMinusOneGoToTheDeadLetterQueue
   EXPECT_EQ(max_offset(*client, "%RETRY%OG", 0), 0);
 
   // delayLevel -1: straight to the dead letters, whatever the reconsume times.
-  RemotingResponse plain = call(*client, request(req::kSendMessageV2,
-                                                 send_v2_fields("OT", "1", "TAGS\x01T\x02")),
-                                "plain");
+  RemotingResponse plain = call(
+      *client, request(req::kSendMessageV2, send_v2_fields("OT", "1", "TAGS\x01T\x02")), "plain");
   ASSERT_EQ(plain.command.code, rc::kSuccess) << remark(plain);
   RemotingResponse pulled = call(*client, request(req::kPullMessage, pull_fields("OT", 1, 0)));
   std::vector<engine::MessageView> records = decode_all(pulled.body);
   ASSERT_EQ(records.size(), 1u);
   RemotingResponse back = call(
-      *client, request(req::kConsumerSendMsgBack,
-                       {{"offset", std::to_string(records[0].physical_offset)},
-                        {"group", "OG"},
-                        {"delayLevel", "-1"},
-                        {"maxReconsumeTimes", "16"}}));
+      *client,
+      request(req::kConsumerSendMsgBack, {{"offset", std::to_string(records[0].physical_offset)},
+                                          {"group", "OG"},
+                                          {"delayLevel", "-1"},
+                                          {"maxReconsumeTimes", "16"}}));
   ASSERT_EQ(back.command.code, rc::kSuccess) << remark(back);
-  RemotingResponse second = call(
-      *client, request(req::kPullMessage, pull_fields("%DLQ%OG", 0, 1, /*suspend_ms=*/1500)));
+  RemotingResponse second =
+      call(*client, request(req::kPullMessage, pull_fields("%DLQ%OG", 0, 1, /*suspend_ms=*/1500)));
   ASSERT_EQ(second.command.code, rc::kSuccess) << remark(second);
   ASSERT_EQ(decode_all(second.body).size(), 1u);
   EXPECT_EQ(max_offset(*client, "%RETRY%OG", 0), 0);

@@ -42,8 +42,7 @@ TEST(LockTableTest, OneClientPerGroupAndQueue) {
   // Another group, another topic or another broker name is another lock.
   EXPECT_EQ(lock(table, "H", {q(0)}, "B", 10), (std::vector<size_t>{0}));
   EXPECT_EQ(lock(table, "G", {q(0, "U")}, "B", 10), (std::vector<size_t>{0}));
-  EXPECT_EQ(lock(table, "G", {LockedQueue{"T", "broker-b", 0}}, "B", 10),
-            (std::vector<size_t>{0}));
+  EXPECT_EQ(lock(table, "G", {LockedQueue{"T", "broker-b", 0}}, "B", 10), (std::vector<size_t>{0}));
   // Locking again is renewing: still the holder's.
   EXPECT_EQ(lock(table, "G", {q(0)}, "A", 20), (std::vector<size_t>{0}));
   EXPECT_EQ(table.size(), 6u);
