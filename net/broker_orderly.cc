@@ -5,8 +5,8 @@
 // RebalanceLockManager, ConsumerManager, DefaultConsumerIdsChangeListener, Broker2Client
 // (rocketmq-all-4.9.8).
 
-#include <algorithm>
 #include <optional>
+#include <set>
 
 #include "net/broker_reactor.h"
 #include "net/json.h"
@@ -167,19 +167,16 @@ void BrokerReactor::sweep_members_and_locks(int64_t now_ms) {
 
 void BrokerReactor::notify_group_later(std::string_view group) {
   if (!config_.notify_consumer_ids_changed_enable || stopping_) return;
-  // At most one entry per group (bounded by the membership table): notices are coalesced per
-  // turn of the loop.
-  if (std::find(notify_groups_.begin(), notify_groups_.end(), group) != notify_groups_.end()) {
-    return;
-  }
-  notify_groups_.emplace_back(group);
+  // At most one entry per group (so bounded by the membership table): notices are coalesced
+  // per turn of the loop.
+  if (!notify_groups_.contains(group)) notify_groups_.emplace(group);
 }
 
 // One oneway request per live member of each group noted this turn, on the connection of its
 // last heartbeat, through that connection's bounded output: a member whose replies already
 // fill it gets no notice (it still rebalances every 20 s).
 void BrokerReactor::send_notices() {
-  std::vector<std::string> groups;
+  std::set<std::string, std::less<>> groups;
   groups.swap(notify_groups_);
   for (const std::string& group : groups) {
     const ConsumerGroups::Members* members = groups_.members(group);

@@ -265,9 +265,9 @@ class BrokerReactor {
   ConsumerGroups groups_;   // members from heartbeats, and where to reach them
   LockTable locks_;         // orderly consumers' queue locks (monotonic ms)
   bool lock_table_full_logged_ = false;
-  int64_t next_lock_reclaim_ms_ = 0;        // monotonic
-  std::vector<std::string> notify_groups_;  // groups to notify this turn, each once
-  uint32_t next_request_opaque_ = 1;        // opaques of the broker's own requests
+  int64_t next_lock_reclaim_ms_ = 0;                  // monotonic
+  std::set<std::string, std::less<>> notify_groups_;  // groups to notify this turn
+  uint32_t next_request_opaque_ = 1;                  // opaques of the broker's own requests
   uint64_t notices_sent_ = 0;
   uint64_t notices_dropped_ = 0;  // a member's output was full
   std::array<Completion, 256> completions_{};

@@ -2,7 +2,7 @@
 // one client per (group, queue), renewal, expiry after lockMaxLiveTime, another client refused
 // until then, unlock of one's own locks only, the "someone waited" signal that makes the broker
 // notify a group, reclaiming expired entries, and the bound on entries (a whole request refused,
-// nothing changed). Also the consumer group membership table (net/consumer_groups.h).
+// nothing changed).
 
 #include "net/lock_table.h"
 
@@ -10,8 +10,6 @@
 
 #include <string>
 #include <vector>
-
-#include "net/consumer_groups.h"
 
 namespace uringmq::net {
 namespace {
@@ -118,40 +116,6 @@ TEST(LockTableTest, BoundedARequestThatDoesNotFitIsRefusedWhole) {
   EXPECT_EQ(lock(table, "G", {q(3), q(4)}, "B", 20 + kLive + 1).size(), 2u);
   EXPECT_LE(table.size(), 4u);
   EXPECT_EQ(table.holder("G", q(0), 20 + kLive + 1), "");
-}
-
-TEST(ConsumerGroupsTest, JoinLeaveCloseExpireAndBound) {
-  ConsumerGroups groups(3);
-  const ConnectionRef a{1, 7};
-  const ConnectionRef b{2, 7};
-  EXPECT_EQ(groups.heartbeat("G", "A", a, 0), ConsumerGroups::Heartbeat::joined);
-  EXPECT_EQ(groups.heartbeat("G", "A", a, 5), ConsumerGroups::Heartbeat::renewed);
-  EXPECT_EQ(groups.heartbeat("G", "B", b, 5), ConsumerGroups::Heartbeat::joined);
-  EXPECT_EQ(groups.heartbeat("H", "B", b, 5), ConsumerGroups::Heartbeat::joined);
-  EXPECT_EQ(groups.heartbeat("H", "C", a, 5), ConsumerGroups::Heartbeat::refused);
-  EXPECT_EQ(groups.member_count(), 3u);
-  EXPECT_EQ(groups.members("H")->size(), 1u);
-  // B's connection closes: B leaves both groups.
-  std::vector<std::string> changed;
-  groups.connection_closed(b, &changed);
-  EXPECT_EQ(changed, (std::vector<std::string>{"G", "H"}));
-  EXPECT_EQ(groups.members("H"), nullptr);
-  // A connection slot reused (another generation) is another connection.
-  changed.clear();
-  groups.connection_closed(ConnectionRef{1, 8}, &changed);
-  EXPECT_TRUE(changed.empty());
-  EXPECT_FALSE(groups.unregister("G", "B"));
-  EXPECT_TRUE(groups.unregister("G", "A"));
-  EXPECT_EQ(groups.member_count(), 0u);
-  // Expiry: more than expire_ms since the last heartbeat.
-  ASSERT_EQ(groups.heartbeat("G", "A", a, 1000), ConsumerGroups::Heartbeat::joined);
-  ASSERT_EQ(groups.heartbeat("G", "B", b, 1500), ConsumerGroups::Heartbeat::joined);
-  groups.expire(2000, 1000, &changed);
-  EXPECT_TRUE(changed.empty());
-  groups.expire(2001, 1000, &changed);
-  EXPECT_EQ(changed, std::vector<std::string>{"G"});
-  EXPECT_EQ(groups.members("G")->count("B"), 1u);
-  EXPECT_EQ(groups.member_count(), 1u);
 }
 
 }  // namespace
