@@ -218,6 +218,35 @@ TEST(BrokerOrderlyTest, AnExpiredMemberLeavesAndTheOthersAreNotified) {
   EXPECT_EQ(list.body, R"({"consumerIdList":["A@1"]})");
 }
 
+// A member that dies holding queue locks (its connection closes): the others are told at once
+// (it left), but its locks stay for their 60 s, as in RocketMQ, since it may still have been
+// consuming. The member refused one of them is told again when the lock expires, so it takes
+// the queue then rather than at its next 20 s rebalance.
+TEST(BrokerOrderlyTest, AQueueWaitedForIsNoticedWhenItsLockExpires) {
+  uringmq::testing::TempDir dir;
+  io::ManualClock clock;
+  RunningBroker broker(dir.path(), [&](BrokerConfig& c) {
+    c.store.clock = &clock;
+    c.idle_timeout_sec = 86'400;
+    c.client_expire_ms = 24 * 3600 * 1000;
+  });
+  auto a = broker.client();
+  auto b = broker.client();
+  heartbeat(*a, "A@1", "G");
+  heartbeat(*b, "B@1", "G");
+  expect_notice(*b, "B's own join");
+  ASSERT_EQ(lock(*a, "A@1", "G", {0, 1}), (std::vector<int>{0, 1}));
+  a.reset();
+  expect_unasked_notice(*b, "A's connection closed");
+  EXPECT_EQ(lock(*b, "B@1", "G", {0}), std::vector<int>{});  // still A's
+  clock.advance_ms(59'000);
+  expect_no_notice(*b, "A's locks live 60 s");
+  EXPECT_EQ(lock(*b, "B@1", "G", {0}), std::vector<int>{});
+  clock.advance_ms(2'000);
+  expect_unasked_notice(*b, "the lock B waited for expired");
+  EXPECT_EQ(lock(*b, "B@1", "G", {0, 1}), (std::vector<int>{0, 1}));
+}
+
 TEST(BrokerOrderlyTest, NoNoticeWhenNotifyConsumerIdsChangedIsDisabled) {
   uringmq::testing::TempDir dir;
   RunningBroker broker(dir.path(),
