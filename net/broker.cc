@@ -227,6 +227,7 @@ io::Status BrokerReactor::run() {
 // to timeout_ms only when no store completion is already waiting).
 io::Status BrokerReactor::poll_once(int64_t timeout_ms) {
   drain_store();
+  if (!notify_groups_.empty()) send_notices();
   for (uint32_t i = 0; i < conns_.size(); i++) {
     if (conns_[i].open && !conns_[i].out_pending.empty()) flush_out(i);
   }
@@ -485,6 +486,11 @@ void BrokerReactor::close_connection(uint32_t index, const std::string& why) {
   log_debug("connection " + std::to_string(index) + " closed: " + why);
   if (why.rfind("bad frame", 0) == 0) log_warn("closing a connection: " + why);
   conn.closing = true;
+  // Members heard on it leave their groups (their queue locks stay until they expire, as in
+  // RocketMQ: the client may still be consuming).
+  std::vector<std::string> left;
+  groups_.connection_closed({index, conn.generation}, &left);
+  members_gone(left);
   account(index);                   // its buffers are freed once the kernel lets go of them
   orphan_bytes_ += conn.ops_bytes;  // its ops' buffers, until the store answers them
   conn.ops_bytes = 0;
@@ -548,13 +554,8 @@ void BrokerReactor::sweep(int64_t now) {
     }
   }
   if (refused_ > 0 && mono_ms_ >= refusal_log_ms_) log_refusals();
-  // Consumers that stopped heartbeating leave their groups.
-  for (auto group = consumers_.begin(); group != consumers_.end();) {
-    std::erase_if(group->second, [&](const auto& client) {
-      return now - client.second > config_.client_expire_ms;
-    });
-    group = group->second.empty() ? consumers_.erase(group) : std::next(group);
-  }
+  // Consumers that stopped heartbeating leave their groups; expired queue locks go.
+  sweep_members_and_locks(now);
 }
 
 // ---- BrokerReactor: bounds on connections ----

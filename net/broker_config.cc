@@ -336,6 +336,10 @@ const KeySetter kSetters[] = {
      [](BrokerConfig& c, std::string_view v) {
        return set_number<int64_t>(c.client_expire_ms, v, 1000, 24 * kHourMs, "a time in ms");
      }},
+    {"notifyConsumerIdsChangedEnable",
+     [](BrokerConfig& c, std::string_view v) {
+       return set_bool(c.notify_consumer_ids_changed_enable, v);
+     }},
     {"serverChannelMaxIdleTimeSeconds",
      [](BrokerConfig& c, std::string_view v) {
        return set_number<int64_t>(c.idle_timeout_sec, v, 1, 86'400, "a number of seconds");
@@ -560,6 +564,7 @@ std::string describe_broker_config(const BrokerConfig& c) {
   add("maxPullSuspendMillis", num(c.max_suspend_ms));
   add("maxConnections", num(c.max_connections));
   add("clientExpireMillis", num(c.client_expire_ms));
+  add("notifyConsumerIdsChangedEnable", c.notify_consumer_ids_changed_enable ? "true" : "false");
   add("serverChannelMaxIdleTimeSeconds", num(c.idle_timeout_sec));
   add("incompleteFrameTimeoutSeconds", num(c.incomplete_frame_timeout_sec));
   add("connectionBuffersMaxBytes", num(c.connection_buffers_max_bytes));

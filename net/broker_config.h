@@ -53,6 +53,9 @@ struct BrokerConfig {
   uint32_t max_connections = 1024;  // maxConnections
   // A client whose last heartbeat is older than this is forgotten, ms (clientExpireMillis).
   int64_t client_expire_ms = 120000;
+  // Tell a consumer group's members to rebalance (NOTIFY_CONSUMER_IDS_CHANGED) when a member
+  // joins or leaves (notifyConsumerIdsChangedEnable, RocketMQ's key and default).
+  bool notify_consumer_ids_changed_enable = true;
   // A connection that moved no byte either way for this long, with no request waiting for the
   // store (a held pull is one), is closed, s (serverChannelMaxIdleTimeSeconds, RocketMQ's key).
   int64_t idle_timeout_sec = 120;

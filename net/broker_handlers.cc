@@ -405,6 +405,10 @@ void BrokerReactor::handle(uint32_t conn, RemotingCommand& request,
       return handle_consumer_list(conn, request);
     case req::kConsumerSendMsgBack:
       return handle_send_back(conn, request);
+    case req::kLockBatchMq:
+      return handle_lock_batch(conn, request, body);
+    case req::kUnlockBatchMq:
+      return handle_unlock_batch(conn, request, body);
     case req::kGetBrokerRuntimeInfo:
       return handle_runtime_info(conn, request);
     case req::kUpdateAndCreateTopic:
@@ -1055,7 +1059,12 @@ void BrokerReactor::handle_heartbeat(uint32_t conn, const RemotingCommand& reque
     for (const JsonValue& consumer : set->items()) {
       const JsonValue* group = consumer.find("groupName");
       if (group == nullptr || !group->is_string() || group->text().empty()) continue;
-      consumers_[group->text()][client->text()] = now;
+      if (!join_group(conn, group->text(), client->text(), now)) {
+        return reply_code(
+            conn, request, rc::kSystemBusy,
+            "the broker's consumer table is full (" + std::to_string(groups_.max_members()) +
+                " members): " + client->text() + " cannot join group " + group->text());
+      }
     }
   }
   reply_code(conn, request, rc::kSuccess, {});
@@ -1064,25 +1073,19 @@ void BrokerReactor::handle_heartbeat(uint32_t conn, const RemotingCommand& reque
 void BrokerReactor::handle_unregister(uint32_t conn, const RemotingCommand& request) {
   const std::string* client = request.ext("clientID");
   const std::string* group = request.ext("consumerGroup");
-  if (client != nullptr && group != nullptr) {
-    auto it = consumers_.find(*group);
-    if (it != consumers_.end()) {
-      it->second.erase(*client);
-      if (it->second.empty()) consumers_.erase(it);
-    }
-  }
+  if (client != nullptr && group != nullptr) leave_group(*group, *client);
   reply_code(conn, request, rc::kSuccess, {});
 }
 
 void BrokerReactor::handle_consumer_list(uint32_t conn, const RemotingCommand& request) {
   const std::string* group = request.ext("consumerGroup");
-  auto it = group ? consumers_.find(*group) : consumers_.end();
-  if (it == consumers_.end() || it->second.empty()) {
+  const ConsumerGroups::Members* members = group ? groups_.members(*group) : nullptr;
+  if (members == nullptr || members->empty()) {
     return reply_code(conn, request, rc::kSystemError, "no consumer for this group");
   }
   std::string body = "{\"consumerIdList\":[";
   bool first = true;
-  for (const auto& [client, seen] : it->second) {
+  for (const auto& [client, member] : *members) {
     if (!first) body += ',';
     first = false;
     append_json_string(&body, client);
@@ -1194,6 +1197,10 @@ void BrokerReactor::handle_runtime_info(uint32_t conn, const RemotingCommand& re
   add("segmentsDeleted", std::to_string(stats.segments_deleted));
   add("messagesDeletedUnconsumed", std::to_string(stats.messages_deleted_unconsumed));
   add("connections", std::to_string(open_conns_));
+  add("consumerGroupMembers", std::to_string(groups_.member_count()));
+  add("queueLocks", std::to_string(locks_.size()));
+  add("consumerNoticesSent", std::to_string(notices_sent_));
+  add("consumerNoticesDropped", std::to_string(notices_dropped_));
   add("corruptReadsRefused", std::to_string(stats.corrupt_reads_refused));
   add("corruptRecordsReported", std::to_string(stats.corrupt_records_reported));
   add("scrubBytesChecked", std::to_string(stats.scrub_bytes_checked));

@@ -22,6 +22,8 @@
 #include "io/net_ring.h"
 #include "io/waker.h"
 #include "net/broker_config.h"
+#include "net/consumer_groups.h"
+#include "net/lock_table.h"
 #include "net/message_batch.h"
 #include "net/remoting.h"
 #include "net/topic_table.h"
@@ -224,6 +226,20 @@ class BrokerReactor {
   void handle_unregister(uint32_t conn, const RemotingCommand& request);
   void handle_consumer_list(uint32_t conn, const RemotingCommand& request);
   void handle_send_back(uint32_t conn, RemotingCommand& request);
+  // ---- orderly consumers and rebalancing (broker_orderly.cc) ----
+  void handle_lock_batch(uint32_t conn, const RemotingCommand& request,
+                         std::span<const std::byte> body);
+  void handle_unlock_batch(uint32_t conn, const RemotingCommand& request,
+                           std::span<const std::byte> body);
+  // A heartbeat's group entry; false when the membership table is full (not joined).
+  bool join_group(uint32_t conn, std::string_view group, std::string_view client, int64_t now_ms);
+  void leave_group(std::string_view group, std::string_view client);
+  void members_gone(const std::vector<std::string>& groups);
+  void sweep_members_and_locks(int64_t now_ms);
+  // NOTIFY_CONSUMER_IDS_CHANGED to the group's members, sent (coalesced) by send_notices at the
+  // next turn of the loop; nothing when notifyConsumerIdsChangedEnable is false.
+  void notify_group_later(std::string_view group);
+  void send_notices();
   void handle_runtime_info(uint32_t conn, const RemotingCommand& request);
   void on_store_completion(const Completion& c);
   void complete_send(BrokerOp& op, const Completion& c);
@@ -284,8 +300,14 @@ class BrokerReactor {
   std::unique_ptr<TopicTable> topics_;
   engine::HostAddress store_host_;
   std::string advertised_;  // "ip:port" put in routes
-  // Consumer group -> client id -> last heartbeat (ms).
-  std::map<std::string, std::map<std::string, int64_t>, std::less<>> consumers_;
+  ConsumerGroups groups_;   // members from heartbeats, and where to reach them
+  LockTable locks_;         // orderly consumers' queue locks (monotonic ms)
+  bool lock_table_full_logged_ = false;
+  int64_t next_lock_reclaim_ms_ = 0;                  // monotonic
+  std::set<std::string, std::less<>> notify_groups_;  // groups to notify this turn
+  uint32_t next_request_opaque_ = 1;                  // opaques of the broker's own requests
+  uint64_t notices_sent_ = 0;
+  uint64_t notices_dropped_ = 0;           // a member's output was full
   std::vector<BatchEntry> batch_entries_;  // scratch of handle_send_batch (capacity kept)
   std::vector<uint32_t> batch_props_at_;   // scratch: each message's properties in the arena
   std::array<Completion, 256> completions_{};
