@@ -59,7 +59,8 @@ struct ShardRequest {
   std::byte* dest = nullptr;    // read
   std::string_view group;       // commit_offset, query_offset
   std::string_view tag_filter;  // pull
-  const engine::SqlFilter* sql_filter = nullptr;  // pull (PullRequest::sql_filter)
+  // pull: PullRequest::sql_filter
+  const engine::SqlFilter* sql_filter = nullptr;
   std::span<std::byte> buffer;  // pull
   int64_t value = 0;            // pull: queue offset; search: timestamp; commit: offset
   uint32_t max_messages = 0;    // pull
@@ -153,7 +154,8 @@ class Shard {
     bool filter_all = true;
     uint32_t filter_count = 0;
     std::array<int64_t, kMaxFilterTags> filter_codes{};
-    const engine::SqlFilter* sql_filter = nullptr;  // evaluated on each record read
+    // evaluated on each record read
+    const engine::SqlFilter* sql_filter = nullptr;
     int64_t deadline_ms = 0;  // held: monotonic ms
     std::array<engine::CqUnit, kPullUnits> units{};
     uint32_t unit_count = 0;

@@ -525,6 +525,7 @@ void BrokerReactor::sweep(int64_t now) {
     });
     group = group->second.empty() ? consumers_.erase(group) : std::next(group);
   }
+  expire_sql_subscriptions(now);
 }
 
 // ---- BrokerReactor: bounds on connections ----

@@ -266,6 +266,7 @@ void BrokerReactor::free_op(uint32_t index) {
   }
   if (op.data.capacity() > 0) kept_op_buffers_++;
   op.copy.reset();
+  op.sql_filter.reset();
   free_ops_.push_back(index);
 }
 
@@ -340,6 +341,8 @@ void BrokerReactor::handle(uint32_t conn, RemotingCommand& request,
       return handle_runtime_info(conn, request);
     case req::kUpdateAndCreateTopic:
       return handle_create_topic(conn, request);
+    case req::kCheckClientConfig:
+      return handle_check_client_config(conn, request, body);
     default:
       return reply_code(conn, request, rc::kRequestCodeNotSupported,
                         "request type " + std::to_string(request.code) + " not supported");
@@ -506,6 +509,8 @@ void BrokerReactor::handle_pull(uint32_t conn, RemotingCommand& request) {
                           " has " + std::to_string(nums) + " queues (0.." +
                           std::to_string(nums - 1) + ")");
   }
+  std::shared_ptr<const engine::SqlFilter> sql_filter;
+  if (!pull_sql_filter(conn, request, *group, *topic, sys_flag, &sql_filter)) return;
   if ((sys_flag & 1) != 0 && commit >= 0) {
     if (is_internal_group(*group)) {
       return reply_code(conn, request, rc::kNoPermission,
@@ -525,7 +530,8 @@ void BrokerReactor::handle_pull(uint32_t conn, RemotingCommand& request) {
   BrokerOp& op = *ops_[index];
   op.topic = *topic;
   const std::string* sub = request.ext("subscription");
-  op.tag_filter = sub ? *sub : std::string("*");
+  op.tag_filter = sub != nullptr && sql_filter == nullptr ? *sub : std::string("*");
+  op.sql_filter = std::move(sql_filter);
   op.queue_id = static_cast<int32_t>(*queue_id);
   op.shard = store_.shard_for(op.topic, op.queue_id);
   // The reply's room is reserved now, so a pipelined batch of pulls stops at the connection's
@@ -547,6 +553,7 @@ void BrokerReactor::handle_pull(uint32_t conn, RemotingCommand& request) {
   op.pull.max_messages =
       static_cast<uint32_t>(std::clamp<int64_t>(max_msg_nums.value_or(32), 1, kMaxPullMessages));
   op.pull.tag_filter = op.tag_filter;
+  op.pull.sql_filter = op.sql_filter.get();
   op.pull.buffer = op.data;
   if ((sys_flag & 2) != 0 && !over_budget) {
     op.pull.wait_ms = std::clamp<int64_t>(suspend_ms.value_or(15000), 0, config_.max_suspend_ms);
@@ -748,6 +755,7 @@ void BrokerReactor::handle_heartbeat(uint32_t conn, const RemotingCommand& reque
       const JsonValue* group = consumer.find("groupName");
       if (group == nullptr || !group->is_string() || group->text().empty()) continue;
       consumers_[group->text()][client->text()] = now;
+      note_sql_subscriptions(group->text(), consumer, now);
     }
   }
   reply_code(conn, request, rc::kSuccess, {});

@@ -15,11 +15,13 @@
 #include <vector>
 
 #include "engine/log/message_codec.h"
+#include "engine/queues/sql_filter.h"
 #include "engine/store.h"
 #include "io/clock.h"
 #include "io/net_ring.h"
 #include "io/waker.h"
 #include "net/broker_config.h"
+#include "net/json.h"
 #include "net/remoting.h"
 
 namespace uringmq::net {
@@ -126,7 +128,18 @@ struct BrokerOp {
   int64_t max_reconsume_times = 16;  // send back
   Message message;
   PullRequest pull;
+  std::shared_ptr<const engine::SqlFilter> sql_filter;  // pull: held until its completion
   std::unique_ptr<SendBackCopy> copy;
+};
+
+// A consumer group's SQL92 subscription to a topic, from its heartbeats: what its pulls without
+// an expression (the push consumer's) are filtered by (net/broker_filters.cc).
+struct SqlSubscription {
+  std::string expression;
+  int64_t version = 0;                              // subVersion
+  std::shared_ptr<const engine::SqlFilter> filter;  // null when the expression did not compile
+  std::string error;                                // why it did not
+  int64_t seen_ms = 0;                              // the last heartbeat that named it
 };
 
 class BrokerReactor {
@@ -190,6 +203,16 @@ class BrokerReactor {
   void handle_consumer_list(uint32_t conn, const RemotingCommand& request);
   void handle_send_back(uint32_t conn, RemotingCommand& request);
   void handle_runtime_info(uint32_t conn, const RemotingCommand& request);
+  // ---- SQL92 filters (broker_filters.cc) ----
+  void handle_check_client_config(uint32_t conn, const RemotingCommand& request,
+                                  std::span<const std::byte> body);
+  void note_sql_subscriptions(const std::string& group, const JsonValue& consumer, int64_t now);
+  // The SQL92 filter a pull is served with (*filter null: none); false when it answered an
+  // error instead.
+  bool pull_sql_filter(uint32_t conn, const RemotingCommand& request, const std::string& group,
+                       const std::string& topic, int32_t sys_flag,
+                       std::shared_ptr<const engine::SqlFilter>* filter);
+  void expire_sql_subscriptions(int64_t now);
   void on_store_completion(const Completion& c);
   void complete_send(BrokerOp& op, const Completion& c);
   void complete_pull(BrokerOp& op, const Completion& c);
@@ -248,6 +271,8 @@ class BrokerReactor {
   std::string advertised_;  // "ip:port" put in routes
   // Consumer group -> client id -> last heartbeat (ms).
   std::map<std::string, std::map<std::string, int64_t>, std::less<>> consumers_;
+  // (consumer group, topic) -> its SQL92 subscription; at most kMaxSqlSubscriptions.
+  std::map<std::pair<std::string, std::string>, SqlSubscription> sql_subscriptions_;
   std::array<Completion, 256> completions_{};
   std::array<io::NetCompletion, 256> events_{};
 };

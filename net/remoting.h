@@ -53,6 +53,7 @@ inline constexpr int32_t kHeartBeat = 34;
 inline constexpr int32_t kUnregisterClient = 35;
 inline constexpr int32_t kConsumerSendMsgBack = 36;
 inline constexpr int32_t kGetConsumerListByGroup = 38;
+inline constexpr int32_t kCheckClientConfig = 46;
 inline constexpr int32_t kNotifyConsumerIdsChanged = 40;  // broker -> client
 inline constexpr int32_t kGetRouteInfoByTopic = 105;
 inline constexpr int32_t kGetKvConfigByValue = 217;
@@ -75,7 +76,10 @@ inline constexpr int32_t kPullNotFound = 19;
 inline constexpr int32_t kPullRetryImmediately = 20;
 inline constexpr int32_t kPullOffsetMoved = 21;
 inline constexpr int32_t kQueryNotFound = 22;
+inline constexpr int32_t kSubscriptionParseFailed = 23;
+inline constexpr int32_t kSubscriptionNotLatest = 25;
 inline constexpr int32_t kSubscriptionGroupNotExist = 26;
+inline constexpr int32_t kFilterDataNotExist = 27;
 }  // namespace response_code
 
 struct RemotingCommand {

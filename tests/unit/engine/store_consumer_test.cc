@@ -200,8 +200,7 @@ TEST(StoreConsumerTest, SqlFilterReturnsExactlyTheMatchingRecords) {
     msg.properties = keep.back().properties;
     ASSERT_EQ((*session)->send(msg).code, io::Code::ok);
   }
-  io::Result<engine::SqlFilter> filter =
-      engine::SqlFilter::compile("a > 5 AND color IN ('red')");
+  io::Result<engine::SqlFilter> filter = engine::SqlFilter::compile("a > 5 AND color IN ('red')");
   ASSERT_TRUE(filter.is_ok());
   std::vector<std::byte> buffer(64 << 10);
   std::vector<uint64_t> got;

@@ -160,7 +160,19 @@ TEST(BrokerConfigTest, EveryIgnoredKeyIsAccepted) {
   io::Result<BrokerConfig> parsed = parse_broker_config(text, "f");
   ASSERT_TRUE(parsed.is_ok()) << parsed.status().to_string();
   EXPECT_EQ(parsed->ignored_keys.size(), kIgnoredBrokerKeys.size());
-  EXPECT_EQ(kIgnoredBrokerKeys.size(), 9u);
+  EXPECT_EQ(kIgnoredBrokerKeys.size(), 8u);
+}
+
+// enablePropertyFilter is RocketMQ's key with RocketMQ's default (false); uringmq serves it.
+TEST(BrokerConfigTest, EnablePropertyFilter) {
+  EXPECT_FALSE(BrokerConfig{}.enable_property_filter);
+  io::Result<BrokerConfig> on = parse_broker_config("enablePropertyFilter=true\n", "f");
+  ASSERT_TRUE(on.is_ok()) << on.status().to_string();
+  EXPECT_TRUE(on->enable_property_filter);
+  EXPECT_TRUE(on->ignored_keys.empty());
+  EXPECT_NE(describe_broker_config(*on).find("enablePropertyFilter=true"), std::string::npos);
+  EXPECT_EQ(error_of("enablePropertyFilter=1"),
+            "broker.conf:1: enablePropertyFilter '1' is not a boolean (true or false)");
 }
 
 TEST(BrokerConfigTest, StructuralErrorsNameFileLineAndKey) {
