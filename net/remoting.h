@@ -39,6 +39,11 @@ static_assert(kFramePrefixBytes == 2 * kFrameLengthFieldBytes);
 inline constexpr int32_t kFlagResponse = 1;  // RESPONSE_COMMAND
 inline constexpr int32_t kFlagOneway = 2;    // ONEWAY request: no answer expected
 
+// The version answers carry: RocketMQ 4.9.8's (MQVersion.Version.V4_9_8.ordinal()), as its
+// broker's do. Clients read it from HEART_BEAT answers and refuse SQL92 pulls to a broker below
+// V4_1_0_SNAPSHOT (331).
+inline constexpr int32_t kBrokerVersion = 596;
+
 namespace request_code {
 inline constexpr int32_t kSendMessage = 10;
 inline constexpr int32_t kPullMessage = 11;
@@ -134,7 +139,7 @@ void encode_frame(const RemotingCommand& command, std::span<const std::byte> bod
                   std::string* out);
 
 // A response to `request`: flag kFlagResponse, the request's opaque and serialize type,
-// language "JAVA", version 0, the given code and remark, no extFields.
+// language "JAVA", version kBrokerVersion, the given code and remark, no extFields.
 RemotingCommand make_response(const RemotingCommand& request, int32_t code,
                               std::optional<std::string> remark = std::nullopt);
 

@@ -568,7 +568,7 @@ bool SqlParser::parse_between(bool negated, Expr* e) {
 }
 
 bool SqlParser::parse_string_list(uint32_t* first, uint32_t* count) {
-  if (tok_.kind != Tok::open) return fail_token("(");
+  if (tok_.kind != Tok::open) return fail_token("'('");
   *first = static_cast<uint32_t>(out_.items_.size());
   *count = 0;
   do {
@@ -583,7 +583,7 @@ bool SqlParser::parse_string_list(uint32_t* first, uint32_t* count) {
     (*count)++;
     if (!lex()) return false;
   } while (tok_.kind == Tok::comma);
-  if (tok_.kind != Tok::close) return fail_token(", or )");
+  if (tok_.kind != Tok::close) return fail_token("',' or ')'");
   return lex();
 }
 
@@ -680,7 +680,7 @@ bool SqlParser::parse_primary(Expr* e) {
   e->begin = tok_.begin;
   if (tok_.kind == Tok::open) {
     if (!lex() || !parse_or(e)) return false;
-    if (tok_.kind != Tok::close) return fail_token(")");
+    if (tok_.kind != Tok::close) return fail_token("')'");
     return lex();
   }
   if (tok_.kind == Tok::identifier) {
@@ -738,7 +738,7 @@ bool SqlParser::parse_literal(Expr* e) {
     case Tok::kw_null:
       break;
     default:
-      return fail_token("a value, a property or (");
+      return fail_token("a value, a property or '('");
   }
   return add_constant(c, e) && lex();
 }

@@ -183,7 +183,7 @@ TEST(SqlFilter, ErrorsSayWhatAndWhere) {
   EXPECT_NE(error_of("a > 99999999999999999999").find("out of range"), std::string::npos);
   EXPECT_NE(error_of("a NOT 5").find("BETWEEN or IN after NOT"), std::string::npos);
   EXPECT_NE(error_of("a IS 5").find("expected NULL"), std::string::npos);
-  EXPECT_NE(error_of("(a > 1").find("expected )"), std::string::npos);
+  EXPECT_NE(error_of("(a > 1").find("expected ')'"), std::string::npos);
   EXPECT_NE(error_of("").find("Unexpected end"), std::string::npos);
   EXPECT_NE(error_of("/* open").find("Unterminated comment"), std::string::npos);
 }
