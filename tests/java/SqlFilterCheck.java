@@ -45,6 +45,7 @@ public class SqlFilterCheck {
   static List<String> pushConsume(String nameServer, String topic) throws Exception {
     ConcurrentLinkedQueue<String> got = new ConcurrentLinkedQueue<>();
     DefaultMQPushConsumer consumer = new DefaultMQPushConsumer("JavaSqlPush");
+    consumer.setInstanceName("push");
     consumer.setNamesrvAddr(nameServer);
     consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
     consumer.subscribe(topic, MessageSelector.bySql(EXPRESSION));
@@ -126,8 +127,16 @@ public class SqlFilterCheck {
     }
     producer.shutdown();
 
-    expect("DefaultMQPushConsumer", pushConsume(nameServer, topic), expected);
-    expect("DefaultLitePullConsumer", litePull(nameServer, topic), expected);
+    try {
+      expect("DefaultMQPushConsumer", pushConsume(nameServer, topic), expected);
+    } catch (Exception e) {
+      fail("DefaultMQPushConsumer: " + e);
+    }
+    try {
+      expect("DefaultLitePullConsumer", litePull(nameServer, topic), expected);
+    } catch (Exception e) {
+      fail("DefaultLitePullConsumer: " + e);
+    }
     syntaxErrorRefused(nameServer, topic);
     System.out.println(failures == 0 ? "JAVA-CHECK OK" : "JAVA-CHECK FAILED " + failures);
     System.exit(failures == 0 ? 0 : 1);
