@@ -144,8 +144,16 @@ bool BrokerReactor::pull_sql_filter(uint32_t conn, const RemotingCommand& reques
   filter->reset();
   auto it = sql_subscriptions_.find(std::make_pair(group, topic));
   if ((sys_flag & kPullFlagSubscription) == 0) {
-    // The push consumer's pull: its group's subscription from the heartbeats.
-    if (it == sql_subscriptions_.end()) return true;
+    // The push consumer's pull: its group's subscription from the heartbeats. Its pulls name
+    // the expression type: a SQL92 one whose expression no heartbeat brought yet (a broker
+    // restarted since) waits for it, rather than getting every message.
+    if (it == sql_subscriptions_.end()) {
+      if (is_tag_type(request.ext("expressionType"))) return true;
+      reply_code(conn, request, rc::kSubscriptionNotExist,
+                 "the consumer's subscription not exist: no heartbeat of group " + group +
+                     " has brought its SQL92 subscription to " + topic + " yet");
+      return false;
+    }
     HeaderFields fields(request);
     const int64_t version = fields.int64("subVersion").value_or(0);
     if (it->second.version < version) {

@@ -82,6 +82,7 @@ inline constexpr int32_t kPullRetryImmediately = 20;
 inline constexpr int32_t kPullOffsetMoved = 21;
 inline constexpr int32_t kQueryNotFound = 22;
 inline constexpr int32_t kSubscriptionParseFailed = 23;
+inline constexpr int32_t kSubscriptionNotExist = 24;
 inline constexpr int32_t kSubscriptionNotLatest = 25;
 inline constexpr int32_t kSubscriptionGroupNotExist = 26;
 inline constexpr int32_t kFilterDataNotExist = 27;

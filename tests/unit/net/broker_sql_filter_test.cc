@@ -2,7 +2,8 @@
 // CHECK_CLIENT_CONFIG (46) accepts a good expression and refuses a bad one with
 // SUBSCRIPTION_PARSE_FAILED and the reason; a pull carrying the expression (the lite pull
 // consumer's) and a pull without it whose group's heartbeat registered it (the push consumer's)
-// both return exactly the matching messages, the offset moving past the others; a heartbeat with
+// both return exactly the matching messages, the offset moving past the others (the latter is
+// refused SUBSCRIPTION_NOT_EXIST until a heartbeat brought the expression); a heartbeat with
 // a bad expression is answered SUCCESS but its pulls FILTER_DATA_NOT_EXIST with the reason; with
 // enablePropertyFilter=false (the default) SQL92 is refused with SYSTEM_ERROR.
 // Method: the broker in process over loopback (tests/support/broker_harness.h).
@@ -131,6 +132,15 @@ TEST(BrokerSqlFilterTest, MatchingMessagesOnlyAndErrorsWithTheirReason) {
     if (key == "subVersion") value = "7";
   }
   EXPECT_EQ(pull_all(*client, push), matching);
+
+  // A push consumer's pull before its heartbeat (a restarted broker): refused, not unfiltered.
+  Fields early = push;
+  for (auto& [key, value] : early) {
+    if (key == "consumerGroup") value = "GNEW";
+  }
+  early.emplace_back("expressionType", "SQL92");
+  RemotingResponse not_yet = call(*client, request(req::kPullMessage, early));
+  EXPECT_EQ(not_yet.command.code, rc::kSubscriptionNotExist) << remark(not_yet);
 
   // A heartbeat with an expression that does not compile: SUCCESS, as Java; its pulls are
   // refused with the reason.
