@@ -8,6 +8,9 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <cstdlib>
+#include <new>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -15,6 +18,20 @@
 
 #include "engine/log/properties.h"
 #include "engine/log/property_names.h"
+
+// Counts this binary's heap allocations (matches() must make none).
+static std::atomic<uint64_t> g_allocations{0};
+void* operator new(std::size_t size) {
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::size_t) noexcept {
+  std::free(p);
+}
 
 namespace uringmq::engine {
 namespace {
@@ -203,6 +220,28 @@ TEST(SqlFilter, BoundsAreRefusedWithAReason) {
   std::string nested(kSqlMaxDepth - 1, '(');
   nested += "a = 1" + std::string(kSqlMaxDepth - 1, ')');
   EXPECT_TRUE(match(nested, {{"a", "1"}}));
+}
+
+TEST(SqlFilter, MatchingAllocatesNothing) {
+  io::Result<SqlFilter> filter = SqlFilter::compile(
+      "(a BETWEEN 2 AND 8 OR b NOT IN ('x', 'y')) AND c IS NOT NULL AND NOT (d = 1.5) "
+      "AND TAGS <> 'TagC' AND e > f");
+  ASSERT_TRUE(filter.is_ok()) << filter.status().message();
+  const std::string props = encode({{"a", "5"},
+                                    {"b", "z"},
+                                    {"c", "1"},
+                                    {"d", "2.5"},
+                                    {"TAGS", "TagA"},
+                                    {"e", "3.5"},
+                                    {"f", "1e0"}});
+  const uint64_t before = g_allocations.load();
+  bool matched = true;
+  for (int i = 0; i < 1000; i++) matched = matched && filter->matches(props);
+  EXPECT_EQ(g_allocations.load(), before);
+  EXPECT_TRUE(matched);
+  // The counter sees allocations (compiling makes some), so the check above can fail.
+  ASSERT_TRUE(SqlFilter::compile("a = 1").is_ok());
+  EXPECT_GT(g_allocations.load(), before);
 }
 
 TEST(SqlFilter, TheBriefsExample) {
