@@ -137,50 +137,59 @@ void BrokerReactor::expire_sql_subscriptions(int64_t now) {
 
 // ---- PULL_MESSAGE: the filter a pull is served with ----
 
+// A pull without its expression (the push consumer's): its group's subscription from the
+// heartbeats (`registered`, null when none). Its pulls name the expression type: a SQL92 one
+// whose expression no heartbeat brought yet (a broker restarted since) waits for it, rather than
+// getting every message.
+bool BrokerReactor::registered_sql_filter(uint32_t conn, const RemotingCommand& request,
+                                          const std::string& group, const std::string& topic,
+                                          const SqlSubscription* registered,
+                                          std::shared_ptr<const engine::SqlFilter>* filter) {
+  if (registered == nullptr) {
+    if (is_tag_type(request.ext("expressionType"))) return true;
+    reply_code(conn, request, rc::kSubscriptionNotExist,
+               "the consumer's subscription not exist: no heartbeat of group " + group +
+                   " has brought its SQL92 subscription to " + topic + " yet");
+    return false;
+  }
+  HeaderFields fields(request);
+  if (registered->version < fields.int64("subVersion").value_or(0)) {
+    reply_code(conn, request, rc::kSubscriptionNotLatest, "the consumer's subscription not latest");
+    return false;
+  }
+  if (registered->filter == nullptr) {
+    reply_code(conn, request, rc::kFilterDataNotExist,
+               "The broker's consumer filter data is not exist!Your expression may be wrong! " +
+                   registered->error);
+    return false;
+  }
+  if (!config_.enable_property_filter) {
+    reply_code(conn, request, rc::kSystemError, disabled_remark());
+    return false;
+  }
+  *filter = registered->filter;
+  return true;
+}
+
 bool BrokerReactor::pull_sql_filter(uint32_t conn, const RemotingCommand& request,
                                     const std::string& group, const std::string& topic,
                                     int32_t sys_flag,
                                     std::shared_ptr<const engine::SqlFilter>* filter) {
   filter->reset();
-  auto it = sql_subscriptions_.find(std::make_pair(group, topic));
-  if ((sys_flag & kPullFlagSubscription) == 0) {
-    // The push consumer's pull: its group's subscription from the heartbeats. Its pulls name
-    // the expression type: a SQL92 one whose expression no heartbeat brought yet (a broker
-    // restarted since) waits for it, rather than getting every message.
-    if (it == sql_subscriptions_.end()) {
-      if (is_tag_type(request.ext("expressionType"))) return true;
-      reply_code(conn, request, rc::kSubscriptionNotExist,
-                 "the consumer's subscription not exist: no heartbeat of group " + group +
-                     " has brought its SQL92 subscription to " + topic + " yet");
-      return false;
-    }
-    HeaderFields fields(request);
-    const int64_t version = fields.int64("subVersion").value_or(0);
-    if (it->second.version < version) {
-      reply_code(conn, request, rc::kSubscriptionNotLatest,
-                 "the consumer's subscription not latest");
-      return false;
-    }
-    if (it->second.filter == nullptr) {
-      reply_code(conn, request, rc::kFilterDataNotExist,
-                 "The broker's consumer filter data is not exist!Your expression may be wrong! " +
-                     it->second.error);
-      return false;
-    }
-    if (!config_.enable_property_filter) {
-      reply_code(conn, request, rc::kSystemError, disabled_remark());
-      return false;
-    }
-    *filter = it->second.filter;
-    return true;
-  }
   const std::string* type = request.ext("expressionType");
-  if (is_tag_type(type)) return true;
+  const bool carried = (sys_flag & kPullFlagSubscription) != 0;
+  // Tag pulls (nearly all) cost no lookup: the key's copies would be an allocation per pull.
+  if (carried && is_tag_type(type)) return true;
+  auto it = sql_subscriptions_.empty() ? sql_subscriptions_.end()
+                                       : sql_subscriptions_.find(std::make_pair(group, topic));
+  const SqlSubscription* registered = it == sql_subscriptions_.end() ? nullptr : &it->second;
+  if (!carried) return registered_sql_filter(conn, request, group, topic, registered, filter);
+  // The lite pull consumer's pull: the expression comes along.
   const std::string* sub = request.ext("subscription");
   const std::string expression = sub != nullptr ? *sub : std::string();
-  if (it != sql_subscriptions_.end() && it->second.filter != nullptr &&
-      it->second.expression == expression) {
-    *filter = it->second.filter;
+  if (registered != nullptr && registered->filter != nullptr &&
+      registered->expression == expression) {
+    *filter = registered->filter;
   } else {
     io::Result<std::shared_ptr<const engine::SqlFilter>> compiled =
         *type == kSql92 ? compile(expression)
@@ -191,7 +200,7 @@ bool BrokerReactor::pull_sql_filter(uint32_t conn, const RemotingCommand& reques
       return false;
     }
     *filter = std::move(*compiled);
-    if (it == sql_subscriptions_.end() && sql_subscriptions_.size() < kMaxSqlSubscriptions) {
+    if (registered == nullptr && sql_subscriptions_.size() < kMaxSqlSubscriptions) {
       SqlSubscription& s = sql_subscriptions_[std::make_pair(group, topic)];
       s.expression = expression;
       s.filter = *filter;

@@ -212,6 +212,10 @@ class BrokerReactor {
   bool pull_sql_filter(uint32_t conn, const RemotingCommand& request, const std::string& group,
                        const std::string& topic, int32_t sys_flag,
                        std::shared_ptr<const engine::SqlFilter>* filter);
+  bool registered_sql_filter(uint32_t conn, const RemotingCommand& request,
+                             const std::string& group, const std::string& topic,
+                             const SqlSubscription* registered,
+                             std::shared_ptr<const engine::SqlFilter>* filter);
   void expire_sql_subscriptions(int64_t now);
   void on_store_completion(const Completion& c);
   void complete_send(BrokerOp& op, const Completion& c);
