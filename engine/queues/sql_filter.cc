@@ -122,7 +122,14 @@ bool parse_java_double(std::string_view s, double* out) {
   auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (end != s.data() + s.size()) return false;
   if (ec == std::errc::result_out_of_range) {
-    v = std::isinf(v) || v > 1 ? std::numeric_limits<double>::infinity() : 0.0;
+    // from_chars leaves v alone: overflow (Java: Infinity) or underflow (Java: 0) is read from
+    // the text: a negative exponent, or no non-zero digit before the point, is an underflow.
+    const size_t e = s.find_first_of("eE");
+    const bool tiny =
+        e != std::string_view::npos
+            ? s.substr(e + 1).starts_with('-')
+            : s.substr(0, s.find('.')).find_first_not_of('0') == std::string_view::npos;
+    v = tiny ? 0.0 : std::numeric_limits<double>::infinity();
   } else if (ec != std::errc()) {
     return false;
   }

@@ -162,8 +162,13 @@ TEST(SqlFilter, FailedConversionAbandonsTheEvaluation) {
   EXPECT_TRUE(match("a = TRUE", {{"a", "TrUe"}}));  // Boolean.valueOf
   EXPECT_FALSE(match("a = TRUE", {{"a", "yes"}}));
   EXPECT_TRUE(match("a = 5", {{"a", "+5"}}));
-  EXPECT_FALSE(match("a = 5", {{"a", " 5"}}));    // Integer.valueOf takes no blanks
-  EXPECT_TRUE(match("a = 5.0", {{"a", " 5 "}}));  // Double.valueOf does
+  EXPECT_FALSE(match("a = 5", {{"a", " 5"}}));        // Integer.valueOf takes no blanks
+  EXPECT_TRUE(match("a = 5.0", {{"a", " 5 "}}));      // Double.valueOf does
+  EXPECT_TRUE(match("a > 1.5", {{"a", "1e400"}}));    // Double.valueOf: Infinity
+  EXPECT_TRUE(match("a < 1.5", {{"a", "1e-400"}}));   // ... and 0
+  EXPECT_TRUE(match("a < -1.5", {{"a", "-1e400"}}));  // ... and -Infinity
+  EXPECT_TRUE(match("a > 1.5", {{"a", "Infinity"}}));
+  EXPECT_FALSE(match("a > 1.5", {{"a", "inf"}}));
 }
 
 TEST(SqlFilter, RepeatedAndInternalProperties) {
@@ -198,6 +203,7 @@ TEST(SqlFilter, ErrorsSayWhatAndWhere) {
             std::string::npos);
   EXPECT_NE(error_of("'x'").find("will not result in a boolean value"), std::string::npos);
   EXPECT_NE(error_of("a > 99999999999999999999").find("out of range"), std::string::npos);
+  EXPECT_NE(error_of("a > 1e400").find("is greater than"), std::string::npos);
   EXPECT_NE(error_of("a NOT 5").find("BETWEEN or IN after NOT"), std::string::npos);
   EXPECT_NE(error_of("a IS 5").find("expected NULL"), std::string::npos);
   EXPECT_NE(error_of("(a > 1").find("expected ')'"), std::string::npos);
