@@ -294,11 +294,12 @@ bool SqlParser::fail_token(std::string_view expected) {
 bool SqlParser::skip_blanks() {
   while (pos_ < text_.size()) {
     const char c = text_[pos_];
+    const size_t eol = text_.find_first_of("\r\n", pos_);
     if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f') {
       pos_++;
-    } else if (text_.substr(pos_, 2) == "--") {
-      size_t eol = text_.find_first_of("\r\n", pos_);
-      pos_ = eol == std::string_view::npos ? text_.size() : eol;
+    } else if (text_.substr(pos_, 2) == "--" && eol != std::string_view::npos) {
+      // RocketMQ's line comment needs its line end: "--a" at the very end is minus minus a.
+      pos_ = eol;
     } else if (text_.substr(pos_, 2) == "/*") {
       size_t close = text_.find("*/", pos_ + 2);
       if (close == std::string_view::npos) return fail(pos_, "Unterminated comment");
