@@ -35,6 +35,7 @@
 #include "engine/queues/consume_queue.h"
 #include "engine/queues/consumer_offsets.h"
 #include "engine/queues/dispatch.h"
+#include "engine/queues/sql_filter.h"
 #include "engine/store.h"
 #include "io/clock.h"
 #include "io/disk.h"
@@ -71,6 +72,8 @@ struct ShardRequest {
   std::byte* dest = nullptr;    // read
   std::string_view group;       // commit_offset, query_offset
   std::string_view tag_filter;  // pull
+  // pull: PullRequest::sql_filter
+  const engine::SqlFilter* sql_filter = nullptr;
   std::span<std::byte> buffer;  // pull
   int64_t value = 0;            // pull: queue offset; search: timestamp; commit: offset
   uint32_t max_messages = 0;    // pull
@@ -187,6 +190,8 @@ class Shard final : private engine::DeliveryHost {
     bool filter_all = true;
     uint32_t filter_count = 0;
     std::array<int64_t, kMaxFilterTags> filter_codes{};
+    // evaluated on each record read
+    const engine::SqlFilter* sql_filter = nullptr;
     int64_t deadline_ms = 0;  // held: monotonic ms
     std::array<engine::CqUnit, kPullUnits> units{};
     uint32_t unit_count = 0;
@@ -266,6 +271,7 @@ class Shard final : private engine::DeliveryHost {
   void search_record_ready(uint32_t op_index);
   // The record an offset search read: nullptr when it passes, else the failed check.
   const char* check_search_record(const PullOp& op) const;
+  void apply_sql_filter(PullOp& op);
   void cq_read_done(uint32_t op_index, int64_t result);
   void wake_held_pulls();
   void expire_held_pulls();

@@ -3,6 +3,7 @@
 // advanced by ConsumeQueue and CommitLog read completions; nothing blocks the reactor.
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <string>
 #include <utility>
@@ -54,8 +55,9 @@ bool Shard::start_pull(uint32_t slot_index, const ShardRequest& request) {
   op.deadline_ms = request.wait_ms > 0 ? now_ms() + request.wait_ms : 0;
   op.filter_all = true;
   op.filter_count = 0;
+  op.sql_filter = request.sql_filter;
   std::string_view filter = trim(request.tag_filter);
-  if (!filter.empty() && filter != "*") {
+  if (!filter.empty() && filter != "*" && op.sql_filter == nullptr) {
     op.filter_all = false;
     while (!filter.empty() && op.filter_count < kMaxFilterTags) {
       size_t bar = filter.find("||");
@@ -281,6 +283,7 @@ void Shard::finish_pull(uint32_t op_index) {
     return release_op(op_index);
   }
   if (!check_pulled_records(op_index)) return;
+  if (op.sql_filter != nullptr) apply_sql_filter(op);
   PullStatus status = op.messages > 0 ? PullStatus::found : PullStatus::no_matched_message;
   answer_pull(op_index, status, op.offset + op.scanned);
 }
@@ -312,6 +315,26 @@ bool Shard::check_pulled_records(uint32_t op_index) {
     return true;
   }
   return true;
+}
+
+// A SQL92 subscription: the records read (each checked whole) are kept only when their
+// properties match, compacted in place; those left out count as scanned, so the consumer's next
+// offset moves past them exactly as past a tag mismatch.
+void Shard::apply_sql_filter(PullOp& op) {
+  uint32_t read = 0, written = 0, kept = 0;
+  for (uint32_t m = 0; m < op.messages; m++) {
+    const uint32_t size = op.units[op.picked[m]].size_bytes;
+    std::span<const std::byte> record = op.buffer.subspan(read, size);
+    if (op.sql_filter->matches(engine::record_properties(record))) {
+      if (written != read) std::memmove(op.buffer.data() + written, record.data(), size);
+      op.picked[kept++] = op.picked[m];
+      written += size;
+    }
+    read += size;
+  }
+  UMQ_ASSERT(read == op.bytes);
+  op.messages = kept;
+  op.bytes = written;
 }
 
 void Shard::note_corrupt(uint64_t log_offset, const char* reason, const char* found_by) {

@@ -385,6 +385,7 @@ io::Status Session::pull_async(const PullRequest& pull, uint64_t tag) {
   request.value = pull.queue_offset;
   request.max_messages = pull.max_messages;
   request.tag_filter = pull.tag_filter;
+  request.sql_filter = pull.sql_filter;
   request.buffer = pull.buffer;
   request.wait_ms = pull.wait_ms;
   return post_to_owner(request);

@@ -556,6 +556,7 @@ void BrokerReactor::sweep(int64_t now) {
   if (refused_ > 0 && mono_ms_ >= refusal_log_ms_) log_refusals();
   // Consumers that stopped heartbeating leave their groups; expired queue locks go.
   sweep_members_and_locks(now);
+  expire_sql_subscriptions(now);
 }
 
 // ---- BrokerReactor: bounds on connections ----

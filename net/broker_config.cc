@@ -27,10 +27,9 @@
 namespace uringmq::net {
 namespace {
 
-constexpr std::array<std::string_view, 8> kIgnored = {"namesrvAddr",
+constexpr std::array<std::string_view, 7> kIgnored = {"namesrvAddr",
                                                       "autoCreateSubscriptionGroup",
                                                       "brokerIP2",
-                                                      "enablePropertyFilter",
                                                       "waitTimeMillsInSendQueue",
                                                       "sendMessageThreadPoolNums",
                                                       "pullMessageThreadPoolNums",
@@ -374,6 +373,8 @@ const KeySetter kSetters[] = {
        return set_number<uint64_t>(c.store.scrub_bytes_per_second, v, 0, uint64_t{1} << 40,
                                    "a rate in bytes per second (0: no scrub)");
      }},
+    {"enablePropertyFilter",
+     [](BrokerConfig& c, std::string_view v) { return set_bool(c.enable_property_filter, v); }},
 };
 
 const KeySetter* find_setter(std::string_view key) {
@@ -568,6 +569,7 @@ std::string describe_broker_config(const BrokerConfig& c) {
   add("serverChannelMaxIdleTimeSeconds", num(c.idle_timeout_sec));
   add("incompleteFrameTimeoutSeconds", num(c.incomplete_frame_timeout_sec));
   add("connectionBuffersMaxBytes", num(c.connection_buffers_max_bytes));
+  add("enablePropertyFilter", c.enable_property_filter ? "true" : "false");
   add("logLevel", c.log_level);
   for (const std::string& key : c.ignored_keys) out.append("ignored: ").append(key).append("\n");
   return out;

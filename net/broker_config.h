@@ -67,6 +67,9 @@ struct BrokerConfig {
   // connection holding the most is closed.
   uint64_t connection_buffers_max_bytes = 512ull << 20;
   std::string log_level = "info";  // logLevel: error|warn|info|debug
+  // SQL92 subscriptions (MessageSelector.bySql) are served (enablePropertyFilter, RocketMQ's key
+  // and default): when false they are refused, as RocketMQ's broker refuses them.
+  bool enable_property_filter = false;
   // The address put in routes (brokerIP1). parse_broker_config() resolves an absent key to
   // effective_advertised_address(); a default-constructed config leaves it empty.
   std::string advertised_address;

@@ -279,6 +279,7 @@ void BrokerReactor::free_op(uint32_t index) {
     std::vector<uint64_t>().swap(op.batch_offsets);
   }
   op.copy.reset();
+  op.sql_filter.reset();
   op_pool_.release(index);
 }
 
@@ -421,6 +422,8 @@ void BrokerReactor::handle(uint32_t conn, RemotingCommand& request,
       return handle_cluster_info(conn, request);
     case req::kDeleteTopicInNamesrv:  // routes come from the broker's table: nothing to delete
       return reply_code(conn, request, rc::kSuccess, {});
+    case req::kCheckClientConfig:
+      return handle_check_client_config(conn, request, body);
     default:
       return reply_code(conn, request, rc::kRequestCodeNotSupported,
                         "request type " + std::to_string(request.code) + " not supported");
@@ -818,6 +821,8 @@ void BrokerReactor::handle_pull(uint32_t conn, RemotingCommand& request) {
                           " has " + std::to_string(nums) + " queues (0.." +
                           std::to_string(nums - 1) + ") for reading (readQueueNums)");
   }
+  std::shared_ptr<const engine::SqlFilter> sql_filter;
+  if (!pull_sql_filter(conn, request, *group, *topic, sys_flag, &sql_filter)) return;
   if ((sys_flag & 1) != 0 && commit >= 0) {
     if (is_internal_group(*group)) {
       return reply_code(conn, request, rc::kNoPermission,
@@ -837,7 +842,8 @@ void BrokerReactor::handle_pull(uint32_t conn, RemotingCommand& request) {
   BrokerOp& op = *ops_[index];
   op.topic = *topic;
   const std::string* sub = request.ext("subscription");
-  op.tag_filter = sub ? *sub : std::string("*");
+  op.tag_filter = sub != nullptr && sql_filter == nullptr ? *sub : std::string("*");
+  op.sql_filter = std::move(sql_filter);
   op.queue_id = static_cast<int32_t>(*queue_id);
   op.shard = store_.shard_for(op.topic, op.queue_id);
   // The reply's room is reserved now, so a pipelined batch of pulls stops at the connection's
@@ -859,6 +865,7 @@ void BrokerReactor::handle_pull(uint32_t conn, RemotingCommand& request) {
   op.pull.max_messages =
       static_cast<uint32_t>(std::clamp<int64_t>(max_msg_nums.value_or(32), 1, kMaxPullMessages));
   op.pull.tag_filter = op.tag_filter;
+  op.pull.sql_filter = op.sql_filter.get();
   op.pull.buffer = op.data;
   if ((sys_flag & 2) != 0 && !over_budget) {
     op.pull.wait_ms = std::clamp<int64_t>(suspend_ms.value_or(15000), 0, config_.max_suspend_ms);
@@ -1065,6 +1072,7 @@ void BrokerReactor::handle_heartbeat(uint32_t conn, const RemotingCommand& reque
             "the broker's consumer table is full (" + std::to_string(groups_.max_members()) +
                 " members): " + client->text() + " cannot join group " + group->text());
       }
+      note_sql_subscriptions(group->text(), consumer, now);
     }
   }
   reply_code(conn, request, rc::kSuccess, {});

@@ -17,12 +17,14 @@
 #include <vector>
 
 #include "engine/log/message_codec.h"
+#include "engine/queues/sql_filter.h"
 #include "engine/store.h"
 #include "io/clock.h"
 #include "io/net_ring.h"
 #include "io/waker.h"
 #include "net/broker_config.h"
 #include "net/consumer_groups.h"
+#include "net/json.h"
 #include "net/lock_table.h"
 #include "net/message_batch.h"
 #include "net/remoting.h"
@@ -133,6 +135,7 @@ struct BrokerOp {
   int64_t max_reconsume_times = 16;  // send back
   Message message;
   PullRequest pull;
+  std::shared_ptr<const engine::SqlFilter> sql_filter;  // pull: held until its completion
   std::unique_ptr<SendBackCopy> copy;
   // SEND_BATCH_MESSAGE: its messages (views into data and properties) and their offsets.
   std::vector<Message> batch;
@@ -145,6 +148,16 @@ struct TopicShape {
   int32_t write_queue_nums = 0;
   int32_t perm = kPermReadWrite;
   bool configured = false;  // in the topic table (else implicit: retry, dead letter, auto)
+};
+
+// A consumer group's SQL92 subscription to a topic, from its heartbeats: what its pulls without
+// an expression (the push consumer's) are filtered by (net/broker_filters.cc).
+struct SqlSubscription {
+  std::string expression;
+  int64_t version = 0;                              // subVersion
+  std::shared_ptr<const engine::SqlFilter> filter;  // null when the expression did not compile
+  std::string error;                                // why it did not
+  int64_t seen_ms = 0;                              // the last heartbeat that named it
 };
 
 class BrokerReactor {
@@ -241,6 +254,20 @@ class BrokerReactor {
   void notify_group_later(std::string_view group);
   void send_notices();
   void handle_runtime_info(uint32_t conn, const RemotingCommand& request);
+  // ---- SQL92 filters (broker_filters.cc) ----
+  void handle_check_client_config(uint32_t conn, const RemotingCommand& request,
+                                  std::span<const std::byte> body);
+  void note_sql_subscriptions(const std::string& group, const JsonValue& consumer, int64_t now);
+  // The SQL92 filter a pull is served with (*filter null: none); false when it answered an
+  // error instead.
+  bool pull_sql_filter(uint32_t conn, const RemotingCommand& request, const std::string& group,
+                       const std::string& topic, int32_t sys_flag,
+                       std::shared_ptr<const engine::SqlFilter>* filter);
+  bool registered_sql_filter(uint32_t conn, const RemotingCommand& request,
+                             const std::string& group, const std::string& topic,
+                             const SqlSubscription* registered,
+                             std::shared_ptr<const engine::SqlFilter>* filter);
+  void expire_sql_subscriptions(int64_t now);
   void on_store_completion(const Completion& c);
   void complete_send(BrokerOp& op, const Completion& c);
   void complete_pull(BrokerOp& op, const Completion& c);
@@ -310,6 +337,8 @@ class BrokerReactor {
   uint64_t notices_dropped_ = 0;           // a member's output was full
   std::vector<BatchEntry> batch_entries_;  // scratch of handle_send_batch (capacity kept)
   std::vector<uint32_t> batch_props_at_;   // scratch: each message's properties in the arena
+  // (consumer group, topic) -> its SQL92 subscription; at most kMaxSqlSubscriptions.
+  std::map<std::pair<std::string, std::string>, SqlSubscription> sql_subscriptions_;
   std::array<Completion, 256> completions_{};
   std::array<io::NetCompletion, 256> events_{};
 };
