@@ -171,232 +171,230 @@ TEST(BrokerConfigTest, AutoCreateTopicEnableIsABoolean) {
   EXPECT_TRUE(off->ignored_keys.empty());
   EXPECT_NE(describe_broker_config(*off).find("autoCreateTopicEnable=false\n"), std::string::npos);
   EXPECT_FALSE(parse_broker_config("autoCreateTopicEnable=yes", "f").is_ok());
-  // enablePropertyFilter is RocketMQ's key with RocketMQ's default (false); uringmq serves it.
-  TEST(BrokerConfigTest, EnablePropertyFilter) {
-    EXPECT_FALSE(BrokerConfig{}.enable_property_filter);
-    io::Result<BrokerConfig> on = parse_broker_config("enablePropertyFilter=true\n", "f");
-    ASSERT_TRUE(on.is_ok()) << on.status().to_string();
-    EXPECT_TRUE(on->enable_property_filter);
-    EXPECT_TRUE(on->ignored_keys.empty());
-    EXPECT_NE(describe_broker_config(*on).find("enablePropertyFilter=true"), std::string::npos);
-    EXPECT_EQ(error_of("enablePropertyFilter=1"),
-              "broker.conf:1: enablePropertyFilter '1' is not a boolean (true or false)");
-  }
+}
 
-  TEST(BrokerConfigTest, StructuralErrorsNameFileLineAndKey) {
-    EXPECT_EQ(error_of("# c\nbrokerName=a\n\nlistenPrt=1"),
-              "broker.conf:4: unknown key 'listenPrt'");
-    EXPECT_EQ(error_of("listenPort=1\nbrokerName=x\nlistenPort=2\n"),
-              "broker.conf:3: duplicate key 'listenPort' (first set on line 1)");
-    EXPECT_EQ(error_of("namesrvAddr=a\nnamesrvAddr=b\n"),
-              "broker.conf:2: duplicate key 'namesrvAddr' (first set on line 1)");
-    EXPECT_EQ(error_of("brokerName=a\nlistenPort 10911\n"),
-              "broker.conf:2: 'listenPort 10911' is not a key=value line");
-    EXPECT_EQ(error_of("=5\n"), "broker.conf:1: empty key");
-    EXPECT_EQ(error_of("\r\n\r\nListenPort=1\r\n"), "broker.conf:3: unknown key 'ListenPort'");
-  }
+// enablePropertyFilter is RocketMQ's key with RocketMQ's default (false); uringmq serves it.
+TEST(BrokerConfigTest, EnablePropertyFilter) {
+  EXPECT_FALSE(BrokerConfig{}.enable_property_filter);
+  io::Result<BrokerConfig> on = parse_broker_config("enablePropertyFilter=true\n", "f");
+  ASSERT_TRUE(on.is_ok()) << on.status().to_string();
+  EXPECT_TRUE(on->enable_property_filter);
+  EXPECT_TRUE(on->ignored_keys.empty());
+  EXPECT_NE(describe_broker_config(*on).find("enablePropertyFilter=true"), std::string::npos);
+  EXPECT_EQ(error_of("enablePropertyFilter=1"),
+            "broker.conf:1: enablePropertyFilter '1' is not a boolean (true or false)");
+}
 
-  TEST(BrokerConfigTest, BadValuesNameLineKeyAndValue) {
-    struct Case {
-      const char* text;
-      const char* message;
-    };
-    const Case cases[] = {
-        {"a=\n", "broker.conf:1: unknown key 'a'"},
-        {"#\n\nlistenPort=70000", "broker.conf:3: listenPort '70000' is not a port (1..65535)"},
-        {"listenPort=0", "broker.conf:1: listenPort '0' is not a port (1..65535)"},
-        {"listenPort=10911x", "broker.conf:1: listenPort '10911x' is not a port (1..65535)"},
-        {"listenPort=+10911", "broker.conf:1: listenPort '+10911' is not a port (1..65535)"},
-        {"listenPort=", "broker.conf:1: listenPort '' is not a port (1..65535)"},
-        {"listenPort=1 0", "broker.conf:1: listenPort '1 0' is not a port (1..65535)"},
-        {"namesrvListenPort=-1",
-         "broker.conf:1: namesrvListenPort '-1' is not a port or 0 (0..65535)"},
-        {"brokerId=1", "broker.conf:1: brokerId 1: only a master (0) is supported"},
-        {"brokerId=one", "broker.conf:1: brokerId 'one' is not a number"},
-        {"brokerRole=SLAVE",
-         "broker.conf:1: brokerRole SLAVE: only a master is supported (ASYNC_MASTER or "
-         "SYNC_MASTER)"},
-        {"brokerRole=MASTER",
-         "broker.conf:1: brokerRole 'MASTER' is not a broker role (ASYNC_MASTER or SYNC_MASTER)"},
-        {"brokerName=", "broker.conf:1: brokerName '' is not a name (1..127 characters)"},
-        {"brokerClusterName=a b",
-         "broker.conf:1: brokerClusterName 'a b' is not a name (printable characters, no spaces)"},
-        {"bindAddress=localhost",
-         "broker.conf:1: bindAddress 'localhost' is not an IPv4 address (a.b.c.d)"},
-        {"bindAddress=1.2.3.256",
-         "broker.conf:1: bindAddress '1.2.3.256' is not an IPv4 address (a.b.c.d)"},
-        {"bindAddress=1.2.3",
-         "broker.conf:1: bindAddress '1.2.3' is not an IPv4 address (a.b.c.d)"},
-        {"bindAddress=1.2.3.4.5",
-         "broker.conf:1: bindAddress '1.2.3.4.5' is not an IPv4 address (a.b.c.d)"},
-        {"brokerIP1=0.0.0.0",
-         "broker.conf:1: brokerIP1 '0.0.0.0' is not an address clients can reach"},
-        {"storePathRootDir=", "broker.conf:1: storePathRootDir '' is not a directory (empty)"},
-        {"mappedFileSizeCommitLog=1048577",
-         "broker.conf:1: mappedFileSizeCommitLog '1048577' is not a segment size (a multiple of "
-         "4096 in (1048576..2147479552) bytes)"},
-        {"mappedFileSizeCommitLog=65536",
-         "broker.conf:1: mappedFileSizeCommitLog '65536' is not a segment size (a multiple of "
-         "4096 in (1048576..2147479552) bytes)"},
-        {"mappedFileSizeConsumeQueue=6000001",
-         "broker.conf:1: mappedFileSizeConsumeQueue '6000001' is not a ConsumeQueue file size (a "
-         "multiple of 20 in (20..2147483640) bytes)"},
-        {"flushDiskType=sync",
-         "broker.conf:1: flushDiskType 'sync' is not a flush type (SYNC_FLUSH or ASYNC_FLUSH)"},
-        {"flushIntervalCommitLog=0",
-         "broker.conf:1: flushIntervalCommitLog '0' is not an interval in ms (1..3600000)"},
-        {"syncFlushTimeout=99999999999999999999999",
-         "broker.conf:1: syncFlushTimeout '99999999999999999999999' is not a timeout in ms "
-         "(1..3600000)"},
-        {"fileReservedTime=0",
-         "broker.conf:1: fileReservedTime '0' is not a number of hours (1..87600)"},
-        {"deleteWhen=24",
-         "broker.conf:1: deleteWhen '24' is not a list of hours of the day (00..23, separated by "
-         "';')"},
-        {"deleteWhen=04;",
-         "broker.conf:1: deleteWhen '04;' is not a list of hours of the day (00..23, separated by "
-         "';')"},
-        {"diskMaxUsedSpaceRatio=96",
-         "broker.conf:1: diskMaxUsedSpaceRatio '96' is not a percentage (10..95)"},
-        {"maxMessageSize=0",
-         "broker.conf:1: maxMessageSize '0' is not a size in bytes (1..67108864)"},
-        {"defaultTopicQueueNums=1025",
-         "broker.conf:1: defaultTopicQueueNums '1025' is not a queue count (1..1024)"},
-        {"shardCount=256", "broker.conf:1: shardCount '256' is not a shard count (0..255)"},
-        {"maxPullSuspendMillis=-5",
-         "broker.conf:1: maxPullSuspendMillis '-5' is not a time in ms (0..300000)"},
-        {"maxConnections=0",
-         "broker.conf:1: maxConnections '0' is not a connection count (1..1000000)"},
-        {"clientExpireMillis=10",
-         "broker.conf:1: clientExpireMillis '10' is not a time in ms (1000..86400000)"},
-        {"serverChannelMaxIdleTimeSeconds=0",
-         "broker.conf:1: serverChannelMaxIdleTimeSeconds '0' is not a number of seconds "
-         "(1..86400)"},
-        {"incompleteFrameTimeoutSeconds=3601",
-         "broker.conf:1: incompleteFrameTimeoutSeconds '3601' is not a number of seconds "
-         "(1..3600)"},
-        {"connectionBuffersMaxBytes=1000",
-         "broker.conf:1: connectionBuffersMaxBytes '1000' is not a size in bytes "
-         "(67108864..1099511627776)"},
-        {"logLevel=trace",
-         "broker.conf:1: logLevel 'trace' is not a log level (error, warn, info or debug)"},
-        {"timerMaxDelaySec=0",
-         "broker.conf:1: timerMaxDelaySec '0' is not a number of seconds (1..315360000)"},
-        {"deliveryLeadMs=1001",
-         "broker.conf:1: deliveryLeadMs '1001' is not a time in ms (0..1000)"},
-        {"scheduleMaxAttempts=0",
-         "broker.conf:1: scheduleMaxAttempts '0' is not a number of attempts (1..1000)"},
-    };
-    for (const Case& c : cases) EXPECT_EQ(error_of(c.text), c.message) << c.text;
-  }
+TEST(BrokerConfigTest, StructuralErrorsNameFileLineAndKey) {
+  EXPECT_EQ(error_of("# c\nbrokerName=a\n\nlistenPrt=1"), "broker.conf:4: unknown key 'listenPrt'");
+  EXPECT_EQ(error_of("listenPort=1\nbrokerName=x\nlistenPort=2\n"),
+            "broker.conf:3: duplicate key 'listenPort' (first set on line 1)");
+  EXPECT_EQ(error_of("namesrvAddr=a\nnamesrvAddr=b\n"),
+            "broker.conf:2: duplicate key 'namesrvAddr' (first set on line 1)");
+  EXPECT_EQ(error_of("brokerName=a\nlistenPort 10911\n"),
+            "broker.conf:2: 'listenPort 10911' is not a key=value line");
+  EXPECT_EQ(error_of("=5\n"), "broker.conf:1: empty key");
+  EXPECT_EQ(error_of("\r\n\r\nListenPort=1\r\n"), "broker.conf:3: unknown key 'ListenPort'");
+}
 
-  TEST(BrokerConfigTest, RetentionSafetyAndFileModeKeys) {
-    io::Result<BrokerConfig> defaults = parse_broker_config("", "broker.conf");
-    ASSERT_TRUE(defaults.is_ok());
-    EXPECT_FALSE(defaults->store.clean_file_forcibly_enable);
-    EXPECT_EQ(defaults->store.file_mode, 0640u);
-    EXPECT_EQ(defaults->store.dir_mode, 0750u);
-    io::Result<BrokerConfig> c = parse_broker_config(
-        "cleanFileForciblyEnable=TRUE\nstoreFileMode=0600\nstoreDirMode=770\n", "broker.conf");
-    ASSERT_TRUE(c.is_ok()) << c.status().to_string();
-    EXPECT_TRUE(c->store.clean_file_forcibly_enable);
-    EXPECT_EQ(c->store.file_mode, 0600u);
-    EXPECT_EQ(c->store.dir_mode, 0770u);
-    const std::string dump = describe_broker_config(*c);
-    EXPECT_NE(dump.find("cleanFileForciblyEnable=true"), std::string::npos) << dump;
-    EXPECT_NE(dump.find("storeFileMode=0600"), std::string::npos) << dump;
-    EXPECT_EQ(error_of("cleanFileForciblyEnable=yes"),
-              "broker.conf:1: cleanFileForciblyEnable 'yes' is not a boolean (true or false)");
-    EXPECT_EQ(error_of("storeFileMode=0648"),
-              "broker.conf:1: storeFileMode '0648' is not a mode (octal permission bits 0..0777, "
-              "e.g. 0640)");
-    EXPECT_EQ(error_of("storeFileMode=4640"),
-              "broker.conf:1: storeFileMode '4640' is not a mode (octal permission bits 0..0777, "
-              "e.g. 0640)");
-    EXPECT_EQ(error_of("storeDirMode=0640"),
-              "broker.conf:1: storeDirMode '0640' leaves the owner without what the store needs "
-              "(0700)");
-  }
+TEST(BrokerConfigTest, BadValuesNameLineKeyAndValue) {
+  struct Case {
+    const char* text;
+    const char* message;
+  };
+  const Case cases[] = {
+      {"a=\n", "broker.conf:1: unknown key 'a'"},
+      {"#\n\nlistenPort=70000", "broker.conf:3: listenPort '70000' is not a port (1..65535)"},
+      {"listenPort=0", "broker.conf:1: listenPort '0' is not a port (1..65535)"},
+      {"listenPort=10911x", "broker.conf:1: listenPort '10911x' is not a port (1..65535)"},
+      {"listenPort=+10911", "broker.conf:1: listenPort '+10911' is not a port (1..65535)"},
+      {"listenPort=", "broker.conf:1: listenPort '' is not a port (1..65535)"},
+      {"listenPort=1 0", "broker.conf:1: listenPort '1 0' is not a port (1..65535)"},
+      {"namesrvListenPort=-1",
+       "broker.conf:1: namesrvListenPort '-1' is not a port or 0 (0..65535)"},
+      {"brokerId=1", "broker.conf:1: brokerId 1: only a master (0) is supported"},
+      {"brokerId=one", "broker.conf:1: brokerId 'one' is not a number"},
+      {"brokerRole=SLAVE",
+       "broker.conf:1: brokerRole SLAVE: only a master is supported (ASYNC_MASTER or "
+       "SYNC_MASTER)"},
+      {"brokerRole=MASTER",
+       "broker.conf:1: brokerRole 'MASTER' is not a broker role (ASYNC_MASTER or SYNC_MASTER)"},
+      {"brokerName=", "broker.conf:1: brokerName '' is not a name (1..127 characters)"},
+      {"brokerClusterName=a b",
+       "broker.conf:1: brokerClusterName 'a b' is not a name (printable characters, no spaces)"},
+      {"bindAddress=localhost",
+       "broker.conf:1: bindAddress 'localhost' is not an IPv4 address (a.b.c.d)"},
+      {"bindAddress=1.2.3.256",
+       "broker.conf:1: bindAddress '1.2.3.256' is not an IPv4 address (a.b.c.d)"},
+      {"bindAddress=1.2.3", "broker.conf:1: bindAddress '1.2.3' is not an IPv4 address (a.b.c.d)"},
+      {"bindAddress=1.2.3.4.5",
+       "broker.conf:1: bindAddress '1.2.3.4.5' is not an IPv4 address (a.b.c.d)"},
+      {"brokerIP1=0.0.0.0",
+       "broker.conf:1: brokerIP1 '0.0.0.0' is not an address clients can reach"},
+      {"storePathRootDir=", "broker.conf:1: storePathRootDir '' is not a directory (empty)"},
+      {"mappedFileSizeCommitLog=1048577",
+       "broker.conf:1: mappedFileSizeCommitLog '1048577' is not a segment size (a multiple of "
+       "4096 in (1048576..2147479552) bytes)"},
+      {"mappedFileSizeCommitLog=65536",
+       "broker.conf:1: mappedFileSizeCommitLog '65536' is not a segment size (a multiple of "
+       "4096 in (1048576..2147479552) bytes)"},
+      {"mappedFileSizeConsumeQueue=6000001",
+       "broker.conf:1: mappedFileSizeConsumeQueue '6000001' is not a ConsumeQueue file size (a "
+       "multiple of 20 in (20..2147483640) bytes)"},
+      {"flushDiskType=sync",
+       "broker.conf:1: flushDiskType 'sync' is not a flush type (SYNC_FLUSH or ASYNC_FLUSH)"},
+      {"flushIntervalCommitLog=0",
+       "broker.conf:1: flushIntervalCommitLog '0' is not an interval in ms (1..3600000)"},
+      {"syncFlushTimeout=99999999999999999999999",
+       "broker.conf:1: syncFlushTimeout '99999999999999999999999' is not a timeout in ms "
+       "(1..3600000)"},
+      {"fileReservedTime=0",
+       "broker.conf:1: fileReservedTime '0' is not a number of hours (1..87600)"},
+      {"deleteWhen=24",
+       "broker.conf:1: deleteWhen '24' is not a list of hours of the day (00..23, separated by "
+       "';')"},
+      {"deleteWhen=04;",
+       "broker.conf:1: deleteWhen '04;' is not a list of hours of the day (00..23, separated by "
+       "';')"},
+      {"diskMaxUsedSpaceRatio=96",
+       "broker.conf:1: diskMaxUsedSpaceRatio '96' is not a percentage (10..95)"},
+      {"maxMessageSize=0",
+       "broker.conf:1: maxMessageSize '0' is not a size in bytes (1..67108864)"},
+      {"defaultTopicQueueNums=1025",
+       "broker.conf:1: defaultTopicQueueNums '1025' is not a queue count (1..1024)"},
+      {"shardCount=256", "broker.conf:1: shardCount '256' is not a shard count (0..255)"},
+      {"maxPullSuspendMillis=-5",
+       "broker.conf:1: maxPullSuspendMillis '-5' is not a time in ms (0..300000)"},
+      {"maxConnections=0",
+       "broker.conf:1: maxConnections '0' is not a connection count (1..1000000)"},
+      {"clientExpireMillis=10",
+       "broker.conf:1: clientExpireMillis '10' is not a time in ms (1000..86400000)"},
+      {"serverChannelMaxIdleTimeSeconds=0",
+       "broker.conf:1: serverChannelMaxIdleTimeSeconds '0' is not a number of seconds "
+       "(1..86400)"},
+      {"incompleteFrameTimeoutSeconds=3601",
+       "broker.conf:1: incompleteFrameTimeoutSeconds '3601' is not a number of seconds "
+       "(1..3600)"},
+      {"connectionBuffersMaxBytes=1000",
+       "broker.conf:1: connectionBuffersMaxBytes '1000' is not a size in bytes "
+       "(67108864..1099511627776)"},
+      {"logLevel=trace",
+       "broker.conf:1: logLevel 'trace' is not a log level (error, warn, info or debug)"},
+      {"timerMaxDelaySec=0",
+       "broker.conf:1: timerMaxDelaySec '0' is not a number of seconds (1..315360000)"},
+      {"deliveryLeadMs=1001", "broker.conf:1: deliveryLeadMs '1001' is not a time in ms (0..1000)"},
+      {"scheduleMaxAttempts=0",
+       "broker.conf:1: scheduleMaxAttempts '0' is not a number of attempts (1..1000)"},
+  };
+  for (const Case& c : cases) EXPECT_EQ(error_of(c.text), c.message) << c.text;
+}
 
-  // RocketMQ 5's disk ratios, in percent: the forced clean's threshold and the send refusal's.
-  TEST(BrokerConfigTest, DiskSpaceRatioKeys) {
-    io::Result<BrokerConfig> defaults = parse_broker_config("", "broker.conf");
-    ASSERT_TRUE(defaults.is_ok());
-    EXPECT_DOUBLE_EQ(defaults->store.disk_space_warning_ratio, 0.90);
-    EXPECT_DOUBLE_EQ(defaults->store.disk_force_clean_ratio, 0.85);
-    io::Result<BrokerConfig> c = parse_broker_config(
-        "diskSpaceWarningLevelRatio=100\ndiskSpaceCleanForciblyRatio=80\n", "broker.conf");
-    ASSERT_TRUE(c.is_ok()) << c.status().to_string();
-    EXPECT_DOUBLE_EQ(c->store.disk_space_warning_ratio, 1.0);
-    EXPECT_DOUBLE_EQ(c->store.disk_force_clean_ratio, 0.80);
-    const std::string dump = describe_broker_config(*c);
-    EXPECT_NE(dump.find("diskSpaceWarningLevelRatio=100"), std::string::npos) << dump;
-    EXPECT_NE(dump.find("diskSpaceCleanForciblyRatio=80"), std::string::npos) << dump;
-    EXPECT_EQ(error_of("diskSpaceWarningLevelRatio=0.9"),
-              "broker.conf:1: diskSpaceWarningLevelRatio '0.9' is not a percentage (10..100)");
-  }
+TEST(BrokerConfigTest, RetentionSafetyAndFileModeKeys) {
+  io::Result<BrokerConfig> defaults = parse_broker_config("", "broker.conf");
+  ASSERT_TRUE(defaults.is_ok());
+  EXPECT_FALSE(defaults->store.clean_file_forcibly_enable);
+  EXPECT_EQ(defaults->store.file_mode, 0640u);
+  EXPECT_EQ(defaults->store.dir_mode, 0750u);
+  io::Result<BrokerConfig> c = parse_broker_config(
+      "cleanFileForciblyEnable=TRUE\nstoreFileMode=0600\nstoreDirMode=770\n", "broker.conf");
+  ASSERT_TRUE(c.is_ok()) << c.status().to_string();
+  EXPECT_TRUE(c->store.clean_file_forcibly_enable);
+  EXPECT_EQ(c->store.file_mode, 0600u);
+  EXPECT_EQ(c->store.dir_mode, 0770u);
+  const std::string dump = describe_broker_config(*c);
+  EXPECT_NE(dump.find("cleanFileForciblyEnable=true"), std::string::npos) << dump;
+  EXPECT_NE(dump.find("storeFileMode=0600"), std::string::npos) << dump;
+  EXPECT_EQ(error_of("cleanFileForciblyEnable=yes"),
+            "broker.conf:1: cleanFileForciblyEnable 'yes' is not a boolean (true or false)");
+  EXPECT_EQ(error_of("storeFileMode=0648"),
+            "broker.conf:1: storeFileMode '0648' is not a mode (octal permission bits 0..0777, "
+            "e.g. 0640)");
+  EXPECT_EQ(error_of("storeFileMode=4640"),
+            "broker.conf:1: storeFileMode '4640' is not a mode (octal permission bits 0..0777, "
+            "e.g. 0640)");
+  EXPECT_EQ(error_of("storeDirMode=0640"),
+            "broker.conf:1: storeDirMode '0640' leaves the owner without what the store needs "
+            "(0700)");
+}
 
-  TEST(BrokerConfigTest, BadDelayTableIsReportedAtLoadNamingTheKey) {
-    std::string message = error_of("brokerName=a\nmessageDelayLevel=1s 5x 10s\n");
-    EXPECT_EQ(message.rfind("broker.conf:2: messageDelayLevel '1s 5x 10s' is not a delay-level "
-                            "table: ",
-                            0),
-              0u)
-        << message;
-    EXPECT_NE(message.find("5x"), std::string::npos);
-  }
+// RocketMQ 5's disk ratios, in percent: the forced clean's threshold and the send refusal's.
+TEST(BrokerConfigTest, DiskSpaceRatioKeys) {
+  io::Result<BrokerConfig> defaults = parse_broker_config("", "broker.conf");
+  ASSERT_TRUE(defaults.is_ok());
+  EXPECT_DOUBLE_EQ(defaults->store.disk_space_warning_ratio, 0.90);
+  EXPECT_DOUBLE_EQ(defaults->store.disk_force_clean_ratio, 0.85);
+  io::Result<BrokerConfig> c = parse_broker_config(
+      "diskSpaceWarningLevelRatio=100\ndiskSpaceCleanForciblyRatio=80\n", "broker.conf");
+  ASSERT_TRUE(c.is_ok()) << c.status().to_string();
+  EXPECT_DOUBLE_EQ(c->store.disk_space_warning_ratio, 1.0);
+  EXPECT_DOUBLE_EQ(c->store.disk_force_clean_ratio, 0.80);
+  const std::string dump = describe_broker_config(*c);
+  EXPECT_NE(dump.find("diskSpaceWarningLevelRatio=100"), std::string::npos) << dump;
+  EXPECT_NE(dump.find("diskSpaceCleanForciblyRatio=80"), std::string::npos) << dump;
+  EXPECT_EQ(error_of("diskSpaceWarningLevelRatio=0.9"),
+            "broker.conf:1: diskSpaceWarningLevelRatio '0.9' is not a percentage (10..100)");
+}
 
-  TEST(BrokerConfigTest, CrossKeyChecks) {
-    EXPECT_EQ(error_of("mappedFileSizeCommitLog=1048576\nmaxMessageSize=2097152\n"),
-              "broker.conf:1: mappedFileSizeCommitLog 1048576 cannot hold a message of "
-              "maxMessageSize 2097152 (needs at least 2130951 bytes)");
-    EXPECT_EQ(error_of("listenPort=9876\n"),
-              "broker.conf:1: namesrvListenPort and listenPort are both 9876");
-  }
+TEST(BrokerConfigTest, BadDelayTableIsReportedAtLoadNamingTheKey) {
+  std::string message = error_of("brokerName=a\nmessageDelayLevel=1s 5x 10s\n");
+  EXPECT_EQ(message.rfind("broker.conf:2: messageDelayLevel '1s 5x 10s' is not a delay-level "
+                          "table: ",
+                          0),
+            0u)
+      << message;
+  EXPECT_NE(message.find("5x"), std::string::npos);
+}
 
-  TEST(BrokerConfigTest, ExampleFileParses) {
-    std::string path = std::string(__FILE__);
-    path = path.substr(0, path.rfind("/tests/")) + "/tools/broker.conf";
-    io::Result<BrokerConfig> parsed = load_broker_config(path);
-    ASSERT_TRUE(parsed.is_ok()) << parsed.status().to_string();
-    EXPECT_EQ(parsed->store.data_dir, "/var/lib/uringmq");
-    EXPECT_EQ(parsed->listen_port, 10911);
-    EXPECT_TRUE(parsed->ignored_keys.empty());
-    EXPECT_TRUE(parsed->auto_create_topic_enable);
-  }
+TEST(BrokerConfigTest, CrossKeyChecks) {
+  EXPECT_EQ(error_of("mappedFileSizeCommitLog=1048576\nmaxMessageSize=2097152\n"),
+            "broker.conf:1: mappedFileSizeCommitLog 1048576 cannot hold a message of "
+            "maxMessageSize 2097152 (needs at least 2130951 bytes)");
+  EXPECT_EQ(error_of("listenPort=9876\n"),
+            "broker.conf:1: namesrvListenPort and listenPort are both 9876");
+}
 
-  TEST(BrokerConfigTest, ParsedOptionsOpenAStore) {
-    // A segment size that is not a multiple of 1 MiB and a non-default message limit: the derived
-    // zero-fill chunk and write buffer must satisfy the CommitLog.
-    testing::TempDir dir;
-    std::string text = "storePathRootDir=" + dir.path() +
-                       "/store\nshardCount=1\nmappedFileSizeCommitLog=1069056\n"
-                       "maxMessageSize=65536\nmappedFileSizeConsumeQueue=20000\n";
-    io::Result<BrokerConfig> parsed = parse_broker_config(text, "broker.conf");
-    ASSERT_TRUE(parsed.is_ok()) << parsed.status().to_string();
-    StoreOptions options = parsed->store;
-    options.pin_threads = false;
-    io::Result<std::unique_ptr<Store>> store = Store::open(options);
-    ASSERT_TRUE(store.is_ok()) << store.status().to_string();
-    {
-      io::Result<std::unique_ptr<Session>> session = (*store)->open_session();
-      ASSERT_TRUE(session.is_ok());
-      std::string body = "hello";
-      Message message;
-      message.topic = "T";
-      message.body = std::as_bytes(std::span(body));
-      EXPECT_EQ((*session)->send(message).code, io::Code::ok);
-    }
-    EXPECT_TRUE((*store)->close().is_ok());
-  }
+TEST(BrokerConfigTest, ExampleFileParses) {
+  std::string path = std::string(__FILE__);
+  path = path.substr(0, path.rfind("/tests/")) + "/tools/broker.conf";
+  io::Result<BrokerConfig> parsed = load_broker_config(path);
+  ASSERT_TRUE(parsed.is_ok()) << parsed.status().to_string();
+  EXPECT_EQ(parsed->store.data_dir, "/var/lib/uringmq");
+  EXPECT_EQ(parsed->listen_port, 10911);
+  EXPECT_TRUE(parsed->ignored_keys.empty());
+  EXPECT_TRUE(parsed->auto_create_topic_enable);
+}
 
-  TEST(BrokerConfigTest, LoadErrorNamesThePath) {
-    io::Result<BrokerConfig> missing = load_broker_config("/nonexistent/uringmq/broker.conf");
-    ASSERT_FALSE(missing.is_ok());
-    EXPECT_EQ(missing.status().code(), io::Code::not_found);
-    EXPECT_NE(missing.status().message().find("/nonexistent/uringmq/broker.conf"),
-              std::string::npos);
+TEST(BrokerConfigTest, ParsedOptionsOpenAStore) {
+  // A segment size that is not a multiple of 1 MiB and a non-default message limit: the derived
+  // zero-fill chunk and write buffer must satisfy the CommitLog.
+  testing::TempDir dir;
+  std::string text = "storePathRootDir=" + dir.path() +
+                     "/store\nshardCount=1\nmappedFileSizeCommitLog=1069056\n"
+                     "maxMessageSize=65536\nmappedFileSizeConsumeQueue=20000\n";
+  io::Result<BrokerConfig> parsed = parse_broker_config(text, "broker.conf");
+  ASSERT_TRUE(parsed.is_ok()) << parsed.status().to_string();
+  StoreOptions options = parsed->store;
+  options.pin_threads = false;
+  io::Result<std::unique_ptr<Store>> store = Store::open(options);
+  ASSERT_TRUE(store.is_ok()) << store.status().to_string();
+  {
+    io::Result<std::unique_ptr<Session>> session = (*store)->open_session();
+    ASSERT_TRUE(session.is_ok());
+    std::string body = "hello";
+    Message message;
+    message.topic = "T";
+    message.body = std::as_bytes(std::span(body));
+    EXPECT_EQ((*session)->send(message).code, io::Code::ok);
   }
+  EXPECT_TRUE((*store)->close().is_ok());
+}
+
+TEST(BrokerConfigTest, LoadErrorNamesThePath) {
+  io::Result<BrokerConfig> missing = load_broker_config("/nonexistent/uringmq/broker.conf");
+  ASSERT_FALSE(missing.is_ok());
+  EXPECT_EQ(missing.status().code(), io::Code::not_found);
+  EXPECT_NE(missing.status().message().find("/nonexistent/uringmq/broker.conf"), std::string::npos);
+}
 
 }  // namespace
 }  // namespace uringmq::net
