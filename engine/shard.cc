@@ -160,10 +160,18 @@ io::Status Shard::open_log(engine::RecoveryReport* report) {
                                     note_delivery_marker(offset, record);
                                     note_timer_record(offset, record);
                                     note_held_copy(offset, record);
+                                    index_recovered_record(offset, record);
                                   });
   if (!opened.is_ok()) return opened.status();
   log_ = std::move(opened->log);
   cq_ = std::move(opened->cq);
+  UMQ_RETURN_IF_ERROR(index_status_);
+  if (!index_opened_) UMQ_RETURN_IF_ERROR(open_index(log_->appended_offset().value));
+  if (msg_index_ != nullptr) {
+    if (index_rescan_from_ != UINT64_MAX) UMQ_RETURN_IF_ERROR(rescan_index(index_rescan_from_));
+    msg_index_->set_dispatched(log_->appended_offset().value);
+    UMQ_RETURN_IF_ERROR(msg_index_->settle(*disk_));
+  }
   engine::ConsumerOffsetsOptions offsets_options;
   offsets_options.dir = shard_dir_;
   offsets_options.persist_interval_ms = options_.consumer_offsets_persist_interval_ms;
@@ -283,7 +291,7 @@ void Shard::finish() {
     return (log_->pending_work() > 0 && !log_->fail_stopped()) || cq_->pending_work() > 0 ||
            offsets_->pending_work() > 0 || free_ops_.size() < ops_.size() ||
            (dispatcher_->backlog() > 0 && !cq_->fail_stopped()) ||
-           delivery_stage_ != DeliveryStage::none || timer_busy();
+           delivery_stage_ != DeliveryStage::none || timer_busy() || index_busy();
   };
   for (int guard = 0; busy() && guard < 1'000'000; guard++) {
     submit_work();
@@ -302,19 +310,22 @@ void Shard::finish() {
     for (size_t i = 0; i < n; i++) route(completions[i]);
   }
   io::Status cq_status = cq_->close();
+  if (msg_index_ != nullptr && cq_status.is_ok()) cq_status = msg_index_->close(*disk_);
   // The offsets table persists below what it holds; copies still waiting to be durable are not
   // in it, so the final checkpoint stays below them and the next open's scan finds their markers.
   // A timer slot's finished units above its progress are known only from their markers too (the
   // slot's hold): the checkpoint stays below them, or the next open rolls or delivers them again.
   // Copies held back until their time are found again by the next open's scan the same way.
   log_->set_checkpoint_limit(std::min({cq_->durable_dispatched(), internal_ack_low_water(),
-                                       timer_low_water(), held_copies_low_water()}));
+                                       timer_low_water(), held_copies_low_water(),
+                                       index_durable()}));
   io::Status offsets_status = offsets_->close();
   stop_status_ = log_->close();
   if (stop_status_.is_ok()) stop_status_ = cq_status;
   if (stop_status_.is_ok()) stop_status_ = offsets_status;
   publish_stats();
   scrub_.reset();  // its read was routed by the drain above; closes its file
+  msg_index_.reset();
   offsets_.reset();
   cq_.reset();
   log_.reset();
@@ -325,6 +336,10 @@ void Shard::submit_work() {
   log_->submit_work();
   cq_->submit_work();
   offsets_->submit_work();
+  if (msg_index_ != nullptr) {
+    msg_index_->set_dispatched(log_->appended_offset().value);
+    msg_index_->submit_work();
+  }
   limit_checkpoint();
 }
 
@@ -336,7 +351,8 @@ void Shard::submit_work() {
 void Shard::limit_checkpoint() {
   const uint64_t timer_low = timer_low_water();
   const uint64_t limit = std::min({cq_->durable_dispatched(), delivery_low_water(), timer_low,
-                                   internal_ack_low_water(), held_copies_low_water()});
+                                   internal_ack_low_water(), held_copies_low_water(),
+                                   index_durable()});
   checkpoint_floor_ =
       std::max(checkpoint_floor_, std::min(checkpoint_limit_, log_->durable_offset().value));
   UMQ_ASSERT_MSG(limit >= checkpoint_floor_ || limit == timer_low,
@@ -358,6 +374,8 @@ void Shard::route(const io::IoCompletion& completion) {
     cq_->complete(completion);
   } else if (engine::ConsumerOffsets::owns(user_data)) {
     offsets_->complete(completion);
+  } else if (msg_index_ != nullptr && engine::IndexStore::owns(user_data)) {
+    msg_index_->complete(completion);
   } else if (scrub_ != nullptr && scrub_->owns(user_data)) {
     scrub_->read_done(completion.result, now_ms());
   } else {
@@ -404,6 +422,7 @@ void Shard::sleep() {
   const int64_t others_ms =
       std::min({log_->next_deadline_ms(), cq_->next_deadline_ms(), offsets_->next_deadline_ms(),
                 next_held_deadline_ms(), last_clean_ms_ + options_.clean_interval_ms,
+                msg_index_ != nullptr ? msg_index_->next_deadline_ms() : INT64_MAX,
                 scrub_ != nullptr ? scrub_->next_deadline_ms() : INT64_MAX});
   int64_t wake = std::min(schedule_wake_ns(), mono + kMaxSleepMs * 1'000'000);
   if (others_ms != INT64_MAX) {
@@ -481,6 +500,9 @@ bool Shard::handle(uint32_t slot_index, const ShardRequest& request) {
       return start_pull(slot_index, request);
     case ShardRequest::Kind::search_offset:
       return start_search(slot_index, request);
+    case ShardRequest::Kind::query_index:
+    case ShardRequest::Kind::view_record:
+      return start_index_query(slot_index, request);
     default:
       handle_queue_request(slot_index, request);
       return true;
@@ -536,11 +558,15 @@ io::Code Shard::append_pending(uint32_t slot, uint64_t tag, const engine::Messag
   if (free_pending_.empty()) return io::Code::busy;
   io::Result<engine::QueueIndex> queue = queue_for_append(in.topic, in.queue_id);
   if (!queue.is_ok()) return queue.status().code();
+  if (const io::Code c = index_prepare(in); c != io::Code::ok) return c;
   int64_t& next = next_queue_offset_[*queue];
   const uint32_t id = free_pending_.back();
   io::Result<engine::AppendResult> r = log_->append(in, next, id);
   if (!r.is_ok()) return r.status().code();
   free_pending_.pop_back();
+  if (msg_index_ != nullptr) {
+    msg_index_->insert(in.topic, in.properties, r->offset.value, r->store_timestamp_ms);
+  }
   if (!tags_code) {
     tags_code = engine::unit_tags_code(in.topic, in.properties, r->store_timestamp_ms, levels_);
   }
@@ -691,6 +717,10 @@ void Shard::deliver_reads() {
   std::array<engine::ReadCompletion, 64> reads;
   for (size_t n; (n = log_->take_reads(reads)) > 0;) {
     for (size_t i = 0; i < n; i++) {
+      if ((reads[i].tag & kIndexReadBit) != 0) {
+        index_read_done(static_cast<uint32_t>(reads[i].tag & 0xFF), reads[i].result);
+        continue;
+      }
       if (prefetch_->owns(reads[i].tag)) {
         prefetch_->read_done(reads[i].tag, reads[i].result);
         continue;
@@ -716,6 +746,7 @@ void Shard::deliver_reads() {
       free_reads_.push_back(static_cast<uint32_t>(reads[i].tag));
     }
   }
+  index_lookups_ready();
   std::array<engine::CqReadCompletion, 64> units;
   for (size_t n; (n = cq_->take_reads(units)) > 0;) {
     for (size_t i = 0; i < n; i++) {

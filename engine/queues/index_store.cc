@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "engine/log/byte_order.h"
@@ -150,7 +151,12 @@ struct IndexStore::Impl {
   IndexOptions opt;
   std::vector<IndexFile> files;  // by name; the last is active when `active`
   bool active = false;
-  std::unique_ptr<std::byte[]> slots;  // the active file's slot table, big-endian
+  struct FreeSlots {
+    void operator()(std::byte* p) const { std::free(p); }
+  };
+  // The active file's slot table, big-endian; calloc: pages are touched as slots are used.
+  std::unique_ptr<std::byte[], FreeSlots> slots;
+  bool slots_used = false;
   std::vector<uint64_t> dirty;         // bit per block of slots
   uint32_t blocks = 0;
   size_t dirty_count = 0;
@@ -255,7 +261,11 @@ io::Result<std::unique_ptr<IndexStore>> IndexStore::open(io::Disk& disk, io::Clo
   impl->dir_handle = *dir;
   impl->ring_cap = options.memory_entries;
   impl->ring = std::make_unique<std::byte[]>(size_t{impl->ring_cap} * kIndexEntryBytes);
-  impl->slots = std::make_unique<std::byte[]>(size_t{options.hash_slots} * kIndexSlotBytes);
+  impl->slots.reset(
+      static_cast<std::byte*>(std::calloc(size_t{options.hash_slots}, kIndexSlotBytes)));
+  if (impl->slots == nullptr) {
+    return io::Status::error(io::Code::no_space, "no memory for the index slot table");
+  }
   impl->blocks =
       static_cast<uint32_t>((uint64_t{options.hash_slots} * 4 + kBlockBytes - 1) / kBlockBytes);
   impl->dirty.assign((impl->blocks + 63) / 64, 0);
@@ -345,7 +355,7 @@ io::Status IndexStore::Impl::load_active() {
   active = true;
   count = written = submitted = durable_count = ring_from =
       static_cast<uint32_t>(f.header.entry_count);
-  std::memset(slots.get(), 0, size_t{opt.hash_slots} * 4);
+  slots_used = true;
   constexpr uint32_t kChunk = 16384;
   std::vector<std::byte> chunk(size_t{kChunk} * kIndexEntryBytes);
   for (uint32_t e = 1; e < count; e += kChunk) {
@@ -398,7 +408,8 @@ io::Status IndexStore::Impl::create_file() {
   files.push_back(std::move(f));
   active = true;
   count = written = submitted = durable_count = ring_from = 1;
-  std::memset(slots.get(), 0, size_t{opt.hash_slots} * 4);
+  if (slots_used) std::memset(slots.get(), 0, size_t{opt.hash_slots} * 4);
+  slots_used = true;
   std::fill(dirty.begin(), dirty.end(), 0);
   dirty_count = 0;
   dir_dirty = true;
