@@ -222,6 +222,8 @@ void Shard::answer_index_query(uint32_t id, io::Code code) {
   done.message_count = q.messages;
   done.size_bytes = q.used;
   done.pull_status = q.messages > 0 ? PullStatus::found : PullStatus::no_matched_message;
+  // offset names the shard even without an index (a broker gathers every shard's answer).
+  done.offset = make_store_offset(index_, 0);
   if (msg_index_ != nullptr) {
     done.store_timestamp_ms = msg_index_->last_update_timestamp_ms();
     done.offset = make_store_offset(index_, msg_index_->last_update_log_offset());
