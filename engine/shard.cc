@@ -316,9 +316,9 @@ void Shard::finish() {
   // A timer slot's finished units above its progress are known only from their markers too (the
   // slot's hold): the checkpoint stays below them, or the next open rolls or delivers them again.
   // Copies held back until their time are found again by the next open's scan the same way.
-  log_->set_checkpoint_limit(std::min({cq_->durable_dispatched(), internal_ack_low_water(),
-                                       timer_low_water(), held_copies_low_water(),
-                                       index_durable()}));
+  log_->set_checkpoint_limit(
+      std::min({cq_->durable_dispatched(), internal_ack_low_water(), timer_low_water(),
+                held_copies_low_water(), index_durable()}));
   io::Status offsets_status = offsets_->close();
   stop_status_ = log_->close();
   if (stop_status_.is_ok()) stop_status_ = cq_status;
@@ -350,9 +350,9 @@ void Shard::submit_work() {
 // goes back, and recovery scans more).
 void Shard::limit_checkpoint() {
   const uint64_t timer_low = timer_low_water();
-  const uint64_t limit = std::min({cq_->durable_dispatched(), delivery_low_water(), timer_low,
-                                   internal_ack_low_water(), held_copies_low_water(),
-                                   index_durable()});
+  const uint64_t limit =
+      std::min({cq_->durable_dispatched(), delivery_low_water(), timer_low,
+                internal_ack_low_water(), held_copies_low_water(), index_durable()});
   checkpoint_floor_ =
       std::max(checkpoint_floor_, std::min(checkpoint_limit_, log_->durable_offset().value));
   UMQ_ASSERT_MSG(limit >= checkpoint_floor_ || limit == timer_low,

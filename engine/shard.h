@@ -439,7 +439,7 @@ class Shard {
   }
   bool index_busy() const;  // queries in progress or index IO in flight
   bool index_opened_ = false;
-  io::Status index_status_;  // recovery: the first failure of the index
+  io::Status index_status_;                  // recovery: the first failure of the index
   uint64_t index_rescan_from_ = UINT64_MAX;  // recovery: the index is rebuilt by a rescan
   std::array<IndexQuery, engine::kIndexMaxLookups> index_queries_{};
 

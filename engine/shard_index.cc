@@ -95,8 +95,8 @@ bool Shard::start_index_query(uint32_t slot_index, const ShardRequest& request) 
   q.tag = request.tag;
   q.buffer = request.buffer;
   q.by_offset = request.kind == ShardRequest::Kind::view_record;
-  q.max_messages = std::min<uint32_t>(std::max<uint32_t>(request.max_messages, 1),
-                                      engine::kIndexMaxHits);
+  q.max_messages =
+      std::min<uint32_t>(std::max<uint32_t>(request.max_messages, 1), engine::kIndexMaxHits);
   if (q.by_offset) {
     q.stage = IndexQuery::Stage::size;
     q.offsets[0] = request.local_offset;
@@ -114,8 +114,8 @@ bool Shard::start_index_query(uint32_t slot_index, const ShardRequest& request) 
   q.begin_ms = request.value;
   q.end_ms = request.end_ms;
   q.stage = IndexQuery::Stage::lookup;
-  io::Status s = msg_index_->start_lookup(id, q.topic, q.key, q.begin_ms, q.end_ms,
-                                          engine::kIndexMaxHits);
+  io::Status s =
+      msg_index_->start_lookup(id, q.topic, q.key, q.begin_ms, q.end_ms, engine::kIndexMaxHits);
   if (!s.is_ok()) answer_index_query(id, s.code());
   return true;
 }
@@ -150,8 +150,8 @@ void Shard::index_read_next(uint32_t id) {
       return;
     }
     const uint64_t at = q.offsets[q.next];
-    std::byte* dest = q.stage == IndexQuery::Stage::size ? q.size_bytes.data()
-                                                         : q.buffer.data() + q.used;
+    std::byte* dest =
+        q.stage == IndexQuery::Stage::size ? q.size_bytes.data() : q.buffer.data() + q.used;
     const uint32_t size = q.stage == IndexQuery::Stage::size ? 4 : q.record_size;
     if (at < log_->min_offset().value || at + size > written) {
       q.next++;  // retention took it, or it is not written yet

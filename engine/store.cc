@@ -353,7 +353,7 @@ io::Status Session::pull_async(const PullRequest& pull, uint64_t tag) {
 }
 
 io::Status Session::query_index_async(uint32_t shard, const IndexQueryRequest& query,
-                                     uint64_t tag) {
+                                      uint64_t tag) {
   if (shard >= store_.shards_.size()) {
     return io::Status::error(io::Code::invalid_argument, "no shard " + std::to_string(shard));
   }

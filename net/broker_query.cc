@@ -66,13 +66,18 @@ void BrokerReactor::handle_query_message(uint32_t conn, RemotingCommand& request
   op.parts.assign(shards, {0, 0});
   op.queue_id = 0;  // shards still to answer
   for (uint32_t shard = 0; shard < shards; shard++) {
-    IndexQueryRequest q{op.topic, op.group, *begin, *end, static_cast<uint32_t>(wanted),
+    IndexQueryRequest q{op.topic,
+                        op.group,
+                        *begin,
+                        *end,
+                        static_cast<uint32_t>(wanted),
                         std::span(op.data).subspan(shard * per_shard, per_shard)};
     io::Status s = session_->query_index_async(shard, q, index);
     if (!s.is_ok()) {
       // The shards asked so far answer into this op: it is answered once they have.
       op.replied = true;
-      if (op_connection_alive(op)) reply_code(conn, request, store_error_code(s.code()), s.message());
+      if (op_connection_alive(op))
+        reply_code(conn, request, store_error_code(s.code()), s.message());
       if (op.queue_id == 0) free_op(index);
       return;
     }
@@ -136,9 +141,9 @@ void BrokerReactor::handle_view_message(uint32_t conn, RemotingCommand& request)
 void BrokerReactor::complete_view_message(BrokerOp& op, const Completion& c) {
   if (!op_connection_alive(op)) return;
   if (c.code != io::Code::ok || c.message_count == 0) {
-    return reply_code(op.conn, op.request, rc::kSystemError,
-                      "can not find message by the offset, " +
-                          std::to_string(wire_offset(op.store_offset)));
+    return reply_code(
+        op.conn, op.request, rc::kSystemError,
+        "can not find message by the offset, " + std::to_string(wire_offset(op.store_offset)));
   }
   std::span<std::byte> record(op.data.data(), c.size_bytes);
   reply(op.conn, make_response(op.request, rc::kSuccess),
@@ -167,8 +172,8 @@ bool BrokerReactor::complete_earliest(uint32_t index, const Completion& c) {
   BrokerOp& op = *ops_[index];
   if (!op_connection_alive(op)) return true;
   if (c.code != io::Code::ok) {
-    reply_code(op.conn, op.request, store_error_code(c.code), "the store answered " +
-                                                                  std::string(code_name(c.code)));
+    reply_code(op.conn, op.request, store_error_code(c.code),
+               "the store answered " + std::string(code_name(c.code)));
     return true;
   }
   int64_t timestamp = -1;

@@ -89,12 +89,21 @@ uint32_t index_key_count(std::string_view properties) {
 namespace {
 
 constexpr uint64_t kClass = 0x30;
-enum class Op : uint64_t { entries = 1, block = 2, sync = 3, header = 4, header_sync = 5,
-                           dir_sync = 6, read = 7 };
+enum class Op : uint64_t {
+  entries = 1,
+  block = 2,
+  sync = 3,
+  header = 4,
+  header_sync = 5,
+  dir_sync = 6,
+  read = 7
+};
 constexpr uint64_t tag_of(Op op, uint32_t arg) {
   return (kClass << 56) | (static_cast<uint64_t>(op) << 48) | arg;
 }
-constexpr Op op_of(uint64_t user_data) { return static_cast<Op>((user_data >> 48) & 0xFF); }
+constexpr Op op_of(uint64_t user_data) {
+  return static_cast<Op>((user_data >> 48) & 0xFF);
+}
 constexpr uint32_t kBlockBytes = 4096;
 constexpr uint32_t kMaxWritesInFlight = 32;
 
@@ -157,7 +166,7 @@ struct IndexStore::Impl {
   // The active file's slot table, big-endian; calloc: pages are touched as slots are used.
   std::unique_ptr<std::byte[], FreeSlots> slots;
   bool slots_used = false;
-  std::vector<uint64_t> dirty;         // bit per block of slots
+  std::vector<uint64_t> dirty;  // bit per block of slots
   uint32_t blocks = 0;
   size_t dirty_count = 0;
   std::unique_ptr<std::byte[]> ring;
@@ -241,7 +250,9 @@ IndexStore::~IndexStore() {
   if (impl_->dir_handle.valid()) impl_->disk.close(impl_->dir_handle);
 }
 
-bool IndexStore::owns(uint64_t user_data) { return (user_data >> 56) == kClass; }
+bool IndexStore::owns(uint64_t user_data) {
+  return (user_data >> 56) == kClass;
+}
 
 io::Result<std::unique_ptr<IndexStore>> IndexStore::open(io::Disk& disk, io::Clock& clock,
                                                          const IndexOptions& options) {
@@ -312,15 +323,16 @@ io::Status IndexStore::Impl::load(const std::vector<std::string>& names) {
     if (f.header.hash_slots <= 0 || *size <= table || (*size - table) % kIndexEntryBytes != 0 ||
         cap > UINT32_MAX || f.header.entry_count < 1 || uint64_t(f.header.entry_count) > cap ||
         f.header.end_log_offset < 0) {
-      damage = "index file " + path + " is damaged (size " + std::to_string(*size) +
-               ", slots " + std::to_string(f.header.hash_slots) + ", entries " +
+      damage = "index file " + path + " is damaged (size " + std::to_string(*size) + ", slots " +
+               std::to_string(f.header.hash_slots) + ", entries " +
                std::to_string(f.header.entry_count) + ")";
       disk.close(*h);
       UMQ_RETURN_IF_ERROR(disk.remove(path));
       rebuild_from = files.empty() ? 0 : uint64_t(files.back().header.end_log_offset);
-      std::fprintf(stderr, "uringmq: WARN %s: removed with the files after it; rebuilt from the "
-                   "CommitLog from log offset %llu\n", damage.c_str(),
-                   static_cast<unsigned long long>(rebuild_from));
+      std::fprintf(stderr,
+                   "uringmq: WARN %s: removed with the files after it; rebuilt from the "
+                   "CommitLog from log offset %llu\n",
+                   damage.c_str(), static_cast<unsigned long long>(rebuild_from));
       continue;
     }
     f.capacity = static_cast<uint32_t>(cap);
@@ -334,8 +346,8 @@ io::Status IndexStore::Impl::load(const std::vector<std::string>& names) {
     std::array<std::byte, kIndexEntryBytes> eb{};
     UMQ_RETURN_IF_ERROR(io::read_exact(
         disk, last.handle,
-        entry_position(uint32_t(last.header.hash_slots), uint32_t(last.header.entry_count - 1)),
-        eb, "read index entry " + last.path));
+        entry_position(uint32_t(last.header.hash_slots), uint32_t(last.header.entry_count - 1)), eb,
+        "read index entry " + last.path));
     const IndexEntry e = decode_index_entry(eb);
     last_offset = e.log_offset;
     last_ts = last.header.end_timestamp_ms;
@@ -377,15 +389,33 @@ io::Status IndexStore::Impl::load_active() {
   return io::Status::ok();
 }
 
-uint64_t IndexStore::recovered_end() const { return impl_->recovered_end; }
-uint64_t IndexStore::rebuild_from() const { return impl_->rebuild_from; }
-size_t IndexStore::file_count() const { return impl_->files.size(); }
-bool IndexStore::fail_stopped() const { return !impl_->fail.is_ok(); }
-const io::Status& IndexStore::fail_status() const { return impl_->fail; }
-uint64_t IndexStore::durable_dispatched() const { return impl_->durable; }
-int64_t IndexStore::last_update_timestamp_ms() const { return impl_->last_ts; }
-uint64_t IndexStore::last_update_log_offset() const { return impl_->last_offset; }
-void IndexStore::request_flush() { impl_->flush_requested = true; }
+uint64_t IndexStore::recovered_end() const {
+  return impl_->recovered_end;
+}
+uint64_t IndexStore::rebuild_from() const {
+  return impl_->rebuild_from;
+}
+size_t IndexStore::file_count() const {
+  return impl_->files.size();
+}
+bool IndexStore::fail_stopped() const {
+  return !impl_->fail.is_ok();
+}
+const io::Status& IndexStore::fail_status() const {
+  return impl_->fail;
+}
+uint64_t IndexStore::durable_dispatched() const {
+  return impl_->durable;
+}
+int64_t IndexStore::last_update_timestamp_ms() const {
+  return impl_->last_ts;
+}
+uint64_t IndexStore::last_update_log_offset() const {
+  return impl_->last_offset;
+}
+void IndexStore::request_flush() {
+  impl_->flush_requested = true;
+}
 
 void IndexStore::set_dispatched(uint64_t dispatched) {
   impl_->dispatched = std::max(impl_->dispatched, dispatched);
@@ -439,8 +469,8 @@ io::Status IndexStore::prepare(uint32_t keys) {
   return io::Status::ok();
 }
 
-void IndexStore::insert(std::string_view topic, std::string_view properties,
-                        uint64_t log_offset, int64_t store_timestamp_ms) {
+void IndexStore::insert(std::string_view topic, std::string_view properties, uint64_t log_offset,
+                        int64_t store_timestamp_ms) {
   impl_->add_entries(topic, properties, log_offset, store_timestamp_ms);
 }
 
@@ -642,9 +672,10 @@ void IndexStore::complete(const io::IoCompletion& c) {
     m.files[size_t(l.file)].reads_in_flight--;
     const int64_t want = l.want_slot ? kIndexSlotBytes : kIndexEntryBytes;
     if (c.result != want) {
-      m.finish_lookup(id, io::Status::error(c.result < 0 ? io::Code::io_error : io::Code::corruption,
-                                            "index read in " + m.files[size_t(l.file)].path +
-                                                " returned " + std::to_string(c.result)));
+      m.finish_lookup(
+          id, io::Status::error(c.result < 0 ? io::Code::io_error : io::Code::corruption,
+                                "index read in " + m.files[size_t(l.file)].path + " returned " +
+                                    std::to_string(c.result)));
       return;
     }
     if (l.want_slot) {
@@ -698,8 +729,8 @@ io::Status IndexStore::settle(io::Disk& disk) {
     UMQ_ASSERT_MSG(guard < 100'000'000, "index writes do not finish");
     if (!m.fail.is_ok()) return m.fail;
     if (m.stage == Stage::idle && m.in_flight == 0) {
-      const bool clean = !m.active || (m.count == m.durable_count && m.dirty_count == 0 &&
-                                       !m.dir_dirty);
+      const bool clean =
+          !m.active || (m.count == m.durable_count && m.dirty_count == 0 && !m.dir_dirty);
       if (clean && m.durable >= m.dispatched && !m.seal_wanted) break;
       m.flush_requested = true;
     }

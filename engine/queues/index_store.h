@@ -118,9 +118,8 @@ class IndexStore {
               int64_t store_timestamp_ms);
   // Recovery: as insert() for a record of recovery's scan at or above recovered_end(), writing
   // out entries when the ring is full (polls `disk`; only the index may have IO in flight).
-  io::Status insert_recovered(io::Disk& disk, std::string_view topic,
-                              std::string_view properties, uint64_t log_offset,
-                              int64_t store_timestamp_ms);
+  io::Status insert_recovered(io::Disk& disk, std::string_view topic, std::string_view properties,
+                              uint64_t log_offset, int64_t store_timestamp_ms);
   // Every record below `dispatched` has been inserted. Lower values are ignored.
   void set_dispatched(uint64_t dispatched);
   uint64_t durable_dispatched() const;
@@ -163,7 +162,8 @@ std::string_view index_next_word(std::string_view text, size_t* pos);
 template <typename Fn>
 uint32_t for_each_index_key(std::string_view properties, Fn&& fn) {
   uint32_t n = 0;
-  std::string_view uniq = find_property(properties, kPropertyUniqClientMessageIdKeyidx).value_or("");
+  std::string_view uniq =
+      find_property(properties, kPropertyUniqClientMessageIdKeyidx).value_or("");
   if (!uniq.empty()) {
     fn(uniq);
     n++;

@@ -34,8 +34,7 @@ std::vector<std::string> lookup(Session& session, const std::string& key) {
     if (c.code != io::Code::ok) return {"lookup failed"};
     size_t at = 0;
     for (uint32_t i = 0; i < c.message_count; i++) {
-      engine::DecodeResult r =
-          engine::decode(std::span(buffer).subspan(at, c.size_bytes - at), {});
+      engine::DecodeResult r = engine::decode(std::span(buffer).subspan(at, c.size_bytes - at), {});
       if (r.outcome != engine::DecodeOutcome::ok) return {"undecodable"};
       found.emplace_back(engine::find_property(r.view.user_properties, "UNIQ_KEY").value_or(""));
       at += r.size;
@@ -54,8 +53,8 @@ TEST(IndexKill9, AcknowledgedKeysAreFoundAfterEveryKill) {
   long long next = 0;
   for (int cycle = 0; cycle < cycles; cycle++) {
     const std::string out = dir.path() + "/child-" + std::to_string(cycle) + ".out";
-    std::string killed = testing::run_then_kill(INDEX_CHILD_PATH, {data, std::to_string(next)},
-                                                out, 300 + static_cast<int>(rng() % 700));
+    std::string killed = testing::run_then_kill(INDEX_CHILD_PATH, {data, std::to_string(next)}, out,
+                                                300 + static_cast<int>(rng() % 700));
     ASSERT_EQ(killed, "") << "cycle " << cycle << " seed " << seed;
     std::ifstream in(out);
     std::string tag;

@@ -68,8 +68,8 @@ class StoreIndexTest : public ::testing::Test {
     auto session = store.open_session();
     ASSERT_TRUE(session.is_ok());
     for (int i = 0; i < n; i++) {
-      const std::string p = props("k" + std::to_string(i % 5) + " all", topic + "-" +
-                                                                           std::to_string(i));
+      const std::string p =
+          props("k" + std::to_string(i % 5) + " all", topic + "-" + std::to_string(i));
       const std::string body = "body " + std::to_string(i);
       Message m;
       m.topic = topic;

@@ -387,8 +387,8 @@ TEST(BrokerConfigTest, MessageIndexKeys) {
   EXPECT_EQ(d->store.index.hash_slots, 5'000'000u);
   EXPECT_EQ(d->store.index.max_entries, 20'000'000u);
   EXPECT_TRUE(d->store.index.enabled);
-  io::Result<BrokerConfig> c = parse_broker_config(
-      "maxHashSlotNum=1000\nmaxIndexNum=4000\nmessageIndexEnable=false\n", "x");
+  io::Result<BrokerConfig> c =
+      parse_broker_config("maxHashSlotNum=1000\nmaxIndexNum=4000\nmessageIndexEnable=false\n", "x");
   ASSERT_TRUE(c.is_ok()) << c.status().to_string();
   EXPECT_EQ(c->store.index.hash_slots, 1000u);
   EXPECT_EQ(c->store.index.max_entries, 4000u);
