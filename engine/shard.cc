@@ -169,7 +169,7 @@ io::Status Shard::open_log(engine::RecoveryReport* report) {
   if (!index_opened_) UMQ_RETURN_IF_ERROR(open_index(log_->appended_offset().value));
   if (msg_index_ != nullptr) {
     if (index_rescan_from_ != UINT64_MAX) UMQ_RETURN_IF_ERROR(rescan_index(index_rescan_from_));
-    msg_index_->set_dispatched(log_->appended_offset().value);
+    msg_index_->set_dispatched(log_->durable_offset().value);
     UMQ_RETURN_IF_ERROR(msg_index_->settle(*disk_));
   }
   engine::ConsumerOffsetsOptions offsets_options;
@@ -337,7 +337,9 @@ void Shard::submit_work() {
   cq_->submit_work();
   offsets_->submit_work();
   if (msg_index_ != nullptr) {
-    msg_index_->set_dispatched(log_->appended_offset().value);
+    // Keys go in at append; the index's end is the log's durable end, so a header never claims
+    // a record a power loss could take (recovery trims entries at or above it).
+    msg_index_->set_dispatched(log_->durable_offset().value);
     msg_index_->submit_work();
   }
   limit_checkpoint();

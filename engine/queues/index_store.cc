@@ -225,6 +225,18 @@ struct IndexStore::Impl {
     word |= uint64_t{1} << (b % 64);
   }
   io::Status create_file();
+  // The header on disk counts every entry, covers them all (its end above the last one), and
+  // no slot or directory change waits.
+  bool covered() const {
+    return count == durable_count && dirty_count == 0 && !dir_dirty &&
+           (!have_last || uint64_t(files.back().header.end_log_offset) > last_offset);
+  }
+  bool sealable() const { return covered(); }
+  // Nothing to write but a header end the log has not reached yet.
+  bool waiting_for_log() const {
+    return count == durable_count && dirty_count == 0 && !dir_dirty &&
+           uint64_t(files.back().header.end_log_offset) >= dispatched;
+  }
   io::Status load(const std::vector<std::string>& names);
   io::Status load_active();
   void add_entries(std::string_view topic, std::string_view properties, uint64_t offset,
@@ -314,6 +326,10 @@ io::Status IndexStore::Impl::load(const std::vector<std::string>& names) {
     io::Result<uint64_t> size = disk.size(*h);
     if (!size.is_ok()) return size.status();
     std::array<std::byte, kIndexHeaderBytes> hb{};
+    if (name == found.back().second) {
+      // What a killed process left in the page cache becomes durable before it is built on.
+      UMQ_RETURN_IF_ERROR(io::fdatasync_sync(disk, *h, "fdatasync " + path));
+    }
     if (*size >= kIndexHeaderBytes) {
       UMQ_RETURN_IF_ERROR(io::read_exact(disk, *h, 0, hb, "read index header " + path));
     }
@@ -339,6 +355,21 @@ io::Status IndexStore::Impl::load(const std::vector<std::string>& names) {
     files.push_back(std::move(f));
   }
   if (!damage.empty()) dir_dirty = true;
+  if (!files.empty() && (uint32_t(files.back().header.hash_slots) != opt.hash_slots ||
+                         files.back().capacity != opt.max_entries)) {
+    // The last file may not have been sealed (its slots may run ahead of its header) and cannot
+    // continue with other sizes: it is rebuilt from the log in a file of the new sizes.
+    IndexFile& f = files.back();
+    disk.close(f.handle);
+    UMQ_RETURN_IF_ERROR(disk.remove(f.path));
+    std::fprintf(stderr,
+                 "uringmq: WARN index file %s has other sizes than maxHashSlotNum/maxIndexNum: "
+                 "removed, rebuilt from the CommitLog\n",
+                 f.path.c_str());
+    files.pop_back();
+    rebuild_from = files.empty() ? 0 : uint64_t(files.back().header.end_log_offset);
+    dir_dirty = true;
+  }
   if (files.empty()) return io::Status::ok();
   const IndexFile& last = files.back();
   recovered_end = static_cast<uint64_t>(last.header.end_log_offset);
@@ -352,36 +383,52 @@ io::Status IndexStore::Impl::load(const std::vector<std::string>& names) {
     last_offset = e.log_offset;
     last_ts = last.header.end_timestamp_ms;
     have_last = true;
-    recovered_end = std::max(recovered_end, e.log_offset + 1);
   }
-  if (uint32_t(last.header.hash_slots) == opt.hash_slots && last.capacity == opt.max_entries &&
-      uint32_t(last.header.entry_count) < last.capacity) {
-    return load_active();
-  }
-  return io::Status::ok();
+  if (rebuild_from != UINT64_MAX) return io::Status::ok();  // a file was removed after it
+  // The last file continues even when full (it is then sealed by a cycle): a crash may have left
+  // it unsealed, with slots ahead of its header.
+  return load_active();
 }
 
 // The last file continues: its slot table is rebuilt from its durable entries.
+// The last file continues: its slot table is rebuilt from its durable entries. Entries of
+// records at or above the header's end (appended, perhaps lost by the crash) are dropped and the
+// header rewritten at once: recovery inserts those records again if they survived, and later
+// inserts never overwrite entries a header still counts.
 io::Status IndexStore::Impl::load_active() {
   IndexFile& f = file();
   active = true;
-  count = written = submitted = durable_count = ring_from =
-      static_cast<uint32_t>(f.header.entry_count);
+  const auto end = static_cast<uint64_t>(f.header.end_log_offset);
+  uint32_t kept = 1;
   slots_used = true;
   constexpr uint32_t kChunk = 16384;
   std::vector<std::byte> chunk(size_t{kChunk} * kIndexEntryBytes);
-  for (uint32_t e = 1; e < count; e += kChunk) {
-    const uint32_t n = std::min(kChunk, count - e);
+  const auto durable = static_cast<uint32_t>(f.header.entry_count);
+  for (uint32_t e = 1; e < durable && kept == e; e += kChunk) {
+    const uint32_t n = std::min(kChunk, durable - e);
     std::span<std::byte> part(chunk.data(), size_t{n} * kIndexEntryBytes);
     UMQ_RETURN_IF_ERROR(io::read_exact(disk, f.handle, entry_position(opt.hash_slots, e), part,
                                        "read index entries " + f.path));
     for (uint32_t i = 0; i < n; i++) {
       const IndexEntry entry = decode_index_entry(
           std::span<const std::byte, kIndexEntryBytes>(part.data() + size_t{i} * 20, 20));
+      if (entry.log_offset >= end) break;
       const uint32_t slot = static_cast<uint32_t>(entry.key_hash) % opt.hash_slots;
       put_u32(slots.get() + size_t{slot} * 4, e + i);
+      last_offset = entry.log_offset;
+      have_last = true;
+      kept = e + i + 1;
     }
   }
+  count = written = submitted = durable_count = ring_from = kept;
+  if (kept < durable) {
+    f.header.entry_count = static_cast<int32_t>(kept);
+    if (kept == 1) f.header.end_timestamp_ms = f.header.begin_timestamp_ms;
+    encode_index_header(f.header, header_buf);
+    UMQ_RETURN_IF_ERROR(io::write_exact(disk, f.handle, 0, header_buf, "write " + f.path));
+    UMQ_RETURN_IF_ERROR(io::fdatasync_sync(disk, f.handle, "fdatasync " + f.path));
+  }
+  if (kept == 1) have_last = false;
   // The slots on disk may hold torn or newer values: the first cycle rewrites them all.
   std::fill(dirty.begin(), dirty.end(), ~uint64_t{0});
   dirty_count = blocks;
@@ -624,7 +671,7 @@ void IndexStore::Impl::cycle_step_done() {
       file().header.end_log_offset = static_cast<int64_t>(cycle_dispatched);
       durable = std::max(durable, cycle_dispatched);
       next_flush_ms = now_ms() + opt.flush_interval_ms;
-      if (seal_wanted && count == durable_count && dirty_count == 0) roll();
+      if (seal_wanted && sealable()) roll();
       return;
     }
     default:
@@ -648,12 +695,20 @@ void IndexStore::submit_work() {
   if (m.stage != Stage::idle) return;
   const bool want = m.flush_requested || m.seal_wanted || m.now_ms() >= m.next_flush_ms;
   if (!want) return;
-  if (!m.active || (m.count == m.durable_count && m.dirty_count == 0 && !m.dir_dirty)) {
-    // Nothing new in the files: every record dispatched so far is covered already.
+  if (!m.active || m.covered()) {
+    // Nothing new in the files and the header covers every entry: every record dispatched so
+    // far is covered already (records without keys need no write).
     m.durable = std::max(m.durable, m.dispatched);
     m.flush_requested = false;
     m.next_flush_ms = m.now_ms() + m.opt.flush_interval_ms;
-    if (m.seal_wanted && m.active) m.roll();
+    if (m.seal_wanted && m.active && m.sealable()) m.roll();
+    return;
+  }
+  if (m.waiting_for_log()) {
+    // The header is as far as the log's durable end allows; the entries above it belong to
+    // records not yet durable (a full file is sealed once they are). A cycle would only repeat.
+    m.flush_requested = false;
+    m.next_flush_ms = m.now_ms() + m.opt.flush_interval_ms;
     return;
   }
   m.start_cycle();
@@ -716,7 +771,7 @@ size_t IndexStore::pending_work() const {
   const Impl& m = *impl_;
   size_t n = m.in_flight + (m.stage != Stage::idle ? 1 : 0);
   if (m.flush_requested || m.seal_wanted) {
-    if (m.active && (m.count != m.durable_count || m.dirty_count != 0 || m.dir_dirty)) n++;
+    if (m.active && !m.covered() && !m.waiting_for_log()) n++;
     if (m.durable < m.dispatched) n++;
   }
   return n;
@@ -729,9 +784,10 @@ io::Status IndexStore::settle(io::Disk& disk) {
     UMQ_ASSERT_MSG(guard < 100'000'000, "index writes do not finish");
     if (!m.fail.is_ok()) return m.fail;
     if (m.stage == Stage::idle && m.in_flight == 0) {
-      const bool clean =
-          !m.active || (m.count == m.durable_count && m.dirty_count == 0 && !m.dir_dirty);
-      if (clean && m.durable >= m.dispatched && !m.seal_wanted) break;
+      // A seal waits for the log (its records durable): settle does not wait for it.
+      const bool seal_blocked = !m.seal_wanted || m.dispatched <= m.last_offset;
+      if ((!m.active || m.covered()) && m.durable >= m.dispatched && seal_blocked) break;
+      if (m.active && !m.covered() && m.waiting_for_log()) break;
       m.flush_requested = true;
     }
     submit_work();
@@ -749,6 +805,7 @@ io::Status IndexStore::insert_recovered(io::Disk& disk, std::string_view topic,
                                         std::string_view properties, uint64_t log_offset,
                                         int64_t store_timestamp_ms) {
   Impl& m = *impl_;
+  set_dispatched(log_offset);  // every record below this one is in (recovery's scan is in order)
   if (m.recovered_end != UINT64_MAX && log_offset < m.recovered_end) return io::Status::ok();
   const uint32_t keys = index_key_count(properties);
   if (keys > 0) {
@@ -821,9 +878,11 @@ void IndexStore::Impl::examine(uint32_t id, const IndexEntry& e) {
   const IndexFile& f = files[size_t(l.file)];
   const int64_t t = f.header.begin_timestamp_ms + int64_t{e.time_diff_s} * 1000;
   // The entry keeps whole seconds: the record was stored in [t, t + 999].
+  const auto* hits = l.result.log_offsets.data();
   if (e.key_hash == l.hash && t + 999 >= l.begin_ms && t <= l.end_ms &&
-      l.result.count < l.max_hits) {
-    l.result.log_offsets[l.result.count++] = e.log_offset;
+      l.result.count < l.max_hits &&
+      std::find(hits, hits + l.result.count, e.log_offset) == hits + l.result.count) {
+    l.result.log_offsets[l.result.count++] = e.log_offset;  // a record once, whatever the entries
   }
   if (e.prev <= 0 || e.prev >= l.entry || t + 999 < l.begin_ms) {
     l.entry = 0;
