@@ -17,13 +17,14 @@
 //
 // Durability: flush cycles (every flush_interval_ms, or asked) write the new entries and the
 // dirty blocks of slots, fdatasync, then write the header (entry count and the dispatched log
-// offset D of the cycle's start) and fdatasync again: durable_dispatched() = D means every key
-// of every record below D is in the files after a crash. The shard keeps the CommitLog's
-// checkpoint at or below it, so recovery re-inserts the rest (insert_recovered()).
-// Recovery: open() trusts a sealed file whose header is valid; the last file's slot table is
-// rebuilt from its durable entries (the slots on disk may hold torn or newer values); a file
-// that is damaged (wrong size, invalid header) is removed with the files after it and
-// rebuild_from() says from which log offset the CommitLog must be rescanned.
+// offset D of the cycle's start: the shard passes the log's durable end) and fdatasync again:
+// durable_dispatched() = D means every key of every record below D is in the files after a
+// crash. The shard keeps the CommitLog's checkpoint at or below it, so recovery re-inserts the
+// rest (insert_recovered()). Entries at or above D (records not yet durable) are dropped at open.
+// Recovery: open() trusts the files before the last (each sealed by a durable cycle); the last
+// one is fdatasynced and its slot table rebuilt from its entries below D (the slots on disk may
+// hold torn or newer values); a file that is damaged (wrong size, invalid header) is removed
+// with the files after it and rebuild_from() says from which log offset to rescan the log.
 //
 // Threading: the shard's thread. IO through the shard's Disk; completions with owns() true go
 // to complete(). user_data: 0x30 in the top byte.
