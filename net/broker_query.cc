@@ -59,8 +59,11 @@ void BrokerReactor::handle_query_message(uint32_t conn, RemotingCommand& request
   op.max_reconsume_times = wanted;
   op.index_timestamp_ms = 0;
   op.index_wire_offset = 0;
+  // One pull's worth of buffer shared by the shards (at least 256 KiB each): a query's memory does
+  // not grow with the shard count; a record larger than its shard's share ends that shard's
+  // answer.
   const uint32_t shards = store_.shard_count();
-  const size_t per_shard = largest_pull_bytes();
+  const size_t per_shard = std::max<size_t>(256u << 10, largest_pull_bytes() / shards);
   op.data.resize(per_shard * shards);
   set_reserved(index, op.data.size());
   op.parts.assign(shards, {0, 0});
