@@ -105,6 +105,18 @@ constexpr Op op_of(uint64_t user_data) {
   return static_cast<Op>((user_data >> 48) & 0xFF);
 }
 constexpr uint32_t kBlockBytes = 4096;
+
+// Times come from headers a crash or a disk may have damaged: sums saturate, never overflow.
+int64_t sat_add(int64_t a, int64_t b) {
+  int64_t r = 0;
+  if (!__builtin_add_overflow(a, b, &r)) return r;
+  return b > 0 ? INT64_MAX : INT64_MIN;
+}
+int64_t sat_sub(int64_t a, int64_t b) {
+  int64_t r = 0;
+  if (!__builtin_sub_overflow(a, b, &r)) return r;
+  return b < 0 ? INT64_MAX : INT64_MIN;
+}
 constexpr uint32_t kMaxWritesInFlight = 32;
 
 struct IndexFile {
@@ -535,7 +547,7 @@ void IndexStore::Impl::add_entries(std::string_view topic, std::string_view prop
     IndexEntry e;
     e.key_hash = index_key_hash(topic, key);
     e.log_offset = offset;
-    const int64_t diff = std::max<int64_t>(0, (ts - f.header.begin_timestamp_ms) / 1000);
+    const int64_t diff = std::max<int64_t>(0, sat_sub(ts, f.header.begin_timestamp_ms) / 1000);
     e.time_diff_s = static_cast<int32_t>(std::min<int64_t>(diff, INT32_MAX));
     const uint32_t slot = static_cast<uint32_t>(e.key_hash) % opt.hash_slots;
     e.prev = static_cast<int32_t>(slot_value(slot));
@@ -876,15 +888,15 @@ void IndexStore::Impl::finish_lookup(uint32_t id, io::Status s) {
 void IndexStore::Impl::examine(uint32_t id, const IndexEntry& e) {
   Lookup& l = lookups[id];
   const IndexFile& f = files[size_t(l.file)];
-  const int64_t t = f.header.begin_timestamp_ms + int64_t{e.time_diff_s} * 1000;
+  const int64_t t = sat_add(f.header.begin_timestamp_ms, int64_t{e.time_diff_s} * 1000);
   // The entry keeps whole seconds: the record was stored in [t, t + 999].
   const auto* hits = l.result.log_offsets.data();
-  if (e.key_hash == l.hash && t + 999 >= l.begin_ms && t <= l.end_ms &&
+  if (e.key_hash == l.hash && sat_add(t, 999) >= l.begin_ms && t <= l.end_ms &&
       l.result.count < l.max_hits &&
       std::find(hits, hits + l.result.count, e.log_offset) == hits + l.result.count) {
     l.result.log_offsets[l.result.count++] = e.log_offset;  // a record once, whatever the entries
   }
-  if (e.prev <= 0 || e.prev >= l.entry || t + 999 < l.begin_ms) {
+  if (e.prev <= 0 || e.prev >= l.entry || sat_add(t, 999) < l.begin_ms) {
     l.entry = 0;
     l.file--;
   } else {
@@ -910,7 +922,7 @@ void IndexStore::Impl::advance(uint32_t id) {
     r.buffer = l.buf.data();
     r.user_data = tag_of(Op::read, id);
     if (l.entry == 0) {
-      if (n <= 1 || f.header.begin_timestamp_ms > l.end_ms || end_ts + 999 < l.begin_ms) {
+      if (n <= 1 || f.header.begin_timestamp_ms > l.end_ms || sat_add(end_ts, 999) < l.begin_ms) {
         l.file--;
         continue;
       }
