@@ -422,6 +422,7 @@ class Shard {
     std::array<uint64_t, engine::kIndexMaxHits> offsets{};
     std::array<std::byte, 4> size_bytes{};
     uint32_t record_size = 0;
+    bool retry = false;  // a read was refused (busy): retried on the next iteration
   };
   io::Status open_index(uint64_t first_scanned);
   io::Status rescan_index(uint64_t from);

@@ -121,6 +121,11 @@ bool Shard::start_index_query(uint32_t slot_index, const ShardRequest& request) 
 }
 
 void Shard::index_lookups_ready() {
+  for (uint32_t id = 0; id < index_queries_.size(); id++) {
+    if (!index_queries_[id].retry) continue;
+    index_queries_[id].retry = false;
+    index_read_next(id);
+  }
   if (msg_index_ == nullptr) return;
   std::array<engine::IndexLookupResult, 4> done;
   for (size_t n; (n = msg_index_->take_lookups(done)) > 0;) {
@@ -164,6 +169,10 @@ void Shard::index_read_next(uint32_t id) {
     }
     io::Status s = log_->read(engine::LogOffset{at}, size, dest, kIndexReadBit | id);
     if (s.is_ok()) return;
+    if (s.code() == io::Code::busy) {
+      q.retry = true;  // the submission queue is full: index_lookups_ready() tries again
+      return;
+    }
     q.next++;
     q.stage = IndexQuery::Stage::size;
   }

@@ -155,6 +155,7 @@ struct Lookup {
   bool active = false;
   bool in_flight = false;
   bool want_slot = false;
+  bool retry = false;  // its read was refused (busy): submit_work() advances it again
   int32_t hash = 0;
   int64_t begin_ms = 0, end_ms = 0;
   uint32_t max_hits = 0;
@@ -699,6 +700,11 @@ void IndexStore::Impl::roll() {
 
 void IndexStore::submit_work() {
   Impl& m = *impl_;
+  for (uint32_t id = 0; id < kIndexMaxLookups && m.active_lookups > 0; id++) {
+    if (!m.lookups[id].retry) continue;
+    m.lookups[id].retry = false;
+    m.advance(id);
+  }
   if (!m.fail.is_ok()) return;
   if (m.stage == Stage::writing) {
     m.submit_blocks();
@@ -782,6 +788,7 @@ int64_t IndexStore::next_deadline_ms() const {
 size_t IndexStore::pending_work() const {
   const Impl& m = *impl_;
   size_t n = m.in_flight + (m.stage != Stage::idle ? 1 : 0);
+  for (const Lookup& l : m.lookups) n += l.retry ? 1 : 0;
   if (m.flush_requested || m.seal_wanted) {
     if (m.active && !m.covered() && !m.waiting_for_log()) n++;
     if (m.durable < m.dispatched) n++;
@@ -951,7 +958,11 @@ void IndexStore::Impl::advance(uint32_t id) {
     }
     if (!submit_io(r)) {
       l.want_slot = false;
-      finish_lookup(id, io::Status::error(io::Code::busy, "index read refused"));
+      if (!fail.is_ok()) {
+        finish_lookup(id, io::Status::error(io::Code::io_error, "index read refused"));
+      } else {
+        l.retry = true;  // the submission queue is full: submit_work() tries again
+      }
       return;
     }
     f.reads_in_flight++;
