@@ -159,6 +159,8 @@ void Shard::run() {
   if (!s.is_ok()) {
     start_status_ =
         io::Status::error(s.code(), "shard " + std::to_string(index_) + ": " + s.to_string());
+    // What holds files closes them here, on the thread of the ring that registered them.
+    msg_index_.reset();
     log_.reset();
     state_.store(2, std::memory_order_release);
     state_.notify_all();
@@ -195,10 +197,18 @@ io::Status Shard::open_log(engine::RecoveryReport* report) {
                                     delayed_.note_marker(offset, record);
                                     timers_.note_record(offset, record);
                                     held_.note_recovered(offset, record, clock_->now_ms());
+                                    index_recovered_record(offset, record);
                                   });
   if (!opened.is_ok()) return opened.status();
   log_ = std::move(opened->log);
   cq_ = std::move(opened->cq);
+  UMQ_RETURN_IF_ERROR(index_status_);
+  if (!index_opened_) UMQ_RETURN_IF_ERROR(open_index(log_->appended_offset().value));
+  if (msg_index_ != nullptr) {
+    if (index_rescan_from_ != UINT64_MAX) UMQ_RETURN_IF_ERROR(rescan_index(index_rescan_from_));
+    msg_index_->set_dispatched(log_->durable_offset().value);
+    UMQ_RETURN_IF_ERROR(msg_index_->settle(*disk_));
+  }
   engine::ConsumerOffsetsOptions offsets_options;
   offsets_options.dir = shard_dir_;
   offsets_options.persist_interval_ms = options_.consumer_offsets_persist_interval_ms;
@@ -330,6 +340,7 @@ void Shard::finish() {
     for (size_t i = 0; i < n; i++) loop_.route(completions[i]);
   }
   (void)loop_.close(*cq_);
+  io::Status index_status = msg_index_ != nullptr ? msg_index_->close(*disk_) : io::Status::ok();
   // The offsets table persists below what it holds; copies still waiting to be durable are not
   // in it, so the final checkpoint stays below them and the next open's scan finds their markers.
   // A timer slot's finished units above its progress are known only from their markers too (the
@@ -340,8 +351,10 @@ void Shard::finish() {
   // The rest close in the reverse order of registration: the offsets, then the log last (its
   // final checkpoint under the limit just set). The first error in registration order is kept.
   stop_status_ = loop_.close_all();
+  if (stop_status_.is_ok()) stop_status_ = index_status;
   publish_stats();
   scrub_.reset();  // its read was routed by the drain above; closes its file
+  msg_index_.reset();
   offsets_.reset();
   cq_.reset();
   log_.reset();
@@ -376,6 +389,23 @@ void Shard::register_parts() {
                     TagClass::log_checkpoint, TagClass::log_read, TagClass::log_retention});
   loop_.add(*cq_, {TagClass::consume_queue});
   loop_.add(*offsets_, {TagClass::consumer_offs});
+  // The message index: keys go in at append; its end is the log's durable end, so a header never
+  // claims a record a power loss could take (recovery trims entries at or above it). Its queries
+  // keep a stop waiting; the checkpoint stays below what it has made durable.
+  add_part({.submit_work =
+                [](Shard& s) {
+                  if (s.msg_index_ == nullptr) return;
+                  s.msg_index_->set_dispatched(s.log_->durable_offset().value);
+                  s.msg_index_->submit_work();
+                },
+            .complete = [](Shard& s, const io::IoCompletion& c) { s.msg_index_->complete(c); },
+            .next_deadline_ms =
+                [](const Shard& s) {
+                  return s.msg_index_ != nullptr ? s.msg_index_->next_deadline_ms() : INT64_MAX;
+                },
+            .busy = [](const Shard& s) { return s.index_busy(); },
+            .low_water = [](Shard& s, sched::Checkpoint) { return s.index_durable(); }},
+           {TagClass::message_index});
   add_part({.complete = [](Shard& s, const io::IoCompletion& c) { s.wakeup_done(c); }},
            {TagClass::shard_waker, TagClass::shard_sleep});
   // Pulls and searches: held pulls expire; a stop waits for the ops in flight.
@@ -544,6 +574,9 @@ bool Shard::handle(uint32_t slot_index, const ShardRequest& request) {
       return start_pull(slot_index, request);
     case ShardRequest::Kind::search_offset:
       return start_search(slot_index, request);
+    case ShardRequest::Kind::query_index:
+    case ShardRequest::Kind::view_record:
+      return start_index_query(slot_index, request);
     default:
       handle_queue_request(slot_index, request);
       return true;
@@ -602,11 +635,15 @@ io::Code Shard::append_pending(uint32_t slot, uint64_t tag, const engine::Messag
   if (open_batch_ != kNoBatch && batch != open_batch_) return io::Code::busy;
   io::Result<engine::QueueIndex> queue = queue_for_append(in.topic, in.queue_id);
   if (!queue.is_ok()) return queue.status().code();
+  if (const io::Code c = index_prepare(in); c != io::Code::ok) return c;
   int64_t& next = next_queue_offset_[*queue];
   const uint32_t id = *pending_pool_.peek();
   io::Result<engine::AppendResult> r = log_->append(in, next, id);
   if (!r.is_ok()) return r.status().code();
   (void)pending_pool_.acquire();
+  if (msg_index_ != nullptr) {
+    msg_index_->insert(in.topic, in.properties, r->offset.value, r->store_timestamp_ms);
+  }
   if (!tags_code) {
     tags_code = engine::unit_tags_code(in.topic, in.properties, r->store_timestamp_ms, levels_);
   }
@@ -830,6 +867,10 @@ void Shard::deliver_reads() {
   std::array<engine::ReadCompletion, 64> reads;
   for (size_t n; (n = log_->take_reads(reads)) > 0;) {
     for (size_t i = 0; i < n; i++) {
+      if ((reads[i].tag & kIndexReadBit) != 0) {
+        index_read_done(static_cast<uint32_t>(reads[i].tag & 0xFF), reads[i].result);
+        continue;
+      }
       if (prefetch_->owns(reads[i].tag)) {
         prefetch_->read_done(reads[i].tag, reads[i].result);
         continue;
@@ -855,6 +896,7 @@ void Shard::deliver_reads() {
       read_pool_.release(static_cast<uint32_t>(reads[i].tag));
     }
   }
+  index_lookups_ready();
   std::array<engine::CqReadCompletion, 64> units;
   for (size_t n; (n = cq_->take_reads(units)) > 0;) {
     for (size_t i = 0; i < n; i++) {

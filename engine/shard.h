@@ -35,6 +35,7 @@
 #include "engine/queues/consume_queue.h"
 #include "engine/queues/consumer_offsets.h"
 #include "engine/queues/dispatch.h"
+#include "engine/queues/index_store.h"
 #include "engine/queues/sql_filter.h"
 #include "engine/store.h"
 #include "io/clock.h"
@@ -62,7 +63,9 @@ struct ShardRequest {
     query_offset,
     flush_offsets,
     release_held,
-    append_batch
+    append_batch,
+    query_index,  // records whose KEYS or UNIQ_KEY is `group` (engine/shard_index.cc)
+    view_record   // the record at local_offset, checked
   };
   Kind kind = Kind::append;
   uint64_t tag = 0;
@@ -82,6 +85,7 @@ struct ShardRequest {
   // store-wide offset is written before the completion (Session::send_batch_async).
   std::span<const Message> batch;
   std::span<uint64_t> batch_offsets;
+  int64_t end_ms = 0;  // query_index: stored at or before (value: at or after)
 };
 
 // A session's rings: one to each shard, one back from each shard.
@@ -366,6 +370,50 @@ class Shard final : private engine::DeliveryHost {
   bool finish_deletion();  // false: the segment could not be deleted now
   void report_deleted_segment();
 
+  // The message index (shard_index.cc): built as records are appended, rebuilt by recovery,
+  // asked by query_index and view_record requests (one IndexQuery each, at most
+  // kIndexMaxLookups at once): index lookup -> candidate offsets -> records read and checked.
+  static constexpr uint64_t kIndexReadBit = uint64_t{1} << 44;  // CommitLog read tags
+  struct IndexQuery {
+    enum class Stage : uint8_t { idle, lookup, size, record };
+    Stage stage = Stage::idle;
+    bool by_offset = false;  // view_record
+    uint32_t slot = 0;
+    uint64_t tag = 0;
+    std::string_view topic;
+    std::string_view key;
+    int64_t begin_ms = 0, end_ms = 0;
+    std::span<std::byte> buffer;
+    uint32_t used = 0;
+    uint32_t messages = 0;
+    uint32_t max_messages = 0;
+    uint32_t candidates = 0;
+    uint32_t next = 0;
+    std::array<uint64_t, engine::kIndexMaxHits> offsets{};
+    std::array<std::byte, 4> size_bytes{};
+    uint32_t record_size = 0;
+    bool retry = false;  // a read was refused (busy): retried on the next iteration
+  };
+  io::Status open_index(uint64_t first_scanned);
+  io::Status rescan_index(uint64_t from);
+  void index_recovered_record(uint64_t offset, const engine::MessageView& record);
+  bool start_index_query(uint32_t slot_index, const ShardRequest& request);
+  void index_lookups_ready();
+  void index_read_next(uint32_t id);
+  void index_read_done(uint32_t id, int64_t result);
+  void index_check_record(uint32_t id);
+  void answer_index_query(uint32_t id, io::Code code);
+  // Before an append: room for its keys in the index (busy: the append waits).
+  io::Code index_prepare(const engine::MessageInput& in);
+  uint64_t index_durable() const {
+    return msg_index_ != nullptr ? msg_index_->durable_dispatched() : UINT64_MAX;
+  }
+  bool index_busy() const;  // queries in progress or index IO in flight
+  bool index_opened_ = false;
+  io::Status index_status_;                  // recovery: the first failure of the index
+  uint64_t index_rescan_from_ = UINT64_MAX;  // recovery: the index is rebuilt by a rescan
+  std::array<IndexQuery, engine::kIndexMaxLookups> index_queries_{};
+
   const uint32_t index_;
   const StoreOptions options_;
   const SteppedOptions stepped_;
@@ -386,6 +434,7 @@ class Shard final : private engine::DeliveryHost {
   // After disk_: destroyed before it (its destructor waits for its read and closes its file).
   std::unique_ptr<engine::LogScrub> scrub_;
   std::unique_ptr<engine::CqStore> cq_;
+  std::unique_ptr<engine::IndexStore> msg_index_;  // null when StoreOptions::index is disabled
   std::unique_ptr<engine::Dispatcher> dispatcher_;
   std::unique_ptr<engine::ConsumerOffsets> offsets_;
   std::string shard_dir_;

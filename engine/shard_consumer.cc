@@ -544,6 +544,10 @@ void Shard::maybe_clean() {
   if (deletion_.active) return advance_deletion();
   if (now_ms() - last_clean_ms_ < options_.clean_interval_ms) return;
   last_clean_ms_ = now_ms();
+  if (msg_index_ != nullptr) {  // index files whose records retention took
+    io::Status s = msg_index_->delete_below(log_->min_offset().value);
+    if (!s.is_ok()) std::fprintf(stderr, "uringmq: WARN %s\n", s.to_string().c_str());
+  }
   std::vector<uint64_t> bases = log_->segment_bases();
   if (bases.size() < 2) return;
   const int64_t wall_ms = clock_->now_ms();

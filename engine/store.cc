@@ -391,6 +391,36 @@ io::Status Session::pull_async(const PullRequest& pull, uint64_t tag) {
   return post_to_owner(request);
 }
 
+io::Status Session::query_index_async(uint32_t shard, const IndexQueryRequest& query,
+                                      uint64_t tag) {
+  if (shard >= store_.shards_.size()) {
+    return io::Status::error(io::Code::invalid_argument, "no shard " + std::to_string(shard));
+  }
+  ShardRequest request = queue_request(ShardRequest::Kind::query_index, query.topic, 0, tag);
+  request.group = query.key;
+  request.value = query.begin_ms;
+  request.end_ms = query.end_ms;
+  request.max_messages = query.max_messages;
+  request.buffer = query.buffer;
+  return post(shard, request);
+}
+
+io::Status Session::view_record_async(uint64_t store_offset, std::span<std::byte> buffer,
+                                      uint64_t tag) {
+  const uint32_t shard = shard_of_offset(store_offset);
+  if (shard >= store_.shards_.size()) {
+    return io::Status::error(io::Code::invalid_argument,
+                             "offset names shard " + std::to_string(shard));
+  }
+  ShardRequest request;
+  request.kind = ShardRequest::Kind::view_record;
+  request.tag = tag;
+  request.local_offset = local_offset(store_offset);
+  request.max_messages = 1;
+  request.buffer = buffer;
+  return post(shard, request);
+}
+
 io::Status Session::query_queue_async(std::string_view topic, int32_t queue_id, uint64_t tag) {
   return post_to_owner(queue_request(ShardRequest::Kind::query_queue, topic, queue_id, tag));
 }

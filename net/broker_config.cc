@@ -262,6 +262,24 @@ const KeySetter kSetters[] = {
     {"mappedFileSizeCommitLog", set_segment_size},
     {"mappedFileSizeConsumeQueue", set_cq_file_size},
     {"flushDiskType", set_flush_disk_type},
+    // The message index (engine/queues/index_store.h): slots (4 bytes each, in memory per shard)
+    // and entries per index file.
+    {"maxHashSlotNum",
+     [](BrokerConfig& c, std::string_view v) {
+       return set_number<uint32_t>(c.store.index.hash_slots, v, 1, 50'000'000,
+                                   "a number of hash slots");
+     }},
+    {"maxIndexNum",
+     [](BrokerConfig& c, std::string_view v) {
+       return set_number<uint32_t>(c.store.index.max_entries, v, 64, 100'000'000,
+                                   "a number of index entries");
+     }},
+    {"messageIndexEnable",
+     [](BrokerConfig& c, std::string_view v) {
+       if (v != "true" && v != "false") return std::string("is not true or false");
+       c.store.index.enabled = v == "true";
+       return std::string();
+     }},
     {"flushIntervalCommitLog",
      [](BrokerConfig& c, std::string_view v) {
        return set_number<int64_t>(c.store.log.async_flush_interval_ms, v, 1, kHourMs,
@@ -536,6 +554,9 @@ std::string describe_broker_config(const BrokerConfig& c) {
   add("shardCount", s.shard_count == 0 ? std::string("0 (one per CPU)") : num(s.shard_count));
   add("mappedFileSizeCommitLog", num(s.log.segment_size_bytes));
   add("mappedFileSizeConsumeQueue", num(s.consume_queue.units_per_file * engine::kCqUnitBytes));
+  add("maxHashSlotNum", num(s.index.hash_slots));
+  add("maxIndexNum", num(s.index.max_entries));
+  add("messageIndexEnable", s.index.enabled ? "true" : "false");
   add("flushDiskType",
       s.log.flush_mode == engine::FlushMode::sync_flush ? "SYNC_FLUSH" : "ASYNC_FLUSH");
   add("flushIntervalCommitLog", num(s.log.async_flush_interval_ms));

@@ -424,6 +424,12 @@ void BrokerReactor::handle(uint32_t conn, RemotingCommand& request,
       return reply_code(conn, request, rc::kSuccess, {});
     case req::kCheckClientConfig:
       return handle_check_client_config(conn, request, body);
+    case req::kQueryMessage:
+      return handle_query_message(conn, request);
+    case req::kViewMessageById:
+      return handle_view_message(conn, request);
+    case req::kGetEarliestMsgStoretime:
+      return handle_earliest_time(conn, request);
     default:
       return reply_code(conn, request, rc::kRequestCodeNotSupported,
                         "request type " + std::to_string(request.code) + " not supported");
@@ -1255,6 +1261,16 @@ void BrokerReactor::on_store_completion(const Completion& c) {
     case BrokerOp::Kind::send_back_store:
       return complete_send_back(index, c);
     case BrokerOp::Kind::commit_silent:
+      break;
+    case BrokerOp::Kind::query_message:
+      if (!complete_query_message(index, c)) return;
+      break;
+    case BrokerOp::Kind::view_message:
+      complete_view_message(op, c);
+      break;
+    case BrokerOp::Kind::earliest_min:
+    case BrokerOp::Kind::earliest_record:
+      if (!complete_earliest(index, c)) return;
       break;
     case BrokerOp::Kind::release:
       // One completion per shard.

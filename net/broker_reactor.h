@@ -113,7 +113,11 @@ struct BrokerOp {
     send_back_header,
     send_back_record,
     send_back_store,
-    release
+    release,
+    query_message,   // QUERY_MESSAGE: one request per shard (net/broker_query.cc)
+    view_message,    // VIEW_MESSAGE_BY_ID
+    earliest_min,    // GET_EARLIEST_MSG_STORETIME: the queue's min offset, then
+    earliest_record  // its record's store time
   };
   Kind kind = Kind::send;
   bool in_use = false;
@@ -140,6 +144,10 @@ struct BrokerOp {
   // SEND_BATCH_MESSAGE: its messages (views into data and properties) and their offsets.
   std::vector<Message> batch;
   std::vector<uint64_t> batch_offsets;
+  // query_message: per shard (messages, bytes) answered; its newest index entry over shards.
+  std::vector<std::pair<uint32_t, uint32_t>> parts;
+  int64_t index_timestamp_ms = 0;
+  uint64_t index_wire_offset = 0;
 };
 
 // A topic's queue numbers and permission as requests see them (TopicTable, or implicit).
@@ -268,6 +276,16 @@ class BrokerReactor {
                              const SqlSubscription* registered,
                              std::shared_ptr<const engine::SqlFilter>* filter);
   void expire_sql_subscriptions(int64_t now);
+  // ---- the message index (broker_query.cc) ----
+  void handle_query_message(uint32_t conn, RemotingCommand& request);
+  void handle_view_message(uint32_t conn, RemotingCommand& request);
+  void handle_earliest_time(uint32_t conn, RemotingCommand& request);
+  // False while other shards of a query_message have not answered (the op stays).
+  bool complete_query_message(uint32_t index, const Completion& c);
+  void complete_view_message(BrokerOp& op, const Completion& c);
+  // False when the op moved to its next step (the op stays).
+  bool complete_earliest(uint32_t index, const Completion& c);
+  void post_or_fail(uint32_t index, const io::Status& posted);
   void on_store_completion(const Completion& c);
   void complete_send(BrokerOp& op, const Completion& c);
   void complete_pull(BrokerOp& op, const Completion& c);

@@ -47,6 +47,7 @@ inline constexpr int32_t kBrokerVersion = 596;
 namespace request_code {
 inline constexpr int32_t kSendMessage = 10;
 inline constexpr int32_t kPullMessage = 11;
+inline constexpr int32_t kQueryMessage = 12;
 inline constexpr int32_t kQueryConsumerOffset = 14;
 inline constexpr int32_t kUpdateConsumerOffset = 15;
 inline constexpr int32_t kUpdateAndCreateTopic = 17;
@@ -55,6 +56,8 @@ inline constexpr int32_t kGetBrokerRuntimeInfo = 28;
 inline constexpr int32_t kSearchOffsetByTimestamp = 29;
 inline constexpr int32_t kGetMaxOffset = 30;
 inline constexpr int32_t kGetMinOffset = 31;
+inline constexpr int32_t kGetEarliestMsgStoretime = 32;
+inline constexpr int32_t kViewMessageById = 33;
 inline constexpr int32_t kHeartBeat = 34;
 inline constexpr int32_t kUnregisterClient = 35;
 inline constexpr int32_t kConsumerSendMsgBack = 36;

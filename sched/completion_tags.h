@@ -29,6 +29,7 @@ enum class TagClass : uint8_t {
   log_retention = 6,     // CommitLog: a segment deletion's directory sync
   consume_queue = 0x10,  // CqStore: the operation in the next byte, a slot below
   consumer_offs = 0x20,  // ConsumerOffsets: one persist step at a time, nothing below
+  message_index = 0x30,  // IndexStore: the operation in the next byte, its argument below
   shard_waker = 0xA0,    // the shard's eventfd wait (sessions wake a sleeping shard)
   shard_sleep = 0xA1,    // the shard's sleep timeouts (index: the armed slot)
   log_scrub = 0xA2,      // LogScrub: its one read in flight
@@ -114,6 +115,7 @@ constexpr bool tag_classes_distinct(TagClass c) {
     case TagClass::log_retention:
     case TagClass::consume_queue:
     case TagClass::consumer_offs:
+    case TagClass::message_index:
     case TagClass::shard_waker:
     case TagClass::shard_sleep:
     case TagClass::log_scrub:

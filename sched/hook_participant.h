@@ -19,6 +19,7 @@ template <class Owner>
 class HookParticipant final : public Participant {
  public:
   struct Hooks {
+    void (*submit_work)(Owner&) = nullptr;
     void (*complete)(Owner&, const io::IoCompletion&) = nullptr;
     void (*step)(Owner&, int64_t now_ms) = nullptr;
     int64_t (*next_deadline_ms)(const Owner&) = nullptr;
@@ -29,6 +30,9 @@ class HookParticipant final : public Participant {
 
   HookParticipant(Owner& owner, const Hooks& hooks) : owner_(owner), hooks_(hooks) {}
 
+  void submit_work() override {
+    if (hooks_.submit_work != nullptr) hooks_.submit_work(owner_);
+  }
   void complete(const io::IoCompletion& completion) override {
     UMQ_ASSERT_MSG(hooks_.complete != nullptr, "a completion for a part that issues no IO");
     hooks_.complete(owner_, completion);

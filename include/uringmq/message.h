@@ -79,6 +79,16 @@ struct PullRequest {
   int64_t wait_ms = 0;
 };
 
+// A message index lookup (Session::query_index_async): QUERY_MESSAGE's header.
+struct IndexQueryRequest {
+  std::string_view topic;
+  std::string_view key;  // a KEYS word or a UNIQ_KEY
+  int64_t begin_ms = 0;  // store time, inclusive
+  int64_t end_ms = INT64_MAX;
+  uint32_t max_messages = 32;
+  std::span<std::byte> buffer;  // the matching records, back to back
+};
+
 struct Completion {
   uint64_t tag = 0;
   io::Code code = io::Code::ok;  // ok, a rejection, or fail_stopped (indeterminate)

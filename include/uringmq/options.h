@@ -123,6 +123,16 @@ struct CqStoreOptions {
   uint32_t max_queues = 65536;                // queues one shard may own
 };
 
+// The message index of a shard (engine/queues/index_store.h): RocketMQ's IndexFile sizes.
+struct IndexOptions {
+  std::string dir;                    // <shard dir>/index; created if absent
+  uint32_t hash_slots = 5'000'000;    // maxHashSlotNum: slots per file (4 bytes each, in memory)
+  uint32_t max_entries = 20'000'000;  // maxIndexNum: entries per file (20 bytes each)
+  uint32_t memory_entries = 65536;    // newest entries kept in memory (the write-back window)
+  int64_t flush_interval_ms = 1000;   // flush cycle interval
+  bool enabled = true;                // false: no index (lookups answer not_found)
+};
+
 }  // namespace uringmq::engine
 
 namespace uringmq {
@@ -146,6 +156,8 @@ struct StoreOptions {
   uint32_t ring_entries = 256;
   // ConsumeQueue options for every shard (dir is set per shard).
   engine::CqStoreOptions consume_queue;
+  // Message index options for every shard (dir is set per shard).
+  engine::IndexOptions index;
   // Consumer offsets: persist interval, ms (RocketMQ's flushConsumerOffsetInterval is 5000).
   int64_t consumer_offsets_persist_interval_ms = 1000;
   // Pulls (including held long polls) and offset searches one shard runs at once.

@@ -147,6 +147,16 @@ class Session {
   // Reads up to max_messages of a queue (its owner shard answers). Completion: pull_status,
   // message_count, size_bytes, min/max/next offsets.
   io::Status pull_async(const PullRequest& request, uint64_t tag);
+  // Message index lookup on one shard (keys are not tied to a queue: ask every shard): copies
+  // into query.buffer the records of query.topic whose KEYS or UNIQ_KEY is query.key, stored in
+  // [begin_ms, end_ms], newest first, at most max_messages (<= 64), checked (hash collisions
+  // never come back). Completion: message_count, size_bytes; store_timestamp_ms and offset: the
+  // shard's newest index entry (RocketMQ's indexLastUpdateTimestamp/Phyoffset). A record that
+  // does not fit the buffer ends the answer.
+  io::Status query_index_async(uint32_t shard, const IndexQueryRequest& query, uint64_t tag);
+  // The record at a store-wide offset, checked, into buffer (size_bytes; not_found when no
+  // valid record starts there or it does not fit).
+  io::Status view_record_async(uint64_t store_offset, std::span<std::byte> buffer, uint64_t tag);
   // The queue's min and max (next to be written) offsets, in min_offset/max_offset.
   io::Status query_queue_async(std::string_view topic, int32_t queue_id, uint64_t tag);
   // The first queue offset whose message was stored at or after timestamp_ms (max offset if

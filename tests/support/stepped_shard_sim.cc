@@ -144,6 +144,9 @@ SteppedShardSim::SteppedShardSim(uint64_t seed, const SimSeedOptions& seed_optio
   o_.session_window = kWindow;
   o_.max_sessions = 1;
   o_.max_pulls = 4;
+  // No message index: it holds the checkpoint back too, which would hide the checkpoint canary
+  // (tests/sim/index_crash_sim_test.cc crashes the index).
+  o_.index.enabled = false;
   o_.clock = &clock_;
   o_.message_delay_level = std::string(layout.delay_levels);
   o_.clean_interval_ms = int64_t{1} << 40;  // retention never runs (it asks the real fs)

@@ -28,6 +28,8 @@ inline StoreOptions store_test_options(const std::string& dir, uint32_t shards) 
   o.disk_max_used_space_ratio = 1.0;
   o.disk_force_clean_ratio = 1.0;
   o.disk_space_warning_ratio = 1.0;
+  o.index.hash_slots = 4096;  // small index files (the defaults make 420 MB sparse files)
+  o.index.max_entries = 100'000;
   return o;
 }
 

@@ -398,3 +398,27 @@ TEST(BrokerConfigTest, LoadErrorNamesThePath) {
 
 }  // namespace
 }  // namespace uringmq::net
+
+namespace uringmq::net {
+namespace {
+
+// The message index keys: RocketMQ's names and defaults, range-checked.
+TEST(BrokerConfigTest, MessageIndexKeys) {
+  io::Result<BrokerConfig> d = parse_broker_config("", "x");
+  ASSERT_TRUE(d.is_ok());
+  EXPECT_EQ(d->store.index.hash_slots, 5'000'000u);
+  EXPECT_EQ(d->store.index.max_entries, 20'000'000u);
+  EXPECT_TRUE(d->store.index.enabled);
+  io::Result<BrokerConfig> c =
+      parse_broker_config("maxHashSlotNum=1000\nmaxIndexNum=4000\nmessageIndexEnable=false\n", "x");
+  ASSERT_TRUE(c.is_ok()) << c.status().to_string();
+  EXPECT_EQ(c->store.index.hash_slots, 1000u);
+  EXPECT_EQ(c->store.index.max_entries, 4000u);
+  EXPECT_FALSE(c->store.index.enabled);
+  EXPECT_NE(error_of("maxHashSlotNum=0\n").find("maxHashSlotNum"), std::string::npos);
+  EXPECT_NE(error_of("maxIndexNum=10\n").find("maxIndexNum"), std::string::npos);
+  EXPECT_NE(error_of("messageIndexEnable=yes\n").find("messageIndexEnable"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace uringmq::net
