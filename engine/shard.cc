@@ -208,7 +208,7 @@ void Shard::start_scrub(const engine::RecoveryReport& report) {
 io::Status Shard::init_after_recovery() {
   dispatcher_ = std::make_unique<engine::Dispatcher>(options_.log.max_pending_acks);
   prefetch_ = std::make_unique<engine::RecordPrefetch>(*log_, kPrefetchReadBit);
-  dispatcher_->set_dispatched(log_->appended_offset().value);
+  dispatcher_->set_dispatched(log_->appended_offset());
   load_schedule_progress();
   load_timer_state();
   restore_held_copies();
@@ -221,7 +221,7 @@ io::Status Shard::init_after_recovery() {
   scratch_topic_.reserve(256);
   next_queue_offset_.resize(cq_->queue_count());
   for (engine::QueueIndex q = 0; q < cq_->queue_count(); q++) {
-    next_queue_offset_[q] = cq_->max_offset(q);
+    next_queue_offset_[q] = cq_->max_offset(q).value;
   }
   for (uint64_t base : log_->segment_bases()) {
     bool known = false;
@@ -307,7 +307,7 @@ void Shard::finish() {
   // A timer slot's finished units above its progress are known only from their markers too (the
   // slot's hold): the checkpoint stays below them, or the next open rolls or delivers them again.
   // Copies held back until their time are found again by the next open's scan the same way.
-  log_->set_checkpoint_limit(std::min({cq_->durable_dispatched(), internal_ack_low_water(),
+  log_->set_checkpoint_limit(std::min({cq_->durable_dispatched().value, internal_ack_low_water(),
                                        timer_low_water(), held_copies_low_water()}));
   io::Status offsets_status = offsets_->close();
   stop_status_ = log_->close();
@@ -335,7 +335,7 @@ void Shard::submit_work() {
 // goes back, and recovery scans more).
 void Shard::limit_checkpoint() {
   const uint64_t timer_low = timer_low_water();
-  const uint64_t limit = std::min({cq_->durable_dispatched(), delivery_low_water(), timer_low,
+  const uint64_t limit = std::min({cq_->durable_dispatched().value, delivery_low_water(), timer_low,
                                    internal_ack_low_water(), held_copies_low_water()});
   checkpoint_floor_ =
       std::max(checkpoint_floor_, std::min(checkpoint_limit_, log_->durable_offset().value));
@@ -466,7 +466,7 @@ bool Shard::handle(uint32_t slot_index, const ShardRequest& request) {
       if (free_reads_.empty()) return false;
       uint32_t id = free_reads_.back();
       io::Status s =
-          log_->read(engine::LogOffset{request.local_offset}, request.size_bytes, request.dest, id);
+          log_->read(request.local_offset, request.size_bytes, request.dest, id);
       if (s.code() == io::Code::busy) return false;
       if (s.is_ok()) {
         free_reads_.pop_back();
@@ -494,7 +494,7 @@ io::Result<engine::QueueIndex> Shard::queue_for_append(std::string_view topic, i
     size_t old = next_queue_offset_.size();
     next_queue_offset_.resize(*queue + 1);
     for (size_t q = old; q < next_queue_offset_.size(); q++) {
-      next_queue_offset_[q] = cq_->max_offset(static_cast<engine::QueueIndex>(q));
+      next_queue_offset_[q] = cq_->max_offset(static_cast<engine::QueueIndex>(q)).value;
     }
   }
   return queue;
@@ -571,7 +571,8 @@ void Shard::handle_queue_request(uint32_t slot_index, const ShardRequest& reques
       break;
     }
     case ShardRequest::Kind::commit_offset:
-      done.code = offsets_->commit(request.group, in.topic, in.queue_id, request.value).code();
+      done.code = offsets_->commit(request.group, in.topic, in.queue_id, request.queue_offset)
+                      .code();
       break;
     case ShardRequest::Kind::flush_offsets: {
       // Everything committed so far is in the table: done when a cycle that starts after now
@@ -593,8 +594,8 @@ void Shard::handle_queue_request(uint32_t slot_index, const ShardRequest& reques
       release_held_pulls(slot_index);
       break;
     case ShardRequest::Kind::query_offset: {
-      std::optional<int64_t> offset = offsets_->query(request.group, in.topic, in.queue_id);
-      done.queue_offset = offset.value_or(-1);
+      std::optional<QueueOffset> offset = offsets_->query(request.group, in.topic, in.queue_id);
+      done.queue_offset = offset.value_or(QueueOffset{-1});
       break;
     }
     default:
@@ -620,21 +621,22 @@ void Shard::deliver_acks() {
       Completion done;
       done.tag = pending.tag;
       done.code = ack.outcome == engine::AckOutcome::ok ? io::Code::ok : io::Code::fail_stopped;
-      done.offset = make_store_offset(index_, ack.offset.value);
-      done.queue_offset = pending.queue_offset;
+      done.offset = make_store_offset(index_, ack.offset);
+      done.queue_offset = QueueOffset{pending.queue_offset};
       done.size_bytes = pending.size_bytes;
       done.store_timestamp_ms = pending.store_timestamp_ms;
       if (pending.slot != kInternalSlot) post(pending.slot, done);
       free_pending_.push_back(static_cast<uint32_t>(ack.tag));
       if (ack.outcome != engine::AckOutcome::ok) continue;
       stat_acks_.fetch_add(1, std::memory_order_relaxed);
-      engine::CqUnit unit{ack.offset.value, pending.size_bytes, pending.tags_code};
-      dispatcher_->push(engine::Dispatcher::Item{pending.queue, pending.queue_offset, unit});
+      engine::CqUnit unit{ack.offset, pending.size_bytes, pending.tags_code};
+      dispatcher_->push(
+          engine::Dispatcher::Item{pending.queue, QueueOffset{pending.queue_offset}, unit});
       note_segment_first_timestamp(ack.offset.value, pending.store_timestamp_ms);
     }
   }
   release_durable_internal_acks();
-  const uint64_t before = dispatcher_->dispatched();
+  const LogOffset before = dispatcher_->dispatched();
   io::Status s = dispatcher_->pump(*cq_);
   // A unit the ConsumeQueue refuses for another reason than a full ring means its files failed
   // (it has fail-stopped) or a bug; nothing more is dispatched and the shard keeps the error.

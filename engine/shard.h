@@ -53,13 +53,14 @@ struct ShardRequest {
   Kind kind = Kind::append;
   uint64_t tag = 0;
   engine::MessageInput input;   // append; topic and queue_id for every queue request
-  uint64_t local_offset = 0;    // read
+  LogOffset local_offset;       // read
   uint32_t size_bytes = 0;      // read
   std::byte* dest = nullptr;    // read
   std::string_view group;       // commit_offset, query_offset
   std::string_view tag_filter;  // pull
   std::span<std::byte> buffer;  // pull
-  int64_t value = 0;            // pull: queue offset; search: timestamp; commit: offset
+  QueueOffset queue_offset;     // pull: the first wanted; commit: the offset
+  int64_t value = 0;            // search: timestamp
   uint32_t max_messages = 0;    // pull
   int64_t wait_ms = 0;          // pull
 };
@@ -145,7 +146,7 @@ class Shard {
     std::string_view topic;
     int32_t queue_id = 0;
     engine::QueueIndex queue = 0;
-    int64_t offset = 0;  // pull: the requested queue offset
+    QueueOffset offset;  // pull: the requested queue offset
     uint32_t max_messages = 0;
     std::span<std::byte> buffer;
     bool filter_all = true;
@@ -162,9 +163,10 @@ class Shard {
     bool read_failed = false;
     // records: the unit (index into units) of each record copied, checked before it is sent
     std::array<uint16_t, kPullUnits> picked{};
-    uint64_t corrupt_log_offset = 0;  // answered corrupt: the damaged record's log offset
+    LogOffset corrupt_log_offset;  // answered corrupt: the damaged record's log offset
     // search: binary search over [lo, hi) for the first store time >= target
-    int64_t lo = 0, hi = 0, mid = 0, target_ms = 0;
+    QueueOffset lo, hi, mid;
+    int64_t target_ms = 0;
     // search: the record read (whole when it fits, checked before its time is believed)
     std::array<std::byte, kSearchRecordBytes> header{};
   };
@@ -212,7 +214,7 @@ class Shard {
   // it; found_by names the reader (a pull, a delivery, the scrub).
   void note_corrupt(uint64_t log_offset, const char* reason, const char* found_by);
   void start_scrub(const engine::RecoveryReport& report);
-  void answer_pull(uint32_t op_index, PullStatus status, int64_t next_offset);
+  void answer_pull(uint32_t op_index, PullStatus status, QueueOffset next_offset);
   void search_step(uint32_t op_index);
   void search_record_ready(uint32_t op_index);
   // The record an offset search read: nullptr when it passes, else the failed check.
@@ -230,7 +232,7 @@ class Shard {
   void hold_copy(engine::QueueIndex queue, int64_t queue_offset, int64_t visible_at_ms,
                  uint64_t log_offset);
   // The end of the queue as consumers see it: its max offset, or its first held copy.
-  int64_t visible_max_offset(engine::QueueIndex queue) const;
+  QueueOffset visible_max_offset(engine::QueueIndex queue) const;
   // Shows the held copies whose time has come (or whose time lies beyond now + lead: the clock
   // went back); wakes held pulls through dispatched_since_check_.
   void release_held_copies();
@@ -353,9 +355,9 @@ class Shard {
   // The first queue offset some consumer still needs, per queue (README "Retention").
   struct QueueNeed {
     engine::QueueIndex queue = 0;
-    int64_t min_offset = 0;        // before the deletion
-    int64_t first_unconsumed = 0;  // min over its groups; min_offset with none
-    std::vector<std::pair<std::string, int64_t>> groups;  // (group, committed offset)
+    QueueOffset min_offset;        // before the deletion
+    QueueOffset first_unconsumed;  // min over its groups; min_offset with none
+    std::vector<std::pair<std::string, QueueOffset>> groups;  // (group, committed offset)
   };
   std::vector<QueueNeed> queue_needs() const;
   // The disk's fullness (StoreOptions::space_probe or statvfs of the shard directory).
@@ -372,8 +374,8 @@ class Shard {
   static constexpr uint64_t kRetentionReadBit = uint64_t{1} << 45;  // CQ read tags
   struct BoundarySearch {
     size_t need = 0;
-    uint64_t boundary = 0;   // log offset: the answer is the first unit at or above it
-    int64_t lo = 0, hi = 0;  // the answer is in [lo, hi]; found once lo == hi
+    LogOffset boundary;   // the answer is the first unit at or above it
+    QueueOffset lo, hi;  // the answer is in [lo, hi]; found once lo == hi
     bool in_flight = false;
     bool gave_up = false;  // a read failed: lo is a lower bound
     std::array<std::byte, engine::kCqUnitBytes> unit{};

@@ -113,20 +113,20 @@ void Shard::load_schedule_progress() {
     LevelState& state = level_states_[level - 1];
     auto persisted = offsets_->query(kScheduleProgressGroup, engine::kScheduleTopic,
                                      static_cast<int32_t>(level) - 1);
-    if (persisted) state.progress = std::max(state.progress, *persisted);
+    if (persisted) state.progress = std::max(state.progress, persisted->value);
     auto queue = cq_->queue(engine::kScheduleTopic, static_cast<int32_t>(level) - 1, false);
     if (queue.is_ok()) {
       state.exists = true;
       state.queue = *queue;
-      state.progress = std::max(state.progress, cq_->min_offset(*queue));
+      state.progress = std::max(state.progress, cq_->min_offset(*queue).value);
     }
     state.issued = state.progress;
     // Progress found in markers that the table does not hold yet is committed now: otherwise,
     // with no new delivery of the level, the table would keep the older value while later
     // checkpoints pass the markers, and the next recovery would deliver those messages again.
-    if (state.progress > persisted.value_or(0)) {
+    if (state.progress > persisted.value_or(QueueOffset{0}).value) {
       (void)offsets_->commit(kScheduleProgressGroup, engine::kScheduleTopic,
-                             static_cast<int32_t>(level) - 1, state.progress);
+                             static_cast<int32_t>(level) - 1, QueueOffset{state.progress});
       ahead = true;
     }
   }
@@ -135,7 +135,7 @@ void Shard::load_schedule_progress() {
     UMQ_ASSERT_MSG(unpersisted_deliveries_.empty(), "schedule progress loaded after a delivery");
     unpersisted_deliveries_.emplace_back(first_marker_offset_, offsets_->persisted_cycles() + 1);
     offsets_->request_persist();
-    log_->set_checkpoint_limit(std::min(cq_->durable_dispatched(), delivery_low_water()));
+    log_->set_checkpoint_limit(std::min(cq_->durable_dispatched().value, delivery_low_water()));
   }
 }
 
@@ -182,7 +182,7 @@ bool Shard::head_not_due_by(const LevelState& state, uint32_t level, int64_t t, 
 
 size_t Shard::level_units(const LevelState& state, int64_t from,
                           std::span<engine::CqUnit> out) const {
-  const size_t n = cq_->lookup_memory(state.queue, from, out);
+  const size_t n = cq_->lookup_memory(state.queue, QueueOffset{from}, out);
   if (n > 0) return n;
   const int64_t end = state.ahead_from + state.ahead_count;
   if (from < state.ahead_from || from >= end) return 0;
@@ -203,13 +203,13 @@ void Shard::prefetch_due_soon(int64_t now) {
     if (head_not_due_by(state, level, horizon, now)) continue;
     read_level_units_ahead(state, level);
     const int64_t from = std::max(state.issued, state.prefetched_upto);
-    if (from >= cq_->max_offset(state.queue)) continue;
+    if (from >= cq_->max_offset(state.queue).value) continue;
     std::array<engine::CqUnit, 16> units;
     const size_t n = level_units(state, from, units);
     for (size_t i = 0; i < n; i++) {
       const int64_t due = level_due_ms(level, units[i].tags_code, now);
       if (due > horizon) break;
-      if (!prefetch_->want(units[i].log_offset, units[i].size_bytes, due, now)) break;
+      if (!prefetch_->want(units[i].log_offset.value, units[i].size_bytes, due, now)) break;
       state.prefetched_upto = from + static_cast<int64_t>(i) + 1;
     }
   }
@@ -228,13 +228,13 @@ void Shard::read_level_units_ahead(LevelState& state, uint32_t level) {
   const int64_t end = state.ahead_from + state.ahead_count;
   if (state.issued < state.ahead_from || state.issued >= end) return;  // not in use
   if (end - state.issued > kDeliveryBatch / 2) return;
-  const int64_t max = cq_->max_offset(state.queue);
+  const int64_t max = cq_->max_offset(state.queue).value;
   if (end >= max) return;
   engine::CqUnit probe;
-  if (cq_->lookup_memory(state.queue, end, std::span(&probe, 1)) > 0) return;  // in memory
+  if (cq_->lookup_memory(state.queue, QueueOffset{end}, std::span(&probe, 1)) > 0) return;  // in memory
   const uint32_t want = static_cast<uint32_t>(std::min<int64_t>(kDeliveryBatch, max - end));
   io::Status s =
-      cq_->read_units(state.queue, end, want, units_ahead_bytes_.data(), kUnitsAheadBit | level);
+      cq_->read_units(state.queue, QueueOffset{end}, want, units_ahead_bytes_.data(), kUnitsAheadBit | level);
   if (!s.is_ok()) return;  // busy: asked again on the next millisecond
   units_ahead_level_ = level;
   units_ahead_from_ = end;
@@ -303,7 +303,7 @@ void Shard::run_schedule() {
     }
     state.due_wall_ms = INT64_MAX;
     skip_deleted_level_units(state, level);
-    const int64_t max = cq_->max_offset(state.queue);
+    const int64_t max = cq_->max_offset(state.queue).value;
     // A head already read and found not due is not read again until it is due (or until the
     // clock moves so far back that correctDeliverTimestamp makes it due now): with a long level
     // whose head is older than the units kept in memory, re-reading it every iteration cost
@@ -322,7 +322,7 @@ void Shard::run_schedule() {
       schedule_rr_ = level % levels;  // the next call starts after this level
       if (n == 0) {
         // The level's head is older than the units kept in memory: read a batch of them.
-        io::Status s = cq_->read_units(state.queue, state.issued, want, delivery_unit_bytes_.data(),
+        io::Status s = cq_->read_units(state.queue, QueueOffset{state.issued}, want, delivery_unit_bytes_.data(),
                                        kScheduleReadBit | level);
         if (s.is_ok()) delivery_stage_ = DeliveryStage::unit;
         take_behind_ = true;
@@ -347,14 +347,14 @@ void Shard::run_schedule() {
 // unexpired segments) cannot be read; the level would wait on them for ever. Its progress moves
 // to the queue's first unit, as RocketMQ's queues move to their min offset.
 void Shard::skip_deleted_level_units(LevelState& state, uint32_t level) {
-  const int64_t min = cq_->min_offset(state.queue);
+  const int64_t min = cq_->min_offset(state.queue).value;
   if (state.issued >= min || state.issued != state.progress) return;
   UMQ_ASSERT_MSG(min > state.progress, "a level's progress moved back to a deleted unit");
   state.stat_deleted.fetch_add(static_cast<uint64_t>(min - state.progress),
                                std::memory_order_relaxed);
   state.issued = state.progress = min;
   (void)offsets_->commit(kScheduleProgressGroup, engine::kScheduleTopic,
-                         static_cast<int32_t>(level) - 1, state.progress);
+                         static_cast<int32_t>(level) - 1, QueueOffset{state.progress});
 }
 
 // Takes the heads among the first `units` of batch_units_ that are due within the delivery lead,
@@ -382,7 +382,7 @@ bool Shard::start_batch(uint32_t level, uint32_t units) {
     }
     if (used + head.size_bytes > delivery_record_.size()) break;
     std::byte* dest = delivery_record_.data() + used;
-    if (!prefetch_->take(head.log_offset, head.size_bytes, dest) &&
+    if (!prefetch_->take(head.log_offset.value, head.size_bytes, dest) &&
         !log_->read_memory(engine::LogOffset{head.log_offset}, head.size_bytes, dest)) {
       io::Status s = log_->read(engine::LogOffset{head.log_offset}, head.size_bytes, dest,
                                 kScheduleReadBit | level);
@@ -453,14 +453,14 @@ bool Shard::deliver_record(uint32_t level, std::span<const std::byte> bytes, int
   LevelState& state = level_states_[level - 1];
   engine::DecodeOptions decode_options;
   decode_options.limits = options_.log.limits;
-  decode_options.expected_physical_offset = static_cast<int64_t>(delivery_unit_.log_offset);
+  decode_options.expected_physical_offset = static_cast<int64_t>(delivery_unit_.log_offset.value);
   engine::DecodeResult r = engine::decode(bytes, decode_options);
   bool parked = state.attempts >= options_.schedule_max_attempts;
   const bool readable = r.outcome == engine::DecodeOutcome::ok;
   if (!readable) {  // never delivered with other bytes: parked at once, without its body
     stat_corrupt_refused_.fetch_add(1, std::memory_order_relaxed);
-    note_corrupt(delivery_unit_.log_offset,
-                 engine::check_stored_record(bytes, delivery_unit_.log_offset, options_.log.limits),
+    note_corrupt(delivery_unit_.log_offset.value,
+                 engine::check_stored_record(bytes, delivery_unit_.log_offset.value, options_.log.limits),
                  "a delay-level delivery");
   }
   engine::MessageInput in;
@@ -507,7 +507,7 @@ void Shard::delivery_acked(uint32_t level, uint64_t log_offset, bool ok) {
                  "a level's progress passed the deliveries issued: an acknowledgement of none");
   state.stat_delivered.fetch_add(1, std::memory_order_relaxed);
   (void)offsets_->commit(kScheduleProgressGroup, engine::kScheduleTopic,
-                         static_cast<int32_t>(level) - 1, state.progress);
+                         static_cast<int32_t>(level) - 1, QueueOffset{state.progress});
   const uint64_t needed = offsets_->persisted_cycles() + (offsets_->persisting() ? 2 : 1);
   // delivery_low_water() reads the first entry as the lowest: entries stay in log order.
   UMQ_ASSERT_MSG(
@@ -524,7 +524,7 @@ void Shard::publish_schedule_stats() {
   publish_timer_stats();
   for (LevelState& state : level_states_) {
     if (!state.exists) continue;
-    state.stat_pending.store(cq_->max_offset(state.queue) - state.progress,
+    state.stat_pending.store(cq_->max_offset(state.queue).value - state.progress,
                              std::memory_order_relaxed);
     state.stat_next_ms.store(state.due_wall_ms, std::memory_order_relaxed);
   }

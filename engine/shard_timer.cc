@@ -56,7 +56,7 @@ io::Code Shard::rewrite_timer(const engine::MessageInput& in, engine::MessageInp
   const int64_t now = clock_->now_ms();
   char number[24];
   if (auto key = engine::find_property(in.properties, engine::kPropertyTimerCancelKey)) {
-    io::Status s = offsets_->commit(kTimerCancelGroup, *key, 0, now);
+    io::Status s = offsets_->commit(kTimerCancelGroup, *key, 0, QueueOffset{now});
     if (!s.is_ok()) return s.code();
     timer_cancels_++;
     timer_properties_.clear();
@@ -153,19 +153,21 @@ void Shard::load_timer_state() {
     engine::TimerWheel::Slot& s = wheel_->slot(k);
     const int64_t persisted =
         offsets_->query(kTimerProgressGroup, engine::kTimerTopic, static_cast<int32_t>(k))
-            .value_or(0);
+            .value_or(QueueOffset{0})
+            .value;
     s.progress = 0;
     auto queue = cq_->queue(engine::kTimerTopic, static_cast<int32_t>(k), false);
     if (queue.is_ok()) {
       s.exists = true;
       s.queue = *queue;
-      s.progress = std::clamp(persisted, cq_->min_offset(*queue), cq_->max_offset(*queue));
+      s.progress =
+          std::clamp(persisted, cq_->min_offset(*queue).value, cq_->max_offset(*queue).value);
     }
     // Progress past the queue's end would count units that are gone, over offsets new timers
     // are given (progress only covers durable records, so this is a safety net): corrected.
     if (s.progress < persisted) {
       (void)offsets_->commit(kTimerProgressGroup, engine::kTimerTopic, static_cast<int32_t>(k),
-                             s.progress);
+                             QueueOffset{s.progress});
     }
     s.scanned = s.progress;
     std::erase_if(s.recovered, [&](const auto& m) { return m.first < s.progress; });
@@ -173,10 +175,10 @@ void Shard::load_timer_state() {
   }
   auto sweep = offsets_->query(kTimerProgressGroup, engine::kTimerTopic,
                                static_cast<int32_t>(wheel_->slot_count()));
-  if (sweep) timer_sweep_bucket_ = *sweep;
+  if (sweep) timer_sweep_bucket_ = sweep->value;
   const uint64_t needed = offsets_->persisted_cycles() + 1;
   for (const RecoveredCancel& c : recovered_cancels_) {
-    if (offsets_->commit(kTimerCancelGroup, c.key, 0, c.cancel_ms).is_ok()) {
+    if (offsets_->commit(kTimerCancelGroup, c.key, 0, QueueOffset{c.cancel_ms}).is_ok()) {
       timer_unpersisted_.emplace_back(c.log_offset, needed);
     }
   }
@@ -234,7 +236,7 @@ void Shard::scan_timer_slots(int64_t now) {
     engine::TimerWheel::Slot& s = wheel_->slot(k);
     if (!s.exists) continue;
     skip_deleted_timer_units(k);
-    const int64_t max = cq_->max_offset(s.queue);
+    const int64_t max = cq_->max_offset(s.queue).value;
     while (s.scanned < max) {
       if (wheel_->size() >= options_.timer_window_entries_max ||
           timer_rolls_.size() + kDeliveryBatch > kMaxRollsWaiting) {
@@ -242,10 +244,11 @@ void Shard::scan_timer_slots(int64_t now) {
       }
       const uint32_t want =
           static_cast<uint32_t>(std::min<int64_t>(kDeliveryBatch, max - s.scanned));
-      size_t n = cq_->lookup_memory(s.queue, s.scanned, std::span(timer_units_.data(), want));
+      size_t n =
+          cq_->lookup_memory(s.queue, QueueOffset{s.scanned}, std::span(timer_units_.data(), want));
       if (n == 0) {
         io::Status st =
-            cq_->read_units(s.queue, s.scanned, want, timer_unit_bytes_.data(), kTimerReadBit | k);
+            cq_->read_units(s.queue, QueueOffset{s.scanned}, want, timer_unit_bytes_.data(), kTimerReadBit | k);
         if (st.is_ok()) {
           timer_stage_ = TimerStage::unit;
           timer_unit_slot_ = k;
@@ -263,7 +266,7 @@ void Shard::scan_timer_slots(int64_t now) {
 // units examined before are finished), as RocketMQ's queues move to their min offset.
 void Shard::skip_deleted_timer_units(uint32_t slot) {
   engine::TimerWheel::Slot& s = wheel_->slot(slot);
-  const int64_t min = cq_->min_offset(s.queue);
+  const int64_t min = cq_->min_offset(s.queue).value;
   if (s.scanned >= min || s.progress != s.scanned) return;
   UMQ_ASSERT_MSG(min > s.progress, "a slot's progress moved back to a deleted unit");
   stat_timer_deleted_.fetch_add(static_cast<uint64_t>(min - s.scanned), std::memory_order_relaxed);
@@ -285,7 +288,7 @@ void Shard::examine_timer(uint32_t slot, const engine::CqUnit& unit, int64_t now
     timer_done(slot, offset);
     return;
   }
-  engine::TimerEntry e{unit.tags_code, unit.log_offset, offset, unit.size_bytes, slot};
+  engine::TimerEntry e{unit.tags_code, unit.log_offset.value, offset, unit.size_bytes, slot};
   if (wheel_->bucket_of(e.deliver_ms) <= now_bucket + 1) {
     wheel_->push(e);
   } else {
@@ -318,14 +321,15 @@ void Shard::advance_timer_sweep(int64_t now) {
     const engine::TimerWheel::Slot& s = wheel_->slot(wheel_->slot_of_bucket(timer_sweep_bucket_));
     if (s.exists) {
       const int64_t appended = s.queue < next_queue_offset_.size() ? next_queue_offset_[s.queue]
-                                                                   : cq_->max_offset(s.queue);
+                                                                   : cq_->max_offset(s.queue).value;
       if (s.scanned < appended || s.progress < s.scanned) break;
     }
     timer_sweep_bucket_++;
   }
   if (timer_sweep_bucket_ != before) {
     (void)offsets_->commit(kTimerProgressGroup, engine::kTimerTopic,
-                           static_cast<int32_t>(wheel_->slot_count()), timer_sweep_bucket_);
+                           static_cast<int32_t>(wheel_->slot_count()),
+                           QueueOffset{timer_sweep_bucket_});
   }
 }
 
@@ -430,7 +434,7 @@ bool Shard::timer_cancelled(std::string_view properties, int64_t put_ms) {
   auto cancelled_by = [&](std::string_view key) {
     if (key.empty()) return false;
     auto at = offsets_->query(kTimerCancelGroup, key, 0);
-    return at && *at >= put_ms;
+    return at && at->value >= put_ms;
   };
   if (auto uniq = engine::find_property(properties, engine::kPropertyUniqClientMessageIdKeyidx);
       uniq && cancelled_by(*uniq)) {
@@ -561,7 +565,7 @@ void Shard::timer_done(uint32_t slot, int64_t queue_offset) {
   UMQ_ASSERT_MSG(s.progress > queue_offset, "a slot's progress stayed below a finished timer");
   UMQ_ASSERT_MSG(s.progress <= s.scanned, "a slot's progress passed the timers examined");
   (void)offsets_->commit(kTimerProgressGroup, engine::kTimerTopic, static_cast<int32_t>(slot),
-                         s.progress);
+                         QueueOffset{s.progress});
   if (s.progress < s.scanned || !s.recovered.empty() || s.hold_log_offset == UINT64_MAX) return;
   // Every delivery from this slot so far is below the committed progress: once the table is
   // persisted, recovery no longer needs their markers.

@@ -21,6 +21,7 @@
 #include "io/waker.h"
 #include "net/broker_config.h"
 #include "net/remoting.h"
+#include "net/wire_offset.h"
 
 namespace uringmq::net {
 
@@ -121,7 +122,7 @@ struct BrokerOp {
   std::vector<std::byte> data;  // send: body; pull: records; send back: the record
   int32_t queue_id = 0;
   uint32_t shard = 0;
-  uint64_t store_offset = 0;
+  StoreOffset store_offset;
   int64_t delay_level = 0;           // send back
   int64_t max_reconsume_times = 16;  // send back
   Message message;
@@ -197,11 +198,9 @@ class BrokerReactor {
   void complete_send_back(uint32_t index, const Completion& c);
   bool pull_again_larger(uint32_t index);
   uint32_t queue_nums(std::string_view topic) const;
-  // Physical offsets on the wire: local * shards + shard. Clients keep them in JavaScript
-  // numbers (exact below 2^53), so the store-wide form (shard in the top 8 bits) cannot leave
-  // the broker; this one stays below 2^53 until the shards together hold 8 PiB, as in Java.
-  uint64_t wire_offset(uint64_t store_offset) const;
-  uint64_t store_offset_of_wire(uint64_t wire) const;
+  // Physical offsets on the wire: local * shards + shard (net/wire_offset.h).
+  WireOffset wire_offset(StoreOffset store_offset) const;
+  StoreOffset store_offset_of_wire(WireOffset wire) const;
 
   // ---- ops ----
   uint32_t new_op(BrokerOp::Kind kind, uint32_t conn, const RemotingCommand& request);

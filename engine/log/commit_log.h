@@ -44,6 +44,7 @@
 #include <string>
 #include <vector>
 
+#include <uringmq/offsets.h>
 #include <uringmq/options.h>
 #include <uringmq/recovery_report.h>
 
@@ -55,10 +56,8 @@
 namespace uringmq::engine {
 
 // A byte position in the CommitLog stream (RocketMQ's PHYSICALOFFSET). Not a file offset.
-struct LogOffset {
-  uint64_t value = 0;
-  auto operator<=>(const LogOffset&) const = default;
-};
+// Defined with the other offset kinds in include/uringmq/offsets.h.
+using uringmq::LogOffset;
 
 // FlushMode and CommitLogOptions: include/uringmq/options.h.
 

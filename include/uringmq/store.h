@@ -127,7 +127,8 @@ class Session {
   // Queues a read of `size_bytes` at a store-wide offset into dest (valid until completion).
   // Raw bytes, not checked (a byte range need not be a record): a caller that reads a record
   // decodes it (make_send_back does); pull_async checks every record it returns.
-  io::Status read_async(uint64_t store_offset, uint32_t size_bytes, std::byte* dest, uint64_t tag);
+  io::Status read_async(StoreOffset store_offset, uint32_t size_bytes, std::byte* dest,
+                        uint64_t tag);
   // Reads up to max_messages of a queue (its owner shard answers). Completion: pull_status,
   // message_count, size_bytes, min/max/next offsets.
   io::Status pull_async(const PullRequest& request, uint64_t tag);
@@ -141,7 +142,7 @@ class Session {
   // Consumer-group offsets, kept by the queue's shard and persisted crash-safely.
   // Negative offsets are ignored (as RocketMQ does). query: queue_offset = -1 if never committed.
   io::Status commit_offset_async(std::string_view group, std::string_view topic, int32_t queue_id,
-                                 int64_t offset, uint64_t tag);
+                                 QueueOffset offset, uint64_t tag);
   io::Status query_offset_async(std::string_view group, std::string_view topic, int32_t queue_id,
                                 uint64_t tag);
   // Completes once every offset committed so far to the shard owning (topic, queue_id) is
@@ -154,7 +155,7 @@ class Session {
   // reconsume times reach max_reconsume_times (or delay_level < 0). Waits for the send.
   // invalid_argument when the bytes are not a valid record.
   Completion send_back(std::string_view group, std::span<const std::byte> record,
-                       uint64_t store_offset, int32_t delay_level = 0,
+                       StoreOffset store_offset, int32_t delay_level = 0,
                        int32_t max_reconsume_times = 16);
   // Answers this session's held pulls at once (no new message) on every shard; one completion
   // with `tag` per shard. For a front end that is shutting down.
