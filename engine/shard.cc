@@ -465,8 +465,7 @@ bool Shard::handle(uint32_t slot_index, const ShardRequest& request) {
       done.tag = request.tag;
       if (free_reads_.empty()) return false;
       uint32_t id = free_reads_.back();
-      io::Status s =
-          log_->read(request.local_offset, request.size_bytes, request.dest, id);
+      io::Status s = log_->read(request.local_offset, request.size_bytes, request.dest, id);
       if (s.code() == io::Code::busy) return false;
       if (s.is_ok()) {
         free_reads_.pop_back();
@@ -571,8 +570,8 @@ void Shard::handle_queue_request(uint32_t slot_index, const ShardRequest& reques
       break;
     }
     case ShardRequest::Kind::commit_offset:
-      done.code = offsets_->commit(request.group, in.topic, in.queue_id, request.queue_offset)
-                      .code();
+      done.code =
+          offsets_->commit(request.group, in.topic, in.queue_id, request.queue_offset).code();
       break;
     case ShardRequest::Kind::flush_offsets: {
       // Everything committed so far is in the table: done when a cycle that starts after now

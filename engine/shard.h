@@ -374,7 +374,7 @@ class Shard {
   static constexpr uint64_t kRetentionReadBit = uint64_t{1} << 45;  // CQ read tags
   struct BoundarySearch {
     size_t need = 0;
-    LogOffset boundary;   // the answer is the first unit at or above it
+    LogOffset boundary;  // the answer is the first unit at or above it
     QueueOffset lo, hi;  // the answer is in [lo, hi]; found once lo == hi
     bool in_flight = false;
     bool gave_up = false;  // a read failed: lo is a lower bound

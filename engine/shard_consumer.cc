@@ -175,8 +175,8 @@ void Shard::pull_units_ready(uint32_t op_index) {
   bool disk_full = false;
   auto flush_run = [&] {
     if (run_bytes == 0) return;
-    io::Status s = log_->read(run_log, static_cast<uint32_t>(run_bytes),
-                              run_dest, kOpReadBit | op_index);
+    io::Status s =
+        log_->read(run_log, static_cast<uint32_t>(run_bytes), run_dest, kOpReadBit | op_index);
     if (s.is_ok()) {
       op.reads_outstanding++;
     } else if (s.code() == io::Code::busy) {
@@ -328,14 +328,14 @@ void Shard::note_corrupt(uint64_t log_offset, const char* reason, const char* fo
   const uint64_t base = log_offset - log_offset % options_.log.segment_size_bytes;
   const std::string path =
       io::path_join(io::path_join(shard_dir_, "commitlog"), engine::CommitLog::segment_name(base));
-  std::fprintf(stderr,
-               "uringmq: damaged CommitLog record in %s at file offset %llu (log offset %llu, "
-               "store offset %llu), found by %s: %s; it is never served\n",
-               path.c_str(), static_cast<unsigned long long>(log_offset - base),
-               static_cast<unsigned long long>(log_offset),
-               static_cast<unsigned long long>(make_store_offset(index_, LogOffset{log_offset}).value),
-               found_by,
-               reason);
+  std::fprintf(
+      stderr,
+      "uringmq: damaged CommitLog record in %s at file offset %llu (log offset %llu, "
+      "store offset %llu), found by %s: %s; it is never served\n",
+      path.c_str(), static_cast<unsigned long long>(log_offset - base),
+      static_cast<unsigned long long>(log_offset),
+      static_cast<unsigned long long>(make_store_offset(index_, LogOffset{log_offset}).value),
+      found_by, reason);
 }
 
 // ---- Long polling ----
@@ -848,8 +848,8 @@ void Shard::report_deleted_segment() {
     const int64_t first = at_base.lo.value;  // the segment's units of this queue: [first, gone)
     const int64_t gone = at_end.lo.value;
     if (gone <= first) continue;
-    unconsumed +=
-        static_cast<uint64_t>(std::max<int64_t>(0, gone - std::max(need.first_unconsumed.value, first)));
+    unconsumed += static_cast<uint64_t>(
+        std::max<int64_t>(0, gone - std::max(need.first_unconsumed.value, first)));
     if (need.groups.empty()) add("", gone - first);
     for (const auto& [group, committed] : need.groups) {
       add(group, gone - std::max(committed.value, first));

@@ -231,10 +231,11 @@ void Shard::read_level_units_ahead(LevelState& state, uint32_t level) {
   const int64_t max = cq_->max_offset(state.queue).value;
   if (end >= max) return;
   engine::CqUnit probe;
-  if (cq_->lookup_memory(state.queue, QueueOffset{end}, std::span(&probe, 1)) > 0) return;  // in memory
+  if (cq_->lookup_memory(state.queue, QueueOffset{end}, std::span(&probe, 1)) > 0)
+    return;  // in memory
   const uint32_t want = static_cast<uint32_t>(std::min<int64_t>(kDeliveryBatch, max - end));
-  io::Status s =
-      cq_->read_units(state.queue, QueueOffset{end}, want, units_ahead_bytes_.data(), kUnitsAheadBit | level);
+  io::Status s = cq_->read_units(state.queue, QueueOffset{end}, want, units_ahead_bytes_.data(),
+                                 kUnitsAheadBit | level);
   if (!s.is_ok()) return;  // busy: asked again on the next millisecond
   units_ahead_level_ = level;
   units_ahead_from_ = end;
@@ -322,8 +323,8 @@ void Shard::run_schedule() {
       schedule_rr_ = level % levels;  // the next call starts after this level
       if (n == 0) {
         // The level's head is older than the units kept in memory: read a batch of them.
-        io::Status s = cq_->read_units(state.queue, QueueOffset{state.issued}, want, delivery_unit_bytes_.data(),
-                                       kScheduleReadBit | level);
+        io::Status s = cq_->read_units(state.queue, QueueOffset{state.issued}, want,
+                                       delivery_unit_bytes_.data(), kScheduleReadBit | level);
         if (s.is_ok()) delivery_stage_ = DeliveryStage::unit;
         take_behind_ = true;
         return;
@@ -459,9 +460,10 @@ bool Shard::deliver_record(uint32_t level, std::span<const std::byte> bytes, int
   const bool readable = r.outcome == engine::DecodeOutcome::ok;
   if (!readable) {  // never delivered with other bytes: parked at once, without its body
     stat_corrupt_refused_.fetch_add(1, std::memory_order_relaxed);
-    note_corrupt(delivery_unit_.log_offset.value,
-                 engine::check_stored_record(bytes, delivery_unit_.log_offset.value, options_.log.limits),
-                 "a delay-level delivery");
+    note_corrupt(
+        delivery_unit_.log_offset.value,
+        engine::check_stored_record(bytes, delivery_unit_.log_offset.value, options_.log.limits),
+        "a delay-level delivery");
   }
   engine::MessageInput in;
   const engine::RealQueue real =

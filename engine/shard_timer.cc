@@ -247,8 +247,8 @@ void Shard::scan_timer_slots(int64_t now) {
       size_t n =
           cq_->lookup_memory(s.queue, QueueOffset{s.scanned}, std::span(timer_units_.data(), want));
       if (n == 0) {
-        io::Status st =
-            cq_->read_units(s.queue, QueueOffset{s.scanned}, want, timer_unit_bytes_.data(), kTimerReadBit | k);
+        io::Status st = cq_->read_units(s.queue, QueueOffset{s.scanned}, want,
+                                        timer_unit_bytes_.data(), kTimerReadBit | k);
         if (st.is_ok()) {
           timer_stage_ = TimerStage::unit;
           timer_unit_slot_ = k;

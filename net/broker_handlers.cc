@@ -468,8 +468,8 @@ void BrokerReactor::complete_send(BrokerOp& op, const Completion& c) {
     return reply_code(op.conn, op.request, error_code(c.code), code_text(c.code));
   }
   RemotingCommand response = make_response(op.request, rc::kSuccess);
-  response.set_ext(
-      "msgId", engine::offset_message_id(store_host_, static_cast<int64_t>(wire_offset(c.offset).value)));
+  response.set_ext("msgId", engine::offset_message_id(
+                                store_host_, static_cast<int64_t>(wire_offset(c.offset).value)));
   response.set_ext("queueId", std::to_string(op.queue_id));
   response.set_ext("queueOffset", std::to_string(c.queue_offset.value));
   if (!op.request.is_oneway()) reply(op.conn, response);

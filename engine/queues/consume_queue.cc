@@ -919,8 +919,7 @@ io::Status CqStore::append(QueueIndex queue, QueueOffset queue_at, const CqUnit&
   return io::Status::ok();
 }
 
-size_t CqStore::lookup_memory(QueueIndex queue, QueueOffset queue_at,
-                             std::span<CqUnit> out) const {
+size_t CqStore::lookup_memory(QueueIndex queue, QueueOffset queue_at, std::span<CqUnit> out) const {
   const int64_t queue_offset = queue_at.value;
   UMQ_ASSERT(queue < impl_->queues.size());
   const Queue& q = impl_->queues[queue];

@@ -100,7 +100,8 @@ class CqStore {
   // damaged (see "Rebuild of damaged queues" below) is emptied and marked rebuilding.
   // Synchronous: nothing else may be in flight on `disk`.
   static io::Result<std::unique_ptr<CqStore>> open(io::Disk& disk, io::Clock& clock,
-                                                   const CqStoreOptions& options, LogOffset log_end);
+                                                   const CqStoreOptions& options,
+                                                   LogOffset log_end);
   ~CqStore();
   CqStore(const CqStore&) = delete;
   CqStore& operator=(const CqStore&) = delete;
@@ -133,8 +134,8 @@ class CqStore {
   // bytes, valid until completion), asynchronously; within one file (fewer units when the file
   // ends first: see the result). Completion via take_reads(). Only units whose writes completed
   // can be read: not_found outside [min_offset, written); busy with 64 reads in flight.
-  io::Status read_units(QueueIndex queue, QueueOffset queue_offset, uint32_t count,
-                        std::byte* dest, uint64_t tag);
+  io::Status read_units(QueueIndex queue, QueueOffset queue_offset, uint32_t count, std::byte* dest,
+                        uint64_t tag);
   size_t take_reads(std::span<CqReadCompletion> out);
 
   // The dispatcher has dispatched every record below log offset `dispatched`. A value below an

@@ -302,7 +302,7 @@ io::Status ConsumerOffsets::commit(std::string_view group, std::string_view topi
 }
 
 std::optional<QueueOffset> ConsumerOffsets::query(std::string_view group, std::string_view topic,
-                                              int32_t queue_id) const {
+                                                  int32_t queue_id) const {
   if (group.size() > kMaxNameBytes || queue_id < 0) return std::nullopt;
   build_key(scratch_key_, group, topic, queue_id);
   auto it = table_.find(scratch_key_);

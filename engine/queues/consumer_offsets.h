@@ -94,7 +94,7 @@ class ConsumerOffsets {
                     QueueOffset offset);
   // The committed offset; nullopt when the group never committed one for that queue.
   std::optional<QueueOffset> query(std::string_view group, std::string_view topic,
-                               int32_t queue_id) const;
+                                   int32_t queue_id) const;
   // Every entry, sorted by (group, topic, queue_id). For stats and admin; allocates.
   std::vector<Entry> entries() const;
   size_t size() const { return table_.size(); }

@@ -138,8 +138,8 @@ io::Result<std::string> check_unit_against_log(io::Disk& disk, const CommitLog& 
   decode_options.expected_physical_offset = static_cast<int64_t>(log_offset);
   DecodeResult r = decode(bytes, decode_options);
   const std::string at = "unit at queue offset " + std::to_string(queue_offset) + " (log offset " +
-                         std::to_string(log_offset) + ", size " +
-                         std::to_string(unit.size_bytes) + ")";
+                         std::to_string(log_offset) + ", size " + std::to_string(unit.size_bytes) +
+                         ")";
   if (r.outcome != DecodeOutcome::ok || r.size != unit.size_bytes) {
     return at + " does not point at a record of that size";
   }

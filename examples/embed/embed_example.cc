@@ -50,10 +50,10 @@ int main(int argc, char** argv) {
     std::printf("read %.*s/%d@%lld store offset %llu tags=%.*s keys=%.*s stored at %lld: %.*s\n",
                 static_cast<int>(m.topic.size()), m.topic.data(), m.queue_id,
                 static_cast<long long>(m.queue_offset.value),
-                static_cast<unsigned long long>(m.store_offset.value), static_cast<int>(m.tags.size()),
-                m.tags.data(), static_cast<int>(m.keys.size()), m.keys.data(),
-                static_cast<long long>(m.store_timestamp_ms), static_cast<int>(m.body.size()),
-                reinterpret_cast<const char*>(m.body.data()));
+                static_cast<unsigned long long>(m.store_offset.value),
+                static_cast<int>(m.tags.size()), m.tags.data(), static_cast<int>(m.keys.size()),
+                m.keys.data(), static_cast<long long>(m.store_timestamp_ms),
+                static_cast<int>(m.body.size()), reinterpret_cast<const char*>(m.body.data()));
     same = same && i < 2 && m.body_text() == texts[i];
   }
   std::printf("read back: %s\n", same ? "ok" : "MISMATCH");

@@ -23,7 +23,7 @@
 
 //
 // The public headers are include/uringmq/*.h (installed as <uringmq/...>): this one, options.h,
-// message.h, status.h, clock.h, recovery_report.h and reader.h (decoded messages).
+// message.h, status.h, clock.h, recovery_report.h, reader.h (decoded messages) and offsets.h.
 
 #include <cstddef>
 #include <cstdint>
@@ -107,8 +107,8 @@ struct SendBackCopy {
 };
 // `id_offset` is the physical offset that names the record in its offset msgId (the
 // ORIGIN_MESSAGE_ID set when there is none): the store-wide offset for embedders, the broker's
-// wire offset for its clients. invalid_argument when the bytes are not one valid record or the
-// group is empty.
+// wire offset for its clients (so a raw number: either kind, and only printed). invalid_argument
+// when the bytes are not one valid record or the group is empty.
 io::Status make_send_back(std::string_view group, std::span<const std::byte> record,
                           uint64_t id_offset, int32_t delay_level, int32_t max_reconsume_times,
                           const engine::CodecLimits& limits, SendBackCopy* out);

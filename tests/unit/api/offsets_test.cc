@@ -61,7 +61,9 @@ static_assert(std::is_constructible_v<LogOffset, uint64_t>);
 
 // Comparison only within a kind.
 template <typename A, typename B>
-constexpr bool kComparable = requires(A a, B b) { a < b; };
+constexpr bool kComparable = requires(A a, B b) {
+  a < b;
+};
 static_assert(kComparable<QueueOffset, QueueOffset>);
 static_assert(!kComparable<QueueOffset, LogOffset>);
 static_assert(!kComparable<LogOffset, StoreOffset>);
@@ -71,7 +73,9 @@ static_assert(!kComparable<StoreOffset, WireOffset>);
 // Arithmetic that means something: offset + count, offset - offset; never offset + offset, nor
 // a count of one kind added to another kind, nor any arithmetic on store or wire offsets.
 template <typename A, typename B>
-constexpr bool kAddable = requires(A a, B b) { a + b; };
+constexpr bool kAddable = requires(A a, B b) {
+  a + b;
+};
 static_assert(std::is_same_v<decltype(QueueOffset{} + int64_t{1}), QueueOffset>);
 static_assert(std::is_same_v<decltype(QueueOffset{} - QueueOffset{}), int64_t>);
 static_assert(std::is_same_v<decltype(LogOffset{} + uint64_t{1}), LogOffset>);
@@ -91,23 +95,23 @@ static_assert(!std::is_invocable_v<decltype(&Session::read_async), Session&, Log
                                    std::byte*, uint64_t>);
 static_assert(!std::is_invocable_v<decltype(&Session::commit_offset_async), Session&,
                                    std::string_view, std::string_view, int32_t, int64_t, uint64_t>);
-static_assert(!std::is_invocable_v<decltype(&engine::CqStore::delete_below), engine::CqStore&,
-                                   QueueOffset>);
+static_assert(
+    !std::is_invocable_v<decltype(&engine::CqStore::delete_below), engine::CqStore&, QueueOffset>);
 static_assert(!std::is_invocable_v<decltype(&engine::CqStore::append), engine::CqStore&,
                                    engine::QueueIndex, LogOffset, const engine::CqUnit&>);
-static_assert(!std::is_invocable_v<decltype(&engine::CqStore::raise_min_offset),
-                                   engine::CqStore&, engine::QueueIndex, int64_t>);
-static_assert(!std::is_invocable_v<decltype(&engine::ConsumerOffsets::commit),
-                                   engine::ConsumerOffsets&, std::string_view, std::string_view,
-                                   int32_t, LogOffset>);
+static_assert(!std::is_invocable_v<decltype(&engine::CqStore::raise_min_offset), engine::CqStore&,
+                                   engine::QueueIndex, int64_t>);
+static_assert(
+    !std::is_invocable_v<decltype(&engine::ConsumerOffsets::commit), engine::ConsumerOffsets&,
+                         std::string_view, std::string_view, int32_t, LogOffset>);
 static_assert(!std::is_invocable_v<decltype(&engine::Dispatcher::set_dispatched),
                                    engine::Dispatcher&, QueueOffset>);
 static_assert(!std::is_assignable_v<decltype(std::declval<Completion&>().offset), uint64_t>);
-static_assert(!std::is_assignable_v<decltype(std::declval<Completion&>().queue_offset),
-                                    StoreOffset>);
+static_assert(
+    !std::is_assignable_v<decltype(std::declval<Completion&>().queue_offset), StoreOffset>);
 static_assert(!std::is_assignable_v<decltype(std::declval<PullRequest&>().queue_offset), int>);
-static_assert(!std::is_assignable_v<decltype(std::declval<engine::CqUnit&>().log_offset),
-                                    QueueOffset>);
+static_assert(
+    !std::is_assignable_v<decltype(std::declval<engine::CqUnit&>().log_offset), QueueOffset>);
 
 TEST(OffsetsTest, ArithmeticStaysWithinItsKind) {
   QueueOffset q{10};

@@ -33,7 +33,8 @@ using engine::QueueIndex;
 constexpr const char* kDir = "/store/consumequeue";
 
 CqUnit unit_at(uint64_t i) {
-  return CqUnit{.log_offset = LogOffset{i * 100}, .size_bytes = 100, .tags_code = static_cast<int64_t>(i)};
+  return CqUnit{
+      .log_offset = LogOffset{i * 100}, .size_bytes = 100, .tags_code = static_cast<int64_t>(i)};
 }
 
 class CqStoreTest : public ::testing::Test {
@@ -47,7 +48,8 @@ class CqStoreTest : public ::testing::Test {
   }
 
   std::unique_ptr<CqStore> open_store(uint64_t log_end) {
-    io::Result<std::unique_ptr<CqStore>> store = CqStore::open(disk_, clock_, options_, LogOffset{log_end});
+    io::Result<std::unique_ptr<CqStore>> store =
+        CqStore::open(disk_, clock_, options_, LogOffset{log_end});
     EXPECT_TRUE(store.is_ok()) << store.status().to_string();
     return store.is_ok() ? std::move(*store) : nullptr;
   }
@@ -120,7 +122,8 @@ class CqStoreTest : public ::testing::Test {
 
 TEST(CqUnitTest, EncodesRocketMqLayoutBigEndian) {
   // Table of FORMAT.md: log offset 8 @0, size 4 @8, tagsCode 8 @12, big-endian.
-  CqUnit unit{.log_offset = LogOffset{0x0102030405060708}, .size_bytes = 0x0A0B0C0D, .tags_code = -2};
+  CqUnit unit{
+      .log_offset = LogOffset{0x0102030405060708}, .size_bytes = 0x0A0B0C0D, .tags_code = -2};
   std::array<std::byte, 20> bytes{};
   engine::encode_cq_unit(unit, bytes);
   const std::array<uint8_t, 20> golden = {0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07,
@@ -239,7 +242,8 @@ TEST_F(CqStoreTest, AppendsAreVisibleInMemoryAndReadBackFromRolledFiles) {
   std::vector<CqUnit> units = read_cold(*store, q, 0, 250);
   ASSERT_EQ(units.size(), 250u);
   for (uint64_t i = 0; i < 250; i++) EXPECT_EQ(units[i], unit_at(i));
-  EXPECT_EQ(store->read_units(q, QueueOffset{250}, 1, buffer.data(), 1).code(), io::Code::not_found);
+  EXPECT_EQ(store->read_units(q, QueueOffset{250}, 1, buffer.data(), 1).code(),
+            io::Code::not_found);
   ASSERT_TRUE(store->close().is_ok());
   // Reopened: offsets, units and the dispatch position come back.
   store.reset();
@@ -263,9 +267,12 @@ TEST_F(CqStoreTest, ReDispatchIsIdempotentAndGapsAreRefused) {
   EXPECT_TRUE(store->append(q, QueueOffset{5}, unit_at(5)).is_ok());
   EXPECT_EQ(store->append(q, QueueOffset{5}, unit_at(6)).code(), io::Code::corruption);
   EXPECT_EQ(store->append(q, QueueOffset{11}, unit_at(11)).code(), io::Code::invalid_argument);
-  EXPECT_EQ(store->append(q, QueueOffset{10}, CqUnit{.log_offset = LogOffset{2000}, .size_bytes = 0}).code(),
-            io::Code::invalid_argument);
-  EXPECT_EQ(store->append(q, QueueOffset{10}, unit_at(3)).code(), io::Code::invalid_argument);  // log order
+  EXPECT_EQ(
+      store->append(q, QueueOffset{10}, CqUnit{.log_offset = LogOffset{2000}, .size_bytes = 0})
+          .code(),
+      io::Code::invalid_argument);
+  EXPECT_EQ(store->append(q, QueueOffset{10}, unit_at(3)).code(),
+            io::Code::invalid_argument);  // log order
   EXPECT_EQ(store->max_offset(q).value, 10);
   ASSERT_TRUE(store->close().is_ok());
 }
@@ -385,7 +392,8 @@ TEST_F(CqStoreTest, DeleteBelowRemovesFilesAndMovesMinOffsets) {
   EXPECT_EQ(store->min_offset(q).value, 120);
   EXPECT_EQ(files_of(std::string(kDir) + "/T/0").size(), 3u);
   EXPECT_EQ(store->read_units(q, QueueOffset{50}, 1, nullptr, 0).code(), io::Code::not_found);
-  ASSERT_TRUE(store->delete_below(LogOffset{1'000'000}).is_ok());  // everything: the current file stays
+  ASSERT_TRUE(
+      store->delete_below(LogOffset{1'000'000}).is_ok());  // everything: the current file stays
   EXPECT_EQ(files_of(std::string(kDir) + "/T/0"), std::vector<std::string>{"00000000000000006000"});
   EXPECT_EQ(store->min_offset(q).value, 350);
   EXPECT_EQ(store->max_offset(q).value, 350);
@@ -395,7 +403,8 @@ TEST_F(CqStoreTest, DeleteBelowRemovesFilesAndMovesMinOffsets) {
   store = open_store(1'000'000);
   ASSERT_NE(store, nullptr);
   q = *store->queue("T", 0, false);
-  EXPECT_EQ(store->min_offset(q).value, 300);  // the file's first unit until delete_below runs again
+  EXPECT_EQ(store->min_offset(q).value,
+            300);  // the file's first unit until delete_below runs again
   EXPECT_EQ(store->max_offset(q).value, 351);
   ASSERT_TRUE(store->close().is_ok());
 }
@@ -460,7 +469,8 @@ std::vector<CqUnit> read_any(io::SimDisk& disk, CqStore& store, QueueIndex q, in
     return got;
   }
   std::vector<std::byte> buffer(n * engine::kCqUnitBytes);
-  io::Status s = store.read_units(q, QueueOffset{offset}, static_cast<uint32_t>(n), buffer.data(), 1);
+  io::Status s =
+      store.read_units(q, QueueOffset{offset}, static_cast<uint32_t>(n), buffer.data(), 1);
   EXPECT_TRUE(s.is_ok()) << s.to_string();
   if (!s.is_ok()) return {};
   CqReadCompletion done{};
@@ -488,7 +498,8 @@ void check_recovered(io::SimDisk& disk, CqStore& store, const std::vector<QueueN
   for (size_t k = 0; k < names.size(); k++) {
     std::vector<CqUnit>& units = (*expected)[k];
     size_t keep = 0;
-    while (keep < units.size() && units[keep].log_offset.value + units[keep].size_bytes <= durable) {
+    while (keep < units.size() &&
+           units[keep].log_offset.value + units[keep].size_bytes <= durable) {
       keep++;
     }
     units.resize(keep);
@@ -517,9 +528,11 @@ void random_step(io::SimDisk& disk, io::ManualClock& clock, CqStore& store, std:
   if (action < 5) {
     const size_t k = rng() % index.size();
     const auto size = static_cast<uint32_t>(50 + rng() % 500);
-    CqUnit unit{
-        .log_offset = LogOffset{*log_end}, .size_bytes = size, .tags_code = static_cast<int64_t>(rng())};
-    io::Status s = store.append(index[k], QueueOffset{static_cast<int64_t>((*expected)[k].size())}, unit);
+    CqUnit unit{.log_offset = LogOffset{*log_end},
+                .size_bytes = size,
+                .tags_code = static_cast<int64_t>(rng())};
+    io::Status s =
+        store.append(index[k], QueueOffset{static_cast<int64_t>((*expected)[k].size())}, unit);
     if (s.is_ok()) {
       (*expected)[k].push_back(unit);
       *log_end += size;
@@ -561,7 +574,8 @@ void run_crash_seed(uint64_t seed) {
   std::vector<QueueIndex> index(names.size());
   uint64_t durable = 0;  // last durable_dispatched seen
   for (int round = 0; round < 3; round++) {
-    io::Result<std::unique_ptr<CqStore>> opened = CqStore::open(disk, clock, options, LogOffset{durable});
+    io::Result<std::unique_ptr<CqStore>> opened =
+        CqStore::open(disk, clock, options, LogOffset{durable});
     ASSERT_TRUE(opened.is_ok()) << opened.status().to_string();
     std::unique_ptr<CqStore> store = std::move(*opened);
     check_recovered(disk, *store, names, durable, &expected, &index);

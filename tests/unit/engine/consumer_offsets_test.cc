@@ -151,7 +151,8 @@ TEST_F(ConsumerOffsetsTest, NegativeOffsetsIgnoredAndBadKeysRejected) {
   EXPECT_EQ(offsets->commit("", "t", 0, QueueOffset{1}).code(), io::Code::invalid_argument);
   EXPECT_EQ(offsets->commit("g", "", 0, QueueOffset{1}).code(), io::Code::invalid_argument);
   EXPECT_EQ(offsets->commit("g", "t", -1, QueueOffset{1}).code(), io::Code::invalid_argument);
-  EXPECT_EQ(offsets->commit(std::string(65536, 'g'), "t", 0, QueueOffset{1}).code(), io::Code::invalid_argument);
+  EXPECT_EQ(offsets->commit(std::string(65536, 'g'), "t", 0, QueueOffset{1}).code(),
+            io::Code::invalid_argument);
   EXPECT_EQ(offsets->size(), 1u);
 }
 
@@ -161,7 +162,8 @@ TEST_F(ConsumerOffsetsTest, BusyBeyondMaxEntries) {
   ASSERT_NE(offsets, nullptr);
   for (int32_t q = 0; q < 3; q++) ASSERT_TRUE(offsets->commit("g", "t", q, QueueOffset{q}).is_ok());
   EXPECT_EQ(offsets->commit("g", "t", 3, QueueOffset{0}).code(), io::Code::busy);
-  EXPECT_TRUE(offsets->commit("g", "t", 2, QueueOffset{99}).is_ok());  // an existing entry still updates
+  EXPECT_TRUE(
+      offsets->commit("g", "t", 2, QueueOffset{99}).is_ok());  // an existing entry still updates
   EXPECT_EQ(offsets->query("g", "t", 2), QueueOffset{99});
   EXPECT_EQ(offsets->query("g", "t", 3), std::nullopt);
 }
@@ -468,7 +470,8 @@ TEST_F(ConsumerOffsetsShortWriteTest, ShortWritesAreCompleted) {
   auto offsets = open_offsets();
   ASSERT_NE(offsets, nullptr);
   for (int32_t q = 0; q < 2000; q++) {
-    ASSERT_TRUE(offsets->commit("group-" + std::to_string(q % 7), "topic", q, QueueOffset{q * 3}).is_ok());
+    ASSERT_TRUE(
+        offsets->commit("group-" + std::to_string(q % 7), "topic", q, QueueOffset{q * 3}).is_ok());
   }
   Model before = model_of(*offsets);
   persist(*offsets);
@@ -528,7 +531,9 @@ TEST(ConsumerOffsetsCrashTest, RandomCrashesNeverLoseACompletedCycle) {
                   static_cast<int32_t>(rng() % 8)};
           int64_t value = model[key] + 1 + static_cast<int64_t>(rng() % 100);
           ASSERT_TRUE(
-              offsets->commit(std::get<0>(key), std::get<1>(key), std::get<2>(key), QueueOffset{value}).is_ok());
+              offsets
+                  ->commit(std::get<0>(key), std::get<1>(key), std::get<2>(key), QueueOffset{value})
+                  .is_ok());
           model[key] = value;
         }
         clock.advance_ms(static_cast<int64_t>(rng() % 20));

@@ -189,9 +189,10 @@ TEST(StoreIntegrityTest, DamageBelowTheCheckpointIsRefusedCountedAndFoundByTheSc
   std::vector<uint64_t> corrupt_store_offsets;
   std::vector<uint64_t> served = pull_all(**session, corrupt, corrupt_store_offsets);
   EXPECT_EQ(corrupt, (std::vector<int64_t>{int64_t{body_seq}, int64_t{props_seq}}));
-  EXPECT_EQ(corrupt_store_offsets,
-            (std::vector<uint64_t>{make_store_offset(0, LogOffset{stored[body_seq].log_offset}).value,
-                                   make_store_offset(0, LogOffset{stored[props_seq].log_offset}).value}));
+  EXPECT_EQ(
+      corrupt_store_offsets,
+      (std::vector<uint64_t>{make_store_offset(0, LogOffset{stored[body_seq].log_offset}).value,
+                             make_store_offset(0, LogOffset{stored[props_seq].log_offset}).value}));
   ASSERT_EQ(served.size(), kMessages - 2);
   for (uint64_t i = 0, seq = 0; i < served.size(); i++, seq++) {
     if (seq == body_seq || seq == props_seq) seq++;

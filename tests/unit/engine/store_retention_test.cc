@@ -96,7 +96,8 @@ class Fixture {
     return session_->send(msg);  // synchronous: `m` outlives it
   }
   void commit(const std::string& group, int32_t queue_id, int64_t offset) {
-    EXPECT_TRUE(session_->commit_offset_async(group, kTopic, queue_id, QueueOffset{offset}, 7).is_ok());
+    EXPECT_TRUE(
+        session_->commit_offset_async(group, kTopic, queue_id, QueueOffset{offset}, 7).is_ok());
     EXPECT_EQ(session_->wait_for(7).code, io::Code::ok);
   }
   Completion query_queue(int32_t queue_id) {
@@ -372,7 +373,8 @@ TEST(StoreRetentionTest, AFullFileSystemWithForcedCleanDeletesAndSaysSo) {
       static_cast<unsigned long long>(stats.messages_deleted_unconsumed),
       static_cast<long long>(f.query_queue(0).min_offset.value));
   // One queue, no group: every message deleted was unconsumed, and the minimum is exact.
-  EXPECT_EQ(static_cast<uint64_t>(f.query_queue(0).min_offset.value), stats.messages_deleted_unconsumed);
+  EXPECT_EQ(static_cast<uint64_t>(f.query_queue(0).min_offset.value),
+            stats.messages_deleted_unconsumed);
   io::Code code = io::Code::no_space;
   for (int i = 0; i < 100 && code != io::Code::ok; i++) {
     clock.advance_ms(200);
