@@ -82,10 +82,9 @@ inline constexpr uint32_t kStoreOffsetShardShift = 56;
 // Log offsets a store offset can carry: below 2^56 (64 PiB per shard).
 inline constexpr uint64_t kStoreOffsetLocalMask = (uint64_t{1} << kStoreOffsetShardShift) - 1;
 
-// store offset <-> (shard, log offset).
+// store offset <-> (shard, log offset). shard < 256 and log_offset below 2^56.
 inline constexpr StoreOffset make_store_offset(uint32_t shard, LogOffset log_offset) {
-  return StoreOffset{(uint64_t{shard} << kStoreOffsetShardShift) |
-                     (log_offset.value & kStoreOffsetLocalMask)};
+  return StoreOffset{(uint64_t{shard} << kStoreOffsetShardShift) | log_offset.value};
 }
 inline constexpr uint32_t shard_of_offset(StoreOffset store_offset) {
   return static_cast<uint32_t>(store_offset.value >> kStoreOffsetShardShift);
