@@ -811,7 +811,7 @@ void Shard::advance_deletion() {
 bool Shard::finish_deletion() {
   SegmentDeletion& d = deletion_;
   d.active = false;
-  io::Result<uint32_t> deleted = log_->delete_segments_before(d.end, 1);
+  io::Result<uint32_t> deleted = log_->delete_segments_before(LogOffset{d.end}, 1);
   if (!deleted.is_ok() || *deleted == 0) return false;  // busy now: a later pass
   io::Status s = cq_->delete_below(LogOffset{d.end});
   (void)s;  // a failure leaves units pointing below the log: pulls answer offset_moved

@@ -151,7 +151,7 @@ class CommitLog {
   // Retention: deletes whole segments, oldest first, that end at or below `offset` (never the
   // writer's segment, nor one with a read in flight or unsynced writes), at most max_files.
   // Returns how many were deleted; min_offset() moves up. Synchronous unlink.
-  io::Result<uint32_t> delete_segments_before(uint64_t offset, uint32_t max_files);
+  io::Result<uint32_t> delete_segments_before(LogOffset offset, uint32_t max_files);
   // Base offsets of the segments, ascending (the last is the writer's).
   std::vector<uint64_t> segment_bases() const;
 

@@ -14,6 +14,7 @@
 #include <string_view>
 #include <type_traits>
 
+#include "engine/log/commit_log.h"
 #include "engine/queues/consume_queue.h"
 #include "engine/queues/consumer_offsets.h"
 #include "engine/queues/dispatch.h"
@@ -97,6 +98,10 @@ static_assert(!std::is_invocable_v<decltype(&Session::commit_offset_async), Sess
                                    std::string_view, std::string_view, int32_t, int64_t, uint64_t>);
 static_assert(
     !std::is_invocable_v<decltype(&engine::CqStore::delete_below), engine::CqStore&, QueueOffset>);
+static_assert(!std::is_invocable_v<decltype(&engine::CommitLog::delete_segments_before),
+                                   engine::CommitLog&, uint64_t, uint32_t>);
+static_assert(!std::is_invocable_v<decltype(&engine::CommitLog::read), engine::CommitLog&,
+                                   QueueOffset, uint32_t, std::byte*, uint64_t>);
 static_assert(!std::is_invocable_v<decltype(&engine::CqStore::append), engine::CqStore&,
                                    engine::QueueIndex, LogOffset, const engine::CqUnit&>);
 static_assert(!std::is_invocable_v<decltype(&engine::CqStore::raise_min_offset), engine::CqStore&,
