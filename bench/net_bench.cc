@@ -5,6 +5,8 @@
 //   remoting    SEND_MESSAGE_V2 (code 310) to a uringmq-broker (or any RocketMQ 4.x broker),
 //               JSON header with the ali-ons ext fields a..k, --message-bytes body; a reply with
 //               code 0 counts, any other code is an error (its remark is reported).
+//               With --batch N: SEND_BATCH_MESSAGE (320) of N messages per request (the Java
+//               client's MessageBatch body), a reply counting N messages.
 //   redis       RESP `ZADD <key> <score> <member>`, member --message-bytes long and unique;
 //               ":1" counts, anything else is an error.
 //   beanstalkd  `put 0 0 60 <bytes>\r\n<body>\r\n`; "INSERTED <id>" counts, anything else is
@@ -45,12 +47,14 @@
 #include <string_view>
 #include <vector>
 
+#include "bench/bench_util.h"
 #include "engine/log/property_names.h"
 #include "net/remoting.h"
 
 namespace {
 
 using namespace uringmq;
+using namespace uringmq::bench;
 
 enum class Protocol : uint8_t { remoting, redis, beanstalkd };
 
@@ -68,6 +72,7 @@ struct Args {
   std::string group = "BenchProducerGroup";
   std::string key = "uringmq-bench";  // redis: the sorted set
   uint32_t delay_level = 0;           // remoting: DELAY=N on every message (0: none)
+  uint32_t batch = 0;  // remoting: SEND_BATCH_MESSAGE of this many messages (0: single sends)
   bool json = false;
 };
 
@@ -78,22 +83,17 @@ constexpr size_t kBornDigits = 13;                   // ms since 1970 until the 
 constexpr size_t kSeqDigits = 16;                    // hex sequence stamped into every message
 
 [[noreturn]] void usage(const std::string& why) {
-  std::fprintf(stderr,
-               "uringmq-net-bench: %s\n"
-               "usage: uringmq-net-bench --protocol remoting|redis|beanstalkd --port N\n"
-               "         [--host 127.0.0.1] [--connections 16] [--pipeline 32]\n"
-               "         [--message-bytes 128] [--seconds 10] [--warmup-seconds 2]\n"
-               "         [--queues 8] [--topic BenchTopic] [--group G] [--key K] [--json]\n"
-               "         [--delay-level N]  (remoting: every message delayed by level N)\n",
-               why.c_str());
-  std::exit(2);
+  exit_usage("uringmq-net-bench", why,
+             "usage: uringmq-net-bench --protocol remoting|redis|beanstalkd --port N\n"
+             "         [--host 127.0.0.1] [--connections 16] [--pipeline 32]\n"
+             "         [--message-bytes 128] [--seconds 10] [--warmup-seconds 2]\n"
+             "         [--queues 8] [--topic BenchTopic] [--group G] [--key K] [--json]\n"
+             "         [--delay-level N]  (remoting: every message delayed by level N)\n"
+             "         [--batch N]  (remoting: SEND_BATCH_MESSAGE, N messages a request)\n");
 }
 
 uint64_t parse_u64(std::string_view flag, const std::string& value) {
-  char* end = nullptr;
-  unsigned long long v = std::strtoull(value.c_str(), &end, 10);
-  if (value.empty() || *end != '\0') usage(std::string(flag) + " takes a number");
-  return v;
+  return bench::parse_u64(flag, value, usage);
 }
 
 double parse_seconds(std::string_view flag, const std::string& value) {
@@ -110,72 +110,56 @@ Protocol parse_protocol(const std::string& value) {
   usage("--protocol takes remoting, redis or beanstalkd");
 }
 
+// Applies one "--flag value" pair of the command line to a.
+void apply_flag(Args& a, std::string_view flag, const std::string& value) {
+  if (flag == "--protocol") {
+    a.protocol = parse_protocol(value);
+  } else if (flag == "--host") {
+    a.host = value;
+  } else if (flag == "--port") {
+    a.port = static_cast<uint16_t>(parse_u64(flag, value));
+  } else if (flag == "--connections") {
+    a.connections = static_cast<uint32_t>(parse_u64(flag, value));
+  } else if (flag == "--pipeline") {
+    a.pipeline = static_cast<uint32_t>(parse_u64(flag, value));
+  } else if (flag == "--message-bytes") {
+    a.message_bytes = static_cast<uint32_t>(parse_u64(flag, value));
+  } else if (flag == "--seconds") {
+    a.seconds = parse_seconds(flag, value);
+  } else if (flag == "--warmup-seconds") {
+    a.warmup_seconds = parse_seconds(flag, value);
+  } else if (flag == "--queues") {
+    a.queues = static_cast<uint32_t>(parse_u64(flag, value));
+  } else if (flag == "--topic") {
+    a.topic = value;
+  } else if (flag == "--group") {
+    a.group = value;
+  } else if (flag == "--key") {
+    a.key = value;
+  } else if (flag == "--batch") {
+    a.batch = static_cast<uint32_t>(parse_u64(flag, value));
+  } else if (flag == "--delay-level") {
+    a.delay_level = static_cast<uint32_t>(parse_u64(flag, value));
+  } else {
+    usage("unknown option " + std::string(flag));
+  }
+}
+
 Args parse_args(int argc, char** argv) {
   Args a;
-  for (int i = 1; i < argc; i++) {
-    std::string_view flag = argv[i];
-    if (flag == "--json") {
-      a.json = true;
-      continue;
-    }
-    if (flag == "--help" || flag == "-h") usage("help");
-    if (i + 1 >= argc) usage("missing value after " + std::string(flag));
-    std::string value = argv[++i];
-    if (flag == "--protocol") {
-      a.protocol = parse_protocol(value);
-    } else if (flag == "--host") {
-      a.host = value;
-    } else if (flag == "--port") {
-      a.port = static_cast<uint16_t>(parse_u64(flag, value));
-    } else if (flag == "--connections") {
-      a.connections = static_cast<uint32_t>(parse_u64(flag, value));
-    } else if (flag == "--pipeline") {
-      a.pipeline = static_cast<uint32_t>(parse_u64(flag, value));
-    } else if (flag == "--message-bytes") {
-      a.message_bytes = static_cast<uint32_t>(parse_u64(flag, value));
-    } else if (flag == "--seconds") {
-      a.seconds = parse_seconds(flag, value);
-    } else if (flag == "--warmup-seconds") {
-      a.warmup_seconds = parse_seconds(flag, value);
-    } else if (flag == "--queues") {
-      a.queues = static_cast<uint32_t>(parse_u64(flag, value));
-    } else if (flag == "--topic") {
-      a.topic = value;
-    } else if (flag == "--group") {
-      a.group = value;
-    } else if (flag == "--key") {
-      a.key = value;
-    } else if (flag == "--delay-level") {
-      a.delay_level = static_cast<uint32_t>(parse_u64(flag, value));
-    } else {
-      usage("unknown option " + std::string(flag));
-    }
-  }
+  for_each_flag(argc, argv, &a.json, usage, [&](std::string_view flag, const std::string& value) {
+    apply_flag(a, flag, value);
+  });
   if (a.port == 0) usage("--port is required");
   if (a.connections == 0 || a.pipeline == 0 || a.pipeline > kMaxPipeline) {
     usage("--connections must be > 0 and --pipeline 1.." + std::to_string(kMaxPipeline));
   }
   if (a.message_bytes < kSeqDigits + 8) usage("--message-bytes must be >= 24");
   if (a.queues == 0 || a.seconds <= 0) usage("--queues and --seconds must be > 0");
+  if (a.batch > 0 && (a.protocol != Protocol::remoting || a.delay_level > 0)) {
+    usage("--batch is for --protocol remoting, without --delay-level (batches are not delayed)");
+  }
   return a;
-}
-
-int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-int64_t wall_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-int64_t process_cpu_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
 }
 
 // Writes v as exactly `digits` hex digits at p (the low digits of v).
@@ -258,9 +242,10 @@ struct Connection {
   std::vector<uint32_t> fifo;  // in-order protocols: slots in send order (ring)
   size_t fifo_head = 0;
   size_t fifo_count = 0;
-  std::vector<std::string> frames;  // remoting: the encoded request of each slot
-  std::vector<size_t> born_at;      // remoting: offset of the born-timestamp digits per frame
-  uint64_t sequence = 0;            // requests sent
+  std::vector<std::string> frames;       // remoting: the encoded request of each slot
+  std::vector<size_t> born_at;           // remoting: offset of the born-timestamp digits per frame
+  std::vector<size_t> batch_body_start;  // --batch: where each slot's frame body starts
+  uint64_t sequence = 0;                 // requests sent
   uint64_t in_flight = 0;
 };
 
@@ -293,7 +278,8 @@ class LoadGenerator {
   bool issuing_ = true;
   uint64_t global_sequence_ = 0;
   std::string first_error_;
-  std::string body_;  // the message bytes template (patched per request)
+  std::string body_;                   // the message bytes template (patched per request)
+  std::vector<size_t> batch_body_at_;  // --batch: each message's body offset within the body
   std::string read_buffer_ = std::string(kReadChunkBytes, '\0');
 };
 
@@ -336,6 +322,30 @@ bool LoadGenerator::open_connections() {
   return true;
 }
 
+// A MessageBatch body (MessageDecoder.encodeMessages): `count` entries of `body` with
+// `properties`; `body_at` gets each entry's body offset within the returned bytes.
+std::string batch_body(uint32_t count, const std::string& body, const std::string& properties,
+                       std::vector<size_t>* body_at) {
+  std::string out;
+  auto put32 = [&](uint32_t v) {
+    for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<char>(v >> shift));
+  };
+  const uint32_t entry = static_cast<uint32_t>(22 + body.size() + properties.size());
+  for (uint32_t i = 0; i < count; i++) {
+    put32(entry);
+    put32(0);  // MAGICCODE, as the Java client writes it
+    put32(0);  // BODYCRC
+    put32(0);  // FLAG
+    put32(static_cast<uint32_t>(body.size()));
+    body_at->push_back(out.size());
+    out += body;
+    out.push_back(static_cast<char>(properties.size() >> 8));
+    out.push_back(static_cast<char>(properties.size()));
+    out += properties;
+  }
+  return out;
+}
+
 // One SEND_MESSAGE_V2 frame per slot, encoded by the broker's own codec; the born timestamp
 // (13 digits) and the body's sequence are patched per send.
 void LoadGenerator::build_remoting_frames(Connection& c) {
@@ -351,7 +361,8 @@ void LoadGenerator::build_remoting_frames(Connection& c) {
   }
   for (uint32_t s = 0; s < a_.pipeline; s++) {
     net::RemotingCommand cmd;
-    cmd.code = net::request_code::kSendMessageV2;
+    cmd.code =
+        a_.batch > 0 ? net::request_code::kSendBatchMessage : net::request_code::kSendMessageV2;
     cmd.language = "JAVA";
     cmd.version = 0;
     cmd.opaque = static_cast<int32_t>(s + 1);
@@ -367,7 +378,19 @@ void LoadGenerator::build_remoting_frames(Connection& c) {
                       {"i", properties},
                       {"j", "0"},
                       {"k", "false"}};
-    net::encode_frame(cmd, net::as_bytes(body_), &c.frames[s]);
+    if (a_.batch > 0) {
+      // The Java client's batch: WAIT on the batch, each message with its own properties.
+      cmd.ext_fields[8].second = "WAIT\x01true";
+      cmd.ext_fields.push_back({"m", "true"});
+      std::vector<size_t> at;
+      const std::string body = batch_body(a_.batch, body_, properties, &at);
+      net::encode_frame(cmd, net::as_bytes(body), &c.frames[s]);
+      if (batch_body_at_.empty()) batch_body_at_ = std::move(at);
+      // Opaques vary in digits: each frame's body starts at its own offset.
+      c.batch_body_start.push_back(c.frames[s].size() - body.size());
+    } else {
+      net::encode_frame(cmd, net::as_bytes(body_), &c.frames[s]);
+    }
     // The opaque's digits vary in length, so each frame has its own offset.
     const size_t at = c.frames[s].find("\"g\":\"" + born + "\"");
     if (at == std::string::npos) usage("cannot find the born timestamp in an encoded frame");
@@ -382,7 +405,15 @@ void LoadGenerator::append_request(Connection& c, uint32_t slot) {
     std::string& f = c.frames[slot];
     const std::string born = std::to_string(wall_ms());
     std::memcpy(f.data() + c.born_at[slot], born.data(), kBornDigits);
-    put_hex(f.data() + f.size() - a_.message_bytes, kSeqDigits, seq);
+    if (a_.batch > 0) {
+      char* body = f.data() + c.batch_body_start[slot];
+      put_hex(body + batch_body_at_[0], kSeqDigits, seq);
+      for (size_t i = 1; i < batch_body_at_.size(); i++) {
+        put_hex(body + batch_body_at_[i], kSeqDigits, global_sequence_++);
+      }
+    } else {
+      put_hex(f.data() + f.size() - a_.message_bytes, kSeqDigits, seq);
+    }
     c.out += f;
     return;
   }
@@ -444,7 +475,7 @@ void LoadGenerator::complete(Connection& c, uint32_t slot, bool ok, std::string_
                              int64_t now) {
   current_->latency.record(now - c.sent_ns[slot]);
   if (ok) {
-    current_->ok++;
+    current_->ok += a_.batch > 0 ? a_.batch : 1;  // messages, not requests
   } else {
     current_->errors++;
     if (first_error_.empty()) first_error_ = std::string(error);
@@ -596,24 +627,6 @@ int LoadGenerator::run() {
   print_report(static_cast<double>(window_end - window_start) / 1e9,
                static_cast<double>(cpu_end - cpu_start) / 1e9, unanswered);
   return 0;
-}
-
-std::string json_escape(std::string_view s) {
-  std::string out;
-  for (char ch : s) {
-    const auto u = static_cast<unsigned char>(ch);
-    if (ch == '"' || ch == '\\') {
-      out += '\\';
-      out += ch;
-    } else if (u < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", u);
-      out += buf;
-    } else {
-      out += ch;
-    }
-  }
-  return out;
 }
 
 const char* protocol_name(Protocol p) {

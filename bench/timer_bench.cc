@@ -23,18 +23,15 @@
 #include <thread>
 #include <vector>
 
+#include "bench/bench_util.h"
 #include "engine/log/message_codec.h"
 #include "engine/log/properties.h"
 #include "engine/store.h"
 
 namespace {
 using namespace uringmq;
+using namespace uringmq::bench;
 
-int64_t wall_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 double wall_us() {
   return std::chrono::duration<double, std::micro>(
              std::chrono::system_clock::now().time_since_epoch())

@@ -43,6 +43,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/bench_util.h"
 #include "engine/log/byte_order.h"
 #include "engine/log/message_codec.h"
 #include "engine/log/properties.h"
@@ -144,6 +145,7 @@ void operator delete[](void* p, const std::nothrow_t&) noexcept {
 namespace {
 
 using namespace uringmq;
+using namespace uringmq::bench;
 constexpr std::string_view kTopic = "BenchTopic";
 constexpr uint32_t kQueuesTotal = 64;  // queues spread over the shards (balanced, see queue_plan)
 constexpr size_t kCompletionBatch = 256;
@@ -186,44 +188,37 @@ struct Args {
 };
 
 [[noreturn]] void usage(const std::string& why) {
-  std::fprintf(
-      stderr,
-      "uringmq-bench: %s\n"
-      "usage: uringmq-bench [--workload append|read|consume|lag|recovery|delay]\n"
-      "         [--message-bytes N] [--shards N]\n"
-      "         [--producers N] [--threads N] [--flush sync|async]\n"
-      "         [--messages N | --seconds S] [--data DIR] [--segment-mib N]\n"
-      "         [--io-mode buffered|direct] [--min-write-kib N]\n"
-      "         [--prepare-ahead yes|no] [--zero-fill-lead-mib N|unpaced] [--json]\n"
-      "         [--delivery-lead-ms N]\n"
-      "  --delivery-lead-ms: StoreOptions::delivery_lead_ms (delay workload).\n"
-      "  --min-write-kib: CommitLogOptions::min_write_bytes / 1024 (write coalescing).\n"
-      "  --prepare-ahead no: the next segment is zero-filled only when the writer needs\n"
-      "    it (measures the cost of the concurrent zero-fill; use a large --segment-mib).\n"
-      "  --data DIR is deleted and recreated for every run (default ./bench-data).\n"
-      "  consume: [--backlog-mib N (4096)] [--queues N (4)] [--queue-run N (1)]\n"
-      "    [--pull-messages N (256)] [--pulls-per-queue N (2)] [--drop-cache yes|no]:\n"
-      "    appends the backlog, closes, drops the page cache (or fadvise DONTNEED on\n"
-      "    every file), reopens (timed) and pulls everything: MB/s of records delivered.\n"
-      "  lag: --rate MSGS_PER_S with --seconds S: a paced producer and a long-polling\n"
-      "    consumer; lag = consumer receive time - producer ack time, per message.\n"
-      "  recovery: [--recovery-mib N (1000)]: a child appends N MiB and is SIGKILLed;\n"
-      "    the parent drops the page cache and times Store::open (recovery report).\n"
-      "  delay: [--pending N (1000000)] [--rss-pending N (10000000)] [--seconds S (60)]\n"
-      "    [--rate R (half the plain maximum)] [--intake-seconds S (2)]\n"
-      "    [--preload-rate R (0: as fast as acked)]\n"
-      "    [--delay-levels TABLE]: intake of plain vs delayed sends, a preload of N\n"
-      "    delayed messages over every level, a run at R msgs/s (plain and delayed\n"
-      "    alternating) with a consumer measuring lateness, then RSS at --rss-pending.\n",
-      why.c_str());
-  std::exit(2);
+  exit_usage("uringmq-bench", why,
+             "usage: uringmq-bench [--workload append|read|consume|lag|recovery|delay]\n"
+             "         [--message-bytes N] [--shards N]\n"
+             "         [--producers N] [--threads N] [--flush sync|async]\n"
+             "         [--messages N | --seconds S] [--data DIR] [--segment-mib N]\n"
+             "         [--io-mode buffered|direct] [--min-write-kib N]\n"
+             "         [--prepare-ahead yes|no] [--zero-fill-lead-mib N|unpaced] [--json]\n"
+             "         [--delivery-lead-ms N]\n"
+             "  --delivery-lead-ms: StoreOptions::delivery_lead_ms (delay workload).\n"
+             "  --min-write-kib: CommitLogOptions::min_write_bytes / 1024 (write coalescing).\n"
+             "  --prepare-ahead no: the next segment is zero-filled only when the writer needs\n"
+             "    it (measures the cost of the concurrent zero-fill; use a large --segment-mib).\n"
+             "  --data DIR is deleted and recreated for every run (default ./bench-data).\n"
+             "  consume: [--backlog-mib N (4096)] [--queues N (4)] [--queue-run N (1)]\n"
+             "    [--pull-messages N (256)] [--pulls-per-queue N (2)] [--drop-cache yes|no]:\n"
+             "    appends the backlog, closes, drops the page cache (or fadvise DONTNEED on\n"
+             "    every file), reopens (timed) and pulls everything: MB/s of records delivered.\n"
+             "  lag: --rate MSGS_PER_S with --seconds S: a paced producer and a long-polling\n"
+             "    consumer; lag = consumer receive time - producer ack time, per message.\n"
+             "  recovery: [--recovery-mib N (1000)]: a child appends N MiB and is SIGKILLed;\n"
+             "    the parent drops the page cache and times Store::open (recovery report).\n"
+             "  delay: [--pending N (1000000)] [--rss-pending N (10000000)] [--seconds S (60)]\n"
+             "    [--rate R (half the plain maximum)] [--intake-seconds S (2)]\n"
+             "    [--preload-rate R (0: as fast as acked)]\n"
+             "    [--delay-levels TABLE]: intake of plain vs delayed sends, a preload of N\n"
+             "    delayed messages over every level, a run at R msgs/s (plain and delayed\n"
+             "    alternating) with a consumer measuring lateness, then RSS at --rss-pending.\n");
 }
 
 uint64_t parse_u64(std::string_view flag, const std::string& value) {
-  char* end = nullptr;
-  unsigned long long v = std::strtoull(value.c_str(), &end, 10);
-  if (value.empty() || *end != '\0') usage(std::string(flag) + " takes a number");
-  return v;
+  return bench::parse_u64(flag, value, usage);
 }
 
 Workload parse_workload(const std::string& value) {
@@ -333,31 +328,11 @@ void check_args(Args& a) {
 
 Args parse_args(int argc, char** argv) {
   Args a;
-  for (int i = 1; i < argc; i++) {
-    std::string_view flag = argv[i];
-    if (flag == "--json") {
-      a.json = true;
-      continue;
-    }
-    if (flag == "--help" || flag == "-h") usage("help");
-    if (i + 1 >= argc) usage("missing value after " + std::string(flag));
-    std::string value = argv[++i];
+  for_each_flag(argc, argv, &a.json, usage, [&](std::string_view flag, const std::string& value) {
     apply_flag(a, flag, value);
-  }
+  });
   check_args(a);
   return a;
-}
-
-int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-int64_t process_cpu_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
 }
 
 // ---- Latency histogram: log-linear, 64 sub-buckets per power of two (<= 1.6% error) ----
@@ -519,23 +494,35 @@ void stamp_body(std::byte* body, uint32_t body_bytes, uint64_t stamp) {
   std::memcpy(body, &stamp, std::min<size_t>(sizeof stamp, body_bytes));
 }
 
+// A client thread's session; nullptr (the error noted in result, the start waited for, so the
+// other threads are not held up) when the store refuses one.
+std::unique_ptr<Session> open_thread_session(Shared& sh, ThreadResult& result) {
+  io::Result<std::unique_ptr<Session>> opened = sh.store->open_session();
+  if (opened.is_ok()) return std::move(*opened);
+  std::fprintf(stderr, "uringmq-bench: open_session: %s\n", opened.status().to_string().c_str());
+  result.first_error = opened.status().code();
+  wait_for_start(sh);
+  return nullptr;
+}
+
+// Slots 0..n-1 as a stack of free slots, 0 on top.
+std::vector<uint32_t> all_slots(uint32_t n) {
+  std::vector<uint32_t> free_slots(n);
+  for (uint32_t s = 0; s < n; s++) free_slots[s] = n - 1 - s;
+  return free_slots;
+}
+
 // Appends this thread's share. Slot s owns bodies[s] and start_ns[s] while its send is out.
 void run_append(Shared& sh, const ThreadPlan& plan, ThreadResult& result) {
   const Args& a = *sh.args;
-  io::Result<std::unique_ptr<Session>> opened = sh.store->open_session();
-  if (!opened.is_ok()) {
-    std::fprintf(stderr, "uringmq-bench: open_session: %s\n", opened.status().to_string().c_str());
-    result.first_error = opened.status().code();
-    wait_for_start(sh);
-    return;
-  }
-  Session& session = **opened;
+  std::unique_ptr<Session> opened = open_thread_session(sh, result);
+  if (opened == nullptr) return;
+  Session& session = *opened;
   std::vector<std::byte> bodies(size_t{plan.slots} * a.message_bytes);
   for (size_t i = 0; i < bodies.size(); i++) bodies[i] = static_cast<std::byte>(i * 7 + 3);
   std::vector<int64_t> start_ns(plan.slots);
   std::vector<uint64_t> slot_seq(plan.slots);
-  std::vector<uint32_t> free_slots(plan.slots);
-  for (uint32_t s = 0; s < plan.slots; s++) free_slots[s] = plan.slots - 1 - s;
+  std::vector<uint32_t> free_slots = all_slots(plan.slots);
   std::vector<uint32_t> retry;  // slots whose send came back busy, sent again first
   retry.reserve(plan.slots);
   std::vector<Completion> done(kCompletionBatch);
@@ -626,19 +613,13 @@ void run_append(Shared& sh, const ThreadPlan& plan, ThreadResult& result) {
 // Reads back this thread's messages and checks each one.
 void run_read(Shared& sh, const ThreadPlan& plan, ThreadResult& result) {
   const Args& a = *sh.args;
-  io::Result<std::unique_ptr<Session>> opened = sh.store->open_session();
-  if (!opened.is_ok()) {
-    std::fprintf(stderr, "uringmq-bench: open_session: %s\n", opened.status().to_string().c_str());
-    result.first_error = opened.status().code();
-    wait_for_start(sh);
-    return;
-  }
-  Session& session = **opened;
+  std::unique_ptr<Session> opened = open_thread_session(sh, result);
+  if (opened == nullptr) return;
+  Session& session = *opened;
   const uint32_t buffer_bytes = sh.record_bytes_max;
   std::vector<std::byte> buffers(size_t{plan.slots} * buffer_bytes);
   std::vector<int64_t> start_ns(plan.slots);
-  std::vector<uint32_t> free_slots(plan.slots);
-  for (uint32_t s = 0; s < plan.slots; s++) free_slots[s] = plan.slots - 1 - s;
+  std::vector<uint32_t> free_slots = all_slots(plan.slots);
   std::vector<Completion> done(kCompletionBatch);
   engine::DecodeOptions decode_options;
   uint64_t issued = 0;
@@ -767,16 +748,6 @@ Machine describe_machine(const std::string& data_dir) {
     }
   }
   return m;
-}
-
-std::string json_escape(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (static_cast<unsigned char>(c) < 0x20) continue;
-    out += c;
-  }
-  return out;
 }
 
 // ---- Running a phase (append or read) over the client threads ----
@@ -979,7 +950,8 @@ std::unique_ptr<Store> open_store_or_report(const StoreOptions& options) {
   return std::move(*opened);
 }
 
-// Fills sh for run_append on `store`; returns the record size (0 on error).
+// Fills sh for run_append on `store`; returns the record size as the log stores it (IPv4
+// hosts, the CRC property included; 0 on error). record_bytes_max leaves room for IPv6 hosts.
 uint32_t prepare_shared(Shared& sh, const Args& a, Store& store, const StoreOptions& options) {
   sh.args = &a;
   sh.store = &store;
@@ -1652,22 +1624,8 @@ int main(int argc, char** argv) {
   Store& store = **opened;
 
   Shared sh;
-  sh.args = &a;
-  sh.store = &store;
-  sh.queues = queue_plan(store, a.queues);
-  engine::append_property(sh.properties, engine::kPropertyTags, "bench");
-  // Record size, as the log stores it (IPv4 hosts; the CRC property included).
-  engine::MessageInput probe;
-  probe.topic = kTopic;
-  std::vector<std::byte> probe_body(a.message_bytes);
-  probe.body = probe_body;
-  probe.properties = sh.properties;
-  io::Result<uint32_t> record_bytes = engine::encoded_size(probe, options.log.limits);
-  if (!record_bytes.is_ok()) {
-    std::fprintf(stderr, "uringmq-bench: %s\n", record_bytes.status().to_string().c_str());
-    return 2;
-  }
-  sh.record_bytes_max = *record_bytes + 64;  // room for an IPv6 store host
+  const uint32_t record_bytes = prepare_shared(sh, a, store, options);
+  if (record_bytes == 0) return 2;
 
   std::vector<ThreadResult> results(a.threads);
   if (a.workload == Workload::read) {
@@ -1678,7 +1636,7 @@ int main(int argc, char** argv) {
       results[t].queue_offsets.assign(quota, -1);
     }
   }
-  PhaseReport append = run_phase(sh, run_append, results, a.messages, a.seconds, *record_bytes);
+  PhaseReport append = run_phase(sh, run_append, results, a.messages, a.seconds, record_bytes);
   PhaseReport read;
   const bool appended_all = append.first_error == io::Code::ok;
   if (a.workload == Workload::read && appended_all) {
@@ -1686,7 +1644,7 @@ int main(int argc, char** argv) {
       tr.ok = 0;
       tr.first_error = io::Code::ok;
     }
-    read = run_phase(sh, run_read, results, a.messages, 0, *record_bytes);
+    read = run_phase(sh, run_read, results, a.messages, 0, record_bytes);
   }
   const StoreStats stats = store.stats();
   io::Status closed = store.close();
@@ -1705,8 +1663,8 @@ int main(int argc, char** argv) {
         "ld,\"kernel\":\"%s\",\"fs\":\"%s\","
         "\"cpu\":\"%s\"},\"store\":{\"appends\":%llu,\"acks_ok\":%llu,\"writes\":%llu,"
         "\"fdatasyncs\":%llu,\"wakeups\":%llu},",
-        workload, a.message_bytes, *record_bytes, store.shard_count(), a.producers, a.threads,
-        flush, io_mode, static_cast<unsigned long long>(a.segment_mib), options.log.min_write_bytes,
+        workload, a.message_bytes, record_bytes, store.shard_count(), a.producers, a.threads, flush,
+        io_mode, static_cast<unsigned long long>(a.segment_mib), options.log.min_write_bytes,
         a.prepare_ahead ? "true" : "false", machine.cores, json_escape(machine.kernel).c_str(),
         json_escape(machine.fs).c_str(), json_escape(machine.cpu).c_str(),
         static_cast<unsigned long long>(stats.appends),
@@ -1724,8 +1682,8 @@ int main(int argc, char** argv) {
     std::printf(
         "uringmq-bench %s: %u B bodies (%u B records), %u shard(s), %u producer(s) on "
         "%u thread(s), %s flush, %s IO, %llu MiB segments\n",
-        workload, a.message_bytes, *record_bytes, store.shard_count(), a.producers, a.threads,
-        flush, io_mode, static_cast<unsigned long long>(a.segment_mib));
+        workload, a.message_bytes, record_bytes, store.shard_count(), a.producers, a.threads, flush,
+        io_mode, static_cast<unsigned long long>(a.segment_mib));
     std::printf("machine: %ld cores, %s, kernel %s, %s at %s\n", machine.cores, machine.cpu.c_str(),
                 machine.kernel.c_str(), machine.fs.c_str(), a.data_dir.c_str());
     print_phase_text("append", append);

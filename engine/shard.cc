@@ -16,12 +16,42 @@
 namespace uringmq {
 
 namespace {
-// user_data classes of the shard's own requests (the CommitLog uses 1..5).
-constexpr uint64_t kWakerTag = 0xA0ULL << 56;
-constexpr uint64_t kTimerTag = 0xA1ULL << 56;
-constexpr uint64_t kScrubTag = 0xA2ULL << 56;  // the scrub's one read in flight
+// user_data of the shard's own requests (sched/completion_tags.h).
+constexpr uint64_t kWakerTag = sched::tag_of(sched::TagClass::shard_waker, 0);
+constexpr uint64_t kScrubTag = sched::tag_of(sched::TagClass::log_scrub, 0);  // its one read
 constexpr int64_t kMaxSleepMs = 100;
 constexpr int64_t kMinSleepNs = 20'000;  // a deadline already passed: poll again almost at once
+
+// A delivery part's arena holds at least one largest record.
+size_t delivery_arena_bytes(const StoreOptions& o) {
+  return std::max<size_t>(1u << 20,
+                          o.log.limits.max_body_bytes + engine::kMaxPropertiesBytes + 1024);
+}
+
+engine::LevelDelivery::Options level_options(const StoreOptions& o,
+                                             const Shard::SteppedOptions& stepped) {
+  engine::LevelDelivery::Options l;
+  l.max_attempts = o.schedule_max_attempts;
+  l.limits = o.log.limits;
+  l.arena_bytes = delivery_arena_bytes(o);
+  l.unsafe_ignore_delivery_markers = stepped.unsafe_ignore_delivery_markers;
+  l.unsafe_checkpoint_past_deliveries = stepped.unsafe_checkpoint_past_deliveries;
+  return l;
+}
+
+engine::TimerDelivery::Options timer_options(const StoreOptions& o,
+                                             const Shard::SteppedOptions& stepped) {
+  engine::TimerDelivery::Options t;
+  t.bucket_ms = o.timer_bucket_ms;
+  t.slot_count = o.timer_slot_count;
+  t.window_entries_max = o.timer_window_entries_max;
+  t.max_delay_ms = o.timer_max_delay_sec * 1000;
+  t.limits = o.log.limits;
+  t.arena_bytes = delivery_arena_bytes(o);
+  t.unsafe_ignore_delivery_markers = stepped.unsafe_ignore_delivery_markers;
+  t.unsafe_checkpoint_past_deliveries = stepped.unsafe_checkpoint_past_deliveries;
+  return t;
+}
 }  // namespace
 
 Shard::Shard(uint32_t index, const StoreOptions& options, const sched::DelayLevels& levels,
@@ -35,10 +65,15 @@ Shard::Shard(uint32_t index, const StoreOptions& options, const sched::DelayLeve
       options_(options),
       stepped_(stepped),
       levels_(levels),
-      level_states_(levels.max_level()),
       slots_(slots),
       disk_(std::move(disk)),
-      clock_(options.clock != nullptr ? options.clock : &system_clock_) {
+      clock_(options.clock != nullptr ? options.clock : &system_clock_),
+      held_(options.delivery_lead_ms),
+      horizon_(options.delivery_lead_ms),
+      durable_(engine::DurableAcks::Options{stepped.unsafe_progress_before_durable,
+                                            stepped.unsafe_checkpoint_past_deliveries}),
+      delayed_(*this, horizon_, levels, level_options(options, stepped)),
+      timers_(*this, horizon_, durable_, timer_options(options, stepped)) {
   armed_wake_ns_.fill(INT64_MAX);
 }
 
@@ -157,9 +192,9 @@ io::Status Shard::open_log(engine::RecoveryReport* report) {
       engine::open_log_and_queues(*disk_, *clock_, log_options, cq_options, levels_, report,
                                   [this](uint64_t offset, const engine::MessageView& record) {
                                     note_segment_first_timestamp(offset, record.store_timestamp_ms);
-                                    note_delivery_marker(offset, record);
-                                    note_timer_record(offset, record);
-                                    note_held_copy(offset, record);
+                                    delayed_.note_marker(offset, record);
+                                    timers_.note_record(offset, record);
+                                    held_.note_recovered(offset, record, clock_->now_ms());
                                   });
   if (!opened.is_ok()) return opened.status();
   log_ = std::move(opened->log);
@@ -171,13 +206,16 @@ io::Status Shard::open_log(engine::RecoveryReport* report) {
       engine::ConsumerOffsets::open(*disk_, *clock_, offsets_options);
   if (!offsets.is_ok()) return offsets.status();
   offsets_ = std::move(*offsets);
+  register_parts();
   UMQ_RETURN_IF_ERROR(init_after_recovery());
   pending_.resize(log_options.max_pending_acks);
-  for (uint32_t i = 0; i < pending_.size(); i++) free_pending_.push_back(i);
+  pending_pool_.reset(static_cast<uint32_t>(pending_.size()));
+  batches_.resize(kMaxOpenBatches);
+  batch_pool_.reset(kMaxOpenBatches);
   pending_reads_.resize(options_.session_window * 4);
-  for (uint32_t i = 0; i < pending_reads_.size(); i++) free_reads_.push_back(i);
+  read_pool_.reset(static_cast<uint32_t>(pending_reads_.size()));
   ops_.resize(options_.max_pulls);
-  for (uint32_t i = 0; i < ops_.size(); i++) free_ops_.push_back(i);
+  op_pool_.reset(static_cast<uint32_t>(ops_.size()));
   notify_.assign(slots_.size(), false);
   last_clean_ms_ = now_ms();
   if (report != nullptr) start_scrub(*report);
@@ -208,17 +246,14 @@ void Shard::start_scrub(const engine::RecoveryReport& report) {
 io::Status Shard::init_after_recovery() {
   dispatcher_ = std::make_unique<engine::Dispatcher>(options_.log.max_pending_acks);
   prefetch_ = std::make_unique<engine::RecordPrefetch>(*log_, kPrefetchReadBit);
+  loop_.add(*prefetch_);
   dispatcher_->set_dispatched(log_->appended_offset());
-  load_schedule_progress();
-  load_timer_state();
-  restore_held_copies();
+  delayed_.load_progress();
+  timers_.load_state();
+  held_.restore(*cq_);
   // Before the loop's first submit_work() may write a checkpoint: not past the markers recovery
   // found (the timer slots' holds), or a crash soon after would deliver those timers again.
   limit_checkpoint();
-  delivery_record_.resize(std::max<size_t>(
-      1u << 20, options_.log.limits.max_body_bytes + engine::kMaxPropertiesBytes + 1024));
-  scratch_properties_.reserve(engine::kMaxPropertiesBytes + 256);
-  scratch_topic_.reserve(256);
   next_queue_offset_.resize(cq_->queue_count());
   for (engine::QueueIndex q = 0; q < cq_->queue_count(); q++) {
     next_queue_offset_[q] = cq_->max_offset(q).value;
@@ -260,14 +295,13 @@ bool Shard::iterate() {
   if (!flush_waiters_.empty()) answer_flushes();
   run_schedule();
   submit_work();  // deliveries just appended go out before the loop may sleep
-  if (held_copies_ > 0) release_held_copies();
+  if (held_.busy() && held_.release(clock_->now_ms())) dispatched_since_check_ = true;
   if (held_ops_ > 0) {
     if (dispatched_since_check_) wake_held_pulls();
     expire_held_pulls();
   }
   dispatched_since_check_ = false;
-  maybe_clean();
-  if (scrub_ != nullptr) scrub_->step(now_ms());
+  loop_.step_all(now_ms());  // retention, then the scrub
   notify_sessions();
   publish_stats();
   return worked;
@@ -279,13 +313,7 @@ void Shard::finish() {
     if (ops_[i].stage == PullOp::Stage::held)
       answer_pull(i, PullStatus::no_new_message, ops_[i].offset);
   }
-  auto busy = [&] {
-    return (log_->pending_work() > 0 && !log_->fail_stopped()) || cq_->pending_work() > 0 ||
-           offsets_->pending_work() > 0 || free_ops_.size() < ops_.size() ||
-           (dispatcher_->backlog() > 0 && !cq_->fail_stopped()) ||
-           delivery_stage_ != DeliveryStage::none || timer_busy();
-  };
-  for (int guard = 0; busy() && guard < 1'000'000; guard++) {
+  for (int guard = 0; loop_.busy() && guard < 1'000'000; guard++) {
     submit_work();
     reap(io::Wait::at_least_one);
     deliver_acks();
@@ -299,20 +327,19 @@ void Shard::finish() {
   std::array<io::IoCompletion, 64> completions;
   while (disk_->in_flight() > 0) {
     size_t n = disk_->poll(completions, io::Wait::at_least_one);
-    for (size_t i = 0; i < n; i++) route(completions[i]);
+    for (size_t i = 0; i < n; i++) loop_.route(completions[i]);
   }
-  io::Status cq_status = cq_->close();
+  (void)loop_.close(*cq_);
   // The offsets table persists below what it holds; copies still waiting to be durable are not
   // in it, so the final checkpoint stays below them and the next open's scan finds their markers.
   // A timer slot's finished units above its progress are known only from their markers too (the
   // slot's hold): the checkpoint stays below them, or the next open rolls or delivers them again.
   // Copies held back until their time are found again by the next open's scan the same way.
-  log_->set_checkpoint_limit(std::min({cq_->durable_dispatched().value, internal_ack_low_water(),
-                                       timer_low_water(), held_copies_low_water()}));
-  io::Status offsets_status = offsets_->close();
-  stop_status_ = log_->close();
-  if (stop_status_.is_ok()) stop_status_ = cq_status;
-  if (stop_status_.is_ok()) stop_status_ = offsets_status;
+  // Each part's Checkpoint::final low-water mark says which of these it needs.
+  log_->set_checkpoint_limit(loop_.low_water(sched::Checkpoint::final));
+  // The rest close in the reverse order of registration: the offsets, then the log last (its
+  // final checkpoint under the limit just set). The first error in registration order is kept.
+  stop_status_ = loop_.close_all();
   publish_stats();
   scrub_.reset();  // its read was routed by the drain above; closes its file
   offsets_.reset();
@@ -322,9 +349,7 @@ void Shard::finish() {
 }
 
 void Shard::submit_work() {
-  log_->submit_work();
-  cq_->submit_work();
-  offsets_->submit_work();
+  loop_.submit_all();  // the log, the ConsumeQueues, the consumer offsets (the others have none)
   limit_checkpoint();
 }
 
@@ -334,41 +359,82 @@ void Shard::submit_work() {
 // checkpoint may have passed (harmless: a skip leaves no marker to find; the checkpoint only
 // goes back, and recovery scans more).
 void Shard::limit_checkpoint() {
-  const uint64_t timer_low = timer_low_water();
-  const uint64_t limit = std::min({cq_->durable_dispatched().value, delivery_low_water(), timer_low,
-                                   internal_ack_low_water(), held_copies_low_water()});
+  const uint64_t limit = loop_.low_water(sched::Checkpoint::running);
   checkpoint_floor_ =
       std::max(checkpoint_floor_, std::min(checkpoint_limit_, log_->durable_offset().value));
-  UMQ_ASSERT_MSG(limit >= checkpoint_floor_ || limit == timer_low,
+  UMQ_ASSERT_MSG(limit >= checkpoint_floor_ || limit == timers_.low_water(),
                  "the checkpoint limit moved below a checkpoint the log may have written");
   checkpoint_limit_ = limit;
   log_->set_checkpoint_limit(limit);
 }
 
-void Shard::route(const io::IoCompletion& completion) {
-  const uint64_t user_data = completion.user_data;
-  if (user_data == kWakerTag) {
+// The loop's parts. Registration order is the order of submit_work() and step() (the log first,
+// then its queues, then the offsets, as before), of close statuses, and the reverse of closes.
+void Shard::register_parts() {
+  using sched::TagClass;
+  loop_.add(*log_, {TagClass::log_write, TagClass::log_sync, TagClass::log_allocator,
+                    TagClass::log_checkpoint, TagClass::log_read, TagClass::log_retention});
+  loop_.add(*cq_, {TagClass::consume_queue});
+  loop_.add(*offsets_, {TagClass::consumer_offs});
+  add_part({.complete = [](Shard& s, const io::IoCompletion& c) { s.wakeup_done(c); }},
+           {TagClass::shard_waker, TagClass::shard_sleep});
+  // Pulls and searches: held pulls expire; a stop waits for the ops in flight.
+  add_part({.next_deadline_ms = [](const Shard& s) { return s.next_held_deadline_ms(); },
+            .busy = [](const Shard& s) { return s.op_pool_.in_use() > 0; }});
+  // Dispatch: acknowledged records still to become ConsumeQueue units.
+  add_part({.busy = [](const Shard& s) {
+    return s.dispatcher_->backlog() > 0 && !s.cq_->fail_stopped();
+  }});
+  // Deliveries (delay levels, timers, held copies): woken for to the ns; a batch in flight; the
+  // levels' unpersisted progress (the final checkpoint comes after the offsets' last persist).
+  add_part({.next_deadline_ms = [](const Shard& s) { return s.schedule_deadline_ms(); },
+            .wake_ns = [](const Shard& s) { return s.schedule_wake_ns(); },
+            .busy = [](const Shard& s) { return s.delayed_.busy() || s.timers_.busy(); },
+            .low_water =
+                [](Shard& s, sched::Checkpoint which) {
+                  return which == sched::Checkpoint::running ? s.delayed_.low_water() : UINT64_MAX;
+                }});
+  add_part({.low_water = [](Shard& s, sched::Checkpoint) { return s.timers_.low_water(); }});
+  add_part({.low_water = [](Shard& s, sched::Checkpoint) { return s.durable_.low_water(); }});
+  add_part({.low_water = [](Shard& s, sched::Checkpoint) { return s.held_.low_water(); }});
+  add_part({.step = [](Shard& s, int64_t) { s.maybe_clean(); },
+            .next_deadline_ms =
+                [](const Shard& s) { return s.last_clean_ms_ + s.options_.clean_interval_ms; }});
+  add_part({.complete =
+                [](Shard& s, const io::IoCompletion& c) {
+                  UMQ_ASSERT_MSG(s.scrub_ != nullptr, "a scrub completion without a scrub");
+                  s.scrub_->read_done(c.result, s.now_ms());
+                },
+            .step =
+                [](Shard& s, int64_t now) {
+                  if (s.scrub_ != nullptr) s.scrub_->step(now);
+                },
+            .next_deadline_ms =
+                [](const Shard& s) {
+                  return s.scrub_ != nullptr ? s.scrub_->next_deadline_ms() : INT64_MAX;
+                }},
+           {TagClass::log_scrub});
+}
+
+void Shard::add_part(const Part::Hooks& hooks, std::initializer_list<sched::TagClass> classes) {
+  own_parts_.push_back(std::make_unique<Part>(*this, hooks));
+  loop_.add(*own_parts_.back(), classes);
+}
+
+// The shard's own requests: the waker's eventfd wait, the sleep timeouts.
+void Shard::wakeup_done(const io::IoCompletion& completion) {
+  if (sched::class_of(completion.user_data) == sched::TagClass::shard_waker) {
     waker_armed_ = false;
     if (!stop_requested_.load(std::memory_order_acquire)) arm_waker();
-  } else if ((user_data & ~uint64_t{0xFF}) == kTimerTag) {
-    armed_wake_ns_[user_data & 0xFF] = INT64_MAX;
-  } else if (engine::CommitLog::owns(user_data)) {
-    log_->complete(completion);
-  } else if (engine::CqStore::owns(user_data)) {
-    cq_->complete(completion);
-  } else if (engine::ConsumerOffsets::owns(user_data)) {
-    offsets_->complete(completion);
-  } else if (scrub_ != nullptr && scrub_->owns(user_data)) {
-    scrub_->read_done(completion.result, now_ms());
   } else {
-    UMQ_ASSERT_MSG(false, "a completion nobody in the shard issued");
+    armed_wake_ns_[sched::index_of(completion.user_data) & 0xFF] = INT64_MAX;
   }
 }
 
 void Shard::reap(io::Wait wait) {
   std::array<io::IoCompletion, 128> done;
   size_t n = disk_->poll(done, wait);
-  for (size_t i = 0; i < n; i++) route(done[i]);
+  for (size_t i = 0; i < n; i++) loop_.route(done[i]);
   if (n > 0) submit_work();
 }
 
@@ -398,14 +464,11 @@ void Shard::sleep() {
     sleeping_.store(false, std::memory_order_seq_cst);
     return;
   }
-  // The log, queues, offsets, held pulls and retention keep ms deadlines (at least 1 ms away, as
-  // before); delay levels and timers are woken for to the nanosecond.
+  // The parts keep ms deadlines (at least 1 ms away, as before); delay levels and timers are
+  // woken for to the nanosecond (their ms deadline, rounded up, never comes before it).
   const int64_t mono = clock_->monotonic_ns();
-  const int64_t others_ms =
-      std::min({log_->next_deadline_ms(), cq_->next_deadline_ms(), offsets_->next_deadline_ms(),
-                next_held_deadline_ms(), last_clean_ms_ + options_.clean_interval_ms,
-                scrub_ != nullptr ? scrub_->next_deadline_ms() : INT64_MAX});
-  int64_t wake = std::min(schedule_wake_ns(), mono + kMaxSleepMs * 1'000'000);
+  const int64_t others_ms = loop_.next_deadline_ms();
+  int64_t wake = std::min(loop_.wake_ns(), mono + kMaxSleepMs * 1'000'000);
   if (others_ms != INT64_MAX) {
     wake = std::min(wake, std::max(others_ms * 1'000'000, mono + 1'000'000));
   }
@@ -416,7 +479,8 @@ void Shard::sleep() {
     io::IoRequest req;
     req.kind = io::OpKind::timeout;
     req.timeout_ns = wake - mono;
-    req.user_data = kTimerTag | static_cast<uint64_t>(free_slot - armed_wake_ns_.begin());
+    req.user_data = sched::tag_of(sched::TagClass::shard_sleep,
+                                  static_cast<uint64_t>(free_slot - armed_wake_ns_.begin()));
     if (disk_->submit(req).is_ok()) *free_slot = wake;
   }
   reap(io::Wait::at_least_one);
@@ -424,10 +488,7 @@ void Shard::sleep() {
 }
 
 int64_t Shard::next_deadline_ms() const {
-  return std::min({log_->next_deadline_ms(), cq_->next_deadline_ms(), offsets_->next_deadline_ms(),
-                   next_held_deadline_ms(), schedule_deadline_ms(),
-                   last_clean_ms_ + options_.clean_interval_ms,
-                   scrub_ != nullptr ? scrub_->next_deadline_ms() : INT64_MAX});
+  return loop_.next_deadline_ms();
 }
 
 bool Shard::drain_requests() {
@@ -460,15 +521,17 @@ bool Shard::handle(uint32_t slot_index, const ShardRequest& request) {
   switch (request.kind) {
     case ShardRequest::Kind::append:
       return handle_append(slot_index, request);
+    case ShardRequest::Kind::append_batch:
+      return handle_append_batch(slot_index, request);
     case ShardRequest::Kind::read: {
       Completion done;
       done.tag = request.tag;
-      if (free_reads_.empty()) return false;
-      uint32_t id = free_reads_.back();
+      if (read_pool_.full()) return false;
+      uint32_t id = *read_pool_.peek();
       io::Status s = log_->read(request.local_offset, request.size_bytes, request.dest, id);
       if (s.code() == io::Code::busy) return false;
       if (s.is_ok()) {
-        free_reads_.pop_back();
+        (void)read_pool_.acquire();
         pending_reads_[id] = PendingAppend{slot_index, request.tag, 0, request.size_bytes, 0, 0, 0};
         return true;
       }
@@ -502,16 +565,16 @@ io::Result<engine::QueueIndex> Shard::queue_for_append(std::string_view topic, i
 bool Shard::handle_append(uint32_t slot_index, const ShardRequest& request) {
   Completion done;
   done.tag = request.tag;
-  if (free_pending_.empty()) return false;
+  if (pending_pool_.full()) return false;
   engine::MessageInput input = request.input;
   uint32_t level = 0;
-  if (!rewrite_delayed(request.input, &input, &level)) {
+  if (!delayed_.rewrite(request.input, &input, &level)) {
     done.code = io::Code::invalid_argument;
     post(slot_index, done);
     return true;
   }
   std::optional<int64_t> tags_code;  // a timed message's: its deliver time
-  if (level == 0) done.code = rewrite_timer(request.input, &input, &tags_code);
+  if (level == 0) done.code = timers_.rewrite(request.input, &input, &tags_code);
   if (done.code != io::Code::ok) {
     post(slot_index, done);
     return true;
@@ -531,27 +594,123 @@ bool Shard::handle_append(uint32_t slot_index, const ShardRequest& request) {
 // kInternalSlot, the tag, the queue offset, the unit's tags code) in pending_. ok; busy: nothing
 // done, retry later; any other code: not stored.
 io::Code Shard::append_pending(uint32_t slot, uint64_t tag, const engine::MessageInput& in,
-                               std::optional<int64_t> tags_code) {
-  if (free_pending_.empty()) return io::Code::busy;
+                               std::optional<int64_t> tags_code, uint32_t batch,
+                               uint32_t batch_index) {
+  if (pending_pool_.full()) return io::Code::busy;
+  // Nothing of the shard's own comes between a batch's records (handle_append_batch).
+  if (open_batch_ != kNoBatch && batch != open_batch_) return io::Code::busy;
   io::Result<engine::QueueIndex> queue = queue_for_append(in.topic, in.queue_id);
   if (!queue.is_ok()) return queue.status().code();
   int64_t& next = next_queue_offset_[*queue];
-  const uint32_t id = free_pending_.back();
+  const uint32_t id = *pending_pool_.peek();
   io::Result<engine::AppendResult> r = log_->append(in, next, id);
   if (!r.is_ok()) return r.status().code();
-  free_pending_.pop_back();
+  (void)pending_pool_.acquire();
   if (!tags_code) {
     tags_code = engine::unit_tags_code(in.topic, in.properties, r->store_timestamp_ms, levels_);
   }
-  pending_[id] =
-      PendingAppend{slot, tag, next, r->size_bytes, r->store_timestamp_ms, *queue, *tags_code};
+  pending_[id] = PendingAppend{slot,   tag,        next,  r->size_bytes, r->store_timestamp_ms,
+                               *queue, *tags_code, batch, batch_index};
   if (in.visible_at_ms != 0 && in.visible_at_ms > clock_->now_ms()) {  // plain: no clock read
     UMQ_ASSERT_MSG(r->store_timestamp_ms >= in.visible_at_ms,
                    "a held copy stored with a time before its deliver time");
-    hold_copy(*queue, next, in.visible_at_ms, r->offset.value);
+    held_.hold(*queue, next, in.visible_at_ms, r->offset.value);
   }
   next++;
   return io::Code::ok;
+}
+
+bool Shard::handle_append_batch(uint32_t slot_index, const ShardRequest& request) {
+  if (open_batch_ == kNoBatch) {
+    if (batch_pool_.full()) return false;
+    Completion refused;
+    refused.tag = request.tag;
+    refused.code = check_batch(request);
+    if (refused.code != io::Code::ok) {
+      post(slot_index, refused);
+      return true;
+    }
+    open_batch_ = *batch_pool_.acquire();
+    batches_[open_batch_] = BatchAck{};
+    batches_[open_batch_].slot = slot_index;
+    batches_[open_batch_].tag = request.tag;
+    batches_[open_batch_].offsets = request.batch_offsets;
+    open_batch_next_ = 0;
+  }
+  BatchAck& b = batches_[open_batch_];
+  for (; open_batch_next_ < request.batch.size(); open_batch_next_++) {
+    const Message& m = request.batch[open_batch_next_];
+    engine::MessageInput in = request.input;
+    in.flag = m.flag;
+    in.body = m.body;
+    in.properties = m.properties;
+    in.sys_flag = m.sys_flag;
+    in.born_timestamp_ms = m.born_timestamp_ms;
+    in.born_host = m.born_host;
+    in.reconsume_times = m.reconsume_times;
+    const io::Code c =
+        append_pending(slot_index, request.tag, in, std::nullopt, open_batch_, open_batch_next_);
+    if (c == io::Code::busy) return false;  // resumes here: nothing else is taken meanwhile
+    if (c != io::Code::ok) {                // no_space, fail_stopped: the rest is not stored
+      b.code = c;
+      break;
+    }
+    stat_appends_.fetch_add(1, std::memory_order_relaxed);
+    b.appended++;
+    b.acks_left++;
+  }
+  b.closed = true;
+  const uint32_t closed = open_batch_;
+  open_batch_ = kNoBatch;
+  finish_batch(closed);
+  return true;
+}
+
+// Every message fits the codec's limits: a batch is refused whole rather than cut short.
+io::Code Shard::check_batch(const ShardRequest& request) const {
+  for (const Message& m : request.batch) {
+    engine::MessageInput in = request.input;
+    in.body = m.body;
+    in.properties = m.properties;
+    in.born_host = m.born_host;
+    io::Result<uint32_t> size = engine::encoded_size(in, options_.log.limits);
+    if (!size.is_ok()) return size.status().code();
+  }
+  return io::Code::ok;
+}
+
+void Shard::batch_acked(const PendingAppend& pending, LogOffset log_offset, bool ok) {
+  BatchAck& b = batches_[pending.batch];
+  UMQ_ASSERT(b.acks_left > 0);
+  UMQ_ASSERT(pending.batch_index < b.offsets.size());
+  b.offsets[pending.batch_index] = make_store_offset(index_, log_offset);
+  if (pending.batch_index == 0) {
+    b.first_offset = make_store_offset(index_, log_offset);
+    b.first_queue_offset = QueueOffset{pending.queue_offset};
+    b.first_store_timestamp_ms = pending.store_timestamp_ms;
+  }
+  // Saturates: an embedder's batch may pass 4 GiB (the broker's stays within maxMessageSize).
+  b.size_bytes = pending.size_bytes > UINT32_MAX - b.size_bytes ? UINT32_MAX
+                                                                : b.size_bytes + pending.size_bytes;
+  if (!ok) b.code = io::Code::fail_stopped;
+  b.acks_left--;
+  finish_batch(pending.batch);
+}
+
+void Shard::finish_batch(uint32_t batch) {
+  BatchAck& b = batches_[batch];
+  if (!b.closed || b.acks_left > 0) return;
+  Completion done;
+  done.tag = b.tag;
+  done.code = b.code;
+  done.offset = b.first_offset;
+  done.queue_offset = b.first_queue_offset;
+  done.store_timestamp_ms = b.first_store_timestamp_ms;
+  done.size_bytes = b.size_bytes;
+  done.message_count = b.appended;
+  post(b.slot, done);
+  b = BatchAck{};
+  batch_pool_.release(batch);
 }
 
 void Shard::handle_queue_request(uint32_t slot_index, const ShardRequest& request) {
@@ -613,9 +772,10 @@ void Shard::deliver_acks() {
       PendingAppend& pending = pending_[ack.tag];
       const bool ok = ack.outcome == engine::AckOutcome::ok;
       if (pending.slot != kInternalSlot) {
-        (void)timer_ack(pending, ack.offset.value, ok);  // a cancel's record
-      } else if (!ok || !wait_until_durable(pending, ack.offset.value)) {
-        internal_acked(pending, ack.offset.value, ok);
+        timers_.client_acked(pending.queue, ack.offset.value, ok);  // a cancel's record
+      } else if (!ok || !durable_.wait(pending.tag, pending.size_bytes, ack.offset.value,
+                                       log_->durable_offset().value)) {
+        internal_acked(pending.tag, ack.offset.value, ok);
       }
       Completion done;
       done.tag = pending.tag;
@@ -624,8 +784,12 @@ void Shard::deliver_acks() {
       done.queue_offset = QueueOffset{pending.queue_offset};
       done.size_bytes = pending.size_bytes;
       done.store_timestamp_ms = pending.store_timestamp_ms;
-      if (pending.slot != kInternalSlot) post(pending.slot, done);
-      free_pending_.push_back(static_cast<uint32_t>(ack.tag));
+      if (pending.batch != kNoBatch) {
+        batch_acked(pending, ack.offset, ok);
+      } else if (pending.slot != kInternalSlot) {
+        post(pending.slot, done);
+      }
+      pending_pool_.release(static_cast<uint32_t>(ack.tag));
       if (ack.outcome != engine::AckOutcome::ok) continue;
       stat_acks_.fetch_add(1, std::memory_order_relaxed);
       engine::CqUnit unit{ack.offset, pending.size_bytes, pending.tags_code};
@@ -634,7 +798,10 @@ void Shard::deliver_acks() {
       note_segment_first_timestamp(ack.offset.value, pending.store_timestamp_ms);
     }
   }
-  release_durable_internal_acks();
+  durable_.release(log_->durable_offset().value,
+                   [this](uint64_t tag, uint32_t, uint64_t log_offset) {
+                     internal_acked(tag, log_offset, true);
+                   });
   const LogOffset before = dispatcher_->dispatched();
   io::Status s = dispatcher_->pump(*cq_);
   // A unit the ConsumeQueue refuses for another reason than a full ring means its files failed
@@ -643,37 +810,9 @@ void Shard::deliver_acks() {
   if (dispatcher_->dispatched() != before) dispatched_since_check_ = true;
 }
 
-// async_flush acknowledges when written: the copy is visible now, but its progress must not reach
-// the offsets table (which may persist first) before the copy is durable, or a power loss would
-// lose a delivered message. True when the ack waits (in log order behind any waiting already).
-bool Shard::wait_until_durable(const PendingAppend& pending, uint64_t log_offset) {
-  if (stepped_.unsafe_progress_before_durable) return false;  // the simulation's canary
-  if (durable_waits_.empty() && log_offset + pending.size_bytes <= log_->durable_offset().value) {
-    return false;
-  }
-  durable_waits_.push_back(DurableWait{pending, log_offset});
-  return true;
-}
-
-void Shard::internal_acked(const PendingAppend& pending, uint64_t log_offset, bool ok) {
-  if (!timer_ack(pending, log_offset, ok)) {
-    delivery_acked(static_cast<uint32_t>(pending.tag), log_offset, ok);
-  }
-}
-
-void Shard::release_durable_internal_acks() {
-  const uint64_t durable = log_->durable_offset().value;
-  while (!durable_waits_.empty() &&
-         durable_waits_.front().log_offset + durable_waits_.front().pending.size_bytes <= durable) {
-    internal_acked(durable_waits_.front().pending, durable_waits_.front().log_offset, true);
-    durable_waits_.pop_front();
-  }
-}
-
-// Until a waiting copy's progress is committed and persisted, recovery must find its marker.
-uint64_t Shard::internal_ack_low_water() const {
-  if (stepped_.unsafe_checkpoint_past_deliveries) return UINT64_MAX;  // the simulation's canary
-  return durable_waits_.empty() ? UINT64_MAX : durable_waits_.front().log_offset;
+void Shard::internal_acked(uint64_t tag, uint64_t log_offset, bool ok) {
+  if (!timers_.acked(tag, log_offset, ok))
+    delayed_.acked(static_cast<uint32_t>(tag), log_offset, ok);
 }
 
 void Shard::answer_flushes() {
@@ -696,12 +835,12 @@ void Shard::deliver_reads() {
         prefetch_->read_done(reads[i].tag, reads[i].result);
         continue;
       }
-      if ((reads[i].tag & kTimerReadBit) != 0) {
-        timer_record_ready(reads[i].result);
+      if ((reads[i].tag & engine::TimerDelivery::kReadBit) != 0) {
+        timers_.record_ready(reads[i].result);
         continue;
       }
-      if ((reads[i].tag & kScheduleReadBit) != 0) {
-        schedule_record_ready(reads[i].result);
+      if ((reads[i].tag & engine::LevelDelivery::kReadBit) != 0) {
+        delayed_.record_ready(reads[i].result);
         continue;
       }
       if ((reads[i].tag & kOpReadBit) != 0) {
@@ -714,7 +853,7 @@ void Shard::deliver_reads() {
       done.code = reads[i].result < 0 ? io::Code::io_error : io::Code::ok;
       done.size_bytes = reads[i].result < 0 ? 0 : static_cast<uint32_t>(reads[i].result);
       post(pending.slot, done);
-      free_reads_.push_back(static_cast<uint32_t>(reads[i].tag));
+      read_pool_.release(static_cast<uint32_t>(reads[i].tag));
     }
   }
   std::array<engine::CqReadCompletion, 64> units;
@@ -722,12 +861,12 @@ void Shard::deliver_reads() {
     for (size_t i = 0; i < n; i++) {
       if ((units[i].tag & kRetentionReadBit) != 0) {
         retention_unit_ready(static_cast<uint32_t>(units[i].tag & 0xFFFF'FFFF), units[i].result);
-      } else if ((units[i].tag & kUnitsAheadBit) != 0) {
-        level_units_ahead_ready(units[i].result);
-      } else if ((units[i].tag & kTimerReadBit) != 0) {
-        timer_unit_ready(units[i].result);
-      } else if ((units[i].tag & kScheduleReadBit) != 0) {
-        schedule_unit_ready(units[i].result);
+      } else if ((units[i].tag & engine::LevelDelivery::kUnitsAheadBit) != 0) {
+        delayed_.units_ahead_ready(units[i].result);
+      } else if ((units[i].tag & engine::TimerDelivery::kReadBit) != 0) {
+        timers_.unit_ready(units[i].result);
+      } else if ((units[i].tag & engine::LevelDelivery::kReadBit) != 0) {
+        delayed_.unit_ready(units[i].result);
       } else {
         cq_read_done(static_cast<uint32_t>(units[i].tag), units[i].result);
       }
@@ -756,7 +895,8 @@ void Shard::notify_sessions() {
 }
 
 void Shard::publish_stats() {
-  publish_schedule_stats();
+  timers_.publish_stats();
+  delayed_.publish_stats();
   const engine::CommitLogStats& s = log_->stats();
   stat_writes_.store(s.writes_submitted, std::memory_order_relaxed);
   stat_syncs_.store(s.fdatasyncs_completed, std::memory_order_relaxed);
@@ -765,6 +905,64 @@ void Shard::publish_stats() {
     stat_scrub_corrupt_.store(scrub_->corrupt_records(), std::memory_order_relaxed);
     stat_scrub_finished_.store(scrub_->finished() ? 1 : 0, std::memory_order_relaxed);
   }
+}
+
+// ---- The delivery parts (engine/delivery/) ----
+
+void Shard::run_schedule() {
+  const int64_t now = clock_->now_ms();
+  horizon_.advance(now);
+  if (!log_->fail_stopped()) {
+    delayed_.prefetch_due_soon(now);
+    timers_.prefetch_due_soon(now);
+  }
+  timers_.run();
+  delayed_.run(now);
+}
+
+// A delivery batch or timer batch whose reads are in flight is woken for by their completions,
+// and until then nothing else of its kind starts: the due times it would wake for (stale ones
+// among them, already passed) would only make the shard spin on short timeouts.
+int64_t Shard::schedule_wake_ns() const {
+  int64_t due = timers_.busy() ? INT64_MAX : timers_.due_wall_ms();
+  due = std::min(due, delayed_.due_wall_ms());
+  due = std::min(due, held_.due_ms());
+  if (due == INT64_MAX) return INT64_MAX;
+  const int64_t mono = clock_->monotonic_ns();
+  if (due == INT64_MIN) return mono;
+  return mono + std::max<int64_t>(0, due * 1'000'000 - clock_->now_ns());
+}
+
+int64_t Shard::schedule_deadline_ms() const {
+  const int64_t wake = schedule_wake_ns();
+  return wake == INT64_MAX ? INT64_MAX : (wake + 999'999) / 1'000'000;
+}
+
+// The first queue of the parked topic this shard owns: parked records are pulled from there.
+int32_t Shard::parked_queue_id() const {
+  int32_t queue = 0;
+  while (shard_of_queue(kParkedScheduleTopic, queue, options_.shard_count) != index_) queue++;
+  return queue;
+}
+
+int64_t Shard::appended_end(engine::QueueIndex queue) const {
+  return queue < next_queue_offset_.size() ? next_queue_offset_[queue]
+                                           : cq_->max_offset(queue).value;
+}
+
+void Shard::refuse_corrupt(uint64_t log_offset, std::span<const std::byte> bytes,
+                           const char* found_by) {
+  stat_corrupt_refused_.fetch_add(1, std::memory_order_relaxed);
+  note_corrupt(log_offset, engine::check_stored_record(bytes, log_offset, options_.log.limits),
+               found_by);
+}
+
+void Shard::add_timer_stats(TimerStats& out) const {
+  timers_.add_stats(out);
+}
+
+void Shard::add_delay_level_stats(std::vector<DelayLevelStats>& out) const {
+  delayed_.add_stats(out);
 }
 
 }  // namespace uringmq

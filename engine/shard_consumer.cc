@@ -3,6 +3,7 @@
 // advanced by ConsumeQueue and CommitLog read completions; nothing blocks the reactor.
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <string>
 #include <utility>
@@ -30,19 +31,18 @@ void Shard::release_op(uint32_t op_index) {
   PullOp& op = ops_[op_index];
   UMQ_ASSERT(op.reads_outstanding == 0);
   op.stage = PullOp::Stage::idle;
-  free_ops_.push_back(op_index);
+  op_pool_.release(op_index);
 }
 
 bool Shard::start_pull(uint32_t slot_index, const ShardRequest& request) {
-  if (free_ops_.empty()) {
+  if (op_pool_.full()) {
     Completion busy;
     busy.tag = request.tag;
     busy.code = io::Code::busy;
     post(slot_index, busy);
     return true;
   }
-  uint32_t index = free_ops_.back();
-  free_ops_.pop_back();
+  const uint32_t index = *op_pool_.acquire();
   PullOp& op = ops_[index];
   op.kind = PullOp::Kind::pull;
   op.slot = slot_index;
@@ -55,8 +55,9 @@ bool Shard::start_pull(uint32_t slot_index, const ShardRequest& request) {
   op.deadline_ms = request.wait_ms > 0 ? now_ms() + request.wait_ms : 0;
   op.filter_all = true;
   op.filter_count = 0;
+  op.sql_filter = request.sql_filter;
   std::string_view filter = trim(request.tag_filter);
-  if (!filter.empty() && filter != "*") {
+  if (!filter.empty() && filter != "*" && op.sql_filter == nullptr) {
     op.filter_all = false;
     while (!filter.empty() && op.filter_count < kMaxFilterTags) {
       size_t bar = filter.find("||");
@@ -283,6 +284,7 @@ void Shard::finish_pull(uint32_t op_index) {
     return release_op(op_index);
   }
   if (!check_pulled_records(op_index)) return;
+  if (op.sql_filter != nullptr) apply_sql_filter(op);
   PullStatus status = op.messages > 0 ? PullStatus::found : PullStatus::no_matched_message;
   answer_pull(op_index, status, op.offset + op.scanned);
 }
@@ -314,6 +316,26 @@ bool Shard::check_pulled_records(uint32_t op_index) {
     return true;
   }
   return true;
+}
+
+// A SQL92 subscription: the records read (each checked whole) are kept only when their
+// properties match, compacted in place; those left out count as scanned, so the consumer's next
+// offset moves past them exactly as past a tag mismatch.
+void Shard::apply_sql_filter(PullOp& op) {
+  uint32_t read = 0, written = 0, kept = 0;
+  for (uint32_t m = 0; m < op.messages; m++) {
+    const uint32_t size = op.units[op.picked[m]].size_bytes;
+    std::span<const std::byte> record = op.buffer.subspan(read, size);
+    if (op.sql_filter->matches(engine::record_properties(record))) {
+      if (written != read) std::memmove(op.buffer.data() + written, record.data(), size);
+      op.picked[kept++] = op.picked[m];
+      written += size;
+    }
+    read += size;
+  }
+  UMQ_ASSERT(read == op.bytes);
+  op.messages = kept;
+  op.bytes = written;
 }
 
 void Shard::note_corrupt(uint64_t log_offset, const char* reason, const char* found_by) {
@@ -380,105 +402,6 @@ int64_t Shard::next_held_deadline_ms() const {
   return deadline;
 }
 
-// ---- Delivery ahead: copies held back until their time ----
-//
-// A delayed or timed copy is appended up to delivery_lead_ms before its deliver time, with that
-// time as its STORETIMESTAMP, so that its write and fdatasync are done when it falls due. Until
-// then its unit (dispatched or not) and every later unit of its queue stay invisible: pulls,
-// long polls, offset searches and queue queries see the queue end at the held copy. The
-// checkpoint stays below held copies, so after a crash or a stop recovery's scan finds them and
-// holds them again (a copy with a delivery marker whose store time is still ahead).
-
-void Shard::hold_copy(engine::QueueIndex queue, int64_t queue_offset, int64_t visible_at_ms,
-                      uint64_t log_offset) {
-  if (queue >= held_slot_.size()) held_slot_.resize(queue + 1, UINT32_MAX);
-  if (held_slot_[queue] == UINT32_MAX) {
-    held_slot_[queue] = static_cast<uint32_t>(held_queues_.size());
-    held_queues_.push_back(HeldQueue{queue, {}, 0});
-  }
-  HeldQueue& h = held_queues_[held_slot_[queue]];
-  if (h.head == h.copies.size()) {
-    h.copies.clear();
-    h.head = 0;
-    held_active_.push_back(held_slot_[queue]);
-  }
-  UMQ_ASSERT_MSG(h.copies.empty() || h.copies.back().queue_offset < queue_offset,
-                 "held copies of a queue out of queue-offset order");
-  // held_copies_low_water() reads each queue's first copy as its lowest log offset.
-  UMQ_ASSERT_MSG(h.copies.empty() || h.copies.back().log_offset < log_offset,
-                 "held copies of a queue out of log order: the checkpoint could pass one");
-  UMQ_ASSERT_MSG(visible_at_ms > 0, "a copy held without a time to show it");
-  h.copies.push_back(HeldCopy{queue_offset, visible_at_ms, log_offset});
-  held_copies_++;
-}
-
-QueueOffset Shard::visible_max_offset(engine::QueueIndex queue) const {
-  const QueueOffset max = cq_->max_offset(queue);
-  if (held_copies_ == 0 || queue >= held_slot_.size() || held_slot_[queue] == UINT32_MAX) {
-    return max;
-  }
-  const HeldQueue& h = held_queues_[held_slot_[queue]];
-  return h.head < h.copies.size() ? std::min(max, QueueOffset{h.copies[h.head].queue_offset}) : max;
-}
-
-void Shard::release_held_copies() {
-  const int64_t now = clock_->now_ms();
-  size_t still_held = 0;
-  for (size_t i = 0; i < held_active_.size();) {
-    HeldQueue& h = held_queues_[held_active_[i]];
-    const size_t before = h.head;
-    while (h.head < h.copies.size() &&
-           (h.copies[h.head].visible_at_ms <= now ||
-            h.copies[h.head].visible_at_ms > now + options_.delivery_lead_ms)) {
-      h.head++;
-    }
-    if (h.head != before) {
-      UMQ_ASSERT_MSG(held_copies_ >= h.head - before, "more held copies released than held");
-      held_copies_ -= h.head - before;
-      dispatched_since_check_ = true;  // held pulls of this queue may be answered now
-    }
-    if (h.head < h.copies.size()) {
-      still_held += h.copies.size() - h.head;
-      i++;
-      continue;
-    }
-    held_active_[i] = held_active_.back();  // empty: no longer active
-    held_active_.pop_back();
-  }
-  UMQ_ASSERT_MSG(still_held == held_copies_, "held copies do not balance: added != shown + held");
-}
-
-int64_t Shard::held_copies_due_ms() const {
-  return min_of_held_fronts(&HeldCopy::visible_at_ms, INT64_MAX);
-}
-
-uint64_t Shard::held_copies_low_water() const {
-  return min_of_held_fronts(&HeldCopy::log_offset, UINT64_MAX);
-}
-
-void Shard::note_held_copy(uint64_t log_offset, const engine::MessageView& record) {
-  const int64_t now = clock_->now_ms();
-  if (record.store_timestamp_ms <= now ||
-      record.store_timestamp_ms > now + options_.delivery_lead_ms ||
-      !engine::find_property(record.user_properties, engine::kPropertyDeliveryMarker)) {
-    return;
-  }
-  recovered_holds_.push_back(
-      RecoveredHold{std::string(record.topic), record.queue_id,
-                    HeldCopy{record.queue_offset, record.store_timestamp_ms, log_offset}});
-}
-
-void Shard::restore_held_copies() {
-  for (const RecoveredHold& r : recovered_holds_) {
-    io::Result<engine::QueueIndex> queue = cq_->queue(r.topic, r.queue_id, false);
-    if (queue.is_ok()) {
-      hold_copy(*queue, r.copy.queue_offset, r.copy.visible_at_ms, r.copy.log_offset);
-    }
-  }
-  recovered_holds_.clear();
-  recovered_holds_.shrink_to_fit();
-}
-
 // ---- Offset search by store time (SEARCH_OFFSET_BY_TIMESTAMP) ----
 
 bool Shard::start_search(uint32_t slot_index, const ShardRequest& request) {
@@ -486,17 +409,16 @@ bool Shard::start_search(uint32_t slot_index, const ShardRequest& request) {
   done.tag = request.tag;
   io::Result<engine::QueueIndex> queue =
       cq_->queue(request.input.topic, request.input.queue_id, false);
-  if (!queue.is_ok() || free_ops_.empty()) {
+  if (!queue.is_ok() || op_pool_.full()) {
     done.code = queue.is_ok() || queue.status().code() == io::Code::not_found
                     ? io::Code::ok
                     : queue.status().code();
-    if (free_ops_.empty()) done.code = io::Code::busy;
+    if (op_pool_.full()) done.code = io::Code::busy;
     done.queue_offset = QueueOffset{0};
     post(slot_index, done);
     return true;
   }
-  uint32_t index = free_ops_.back();
-  free_ops_.pop_back();
+  const uint32_t index = *op_pool_.acquire();
   PullOp& op = ops_[index];
   op.kind = PullOp::Kind::search;
   op.slot = slot_index;

@@ -258,11 +258,49 @@ io::Status Session::send_async(const Message& message, uint64_t tag) {
   in.born_host = message.born_host;
   in.store_host = store_.options_.store_host;
   in.reconsume_times = message.reconsume_times;
-  if (store_.shards_.size() > 1 &&
-      engine::find_property(message.properties, engine::kPropertyTimerCancelKey).has_value()) {
+  if (store_.shards_.size() > 1 && engine::timer_cancel_key(message.properties).has_value()) {
     return send_to_every_shard(request);
   }
   return post(store_.shard_for(message.topic, message.queue_id), request);
+}
+
+io::Status Session::send_batch_async(std::span<const Message> messages,
+                                     std::span<StoreOffset> offsets_out, uint64_t tag) {
+  auto refuse = [](std::string why) {
+    return io::Status::error(io::Code::invalid_argument, std::move(why));
+  };
+  if (messages.empty() || messages.size() > kMaxBatchMessages) {
+    return refuse("a batch holds 1 to " + std::to_string(kMaxBatchMessages) + " messages, not " +
+                  std::to_string(messages.size()));
+  }
+  if (offsets_out.size() < messages.size()) {
+    return refuse("the batch's offsets_out has room for " + std::to_string(offsets_out.size()) +
+                  " of its " + std::to_string(messages.size()) + " messages");
+  }
+  const Message& first = messages[0];
+  if (is_internal_topic(first.topic)) {
+    return refuse("topic " + std::string(first.topic) + " is internal to the store");
+  }
+  for (size_t i = 0; i < messages.size(); i++) {
+    const Message& m = messages[i];
+    if (m.topic != first.topic || m.queue_id != first.queue_id) {
+      return refuse("message " + std::to_string(i) + " of the batch goes to another queue (" +
+                    std::string(m.topic) + ":" + std::to_string(m.queue_id) +
+                    "): a batch goes to one queue");
+    }
+    if (const char* why = engine::batch_property_refusal(m.properties)) {
+      return refuse("message " + std::to_string(i) + " of the batch: " + why);
+    }
+  }
+  ShardRequest request;
+  request.kind = ShardRequest::Kind::append_batch;
+  request.tag = tag;
+  request.input.topic = first.topic;
+  request.input.queue_id = first.queue_id;
+  request.input.store_host = store_.options_.store_host;
+  request.batch = messages;
+  request.batch_offsets = offsets_out;
+  return post(store_.shard_for(first.topic, first.queue_id), request);
 }
 
 io::Status Session::send_to_every_shard(const ShardRequest& request) {
@@ -347,6 +385,7 @@ io::Status Session::pull_async(const PullRequest& pull, uint64_t tag) {
   request.queue_offset = pull.queue_offset;
   request.max_messages = pull.max_messages;
   request.tag_filter = pull.tag_filter;
+  request.sql_filter = pull.sql_filter;
   request.buffer = pull.buffer;
   request.wait_ms = pull.wait_ms;
   return post_to_owner(request);

@@ -16,6 +16,7 @@
 #include <string>
 #include <string_view>
 
+#include "fuzz/fuzz_entry.h"
 #include "io/assert.h"
 #include "net/broker_config.h"
 
@@ -57,8 +58,4 @@ inline int broker_conf_fuzz_one(const uint8_t* data, size_t size) {
 
 }  // namespace uringmq::fuzz
 
-#ifndef URINGMQ_FUZZ_NO_ENTRY
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  return uringmq::fuzz::broker_conf_fuzz_one(data, size);
-}
-#endif
+URINGMQ_FUZZ_ENTRY(uringmq::fuzz::broker_conf_fuzz_one)

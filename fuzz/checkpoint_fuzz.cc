@@ -23,6 +23,7 @@
 #include "engine/log/byte_order.h"
 #include "engine/log/checkpoint.h"
 #include "engine/log/crc32.h"
+#include "fuzz/fuzz_entry.h"
 #include "io/assert.h"
 #include "testing/sim_disk.h"
 
@@ -91,8 +92,4 @@ inline int checkpoint_fuzz_one(const uint8_t* data, size_t size) {
 
 }  // namespace uringmq::fuzz
 
-#ifndef URINGMQ_FUZZ_NO_ENTRY
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  return uringmq::fuzz::checkpoint_fuzz_one(data, size);
-}
-#endif
+URINGMQ_FUZZ_ENTRY(uringmq::fuzz::checkpoint_fuzz_one)

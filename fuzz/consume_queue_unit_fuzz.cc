@@ -31,6 +31,7 @@
 
 #include "engine/log/byte_order.h"
 #include "engine/queues/consume_queue.h"
+#include "fuzz/fuzz_entry.h"
 #include "io/assert.h"
 #include "io/clock.h"
 #include "testing/sim_disk.h"
@@ -166,8 +167,4 @@ inline int consume_queue_unit_fuzz_one(const uint8_t* data, size_t size) {
 
 }  // namespace uringmq::fuzz
 
-#ifndef URINGMQ_FUZZ_NO_ENTRY
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  return uringmq::fuzz::consume_queue_unit_fuzz_one(data, size);
-}
-#endif
+URINGMQ_FUZZ_ENTRY(uringmq::fuzz::consume_queue_unit_fuzz_one)

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "engine/log/properties.h"
+#include "fuzz/fuzz_entry.h"
 #include "io/assert.h"
 
 namespace uringmq::fuzz {
@@ -111,8 +112,4 @@ inline int properties_fuzz_one(const uint8_t* data, size_t size) {
 
 }  // namespace uringmq::fuzz
 
-#ifndef URINGMQ_FUZZ_NO_ENTRY
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  return uringmq::fuzz::properties_fuzz_one(data, size);
-}
-#endif
+URINGMQ_FUZZ_ENTRY(uringmq::fuzz::properties_fuzz_one)

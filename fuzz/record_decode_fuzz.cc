@@ -31,6 +31,7 @@
 #include "engine/log/crc32.h"
 #include "engine/log/message_codec.h"
 #include "engine/log/properties.h"
+#include "fuzz/fuzz_entry.h"
 #include "io/assert.h"
 
 namespace uringmq::fuzz {
@@ -203,8 +204,4 @@ inline int record_decode_fuzz_one(const uint8_t* data, size_t size) {
 
 }  // namespace uringmq::fuzz
 
-#ifndef URINGMQ_FUZZ_NO_ENTRY
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  return uringmq::fuzz::record_decode_fuzz_one(data, size);
-}
-#endif
+URINGMQ_FUZZ_ENTRY(uringmq::fuzz::record_decode_fuzz_one)

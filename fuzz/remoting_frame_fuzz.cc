@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 
+#include "fuzz/fuzz_entry.h"
 #include "io/assert.h"
 #include "net/json.h"
 #include "net/remoting.h"
@@ -99,8 +100,4 @@ inline int remoting_frame_fuzz_one(const uint8_t* data, size_t size) {
 
 }  // namespace uringmq::fuzz
 
-#ifndef URINGMQ_FUZZ_NO_ENTRY
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  return uringmq::fuzz::remoting_frame_fuzz_one(data, size);
-}
-#endif
+URINGMQ_FUZZ_ENTRY(uringmq::fuzz::remoting_frame_fuzz_one)

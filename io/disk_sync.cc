@@ -28,47 +28,49 @@ Status run_sync(Disk& disk, const IoRequest& request, std::string_view what, int
   return Status::ok();
 }
 
-Status read_exact(Disk& disk, FileHandle file, uint64_t file_offset, std::span<std::byte> buffer,
-                  std::string_view what) {
+namespace {
+
+// Reads or writes [file_offset, file_offset + bytes) whole, one request per short transfer.
+// A read that finds the end of the file is corruption (the caller expected the bytes); a write
+// that makes no progress is an IO error.
+Status transfer_exact(Disk& disk, FileHandle file, OpKind kind, uint64_t file_offset,
+                      std::byte* data, uint64_t bytes, std::string_view what) {
   uint64_t done = 0;
-  while (done < buffer.size()) {
+  while (done < bytes) {
     IoRequest req;
-    req.kind = OpKind::read;
+    req.kind = kind;
     req.file = file;
     req.file_offset = file_offset + done;
-    req.length_bytes = buffer.size() - done;
-    req.buffer = buffer.data() + done;
-    int64_t got = 0;
-    UMQ_RETURN_IF_ERROR(run_sync(disk, req, what, &got));
-    if (got == 0) {
+    req.length_bytes = bytes - done;
+    req.buffer = data + done;
+    int64_t moved = 0;
+    UMQ_RETURN_IF_ERROR(run_sync(disk, req, what, &moved));
+    if (moved == 0 && kind == OpKind::read) {
       return Status::error(Code::corruption, std::string(what) + ": file ends at " +
                                                  std::to_string(file_offset + done) +
                                                  ", expected " +
-                                                 std::to_string(file_offset + buffer.size()));
+                                                 std::to_string(file_offset + bytes));
     }
-    done += static_cast<uint64_t>(got);
+    if (moved == 0) {
+      return Status::error(Code::io_error, std::string(what) + ": write made no progress");
+    }
+    done += static_cast<uint64_t>(moved);
   }
   return Status::ok();
 }
 
+}  // namespace
+
+Status read_exact(Disk& disk, FileHandle file, uint64_t file_offset, std::span<std::byte> buffer,
+                  std::string_view what) {
+  return transfer_exact(disk, file, OpKind::read, file_offset, buffer.data(), buffer.size(), what);
+}
+
 Status write_exact(Disk& disk, FileHandle file, uint64_t file_offset,
                    std::span<const std::byte> data, std::string_view what) {
-  uint64_t done = 0;
-  while (done < data.size()) {
-    IoRequest req;
-    req.kind = OpKind::write;
-    req.file = file;
-    req.file_offset = file_offset + done;
-    req.length_bytes = data.size() - done;
-    req.buffer = const_cast<std::byte*>(data.data() + done);
-    int64_t wrote = 0;
-    UMQ_RETURN_IF_ERROR(run_sync(disk, req, what, &wrote));
-    if (wrote == 0) {
-      return Status::error(Code::io_error, std::string(what) + ": write made no progress");
-    }
-    done += static_cast<uint64_t>(wrote);
-  }
-  return Status::ok();
+  // The request's buffer is not const (reads fill it); a write only reads from it.
+  return transfer_exact(disk, file, OpKind::write, file_offset, const_cast<std::byte*>(data.data()),
+                        data.size(), what);
 }
 
 Status fdatasync_sync(Disk& disk, FileHandle file, std::string_view what) {

@@ -6,6 +6,7 @@
 
 #include "engine/log/byte_order.h"
 #include "io/assert.h"
+#include "io/uring_disk.h"
 #include "net/broker_reactor.h"
 #include "net/log.h"
 
@@ -131,7 +132,8 @@ BrokerReactor::BrokerReactor(const BrokerConfig& config, Store& store, io::Waker
       store_(store),
       clock_(config.store.clock != nullptr ? config.store.clock : &system_clock_),
       store_waker_(&store_waker),
-      stop_waker_(&stop_waker) {
+      stop_waker_(&stop_waker),
+      conn_pool_(config.max_connections) {
   limits_.max_frame_bytes = std::max<uint32_t>(limits_.max_frame_bytes,
                                                config.store.log.limits.max_body_bytes + (1u << 20));
   store_host_ = config.store.store_host;
@@ -150,6 +152,16 @@ io::Status BrokerReactor::start() {
   if (!ring.is_ok()) return ring.status();
   ring_ = std::move(*ring);
   session_->set_completion_waker(store_waker_);
+  // The topic table is loaded through a disk of this (the opening) thread; changes go through
+  // the reactor thread's own (config_disk()).
+  {
+    io::Result<std::unique_ptr<io::Disk>> disk = make_config_disk();
+    if (!disk.is_ok()) return disk.status();
+    io::Result<std::unique_ptr<TopicTable>> topics =
+        TopicTable::open(**disk, *clock_, io::path_join(config_.store.data_dir, "config"));
+    if (!topics.is_ok()) return topics.status();
+    topics_ = std::move(*topics);
+  }
 
   io::Result<int> fd = io::listen_tcp(config_.bind_address, config_.listen_port, 1024);
   if (!fd.is_ok()) return fd.status();
@@ -169,6 +181,25 @@ io::Status BrokerReactor::start() {
   if (host.empty()) host = config_.bind_address == "0.0.0.0" ? "127.0.0.1" : config_.bind_address;
   advertised_ = host + ":" + std::to_string(broker_port_);
   return io::Status::ok();
+}
+
+io::Result<std::unique_ptr<io::Disk>> BrokerReactor::make_config_disk() const {
+  io::UringDiskOptions options;
+  options.queue_depth_entries = 8;
+  options.file_mode = config_.store.file_mode;
+  options.dir_mode = config_.store.dir_mode;
+  io::Result<std::unique_ptr<io::UringDisk>> disk = io::UringDisk::create(options);
+  if (!disk.is_ok()) return disk.status();
+  return std::unique_ptr<io::Disk>(std::move(*disk));
+}
+
+io::Result<io::Disk*> BrokerReactor::config_disk() {
+  if (!config_disk_) {
+    io::Result<std::unique_ptr<io::Disk>> disk = make_config_disk();
+    if (!disk.is_ok()) return disk.status();
+    config_disk_ = std::move(*disk);
+  }
+  return config_disk_.get();
 }
 
 // ---- BrokerReactor: the loop ----
@@ -196,6 +227,7 @@ io::Status BrokerReactor::run() {
 // to timeout_ms only when no store completion is already waiting).
 io::Status BrokerReactor::poll_once(int64_t timeout_ms) {
   drain_store();
+  if (!notify_groups_.empty()) send_notices();
   for (uint32_t i = 0; i < conns_.size(); i++) {
     if (conns_[i].open && !conns_[i].out_pending.empty()) flush_out(i);
   }
@@ -259,14 +291,13 @@ void BrokerReactor::on_accept(int which, const io::NetCompletion& c) {
     io::close_fd(c.result);
     if (!stopping_) note_refusal();
   } else {
-    uint32_t index;
-    if (!free_conns_.empty()) {
-      index = free_conns_.back();
-      free_conns_.pop_back();
-    } else {
-      index = static_cast<uint32_t>(conns_.size());
-      conns_.emplace_back();
-    }
+    // open_conns_ < max_connections: a slot is free. A fresh pool hands out 0, 1, 2, ...
+    // (reused ones first), so conns_ grows by one entry at most, up to max_connections.
+    const std::optional<uint32_t> slot = conn_pool_.acquire();
+    UMQ_ASSERT(slot.has_value());
+    const uint32_t index = *slot;
+    if (index == conns_.size()) conns_.emplace_back();
+    UMQ_ASSERT(index < conns_.size());
     Connection& conn = conns_[index];
     const uint32_t generation = conn.generation;
     conn = Connection{};
@@ -455,6 +486,11 @@ void BrokerReactor::close_connection(uint32_t index, const std::string& why) {
   log_debug("connection " + std::to_string(index) + " closed: " + why);
   if (why.rfind("bad frame", 0) == 0) log_warn("closing a connection: " + why);
   conn.closing = true;
+  // Members heard on it leave their groups (their queue locks stay until they expire, as in
+  // RocketMQ: the client may still be consuming).
+  std::vector<std::string> left;
+  groups_.connection_closed({index, conn.generation}, &left);
+  members_gone(left);
   account(index);                   // its buffers are freed once the kernel lets go of them
   orphan_bytes_ += conn.ops_bytes;  // its ops' buffers, until the store answers them
   conn.ops_bytes = 0;
@@ -482,7 +518,7 @@ void BrokerReactor::maybe_free(uint32_t index) {
   std::string().swap(conn.out_inflight);
   std::vector<uint32_t>().swap(conn.deferred);
   open_conns_--;
-  free_conns_.push_back(index);
+  conn_pool_.release(index);
 }
 
 void BrokerReactor::reply(uint32_t index, const RemotingCommand& response,
@@ -518,13 +554,9 @@ void BrokerReactor::sweep(int64_t now) {
     }
   }
   if (refused_ > 0 && mono_ms_ >= refusal_log_ms_) log_refusals();
-  // Consumers that stopped heartbeating leave their groups.
-  for (auto group = consumers_.begin(); group != consumers_.end();) {
-    std::erase_if(group->second, [&](const auto& client) {
-      return now - client.second > config_.client_expire_ms;
-    });
-    group = group->second.empty() ? consumers_.erase(group) : std::next(group);
-  }
+  // Consumers that stopped heartbeating leave their groups; expired queue locks go.
+  sweep_members_and_locks(now);
+  expire_sql_subscriptions(now);
 }
 
 // ---- BrokerReactor: bounds on connections ----

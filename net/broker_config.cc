@@ -27,11 +27,9 @@
 namespace uringmq::net {
 namespace {
 
-constexpr std::array<std::string_view, 9> kIgnored = {"namesrvAddr",
-                                                      "autoCreateTopicEnable",
+constexpr std::array<std::string_view, 7> kIgnored = {"namesrvAddr",
                                                       "autoCreateSubscriptionGroup",
                                                       "brokerIP2",
-                                                      "enablePropertyFilter",
                                                       "waitTimeMillsInSendQueue",
                                                       "sendMessageThreadPoolNums",
                                                       "pullMessageThreadPoolNums",
@@ -319,6 +317,8 @@ const KeySetter kSetters[] = {
      [](BrokerConfig& c, std::string_view v) {
        return set_number<int32_t>(c.default_topic_queue_nums, v, 1, 1024, "a queue count");
      }},
+    {"autoCreateTopicEnable",
+     [](BrokerConfig& c, std::string_view v) { return set_bool(c.auto_create_topic_enable, v); }},
     {"shardCount",
      [](BrokerConfig& c, std::string_view v) {
        return set_number<uint32_t>(c.store.shard_count, v, 0, 255, "a shard count");
@@ -334,6 +334,10 @@ const KeySetter kSetters[] = {
     {"clientExpireMillis",
      [](BrokerConfig& c, std::string_view v) {
        return set_number<int64_t>(c.client_expire_ms, v, 1000, 24 * kHourMs, "a time in ms");
+     }},
+    {"notifyConsumerIdsChangedEnable",
+     [](BrokerConfig& c, std::string_view v) {
+       return set_bool(c.notify_consumer_ids_changed_enable, v);
      }},
     {"serverChannelMaxIdleTimeSeconds",
      [](BrokerConfig& c, std::string_view v) {
@@ -369,6 +373,8 @@ const KeySetter kSetters[] = {
        return set_number<uint64_t>(c.store.scrub_bytes_per_second, v, 0, uint64_t{1} << 40,
                                    "a rate in bytes per second (0: no scrub)");
      }},
+    {"enablePropertyFilter",
+     [](BrokerConfig& c, std::string_view v) { return set_bool(c.enable_property_filter, v); }},
 };
 
 const KeySetter* find_setter(std::string_view key) {
@@ -555,12 +561,15 @@ std::string describe_broker_config(const BrokerConfig& c) {
   std::snprintf(mode, sizeof(mode), "%04o", static_cast<unsigned>(s.dir_mode));
   add("storeDirMode", mode);
   add("defaultTopicQueueNums", num(c.default_topic_queue_nums));
+  add("autoCreateTopicEnable", c.auto_create_topic_enable ? "true" : "false");
   add("maxPullSuspendMillis", num(c.max_suspend_ms));
   add("maxConnections", num(c.max_connections));
   add("clientExpireMillis", num(c.client_expire_ms));
+  add("notifyConsumerIdsChangedEnable", c.notify_consumer_ids_changed_enable ? "true" : "false");
   add("serverChannelMaxIdleTimeSeconds", num(c.idle_timeout_sec));
   add("incompleteFrameTimeoutSeconds", num(c.incomplete_frame_timeout_sec));
   add("connectionBuffersMaxBytes", num(c.connection_buffers_max_bytes));
+  add("enablePropertyFilter", c.enable_property_filter ? "true" : "false");
   add("logLevel", c.log_level);
   for (const std::string& key : c.ignored_keys) out.append("ignored: ").append(key).append("\n");
   return out;

@@ -44,12 +44,18 @@ struct BrokerConfig {
   uint16_t listen_port = 10911;          // listenPort
   uint16_t namesrv_listen_port = 9876;   // namesrvListenPort; 0 = no NameServer listener
   int32_t default_topic_queue_nums = 8;  // defaultTopicQueueNums, 1..1024
+  // A send to a topic the topic table lacks creates it with defaultTopicQueueNums queues; when
+  // false it is refused TOPIC_NOT_EXIST (autoCreateTopicEnable, RocketMQ's key and default).
+  bool auto_create_topic_enable = true;
   int64_t sync_flush_timeout_ms = 5000;  // syncFlushTimeout, ms
   // Upper bound on a pull's suspendTimeoutMillis, ms (maxPullSuspendMillis).
   int64_t max_suspend_ms = 15000;
   uint32_t max_connections = 1024;  // maxConnections
   // A client whose last heartbeat is older than this is forgotten, ms (clientExpireMillis).
   int64_t client_expire_ms = 120000;
+  // Tell a consumer group's members to rebalance (NOTIFY_CONSUMER_IDS_CHANGED) when a member
+  // joins or leaves (notifyConsumerIdsChangedEnable, RocketMQ's key and default).
+  bool notify_consumer_ids_changed_enable = true;
   // A connection that moved no byte either way for this long, with no request waiting for the
   // store (a held pull is one), is closed, s (serverChannelMaxIdleTimeSeconds, RocketMQ's key).
   int64_t idle_timeout_sec = 120;
@@ -61,6 +67,9 @@ struct BrokerConfig {
   // connection holding the most is closed.
   uint64_t connection_buffers_max_bytes = 512ull << 20;
   std::string log_level = "info";  // logLevel: error|warn|info|debug
+  // SQL92 subscriptions (MessageSelector.bySql) are served (enablePropertyFilter, RocketMQ's key
+  // and default): when false they are refused, as RocketMQ's broker refuses them.
+  bool enable_property_filter = false;
   // The address put in routes (brokerIP1). parse_broker_config() resolves an absent key to
   // effective_advertised_address(); a default-constructed config leaves it empty.
   std::string advertised_address;

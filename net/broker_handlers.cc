@@ -31,13 +31,15 @@ constexpr uint32_t kSmallPullBufferBytes = 32u << 10;
 // Free ops keep their (at most kPullBufferBytes) data buffer, up to this many ops.
 constexpr uint32_t kKeptOpBuffers = 64;
 constexpr uint32_t kMaxPullMessages = 64;
+// A free op keeps room for this many batch messages; a larger batch's room goes back.
+constexpr size_t kKeptBatchMessages = 1024;
 constexpr uint32_t kMaxTopicChars = 127;
 constexpr std::string_view kRetryPrefix = "%RETRY%";
 constexpr std::string_view kDlqPrefix = "%DLQ%";
 
 // SEND_MESSAGE_V2 abbreviates the SEND_MESSAGE header's field names to single letters.
 const std::string* send_field(const RemotingCommand& c, std::string_view v2, std::string_view v1) {
-  return c.code == req::kSendMessageV2 ? c.ext(v2) : c.ext(v1);
+  return c.code == req::kSendMessageV2 || c.code == req::kSendBatchMessage ? c.ext(v2) : c.ext(v1);
 }
 
 // Java's TopicValidator: 1..127 characters of [%|a-zA-Z0-9_-].
@@ -112,6 +114,15 @@ bool client_may_send(std::string_view name) {
   return name == engine::kPropertyTimerCancelKey || !engine::is_internal_property(name);
 }
 
+// True when a client's property text holds no internal property (kept as it is).
+bool only_client_properties(std::string_view text) {
+  bool clean = true;
+  engine::for_each_property(text, [&](std::string_view name, std::string_view) {
+    clean = clean && client_may_send(name);
+  });
+  return clean;
+}
+
 // Client-sent properties, minus the internal ones the store writes itself.
 std::string client_properties(std::string_view text) {
   bool clean = true;
@@ -163,7 +174,7 @@ std::optional<Refusal> read_send_header(const RemotingCommand& request, SendHead
       return Refusal{rc::kSystemError, "the custom field <" + std::string(v1) + "> is null"};
     }
   }
-  const bool v2 = request.code == req::kSendMessageV2;
+  const bool v2 = request.code == req::kSendMessageV2 || request.code == req::kSendBatchMessage;
   HeaderFields fields(request);
   auto i32 = [&](std::string_view v2_key, std::string_view v1_key) {
     return fields.int32(v2 ? v2_key : v1_key, v1_key);
@@ -189,8 +200,8 @@ std::optional<Refusal> read_send_header(const RemotingCommand& request, SendHead
   const std::string* props = send_field(request, "i", "properties");
   out->properties = props ? std::string_view(*props) : std::string_view();
   const std::string* batch = send_field(request, "m", "batch");
-  if (batch != nullptr && *batch == "true") {
-    return Refusal{rc::kMessageIllegal, "batch messages are not supported"};
+  if (batch != nullptr && *batch == "true" && request.code != req::kSendBatchMessage) {
+    return Refusal{rc::kMessageIllegal, "a batch goes as SEND_BATCH_MESSAGE (320)"};
   }
   return std::nullopt;
 }
@@ -200,14 +211,12 @@ std::optional<Refusal> read_send_header(const RemotingCommand& request, SendHead
 // ---- ops ----
 
 uint32_t BrokerReactor::new_op(BrokerOp::Kind kind, uint32_t conn, const RemotingCommand& request) {
-  uint32_t index;
-  if (!free_ops_.empty()) {
-    index = free_ops_.back();
-    free_ops_.pop_back();
-  } else {
-    index = static_cast<uint32_t>(ops_.size());
-    ops_.push_back(std::make_unique<BrokerOp>());
-  }
+  // Ops are bounded by the connections (kMaxOpsPerConnection each), not by a size fixed at
+  // start: the pool grows with the load, and a fresh index is the next one past ops_.
+  if (op_pool_.full()) op_pool_.grow(std::max<uint32_t>(64, op_pool_.capacity() * 2));
+  const uint32_t index = *op_pool_.acquire();
+  if (index == ops_.size()) ops_.push_back(std::make_unique<BrokerOp>());
+  UMQ_ASSERT(index < ops_.size());
   BrokerOp& op = *ops_[index];
   op.kind = kind;
   op.in_use = true;
@@ -265,8 +274,13 @@ void BrokerReactor::free_op(uint32_t index) {
     std::vector<std::byte>().swap(op.data);
   }
   if (op.data.capacity() > 0) kept_op_buffers_++;
+  if (op.batch.capacity() > kKeptBatchMessages) {
+    std::vector<Message>().swap(op.batch);
+    std::vector<StoreOffset>().swap(op.batch_offsets);
+  }
   op.copy.reset();
-  free_ops_.push_back(index);
+  op.sql_filter.reset();
+  op_pool_.release(index);
 }
 
 bool BrokerReactor::op_connection_alive(const BrokerOp& op) const {
@@ -300,9 +314,63 @@ StoreOffset BrokerReactor::store_offset_of_wire(WireOffset wire) const {
   return store_offset_of(wire, store_.shard_count());
 }
 
-uint32_t BrokerReactor::queue_nums(std::string_view topic) const {
-  if (topic.starts_with(kRetryPrefix) || topic.starts_with(kDlqPrefix)) return 1;
-  return static_cast<uint32_t>(config_.default_topic_queue_nums);
+std::optional<TopicShape> BrokerReactor::topic_shape(std::string_view topic) const {
+  if (const TopicConfig* c = topics_->find(topic)) {
+    return TopicShape{c->read_queue_nums, c->write_queue_nums, c->perm, true};
+  }
+  if (topic.starts_with(kRetryPrefix) || topic.starts_with(kDlqPrefix)) {
+    return TopicShape{1, 1, kPermReadWrite, false};
+  }
+  if (!config_.auto_create_topic_enable) return std::nullopt;
+  const int32_t n = config_.default_topic_queue_nums;
+  return TopicShape{n, n, kPermReadWrite, false};
+}
+
+io::Status BrokerReactor::put_topic(const TopicConfig& config) {
+  io::Result<io::Disk*> disk = config_disk();
+  if (!disk.is_ok()) return disk.status();
+  return topics_->put(**disk, config);
+}
+
+std::optional<std::pair<int32_t, std::string>> BrokerReactor::pick_write_queue(
+    const std::string& topic, int64_t* queue_id) {
+  const std::optional<TopicShape> shape = topic_shape(topic);
+  if (!shape) {  // Java's msgCheck answer, and how to fix it
+    return std::pair{rc::kTopicNotExist,
+                     "topic[" + topic +
+                         "] not exist, apply first please! (autoCreateTopicEnable is false: "
+                         "create it with UPDATE_AND_CREATE_TOPIC, mqadmin updateTopic)"};
+  }
+  if ((shape->perm & kPermWrite) == 0) {
+    return std::pair{rc::kNoPermission, "the topic[" + topic +
+                                            "] sending message is forbidden: its perm " +
+                                            std::to_string(shape->perm) + " has no write bit (2)"};
+  }
+  const int64_t nums = shape->write_queue_nums;
+  if (*queue_id < 0 && nums > 0) *queue_id = static_cast<int64_t>(std::random_device{}() % nums);
+  if (*queue_id < 0 || *queue_id >= nums) {
+    return std::pair{rc::kSystemError,
+                     "queueId " + std::to_string(*queue_id) + " is illegal: topic " + topic +
+                         " has " + std::to_string(nums) + " queues (0.." +
+                         std::to_string(nums - 1) + ") for sending (writeQueueNums)"};
+  }
+  // A topic's first send creates it (autoCreateTopicEnable), kept in the table as Java keeps it;
+  // retry and dead-letter topics stay implicit.
+  if (!shape->configured && !topic.starts_with(kRetryPrefix) && !topic.starts_with(kDlqPrefix)) {
+    TopicConfig created;
+    created.name = topic;
+    created.read_queue_nums = created.write_queue_nums = shape->write_queue_nums;
+    if (io::Status s = put_topic(created); !s.is_ok()) {
+      log_warn("topic " + topic +
+               " was not added to the topic table (it works with the "
+               "defaults): " +
+               s.to_string());
+    } else {
+      log_info("topic " + topic + " created by its first send (autoCreateTopicEnable), " +
+               std::to_string(created.write_queue_nums) + " queues");
+    }
+  }
+  return std::nullopt;
 }
 
 // ---- dispatch by request code ----
@@ -318,6 +386,8 @@ void BrokerReactor::handle(uint32_t conn, RemotingCommand& request,
     case req::kSendMessage:
     case req::kSendMessageV2:
       return handle_send(conn, request, body);
+    case req::kSendBatchMessage:
+      return handle_send_batch(conn, request, body);
     case req::kPullMessage:
       return handle_pull(conn, request);
     case req::kQueryConsumerOffset:
@@ -335,30 +405,122 @@ void BrokerReactor::handle(uint32_t conn, RemotingCommand& request,
       return handle_consumer_list(conn, request);
     case req::kConsumerSendMsgBack:
       return handle_send_back(conn, request);
+    case req::kLockBatchMq:
+      return handle_lock_batch(conn, request, body);
+    case req::kUnlockBatchMq:
+      return handle_unlock_batch(conn, request, body);
     case req::kGetBrokerRuntimeInfo:
       return handle_runtime_info(conn, request);
     case req::kUpdateAndCreateTopic:
       return handle_create_topic(conn, request);
+    case req::kDeleteTopicInBroker:
+      return handle_delete_topic(conn, request);
+    case req::kGetAllTopicConfig:
+      return handle_all_topic_config(conn, request);
+    case req::kGetBrokerClusterInfo:
+      return handle_cluster_info(conn, request);
+    case req::kDeleteTopicInNamesrv:  // routes come from the broker's table: nothing to delete
+      return reply_code(conn, request, rc::kSuccess, {});
+    case req::kCheckClientConfig:
+      return handle_check_client_config(conn, request, body);
     default:
       return reply_code(conn, request, rc::kRequestCodeNotSupported,
                         "request type " + std::to_string(request.code) + " not supported");
   }
 }
 
-// ---- UPDATE_AND_CREATE_TOPIC: topics exist implicitly with defaultTopicQueueNums queues ----
+// ---- Topics: UPDATE_AND_CREATE_TOPIC, DELETE_TOPIC_IN_BROKER, GET_ALL_TOPIC_CONFIG
+// (AdminBrokerProcessor) ----
 
 void BrokerReactor::handle_create_topic(uint32_t conn, const RemotingCommand& request) {
   HeaderFields fields(request);
-  for (std::string_view key : {"readQueueNums", "writeQueueNums", "perm", "topicSysFlag"}) {
-    (void)fields.int32(key);
-  }
+  const std::optional<int32_t> read = fields.int32("readQueueNums");
+  const std::optional<int32_t> write = fields.int32("writeQueueNums");
+  const std::optional<int32_t> perm = fields.int32("perm");
+  const int32_t sys_flag = fields.int32("topicSysFlag").value_or(0);
   if (!fields.ok()) return reply_code(conn, request, rc::kSystemError, fields.error());
   const std::string* topic = request.ext("topic");
-  if (topic != nullptr && is_internal_topic(*topic)) {
+  if (topic == nullptr || !valid_topic(*topic)) {
+    return reply_code(conn, request, rc::kSystemError,
+                      "The specified topic is blank, too long or contains illegal characters "
+                      "(1-127 characters of [%|a-zA-Z0-9_-]): \"" +
+                          (topic ? topic->substr(0, kMaxTopicChars) : std::string()) + "\"");
+  }
+  if (is_internal_topic(*topic)) {
     return reply_code(conn, request, rc::kNoPermission,
                       "the topic[" + *topic + "] is internal to the broker");
   }
+  auto in_range = [](std::optional<int32_t> v, int32_t high) {
+    return v.has_value() && *v >= 0 && *v <= high;
+  };
+  if (!in_range(read, kMaxTopicQueueNums) || !in_range(write, kMaxTopicQueueNums) ||
+      !in_range(perm, 7)) {
+    return reply_code(conn, request, rc::kSystemError,
+                      "UPDATE_AND_CREATE_TOPIC needs readQueueNums and writeQueueNums in 0.." +
+                          std::to_string(kMaxTopicQueueNums) + " and perm in 0..7 (2 write, " +
+                          "4 read, 6 both) for topic " + *topic);
+  }
+  TopicConfig c;
+  c.name = *topic;
+  c.read_queue_nums = *read;
+  c.write_queue_nums = *write;
+  c.perm = *perm;
+  c.topic_sys_flag = sys_flag;
+  const std::string* order = request.ext("order");
+  c.order = order != nullptr && *order == "true";
+  if (io::Status s = put_topic(c); !s.is_ok()) {
+    return reply_code(conn, request, rc::kSystemError, s.message());
+  }
+  log_info("topic " + c.name + " configured: readQueueNums " + std::to_string(c.read_queue_nums) +
+           ", writeQueueNums " + std::to_string(c.write_queue_nums) + ", perm " +
+           std::to_string(c.perm));
   reply_code(conn, request, rc::kSuccess, {});
+}
+
+// The topic leaves the table; its messages stay until retention deletes them (and with
+// autoCreateTopicEnable a later send creates it again with the defaults).
+void BrokerReactor::handle_delete_topic(uint32_t conn, const RemotingCommand& request) {
+  const std::string* topic = request.ext("topic");
+  if (topic == nullptr || !valid_topic(*topic)) {
+    return reply_code(conn, request, rc::kSystemError,
+                      "DELETE_TOPIC_IN_BROKER needs a valid topic (1-127 characters of "
+                      "[%|a-zA-Z0-9_-])");
+  }
+  if (is_internal_topic(*topic)) {
+    return reply_code(conn, request, rc::kNoPermission,
+                      "the topic[" + *topic + "] is internal to the broker");
+  }
+  io::Result<io::Disk*> disk = config_disk();
+  io::Status s = disk.is_ok() ? topics_->erase(**disk, *topic) : disk.status();
+  if (!s.is_ok() && s.code() != io::Code::not_found) {  // absent: nothing to do, as Java
+    return reply_code(conn, request, rc::kSystemError, s.message());
+  }
+  if (s.is_ok()) log_info("topic " + *topic + " deleted from the topic table");
+  reply_code(conn, request, rc::kSuccess, {});
+}
+
+void BrokerReactor::handle_all_topic_config(uint32_t conn, const RemotingCommand& request) {
+  const std::string body = topics_->to_json();
+  reply(conn, make_response(request, rc::kSuccess), std::as_bytes(std::span(body)));
+}
+
+// ---- NameServer: GET_BROKER_CLUSTER_INFO (mqadmin finds the broker of a cluster by it) ----
+
+void BrokerReactor::handle_cluster_info(uint32_t conn, const RemotingCommand& request) {
+  std::string body = "{\"brokerAddrTable\":{";
+  append_json_string(&body, config_.broker_name);
+  body += ":{\"cluster\":";
+  append_json_string(&body, config_.cluster_name);
+  body += ",\"brokerName\":";
+  append_json_string(&body, config_.broker_name);
+  body += ",\"brokerAddrs\":{\"0\":";
+  append_json_string(&body, advertised_);
+  body += "}}},\"clusterAddrTable\":{";
+  append_json_string(&body, config_.cluster_name);
+  body += ":[";
+  append_json_string(&body, config_.broker_name);
+  body += "]}}";
+  reply(conn, make_response(request, rc::kSuccess), std::as_bytes(std::span(body)));
 }
 
 // ---- NameServer: GET_ROUTEINFO_BY_TOPIC ----
@@ -366,16 +528,22 @@ void BrokerReactor::handle_create_topic(uint32_t conn, const RemotingCommand& re
 void BrokerReactor::handle_route(uint32_t conn, const RemotingCommand& request) {
   const std::string* topic = request.ext("topic");
   // Internal topics have no route: clients may neither send to them nor pull them.
-  if (topic == nullptr || !valid_topic(*topic) || is_internal_topic(*topic)) {
+  const std::optional<TopicShape> shape =
+      topic != nullptr && valid_topic(*topic) && !is_internal_topic(*topic) ? topic_shape(*topic)
+                                                                            : std::nullopt;
+  if (!shape) {
     return reply_code(
         conn, request, rc::kTopicNotExist,
         "No topic route info in name server for the topic: " + (topic ? *topic : std::string()));
   }
-  const std::string n = std::to_string(queue_nums(*topic));
+  const TopicConfig* configured = topics_->find(*topic);
   std::string body = "{\"queueDatas\":[{\"brokerName\":";
   append_json_string(&body, config_.broker_name);
-  body += ",\"readQueueNums\":" + n + ",\"writeQueueNums\":" + n +
-          ",\"perm\":6,\"topicSysFlag\":0}],\"brokerDatas\":[{\"cluster\":";
+  body += ",\"readQueueNums\":" + std::to_string(shape->read_queue_nums) +
+          ",\"writeQueueNums\":" + std::to_string(shape->write_queue_nums) +
+          ",\"perm\":" + std::to_string(shape->perm) +
+          ",\"topicSysFlag\":" + std::to_string(configured ? configured->topic_sys_flag : 0) +
+          "}],\"brokerDatas\":[{\"cluster\":";
   append_json_string(&body, config_.cluster_name);
   body += ",\"brokerName\":";
   append_json_string(&body, config_.broker_name);
@@ -420,13 +588,8 @@ void BrokerReactor::handle_send(uint32_t conn, RemotingCommand& request,
     properties = std::move(kept);
     queue_id = 0;
   }
-  const uint32_t nums = queue_nums(topic);
-  if (queue_id < 0) queue_id = static_cast<int64_t>(std::random_device{}() % nums);
-  if (queue_id >= nums) {
-    return reply_code(conn, request, rc::kSystemError,
-                      "queueId " + std::to_string(queue_id) + " is illegal: topic " + topic +
-                          " has " + std::to_string(nums) + " queues (0.." +
-                          std::to_string(nums - 1) + ")");
+  if (auto refused = pick_write_queue(topic, &queue_id)) {
+    return reply_code(conn, request, refused->first, std::move(refused->second));
   }
   uint32_t index = new_op(BrokerOp::Kind::send, conn, request);
   BrokerOp& op = *ops_[index];
@@ -453,9 +616,150 @@ void BrokerReactor::handle_send(uint32_t conn, RemotingCommand& request,
   submit(index, [&](uint64_t tag) { return session_->send_async(op.message, tag); });
 }
 
+// ---- SEND_BATCH_MESSAGE: one queue, consecutive offsets, one reply (SendMessageProcessor
+// .asyncSendBatchMessage, CommitLog.asyncPutMessages) ----
+
+void BrokerReactor::handle_send_batch(uint32_t conn, RemotingCommand& request,
+                                      std::span<const std::byte> body) {
+  SendHeader header;
+  if (std::optional<Refusal> refused = read_send_header(request, &header)) {
+    return reply_code(conn, request, refused->code, std::move(refused->remark));
+  }
+  // The Java client refuses both before sending (MessageBatch.generateFromList); its broker
+  // answers a delayed batch MESSAGE_ILLEGAL (CommitLog.asyncPutMessages).
+  if (header.topic.starts_with(kRetryPrefix)) {
+    return reply_code(conn, request, rc::kMessageIllegal,
+                      "Retry Group is not supported for batching: topic " + header.topic);
+  }
+  if (body.size() > config_.store.log.limits.max_body_bytes) {
+    return reply_code(conn, request, rc::kMessageIllegal,
+                      "the batch body is " + std::to_string(body.size()) +
+                          " bytes, over maxMessageSize " +
+                          std::to_string(config_.store.log.limits.max_body_bytes) +
+                          " (the limit applies to the whole batch, as in RocketMQ)");
+  }
+  std::string batch_properties = client_properties(header.properties);
+  if (const char* why = engine::batch_property_refusal(batch_properties)) {
+    return reply_code(conn, request, rc::kMessageIllegal,
+                      std::string("the batch's own properties: ") + why);
+  }
+  int64_t queue_id = header.queue_id.value_or(-1);
+  if (auto refused = pick_write_queue(header.topic, &queue_id)) {
+    return reply_code(conn, request, refused->first, std::move(refused->second));
+  }
+  uint32_t index = new_op(BrokerOp::Kind::send, conn, request);
+  BrokerOp& op = *ops_[index];
+  sends_in_flight_++;
+  op.deadline_ms = clock_->now_ms() + config_.sync_flush_timeout_ms;
+  op.topic = std::move(header.topic);
+  op.queue_id = static_cast<int32_t>(queue_id);
+  op.data.assign(body.begin(), body.end());
+  set_reserved(index, body.size());
+  op.message = Message{};  // the batch's fields, copied into each message
+  op.message.topic = op.topic;
+  op.message.queue_id = op.queue_id;
+  op.message.sys_flag =
+      header.sys_flag & ~(engine::kSysFlagBornHostV6 | engine::kSysFlagStoreHostV6);
+  op.message.born_timestamp_ms = header.born_timestamp_ms.value_or(clock_->now_ms());
+  op.message.born_host = conns_[conn].peer;
+  op.message.reconsume_times = header.reconsume_times;
+  if (auto refused = build_batch(index, batch_properties)) {
+    reply_code(conn, request, refused->first, std::move(refused->second));
+    return free_op(index);
+  }
+  submit(index,
+         [&](uint64_t tag) { return session_->send_batch_async(op.batch, op.batch_offsets, tag); });
+}
+
+// Each message's record properties: its own (less the internal ones a client may not send) and
+// then the batch's, as Java's MessageExtBatchEncoder appends them. Views into op.data when
+// nothing is added; else into one arena (op.properties) sized first, so it never moves.
+std::optional<std::pair<int32_t, std::string>> BrokerReactor::build_batch(
+    uint32_t index, std::string_view batch_properties) {
+  BrokerOp& op = *ops_[index];
+  io::Status s = decode_message_batch(op.data, kMaxBatchMessages, &batch_entries_);
+  if (!s.is_ok()) return std::pair{rc::kMessageIllegal, s.message()};
+  size_t arena = 0;
+  bool views = batch_properties.empty();
+  for (const BatchEntry& e : batch_entries_) {
+    if (views && !only_client_properties(e.properties)) views = false;
+    arena += e.properties.size() + 1 + batch_properties.size();
+  }
+  op.properties.clear();
+  if (!views) op.properties.reserve(arena);
+  batch_props_at_.clear();
+  for (size_t i = 0; i < batch_entries_.size(); i++) {
+    const BatchEntry& e = batch_entries_[i];
+    if (const char* why = engine::batch_property_refusal(e.properties)) {
+      return std::pair{rc::kMessageIllegal,
+                       "message " + std::to_string(i) + " of the batch: " + why};
+    }
+    size_t size = e.properties.size();
+    if (!views) {
+      batch_props_at_.push_back(static_cast<uint32_t>(op.properties.size()));
+      const size_t before = op.properties.size();
+      engine::for_each_property(e.properties, [&](std::string_view name, std::string_view value) {
+        if (!client_may_send(name)) return;
+        if (op.properties.size() > before) op.properties.push_back('\x02');
+        op.properties.append(name);
+        op.properties.push_back('\x01');
+        op.properties.append(value);
+      });
+      if (!batch_properties.empty()) {
+        if (op.properties.size() > before) op.properties.push_back('\x02');
+        op.properties += batch_properties;
+      }
+      size = op.properties.size() - before;
+    }
+    if (size > kMaxClientPropertiesBytes) {
+      return std::pair{rc::kMessageIllegal, "message " + std::to_string(i) + " of the batch has " +
+                                                std::to_string(size) +
+                                                " bytes of properties, over the limit of " +
+                                                std::to_string(kMaxClientPropertiesBytes)};
+    }
+  }
+  UMQ_ASSERT(views || op.properties.size() <= arena);  // the arena never moved
+  batch_props_at_.push_back(static_cast<uint32_t>(op.properties.size()));
+  op.batch.resize(batch_entries_.size());
+  op.batch_offsets.assign(batch_entries_.size(), StoreOffset{});
+  for (size_t i = 0; i < batch_entries_.size(); i++) {
+    Message& m = op.batch[i];
+    m = op.message;
+    m.flag = batch_entries_[i].flag;
+    m.body = batch_entries_[i].body;
+    m.properties =
+        views ? batch_entries_[i].properties
+              : std::string_view(op.properties)
+                    .substr(batch_props_at_[i], batch_props_at_[i + 1] - batch_props_at_[i]);
+  }
+  return std::nullopt;
+}
+
+// One reply for the batch: its records' offset msgIds joined by commas (Java's
+// AppendMessageResult for a batch), the queue and the first queue offset.
+void BrokerReactor::reply_batch(BrokerOp& op, const Completion& c) {
+  RemotingCommand response = make_response(op.request, rc::kSuccess);
+  std::string ids;
+  ids.reserve(op.batch_offsets.size() * 33);
+  for (size_t i = 0; i < op.batch_offsets.size(); i++) {
+    if (i > 0) ids += ',';
+    ids += engine::offset_message_id(store_host_,
+                                     static_cast<int64_t>(wire_offset(op.batch_offsets[i]).value));
+  }
+  response.set_ext("msgId", std::move(ids));
+  response.set_ext("queueId", std::to_string(op.queue_id));
+  response.set_ext("queueOffset", std::to_string(c.queue_offset.value));
+  if (!op.request.is_oneway()) reply(op.conn, response);
+}
+
 void BrokerReactor::complete_send(BrokerOp& op, const Completion& c) {
   if (op.replied || !op_connection_alive(op)) return;
   op.replied = true;
+  if (c.code == io::Code::too_large && op.request.code == req::kSendBatchMessage) {
+    return reply_code(op.conn, op.request, error_code(c.code),
+                      "a message of the batch is over the store's limits (its body over "
+                      "maxMessageSize, or its record over the segment): nothing was stored");
+  }
   if (c.code == io::Code::too_large) {
     // The body and the client's properties were checked before; what is left is a delayed or
     // timed message whose properties grew past the limit with the fields the store adds.
@@ -467,6 +771,7 @@ void BrokerReactor::complete_send(BrokerOp& op, const Completion& c) {
   if (c.code != io::Code::ok) {
     return reply_code(op.conn, op.request, error_code(c.code), code_text(c.code));
   }
+  if (op.request.code == req::kSendBatchMessage) return reply_batch(op, c);
   RemotingCommand response = make_response(op.request, rc::kSuccess);
   response.set_ext("msgId", engine::offset_message_id(
                                 store_host_, static_cast<int64_t>(wire_offset(c.offset).value)));
@@ -498,13 +803,25 @@ void BrokerReactor::handle_pull(uint32_t conn, RemotingCommand& request) {
         conn, request, rc::kNoPermission,
         "the topic[" + *topic + "] pulling message is forbidden: it is internal to the broker");
   }
-  const uint32_t nums = queue_nums(*topic);
-  if (*queue_id < 0 || static_cast<uint32_t>(*queue_id) >= nums) {
+  const std::optional<TopicShape> shape = topic_shape(*topic);
+  if (!shape) {
+    return reply_code(conn, request, rc::kTopicNotExist,
+                      "topic[" + *topic + "] not exist, apply first please!");
+  }
+  if ((shape->perm & kPermRead) == 0) {
+    return reply_code(conn, request, rc::kNoPermission,
+                      "the topic[" + *topic + "] pulling message is forbidden: its perm " +
+                          std::to_string(shape->perm) + " has no read bit (4)");
+  }
+  const int32_t nums = shape->read_queue_nums;
+  if (*queue_id < 0 || *queue_id >= nums) {
     return reply_code(conn, request, rc::kSystemError,
                       "queueId " + std::to_string(*queue_id) + " is illegal: topic " + *topic +
                           " has " + std::to_string(nums) + " queues (0.." +
-                          std::to_string(nums - 1) + ")");
+                          std::to_string(nums - 1) + ") for reading (readQueueNums)");
   }
+  std::shared_ptr<const engine::SqlFilter> sql_filter;
+  if (!pull_sql_filter(conn, request, *group, *topic, sys_flag, &sql_filter)) return;
   if ((sys_flag & 1) != 0 && commit >= 0) {
     if (is_internal_group(*group)) {
       return reply_code(conn, request, rc::kNoPermission,
@@ -525,7 +842,8 @@ void BrokerReactor::handle_pull(uint32_t conn, RemotingCommand& request) {
   BrokerOp& op = *ops_[index];
   op.topic = *topic;
   const std::string* sub = request.ext("subscription");
-  op.tag_filter = sub ? *sub : std::string("*");
+  op.tag_filter = sub != nullptr && sql_filter == nullptr ? *sub : std::string("*");
+  op.sql_filter = std::move(sql_filter);
   op.queue_id = static_cast<int32_t>(*queue_id);
   op.shard = store_.shard_for(op.topic, op.queue_id);
   // The reply's room is reserved now, so a pipelined batch of pulls stops at the connection's
@@ -547,6 +865,7 @@ void BrokerReactor::handle_pull(uint32_t conn, RemotingCommand& request) {
   op.pull.max_messages =
       static_cast<uint32_t>(std::clamp<int64_t>(max_msg_nums.value_or(32), 1, kMaxPullMessages));
   op.pull.tag_filter = op.tag_filter;
+  op.pull.sql_filter = op.sql_filter.get();
   op.pull.buffer = op.data;
   if ((sys_flag & 2) != 0 && !over_budget) {
     op.pull.wait_ms = std::clamp<int64_t>(suspend_ms.value_or(15000), 0, config_.max_suspend_ms);
@@ -748,7 +1067,13 @@ void BrokerReactor::handle_heartbeat(uint32_t conn, const RemotingCommand& reque
     for (const JsonValue& consumer : set->items()) {
       const JsonValue* group = consumer.find("groupName");
       if (group == nullptr || !group->is_string() || group->text().empty()) continue;
-      consumers_[group->text()][client->text()] = now;
+      if (!join_group(conn, group->text(), client->text(), now)) {
+        return reply_code(
+            conn, request, rc::kSystemBusy,
+            "the broker's consumer table is full (" + std::to_string(groups_.max_members()) +
+                " members): " + client->text() + " cannot join group " + group->text());
+      }
+      note_sql_subscriptions(group->text(), consumer, now);
     }
   }
   reply_code(conn, request, rc::kSuccess, {});
@@ -757,25 +1082,19 @@ void BrokerReactor::handle_heartbeat(uint32_t conn, const RemotingCommand& reque
 void BrokerReactor::handle_unregister(uint32_t conn, const RemotingCommand& request) {
   const std::string* client = request.ext("clientID");
   const std::string* group = request.ext("consumerGroup");
-  if (client != nullptr && group != nullptr) {
-    auto it = consumers_.find(*group);
-    if (it != consumers_.end()) {
-      it->second.erase(*client);
-      if (it->second.empty()) consumers_.erase(it);
-    }
-  }
+  if (client != nullptr && group != nullptr) leave_group(*group, *client);
   reply_code(conn, request, rc::kSuccess, {});
 }
 
 void BrokerReactor::handle_consumer_list(uint32_t conn, const RemotingCommand& request) {
   const std::string* group = request.ext("consumerGroup");
-  auto it = group ? consumers_.find(*group) : consumers_.end();
-  if (it == consumers_.end() || it->second.empty()) {
+  const ConsumerGroups::Members* members = group ? groups_.members(*group) : nullptr;
+  if (members == nullptr || members->empty()) {
     return reply_code(conn, request, rc::kSystemError, "no consumer for this group");
   }
   std::string body = "{\"consumerIdList\":[";
   bool first = true;
-  for (const auto& [client, seen] : it->second) {
+  for (const auto& [client, member] : *members) {
     if (!first) body += ',';
     first = false;
     append_json_string(&body, client);
@@ -887,6 +1206,10 @@ void BrokerReactor::handle_runtime_info(uint32_t conn, const RemotingCommand& re
   add("segmentsDeleted", std::to_string(stats.segments_deleted));
   add("messagesDeletedUnconsumed", std::to_string(stats.messages_deleted_unconsumed));
   add("connections", std::to_string(open_conns_));
+  add("consumerGroupMembers", std::to_string(groups_.member_count()));
+  add("queueLocks", std::to_string(locks_.size()));
+  add("consumerNoticesSent", std::to_string(notices_sent_));
+  add("consumerNoticesDropped", std::to_string(notices_dropped_));
   add("corruptReadsRefused", std::to_string(stats.corrupt_reads_refused));
   add("corruptRecordsReported", std::to_string(stats.corrupt_records_reported));
   add("scrubBytesChecked", std::to_string(stats.scrub_bytes_checked));

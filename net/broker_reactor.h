@@ -9,19 +9,28 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "engine/log/message_codec.h"
+#include "engine/queues/sql_filter.h"
 #include "engine/store.h"
 #include "io/clock.h"
 #include "io/net_ring.h"
 #include "io/waker.h"
 #include "net/broker_config.h"
+#include "net/consumer_groups.h"
+#include "net/json.h"
+#include "net/lock_table.h"
+#include "net/message_batch.h"
 #include "net/remoting.h"
+#include "net/topic_table.h"
 #include "net/wire_offset.h"
+#include "sched/slot_pool.h"
 
 namespace uringmq::net {
 
@@ -127,7 +136,29 @@ struct BrokerOp {
   int64_t max_reconsume_times = 16;  // send back
   Message message;
   PullRequest pull;
+  std::shared_ptr<const engine::SqlFilter> sql_filter;  // pull: held until its completion
   std::unique_ptr<SendBackCopy> copy;
+  // SEND_BATCH_MESSAGE: its messages (views into data and properties) and their offsets.
+  std::vector<Message> batch;
+  std::vector<StoreOffset> batch_offsets;
+};
+
+// A topic's queue numbers and permission as requests see them (TopicTable, or implicit).
+struct TopicShape {
+  int32_t read_queue_nums = 0;
+  int32_t write_queue_nums = 0;
+  int32_t perm = kPermReadWrite;
+  bool configured = false;  // in the topic table (else implicit: retry, dead letter, auto)
+};
+
+// A consumer group's SQL92 subscription to a topic, from its heartbeats: what its pulls without
+// an expression (the push consumer's) are filtered by (net/broker_filters.cc).
+struct SqlSubscription {
+  std::string expression;
+  int64_t version = 0;                              // subVersion
+  std::shared_ptr<const engine::SqlFilter> filter;  // null when the expression did not compile
+  std::string error;                                // why it did not
+  int64_t seen_ms = 0;                              // the last heartbeat that named it
 };
 
 class BrokerReactor {
@@ -180,7 +211,26 @@ class BrokerReactor {
   void reply_code(uint32_t conn, const RemotingCommand& request, int32_t code, std::string remark);
   void handle_route(uint32_t conn, const RemotingCommand& request);
   void handle_create_topic(uint32_t conn, const RemotingCommand& request);
+  void handle_delete_topic(uint32_t conn, const RemotingCommand& request);
+  void handle_all_topic_config(uint32_t conn, const RemotingCommand& request);
+  void handle_cluster_info(uint32_t conn, const RemotingCommand& request);
+  // The topic's configuration: its table entry, or the implicit one (a %RETRY% or %DLQ% topic:
+  // 1 queue; another: defaultTopicQueueNums when autoCreateTopicEnable); nullopt: unknown.
+  std::optional<TopicShape> topic_shape(std::string_view topic) const;
+  io::Result<std::unique_ptr<io::Disk>> make_config_disk() const;
+  io::Result<io::Disk*> config_disk();
+  // Adds or replaces a topic in the table (persisted first).
+  io::Status put_topic(const TopicConfig& config);
+  // A send's topic and queue checked (known or created, writable, queue in range) and a queue
+  // picked when queue_id < 0; the refusal's code and remark otherwise.
+  std::optional<std::pair<int32_t, std::string>> pick_write_queue(const std::string& topic,
+                                                                  int64_t* queue_id);
   void handle_send(uint32_t conn, RemotingCommand& request, std::span<const std::byte> body);
+  void handle_send_batch(uint32_t conn, RemotingCommand& request, std::span<const std::byte> body);
+  // Decodes the batch op `index` holds (its data) into op.batch; a refusal names the cause.
+  std::optional<std::pair<int32_t, std::string>> build_batch(uint32_t index,
+                                                             std::string_view batch_properties);
+  void reply_batch(BrokerOp& op, const Completion& c);
   void handle_pull(uint32_t conn, RemotingCommand& request);
   size_t client_records(uint32_t shard, std::span<std::byte> records) const;
   void handle_queue_query(uint32_t conn, RemotingCommand& request);
@@ -190,14 +240,41 @@ class BrokerReactor {
   void handle_unregister(uint32_t conn, const RemotingCommand& request);
   void handle_consumer_list(uint32_t conn, const RemotingCommand& request);
   void handle_send_back(uint32_t conn, RemotingCommand& request);
+  // ---- orderly consumers and rebalancing (broker_orderly.cc) ----
+  void handle_lock_batch(uint32_t conn, const RemotingCommand& request,
+                         std::span<const std::byte> body);
+  void handle_unlock_batch(uint32_t conn, const RemotingCommand& request,
+                           std::span<const std::byte> body);
+  // A heartbeat's group entry; false when the membership table is full (not joined).
+  bool join_group(uint32_t conn, std::string_view group, std::string_view client, int64_t now_ms);
+  void leave_group(std::string_view group, std::string_view client);
+  void members_gone(const std::vector<std::string>& groups);
+  void sweep_members_and_locks(int64_t now_ms);
+  // NOTIFY_CONSUMER_IDS_CHANGED to the group's members, sent (coalesced) by send_notices at the
+  // next turn of the loop; nothing when notifyConsumerIdsChangedEnable is false.
+  void notify_group_later(std::string_view group);
+  void send_notices();
   void handle_runtime_info(uint32_t conn, const RemotingCommand& request);
+  // ---- SQL92 filters (broker_filters.cc) ----
+  void handle_check_client_config(uint32_t conn, const RemotingCommand& request,
+                                  std::span<const std::byte> body);
+  void note_sql_subscriptions(const std::string& group, const JsonValue& consumer, int64_t now);
+  // The SQL92 filter a pull is served with (*filter null: none); false when it answered an
+  // error instead.
+  bool pull_sql_filter(uint32_t conn, const RemotingCommand& request, const std::string& group,
+                       const std::string& topic, int32_t sys_flag,
+                       std::shared_ptr<const engine::SqlFilter>* filter);
+  bool registered_sql_filter(uint32_t conn, const RemotingCommand& request,
+                             const std::string& group, const std::string& topic,
+                             const SqlSubscription* registered,
+                             std::shared_ptr<const engine::SqlFilter>* filter);
+  void expire_sql_subscriptions(int64_t now);
   void on_store_completion(const Completion& c);
   void complete_send(BrokerOp& op, const Completion& c);
   void complete_pull(BrokerOp& op, const Completion& c);
   void complete_query(BrokerOp& op, const Completion& c);
   void complete_send_back(uint32_t index, const Completion& c);
   bool pull_again_larger(uint32_t index);
-  uint32_t queue_nums(std::string_view topic) const;
   // Physical offsets on the wire: local * shards + shard (net/wire_offset.h).
   WireOffset wire_offset(StoreOffset store_offset) const;
   StoreOffset store_offset_of_wire(WireOffset wire) const;
@@ -230,10 +307,10 @@ class BrokerReactor {
   bool stopping_ = false;
   RemotingLimits limits_;
   std::vector<Connection> conns_;
-  std::vector<uint32_t> free_conns_;
+  sched::SlotPool conn_pool_;  // which of conns_ are in use (capacity maxConnections)
   uint32_t open_conns_ = 0;
   std::vector<std::unique_ptr<BrokerOp>> ops_;
-  std::vector<uint32_t> free_ops_;
+  sched::SlotPool op_pool_;  // which of ops_ are in use (grows with ops_)
   uint32_t sends_in_flight_ = 0;
   int64_t next_sweep_ms_ = 0;
   int64_t mono_ms_ = 0;             // monotonic ms, read once per turn of the loop
@@ -243,10 +320,24 @@ class BrokerReactor {
   uint32_t kept_op_buffers_ = 0;    // free ops that keep a (small) data buffer
   uint64_t refused_ = 0;            // connections refused at maxConnections, not yet logged
   int64_t refusal_log_ms_ = 0;      // monotonic: next time a refusal count may be logged
+  // The topic table's changes: a disk of the reactor thread, made at the first change (an
+  // io_uring disk belongs to the thread that first submits to it).
+  std::unique_ptr<io::Disk> config_disk_;
+  std::unique_ptr<TopicTable> topics_;
   engine::HostAddress store_host_;
   std::string advertised_;  // "ip:port" put in routes
-  // Consumer group -> client id -> last heartbeat (ms).
-  std::map<std::string, std::map<std::string, int64_t>, std::less<>> consumers_;
+  ConsumerGroups groups_;   // members from heartbeats, and where to reach them
+  LockTable locks_;         // orderly consumers' queue locks (monotonic ms)
+  bool lock_table_full_logged_ = false;
+  int64_t next_lock_reclaim_ms_ = 0;                  // monotonic
+  std::set<std::string, std::less<>> notify_groups_;  // groups to notify this turn
+  uint32_t next_request_opaque_ = 1;                  // opaques of the broker's own requests
+  uint64_t notices_sent_ = 0;
+  uint64_t notices_dropped_ = 0;           // a member's output was full
+  std::vector<BatchEntry> batch_entries_;  // scratch of handle_send_batch (capacity kept)
+  std::vector<uint32_t> batch_props_at_;   // scratch: each message's properties in the arena
+  // (consumer group, topic) -> its SQL92 subscription; at most kMaxSqlSubscriptions.
+  std::map<std::pair<std::string, std::string>, SqlSubscription> sql_subscriptions_;
   std::array<Completion, 256> completions_{};
   std::array<io::NetCompletion, 256> events_{};
 };

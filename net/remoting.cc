@@ -661,7 +661,7 @@ RemotingCommand make_response(const RemotingCommand& request, int32_t code,
   RemotingCommand response;
   response.code = code;
   response.language = "JAVA";
-  response.version = 0;
+  response.version = kBrokerVersion;
   response.opaque = request.opaque;
   response.flag = kFlagResponse;
   response.remark = std::move(remark);

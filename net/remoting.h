@@ -39,12 +39,18 @@ static_assert(kFramePrefixBytes == 2 * kFrameLengthFieldBytes);
 inline constexpr int32_t kFlagResponse = 1;  // RESPONSE_COMMAND
 inline constexpr int32_t kFlagOneway = 2;    // ONEWAY request: no answer expected
 
+// The version answers carry: RocketMQ 4.9.8's (MQVersion.Version.V4_9_8.ordinal()), as its
+// broker's do. Clients read it from HEART_BEAT answers and refuse SQL92 pulls to a broker below
+// V4_1_0_SNAPSHOT (331).
+inline constexpr int32_t kBrokerVersion = 596;
+
 namespace request_code {
 inline constexpr int32_t kSendMessage = 10;
 inline constexpr int32_t kPullMessage = 11;
 inline constexpr int32_t kQueryConsumerOffset = 14;
 inline constexpr int32_t kUpdateConsumerOffset = 15;
 inline constexpr int32_t kUpdateAndCreateTopic = 17;
+inline constexpr int32_t kGetAllTopicConfig = 21;
 inline constexpr int32_t kGetBrokerRuntimeInfo = 28;
 inline constexpr int32_t kSearchOffsetByTimestamp = 29;
 inline constexpr int32_t kGetMaxOffset = 30;
@@ -53,10 +59,17 @@ inline constexpr int32_t kHeartBeat = 34;
 inline constexpr int32_t kUnregisterClient = 35;
 inline constexpr int32_t kConsumerSendMsgBack = 36;
 inline constexpr int32_t kGetConsumerListByGroup = 38;
+inline constexpr int32_t kCheckClientConfig = 46;
 inline constexpr int32_t kNotifyConsumerIdsChanged = 40;  // broker -> client
+inline constexpr int32_t kLockBatchMq = 41;
+inline constexpr int32_t kUnlockBatchMq = 42;
 inline constexpr int32_t kGetRouteInfoByTopic = 105;
+inline constexpr int32_t kGetBrokerClusterInfo = 106;
+inline constexpr int32_t kDeleteTopicInBroker = 215;
+inline constexpr int32_t kDeleteTopicInNamesrv = 216;
 inline constexpr int32_t kGetKvConfigByValue = 217;
 inline constexpr int32_t kSendMessageV2 = 310;
+inline constexpr int32_t kSendBatchMessage = 320;
 }  // namespace request_code
 
 namespace response_code {
@@ -75,7 +88,11 @@ inline constexpr int32_t kPullNotFound = 19;
 inline constexpr int32_t kPullRetryImmediately = 20;
 inline constexpr int32_t kPullOffsetMoved = 21;
 inline constexpr int32_t kQueryNotFound = 22;
+inline constexpr int32_t kSubscriptionParseFailed = 23;
+inline constexpr int32_t kSubscriptionNotExist = 24;
+inline constexpr int32_t kSubscriptionNotLatest = 25;
 inline constexpr int32_t kSubscriptionGroupNotExist = 26;
+inline constexpr int32_t kFilterDataNotExist = 27;
 }  // namespace response_code
 
 struct RemotingCommand {
@@ -130,7 +147,7 @@ void encode_frame(const RemotingCommand& command, std::span<const std::byte> bod
                   std::string* out);
 
 // A response to `request`: flag kFlagResponse, the request's opaque and serialize type,
-// language "JAVA", version 0, the given code and remark, no extFields.
+// language "JAVA", version kBrokerVersion, the given code and remark, no extFields.
 RemotingCommand make_response(const RemotingCommand& request, int32_t code,
                               std::optional<std::string> remark = std::nullopt);
 

@@ -7,19 +7,21 @@
 namespace uringmq::engine {
 
 RecordPrefetch::RecordPrefetch(CommitLog& log, uint64_t tag_bit)
-    : log_(log), tag_bit_(tag_bit), slots_(kSlots), arena_(size_t{kSlots} * kSlotBytes) {
+    : log_(log),
+      tag_bit_(tag_bit),
+      slots_(kSlots),
+      slot_pool_(kSlots),
+      arena_(size_t{kSlots} * kSlotBytes) {
   UMQ_ASSERT((tag_bit & (kSlots - 1)) == 0);
-  free_.reserve(kSlots);
-  for (uint32_t i = kSlots; i-- > 0;) free_.push_back(i);
   by_offset_.reserve(kSlots);
 }
 
 bool RecordPrefetch::want(uint64_t log_offset, uint32_t size_bytes, int64_t due_ms,
                           int64_t now_ms) {
   if (size_bytes > kSlotBytes || by_offset_.count(log_offset) != 0) return true;
-  if (free_.empty()) drop_stale(now_ms);
-  if (free_.empty()) return false;
-  const uint32_t slot = free_.back();
+  if (slot_pool_.full()) drop_stale(now_ms);
+  if (slot_pool_.full()) return false;
+  const uint32_t slot = *slot_pool_.peek();
   std::byte* dest = arena_.data() + size_t{slot} * kSlotBytes;
   // Still in the log's write buffers: copied now, as those are reused before it is due.
   State state = State::ready;
@@ -30,7 +32,7 @@ bool RecordPrefetch::want(uint64_t log_offset, uint32_t size_bytes, int64_t due_
     in_flight_++;
     reads_++;
   }
-  free_.pop_back();
+  (void)slot_pool_.acquire();
   slots_[slot] = Slot{log_offset, size_bytes, due_ms, state};
   by_offset_.emplace(log_offset, slot);
   return true;
@@ -61,7 +63,7 @@ void RecordPrefetch::read_done(uint64_t tag, int64_t result) {
 void RecordPrefetch::free_slot(uint32_t slot) {
   by_offset_.erase(slots_[slot].log_offset);
   slots_[slot].state = State::free;
-  free_.push_back(slot);
+  slot_pool_.release(slot);
 }
 
 // At most once per millisecond: a full arena with nothing stale is not scanned on every want.

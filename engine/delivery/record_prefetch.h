@@ -19,10 +19,14 @@
 #include <vector>
 
 #include "engine/log/commit_log.h"
+#include "sched/participant.h"
+#include "sched/slot_pool.h"
 
 namespace uringmq::engine {
 
-class RecordPrefetch {
+// A participant of the shard's loop (sched/participant.h) only to say it is busy while its reads
+// are in flight; its completions arrive through the CommitLog's reads (owns() below).
+class RecordPrefetch final : public sched::Participant {
  public:
   static constexpr uint32_t kSlots = 1024;
   static constexpr uint32_t kSlotBytes = 2048;
@@ -46,6 +50,7 @@ class RecordPrefetch {
 
   uint64_t hits() const { return hits_; }
   uint64_t reads() const { return reads_; }
+  bool busy() const override { return in_flight_ > 0; }
 
  private:
   enum class State : uint8_t { free, reading, ready };
@@ -61,7 +66,7 @@ class RecordPrefetch {
   CommitLog& log_;
   const uint64_t tag_bit_;
   std::vector<Slot> slots_;
-  std::vector<uint32_t> free_;
+  sched::SlotPool slot_pool_;  // which of slots_ are taken (not State::free)
   std::unordered_map<uint64_t, uint32_t> by_offset_;
   std::vector<std::byte> arena_;
   int64_t last_stale_scan_ms_ = INT64_MIN;

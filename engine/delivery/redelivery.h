@@ -1,5 +1,5 @@
 #pragma once
-// What delay levels (shard_schedule.cc) and timers (shard_timer.cc) share when a held message
+// What delay levels (level_delivery.h) and timers (timer_delivery.h) share when a held message
 // falls due: RocketMQ's messageTimeup copy of the stored record for its real topic and queue, the
 // parked copy an operator reads when that is not possible, and the delivery marker
 // __UMQ_DLV = "<prefix><a>:<b>" that recovery reads back to find the progress.

@@ -61,6 +61,38 @@ bool is_timer_written_property(std::string_view name) {
          name == kPropertyTimerPutMs || name == kPropertyDeliveryMarker;
 }
 
+std::optional<std::string_view> timer_cancel_key(std::string_view properties) {
+  std::optional<std::string_view> key = find_property(properties, kPropertyTimerCancelKey);
+  if (!key) {
+    key = find_property(properties, kPropertyTimerDelUniqKey);
+    if (key) {
+      const size_t plus = key->rfind('+');
+      if (plus != std::string_view::npos) key = key->substr(plus + 1);
+    }
+  }
+  if (key && key->empty()) return std::nullopt;
+  return key;
+}
+
+const char* batch_property_refusal(std::string_view properties) {
+  const char* refusal = nullptr;
+  for_each_property(properties, [&](std::string_view name, std::string_view value) {
+    if (refusal != nullptr) return;
+    int64_t level = 0;
+    if (name == kPropertyDelayTimeLevel && parse_decimal(value, &level) && level > 0) {
+      refusal = "a delay level (DELAY) is not supported for batching";
+    } else if (is_timer_input_property(name)) {
+      refusal =
+          "a timer property (TIMER_DELAY_SEC, TIMER_DELAY_MS, TIMER_DELIVER_MS, "
+          "__STARTDELIVERTIME) is not supported for batching";
+    } else if (name == kPropertyTimerCancelKey || name == kPropertyTimerDelUniqKey) {
+      refusal =
+          "a timer cancel (__UMQ_CANCEL_KEY, TIMER_DEL_UNIQKEY) is not supported for batching";
+    }
+  });
+  return refusal;
+}
+
 bool is_timer_input_property(std::string_view name) {
   return name == kPropertyTimerDelaySec || name == kPropertyTimerDelayMs ||
          name == kPropertyTimerDeliverMs || name == kPropertyStartDeliverTime;

@@ -17,8 +17,15 @@
 // Cancel (a uringmq extension): a message with property __UMQ_CANCEL_KEY=<key> cancels every
 // timed message of its shard that carries <key> in KEYS (or as UNIQ_KEY), was put before it
 // and is not yet delivered. The cancel itself is stored in the timer topic, never delivered.
+//
+// Recall (RocketMQ 5's TIMER_DEL_UNIQKEY, whose value is TimerMessageStore.buildDeleteKey's
+// "<topic>+<uniqKey>"): the same cancel, keyed by the unique key after the last '+' (a value
+// without '+' is the unique key itself). The topic part is not compared: a UNIQ_KEY names one
+// message (client address, process, time and counter). RocketMQ stores the recall in the timer
+// slot of its own deliver time; here it is a cancel, effective at once, needing no timer field.
 
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 #include "engine/log/property_names.h"
@@ -48,6 +55,15 @@ struct TimerRequest {
 
 // The deliver time `properties` ask for, at wall time now_ms.
 TimerRequest parse_timer_request(std::string_view properties, int64_t now_ms, int64_t max_delay_ms);
+
+// The cancel key a message carries: its __UMQ_CANCEL_KEY, else the unique key its
+// TIMER_DEL_UNIQKEY names; nullopt for none (or an empty key).
+std::optional<std::string_view> timer_cancel_key(std::string_view properties);
+
+// Why a message with these properties may not go in a batch (batches are stored as they come,
+// never delayed: RocketMQ refuses a delayed batch, MessageBatch.generateFromList and
+// CommitLog.asyncPutMessages); nullptr when it may. Names the property.
+const char* batch_property_refusal(std::string_view properties);
 
 // True for a timer property a delivered or level-delayed message must not keep.
 bool is_timer_input_property(std::string_view name);

@@ -8,28 +8,30 @@
 
 #include "engine/log/checkpoint.h"
 #include "engine/log/log_recovery.h"
+#include "sched/completion_tags.h"
 
 namespace uringmq::engine {
 
 namespace {
 
-// user_data of a disk request: operation class in the top byte, an index below.
+// user_data of a disk request: its class (sched/completion_tags.h) in the top byte, an index
+// below.
 enum class OpClass : uint64_t {
-  write = 1,
-  sync = 2,
-  allocator = 3,
-  checkpoint = 4,
-  read = 5,
-  retention = 6
+  write = static_cast<uint64_t>(sched::TagClass::log_write),
+  sync = static_cast<uint64_t>(sched::TagClass::log_sync),
+  allocator = static_cast<uint64_t>(sched::TagClass::log_allocator),
+  checkpoint = static_cast<uint64_t>(sched::TagClass::log_checkpoint),
+  read = static_cast<uint64_t>(sched::TagClass::log_read),
+  retention = static_cast<uint64_t>(sched::TagClass::log_retention)
 };
 constexpr uint64_t tag_of(OpClass op, uint64_t index) {
-  return (static_cast<uint64_t>(op) << 56) | index;
+  return sched::tag_of(static_cast<sched::TagClass>(op), index);
 }
 constexpr OpClass class_of(uint64_t user_data) {
-  return static_cast<OpClass>(user_data >> 56);
+  return static_cast<OpClass>(sched::class_of(user_data));
 }
 constexpr uint64_t index_of(uint64_t user_data) {
-  return user_data & ((1ULL << 56) - 1);
+  return sched::index_of(user_data);
 }
 
 constexpr uint32_t kWriteSlots = 64;
@@ -909,7 +911,7 @@ void CommitLog::complete(const io::IoCompletion& completion) {
 // ---- Reads ----
 
 io::Status CommitLog::read(LogOffset offset, uint32_t size_bytes, std::byte* dest, uint64_t tag) {
-  UMQ_ASSERT(tag < (1ULL << 56));
+  UMQ_ASSERT(tag <= sched::kTagIndexMask);
   if (offset.value + size_bytes > written_) {
     return io::Status::error(io::Code::not_found,
                              "log offset " + std::to_string(offset.value) + " is not written yet");

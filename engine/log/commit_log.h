@@ -52,6 +52,7 @@
 #include "io/clock.h"
 #include "io/disk.h"
 #include "io/status.h"
+#include "sched/participant.h"
 
 namespace uringmq::engine {
 
@@ -96,7 +97,8 @@ struct CommitLogStats {
   uint64_t checkpoints_written = 0;
 };
 
-class CommitLog {
+// A participant of the shard's loop (sched/participant.h): it drains while busy, and closes last.
+class CommitLog final : public sched::Participant {
  public:
   // Opens (creating if needed) and recovers the log in options.dir. Synchronous: nothing else
   // may be in flight on `disk`. Errors: locked (another process), corruption (naming file and
@@ -107,7 +109,7 @@ class CommitLog {
       io::Disk& disk, io::Clock& clock, const CommitLogOptions& options,
       RecoveryReport* report = nullptr,
       const std::function<void(uint64_t, const MessageView&)>& recovery_visitor = nullptr);
-  ~CommitLog();  // without close(): waits for in-flight IO, then behaves like a crash
+  ~CommitLog() override;  // without close(): waits for in-flight IO, then behaves like a crash
   CommitLog(const CommitLog&) = delete;
   CommitLog& operator=(const CommitLog&) = delete;
 
@@ -125,12 +127,15 @@ class CommitLog {
   // For a reactor that shares the Disk with other users: submit_work() queues what can be
   // submitted now and releases acknowledgements; complete() takes one completion whose
   // user_data this log issued (owns() is true for it).
-  void submit_work();
-  void complete(const io::IoCompletion& completion);
+  void submit_work() override;
+  void complete(const io::IoCompletion& completion) override;
+  // True for the classes sched::TagClass::log_write .. log_retention.
   static bool owns(uint64_t user_data);
   // The monotonic time (ms) by which submit_work() should run again even if no IO completes
   // (async flush, checkpoint, allocation retry); INT64_MAX when nothing is time-driven.
-  int64_t next_deadline_ms() const;
+  int64_t next_deadline_ms() const override;
+  // Work in flight a clean stop waits for (none once fail-stopped: it will not complete).
+  bool busy() const override { return pending_work() > 0 && !fail_stopped(); }
 
   // Moves ready acknowledgements into `out`; returns how many.
   size_t take_acks(std::span<Ack> out);
@@ -157,7 +162,7 @@ class CommitLog {
 
   // Flushes everything, writes the checkpoint, removes the abort file and releases the lock.
   // After close() only the destructor may be called.
-  io::Status close();
+  io::Status close() override;
 
   LogOffset appended_offset() const { return LogOffset{appended_}; }
   LogOffset written_offset() const { return LogOffset{written_}; }

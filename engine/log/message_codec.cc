@@ -538,6 +538,12 @@ DecodeResult decode_log_step(std::span<const std::byte> bytes, uint64_t pos, uin
   return r;
 }
 
+std::string_view record_properties(std::span<const std::byte> record) {
+  MessageView v;
+  if (record.size() < kMinRecordBytes || parse_fields(record, v) != nullptr) return {};
+  return v.properties;
+}
+
 const char* check_stored_record(std::span<const std::byte> bytes, uint64_t log_offset,
                                 const CodecLimits& limits) {
   DecodeOptions options;

@@ -231,6 +231,10 @@ DecodeResult decode_log_step(std::span<const std::byte> bytes, uint64_t pos, uin
 const char* check_stored_record(std::span<const std::byte> bytes, uint64_t log_offset,
                                 const CodecLimits& limits);
 
+// The property string of a record already checked whole (check_stored_record): a view into
+// `record`, CRC property included; empty when the record's lengths do not add up.
+std::string_view record_properties(std::span<const std::byte> record);
+
 // RocketMQ's offsetMsgId: uppercase hex of store host address, 4-byte port, 8-byte physical
 // offset (32 characters for IPv4, 56 for IPv6).
 std::string offset_message_id(const HostAddress& store_host, int64_t physical_offset);

@@ -31,6 +31,8 @@ inline constexpr std::string_view kPropertyTimerDeliverMs = "TIMER_DELIVER_MS";
 inline constexpr std::string_view kPropertyStartDeliverTime = "__STARTDELIVERTIME";
 // The deliver time (epoch ms) of a message in the timer topic; also its ConsumeQueue tagsCode.
 inline constexpr std::string_view kPropertyTimerOutMs = "TIMER_OUT_MS";
+// RocketMQ 5's timer recall: "<topic>+<uniqKey>" names the timed message to cancel.
+inline constexpr std::string_view kPropertyTimerDelUniqKey = "TIMER_DEL_UNIQKEY";
 
 // uringmq's own properties, which consumers never receive (is_internal_property, properties.h):
 // every name starting "__UMQ_", the record CRC and TIMER_OUT_MS.

@@ -29,16 +29,18 @@
 
 #include "engine/log/byte_order.h"
 #include "io/assert.h"
+#include "sched/completion_tags.h"
+#include "sched/slot_pool.h"
 
 namespace uringmq::engine {
 
 namespace {
 
-// user_data: class 0x10 in the top byte, the operation in the next, a slot index below.
-constexpr uint64_t kUserDataClass = 0x10;
+// user_data: sched::TagClass::consume_queue in the top byte, the operation in the next, a slot
+// index below.
 enum class CqOp : uint64_t { write = 1, sync = 2, dir_sync = 3, read = 4 };
 constexpr uint64_t user_data_of(CqOp op, uint32_t slot) {
-  return (kUserDataClass << 56) | (static_cast<uint64_t>(op) << 48) | slot;
+  return sched::tag_of(sched::TagClass::consume_queue, (static_cast<uint64_t>(op) << 48) | slot);
 }
 constexpr CqOp op_of(uint64_t user_data) {
   return static_cast<CqOp>((user_data >> 48) & 0xFF);
@@ -310,9 +312,7 @@ enum class CyclePhase : uint8_t { idle, writing, syncing };
 struct CqStore::Impl {
   Impl(io::Disk& d, io::Clock& c, const CqStoreOptions& o) : disk(d), clock(c), options(o) {
     ops.resize(kMaxOpsInFlight);
-    for (uint32_t i = kMaxOpsInFlight; i > 0; i--) free_ops.push_back(i - 1);
     reads.resize(kMaxReadsInFlight);
-    for (uint32_t i = kMaxReadsInFlight; i > 0; i--) free_reads.push_back(i - 1);
   }
 
   int64_t now_ms() const { return clock.monotonic_ns() / 1'000'000; }
@@ -379,10 +379,10 @@ struct CqStore::Impl {
   std::set<std::string> pending_dirs;    // directories that gained an entry since taken
 
   std::vector<OpSlot> ops;
-  std::vector<uint32_t> free_ops;
+  sched::SlotPool op_pool{kMaxOpsInFlight};  // which of ops are in use
   uint32_t ops_in_flight = 0;
   std::vector<ReadSlot> reads;
-  std::vector<uint32_t> free_reads;
+  sched::SlotPool read_pool{kMaxReadsInFlight};  // which of reads are in use
   uint32_t reads_in_flight = 0;
   std::vector<CqReadCompletion> ready_reads;
 
@@ -954,10 +954,10 @@ io::Status CqStore::read_units(QueueIndex queue, QueueOffset queue_at, uint32_t 
       std::min<int64_t>({count, q.written_upto - queue_offset, base + m.upf() - queue_offset});
   CqFile* f = Impl::find_file(q, base);
   if (f == nullptr) return io::Status::error(io::Code::not_found, m.file_path(q, base));
-  if (m.free_reads.empty()) return io::Status::error(io::Code::busy, "too many reads in flight");
+  if (m.read_pool.full()) return io::Status::error(io::Code::busy, "too many reads in flight");
   io::Result<io::FileHandle> handle = m.handle_of(q, *f);
   if (!handle.is_ok()) return handle.status();
-  const uint32_t slot = m.free_reads.back();
+  const uint32_t slot = *m.read_pool.peek();
   io::IoRequest req;
   req.kind = io::OpKind::read;
   req.file = *handle;
@@ -966,7 +966,7 @@ io::Status CqStore::read_units(QueueIndex queue, QueueOffset queue_at, uint32_t 
   req.buffer = dest;
   req.user_data = user_data_of(CqOp::read, slot);
   UMQ_RETURN_IF_ERROR(m.disk.submit(req));
-  m.free_reads.pop_back();
+  (void)m.read_pool.acquire();
   m.reads[slot] = ReadSlot{tag, queue, base};
   m.reads_in_flight++;
   f->ops_in_flight++;
@@ -990,21 +990,20 @@ void CqStore::Impl::on_read_done(uint32_t slot, int64_t result) {
   UMQ_ASSERT(f->ops_in_flight > 0);
   f->ops_in_flight--;
   ready_reads.push_back(CqReadCompletion{r.tag, result});
-  free_reads.push_back(slot);
+  read_pool.release(slot);
 }
 
 // ---- Writes ----
 
 uint32_t CqStore::Impl::take_op_slot() {
-  UMQ_ASSERT(!free_ops.empty());
-  const uint32_t slot = free_ops.back();
-  free_ops.pop_back();
-  return slot;
+  const std::optional<uint32_t> slot = op_pool.acquire();
+  UMQ_ASSERT(slot.has_value());
+  return *slot;
 }
 
 void CqStore::Impl::release_op_slot(uint32_t slot) {
   ops[slot].dir = io::FileHandle{};
-  free_ops.push_back(slot);
+  op_pool.release(slot);
 }
 
 void CqStore::Impl::submit_writes() {
@@ -1027,7 +1026,7 @@ bool CqStore::Impl::submit_write(QueueIndex qi) {
   Queue& q = queues[qi];
   UMQ_ASSERT(q.submitted_upto == q.written_upto);
   UMQ_ASSERT(q.submitted_upto < q.max_offset);
-  if (free_ops.empty()) return false;
+  if (op_pool.full()) return false;
   const int64_t from = q.submitted_upto;
   const int64_t base = from - from % upf();
   const int64_t to =
@@ -1158,7 +1157,7 @@ bool CqStore::Impl::submit_cycle_syncs() {
     Queue& q = queues[ref.queue];
     CqFile* f = find_file(q, ref.base);
     UMQ_ASSERT(f != nullptr);  // delete_below leaves dirty files alone
-    if (free_ops.empty()) return false;
+    if (op_pool.full()) return false;
     io::Result<io::FileHandle> handle = handle_of(q, *f);
     if (!handle.is_ok()) {
       fail_stop(handle.status());
@@ -1186,7 +1185,7 @@ bool CqStore::Impl::submit_cycle_syncs() {
     cycle_syncs.pop_back();
   }
   while (!cycle_dirs.empty()) {
-    if (free_ops.empty()) return false;
+    if (op_pool.full()) return false;
     const std::string& path = cycle_dirs.back();
     io::Result<io::FileHandle> dir = disk.open(path, io::OpenMode::directory);
     if (!dir.is_ok()) {
@@ -1289,7 +1288,7 @@ void CqStore::complete(const io::IoCompletion& completion) {
 }
 
 bool CqStore::owns(uint64_t user_data) {
-  return (user_data >> 56) == kUserDataClass;
+  return sched::class_of(user_data) == sched::TagClass::consume_queue;
 }
 
 int64_t CqStore::next_deadline_ms() const {

@@ -32,7 +32,7 @@
 // fsynced by the next flush cycle. File handles are opened lazily and kept until close.
 //
 // Threading: one thread (the shard's). IO goes through the shard's Disk; completions whose
-// user_data has owns() true are handed to complete(). user_data: 0x10 in the top byte.
+// user_data has owns() true are handed to complete(). user_data: sched::TagClass::consume_queue.
 
 #include <cstddef>
 #include <cstdint>
@@ -50,6 +50,7 @@
 #include "io/clock.h"
 #include "io/disk.h"
 #include "io/status.h"
+#include "sched/participant.h"
 
 namespace uringmq::engine {
 
@@ -91,7 +92,10 @@ struct CqQueueInfo {
   QueueOffset max_offset;  // next queue offset to be written
 };
 
-class CqStore {
+// A participant of the shard's loop (sched/participant.h): busy while it has work, and its
+// low-water mark, durable_dispatched(), keeps the CommitLog's checkpoint below what a crash
+// could lose of the queues.
+class CqStore final : public sched::Participant {
  public:
   // Loads every queue under options.dir. Units whose record ends beyond log_end (records the
   // CommitLog's recovery did not keep, or above the restart point: see "Recovery") are removed
@@ -102,7 +106,7 @@ class CqStore {
   static io::Result<std::unique_ptr<CqStore>> open(io::Disk& disk, io::Clock& clock,
                                                    const CqStoreOptions& options,
                                                    LogOffset log_end);
-  ~CqStore();
+  ~CqStore() override;
   CqStore(const CqStore&) = delete;
   CqStore& operator=(const CqStore&) = delete;
 
@@ -163,16 +167,19 @@ class CqStore {
 
   // Reactor integration: submit_work() queues writes and flushes; complete() takes a completion
   // whose user_data owns() is true for.
-  void submit_work();
-  void complete(const io::IoCompletion& completion);
-  static bool owns(uint64_t user_data);
-  int64_t next_deadline_ms() const;  // monotonic ms of the next time-driven flush, or INT64_MAX
-  size_t pending_work() const;       // IO in flight plus dirty ranges not yet written
+  void submit_work() override;
+  void complete(const io::IoCompletion& completion) override;
+  static bool owns(uint64_t user_data);  // the class sched::TagClass::consume_queue
+  // monotonic ms of the next time-driven flush, or INT64_MAX
+  int64_t next_deadline_ms() const override;
+  size_t pending_work() const;  // IO in flight plus dirty ranges not yet written
+  bool busy() const override { return pending_work() > 0; }
+  uint64_t low_water(sched::Checkpoint) override { return durable_dispatched().value; }
 
   // Writes and fdatasyncs everything (polling `disk` until done; nothing else may be in flight
   // on it). After a fail-stop it waits for the IO in flight and returns the failure. After
   // close() only the destructor may be called.
-  io::Status close();
+  io::Status close() override;
   bool fail_stopped() const;
   const io::Status& fail_status() const;
 

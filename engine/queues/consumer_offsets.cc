@@ -9,6 +9,7 @@
 
 #include "engine/log/byte_order.h"
 #include "engine/log/crc32.h"
+#include "sched/completion_tags.h"
 
 namespace uringmq::engine {
 
@@ -38,8 +39,8 @@ constexpr size_t kKeyFixedBytes = 2 + 4;
 constexpr size_t kEntryBytesOverKey = kEntryFixedBytes - kKeyFixedBytes;
 static_assert(kEntryBytesOverKey == 10);
 
-// user_data: this class in the top byte (0x20), nothing below (one request at a time).
-constexpr uint64_t kTag = 0x20ULL << 56;
+// user_data: this class in the top byte, nothing below (one request at a time).
+constexpr uint64_t kTag = sched::tag_of(sched::TagClass::consumer_offs, 0);
 
 void build_key(std::string& key, std::string_view group, std::string_view topic, int32_t queue_id) {
   UMQ_ASSERT(group.size() <= kMaxNameBytes);
@@ -327,7 +328,7 @@ std::vector<ConsumerOffsets::Entry> ConsumerOffsets::entries() const {
 // ---- Persist cycles ----
 
 bool ConsumerOffsets::owns(uint64_t user_data) {
-  return (user_data >> 56) == (kTag >> 56);
+  return sched::class_of(user_data) == sched::TagClass::consumer_offs;
 }
 
 size_t ConsumerOffsets::pending_work() const {

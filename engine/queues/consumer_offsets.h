@@ -45,6 +45,7 @@
 #include "io/clock.h"
 #include "io/disk.h"
 #include "io/status.h"
+#include "sched/participant.h"
 
 namespace uringmq::engine {
 
@@ -63,7 +64,8 @@ struct ConsumerOffsetsOptions {
   uint32_t max_entries = 1'000'000;
 };
 
-class ConsumerOffsets {
+// A participant of the shard's loop (sched/participant.h): busy while a request is in flight.
+class ConsumerOffsets final : public sched::Participant {
  public:
   struct Entry {
     std::string group;
@@ -82,7 +84,7 @@ class ConsumerOffsets {
   // in flight on `disk`.
   static io::Result<std::unique_ptr<ConsumerOffsets>> open(io::Disk& disk, io::Clock& clock,
                                                            const ConsumerOffsetsOptions& options);
-  ~ConsumerOffsets();
+  ~ConsumerOffsets() override;
   ConsumerOffsets(const ConsumerOffsets&) = delete;
   ConsumerOffsets& operator=(const ConsumerOffsets&) = delete;
 
@@ -102,23 +104,24 @@ class ConsumerOffsets {
   // ---- Reactor integration (the shard's loop) ----
   // Starts a persist cycle when one is due (see the header comment) and resubmits a request the
   // disk refused as busy.
-  void submit_work();
+  void submit_work() override;
   // Handles a completion whose user_data this object owns().
-  void complete(const io::IoCompletion& completion);
-  // True for the user_data of this class's requests (top byte 0x20).
+  void complete(const io::IoCompletion& completion) override;
+  // True for the user_data of this class's requests (sched::TagClass::consumer_offs).
   static bool owns(uint64_t user_data);
   // Makes the next submit_work() start a cycle if the table changed, without waiting for the
   // interval (admin "persist now", shutdown).
   void request_persist() { persist_requested_ = true; }
   // Monotonic ms (Clock::monotonic_ns / 1e6) at which submit_work() has work, INT64_MAX if none.
-  int64_t next_deadline_ms() const;
+  int64_t next_deadline_ms() const override;
   // Requests in flight (0 or 1) plus one for a request waiting to be resubmitted.
   size_t pending_work() const;
+  bool busy() const override { return pending_work() > 0; }
 
   // Waits for a cycle in flight, persists the table if it changed, and stops: polls the disk
   // itself (like CommitLog::close), so no other owner may have requests in flight. Returns the
   // fail-stop status, if any. Later commits answer shut_down.
-  io::Status close();
+  io::Status close() override;
 
   bool fail_stopped() const { return !fail_status_.is_ok(); }
   const io::Status& fail_status() const { return fail_status_; }

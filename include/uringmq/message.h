@@ -14,6 +14,10 @@
 
 namespace uringmq {
 
+namespace engine {
+class SqlFilter;  // engine/queues/sql_filter.h (internal: only the broker compiles them)
+}  // namespace engine
+
 // The shard that owns queue (topic, queue_id) in a store of shard_count shards: a stable hash
 // (FNV-1a over the topic bytes and the queue id), so ownership never changes for a store.
 uint32_t shard_of_queue(std::string_view topic, int32_t queue_id, uint32_t shard_count);
@@ -56,6 +60,11 @@ struct PullRequest {
   // Empty or "*": every message. Else tags joined by "||" (RocketMQ's subscription expression),
   // matched by tag hash as the broker does; the client re-checks the tag string.
   std::string_view tag_filter;
+  // A compiled SQL92 selector (engine/queues/sql_filter.h; the broker builds them), or nullptr.
+  // When set, tag_filter should be "*": each record read is evaluated against its properties and
+  // one that does not match is left out, its offset consumed like a tag mismatch. The caller keeps
+  // it alive until the pull's completion.
+  const engine::SqlFilter* sql_filter = nullptr;
   // The stored records are copied here back to back (bytes ready to send to a client).
   std::span<std::byte> buffer;
   // Long polling: when there is no new message, hold the pull up to this long (ms) and answer as

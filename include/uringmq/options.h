@@ -189,7 +189,7 @@ struct StoreOptions {
   // it races the delivery). 0: appended at the deliver time. deliveryLeadMs, 0..1000.
   int64_t delivery_lead_ms = 10;
   // ---- Timed messages (RocketMQ 5's timer; engine/delivery/timer_message.h,
-  // engine/delivery/timer_wheel.h) ---- timerMaxDelaySec: a deliver time further ahead than this is
+  // sched/timer_wheel.h) ---- timerMaxDelaySec: a deliver time further ahead than this is
   // rejected (invalid_argument).
   int64_t timer_max_delay_sec = 30 * 86'400;
   // The wheel's slots on disk: each covers timer_bucket_ms; timers beyond the horizon

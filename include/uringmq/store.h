@@ -87,6 +87,9 @@ struct StoreStats {
   uint64_t scrubs_finished = 0;  // shards whose scrub pass ended (or had nothing to check)
 };
 
+// The most messages one batch may hold (Session::send_batch_async).
+inline constexpr uint32_t kMaxBatchMessages = 8192;
+
 class Store;
 class Shard;
 struct SessionSlot;
@@ -124,6 +127,19 @@ class Session {
   // Queues a send to the queue's shard. busy when this session's window to that shard is full
   // (take completions, then retry). `message` memory must stay valid until its completion.
   io::Status send_async(const Message& message, uint64_t tag);
+  // Queues a batch (RocketMQ's SEND_BATCH_MESSAGE): every message to the same queue (topic,
+  // queue_id), stored as one record each at consecutive queue offsets (no other append to that
+  // queue comes between them) and acknowledged together: one completion once every record is
+  // acknowledged (durable under SYNC_FLUSH), with offset, queue_offset and store_timestamp_ms
+  // of the first, message_count and size_bytes of all (at most UINT32_MAX); offsets_out[i]
+  // receives message i's store-wide offset. The messages, their memory and offsets_out must stay
+  // valid until the completion. invalid_argument (nothing stored): no message, more than
+  // kMaxBatchMessages, mixed queues, offsets_out shorter than the batch, or a message with a delay
+  // level, a timer or a timer-cancel property (batches are never delayed, as in RocketMQ).
+  // too_large: one message over the limits (nothing stored). A failure after part of the batch was
+  // appended (no_space, fail_stopped) is that code; the records before it stay (at least once).
+  io::Status send_batch_async(std::span<const Message> messages, std::span<StoreOffset> offsets_out,
+                              uint64_t tag);
   // Queues a read of `size_bytes` at a store-wide offset into dest (valid until completion).
   // Raw bytes, not checked (a byte range need not be a record): a caller that reads a record
   // decodes it (make_send_back does); pull_async checks every record it returns.

@@ -3,7 +3,7 @@
 // message whose put was acknowledged is delivered to its real topic and queue exactly once, never
 // before its deliver time; no message is delivered twice, none appears from nowhere; every
 // acknowledged plain message is present; what the log holds is what the queues show.
-// Method: the real Shard (engine/shard.cc, shard_schedule.cc: batched head delivery, the
+// Method: the real Shard (engine/shard.cc, delivery/level_delivery.cc: batched head delivery, the
 // __UMQ_DLV marker, progress in %SCHEDULE_PROGRESS%, the checkpoint held below unpersisted
 // deliveries) in stepped mode over SimDisk with a ManualClock, fed through its own session rings.
 // Each seed swarms its parameters (completion order, io mode, flush mode, checkpoint, offsets

@@ -4,19 +4,19 @@
 // put was acknowledged (or whose record is in the log) is delivered to its REAL_TOPIC/REAL_QID
 // exactly once, never before its deliver time, never when a cancel won, nothing from nowhere;
 // every acknowledged plain message is present; a clean restart delivers nothing more.
-// Method: the real Shard (engine/shard_timer.cc: the wheel's slots in rmq_sys_wheel_timer, rolls,
-// the __UMQ_DLV "T<slot>:<offset>" marker, progress in %TIMER_PROGRESS%, cancels in
-// %TIMER_CANCEL%, the checkpoint held below unpersisted deliveries and cancels) in stepped mode
-// over SimDisk with a ManualClock, on the harness the delay-level simulation uses
-// (tests/support/stepped_shard_sim.h). Each seed draws a small wheel (4-16 slots of 5-100 ms, so
-// timers past the horizon roll and slots wrap within a cycle), sometimes a near window of a few
-// entries (loading waits: late, never early), and puts timed messages due in the past, now, in
-// the next buckets, within and far beyond the horizon, plain messages, and cancels by KEYS,
+// Method: the real Shard (engine/delivery/timer_delivery.cc: the wheel's slots in
+// rmq_sys_wheel_timer, rolls, the __UMQ_DLV "T<slot>:<offset>" marker, progress in
+// %TIMER_PROGRESS%, cancels in %TIMER_CANCEL%, the checkpoint held below unpersisted deliveries and
+// cancels) in stepped mode over SimDisk with a ManualClock, on the harness the delay-level
+// simulation uses (tests/support/stepped_shard_sim.h). Each seed draws a small wheel (4-16 slots of
+// 5-100 ms, so timers past the horizon roll and slots wrap within a cycle), sometimes a near window
+// of a few entries (loading waits: late, never early), and puts timed messages due in the past,
+// now, in the next buckets, within and far beyond the horizon, plain messages, and cancels by KEYS,
 // UNIQ_KEY or a key several timers share, while the clock moves in steps and now and then jumps
 // by up to two horizons; it crashes at a random step, during an offsets-table persist, or right
 // after a delivery with more due.
 //
-// The cancel rule, from shard_timer.cc: a cancel is recorded in the offsets table with its time
+// The cancel rule, from timer_delivery.cc: a cancel is recorded in the offsets table with its time
 // (the shard's clock, c) when the shard takes it, before its append is acknowledged; a timer put
 // at p (its first record's store time, which a rolled copy carries as __UMQ_TPUT) and due at d is
 // skipped when, at delivery or roll, a cancel naming one of its keys has c >= p. Each cancel key

@@ -15,6 +15,7 @@
 
 #include "engine/log/message_codec.h"
 #include "engine/log/properties.h"
+#include "engine/queues/sql_filter.h"
 #include "engine/store.h"
 #include "io/clock.h"
 #include "tests/support/log_fixture.h"
@@ -169,6 +170,63 @@ TEST(StoreConsumerTest, PullsFiltersOffsetsAndRestart) {
   EXPECT_EQ(tail.message_count, 11u);
   ASSERT_TRUE((*session)->query_offset_async("G1", kTopic, 1, 14).is_ok());
   EXPECT_EQ((*session)->wait_for(14).queue_offset.value, 1500);
+  session->reset();
+  ASSERT_TRUE((*store)->close().is_ok());
+}
+
+// SQL92: each record read is evaluated against its properties; only matching ones are returned
+// and the offset moves past the others, cold (read from disk) and hot alike.
+TEST(StoreConsumerTest, SqlFilterReturnsExactlyTheMatchingRecords) {
+  testing::TempDir dir;
+  io::ManualClock clock(1'700'000'000'000);
+  auto store = Store::open(options_for(dir.path() + "/store", &clock));
+  ASSERT_TRUE(store.is_ok()) << store.status().to_string();
+  auto session = (*store)->open_session();
+  ASSERT_TRUE(session.is_ok());
+  std::vector<testing::TestMessage> keep;
+  std::vector<uint64_t> expected;
+  for (uint64_t seq = 0; seq < 300; seq++) {
+    testing::TestMessage m = testing::make_message(1, seq, 100);
+    const int a = static_cast<int>(seq % 10) + 1;
+    const char* color = seq % 3 == 0 ? "red" : "blue";
+    engine::append_property(m.properties, "a", std::to_string(a));
+    engine::append_property(m.properties, "color", color);
+    if (a > 5 && seq % 3 == 0) expected.push_back(seq);
+    keep.push_back(m);
+    Message msg;
+    msg.topic = kTopic;
+    msg.queue_id = 2;
+    msg.body = keep.back().body;
+    msg.properties = keep.back().properties;
+    ASSERT_EQ((*session)->send(msg).code, io::Code::ok);
+  }
+  io::Result<engine::SqlFilter> filter = engine::SqlFilter::compile("a > 5 AND color IN ('red')");
+  ASSERT_TRUE(filter.is_ok());
+  std::vector<std::byte> buffer(64 << 10);
+  std::vector<uint64_t> got;
+  QueueOffset offset{0};
+  for (int pulls = 0; offset < QueueOffset{300} && pulls < 100; pulls++) {
+    PullRequest p;
+    p.topic = kTopic;
+    p.queue_id = 2;
+    p.queue_offset = offset;
+    p.max_messages = 8;
+    p.tag_filter = "*";
+    p.sql_filter = &*filter;
+    p.buffer = buffer;
+    ASSERT_TRUE((*session)->pull_async(p, 7).is_ok());
+    Completion c = (*session)->wait_for(7);
+    ASSERT_EQ(c.code, io::Code::ok);
+    ASSERT_TRUE(c.pull_status == PullStatus::found ||
+                c.pull_status == PullStatus::no_matched_message);
+    ASSERT_GT(c.next_offset, offset);
+    for (uint64_t seq : seqs_of(std::span(buffer.data(), c.size_bytes), c.message_count)) {
+      got.push_back(seq);
+    }
+    offset = c.next_offset;
+  }
+  EXPECT_EQ(offset, QueueOffset{300});
+  EXPECT_EQ(got, expected);
   session->reset();
   ASSERT_TRUE((*store)->close().is_ok());
 }

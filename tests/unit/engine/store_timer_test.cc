@@ -590,6 +590,46 @@ TEST(StoreTimerTest, CancelByKeyBeforeDueAndAcrossRestart) {
   f.close();
 }
 
+// RocketMQ 5's recall: TIMER_DEL_UNIQKEY ("<topic>+<uniqKey>", or the bare unique key) cancels
+// the pending timer with that UNIQ_KEY, and only it; the recall holds across a restart.
+TEST(StoreTimerTest, TimerDelUniqKeyRecallsByUniqueKey) {
+  testing::TempDir dir;
+  io::ManualClock clock(kStart);
+  const int64_t t0 = clock.now_ms();
+  std::map<uint64_t, int64_t> due{{1, t0 + 5000}};
+  {
+    auto store = Store::open(timer_options(dir.path() + "/store", &clock));
+    ASSERT_TRUE(store.is_ok()) << store.status().to_string();
+    TimerFixture f(**store, clock);
+    ASSERT_EQ(f.send(0, {{"UNIQ_KEY", "U0"}, {"TIMER_DELAY_MS", "5000"}}).code, io::Code::ok);
+    ASSERT_EQ(f.send(1, {{"UNIQ_KEY", "U1"}, {"TIMER_DELAY_MS", "5000"}}).code, io::Code::ok);
+    ASSERT_EQ(f.send(2, {{"UNIQ_KEY", "U2"}, {"TIMER_DELAY_MS", "20000"}}).code, io::Code::ok);
+    clock.advance_ms(1000);
+    // The recall carries a deliver time, as RocketMQ 5's does: it is a cancel all the same.
+    ASSERT_EQ(f.send(100, {{"TIMER_DEL_UNIQKEY", std::string(kTopic) + "+U0"},
+                           {"TIMER_DELAY_MS", "4000"}})
+                  .code,
+              io::Code::ok);
+    ASSERT_EQ(f.send(101, {{"TIMER_DEL_UNIQKEY", "U2"}}).code, io::Code::ok);
+    run_clock(clock, f, due, t0 + 10'000, 500);
+    EXPECT_EQ(f.seen().count(0), 0u) << "the recalled timer was delivered";
+    EXPECT_EQ(f.seen().count(1), 1u) << "a timer that was not recalled was lost";
+    EXPECT_EQ(f.seen().count(100), 0u);  // a recall is never delivered itself
+    EXPECT_EQ((*store)->timer_stats().cancelled, 1u);
+    f.close();
+    ASSERT_TRUE((*store)->close().is_ok());
+  }
+  auto store = Store::open(timer_options(dir.path() + "/store", &clock));
+  ASSERT_TRUE(store.is_ok()) << store.status().to_string();
+  TimerFixture f(**store, clock);
+  std::map<uint64_t, int64_t> none;
+  run_clock(clock, f, none, t0 + 30'000, 1000);
+  EXPECT_EQ(f.seen().count(2), 0u) << "the recall of U2 was lost across the restart";
+  EXPECT_EQ(f.seen().size(), 1u);
+  EXPECT_EQ((*store)->timer_stats().cancelled, 1u);
+  f.close();
+}
+
 // A cancel reaches every shard: the timed message it names may sit in any (its topic and queue
 // decide), and a producer does not know which.
 TEST(StoreTimerTest, CancelReachesTheTimerOnAnotherShard) {

@@ -160,7 +160,29 @@ TEST(BrokerConfigTest, EveryIgnoredKeyIsAccepted) {
   io::Result<BrokerConfig> parsed = parse_broker_config(text, "f");
   ASSERT_TRUE(parsed.is_ok()) << parsed.status().to_string();
   EXPECT_EQ(parsed->ignored_keys.size(), kIgnoredBrokerKeys.size());
-  EXPECT_EQ(kIgnoredBrokerKeys.size(), 9u);
+  EXPECT_EQ(kIgnoredBrokerKeys.size(), 7u);
+}
+
+TEST(BrokerConfigTest, AutoCreateTopicEnableIsABoolean) {
+  EXPECT_TRUE(BrokerConfig{}.auto_create_topic_enable);  // RocketMQ's default
+  io::Result<BrokerConfig> off = parse_broker_config("autoCreateTopicEnable=false", "f");
+  ASSERT_TRUE(off.is_ok()) << off.status().to_string();
+  EXPECT_FALSE(off->auto_create_topic_enable);
+  EXPECT_TRUE(off->ignored_keys.empty());
+  EXPECT_NE(describe_broker_config(*off).find("autoCreateTopicEnable=false\n"), std::string::npos);
+  EXPECT_FALSE(parse_broker_config("autoCreateTopicEnable=yes", "f").is_ok());
+}
+
+// enablePropertyFilter is RocketMQ's key with RocketMQ's default (false); uringmq serves it.
+TEST(BrokerConfigTest, EnablePropertyFilter) {
+  EXPECT_FALSE(BrokerConfig{}.enable_property_filter);
+  io::Result<BrokerConfig> on = parse_broker_config("enablePropertyFilter=true\n", "f");
+  ASSERT_TRUE(on.is_ok()) << on.status().to_string();
+  EXPECT_TRUE(on->enable_property_filter);
+  EXPECT_TRUE(on->ignored_keys.empty());
+  EXPECT_NE(describe_broker_config(*on).find("enablePropertyFilter=true"), std::string::npos);
+  EXPECT_EQ(error_of("enablePropertyFilter=1"),
+            "broker.conf:1: enablePropertyFilter '1' is not a boolean (true or false)");
 }
 
 TEST(BrokerConfigTest, StructuralErrorsNameFileLineAndKey) {
@@ -338,8 +360,8 @@ TEST(BrokerConfigTest, ExampleFileParses) {
   ASSERT_TRUE(parsed.is_ok()) << parsed.status().to_string();
   EXPECT_EQ(parsed->store.data_dir, "/var/lib/uringmq");
   EXPECT_EQ(parsed->listen_port, 10911);
-  ASSERT_EQ(parsed->ignored_keys.size(), 1u);
-  EXPECT_EQ(parsed->ignored_keys[0], "autoCreateTopicEnable");
+  EXPECT_TRUE(parsed->ignored_keys.empty());
+  EXPECT_TRUE(parsed->auto_create_topic_enable);
 }
 
 TEST(BrokerConfigTest, ParsedOptionsOpenAStore) {

@@ -1,10 +1,10 @@
-#include "engine/delivery/timer_wheel.h"
+#include "sched/timer_wheel.h"
 
 #include <algorithm>
 
 #include "io/assert.h"
 
-namespace uringmq::engine {
+namespace uringmq::sched {
 
 namespace {
 // std::push_heap builds a max-heap: "later" sorts first.
@@ -74,4 +74,4 @@ bool TimerWheel::mark_done(uint32_t index, int64_t queue_offset) {
   return moved;
 }
 
-}  // namespace uringmq::engine
+}  // namespace uringmq::sched
