@@ -182,7 +182,7 @@ void collect_lateness(Store& store, uint64_t l, std::vector<double>& late) {
   while (late.size() < l && wall_ms() < give_up_ms) {
     PullRequest p;
     p.topic = "BenchNear";
-    p.queue_offset = offset;
+    p.queue_offset = QueueOffset{offset};
     p.max_messages = 256;
     p.buffer = buffer;
     p.wait_ms = 1000;
@@ -197,7 +197,7 @@ void collect_lateness(Store& store, uint64_t l, std::vector<double>& late) {
       if (out) late.push_back(now_us / 1000.0 - std::stod(std::string(*out)));
       at += r.size;
     }
-    offset = c.next_offset;
+    offset = c.next_offset.value;
   }
 }
 

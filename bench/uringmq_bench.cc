@@ -592,9 +592,9 @@ void run_append(Shared& sh, const ThreadPlan& plan, ThreadResult& result) {
         ok_now++;
         if (steady) result.latency.record(static_cast<uint64_t>(t - start_ns[slot]));
         if (!result.offsets.empty()) {
-          result.offsets[seq] = c.offset;
+          result.offsets[seq] = c.offset.value;
           result.sizes[seq] = c.size_bytes;
-          result.queue_offsets[seq] = c.queue_offset;
+          result.queue_offsets[seq] = c.queue_offset.value;
         }
       } else {
         (c.code == io::Code::fail_stopped ? result.indeterminate : result.rejected)++;
@@ -632,7 +632,7 @@ void run_read(Shared& sh, const ThreadPlan& plan, ThreadResult& result) {
       const uint64_t seq = issued;
       start_ns[slot] = now_ns();
       io::Status st =
-          session.read_async(result.offsets[seq], result.sizes[seq],
+          session.read_async(StoreOffset{result.offsets[seq]}, result.sizes[seq],
                              buffers.data() + size_t{slot} * buffer_bytes, (seq << 16) | slot);
       if (st.code() == io::Code::busy) {
         blocked = true;
@@ -667,7 +667,7 @@ void run_read(Shared& sh, const ThreadPlan& plan, ThreadResult& result) {
       }
       if (steady) result.latency.record(static_cast<uint64_t>(t - start_ns[slot]));
       decode_options.expected_physical_offset =
-          static_cast<int64_t>(local_offset(result.offsets[seq]));
+          static_cast<int64_t>(local_offset(StoreOffset{result.offsets[seq]}).value);
       const std::byte* record = buffers.data() + size_t{slot} * buffer_bytes;
       engine::DecodeResult d =
           engine::decode(std::span<const std::byte>(record, c.size_bytes), decode_options);
@@ -1030,7 +1030,7 @@ std::vector<int64_t> queue_ends(Session& session, const std::vector<int32_t>& qu
   for (size_t q = 0; q < queues.size(); q++) {
     if (!session.query_queue_async(kTopic, queues[q], q).is_ok()) continue;
     Completion c = session.wait_for(q);
-    if (c.code == io::Code::ok) ends[q] = c.max_offset;
+    if (c.code == io::Code::ok) ends[q] = c.max_offset.value;
   }
   return ends;
 }
@@ -1082,7 +1082,7 @@ bool pull_good(const Completion& c, const PullWork& w, const std::byte* buf, int
                ConsumeReport& r) {
   const bool good = c.code == io::Code::ok && c.pull_status == PullStatus::found &&
                     c.message_count > 0 && c.message_count <= w.count &&
-                    c.next_offset == w.offset + c.message_count &&
+                    c.next_offset.value == w.offset + c.message_count &&
                     walk_records(buf, c.size_bytes, c.message_count, w.offset, r.reads);
   if (!good && r.failures == 0) {
     std::fprintf(stderr,
@@ -1090,7 +1090,7 @@ bool pull_good(const Completion& c, const PullWork& w, const std::byte* buf, int
                  "messages, next %lld\n",
                  queue_id, static_cast<long long>(w.offset), io::code_name(c.code),
                  static_cast<int>(c.pull_status), c.message_count, w.count,
-                 static_cast<long long>(c.next_offset));
+                 static_cast<long long>(c.next_offset.value));
   }
   return good;
 }
@@ -1139,7 +1139,7 @@ ConsumeReport consume_all(Session& session, const Args& a, const std::vector<int
       PullRequest req;
       req.topic = kTopic;
       req.queue_id = queues[w.queue];
-      req.queue_offset = w.offset;
+      req.queue_offset = QueueOffset{w.offset};
       req.max_messages = w.count;
       req.buffer = std::span<std::byte>(buffers.data() + s * buffer_bytes, buffer_bytes);
       io::Status st = session.pull_async(req, s);
@@ -1179,7 +1179,7 @@ ConsumeReport consume_all(Session& session, const Args& a, const std::vector<int
       }
       if (c.message_count < sw.count) {
         r.short_pulls++;
-        again.push_back(Work{sw.queue, c.next_offset, sw.count - c.message_count});
+        again.push_back(Work{sw.queue, c.next_offset.value, sw.count - c.message_count});
       }
       r.messages += c.message_count;
       r.bytes += c.size_bytes;
@@ -1373,7 +1373,7 @@ void run_lag_consumer(const Args& a, Store& store, const std::vector<int32_t>& q
     PullRequest req;
     req.topic = kTopic;
     req.queue_id = queues[q];
-    req.queue_offset = next[q];
+    req.queue_offset = QueueOffset{next[q]};
     req.max_messages = a.pull_messages;
     req.buffer = std::span<std::byte>(buffers.data() + q * buffer_bytes, buffer_bytes);
     req.wait_ms = 100;
@@ -1401,7 +1401,7 @@ void run_lag_consumer(const Args& a, Store& store, const std::vector<int32_t>& q
           if (static_cast<size_t>(o) < t.per_queue) t.recv_ns[q * t.per_queue + o] = now;
         }
         received += c.message_count;
-        next[q] = c.next_offset;
+        next[q] = c.next_offset.value;
       }
       const bool finished = t.producer_done.load(std::memory_order_acquire) &&
                             received >= t.acked.load(std::memory_order_acquire);
@@ -1482,8 +1482,9 @@ bool run_lag_producer(const Args& a, Store& store, const Shared& sh, uint64_t to
         t.failed.store(true);
         continue;
       }
-      if (c.queue_offset >= 0 && static_cast<size_t>(c.queue_offset) < t.per_queue) {
-        t.ack_ns[q * t.per_queue + static_cast<size_t>(c.queue_offset)] = now;
+      const int64_t at = c.queue_offset.value;
+      if (at >= 0 && static_cast<size_t>(at) < t.per_queue) {
+        t.ack_ns[q * t.per_queue + static_cast<size_t>(at)] = now;
       }
       p.ack_latency.record(static_cast<uint64_t>(now - send_ns[s]));
       p.acked++;

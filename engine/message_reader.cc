@@ -38,11 +38,11 @@ bool tag_matches(std::string_view filter, std::string_view tags, bool has_tags) 
   }
 }
 
-ReadMessage to_read_message(const engine::MessageView& view, uint64_t store_offset) {
+ReadMessage to_read_message(const engine::MessageView& view, StoreOffset store_offset) {
   ReadMessage m;
   m.topic = view.topic;
   m.queue_id = view.queue_id;
-  m.queue_offset = view.queue_offset;
+  m.queue_offset = QueueOffset{view.queue_offset};
   m.store_offset = store_offset;
   m.properties = view.properties;
   m.tags = engine::find_property(view.properties, engine::kPropertyTags).value_or("");
@@ -58,11 +58,11 @@ ReadMessage to_read_message(const engine::MessageView& view, uint64_t store_offs
   return m;
 }
 
-io::Status damaged(const ReadRequest& request, uint64_t store_offset, const char* reason) {
+io::Status damaged(const ReadRequest& request, StoreOffset store_offset, const char* reason) {
   return io::Status::error(io::Code::corruption,
                            "a pulled record of " + std::string(request.topic) + " queue " +
                                std::to_string(request.queue_id) + " at store offset " +
-                               std::to_string(store_offset) + " does not decode: " + reason);
+                               std::to_string(store_offset.value) + " does not decode: " + reason);
 }
 
 }  // namespace
@@ -100,15 +100,15 @@ io::Result<ReadBatch> MessageReader::read(const ReadRequest& request) {
   const Completion c = session_.wait_for(kReadTag);
   const std::string where = std::string(request.topic) + " queue " +
                             std::to_string(request.queue_id) + " at queue offset " +
-                            std::to_string(request.from_offset);
+                            std::to_string(request.from_offset.value);
   if (c.code != io::Code::ok) {
     return io::Status::error(c.code, "read of " + where + ": " + io::code_name(c.code));
   }
   if (c.pull_status == PullStatus::corrupt) {
     return io::Status::error(io::Code::corruption,
                              "read of " + where + ": the record at queue offset " +
-                                 std::to_string(c.queue_offset) + " (store offset " +
-                                 std::to_string(c.offset) + ") failed its checks");
+                                 std::to_string(c.queue_offset.value) + " (store offset " +
+                                 std::to_string(c.offset.value) + ") failed its checks");
   }
   ReadBatch batch;
   batch.status = c.pull_status;
@@ -138,8 +138,8 @@ io::Status MessageReader::decode_pulled(const ReadRequest& request, const Comple
   size_t written = 0;
   while (read < records.size()) {
     engine::DecodeResult stored = engine::decode(records.subspan(read), stored_options);
-    const uint64_t at =
-        make_store_offset(shard, static_cast<uint64_t>(stored.view.physical_offset));
+    const StoreOffset at =
+        make_store_offset(shard, LogOffset{static_cast<uint64_t>(stored.view.physical_offset)});
     if (stored.outcome != engine::DecodeOutcome::ok) return damaged(request, at, stored.reason);
     std::byte* out = buffer_.data() + written;
     const uint32_t kept = engine::write_client_record(records.subspan(read, stored.size),

@@ -257,7 +257,7 @@ io::Status Shard::init_after_recovery() {
   dispatcher_ = std::make_unique<engine::Dispatcher>(options_.log.max_pending_acks);
   prefetch_ = std::make_unique<engine::RecordPrefetch>(*log_, kPrefetchReadBit);
   loop_.add(*prefetch_);
-  dispatcher_->set_dispatched(log_->appended_offset().value);
+  dispatcher_->set_dispatched(log_->appended_offset());
   delayed_.load_progress();
   timers_.load_state();
   held_.restore(*cq_);
@@ -266,7 +266,7 @@ io::Status Shard::init_after_recovery() {
   limit_checkpoint();
   next_queue_offset_.resize(cq_->queue_count());
   for (engine::QueueIndex q = 0; q < cq_->queue_count(); q++) {
-    next_queue_offset_[q] = cq_->max_offset(q);
+    next_queue_offset_[q] = cq_->max_offset(q).value;
   }
   for (uint64_t base : log_->segment_bases()) {
     bool known = false;
@@ -558,8 +558,7 @@ bool Shard::handle(uint32_t slot_index, const ShardRequest& request) {
       done.tag = request.tag;
       if (read_pool_.full()) return false;
       uint32_t id = *read_pool_.peek();
-      io::Status s =
-          log_->read(engine::LogOffset{request.local_offset}, request.size_bytes, request.dest, id);
+      io::Status s = log_->read(request.local_offset, request.size_bytes, request.dest, id);
       if (s.code() == io::Code::busy) return false;
       if (s.is_ok()) {
         (void)read_pool_.acquire();
@@ -590,7 +589,7 @@ io::Result<engine::QueueIndex> Shard::queue_for_append(std::string_view topic, i
     size_t old = next_queue_offset_.size();
     next_queue_offset_.resize(*queue + 1);
     for (size_t q = old; q < next_queue_offset_.size(); q++) {
-      next_queue_offset_[q] = cq_->max_offset(static_cast<engine::QueueIndex>(q));
+      next_queue_offset_[q] = cq_->max_offset(static_cast<engine::QueueIndex>(q)).value;
     }
   }
   return queue;
@@ -717,14 +716,14 @@ io::Code Shard::check_batch(const ShardRequest& request) const {
   return io::Code::ok;
 }
 
-void Shard::batch_acked(const PendingAppend& pending, uint64_t log_offset, bool ok) {
+void Shard::batch_acked(const PendingAppend& pending, LogOffset log_offset, bool ok) {
   BatchAck& b = batches_[pending.batch];
   UMQ_ASSERT(b.acks_left > 0);
   UMQ_ASSERT(pending.batch_index < b.offsets.size());
   b.offsets[pending.batch_index] = make_store_offset(index_, log_offset);
   if (pending.batch_index == 0) {
     b.first_offset = make_store_offset(index_, log_offset);
-    b.first_queue_offset = pending.queue_offset;
+    b.first_queue_offset = QueueOffset{pending.queue_offset};
     b.first_store_timestamp_ms = pending.store_timestamp_ms;
   }
   // Saturates: an embedder's batch may pass 4 GiB (the broker's stays within maxMessageSize).
@@ -767,7 +766,8 @@ void Shard::handle_queue_request(uint32_t slot_index, const ShardRequest& reques
       break;
     }
     case ShardRequest::Kind::commit_offset:
-      done.code = offsets_->commit(request.group, in.topic, in.queue_id, request.value).code();
+      done.code =
+          offsets_->commit(request.group, in.topic, in.queue_id, request.queue_offset).code();
       break;
     case ShardRequest::Kind::flush_offsets: {
       // Everything committed so far is in the table: done when a cycle that starts after now
@@ -789,8 +789,8 @@ void Shard::handle_queue_request(uint32_t slot_index, const ShardRequest& reques
       release_held_pulls(slot_index);
       break;
     case ShardRequest::Kind::query_offset: {
-      std::optional<int64_t> offset = offsets_->query(request.group, in.topic, in.queue_id);
-      done.queue_offset = offset.value_or(-1);
+      std::optional<QueueOffset> offset = offsets_->query(request.group, in.topic, in.queue_id);
+      done.queue_offset = offset.value_or(QueueOffset{-1});
       break;
     }
     default:
@@ -817,20 +817,21 @@ void Shard::deliver_acks() {
       Completion done;
       done.tag = pending.tag;
       done.code = ack.outcome == engine::AckOutcome::ok ? io::Code::ok : io::Code::fail_stopped;
-      done.offset = make_store_offset(index_, ack.offset.value);
-      done.queue_offset = pending.queue_offset;
+      done.offset = make_store_offset(index_, ack.offset);
+      done.queue_offset = QueueOffset{pending.queue_offset};
       done.size_bytes = pending.size_bytes;
       done.store_timestamp_ms = pending.store_timestamp_ms;
       if (pending.batch != kNoBatch) {
-        batch_acked(pending, ack.offset.value, ok);
+        batch_acked(pending, ack.offset, ok);
       } else if (pending.slot != kInternalSlot) {
         post(pending.slot, done);
       }
       pending_pool_.release(static_cast<uint32_t>(ack.tag));
       if (ack.outcome != engine::AckOutcome::ok) continue;
       stat_acks_.fetch_add(1, std::memory_order_relaxed);
-      engine::CqUnit unit{ack.offset.value, pending.size_bytes, pending.tags_code};
-      dispatcher_->push(engine::Dispatcher::Item{pending.queue, pending.queue_offset, unit});
+      engine::CqUnit unit{ack.offset, pending.size_bytes, pending.tags_code};
+      dispatcher_->push(
+          engine::Dispatcher::Item{pending.queue, QueueOffset{pending.queue_offset}, unit});
       note_segment_first_timestamp(ack.offset.value, pending.store_timestamp_ms);
     }
   }
@@ -838,7 +839,7 @@ void Shard::deliver_acks() {
                    [this](uint64_t tag, uint32_t, uint64_t log_offset) {
                      internal_acked(tag, log_offset, true);
                    });
-  const uint64_t before = dispatcher_->dispatched();
+  const LogOffset before = dispatcher_->dispatched();
   io::Status s = dispatcher_->pump(*cq_);
   // A unit the ConsumeQueue refuses for another reason than a full ring means its files failed
   // (it has fail-stopped) or a bug; nothing more is dispatched and the shard keeps the error.
@@ -987,7 +988,8 @@ int32_t Shard::parked_queue_id() const {
 }
 
 int64_t Shard::appended_end(engine::QueueIndex queue) const {
-  return queue < next_queue_offset_.size() ? next_queue_offset_[queue] : cq_->max_offset(queue);
+  return queue < next_queue_offset_.size() ? next_queue_offset_[queue]
+                                           : cq_->max_offset(queue).value;
 }
 
 void Shard::refuse_corrupt(uint64_t log_offset, std::span<const std::byte> bytes,

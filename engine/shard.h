@@ -70,7 +70,7 @@ struct ShardRequest {
   Kind kind = Kind::append;
   uint64_t tag = 0;
   engine::MessageInput input;   // append; topic and queue_id for every queue request
-  uint64_t local_offset = 0;    // read
+  LogOffset local_offset;       // read
   uint32_t size_bytes = 0;      // read
   std::byte* dest = nullptr;    // read
   std::string_view group;       // commit_offset, query_offset
@@ -78,13 +78,14 @@ struct ShardRequest {
   // pull: PullRequest::sql_filter
   const engine::SqlFilter* sql_filter = nullptr;
   std::span<std::byte> buffer;  // pull
-  int64_t value = 0;            // pull: queue offset; search: timestamp; commit: offset
+  QueueOffset queue_offset;     // pull: the first wanted; commit: the offset
+  int64_t value = 0;            // search: timestamp
   uint32_t max_messages = 0;    // pull
   int64_t wait_ms = 0;          // pull
   // append_batch: the messages (one queue: input's topic and queue_id) and where each one's
   // store-wide offset is written before the completion (Session::send_batch_async).
   std::span<const Message> batch;
-  std::span<uint64_t> batch_offsets;
+  std::span<StoreOffset> batch_offsets;
   int64_t end_ms = 0;  // query_index: stored at or before (value: at or after)
 };
 
@@ -160,13 +161,13 @@ class Shard final : private engine::DeliveryHost {
   struct BatchAck {
     uint32_t slot = 0;
     uint64_t tag = 0;
-    std::span<uint64_t> offsets;  // the session's: each record's store-wide offset
-    uint32_t appended = 0;        // records appended so far
-    uint32_t acks_left = 0;       // of those, not yet acknowledged
-    bool closed = false;          // nothing more will be appended
+    std::span<StoreOffset> offsets;  // the session's: each record's store-wide offset
+    uint32_t appended = 0;           // records appended so far
+    uint32_t acks_left = 0;          // of those, not yet acknowledged
+    bool closed = false;             // nothing more will be appended
     io::Code code = io::Code::ok;
-    uint64_t first_offset = 0;
-    int64_t first_queue_offset = -1;
+    StoreOffset first_offset;
+    QueueOffset first_queue_offset{-1};
     int64_t first_store_timestamp_ms = 0;
     uint32_t size_bytes = 0;
   };
@@ -188,7 +189,7 @@ class Shard final : private engine::DeliveryHost {
     std::string_view topic;
     int32_t queue_id = 0;
     engine::QueueIndex queue = 0;
-    int64_t offset = 0;  // pull: the requested queue offset
+    QueueOffset offset;  // pull: the requested queue offset
     uint32_t max_messages = 0;
     std::span<std::byte> buffer;
     bool filter_all = true;
@@ -207,9 +208,10 @@ class Shard final : private engine::DeliveryHost {
     bool read_failed = false;
     // records: the unit (index into units) of each record copied, checked before it is sent
     std::array<uint16_t, kPullUnits> picked{};
-    uint64_t corrupt_log_offset = 0;  // answered corrupt: the damaged record's log offset
+    LogOffset corrupt_log_offset;  // answered corrupt: the damaged record's log offset
     // search: binary search over [lo, hi) for the first store time >= target
-    int64_t lo = 0, hi = 0, mid = 0, target_ms = 0;
+    QueueOffset lo, hi, mid;
+    int64_t target_ms = 0;
     // search: the record read (whole when it fits, checked before its time is believed)
     std::array<std::byte, kSearchRecordBytes> header{};
   };
@@ -231,7 +233,7 @@ class Shard final : private engine::DeliveryHost {
   // queue offsets are consecutive. False: stalled (retried first).
   bool handle_append_batch(uint32_t slot_index, const ShardRequest& request);
   io::Code check_batch(const ShardRequest& request) const;
-  void batch_acked(const PendingAppend& pending, uint64_t log_offset, bool ok);
+  void batch_acked(const PendingAppend& pending, LogOffset log_offset, bool ok);
   void finish_batch(uint32_t batch);  // posts its completion once closed and acknowledged
   void handle_queue_request(uint32_t slot_index, const ShardRequest& request);
   void post(uint32_t slot_index, const Completion& completion);
@@ -270,7 +272,7 @@ class Shard final : private engine::DeliveryHost {
   // it; found_by names the reader (a pull, a delivery, the scrub).
   void note_corrupt(uint64_t log_offset, const char* reason, const char* found_by);
   void start_scrub(const engine::RecoveryReport& report);
-  void answer_pull(uint32_t op_index, PullStatus status, int64_t next_offset);
+  void answer_pull(uint32_t op_index, PullStatus status, QueueOffset next_offset);
   void search_step(uint32_t op_index);
   void search_record_ready(uint32_t op_index);
   // The record an offset search read: nullptr when it passes, else the failed check.
@@ -284,8 +286,8 @@ class Shard final : private engine::DeliveryHost {
   int64_t next_held_deadline_ms() const;
   void release_op(uint32_t op_index);
   // The end of the queue as consumers see it: its max offset, or its first held copy (held_).
-  int64_t visible_max_offset(engine::QueueIndex queue) const {
-    return held_.visible_end(queue, cq_->max_offset(queue));
+  QueueOffset visible_max_offset(engine::QueueIndex queue) const {
+    return QueueOffset{held_.visible_end(queue, cq_->max_offset(queue).value)};
   }
   // Delay levels (engine/delivery/level_delivery.h) and the parts' shared pieces.
   static constexpr uint32_t kInternalSlot = UINT32_MAX;  // a PendingAppend of a delivery
@@ -327,9 +329,9 @@ class Shard final : private engine::DeliveryHost {
   // The first queue offset some consumer still needs, per queue (README "Retention").
   struct QueueNeed {
     engine::QueueIndex queue = 0;
-    int64_t min_offset = 0;        // before the deletion
-    int64_t first_unconsumed = 0;  // min over its groups; min_offset with none
-    std::vector<std::pair<std::string, int64_t>> groups;  // (group, committed offset)
+    QueueOffset min_offset;        // before the deletion
+    QueueOffset first_unconsumed;  // min over its groups; min_offset with none
+    std::vector<std::pair<std::string, QueueOffset>> groups;  // (group, committed offset)
   };
   std::vector<QueueNeed> queue_needs() const;
   // The disk's fullness (StoreOptions::space_probe or statvfs of the shard directory).
@@ -346,8 +348,8 @@ class Shard final : private engine::DeliveryHost {
   static constexpr uint64_t kRetentionReadBit = sched::read_tag::kRetention;  // CQ read tags
   struct BoundarySearch {
     size_t need = 0;
-    uint64_t boundary = 0;   // log offset: the answer is the first unit at or above it
-    int64_t lo = 0, hi = 0;  // the answer is in [lo, hi]; found once lo == hi
+    LogOffset boundary;  // the answer is the first unit at or above it
+    QueueOffset lo, hi;  // the answer is in [lo, hi]; found once lo == hi
     bool in_flight = false;
     bool gave_up = false;  // a read failed: lo is a lower bound
     std::array<std::byte, engine::kCqUnitBytes> unit{};

@@ -49,7 +49,7 @@ bool Shard::start_pull(uint32_t slot_index, const ShardRequest& request) {
   op.tag = request.tag;
   op.topic = request.input.topic;
   op.queue_id = request.input.queue_id;
-  op.offset = request.value;
+  op.offset = request.queue_offset;
   op.max_messages = std::max<uint32_t>(1, request.max_messages);
   op.buffer = request.buffer;
   op.deadline_ms = request.wait_ms > 0 ? now_ms() + request.wait_ms : 0;
@@ -71,7 +71,7 @@ bool Shard::start_pull(uint32_t slot_index, const ShardRequest& request) {
   return true;
 }
 
-void Shard::answer_pull(uint32_t op_index, PullStatus status, int64_t next_offset) {
+void Shard::answer_pull(uint32_t op_index, PullStatus status, QueueOffset next_offset) {
   PullOp& op = ops_[op_index];
   Completion done;
   done.tag = op.tag;
@@ -98,7 +98,7 @@ void Shard::run_pull(uint32_t op_index) {
   op.messages = op.bytes = op.scanned = op.unit_count = 0;
   op.read_failed = false;
   io::Result<engine::QueueIndex> queue = cq_->queue(op.topic, op.queue_id, false);
-  int64_t min = 0, max = 0;
+  QueueOffset min, max;
   if (queue.is_ok()) {
     op.queue = *queue;
     min = cq_->min_offset(op.queue);
@@ -155,7 +155,7 @@ void Shard::cq_read_done(uint32_t op_index, int64_t result) {
   }
   if (op.unit_count == 0) {
     // The units are gone (retention) or unreadable: send the consumer to the first offset left.
-    int64_t min = cq_->min_offset(op.queue);
+    QueueOffset min = cq_->min_offset(op.queue);
     return answer_pull(op_index, PullStatus::offset_moved, std::max(min, op.offset + 1));
   }
   pull_units_ready(op_index);
@@ -166,7 +166,8 @@ void Shard::cq_read_done(uint32_t op_index, int64_t result) {
 void Shard::pull_units_ready(uint32_t op_index) {
   PullOp& op = ops_[op_index];
   op.stage = PullOp::Stage::records;
-  uint64_t run_log = 0, run_bytes = 0;
+  LogOffset run_log;
+  uint64_t run_bytes = 0;
   std::byte* run_dest = nullptr;
   // Where the pending run began: a run the disk queue has no room for (busy: one read per
   // non-contiguous record can exceed ring_entries) ends the pull just before it, and the
@@ -175,8 +176,8 @@ void Shard::pull_units_ready(uint32_t op_index) {
   bool disk_full = false;
   auto flush_run = [&] {
     if (run_bytes == 0) return;
-    io::Status s = log_->read(engine::LogOffset{run_log}, static_cast<uint32_t>(run_bytes),
-                              run_dest, kOpReadBit | op_index);
+    io::Status s =
+        log_->read(run_log, static_cast<uint32_t>(run_bytes), run_dest, kOpReadBit | op_index);
     if (s.is_ok()) {
       op.reads_outstanding++;
     } else if (s.code() == io::Code::busy) {
@@ -189,7 +190,7 @@ void Shard::pull_units_ready(uint32_t op_index) {
     }
     run_bytes = 0;
   };
-  const uint64_t log_min = log_->min_offset().value;
+  const LogOffset log_min = log_->min_offset();
   uint32_t below_log = 0;
   for (uint32_t i = 0; i < op.unit_count; i++) {
     const engine::CqUnit& unit = op.units[i];
@@ -209,7 +210,7 @@ void Shard::pull_units_ready(uint32_t op_index) {
     }
     if (op.bytes + unit.size_bytes > op.buffer.size()) break;
     std::byte* dest = op.buffer.data() + op.bytes;
-    if (!log_->read_memory(engine::LogOffset{unit.log_offset}, unit.size_bytes, dest)) {
+    if (!log_->read_memory(unit.log_offset, unit.size_bytes, dest)) {
       if (run_bytes > 0 && run_log + run_bytes == unit.log_offset && run_dest + run_bytes == dest) {
         run_bytes += unit.size_bytes;
       } else {
@@ -265,7 +266,7 @@ void Shard::pull_read_done(uint32_t op_index, int64_t result) {
 void Shard::finish_pull(uint32_t op_index) {
   PullOp& op = ops_[op_index];
   if (op.read_failed) {
-    int64_t min = cq_->min_offset(op.queue);
+    QueueOffset min = cq_->min_offset(op.queue);
     if (op.offset < min) return answer_pull(op_index, PullStatus::offset_moved, min);
     Completion failed;
     failed.tag = op.tag;
@@ -297,12 +298,12 @@ bool Shard::check_pulled_records(uint32_t op_index) {
   for (uint32_t m = 0; m < op.messages; m++) {
     const engine::CqUnit& unit = op.units[op.picked[m]];
     const char* failed = engine::check_stored_record(op.buffer.subspan(at, unit.size_bytes),
-                                                     unit.log_offset, options_.log.limits);
+                                                     unit.log_offset.value, options_.log.limits);
     if (failed == nullptr) {
       at += unit.size_bytes;
       continue;
     }
-    note_corrupt(unit.log_offset, failed, "a pull");
+    note_corrupt(unit.log_offset.value, failed, "a pull");
     if (m == 0) {
       stat_corrupt_refused_.fetch_add(1, std::memory_order_relaxed);
       op.corrupt_log_offset = unit.log_offset;
@@ -349,13 +350,14 @@ void Shard::note_corrupt(uint64_t log_offset, const char* reason, const char* fo
   const uint64_t base = log_offset - log_offset % options_.log.segment_size_bytes;
   const std::string path =
       io::path_join(io::path_join(shard_dir_, "commitlog"), engine::CommitLog::segment_name(base));
-  std::fprintf(stderr,
-               "uringmq: damaged CommitLog record in %s at file offset %llu (log offset %llu, "
-               "store offset %llu), found by %s: %s; it is never served\n",
-               path.c_str(), static_cast<unsigned long long>(log_offset - base),
-               static_cast<unsigned long long>(log_offset),
-               static_cast<unsigned long long>(make_store_offset(index_, log_offset)), found_by,
-               reason);
+  std::fprintf(
+      stderr,
+      "uringmq: damaged CommitLog record in %s at file offset %llu (log offset %llu, "
+      "store offset %llu), found by %s: %s; it is never served\n",
+      path.c_str(), static_cast<unsigned long long>(log_offset - base),
+      static_cast<unsigned long long>(log_offset),
+      static_cast<unsigned long long>(make_store_offset(index_, LogOffset{log_offset}).value),
+      found_by, reason);
 }
 
 // ---- Long polling ----
@@ -412,7 +414,7 @@ bool Shard::start_search(uint32_t slot_index, const ShardRequest& request) {
                     ? io::Code::ok
                     : queue.status().code();
     if (op_pool_.full()) done.code = io::Code::busy;
-    done.queue_offset = 0;
+    done.queue_offset = QueueOffset{0};
     post(slot_index, done);
     return true;
   }
@@ -482,7 +484,7 @@ void Shard::search_record_ready(uint32_t op_index) {
   if (const char* failed = check_search_record(op)) {
     // Its store time cannot be trusted: the search fails, naming the record in the log.
     stat_corrupt_refused_.fetch_add(1, std::memory_order_relaxed);
-    note_corrupt(unit.log_offset, failed, "an offset search");
+    note_corrupt(unit.log_offset.value, failed, "an offset search");
     Completion damaged;
     damaged.tag = op.tag;
     damaged.code = io::Code::corruption;
@@ -504,19 +506,19 @@ const char* Shard::check_search_record(const PullOp& op) const {
   const engine::CqUnit& unit = op.units[0];
   if (unit.size_bytes <= op.header.size()) {
     return engine::check_stored_record(std::span(op.header.data(), unit.size_bytes),
-                                       unit.log_offset, options_.log.limits);
+                                       unit.log_offset.value, options_.log.limits);
   }
   // A prefix: decode() checks what it can see (magic, TOTALSIZE within limits) and asks for more.
   engine::DecodeOptions options;
   options.limits = options_.log.limits;
-  options.expected_physical_offset = static_cast<int64_t>(unit.log_offset);
+  options.expected_physical_offset = static_cast<int64_t>(unit.log_offset.value);
   const engine::DecodeResult r = engine::decode(op.header, options);
   if (r.outcome == engine::DecodeOutcome::corrupt) return r.reason;
   if (r.outcome != engine::DecodeOutcome::truncated) return "not the start of a message";
   if (engine::record_total_size(op.header) != unit.size_bytes) {
     return "TOTALSIZE differs from the unit's size";
   }
-  if (engine::record_physical_offset(op.header) != unit.log_offset) {
+  if (engine::record_physical_offset(op.header) != unit.log_offset.value) {
     return "PHYSICALOFFSET is not the record's position";
   }
   return nullptr;
@@ -608,7 +610,8 @@ io::Status Shard::check_segment_space(uint64_t bytes) const {
 // committed on needs everything it holds (nobody has consumed it). The timer topic's cancel
 // queue is read when dispatched (never by a consumer): it needs nothing.
 std::vector<Shard::QueueNeed> Shard::queue_needs() const {
-  std::map<std::pair<std::string, int32_t>, std::vector<std::pair<std::string, int64_t>>> groups;
+  std::map<std::pair<std::string, int32_t>, std::vector<std::pair<std::string, QueueOffset>>>
+      groups;
   for (engine::ConsumerOffsets::Entry& e : offsets_->entries()) {
     groups[{std::move(e.topic), e.queue_id}].emplace_back(std::move(e.group), e.offset);
   }
@@ -620,7 +623,7 @@ std::vector<Shard::QueueNeed> Shard::queue_needs() const {
     QueueNeed need;
     need.queue = *queue;
     need.min_offset = cq_->min_offset(*queue);
-    need.first_unconsumed = INT64_MAX;
+    need.first_unconsumed = QueueOffset{INT64_MAX};
     auto it = groups.find({std::move(info.topic), info.queue_id});
     if (it != groups.end()) need.groups = std::move(it->second);
     for (const auto& [group, offset] : need.groups) {
@@ -637,7 +640,7 @@ uint64_t Shard::unconsumed_log_floor(const std::vector<QueueNeed>& needs) const 
   uint64_t floor = UINT64_MAX;
   for (const QueueNeed& need : needs) {
     if (need.first_unconsumed >= cq_->max_offset(need.queue)) continue;  // all consumed
-    floor = std::min(floor, cq_->log_offset_floor(need.queue, need.first_unconsumed));
+    floor = std::min(floor, cq_->log_offset_floor(need.queue, need.first_unconsumed).value);
   }
   return floor;
 }
@@ -657,7 +660,7 @@ void Shard::delete_next_segments() {
     for (size_t i = 0; i < d.searches.size(); i++) {
       BoundarySearch& b = d.searches[i];
       b.need = i / 2;
-      b.boundary = i % 2 == 0 ? d.base : d.end;
+      b.boundary = LogOffset{i % 2 == 0 ? d.base : d.end};
       b.lo = cq_->min_offset(d.needs[b.need].queue);
       b.hi = cq_->max_offset(d.needs[b.need].queue);
       step_search(i);
@@ -674,7 +677,7 @@ void Shard::step_search(size_t index) {
   if (b.in_flight) return;
   if (b.lo < b.hi && cq_->log_offset_floor(queue, b.lo) >= b.boundary) b.hi = b.lo;
   while (b.lo < b.hi) {
-    const int64_t mid = b.lo + (b.hi - b.lo) / 2;
+    const QueueOffset mid = b.lo + (b.hi - b.lo) / 2;
     engine::CqUnit unit;
     if (cq_->lookup_memory(queue, mid, std::span(&unit, 1)) == 0) {
       io::Status s = cq_->read_units(queue, mid, 1, b.unit.data(), kRetentionReadBit | index);
@@ -703,7 +706,7 @@ void Shard::retention_unit_ready(uint32_t index, int64_t result) {
   UMQ_ASSERT(index < deletion_.searches.size());
   BoundarySearch& b = deletion_.searches[index];
   b.in_flight = false;
-  const int64_t mid = b.lo + (b.hi - b.lo) / 2;
+  const QueueOffset mid = b.lo + (b.hi - b.lo) / 2;
   if (result != engine::kCqUnitBytes) {
     b.gave_up = true;
     b.hi = b.lo;
@@ -734,9 +737,9 @@ void Shard::advance_deletion() {
 bool Shard::finish_deletion() {
   SegmentDeletion& d = deletion_;
   d.active = false;
-  io::Result<uint32_t> deleted = log_->delete_segments_before(d.end, 1);
+  io::Result<uint32_t> deleted = log_->delete_segments_before(LogOffset{d.end}, 1);
   if (!deleted.is_ok() || *deleted == 0) return false;  // busy now: a later pass
-  io::Status s = cq_->delete_below(d.end);
+  io::Status s = cq_->delete_below(LogOffset{d.end});
   (void)s;  // a failure leaves units pointing below the log: pulls answer offset_moved
   for (size_t i = 0; i < d.needs.size(); i++) {  // the searches know the exact new minimums
     const BoundarySearch& at_end = d.searches[2 * i + 1];
@@ -768,14 +771,14 @@ void Shard::report_deleted_segment() {
     const BoundarySearch& at_base = d.searches[2 * i];
     const BoundarySearch& at_end = d.searches[2 * i + 1];
     exact = exact && !at_base.gave_up && !at_end.gave_up;
-    const int64_t first = at_base.lo;  // the segment's units of this queue: [first, gone)
-    const int64_t gone = at_end.lo;
+    const int64_t first = at_base.lo.value;  // the segment's units of this queue: [first, gone)
+    const int64_t gone = at_end.lo.value;
     if (gone <= first) continue;
-    unconsumed +=
-        static_cast<uint64_t>(std::max<int64_t>(0, gone - std::max(need.first_unconsumed, first)));
+    unconsumed += static_cast<uint64_t>(
+        std::max<int64_t>(0, gone - std::max(need.first_unconsumed.value, first)));
     if (need.groups.empty()) add("", gone - first);
     for (const auto& [group, committed] : need.groups) {
-      add(group, gone - std::max(committed, first));
+      add(group, gone - std::max(committed.value, first));
     }
   }
   stat_segments_deleted_.fetch_add(1, std::memory_order_relaxed);

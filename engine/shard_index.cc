@@ -99,7 +99,7 @@ bool Shard::start_index_query(uint32_t slot_index, const ShardRequest& request) 
       std::min<uint32_t>(std::max<uint32_t>(request.max_messages, 1), engine::kIndexMaxHits);
   if (q.by_offset) {
     q.stage = IndexQuery::Stage::size;
-    q.offsets[0] = request.local_offset;
+    q.offsets[0] = request.local_offset.value;
     q.candidates = 1;
     index_read_next(id);
     return true;
@@ -232,10 +232,10 @@ void Shard::answer_index_query(uint32_t id, io::Code code) {
   done.size_bytes = q.used;
   done.pull_status = q.messages > 0 ? PullStatus::found : PullStatus::no_matched_message;
   // offset names the shard even without an index (a broker gathers every shard's answer).
-  done.offset = make_store_offset(index_, 0);
+  done.offset = make_store_offset(index_, LogOffset{0});
   if (msg_index_ != nullptr) {
     done.store_timestamp_ms = msg_index_->last_update_timestamp_ms();
-    done.offset = make_store_offset(index_, msg_index_->last_update_log_offset());
+    done.offset = make_store_offset(index_, LogOffset{msg_index_->last_update_log_offset()});
   }
   post(q.slot, done);
   q.stage = IndexQuery::Stage::idle;

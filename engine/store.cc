@@ -265,7 +265,7 @@ io::Status Session::send_async(const Message& message, uint64_t tag) {
 }
 
 io::Status Session::send_batch_async(std::span<const Message> messages,
-                                     std::span<uint64_t> offsets_out, uint64_t tag) {
+                                     std::span<StoreOffset> offsets_out, uint64_t tag) {
   auto refuse = [](std::string why) {
     return io::Status::error(io::Code::invalid_argument, std::move(why));
   };
@@ -345,7 +345,7 @@ bool Session::absorb(uint32_t shard, Completion& c) {
   return true;
 }
 
-io::Status Session::read_async(uint64_t store_offset, uint32_t size_bytes, std::byte* dest,
+io::Status Session::read_async(StoreOffset store_offset, uint32_t size_bytes, std::byte* dest,
                                uint64_t tag) {
   uint32_t shard = shard_of_offset(store_offset);
   if (shard >= store_.shards_.size()) {
@@ -382,7 +382,7 @@ io::Status Session::post_to_owner(const ShardRequest& request) {
 
 io::Status Session::pull_async(const PullRequest& pull, uint64_t tag) {
   ShardRequest request = queue_request(ShardRequest::Kind::pull, pull.topic, pull.queue_id, tag);
-  request.value = pull.queue_offset;
+  request.queue_offset = pull.queue_offset;
   request.max_messages = pull.max_messages;
   request.tag_filter = pull.tag_filter;
   request.sql_filter = pull.sql_filter;
@@ -405,7 +405,7 @@ io::Status Session::query_index_async(uint32_t shard, const IndexQueryRequest& q
   return post(shard, request);
 }
 
-io::Status Session::view_record_async(uint64_t store_offset, std::span<std::byte> buffer,
+io::Status Session::view_record_async(StoreOffset store_offset, std::span<std::byte> buffer,
                                       uint64_t tag) {
   const uint32_t shard = shard_of_offset(store_offset);
   if (shard >= store_.shards_.size()) {
@@ -433,10 +433,10 @@ io::Status Session::search_offset_async(std::string_view topic, int32_t queue_id
 }
 
 io::Status Session::commit_offset_async(std::string_view group, std::string_view topic,
-                                        int32_t queue_id, int64_t offset, uint64_t tag) {
+                                        int32_t queue_id, QueueOffset offset, uint64_t tag) {
   ShardRequest request = queue_request(ShardRequest::Kind::commit_offset, topic, queue_id, tag);
   request.group = group;
-  request.value = offset;
+  request.queue_offset = offset;
   return post_to_owner(request);
 }
 
@@ -512,10 +512,10 @@ io::Status make_send_back(std::string_view group, std::span<const std::byte> rec
 }
 
 Completion Session::send_back(std::string_view group, std::span<const std::byte> record,
-                              uint64_t store_offset, int32_t delay_level,
+                              StoreOffset store_offset, int32_t delay_level,
                               int32_t max_reconsume_times) {
   SendBackCopy copy;
-  io::Status s = make_send_back(group, record, store_offset, delay_level, max_reconsume_times,
+  io::Status s = make_send_back(group, record, store_offset.value, delay_level, max_reconsume_times,
                                 store_.options_.log.limits, &copy);
   if (!s.is_ok()) {
     Completion failed;

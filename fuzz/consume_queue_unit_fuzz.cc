@@ -49,10 +49,10 @@ inline void cq_check_units(std::span<const std::byte> in) {
         std::all_of(bytes.begin(), bytes.end(), [](std::byte b) { return b == std::byte{0}; });
     if (zeros) UMQ_ASSERT(!unit.has_value());
     if (!unit) continue;
-    UMQ_ASSERT(unit->log_offset < (uint64_t{1} << 63));
+    UMQ_ASSERT(unit->log_offset.value < (uint64_t{1} << 63));
     UMQ_ASSERT(unit->size_bytes > 0);
     UMQ_ASSERT(unit->size_bytes <= uint32_t{INT32_MAX});
-    UMQ_ASSERT(!(unit->log_offset == 0 && unit->size_bytes == engine::kCqFillerSize &&
+    UMQ_ASSERT(!(unit->log_offset.value == 0 && unit->size_bytes == engine::kCqFillerSize &&
                  unit->tags_code == 0));
     std::array<std::byte, engine::kCqUnitBytes> out{};
     engine::encode_cq_unit(*unit, out);
@@ -116,17 +116,17 @@ inline int64_t cq_check_recovery(std::span<const std::byte> in) {
   options.units_per_file = kCqFuzzUnitsPerFile;
   options.memory_units_per_queue = 8;
   io::Result<std::unique_ptr<engine::CqStore>> opened =
-      engine::CqStore::open(disk, clock, options, log_end);
+      engine::CqStore::open(disk, clock, options, LogOffset{log_end});
   if (!opened.is_ok()) {
     UMQ_ASSERT(!opened.status().message().empty());
     return -1;
   }
   engine::CqStore& store = **opened;
-  UMQ_ASSERT(store.max_log_end() <= log_end);
+  UMQ_ASSERT(store.max_log_end() <= LogOffset{log_end});
   io::Result<engine::QueueIndex> q = store.queue("T", 0, false);
   if (!q.is_ok()) return -1;  // no unit was kept
-  const int64_t min = store.min_offset(*q);
-  const int64_t max = store.max_offset(*q);
+  const int64_t min = store.min_offset(*q).value;
+  const int64_t max = store.max_offset(*q).value;
   UMQ_ASSERT(min >= 0);
   UMQ_ASSERT(min <= max);
   // From max_offset on, the file holding it reads zeros and no later file is left.
@@ -150,8 +150,8 @@ inline int64_t cq_check_recovery(std::span<const std::byte> in) {
   engine::CqUnit next;
   next.log_offset = store.max_log_end();
   next.size_bytes = 100;
-  if (next.log_offset < (uint64_t{1} << 62)) {
-    io::Status appended = store.append(*q, max, next);
+  if (next.log_offset < LogOffset{uint64_t{1} << 62}) {
+    io::Status appended = store.append(*q, QueueOffset{max}, next);
     UMQ_ASSERT_MSG(appended.is_ok(), appended.message().c_str());
   }
   return max;

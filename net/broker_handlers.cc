@@ -276,7 +276,7 @@ void BrokerReactor::free_op(uint32_t index) {
   if (op.data.capacity() > 0) kept_op_buffers_++;
   if (op.batch.capacity() > kKeptBatchMessages) {
     std::vector<Message>().swap(op.batch);
-    std::vector<uint64_t>().swap(op.batch_offsets);
+    std::vector<StoreOffset>().swap(op.batch_offsets);
   }
   op.copy.reset();
   op.sql_filter.reset();
@@ -306,13 +306,12 @@ void BrokerReactor::reply_code(uint32_t conn, const RemotingCommand& request, in
   reply(conn, make_response(request, code, std::move(remark)));
 }
 
-uint64_t BrokerReactor::wire_offset(uint64_t store_offset) const {
-  return local_offset(store_offset) * store_.shard_count() + shard_of_offset(store_offset);
+WireOffset BrokerReactor::wire_offset(StoreOffset store_offset) const {
+  return wire_offset_of(store_offset, store_.shard_count());
 }
 
-uint64_t BrokerReactor::store_offset_of_wire(uint64_t wire) const {
-  const uint32_t shards = store_.shard_count();
-  return make_store_offset(static_cast<uint32_t>(wire % shards), wire / shards);
+StoreOffset BrokerReactor::store_offset_of_wire(WireOffset wire) const {
+  return store_offset_of(wire, store_.shard_count());
 }
 
 std::optional<TopicShape> BrokerReactor::topic_shape(std::string_view topic) const {
@@ -728,7 +727,7 @@ std::optional<std::pair<int32_t, std::string>> BrokerReactor::build_batch(
   UMQ_ASSERT(views || op.properties.size() <= arena);  // the arena never moved
   batch_props_at_.push_back(static_cast<uint32_t>(op.properties.size()));
   op.batch.resize(batch_entries_.size());
-  op.batch_offsets.assign(batch_entries_.size(), 0);
+  op.batch_offsets.assign(batch_entries_.size(), StoreOffset{});
   for (size_t i = 0; i < batch_entries_.size(); i++) {
     Message& m = op.batch[i];
     m = op.message;
@@ -751,11 +750,11 @@ void BrokerReactor::reply_batch(BrokerOp& op, const Completion& c) {
   for (size_t i = 0; i < op.batch_offsets.size(); i++) {
     if (i > 0) ids += ',';
     ids += engine::offset_message_id(store_host_,
-                                     static_cast<int64_t>(wire_offset(op.batch_offsets[i])));
+                                     static_cast<int64_t>(wire_offset(op.batch_offsets[i]).value));
   }
   response.set_ext("msgId", std::move(ids));
   response.set_ext("queueId", std::to_string(op.queue_id));
-  response.set_ext("queueOffset", std::to_string(c.queue_offset));
+  response.set_ext("queueOffset", std::to_string(c.queue_offset.value));
   if (!op.request.is_oneway()) reply(op.conn, response);
 }
 
@@ -780,10 +779,10 @@ void BrokerReactor::complete_send(BrokerOp& op, const Completion& c) {
   }
   if (op.request.code == req::kSendBatchMessage) return reply_batch(op, c);
   RemotingCommand response = make_response(op.request, rc::kSuccess);
-  response.set_ext(
-      "msgId", engine::offset_message_id(store_host_, static_cast<int64_t>(wire_offset(c.offset))));
+  response.set_ext("msgId", engine::offset_message_id(
+                                store_host_, static_cast<int64_t>(wire_offset(c.offset).value)));
   response.set_ext("queueId", std::to_string(op.queue_id));
-  response.set_ext("queueOffset", std::to_string(c.queue_offset));
+  response.set_ext("queueOffset", std::to_string(c.queue_offset.value));
   if (!op.request.is_oneway()) reply(op.conn, response);
 }
 
@@ -841,7 +840,8 @@ void BrokerReactor::handle_pull(uint32_t conn, RemotingCommand& request) {
     cop.topic = *topic;
     cop.group = *group;
     submit(c, [&](uint64_t tag) {
-      return session_->commit_offset_async(cop.group, cop.topic, *queue_id, commit, tag);
+      return session_->commit_offset_async(cop.group, cop.topic, *queue_id, QueueOffset{commit},
+                                           tag);
     });
   }
   uint32_t index = new_op(BrokerOp::Kind::pull, conn, request);
@@ -867,7 +867,7 @@ void BrokerReactor::handle_pull(uint32_t conn, RemotingCommand& request) {
   op.pull = PullRequest{};
   op.pull.topic = op.topic;
   op.pull.queue_id = op.queue_id;
-  op.pull.queue_offset = *offset;
+  op.pull.queue_offset = QueueOffset{*offset};
   op.pull.max_messages =
       static_cast<uint32_t>(std::clamp<int64_t>(max_msg_nums.value_or(32), 1, kMaxPullMessages));
   op.pull.tag_filter = op.tag_filter;
@@ -900,15 +900,15 @@ void BrokerReactor::complete_pull(BrokerOp& op, const Completion& c) {
   }
   if (c.pull_status == PullStatus::corrupt) {  // never served; the consumer retries (net/README)
     return reply_code(op.conn, op.request, pull_code(c.pull_status),
-                      "damaged message at queue offset " + std::to_string(c.queue_offset) +
-                          " (physical offset " + std::to_string(wire_offset(c.offset)) +
+                      "damaged message at queue offset " + std::to_string(c.queue_offset.value) +
+                          " (physical offset " + std::to_string(wire_offset(c.offset).value) +
                           ") failed its CRC check and is not served; see the broker log");
   }
   RemotingCommand response = make_response(op.request, pull_code(c.pull_status));
   response.set_ext("suggestWhichBrokerId", "0");
-  response.set_ext("nextBeginOffset", std::to_string(c.next_offset));
-  response.set_ext("minOffset", std::to_string(c.min_offset));
-  response.set_ext("maxOffset", std::to_string(c.max_offset));
+  response.set_ext("nextBeginOffset", std::to_string(c.next_offset.value));
+  response.set_ext("minOffset", std::to_string(c.min_offset.value));
+  response.set_ext("maxOffset", std::to_string(c.max_offset.value));
   std::span<std::byte> records(op.data.data(),
                                c.pull_status == PullStatus::found ? c.size_bytes : 0);
   reply(op.conn, response, records.first(client_records(op.shard, records)));
@@ -927,7 +927,7 @@ size_t BrokerReactor::client_records(uint32_t shard, std::span<std::byte> record
     const uint64_t local = engine::record_physical_offset(records.subspan(read));
     uint32_t kept = engine::write_client_record(
         records.subspan(read, size),
-        static_cast<int64_t>(wire_offset(make_store_offset(shard, local))),
+        static_cast<int64_t>(wire_offset(make_store_offset(shard, LogOffset{local})).value),
         records.data() + written);
     if (kept == 0) {
       // Lengths that do not add up (damaged on disk after the store checked them): the record
@@ -996,21 +996,21 @@ void BrokerReactor::complete_query(BrokerOp& op, const Completion& c) {
   int64_t value = 0;
   switch (op.kind) {
     case BrokerOp::Kind::query_max:
-      value = c.max_offset;
+      value = c.max_offset.value;
       break;
     case BrokerOp::Kind::query_min:
-      value = c.min_offset;
+      value = c.min_offset.value;
       break;
     case BrokerOp::Kind::search:
-      value = c.queue_offset;
+      value = c.queue_offset.value;
       break;
     case BrokerOp::Kind::query_offset:
-      value = c.queue_offset;
+      value = c.queue_offset.value;
       break;
     case BrokerOp::Kind::query_offset_min:
       // Java: a group that never committed starts at 0 while nothing was deleted from the
       // queue; otherwise QUERY_NOT_FOUND and the client decides (consumeFromWhere).
-      if (c.min_offset > 0) {
+      if (c.min_offset > QueueOffset{0}) {
         return reply_code(op.conn, op.request, rc::kQueryNotFound,
                           "Not found, maybe this group consumer boot first");
       }
@@ -1051,7 +1051,8 @@ void BrokerReactor::handle_offset_update(uint32_t conn, RemotingCommand& request
   op.group = *group;
   op.queue_id = *queue_id;
   submit(index, [&](uint64_t tag) {
-    return session_->commit_offset_async(op.group, op.topic, op.queue_id, *offset, tag);
+    return session_->commit_offset_async(op.group, op.topic, op.queue_id, QueueOffset{*offset},
+                                         tag);
   });
 }
 
@@ -1131,7 +1132,7 @@ void BrokerReactor::handle_send_back(uint32_t conn, RemotingCommand& request) {
   uint32_t index = new_op(BrokerOp::Kind::send_back_header, conn, request);
   BrokerOp& op = *ops_[index];
   op.group = *group;
-  op.store_offset = store_offset_of_wire(static_cast<uint64_t>(*offset));
+  op.store_offset = store_offset_of_wire(WireOffset{static_cast<uint64_t>(*offset)});
   op.delay_level = delay_level.value_or(0);
   op.max_reconsume_times = max_reconsume.value_or(16);
   // Room for the record and its copy, until the record's size is known.
@@ -1147,7 +1148,7 @@ void BrokerReactor::complete_send_back(uint32_t index, const Completion& c) {
   const bool alive = op_connection_alive(op);
   if (c.code != io::Code::ok) {
     if (alive) {
-      const std::string at = std::to_string(wire_offset(op.store_offset));
+      const std::string at = std::to_string(wire_offset(op.store_offset).value);
       reply_code(op.conn, op.request, rc::kSystemError,
                  op.kind == BrokerOp::Kind::send_back_store
                      ? "storing the retry copy of the message at offset " + at + " for group " +
@@ -1162,7 +1163,7 @@ void BrokerReactor::complete_send_back(uint32_t index, const Completion& c) {
     if (size < 64 || size > config_.store.log.limits.max_body_bytes + (1u << 20)) {
       s = io::Status::error(
           io::Code::invalid_argument,
-          "no message starts at offset " + std::to_string(wire_offset(op.store_offset)));
+          "no message starts at offset " + std::to_string(wire_offset(op.store_offset).value));
     } else {
       op.kind = BrokerOp::Kind::send_back_record;
       set_reserved(index, 2 * uint64_t{size});
@@ -1172,7 +1173,7 @@ void BrokerReactor::complete_send_back(uint32_t index, const Completion& c) {
   } else if (op.kind == BrokerOp::Kind::send_back_record) {
     op.copy = std::make_unique<SendBackCopy>();
     s = make_send_back(
-        op.group, op.data, wire_offset(op.store_offset), static_cast<int32_t>(op.delay_level),
+        op.group, op.data, wire_offset(op.store_offset).value, static_cast<int32_t>(op.delay_level),
         static_cast<int32_t>(op.max_reconsume_times), config_.store.log.limits, op.copy.get());
     if (s.is_ok()) {
       op.kind = BrokerOp::Kind::send_back_store;
@@ -1249,7 +1250,7 @@ void BrokerReactor::on_store_completion(const Completion& c) {
       complete_pull(op, c);
       break;
     case BrokerOp::Kind::query_offset:
-      if (c.code == io::Code::ok && c.queue_offset < 0 && op_connection_alive(op)) {
+      if (c.code == io::Code::ok && c.queue_offset < QueueOffset{0} && op_connection_alive(op)) {
         op.kind = BrokerOp::Kind::query_offset_min;
         if (session_->query_queue_async(op.topic, op.queue_id, index).is_ok()) return;
         op.kind = BrokerOp::Kind::query_offset;

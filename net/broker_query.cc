@@ -94,8 +94,8 @@ bool BrokerReactor::complete_query_message(uint32_t index, const Completion& c) 
   UMQ_ASSERT(shard < op.parts.size());
   if (c.code == io::Code::ok) op.parts[shard] = {c.message_count, c.size_bytes};
   if (c.store_timestamp_ms > op.index_timestamp_ms) op.index_timestamp_ms = c.store_timestamp_ms;
-  if (local_offset(c.offset) > 0) {
-    op.index_wire_offset = std::max(op.index_wire_offset, wire_offset(c.offset));
+  if (local_offset(c.offset).value > 0) {
+    op.index_wire_offset = std::max(op.index_wire_offset, wire_offset(c.offset).value);
   }
   if (--op.queue_id > 0) return false;
   if (op.replied || !op_connection_alive(op)) return true;
@@ -135,7 +135,7 @@ void BrokerReactor::handle_view_message(uint32_t conn, RemotingCommand& request)
   }
   const uint32_t index = new_op(BrokerOp::Kind::view_message, conn, request);
   BrokerOp& op = *ops_[index];
-  op.store_offset = store_offset_of_wire(static_cast<uint64_t>(*offset));
+  op.store_offset = store_offset_of_wire(WireOffset{static_cast<uint64_t>(*offset)});
   op.data.resize(largest_pull_bytes());
   set_reserved(index, op.data.size());
   post_or_fail(index, session_->view_record_async(op.store_offset, op.data, index));
@@ -144,9 +144,9 @@ void BrokerReactor::handle_view_message(uint32_t conn, RemotingCommand& request)
 void BrokerReactor::complete_view_message(BrokerOp& op, const Completion& c) {
   if (!op_connection_alive(op)) return;
   if (c.code != io::Code::ok || c.message_count == 0) {
-    return reply_code(
-        op.conn, op.request, rc::kSystemError,
-        "can not find message by the offset, " + std::to_string(wire_offset(op.store_offset)));
+    return reply_code(op.conn, op.request, rc::kSystemError,
+                      "can not find message by the offset, " +
+                          std::to_string(wire_offset(op.store_offset).value));
   }
   std::span<std::byte> record(op.data.data(), c.size_bytes);
   reply(op.conn, make_response(op.request, rc::kSuccess),

@@ -29,6 +29,7 @@
 #include "net/message_batch.h"
 #include "net/remoting.h"
 #include "net/topic_table.h"
+#include "net/wire_offset.h"
 #include "sched/slot_pool.h"
 
 namespace uringmq::net {
@@ -134,7 +135,7 @@ struct BrokerOp {
   std::vector<std::byte> data;  // send: body; pull: records; send back: the record
   int32_t queue_id = 0;
   uint32_t shard = 0;
-  uint64_t store_offset = 0;
+  StoreOffset store_offset;
   int64_t delay_level = 0;           // send back
   int64_t max_reconsume_times = 16;  // send back
   Message message;
@@ -143,7 +144,7 @@ struct BrokerOp {
   std::unique_ptr<SendBackCopy> copy;
   // SEND_BATCH_MESSAGE: its messages (views into data and properties) and their offsets.
   std::vector<Message> batch;
-  std::vector<uint64_t> batch_offsets;
+  std::vector<StoreOffset> batch_offsets;
   // query_message: per shard (messages, bytes) answered; its newest index entry over shards.
   std::vector<std::pair<uint32_t, uint32_t>> parts;
   int64_t index_timestamp_ms = 0;
@@ -292,11 +293,9 @@ class BrokerReactor {
   void complete_query(BrokerOp& op, const Completion& c);
   void complete_send_back(uint32_t index, const Completion& c);
   bool pull_again_larger(uint32_t index);
-  // Physical offsets on the wire: local * shards + shard. Clients keep them in JavaScript
-  // numbers (exact below 2^53), so the store-wide form (shard in the top 8 bits) cannot leave
-  // the broker; this one stays below 2^53 until the shards together hold 8 PiB, as in Java.
-  uint64_t wire_offset(uint64_t store_offset) const;
-  uint64_t store_offset_of_wire(uint64_t wire) const;
+  // Physical offsets on the wire: local * shards + shard (net/wire_offset.h).
+  WireOffset wire_offset(StoreOffset store_offset) const;
+  StoreOffset store_offset_of_wire(WireOffset wire) const;
 
   // ---- ops ----
   uint32_t new_op(BrokerOp::Kind kind, uint32_t conn, const RemotingCommand& request);

@@ -302,18 +302,19 @@ void scan_log(const ShardLog& log, uint32_t max_body_bytes, ShardVerify& shard,
 // Checks one unit against its record; returns what is wrong, or empty.
 std::string check_unit(const ShardLog& log, const ShardVerify& shard, const QueueKey& queue,
                        int64_t queue_offset, const engine::CqUnit& unit, uint32_t max_body_bytes) {
-  if (unit.log_offset + unit.size_bytes > shard.end_offset) {
+  const uint64_t log_offset = unit.log_offset.value;  // a file position below
+  if (log_offset + unit.size_bytes > shard.end_offset) {
     return "points past the log's end (" + std::to_string(shard.end_offset) + ")";
   }
-  const Segment* s = log.find(unit.log_offset);
+  const Segment* s = log.find(log_offset);
   if (s == nullptr) return "points at no segment";
-  uint64_t at = unit.log_offset - s->base;
+  uint64_t at = log_offset - s->base;
   if (at + unit.size_bytes > log.segment_size) return "runs past the end of its segment";
   engine::CodecLimits limits;
   limits.max_body_bytes = max_body_bytes;
   const std::span<const std::byte> record = s->file->bytes().subspan(at, unit.size_bytes);
   // The broker's own check before it serves a record (engine/log/message_codec.h).
-  if (const char* failed = engine::check_stored_record(record, unit.log_offset, limits)) {
+  if (const char* failed = engine::check_stored_record(record, log_offset, limits)) {
     return "points at no valid record (" + std::string(failed) + ")";
   }
   engine::DecodeOptions options;
@@ -372,9 +373,9 @@ std::string check_queue(const ShardLog& log, ShardVerify& shard, const QueueKey&
       if (first_empty) {
         return at + "set after the empty unit at queue offset " + std::to_string(*first_empty);
       }
-      if (unit->log_offset < last_end) return at + "log offset below the previous unit's end";
-      last_end = unit->log_offset + unit->size_bytes;
-      if (unit->log_offset < shard.first_offset) {
+      if (unit->log_offset.value < last_end) return at + "log offset below the previous unit's end";
+      last_end = unit->log_offset.value + unit->size_bytes;
+      if (unit->log_offset.value < shard.first_offset) {
         shard.units_expired++;
         continue;
       }
@@ -734,7 +735,7 @@ io::Status dump_cq(const std::string& cq_path, const DumpOptions& options, std::
       continue;
     }
     std::fprintf(out, "index=%" PRIu64 " offset=%" PRIu64 " size=%u tagsCode=%" PRId64 "\n", q,
-                 unit->log_offset, unit->size_bytes, unit->tags_code);
+                 unit->log_offset.value, unit->size_bytes, unit->tags_code);
   }
   return io::Status::ok();
 }

@@ -73,8 +73,8 @@ class CtlOfflineTest : public ::testing::Test {
     m.properties = properties;
     Completion c = session.send(m);
     ASSERT_EQ(c.code, io::Code::ok);
-    sent_.push_back({store.shard_for(topic, m.queue_id), local_offset(c.offset), c.size_bytes,
-                     topic, m.queue_id, c.queue_offset});
+    sent_.push_back({store.shard_for(topic, m.queue_id), local_offset(c.offset).value, c.size_bytes,
+                     topic, m.queue_id, c.queue_offset.value});
   }
 
   std::string segment(uint32_t shard, uint64_t base) const {
@@ -316,7 +316,8 @@ TEST_F(CtlOfflineTest, VerifyReportsDamagedConsumerOffsets) {
     io::Result<std::unique_ptr<Session>> session = (*store)->open_session();
     ASSERT_TRUE(session.is_ok());
     for (int64_t offset : {5, 9}) {  // two tables: the second keeps the first as the .bak
-      ASSERT_TRUE((*session)->commit_offset_async("group", "TopicA", 0, offset, 1).is_ok());
+      ASSERT_TRUE(
+          (*session)->commit_offset_async("group", "TopicA", 0, QueueOffset{offset}, 1).is_ok());
       ASSERT_EQ((*session)->wait_for(1).code, io::Code::ok);
       ASSERT_TRUE((*session)->flush_offsets_async("TopicA", 0, 2).is_ok());
       ASSERT_EQ((*session)->wait_for(2).code, io::Code::ok);

@@ -98,20 +98,20 @@ void LevelDelivery::load_progress() {
     LevelState& state = states_[level - 1];
     auto persisted = host_.offsets().query(kScheduleProgressGroup, kScheduleTopic,
                                            static_cast<int32_t>(level) - 1);
-    if (persisted) state.progress = std::max(state.progress, *persisted);
+    if (persisted) state.progress = std::max(state.progress, persisted->value);
     auto queue = host_.queues().queue(kScheduleTopic, static_cast<int32_t>(level) - 1, false);
     if (queue.is_ok()) {
       state.exists = true;
       state.queue = *queue;
-      state.progress = std::max(state.progress, host_.queues().min_offset(*queue));
+      state.progress = std::max(state.progress, host_.queues().min_offset(*queue).value);
     }
     state.issued = state.progress;
     // Progress found in markers that the table does not hold yet is committed now: otherwise,
     // with no new delivery of the level, the table would keep the older value while later
     // checkpoints pass the markers, and the next recovery would deliver those messages again.
-    if (state.progress > persisted.value_or(0)) {
+    if (state.progress > persisted.value_or(QueueOffset{0}).value) {
       (void)host_.offsets().commit(kScheduleProgressGroup, kScheduleTopic,
-                                   static_cast<int32_t>(level) - 1, state.progress);
+                                   static_cast<int32_t>(level) - 1, QueueOffset{state.progress});
       ahead = true;
     }
   }
@@ -120,7 +120,8 @@ void LevelDelivery::load_progress() {
     UMQ_ASSERT_MSG(unpersisted_.empty(), "schedule progress loaded after a delivery");
     unpersisted_.emplace_back(first_marker_offset_, host_.offsets().persisted_cycles() + 1);
     host_.offsets().request_persist();
-    host_.log().set_checkpoint_limit(std::min(host_.queues().durable_dispatched(), low_water()));
+    host_.log().set_checkpoint_limit(
+        std::min(host_.queues().durable_dispatched().value, low_water()));
   }
 }
 
@@ -160,7 +161,7 @@ bool LevelDelivery::head_not_due_by(const LevelState& state, uint32_t level, int
 
 size_t LevelDelivery::level_units(const LevelState& state, int64_t from,
                                   std::span<CqUnit> out) const {
-  const size_t n = host_.queues().lookup_memory(state.queue, from, out);
+  const size_t n = host_.queues().lookup_memory(state.queue, QueueOffset{from}, out);
   if (n > 0) return n;
   const int64_t end = state.ahead_from + state.ahead_count;
   if (from < state.ahead_from || from >= end) return 0;
@@ -181,13 +182,13 @@ void LevelDelivery::prefetch_due_soon(int64_t now) {
     if (head_not_due_by(state, level, horizon, now)) continue;
     read_level_units_ahead(state, level);
     const int64_t from = std::max(state.issued, state.prefetched_upto);
-    if (from >= host_.queues().max_offset(state.queue)) continue;
+    if (from >= host_.queues().max_offset(state.queue).value) continue;
     std::array<CqUnit, 16> units;
     const size_t n = level_units(state, from, units);
     for (size_t i = 0; i < n; i++) {
       const int64_t due = level_due_ms(level, units[i].tags_code, now);
       if (due > horizon) break;
-      if (!host_.prefetch().want(units[i].log_offset, units[i].size_bytes, due, now)) break;
+      if (!host_.prefetch().want(units[i].log_offset.value, units[i].size_bytes, due, now)) break;
       state.prefetched_upto = from + static_cast<int64_t>(i) + 1;
     }
   }
@@ -200,14 +201,14 @@ void LevelDelivery::read_level_units_ahead(LevelState& state, uint32_t level) {
   const int64_t end = state.ahead_from + state.ahead_count;
   if (state.issued < state.ahead_from || state.issued >= end) return;  // not in use
   if (end - state.issued > kBatch / 2) return;
-  const int64_t max = host_.queues().max_offset(state.queue);
+  const int64_t max = host_.queues().max_offset(state.queue).value;
   if (end >= max) return;
   CqUnit probe;
-  if (host_.queues().lookup_memory(state.queue, end, std::span(&probe, 1)) > 0)
+  if (host_.queues().lookup_memory(state.queue, QueueOffset{end}, std::span(&probe, 1)) > 0)
     return;  // in memory
   const uint32_t want = static_cast<uint32_t>(std::min<int64_t>(kBatch, max - end));
-  io::Status s = host_.queues().read_units(state.queue, end, want, units_ahead_bytes_.data(),
-                                           kUnitsAheadBit | level);
+  io::Status s = host_.queues().read_units(state.queue, QueueOffset{end}, want,
+                                           units_ahead_bytes_.data(), kUnitsAheadBit | level);
   if (!s.is_ok()) return;  // busy: asked again on the next millisecond
   units_ahead_level_ = level;
   units_ahead_from_ = end;
@@ -252,7 +253,7 @@ void LevelDelivery::run(int64_t now) {
     }
     state.due_wall_ms = INT64_MAX;
     skip_deleted_level_units(state, level);
-    const int64_t max = host_.queues().max_offset(state.queue);
+    const int64_t max = host_.queues().max_offset(state.queue).value;
     // A head already read and found not due is not read again until it is due (or until the
     // clock moves so far back that correctDeliverTimestamp makes it due now): with a long level
     // whose head is older than the units kept in memory, re-reading it every iteration cost
@@ -270,7 +271,7 @@ void LevelDelivery::run(int64_t now) {
       rr_ = level % levels;  // the next call starts after this level
       if (n == 0) {
         // The level's head is older than the units kept in memory: read a batch of them.
-        io::Status s = host_.queues().read_units(state.queue, state.issued, want,
+        io::Status s = host_.queues().read_units(state.queue, QueueOffset{state.issued}, want,
                                                  unit_bytes_.data(), kReadBit | level);
         if (s.is_ok()) stage_ = Stage::unit;
         horizon_.mark_behind();
@@ -295,14 +296,14 @@ void LevelDelivery::run(int64_t now) {
 // unexpired segments) cannot be read; the level would wait on them for ever. Its progress moves
 // to the queue's first unit, as RocketMQ's queues move to their min offset.
 void LevelDelivery::skip_deleted_level_units(LevelState& state, uint32_t level) {
-  const int64_t min = host_.queues().min_offset(state.queue);
+  const int64_t min = host_.queues().min_offset(state.queue).value;
   if (state.issued >= min || state.issued != state.progress) return;
   UMQ_ASSERT_MSG(min > state.progress, "a level's progress moved back to a deleted unit");
   state.stat_deleted.fetch_add(static_cast<uint64_t>(min - state.progress),
                                std::memory_order_relaxed);
   state.issued = state.progress = min;
   (void)host_.offsets().commit(kScheduleProgressGroup, kScheduleTopic,
-                               static_cast<int32_t>(level) - 1, state.progress);
+                               static_cast<int32_t>(level) - 1, QueueOffset{state.progress});
 }
 
 // Takes the heads among the first `units` of batch_units_ that are due within the delivery lead,
@@ -330,7 +331,7 @@ bool LevelDelivery::start_batch(uint32_t level, uint32_t units) {
     }
     if (used + head.size_bytes > arena_.size()) break;
     std::byte* dest = arena_.data() + used;
-    if (!host_.prefetch().take(head.log_offset, head.size_bytes, dest) &&
+    if (!host_.prefetch().take(head.log_offset.value, head.size_bytes, dest) &&
         !host_.log().read_memory(LogOffset{head.log_offset}, head.size_bytes, dest)) {
       io::Status s =
           host_.log().read(LogOffset{head.log_offset}, head.size_bytes, dest, kReadBit | level);
@@ -398,12 +399,12 @@ bool LevelDelivery::deliver_record(uint32_t level, std::span<const std::byte> by
   LevelState& state = states_[level - 1];
   DecodeOptions decode_options;
   decode_options.limits = options_.limits;
-  decode_options.expected_physical_offset = static_cast<int64_t>(unit_.log_offset);
+  decode_options.expected_physical_offset = static_cast<int64_t>(unit_.log_offset.value);
   DecodeResult r = decode(bytes, decode_options);
   bool parked = state.attempts >= options_.max_attempts;
   const bool readable = r.outcome == DecodeOutcome::ok;
   if (!readable) {  // never delivered with other bytes: parked at once, without its body
-    host_.refuse_corrupt(unit_.log_offset, bytes, "a delay-level delivery");
+    host_.refuse_corrupt(unit_.log_offset.value, bytes, "a delay-level delivery");
   }
   MessageInput in;
   const RealQueue real = readable ? copy_for_real_queue(r.view, &in) : RealQueue{};
@@ -431,7 +432,7 @@ bool LevelDelivery::deliver_record(uint32_t level, std::span<const std::byte> by
   }
   UMQ_ASSERT_MSG(state.progress <= state.issued, "a level's progress passed its issued offset");
   state.issued++;
-  UMQ_ASSERT_MSG(state.issued <= host_.queues().max_offset(state.queue),
+  UMQ_ASSERT_MSG(state.issued <= host_.queues().max_offset(state.queue).value,
                  "a level issued a delivery beyond its queue's end");
   state.attempts = 0;
   if (parked) state.stat_parked.fetch_add(1, std::memory_order_relaxed);
@@ -448,7 +449,7 @@ void LevelDelivery::acked(uint32_t level, uint64_t log_offset, bool ok) {
                  "a level's progress passed the deliveries issued: an acknowledgement of none");
   state.stat_delivered.fetch_add(1, std::memory_order_relaxed);
   (void)host_.offsets().commit(kScheduleProgressGroup, kScheduleTopic,
-                               static_cast<int32_t>(level) - 1, state.progress);
+                               static_cast<int32_t>(level) - 1, QueueOffset{state.progress});
   const uint64_t needed =
       host_.offsets().persisted_cycles() + (host_.offsets().persisting() ? 2 : 1);
   // low_water() reads the first entry as the lowest: entries stay in log order.
@@ -464,7 +465,7 @@ void LevelDelivery::acked(uint32_t level, uint64_t log_offset, bool ok) {
 void LevelDelivery::publish_stats() {
   for (LevelState& state : states_) {
     if (!state.exists) continue;
-    state.stat_pending.store(host_.queues().max_offset(state.queue) - state.progress,
+    state.stat_pending.store(host_.queues().max_offset(state.queue).value - state.progress,
                              std::memory_order_relaxed);
     state.stat_next_ms.store(state.due_wall_ms, std::memory_order_relaxed);
   }

@@ -51,7 +51,7 @@ io::Code TimerDelivery::rewrite(const MessageInput& in, MessageInput* out,
   const int64_t now = host_.wall_ms();
   char number[24];
   if (auto key = timer_cancel_key(in.properties)) {  // or TIMER_DEL_UNIQKEY
-    io::Status s = host_.offsets().commit(kTimerCancelGroup, *key, 0, now);
+    io::Status s = host_.offsets().commit(kTimerCancelGroup, *key, 0, QueueOffset{now});
     if (!s.is_ok()) return s.code();
     cancels_++;
     properties_.clear();
@@ -143,20 +143,21 @@ void TimerDelivery::load_state() {
     TimerWheel::Slot& s = wheel_->slot(k);
     const int64_t persisted = host_.offsets()
                                   .query(kTimerProgressGroup, kTimerTopic, static_cast<int32_t>(k))
-                                  .value_or(0);
+                                  .value_or(QueueOffset{0})
+                                  .value;
     s.progress = 0;
     auto queue = host_.queues().queue(kTimerTopic, static_cast<int32_t>(k), false);
     if (queue.is_ok()) {
       s.exists = true;
       s.queue = *queue;
-      s.progress = std::clamp(persisted, host_.queues().min_offset(*queue),
-                              host_.queues().max_offset(*queue));
+      s.progress = std::clamp(persisted, host_.queues().min_offset(*queue).value,
+                              host_.queues().max_offset(*queue).value);
     }
     // Progress past the queue's end would count units that are gone, over offsets new timers
     // are given (progress only covers durable records, so this is a safety net): corrected.
     if (s.progress < persisted) {
       (void)host_.offsets().commit(kTimerProgressGroup, kTimerTopic, static_cast<int32_t>(k),
-                                   s.progress);
+                                   QueueOffset{s.progress});
     }
     s.scanned = s.progress;
     std::erase_if(s.recovered, [&](const auto& m) { return m.first < s.progress; });
@@ -164,10 +165,10 @@ void TimerDelivery::load_state() {
   }
   auto sweep = host_.offsets().query(kTimerProgressGroup, kTimerTopic,
                                      static_cast<int32_t>(wheel_->slot_count()));
-  if (sweep) sweep_bucket_ = *sweep;
+  if (sweep) sweep_bucket_ = sweep->value;
   const uint64_t needed = host_.offsets().persisted_cycles() + 1;
   for (const RecoveredCancel& c : recovered_cancels_) {
-    if (host_.offsets().commit(kTimerCancelGroup, c.key, 0, c.cancel_ms).is_ok()) {
+    if (host_.offsets().commit(kTimerCancelGroup, c.key, 0, QueueOffset{c.cancel_ms}).is_ok()) {
       unpersisted_.emplace_back(c.log_offset, needed);
     }
   }
@@ -227,17 +228,18 @@ void TimerDelivery::scan_slots(int64_t now) {
     TimerWheel::Slot& s = wheel_->slot(k);
     if (!s.exists) continue;
     skip_deleted_units(k);
-    const int64_t max = host_.queues().max_offset(s.queue);
+    const int64_t max = host_.queues().max_offset(s.queue).value;
     while (s.scanned < max) {
       if (wheel_->size() >= options_.window_entries_max ||
           rolls_.size() + kBatch > kMaxRollsWaiting) {
         return;  // the window is full: the rest waits (late, never early)
       }
       const uint32_t want = static_cast<uint32_t>(std::min<int64_t>(kBatch, max - s.scanned));
-      size_t n = host_.queues().lookup_memory(s.queue, s.scanned, std::span(units_.data(), want));
+      size_t n = host_.queues().lookup_memory(s.queue, QueueOffset{s.scanned},
+                                              std::span(units_.data(), want));
       if (n == 0) {
-        io::Status st =
-            host_.queues().read_units(s.queue, s.scanned, want, unit_bytes_.data(), kReadBit | k);
+        io::Status st = host_.queues().read_units(s.queue, QueueOffset{s.scanned}, want,
+                                                  unit_bytes_.data(), kReadBit | k);
         if (st.is_ok()) {
           stage_ = Stage::unit;
           unit_slot_ = k;
@@ -255,7 +257,7 @@ void TimerDelivery::scan_slots(int64_t now) {
 // units examined before are finished), as RocketMQ's queues move to their min offset.
 void TimerDelivery::skip_deleted_units(uint32_t slot) {
   TimerWheel::Slot& s = wheel_->slot(slot);
-  const int64_t min = host_.queues().min_offset(s.queue);
+  const int64_t min = host_.queues().min_offset(s.queue).value;
   if (s.scanned >= min || s.progress != s.scanned) return;
   UMQ_ASSERT_MSG(min > s.progress, "a slot's progress moved back to a deleted unit");
   stat_deleted_.fetch_add(static_cast<uint64_t>(min - s.scanned), std::memory_order_relaxed);
@@ -271,7 +273,7 @@ void TimerDelivery::skip_deleted_units(uint32_t slot) {
 void TimerDelivery::examine(uint32_t slot, const CqUnit& unit, int64_t now_bucket) {
   TimerWheel::Slot& s = wheel_->slot(slot);
   const int64_t offset = s.scanned;
-  UMQ_ASSERT_MSG(offset < host_.queues().max_offset(s.queue),
+  UMQ_ASSERT_MSG(offset < host_.queues().max_offset(s.queue).value,
                  "a timer examined beyond its slot's queue end");
   wheel_->examine(slot);
   if (auto found = s.recovered.find(offset); found != s.recovered.end()) {
@@ -279,7 +281,7 @@ void TimerDelivery::examine(uint32_t slot, const CqUnit& unit, int64_t now_bucke
     done(slot, offset);
     return;
   }
-  TimerEntry e{unit.tags_code, unit.log_offset, offset, unit.size_bytes, slot};
+  TimerEntry e{unit.tags_code, unit.log_offset.value, offset, unit.size_bytes, slot};
   if (wheel_->bucket_of(e.deliver_ms) <= now_bucket + 1) {
     wheel_->push(e);
   } else {
@@ -318,7 +320,8 @@ void TimerDelivery::advance_sweep(int64_t now) {
   }
   if (sweep_bucket_ != before) {
     (void)host_.offsets().commit(kTimerProgressGroup, kTimerTopic,
-                                 static_cast<int32_t>(wheel_->slot_count()), sweep_bucket_);
+                                 static_cast<int32_t>(wheel_->slot_count()),
+                                 QueueOffset{sweep_bucket_});
   }
 }
 
@@ -422,7 +425,7 @@ bool TimerDelivery::cancelled(std::string_view properties, int64_t put_ms) {
   auto cancelled_by = [&](std::string_view key) {
     if (key.empty()) return false;
     auto at = host_.offsets().query(kTimerCancelGroup, key, 0);
-    return at && *at >= put_ms;
+    return at && at->value >= put_ms;
   };
   if (auto uniq = find_property(properties, kPropertyUniqClientMessageIdKeyidx);
       uniq && cancelled_by(*uniq)) {
@@ -546,7 +549,7 @@ void TimerDelivery::done(uint32_t slot, int64_t queue_offset) {
   UMQ_ASSERT_MSG(s.progress > queue_offset, "a slot's progress stayed below a finished timer");
   UMQ_ASSERT_MSG(s.progress <= s.scanned, "a slot's progress passed the timers examined");
   (void)host_.offsets().commit(kTimerProgressGroup, kTimerTopic, static_cast<int32_t>(slot),
-                               s.progress);
+                               QueueOffset{s.progress});
   if (s.progress < s.scanned || !s.recovered.empty() || s.hold_log_offset == UINT64_MAX) return;
   // Every delivery from this slot so far is below the committed progress: once the table is
   // persisted, recovery no longer needs their markers.

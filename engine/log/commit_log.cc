@@ -1001,7 +1001,8 @@ bool CommitLog::read_memory(LogOffset offset, uint32_t size_bytes, std::byte* de
   return false;
 }
 
-io::Result<uint32_t> CommitLog::delete_segments_before(uint64_t offset, uint32_t max_files) {
+io::Result<uint32_t> CommitLog::delete_segments_before(LogOffset below, uint32_t max_files) {
+  const uint64_t offset = below.value;
   uint32_t deleted = 0;
   while (deleted < max_files && segments_.size() > 1 &&
          segments_[0].base + options_.segment_size_bytes <= offset &&

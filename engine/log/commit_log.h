@@ -44,6 +44,7 @@
 #include <string>
 #include <vector>
 
+#include <uringmq/offsets.h>
 #include <uringmq/options.h>
 #include <uringmq/recovery_report.h>
 
@@ -56,10 +57,8 @@
 namespace uringmq::engine {
 
 // A byte position in the CommitLog stream (RocketMQ's PHYSICALOFFSET). Not a file offset.
-struct LogOffset {
-  uint64_t value = 0;
-  auto operator<=>(const LogOffset&) const = default;
-};
+// Defined with the other offset kinds in include/uringmq/offsets.h.
+using uringmq::LogOffset;
 
 // FlushMode and CommitLogOptions: include/uringmq/options.h.
 
@@ -157,7 +156,7 @@ class CommitLog final : public sched::Participant {
   // Retention: deletes whole segments, oldest first, that end at or below `offset` (never the
   // writer's segment, nor one with a read in flight or unsynced writes), at most max_files.
   // Returns how many were deleted; min_offset() moves up. Synchronous unlink.
-  io::Result<uint32_t> delete_segments_before(uint64_t offset, uint32_t max_files);
+  io::Result<uint32_t> delete_segments_before(LogOffset offset, uint32_t max_files);
   // Base offsets of the segments, ascending (the last is the writer's).
   std::vector<uint64_t> segment_bases() const;
 

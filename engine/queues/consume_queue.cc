@@ -73,7 +73,7 @@ bool is_filler(UnitBytes bytes) {
 }
 
 uint64_t end_of(const CqUnit& unit) {
-  return unit.log_offset + unit.size_bytes;
+  return unit.log_offset.value + unit.size_bytes;
 }
 
 std::string file_name(int64_t base_unit) {
@@ -172,7 +172,7 @@ io::Status check_file_sizes(io::Disk& disk, const std::string& dir, std::span<co
 // ---- Units and tags ----
 
 void encode_cq_unit(const CqUnit& unit, std::span<std::byte, kCqUnitBytes> out) {
-  put_u64(out.data(), unit.log_offset);
+  put_u64(out.data(), unit.log_offset.value);
   put_u32(out.data() + 8, unit.size_bytes);
   put_u64(out.data() + 12, static_cast<uint64_t>(unit.tags_code));
 }
@@ -180,11 +180,11 @@ void encode_cq_unit(const CqUnit& unit, std::span<std::byte, kCqUnitBytes> out) 
 std::optional<CqUnit> decode_cq_unit(std::span<const std::byte, kCqUnitBytes> bytes) {
   if (is_filler(bytes)) return std::nullopt;
   CqUnit unit;
-  unit.log_offset = get_u64(bytes.data());
+  unit.log_offset = LogOffset{get_u64(bytes.data())};
   unit.size_bytes = get_u32(bytes.data() + 8);
   unit.tags_code = static_cast<int64_t>(get_u64(bytes.data() + 12));
   // RocketMQ's recovery stops at offset < 0 || size <= 0 (Java long and int): empty.
-  if (static_cast<int64_t>(unit.log_offset) < 0) return std::nullopt;
+  if (static_cast<int64_t>(unit.log_offset.value) < 0) return std::nullopt;
   if (static_cast<int32_t>(unit.size_bytes) <= 0) return std::nullopt;
   return unit;
 }
@@ -279,7 +279,7 @@ struct Queue {
   bool rebuild = false;
   // The first and last unit of each file found at open (queue offset, unit): checked against
   // their records by open_log_and_queues.
-  std::vector<std::pair<int64_t, CqUnit>> opened_edges;
+  std::vector<std::pair<QueueOffset, CqUnit>> opened_edges;
   bool write_in_flight = false;
   bool listed_dirty = false;  // in dirty_queues_
 };
@@ -420,7 +420,8 @@ QueueIndex CqStore::Impl::add_queue(std::string_view topic, int32_t queue_id) {
 
 io::Result<std::unique_ptr<CqStore>> CqStore::open(io::Disk& disk, io::Clock& clock,
                                                    const CqStoreOptions& options,
-                                                   uint64_t log_end) {
+                                                   LogOffset log_end_at) {
+  const uint64_t log_end = log_end_at.value;
   UMQ_RETURN_IF_ERROR(validate_options(options));
   UMQ_RETURN_IF_ERROR(disk.make_dir(options.dir));
   UMQ_RETURN_IF_ERROR(io::sync_dir(disk, io::dir_name(options.dir)));
@@ -580,7 +581,7 @@ io::Status CqStore::Impl::recover_files(Queue& q, std::vector<int64_t> bases, ui
         continue;
       }
       std::optional<CqUnit> unit = decode_cq_unit(bytes);
-      if (!unit.has_value() || unit->log_offset < prev_end || end_of(*unit) > log_end) break;
+      if (!unit.has_value() || unit->log_offset.value < prev_end || end_of(*unit) > log_end) break;
       seen_unit = true;
       prev_end = end_of(*unit);
       max = bases[i] + j + 1;
@@ -641,20 +642,20 @@ io::Status CqStore::Impl::describe_files(Queue& q) {
           io::Code::corruption,
           path + " holds an empty unit below the queue's end " + std::to_string(q.max_offset));
     }
-    if (head->log_offset < prev_end || tail->log_offset < head->log_offset) {
+    if (head->log_offset.value < prev_end || tail->log_offset < head->log_offset) {
       return io::Status::error(io::Code::corruption,
                                path + " holds units out of log order (log offset " +
-                                   std::to_string(head->log_offset) + " after " +
+                                   std::to_string(head->log_offset.value) + " after " +
                                    std::to_string(prev_end) + ")");
     }
     prev_end = end_of(*tail);
     f.has_units = true;
     f.first_unit = f.base + k;
-    f.first_log_offset = head->log_offset;
+    f.first_log_offset = head->log_offset.value;
     f.last_log_end = end_of(*tail);
     q.min_offset = std::min(q.min_offset, f.first_unit);
-    q.opened_edges.emplace_back(f.first_unit, *head);
-    q.opened_edges.emplace_back(end - 1, *tail);
+    q.opened_edges.emplace_back(QueueOffset{f.first_unit}, *head);
+    q.opened_edges.emplace_back(QueueOffset{end - 1}, *tail);
   }
   return io::Status::ok();
 }
@@ -832,20 +833,20 @@ size_t CqStore::queue_count() const {
   return impl_->queues.size();
 }
 
-int64_t CqStore::min_offset(QueueIndex queue) const {
+QueueOffset CqStore::min_offset(QueueIndex queue) const {
   UMQ_ASSERT(queue < impl_->queues.size());
-  return impl_->queues[queue].min_offset;
+  return QueueOffset{impl_->queues[queue].min_offset};
 }
 
-int64_t CqStore::max_offset(QueueIndex queue) const {
+QueueOffset CqStore::max_offset(QueueIndex queue) const {
   UMQ_ASSERT(queue < impl_->queues.size());
-  return impl_->queues[queue].max_offset;
+  return QueueOffset{impl_->queues[queue].max_offset};
 }
 
-uint64_t CqStore::max_log_end() const {
+LogOffset CqStore::max_log_end() const {
   uint64_t end = 0;
   for (const Queue& q : impl_->queues) end = std::max(end, q.last_log_end);
-  return end;
+  return LogOffset{end};
 }
 
 // Offsets below max_offset: compared with the ring when still there (re-dispatch after recovery).
@@ -861,13 +862,14 @@ io::Status CqStore::Impl::check_redispatch(const Queue& q, int64_t offset,
   return io::Status::error(
       io::Code::corruption,
       q.dir + " offset " + std::to_string(offset) + " holds log offset " +
-          std::to_string(stored.has_value() ? stored->log_offset : 0) + " size " +
+          std::to_string(stored.has_value() ? stored->log_offset.value : 0) + " size " +
           std::to_string(stored.has_value() ? stored->size_bytes : 0) +
-          ", re-dispatch brings log offset " + std::to_string(unit.log_offset) + " size " +
+          ", re-dispatch brings log offset " + std::to_string(unit.log_offset.value) + " size " +
           std::to_string(unit.size_bytes));
 }
 
-io::Status CqStore::append(QueueIndex queue, int64_t queue_offset, const CqUnit& unit) {
+io::Status CqStore::append(QueueIndex queue, QueueOffset queue_at, const CqUnit& unit) {
+  const int64_t queue_offset = queue_at.value;
   Impl& m = *impl_;
   UMQ_ASSERT(queue < m.queues.size());
   UMQ_ASSERT(!m.closed);
@@ -886,10 +888,10 @@ io::Status CqStore::append(QueueIndex queue, int64_t queue_offset, const CqUnit&
                                  " leaves a gap after max offset " + std::to_string(q.max_offset));
   }
   if (unit.size_bytes == 0 || unit.size_bytes >= kCqFillerSize ||
-      unit.log_offset > static_cast<uint64_t>(INT64_MAX) - unit.size_bytes ||
-      unit.log_offset < q.last_log_end) {
+      unit.log_offset.value > static_cast<uint64_t>(INT64_MAX) - unit.size_bytes ||
+      unit.log_offset.value < q.last_log_end) {
     return io::Status::error(io::Code::invalid_argument,
-                             q.dir + ": unit (log offset " + std::to_string(unit.log_offset) +
+                             q.dir + ": unit (log offset " + std::to_string(unit.log_offset.value) +
                                  ", size " + std::to_string(unit.size_bytes) +
                                  ") is empty, too large or before the queue's last unit");
   }
@@ -904,7 +906,7 @@ io::Status CqStore::append(QueueIndex queue, int64_t queue_offset, const CqUnit&
   if (!f.has_units) {
     f.has_units = true;
     f.first_unit = q.max_offset;
-    f.first_log_offset = unit.log_offset;
+    f.first_log_offset = unit.log_offset.value;
   }
   f.last_log_end = end_of(unit);
   q.last_log_end = end_of(unit);
@@ -917,7 +919,8 @@ io::Status CqStore::append(QueueIndex queue, int64_t queue_offset, const CqUnit&
   return io::Status::ok();
 }
 
-size_t CqStore::lookup_memory(QueueIndex queue, int64_t queue_offset, std::span<CqUnit> out) const {
+size_t CqStore::lookup_memory(QueueIndex queue, QueueOffset queue_at, std::span<CqUnit> out) const {
+  const int64_t queue_offset = queue_at.value;
   UMQ_ASSERT(queue < impl_->queues.size());
   const Queue& q = impl_->queues[queue];
   if (queue_offset < impl_->ring_begin(q) || queue_offset >= q.max_offset) return 0;
@@ -933,8 +936,9 @@ size_t CqStore::lookup_memory(QueueIndex queue, int64_t queue_offset, std::span<
 
 // ---- Reads ----
 
-io::Status CqStore::read_units(QueueIndex queue, int64_t queue_offset, uint32_t count,
+io::Status CqStore::read_units(QueueIndex queue, QueueOffset queue_at, uint32_t count,
                                std::byte* dest, uint64_t tag) {
+  const int64_t queue_offset = queue_at.value;
   Impl& m = *impl_;
   UMQ_ASSERT(queue < m.queues.size());
   Queue& q = m.queues[queue];
@@ -1239,12 +1243,12 @@ void CqStore::Impl::fail_stop(io::Status status) {
                fail_status.to_string().c_str());
 }
 
-void CqStore::set_dispatched(uint64_t dispatched) {
-  impl_->dispatched = std::max(impl_->dispatched, dispatched);
+void CqStore::set_dispatched(LogOffset dispatched) {
+  impl_->dispatched = std::max(impl_->dispatched, dispatched.value);
 }
 
-uint64_t CqStore::durable_dispatched() const {
-  return impl_->durable_dispatched;
+LogOffset CqStore::durable_dispatched() const {
+  return LogOffset{impl_->durable_dispatched};
 }
 
 void CqStore::request_flush() {
@@ -1325,28 +1329,31 @@ void CqStore::Impl::refine_min(Queue& q, uint64_t min_log_offset) {
   q.min_offset = std::max(q.min_offset, a);
 }
 
-uint64_t CqStore::log_offset_floor(QueueIndex queue, int64_t queue_offset) const {
+LogOffset CqStore::log_offset_floor(QueueIndex queue, QueueOffset queue_at) const {
+  const int64_t queue_offset = queue_at.value;
   const Impl& m = *impl_;
   UMQ_ASSERT(queue < m.queues.size());
   const Queue& q = m.queues[queue];
   UMQ_ASSERT(queue_offset >= q.min_offset);
   UMQ_ASSERT(queue_offset < q.max_offset);
-  if (queue_offset >= m.ring_begin(q)) return get_u64(m.ring_slot(q, queue_offset));
+  if (queue_offset >= m.ring_begin(q)) return LogOffset{get_u64(m.ring_slot(q, queue_offset))};
   uint64_t floor = 0;
   for (const CqFile& f : q.files) {
     if (f.base > queue_offset) break;
     if (f.has_units && f.first_unit <= queue_offset) floor = f.first_log_offset;
   }
-  return floor;
+  return LogOffset{floor};
 }
 
-void CqStore::raise_min_offset(QueueIndex queue, int64_t queue_offset) {
+void CqStore::raise_min_offset(QueueIndex queue, QueueOffset queue_at) {
+  const int64_t queue_offset = queue_at.value;
   UMQ_ASSERT(queue < impl_->queues.size());
   Queue& q = impl_->queues[queue];
   q.min_offset = std::max(q.min_offset, std::min(queue_offset, q.max_offset));
 }
 
-io::Status CqStore::delete_below(uint64_t min_log_offset) {
+io::Status CqStore::delete_below(LogOffset min_log_at) {
+  const uint64_t min_log_offset = min_log_at.value;
   Impl& m = *impl_;
   UMQ_ASSERT(!m.closed);
   for (Queue& q : m.queues) {
@@ -1434,7 +1441,8 @@ void CqStore::end_rebuild() {
   }
 }
 
-const std::vector<std::pair<int64_t, CqUnit>>& CqStore::opened_edge_units(QueueIndex queue) const {
+const std::vector<std::pair<QueueOffset, CqUnit>>& CqStore::opened_edge_units(
+    QueueIndex queue) const {
   UMQ_ASSERT(queue < impl_->queues.size());
   return impl_->queues[queue].opened_edges;
 }
@@ -1443,7 +1451,8 @@ std::vector<CqQueueInfo> CqStore::list_queues() const {
   std::vector<CqQueueInfo> out;
   out.reserve(impl_->queues.size());
   for (const Queue& q : impl_->queues) {
-    out.push_back(CqQueueInfo{q.topic, q.queue_id, q.min_offset, q.max_offset});
+    out.push_back(
+        CqQueueInfo{q.topic, q.queue_id, QueueOffset{q.min_offset}, QueueOffset{q.max_offset}});
   }
   return out;
 }

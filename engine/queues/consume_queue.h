@@ -44,6 +44,7 @@
 #include <utility>
 #include <vector>
 
+#include <uringmq/offsets.h>
 #include <uringmq/options.h>
 
 #include "io/clock.h"
@@ -58,7 +59,7 @@ inline constexpr uint32_t kCqUnitBytes = 20;
 inline constexpr uint32_t kCqFillerSize = 0x7FFFFFFF;
 
 struct CqUnit {
-  uint64_t log_offset = 0;  // shard-local CommitLog offset of the record
+  LogOffset log_offset;     // shard-local CommitLog offset of the record
   uint32_t size_bytes = 0;  // TOTALSIZE of the record
   int64_t tags_code = 0;    // Java String.hashCode of TAGS; deliver time in SCHEDULE_TOPIC_XXXX
   friend bool operator==(const CqUnit&, const CqUnit&) = default;
@@ -87,8 +88,8 @@ struct CqReadCompletion {
 struct CqQueueInfo {
   std::string topic;
   int32_t queue_id = 0;
-  int64_t min_offset = 0;
-  int64_t max_offset = 0;  // next queue offset to be written
+  QueueOffset min_offset;
+  QueueOffset max_offset;  // next queue offset to be written
 };
 
 // A participant of the shard's loop (sched/participant.h): busy while it has work, and its
@@ -103,7 +104,8 @@ class CqStore final : public sched::Participant {
   // damaged (see "Rebuild of damaged queues" below) is emptied and marked rebuilding.
   // Synchronous: nothing else may be in flight on `disk`.
   static io::Result<std::unique_ptr<CqStore>> open(io::Disk& disk, io::Clock& clock,
-                                                   const CqStoreOptions& options, uint64_t log_end);
+                                                   const CqStoreOptions& options,
+                                                   LogOffset log_end);
   ~CqStore() override;
   CqStore(const CqStore&) = delete;
   CqStore& operator=(const CqStore&) = delete;
@@ -114,10 +116,10 @@ class CqStore final : public sched::Participant {
   io::Result<QueueIndex> queue(std::string_view topic, int32_t queue_id, bool create);
   size_t queue_count() const;
 
-  int64_t min_offset(QueueIndex queue) const;
-  int64_t max_offset(QueueIndex queue) const;  // next offset to write
+  QueueOffset min_offset(QueueIndex queue) const;
+  QueueOffset max_offset(QueueIndex queue) const;  // next offset to write
   // Largest log end (log_offset + size) over every unit stored: where dispatch resumes.
-  uint64_t max_log_end() const;
+  LogOffset max_log_end() const;
 
   // Appends the unit for queue_offset. == max_offset: appended (visible to lookups at once).
   // < max_offset: already dispatched; ok if the stored unit is equal (idempotent re-dispatch),
@@ -127,23 +129,23 @@ class CqStore final : public sched::Participant {
   // memory_units_per_queue units not yet written (wait for completions). Errors creating the
   // queue's next file (no_space, ...) are returned with nothing appended. fail_stopped after
   // an IO error.
-  io::Status append(QueueIndex queue, int64_t queue_offset, const CqUnit& unit);
+  io::Status append(QueueIndex queue, QueueOffset queue_offset, const CqUnit& unit);
 
   // Hot lookup: copies the units from queue_offset on that are in memory into out; returns how
   // many (0 when queue_offset is not in memory or not yet written).
-  size_t lookup_memory(QueueIndex queue, int64_t queue_offset, std::span<CqUnit> out) const;
+  size_t lookup_memory(QueueIndex queue, QueueOffset queue_offset, std::span<CqUnit> out) const;
   // Cold lookup: reads `count` units at queue_offset from the files into dest (count * 20
   // bytes, valid until completion), asynchronously; within one file (fewer units when the file
   // ends first: see the result). Completion via take_reads(). Only units whose writes completed
   // can be read: not_found outside [min_offset, written); busy with 64 reads in flight.
-  io::Status read_units(QueueIndex queue, int64_t queue_offset, uint32_t count, std::byte* dest,
+  io::Status read_units(QueueIndex queue, QueueOffset queue_offset, uint32_t count, std::byte* dest,
                         uint64_t tag);
   size_t take_reads(std::span<CqReadCompletion> out);
 
   // The dispatcher has dispatched every record below log offset `dispatched`. A value below an
   // earlier one is ignored.
-  void set_dispatched(uint64_t dispatched);
-  uint64_t durable_dispatched() const;
+  void set_dispatched(LogOffset dispatched);
+  LogOffset durable_dispatched() const;
   // Starts a flush cycle on the next submit_work() even if the interval has not passed.
   void request_flush();
 
@@ -153,15 +155,15 @@ class CqStore final : public sched::Participant {
   // The min offset is exact when the queue's ring holds the answer; otherwise it is the first
   // unit of the first remaining file, and readers skip units below the CommitLog's minimum.
   // Not persisted: after open() min offsets restart at the first file's first unit.
-  io::Status delete_below(uint64_t min_log_offset);
+  io::Status delete_below(LogOffset min_log_offset);
   // Retention's test of what a consumer still needs: a CommitLog offset at or below the one of
   // the unit at queue_offset (min_offset <= queue_offset < max_offset). Exact when the unit is in
   // memory; otherwise the first log offset of the file holding it (units are in log order), so
   // never above the truth. No IO.
-  uint64_t log_offset_floor(QueueIndex queue, int64_t queue_offset) const;
+  LogOffset log_offset_floor(QueueIndex queue, QueueOffset queue_offset) const;
   // Retention found the queue's first unit whose record survives (after delete_below): the min
   // offset moves up to it (never down, never past max_offset). Not persisted either.
-  void raise_min_offset(QueueIndex queue, int64_t queue_offset);
+  void raise_min_offset(QueueIndex queue, QueueOffset queue_offset);
 
   // Reactor integration: submit_work() queues writes and flushes; complete() takes a completion
   // whose user_data owns() is true for.
@@ -172,7 +174,7 @@ class CqStore final : public sched::Participant {
   int64_t next_deadline_ms() const override;
   size_t pending_work() const;  // IO in flight plus dirty ranges not yet written
   bool busy() const override { return pending_work() > 0; }
-  uint64_t low_water(sched::Checkpoint) override { return durable_dispatched(); }
+  uint64_t low_water(sched::Checkpoint) override { return durable_dispatched().value; }
 
   // Writes and fdatasyncs everything (polling `disk` until done; nothing else may be in flight
   // on it). After a fail-stop it waits for the IO in flight and returns the failure. After
@@ -197,7 +199,7 @@ class CqStore final : public sched::Participant {
   void end_rebuild();  // the rebuild scan is over: appends are checked for gaps again
   // The first and last unit (queue offset, unit) of every file found at open, until
   // end_rebuild(): recovery checks them against their records in the CommitLog.
-  const std::vector<std::pair<int64_t, CqUnit>>& opened_edge_units(QueueIndex queue) const;
+  const std::vector<std::pair<QueueOffset, CqUnit>>& opened_edge_units(QueueIndex queue) const;
 
  private:
   struct Impl;

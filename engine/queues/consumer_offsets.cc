@@ -95,8 +95,8 @@ io::Status decode_entry(std::span<const std::byte> bytes, size_t* at, size_t end
   entry->topic.assign(reinterpret_cast<const char*>(p + *at + 2), topic_bytes);
   *at += 2 + topic_bytes;
   entry->queue_id = static_cast<int32_t>(get_u32(p + *at));
-  entry->offset = static_cast<int64_t>(get_u64(p + *at + 4));
-  if (entry->queue_id < 0 || entry->offset < 0) {
+  entry->offset = QueueOffset{static_cast<int64_t>(get_u64(p + *at + 4))};
+  if (entry->queue_id < 0 || entry->offset.value < 0) {
     return corrupt("negative queue id or offset at byte " + std::to_string(*at));
   }
   *at += 12;
@@ -202,7 +202,7 @@ io::Status ConsumerOffsets::load_file(const std::string& path, bool* present) {
 namespace {
 
 io::Status decode_table(std::span<const std::byte> bytes,
-                        std::unordered_map<std::string, int64_t>& table_,
+                        std::unordered_map<std::string, QueueOffset>& table_,
                         uint64_t& encoded_entries_bytes_, std::string& scratch_key_) {
   const std::byte* p = bytes.data();
   if (std::memcmp(p, kMagic.data(), kMagic.size()) != 0) return corrupt("bad magic");
@@ -246,7 +246,7 @@ io::Status ConsumerOffsets::check_bytes(std::span<const std::byte> bytes) {
   if (bytes.size() < kHeaderBytes + kCrcBytes) {
     return corrupt(std::to_string(bytes.size()) + " bytes, not a consumer offsets file");
   }
-  std::unordered_map<std::string, int64_t> table;
+  std::unordered_map<std::string, QueueOffset> table;
   uint64_t encoded_bytes = 0;
   std::string scratch;
   return decode_table(bytes, table, encoded_bytes, scratch);
@@ -269,7 +269,7 @@ ConsumerOffsets::~ConsumerOffsets() {
 // ---- Commit and query ----
 
 io::Status ConsumerOffsets::commit(std::string_view group, std::string_view topic, int32_t queue_id,
-                                   int64_t offset) {
+                                   QueueOffset offset) {
   if (closed_) {
     return io::Status::error(io::Code::shut_down,
                              "consumer offsets of " + options_.dir + " are closed");
@@ -281,7 +281,7 @@ io::Status ConsumerOffsets::commit(std::string_view group, std::string_view topi
                                                              std::string(topic) + "', queue " +
                                                              std::to_string(queue_id) + ")");
   }
-  if (offset < 0) return io::Status::ok();  // RocketMQ ignores them (no offset yet)
+  if (offset.value < 0) return io::Status::ok();  // RocketMQ ignores them (no offset yet)
   build_key(scratch_key_, group, topic, queue_id);
   auto it = table_.find(scratch_key_);
   if (it != table_.end()) {
@@ -302,8 +302,8 @@ io::Status ConsumerOffsets::commit(std::string_view group, std::string_view topi
   return io::Status::ok();
 }
 
-std::optional<int64_t> ConsumerOffsets::query(std::string_view group, std::string_view topic,
-                                              int32_t queue_id) const {
+std::optional<QueueOffset> ConsumerOffsets::query(std::string_view group, std::string_view topic,
+                                                  int32_t queue_id) const {
   if (group.size() > kMaxNameBytes || queue_id < 0) return std::nullopt;
   build_key(scratch_key_, group, topic, queue_id);
   auto it = table_.find(scratch_key_);
@@ -410,7 +410,7 @@ void ConsumerOffsets::encode_table() {
     std::memcpy(p + at + 2, parts.topic.data(), parts.topic.size());
     at += 2 + parts.topic.size();
     put_u32(p + at, static_cast<uint32_t>(parts.queue_id));
-    put_u64(p + at + 4, static_cast<uint64_t>(offset));
+    put_u64(p + at + 4, static_cast<uint64_t>(offset.value));
     at += 12;
   }
   UMQ_ASSERT(at + kCrcBytes == total);

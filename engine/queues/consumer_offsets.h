@@ -40,6 +40,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include <uringmq/offsets.h>
+
 #include "io/clock.h"
 #include "io/disk.h"
 #include "io/status.h"
@@ -69,7 +71,7 @@ class ConsumerOffsets final : public sched::Participant {
     std::string group;
     std::string topic;
     int32_t queue_id = 0;
-    int64_t offset = 0;
+    QueueOffset offset;
     friend bool operator==(const Entry&, const Entry&) = default;
   };
 
@@ -91,10 +93,10 @@ class ConsumerOffsets final : public sched::Participant {
   // 65535 bytes, or a negative queue_id; busy when the entry is new and max_entries are held;
   // shut_down after close(). Never touches the disk; accepted after a fail-stop too.
   io::Status commit(std::string_view group, std::string_view topic, int32_t queue_id,
-                    int64_t offset);
+                    QueueOffset offset);
   // The committed offset; nullopt when the group never committed one for that queue.
-  std::optional<int64_t> query(std::string_view group, std::string_view topic,
-                               int32_t queue_id) const;
+  std::optional<QueueOffset> query(std::string_view group, std::string_view topic,
+                                   int32_t queue_id) const;
   // Every entry, sorted by (group, topic, queue_id). For stats and admin; allocates.
   std::vector<Entry> entries() const;
   size_t size() const { return table_.size(); }
@@ -160,7 +162,7 @@ class ConsumerOffsets final : public sched::Participant {
 
   // Key: u16 group length (big-endian), group, topic, i32 queue id (big-endian): unambiguous
   // for any bytes in group and topic. Value: the offset.
-  std::unordered_map<std::string, int64_t> table_;
+  std::unordered_map<std::string, QueueOffset> table_;
   mutable std::string scratch_key_;     // reused to build lookup keys without allocating
   uint64_t encoded_entries_bytes_ = 0;  // sum of the table's encoded entry sizes
 

@@ -30,7 +30,7 @@ int64_t unit_tags_code(std::string_view topic, std::string_view properties,
   return tags_code_of(find_property(properties, kPropertyTags).value_or(""));
 }
 
-CqUnit unit_of(uint64_t log_offset, const MessageView& record, const sched::DelayLevels& levels) {
+CqUnit unit_of(LogOffset log_offset, const MessageView& record, const sched::DelayLevels& levels) {
   return CqUnit{
       log_offset, record.total_size,
       unit_tags_code(record.topic, record.user_properties, record.store_timestamp_ms, levels)};
@@ -58,20 +58,20 @@ io::Status drain_writes(io::Disk& disk, CqStore& cq) {
 }  // namespace
 
 io::Status dispatch_record(io::Disk& disk, CqStore& cq, const sched::DelayLevels& levels,
-                           uint64_t offset, const MessageView& record) {
+                           LogOffset offset, const MessageView& record) {
+  const QueueOffset queue_offset{record.queue_offset};
   io::Result<QueueIndex> queue = cq.queue(record.topic, record.queue_id, true);
-  io::Status s = queue.is_ok()
-                     ? cq.append(*queue, record.queue_offset, unit_of(offset, record, levels))
-                     : queue.status();
+  io::Status s = queue.is_ok() ? cq.append(*queue, queue_offset, unit_of(offset, record, levels))
+                               : queue.status();
   if (s.code() == io::Code::busy) {
     // The queue's memory ring is full of unwritten units: write them out (the scanner's reads
     // are synchronous, so only the ConsumeQueues have requests in flight) and retry.
     s = drain_writes(disk, cq);
-    if (s.is_ok()) s = cq.append(*queue, record.queue_offset, unit_of(offset, record, levels));
+    if (s.is_ok()) s = cq.append(*queue, queue_offset, unit_of(offset, record, levels));
   }
   if (s.is_ok()) return s;
   return io::Status::error(s.code(), "re-dispatch of the record at log offset " +
-                                         std::to_string(offset) + ": " + s.to_string());
+                                         std::to_string(offset.value) + ": " + s.to_string());
 }
 
 namespace {
@@ -91,7 +91,7 @@ io::Result<std::unique_ptr<CqStore>> open_queues_below_checkpoint(io::Disk& disk
              checkpoint.status().code() != io::Code::corruption) {
     return checkpoint.status();
   }
-  return CqStore::open(disk, clock, options, durable_units_end);
+  return CqStore::open(disk, clock, options, LogOffset{durable_units_end});
 }
 
 // Re-dispatch in recovery's scan. A unit that contradicts its queue (a gap below it: units
@@ -101,7 +101,7 @@ io::Status redispatch(io::Disk& disk, CqStore& cq, const sched::DelayLevels& lev
                       uint64_t offset, const MessageView& record) {
   io::Result<QueueIndex> queue = cq.queue(record.topic, record.queue_id, true);
   if (queue.is_ok() && cq.rebuilding(*queue)) return io::Status::ok();
-  io::Status s = dispatch_record(disk, cq, levels, offset, record);
+  io::Status s = dispatch_record(disk, cq, levels, LogOffset{offset}, record);
   if (!queue.is_ok() || s.is_ok()) return s;
   if (s.code() != io::Code::corruption && s.code() != io::Code::invalid_argument) return s;
   UMQ_RETURN_IF_ERROR(drain_writes(disk, cq));
@@ -112,15 +112,17 @@ io::Status redispatch(io::Disk& disk, CqStore& cq, const sched::DelayLevels& lev
 // empty. Units below the log's first segment cannot be checked (retention took their records).
 io::Result<std::string> check_unit_against_log(io::Disk& disk, const CommitLog& log,
                                                const CommitLogOptions& options,
-                                               const CqQueueInfo& info, int64_t queue_offset,
+                                               const CqQueueInfo& info, QueueOffset queue_at,
                                                const CqUnit& unit) {
+  const int64_t queue_offset = queue_at.value;
+  if (unit.log_offset < log.min_offset()) return std::string();
+  const uint64_t log_offset = unit.log_offset.value;  // raw from here: file positions
   const uint64_t end = log.appended_offset().value;
-  if (unit.log_offset < log.min_offset().value) return std::string();
-  if (unit.log_offset + unit.size_bytes > end) {
+  if (log_offset + unit.size_bytes > end) {
     return "unit at queue offset " + std::to_string(queue_offset) + " points past the log's end";
   }
-  const uint64_t base = unit.log_offset - unit.log_offset % options.segment_size_bytes;
-  if (unit.log_offset + unit.size_bytes > base + options.segment_size_bytes) {
+  const uint64_t base = log_offset - log_offset % options.segment_size_bytes;
+  if (log_offset + unit.size_bytes > base + options.segment_size_bytes) {
     return "unit at queue offset " + std::to_string(queue_offset) + " crosses a segment end";
   }
   const std::string path =
@@ -128,16 +130,16 @@ io::Result<std::string> check_unit_against_log(io::Disk& disk, const CommitLog& 
   io::Result<io::FileHandle> file = disk.open(path, io::OpenMode::read_only);
   if (!file.is_ok()) return file.status();
   std::vector<std::byte> bytes(unit.size_bytes);
-  io::Status s = io::read_exact(disk, *file, unit.log_offset - base, bytes, "read " + path);
+  io::Status s = io::read_exact(disk, *file, log_offset - base, bytes, "read " + path);
   disk.close(*file);
   UMQ_RETURN_IF_ERROR(s);
   DecodeOptions decode_options;
   decode_options.limits = options.limits;
-  decode_options.expected_physical_offset = static_cast<int64_t>(unit.log_offset);
+  decode_options.expected_physical_offset = static_cast<int64_t>(log_offset);
   DecodeResult r = decode(bytes, decode_options);
   const std::string at = "unit at queue offset " + std::to_string(queue_offset) + " (log offset " +
-                         std::to_string(unit.log_offset) + ", size " +
-                         std::to_string(unit.size_bytes) + ")";
+                         std::to_string(log_offset) + ", size " + std::to_string(unit.size_bytes) +
+                         ")";
   if (r.outcome != DecodeOutcome::ok || r.size != unit.size_bytes) {
     return at + " does not point at a record of that size";
   }
@@ -192,7 +194,7 @@ io::Status rebuild_queues(io::Disk& disk, io::Clock& clock, const CommitLog& log
     if (!failed.is_ok()) return;
     io::Result<QueueIndex> queue = cq.queue(r.topic, r.queue_id, false);
     if (!queue.is_ok() || !cq.rebuilding(*queue)) return;
-    failed = dispatch_record(disk, cq, levels, offset, r);
+    failed = dispatch_record(disk, cq, levels, LogOffset{offset}, r);
     units++;
   });
   if (!scanned.is_ok()) return scanned.status();
@@ -242,7 +244,7 @@ io::Result<LogAndQueues> open_log_and_queues(
   if (!out.cq) {
     // Nothing was scanned: the log ends where the scan started, at or above the checkpoint
     // (which CommitLog::open has rewritten by now).
-    auto cq = CqStore::open(disk, clock, cq_options, out.log->appended_offset().value);
+    auto cq = CqStore::open(disk, clock, cq_options, out.log->appended_offset());
     if (!cq.is_ok()) return cq.status();
     out.cq = std::move(*cq);
   }
@@ -261,9 +263,9 @@ io::Result<LogAndQueues> open_log_and_queues(
                  static_cast<unsigned long long>(report->records_scanned),
                  static_cast<double>(clock.monotonic_ns() - started_ns) / 1e9);
   }
-  UMQ_RETURN_IF_ERROR(settle(disk, *out.cq, out.log->appended_offset().value));
-  UMQ_RETURN_IF_ERROR(out.cq->delete_below(out.log->min_offset().value));  // not persisted
-  out.log->set_checkpoint_limit(out.cq->durable_dispatched());
+  UMQ_RETURN_IF_ERROR(settle(disk, *out.cq, out.log->appended_offset()));
+  UMQ_RETURN_IF_ERROR(out.cq->delete_below(out.log->min_offset()));  // not persisted
+  out.log->set_checkpoint_limit(out.cq->durable_dispatched().value);
   return out;
 }
 
@@ -271,7 +273,7 @@ io::Result<LogAndQueues> open_log_and_queues(
 
 namespace uringmq::engine {
 
-io::Status settle(io::Disk& disk, CqStore& cq, uint64_t end) {
+io::Status settle(io::Disk& disk, CqStore& cq, LogOffset end) {
   cq.set_dispatched(end);
   for (int cycle = 0; cq.durable_dispatched() < end; cycle++) {
     UMQ_ASSERT_MSG(cycle < 1000, "the ConsumeQueue flush at start-up does not finish");

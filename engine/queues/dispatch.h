@@ -33,7 +33,7 @@ inline constexpr std::string_view kScheduleTopic = "SCHEDULE_TOPIC_XXXX";
 // where it is the deliver time, store time + the delay of its DELAY level in `levels` (the table
 // in force at dispatch, as RocketMQ does; an unknown level counts as 1 s).
 // In the timer topic (engine/delivery/timer_message.h) it is the deliver time, TIMER_OUT_MS.
-CqUnit unit_of(uint64_t log_offset, const MessageView& record, const sched::DelayLevels& levels);
+CqUnit unit_of(LogOffset log_offset, const MessageView& record, const sched::DelayLevels& levels);
 // The tagsCode alone, from a record's topic, properties (without the CRC property) and store time.
 int64_t unit_tags_code(std::string_view topic, std::string_view properties,
                        int64_t store_timestamp_ms, const sched::DelayLevels& levels);
@@ -41,7 +41,7 @@ int64_t unit_tags_code(std::string_view topic, std::string_view properties,
 // Appends one record's unit at its queue offset (idempotent), writing out a full memory ring
 // first if needed. Recovery only: nothing but the ConsumeQueues may be in flight on `disk`.
 io::Status dispatch_record(io::Disk& disk, CqStore& cq, const sched::DelayLevels& levels,
-                           uint64_t offset, const MessageView& record);
+                           LogOffset offset, const MessageView& record);
 
 // A shard's CommitLog and ConsumeQueues, opened and recovered together.
 struct LogAndQueues {
@@ -67,7 +67,7 @@ namespace uringmq::engine {
 
 // Flushes the ConsumeQueues until every unit of the records below `end` is durable, polling
 // `disk` (only the CqStore may have requests in flight). For start-up (open_log_and_queues).
-io::Status settle(io::Disk& disk, CqStore& cq, uint64_t end);
+io::Status settle(io::Disk& disk, CqStore& cq, LogOffset end);
 
 }  // namespace uringmq::engine
 
@@ -83,7 +83,7 @@ class Dispatcher {
   explicit Dispatcher(uint32_t capacity);
   struct Item {
     QueueIndex queue = 0;
-    int64_t queue_offset = 0;
+    QueueOffset queue_offset;
     CqUnit unit;
   };
   bool has_room(uint32_t items) const { return count_ + items <= items_.size(); }
@@ -92,14 +92,14 @@ class Dispatcher {
   // below dispatched() has its unit in the ConsumeQueues.
   io::Status pump(CqStore& cq);
   size_t backlog() const { return count_; }
-  uint64_t dispatched() const { return dispatched_; }
-  void set_dispatched(uint64_t offset) { dispatched_ = offset; }
+  LogOffset dispatched() const { return dispatched_; }
+  void set_dispatched(LogOffset offset) { dispatched_ = offset; }
 
  private:
   std::vector<Item> items_;
   uint32_t head_ = 0;
   uint32_t count_ = 0;
-  uint64_t dispatched_ = 0;
+  LogOffset dispatched_;
 };
 
 }  // namespace uringmq::engine

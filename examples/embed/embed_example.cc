@@ -32,7 +32,7 @@ int main(int argc, char** argv) {
     uringmq::Completion sent = (*session)->send(message);  // durable once it returns ok
     if (sent.code != uringmq::io::Code::ok) return 1;
     std::printf("sent to shard %u at queue offset %lld\n", uringmq::shard_of_offset(sent.offset),
-                static_cast<long long>(sent.queue_offset));
+                static_cast<long long>(sent.queue_offset.value));
   }
   uringmq::MessageReader reader(**store, **session);
   uringmq::ReadRequest request;
@@ -49,11 +49,11 @@ int main(int argc, char** argv) {
     const uringmq::ReadMessage& m = batch->messages[i];
     std::printf("read %.*s/%d@%lld store offset %llu tags=%.*s keys=%.*s stored at %lld: %.*s\n",
                 static_cast<int>(m.topic.size()), m.topic.data(), m.queue_id,
-                static_cast<long long>(m.queue_offset),
-                static_cast<unsigned long long>(m.store_offset), static_cast<int>(m.tags.size()),
-                m.tags.data(), static_cast<int>(m.keys.size()), m.keys.data(),
-                static_cast<long long>(m.store_timestamp_ms), static_cast<int>(m.body.size()),
-                reinterpret_cast<const char*>(m.body.data()));
+                static_cast<long long>(m.queue_offset.value),
+                static_cast<unsigned long long>(m.store_offset.value),
+                static_cast<int>(m.tags.size()), m.tags.data(), static_cast<int>(m.keys.size()),
+                m.keys.data(), static_cast<long long>(m.store_timestamp_ms),
+                static_cast<int>(m.body.size()), reinterpret_cast<const char*>(m.body.data()));
     same = same && i < 2 && m.body_text() == texts[i];
   }
   std::printf("read back: %s\n", same ? "ok" : "MISMATCH");

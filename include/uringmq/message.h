@@ -8,6 +8,7 @@
 #include <span>
 #include <string_view>
 
+#include <uringmq/offsets.h>
 #include <uringmq/options.h>
 #include <uringmq/status.h>
 
@@ -21,16 +22,8 @@ class SqlFilter;  // engine/queues/sql_filter.h (internal: only the broker compi
 // (FNV-1a over the topic bytes and the queue id), so ownership never changes for a store.
 uint32_t shard_of_queue(std::string_view topic, int32_t queue_id, uint32_t shard_count);
 
-// A store-wide physical offset: shard number in the top 8 bits, shard-local offset below.
-inline constexpr uint64_t make_store_offset(uint32_t shard, uint64_t local_offset) {
-  return (uint64_t{shard} << 56) | local_offset;
-}
-inline constexpr uint32_t shard_of_offset(uint64_t store_offset) {
-  return static_cast<uint32_t>(store_offset >> 56);
-}
-inline constexpr uint64_t local_offset(uint64_t store_offset) {
-  return store_offset & ((uint64_t{1} << 56) - 1);
-}
+// Store-wide offsets (StoreOffset: make_store_offset, shard_of_offset, local_offset) and queue
+// offsets (QueueOffset): include/uringmq/offsets.h.
 
 // A message to send. Views: the memory must outlive the completion.
 struct Message {
@@ -62,7 +55,7 @@ enum class PullStatus : uint8_t {
 struct PullRequest {
   std::string_view topic;
   int32_t queue_id = 0;
-  int64_t queue_offset = 0;
+  QueueOffset queue_offset;
   uint32_t max_messages = 32;
   // Empty or "*": every message. Else tags joined by "||" (RocketMQ's subscription expression),
   // matched by tag hash as the broker does; the client re-checks the tag string.
@@ -92,16 +85,16 @@ struct IndexQueryRequest {
 struct Completion {
   uint64_t tag = 0;
   io::Code code = io::Code::ok;  // ok, a rejection, or fail_stopped (indeterminate)
-  uint64_t offset = 0;           // send: store-wide physical offset; read: unused
-  int64_t queue_offset = -1;     // send: its queue offset; search/query_offset: the answer
+  StoreOffset offset;            // send: store-wide physical offset; read: unused
+  QueueOffset queue_offset{-1};  // send: its queue offset; search/query_offset: the answer
   int64_t store_timestamp_ms = 0;
   uint32_t size_bytes = 0;  // send: record size; read: bytes read; pull: bytes copied
   // pull and queue queries:
   PullStatus pull_status = PullStatus::found;
   uint32_t message_count = 0;
-  int64_t min_offset = 0;
-  int64_t max_offset = 0;
-  int64_t next_offset = 0;
+  QueueOffset min_offset;
+  QueueOffset max_offset;
+  QueueOffset next_offset;
 };
 
 }  // namespace uringmq

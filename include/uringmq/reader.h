@@ -33,8 +33,8 @@ class Session;
 struct ReadMessage {
   std::string_view topic;
   int32_t queue_id = 0;
-  int64_t queue_offset = 0;
-  uint64_t store_offset = 0;  // store-wide physical offset (shard in the top bits)
+  QueueOffset queue_offset;
+  StoreOffset store_offset;  // store-wide physical offset (shard in the top bits)
   // RocketMQ's property string (name \x01 value, joined by \x02) without uringmq's internal
   // properties; property() and properties_list() read it.
   std::string_view properties;
@@ -61,7 +61,7 @@ struct ReadMessage {
 struct ReadRequest {
   std::string_view topic;
   int32_t queue_id = 0;
-  int64_t from_offset = 0;  // queue offset of the first message wanted
+  QueueOffset from_offset;  // queue offset of the first message wanted
   uint32_t max_messages = 32;
   // Empty or "*": every message. Else tags joined by "||"; a message without TAGS never matches.
   std::string_view tag_filter;
@@ -74,9 +74,9 @@ struct ReadBatch {
   PullStatus status = PullStatus::no_new_message;
   std::span<const ReadMessage> messages;
   // Where the next read() of this queue starts (past messages the filter skipped too).
-  int64_t next_offset = 0;
-  int64_t min_offset = 0;
-  int64_t max_offset = 0;  // next queue offset to be written
+  QueueOffset next_offset;
+  QueueOffset min_offset;
+  QueueOffset max_offset;  // next queue offset to be written
 };
 
 class MessageReader {

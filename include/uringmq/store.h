@@ -23,7 +23,7 @@
 
 //
 // The public headers are include/uringmq/*.h (installed as <uringmq/...>): this one, options.h,
-// message.h, status.h, clock.h, recovery_report.h and reader.h (decoded messages).
+// message.h, status.h, clock.h, recovery_report.h, reader.h (decoded messages) and offsets.h.
 
 #include <cstddef>
 #include <cstdint>
@@ -110,8 +110,8 @@ struct SendBackCopy {
 };
 // `id_offset` is the physical offset that names the record in its offset msgId (the
 // ORIGIN_MESSAGE_ID set when there is none): the store-wide offset for embedders, the broker's
-// wire offset for its clients. invalid_argument when the bytes are not one valid record or the
-// group is empty.
+// wire offset for its clients (so a raw number: either kind, and only printed). invalid_argument
+// when the bytes are not one valid record or the group is empty.
 io::Status make_send_back(std::string_view group, std::span<const std::byte> record,
                           uint64_t id_offset, int32_t delay_level, int32_t max_reconsume_times,
                           const engine::CodecLimits& limits, SendBackCopy* out);
@@ -138,12 +138,13 @@ class Session {
   // level, a timer or a timer-cancel property (batches are never delayed, as in RocketMQ).
   // too_large: one message over the limits (nothing stored). A failure after part of the batch was
   // appended (no_space, fail_stopped) is that code; the records before it stay (at least once).
-  io::Status send_batch_async(std::span<const Message> messages, std::span<uint64_t> offsets_out,
+  io::Status send_batch_async(std::span<const Message> messages, std::span<StoreOffset> offsets_out,
                               uint64_t tag);
   // Queues a read of `size_bytes` at a store-wide offset into dest (valid until completion).
   // Raw bytes, not checked (a byte range need not be a record): a caller that reads a record
   // decodes it (make_send_back does); pull_async checks every record it returns.
-  io::Status read_async(uint64_t store_offset, uint32_t size_bytes, std::byte* dest, uint64_t tag);
+  io::Status read_async(StoreOffset store_offset, uint32_t size_bytes, std::byte* dest,
+                        uint64_t tag);
   // Reads up to max_messages of a queue (its owner shard answers). Completion: pull_status,
   // message_count, size_bytes, min/max/next offsets.
   io::Status pull_async(const PullRequest& request, uint64_t tag);
@@ -156,7 +157,7 @@ class Session {
   io::Status query_index_async(uint32_t shard, const IndexQueryRequest& query, uint64_t tag);
   // The record at a store-wide offset, checked, into buffer (size_bytes; not_found when no
   // valid record starts there or it does not fit).
-  io::Status view_record_async(uint64_t store_offset, std::span<std::byte> buffer, uint64_t tag);
+  io::Status view_record_async(StoreOffset store_offset, std::span<std::byte> buffer, uint64_t tag);
   // The queue's min and max (next to be written) offsets, in min_offset/max_offset.
   io::Status query_queue_async(std::string_view topic, int32_t queue_id, uint64_t tag);
   // The first queue offset whose message was stored at or after timestamp_ms (max offset if
@@ -167,7 +168,7 @@ class Session {
   // Consumer-group offsets, kept by the queue's shard and persisted crash-safely.
   // Negative offsets are ignored (as RocketMQ does). query: queue_offset = -1 if never committed.
   io::Status commit_offset_async(std::string_view group, std::string_view topic, int32_t queue_id,
-                                 int64_t offset, uint64_t tag);
+                                 QueueOffset offset, uint64_t tag);
   io::Status query_offset_async(std::string_view group, std::string_view topic, int32_t queue_id,
                                 uint64_t tag);
   // Completes once every offset committed so far to the shard owning (topic, queue_id) is
@@ -180,7 +181,7 @@ class Session {
   // reconsume times reach max_reconsume_times (or delay_level < 0). Waits for the send.
   // invalid_argument when the bytes are not a valid record.
   Completion send_back(std::string_view group, std::span<const std::byte> record,
-                       uint64_t store_offset, int32_t delay_level = 0,
+                       StoreOffset store_offset, int32_t delay_level = 0,
                        int32_t max_reconsume_times = 16);
   // Answers this session's held pulls at once (no new message) on every shard; one completion
   // with `tag` per shard. For a front end that is shutting down.

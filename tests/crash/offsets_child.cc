@@ -24,11 +24,13 @@ int main(int argc, char** argv) {
   int64_t round = 0;
   for (int32_t q = 0; q < 4; q++) {
     if (!s.query_offset_async("G", "TopicTest", q, 1).is_ok()) return 1;
-    round = std::max(round, s.wait_for(1).queue_offset);
+    round = std::max(round, s.wait_for(1).queue_offset.value);
   }
   for (round = round + 1;; round++) {
     for (int32_t q = 0; q < 4; q++) {
-      if (!s.commit_offset_async("G", "TopicTest", q, round, 2).is_ok()) return 1;
+      if (!s.commit_offset_async("G", "TopicTest", q, uringmq::QueueOffset{round}, 2).is_ok()) {
+        return 1;
+      }
       if (s.wait_for(2).code != uringmq::io::Code::ok) return 1;
     }
     if (round % 10 != 0) continue;

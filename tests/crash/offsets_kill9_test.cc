@@ -55,7 +55,7 @@ TEST(OffsetsKill9, CommittedAndFlushedOffsetsSurvive) {
     ASSERT_TRUE(session.is_ok());
     for (int32_t q = 0; q < 4; q++) {
       ASSERT_TRUE((*session)->query_offset_async("G", "TopicTest", q, 1).is_ok());
-      int64_t offset = (*session)->wait_for(1).queue_offset;
+      int64_t offset = (*session)->wait_for(1).queue_offset.value;
       lost += offset < flushed ? 1 : 0;
       EXPECT_GE(offset, flushed) << "cycle " << cycle << " queue " << q << " seed " << seed;
       EXPECT_LE(offset, flushed + 10) << "an offset beyond any the child committed";

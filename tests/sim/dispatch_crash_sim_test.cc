@@ -62,7 +62,7 @@ io::Result<Opened> open_all(World& w) {
 std::optional<engine::CqUnit> read_unit(World& w, engine::CqStore& cq, engine::QueueIndex q,
                                         int64_t offset) {
   std::array<std::byte, engine::kCqUnitBytes> bytes{};
-  if (!cq.read_units(q, offset, 1, bytes.data(), 1).is_ok()) return std::nullopt;
+  if (!cq.read_units(q, QueueOffset{offset}, 1, bytes.data(), 1).is_ok()) return std::nullopt;
   std::array<engine::CqReadCompletion, 4> done;
   std::array<io::IoCompletion, 16> completions;
   for (int i = 0; i < 100000; i++) {
@@ -81,7 +81,8 @@ std::string check(World& w, engine::CqStore& cq) {
   auto end =
       engine::scan_log(*w.disk, w.log_options, [&](uint64_t offset, const engine::MessageView& r) {
         log[{std::string(r.topic), r.queue_id}].push_back(
-            {r.queue_offset, engine::unit_of(offset, r, sched::DelayLevels::defaults())});
+            {r.queue_offset,
+             engine::unit_of(LogOffset{offset}, r, sched::DelayLevels::defaults())});
       });
   if (!end.is_ok()) return "scan: " + end.status().to_string();
   for (auto& [key, records] : log) {
@@ -97,9 +98,9 @@ std::string check(World& w, engine::CqStore& cq) {
                std::to_string(queue_offset) + " missing or wrong";
       }
     }
-    if (cq.max_offset(*q) != expect) {
+    if (cq.max_offset(*q) != QueueOffset{expect}) {
       return key.first + "/" + std::to_string(key.second) + " max offset " +
-             std::to_string(cq.max_offset(*q)) + ", log says " + std::to_string(expect);
+             std::to_string(cq.max_offset(*q).value) + ", log says " + std::to_string(expect);
     }
   }
   for (const engine::CqQueueInfo& info : cq.list_queues()) {
@@ -147,7 +148,7 @@ void run_seed(uint64_t seed, Totals& totals, std::string* problem) {
     // loss took (unacknowledged) may be gone with its directory: it starts again at 0.
     next_offset.clear();
     for (const engine::CqQueueInfo& info : cq.list_queues()) {
-      next_offset[{info.topic, info.queue_id}] = info.max_offset;
+      next_offset[{info.topic, info.queue_id}] = info.max_offset.value;
     }
     struct Pending {
       engine::QueueIndex queue;
@@ -158,7 +159,7 @@ void run_seed(uint64_t seed, Totals& totals, std::string* problem) {
     std::vector<uint64_t> acked_offsets;
     uint64_t steps = 50 + rng.below(500), tag = 0;
     engine::Dispatcher dispatcher(8192);
-    dispatcher.set_dispatched(log.appended_offset().value);
+    dispatcher.set_dispatched(log.appended_offset());
     std::array<engine::Ack, 64> acks;
     std::array<io::IoCompletion, 64> done;
     for (uint64_t step = 0; step < steps && tag < pending.size(); step++) {
@@ -177,7 +178,7 @@ void run_seed(uint64_t seed, Totals& totals, std::string* problem) {
           auto q = cq.queue(topic, qid, true);
           UMQ_ASSERT(q.is_ok());
           pending[tag] = Pending{*q, next,
-                                 engine::CqUnit{r->offset.value, r->size_bytes,
+                                 engine::CqUnit{r->offset, r->size_bytes,
                                                 engine::tags_code_of(*tagname ? tagname : "")}};
           next++;
           tag++;
@@ -186,7 +187,7 @@ void run_seed(uint64_t seed, Totals& totals, std::string* problem) {
       if (rng.below(5) == 0) clock.advance_ms(static_cast<int64_t>(rng.below(300)));
       log.submit_work();
       cq.submit_work();
-      log.set_checkpoint_limit(cq.durable_dispatched());
+      log.set_checkpoint_limit(cq.durable_dispatched().value);
       size_t n = disk.poll(done, rng.below(2) ? io::Wait::none : io::Wait::at_least_one);
       for (size_t i = 0; i < n; i++) {
         if (engine::CommitLog::owns(done[i].user_data))
@@ -199,8 +200,8 @@ void run_seed(uint64_t seed, Totals& totals, std::string* problem) {
         for (size_t i = 0; i < k; i++) {
           if (acks[i].outcome != engine::AckOutcome::ok) continue;
           const Pending& p = pending[acks[i].tag];
-          dispatcher.push(engine::Dispatcher::Item{p.queue, p.queue_offset, p.unit});
-          acked_offsets.push_back(p.unit.log_offset);
+          dispatcher.push(engine::Dispatcher::Item{p.queue, QueueOffset{p.queue_offset}, p.unit});
+          acked_offsets.push_back(p.unit.log_offset.value);
         }
       }
       io::Status pumped = dispatcher.pump(cq);

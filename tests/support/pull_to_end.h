@@ -21,7 +21,7 @@ void pull_to_end(Session& session, std::string_view topic, int32_t queue_id, int
     PullRequest p;
     p.topic = topic;
     p.queue_id = queue_id;
-    p.queue_offset = *offset;
+    p.queue_offset = QueueOffset{*offset};
     p.max_messages = max_messages;
     p.buffer = buffer;
     EXPECT_TRUE(session.pull_async(p, 1).is_ok());
@@ -35,7 +35,7 @@ void pull_to_end(Session& session, std::string_view topic, int32_t queue_id, int
       fn(r.view);
       at += r.size;
     }
-    *offset = c.next_offset;
+    *offset = c.next_offset.value;
   }
 }
 

@@ -414,7 +414,7 @@ bool SteppedShardSim::check_not_shown_early(SimTotals& totals, std::string* prob
   for (uint32_t i = 0; i < queries_.size(); i++) {
     const std::string topic(layout_.topics[i / queues]);
     auto it = first_ahead.find({topic, static_cast<int32_t>(i % queues)});
-    if (it == first_ahead.end() || queries_[i].max_offset <= it->second.first) continue;
+    if (it == first_ahead.end() || queries_[i].max_offset.value <= it->second.first) continue;
     totals.shown_early++;
     *problem = topic + "/" + std::to_string(i % queues) + " shows offset " +
                std::to_string(it->second.first) + ", stored for " +

@@ -119,14 +119,14 @@ TEST_F(ReaderTest, DecodedFieldsEqualWhatWasSent) {
   ASSERT_TRUE(batch.is_ok()) << batch.status().to_string();
   EXPECT_EQ(batch->status, PullStatus::found);
   ASSERT_EQ(batch->messages.size(), 3u);
-  EXPECT_EQ(batch->next_offset, 3);
-  EXPECT_EQ(batch->max_offset, 3);
+  EXPECT_EQ(batch->next_offset.value, 3);
+  EXPECT_EQ(batch->max_offset.value, 3);
   const Sent* sent[] = {&a, &b, &c};
   for (int i = 0; i < 3; i++) {
     const ReadMessage& m = batch->messages[i];
     EXPECT_EQ(m.topic, kTopic);
     EXPECT_EQ(m.queue_id, 1);
-    EXPECT_EQ(m.queue_offset, i);
+    EXPECT_EQ(m.queue_offset.value, i);
     EXPECT_EQ(m.queue_offset, sent[i]->ack.queue_offset);
     EXPECT_EQ(m.store_offset, sent[i]->ack.offset);
     EXPECT_EQ(m.store_timestamp_ms, sent[i]->ack.store_timestamp_ms);
@@ -166,18 +166,18 @@ TEST_F(ReaderTest, TagFilterKeepsMatchingTagsAndMovesPastTheRest) {
     bodies.emplace_back(m.body_text());
   }
   EXPECT_EQ(bodies, (std::vector<std::string>{"body 0", "body 2", "body 3", "body 5"}));
-  EXPECT_EQ(batch->next_offset, 7);
+  EXPECT_EQ(batch->next_offset.value, 7);
 
   request.tag_filter = "TagZ";
-  request.from_offset = 0;
+  request.from_offset = QueueOffset{0};
   auto none = reader.read(request);
   ASSERT_TRUE(none.is_ok()) << none.status().to_string();
   EXPECT_TRUE(none->messages.empty());
   EXPECT_EQ(none->status, PullStatus::no_matched_message);
-  EXPECT_EQ(none->next_offset, 7);
+  EXPECT_EQ(none->next_offset.value, 7);
 
   request.tag_filter = "*";
-  request.from_offset = 7;
+  request.from_offset = QueueOffset{7};
   auto end = reader.read(request);
   ASSERT_TRUE(end.is_ok()) << end.status().to_string();
   EXPECT_EQ(end->status, PullStatus::no_new_message);
@@ -239,14 +239,14 @@ TEST_F(ReaderTest, AnOffsetPastTheEndMovesAndASmallBufferIsTooLarge) {
   ReadRequest request;
   request.topic = kTopic;
   request.queue_id = 3;
-  request.from_offset = 50;
+  request.from_offset = QueueOffset{50};
   auto moved = reader.read(request);
   ASSERT_TRUE(moved.is_ok()) << moved.status().to_string();
   EXPECT_EQ(moved->status, PullStatus::offset_moved);
-  EXPECT_EQ(moved->next_offset, 1);
+  EXPECT_EQ(moved->next_offset.value, 1);
 
   MessageReader small(*store_, *session_, 512);
-  request.from_offset = 0;
+  request.from_offset = QueueOffset{0};
   auto too_large = small.read(request);
   ASSERT_FALSE(too_large.is_ok());
   EXPECT_EQ(too_large.status().code(), io::Code::too_large);

@@ -33,7 +33,8 @@ using engine::QueueIndex;
 constexpr const char* kDir = "/store/consumequeue";
 
 CqUnit unit_at(uint64_t i) {
-  return CqUnit{.log_offset = i * 100, .size_bytes = 100, .tags_code = static_cast<int64_t>(i)};
+  return CqUnit{
+      .log_offset = LogOffset{i * 100}, .size_bytes = 100, .tags_code = static_cast<int64_t>(i)};
 }
 
 class CqStoreTest : public ::testing::Test {
@@ -47,7 +48,8 @@ class CqStoreTest : public ::testing::Test {
   }
 
   std::unique_ptr<CqStore> open_store(uint64_t log_end) {
-    io::Result<std::unique_ptr<CqStore>> store = CqStore::open(disk_, clock_, options_, log_end);
+    io::Result<std::unique_ptr<CqStore>> store =
+        CqStore::open(disk_, clock_, options_, LogOffset{log_end});
     EXPECT_TRUE(store.is_ok()) << store.status().to_string();
     return store.is_ok() ? std::move(*store) : nullptr;
   }
@@ -73,7 +75,7 @@ class CqStoreTest : public ::testing::Test {
   }
   void append_ok(CqStore& store, QueueIndex q, int64_t offset, const CqUnit& unit) {
     for (int i = 0; i < 100000; i++) {
-      io::Status s = store.append(q, offset, unit);
+      io::Status s = store.append(q, QueueOffset{offset}, unit);
       if (s.is_ok()) return;
       ASSERT_EQ(s.code(), io::Code::busy) << s.to_string();
       turn(store);
@@ -86,7 +88,7 @@ class CqStoreTest : public ::testing::Test {
     std::vector<std::byte> buffer(count * engine::kCqUnitBytes);
     while (out.size() < count) {
       const auto want = static_cast<uint32_t>(count - out.size());
-      io::Status s = store.read_units(q, offset, want, buffer.data(), 42);
+      io::Status s = store.read_units(q, QueueOffset{offset}, want, buffer.data(), 42);
       EXPECT_TRUE(s.is_ok()) << s.to_string();
       if (!s.is_ok()) return out;
       CqReadCompletion done{};
@@ -120,7 +122,8 @@ class CqStoreTest : public ::testing::Test {
 
 TEST(CqUnitTest, EncodesRocketMqLayoutBigEndian) {
   // Table of FORMAT.md: log offset 8 @0, size 4 @8, tagsCode 8 @12, big-endian.
-  CqUnit unit{.log_offset = 0x0102030405060708, .size_bytes = 0x0A0B0C0D, .tags_code = -2};
+  CqUnit unit{
+      .log_offset = LogOffset{0x0102030405060708}, .size_bytes = 0x0A0B0C0D, .tags_code = -2};
   std::array<std::byte, 20> bytes{};
   engine::encode_cq_unit(unit, bytes);
   const std::array<uint8_t, 20> golden = {0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07,
@@ -211,16 +214,16 @@ TEST_F(CqStoreTest, AppendsAreVisibleInMemoryAndReadBackFromRolledFiles) {
   for (int64_t i = 0; i < 250; i++) {
     append_ok(*store, q, i, unit_at(static_cast<uint64_t>(i)));
     std::array<CqUnit, 1> hot{};
-    ASSERT_EQ(store->lookup_memory(q, i, hot), 1u);  // visible at once
+    ASSERT_EQ(store->lookup_memory(q, QueueOffset{i}, hot), 1u);  // visible at once
     EXPECT_EQ(hot[0], unit_at(static_cast<uint64_t>(i)));
   }
-  EXPECT_EQ(store->max_offset(q), 250);
-  EXPECT_EQ(store->min_offset(q), 0);
-  EXPECT_EQ(store->max_log_end(), 25000u);
+  EXPECT_EQ(store->max_offset(q).value, 250);
+  EXPECT_EQ(store->min_offset(q).value, 0);
+  EXPECT_EQ(store->max_log_end().value, 25000u);
   std::array<CqUnit, 100> hot{};
-  EXPECT_EQ(store->lookup_memory(q, 200, hot), 50u);
-  EXPECT_EQ(store->lookup_memory(q, 150, hot), 0u);  // beyond the 64-unit ring
-  EXPECT_EQ(store->lookup_memory(q, 250, hot), 0u);
+  EXPECT_EQ(store->lookup_memory(q, QueueOffset{200}, hot), 50u);
+  EXPECT_EQ(store->lookup_memory(q, QueueOffset{150}, hot), 0u);  // beyond the 64-unit ring
+  EXPECT_EQ(store->lookup_memory(q, QueueOffset{250}, hot), 0u);
   settle(*store);
   // Files of 100 units (2000 bytes) named by their logical byte offset.
   EXPECT_EQ(files_of(std::string(kDir) + "/TopicA/2"),
@@ -231,7 +234,7 @@ TEST_F(CqStoreTest, AppendsAreVisibleInMemoryAndReadBackFromRolledFiles) {
   EXPECT_EQ(file->size(), 2000u);
   // A read stops at the end of its file.
   std::vector<std::byte> buffer(150 * 20);
-  ASSERT_TRUE(store->read_units(q, 30, 150, buffer.data(), 7).is_ok());
+  ASSERT_TRUE(store->read_units(q, QueueOffset{30}, 150, buffer.data(), 7).is_ok());
   CqReadCompletion done{};
   while (store->take_reads(std::span(&done, 1)) == 0) turn(*store);
   EXPECT_EQ(done.tag, 7u);
@@ -239,17 +242,18 @@ TEST_F(CqStoreTest, AppendsAreVisibleInMemoryAndReadBackFromRolledFiles) {
   std::vector<CqUnit> units = read_cold(*store, q, 0, 250);
   ASSERT_EQ(units.size(), 250u);
   for (uint64_t i = 0; i < 250; i++) EXPECT_EQ(units[i], unit_at(i));
-  EXPECT_EQ(store->read_units(q, 250, 1, buffer.data(), 1).code(), io::Code::not_found);
+  EXPECT_EQ(store->read_units(q, QueueOffset{250}, 1, buffer.data(), 1).code(),
+            io::Code::not_found);
   ASSERT_TRUE(store->close().is_ok());
   // Reopened: offsets, units and the dispatch position come back.
   store.reset();
   store = open_store(25000);
   ASSERT_NE(store, nullptr);
   q = *store->queue("TopicA", 2, false);
-  EXPECT_EQ(store->max_offset(q), 250);
-  EXPECT_EQ(store->min_offset(q), 0);
-  EXPECT_EQ(store->max_log_end(), 25000u);
-  EXPECT_EQ(store->lookup_memory(q, 200, hot), 50u);
+  EXPECT_EQ(store->max_offset(q).value, 250);
+  EXPECT_EQ(store->min_offset(q).value, 0);
+  EXPECT_EQ(store->max_log_end().value, 25000u);
+  EXPECT_EQ(store->lookup_memory(q, QueueOffset{200}, hot), 50u);
   EXPECT_EQ(hot[49], unit_at(249));
   append_ok(*store, q, 250, unit_at(250));
   ASSERT_TRUE(store->close().is_ok());
@@ -260,13 +264,16 @@ TEST_F(CqStoreTest, ReDispatchIsIdempotentAndGapsAreRefused) {
   ASSERT_NE(store, nullptr);
   QueueIndex q = *store->queue("T", 0, true);
   for (int64_t i = 0; i < 10; i++) append_ok(*store, q, i, unit_at(static_cast<uint64_t>(i)));
-  EXPECT_TRUE(store->append(q, 5, unit_at(5)).is_ok());
-  EXPECT_EQ(store->append(q, 5, unit_at(6)).code(), io::Code::corruption);
-  EXPECT_EQ(store->append(q, 11, unit_at(11)).code(), io::Code::invalid_argument);
-  EXPECT_EQ(store->append(q, 10, CqUnit{.log_offset = 2000, .size_bytes = 0}).code(),
-            io::Code::invalid_argument);
-  EXPECT_EQ(store->append(q, 10, unit_at(3)).code(), io::Code::invalid_argument);  // log order
-  EXPECT_EQ(store->max_offset(q), 10);
+  EXPECT_TRUE(store->append(q, QueueOffset{5}, unit_at(5)).is_ok());
+  EXPECT_EQ(store->append(q, QueueOffset{5}, unit_at(6)).code(), io::Code::corruption);
+  EXPECT_EQ(store->append(q, QueueOffset{11}, unit_at(11)).code(), io::Code::invalid_argument);
+  EXPECT_EQ(
+      store->append(q, QueueOffset{10}, CqUnit{.log_offset = LogOffset{2000}, .size_bytes = 0})
+          .code(),
+      io::Code::invalid_argument);
+  EXPECT_EQ(store->append(q, QueueOffset{10}, unit_at(3)).code(),
+            io::Code::invalid_argument);  // log order
+  EXPECT_EQ(store->max_offset(q).value, 10);
   ASSERT_TRUE(store->close().is_ok());
 }
 
@@ -277,17 +284,17 @@ TEST_F(CqStoreTest, DurableDispatchedAdvancesOnlyWhenTheCycleSyncsComplete) {
   QueueIndex b = *store->queue("B", 1, true);
   for (uint64_t i = 0; i < 120; i++)
     append_ok(*store, i % 2 == 0 ? a : b, static_cast<int64_t>(i / 2), unit_at(i));
-  store->set_dispatched(12000);
+  store->set_dispatched(LogOffset{12000});
   // Before the interval and without a request, writes go out but nothing is made durable.
   for (int i = 0; i < 50; i++) turn(*store);
-  EXPECT_EQ(store->durable_dispatched(), 0u);
+  EXPECT_EQ(store->durable_dispatched().value, 0u);
   EXPECT_EQ(store->next_deadline_ms(), 1000);
   clock_.advance_ms(1000);
   // Hand completions over one at a time: durable_dispatched moves at exactly one of them, and at
   // that moment a power loss keeps every unit.
   store->submit_work();
   int completions = 0;
-  while (store->durable_dispatched() == 0) {
+  while (store->durable_dispatched().value == 0) {
     std::array<io::IoCompletion, 1> done;
     ASSERT_EQ(disk_.poll(done, io::Wait::at_least_one), 1u);
     store->complete(done[0]);
@@ -295,15 +302,15 @@ TEST_F(CqStoreTest, DurableDispatchedAdvancesOnlyWhenTheCycleSyncsComplete) {
     store->submit_work();
   }
   EXPECT_GE(completions, 2);  // two fdatasyncs at least, and the directory fsyncs
-  EXPECT_EQ(store->durable_dispatched(), 12000u);
+  EXPECT_EQ(store->durable_dispatched().value, 12000u);
   disk_.crash();
   store.reset();
   store = open_store(12000);
   ASSERT_NE(store, nullptr);
   a = *store->queue("A", 0, false);
   b = *store->queue("B", 1, false);
-  EXPECT_EQ(store->max_offset(a), 60);
-  EXPECT_EQ(store->max_offset(b), 60);
+  EXPECT_EQ(store->max_offset(a).value, 60);
+  EXPECT_EQ(store->max_offset(b).value, 60);
   std::vector<CqUnit> units = read_cold(*store, b, 0, 60);
   ASSERT_EQ(units.size(), 60u);
   for (uint64_t i = 0; i < 60; i++) EXPECT_EQ(units[i], unit_at(2 * i + 1));
@@ -315,19 +322,19 @@ TEST_F(CqStoreTest, UnitsBeyondLogEndAreRemovedAtOpen) {
   ASSERT_NE(store, nullptr);
   QueueIndex q = *store->queue("T", 4, true);
   for (int64_t i = 0; i < 230; i++) append_ok(*store, q, i, unit_at(static_cast<uint64_t>(i)));
-  store->set_dispatched(23000);
+  store->set_dispatched(LogOffset{23000});
   ASSERT_TRUE(store->close().is_ok());
   store.reset();
   // The CommitLog kept records below 15050: units 0..149 end at or below it; 150 ends at 15100.
   store = open_store(15050);
   ASSERT_NE(store, nullptr);
   q = *store->queue("T", 4, false);
-  EXPECT_EQ(store->max_offset(q), 150);
-  EXPECT_EQ(store->max_log_end(), 15000u);
+  EXPECT_EQ(store->max_offset(q).value, 150);
+  EXPECT_EQ(store->max_log_end().value, 15000u);
   EXPECT_EQ(files_of(std::string(kDir) + "/T/4"),
             (std::vector<std::string>{"00000000000000000000", "00000000000000002000"}));
   std::array<CqUnit, 64> hot{};
-  EXPECT_EQ(store->lookup_memory(q, 100, hot), 50u);
+  EXPECT_EQ(store->lookup_memory(q, QueueOffset{100}, hot), 50u);
   EXPECT_EQ(hot[49], unit_at(149));
   // The cut units were zeroed: a reopen with a larger log end does not bring them back.
   ASSERT_TRUE(store->close().is_ok());
@@ -335,7 +342,7 @@ TEST_F(CqStoreTest, UnitsBeyondLogEndAreRemovedAtOpen) {
   store = open_store(1'000'000);
   ASSERT_NE(store, nullptr);
   q = *store->queue("T", 4, false);
-  EXPECT_EQ(store->max_offset(q), 150);
+  EXPECT_EQ(store->max_offset(q).value, 150);
   append_ok(*store, q, 150, unit_at(150));
   ASSERT_TRUE(store->close().is_ok());
 }
@@ -365,8 +372,8 @@ TEST_F(CqStoreTest, OpensRocketMqFirstFileWithLeadingFiller) {
   ASSERT_NE(store, nullptr);
   EXPECT_EQ(store->queue_count(), 1u);
   QueueIndex q = *store->queue("R", 0, false);
-  EXPECT_EQ(store->min_offset(q), 120);
-  EXPECT_EQ(store->max_offset(q), 130);
+  EXPECT_EQ(store->min_offset(q).value, 120);
+  EXPECT_EQ(store->max_offset(q).value, 130);
   std::vector<CqUnit> units = read_cold(*store, q, 120, 10);
   ASSERT_EQ(units.size(), 10u);
   EXPECT_EQ(units[0], unit_at(20));
@@ -381,22 +388,24 @@ TEST_F(CqStoreTest, DeleteBelowRemovesFilesAndMovesMinOffsets) {
   QueueIndex q = *store->queue("T", 0, true);
   for (int64_t i = 0; i < 350; i++) append_ok(*store, q, i, unit_at(static_cast<uint64_t>(i)));
   settle(*store);
-  ASSERT_TRUE(store->delete_below(12000).is_ok());  // unit 120 is the first at or above
-  EXPECT_EQ(store->min_offset(q), 120);
+  ASSERT_TRUE(store->delete_below(LogOffset{12000}).is_ok());  // unit 120 is the first at or above
+  EXPECT_EQ(store->min_offset(q).value, 120);
   EXPECT_EQ(files_of(std::string(kDir) + "/T/0").size(), 3u);
-  EXPECT_EQ(store->read_units(q, 50, 1, nullptr, 0).code(), io::Code::not_found);
-  ASSERT_TRUE(store->delete_below(1'000'000).is_ok());  // everything: the current file stays
+  EXPECT_EQ(store->read_units(q, QueueOffset{50}, 1, nullptr, 0).code(), io::Code::not_found);
+  ASSERT_TRUE(
+      store->delete_below(LogOffset{1'000'000}).is_ok());  // everything: the current file stays
   EXPECT_EQ(files_of(std::string(kDir) + "/T/0"), std::vector<std::string>{"00000000000000006000"});
-  EXPECT_EQ(store->min_offset(q), 350);
-  EXPECT_EQ(store->max_offset(q), 350);
+  EXPECT_EQ(store->min_offset(q).value, 350);
+  EXPECT_EQ(store->max_offset(q).value, 350);
   append_ok(*store, q, 350, unit_at(350));
   ASSERT_TRUE(store->close().is_ok());
   store.reset();
   store = open_store(1'000'000);
   ASSERT_NE(store, nullptr);
   q = *store->queue("T", 0, false);
-  EXPECT_EQ(store->min_offset(q), 300);  // the file's first unit until delete_below runs again
-  EXPECT_EQ(store->max_offset(q), 351);
+  EXPECT_EQ(store->min_offset(q).value,
+            300);  // the file's first unit until delete_below runs again
+  EXPECT_EQ(store->max_offset(q).value, 351);
   ASSERT_TRUE(store->close().is_ok());
 }
 
@@ -406,10 +415,10 @@ TEST_F(CqStoreTest, DeleteBelowWithoutTheRingStopsAtTheFileStart) {
   QueueIndex q = *store->queue("T", 0, true);
   for (int64_t i = 0; i < 350; i++) append_ok(*store, q, i, unit_at(static_cast<uint64_t>(i)));
   settle(*store);
-  ASSERT_TRUE(store->delete_below(12000).is_ok());
-  EXPECT_EQ(store->min_offset(q), 100);
-  ASSERT_TRUE(store->delete_below(33000).is_ok());  // in the ring (286..349): exact
-  EXPECT_EQ(store->min_offset(q), 330);
+  ASSERT_TRUE(store->delete_below(LogOffset{12000}).is_ok());
+  EXPECT_EQ(store->min_offset(q).value, 100);
+  ASSERT_TRUE(store->delete_below(LogOffset{33000}).is_ok());  // in the ring (286..349): exact
+  EXPECT_EQ(store->min_offset(q).value, 330);
   ASSERT_TRUE(store->close().is_ok());
 }
 
@@ -418,15 +427,15 @@ TEST_F(CqStoreTest, FailedWriteFailStops) {
   ASSERT_NE(store, nullptr);
   QueueIndex q = *store->queue("T", 0, true);
   append_ok(*store, q, 0, unit_at(0));
-  store->set_dispatched(100);
+  store->set_dispatched(LogOffset{100});
   disk_.fail_next(io::OpKind::write, EIO);
   store->request_flush();
   for (int i = 0; i < 100 && !store->fail_stopped(); i++) turn(*store);
   ASSERT_TRUE(store->fail_stopped());
   EXPECT_EQ(store->fail_status().code(), io::Code::io_error);
-  EXPECT_EQ(store->append(q, 1, unit_at(1)).code(), io::Code::fail_stopped);
+  EXPECT_EQ(store->append(q, QueueOffset{1}, unit_at(1)).code(), io::Code::fail_stopped);
   for (int i = 0; i < 100; i++) turn(*store);
-  EXPECT_EQ(store->durable_dispatched(), 0u);
+  EXPECT_EQ(store->durable_dispatched().value, 0u);
   EXPECT_FALSE(store->close().is_ok());
 }
 
@@ -435,13 +444,13 @@ TEST_F(CqStoreTest, FailedFdatasyncFailStops) {
   ASSERT_NE(store, nullptr);
   QueueIndex q = *store->queue("T", 0, true);
   append_ok(*store, q, 0, unit_at(0));
-  store->set_dispatched(100);
+  store->set_dispatched(LogOffset{100});
   disk_.fail_next(io::OpKind::fdatasync, EIO);
   store->request_flush();
   for (int i = 0; i < 100 && !store->fail_stopped(); i++) turn(*store);
   ASSERT_TRUE(store->fail_stopped());
   for (int i = 0; i < 100; i++) turn(*store);
-  EXPECT_EQ(store->durable_dispatched(), 0u);
+  EXPECT_EQ(store->durable_dispatched().value, 0u);
   EXPECT_EQ(store->next_deadline_ms(), INT64_MAX);
   EXPECT_FALSE(store->close().is_ok());
 }
@@ -454,13 +463,14 @@ using QueueName = std::pair<std::string, int32_t>;
 std::vector<CqUnit> read_any(io::SimDisk& disk, CqStore& store, QueueIndex q, int64_t offset,
                              size_t n) {
   std::vector<CqUnit> got(n);
-  size_t hot = store.lookup_memory(q, offset, got);
+  size_t hot = store.lookup_memory(q, QueueOffset{offset}, got);
   if (hot > 0) {
     got.resize(hot);
     return got;
   }
   std::vector<std::byte> buffer(n * engine::kCqUnitBytes);
-  io::Status s = store.read_units(q, offset, static_cast<uint32_t>(n), buffer.data(), 1);
+  io::Status s =
+      store.read_units(q, QueueOffset{offset}, static_cast<uint32_t>(n), buffer.data(), 1);
   EXPECT_TRUE(s.is_ok()) << s.to_string();
   if (!s.is_ok()) return {};
   CqReadCompletion done{};
@@ -488,14 +498,15 @@ void check_recovered(io::SimDisk& disk, CqStore& store, const std::vector<QueueN
   for (size_t k = 0; k < names.size(); k++) {
     std::vector<CqUnit>& units = (*expected)[k];
     size_t keep = 0;
-    while (keep < units.size() && units[keep].log_offset + units[keep].size_bytes <= durable) {
+    while (keep < units.size() &&
+           units[keep].log_offset.value + units[keep].size_bytes <= durable) {
       keep++;
     }
     units.resize(keep);
     io::Result<QueueIndex> q = store.queue(names[k].first, names[k].second, true);
     ASSERT_TRUE(q.is_ok());
     (*index)[k] = *q;
-    ASSERT_EQ(store.max_offset(*q), static_cast<int64_t>(keep)) << "queue " << k;
+    ASSERT_EQ(store.max_offset(*q).value, static_cast<int64_t>(keep)) << "queue " << k;
     for (size_t i = 0; i < keep;) {
       std::vector<CqUnit> got =
           read_any(disk, store, *q, static_cast<int64_t>(i), std::min<size_t>(20, keep - i));
@@ -517,9 +528,11 @@ void random_step(io::SimDisk& disk, io::ManualClock& clock, CqStore& store, std:
   if (action < 5) {
     const size_t k = rng() % index.size();
     const auto size = static_cast<uint32_t>(50 + rng() % 500);
-    CqUnit unit{
-        .log_offset = *log_end, .size_bytes = size, .tags_code = static_cast<int64_t>(rng())};
-    io::Status s = store.append(index[k], static_cast<int64_t>((*expected)[k].size()), unit);
+    CqUnit unit{.log_offset = LogOffset{*log_end},
+                .size_bytes = size,
+                .tags_code = static_cast<int64_t>(rng())};
+    io::Status s =
+        store.append(index[k], QueueOffset{static_cast<int64_t>((*expected)[k].size())}, unit);
     if (s.is_ok()) {
       (*expected)[k].push_back(unit);
       *log_end += size;
@@ -528,7 +541,7 @@ void random_step(io::SimDisk& disk, io::ManualClock& clock, CqStore& store, std:
     }
     if (rng() % 3 == 0) *log_end += 1 + rng() % 300;
   } else if (action < 7) {
-    store.set_dispatched(*log_end);
+    store.set_dispatched(LogOffset{*log_end});
   } else if (action == 7) {
     clock.advance_ms(static_cast<int64_t>(rng() % 4));
   } else if (action == 8 && rng() % 8 == 0) {
@@ -561,18 +574,19 @@ void run_crash_seed(uint64_t seed) {
   std::vector<QueueIndex> index(names.size());
   uint64_t durable = 0;  // last durable_dispatched seen
   for (int round = 0; round < 3; round++) {
-    io::Result<std::unique_ptr<CqStore>> opened = CqStore::open(disk, clock, options, durable);
+    io::Result<std::unique_ptr<CqStore>> opened =
+        CqStore::open(disk, clock, options, LogOffset{durable});
     ASSERT_TRUE(opened.is_ok()) << opened.status().to_string();
     std::unique_ptr<CqStore> store = std::move(*opened);
     check_recovered(disk, *store, names, durable, &expected, &index);
     if (::testing::Test::HasFatalFailure()) return;
-    uint64_t log_end = std::max(durable, store->max_log_end());  // the "CommitLog" end
+    uint64_t log_end = std::max(durable, store->max_log_end().value);  // the "CommitLog" end
     const int steps = 200 + static_cast<int>(rng() % 600);
     for (int step = 0; step < steps; step++) {
       random_step(disk, clock, *store, rng, index, &expected, &log_end);
       if (::testing::Test::HasFatalFailure()) return;
-      ASSERT_LE(durable, store->durable_dispatched());
-      durable = store->durable_dispatched();
+      ASSERT_LE(durable, store->durable_dispatched().value);
+      durable = store->durable_dispatched().value;
       ASSERT_FALSE(store->fail_stopped());
     }
     disk.crash();

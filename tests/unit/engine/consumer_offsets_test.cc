@@ -58,7 +58,7 @@ void drive(io::Disk& disk, ConsumerOffsets& offsets) {
 Model model_of(const ConsumerOffsets& offsets) {
   Model model;
   for (const ConsumerOffsets::Entry& e : offsets.entries()) {
-    model[Key{e.group, e.topic, e.queue_id}] = e.offset;
+    model[Key{e.group, e.topic, e.queue_id}] = e.offset.value;
   }
   return model;
 }
@@ -97,61 +97,62 @@ TEST_F(ConsumerOffsetsTest, CommitThenQuery) {
   auto offsets = open_offsets();
   ASSERT_NE(offsets, nullptr);
   EXPECT_EQ(offsets->query("g", "t", 0), std::nullopt);
-  ASSERT_TRUE(offsets->commit("g", "t", 0, 10).is_ok());
-  ASSERT_TRUE(offsets->commit("g", "t", 1, 20).is_ok());
-  ASSERT_TRUE(offsets->commit("g2", "t", 0, 30).is_ok());
-  ASSERT_TRUE(offsets->commit("g", "t2", 0, 40).is_ok());
-  EXPECT_EQ(offsets->query("g", "t", 0), 10);
-  EXPECT_EQ(offsets->query("g", "t", 1), 20);
-  EXPECT_EQ(offsets->query("g2", "t", 0), 30);
-  EXPECT_EQ(offsets->query("g", "t2", 0), 40);
+  ASSERT_TRUE(offsets->commit("g", "t", 0, QueueOffset{10}).is_ok());
+  ASSERT_TRUE(offsets->commit("g", "t", 1, QueueOffset{20}).is_ok());
+  ASSERT_TRUE(offsets->commit("g2", "t", 0, QueueOffset{30}).is_ok());
+  ASSERT_TRUE(offsets->commit("g", "t2", 0, QueueOffset{40}).is_ok());
+  EXPECT_EQ(offsets->query("g", "t", 0), QueueOffset{10});
+  EXPECT_EQ(offsets->query("g", "t", 1), QueueOffset{20});
+  EXPECT_EQ(offsets->query("g2", "t", 0), QueueOffset{30});
+  EXPECT_EQ(offsets->query("g", "t2", 0), QueueOffset{40});
   EXPECT_EQ(offsets->query("g", "t", 2), std::nullopt);
   EXPECT_EQ(offsets->query("g3", "t", 0), std::nullopt);
   // An offset may move backwards (an admin reset), as RocketMQ's updateOffset allows.
-  ASSERT_TRUE(offsets->commit("g", "t", 0, 5).is_ok());
-  EXPECT_EQ(offsets->query("g", "t", 0), 5);
+  ASSERT_TRUE(offsets->commit("g", "t", 0, QueueOffset{5}).is_ok());
+  EXPECT_EQ(offsets->query("g", "t", 0), QueueOffset{5});
   // Names are bytes: a separator-like byte in one name never aliases another key.
   ASSERT_TRUE(offsets
                   ->commit("a\x01"
                            "b",
-                           "c", 0, 1)
+                           "c", 0, QueueOffset{1})
                   .is_ok());
   ASSERT_TRUE(offsets
                   ->commit("a",
                            "b\x01"
                            "c",
-                           0, 2)
+                           0, QueueOffset{2})
                   .is_ok());
   EXPECT_EQ(offsets->query("a\x01"
                            "b",
                            "c", 0),
-            1);
+            QueueOffset{1});
   EXPECT_EQ(offsets->query("a",
                            "b\x01"
                            "c",
                            0),
-            2);
+            QueueOffset{2});
   std::vector<ConsumerOffsets::Entry> all = offsets->entries();
   ASSERT_EQ(all.size(), 6u);
   EXPECT_EQ(all.front(), (ConsumerOffsets::Entry{"a",
                                                  "b\x01"
                                                  "c",
-                                                 0, 2}));
-  EXPECT_EQ(all.back(), (ConsumerOffsets::Entry{"g2", "t", 0, 30}));
+                                                 0, QueueOffset{2}}));
+  EXPECT_EQ(all.back(), (ConsumerOffsets::Entry{"g2", "t", 0, QueueOffset{30}}));
 }
 
 TEST_F(ConsumerOffsetsTest, NegativeOffsetsIgnoredAndBadKeysRejected) {
   auto offsets = open_offsets();
   ASSERT_NE(offsets, nullptr);
-  EXPECT_TRUE(offsets->commit("g", "t", 0, -1).is_ok());
+  EXPECT_TRUE(offsets->commit("g", "t", 0, QueueOffset{-1}).is_ok());
   EXPECT_EQ(offsets->query("g", "t", 0), std::nullopt);
-  ASSERT_TRUE(offsets->commit("g", "t", 0, 7).is_ok());
-  EXPECT_TRUE(offsets->commit("g", "t", 0, -1).is_ok());
-  EXPECT_EQ(offsets->query("g", "t", 0), 7);
-  EXPECT_EQ(offsets->commit("", "t", 0, 1).code(), io::Code::invalid_argument);
-  EXPECT_EQ(offsets->commit("g", "", 0, 1).code(), io::Code::invalid_argument);
-  EXPECT_EQ(offsets->commit("g", "t", -1, 1).code(), io::Code::invalid_argument);
-  EXPECT_EQ(offsets->commit(std::string(65536, 'g'), "t", 0, 1).code(), io::Code::invalid_argument);
+  ASSERT_TRUE(offsets->commit("g", "t", 0, QueueOffset{7}).is_ok());
+  EXPECT_TRUE(offsets->commit("g", "t", 0, QueueOffset{-1}).is_ok());
+  EXPECT_EQ(offsets->query("g", "t", 0), QueueOffset{7});
+  EXPECT_EQ(offsets->commit("", "t", 0, QueueOffset{1}).code(), io::Code::invalid_argument);
+  EXPECT_EQ(offsets->commit("g", "", 0, QueueOffset{1}).code(), io::Code::invalid_argument);
+  EXPECT_EQ(offsets->commit("g", "t", -1, QueueOffset{1}).code(), io::Code::invalid_argument);
+  EXPECT_EQ(offsets->commit(std::string(65536, 'g'), "t", 0, QueueOffset{1}).code(),
+            io::Code::invalid_argument);
   EXPECT_EQ(offsets->size(), 1u);
 }
 
@@ -159,10 +160,11 @@ TEST_F(ConsumerOffsetsTest, BusyBeyondMaxEntries) {
   options_.max_entries = 3;
   auto offsets = open_offsets();
   ASSERT_NE(offsets, nullptr);
-  for (int32_t q = 0; q < 3; q++) ASSERT_TRUE(offsets->commit("g", "t", q, q).is_ok());
-  EXPECT_EQ(offsets->commit("g", "t", 3, 0).code(), io::Code::busy);
-  EXPECT_TRUE(offsets->commit("g", "t", 2, 99).is_ok());  // an existing entry still updates
-  EXPECT_EQ(offsets->query("g", "t", 2), 99);
+  for (int32_t q = 0; q < 3; q++) ASSERT_TRUE(offsets->commit("g", "t", q, QueueOffset{q}).is_ok());
+  EXPECT_EQ(offsets->commit("g", "t", 3, QueueOffset{0}).code(), io::Code::busy);
+  EXPECT_TRUE(
+      offsets->commit("g", "t", 2, QueueOffset{99}).is_ok());  // an existing entry still updates
+  EXPECT_EQ(offsets->query("g", "t", 2), QueueOffset{99});
   EXPECT_EQ(offsets->query("g", "t", 3), std::nullopt);
 }
 
@@ -170,7 +172,7 @@ TEST_F(ConsumerOffsetsTest, PersistsOnlyAfterTheInterval) {
   auto offsets = open_offsets();
   ASSERT_NE(offsets, nullptr);
   EXPECT_EQ(offsets->next_deadline_ms(), INT64_MAX);  // clean: nothing to do
-  ASSERT_TRUE(offsets->commit("g", "t", 0, 10).is_ok());
+  ASSERT_TRUE(offsets->commit("g", "t", 0, QueueOffset{10}).is_ok());
   EXPECT_EQ(offsets->next_deadline_ms(), options_.persist_interval_ms);
   clock_.advance_ms(options_.persist_interval_ms - 1);
   offsets->submit_work();
@@ -186,18 +188,18 @@ TEST_F(ConsumerOffsetsTest, PersistsOnlyAfterTheInterval) {
   offsets.reset();
   offsets = open_offsets();
   ASSERT_NE(offsets, nullptr);
-  EXPECT_EQ(offsets->query("g", "t", 0), 10);
+  EXPECT_EQ(offsets->query("g", "t", 0), QueueOffset{10});
 }
 
 TEST_F(ConsumerOffsetsTest, CommitDuringACycleGoesToTheNextCycle) {
   auto offsets = open_offsets();
   ASSERT_NE(offsets, nullptr);
-  ASSERT_TRUE(offsets->commit("g", "t", 0, 10).is_ok());
+  ASSERT_TRUE(offsets->commit("g", "t", 0, QueueOffset{10}).is_ok());
   offsets->request_persist();
   offsets->submit_work();
   ASSERT_TRUE(offsets->persisting());
-  ASSERT_TRUE(offsets->commit("g", "t", 0, 11).is_ok());
-  ASSERT_TRUE(offsets->commit("g", "t", 1, 5).is_ok());
+  ASSERT_TRUE(offsets->commit("g", "t", 0, QueueOffset{11}).is_ok());
+  ASSERT_TRUE(offsets->commit("g", "t", 1, QueueOffset{5}).is_ok());
   drive(disk_, *offsets);
   EXPECT_EQ(offsets->persisted_cycles(), 1u);
   EXPECT_NE(offsets->next_deadline_ms(), INT64_MAX);  // dirty again
@@ -208,8 +210,8 @@ TEST_F(ConsumerOffsetsTest, CommitDuringACycleGoesToTheNextCycle) {
   offsets.reset();
   offsets = open_offsets();
   ASSERT_NE(offsets, nullptr);
-  EXPECT_EQ(offsets->query("g", "t", 0), 11);
-  EXPECT_EQ(offsets->query("g", "t", 1), 5);
+  EXPECT_EQ(offsets->query("g", "t", 0), QueueOffset{11});
+  EXPECT_EQ(offsets->query("g", "t", 1), QueueOffset{5});
 }
 
 // The canary: commits not covered by a completed cycle really are lost by power loss, so the
@@ -217,10 +219,10 @@ TEST_F(ConsumerOffsetsTest, CommitDuringACycleGoesToTheNextCycle) {
 TEST_F(ConsumerOffsetsTest, PowerLossLosesWhatNoCycleCompleted) {
   auto offsets = open_offsets();
   ASSERT_NE(offsets, nullptr);
-  ASSERT_TRUE(offsets->commit("g", "t", 0, 10).is_ok());
+  ASSERT_TRUE(offsets->commit("g", "t", 0, QueueOffset{10}).is_ok());
   persist(*offsets);
-  ASSERT_TRUE(offsets->commit("g", "t", 0, 20).is_ok());
-  ASSERT_TRUE(offsets->commit("g", "t", 1, 1).is_ok());
+  ASSERT_TRUE(offsets->commit("g", "t", 0, QueueOffset{20}).is_ok());
+  ASSERT_TRUE(offsets->commit("g", "t", 1, QueueOffset{1}).is_ok());
   offsets->request_persist();
   offsets->submit_work();  // a cycle is in flight, not complete
   ASSERT_TRUE(offsets->persisting());
@@ -228,7 +230,7 @@ TEST_F(ConsumerOffsetsTest, PowerLossLosesWhatNoCycleCompleted) {
   offsets.reset();
   offsets = open_offsets();
   ASSERT_NE(offsets, nullptr);
-  EXPECT_EQ(offsets->query("g", "t", 0), 10);
+  EXPECT_EQ(offsets->query("g", "t", 0), QueueOffset{10});
   EXPECT_EQ(offsets->query("g", "t", 1), std::nullopt);
 }
 
@@ -236,11 +238,11 @@ TEST_F(ConsumerOffsetsTest, CloseThenPowerLossKeepsEverything) {
   auto offsets = open_offsets();
   ASSERT_NE(offsets, nullptr);
   for (int32_t q = 0; q < 100; q++) {
-    ASSERT_TRUE(offsets->commit("group", "topic", q, 1000 + q).is_ok());
+    ASSERT_TRUE(offsets->commit("group", "topic", q, QueueOffset{1000 + q}).is_ok());
   }
   Model before = model_of(*offsets);
   ASSERT_TRUE(offsets->close().is_ok());
-  EXPECT_EQ(offsets->commit("group", "topic", 0, 1).code(), io::Code::shut_down);
+  EXPECT_EQ(offsets->commit("group", "topic", 0, QueueOffset{1}).code(), io::Code::shut_down);
   offsets.reset();
   disk_.crash();
   offsets = open_offsets();
@@ -252,13 +254,13 @@ TEST_F(ConsumerOffsetsTest, CloseThenPowerLossKeepsEverything) {
 TEST_F(ConsumerOffsetsTest, KillAfterPersistKeepsOffsets) {
   auto offsets = open_offsets();
   ASSERT_NE(offsets, nullptr);
-  ASSERT_TRUE(offsets->commit("g", "t", 3, 42).is_ok());
+  ASSERT_TRUE(offsets->commit("g", "t", 3, QueueOffset{42}).is_ok());
   persist(*offsets);
   disk_.crash_process();  // kill -9: the page cache survives
   offsets.reset();
   offsets = open_offsets();
   ASSERT_NE(offsets, nullptr);
-  EXPECT_EQ(offsets->query("g", "t", 3), 42);
+  EXPECT_EQ(offsets->query("g", "t", 3), QueueOffset{42});
 }
 
 TEST_F(ConsumerOffsetsTest, StaleTempFileIsRemovedAtOpen) {
@@ -276,8 +278,8 @@ TEST_F(ConsumerOffsetsTest, StaleTempFileIsRemovedAtOpen) {
 TEST_F(ConsumerOffsetsTest, EveryFlippedByteOrTruncationIsCorruptionNamingTheFile) {
   auto offsets = open_offsets();
   ASSERT_NE(offsets, nullptr);
-  ASSERT_TRUE(offsets->commit("group", "topic", 0, 10).is_ok());
-  ASSERT_TRUE(offsets->commit("group", "topic", 1, 1LL << 40).is_ok());
+  ASSERT_TRUE(offsets->commit("group", "topic", 0, QueueOffset{10}).is_ok());
+  ASSERT_TRUE(offsets->commit("group", "topic", 1, QueueOffset{1LL << 40}).is_ok());
   ASSERT_TRUE(offsets->close().is_ok());
   offsets.reset();
   auto good = disk_.read_file_for_test(kPath);
@@ -302,7 +304,7 @@ TEST_F(ConsumerOffsetsTest, EveryFlippedByteOrTruncationIsCorruptionNamingTheFil
   overwrite_file(*good);
   offsets = open_offsets();
   ASSERT_NE(offsets, nullptr);
-  EXPECT_EQ(offsets->query("group", "topic", 1), 1LL << 40);
+  EXPECT_EQ(offsets->query("group", "topic", 1), QueueOffset{1LL << 40});
 }
 
 // The previous table is kept as consumer_offsets.bak (RocketMQ's consumerOffset.json.bak): a
@@ -312,11 +314,11 @@ TEST_F(ConsumerOffsetsTest, DamagedTableFallsBackToTheBakAndBothDamagedRefuses) 
   constexpr std::string_view kBakPath = "/store/shard0/consumer_offsets.bak";
   auto offsets = open_offsets();
   ASSERT_NE(offsets, nullptr);
-  ASSERT_TRUE(offsets->commit("group", "topic", 0, 10).is_ok());
+  ASSERT_TRUE(offsets->commit("group", "topic", 0, QueueOffset{10}).is_ok());
   persist(*offsets);
   EXPECT_FALSE(*disk_.exists(kBakPath)) << "the first table has no previous one";
-  ASSERT_TRUE(offsets->commit("group", "topic", 0, 20).is_ok());
-  ASSERT_TRUE(offsets->commit("group", "topic", 1, 7).is_ok());
+  ASSERT_TRUE(offsets->commit("group", "topic", 0, QueueOffset{20}).is_ok());
+  ASSERT_TRUE(offsets->commit("group", "topic", 1, QueueOffset{7}).is_ok());
   persist(*offsets);
   ASSERT_TRUE(offsets->close().is_ok());
   offsets.reset();
@@ -334,24 +336,24 @@ TEST_F(ConsumerOffsetsTest, DamagedTableFallsBackToTheBakAndBothDamagedRefuses) 
   ASSERT_NE(offsets, nullptr);
   EXPECT_NE(err.find("WARN"), std::string::npos) << err;
   EXPECT_NE(err.find(kBakPath), std::string::npos) << err;
-  EXPECT_EQ(offsets->query("group", "topic", 0), 10);
+  EXPECT_EQ(offsets->query("group", "topic", 0), QueueOffset{10});
   EXPECT_EQ(offsets->query("group", "topic", 1), std::nullopt);
   // The next cycle replaces the damaged table and keeps the good .bak.
-  ASSERT_TRUE(offsets->commit("group", "topic", 0, 30).is_ok());
+  ASSERT_TRUE(offsets->commit("group", "topic", 0, QueueOffset{30}).is_ok());
   persist(*offsets);
   ASSERT_TRUE(offsets->close().is_ok());
   offsets.reset();
   EXPECT_EQ(*disk_.read_file_for_test(kBakPath), *bak);
   offsets = open_offsets();
   ASSERT_NE(offsets, nullptr);
-  EXPECT_EQ(offsets->query("group", "topic", 0), 30);
+  EXPECT_EQ(offsets->query("group", "topic", 0), QueueOffset{30});
   offsets.reset();
 
   // Current missing (a crash between the two renames, or removed): the .bak.
   ASSERT_TRUE(disk_.remove(kPath).is_ok());
   offsets = open_offsets();
   ASSERT_NE(offsets, nullptr);
-  EXPECT_EQ(offsets->query("group", "topic", 0), 10);
+  EXPECT_EQ(offsets->query("group", "topic", 0), QueueOffset{10});
   offsets.reset();
 
   // Both damaged (or the current one missing and the .bak damaged): refuse, naming both.
@@ -387,18 +389,18 @@ TEST_F(ConsumerOffsetsTest, FailedWriteOrSyncFailStops) {
     ASSERT_TRUE(disk_.remove(kPath).is_ok() || !*disk_.exists(kPath));
     auto offsets = open_offsets();
     ASSERT_NE(offsets, nullptr);
-    ASSERT_TRUE(offsets->commit("g", "t", 0, 1).is_ok());
+    ASSERT_TRUE(offsets->commit("g", "t", 0, QueueOffset{1}).is_ok());
     persist(*offsets);
     ASSERT_FALSE(offsets->fail_stopped());
     disk_.fail_next(kind, EIO);
-    ASSERT_TRUE(offsets->commit("g", "t", 0, 2).is_ok());
+    ASSERT_TRUE(offsets->commit("g", "t", 0, QueueOffset{2}).is_ok());
     persist(*offsets);
     ASSERT_TRUE(offsets->fail_stopped());
     EXPECT_EQ(offsets->fail_status().code(), io::Code::io_error);
     EXPECT_EQ(offsets->persisted_cycles(), 1u);
     // Commits still work in memory; nothing more is submitted.
-    ASSERT_TRUE(offsets->commit("g", "t", 0, 3).is_ok());
-    EXPECT_EQ(offsets->query("g", "t", 0), 3);
+    ASSERT_TRUE(offsets->commit("g", "t", 0, QueueOffset{3}).is_ok());
+    EXPECT_EQ(offsets->query("g", "t", 0), QueueOffset{3});
     clock_.advance_ms(10 * options_.persist_interval_ms);
     offsets->request_persist();
     offsets->submit_work();
@@ -410,12 +412,12 @@ TEST_F(ConsumerOffsetsTest, FailedWriteOrSyncFailStops) {
     offsets = open_offsets();
     ASSERT_NE(offsets, nullptr);
     // fsync of the directory failed after the rename: either table is complete and allowed.
-    std::optional<int64_t> got = offsets->query("g", "t", 0);
+    std::optional<QueueOffset> got = offsets->query("g", "t", 0);
     ASSERT_TRUE(got.has_value());
     if (kind == io::OpKind::fsync) {
-      EXPECT_TRUE(*got == 1 || *got == 2) << *got;
+      EXPECT_TRUE(got->value == 1 || got->value == 2) << got->value;
     } else {
-      EXPECT_EQ(*got, 1);
+      EXPECT_EQ(got->value, 1);
     }
     ASSERT_TRUE(offsets->close().is_ok());
   }
@@ -438,7 +440,7 @@ class ConsumerOffsetsBusyDiskTest : public ConsumerOffsetsTest {
 TEST_F(ConsumerOffsetsBusyDiskTest, BusySubmissionQueueIsRetried) {
   auto offsets = open_offsets();
   ASSERT_NE(offsets, nullptr);
-  ASSERT_TRUE(offsets->commit("g", "t", 0, 9).is_ok());
+  ASSERT_TRUE(offsets->commit("g", "t", 0, QueueOffset{9}).is_ok());
   auto dir = disk_.open(kDir, io::OpenMode::directory);
   ASSERT_TRUE(dir.is_ok());
   constexpr uint64_t kForeignTag = 0x99ULL << 56;
@@ -468,7 +470,8 @@ TEST_F(ConsumerOffsetsShortWriteTest, ShortWritesAreCompleted) {
   auto offsets = open_offsets();
   ASSERT_NE(offsets, nullptr);
   for (int32_t q = 0; q < 2000; q++) {
-    ASSERT_TRUE(offsets->commit("group-" + std::to_string(q % 7), "topic", q, q * 3).is_ok());
+    ASSERT_TRUE(
+        offsets->commit("group-" + std::to_string(q % 7), "topic", q, QueueOffset{q * 3}).is_ok());
   }
   Model before = model_of(*offsets);
   persist(*offsets);
@@ -528,7 +531,9 @@ TEST(ConsumerOffsetsCrashTest, RandomCrashesNeverLoseACompletedCycle) {
                   static_cast<int32_t>(rng() % 8)};
           int64_t value = model[key] + 1 + static_cast<int64_t>(rng() % 100);
           ASSERT_TRUE(
-              offsets->commit(std::get<0>(key), std::get<1>(key), std::get<2>(key), value).is_ok());
+              offsets
+                  ->commit(std::get<0>(key), std::get<1>(key), std::get<2>(key), QueueOffset{value})
+                  .is_ok());
           model[key] = value;
         }
         clock.advance_ms(static_cast<int64_t>(rng() % 20));

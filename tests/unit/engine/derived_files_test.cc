@@ -62,21 +62,21 @@ StoreView read_store(Store& store) {
     QueueView& queue = view[q];
     EXPECT_TRUE((*session)->query_queue_async(kTopic, q, 5).is_ok());
     Completion c = (*session)->wait_for(5);
-    queue.min_offset = c.min_offset;
-    queue.max_offset = c.max_offset;
+    queue.min_offset = c.min_offset.value;
+    queue.max_offset = c.max_offset.value;
     std::vector<std::byte> buffer(64 << 10);
-    for (int64_t offset = c.min_offset; offset < queue.max_offset;) {
+    for (int64_t offset = c.min_offset.value; offset < queue.max_offset;) {
       PullRequest p;
       p.topic = kTopic;
       p.queue_id = q;
-      p.queue_offset = offset;
+      p.queue_offset = QueueOffset{offset};
       p.buffer = buffer;
       EXPECT_TRUE((*session)->pull_async(p, 6).is_ok());
       Completion r = (*session)->wait_for(6);
       // Units whose records retention took: the pull moves the consumer on.
       EXPECT_TRUE(r.pull_status == PullStatus::found || r.pull_status == PullStatus::offset_moved)
           << "queue " << q << " offset " << offset;
-      if (r.next_offset <= offset) break;
+      if (r.next_offset.value <= offset) break;
       size_t at = 0;
       for (uint32_t i = 0; r.pull_status == PullStatus::found && i < r.message_count; i++) {
         auto d = engine::decode(std::span<const std::byte>(buffer).subspan(at), {});
@@ -88,7 +88,7 @@ StoreView read_store(Store& store) {
         queue.messages[d.view.queue_offset] = {d.view.physical_offset, seq};
         at += d.size;
       }
-      offset = r.next_offset;
+      offset = r.next_offset.value;
     }
   }
   return view;
@@ -114,7 +114,7 @@ class DerivedFilesTest : public ::testing::Test {
       msg.properties = m.properties;
       Completion c = (*session)->send(msg);
       ASSERT_EQ(c.code, io::Code::ok);
-      ASSERT_EQ(c.queue_offset, static_cast<int64_t>(seq / kQueues));
+      ASSERT_EQ(c.queue_offset.value, static_cast<int64_t>(seq / kQueues));
     }
     session->reset();
     ASSERT_TRUE((*store)->close().is_ok());

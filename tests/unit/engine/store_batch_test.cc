@@ -35,7 +35,7 @@ struct Batch {
   std::vector<std::string> bodies;
   std::vector<std::string> props;
   std::vector<Message> messages;
-  std::vector<uint64_t> offsets;
+  std::vector<StoreOffset> offsets;
   Batch(uint32_t n, const std::string& tag, int32_t queue = 0) {
     for (uint32_t i = 0; i < n; i++) {
       bodies.push_back(tag + "-" + std::to_string(i));
@@ -54,7 +54,7 @@ struct Batch {
       m.flag = static_cast<int32_t>(i);
       messages.push_back(m);
     }
-    offsets.assign(n, 0);
+    offsets.assign(n, StoreOffset{});
   }
 };
 
@@ -86,7 +86,7 @@ TEST(StoreBatchTest, OneCompletionConsecutiveOffsetsEachRecordItsOwn) {
   Completion c = (*session)->wait_for(7);
   ASSERT_EQ(c.code, io::Code::ok);
   EXPECT_EQ(c.message_count, 32u);
-  EXPECT_EQ(c.queue_offset, 0);
+  EXPECT_EQ(c.queue_offset, QueueOffset{0});
   EXPECT_EQ(c.offset, b.offsets[0]);
   for (size_t i = 1; i < b.offsets.size(); i++) EXPECT_GT(b.offsets[i], b.offsets[i - 1]);
   auto records = read_queue(**session, 0);

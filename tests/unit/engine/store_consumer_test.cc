@@ -78,7 +78,7 @@ Completion pull(Session& s, int32_t queue_id, int64_t offset, std::span<std::byt
   PullRequest p;
   p.topic = kTopic;
   p.queue_id = queue_id;
-  p.queue_offset = offset;
+  p.queue_offset = QueueOffset{offset};
   p.max_messages = max;
   p.tag_filter = filter;
   p.buffer = buffer;
@@ -102,7 +102,7 @@ TEST(StoreConsumerTest, PullsFiltersOffsetsAndRestart) {
     if (seq % 100 == 0) clock.advance_ms(1000);
     Completion c = sender.send(1, seq, seq % 2 ? "TagB" : "TagA");
     ASSERT_EQ(c.code, io::Code::ok);
-    ASSERT_EQ(c.queue_offset, static_cast<int64_t>(seq));
+    ASSERT_EQ(c.queue_offset.value, static_cast<int64_t>(seq));
     store_times.push_back(c.store_timestamp_ms);
   }
   std::vector<std::byte> buffer(64 << 10);
@@ -113,47 +113,47 @@ TEST(StoreConsumerTest, PullsFiltersOffsetsAndRestart) {
     Completion c = pull(**session, 1, offset, buffer);
     ASSERT_EQ(c.code, io::Code::ok);
     ASSERT_EQ(c.pull_status, PullStatus::found) << "at " << offset;
-    EXPECT_EQ(c.min_offset, 0);
-    EXPECT_EQ(c.max_offset, 3000);
+    EXPECT_EQ(c.min_offset.value, 0);
+    EXPECT_EQ(c.max_offset.value, 3000);
     for (uint64_t seq : seqs_of(std::span(buffer.data(), c.size_bytes), c.message_count)) {
       ASSERT_EQ(seq, expect++);
     }
-    ASSERT_EQ(c.next_offset, offset + c.message_count);
-    offset = c.next_offset;
+    ASSERT_EQ(c.next_offset.value, offset + c.message_count);
+    offset = c.next_offset.value;
   }
   // Tag filter: only TagB (odd seqs); next_offset moves past the skipped ones.
   Completion b = pull(**session, 1, 10, buffer, 5, "TagB");
   ASSERT_EQ(b.pull_status, PullStatus::found);
   EXPECT_EQ(seqs_of(std::span(buffer.data(), b.size_bytes), b.message_count),
             (std::vector<uint64_t>{11, 13, 15, 17, 19}));
-  EXPECT_EQ(b.next_offset, 20);
+  EXPECT_EQ(b.next_offset.value, 20);
   Completion none = pull(**session, 1, 10, buffer, 5, "TagC");
   EXPECT_EQ(none.pull_status, PullStatus::no_matched_message);
-  EXPECT_GT(none.next_offset, 10);
+  EXPECT_GT(none.next_offset.value, 10);
   // End and out of range.
   EXPECT_EQ(pull(**session, 1, 3000, buffer).pull_status, PullStatus::no_new_message);
   Completion past = pull(**session, 1, 5000, buffer);
   EXPECT_EQ(past.pull_status, PullStatus::offset_moved);
-  EXPECT_EQ(past.next_offset, 3000);
+  EXPECT_EQ(past.next_offset.value, 3000);
   EXPECT_EQ(pull(**session, 9, 0, buffer).pull_status, PullStatus::no_new_message);
   // Queue query and search by store time.
   ASSERT_TRUE((*session)->query_queue_async(kTopic, 1, 8).is_ok());
   Completion q = (*session)->wait_for(8);
-  EXPECT_EQ(q.min_offset, 0);
-  EXPECT_EQ(q.max_offset, 3000);
+  EXPECT_EQ(q.min_offset.value, 0);
+  EXPECT_EQ(q.max_offset.value, 3000);
   ASSERT_TRUE((*session)->search_offset_async(kTopic, 1, store_times[1234], 9).is_ok());
   Completion found = (*session)->wait_for(9);
   ASSERT_EQ(found.code, io::Code::ok);
-  EXPECT_EQ(found.queue_offset, 1200);  // times step every 100 messages: first of 1234's step
+  EXPECT_EQ(found.queue_offset.value, 1200);  // times step every 100 messages: first of 1234's step
   // Consumer offsets.
-  ASSERT_TRUE((*session)->commit_offset_async("G1", kTopic, 1, 1500, 10).is_ok());
+  ASSERT_TRUE((*session)->commit_offset_async("G1", kTopic, 1, QueueOffset{1500}, 10).is_ok());
   EXPECT_EQ((*session)->wait_for(10).code, io::Code::ok);
-  ASSERT_TRUE((*session)->commit_offset_async("G1", kTopic, 1, -5, 11).is_ok());
+  ASSERT_TRUE((*session)->commit_offset_async("G1", kTopic, 1, QueueOffset{-5}, 11).is_ok());
   EXPECT_EQ((*session)->wait_for(11).code, io::Code::ok);
   ASSERT_TRUE((*session)->query_offset_async("G1", kTopic, 1, 12).is_ok());
-  EXPECT_EQ((*session)->wait_for(12).queue_offset, 1500);
+  EXPECT_EQ((*session)->wait_for(12).queue_offset.value, 1500);
   ASSERT_TRUE((*session)->query_offset_async("G2", kTopic, 1, 13).is_ok());
-  EXPECT_EQ((*session)->wait_for(13).queue_offset, -1);
+  EXPECT_EQ((*session)->wait_for(13).queue_offset.value, -1);
   session->reset();
   ASSERT_TRUE((*store)->close().is_ok());
 
@@ -164,12 +164,12 @@ TEST(StoreConsumerTest, PullsFiltersOffsetsAndRestart) {
   ASSERT_TRUE(session.is_ok());
   Sender again{**session, {}};
   Completion next = again.send(1, 3000, "TagA");
-  EXPECT_EQ(next.queue_offset, 3000);
+  EXPECT_EQ(next.queue_offset.value, 3000);
   Completion tail = pull(**session, 1, 2990, buffer);
   ASSERT_EQ(tail.pull_status, PullStatus::found);
   EXPECT_EQ(tail.message_count, 11u);
   ASSERT_TRUE((*session)->query_offset_async("G1", kTopic, 1, 14).is_ok());
-  EXPECT_EQ((*session)->wait_for(14).queue_offset, 1500);
+  EXPECT_EQ((*session)->wait_for(14).queue_offset.value, 1500);
   session->reset();
   ASSERT_TRUE((*store)->close().is_ok());
 }
@@ -204,8 +204,8 @@ TEST(StoreConsumerTest, SqlFilterReturnsExactlyTheMatchingRecords) {
   ASSERT_TRUE(filter.is_ok());
   std::vector<std::byte> buffer(64 << 10);
   std::vector<uint64_t> got;
-  int64_t offset = 0;
-  for (int pulls = 0; offset < 300 && pulls < 100; pulls++) {
+  QueueOffset offset{0};
+  for (int pulls = 0; offset < QueueOffset{300} && pulls < 100; pulls++) {
     PullRequest p;
     p.topic = kTopic;
     p.queue_id = 2;
@@ -225,7 +225,7 @@ TEST(StoreConsumerTest, SqlFilterReturnsExactlyTheMatchingRecords) {
     }
     offset = c.next_offset;
   }
-  EXPECT_EQ(offset, 300);
+  EXPECT_EQ(offset, QueueOffset{300});
   EXPECT_EQ(got, expected);
   session->reset();
   ASSERT_TRUE((*store)->close().is_ok());
@@ -242,7 +242,7 @@ TEST(StoreConsumerTest, LongPollingPullIsWokenByANewMessage) {
   PullRequest p;
   p.topic = kTopic;
   p.queue_id = 2;
-  p.queue_offset = 0;
+  p.queue_offset = QueueOffset{0};
   p.buffer = buffer;
   p.wait_ms = 10'000;
   auto start = std::chrono::steady_clock::now();
@@ -262,7 +262,7 @@ TEST(StoreConsumerTest, LongPollingPullIsWokenByANewMessage) {
   EXPECT_LT(waited, std::chrono::seconds(5)) << "the held pull was not woken by the message";
   EXPECT_GE(waited, std::chrono::milliseconds(150));
   // And a held pull with nothing arriving answers no_new_message at its deadline.
-  p.queue_offset = 1;
+  p.queue_offset = QueueOffset{1};
   p.wait_ms = 300;
   start = std::chrono::steady_clock::now();
   ASSERT_TRUE((*consumer)->pull_async(p, 2).is_ok());
@@ -302,7 +302,7 @@ TEST(StoreConsumerTest, RetentionDeletesExpiredSegmentsAndMinOffsetsFollow) {
   for (int i = 0; i < 200 && min == 0; i++) {
     clock.advance_ms(100);
     ASSERT_TRUE((*session)->query_queue_async(kTopic, 0, 1).is_ok());
-    min = (*session)->wait_for(1).min_offset;
+    min = (*session)->wait_for(1).min_offset.value;
     if (min == 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   EXPECT_GT(min, 0) << "no segment was deleted";
@@ -312,7 +312,7 @@ TEST(StoreConsumerTest, RetentionDeletesExpiredSegmentsAndMinOffsetsFollow) {
     clock.advance_ms(100);
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     ASSERT_TRUE((*session)->query_queue_async(kTopic, 0, 1).is_ok());
-    const int64_t now = (*session)->wait_for(1).min_offset;
+    const int64_t now = (*session)->wait_for(1).min_offset.value;
     same = now == min ? same + 1 : 0;
     min = now;
   }
@@ -324,8 +324,8 @@ TEST(StoreConsumerTest, RetentionDeletesExpiredSegmentsAndMinOffsetsFollow) {
   Completion c = pull(**session, 0, offset, buffer, 1);
   EXPECT_EQ(c.pull_status, PullStatus::offset_moved);
   for (int i = 0; i < 100 && c.pull_status == PullStatus::offset_moved; i++) {
-    ASSERT_GT(c.next_offset, offset);
-    offset = c.next_offset;
+    ASSERT_GT(c.next_offset.value, offset);
+    offset = c.next_offset.value;
     c = pull(**session, 0, offset, buffer, 1);
   }
   ASSERT_EQ(c.code, io::Code::ok);
@@ -334,14 +334,14 @@ TEST(StoreConsumerTest, RetentionDeletesExpiredSegmentsAndMinOffsetsFollow) {
   // The message found is the first one still stored: its queue offset is next_offset - 1, and
   // every offset skipped on the way pointed at a deleted record.
   uint64_t first_live = seqs_of(std::span(buffer.data(), c.size_bytes), 1).front();
-  EXPECT_EQ(first_live, static_cast<uint64_t>(c.next_offset - 1));
+  EXPECT_EQ(first_live, static_cast<uint64_t>(c.next_offset.value - 1));
   EXPECT_GE(first_live, static_cast<uint64_t>(min));
   EXPECT_LE(first_live, 1500u);
   // Retention found the first surviving unit when it deleted: the minimum is exact, so the
   // offset before it is below the minimum.
   Completion before = pull(**session, 0, static_cast<int64_t>(first_live) - 1, buffer, 1);
   EXPECT_EQ(before.pull_status, PullStatus::offset_moved);
-  EXPECT_EQ(before.next_offset, static_cast<int64_t>(first_live));
+  EXPECT_EQ(before.next_offset.value, static_cast<int64_t>(first_live));
   session->reset();
   ASSERT_TRUE((*store)->close().is_ok());
 }

@@ -80,7 +80,7 @@ void run_case(const ModeCase& c) {
       ASSERT_EQ(session->send(msg).code, io::Code::ok);
     }
     for (int32_t q = 0; q < 4; q++) {
-      ASSERT_TRUE(session->commit_offset_async("G", "ModesA", q, 10, 1).is_ok());
+      ASSERT_TRUE(session->commit_offset_async("G", "ModesA", q, QueueOffset{10}, 1).is_ok());
       ASSERT_EQ(session->wait_for(1).code, io::Code::ok);
       clock.advance_ms(10);
       ASSERT_TRUE(session->flush_offsets_async("ModesA", q, 2).is_ok());

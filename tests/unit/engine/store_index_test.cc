@@ -83,7 +83,7 @@ class StoreIndexTest : public ::testing::Test {
   }
   testing::TempDir dir_;
   StoreOptions options_;
-  std::vector<uint64_t> offsets_;
+  std::vector<StoreOffset> offsets_;
 };
 
 TEST_F(StoreIndexTest, FindsByKeyAndUniqueKeyAcrossRestartAndRebuild) {
@@ -136,7 +136,7 @@ TEST_F(StoreIndexTest, ViewRecordByOffset) {
   engine::DecodeResult r = engine::decode(std::span(buffer).first(c.size_bytes), {});
   ASSERT_EQ(r.outcome, engine::DecodeOutcome::ok);
   EXPECT_EQ(engine::find_property(r.view.user_properties, "UNIQ_KEY").value_or(""), "TopicV-6");
-  ASSERT_TRUE((*session)->view_record_async(offsets_[6] + 1, buffer, 2).is_ok());
+  ASSERT_TRUE((*session)->view_record_async(StoreOffset{offsets_[6].value + 1}, buffer, 2).is_ok());
   EXPECT_EQ((*session)->wait_for(2).code, io::Code::not_found);
 }
 

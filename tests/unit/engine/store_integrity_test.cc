@@ -62,8 +62,8 @@ std::vector<Stored> send_all(Session& session, std::vector<testing::TestMessage>
     m.properties = keep.back().properties;
     Completion c = session.send(m);
     EXPECT_EQ(c.code, io::Code::ok);
-    EXPECT_EQ(c.queue_offset, static_cast<int64_t>(seq));
-    out.push_back(Stored{local_offset(c.offset), c.size_bytes});
+    EXPECT_EQ(c.queue_offset.value, static_cast<int64_t>(seq));
+    out.push_back(Stored{local_offset(c.offset).value, c.size_bytes});
   }
   return out;
 }
@@ -104,7 +104,7 @@ std::vector<uint64_t> pull_all(Session& session, std::vector<int64_t>& corrupt,
     PullRequest p;
     p.topic = kTopic;
     p.queue_id = 0;
-    p.queue_offset = offset;
+    p.queue_offset = QueueOffset{offset};
     p.max_messages = 32;
     p.buffer = buffer;
     EXPECT_TRUE(session.pull_async(p, 1).is_ok());
@@ -112,10 +112,10 @@ std::vector<uint64_t> pull_all(Session& session, std::vector<int64_t>& corrupt,
     EXPECT_EQ(c.code, io::Code::ok);
     if (c.pull_status == PullStatus::corrupt) {
       EXPECT_EQ(c.message_count, 0u);
-      EXPECT_EQ(c.queue_offset, offset);
-      EXPECT_EQ(c.next_offset, offset);
+      EXPECT_EQ(c.queue_offset.value, offset);
+      EXPECT_EQ(c.next_offset.value, offset);
       corrupt.push_back(offset);
-      corrupt_store_offsets.push_back(c.offset);
+      corrupt_store_offsets.push_back(c.offset.value);
       offset++;  // the caller's choice: step over it
       continue;
     }
@@ -133,7 +133,7 @@ std::vector<uint64_t> pull_all(Session& session, std::vector<int64_t>& corrupt,
       served.push_back(seq);
       at += r.size;
     }
-    offset = c.next_offset;
+    offset = c.next_offset.value;
   }
   return served;
 }
@@ -189,9 +189,10 @@ TEST(StoreIntegrityTest, DamageBelowTheCheckpointIsRefusedCountedAndFoundByTheSc
   std::vector<uint64_t> corrupt_store_offsets;
   std::vector<uint64_t> served = pull_all(**session, corrupt, corrupt_store_offsets);
   EXPECT_EQ(corrupt, (std::vector<int64_t>{int64_t{body_seq}, int64_t{props_seq}}));
-  EXPECT_EQ(corrupt_store_offsets,
-            (std::vector<uint64_t>{make_store_offset(0, stored[body_seq].log_offset),
-                                   make_store_offset(0, stored[props_seq].log_offset)}));
+  EXPECT_EQ(
+      corrupt_store_offsets,
+      (std::vector<uint64_t>{make_store_offset(0, LogOffset{stored[body_seq].log_offset}).value,
+                             make_store_offset(0, LogOffset{stored[props_seq].log_offset}).value}));
   ASSERT_EQ(served.size(), kMessages - 2);
   for (uint64_t i = 0, seq = 0; i < served.size(); i++, seq++) {
     if (seq == body_seq || seq == props_seq) seq++;
@@ -340,8 +341,8 @@ TEST(StoreIntegrityTest, DamageAfterTheWriteIsRefusedWhenServed) {
   ASSERT_TRUE((*session)->search_offset_async(kTopic, 0, clock.now_ms(), 9).is_ok());
   Completion search = (*session)->wait_for(9);
   EXPECT_EQ(search.code, io::Code::corruption);
-  EXPECT_EQ(search.offset, make_store_offset(0, stored[seq].log_offset));
-  EXPECT_EQ(search.queue_offset, static_cast<int64_t>(seq));
+  EXPECT_EQ(search.offset, make_store_offset(0, LogOffset{stored[seq].log_offset}));
+  EXPECT_EQ(search.queue_offset.value, static_cast<int64_t>(seq));
   const StoreStats stats = (*store)->stats();
   EXPECT_EQ(stats.corrupt_reads_refused, 2u);
   EXPECT_EQ(stats.corrupt_records_reported, 1u);
@@ -374,7 +375,7 @@ TEST(StoreIntegrityTest, ADamagedDelayedMessageIsParkedNotDelivered) {
   ASSERT_EQ(put.code, io::Code::ok);
   std::vector<testing::TestMessage> keep;
   send_all(**session, keep);  // the delayed record leaves the write buffers
-  flip(store_dir, local_offset(put.offset) + kBodyAt + 10);
+  flip(store_dir, local_offset(put.offset).value + kBodyAt + 10);
   clock.advance_ms(1000);
   std::vector<std::byte> buffer(64 << 10);
   Completion parked;

@@ -96,7 +96,8 @@ class Fixture {
     return session_->send(msg);  // synchronous: `m` outlives it
   }
   void commit(const std::string& group, int32_t queue_id, int64_t offset) {
-    EXPECT_TRUE(session_->commit_offset_async(group, kTopic, queue_id, offset, 7).is_ok());
+    EXPECT_TRUE(
+        session_->commit_offset_async(group, kTopic, queue_id, QueueOffset{offset}, 7).is_ok());
     EXPECT_EQ(session_->wait_for(7).code, io::Code::ok);
   }
   Completion query_queue(int32_t queue_id) {
@@ -174,7 +175,7 @@ TEST(StoreRetentionTest, AFullDiskKeepsMessagesNoGroupConsumed) {
     for (int i = 0; i < 5; i++) f.clean_pass(&probe.calls);
     // Queue 2's first message is in the first segment and nobody consumed it: nothing goes.
     EXPECT_EQ(f.store().stats().segments_deleted, 0u);
-    EXPECT_EQ(f.query_queue(2).min_offset, 0);
+    EXPECT_EQ(f.query_queue(2).min_offset.value, 0);
   }
   Fixture f(o, clock);  // after a restart too
   ASSERT_TRUE(f.ok());
@@ -200,8 +201,8 @@ TEST(StoreRetentionTest, AFullDiskDeletesOnlyWhatEveryGroupConsumed) {
   // first segment goes, nothing after it.
   EXPECT_EQ(stats.segments_deleted, 1u) << "the consumed first segment should go, only it";
   EXPECT_EQ(stats.messages_deleted_unconsumed, 0u);
-  EXPECT_GT(f.query_queue(1).min_offset, 0);
-  EXPECT_LE(f.query_queue(1).min_offset, 100);
+  EXPECT_GT(f.query_queue(1).min_offset.value, 0);
+  EXPECT_LE(f.query_queue(1).min_offset.value, 100);
   expect_unconsumed_kept(f, {{0, kPerQueue}, {1, 100}, {2, 200}});
   f.close();
   Fixture again(o, clock);
@@ -228,8 +229,8 @@ TEST(StoreRetentionTest, ForcedCleanWhenAllowedDeletesAndReportsIt) {
   const StoreStats stats = f.store().stats();
   ASSERT_GE(stats.segments_deleted, 2u) << "the writer's segment stays, the older ones go";
   // Unconsumed: queue 1 below its slowest group (G at 100) and everything of queue 2.
-  const int64_t min1 = f.query_queue(1).min_offset;
-  const int64_t min2 = f.query_queue(2).min_offset;
+  const int64_t min1 = f.query_queue(1).min_offset.value;
+  const int64_t min2 = f.query_queue(2).min_offset.value;
   EXPECT_GT(min2, 0);
   const int64_t expected = std::max<int64_t>(0, min1 - 100) + min2;
   EXPECT_EQ(stats.messages_deleted_unconsumed, static_cast<uint64_t>(expected));
@@ -370,9 +371,10 @@ TEST(StoreRetentionTest, AFullFileSystemWithForcedCleanDeletesAndSaysSo) {
       "messages_deleted_unconsumed=%llu queue min offset now %lld\n",
       static_cast<long long>(acked), static_cast<unsigned long long>(stats.segments_deleted),
       static_cast<unsigned long long>(stats.messages_deleted_unconsumed),
-      static_cast<long long>(f.query_queue(0).min_offset));
+      static_cast<long long>(f.query_queue(0).min_offset.value));
   // One queue, no group: every message deleted was unconsumed, and the minimum is exact.
-  EXPECT_EQ(static_cast<uint64_t>(f.query_queue(0).min_offset), stats.messages_deleted_unconsumed);
+  EXPECT_EQ(static_cast<uint64_t>(f.query_queue(0).min_offset.value),
+            stats.messages_deleted_unconsumed);
   io::Code code = io::Code::no_space;
   for (int i = 0; i < 100 && code != io::Code::ok; i++) {
     clock.advance_ms(200);

@@ -224,7 +224,7 @@ std::vector<std::byte> pull_one(Session& s, std::string_view topic, int64_t offs
     PullRequest p;
     p.topic = topic;
     p.queue_id = queue_id;
-    p.queue_offset = offset;
+    p.queue_offset = QueueOffset{offset};
     p.max_messages = 1;
     p.buffer = buffer;
     EXPECT_TRUE(s.pull_async(p, 5).is_ok());
@@ -250,7 +250,7 @@ TEST(StoreScheduleTest, SendBackGoesToRetryWithGrowingDelayThenToTheDlq) {
   ASSERT_EQ(sent.code, io::Code::ok);
   std::vector<std::byte> record = pull_one(f.session(), kTopic, 0);
   ASSERT_FALSE(record.empty());
-  uint64_t record_offset = sent.offset;
+  StoreOffset record_offset = sent.offset;
   // max_reconsume_times = 3: three trips through %RETRY%G, the fourth send-back to %DLQ%G.
   for (int32_t times = 0; times < 3; times++) {
     Completion back = f.session().send_back("G", record, record_offset, 0, 3);
@@ -261,7 +261,7 @@ TEST(StoreScheduleTest, SendBackGoesToRetryWithGrowingDelayThenToTheDlq) {
     PullRequest p;
     p.topic = "%RETRY%G";
     p.buffer = early;
-    p.queue_offset = times;
+    p.queue_offset = QueueOffset{times};
     ASSERT_TRUE(f.session().pull_async(p, 6).is_ok());
     EXPECT_NE(f.session().wait_for(6).pull_status, PullStatus::found) << "retry came early";
     advance(clock, 1);
@@ -277,7 +277,7 @@ TEST(StoreScheduleTest, SendBackGoesToRetryWithGrowingDelayThenToTheDlq) {
     testing::TestMessage original = testing::make_message(1, 7, 64);
     EXPECT_TRUE(std::equal(r.view.body.begin(), r.view.body.end(), original.body.begin(),
                            original.body.end()));
-    record_offset = 0;  // ORIGIN_MESSAGE_ID is kept from the first trip from now on
+    record_offset = StoreOffset{0};  // ORIGIN_MESSAGE_ID is kept from the first trip from now on
   }
   Completion dead = f.session().send_back("G", record, record_offset, 0, 3);
   ASSERT_EQ(dead.code, io::Code::ok);

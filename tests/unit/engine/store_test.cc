@@ -37,8 +37,8 @@ StoreOptions test_options(const std::string& dir, uint32_t shards) {
 }
 
 struct Sent {
-  uint64_t offset = 0;
-  int64_t queue_offset = 0;
+  StoreOffset offset;
+  QueueOffset queue_offset;
 };
 
 // One client: sends kPerClient messages round-robin over the queues, keeping a window in flight.
@@ -164,8 +164,8 @@ TEST(StoreTest, EveryMessageStoredOnceInItsOwnersShardInQueueOrder) {
       int32_t queue = static_cast<int32_t>(seq % kQueues);
       EXPECT_EQ(f.queue_id, queue);
       EXPECT_EQ(f.shard, (*store)->shard_for(kTopic, queue));
-      EXPECT_EQ(make_store_offset(f.shard, f.local_offset), sent[c][seq].offset);
-      EXPECT_EQ(f.queue_offset, sent[c][seq].queue_offset);
+      EXPECT_EQ(make_store_offset(f.shard, LogOffset{f.local_offset}), sent[c][seq].offset);
+      EXPECT_EQ(QueueOffset{f.queue_offset}, sent[c][seq].queue_offset);
       auto key = std::make_pair(c, queue);
       auto last = last_queue_offset.find(key);
       if (last != last_queue_offset.end()) {
@@ -194,7 +194,7 @@ TEST(StoreTest, EveryMessageStoredOnceInItsOwnersShardInQueueOrder) {
   msg.properties = m.properties;
   Completion c = (*session)->send(msg);
   ASSERT_EQ(c.code, io::Code::ok);
-  EXPECT_EQ(c.queue_offset, static_cast<int64_t>(queue_offsets[3].size()));
+  EXPECT_EQ(c.queue_offset.value, static_cast<int64_t>(queue_offsets[3].size()));
   session->reset();
   ASSERT_TRUE((*store)->close().is_ok());
 }

@@ -320,7 +320,7 @@ TEST(StoreTimerTest, LongDelaysRollForwardPastRetention) {
     for (const auto& [seq, seen] : f.seen()) EXPECT_GE(seen.at_ms, due[seq]) << seq;
   }
   ASSERT_TRUE(filler->query_queue_async("Filler", 0, 9).is_ok());
-  filler_min = filler->wait_for(9).min_offset;
+  filler_min = filler->wait_for(9).min_offset.value;
   EXPECT_GT(filler_min, 0) << "retention never deleted a segment: the test proves nothing";
   EXPECT_EQ(f.seen().size(), 4u);
   TimerStats stats = (*store)->timer_stats();
@@ -486,9 +486,9 @@ TEST(StoreTimerTest, CopiesTakenAheadStayHiddenUntilTheirTimeAcrossARestart) {
     pull(s, 0, 1);
     EXPECT_EQ(s.wait_for(1).pull_status, PullStatus::no_new_message);
     EXPECT_TRUE(s.query_queue_async(kTopic, 0, 2).is_ok());
-    EXPECT_EQ(s.wait_for(2).max_offset, 0);
+    EXPECT_EQ(s.wait_for(2).max_offset.value, 0);
     EXPECT_TRUE(s.search_offset_async(kTopic, 0, t0 - 1000, 3).is_ok());
-    EXPECT_EQ(s.wait_for(3).queue_offset, 0);
+    EXPECT_EQ(s.wait_for(3).queue_offset.value, 0);
   };
   {
     auto store = Store::open(o);
@@ -510,7 +510,7 @@ TEST(StoreTimerTest, CopiesTakenAheadStayHiddenUntilTheirTimeAcrossARestart) {
     ASSERT_EQ((*store)->delay_level_stats()[0].delivered, 1u);
     Completion plain = f.send(4, {});
     ASSERT_EQ(plain.code, io::Code::ok);
-    EXPECT_EQ(plain.queue_offset, 2);  // behind the two held copies
+    EXPECT_EQ(plain.queue_offset.value, 2);  // behind the two held copies
     hidden(**session);
     session->reset();
     f.close();
