@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_util.h"
 #include "engine/log/message_codec.h"
 #include "engine/log/properties.h"
 #include "engine/queues/index_store.h"
@@ -32,20 +33,7 @@
 
 namespace {
 using namespace uringmq;
-
-double now_us() {
-  return std::chrono::duration<double, std::micro>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-long rss_kib() {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::atol(line.c_str() + 6);
-  }
-  return -1;
-}
+using namespace uringmq::bench;
 
 // Sends messages [from, to) with a window of 512 async sends.
 bool send_range(Session& s, uint64_t from, uint64_t to) {

@@ -37,14 +37,6 @@ double wall_us() {
              std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
-long rss_kib() {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::atol(line.c_str() + 6);
-  }
-  return -1;
-}
 
 // Sends n messages through `s` with a window of 512; props(i) gives message i's properties.
 template <typename Props>
