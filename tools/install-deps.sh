@@ -23,8 +23,8 @@ elif ! command -v npm >/dev/null 2>&1; then
   packages+=(npm)
 fi
 
-# The RocketMQ Java distribution beside the repository (tests/java): a JDK and the Debian jars
-# its class path names, only where that distribution is present.
+# The RocketMQ Java distribution beside the repository (tests/interop/java): a JDK and the
+# Debian jars its class path names, only where that distribution is present.
 if "$(dirname "$0")/find-rocketmq-java.sh" >/dev/null; then
   packages+=(openjdk-17-jdk-headless libnetty-java libcommons-lang3-java libcommons-validator-java
              libslf4j-java libguava-java libcommons-cli-java liblogback-java libjna-java

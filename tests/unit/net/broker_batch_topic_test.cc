@@ -2,7 +2,7 @@
 // records answered once (msgIds, first queue offset) and refuses what RocketMQ refuses (delay,
 // retry topic, a damaged body) storing nothing; topic configuration (17, 21, 215) is honoured by
 // routes, sends and pulls, survives a restart, and autoCreateTopicEnable=false refuses unknown
-// topics. Runs without Java (tests/java/ has the official client's checks of the same).
+// topics. Runs without Java (tests/interop/java/ has the official client's checks of the same).
 
 #include <gtest/gtest.h>
 

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The official RocketMQ 4.9.8 Java client against uringmq-broker: runs one check class of
-# tests/java/ (default DeliveredPropertiesCheck) against a fresh broker; the class gets the
-# NameServer address as its argument and passes by printing "JAVA-CHECK OK".
-# Usage: tests/java/run.sh <uringmq-broker binary> <work dir> [class [broker.conf line ...]]
+# tests/interop/java/ (default DeliveredPropertiesCheck) against a fresh broker; the class gets
+# the NameServer address as its argument and passes by printing "JAVA-CHECK OK".
+# Usage: tests/interop/java/run.sh <uringmq-broker binary> <work dir>
+#          [class [broker.conf line ...]]
 # The client comes from a RocketMQ 4.9.8 Java distribution (a folder with env.sh and lib/):
 # $URINGMQ_ROCKETMQ_JAVA, else a folder named rocketmq-java one level beside the checkout
 # (tools/find-rocketmq-java.sh). Without it, or without java/javac, the test prints a skip line
@@ -12,7 +13,7 @@ broker_bin=$1
 work=$2
 check=${3:-DeliveredPropertiesCheck}
 extra_conf=("${@:4}")
-repo=$(cd "$(dirname "$0")/../.." && pwd)
+repo=$(cd "$(dirname "$0")/../../.." && pwd)
 rmq=$("$repo/tools/find-rocketmq-java.sh" || true)
 if [ -z "$rmq" ] || [ ! -f "$rmq/env.sh" ] || ! command -v javac >/dev/null 2>&1; then
   echo "$check: SKIPPED (no RocketMQ Java distribution found (set" \
@@ -23,7 +24,7 @@ fi
 source "$rmq/env.sh" || { echo "$check: SKIPPED (its env.sh failed)"; exit 0; }
 
 rm -rf "$work" && mkdir -p "$work/classes"
-javac -nowarn -d "$work/classes" -cp "$RMQ_CP" "$repo"/tests/java/*.java
+javac -nowarn -d "$work/classes" -cp "$RMQ_CP" "$repo"/tests/interop/java/*.java
 
 read -r port namesrv < <(python3 -c '
 import socket
