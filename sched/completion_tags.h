@@ -71,7 +71,8 @@ inline constexpr uint64_t kAll =
 namespace append_tag {
 inline constexpr uint64_t kTimerCopy = uint64_t{1} << 63;  // a timer's copy (or its roll)
 inline constexpr uint64_t kTimerRoll = uint64_t{1} << 62;  // ... that is not a delivery
-// Below: the delay level (a delivery), or the timer's slot and queue offset (shard_timer.cc).
+// Below: the delay level (a delivery), or the timer's slot and queue offset
+// (engine/delivery/timer_delivery.cc).
 inline constexpr uint32_t kIndexBits = 62;
 }  // namespace append_tag
 

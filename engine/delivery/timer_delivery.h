@@ -49,11 +49,14 @@
 #include "engine/delivery/delivery_host.h"
 #include "engine/delivery/durable_acks.h"
 #include "engine/delivery/take_horizon.h"
-#include "engine/delivery/timer_wheel.h"
 #include "engine/log/message_codec.h"
 #include "sched/completion_tags.h"
+#include "sched/timer_wheel.h"
 
 namespace uringmq::engine {
+
+using sched::TimerEntry;
+using sched::TimerWheel;
 
 class TimerDelivery {
  public:
