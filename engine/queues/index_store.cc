@@ -403,7 +403,6 @@ io::Status IndexStore::Impl::load(const std::vector<std::string>& names) {
   return load_active();
 }
 
-// The last file continues: its slot table is rebuilt from its durable entries.
 // The last file continues: its slot table is rebuilt from its durable entries. Entries of
 // records at or above the header's end (appended, perhaps lost by the crash) are dropped and the
 // header rewritten at once: recovery inserts those records again if they survived, and later
@@ -536,6 +535,10 @@ void IndexStore::insert(std::string_view topic, std::string_view properties, uin
 
 void IndexStore::Impl::add_entries(std::string_view topic, std::string_view properties,
                                    uint64_t offset, int64_t ts) {
+  if (files.empty()) {  // no key was ever prepared (prepare() makes the first file)
+    UMQ_ASSERT_MSG(index_key_count(properties) == 0, "index keys inserted without prepare()");
+    return;
+  }
   IndexFile& f = file();
   const uint32_t added = for_each_index_key(properties, [&](std::string_view key) {
     UMQ_ASSERT(active);
