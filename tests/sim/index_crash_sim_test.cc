@@ -6,7 +6,7 @@
 // ManualClock; tiny index files (they roll every few dozen messages) and a small write-back
 // window; each cycle appends while stepping and ends in crash() or crash_process() at a random
 // step; after each reopen every acknowledged key is looked up through query_index requests.
-// Reproduce a seed with URINGMQ_SEED=<n>.
+// Reproduce a seed with URINGMQ_SEED=<n>; URINGMQ_INDEX_SIM_SEEDS runs more (default 8).
 #include <gtest/gtest.h>
 
 #include <array>
@@ -212,7 +212,7 @@ class IndexSim {
 
 TEST(IndexCrashSim, AcknowledgedKeysSurviveEveryCrash) {
   const uint64_t only = testing::env_u64("URINGMQ_SEED", 0);
-  const uint64_t seeds = testing::env_u64("URINGMQ_SIM_SEEDS", 8);
+  const uint64_t seeds = testing::env_u64("URINGMQ_INDEX_SIM_SEEDS", 8);
   uint64_t power = 0, kills = 0, checked = 0;
   for (uint64_t seed = only != 0 ? only : 1; seed <= (only != 0 ? only : seeds); seed++) {
     IndexSim sim(seed);
