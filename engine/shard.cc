@@ -634,13 +634,14 @@ io::Code Shard::append_pending(uint32_t slot, uint64_t tag, const engine::Messag
   if (open_batch_ != kNoBatch && batch != open_batch_) return io::Code::busy;
   io::Result<engine::QueueIndex> queue = queue_for_append(in.topic, in.queue_id);
   if (!queue.is_ok()) return queue.status().code();
-  if (const io::Code c = index_prepare(in); c != io::Code::ok) return c;
+  uint32_t index_keys = 0;
+  if (const io::Code c = index_prepare(in, &index_keys); c != io::Code::ok) return c;
   int64_t& next = next_queue_offset_[*queue];
   const uint32_t id = *pending_pool_.peek();
   io::Result<engine::AppendResult> r = log_->append(in, next, id);
   if (!r.is_ok()) return r.status().code();
   (void)pending_pool_.acquire();
-  if (msg_index_ != nullptr) {
+  if (index_keys > 0) {
     msg_index_->insert(in.topic, in.properties, r->offset.value, r->store_timestamp_ms);
   }
   if (!tags_code) {

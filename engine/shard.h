@@ -406,7 +406,9 @@ class Shard final : private engine::DeliveryHost {
   void index_check_record(uint32_t id);
   void answer_index_query(uint32_t id, io::Code code);
   // Before an append: room for its keys in the index (busy: the append waits).
-  io::Code index_prepare(const engine::MessageInput& in);
+  // Room in the index for the record's keys; *keys: how many (0: no index, or none, and then
+  // append_pending skips the insert: the properties are scanned once, not twice).
+  io::Code index_prepare(const engine::MessageInput& in, uint32_t* keys);
   uint64_t index_durable() const {
     return msg_index_ != nullptr ? msg_index_->durable_dispatched() : UINT64_MAX;
   }

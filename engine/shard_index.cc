@@ -78,11 +78,10 @@ bool Shard::index_busy() const {
   return msg_index_ != nullptr && !msg_index_->fail_stopped() && msg_index_->pending_work() > 0;
 }
 
-io::Code Shard::index_prepare(const engine::MessageInput& in) {
-  if (msg_index_ == nullptr) return io::Code::ok;
-  const uint32_t keys = engine::index_key_count(in.properties);
-  if (keys == 0) return io::Code::ok;
-  return msg_index_->prepare(keys).code();
+io::Code Shard::index_prepare(const engine::MessageInput& in, uint32_t* keys) {
+  *keys = msg_index_ != nullptr ? engine::index_key_count(in.properties) : 0;
+  if (*keys == 0) return io::Code::ok;
+  return msg_index_->prepare(*keys).code();
 }
 
 bool Shard::start_index_query(uint32_t slot_index, const ShardRequest& request) {
