@@ -167,6 +167,7 @@ struct Args {
   io::IoMode io_mode = engine::CommitLogOptions{}.io_mode;
   int64_t min_write_kib = -1;       // -1: the CommitLog default
   bool prepare_ahead = true;        // false: no zero-fill of the next segment until it is needed
+  bool message_index = true;        // false: StoreOptions::index.enabled off (no key index)
   int64_t zero_fill_lead_mib = -1;  // -1: the CommitLog default; -2: unpaced
   bool json = false;
   // ---- consume, lag, recovery ----
@@ -195,7 +196,8 @@ struct Args {
              "         [--messages N | --seconds S] [--data DIR] [--segment-mib N]\n"
              "         [--io-mode buffered|direct] [--min-write-kib N]\n"
              "         [--prepare-ahead yes|no] [--zero-fill-lead-mib N|unpaced] [--json]\n"
-             "         [--delivery-lead-ms N]\n"
+             "         [--delivery-lead-ms N] [--message-index yes|no]\n"
+             "  --message-index no: no per-shard message index (measures its append cost).\n"
              "  --delivery-lead-ms: StoreOptions::delivery_lead_ms (delay workload).\n"
              "  --min-write-kib: CommitLogOptions::min_write_bytes / 1024 (write coalescing).\n"
              "  --prepare-ahead no: the next segment is zero-filled only when the writer needs\n"
@@ -294,6 +296,9 @@ void apply_flag(Args& a, std::string_view flag, const std::string& value) {
   } else if (flag == "--prepare-ahead") {
     if (value != "yes" && value != "no") usage("--prepare-ahead takes yes or no");
     a.prepare_ahead = value == "yes";
+  } else if (flag == "--message-index") {
+    if (value != "yes" && value != "no") usage("--message-index takes yes or no");
+    a.message_index = value == "yes";
   } else {
     usage("unknown option " + std::string(flag));
   }
@@ -930,6 +935,7 @@ StoreOptions store_options(const Args& a) {
   if (a.min_write_kib >= 0)
     options.log.min_write_bytes = static_cast<uint32_t>(a.min_write_kib << 10);
   if (!a.prepare_ahead) options.log.prepare_ahead_bytes = 0;
+  options.index.enabled = a.message_index;
   if (a.delivery_lead_ms >= 0) options.delivery_lead_ms = a.delivery_lead_ms;
   if (a.zero_fill_lead_mib == -2) options.log.zero_fill_lead_bytes = UINT64_MAX;
   if (a.zero_fill_lead_mib >= 0) {
