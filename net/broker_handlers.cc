@@ -67,44 +67,40 @@ int32_t pull_code(PullStatus status) {
   return rc::kSystemError;
 }
 
-// The answer for a store request that was not carried out.
-int32_t error_code(io::Code code) {
-  switch (code) {
-    case io::Code::invalid_argument:
-    case io::Code::too_large:
-      return rc::kMessageIllegal;
-    case io::Code::busy:
-      return rc::kSystemBusy;
-    case io::Code::no_space:
-    case io::Code::shut_down:
-    case io::Code::fail_stopped:
-      return rc::kServiceNotAvailable;
-    default:
-      return rc::kSystemError;
+// How a store request that was not carried out is answered, by the store's Code: the response
+// code and the remark. A Code not listed: SYSTEM_ERROR, "store error".
+struct StoreErrorAnswer {
+  io::Code code;
+  int32_t response_code;
+  const char* remark;
+};
+constexpr StoreErrorAnswer kStoreErrorAnswers[] = {
+    {io::Code::invalid_argument, rc::kMessageIllegal, "invalid message"},
+    {io::Code::too_large, rc::kMessageIllegal, "message too large (maxMessageSize)"},
+    {io::Code::busy, rc::kSystemBusy, "the store is busy, try again"},
+    {io::Code::no_space, rc::kServiceNotAvailable, "the disk is full: the message was not stored"},
+    {io::Code::fail_stopped, rc::kServiceNotAvailable,
+     "the store stopped after a disk error: the message may or may not be stored"},
+    {io::Code::shut_down, rc::kServiceNotAvailable, "the broker is stopping"},
+    {io::Code::not_found, rc::kSystemError, "not found"},
+    {io::Code::corruption, rc::kSystemError,
+     "a stored message this needs is damaged (failed its CRC check; see the broker log)"},
+};
+
+const StoreErrorAnswer& store_error_answer(io::Code code) {
+  static constexpr StoreErrorAnswer kOther{io::Code::io_error, rc::kSystemError, "store error"};
+  for (const StoreErrorAnswer& answer : kStoreErrorAnswers) {
+    if (answer.code == code) return answer;
   }
+  return kOther;
+}
+
+int32_t error_code(io::Code code) {
+  return store_error_answer(code).response_code;
 }
 
 std::string code_text(io::Code code) {
-  switch (code) {
-    case io::Code::invalid_argument:
-      return "invalid message";
-    case io::Code::too_large:
-      return "message too large (maxMessageSize)";
-    case io::Code::busy:
-      return "the store is busy, try again";
-    case io::Code::no_space:
-      return "the disk is full: the message was not stored";
-    case io::Code::fail_stopped:
-      return "the store stopped after a disk error: the message may or may not be stored";
-    case io::Code::shut_down:
-      return "the broker is stopping";
-    case io::Code::not_found:
-      return "not found";
-    case io::Code::corruption:
-      return "a stored message this needs is damaged (failed its CRC check; see the broker log)";
-    default:
-      return "store error";
-  }
+  return store_error_answer(code).remark;
 }
 
 // A client may name uringmq's internal properties only to cancel timers (__UMQ_CANCEL_KEY);
@@ -158,6 +154,18 @@ struct SendHeader {
   int32_t max_reconsume_times = 16;
   std::string_view properties;
 };
+
+// The fields of a message a send request's header gives (a single message, or the batch's
+// fields copied into each of its messages). Only the compression and transaction bits of
+// sys_flag are the client's to set; the host-family bits describe the stored record and are the
+// store's.
+void set_header_fields(Message& message, const SendHeader& header, int64_t now_ms,
+                       const engine::HostAddress& peer) {
+  message.sys_flag = header.sys_flag & ~(engine::kSysFlagBornHostV6 | engine::kSysFlagStoreHostV6);
+  message.born_timestamp_ms = header.born_timestamp_ms.value_or(now_ms);
+  message.born_host = peer;
+  message.reconsume_times = header.reconsume_times;
+}
 
 std::optional<Refusal> read_send_header(const RemotingCommand& request, SendHeader* out) {
   // The header fields Java requires (@CFNotNull on SendMessageRequestHeader).
@@ -597,29 +605,32 @@ void BrokerReactor::handle_send(uint32_t conn, RemotingCommand& request,
   if (auto refused = pick_write_queue(topic, &queue_id)) {
     return reply_code(conn, request, refused->first, std::move(refused->second));
   }
+  uint32_t index = new_send_op(conn, request, std::move(topic), queue_id, body);
+  BrokerOp& op = *ops_[index];
+  op.properties = std::move(properties);
+  op.message.body = op.data;
+  op.message.properties = op.properties;
+  op.message.flag = header.flag;
+  set_header_fields(op.message, header, clock_->now_ms(), conns_[conn].peer);
+  submit(index, [&](uint64_t tag) { return session_->send_async(op.message, tag); });
+}
+
+// A send op (single or batch) holding a copy of the body, its topic and queue in op.message.
+uint32_t BrokerReactor::new_send_op(uint32_t conn, const RemotingCommand& request,
+                                    std::string topic, int64_t queue_id,
+                                    std::span<const std::byte> body) {
   uint32_t index = new_op(BrokerOp::Kind::send, conn, request);
   BrokerOp& op = *ops_[index];
   sends_in_flight_++;
   op.deadline_ms = clock_->now_ms() + config_.sync_flush_timeout_ms;
   op.topic = std::move(topic);
-  op.properties = std::move(properties);
+  op.queue_id = static_cast<int32_t>(queue_id);
   op.data.assign(body.begin(), body.end());
   set_reserved(index, body.size());
-  op.queue_id = static_cast<int32_t>(queue_id);
   op.message = Message{};
   op.message.topic = op.topic;
   op.message.queue_id = op.queue_id;
-  op.message.body = op.data;
-  op.message.properties = op.properties;
-  op.message.flag = header.flag;
-  // Only the compression and transaction bits are the client's to set; the host-family bits
-  // describe the stored record and are the store's.
-  op.message.sys_flag =
-      header.sys_flag & ~(engine::kSysFlagBornHostV6 | engine::kSysFlagStoreHostV6);
-  op.message.born_timestamp_ms = header.born_timestamp_ms.value_or(clock_->now_ms());
-  op.message.born_host = conns_[conn].peer;
-  op.message.reconsume_times = header.reconsume_times;
-  submit(index, [&](uint64_t tag) { return session_->send_async(op.message, tag); });
+  return index;
 }
 
 // ---- SEND_BATCH_MESSAGE: one queue, consecutive offsets, one reply (SendMessageProcessor
@@ -653,22 +664,10 @@ void BrokerReactor::handle_send_batch(uint32_t conn, RemotingCommand& request,
   if (auto refused = pick_write_queue(header.topic, &queue_id)) {
     return reply_code(conn, request, refused->first, std::move(refused->second));
   }
-  uint32_t index = new_op(BrokerOp::Kind::send, conn, request);
+  uint32_t index = new_send_op(conn, request, std::move(header.topic), queue_id, body);
   BrokerOp& op = *ops_[index];
-  sends_in_flight_++;
-  op.deadline_ms = clock_->now_ms() + config_.sync_flush_timeout_ms;
-  op.topic = std::move(header.topic);
-  op.queue_id = static_cast<int32_t>(queue_id);
-  op.data.assign(body.begin(), body.end());
-  set_reserved(index, body.size());
-  op.message = Message{};  // the batch's fields, copied into each message
-  op.message.topic = op.topic;
-  op.message.queue_id = op.queue_id;
-  op.message.sys_flag =
-      header.sys_flag & ~(engine::kSysFlagBornHostV6 | engine::kSysFlagStoreHostV6);
-  op.message.born_timestamp_ms = header.born_timestamp_ms.value_or(clock_->now_ms());
-  op.message.born_host = conns_[conn].peer;
-  op.message.reconsume_times = header.reconsume_times;
+  // The batch's fields, copied into each message.
+  set_header_fields(op.message, header, clock_->now_ms(), conns_[conn].peer);
   if (auto refused = build_batch(index, batch_properties)) {
     reply_code(conn, request, refused->first, std::move(refused->second));
     return free_op(index);

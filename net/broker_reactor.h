@@ -234,6 +234,8 @@ class BrokerReactor {
   std::optional<std::pair<int32_t, std::string>> pick_write_queue(const std::string& topic,
                                                                   int64_t* queue_id);
   void handle_send(uint32_t conn, RemotingCommand& request, std::span<const std::byte> body);
+  uint32_t new_send_op(uint32_t conn, const RemotingCommand& request, std::string topic,
+                       int64_t queue_id, std::span<const std::byte> body);
   void handle_send_batch(uint32_t conn, RemotingCommand& request, std::span<const std::byte> body);
   // Decodes the batch op `index` holds (its data) into op.batch; a refusal names the cause.
   std::optional<std::pair<int32_t, std::string>> build_batch(uint32_t index,
