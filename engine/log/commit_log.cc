@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "engine/log/checkpoint.h"
+#include "engine/log/file_names.h"
 #include "engine/log/log_recovery.h"
 #include "sched/completion_tags.h"
 
@@ -92,9 +93,7 @@ io::Status validate(const CommitLogOptions& o) {
 }  // namespace
 
 std::string CommitLog::segment_name(uint64_t base_offset) {
-  char name[32];
-  std::snprintf(name, sizeof(name), "%020llu", static_cast<unsigned long long>(base_offset));
-  return name;
+  return offset_file_name(base_offset);
 }
 
 CommitLog::CommitLog(io::Disk& disk, io::Clock& clock, const CommitLogOptions& options)

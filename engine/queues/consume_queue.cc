@@ -28,6 +28,7 @@
 #include <utility>
 
 #include "engine/log/byte_order.h"
+#include "engine/log/file_names.h"
 #include "io/assert.h"
 #include "sched/completion_tags.h"
 #include "sched/slot_pool.h"
@@ -77,10 +78,7 @@ uint64_t end_of(const CqUnit& unit) {
 }
 
 std::string file_name(int64_t base_unit) {
-  char name[32];
-  std::snprintf(name, sizeof(name), "%020llu",
-                static_cast<unsigned long long>(static_cast<uint64_t>(base_unit) * kCqUnitBytes));
-  return name;
+  return offset_file_name(static_cast<uint64_t>(base_unit) * kCqUnitBytes);
 }
 
 bool parse_digits(std::string_view s, uint64_t* out) {
@@ -477,7 +475,7 @@ io::Status CqStore::Impl::recover_queue_files(Queue& q, const std::vector<std::s
   std::vector<int64_t> bases;
   for (const std::string& name : names) {
     uint64_t bytes = 0;
-    if (name.size() != kFileNameDigits || !parse_digits(name, &bytes)) continue;
+    if (!parse_offset_file_name(name, &bytes)) continue;
     if (bytes % (options.units_per_file * kCqUnitBytes) != 0) {
       return io::Status::error(io::Code::corruption,
                                io::path_join(q.dir, name) +
@@ -703,7 +701,7 @@ io::Status CqStore::Impl::reset_for_rebuild(QueueIndex qi, const std::string& wh
   if (names.is_ok()) {
     for (const std::string& name : *names) {
       uint64_t bytes = 0;
-      if (name.size() != kFileNameDigits || !parse_digits(name, &bytes)) continue;
+      if (!parse_offset_file_name(name, &bytes)) continue;
       UMQ_RETURN_IF_ERROR(disk.remove(io::path_join(q.dir, name)));
     }
     UMQ_RETURN_IF_ERROR(io::sync_dir(disk, q.dir));
