@@ -345,20 +345,26 @@ bool Session::absorb(uint32_t shard, Completion& c) {
   return true;
 }
 
-io::Status Session::read_async(StoreOffset store_offset, uint32_t size_bytes, std::byte* dest,
-                               uint64_t tag) {
-  uint32_t shard = shard_of_offset(store_offset);
+// Posts a request about the record at store_offset to the shard that holds it, with the
+// record's offset in that shard's log.
+io::Status Session::post_to_holder(StoreOffset store_offset, ShardRequest& request) {
+  const uint32_t shard = shard_of_offset(store_offset);
   if (shard >= store_.shards_.size()) {
     return io::Status::error(io::Code::invalid_argument,
                              "offset names shard " + std::to_string(shard));
   }
+  request.local_offset = local_offset(store_offset);
+  return post(shard, request);
+}
+
+io::Status Session::read_async(StoreOffset store_offset, uint32_t size_bytes, std::byte* dest,
+                               uint64_t tag) {
   ShardRequest request;
   request.kind = ShardRequest::Kind::read;
   request.tag = tag;
-  request.local_offset = local_offset(store_offset);
   request.size_bytes = size_bytes;
   request.dest = dest;
-  return post(shard, request);
+  return post_to_holder(store_offset, request);
 }
 
 namespace {
@@ -407,18 +413,12 @@ io::Status Session::query_index_async(uint32_t shard, const IndexQueryRequest& q
 
 io::Status Session::view_record_async(StoreOffset store_offset, std::span<std::byte> buffer,
                                       uint64_t tag) {
-  const uint32_t shard = shard_of_offset(store_offset);
-  if (shard >= store_.shards_.size()) {
-    return io::Status::error(io::Code::invalid_argument,
-                             "offset names shard " + std::to_string(shard));
-  }
   ShardRequest request;
   request.kind = ShardRequest::Kind::view_record;
   request.tag = tag;
-  request.local_offset = local_offset(store_offset);
   request.max_messages = 1;
   request.buffer = buffer;
-  return post(shard, request);
+  return post_to_holder(store_offset, request);
 }
 
 io::Status Session::query_queue_async(std::string_view topic, int32_t queue_id, uint64_t tag) {
