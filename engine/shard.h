@@ -138,7 +138,8 @@ class Shard final : private engine::DeliveryHost {
   io::Status stop();
   // From a session thread, after pushing a request: wakes the shard if it is asleep.
   void wake_if_sleeping();
-  StoreStats stats() const;
+  // Adds this shard's counters into `out`.
+  void add_stats(StoreStats& out) const;
   // Adds this shard's delay-level figures into `out` (indexed by level - 1).
   void add_delay_level_stats(std::vector<DelayLevelStats>& out) const;
 

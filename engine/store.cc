@@ -166,21 +166,7 @@ uint32_t Store::shard_for(std::string_view topic, int32_t queue_id) const {
 
 StoreStats Store::stats() const {
   StoreStats total;
-  for (const auto& shard : shards_) {
-    StoreStats s = shard->stats();
-    total.appends += s.appends;
-    total.acks_ok += s.acks_ok;
-    total.writes_submitted += s.writes_submitted;
-    total.fdatasyncs += s.fdatasyncs;
-    total.wakeups += s.wakeups;
-    total.segments_deleted += s.segments_deleted;
-    total.messages_deleted_unconsumed += s.messages_deleted_unconsumed;
-    total.corrupt_reads_refused += s.corrupt_reads_refused;
-    total.corrupt_records_reported += s.corrupt_records_reported;
-    total.scrub_bytes_checked += s.scrub_bytes_checked;
-    total.scrub_corrupt_records += s.scrub_corrupt_records;
-    total.scrubs_finished += s.scrubs_finished;
-  }
+  for (const auto& shard : shards_) shard->add_stats(total);
   return total;
 }
 
