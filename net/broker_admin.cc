@@ -483,6 +483,9 @@ void BrokerReactor::add_java_runtime_figures(
   // No thread pools: requests never wait in a queue before a handler.
   add("sendThreadPoolQueueHeadWaitTimeMills", "0");
   add("pullThreadPoolQueueHeadWaitTimeMills", "0");
+  add("sendThreadPoolQueueSize", "0");
+  add("pullThreadPoolQueueSize", "0");
+  add("pageCacheLockTimeMills", "0");  // no lock around appends
   add("earliestMessageTimeStamp", "-1");  // as Java's until it has looked
   struct statvfs fs {};
   double used = 0;

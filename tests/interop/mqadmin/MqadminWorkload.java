@@ -23,7 +23,7 @@ public class MqadminWorkload {
     int count = 8;
     DefaultMQProducer producer = new DefaultMQProducer(group + "_producer");
     producer.setNamesrvAddr(nameServer);
-    producer.setRetryTimesWhenSendFailed(0);
+    producer.setSendMsgTimeout(20000);  // a loaded machine: JIT and first connections are slow
     producer.start();
     for (int i = 0; i < count; i++) {
       Message m = new Message(topic, "TagA", "key-" + i, ("body " + i).getBytes("UTF-8"));
@@ -46,7 +46,12 @@ public class MqadminWorkload {
     consumer.start();
     long deadline = System.currentTimeMillis() + 60_000;
     while (consumed.get() < count && System.currentTimeMillis() < deadline) Thread.sleep(50);
-    Thread.sleep(1500);  // two offset persists
+    // Every queue's offset committed now, not at the next periodic persist.
+    Thread.sleep(300);
+    consumer.getDefaultMQPushConsumerImpl().persistConsumerOffset();
+    Thread.sleep(1000);
+    consumer.getDefaultMQPushConsumerImpl().persistConsumerOffset();
+    Thread.sleep(500);
     System.out.println("WORKLOAD READY consumed=" + consumed.get());
     System.out.flush();
     while (System.in.read() >= 0) {
