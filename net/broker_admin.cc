@@ -122,12 +122,12 @@ io::Status BrokerReactor::post_admin_step(uint32_t index) {
     case Step::queue_range:
       return session_->query_queue_async(queue.topic, queue.queue_id, index);
     case Step::last_record: {
-      const int64_t at = q.what == What::topic_stats ? queue.max_offset - 1
-                                                     : queue.consumer_offset - 1;
+      const int64_t at =
+          q.what == What::topic_stats ? queue.max_offset - 1 : queue.consumer_offset - 1;
       if (op.data.size() < largest_pull_bytes()) op.data.resize(largest_pull_bytes());
       set_reserved(index, op.data.size());
-      op.pull = PullRequest{queue.topic, queue.queue_id, QueueOffset{at}, 1, {}, nullptr,
-                            op.data, 0};
+      op.pull =
+          PullRequest{queue.topic, queue.queue_id, QueueOffset{at}, 1, {}, nullptr, op.data, 0};
       return session_->pull_async(op.pull, index);
     }
     case Step::consumer_offset:
@@ -150,8 +150,8 @@ bool BrokerReactor::complete_admin(uint32_t index, const Completion& c) {
   AdminQueue& queue = q.queues[q.next];
   if (c.code != io::Code::ok && q.step != Step::last_record) {
     reply_code(op.conn, op.request, store_error_code(c.code),
-               "the store answered " + std::string(io::code_name(c.code)) + " for " +
-                   queue.topic + " queue " + std::to_string(queue.queue_id));
+               "the store answered " + std::string(io::code_name(c.code)) + " for " + queue.topic +
+                   " queue " + std::to_string(queue.queue_id));
     return true;
   }
   switch (q.step) {
@@ -170,8 +170,8 @@ bool BrokerReactor::complete_admin(uint32_t index, const Completion& c) {
       if (q.what != What::reset_offset) break;
       const int64_t target = q.timestamp_ms < 0 ? queue.max_offset : queue.search_offset;
       // Java: forced, or the time's offset is behind the group's: move there; else stay.
-      queue.reset_offset = q.force || target < queue.consumer_offset ? target
-                                                                     : queue.consumer_offset;
+      queue.reset_offset =
+          q.force || target < queue.consumer_offset ? target : queue.consumer_offset;
       break;
     }
     case Step::search:
@@ -212,10 +212,10 @@ void BrokerReactor::finish_admin(BrokerOp& op) {
                 ",\"minOffset\":" + std::to_string(queue.min_offset) + "}";
         break;
       case What::consume_stats:
-        body += ":{\"brokerOffset\":" + std::to_string(std::max<int64_t>(queue.max_offset, 0)) +
-                ",\"consumerOffset\":" +
-                std::to_string(std::max<int64_t>(queue.consumer_offset, 0)) +
-                ",\"lastTimestamp\":" + std::to_string(queue.timestamp_ms) + "}";
+        body +=
+            ":{\"brokerOffset\":" + std::to_string(std::max<int64_t>(queue.max_offset, 0)) +
+            ",\"consumerOffset\":" + std::to_string(std::max<int64_t>(queue.consumer_offset, 0)) +
+            ",\"lastTimestamp\":" + std::to_string(queue.timestamp_ms) + "}";
         break;
       case What::reset_offset:
         body += ":" + std::to_string(queue.reset_offset);
@@ -300,8 +300,8 @@ void BrokerReactor::handle_topic_stats(uint32_t conn, const RemotingCommand& req
   const std::string* topic = request.ext("topic");
   const std::optional<TopicShape> shape =
       topic != nullptr && !is_internal_topic(*topic) ? topic_shape(*topic) : std::nullopt;
-  if (!shape || (!shape->configured && !topic->starts_with(kRetryPrefix) &&
-                 !topic->starts_with("%DLQ%"))) {
+  if (!shape ||
+      (!shape->configured && !topic->starts_with(kRetryPrefix) && !topic->starts_with("%DLQ%"))) {
     return reply_code(conn, request, rc::kTopicNotExist,
                       "topic[" + (topic ? *topic : std::string()) + "] not exist");
   }
@@ -329,12 +329,10 @@ void BrokerReactor::handle_consume_stats(uint32_t conn, const RemotingCommand& r
   q->what = What::consume_stats;
   q->group = *group;
   for (const std::string& t : topics) {
-    const std::optional<TopicShape> shape =
-        is_internal_topic(t) ? std::nullopt : topic_shape(t);
+    const std::optional<TopicShape> shape = is_internal_topic(t) ? std::nullopt : topic_shape(t);
     if (!shape) continue;
     // Java: an online group that does not subscribe to the topic has no figures for it.
-    if (online != nullptr && !online->subscriptions.empty() &&
-        !online->subscriptions.contains(t)) {
+    if (online != nullptr && !online->subscriptions.empty() && !online->subscriptions.contains(t)) {
       continue;
     }
     for (int32_t i = 0; i < shape->read_queue_nums; ++i) q->queues.push_back({t, i});
@@ -357,9 +355,9 @@ void BrokerReactor::handle_reset_offset(uint32_t conn, const RemotingCommand& re
   const std::optional<TopicShape> shape =
       is_internal_topic(*topic) ? std::nullopt : topic_shape(*topic);
   if (!shape) {
-    return reply_code(conn, request, rc::kSystemError,
-                      "[reset-offset] reset offset failed, no topic in this broker. topic=" +
-                          *topic);
+    return reply_code(
+        conn, request, rc::kSystemError,
+        "[reset-offset] reset offset failed, no topic in this broker. topic=" + *topic);
   }
   if (clients_.consumer(*group) == nullptr) {
     // Java's answers: a group it never heard of, and one that is known but offline (mqadmin
@@ -485,7 +483,7 @@ void BrokerReactor::add_java_runtime_figures(
   add("pullThreadPoolQueueHeadWaitTimeMills", "0");
   add("sendThreadPoolQueueSize", "0");
   add("pullThreadPoolQueueSize", "0");
-  add("pageCacheLockTimeMills", "0");  // no lock around appends
+  add("pageCacheLockTimeMills", "0");     // no lock around appends
   add("earliestMessageTimeStamp", "-1");  // as Java's until it has looked
   struct statvfs fs {};
   double used = 0;

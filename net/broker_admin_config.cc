@@ -226,8 +226,8 @@ void BrokerReactor::handle_get_broker_config(uint32_t conn, const RemotingComman
     start = end + 1;
   }
   RemotingCommand response = make_response(request, rc::kSuccess);
-  response.set_ext("version", "{\"counter\":" + std::to_string(config_overlay_.size()) +
-                                  ",\"timestamp\":0}");
+  response.set_ext("version",
+                   "{\"counter\":" + std::to_string(config_overlay_.size()) + ",\"timestamp\":0}");
   reply(conn, response, std::as_bytes(std::span(body)));
 }
 
@@ -277,8 +277,7 @@ void BrokerReactor::handle_put_subscription_group(uint32_t conn, const RemotingC
   reply_code(conn, request, rc::kSuccess, {});
 }
 
-void BrokerReactor::handle_all_subscription_groups(uint32_t conn,
-                                                   const RemotingCommand& request) {
+void BrokerReactor::handle_all_subscription_groups(uint32_t conn, const RemotingCommand& request) {
   const std::string body = subscription_groups_->to_json();
   reply(conn, make_response(request, rc::kSuccess), std::as_bytes(std::span(body)));
 }

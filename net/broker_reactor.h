@@ -119,11 +119,11 @@ struct BrokerOp {
     send_back_record,
     send_back_store,
     release,
+    admin,           // an admin request's store queries, one at a time (net/broker_admin.cc)
     query_message,   // QUERY_MESSAGE: one request per shard (net/broker_query.cc)
     view_message,    // VIEW_MESSAGE_BY_ID
     earliest_min,    // GET_EARLIEST_MSG_STORETIME: the queue's min offset, then
-    earliest_record,  // its record's store time
-    admin             // an admin request's chain of store queries (net/broker_admin.cc)
+    earliest_record  // its record's store time
   };
   Kind kind = Kind::send;
   bool in_use = false;
@@ -301,8 +301,9 @@ class BrokerReactor {
   // The figures Java's GET_BROKER_RUNTIME_INFO has that mqadmin clusterList and brokerStatus
   // and the dashboard read (putTps, getTransferedTps, msgPutTotalTodayNow, commitLogDiskRatio,
   // ...), each passed to `add` (key, value).
-  void add_java_runtime_figures(const StoreStats& stats,
-                                const std::function<void(std::string_view, const std::string&)>& add);
+  void add_java_runtime_figures(
+      const StoreStats& stats,
+      const std::function<void(std::string_view, const std::string&)>& add);
   // ---- SQL92 filters (broker_filters.cc) ----
   void handle_check_client_config(uint32_t conn, const RemotingCommand& request,
                                   std::span<const std::byte> body);
@@ -385,18 +386,6 @@ class BrokerReactor {
   engine::HostAddress store_host_;
   std::string advertised_;  // "ip:port" put in routes
   ConsumerGroups groups_;   // members from heartbeats, and where to reach them
-  ClientTable clients_;     // what heartbeats say about clients (admin listings)
-  std::unique_ptr<SubscriptionGroups> subscription_groups_;
-  // Run-time changes to the configuration (UPDATE_BROKER_CONFIG), as persisted: key -> value.
-  std::map<std::string, std::string, std::less<>> config_overlay_;
-  uint64_t messages_pulled_ = 0;  // messages answered to pulls (getTransferedTps)
-  // putTps / getTransferedTps: the counters at the previous GET_BROKER_RUNTIME_INFO (at least
-  // 1 s before) and the rates over the interval since the one before.
-  int64_t tps_sample_ms_ = 0;
-  uint64_t tps_sample_put_ = 0;
-  uint64_t tps_sample_got_ = 0;
-  double put_tps_ = 0;
-  double got_tps_ = 0;
   LockTable locks_;         // orderly consumers' queue locks (monotonic ms)
   bool lock_table_full_logged_ = false;
   int64_t next_lock_reclaim_ms_ = 0;                  // monotonic
@@ -408,6 +397,18 @@ class BrokerReactor {
   std::vector<uint32_t> batch_props_at_;   // scratch: each message's properties in the arena
   // (consumer group, topic) -> its SQL92 subscription; at most kMaxSqlSubscriptions.
   std::map<std::pair<std::string, std::string>, SqlSubscription> sql_subscriptions_;
+  ClientTable clients_;  // what heartbeats say about clients (admin listings)
+  std::unique_ptr<SubscriptionGroups> subscription_groups_;
+  // Run-time changes to the configuration (UPDATE_BROKER_CONFIG), as persisted: key -> value.
+  std::map<std::string, std::string, std::less<>> config_overlay_;
+  uint64_t messages_pulled_ = 0;  // messages answered to pulls (getTransferedTps)
+  // putTps / getTransferedTps: the counters at the previous GET_BROKER_RUNTIME_INFO (at least
+  // 1 s before) and the rates over the interval since the one before.
+  int64_t tps_sample_ms_ = 0;
+  uint64_t tps_sample_put_ = 0;
+  uint64_t tps_sample_got_ = 0;
+  double put_tps_ = 0;
+  double got_tps_ = 0;
   std::array<Completion, 256> completions_{};
   std::array<io::NetCompletion, 256> events_{};
 };

@@ -83,8 +83,8 @@ void ClientTable::remove_if(Gone&& gone) {
   }
 }
 
-void ClientTable::unregister(const std::string* consumer_group,
-                             const std::string* producer_group, std::string_view client_id) {
+void ClientTable::unregister(const std::string* consumer_group, const std::string* producer_group,
+                             std::string_view client_id) {
   if (consumer_group != nullptr) {
     if (auto g = consumers_.find(*consumer_group); g != consumers_.end()) {
       clients_ -= g->second.clients.erase(std::string(client_id));
@@ -104,9 +104,8 @@ void ClientTable::connection_closed(ConnectionRef connection) {
 }
 
 void ClientTable::expire(int64_t now_ms, int64_t expire_ms) {
-  remove_if([&](const std::string&, const ClientInfo& c) {
-    return now_ms - c.heartbeat_ms > expire_ms;
-  });
+  remove_if(
+      [&](const std::string&, const ClientInfo& c) { return now_ms - c.heartbeat_ms > expire_ms; });
 }
 
 void ClientTable::note_commit(std::string_view group, std::string_view topic) {

@@ -11,9 +11,9 @@ namespace {
 constexpr uint64_t kMaxFileBytes = 64u << 20;
 
 io::Status field_error(std::string_view field, std::string_view want) {
-  return io::Status::error(io::Code::invalid_argument, "subscription group field " +
-                                                           std::string(field) + " is not " +
-                                                           std::string(want));
+  return io::Status::error(
+      io::Code::invalid_argument,
+      "subscription group field " + std::string(field) + " is not " + std::string(want));
 }
 
 template <typename Int>
@@ -70,8 +70,8 @@ io::Result<SubscriptionGroupConfig> parse_subscription_group(const JsonValue& va
   UMQ_RETURN_IF_ERROR(read_int(value, "brokerId", &c.broker_id));
   UMQ_RETURN_IF_ERROR(
       read_int(value, "whichBrokerWhenConsumeSlowly", &c.which_broker_when_consume_slowly));
-  UMQ_RETURN_IF_ERROR(read_bool(value, "notifyConsumerIdsChangedEnable",
-                                &c.notify_consumer_ids_changed_enable));
+  UMQ_RETURN_IF_ERROR(
+      read_bool(value, "notifyConsumerIdsChangedEnable", &c.notify_consumer_ids_changed_enable));
   return c;
 }
 
@@ -84,11 +84,9 @@ void append_subscription_group(std::string* out, const SubscriptionGroupConfig& 
           ",\"consumeBroadcastEnable\":" + flag(c.consume_broadcast_enable) +
           ",\"retryQueueNums\":" + std::to_string(c.retry_queue_nums) +
           ",\"retryMaxTimes\":" + std::to_string(c.retry_max_times) +
-          ",\"brokerId\":" + std::to_string(c.broker_id) +
-          ",\"whichBrokerWhenConsumeSlowly\":" +
+          ",\"brokerId\":" + std::to_string(c.broker_id) + ",\"whichBrokerWhenConsumeSlowly\":" +
           std::to_string(c.which_broker_when_consume_slowly) +
-          ",\"notifyConsumerIdsChangedEnable\":" + flag(c.notify_consumer_ids_changed_enable) +
-          "}";
+          ",\"notifyConsumerIdsChangedEnable\":" + flag(c.notify_consumer_ids_changed_enable) + "}";
 }
 
 io::Result<std::unique_ptr<SubscriptionGroups>> SubscriptionGroups::open(io::Disk& disk,
@@ -140,8 +138,8 @@ io::Status SubscriptionGroups::put(io::Disk& disk, const SubscriptionGroupConfig
   if (it == table_.end() && table_.size() >= kMaxSubscriptionGroups) {
     return io::Status::error(io::Code::busy, "the subscription group table holds " +
                                                  std::to_string(kMaxSubscriptionGroups) +
-                                                 " groups, its limit: group " +
-                                                 config.group_name + " was not created");
+                                                 " groups, its limit: group " + config.group_name +
+                                                 " was not created");
   }
   Table next = table_;
   next[config.group_name] = config;

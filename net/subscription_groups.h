@@ -38,8 +38,7 @@ struct SubscriptionGroupConfig {
   int64_t broker_id = 0;
   int64_t which_broker_when_consume_slowly = 1;
   bool notify_consumer_ids_changed_enable = true;
-  friend bool operator==(const SubscriptionGroupConfig&,
-                         const SubscriptionGroupConfig&) = default;
+  friend bool operator==(const SubscriptionGroupConfig&, const SubscriptionGroupConfig&) = default;
 };
 
 // Reads a SubscriptionGroupConfig JSON object (fields absent keep their defaults); an error

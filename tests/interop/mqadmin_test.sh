@@ -165,7 +165,12 @@ for c in "${uringmq_only[@]}"; do
 done
 java_run MqadminRunner "$work/commands.txt" "$work/out" > "$work/runner.log" 2>&1
 
-# Normalising: what differs between two brokers by nature.
+# Normalising: what differs between two brokers by nature. getBrokerConfig and brokerStatus:
+# keys both brokers have (each has many of its own).
+config_keys="autoCreateTopicEnable|defaultTopicQueueNums|brokerClusterName|maxMessageSize"
+config_keys+="|syncFlushTimeout|notifyConsumerIdsChangedEnable"
+status_keys="brokerVersionDesc|msgPutTotalTodayNow|msgGetTotalTodayNow|putTps|getTransferedTps"
+status_keys+="|commitLogDiskRatio"
 normalise() {  # command file
   local cmd=$1
   sed -E -e "s/127\.0\.0\.1:($jb|$uport|$jns|$uns)\b/BROKER_ADDR/g" \
@@ -180,12 +185,10 @@ normalise() {  # command file
     queryMsgById) grep -Ev '^(Queue ID|CommitLog Offset|Properties|Message Body Path):' |
       sed -E 's/^(Queue Offset: +)[0-9]+/\1N/' ;;
     queryMsgByKey) awk '{print $1, NF}' ;;
-    getBrokerConfig) grep -E '^(====|(autoCreateTopicEnable|defaultTopicQueueNums|brokerClusterName|maxMessageSize|syncFlushTimeout|notifyConsumerIdsChangedEnable) )' |
-      sort ;;
+    getBrokerConfig) grep -E "^(====|($config_keys) )" | sort ;;
     updateBrokerConfig) grep -Eo '^(update broker config success|CODE: [0-9]+)' ;;
     resetOffsetByTime) grep -Eo '^(rollback.*|BROKER +[0-9]+ +[0-9]+|.*CODE: [0-9]+)' | sort ;;
-    brokerStatus) grep -Eo '^(brokerVersionDesc|msgPutTotalTodayNow|msgGetTotalTodayNow|putTps|getTransferedTps|commitLogDiskRatio) +:' |
-      sort ;;
+    brokerStatus) grep -Eo "^($status_keys) +:" | sort ;;
     *) cat ;;
   esac
 }

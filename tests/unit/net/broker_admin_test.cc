@@ -25,9 +25,10 @@ namespace req = request_code;
 using namespace uringmq::testing;  // the broker harness (tests/support/broker_harness.h)
 
 RemotingResponse send(RemotingClient& client, const std::string& topic, int queue) {
-  return call(client, request(req::kSendMessageV2, send_v2_fields(topic, std::to_string(queue),
-                                                                  "TAGS\x01T\x02")),
-              "body");
+  return call(
+      client,
+      request(req::kSendMessageV2, send_v2_fields(topic, std::to_string(queue), "TAGS\x01T\x02")),
+      "body");
 }
 
 // The value of `field` in the entry keyed by queue `queue` of a fastjson MessageQueue-keyed table
@@ -69,12 +70,13 @@ TEST(BrokerAdminTest, TopicListStatsAndConsumeStats) {
             rc::kTopicNotExist);
 
   RemotingResponse commit = call(
-      *client, request(req::kUpdateConsumerOffset,
-                       {{"topic", "AT"}, {"consumerGroup", "AG"}, {"queueId", "0"},
-                        {"commitOffset", "2"}}));
+      *client,
+      request(req::kUpdateConsumerOffset,
+              {{"topic", "AT"}, {"consumerGroup", "AG"}, {"queueId", "0"}, {"commitOffset", "2"}}));
   ASSERT_EQ(commit.command.code, rc::kSuccess) << remark(commit);
   // Without a topic: the topics the group committed in.
-  RemotingResponse consume = call(*client, request(req::kGetConsumeStats, {{"consumerGroup", "AG"}}));
+  RemotingResponse consume =
+      call(*client, request(req::kGetConsumeStats, {{"consumerGroup", "AG"}}));
   ASSERT_EQ(consume.command.code, rc::kSuccess) << remark(consume);
   EXPECT_EQ(queue_field(consume.body, "AT", 0, "brokerOffset"), 3) << consume.body;
   EXPECT_EQ(queue_field(consume.body, "AT", 0, "consumerOffset"), 2) << consume.body;
@@ -153,9 +155,9 @@ TEST(BrokerAdminTest, SubscriptionGroupRetryMaxTimesDecidesTheDeadLetter) {
   const std::string offset = std::to_string(records[0].physical_offset);
   // No maxReconsumeTimes in the request: the group's retryMaxTimes (0) sends it to %DLQ%SG.
   for (const std::string group : {"SG", "Unconfigured"}) {
-    RemotingResponse back = call(
-        *client, request(req::kConsumerSendMsgBack, {{"offset", offset}, {"group", group},
-                                                     {"delayLevel", "0"}}));
+    RemotingResponse back =
+        call(*client, request(req::kConsumerSendMsgBack,
+                              {{"offset", offset}, {"group", group}, {"delayLevel", "0"}}));
     ASSERT_EQ(back.command.code, rc::kSuccess) << remark(back);
   }
   EXPECT_EQ(max_offset(*client, "%DLQ%SG", 0), 1);
@@ -179,13 +181,13 @@ TEST(BrokerAdminTest, GroupsAndRunTimeSettingsPersistAndBadKeysAreRefused) {
                    R"({"groupName":"PG1","retryMaxTimes":5})")
                   .command.code,
               rc::kSuccess);
-    ASSERT_EQ(call(*client, request(req::kUpdateAndCreateSubscriptionGroup),
-                   R"({"groupName":"PG2"})")
-                  .command.code,
-              rc::kSuccess);
-    ASSERT_EQ(call(*client, request(req::kDeleteSubscriptionGroup, {{"groupName", "PG2"}}))
-                  .command.code,
-              rc::kSuccess);
+    ASSERT_EQ(
+        call(*client, request(req::kUpdateAndCreateSubscriptionGroup), R"({"groupName":"PG2"})")
+            .command.code,
+        rc::kSuccess);
+    ASSERT_EQ(
+        call(*client, request(req::kDeleteSubscriptionGroup, {{"groupName", "PG2"}})).command.code,
+        rc::kSuccess);
     RemotingResponse set = call(*client, request(req::kUpdateBrokerConfig),
                                 "autoCreateTopicEnable=false\ndefaultTopicQueueNums=2\n");
     ASSERT_EQ(set.command.code, rc::kSuccess) << remark(set);
@@ -199,7 +201,8 @@ TEST(BrokerAdminTest, GroupsAndRunTimeSettingsPersistAndBadKeysAreRefused) {
     EXPECT_EQ(unknown.command.code, rc::kSystemError);
     EXPECT_NE(remark(unknown).find("unknown key 'noSuchKey'"), std::string::npos)
         << remark(unknown);
-    RemotingResponse bad = call(*client, request(req::kUpdateBrokerConfig), "defaultTopicQueueNums=0");
+    RemotingResponse bad =
+        call(*client, request(req::kUpdateBrokerConfig), "defaultTopicQueueNums=0");
     EXPECT_EQ(bad.command.code, rc::kSystemError) << remark(bad);
     // Applied at once: a new topic is no longer created by a send.
     EXPECT_EQ(send(*client, "NewTopic", 0).command.code, rc::kTopicNotExist);
