@@ -93,6 +93,7 @@ io::Result<std::unique_ptr<SubscriptionGroups>> SubscriptionGroups::open(io::Dis
                                                                          io::Clock& clock,
                                                                          std::string dir) {
   UMQ_RETURN_IF_ERROR(disk.make_dir(dir));
+  UMQ_RETURN_IF_ERROR(io::sync_dir(disk, io::dir_name(dir)));  // the directory's own entry
   std::unique_ptr<SubscriptionGroups> t(new SubscriptionGroups(clock, std::move(dir)));
   const std::string path = t->path();
   io::Result<std::optional<std::string>> text = read_config_file(disk, path, kMaxFileBytes);
