@@ -4,7 +4,8 @@
 # consumer group that consumed everything) on both, then each mqadmin command of the list below
 # on both (all in one JVM, mqadmin/MqadminRunner.java), and the printed outputs compared after
 # normalising what must differ (addresses, broker names, timestamps, msgIds, client ids, TPS).
-# Passes when every command printed the same; prints each difference otherwise.
+# Passes when every command printed the same, and the reset reached the online consumer (it
+# consumes again) on both; prints each difference otherwise.
 # Usage: tests/interop/mqadmin_test.sh <uringmq-broker binary> <work dir>
 # The Java pieces come from a RocketMQ 4.9.8 distribution (tools/find-rocketmq-java.sh); without
 # it, or without java/javac, the test prints a skip line and passes.
@@ -223,6 +224,23 @@ for c in "${uringmq_only[@]}"; do
   else
     echo "mqadmin ${c%%|*} (uringmq-broker only): FAILED, wanted \"${c#*|}\"; it printed:"
     sed 's/^/    /' "$uout" | head -20
+    failed=1
+  fi
+done
+# resetOffsetByTime -s 0 reached the online consumer (RESET_CONSUMER_CLIENT_OFFSET): it consumes
+# the 8 messages again (the 4.9 client waits 10 s after dropping its queues, then rebalances).
+for _ in $(seq 1 450); do
+  grep -q "WORKLOAD consumed=16" "$work/j/workload.log" &&
+    grep -q "WORKLOAD consumed=16" "$work/u/workload.log" && break
+  sleep 0.1
+done
+for side in j u; do
+  if grep -q "WORKLOAD consumed=16" "$work/$side/workload.log"; then
+    echo "resetOffsetByTime reached the online consumer on the $side broker: consumed again"
+  else
+    echo "mqadmin: after resetOffsetByTime the consumer on the $side broker did not consume" \
+      "again; its log:"
+    tail -5 "$work/$side/workload.log"
     failed=1
   fi
 done

@@ -1,7 +1,8 @@
 // The clients behind the mqadmin scenario (tests/interop/mqadmin_test.sh): against one broker
 // (a NameServer address), sends 8 messages with keys to a topic, lets a push consumer group
 // consume them and commit, and stays online (producer and consumer) so that the connection
-// lists have members, until its standard input closes. Prints "WORKLOAD msgId=<offsetMsgId>
+// lists have members, until its standard input closes; later consumption is printed as
+// "WORKLOAD consumed=N". Prints "WORKLOAD msgId=<offsetMsgId>
 // key=<key> uniq=<msgId>" for the first message, then "WORKLOAD READY" once the group consumed
 // and committed all of them.
 // Usage: java -cp <client class path>:. MqadminWorkload <nameserver host:port> <topic> <group>
@@ -54,6 +55,24 @@ public class MqadminWorkload {
     Thread.sleep(500);
     System.out.println("WORKLOAD READY consumed=" + consumed.get());
     System.out.flush();
+    // Later consumption (a reset of the group's offsets re-delivers) is printed as it happens.
+    Thread report = new Thread(() -> {
+      int seen = consumed.get();
+      while (true) {
+        try {
+          Thread.sleep(200);
+        } catch (InterruptedException e) {
+          return;
+        }
+        if (consumed.get() != seen) {
+          seen = consumed.get();
+          System.out.println("WORKLOAD consumed=" + seen);
+          System.out.flush();
+        }
+      }
+    });
+    report.setDaemon(true);
+    report.start();
     while (System.in.read() >= 0) {
     }
     consumer.shutdown();
