@@ -30,6 +30,9 @@ using What = AdminQuery::What;
 
 constexpr int32_t kConsumerNotOnline = 206;  // ResponseCode.CONSUMER_NOT_ONLINE
 constexpr std::string_view kRetryPrefix = "%RETRY%";
+// Queues one admin request may ask about (a group's topics times their queues): past it the
+// request is refused, naming the limit, rather than holding an unbounded list.
+constexpr size_t kMaxAdminQueues = 65536;
 
 int64_t ms_value(QueueOffset o) {
   return o.value;
@@ -336,6 +339,11 @@ void BrokerReactor::handle_consume_stats(uint32_t conn, const RemotingCommand& r
       continue;
     }
     for (int32_t i = 0; i < shape->read_queue_nums; ++i) q->queues.push_back({t, i});
+    if (q->queues.size() > kMaxAdminQueues) {
+      return reply_code(conn, request, rc::kSystemError,
+                        "GET_CONSUME_STATS of group " + *group + " covers over " +
+                            std::to_string(kMaxAdminQueues) + " queues: ask per topic");
+    }
   }
   start_admin(conn, request, std::move(q));
 }
