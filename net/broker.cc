@@ -174,6 +174,7 @@ io::Status BrokerReactor::start() {
         TopicTable::open(**disk, *clock_, io::path_join(config_.store.data_dir, "config"));
     if (!topics.is_ok()) return topics.status();
     topics_ = std::move(*topics);
+    UMQ_RETURN_IF_ERROR(open_admin_state(**disk));
   }
 
   UMQ_RETURN_IF_ERROR(listen_on(config_.bind_address, config_.listen_port, 1024,
@@ -495,6 +496,7 @@ void BrokerReactor::close_connection(uint32_t index, const std::string& why) {
   // RocketMQ: the client may still be consuming).
   std::vector<std::string> left;
   groups_.connection_closed({index, conn.generation}, &left);
+  clients_.connection_closed({index, conn.generation});
   members_gone(left);
   account(index);                   // its buffers are freed once the kernel lets go of them
   orphan_bytes_ += conn.ops_bytes;  // its ops' buffers, until the store answers them

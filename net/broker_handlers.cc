@@ -287,6 +287,7 @@ void BrokerReactor::free_op(uint32_t index) {
     std::vector<StoreOffset>().swap(op.batch_offsets);
   }
   op.copy.reset();
+  op.admin.reset();
   op.sql_filter.reset();
   op_pool_.release(index);
 }
@@ -438,6 +439,7 @@ void BrokerReactor::handle(uint32_t conn, RemotingCommand& request,
     case req::kGetEarliestMsgStoretime:
       return handle_earliest_time(conn, request);
     default:
+      if (handle_admin(conn, request, body)) return;
       return reply_code(conn, request, rc::kRequestCodeNotSupported,
                         "request type " + std::to_string(request.code) + " not supported");
   }
@@ -910,6 +912,7 @@ void BrokerReactor::complete_pull(BrokerOp& op, const Completion& c) {
   response.set_ext("maxOffset", std::to_string(c.max_offset.value));
   std::span<std::byte> records(op.data.data(),
                                c.pull_status == PullStatus::found ? c.size_bytes : 0);
+  if (c.pull_status == PullStatus::found) messages_pulled_ += c.message_count;
   reply(op.conn, response, records.first(client_records(op.shard, records)));
 }
 
@@ -1044,6 +1047,7 @@ void BrokerReactor::handle_offset_update(uint32_t conn, RemotingCommand& request
   }
   // ali-ons commits -1 for a queue it has not consumed from; a negative offset is ignored.
   if (*offset < 0) return reply_code(conn, request, rc::kSuccess, {});
+  clients_.note_commit(*group, *topic);
   uint32_t index = new_op(BrokerOp::Kind::commit, conn, request);
   BrokerOp& op = *ops_[index];
   op.topic = *topic;
@@ -1081,6 +1085,7 @@ void BrokerReactor::handle_heartbeat(uint32_t conn, const RemotingCommand& reque
       note_sql_subscriptions(group->text(), consumer, now);
     }
   }
+  note_heartbeat_clients(conn, request, *json);
   reply_code(conn, request, rc::kSuccess, {});
 }
 
@@ -1088,6 +1093,7 @@ void BrokerReactor::handle_unregister(uint32_t conn, const RemotingCommand& requ
   const std::string* client = request.ext("clientID");
   const std::string* group = request.ext("consumerGroup");
   if (client != nullptr && group != nullptr) leave_group(*group, *client);
+  if (client != nullptr) clients_.unregister(group, request.ext("producerGroup"), *client);
   reply_code(conn, request, rc::kSuccess, {});
 }
 
@@ -1133,7 +1139,11 @@ void BrokerReactor::handle_send_back(uint32_t conn, RemotingCommand& request) {
   op.group = *group;
   op.store_offset = store_offset_of_wire(WireOffset{static_cast<uint64_t>(*offset)});
   op.delay_level = delay_level.value_or(0);
-  op.max_reconsume_times = max_reconsume.value_or(16);
+  // The request's maxReconsumeTimes wins (Java, for clients since 3.4.9); without it, the
+  // group's retryMaxTimes (updateSubGroup -r), 16 by default.
+  const SubscriptionGroupConfig* group_config = subscription_groups_->find(*group);
+  op.max_reconsume_times =
+      max_reconsume.value_or(group_config != nullptr ? group_config->retry_max_times : 16);
   // Room for the record and its copy, until the record's size is known.
   set_reserved(index, 2 * (config_.store.log.limits.max_body_bytes + (1u << 20)));
   op.data.resize(4);
@@ -1220,6 +1230,7 @@ void BrokerReactor::handle_runtime_info(uint32_t conn, const RemotingCommand& re
   add("scrubBytesChecked", std::to_string(stats.scrub_bytes_checked));
   add("scrubCorruptRecords", std::to_string(stats.scrub_corrupt_records));
   add("scrubsFinished", std::to_string(stats.scrubs_finished));
+  add_java_runtime_figures(stats, add);
   for (const DelayLevelStats& level : store_.delay_level_stats()) {
     const std::string key = "delayLevel." + std::to_string(level.level) + ".";
     add(key + "pending", std::to_string(level.pending));
@@ -1271,6 +1282,9 @@ void BrokerReactor::on_store_completion(const Completion& c) {
     case BrokerOp::Kind::earliest_min:
     case BrokerOp::Kind::earliest_record:
       if (!complete_earliest(index, c)) return;
+      break;
+    case BrokerOp::Kind::admin:
+      if (!complete_admin(index, c)) return;
       break;
     case BrokerOp::Kind::release:
       // One completion per shard.

@@ -165,6 +165,7 @@ void BrokerReactor::members_gone(const std::vector<std::string>& groups) {
 void BrokerReactor::sweep_members_and_locks(int64_t now_ms) {
   std::vector<std::string> changed;
   groups_.expire(now_ms, config_.client_expire_ms, &changed);
+  clients_.expire(now_ms, config_.client_expire_ms);
   if (mono_ms_ >= next_lock_reclaim_ms_) {
     next_lock_reclaim_ms_ = mono_ms_ + kLockReclaimIntervalMs;
     locks_.reclaim_expired(mono_ms_, &changed);
