@@ -220,7 +220,7 @@ void print_lag(const std::map<QueueKey, LagRow>& rows) {
 
 // A broker without GET_CONSUME_STATS: each queue's max offset and committed offset.
 int lag_by_queue(CtlClient& client, const GroupOptions& o) {
-  std::optional<int32_t> n = client.route_queue_count(o.topic);
+  std::optional<int32_t> n = route_queue_count(o.target, client, o.topic);
   if (!n) return kExitFailure;
   std::map<QueueKey, LagRow> rows;
   for (int32_t q = 0; q < *n; q++) {
@@ -286,7 +286,7 @@ bool commit_offset(CtlClient& client, const GroupOptions& o, int32_t queue, int6
 // queue's offset at the time (SEARCH_OFFSET_BY_TIMESTAMP), committed; without --force only
 // where it moves the committed offset back.
 int reset_by_queue(CtlClient& client, const GroupOptions& o, int64_t time_ms) {
-  std::optional<int32_t> n = client.route_queue_count(o.topic);
+  std::optional<int32_t> n = route_queue_count(o.target, client, o.topic);
   if (!n) return kExitFailure;
   std::map<QueueKey, int64_t> done;
   for (int32_t q = 0; q < *n; q++) {
@@ -351,7 +351,7 @@ int run_group_reset(const GroupOptions& o) {
   if (o.queue >= 0) {
     queues.push_back(o.queue);
   } else {
-    std::optional<int32_t> n = client->route_queue_count(o.topic);
+    std::optional<int32_t> n = route_queue_count(o.target, *client, o.topic);
     if (!n) return kExitFailure;
     for (int32_t q = 0; q < *n; q++) queues.push_back(q);
   }

@@ -114,6 +114,14 @@ std::optional<int32_t> CtlClient::route_queue_count(const std::string& topic) {
   return static_cast<int32_t>(count);
 }
 
+std::optional<int32_t> route_queue_count(const Target& t, CtlClient& broker,
+                                         const std::string& topic) {
+  if (t.namesrv_or_addr() == broker.addr()) return broker.route_queue_count(topic);
+  std::unique_ptr<CtlClient> namesrv = CtlClient::connect(t.namesrv_or_addr());
+  if (!namesrv) return std::nullopt;
+  return namesrv->route_queue_count(topic);
+}
+
 namespace {
 
 // Index just past the JSON string starting at in[i] ('"').
@@ -143,7 +151,7 @@ size_t skip_object(std::string_view in, size_t i) {
   return in.size();
 }
 
-// fastjson writes a map whose keys are objects with the keys unquoted; RFC 8259 wants strings.
+// fastjson writes a map's object and number keys unquoted; RFC 8259 wants strings.
 std::string quote_object_keys(std::string_view in) {
   std::string out;
   out.reserve(in.size() + in.size() / 8);
@@ -151,6 +159,14 @@ std::string quote_object_keys(std::string_view in) {
   bool key_next = false;
   for (size_t i = 0; i < in.size();) {
     const char c = in[i];
+    if (key_next && ((c >= '0' && c <= '9') || c == '-')) {  // a Map<Long, V> key: 0:"addr"
+      size_t end = i + 1;
+      while (end < in.size() && in[end] >= '0' && in[end] <= '9') end++;
+      net::append_json_string(&out, in.substr(i, end - i));
+      key_next = false;
+      i = end;
+      continue;
+    }
     if (c == '"' || (key_next && c == '{')) {
       const size_t end = c == '"' ? skip_string(in, i) : skip_object(in, i);
       if (c == '"') out.append(in.substr(i, end - i));

@@ -16,6 +16,7 @@
 
 #include "net/json.h"
 #include "net/remoting_client.h"
+#include "tools/ctl_commands.h"
 
 namespace uringmq::ctl {
 
@@ -68,11 +69,17 @@ class CtlClient {
   std::string addr_;
 };
 
+// The topic's read queue count, from `t`'s NameServer: `broker` itself when that is its
+// address (a uringmq broker), else a connection of its own.
+std::optional<int32_t> route_queue_count(const Target& t, CtlClient& broker,
+                                         const std::string& topic);
+
 int response_error(std::string_view what, const net::RemotingResponse& r);
 std::optional<int64_t> ext_int(const net::RemotingResponse& r, std::string_view key);
 
-// Parses a body as JSON, accepting fastjson's object keys as Java writes a Map<MessageQueue, V>
-// ({{"brokerName":"b","queueId":0,"topic":"T"}:{...}}): such a key becomes its text. nullopt
+// Parses a body as JSON, accepting fastjson's unquoted keys as Java writes a Map<MessageQueue, V>
+// ({{"brokerName":"b","queueId":0,"topic":"T"}:{...}}) or a Map<Long, V> ({0:"addr"}): such a
+// key becomes its text. nullopt
 // after printing what is wrong (naming `what`).
 std::optional<net::JsonValue> parse_answer(std::string_view what, std::string_view body);
 

@@ -182,14 +182,13 @@ std::optional<int64_t> consume_queue(CtlClient& client, const ConsumeOptions& o,
 }
 
 // The queues --queue names: one, or every queue of the route.
-std::optional<std::vector<int32_t>> chosen_queues(CtlClient& client, const std::string& topic,
-                                                  const std::string& queue) {
+std::optional<std::vector<int32_t>> chosen_queues(CtlClient& client, const ConsumeOptions& o) {
   std::vector<int32_t> queues;
-  if (queue != "all") {
-    queues.push_back(static_cast<int32_t>(*parse_int(queue, 0, 65535)));
+  if (o.queue != "all") {
+    queues.push_back(static_cast<int32_t>(*parse_int(o.queue, 0, 65535)));
     return queues;
   }
-  std::optional<int32_t> n = client.route_queue_count(topic);
+  std::optional<int32_t> n = route_queue_count(o.target, client, o.topic);
   if (!n) return std::nullopt;
   for (int32_t q = 0; q < *n; q++) queues.push_back(q);
   return queues;
@@ -207,7 +206,7 @@ int run_consume(const ConsumeOptions& o) {
   }
   std::unique_ptr<CtlClient> client = CtlClient::connect(o.target.addr);
   if (!client) return kExitFailure;
-  std::optional<std::vector<int32_t>> queues = chosen_queues(*client, o.topic, o.queue);
+  std::optional<std::vector<int32_t>> queues = chosen_queues(*client, o);
   if (!queues) return kExitFailure;
   int64_t budget = o.max;
   for (int32_t q : *queues) {
@@ -261,7 +260,7 @@ int run_stats(const StatsOptions& o) {
   if (o.topic.empty()) return kExitOk;
   int32_t queues = o.queues;
   if (queues == 0) {
-    std::optional<int32_t> n = client->route_queue_count(o.topic);
+    std::optional<int32_t> n = route_queue_count(o.target, *client, o.topic);
     if (!n) return kExitFailure;
     queues = *n;
   }
