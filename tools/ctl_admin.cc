@@ -1,8 +1,9 @@
 // uringmq-ctl's admin commands (see ctl_commands.h): topic, group, message and broker config,
 // with the requests mqadmin sends (RocketMQ 4.9.8's MQClientAPIImpl), so they work against a
 // Java broker as against uringmq. Where a broker does not serve a request and an older one
-// does the same job (208 consume stats: 30 + 14 per queue; 222 reset by time: 29 + 15 per
-// queue, as mqadmin's resetOffsetByTimestampOld), the older way is taken.
+// does the same job, the older way is taken: 206 topic list -> 21 topic config; 202 topic stats
+// -> 31 + 30 per queue; 208 consume stats -> 30 + 14 per queue; 222 reset by time -> 29 + 15 per
+// queue (as mqadmin's resetOffsetByTimestampOld, also when no consumer of the group is online).
 
 #include <algorithm>
 #include <cstdio>
@@ -50,22 +51,46 @@ long long ll(int64_t v) {
 
 }  // namespace
 
+namespace {
+
+// Topic names: from GET_ALL_TOPIC_LIST_FROM_NAMESERVER's {"topicList":[...]}, or from a broker
+// without it, GET_ALL_TOPIC_CONFIG's {"topicConfigTable":{T:{...}}}.
+std::optional<std::vector<std::string>> topic_names(CtlClient& client) {
+  auto r = client.call(admin_code::kGetAllTopicListFromNamesrv, {});
+  if (!r) return std::nullopt;
+  const bool old = r->command.code == rc::kRequestCodeNotSupported;
+  if (old) r = client.call(rq::kGetAllTopicConfig, {});
+  if (!r) return std::nullopt;
+  if (r->command.code != 0) {
+    response_error(old ? "GET_ALL_TOPIC_CONFIG" : "GET_ALL_TOPIC_LIST_FROM_NAMESERVER", *r);
+    return std::nullopt;
+  }
+  std::optional<net::JsonValue> json = parse_answer("topic list", r->body);
+  if (!json) return std::nullopt;
+  const net::JsonValue* list = json->find(old ? "topicConfigTable" : "topicList");
+  std::vector<std::string> topics;
+  if (list != nullptr && list->is_array()) {
+    for (const net::JsonValue& t : list->items()) {
+      if (t.is_string()) topics.push_back(t.text());
+    }
+  } else if (list != nullptr && list->is_object()) {
+    for (const auto& [name, config] : list->members()) topics.push_back(name);
+  } else {
+    fail("the topic list has no \"topicList\" (or \"topicConfigTable\")");
+    return std::nullopt;
+  }
+  std::sort(topics.begin(), topics.end());
+  return topics;
+}
+
+}  // namespace
+
 int run_topic_list(const TopicOptions& o) {
   std::unique_ptr<CtlClient> client = connect_namesrv(o.target);
   if (!client) return kExitFailure;
-  auto r = client->call_ok("GET_ALL_TOPIC_LIST_FROM_NAMESERVER",
-                           admin_code::kGetAllTopicListFromNamesrv, {});
-  if (!r) return kExitFailure;
-  std::optional<net::JsonValue> json = parse_answer("topic list", r->body);
-  if (!json) return kExitFailure;
-  const net::JsonValue* list = json->find("topicList");
-  if (list == nullptr || !list->is_array()) return fail("topic list has no \"topicList\" array");
-  std::vector<std::string> topics;
-  for (const net::JsonValue& t : list->items()) {
-    if (t.is_string()) topics.push_back(t.text());
-  }
-  std::sort(topics.begin(), topics.end());
-  for (const std::string& t : topics) std::printf("%s\n", t.c_str());
+  std::optional<std::vector<std::string>> topics = topic_names(*client);
+  if (!topics) return kExitFailure;
+  for (const std::string& t : *topics) std::printf("%s\n", t.c_str());
   return kExitOk;
 }
 
@@ -150,22 +175,56 @@ int run_topic_route(const TopicOptions& o) {
   return kExitOk;
 }
 
+namespace {
+
+struct QueueStatus {
+  int64_t min_offset = 0;
+  int64_t max_offset = 0;
+  int64_t last_update_ms = 0;
+};
+
+void print_status(const std::map<QueueKey, QueueStatus>& rows) {
+  std::printf("%-24s %-6s %16s %16s  %s\n", "#broker", "#queue", "#minOffset", "#maxOffset",
+              "#lastUpdated");
+  for (const auto& [q, s] : rows) {
+    std::printf("%-24s %-6d %16lld %16lld  %s\n", q.broker.c_str(), q.queue, ll(s.min_offset),
+                ll(s.max_offset),
+                s.last_update_ms > 0 ? format_time_ms(s.last_update_ms).c_str() : "-");
+  }
+}
+
+// A broker without GET_TOPIC_STATS_INFO: each queue's GET_MIN_OFFSET and GET_MAX_OFFSET.
+int status_by_queue(CtlClient& client, const TopicOptions& o) {
+  std::optional<int32_t> n = route_queue_count(o.target, client, o.topic);
+  if (!n) return kExitFailure;
+  std::map<QueueKey, QueueStatus> rows;
+  for (int32_t q = 0; q < *n; q++) {
+    std::optional<int64_t> min = client.queue_offset(rq::kGetMinOffset, o.topic, q);
+    std::optional<int64_t> max = client.queue_offset(rq::kGetMaxOffset, o.topic, q);
+    if (!min || !max) return kExitFailure;
+    rows[QueueKey{o.topic, client.addr(), q}] = QueueStatus{*min, *max, 0};
+  }
+  print_status(rows);
+  return kExitOk;
+}
+
+}  // namespace
+
 int run_topic_status(const TopicOptions& o) {
   std::unique_ptr<CtlClient> client = connect_broker(o.target);
   if (!client) return kExitFailure;
-  auto r = client->call_ok("GET_TOPIC_STATS_INFO " + o.topic, admin_code::kGetTopicStatsInfo,
-                           {{"topic", o.topic}});
+  auto r = client->call(admin_code::kGetTopicStatsInfo, {{"topic", o.topic}});
   if (!r) return kExitFailure;
+  if (r->command.code == rc::kRequestCodeNotSupported) return status_by_queue(*client, o);
+  if (r->command.code != 0) return response_error("GET_TOPIC_STATS_INFO " + o.topic, *r);
   std::optional<net::JsonValue> json = parse_answer("topic status", r->body);
   if (!json) return kExitFailure;
-  std::printf("%-24s %-6s %16s %16s  %s\n", "#broker", "#queue", "#minOffset", "#maxOffset",
-              "#lastUpdated");
+  std::map<QueueKey, QueueStatus> rows;
   for (const auto& [q, v] : queue_rows(*json)) {
-    const int64_t updated = member_int(*v, "lastUpdateTimestamp");
-    std::printf("%-24s %-6d %16lld %16lld  %s\n", q.broker.c_str(), q.queue,
-                ll(member_int(*v, "minOffset")), ll(member_int(*v, "maxOffset")),
-                updated > 0 ? format_time_ms(updated).c_str() : "-");
+    rows[q] = QueueStatus{member_int(*v, "minOffset"), member_int(*v, "maxOffset"),
+                          member_int(*v, "lastUpdateTimestamp")};
   }
+  print_status(rows);
   return kExitOk;
 }
 

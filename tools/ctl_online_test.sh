@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # uringmq-ctl against a real uringmq-broker: produce (plain, delayed, with keys), consume with
-# and without commit, committed offsets after a broker restart, stats, and offline verify of the
-# stopped store. Usage: ctl_online_test.sh <uringmq-broker> <uringmq-ctl>
+# and without commit, committed offsets after a broker restart, stats, the admin commands the
+# broker serves (topic create/list/route/status/delete, group lag and reset by offset and by
+# time, message by id and by key, broker status), --version, and offline verify of the stopped
+# store. Usage: ctl_online_test.sh <uringmq-broker> <uringmq-ctl>
 set -euo pipefail
 broker=$1
 ctl=$2
@@ -60,6 +62,40 @@ out=$("$ctl" consume --addr "$addr" --topic T --group G --queue 0 --from committ
 grep -q "body=" <<< "$out" && fail "committed offset lost across restart: $out"
 out=$("$ctl" stats --addr "$addr" --topic T)
 grep -q "delayLevel.2.delivered" <<< "$out" || fail "stats: $out"
+passed=$((passed + 1))
+
+# Admin commands. A topic of 3 queues, 2 messages in queue 1.
+out=$("$ctl" topic create --addr "$addr" --topic Adm --read-queues 3 --write-queues 3)
+grep -q "topic Adm: 3 read / 3 write" <<< "$out" || fail "topic create: $out"
+"$ctl" topic list --addr "$addr" | grep -qx "Adm" || fail "topic list lacks Adm"
+out=$("$ctl" topic route --addr "$addr" --topic Adm)
+grep -Eq "^\S+ +3 +3 +6 +\S+:$port" <<< "$out" || fail "topic route: $out"
+id1=$("$ctl" produce --addr "$addr" --topic Adm --queue 1 --keys order-7 one | sed 's/msgId=\([^ ]*\).*/\1/')
+"$ctl" produce --addr "$addr" --topic Adm --queue 1 two > /dev/null
+out=$("$ctl" topic status --addr "$addr" --topic Adm)
+grep -Eq "^\S+ +1 +0 +2 " <<< "$out" || fail "topic status: $out"
+passed=$((passed + 1))
+
+"$ctl" message id --addr "$addr" "$id1" | grep -q "keys=order-7 .*body=one" ||
+  fail "message id $id1"
+"$ctl" message key --addr "$addr" --topic Adm order-7 | grep -q "body=one" || fail "message key"
+"$ctl" message key --addr "$addr" --topic Adm no-such-key 2> /dev/null && fail "unknown key found"
+passed=$((passed + 1))
+
+# Group offsets: by offset on one queue, then back by time to the start (every queue).
+"$ctl" group reset --addr "$addr" --group AG --topic Adm --offset 1 --queue 1 > /dev/null
+out=$("$ctl" group lag --addr "$addr" --group AG --topic Adm)
+grep -Eq "^Adm +\S+ +1 +2 +1 +1$" <<< "$out" || fail "group lag after reset to 1: $out"
+"$ctl" group reset --addr "$addr" --group AG --topic Adm --time 0 > /dev/null
+out=$("$ctl" group lag --addr "$addr" --group AG --topic Adm)
+grep -q "Diff Total: 2" <<< "$out" || fail "group lag after reset by time: $out"
+"$ctl" group reset --addr "$addr" --group AG --topic Adm 2> /dev/null && fail "reset needs a target"
+[[ $? == 2 ]] || fail "a usage error must exit 2"
+"$ctl" broker status --addr "$addr" | grep -q "putMessageTimesTotal" || fail "broker status"
+"$ctl" topic delete --addr "$addr" --topic Adm > /dev/null
+"$ctl" topic list --addr "$addr" | grep -qx "Adm" && fail "topic delete left Adm"
+"$ctl" --version | grep -Eq "^uringmq-ctl [0-9]+\.[0-9]+\.[0-9]+$" || fail "ctl --version"
+"$broker" --version | grep -Eq "^uringmq-broker [0-9]+\.[0-9]+\.[0-9]+$" || fail "broker --version"
 passed=$((passed + 1))
 
 stop
