@@ -3,10 +3,13 @@
 # and without commit, committed offsets after a broker restart, stats, the admin commands the
 # broker serves (topic create/list/route/status/delete, group lag and reset by offset and by
 # time, message by id and by key, broker status), --version, and offline verify of the stopped
-# store. Usage: ctl_online_test.sh <uringmq-broker> <uringmq-ctl>
+# store. Usage: ctl_online_test.sh <uringmq-broker> <uringmq-ctl> [admin]
+# With "admin": only the commands that need the broker's admin requests (201 subscription
+# groups, 208 consume stats without a topic, 26/25 broker config with logLevel at run time).
 set -euo pipefail
 broker=$1
 ctl=$2
+part=${3:-data}
 dir=$(mktemp -d)
 pid=
 fail() { echo "FAIL: $*" >&2; [[ -f $dir/log ]] && tail -20 "$dir/log" >&2; exit 1; }
@@ -38,6 +41,24 @@ start() {
 stop() { kill -TERM "$pid"; wait "$pid" || fail "the broker did not stop cleanly"; pid=; }
 addr=127.0.0.1:$port
 passed=0
+
+if [[ $part == admin ]]; then
+  start
+  "$ctl" produce --addr "$addr" --topic T --queue 0 "m" > /dev/null
+  "$ctl" consume --addr "$addr" --topic T --group AG --queue 0 --from first --commit > /dev/null
+  out=$("$ctl" group lag --addr "$addr" --group AG)
+  grep -Eq "^T +\S+ +0 +1 +1 +0$" <<< "$out" || fail "group lag (GET_CONSUME_STATS): $out"
+  "$ctl" group list --addr "$addr" | grep -q "^#group" || fail "group list"
+  "$ctl" broker config get --addr "$addr" | grep -qx "listenPort=$port" || fail "config get"
+  "$ctl" broker config set --addr "$addr" logLevel=debug > /dev/null
+  "$ctl" broker config get --addr "$addr" | grep -qx "logLevel=debug" || fail "logLevel not set"
+  "$ctl" produce --addr "$addr" --topic T --queue 0 "m" > /dev/null
+  grep -q " DEBUG " "$dir/log" || fail "logLevel=debug set at run time logs no DEBUG line"
+  "$ctl" broker config set --addr "$addr" noSuchKey=1 2> /dev/null && fail "unknown key taken"
+  stop
+  echo "1 passed, 0 failed"
+  exit 0
+fi
 
 start
 out=$("$ctl" produce --addr "$addr" --topic T --queue 0 --tag A --keys k1 --count 3 "plain")
