@@ -1230,6 +1230,14 @@ void BrokerReactor::handle_runtime_info(uint32_t conn, const RemotingCommand& re
     add(key + "delivered", std::to_string(level.delivered));
     add(key + "parked", std::to_string(level.parked));
   }
+  const TimerStats timers = store_.timer_stats();
+  add("timer.accepted", std::to_string(timers.accepted));
+  add("timer.inMemory", std::to_string(timers.in_memory));
+  add("timer.delivered", std::to_string(timers.delivered));
+  add("timer.rolled", std::to_string(timers.rolled));
+  add("timer.cancelled", std::to_string(timers.cancelled));
+  add("timer.parked", std::to_string(timers.parked));
+  add("timer.deleted", std::to_string(timers.deleted));
   body += "}}";
   reply(conn, make_response(request, rc::kSuccess), std::as_bytes(std::span(body)));
 }

@@ -83,6 +83,7 @@ out=$("$ctl" consume --addr "$addr" --topic T --group G --queue 0 --from committ
 grep -q "body=" <<< "$out" && fail "committed offset lost across restart: $out"
 out=$("$ctl" stats --addr "$addr" --topic T)
 grep -q "delayLevel.2.delivered" <<< "$out" || fail "stats: $out"
+grep -q "^timer.accepted " <<< "$out" || fail "stats without timer figures: $out"
 passed=$((passed + 1))
 
 # Admin commands. A topic of 3 queues, 2 messages in queue 1.
