@@ -30,8 +30,7 @@ LogPrefix stderr_prefix() {
 
 void write_line(LogLevel level, std::string_view message) {
   using namespace std::chrono;
-  const int64_t now =
-      duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
+  const int64_t now = duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
   const std::string line = format_log_line(level, message, stderr_prefix(), now);
   // One write per line so lines from different threads never interleave.
   (void)!::write(STDERR_FILENO, line.data(), line.size());

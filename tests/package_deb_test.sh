@@ -50,7 +50,8 @@ grep -q "^StateDirectory=uringmq$" "$unit" || fail "unit has no StateDirectory=u
 
 port=$(python3 -c \
   'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-sed -e "s|^storePathRootDir=.*|storePathRootDir=$work/store|" -e "s|^listenPort=.*|listenPort=$port|" \
+sed -e "s|^storePathRootDir=.*|storePathRootDir=$work/store|" \
+    -e "s|^listenPort=.*|listenPort=$port|" \
     -e "s|^namesrvListenPort=.*|namesrvListenPort=0|" -e "s|^shardCount=.*|shardCount=1|" \
     "$root/etc/uringmq/broker.conf" > "$work/broker.conf"
 touch "$work/log"

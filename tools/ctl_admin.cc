@@ -265,8 +265,8 @@ struct LagRow {
 };
 
 void print_lag(const std::map<QueueKey, LagRow>& rows) {
-  std::printf("%-32s %-24s %-6s %16s %16s %10s\n", "#topic", "#broker", "#queue",
-              "#brokerOffset", "#consumerOffset", "#diff");
+  std::printf("%-32s %-24s %-6s %16s %16s %10s\n", "#topic", "#broker", "#queue", "#brokerOffset",
+              "#consumerOffset", "#diff");
   int64_t total = 0;
   for (const auto& [q, row] : rows) {
     const int64_t diff = row.broker_offset - std::max<int64_t>(row.consumer_offset, 0);
@@ -285,9 +285,9 @@ int lag_by_queue(CtlClient& client, const GroupOptions& o) {
   for (int32_t q = 0; q < *n; q++) {
     std::optional<int64_t> max = client.queue_offset(rq::kGetMaxOffset, o.topic, q);
     if (!max) return kExitFailure;
-    auto r = client.call(rq::kQueryConsumerOffset, {{"consumerGroup", o.group},
-                                                    {"topic", o.topic},
-                                                    {"queueId", std::to_string(q)}});
+    auto r = client.call(
+        rq::kQueryConsumerOffset,
+        {{"consumerGroup", o.group}, {"topic", o.topic}, {"queueId", std::to_string(q)}});
     if (!r) return kExitFailure;
     const int64_t committed = r->command.code == 0 ? ext_int(*r, "offset").value_or(-1) : -1;
     rows[QueueKey{o.topic, client.addr(), q}] = LagRow{*max, committed, 0};
@@ -357,9 +357,9 @@ int reset_by_queue(CtlClient& client, const GroupOptions& o, int64_t time_ms) {
     std::optional<int64_t> offset = ext_int(*r, "offset");
     if (!offset) return fail("SEARCH_OFFSET_BY_TIMESTAMP answered no offset");
     if (!o.force) {
-      auto c = client.call(rq::kQueryConsumerOffset, {{"consumerGroup", o.group},
-                                                      {"topic", o.topic},
-                                                      {"queueId", std::to_string(q)}});
+      auto c = client.call(
+          rq::kQueryConsumerOffset,
+          {{"consumerGroup", o.group}, {"topic", o.topic}, {"queueId", std::to_string(q)}});
       if (!c) return kExitFailure;
       std::optional<int64_t> now = c->command.code == 0 ? ext_int(*c, "offset") : std::nullopt;
       if (now && *now <= *offset) continue;
@@ -380,8 +380,7 @@ int reset_by_time(CtlClient& client, const GroupOptions& o) {
                         {"timestamp", std::to_string(*time_ms)},
                         {"isForce", o.force ? "true" : "false"}});
   if (!r) return kExitFailure;
-  if (r->command.code == kConsumerNotOnline ||
-      r->command.code == rc::kRequestCodeNotSupported) {
+  if (r->command.code == kConsumerNotOnline || r->command.code == rc::kRequestCodeNotSupported) {
     return reset_by_queue(client, o, *time_ms);
   }
   if (r->command.code != 0) return response_error("INVOKE_BROKER_TO_RESET_OFFSET", *r);
@@ -455,7 +454,8 @@ int query_messages(CtlClient& client, const MessageOptions& o, const std::string
   if (unique) fields.emplace_back("_UNIQUE_KEY_QUERY", "true");
   auto r = client.call(rq::kQueryMessage, fields);
   if (!r) return kExitFailure;
-  if (r->command.code == rc::kQueryNotFound) return fail("no message of " + o.topic + " with " + key);
+  if (r->command.code == rc::kQueryNotFound)
+    return fail("no message of " + o.topic + " with " + key);
   if (r->command.code != 0) return response_error("QUERY_MESSAGE " + key, *r);
   return print_records(-1, r->body) > 0 ? kExitOk : fail("no message with " + key);
 }

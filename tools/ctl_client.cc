@@ -56,8 +56,7 @@ std::optional<net::RemotingResponse> CtlClient::call(int32_t code, Fields fields
   io::Result<net::RemotingResponse> response =
       client_->call(make_request(code, std::move(fields)), net::as_bytes(body), timeout_ms);
   if (!response.is_ok()) {
-    fail("request " + std::to_string(code) + " to " + addr_ + ": " +
-         response.status().to_string());
+    fail("request " + std::to_string(code) + " to " + addr_ + ": " + response.status().to_string());
     return std::nullopt;
   }
   return std::move(*response);

@@ -51,8 +51,8 @@ class CtlClient {
 
   // Calls and reports a transport error (nullopt after printing it); any response code is
   // returned as is.
-  std::optional<net::RemotingResponse> call(int32_t code, Fields fields,
-                                            std::string_view body = {}, int timeout_ms = 10000);
+  std::optional<net::RemotingResponse> call(int32_t code, Fields fields, std::string_view body = {},
+                                            int timeout_ms = 10000);
   // As call(), but also a response code other than 0 is printed (naming `what`) and nullopt.
   std::optional<net::RemotingResponse> call_ok(std::string_view what, int32_t code, Fields fields,
                                                std::string_view body = {});

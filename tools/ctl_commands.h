@@ -77,11 +77,11 @@ struct TopicOptions {
 struct GroupOptions {
   Target target;
   std::string group;
-  std::string topic;   // lag: all the group's topics when empty; reset: required
-  std::string time;    // reset --time
+  std::string topic;    // lag: all the group's topics when empty; reset: required
+  std::string time;     // reset --time
   int64_t offset = -1;  // reset --offset
   int32_t queue = -1;   // reset --offset: one queue; -1: every queue of the route
-  bool force = true;   // reset --time: also move offsets forward
+  bool force = true;    // reset --time: also move offsets forward
 };
 
 struct MessageOptions {

@@ -84,9 +84,9 @@ std::optional<int64_t> start_offset(CtlClient& client, const ConsumeOptions& o, 
   if (o.from == "first") return client.queue_offset(rq::kGetMinOffset, o.topic, queue);
   if (o.from == "last") return client.queue_offset(rq::kGetMaxOffset, o.topic, queue);
   if (o.from == "committed") {
-    auto r = client.call(rq::kQueryConsumerOffset, {{"consumerGroup", o.group},
-                                                    {"topic", o.topic},
-                                                    {"queueId", std::to_string(queue)}});
+    auto r = client.call(
+        rq::kQueryConsumerOffset,
+        {{"consumerGroup", o.group}, {"topic", o.topic}, {"queueId", std::to_string(queue)}});
     if (!r) return std::nullopt;
     std::optional<int64_t> offset = ext_int(*r, "offset");
     if (r->command.code == 0 && offset && *offset >= 0) return offset;
@@ -122,9 +122,8 @@ int64_t print_records(int32_t queue, const std::string& body) {
         "props=%s body=%s\n",
         queue >= 0 ? queue : static_cast<int>(m.queue_id), static_cast<long long>(m.queue_offset),
         msg_id.c_str(), static_cast<int>(m.topic.size()), m.topic.data(),
-        prop(engine::kPropertyTags).c_str(), prop(engine::kPropertyKeys).c_str(),
-        m.reconsume_times, printable_properties(m.user_properties).c_str(),
-        printable_body(m.body, 200).c_str());
+        prop(engine::kPropertyTags).c_str(), prop(engine::kPropertyKeys).c_str(), m.reconsume_times,
+        printable_properties(m.user_properties).c_str(), printable_body(m.body, 200).c_str());
     n++;
     bytes = bytes.subspan(r.size);
   }

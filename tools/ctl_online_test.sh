@@ -92,7 +92,8 @@ grep -q "topic Adm: 3 read / 3 write" <<< "$out" || fail "topic create: $out"
 "$ctl" topic list --addr "$addr" | grep -qx "Adm" || fail "topic list lacks Adm"
 out=$("$ctl" topic route --addr "$addr" --topic Adm)
 grep -Eq "^\S+ +3 +3 +6 +\S+:$port" <<< "$out" || fail "topic route: $out"
-id1=$("$ctl" produce --addr "$addr" --topic Adm --queue 1 --keys order-7 one | sed 's/msgId=\([^ ]*\).*/\1/')
+id1=$("$ctl" produce --addr "$addr" --topic Adm --queue 1 --keys order-7 one |
+  sed 's/msgId=\([^ ]*\).*/\1/')
 "$ctl" produce --addr "$addr" --topic Adm --queue 1 two > /dev/null
 out=$("$ctl" topic status --addr "$addr" --topic Adm)
 grep -Eq "^\S+ +1 +0 +2 " <<< "$out" || fail "topic status: $out"

@@ -121,8 +121,10 @@ void add_data_commands(CLI::App& app, Commands& c) {
   consume->add_option("--topic", k.topic)->required();
   consume->add_option("--group", k.group)->required();
   consume->add_option("--queue", k.queue, "a queue id or all")->capture_default_str();
-  consume->add_option("--from", k.from, "first, last, committed (first when never committed) "
-                                        "or an offset")
+  consume
+      ->add_option("--from", k.from,
+                   "first, last, committed (first when never committed) "
+                   "or an offset")
       ->capture_default_str();
   consume->add_option("--max", k.max, "at most N messages")->check(CLI::PositiveNumber);
   consume->add_option("--wait-ms", k.wait_ms, "long-poll each queue this long")
@@ -131,8 +133,9 @@ void add_data_commands(CLI::App& app, Commands& c) {
   consume->callback([&c] { c.rc = run_consume(c.consume); });
 
   CLI::App* stats = app.add_subcommand(
-      "stats", "Online: the broker's runtime table (store, delay level, timer and transaction "
-               "figures); with --topic, per-queue min/max offsets");
+      "stats",
+      "Online: the broker's runtime table (store, delay level, timer and transaction "
+      "figures); with --topic, per-queue min/max offsets");
   add_target(stats, c.stats.target);
   CLI::Option* stats_topic = stats->add_option("--topic", c.stats.topic);
   stats->add_option("--queues", c.stats.queues, "queue count (default: from the route)")
@@ -157,7 +160,8 @@ void add_topic(CLI::App& app, Commands& c) {
       sub("create", "create or change a topic (UPDATE_AND_CREATE_TOPIC)", run_topic_create);
   create->add_option("--read-queues,-r", t.read_queues)->check(CLI::Range(1, 1024));
   create->add_option("--write-queues,-w", t.write_queues)->check(CLI::Range(1, 1024));
-  create->add_option("--perm,-p", t.perm, "2 write, 4 read, 6 both")->check(CLI::IsMember({2, 4, 6}));
+  create->add_option("--perm,-p", t.perm, "2 write, 4 read, 6 both")
+      ->check(CLI::IsMember({2, 4, 6}));
   create->add_flag("--order,-o", t.order, "ordered topic");
   sub("delete", "delete a topic (DELETE_TOPIC_IN_BROKER, DELETE_TOPIC_IN_NAMESRV)",
       run_topic_delete);
@@ -180,8 +184,9 @@ void add_group(CLI::App& app, Commands& c) {
   lag->add_option("--topic,-t", g.topic, "only this topic");
   lag->callback([&c] { c.rc = run_group_lag(c.group); });
   CLI::App* reset = group->add_subcommand(
-      "reset", "move a group's committed offsets: to a time (INVOKE_BROKER_TO_RESET_OFFSET, "
-               "which tells the online consumers) or to an offset (UPDATE_CONSUMER_OFFSET)");
+      "reset",
+      "move a group's committed offsets: to a time (INVOKE_BROKER_TO_RESET_OFFSET, "
+      "which tells the online consumers) or to an offset (UPDATE_CONSUMER_OFFSET)");
   add_target(reset, g.target);
   reset->add_option("--group,-g", g.group)->required();
   reset->add_option("--topic,-t", g.topic)->required();
@@ -202,8 +207,9 @@ void add_message(CLI::App& app, Commands& c) {
   CLI::App* message = app.add_subcommand("message", "Online: find messages");
   message->require_subcommand(1);
   CLI::App* id = message->add_subcommand(
-      "id", "by msgId: an offset msgId (VIEW_MESSAGE_BY_ID) or a client's UNIQ_KEY "
-            "(QUERY_MESSAGE, needs --topic)");
+      "id",
+      "by msgId: an offset msgId (VIEW_MESSAGE_BY_ID) or a client's UNIQ_KEY "
+      "(QUERY_MESSAGE, needs --topic)");
   CLI::App* key = message->add_subcommand("key", "by key, from the message index (QUERY_MESSAGE)");
   for (CLI::App* s : {id, key}) {
     add_target(s, m.target);
@@ -231,8 +237,8 @@ void add_broker(CLI::App& app, Commands& c) {
   CLI::App* get = config->add_subcommand("get", "every key=value (GET_BROKER_CONFIG)");
   add_target(get, b.target);
   get->callback([&c] { c.rc = run_broker_config_get(c.broker); });
-  CLI::App* set = config->add_subcommand(
-      "set", "change keys at run time, persisted (UPDATE_BROKER_CONFIG)");
+  CLI::App* set =
+      config->add_subcommand("set", "change keys at run time, persisted (UPDATE_BROKER_CONFIG)");
   add_target(set, b.target);
   set->add_option("settings", b.settings, "key=value ...")->required();
   set->callback([&c] { c.rc = run_broker_config_set(c.broker); });
