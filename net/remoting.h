@@ -73,6 +73,14 @@ inline constexpr int32_t kDeleteTopicInNamesrv = 216;
 inline constexpr int32_t kGetKvConfigByValue = 217;
 inline constexpr int32_t kSendMessageV2 = 310;
 inline constexpr int32_t kSendBatchMessage = 320;
+// Admin requests uringmq-ctl sends (mqadmin's).
+inline constexpr int32_t kUpdateBrokerConfig = 25;
+inline constexpr int32_t kGetBrokerConfig = 26;
+inline constexpr int32_t kGetAllSubscriptionGroupConfig = 201;
+inline constexpr int32_t kGetTopicStatsInfo = 202;
+inline constexpr int32_t kGetAllTopicListFromNamesrv = 206;
+inline constexpr int32_t kGetConsumeStats = 208;
+inline constexpr int32_t kInvokeBrokerToResetOffset = 222;
 }  // namespace request_code
 
 namespace response_code {
@@ -96,6 +104,8 @@ inline constexpr int32_t kSubscriptionNotExist = 24;
 inline constexpr int32_t kSubscriptionNotLatest = 25;
 inline constexpr int32_t kSubscriptionGroupNotExist = 26;
 inline constexpr int32_t kFilterDataNotExist = 27;
+// A reset by time while no consumer of the group is connected.
+inline constexpr int32_t kConsumerNotOnline = 206;
 }  // namespace response_code
 
 struct RemotingCommand {

@@ -56,7 +56,7 @@ namespace {
 // Topic names: from GET_ALL_TOPIC_LIST_FROM_NAMESERVER's {"topicList":[...]}, or from a broker
 // without it, GET_ALL_TOPIC_CONFIG's {"topicConfigTable":{T:{...}}}.
 std::optional<std::vector<std::string>> topic_names(CtlClient& client) {
-  auto r = client.call(admin_code::kGetAllTopicListFromNamesrv, {});
+  auto r = client.call(rq::kGetAllTopicListFromNamesrv, {});
   if (!r) return std::nullopt;
   const bool old = r->command.code == rc::kRequestCodeNotSupported;
   if (old) r = client.call(rq::kGetAllTopicConfig, {});
@@ -177,35 +177,39 @@ int run_topic_route(const TopicOptions& o) {
 
 namespace {
 
-struct QueueStatus {
-  int64_t min_offset = 0;
-  int64_t max_offset = 0;
-  int64_t last_update_ms = 0;
+// Per-queue figures of one topic, as 202 and 208 answer them (a map of MessageQueue -> object),
+// or as an older broker's per-queue requests give them.
+struct QueueRow {
+  int64_t min_offset = 0;        // topic status
+  int64_t max_offset = 0;        // topic status: maxOffset; group lag: brokerOffset
+  int64_t consumer_offset = -1;  // group lag: the committed offset; -1: none
+  int64_t last_ms = 0;           // topic status: lastUpdateTimestamp; 0: never
 };
+using QueueRows = std::map<QueueKey, QueueRow>;
 
-void print_status(const std::map<QueueKey, QueueStatus>& rows) {
+// For a broker without the request that answers every queue at once: `fill(q, row)` asks for
+// queue q's figures (false after printing an error), over the queues of the topic's route.
+template <typename Fill>
+std::optional<QueueRows> rows_by_queue(CtlClient& client, const Target& t, const std::string& topic,
+                                       Fill fill) {
+  std::optional<int32_t> n = route_queue_count(t, client, topic);
+  if (!n) return std::nullopt;
+  QueueRows rows;
+  for (int32_t q = 0; q < *n; q++) {
+    QueueRow row;
+    if (!fill(q, row)) return std::nullopt;
+    rows[QueueKey{topic, client.addr(), q}] = row;
+  }
+  return rows;
+}
+
+void print_status(const QueueRows& rows) {
   std::printf("%-24s %-6s %16s %16s  %s\n", "#broker", "#queue", "#minOffset", "#maxOffset",
               "#lastUpdated");
   for (const auto& [q, s] : rows) {
     std::printf("%-24s %-6d %16lld %16lld  %s\n", q.broker.c_str(), q.queue, ll(s.min_offset),
-                ll(s.max_offset),
-                s.last_update_ms > 0 ? format_time_ms(s.last_update_ms).c_str() : "-");
+                ll(s.max_offset), s.last_ms > 0 ? format_time_ms(s.last_ms).c_str() : "-");
   }
-}
-
-// A broker without GET_TOPIC_STATS_INFO: each queue's GET_MIN_OFFSET and GET_MAX_OFFSET.
-int status_by_queue(CtlClient& client, const TopicOptions& o) {
-  std::optional<int32_t> n = route_queue_count(o.target, client, o.topic);
-  if (!n) return kExitFailure;
-  std::map<QueueKey, QueueStatus> rows;
-  for (int32_t q = 0; q < *n; q++) {
-    std::optional<int64_t> min = client.queue_offset(rq::kGetMinOffset, o.topic, q);
-    std::optional<int64_t> max = client.queue_offset(rq::kGetMaxOffset, o.topic, q);
-    if (!min || !max) return kExitFailure;
-    rows[QueueKey{o.topic, client.addr(), q}] = QueueStatus{*min, *max, 0};
-  }
-  print_status(rows);
-  return kExitOk;
 }
 
 }  // namespace
@@ -213,26 +217,36 @@ int status_by_queue(CtlClient& client, const TopicOptions& o) {
 int run_topic_status(const TopicOptions& o) {
   std::unique_ptr<CtlClient> client = connect_broker(o.target);
   if (!client) return kExitFailure;
-  auto r = client->call(admin_code::kGetTopicStatsInfo, {{"topic", o.topic}});
+  auto r = client->call(rq::kGetTopicStatsInfo, {{"topic", o.topic}});
   if (!r) return kExitFailure;
-  if (r->command.code == rc::kRequestCodeNotSupported) return status_by_queue(*client, o);
-  if (r->command.code != 0) return response_error("GET_TOPIC_STATS_INFO " + o.topic, *r);
-  std::optional<net::JsonValue> json = parse_answer("topic status", r->body);
-  if (!json) return kExitFailure;
-  std::map<QueueKey, QueueStatus> rows;
-  for (const auto& [q, v] : queue_rows(*json)) {
-    rows[q] = QueueStatus{member_int(*v, "minOffset"), member_int(*v, "maxOffset"),
-                          member_int(*v, "lastUpdateTimestamp")};
+  std::optional<QueueRows> rows;
+  if (r->command.code == rc::kRequestCodeNotSupported) {
+    rows = rows_by_queue(*client, o.target, o.topic, [&](int32_t q, QueueRow& row) {
+      std::optional<int64_t> min = client->queue_offset(rq::kGetMinOffset, o.topic, q);
+      std::optional<int64_t> max = client->queue_offset(rq::kGetMaxOffset, o.topic, q);
+      row.min_offset = min.value_or(0);
+      row.max_offset = max.value_or(0);
+      return min && max;
+    });
+  } else if (r->command.code != 0) {
+    return response_error("GET_TOPIC_STATS_INFO " + o.topic, *r);
+  } else if (std::optional<net::JsonValue> json = parse_answer("topic status", r->body)) {
+    rows.emplace();
+    for (const auto& [q, v] : queue_rows(*json)) {
+      (*rows)[q] = QueueRow{member_int(*v, "minOffset"), member_int(*v, "maxOffset"), -1,
+                            member_int(*v, "lastUpdateTimestamp")};
+    }
   }
-  print_status(rows);
+  if (!rows) return kExitFailure;
+  print_status(*rows);
   return kExitOk;
 }
 
 int run_group_list(const GroupOptions& o) {
   std::unique_ptr<CtlClient> client = connect_broker(o.target);
   if (!client) return kExitFailure;
-  auto r = client->call_ok("GET_ALL_SUBSCRIPTIONGROUP_CONFIG",
-                           admin_code::kGetAllSubscriptionGroupConfig, {});
+  auto r =
+      client->call_ok("GET_ALL_SUBSCRIPTIONGROUP_CONFIG", rq::kGetAllSubscriptionGroupConfig, {});
   if (!r) return kExitFailure;
   std::optional<net::JsonValue> json = parse_answer("subscription groups", r->body);
   if (!json) return kExitFailure;
@@ -258,42 +272,32 @@ int run_group_list(const GroupOptions& o) {
 
 namespace {
 
-struct LagRow {
-  int64_t broker_offset = 0;
-  int64_t consumer_offset = 0;
-  int64_t last_timestamp = 0;
-};
-
-void print_lag(const std::map<QueueKey, LagRow>& rows) {
+void print_lag(const QueueRows& rows) {
   std::printf("%-32s %-24s %-6s %16s %16s %10s\n", "#topic", "#broker", "#queue", "#brokerOffset",
               "#consumerOffset", "#diff");
   int64_t total = 0;
   for (const auto& [q, row] : rows) {
-    const int64_t diff = row.broker_offset - std::max<int64_t>(row.consumer_offset, 0);
+    const int64_t diff = row.max_offset - std::max<int64_t>(row.consumer_offset, 0);
     total += diff;
     std::printf("%-32s %-24s %-6d %16lld %16lld %10lld\n", q.topic.c_str(), q.broker.c_str(),
-                q.queue, ll(row.broker_offset), ll(row.consumer_offset), ll(diff));
+                q.queue, ll(row.max_offset), ll(row.consumer_offset), ll(diff));
   }
   std::printf("\nDiff Total: %lld\n", ll(total));
 }
 
 // A broker without GET_CONSUME_STATS: each queue's max offset and committed offset.
-int lag_by_queue(CtlClient& client, const GroupOptions& o) {
-  std::optional<int32_t> n = route_queue_count(o.target, client, o.topic);
-  if (!n) return kExitFailure;
-  std::map<QueueKey, LagRow> rows;
-  for (int32_t q = 0; q < *n; q++) {
+std::optional<QueueRows> lag_by_queue(CtlClient& client, const GroupOptions& o) {
+  return rows_by_queue(client, o.target, o.topic, [&](int32_t q, QueueRow& row) {
     std::optional<int64_t> max = client.queue_offset(rq::kGetMaxOffset, o.topic, q);
-    if (!max) return kExitFailure;
+    if (!max) return false;
     auto r = client.call(
         rq::kQueryConsumerOffset,
         {{"consumerGroup", o.group}, {"topic", o.topic}, {"queueId", std::to_string(q)}});
-    if (!r) return kExitFailure;
-    const int64_t committed = r->command.code == 0 ? ext_int(*r, "offset").value_or(-1) : -1;
-    rows[QueueKey{o.topic, client.addr(), q}] = LagRow{*max, committed, 0};
-  }
-  print_lag(rows);
-  return kExitOk;
+    if (!r) return false;
+    row.max_offset = *max;
+    row.consumer_offset = r->command.code == 0 ? ext_int(*r, "offset").value_or(-1) : -1;
+    return true;
+  });
 }
 
 }  // namespace
@@ -303,20 +307,22 @@ int run_group_lag(const GroupOptions& o) {
   if (!client) return kExitFailure;
   Fields fields = {{"consumerGroup", o.group}};
   if (!o.topic.empty()) fields.emplace_back("topic", o.topic);
-  auto r = client->call(admin_code::kGetConsumeStats, fields);
+  auto r = client->call(rq::kGetConsumeStats, fields);
   if (!r) return kExitFailure;
+  std::optional<QueueRows> rows;
   if (r->command.code == rc::kRequestCodeNotSupported && !o.topic.empty()) {
-    return lag_by_queue(*client, o);
+    rows = lag_by_queue(*client, o);
+  } else if (r->command.code != 0) {
+    return response_error("GET_CONSUME_STATS " + o.group, *r);
+  } else if (std::optional<net::JsonValue> json = parse_answer("consume stats", r->body)) {
+    rows.emplace();
+    for (const auto& [q, v] : queue_rows(*json)) {
+      (*rows)[q] = QueueRow{0, member_int(*v, "brokerOffset"), member_int(*v, "consumerOffset"),
+                            member_int(*v, "lastTimestamp")};
+    }
   }
-  if (r->command.code != 0) return response_error("GET_CONSUME_STATS " + o.group, *r);
-  std::optional<net::JsonValue> json = parse_answer("consume stats", r->body);
-  if (!json) return kExitFailure;
-  std::map<QueueKey, LagRow> rows;
-  for (const auto& [q, v] : queue_rows(*json)) {
-    rows[q] = LagRow{member_int(*v, "brokerOffset"), member_int(*v, "consumerOffset"),
-                     member_int(*v, "lastTimestamp")};
-  }
-  print_lag(rows);
+  if (!rows) return kExitFailure;
+  print_lag(*rows);
   return kExitOk;
 }
 
@@ -374,13 +380,13 @@ int reset_by_queue(CtlClient& client, const GroupOptions& o, int64_t time_ms) {
 int reset_by_time(CtlClient& client, const GroupOptions& o) {
   std::optional<int64_t> time_ms = parse_time_ms(o.time);
   if (!time_ms) return usage_error("--time '" + o.time + "' is not ms, now or a UTC date");
-  auto r = client.call(admin_code::kInvokeBrokerToResetOffset,
-                       {{"topic", o.topic},
-                        {"group", o.group},
-                        {"timestamp", std::to_string(*time_ms)},
-                        {"isForce", o.force ? "true" : "false"}});
+  auto r = client.call(rq::kInvokeBrokerToResetOffset, {{"topic", o.topic},
+                                                        {"group", o.group},
+                                                        {"timestamp", std::to_string(*time_ms)},
+                                                        {"isForce", o.force ? "true" : "false"}});
   if (!r) return kExitFailure;
-  if (r->command.code == kConsumerNotOnline || r->command.code == rc::kRequestCodeNotSupported) {
+  if (r->command.code == rc::kConsumerNotOnline ||
+      r->command.code == rc::kRequestCodeNotSupported) {
     return reset_by_queue(client, o, *time_ms);
   }
   if (r->command.code != 0) return response_error("INVOKE_BROKER_TO_RESET_OFFSET", *r);
@@ -484,7 +490,7 @@ int run_message_key(const MessageOptions& o) {
 int run_broker_config_get(const BrokerOptions& o) {
   std::unique_ptr<CtlClient> client = connect_broker(o.target);
   if (!client) return kExitFailure;
-  auto r = client->call_ok("GET_BROKER_CONFIG", admin_code::kGetBrokerConfig, {});
+  auto r = client->call_ok("GET_BROKER_CONFIG", rq::kGetBrokerConfig, {});
   if (!r) return kExitFailure;
   // A java.util.Properties text: key=value lines (Java's store() order is a hash's: sort).
   std::vector<std::string> lines;
@@ -513,7 +519,7 @@ int run_broker_config_set(const BrokerOptions& o) {
   }
   std::unique_ptr<CtlClient> client = connect_broker(o.target);
   if (!client) return kExitFailure;
-  if (!client->call_ok("UPDATE_BROKER_CONFIG", admin_code::kUpdateBrokerConfig, {}, body)) {
+  if (!client->call_ok("UPDATE_BROKER_CONFIG", rq::kUpdateBrokerConfig, {}, body)) {
     return kExitFailure;
   }
   for (const std::string& kv : o.settings) std::printf("set %s\n", kv.c_str());

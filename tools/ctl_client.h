@@ -20,19 +20,6 @@
 
 namespace uringmq::ctl {
 
-// Request codes ctl sends that net/remoting.h does not list (RocketMQ 4.9.8 RequestCode.java).
-namespace admin_code {
-inline constexpr int32_t kUpdateBrokerConfig = 25;
-inline constexpr int32_t kGetBrokerConfig = 26;
-inline constexpr int32_t kGetAllSubscriptionGroupConfig = 201;
-inline constexpr int32_t kGetTopicStatsInfo = 202;
-inline constexpr int32_t kGetAllTopicListFromNamesrv = 206;
-inline constexpr int32_t kGetConsumeStats = 208;
-inline constexpr int32_t kInvokeBrokerToResetOffset = 222;
-}  // namespace admin_code
-// ResponseCode.CONSUMER_NOT_ONLINE: a reset by time with no consumer of the group connected.
-inline constexpr int32_t kConsumerNotOnline = 206;
-
 using Fields = std::vector<std::pair<std::string, std::string>>;
 
 // Prints "uringmq-ctl: <what>" on stderr; returns kExitFailure.

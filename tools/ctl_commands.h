@@ -39,12 +39,12 @@ struct Target {
 struct ProduceOptions {
   Target target;
   std::string topic;
-  std::string tag;
-  std::string keys;
-  int32_t delay_level = 0;
-  int32_t queue = 0;
-  int64_t count = 1;
-  std::vector<std::string> properties;  // name=value
+  std::string tag;                      // TAGS property; none when empty
+  std::string keys;                     // KEYS property (space-separated words); none when empty
+  int32_t delay_level = 0;              // DELAY property, 1..255; 0: not delayed
+  int32_t queue = 0;                    // queue id the message is sent to
+  int64_t count = 1;                    // the same message this many times
+  std::vector<std::string> properties;  // more properties, each name=value
   std::string body;
 };
 
