@@ -17,6 +17,7 @@
 #include "net/header_fields.h"
 #include "net/json.h"
 #include "net/log.h"
+#include "uringmq/version.h"
 
 namespace uringmq::net {
 namespace {
@@ -1204,7 +1205,7 @@ void BrokerReactor::handle_runtime_info(uint32_t conn, const RemotingCommand& re
     append_json_string(&body, value);
   };
   const StoreStats stats = store_.stats();
-  add("brokerVersionDesc", "uringmq 0.1.0");
+  add("brokerVersionDesc", std::string("uringmq ") + kVersion);
   add("shardCount", std::to_string(store_.shard_count()));
   add("putMessageTimesTotal", std::to_string(stats.appends));
   add("acksOk", std::to_string(stats.acks_ok));

@@ -84,6 +84,8 @@ grep -q "body=" <<< "$out" && fail "committed offset lost across restart: $out"
 out=$("$ctl" stats --addr "$addr" --topic T)
 grep -q "delayLevel.2.delivered" <<< "$out" || fail "stats: $out"
 grep -q "^timer.accepted " <<< "$out" || fail "stats without timer figures: $out"
+version=$("$ctl" --version | cut -d' ' -f2)
+grep -Eq "^brokerVersionDesc +uringmq $version$" <<< "$out" || fail "brokerVersionDesc: $out"
 passed=$((passed + 1))
 
 # Admin commands. A topic of 3 queues, 2 messages in queue 1.
