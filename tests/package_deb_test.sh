@@ -67,7 +67,7 @@ done
 grep -q "^<6>.* INFO uringmq-broker ready" "$work/log" || fail "no <6>-prefixed ready line"
 "$root/usr/bin/uringmq-ctl" produce --addr "127.0.0.1:$port" --topic T hello > /dev/null ||
   fail "the installed uringmq-ctl could not send to the installed broker"
-"$root/usr/bin/uringmq-ctl" --version | grep -q "^uringmq-ctl " || fail "ctl --version"
+"$root/usr/bin/uringmq-ctl" --version | grep "^uringmq-ctl " > /dev/null || fail "ctl --version"
 kill -TERM "$pid"
 wait "$pid" || fail "the installed broker did not stop cleanly"
 pid=

@@ -48,10 +48,12 @@ if [[ $part == admin ]]; then
   "$ctl" consume --addr "$addr" --topic T --group AG --queue 0 --from first --commit > /dev/null
   out=$("$ctl" group lag --addr "$addr" --group AG)
   grep -Eq "^T +\S+ +0 +1 +1 +0$" <<< "$out" || fail "group lag (GET_CONSUME_STATS): $out"
-  "$ctl" group list --addr "$addr" | grep -q "^#group" || fail "group list"
-  "$ctl" broker config get --addr "$addr" | grep -qx "listenPort=$port" || fail "config get"
+  "$ctl" group list --addr "$addr" | grep "^#group" > /dev/null || fail "group list"
+  "$ctl" broker config get --addr "$addr" | grep -x "listenPort=$port" > /dev/null ||
+    fail "config get"
   "$ctl" broker config set --addr "$addr" logLevel=debug > /dev/null
-  "$ctl" broker config get --addr "$addr" | grep -qx "logLevel=debug" || fail "logLevel not set"
+  "$ctl" broker config get --addr "$addr" | grep -x "logLevel=debug" > /dev/null ||
+    fail "logLevel not set"
   "$ctl" produce --addr "$addr" --topic T --queue 0 "m" > /dev/null
   grep -q " DEBUG " "$dir/log" || fail "logLevel=debug set at run time logs no DEBUG line"
   "$ctl" broker config set --addr "$addr" noSuchKey=1 2> /dev/null && fail "unknown key taken"
@@ -91,7 +93,7 @@ passed=$((passed + 1))
 # Admin commands. A topic of 3 queues, 2 messages in queue 1.
 out=$("$ctl" topic create --addr "$addr" --topic Adm --read-queues 3 --write-queues 3)
 grep -q "topic Adm: 3 read / 3 write" <<< "$out" || fail "topic create: $out"
-"$ctl" topic list --addr "$addr" | grep -qx "Adm" || fail "topic list lacks Adm"
+"$ctl" topic list --addr "$addr" | grep -x "Adm" > /dev/null || fail "topic list lacks Adm"
 out=$("$ctl" topic route --addr "$addr" --topic Adm)
 grep -Eq "^\S+ +3 +3 +6 +\S+:$port" <<< "$out" || fail "topic route: $out"
 id1=$("$ctl" produce --addr "$addr" --topic Adm --queue 1 --keys order-7 one |
@@ -101,9 +103,10 @@ out=$("$ctl" topic status --addr "$addr" --topic Adm)
 grep -Eq "^\S+ +1 +0 +2 " <<< "$out" || fail "topic status: $out"
 passed=$((passed + 1))
 
-"$ctl" message id --addr "$addr" "$id1" | grep -q "keys=order-7 .*body=one" ||
+"$ctl" message id --addr "$addr" "$id1" | grep "keys=order-7 .*body=one" > /dev/null ||
   fail "message id $id1"
-"$ctl" message key --addr "$addr" --topic Adm order-7 | grep -q "body=one" || fail "message key"
+"$ctl" message key --addr "$addr" --topic Adm order-7 | grep "body=one" > /dev/null ||
+  fail "message key"
 "$ctl" message key --addr "$addr" --topic Adm no-such-key 2> /dev/null && fail "unknown key found"
 passed=$((passed + 1))
 
@@ -116,11 +119,14 @@ out=$("$ctl" group lag --addr "$addr" --group AG --topic Adm)
 grep -q "Diff Total: 2" <<< "$out" || fail "group lag after reset by time: $out"
 "$ctl" group reset --addr "$addr" --group AG --topic Adm 2> /dev/null && fail "reset needs a target"
 [[ $? == 2 ]] || fail "a usage error must exit 2"
-"$ctl" broker status --addr "$addr" | grep -q "putMessageTimesTotal" || fail "broker status"
+"$ctl" broker status --addr "$addr" | grep "putMessageTimesTotal" > /dev/null ||
+  fail "broker status"
 "$ctl" topic delete --addr "$addr" --topic Adm > /dev/null
-"$ctl" topic list --addr "$addr" | grep -qx "Adm" && fail "topic delete left Adm"
-"$ctl" --version | grep -Eq "^uringmq-ctl [0-9]+\.[0-9]+\.[0-9]+$" || fail "ctl --version"
-"$broker" --version | grep -Eq "^uringmq-broker [0-9]+\.[0-9]+\.[0-9]+$" || fail "broker --version"
+"$ctl" topic list --addr "$addr" | grep -x "Adm" > /dev/null && fail "topic delete left Adm"
+"$ctl" --version | grep -E "^uringmq-ctl [0-9]+\.[0-9]+\.[0-9]+$" > /dev/null ||
+  fail "ctl --version"
+"$broker" --version | grep -E "^uringmq-broker [0-9]+\.[0-9]+\.[0-9]+$" > /dev/null ||
+  fail "broker --version"
 passed=$((passed + 1))
 
 stop
