@@ -22,6 +22,11 @@ set(URINGMQ_DOC_DIR "${run_prefix}/share/doc/uringmq")
 set(unit "${URINGMQ_BINARY_DIR}/uringmq-broker.service")
 configure_file("${URINGMQ_SOURCE_DIR}/tools/uringmq-broker.service.in" "${unit}" @ONLY)
 file(INSTALL DESTINATION "${prefix}/lib/systemd/system" TYPE FILE FILES "${unit}")
-file(INSTALL DESTINATION "${etc_dir}" TYPE FILE
-     PERMISSIONS OWNER_READ OWNER_WRITE GROUP_READ WORLD_READ
-     FILES "${URINGMQ_SOURCE_DIR}/tools/broker.conf")
+# An installed broker.conf is the operator's: a reinstall keeps it (as dpkg does a conffile).
+if(EXISTS "$ENV{DESTDIR}${etc_dir}/broker.conf")
+  message(STATUS "Keeping: $ENV{DESTDIR}${etc_dir}/broker.conf")
+else()
+  file(INSTALL DESTINATION "${etc_dir}" TYPE FILE
+       PERMISSIONS OWNER_READ OWNER_WRITE GROUP_READ WORLD_READ
+       FILES "${URINGMQ_SOURCE_DIR}/tools/broker.conf")
+endif()
