@@ -50,6 +50,7 @@
 #include "bench/bench_util.h"
 #include "engine/log/property_names.h"
 #include "net/remoting.h"
+#include "uringmq/version.h"
 
 namespace {
 
@@ -642,6 +643,10 @@ void LoadGenerator::print_report(double window_s, double cpu_s, uint64_t unanswe
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc == 2 && std::string_view(argv[1]) == "--version") {
+    std::printf("%s %s\n", "uringmq-net-bench", uringmq::kVersion);
+    return 0;
+  }
   const Args args = parse_args(argc, argv);
   LoadGenerator generator(args);
   return generator.run();

@@ -48,6 +48,7 @@
 #include "engine/log/message_codec.h"
 #include "engine/log/properties.h"
 #include "engine/store.h"
+#include "uringmq/version.h"
 
 // ---- Allocation counter: every operator new of the process, all threads ----
 
@@ -1615,6 +1616,10 @@ int run_lag_workload(const Args& a, const Machine& machine) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc == 2 && std::string_view(argv[1]) == "--version") {
+    std::printf("%s %s\n", "uringmq-bench", uringmq::kVersion);
+    return 0;
+  }
   const Args a = parse_args(argc, argv);
   if (!prepare_data_dir(a.data_dir)) return 1;
   const Machine machine = describe_machine(a.data_dir);

@@ -17,6 +17,7 @@
 #include "net/header_fields.h"
 #include "net/json.h"
 #include "net/log.h"
+#include "uringmq/version.h"
 
 namespace uringmq::net {
 namespace {
@@ -1213,7 +1214,7 @@ void BrokerReactor::handle_runtime_info(uint32_t conn, const RemotingCommand& re
     append_json_string(&body, value);
   };
   const StoreStats stats = store_.stats();
-  add("brokerVersionDesc", "uringmq 0.1.0");
+  add("brokerVersionDesc", std::string("uringmq ") + kVersion);
   add("shardCount", std::to_string(store_.shard_count()));
   add("putMessageTimesTotal", std::to_string(stats.appends));
   add("acksOk", std::to_string(stats.acks_ok));
@@ -1240,6 +1241,14 @@ void BrokerReactor::handle_runtime_info(uint32_t conn, const RemotingCommand& re
     add(key + "delivered", std::to_string(level.delivered));
     add(key + "parked", std::to_string(level.parked));
   }
+  const TimerStats timers = store_.timer_stats();
+  add("timer.accepted", std::to_string(timers.accepted));
+  add("timer.inMemory", std::to_string(timers.in_memory));
+  add("timer.delivered", std::to_string(timers.delivered));
+  add("timer.rolled", std::to_string(timers.rolled));
+  add("timer.cancelled", std::to_string(timers.cancelled));
+  add("timer.parked", std::to_string(timers.parked));
+  add("timer.deleted", std::to_string(timers.deleted));
   body += "}}";
   reply(conn, make_response(request, rc::kSuccess), std::as_bytes(std::span(body)));
 }

@@ -110,6 +110,8 @@ inline constexpr int32_t kSubscriptionNotExist = 24;
 inline constexpr int32_t kSubscriptionNotLatest = 25;
 inline constexpr int32_t kSubscriptionGroupNotExist = 26;
 inline constexpr int32_t kFilterDataNotExist = 27;
+// A reset by time while no consumer of the group is connected.
+inline constexpr int32_t kConsumerNotOnline = 206;
 }  // namespace response_code
 
 struct RemotingCommand {

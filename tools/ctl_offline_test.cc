@@ -38,10 +38,8 @@ struct Sent {
 
 class CtlOfflineTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char pattern[] = "ctl_offline_test.XXXXXX";
-    ASSERT_NE(::mkdtemp(pattern), nullptr);
-    dir_ = std::filesystem::absolute(pattern).string();
+  // The store every test writes and reopens: 2 shards, 1 MiB segments, 50 units per CQ file.
+  StoreOptions store_options() const {
     StoreOptions options;
     options.data_dir = dir_ + "/store";
     options.shard_count = 2;
@@ -49,7 +47,13 @@ class CtlOfflineTest : public ::testing::Test {
     options.log.segment_size_bytes = 1u << 20;
     options.log.limits.max_body_bytes = 64u << 10;
     options.consume_queue.units_per_file = 50;
-    io::Result<std::unique_ptr<Store>> store = Store::open(options);
+    return options;
+  }
+  void SetUp() override {
+    char pattern[] = "ctl_offline_test.XXXXXX";
+    ASSERT_NE(::mkdtemp(pattern), nullptr);
+    dir_ = std::filesystem::absolute(pattern).string();
+    io::Result<std::unique_ptr<Store>> store = Store::open(store_options());
     ASSERT_TRUE(store.is_ok()) << store.status().to_string();
     {
       io::Result<std::unique_ptr<Session>> session = (*store)->open_session();
@@ -301,16 +305,9 @@ TEST_F(CtlOfflineTest, VerifyReportsADamagedOrMissingCheckpoint) {
 // Consumer offsets are not derived: a damaged table with a good .bak is reported with the
 // fallback the broker takes, both damaged with the broker's refusal.
 TEST_F(CtlOfflineTest, VerifyReportsDamagedConsumerOffsets) {
-  StoreOptions store_options;
-  store_options.data_dir = dir_ + "/store";
-  store_options.shard_count = 2;
-  store_options.pin_threads = false;
-  store_options.log.segment_size_bytes = 1u << 20;
-  store_options.log.limits.max_body_bytes = 64u << 10;
-  store_options.consume_queue.units_per_file = 50;
   uint32_t shard = 0;
   {
-    io::Result<std::unique_ptr<Store>> store = Store::open(store_options);
+    io::Result<std::unique_ptr<Store>> store = Store::open(store_options());
     ASSERT_TRUE(store.is_ok()) << store.status().to_string();
     shard = (*store)->shard_for("TopicA", 0);
     io::Result<std::unique_ptr<Session>> session = (*store)->open_session();
@@ -352,7 +349,7 @@ TEST_F(CtlOfflineTest, VerifyReportsDamagedConsumerOffsets) {
       << problem;
   EXPECT_NE(problem.find("refuses to start"), std::string::npos) << problem;
   // And the broker does what verify said: it refuses, naming both files.
-  io::Result<std::unique_ptr<Store>> refused = Store::open(store_options);
+  io::Result<std::unique_ptr<Store>> refused = Store::open(store_options());
   ASSERT_FALSE(refused.is_ok());
   EXPECT_NE(refused.status().message().find("consumer_offsets.bak"), std::string::npos)
       << refused.status().to_string();

@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
 # uringmq-ctl against a real uringmq-broker: produce (plain, delayed, with keys), consume with
-# and without commit, committed offsets after a broker restart, stats, and offline verify of the
-# stopped store. Usage: ctl_online_test.sh <uringmq-broker> <uringmq-ctl>
+# and without commit, committed offsets after a broker restart, stats, the admin commands the
+# broker serves (topic create/list/route/status/delete, group lag and reset by offset and by
+# time, message by id and by key, broker status), --version, and offline verify of the stopped
+# store. Usage: ctl_online_test.sh <uringmq-broker> <uringmq-ctl> [admin]
+# With "admin": only the commands that need the broker's admin requests (201 subscription
+# groups, 208 consume stats without a topic, 26/25 broker config with logLevel at run time).
 set -euo pipefail
 broker=$1
 ctl=$2
+part=${3:-data}
 dir=$(mktemp -d)
 pid=
 fail() { echo "FAIL: $*" >&2; [[ -f $dir/log ]] && tail -20 "$dir/log" >&2; exit 1; }
@@ -37,6 +42,26 @@ stop() { kill -TERM "$pid"; wait "$pid" || fail "the broker did not stop cleanly
 addr=127.0.0.1:$port
 passed=0
 
+if [[ $part == admin ]]; then
+  start
+  "$ctl" produce --addr "$addr" --topic T --queue 0 "m" > /dev/null
+  "$ctl" consume --addr "$addr" --topic T --group AG --queue 0 --from first --commit > /dev/null
+  out=$("$ctl" group lag --addr "$addr" --group AG)
+  grep -Eq "^T +\S+ +0 +1 +1 +0$" <<< "$out" || fail "group lag (GET_CONSUME_STATS): $out"
+  "$ctl" group list --addr "$addr" | grep "^#group" > /dev/null || fail "group list"
+  "$ctl" broker config get --addr "$addr" | grep -x "listenPort=$port" > /dev/null ||
+    fail "config get"
+  "$ctl" broker config set --addr "$addr" logLevel=debug > /dev/null
+  "$ctl" broker config get --addr "$addr" | grep -x "logLevel=debug" > /dev/null ||
+    fail "logLevel not set"
+  "$ctl" produce --addr "$addr" --topic T --queue 0 "m" > /dev/null
+  grep -q " DEBUG " "$dir/log" || fail "logLevel=debug set at run time logs no DEBUG line"
+  "$ctl" broker config set --addr "$addr" noSuchKey=1 2> /dev/null && fail "unknown key taken"
+  stop
+  echo "1 passed, 0 failed"
+  exit 0
+fi
+
 start
 out=$("$ctl" produce --addr "$addr" --topic T --queue 0 --tag A --keys k1 --count 3 "plain")
 [[ $(grep -c "queueOffset=" <<< "$out") == 3 ]] || fail "produce: $out"
@@ -60,6 +85,48 @@ out=$("$ctl" consume --addr "$addr" --topic T --group G --queue 0 --from committ
 grep -q "body=" <<< "$out" && fail "committed offset lost across restart: $out"
 out=$("$ctl" stats --addr "$addr" --topic T)
 grep -q "delayLevel.2.delivered" <<< "$out" || fail "stats: $out"
+grep -q "^timer.accepted " <<< "$out" || fail "stats without timer figures: $out"
+version=$("$ctl" --version | cut -d' ' -f2)
+grep -Eq "^brokerVersionDesc +uringmq $version$" <<< "$out" || fail "brokerVersionDesc: $out"
+passed=$((passed + 1))
+
+# Admin commands. A topic of 3 queues, 2 messages in queue 1.
+out=$("$ctl" topic create --addr "$addr" --topic Adm --read-queues 3 --write-queues 3)
+grep -q "topic Adm: 3 read / 3 write" <<< "$out" || fail "topic create: $out"
+"$ctl" topic list --addr "$addr" | grep -x "Adm" > /dev/null || fail "topic list lacks Adm"
+out=$("$ctl" topic route --addr "$addr" --topic Adm)
+grep -Eq "^\S+ +3 +3 +6 +\S+:$port" <<< "$out" || fail "topic route: $out"
+id1=$("$ctl" produce --addr "$addr" --topic Adm --queue 1 --keys order-7 one |
+  sed 's/msgId=\([^ ]*\).*/\1/')
+"$ctl" produce --addr "$addr" --topic Adm --queue 1 two > /dev/null
+out=$("$ctl" topic status --addr "$addr" --topic Adm)
+grep -Eq "^\S+ +1 +0 +2 " <<< "$out" || fail "topic status: $out"
+passed=$((passed + 1))
+
+"$ctl" message id --addr "$addr" "$id1" | grep "keys=order-7 .*body=one" > /dev/null ||
+  fail "message id $id1"
+"$ctl" message key --addr "$addr" --topic Adm order-7 | grep "body=one" > /dev/null ||
+  fail "message key"
+"$ctl" message key --addr "$addr" --topic Adm no-such-key 2> /dev/null && fail "unknown key found"
+passed=$((passed + 1))
+
+# Group offsets: by offset on one queue, then back by time to the start (every queue).
+"$ctl" group reset --addr "$addr" --group AG --topic Adm --offset 1 --queue 1 > /dev/null
+out=$("$ctl" group lag --addr "$addr" --group AG --topic Adm)
+grep -Eq "^Adm +\S+ +1 +2 +1 +1$" <<< "$out" || fail "group lag after reset to 1: $out"
+"$ctl" group reset --addr "$addr" --group AG --topic Adm --time 0 > /dev/null
+out=$("$ctl" group lag --addr "$addr" --group AG --topic Adm)
+grep -q "Diff Total: 2" <<< "$out" || fail "group lag after reset by time: $out"
+"$ctl" group reset --addr "$addr" --group AG --topic Adm 2> /dev/null && fail "reset needs a target"
+[[ $? == 2 ]] || fail "a usage error must exit 2"
+"$ctl" broker status --addr "$addr" | grep "putMessageTimesTotal" > /dev/null ||
+  fail "broker status"
+"$ctl" topic delete --addr "$addr" --topic Adm > /dev/null
+"$ctl" topic list --addr "$addr" | grep -x "Adm" > /dev/null && fail "topic delete left Adm"
+"$ctl" --version | grep -E "^uringmq-ctl [0-9]+\.[0-9]+\.[0-9]+$" > /dev/null ||
+  fail "ctl --version"
+"$broker" --version | grep -E "^uringmq-broker [0-9]+\.[0-9]+\.[0-9]+$" > /dev/null ||
+  fail "broker --version"
 passed=$((passed + 1))
 
 stop

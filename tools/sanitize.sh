@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Sanitizer builds of the test suite, run by tools/test.sh after the normal build.
 #   tools/sanitize.sh asan   build-asan: ASan + UBSan (-O1 -g, UBSan findings abort), every test
-#                            but the two that cannot run instrumented (see ASAN_EXCLUDE)
+#                            but those that cannot run instrumented (see ASAN_EXCLUDE)
 #   tools/sanitize.sh tsan   build-tsan: TSan over the tests that run shards, the broker's
 #                            reactor or a client in threads (TSAN_TESTS); only those are built
 # Each mode configures with -DURINGMQ_SANITIZE (top-level CMakeLists.txt), builds, runs ctest
@@ -19,7 +19,10 @@ jobs=${JOBS:-$(nproc)}
 #  - interop_test and java_client_test run tools' uringmq-broker, which links jemalloc (its
 #    malloc replaces ASan's allocator, so ASan would check nothing) under node or java; they ran
 #    against the normal build.
-ASAN_EXCLUDE='^(install_package_test|interop_test|java_.*)$'
+#  - package_deb_test packages the build (the instrumented one here) as a .deb: a packaging test
+#    like install_package_test, run in the normal build; ctl_java_test runs a Java broker and
+#    checks uringmq-ctl's requests against it (jemalloc-linked, as the broker), likewise.
+ASAN_EXCLUDE='^(install_package_test|package_deb_test|ctl_java_test|interop_test|java_.*)$'
 # The cross-shard and reactor tests: Store with shard threads (store_*), the broker's network
 # reactor with shard threads and client threads (broker_test), the remoting client against a
 # server thread (remoting_test), the Waker/cross-thread cases of disk_conformance_test.

@@ -3,7 +3,7 @@
 # "N passed, N failed" over the lint and all the CTest runs:
 #   0. lint: tools/lint.sh (function length, columns, clang-format, commit messages), one test;
 #   1. build-test: the normal build (RelWithDebInfo, benchmarks too), every test incl. interop;
-#   2. build-asan: ASan + UBSan, the whole suite but the two tests tools/sanitize.sh names;
+#   2. build-asan: ASan + UBSan, the whole suite but the tests tools/sanitize.sh names;
 #   3. build-tsan: TSan, the cross-shard and reactor tests (tools/sanitize.sh).
 # Every run happens even if an earlier one failed; the exit status is non-zero if any test
 # failed, any build failed, or a run's summary is missing. SANITIZE=0 runs the normal build only.

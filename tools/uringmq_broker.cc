@@ -21,6 +21,7 @@
 #include "net/broker.h"
 #include "net/broker_config.h"
 #include "net/log.h"
+#include "uringmq/version.h"
 
 // jemalloc's settings (read at its start; MALLOC_CONF in the environment still overrides them).
 // Freed pages go back to the OS within about a second, from jemalloc's background thread:
@@ -61,7 +62,7 @@ void notify_systemd(const char* state) {
 
 int usage() {
   std::fprintf(stderr,
-               "usage: uringmq-broker -c <broker.conf>\n"
+               "usage: uringmq-broker -c <broker.conf> | --version\n"
                "  Serves RocketMQ clients (remoting protocol) on listenPort and answers\n"
                "  NameServer route queries on namesrvListenPort. See tools/broker.conf.\n");
   return 2;
@@ -78,6 +79,9 @@ int main(int argc, char** argv) {
       config_path = argv[++i];
     } else if (arg == "-h" || arg == "--help") {
       return usage();
+    } else if (arg == "--version") {
+      std::printf("uringmq-broker %s\n", uringmq::kVersion);
+      return 0;
     } else {
       std::fprintf(stderr, "uringmq-broker: unknown argument '%s'\n", arg.c_str());
       return usage();

@@ -1,63 +1,46 @@
-// uringmq-ctl: the operator tool. Offline commands read a stopped broker's store (ctl_offline.h);
-// online commands talk to a running broker over the RocketMQ remoting protocol (ctl_online.h).
+// uringmq-ctl: the operator tool. Subcommands and per-command help from CLI11 (`uringmq-ctl
+// <command> [<subcommand>] --help`). Offline commands read a stopped broker's store
+// (ctl_offline.h); online commands talk to a running broker -- uringmq or a RocketMQ broker --
+// over the remoting protocol with the requests mqadmin sends (ctl_commands.h).
 // Exit codes: 0 ok, 1 failure (including corruption found), 2 usage error.
 
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
-#include <cstring>
 #include <string>
 
-#include "tools/ctl_args.h"
+#include "tools/ctl_commands.h"
 #include "tools/ctl_offline.h"
-#include "tools/ctl_online.h"
+#include "uringmq/version.h"
 
 namespace uringmq::ctl {
 namespace {
 
-constexpr const char* kUsage =
-    "usage: uringmq-ctl <command> [options]\n"
-    "\n"
-    "Offline (on a stopped broker's store, or a copy):\n"
-    "  verify --dir <storePathRootDir> [--max-message-size B] [--no-progress]\n"
-    "      scan every CommitLog record of every shard-<i>/ (CRCs, structure) and check every\n"
-    "      ConsumeQueue unit against its record; exit 1 on any corruption\n"
-    "  dump-log <segment-file> [--from <byte position>] [--count N]\n"
-    "      one line per record: position, log offset, size, topic, queue, queue offset,\n"
-    "      store time, properties (\\x01 shown as '=', \\x02 as ';'), body length\n"
-    "  dump-cq <consume-queue-file> [--from <queue offset>] [--count N]\n"
-    "      one line per unit: queue offset, CommitLog offset, size, tags code\n"
-    "\n"
-    "Online (to a broker, --addr host:port, default 127.0.0.1:10911):\n"
-    "  produce --topic T [--tag X] [--keys K] [--delay-level N] [--queue Q] [--count N]\n"
-    "          [--property k=v]... <body>\n"
-    "  consume --topic T --group G [--queue Q|all] [--from first|last|committed|<offset>]\n"
-    "          [--max N] [--wait-ms W] [--commit]\n"
-    "      defaults: --queue all, --from committed (first when never committed), --max 32\n"
-    "  stats [--topic T [--queues N]]\n"
-    "      broker runtime table (delay levels, store counters); with --topic, per-queue\n"
-    "      min/max offsets (queue count from the route unless --queues)\n";
+// Every option struct the command line fills; the chosen subcommand's callback runs its command.
+struct Commands {
+  VerifyOptions verify;
+  std::string dump_file;
+  uint64_t dump_from = 0;
+  uint64_t dump_count = 0;  // 0: all
+  bool verify_no_progress = false;
+  uint32_t verify_max_message_bytes = 0;
+  ProduceOptions produce;
+  ConsumeOptions consume;
+  StatsOptions stats;
+  TopicOptions topic;
+  GroupOptions group;
+  MessageOptions message;
+  BrokerOptions broker;
+  int rc = kExitOk;
+};
 
-int usage_error(const std::string& what) {
-  std::fprintf(stderr, "uringmq-ctl: %s\n\n%s", what.c_str(), kUsage);
-  return kExitUsage;
-}
-
-int run_verify(const CtlArgs& args) {
-  const std::string* dir = args.get("dir");
-  if (dir == nullptr) return usage_error("verify needs --dir <storePathRootDir>");
-  if (!args.positional().empty()) return usage_error("verify takes no positional argument");
-  VerifyOptions options;
-  options.dir = *dir;
-  if (args.has("max-message-size")) {
-    std::optional<int64_t> bytes = parse_int(*args.get("max-message-size"), 1, 1ll << 30);
-    if (!bytes) return usage_error("--max-message-size must be a size in bytes");
-    options.max_body_bytes = static_cast<uint32_t>(*bytes);
-  }
-  if (!args.has("no-progress") && ::isatty(STDERR_FILENO)) options.progress = stderr;
-  io::Result<VerifyReport> report = verify_store(options);
+int run_verify(Commands& c) {
+  if (c.verify_max_message_bytes != 0) c.verify.max_body_bytes = c.verify_max_message_bytes;
+  if (!c.verify_no_progress && ::isatty(STDERR_FILENO)) c.verify.progress = stderr;
+  io::Result<VerifyReport> report = verify_store(c.verify);
   if (!report.is_ok()) {
-    std::fprintf(stderr, "uringmq-ctl: verify %s: %s\n", dir->c_str(),
+    std::fprintf(stderr, "uringmq-ctl: verify %s: %s\n", c.verify.dir.c_str(),
                  report.status().to_string().c_str());
     return kExitFailure;
   }
@@ -65,20 +48,14 @@ int run_verify(const CtlArgs& args) {
   return report->ok() ? kExitOk : kExitFailure;
 }
 
-// dump-log / dump-cq.
-int run_dump(const CtlArgs& args, bool log) {
-  if (args.positional().size() != 1) {
-    return usage_error(std::string(log ? "dump-log" : "dump-cq") + " needs exactly one file");
-  }
+enum class DumpKind { log, cq };
+
+int run_dump(const Commands& c, DumpKind kind) {
   DumpOptions options;
-  std::optional<int64_t> from = parse_int(args.get_or("from", "0"), 0, INT64_MAX);
-  std::optional<int64_t> count = parse_int(args.get_or("count", "-1"), -1, INT64_MAX);
-  if (!from) return usage_error("--from must be a non-negative number");
-  if (!count || *count == 0) return usage_error("--count must be a positive number");
-  options.from = static_cast<uint64_t>(*from);
-  if (*count > 0) options.count = static_cast<uint64_t>(*count);
-  const std::string& path = args.positional()[0];
-  io::Status status = log ? dump_log(path, options, stdout) : dump_cq(path, options, stdout);
+  options.from = c.dump_from;
+  if (c.dump_count > 0) options.count = c.dump_count;
+  io::Status status = kind == DumpKind::log ? dump_log(c.dump_file, options, stdout)
+                                            : dump_cq(c.dump_file, options, stdout);
   if (!status.is_ok()) {
     std::fflush(stdout);
     std::fprintf(stderr, "uringmq-ctl: %s\n", status.to_string().c_str());
@@ -87,40 +64,216 @@ int run_dump(const CtlArgs& args, bool log) {
   return kExitOk;
 }
 
+void add_verify(CLI::App& app, Commands& c) {
+  CLI::App* v = app.add_subcommand(
+      "verify",
+      "Offline: scan every CommitLog record of every shard-<i>/ (CRCs, structure) and check every "
+      "ConsumeQueue unit against its record; exit 1 on any corruption");
+  v->add_option("--dir", c.verify.dir, "storePathRootDir of a stopped broker (or a copy)")
+      ->required();
+  v->add_option("--max-message-size", c.verify_max_message_bytes,
+                "largest body the log was written with, bytes")
+      ->check(CLI::Range(1u, 1u << 30));
+  v->add_flag("--no-progress", c.verify_no_progress, "no progress bar on a terminal");
+  v->callback([&c] { c.rc = run_verify(c); });
+}
+
+// dump-log / dump-cq (and their spellings `dump log` / `dump cq`) under `parent`.
+void add_dump(CLI::App* parent, Commands& c, const std::string& name, DumpKind kind) {
+  const bool log = kind == DumpKind::log;
+  CLI::App* d = parent->add_subcommand(
+      name, log ? "Offline: one line per record of a CommitLog segment (position, log offset, "
+                  "size, topic, queue, queue offset, store time, properties, body length)"
+                : "Offline: one line per unit of a ConsumeQueue file (queue offset, CommitLog "
+                  "offset, size, tags code)");
+  d->add_option("file", c.dump_file, log ? "segment file" : "consume queue file")->required();
+  d->add_option("--from", c.dump_from,
+                log ? "byte position in the file (a record boundary)" : "queue offset");
+  d->add_option("--count", c.dump_count, "at most this many lines")->check(CLI::PositiveNumber);
+  d->callback([&c, kind] { c.rc = run_dump(c, kind); });
+}
+
+void add_target(CLI::App* cmd, Target& t) {
+  cmd->add_option("--addr", t.addr, "broker address host:port")->capture_default_str();
+  cmd->add_option("-n,--namesrv", t.namesrv,
+                  "NameServer address for route and topic-list requests (default: --addr; a "
+                  "uringmq broker is its own NameServer)");
+}
+
+void add_data_commands(CLI::App& app, Commands& c) {
+  ProduceOptions& p = c.produce;
+  CLI::App* produce = app.add_subcommand("produce", "Online: send a message (SEND_MESSAGE_V2)");
+  add_target(produce, p.target);
+  produce->add_option("--topic", p.topic)->required();
+  produce->add_option("--tag", p.tag);
+  produce->add_option("--keys", p.keys);
+  produce->add_option("--delay-level", p.delay_level)->check(CLI::Range(0, 255));
+  produce->add_option("--queue", p.queue, "queue id")->check(CLI::Range(0, 65535));
+  produce->add_option("--count", p.count, "send it N times")->check(CLI::Range(1, 100'000'000));
+  produce->add_option("--property", p.properties, "name=value (repeatable)")
+      ->allow_extra_args(false);
+  produce->add_option("body", p.body)->required();
+  produce->callback([&c] { c.rc = run_produce(c.produce); });
+
+  ConsumeOptions& k = c.consume;
+  CLI::App* consume = app.add_subcommand("consume", "Online: pull and print messages");
+  add_target(consume, k.target);
+  consume->add_option("--topic", k.topic)->required();
+  consume->add_option("--group", k.group)->required();
+  consume->add_option("--queue", k.queue, "a queue id or all")->capture_default_str();
+  consume
+      ->add_option("--from", k.from,
+                   "first, last, committed (first when never committed) "
+                   "or an offset")
+      ->capture_default_str();
+  consume->add_option("--max", k.max, "at most N messages")->check(CLI::PositiveNumber);
+  consume->add_option("--wait-ms", k.wait_ms, "long-poll each queue this long")
+      ->check(CLI::Range(0, 3'600'000));
+  consume->add_flag("--commit", k.commit, "commit the offset reached in each queue");
+  consume->callback([&c] { c.rc = run_consume(c.consume); });
+
+  CLI::App* stats = app.add_subcommand(
+      "stats",
+      "Online: the broker's runtime table (store, delay level, timer and transaction "
+      "figures); with --topic, per-queue min/max offsets");
+  add_target(stats, c.stats.target);
+  CLI::Option* stats_topic = stats->add_option("--topic", c.stats.topic);
+  stats->add_option("--queues", c.stats.queues, "queue count (default: from the route)")
+      ->check(CLI::Range(1, 65536))
+      ->needs(stats_topic);
+  stats->callback([&c] { c.rc = run_stats(c.stats); });
+}
+
+void add_topic(CLI::App& app, Commands& c) {
+  TopicOptions& t = c.topic;
+  CLI::App* topic = app.add_subcommand("topic", "Online: topics");
+  topic->require_subcommand(1);
+  auto sub = [&](const char* name, const char* what, int (*run)(const TopicOptions&)) {
+    CLI::App* s = topic->add_subcommand(name, what);
+    add_target(s, t.target);
+    if (std::string(name) != "list") s->add_option("--topic,-t", t.topic)->required();
+    s->callback([&c, run] { c.rc = run(c.topic); });
+    return s;
+  };
+  sub("list", "every topic (GET_ALL_TOPIC_LIST_FROM_NAMESERVER)", run_topic_list);
+  CLI::App* create =
+      sub("create", "create or change a topic (UPDATE_AND_CREATE_TOPIC)", run_topic_create);
+  create->add_option("--read-queues,-r", t.read_queues)->check(CLI::Range(1, 1024));
+  create->add_option("--write-queues,-w", t.write_queues)->check(CLI::Range(1, 1024));
+  create->add_option("--perm,-p", t.perm, "2 write, 4 read, 6 both")
+      ->check(CLI::IsMember({2, 4, 6}));
+  create->add_flag("--order,-o", t.order, "ordered topic");
+  sub("delete", "delete a topic (DELETE_TOPIC_IN_BROKER, DELETE_TOPIC_IN_NAMESRV)",
+      run_topic_delete);
+  sub("route", "the topic's brokers and queues (GET_ROUTEINFO_BY_TOPIC)", run_topic_route);
+  sub("status", "per-queue min/max offsets (GET_TOPIC_STATS_INFO)", run_topic_status);
+}
+
+void add_group(CLI::App& app, Commands& c) {
+  GroupOptions& g = c.group;
+  CLI::App* group = app.add_subcommand("group", "Online: consumer groups");
+  group->require_subcommand(1);
+  CLI::App* list =
+      group->add_subcommand("list", "subscription groups (GET_ALL_SUBSCRIPTIONGROUP_CONFIG)");
+  add_target(list, g.target);
+  list->callback([&c] { c.rc = run_group_list(c.group); });
+  CLI::App* lag = group->add_subcommand(
+      "lag", "per-queue broker offset, committed offset and their difference (GET_CONSUME_STATS)");
+  add_target(lag, g.target);
+  lag->add_option("--group,-g", g.group)->required();
+  lag->add_option("--topic,-t", g.topic, "only this topic");
+  lag->callback([&c] { c.rc = run_group_lag(c.group); });
+  CLI::App* reset = group->add_subcommand(
+      "reset",
+      "move a group's committed offsets: to a time (INVOKE_BROKER_TO_RESET_OFFSET, "
+      "which tells the online consumers) or to an offset (UPDATE_CONSUMER_OFFSET)");
+  add_target(reset, g.target);
+  reset->add_option("--group,-g", g.group)->required();
+  reset->add_option("--topic,-t", g.topic)->required();
+  CLI::Option* time = reset->add_option(
+      "--time", g.time, "ms since the epoch, now, or UTC YYYY-MM-DDTHH:MM:SS[.mmm]");
+  CLI::Option* offset =
+      reset->add_option("--offset", g.offset, "a queue offset")->check(CLI::NonNegativeNumber);
+  time->excludes(offset);
+  reset->add_option("--queue", g.queue, "with --offset: only this queue")
+      ->check(CLI::Range(0, 65535))
+      ->needs(offset);
+  reset->add_flag("!--no-force", g.force, "with --time: only move offsets back")->needs(time);
+  reset->callback([&c] { c.rc = run_group_reset(c.group); });
+}
+
+void add_message(CLI::App& app, Commands& c) {
+  MessageOptions& m = c.message;
+  CLI::App* message = app.add_subcommand("message", "Online: find messages");
+  message->require_subcommand(1);
+  CLI::App* id = message->add_subcommand(
+      "id",
+      "by msgId: an offset msgId (VIEW_MESSAGE_BY_ID) or a client's UNIQ_KEY "
+      "(QUERY_MESSAGE, needs --topic)");
+  CLI::App* key = message->add_subcommand("key", "by key, from the message index (QUERY_MESSAGE)");
+  for (CLI::App* s : {id, key}) {
+    add_target(s, m.target);
+    s->add_option("--max", m.max, "at most N messages")->check(CLI::Range(1, 64));
+    s->add_option("--begin", m.begin, "stored at or after (ms, now or UTC date)");
+    s->add_option("--end", m.end, "stored at or before (ms, now or UTC date)");
+  }
+  id->add_option("--topic,-t", m.topic);
+  id->add_option("id", m.id)->required();
+  id->callback([&c] { c.rc = run_message_id(c.message); });
+  key->add_option("--topic,-t", m.topic)->required();
+  key->add_option("key", m.key)->required();
+  key->callback([&c] { c.rc = run_message_key(c.message); });
+}
+
+void add_broker(CLI::App& app, Commands& c) {
+  BrokerOptions& b = c.broker;
+  CLI::App* broker = app.add_subcommand("broker", "Online: the broker");
+  broker->require_subcommand(1);
+  CLI::App* status = broker->add_subcommand("status", "runtime table (GET_BROKER_RUNTIME_INFO)");
+  add_target(status, b.target);
+  status->callback([&c] { c.rc = run_broker_status(c.broker); });
+  CLI::App* config = broker->add_subcommand("config", "the broker's configuration");
+  config->require_subcommand(1);
+  CLI::App* get = config->add_subcommand("get", "every key=value (GET_BROKER_CONFIG)");
+  add_target(get, b.target);
+  get->callback([&c] { c.rc = run_broker_config_get(c.broker); });
+  CLI::App* set =
+      config->add_subcommand("set", "change keys at run time, persisted (UPDATE_BROKER_CONFIG)");
+  add_target(set, b.target);
+  set->add_option("settings", b.settings, "key=value ...")->required();
+  set->callback([&c] { c.rc = run_broker_config_set(c.broker); });
+}
+
 int run(int argc, char** argv) {
-  if (argc < 2) return usage_error("no command");
-  std::string command = argv[1];
-  if (command == "--help" || command == "-h" || command == "help") {
-    std::fputs(kUsage, stdout);
+  CLI::App app{"uringmq-ctl: the uringmq operator tool (uringmq " URINGMQ_VERSION ")",
+               "uringmq-ctl"};
+  app.set_version_flag("--version", std::string("uringmq-ctl ") + kVersion);
+  app.require_subcommand(1);
+  app.fallthrough();
+  Commands c;
+  add_verify(app, c);
+  add_dump(&app, c, "dump-log", DumpKind::log);
+  add_dump(&app, c, "dump-cq", DumpKind::cq);
+  CLI::App* dump = app.add_subcommand("dump", "Offline: dump a CommitLog segment or a queue file");
+  dump->require_subcommand(1);
+  add_dump(dump, c, "log", DumpKind::log);
+  add_dump(dump, c, "cq", DumpKind::cq);
+  add_data_commands(app, c);
+  add_topic(app, c);
+  add_group(app, c);
+  add_message(app, c);
+  add_broker(app, c);
+  if (argc == 2 && std::string(argv[1]) == "help") {
+    std::fputs(app.help().c_str(), stdout);
     return kExitOk;
   }
-  struct Spec {
-    const char* name;
-    std::set<std::string_view> valued;
-    std::set<std::string_view> flags;
-  };
-  const Spec specs[] = {
-      {"verify", {"dir", "max-message-size"}, {"no-progress"}},
-      {"dump-log", {"from", "count"}, {}},
-      {"dump-cq", {"from", "count"}, {}},
-      {"produce",
-       {"addr", "topic", "tag", "keys", "delay-level", "queue", "count", "property"},
-       {}},
-      {"consume", {"addr", "topic", "group", "queue", "from", "max", "wait-ms"}, {"commit"}},
-      {"stats", {"addr", "topic", "queues"}, {}},
-  };
-  for (const Spec& spec : specs) {
-    if (command != spec.name) continue;
-    CtlArgs args(argc, argv, 2, spec.valued, spec.flags);
-    if (!args.error().empty()) return usage_error(command + ": " + args.error());
-    if (command == "verify") return run_verify(args);
-    if (command == "dump-log") return run_dump(args, true);
-    if (command == "dump-cq") return run_dump(args, false);
-    if (command == "produce") return run_produce(args);
-    if (command == "consume") return run_consume(args);
-    return run_stats(args);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);  // prints help, the version or the error
+    return code == 0 ? kExitOk : kExitUsage;
   }
-  return usage_error("unknown command '" + command + "'");
+  return c.rc;
 }
 
 }  // namespace
