@@ -145,6 +145,14 @@ StoreStats Shard::stats() const {
   s.scrub_bytes_checked = stat_scrub_bytes_.load(std::memory_order_relaxed);
   s.scrub_corrupt_records = stat_scrub_corrupt_.load(std::memory_order_relaxed);
   s.scrubs_finished = stat_scrub_finished_.load(std::memory_order_relaxed);
+  append_latency_us_.add_to(s.append_latency_us);
+  sync_latency_us_.add_to(s.fdatasync_latency_us);
+  sync_records_.add_to(s.messages_per_fdatasync);
+  delayed_.add_lateness(s.delayed_lateness_ms);
+  timers_.add_lateness(s.timed_lateness_ms);
+  s.log_bytes = stat_log_bytes_.load(std::memory_order_relaxed);
+  s.flush_behind_bytes = stat_flush_behind_.load(std::memory_order_relaxed);
+  s.dispatch_lag_bytes = stat_dispatch_lag_.load(std::memory_order_relaxed);
   return s;
 }
 
@@ -201,6 +209,7 @@ io::Status Shard::open_log(engine::RecoveryReport* report) {
                                   });
   if (!opened.is_ok()) return opened.status();
   log_ = std::move(opened->log);
+  log_->set_sync_metrics(&sync_latency_us_, &sync_records_);
   cq_ = std::move(opened->cq);
   UMQ_RETURN_IF_ERROR(index_status_);
   if (!index_opened_) UMQ_RETURN_IF_ERROR(open_index(log_->appended_offset().value));
@@ -523,6 +532,7 @@ int64_t Shard::next_deadline_ms() const {
 
 bool Shard::drain_requests() {
   bool worked = false;
+  drain_ns_ = clock_->monotonic_ns();  // the append-latency start of what this drain takes
   if (has_stalled_) {
     if (!handle(stalled_slot_, stalled_)) return false;
     has_stalled_ = false;
@@ -648,7 +658,7 @@ io::Code Shard::append_pending(uint32_t slot, uint64_t tag, const engine::Messag
     tags_code = engine::unit_tags_code(in.topic, in.properties, r->store_timestamp_ms, levels_);
   }
   pending_[id] = PendingAppend{slot,   tag,        next,  r->size_bytes, r->store_timestamp_ms,
-                               *queue, *tags_code, batch, batch_index};
+                               *queue, *tags_code, batch, batch_index, drain_ns_};
   if (in.visible_at_ms != 0 && in.visible_at_ms > clock_->now_ms()) {  // plain: no clock read
     UMQ_ASSERT_MSG(r->store_timestamp_ms >= in.visible_at_ms,
                    "a held copy stored with a time before its deliver time");
@@ -805,11 +815,14 @@ void Shard::handle_queue_request(uint32_t slot_index, const ShardRequest& reques
 void Shard::deliver_acks() {
   std::array<engine::Ack, 128> acks;
   for (size_t n; dispatcher_->has_room(acks.size()) && (n = log_->take_acks(acks)) > 0;) {
+    const int64_t acked_ns = clock_->monotonic_ns();  // once per batch of acknowledgements
     for (size_t i = 0; i < n; i++) {
       const engine::Ack& ack = acks[i];
       PendingAppend& pending = pending_[ack.tag];
       const bool ok = ack.outcome == engine::AckOutcome::ok;
       if (pending.slot != kInternalSlot) {
+        append_latency_us_.observe(
+            static_cast<uint64_t>(std::max<int64_t>(0, acked_ns - pending.start_ns)) / 1000);
         timers_.client_acked(pending.queue, ack.offset.value, ok);  // a cancel's record
       } else if (!ok || !durable_.wait(pending.tag, pending.size_bytes, ack.offset.value,
                                        log_->durable_offset().value)) {
@@ -943,6 +956,15 @@ void Shard::publish_stats() {
   const engine::CommitLogStats& s = log_->stats();
   stat_writes_.store(s.writes_submitted, std::memory_order_relaxed);
   stat_syncs_.store(s.fdatasyncs_completed, std::memory_order_relaxed);
+  const uint64_t appended = log_->appended_offset().value;
+  const engine::CommitLogOptions& lo = log_->options();
+  const bool ack_on_write =
+      lo.flush_mode == engine::FlushMode::async_flush || lo.unsafe_ack_before_sync;
+  const uint64_t acked = ack_on_write ? log_->written_offset().value : log_->durable_offset().value;
+  const uint64_t dispatched = dispatcher_->dispatched().value;
+  stat_log_bytes_.store(appended - log_->min_offset().value, std::memory_order_relaxed);
+  stat_flush_behind_.store(appended - log_->durable_offset().value, std::memory_order_relaxed);
+  stat_dispatch_lag_.store(acked > dispatched ? acked - dispatched : 0, std::memory_order_relaxed);
   if (scrub_ != nullptr) {
     stat_scrub_bytes_.store(scrub_->bytes_checked(), std::memory_order_relaxed);
     stat_scrub_corrupt_.store(scrub_->corrupt_records(), std::memory_order_relaxed);

@@ -164,6 +164,13 @@ uint32_t Store::shard_for(std::string_view topic, int32_t queue_id) const {
   return shard_of_queue(topic, queue_id, static_cast<uint32_t>(shards_.size()));
 }
 
+namespace {
+void add_histogram(StoreHistogram& into, const StoreHistogram& from) {
+  for (size_t i = 0; i < into.counts.size(); i++) into.counts[i] += from.counts[i];
+  into.sum += from.sum;
+}
+}  // namespace
+
 StoreStats Store::stats() const {
   StoreStats total;
   for (const auto& shard : shards_) {
@@ -180,6 +187,14 @@ StoreStats Store::stats() const {
     total.scrub_bytes_checked += s.scrub_bytes_checked;
     total.scrub_corrupt_records += s.scrub_corrupt_records;
     total.scrubs_finished += s.scrubs_finished;
+    add_histogram(total.append_latency_us, s.append_latency_us);
+    add_histogram(total.fdatasync_latency_us, s.fdatasync_latency_us);
+    add_histogram(total.messages_per_fdatasync, s.messages_per_fdatasync);
+    add_histogram(total.delayed_lateness_ms, s.delayed_lateness_ms);
+    add_histogram(total.timed_lateness_ms, s.timed_lateness_ms);
+    total.log_bytes += s.log_bytes;
+    total.flush_behind_bytes += s.flush_behind_bytes;
+    total.dispatch_lag_bytes += s.dispatch_lag_bytes;
   }
   return total;
 }

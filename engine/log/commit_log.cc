@@ -8,6 +8,7 @@
 
 #include "engine/log/checkpoint.h"
 #include "engine/log/log_recovery.h"
+#include "engine/metrics_histogram.h"
 #include "sched/completion_tags.h"
 
 namespace uringmq::engine {
@@ -561,7 +562,13 @@ void CommitLog::maybe_sync() {
     segment.dirty = false;
     syncs_outstanding_++;
   }
-  if (syncs_outstanding_ == 0) set_durable(sync_target_);
+  if (syncs_outstanding_ == 0) {
+    set_durable(sync_target_);
+    return;
+  }
+  sync_started_ns_ = clock_.monotonic_ns();
+  sync_round_records_ = stats_.appends - appends_at_sync_;
+  appends_at_sync_ = stats_.appends;
 }
 
 void CommitLog::on_sync_done(int64_t result) {
@@ -573,6 +580,11 @@ void CommitLog::on_sync_done(int64_t result) {
     return;
   }
   stats_.fdatasyncs_completed++;
+  if (syncs_outstanding_ == 0 && sync_latency_us_ != nullptr) {
+    const int64_t took_ns = clock_.monotonic_ns() - sync_started_ns_;
+    sync_latency_us_->observe(static_cast<uint64_t>(std::max<int64_t>(0, took_ns)) / 1000);
+    sync_records_->observe(sync_round_records_);
+  }
   if (syncs_outstanding_ == 0 && fail_status_.is_ok() && sync_target_ > durable_) {
     set_durable(sync_target_);
     durable_store_timestamp_ms_ = sync_target_timestamp_ms_;
