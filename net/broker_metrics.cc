@@ -49,7 +49,7 @@ void write_store(PromWriter& w, const StoreStats& s) {
         s.flush_behind_bytes);
   gauge(w, "uringmq_dispatch_lag_bytes",
         "Acknowledged CommitLog bytes not yet in the ConsumeQueues.", s.dispatch_lag_bytes);
-  counter(w, "uringmq_store_appends_total", "Records appended (clients and deliveries).",
+  counter(w, "uringmq_store_appends_total", "Records appended for clients (deliveries not counted).",
           s.appends);
   counter(w, "uringmq_store_acks_total", "Appends acknowledged ok.", s.acks_ok);
   counter(w, "uringmq_store_writes_total", "CommitLog writes submitted.", s.writes_submitted);
