@@ -658,7 +658,7 @@ io::Code Shard::append_pending(uint32_t slot, uint64_t tag, const engine::Messag
     tags_code = engine::unit_tags_code(in.topic, in.properties, r->store_timestamp_ms, levels_);
   }
   pending_[id] = PendingAppend{slot,   tag,        next,  r->size_bytes, r->store_timestamp_ms,
-                               *queue, *tags_code, batch, batch_index, drain_ns_};
+                               *queue, *tags_code, batch, batch_index,   drain_ns_};
   if (in.visible_at_ms != 0 && in.visible_at_ms > clock_->now_ms()) {  // plain: no clock read
     UMQ_ASSERT_MSG(r->store_timestamp_ms >= in.visible_at_ms,
                    "a held copy stored with a time before its deliver time");

@@ -611,7 +611,8 @@ std::string describe_broker_config(const BrokerConfig& c) {
   add("enablePropertyFilter", c.enable_property_filter ? "true" : "false");
   add("logLevel", c.log_level);
   add("metricsExporterType", c.metrics_prom ? "PROM" : "DISABLE");
-  add("metricsPromExporterHost", c.metrics_prom_host.empty() ? c.bind_address : c.metrics_prom_host);
+  add("metricsPromExporterHost",
+      c.metrics_prom_host.empty() ? c.bind_address : c.metrics_prom_host);
   add("metricsPromExporterPort", num(c.metrics_prom_port));
   for (const std::string& key : c.ignored_keys) out.append("ignored: ").append(key).append("\n");
   return out;

@@ -32,8 +32,8 @@ void write_histograms(PromWriter& w, const StoreStats& s) {
               1e-6);
   w.family("uringmq_messages_per_fdatasync", "histogram",
            "Records appended between two rounds of fdatasyncs (group commit).");
-  w.histogram("uringmq_messages_per_fdatasync", "", s.messages_per_fdatasync,
-              kBatchBoundsMessages, 1.0);
+  w.histogram("uringmq_messages_per_fdatasync", "", s.messages_per_fdatasync, kBatchBoundsMessages,
+              1.0);
   w.family("uringmq_delayed_lateness_seconds", "histogram",
            "Delay-level messages: how far behind their deliver time they were appended.");
   w.histogram("uringmq_delayed_lateness_seconds", "", s.delayed_lateness_ms, kLatenessBoundsMs,
@@ -49,8 +49,8 @@ void write_store(PromWriter& w, const StoreStats& s) {
         s.flush_behind_bytes);
   gauge(w, "uringmq_dispatch_lag_bytes",
         "Acknowledged CommitLog bytes not yet in the ConsumeQueues.", s.dispatch_lag_bytes);
-  counter(w, "uringmq_store_appends_total", "Records appended for clients (deliveries not counted).",
-          s.appends);
+  counter(w, "uringmq_store_appends_total",
+          "Records appended for clients (deliveries not counted).", s.appends);
   counter(w, "uringmq_store_acks_total", "Appends acknowledged ok.", s.acks_ok);
   counter(w, "uringmq_store_writes_total", "CommitLog writes submitted.", s.writes_submitted);
   counter(w, "uringmq_store_fdatasyncs_total", "CommitLog fdatasyncs completed.", s.fdatasyncs);
@@ -80,8 +80,8 @@ void write_delays(PromWriter& w, const std::vector<DelayLevelStats>& levels, con
         t.accepted > done ? t.accepted - done : 0);
   w.family("uringmq_timer_messages_total", "counter", "Timed messages, by what happened to them.");
   const std::pair<std::string_view, uint64_t> events[] = {
-      {"accepted", t.accepted}, {"delivered", t.delivered}, {"rolled", t.rolled},
-      {"cancelled", t.cancelled}, {"parked", t.parked},     {"deleted", t.deleted}};
+      {"accepted", t.accepted},   {"delivered", t.delivered}, {"rolled", t.rolled},
+      {"cancelled", t.cancelled}, {"parked", t.parked},       {"deleted", t.deleted}};
   for (const auto& [event, value] : events) {
     w.sample("uringmq_timer_messages_total", label("event", event), value);
   }
@@ -103,9 +103,7 @@ void write_recovery(PromWriter& w, const std::vector<engine::RecoveryReport>& re
       {"uringmq_recovery_scanned_records", "Records recovery checked at start.",
        [](const engine::RecoveryReport& r) { return static_cast<double>(r.records_scanned); }},
       {"uringmq_recovery_truncated_bytes", "Torn-tail bytes recovery zeroed at start.",
-       [](const engine::RecoveryReport& r) {
-         return static_cast<double>(r.torn_bytes_truncated);
-       }},
+       [](const engine::RecoveryReport& r) { return static_cast<double>(r.torn_bytes_truncated); }},
       {"uringmq_recovery_unclean_stop", "1 when the shard's last stop was unclean.",
        [](const engine::RecoveryReport& r) { return r.unclean_stop ? 1.0 : 0.0; }},
   };
@@ -164,8 +162,7 @@ void BrokerReactor::render_metrics(std::string& out) {
   write_delays(w, store_.delay_level_stats(), store_.timer_stats());
   write_recovery(w, store_.recovery_reports());
   gauge(w, "uringmq_connections", "Client connections open.", open_conns_);
-  counter(w, "uringmq_connections_accepted_total", "Client connections accepted.",
-          accepted_total_);
+  counter(w, "uringmq_connections_accepted_total", "Client connections accepted.", accepted_total_);
   counter(w, "uringmq_connections_refused_total", "Connections refused at maxConnections.",
           refused_total_);
   gauge(w, "uringmq_connection_buffer_bytes",

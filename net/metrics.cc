@@ -83,8 +83,7 @@ void PromWriter::sample(std::string_view name, std::string_view labels, double v
   out_->append(text).append("\n");
 }
 
-void PromWriter::histogram(std::string_view name, std::string_view labels,
-                           const StoreHistogram& h,
+void PromWriter::histogram(std::string_view name, std::string_view labels, const StoreHistogram& h,
                            const std::array<uint64_t, kHistogramBounds>& bounds, double scale) {
   const std::string sep = labels.empty() ? "" : std::string(labels) + ",";
   uint64_t cumulative = 0;
@@ -172,7 +171,8 @@ void BrokerMetrics::on_commit(std::string_view group, std::string_view topic, in
 namespace {
 
 std::string topic_labels(std::string_view topic) {
-  return label("topic", topic) + "," + label("is_system", is_system_topic(topic) ? "true" : "false");
+  return label("topic", topic) + "," +
+         label("is_system", is_system_topic(topic) ? "true" : "false");
 }
 
 std::string group_labels(std::string_view topic, std::string_view group) {
@@ -226,7 +226,8 @@ void BrokerMetrics::write_progress(PromWriter& w) const {
     std::pair<int64_t, int64_t>& sum = sums[GroupTopicKey{topic, group}];
     if (p.committed < 0) continue;
     const auto end = queue_end_.find(QueueKey{topic, queue});
-    if (end != queue_end_.end() && end->second > p.committed) sum.first += end->second - p.committed;
+    if (end != queue_end_.end() && end->second > p.committed)
+      sum.first += end->second - p.committed;
     if (p.pulled > p.committed) sum.second += p.pulled - p.committed;
   }
   w.family("rocketmq_consumer_lag_messages", "gauge",

@@ -68,11 +68,10 @@ class BrokerMetrics {
   // The queue's end (next offset to be written) as a send or pull answer saw it.
   void on_queue_end(std::string_view topic, int32_t queue_id, int64_t end_offset);
   // A pull answered: messages and bytes served, and the next offset the consumer will ask.
-  void on_pull(std::string_view group, std::string_view topic, int32_t queue_id,
-               uint64_t messages, uint64_t bytes, int64_t next_offset);
+  void on_pull(std::string_view group, std::string_view topic, int32_t queue_id, uint64_t messages,
+               uint64_t bytes, int64_t next_offset);
   // A consumer offset committed (UPDATE_CONSUMER_OFFSET, or a pull's commitOffset).
-  void on_commit(std::string_view group, std::string_view topic, int32_t queue_id,
-                 int64_t offset);
+  void on_commit(std::string_view group, std::string_view topic, int32_t queue_id, int64_t offset);
 
   // The rocketmq_* families of what the broker saw (messages in/out, throughput, lag,
   // in flight, topic and group numbers) and uringmq_metrics_series_dropped_total.
@@ -92,9 +91,9 @@ class BrokerMetrics {
     int64_t committed = -1;
     int64_t pulled = -1;  // the next offset its last pull was answered with
   };
-  using QueueKey = std::tuple<std::string, int32_t>;                 // topic, queue
+  using QueueKey = std::tuple<std::string, int32_t>;                    // topic, queue
   using GroupQueueKey = std::tuple<std::string, std::string, int32_t>;  // topic, group, queue
-  using GroupTopicKey = std::pair<std::string, std::string>;           // topic, group
+  using GroupTopicKey = std::pair<std::string, std::string>;            // topic, group
   Progress* progress(std::string_view group, std::string_view topic, int32_t queue_id);
   void write_progress(PromWriter& w) const;
   std::map<std::string, In, std::less<>> in_;

@@ -62,8 +62,7 @@ void MetricsServer::start(io::NetRing& ring) {
   ring.accept_multishot(listen_fd_, tag(Op::accept, 0));
 }
 
-void MetricsServer::on_completion(io::NetRing& ring, const io::NetCompletion& c,
-                                  int64_t mono_ms) {
+void MetricsServer::on_completion(io::NetRing& ring, const io::NetCompletion& c, int64_t mono_ms) {
   const Op op = static_cast<Op>(op_of(c.user_data));
   const uint32_t index = index_of(c.user_data);
   if (op == Op::accept) return on_accept(ring, c, mono_ms);
@@ -135,8 +134,8 @@ void MetricsServer::answer(io::NetRing& ring, uint32_t index) {
     client.out = http_response("405 Method Not Allowed", "text/plain",
                                "the metrics endpoint answers GET /metrics only\n");
   } else if (target != "/metrics") {
-    client.out = http_response("404 Not Found", "text/plain",
-                               "no such path: the metrics are at /metrics\n");
+    client.out =
+        http_response("404 Not Found", "text/plain", "no such path: the metrics are at /metrics\n");
   } else {
     std::string body;
     render_(body);

@@ -298,7 +298,7 @@ class CommitLog final : public sched::Participant {
   int64_t last_sync_ms_ = 0;
   AtomicHistogram* sync_latency_us_ = nullptr;
   AtomicHistogram* sync_records_ = nullptr;
-  int64_t sync_started_ns_ = 0;     // monotonic: the round in flight was submitted
+  int64_t sync_started_ns_ = 0;      // monotonic: the round in flight was submitted
   uint64_t sync_round_records_ = 0;  // records appended between the previous round and it
   uint64_t appends_at_sync_ = 0;     // stats_.appends when the round in flight was submitted
 

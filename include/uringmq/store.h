@@ -83,8 +83,8 @@ struct StoreHistogram {
 };
 // Bound tables: latencies in microseconds, lateness in milliseconds, batch sizes in messages.
 inline constexpr std::array<uint64_t, kHistogramBounds> kLatencyBoundsUs = {
-    50, 100, 250, 500, 1'000, 2'500, 5'000, 10'000, 25'000, 50'000, 100'000, 250'000, 500'000,
-    1'000'000, 2'500'000, 10'000'000};
+    50,     100,    250,     500,     1'000,   2'500,     5'000,     10'000,
+    25'000, 50'000, 100'000, 250'000, 500'000, 1'000'000, 2'500'000, 10'000'000};
 inline constexpr std::array<uint64_t, kHistogramBounds> kLatenessBoundsMs = {
     1, 2, 5, 10, 20, 50, 100, 200, 500, 1'000, 2'000, 5'000, 10'000, 30'000, 60'000, 300'000};
 inline constexpr std::array<uint64_t, kHistogramBounds> kBatchBoundsMessages = {
@@ -119,9 +119,9 @@ struct StoreStats {
   StoreHistogram messages_per_fdatasync;
   StoreHistogram delayed_lateness_ms;
   StoreHistogram timed_lateness_ms;
-  uint64_t log_bytes = 0;            // CommitLog bytes kept: appended end - first segment base
-  uint64_t flush_behind_bytes = 0;   // appended but not yet durable (fdatasync pending)
-  uint64_t dispatch_lag_bytes = 0;   // acknowledged log bytes not yet in the ConsumeQueues
+  uint64_t log_bytes = 0;           // CommitLog bytes kept: appended end - first segment base
+  uint64_t flush_behind_bytes = 0;  // appended but not yet durable (fdatasync pending)
+  uint64_t dispatch_lag_bytes = 0;  // acknowledged log bytes not yet in the ConsumeQueues
 };
 
 // The most messages one batch may hold (Session::send_batch_async).

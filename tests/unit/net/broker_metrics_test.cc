@@ -127,8 +127,8 @@ size_t pull_until(RemotingClient& client, int queue, size_t want) {
   size_t got = 0;
   int64_t offset = 0;
   while (got < want && std::chrono::steady_clock::now() < deadline) {
-    RemotingResponse r = call(client, request(req::kPullMessage, pull_fields("MT", queue, offset,
-                                                                             1900)));
+    RemotingResponse r =
+        call(client, request(req::kPullMessage, pull_fields("MT", queue, offset, 1900)));
     if (r.command.code != rc::kSuccess) continue;
     got += decode_all(r.body).size();
     offset = std::stoll(*r.command.ext("nextBeginOffset"));
@@ -151,14 +151,22 @@ TEST(BrokerMetricsTest, ScrapeMatchesWhatTheTestDid) {
     ASSERT_EQ(send(*client, 0, body, "TAGS\x01T\x02").command.code, rc::kSuccess);
   }
   for (int i = 0; i < 2; i++) {  // level 1: 100 ms; a timer of 150 ms
-    ASSERT_EQ(send(*client, 2, "d", "DELAY\x01" "1\x02").command.code, rc::kSuccess);
-    ASSERT_EQ(send(*client, 3, "t", "TIMER_DELAY_MS\x01" "150\x02").command.code, rc::kSuccess);
+    ASSERT_EQ(send(*client, 2, "d",
+                   "DELAY\x01"
+                   "1\x02")
+                  .command.code,
+              rc::kSuccess);
+    ASSERT_EQ(send(*client, 3, "t",
+                   "TIMER_DELAY_MS\x01"
+                   "150\x02")
+                  .command.code,
+              rc::kSuccess);
   }
   ASSERT_EQ(pull_until(*client, 0, 10), 10u);
   ASSERT_EQ(call(*client, request(req::kUpdateConsumerOffset, {{"topic", "MT"},
-                                                              {"consumerGroup", "CG"},
-                                                              {"queueId", "0"},
-                                                              {"commitOffset", "4"}}))
+                                                               {"consumerGroup", "CG"},
+                                                               {"queueId", "0"},
+                                                               {"commitOffset", "4"}}))
                 .command.code,
             rc::kSuccess);
   for (int i = 0; i < 5; i++) {
