@@ -532,7 +532,7 @@ int64_t Shard::next_deadline_ms() const {
 
 bool Shard::drain_requests() {
   bool worked = false;
-  drain_ns_ = clock_->monotonic_ns();  // the append-latency start of what this drain takes
+  drain_ns_ = 0;  // read at this drain's first append (append_pending): idle turns read no clock
   if (has_stalled_) {
     if (!handle(stalled_slot_, stalled_)) return false;
     has_stalled_ = false;
@@ -648,6 +648,7 @@ io::Code Shard::append_pending(uint32_t slot, uint64_t tag, const engine::Messag
   if (const io::Code c = index_prepare(in, &index_keys); c != io::Code::ok) return c;
   int64_t& next = next_queue_offset_[*queue];
   const uint32_t id = *pending_pool_.peek();
+  if (drain_ns_ == 0) drain_ns_ = clock_->monotonic_ns();  // the append-latency start
   io::Result<engine::AppendResult> r = log_->append(in, next, id);
   if (!r.is_ok()) return r.status().code();
   (void)pending_pool_.acquire();

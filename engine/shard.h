@@ -154,7 +154,7 @@ class Shard final : private engine::DeliveryHost {
     int64_t tags_code = 0;
     uint32_t batch = UINT32_MAX;  // a batch member: its index in batches_ (else UINT32_MAX)
     uint32_t batch_index = 0;     // its place in the batch
-    int64_t start_ns = 0;         // monotonic: its request was taken off the ring (drain_ns_)
+    int64_t start_ns = 0;         // monotonic: the drain that took its request (drain_ns_)
   };
   // A batch being appended or acknowledged: one completion once every record it appended is
   // acknowledged (Session::send_batch_async). batches_ is sized at start; none free: busy.
@@ -506,7 +506,7 @@ class Shard final : private engine::DeliveryHost {
   std::atomic<uint64_t> stat_corrupt_refused_{0}, stat_corrupt_reported_{0}, stat_scrub_bytes_{0},
       stat_scrub_corrupt_{0}, stat_scrub_finished_{0};
   // Operator figures (StoreStats): histograms and gauges written by the shard thread only.
-  int64_t drain_ns_ = 0;  // monotonic, read once per drain of the request rings
+  int64_t drain_ns_ = 0;  // monotonic, read at the first append of a drain of the request rings
   engine::AtomicHistogram append_latency_us_{kLatencyBoundsUs};
   engine::AtomicHistogram sync_latency_us_{kLatencyBoundsUs};
   engine::AtomicHistogram sync_records_{kBatchBoundsMessages};

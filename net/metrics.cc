@@ -1,5 +1,6 @@
 #include "net/metrics.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "engine/log/properties.h"
@@ -22,18 +23,20 @@ std::string_view message_type_name(MessageType type) {
   return "normal";
 }
 
+// One pass over the properties (a SEND's are a few dozen bytes).
 MessageType message_type_of(std::string_view properties) {
-  using engine::find_property;
-  const auto level = find_property(properties, engine::kPropertyDelayTimeLevel);
-  if (level && !level->empty() && *level != "0") return MessageType::delay;
-  if (find_property(properties, engine::kPropertyTimerDeliverMs) ||
-      find_property(properties, engine::kPropertyTimerDelaySec) ||
-      find_property(properties, engine::kPropertyTimerDelayMs)) {
-    return MessageType::delay;
-  }
-  const auto prepared = find_property(properties, engine::kPropertyTransactionPrepared);
-  if (prepared && *prepared == "true") return MessageType::transaction;
-  return MessageType::normal;
+  MessageType type = MessageType::normal;
+  engine::for_each_property(properties, [&](std::string_view name, std::string_view value) {
+    if ((name == engine::kPropertyDelayTimeLevel && !value.empty() && value != "0") ||
+        name == engine::kPropertyTimerDeliverMs || name == engine::kPropertyTimerDelaySec ||
+        name == engine::kPropertyTimerDelayMs) {
+      type = MessageType::delay;
+    } else if (name == engine::kPropertyTransactionPrepared && value == "true" &&
+               type == MessageType::normal) {
+      type = MessageType::transaction;
+    }
+  });
+  return type;
 }
 
 bool is_system_topic(std::string_view topic) {
@@ -106,66 +109,76 @@ void PromWriter::histogram(std::string_view name, std::string_view labels, const
 
 // ---- BrokerMetrics ----
 
-void BrokerMetrics::on_send(std::string_view topic, MessageType type, uint64_t messages,
-                            uint64_t bytes) {
-  auto it = in_.find(topic);
-  if (it == in_.end()) {
-    if (in_.size() >= kMaxTopics) {
-      dropped_++;
-      return;
-    }
-    it = in_.emplace(std::string(topic), In{}).first;
-  }
-  it->second.messages[static_cast<size_t>(type)] += messages;
-  it->second.bytes[static_cast<size_t>(type)] += bytes;
-}
-
-void BrokerMetrics::on_queue_end(std::string_view topic, int32_t queue_id, int64_t end_offset) {
-  QueueKey key{std::string(topic), queue_id};
-  auto it = queue_end_.find(key);
-  if (it == queue_end_.end()) {
-    if (queue_end_.size() >= kMaxQueues) {
-      dropped_++;
-      return;
-    }
-    it = queue_end_.emplace(std::move(key), end_offset).first;
-  }
-  it->second = std::max(it->second, end_offset);
-}
-
-BrokerMetrics::Progress* BrokerMetrics::progress(std::string_view group, std::string_view topic,
-                                                 int32_t queue_id) {
-  GroupQueueKey key{std::string(topic), std::string(group), queue_id};
-  auto it = progress_.find(key);
-  if (it == progress_.end()) {
-    if (progress_.size() >= kMaxQueues) {
-      dropped_++;
-      return nullptr;
-    }
-    it = progress_.emplace(std::move(key), Progress{}).first;
-  }
-  return &it->second;
-}
-
-void BrokerMetrics::on_pull(std::string_view group, std::string_view topic, int32_t queue_id,
-                            uint64_t messages, uint64_t bytes, int64_t next_offset) {
-  GroupTopicKey key{std::string(topic), std::string(group)};
-  auto it = out_.find(key);
-  if (it == out_.end() && out_.size() < kMaxGroupTopics) {
-    it = out_.emplace(std::move(key), Out{}).first;
-  }
-  if (it == out_.end()) {
+BrokerMetrics::TopicState* BrokerMetrics::topic(std::string_view name) {
+  auto it = topics_.find(name);
+  if (it != topics_.end()) return &it->second;
+  if (topics_.size() >= kMaxTopics) {
     dropped_++;
-  } else {
-    it->second.messages += messages;
-    it->second.bytes += bytes;
+    return nullptr;
   }
-  if (Progress* p = progress(group, topic, queue_id)) p->pulled = next_offset;
+  return &topics_.emplace(std::string(name), TopicState{}).first->second;
 }
 
-void BrokerMetrics::on_commit(std::string_view group, std::string_view topic, int32_t queue_id,
-                              int64_t offset) {
-  if (Progress* p = progress(group, topic, queue_id)) p->committed = offset;
+BrokerMetrics::GroupState* BrokerMetrics::group(TopicState& topic, std::string_view name) {
+  auto it = topic.groups.find(name);
+  if (it != topic.groups.end()) return &it->second;
+  if (groups_count_ >= kMaxGroupTopics) {
+    dropped_++;
+    return nullptr;
+  }
+  groups_count_++;
+  return &topic.groups.emplace(std::string(name), GroupState{}).first->second;
+}
+
+template <typename T>
+bool BrokerMetrics::fit(std::vector<T>& v, int32_t queue_id, const T& fill) {
+  if (queue_id < 0 || queue_id >= kMaxQueueId) return false;
+  const size_t need = static_cast<size_t>(queue_id) + 1;
+  if (v.size() >= need) return true;
+  if (queue_slots_ + (need - v.size()) > kMaxQueues) {
+    dropped_++;
+    return false;
+  }
+  queue_slots_ += need - v.size();
+  v.resize(need, fill);
+  return true;
+}
+
+void BrokerMetrics::on_send(std::string_view name, MessageType type, uint64_t messages,
+                            uint64_t bytes) {
+  TopicState* t = topic(name);
+  if (t == nullptr) return;
+  t->messages_in[static_cast<size_t>(type)] += messages;
+  t->bytes_in[static_cast<size_t>(type)] += bytes;
+}
+
+void BrokerMetrics::on_queue_end(std::string_view name, int32_t queue_id, int64_t end_offset) {
+  TopicState* t = topic(name);
+  if (t == nullptr || !fit(t->queue_end, queue_id, int64_t{-1})) return;
+  int64_t& end = t->queue_end[static_cast<size_t>(queue_id)];
+  end = std::max(end, end_offset);
+}
+
+void BrokerMetrics::on_pull(std::string_view group_name, std::string_view topic_name,
+                            int32_t queue_id, uint64_t messages, uint64_t bytes,
+                            int64_t next_offset) {
+  TopicState* t = topic(topic_name);
+  GroupState* g = t != nullptr ? group(*t, group_name) : nullptr;
+  if (g == nullptr) return;
+  g->messages_out += messages;
+  g->bytes_out += bytes;
+  if (fit(g->queues, queue_id, Progress{})) {
+    g->queues[static_cast<size_t>(queue_id)].pulled = next_offset;
+  }
+}
+
+void BrokerMetrics::on_commit(std::string_view group_name, std::string_view topic_name,
+                              int32_t queue_id, int64_t offset) {
+  TopicState* t = topic(topic_name);
+  GroupState* g = t != nullptr ? group(*t, group_name) : nullptr;
+  if (g != nullptr && fit(g->queues, queue_id, Progress{})) {
+    g->queues[static_cast<size_t>(queue_id)].committed = offset;
+  }
 }
 
 namespace {
@@ -183,7 +196,7 @@ std::string group_labels(std::string_view topic, std::string_view group) {
 
 }  // namespace
 
-void BrokerMetrics::write(PromWriter& w) const {
+void BrokerMetrics::write_in(PromWriter& w) const {
   static constexpr std::array<MessageType, 4> kTypes = {
       MessageType::normal, MessageType::fifo, MessageType::delay, MessageType::transaction};
   for (int bytes = 0; bytes < 2; bytes++) {
@@ -192,26 +205,43 @@ void BrokerMetrics::write(PromWriter& w) const {
     w.family(name, "counter",
              bytes == 0 ? "Messages stored for producers, by topic and message type."
                         : "Bytes of message bodies stored for producers.");
-    for (const auto& [topic, in] : in_) {
+    for (const auto& [topic, t] : topics_) {
       for (MessageType type : kTypes) {
-        const size_t t = static_cast<size_t>(type);
-        if (in.messages[t] == 0) continue;
+        const size_t i = static_cast<size_t>(type);
+        if (t.messages_in[i] == 0) continue;
         w.sample(name, topic_labels(topic) + "," + label("message_type", message_type_name(type)),
-                 bytes == 0 ? in.messages[t] : in.bytes[t]);
+                 bytes == 0 ? t.messages_in[i] : t.bytes_in[i]);
       }
     }
   }
-  w.family("rocketmq_messages_out_total", "counter", "Messages served to consumers' pulls.");
-  for (const auto& [key, out] : out_) {
-    w.sample("rocketmq_messages_out_total", group_labels(key.first, key.second), out.messages);
-  }
-  w.family("rocketmq_throughput_out_total", "counter", "Bytes of records served to pulls.");
-  for (const auto& [key, out] : out_) {
-    w.sample("rocketmq_throughput_out_total", group_labels(key.first, key.second), out.bytes);
+}
+
+void BrokerMetrics::write(PromWriter& w) const {
+  write_in(w);
+  for (int bytes = 0; bytes < 2; bytes++) {
+    const std::string_view name =
+        bytes == 0 ? "rocketmq_messages_out_total" : "rocketmq_throughput_out_total";
+    w.family(name, "counter",
+             bytes == 0 ? "Messages served to consumers' pulls."
+                        : "Bytes of stored records served to pulls.");
+    for (const auto& [topic, t] : topics_) {
+      for (const auto& [group, g] : t.groups) {
+        w.sample(name, group_labels(topic, group), bytes == 0 ? g.messages_out : g.bytes_out);
+      }
+    }
   }
   write_progress(w);
+  uint64_t topics_sent = 0;
+  for (const auto& [topic, t] : topics_) {
+    for (uint64_t m : t.messages_in) {
+      if (m > 0) {
+        topics_sent++;
+        break;
+      }
+    }
+  }
   w.family("rocketmq_topic_number", "gauge", "Topics messages were stored for.");
-  w.sample("rocketmq_topic_number", "", static_cast<uint64_t>(in_.size()));
+  w.sample("rocketmq_topic_number", "", topics_sent);
   w.family("uringmq_metrics_series_dropped_total", "counter",
            "Topics, groups or queues not tracked: over the metrics' bounds.");
   w.sample("uringmq_metrics_series_dropped_total", "", dropped_);
@@ -220,31 +250,36 @@ void BrokerMetrics::write(PromWriter& w) const {
 // Lag: per (topic, group), over the queues it committed on, the queue's end as last seen minus
 // its committed offset. In flight: what its pulls were served beyond its committed offset.
 void BrokerMetrics::write_progress(PromWriter& w) const {
-  std::map<GroupTopicKey, std::pair<int64_t, int64_t>> sums;  // (lag, in flight)
-  for (const auto& [key, p] : progress_) {
-    const auto& [topic, group, queue] = key;
-    std::pair<int64_t, int64_t>& sum = sums[GroupTopicKey{topic, group}];
-    if (p.committed < 0) continue;
-    const auto end = queue_end_.find(QueueKey{topic, queue});
-    if (end != queue_end_.end() && end->second > p.committed)
-      sum.first += end->second - p.committed;
-    if (p.pulled > p.committed) sum.second += p.pulled - p.committed;
+  std::string lag;
+  std::string inflight;
+  std::map<std::string_view, bool> groups;
+  for (const auto& [topic, t] : topics_) {
+    for (const auto& [group, g] : t.groups) {
+      groups[group] = true;
+      int64_t lag_sum = 0;
+      int64_t inflight_sum = 0;
+      for (size_t q = 0; q < g.queues.size(); q++) {
+        const Progress& p = g.queues[q];
+        if (p.committed < 0) continue;
+        const int64_t end = q < t.queue_end.size() ? t.queue_end[q] : -1;
+        if (end > p.committed) lag_sum += end - p.committed;
+        if (p.pulled > p.committed) inflight_sum += p.pulled - p.committed;
+      }
+      const std::string labels = group_labels(topic, group);
+      PromWriter(&lag, w.common())
+          .sample("rocketmq_consumer_lag_messages", labels, static_cast<uint64_t>(lag_sum));
+      PromWriter(&inflight, w.common())
+          .sample("rocketmq_consumer_inflight_messages", labels,
+                  static_cast<uint64_t>(inflight_sum));
+    }
   }
   w.family("rocketmq_consumer_lag_messages", "gauge",
            "Messages a consumer group has not committed: queue ends minus committed offsets.");
-  for (const auto& [key, sum] : sums) {
-    w.sample("rocketmq_consumer_lag_messages", group_labels(key.first, key.second),
-             static_cast<uint64_t>(sum.first));
-  }
+  w.raw(lag);
   w.family("rocketmq_consumer_inflight_messages", "gauge",
            "Messages pulled by a consumer group and not yet committed.");
-  for (const auto& [key, sum] : sums) {
-    w.sample("rocketmq_consumer_inflight_messages", group_labels(key.first, key.second),
-             static_cast<uint64_t>(sum.second));
-  }
+  w.raw(inflight);
   w.family("rocketmq_consumer_group_number", "gauge", "Consumer groups seen pulling.");
-  std::map<std::string_view, bool> groups;
-  for (const auto& [key, out] : out_) groups[key.second] = true;
   w.sample("rocketmq_consumer_group_number", "", static_cast<uint64_t>(groups.size()));
 }
 

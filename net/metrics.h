@@ -17,7 +17,7 @@
 #include <map>
 #include <string>
 #include <string_view>
-#include <tuple>
+#include <vector>
 
 #include <uringmq/store.h>
 
@@ -47,6 +47,9 @@ class PromWriter {
   // histogram's unit, multiplied by `scale` into the family's (1e-6: microseconds to seconds).
   void histogram(std::string_view name, std::string_view labels, const StoreHistogram& h,
                  const std::array<uint64_t, kHistogramBounds>& bounds, double scale);
+  // Samples written by another writer with the same common labels.
+  void raw(std::string_view text) { out_->append(text); }
+  const std::string& common() const { return common_; }
 
  private:
   void begin(std::string_view name, std::string_view suffix, std::string_view labels);
@@ -61,7 +64,8 @@ class BrokerMetrics {
  public:
   static constexpr size_t kMaxTopics = 4096;
   static constexpr size_t kMaxGroupTopics = 4096;
-  static constexpr size_t kMaxQueues = 65536;
+  static constexpr size_t kMaxQueues = 65536;   // queue slots over every topic and group
+  static constexpr int32_t kMaxQueueId = 1024;  // queue ids tracked: [0, kMaxQueueId)
 
   // A message (or batch) stored for a client SEND: `bytes` of bodies.
   void on_send(std::string_view topic, MessageType type, uint64_t messages, uint64_t bytes);
@@ -78,28 +82,34 @@ class BrokerMetrics {
   void write(PromWriter& w) const;
 
  private:
-  struct In {
-    std::array<uint64_t, 4> messages{};  // by MessageType
-    std::array<uint64_t, 4> bytes{};
-  };
-  struct Out {
-    uint64_t messages = 0;
-    uint64_t bytes = 0;
-  };
   // A group's progress on one queue; -1: not seen.
   struct Progress {
     int64_t committed = -1;
     int64_t pulled = -1;  // the next offset its last pull was answered with
   };
-  using QueueKey = std::tuple<std::string, int32_t>;                    // topic, queue
-  using GroupQueueKey = std::tuple<std::string, std::string, int32_t>;  // topic, group, queue
-  using GroupTopicKey = std::pair<std::string, std::string>;            // topic, group
-  Progress* progress(std::string_view group, std::string_view topic, int32_t queue_id);
+  struct GroupState {
+    uint64_t messages_out = 0;
+    uint64_t bytes_out = 0;
+    std::vector<Progress> queues;  // by queue id
+  };
+  struct TopicState {
+    std::array<uint64_t, 4> messages_in{};  // by MessageType
+    std::array<uint64_t, 4> bytes_in{};
+    std::vector<int64_t> queue_end;  // by queue id; -1: not seen
+    std::map<std::string, GroupState, std::less<>> groups;
+  };
+  // Lookups take string views: after a topic, group and queue are first seen, counting
+  // allocates nothing. nullptr: over a bound (counted in dropped_).
+  TopicState* topic(std::string_view name);
+  GroupState* group(TopicState& topic, std::string_view name);
+  // Grows `v` to hold `queue_id` within kMaxQueues; false when it cannot.
+  template <typename T>
+  bool fit(std::vector<T>& v, int32_t queue_id, const T& fill);
+  void write_in(PromWriter& w) const;
   void write_progress(PromWriter& w) const;
-  std::map<std::string, In, std::less<>> in_;
-  std::map<GroupTopicKey, Out, std::less<>> out_;
-  std::map<QueueKey, int64_t, std::less<>> queue_end_;
-  std::map<GroupQueueKey, Progress, std::less<>> progress_;
+  std::map<std::string, TopicState, std::less<>> topics_;
+  size_t groups_count_ = 0;
+  size_t queue_slots_ = 0;
   uint64_t dropped_ = 0;
 };
 

@@ -227,6 +227,7 @@ TEST(BrokerMetricsTest, ScrapeMatchesWhatTheTestDid) {
       {"uringmq_recovery_duration_seconds", "gauge"},
       {"uringmq_connections", "gauge"},
       {"uringmq_connections_accepted_total", "counter"},
+      {"uringmq_consumer_group_members", "gauge"},
       {"uringmq_timer_messages_total", "counter"},
   };
   for (const auto& [name, type] : families) expect_family(text, name, type);
