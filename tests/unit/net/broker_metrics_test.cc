@@ -216,25 +216,54 @@ TEST(BrokerMetricsTest, ScrapeMatchesWhatTheTestDid) {
   EXPECT_GE(value_of(text, "uringmq_connection_buffer_bytes"), 1);
   EXPECT_EQ(value_of(text, "uringmq_metrics_series_dropped_total"), 0);
 
+  // Every family, with its type; and no other.
   const std::pair<const char*, const char*> families[] = {
       {"rocketmq_messages_in_total", "counter"},
-      {"rocketmq_messages_out_total", "counter"},
       {"rocketmq_throughput_in_total", "counter"},
+      {"rocketmq_messages_out_total", "counter"},
       {"rocketmq_throughput_out_total", "counter"},
       {"rocketmq_consumer_lag_messages", "gauge"},
       {"rocketmq_consumer_inflight_messages", "gauge"},
+      {"rocketmq_consumer_group_number", "gauge"},
+      {"rocketmq_topic_number", "gauge"},
+      {"uringmq_metrics_series_dropped_total", "counter"},
       {"rocketmq_storage_size", "gauge"},
       {"rocketmq_storage_flush_behind_bytes", "gauge"},
-      {"rocketmq_timing_messages", "gauge"},
-      {"uringmq_delay_level_pending_messages", "gauge"},
       {"uringmq_dispatch_lag_bytes", "gauge"},
+      {"uringmq_store_appends_total", "counter"},
+      {"uringmq_store_acks_total", "counter"},
+      {"uringmq_store_writes_total", "counter"},
+      {"uringmq_store_fdatasyncs_total", "counter"},
+      {"uringmq_corrupt_reads_refused_total", "counter"},
+      {"uringmq_retention_segments_deleted_total", "counter"},
+      {"uringmq_append_latency_seconds", "histogram"},
+      {"uringmq_fdatasync_latency_seconds", "histogram"},
+      {"uringmq_messages_per_fdatasync", "histogram"},
+      {"uringmq_delayed_lateness_seconds", "histogram"},
+      {"uringmq_timed_lateness_seconds", "histogram"},
+      {"uringmq_delay_level_pending_messages", "gauge"},
+      {"uringmq_delay_level_delivered_total", "counter"},
+      {"rocketmq_timing_messages", "gauge"},
+      {"uringmq_timer_messages_total", "counter"},
+      {"uringmq_timer_in_memory_messages", "gauge"},
       {"uringmq_recovery_duration_seconds", "gauge"},
+      {"uringmq_recovery_scanned_bytes", "gauge"},
+      {"uringmq_recovery_scanned_records", "gauge"},
+      {"uringmq_recovery_truncated_bytes", "gauge"},
+      {"uringmq_recovery_unclean_stop", "gauge"},
       {"uringmq_connections", "gauge"},
       {"uringmq_connections_accepted_total", "counter"},
+      {"uringmq_connections_refused_total", "counter"},
+      {"uringmq_connection_buffer_bytes", "gauge"},
+      {"uringmq_connection_buffer_limit_bytes", "gauge"},
+      {"uringmq_sends_in_flight", "gauge"},
+      {"uringmq_metrics_scrapes_total", "counter"},
       {"uringmq_consumer_group_members", "gauge"},
-      {"uringmq_timer_messages_total", "counter"},
   };
   for (const auto& [name, type] : families) expect_family(text, name, type);
+  size_t type_lines = 0;
+  for (size_t at = 0; (at = text.find("\n# TYPE ", at)) != std::string::npos; at++) type_lines++;
+  EXPECT_EQ(type_lines, std::size(families));
   // The scrape counts itself from the next one on.
   EXPECT_EQ(value_of("\n" + scrape(broker.metrics_port()), "uringmq_metrics_scrapes_total"), 1);
 }
