@@ -146,6 +146,11 @@ void BrokerReactor::note_metrics(const BrokerOp& op, const Completion& c) {
     if (type != MessageType::delay) {
       metrics_.on_queue_end(op.topic, op.queue_id, c.queue_offset.value + 1);
     }
+  } else if (op.kind == BrokerOp::Kind::query_offset && c.queue_offset.value >= 0) {
+    // A client's offset query (at each rebalance) brings offsets committed before a restart.
+    metrics_.on_commit(op.group, op.topic, op.queue_id, c.queue_offset.value);
+  } else if (op.kind == BrokerOp::Kind::query_max) {
+    metrics_.on_queue_end(op.topic, op.queue_id, c.max_offset.value);
   } else if (op.kind == BrokerOp::Kind::pull && c.pull_status != PullStatus::corrupt) {
     const bool found = c.pull_status == PullStatus::found;
     metrics_.on_pull(op.group, op.topic, op.queue_id, found ? c.message_count : 0,

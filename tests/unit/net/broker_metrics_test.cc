@@ -284,6 +284,39 @@ TEST(BrokerMetricsTest, ErrorsAndASilentScraper) {
   ::close(silent);
 }
 
+// After a restart the broker has seen no commit: a group's offset query (clients ask at each
+// rebalance) and a max-offset answer give its lag back.
+TEST(BrokerMetricsTest, LagAfterARestartFromOffsetQueries) {
+  uringmq::testing::TempDir dir;
+  auto adjust = [](BrokerConfig& c) {
+    c.metrics_prom = true;
+    c.metrics_prom_port = 0;
+  };
+  const Fields queue0 = {{"topic", "MT"}, {"consumerGroup", "CG"}, {"queueId", "0"}};
+  {
+    RunningBroker broker(dir.path(), adjust);
+    auto client = broker.client();
+    for (int i = 0; i < 10; i++) {
+      ASSERT_EQ(send(*client, 0, "m", "TAGS\x01T\x02").command.code, rc::kSuccess);
+    }
+    Fields commit = queue0;
+    commit.emplace_back("commitOffset", "3");
+    ASSERT_EQ(call(*client, request(req::kUpdateConsumerOffset, commit)).command.code,
+              rc::kSuccess);
+  }
+  RunningBroker broker(dir.path(), adjust);
+  auto client = broker.client();
+  const std::vector<std::string> cg = {R"(topic="MT")", R"(consumer_group="CG")"};
+  EXPECT_EQ(std::string("\n" + scrape(broker.metrics_port())).find("consumer_group=\"CG\""),
+            std::string::npos);  // nothing seen yet
+  RemotingResponse offset = call(*client, request(req::kQueryConsumerOffset, queue0));
+  ASSERT_EQ(offset.command.code, rc::kSuccess);
+  EXPECT_EQ(*offset.command.ext("offset"), "3");
+  EXPECT_EQ(max_offset(*client, "MT", 0), 10);
+  EXPECT_EQ(value_of("\n" + scrape(broker.metrics_port()), "rocketmq_consumer_lag_messages", cg),
+            7);
+}
+
 // Scrapers that connect and never send hold every slot (one more is closed at accept) only
 // until kClientTimeoutMs passes on the broker's clock; then they are closed and scrapes work.
 TEST(BrokerMetricsTest, SilentScrapersAreClosedAfterTheTimeout) {
