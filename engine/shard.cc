@@ -150,10 +150,18 @@ void Shard::add_stats(StoreStats& out) const {
       {&StoreStats::scrub_bytes_checked, &Shard::stat_scrub_bytes_},
       {&StoreStats::scrub_corrupt_records, &Shard::stat_scrub_corrupt_},
       {&StoreStats::scrubs_finished, &Shard::stat_scrub_finished_},
+      {&StoreStats::log_bytes, &Shard::stat_log_bytes_},
+      {&StoreStats::flush_behind_bytes, &Shard::stat_flush_behind_},
+      {&StoreStats::dispatch_lag_bytes, &Shard::stat_dispatch_lag_},
   };
   for (const Feed& feed : kFeeds) {
     out.*feed.figure += (this->*feed.counter).load(std::memory_order_relaxed);
   }
+  append_latency_us_.add_to(out.append_latency_us);
+  sync_latency_us_.add_to(out.fdatasync_latency_us);
+  sync_records_.add_to(out.messages_per_fdatasync);
+  delayed_.add_lateness(out.delayed_lateness_ms);
+  timers_.add_lateness(out.timed_lateness_ms);
 }
 
 // ---- Start-up (on the shard's thread: the ring belongs to the thread that uses it) ----
@@ -209,6 +217,7 @@ io::Status Shard::open_log(engine::RecoveryReport* report) {
                                   });
   if (!opened.is_ok()) return opened.status();
   log_ = std::move(opened->log);
+  log_->set_sync_metrics(&sync_latency_us_, &sync_records_);
   cq_ = std::move(opened->cq);
   UMQ_RETURN_IF_ERROR(index_status_);
   if (!index_opened_) UMQ_RETURN_IF_ERROR(open_index(log_->appended_offset().value));
@@ -531,6 +540,7 @@ int64_t Shard::next_deadline_ms() const {
 
 bool Shard::drain_requests() {
   bool worked = false;
+  drain_ns_ = 0;  // read at this drain's first append (append_pending): idle turns read no clock
   if (has_stalled_) {
     if (!handle(stalled_slot_, stalled_)) return false;
     has_stalled_ = false;
@@ -646,6 +656,7 @@ io::Code Shard::append_pending(uint32_t slot, uint64_t tag, const engine::Messag
   if (const io::Code c = index_prepare(in, &index_keys); c != io::Code::ok) return c;
   int64_t& next = next_queue_offset_[*queue];
   const uint32_t id = *pending_pool_.peek();
+  if (drain_ns_ == 0) drain_ns_ = clock_->monotonic_ns();  // the append-latency start
   io::Result<engine::AppendResult> r = log_->append(in, next, id);
   if (!r.is_ok()) return r.status().code();
   (void)pending_pool_.acquire();
@@ -656,7 +667,7 @@ io::Code Shard::append_pending(uint32_t slot, uint64_t tag, const engine::Messag
     tags_code = engine::unit_tags_code(in.topic, in.properties, r->store_timestamp_ms, levels_);
   }
   pending_[id] = PendingAppend{slot,   tag,        next,  r->size_bytes, r->store_timestamp_ms,
-                               *queue, *tags_code, batch, batch_index};
+                               *queue, *tags_code, batch, batch_index,   drain_ns_};
   if (in.visible_at_ms != 0 && in.visible_at_ms > clock_->now_ms()) {  // plain: no clock read
     UMQ_ASSERT_MSG(r->store_timestamp_ms >= in.visible_at_ms,
                    "a held copy stored with a time before its deliver time");
@@ -813,11 +824,14 @@ void Shard::handle_queue_request(uint32_t slot_index, const ShardRequest& reques
 void Shard::deliver_acks() {
   std::array<engine::Ack, 128> acks;
   for (size_t n; dispatcher_->has_room(acks.size()) && (n = log_->take_acks(acks)) > 0;) {
+    const int64_t acked_ns = clock_->monotonic_ns();  // once per batch of acknowledgements
     for (size_t i = 0; i < n; i++) {
       const engine::Ack& ack = acks[i];
       PendingAppend& pending = pending_[ack.tag];
       const bool ok = ack.outcome == engine::AckOutcome::ok;
       if (pending.slot != kInternalSlot) {
+        append_latency_us_.observe(
+            static_cast<uint64_t>(std::max<int64_t>(0, acked_ns - pending.start_ns)) / 1000);
         timers_.client_acked(pending.queue, ack.offset.value, ok);  // a cancel's record
       } else if (!ok || !durable_.wait(pending.tag, pending.size_bytes, ack.offset.value,
                                        log_->durable_offset().value)) {
@@ -951,6 +965,15 @@ void Shard::publish_stats() {
   const engine::CommitLogStats& s = log_->stats();
   stat_writes_.store(s.writes_submitted, std::memory_order_relaxed);
   stat_syncs_.store(s.fdatasyncs_completed, std::memory_order_relaxed);
+  const uint64_t appended = log_->appended_offset().value;
+  const engine::CommitLogOptions& lo = log_->options();
+  const bool ack_on_write =
+      lo.flush_mode == engine::FlushMode::async_flush || lo.unsafe_ack_before_sync;
+  const uint64_t acked = ack_on_write ? log_->written_offset().value : log_->durable_offset().value;
+  const uint64_t dispatched = dispatcher_->dispatched().value;
+  stat_log_bytes_.store(appended - log_->min_offset().value, std::memory_order_relaxed);
+  stat_flush_behind_.store(appended - log_->durable_offset().value, std::memory_order_relaxed);
+  stat_dispatch_lag_.store(acked > dispatched ? acked - dispatched : 0, std::memory_order_relaxed);
   if (scrub_ != nullptr) {
     stat_scrub_bytes_.store(scrub_->bytes_checked(), std::memory_order_relaxed);
     stat_scrub_corrupt_.store(scrub_->corrupt_records(), std::memory_order_relaxed);

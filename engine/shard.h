@@ -32,6 +32,7 @@
 #include "engine/delivery/timer_delivery.h"
 #include "engine/log/commit_log.h"
 #include "engine/log/log_scrub.h"
+#include "engine/metrics_histogram.h"
 #include "engine/queues/consume_queue.h"
 #include "engine/queues/consumer_offsets.h"
 #include "engine/queues/dispatch.h"
@@ -154,6 +155,7 @@ class Shard final : private engine::DeliveryHost {
     int64_t tags_code = 0;
     uint32_t batch = UINT32_MAX;  // a batch member: its index in batches_ (else UINT32_MAX)
     uint32_t batch_index = 0;     // its place in the batch
+    int64_t start_ns = 0;         // monotonic: the drain that took its request (drain_ns_)
   };
   // A batch being appended or acknowledged: one completion once every record it appended is
   // acknowledged (Session::send_batch_async). batches_ is sized at start; none free: busy.
@@ -505,6 +507,12 @@ class Shard final : private engine::DeliveryHost {
   std::atomic<uint64_t> stat_segments_deleted_{0}, stat_unconsumed_deleted_{0};
   std::atomic<uint64_t> stat_corrupt_refused_{0}, stat_corrupt_reported_{0}, stat_scrub_bytes_{0},
       stat_scrub_corrupt_{0}, stat_scrub_finished_{0};
+  // Operator figures (StoreStats): histograms and gauges written by the shard thread only.
+  int64_t drain_ns_ = 0;  // monotonic, read at the first append of a drain of the request rings
+  engine::AtomicHistogram append_latency_us_{kLatencyBoundsUs};
+  engine::AtomicHistogram sync_latency_us_{kLatencyBoundsUs};
+  engine::AtomicHistogram sync_records_{kBatchBoundsMessages};
+  std::atomic<uint64_t> stat_log_bytes_{0}, stat_flush_behind_{0}, stat_dispatch_lag_{0};
 };
 
 }  // namespace uringmq

@@ -118,6 +118,7 @@ io::Result<std::unique_ptr<Broker>> Broker::open(const BrokerConfig& config) {
   }
   broker->broker_port_ = broker->reactor_->broker_port();
   broker->namesrv_port_ = broker->reactor_->namesrv_port();
+  broker->metrics_port_ = broker->reactor_->metrics_port();
   return io::Result<std::unique_ptr<Broker>>(std::move(broker));
 }
 
@@ -186,7 +187,7 @@ io::Status BrokerReactor::start() {
   std::string host = config_.advertised_address;
   if (host.empty()) host = config_.bind_address == "0.0.0.0" ? "127.0.0.1" : config_.bind_address;
   advertised_ = host + ":" + std::to_string(broker_port_);
-  return io::Status::ok();
+  return open_metrics_server();
 }
 
 io::Result<std::unique_ptr<io::Disk>> BrokerReactor::make_config_disk() const {
@@ -214,6 +215,7 @@ io::Status BrokerReactor::run() {
   UMQ_RETURN_IF_ERROR(ring_->enable());
   arm_accept(kListenBroker);
   if (listen_fds_[kListenNamesrv] >= 0) arm_accept(kListenNamesrv);
+  if (metrics_server_) metrics_server_->start(*ring_);
   ring_->read(store_waker_->fd(), &store_wake_value_, sizeof(store_wake_value_),
               pack(static_cast<uint8_t>(Event::store_wake), 0, 0));
   ring_->read(stop_waker_->fd(), &stop_wake_value_, sizeof(stop_wake_value_),
@@ -280,6 +282,9 @@ void BrokerReactor::on_net_completion(const io::NetCompletion& c) {
       return;
     case Event::cancel:
       return;
+    case Event::metrics:
+      if (metrics_server_) metrics_server_->on_completion(*ring_, c, mono_ms_);
+      return;
   }
 }
 
@@ -315,6 +320,7 @@ void BrokerReactor::on_accept(int which, const io::NetCompletion& c) {
     conn.active_ms = mono_ms_;
     io::set_no_delay(conn.fd);
     open_conns_++;
+    accepted_total_++;
     account(index);
     log_debug("connection " + std::to_string(index) + " accepted");
     arm_recv(index);
@@ -605,6 +611,7 @@ void BrokerReactor::enforce_buffer_budget() {
 // is), and connections whose incomplete frame began incompleteFrameTimeoutSeconds ago.
 void BrokerReactor::close_stale_connections() {
   next_conn_sweep_ms_ = mono_ms_ + kConnSweepIntervalMs;
+  if (metrics_server_) metrics_server_->sweep(*ring_, mono_ms_);
   const int64_t idle_ms = config_.idle_timeout_sec * 1000;
   const int64_t frame_ms = config_.incomplete_frame_timeout_sec * 1000;
   for (uint32_t i = 0; i < conns_.size(); i++) {
@@ -631,6 +638,7 @@ void BrokerReactor::close_stale_connections() {
 
 // One line for the first refusal, then at most one per interval with the count.
 void BrokerReactor::note_refusal() {
+  refused_total_++;
   if (refused_ == 0 && mono_ms_ >= refusal_log_ms_) {
     log_warn("refusing connections: maxConnections " + std::to_string(config_.max_connections) +
              " are open (refusals are counted and logged every 10 s)");
@@ -654,6 +662,7 @@ io::Status BrokerReactor::shut_down() {
     io::close_fd(fd);
     fd = -1;
   }
+  if (metrics_server_) metrics_server_->stop(*ring_);
   uint32_t release = new_op(BrokerOp::Kind::release, UINT32_MAX, RemotingCommand{});
   ops_[release]->queue_id = static_cast<int32_t>(store_.shard_count());
   if (!session_->release_held_pulls_async(release).is_ok()) free_op(release);

@@ -52,6 +52,7 @@ class Broker {
 
   uint16_t broker_port() const { return broker_port_; }
   uint16_t namesrv_port() const { return namesrv_port_; }  // 0 when the NameServer role is off
+  uint16_t metrics_port() const { return metrics_port_; }  // 0 unless metricsExporterType=PROM
   Store& store() { return *store_; }
 
  private:
@@ -65,6 +66,7 @@ class Broker {
   std::unique_ptr<BrokerReactor> reactor_;
   uint16_t broker_port_ = 0;
   uint16_t namesrv_port_ = 0;
+  uint16_t metrics_port_ = 0;
 };
 
 }  // namespace uringmq::net

@@ -393,6 +393,24 @@ const KeySetter kSetters[] = {
      }},
     {"enablePropertyFilter",
      [](BrokerConfig& c, std::string_view v) { return set_bool(c.enable_property_filter, v); }},
+    {"metricsExporterType",
+     [](BrokerConfig& c, std::string_view v) {
+       if (v != "PROM" && v != "DISABLE") {
+         return std::string("is not an exporter uringmq serves: PROM (Prometheus text on "
+                            "metricsPromExporterPort) or DISABLE");
+       }
+       c.metrics_prom = v == "PROM";
+       return std::string();
+     }},
+    {"metricsPromExporterHost",
+     [](BrokerConfig& c, std::string_view v) {
+       if (v.empty()) return std::string();  // empty: bindAddress
+       return set_ipv4(c.metrics_prom_host, v, true);
+     }},
+    {"metricsPromExporterPort",
+     [](BrokerConfig& c, std::string_view v) {
+       return set_number<uint16_t>(c.metrics_prom_port, v, 0, 65535, "a port (0: any free one)");
+     }},
 };
 
 const KeySetter* find_setter(std::string_view key) {
@@ -592,6 +610,10 @@ std::string describe_broker_config(const BrokerConfig& c) {
   add("connectionBuffersMaxBytes", num(c.connection_buffers_max_bytes));
   add("enablePropertyFilter", c.enable_property_filter ? "true" : "false");
   add("logLevel", c.log_level);
+  add("metricsExporterType", c.metrics_prom ? "PROM" : "DISABLE");
+  add("metricsPromExporterHost",
+      c.metrics_prom_host.empty() ? c.bind_address : c.metrics_prom_host);
+  add("metricsPromExporterPort", num(c.metrics_prom_port));
   for (const std::string& key : c.ignored_keys) out.append("ignored: ").append(key).append("\n");
   return out;
 }

@@ -73,6 +73,12 @@ struct BrokerConfig {
   // The address put in routes (brokerIP1). parse_broker_config() resolves an absent key to
   // effective_advertised_address(); a default-constructed config leaves it empty.
   std::string advertised_address;
+  // The Prometheus endpoint (RocketMQ 5's keys): metricsExporterType PROM serves GET /metrics
+  // on metricsPromExporterHost (empty: bindAddress) : metricsPromExporterPort from the broker's
+  // network loop; DISABLE (the default) serves nothing. net/README.md, "Metrics".
+  bool metrics_prom = false;
+  std::string metrics_prom_host;
+  uint16_t metrics_prom_port = 5557;  // 0: any free port (tests)
   // Keys present in the file that were accepted and ignored, in file order (describe lists them).
   std::vector<std::string> ignored_keys;
 };

@@ -837,6 +837,7 @@ void BrokerReactor::handle_pull(uint32_t conn, RemotingCommand& request) {
                             " is internal to the broker: its offsets "
                             "are not the client's to commit");
     }
+    metrics_.on_commit(*group, *topic, *queue_id, commit);
     uint32_t c = new_op(BrokerOp::Kind::commit_silent, conn, request);
     BrokerOp& cop = *ops_[c];
     cop.topic = *topic;
@@ -849,6 +850,7 @@ void BrokerReactor::handle_pull(uint32_t conn, RemotingCommand& request) {
   uint32_t index = new_op(BrokerOp::Kind::pull, conn, request);
   BrokerOp& op = *ops_[index];
   op.topic = *topic;
+  op.group = *group;  // for the metrics
   const std::string* sub = request.ext("subscription");
   op.tag_filter = sub != nullptr && sql_filter == nullptr ? *sub : std::string("*");
   op.sql_filter = std::move(sql_filter);
@@ -1049,6 +1051,7 @@ void BrokerReactor::handle_offset_update(uint32_t conn, RemotingCommand& request
   // ali-ons commits -1 for a queue it has not consumed from; a negative offset is ignored.
   if (*offset < 0) return reply_code(conn, request, rc::kSuccess, {});
   clients_.note_commit(*group, *topic);
+  metrics_.on_commit(*group, *topic, *queue_id, *offset);
   uint32_t index = new_op(BrokerOp::Kind::commit, conn, request);
   BrokerOp& op = *ops_[index];
   op.topic = *topic;
@@ -1260,6 +1263,7 @@ void BrokerReactor::on_store_completion(const Completion& c) {
   const uint32_t index = static_cast<uint32_t>(c.tag);
   BrokerOp& op = *ops_[index];
   UMQ_ASSERT(op.in_use);
+  note_metrics(op, c);
   switch (op.kind) {
     case BrokerOp::Kind::send:
       complete_send(op, c);

@@ -30,6 +30,8 @@
 #include "net/json.h"
 #include "net/lock_table.h"
 #include "net/message_batch.h"
+#include "net/metrics.h"
+#include "net/metrics_server.h"
 #include "net/remoting.h"
 #include "net/subscription_groups.h"
 #include "net/topic_table.h"
@@ -185,9 +187,10 @@ class BrokerReactor {
   io::Status run();
   uint16_t broker_port() const { return broker_port_; }
   uint16_t namesrv_port() const { return namesrv_port_; }
+  uint16_t metrics_port() const { return metrics_server_ ? metrics_server_->port() : 0; }
 
  private:
-  enum class Event : uint8_t { accept = 1, recv, send, store_wake, stop_wake, cancel };
+  enum class Event : uint8_t { accept = 1, recv, send, store_wake, stop_wake, cancel, metrics };
   static constexpr int kListenBroker = 0;
   static constexpr int kListenNamesrv = 1;
 
@@ -330,6 +333,11 @@ class BrokerReactor {
   // False when the op moved to its next step (the op stays).
   bool complete_earliest(uint32_t index, const Completion& c);
   void post_or_fail(uint32_t index, const io::Status& posted);
+  // ---- metrics (broker_metrics.cc) ----
+  io::Status open_metrics_server();
+  // Counts what a store completion did (messages in, out, queue ends) for the metrics.
+  void note_metrics(const BrokerOp& op, const Completion& c);
+  void render_metrics(std::string& out);
   void on_store_completion(const Completion& c);
   void complete_send(BrokerOp& op, const Completion& c);
   void complete_pull(BrokerOp& op, const Completion& c);
@@ -356,6 +364,8 @@ class BrokerReactor {
   io::SystemClock system_clock_;
   io::Clock* clock_;  // the store's clock (StoreOptions::clock), else the system clock
   std::unique_ptr<Session> session_;
+  // Before ring_: the ring (and what the kernel holds of its buffers) goes first.
+  std::unique_ptr<MetricsServer> metrics_server_;
   std::unique_ptr<io::NetRing> ring_;
   io::Waker* store_waker_;
   io::Waker* stop_waker_;
@@ -381,6 +391,9 @@ class BrokerReactor {
   uint32_t kept_op_buffers_ = 0;    // free ops that keep a (small) data buffer
   uint64_t refused_ = 0;            // connections refused at maxConnections, not yet logged
   int64_t refusal_log_ms_ = 0;      // monotonic: next time a refusal count may be logged
+  uint64_t accepted_total_ = 0;     // connections accepted (metrics)
+  uint64_t refused_total_ = 0;      // connections refused at maxConnections (metrics)
+  BrokerMetrics metrics_;           // what the metrics endpoint reports of requests
   // The topic table's changes: a disk of the reactor thread, made at the first change (an
   // io_uring disk belongs to the thread that first submits to it).
   std::unique_ptr<io::Disk> config_disk_;

@@ -436,6 +436,9 @@ bool LevelDelivery::deliver_record(uint32_t level, std::span<const std::byte> by
                  "a level issued a delivery beyond its queue's end");
   state.attempts = 0;
   if (parked) state.stat_parked.fetch_add(1, std::memory_order_relaxed);
+  if (!parked) {
+    lateness_ms_.observe(static_cast<uint64_t>(std::max<int64_t>(0, host_.wall_ms() - due_ms)));
+  }
   return true;
 }
 

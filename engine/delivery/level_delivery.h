@@ -37,6 +37,7 @@
 #include "engine/delivery/delivery_host.h"
 #include "engine/delivery/take_horizon.h"
 #include "engine/log/message_codec.h"
+#include "engine/metrics_histogram.h"
 #include "sched/completion_tags.h"
 #include "sched/delay_levels.h"
 
@@ -91,6 +92,8 @@ class LevelDelivery {
   void publish_stats();
   // Adds the figures into `out` (indexed by level - 1).
   void add_stats(std::vector<DelayLevelStats>& out) const;
+  // Adds how far behind their deliver times deliveries were appended (any thread).
+  void add_lateness(StoreHistogram& out) const { lateness_ms_.add_to(out); }
 
  private:
   struct LevelState {
@@ -154,6 +157,7 @@ class LevelDelivery {
   uint32_t units_ahead_level_ = 0;  // the level whose units are being read ahead (0: none)
   int64_t units_ahead_from_ = 0;
   std::array<std::byte, kBatch * kCqUnitBytes> units_ahead_bytes_{};
+  AtomicHistogram lateness_ms_{kLatenessBoundsMs};  // real-queue deliveries only
 };
 
 }  // namespace uringmq::engine

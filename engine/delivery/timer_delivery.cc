@@ -518,6 +518,10 @@ bool TimerDelivery::deliver(const TimerEntry& e, bool roll, std::span<const std:
     return false;
   }
   force_park_ = false;
+  if (!roll && !parked) {
+    lateness_ms_.observe(
+        static_cast<uint64_t>(std::max<int64_t>(0, host_.wall_ms() - e.deliver_ms)));
+  }
   if (parked) {
     stat_parked_.fetch_add(1, std::memory_order_relaxed);
   } else if (roll) {

@@ -50,6 +50,7 @@
 #include "engine/delivery/durable_acks.h"
 #include "engine/delivery/take_horizon.h"
 #include "engine/log/message_codec.h"
+#include "engine/metrics_histogram.h"
 #include "sched/completion_tags.h"
 #include "sched/timer_wheel.h"
 
@@ -109,6 +110,8 @@ class TimerDelivery {
 
   void publish_stats();
   void add_stats(TimerStats& out) const;
+  // Adds how far behind their deliver times deliveries were appended (any thread).
+  void add_lateness(StoreHistogram& out) const { lateness_ms_.add_to(out); }
 
  private:
   enum class Stage : uint8_t { none, unit, record };
@@ -165,6 +168,7 @@ class TimerDelivery {
   std::vector<RecoveredCancel> recovered_cancels_;  // found by recovery's scan, applied at load
   std::atomic<uint64_t> stat_accepted_{0}, stat_in_memory_{0}, stat_delivered_{0}, stat_rolled_{0},
       stat_cancelled_{0}, stat_parked_{0}, stat_deleted_{0};
+  AtomicHistogram lateness_ms_{kLatenessBoundsMs};  // real-queue deliveries only
 };
 
 }  // namespace uringmq::engine

@@ -56,6 +56,8 @@
 
 namespace uringmq::engine {
 
+class AtomicHistogram;  // engine/metrics_histogram.h
+
 // A byte position in the CommitLog stream (RocketMQ's PHYSICALOFFSET). Not a file offset.
 // Defined with the other offset kinds in include/uringmq/offsets.h.
 using uringmq::LogOffset;
@@ -171,6 +173,13 @@ class CommitLog final : public sched::Participant {
   bool fail_stopped() const { return !fail_status_.is_ok(); }
   const io::Status& fail_status() const { return fail_status_; }
   const CommitLogStats& stats() const { return stats_; }
+  // Where each completed round of fdatasyncs is observed: its latency (us, from submission to
+  // the last completion) and the records appended since the previous round. Both outlive the
+  // log (the shard's); null: not observed.
+  void set_sync_metrics(AtomicHistogram* latency_us, AtomicHistogram* records) {
+    sync_latency_us_ = latency_us;
+    sync_records_ = records;
+  }
   const CommitLogOptions& options() const { return options_; }
   // Pending acknowledgements plus IO in flight: 0 means poll() has nothing left to do.
   size_t pending_work() const;
@@ -288,6 +297,11 @@ class CommitLog final : public sched::Participant {
   uint64_t sync_target_ = 0;
   int64_t sync_target_timestamp_ms_ = 0;
   int64_t last_sync_ms_ = 0;
+  AtomicHistogram* sync_latency_us_ = nullptr;
+  AtomicHistogram* sync_records_ = nullptr;
+  int64_t sync_started_ns_ = 0;      // monotonic: the round in flight was submitted
+  uint64_t sync_round_records_ = 0;  // records appended between the previous round and it
+  uint64_t appends_at_sync_ = 0;     // stats_.appends when the round in flight was submitted
 
   AllocStep alloc_step_ = AllocStep::idle;
   uint64_t alloc_base_ = 0;

@@ -25,6 +25,7 @@
 // The public headers are include/uringmq/*.h (installed as <uringmq/...>): this one, options.h,
 // message.h, status.h, clock.h, recovery_report.h, reader.h (decoded messages) and offsets.h.
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -67,6 +68,28 @@ struct TimerStats {
   uint64_t deleted = 0;    // taken by retention before their time (a forced clean)
 };
 
+// A histogram of fixed buckets (Store::stats()): counts[i] holds the observations above
+// bounds[i - 1] and at most bounds[i] of its bound table below; counts[kHistogramBounds] those
+// above every bound. sum is of the observed values, in the table's unit.
+inline constexpr size_t kHistogramBounds = 16;
+struct StoreHistogram {
+  std::array<uint64_t, kHistogramBounds + 1> counts{};
+  uint64_t sum = 0;
+  uint64_t count() const {
+    uint64_t n = 0;
+    for (uint64_t c : counts) n += c;
+    return n;
+  }
+};
+// Bound tables: latencies in microseconds, lateness in milliseconds, batch sizes in messages.
+inline constexpr std::array<uint64_t, kHistogramBounds> kLatencyBoundsUs = {
+    50,     100,    250,     500,     1'000,   2'500,     5'000,     10'000,
+    25'000, 50'000, 100'000, 250'000, 500'000, 1'000'000, 2'500'000, 10'000'000};
+inline constexpr std::array<uint64_t, kHistogramBounds> kLatenessBoundsMs = {
+    1, 2, 5, 10, 20, 50, 100, 200, 500, 1'000, 2'000, 5'000, 10'000, 30'000, 60'000, 300'000};
+inline constexpr std::array<uint64_t, kHistogramBounds> kBatchBoundsMessages = {
+    1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1'024, 2'048, 4'096, 8'192, 16'384, 65'536};
+
 struct StoreStats {
   uint64_t appends = 0;
   uint64_t acks_ok = 0;
@@ -85,6 +108,20 @@ struct StoreStats {
   uint64_t scrub_bytes_checked = 0;
   uint64_t scrub_corrupt_records = 0;
   uint64_t scrubs_finished = 0;  // shards whose scrub pass ended (or had nothing to check)
+  // Operator figures (the broker's metrics endpoint). Append latency: from a shard taking a
+  // client's append off its ring to its acknowledgement (kLatencyBoundsUs). fdatasync latency:
+  // from a round of fdatasyncs submitted to the last completed (kLatencyBoundsUs), with the
+  // records appended since the previous round (kBatchBoundsMessages). Lateness: how far behind
+  // its deliver time a delay-level or timed message was appended to its real queue
+  // (kLatenessBoundsMs; 0 when appended ahead of its time and held back until it).
+  StoreHistogram append_latency_us;
+  StoreHistogram fdatasync_latency_us;
+  StoreHistogram messages_per_fdatasync;
+  StoreHistogram delayed_lateness_ms;
+  StoreHistogram timed_lateness_ms;
+  uint64_t log_bytes = 0;           // CommitLog bytes kept: appended end - first segment base
+  uint64_t flush_behind_bytes = 0;  // appended but not yet durable (fdatasync pending)
+  uint64_t dispatch_lag_bytes = 0;  // acknowledged log bytes not yet in the ConsumeQueues
 };
 
 // The most messages one batch may hold (Session::send_batch_async).

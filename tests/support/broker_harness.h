@@ -51,6 +51,7 @@ class RunningBroker {
   RunningBroker& operator=(const RunningBroker&) = delete;
   void stop();
   uint16_t port() const { return broker_->broker_port(); }
+  uint16_t metrics_port() const { return broker_->metrics_port(); }
   std::unique_ptr<net::RemotingClient> client();
 
  private:

@@ -16,6 +16,7 @@
 #include "engine/log/byte_order.h"
 #include "engine/log/commit_log.h"
 #include "engine/log/message_codec.h"
+#include "engine/metrics_histogram.h"
 #include "io/clock.h"
 #include "io/uring_disk.h"
 #include "testing/sim_disk.h"
@@ -106,6 +107,37 @@ TEST_F(CommitLogSimTest, AppendsReadBackInOrderAcrossSegmentRolls) {
       engine::decode(std::span<const std::byte>(*first).subspan(blank_pos), decode_options);
   EXPECT_EQ(blank.outcome, engine::DecodeOutcome::blank);
   EXPECT_EQ(blank_pos + blank.size, options_.segment_size_bytes);
+}
+
+// Every round of fdatasyncs is observed once, with the records it covers; a reopen prints one
+// summary line saying what recovery checked.
+TEST_F(CommitLogSimTest, SyncRoundsAreObservedAndRecoveryPrintsASummary) {
+  engine::AtomicHistogram latency(kLatencyBoundsUs);
+  engine::AtomicHistogram records(kBatchBoundsMessages);
+  auto log = open_log();
+  ASSERT_NE(log, nullptr);
+  log->set_sync_metrics(&latency, &records);
+  std::vector<Ack> acks = append_n(*log, 0, 50, 100);
+  ASSERT_EQ(acks.size(), 50u);
+  StoreHistogram rounds;
+  latency.add_to(rounds);
+  StoreHistogram covered;
+  records.add_to(covered);
+  EXPECT_EQ(rounds.count(), log->stats().fdatasyncs_completed);  // one segment: one per round
+  EXPECT_GT(rounds.count(), 0u);
+  EXPECT_EQ(covered.count(), rounds.count());
+  EXPECT_EQ(covered.sum, 50u);
+  ASSERT_TRUE(log->close().is_ok());
+  log.reset();
+  ::testing::internal::CaptureStderr();
+  RecoveryReport report;
+  log = open_log(&report);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  ASSERT_NE(log, nullptr);
+  EXPECT_NE(err.find("uringmq: recovered /store/log: clean stop, "), std::string::npos) << err;
+  EXPECT_NE(err.find("log ends at " + std::to_string(report.end_offset) + ", 0 torn bytes"),
+            std::string::npos)
+      << err;
 }
 
 TEST_F(CommitLogSimTest, SyncFlushAcknowledgesOnlyDurableRecords) {

@@ -185,6 +185,28 @@ TEST(BrokerConfigTest, EnablePropertyFilter) {
             "broker.conf:1: enablePropertyFilter '1' is not a boolean (true or false)");
 }
 
+TEST(BrokerConfigTest, MetricsKeys) {
+  EXPECT_FALSE(BrokerConfig{}.metrics_prom);
+  io::Result<BrokerConfig> on = parse_broker_config(
+      "metricsExporterType=PROM\nmetricsPromExporterPort=9100\nmetricsPromExporterHost=0.0.0.0\n",
+      "f");
+  ASSERT_TRUE(on.is_ok()) << on.status().to_string();
+  EXPECT_TRUE(on->metrics_prom);
+  EXPECT_EQ(on->metrics_prom_port, 9100);
+  EXPECT_EQ(on->metrics_prom_host, "0.0.0.0");
+  const std::string described = describe_broker_config(*on);
+  EXPECT_NE(described.find("metricsExporterType=PROM\n"), std::string::npos) << described;
+  EXPECT_NE(described.find("metricsPromExporterPort=9100\n"), std::string::npos);
+  io::Result<BrokerConfig> off = parse_broker_config("metricsExporterType=DISABLE\n", "f");
+  ASSERT_TRUE(off.is_ok());
+  EXPECT_FALSE(off->metrics_prom);
+  EXPECT_EQ(error_of("metricsExporterType=GRPC"),
+            "broker.conf:1: metricsExporterType 'GRPC' is not an exporter uringmq serves: PROM "
+            "(Prometheus text on metricsPromExporterPort) or DISABLE");
+  EXPECT_NE(error_of("metricsPromExporterPort=70000").find("metricsPromExporterPort"),
+            std::string::npos);
+}
+
 TEST(BrokerConfigTest, StructuralErrorsNameFileLineAndKey) {
   EXPECT_EQ(error_of("# c\nbrokerName=a\n\nlistenPrt=1"), "broker.conf:4: unknown key 'listenPrt'");
   EXPECT_EQ(error_of("listenPort=1\nbrokerName=x\nlistenPort=2\n"),

@@ -1,0 +1,200 @@
+#include "net/metrics_server.h"
+
+#include <cerrno>
+#include <cstring>
+#include <string_view>
+
+#include "net/log.h"
+
+namespace uringmq::net {
+namespace {
+
+uint32_t index_of(uint64_t user_data) {
+  return static_cast<uint32_t>(user_data);
+}
+uint16_t generation_of(uint64_t user_data) {
+  return static_cast<uint16_t>(user_data >> 32);
+}
+uint8_t op_of(uint64_t user_data) {
+  return static_cast<uint8_t>(user_data >> 48);
+}
+
+std::string http_response(std::string_view status, std::string_view type, std::string_view body) {
+  std::string out;
+  out.reserve(body.size() + 160);
+  out.append("HTTP/1.1 ").append(status).append("\r\nContent-Type: ").append(type);
+  out.append("\r\nContent-Length: ").append(std::to_string(body.size()));
+  out.append("\r\nConnection: close\r\n\r\n").append(body);
+  return out;
+}
+
+}  // namespace
+
+io::Result<std::unique_ptr<MetricsServer>> MetricsServer::open(const std::string& host,
+                                                               uint16_t port, uint8_t event,
+                                                               Render render) {
+  io::Result<int> fd = io::listen_tcp(host, port, 16);
+  if (!fd.is_ok()) {
+    return io::Status::error(fd.status().code(),
+                             "metricsPromExporterPort: " + fd.status().to_string());
+  }
+  io::Result<uint16_t> bound = io::local_port(*fd);
+  if (!bound.is_ok()) {
+    io::close_fd(*fd);
+    return bound.status();
+  }
+  return std::unique_ptr<MetricsServer>(new MetricsServer(*fd, *bound, event, std::move(render)));
+}
+
+MetricsServer::~MetricsServer() {
+  for (Client& client : clients_) io::close_fd(client.fd);
+  io::close_fd(listen_fd_);
+}
+
+uint64_t MetricsServer::tag(Op op, uint32_t index) const {
+  const uint16_t generation = index < kMaxClients ? clients_[index].generation : 0;
+  return (uint64_t{event_} << 56) | (uint64_t{static_cast<uint8_t>(op)} << 48) |
+         (uint64_t{generation} << 32) | index;
+}
+
+void MetricsServer::start(io::NetRing& ring) {
+  accept_armed_ = true;
+  ring.accept_multishot(listen_fd_, tag(Op::accept, 0));
+}
+
+void MetricsServer::on_completion(io::NetRing& ring, const io::NetCompletion& c, int64_t mono_ms) {
+  const Op op = static_cast<Op>(op_of(c.user_data));
+  const uint32_t index = index_of(c.user_data);
+  if (op == Op::accept) return on_accept(ring, c, mono_ms);
+  if (op == Op::cancel || index >= kMaxClients) return;
+  if (clients_[index].generation != generation_of(c.user_data)) return;
+  if (op == Op::recv) return on_recv(ring, index, c.result);
+  if (op == Op::send) return on_send(ring, index, c.result);
+}
+
+void MetricsServer::on_accept(io::NetRing& ring, const io::NetCompletion& c, int64_t mono_ms) {
+  if (!c.more) accept_armed_ = false;
+  if (c.result < 0) {
+    if (c.result != -ECANCELED) {
+      log_warn("metrics endpoint: accept: " + std::string(std::strerror(-c.result)));
+    }
+  } else {
+    uint32_t index = 0;
+    while (index < kMaxClients && clients_[index].fd >= 0) index++;
+    if (stopped_ || index == kMaxClients) {
+      io::close_fd(c.result);  // every slot busy: the scraper retries at its next interval
+    } else {
+      Client& client = clients_[index];
+      client.fd = c.result;
+      client.open = true;
+      client.closing = false;
+      client.started_ms = mono_ms;
+      client.in_bytes = 0;
+      client.out.clear();
+      client.out_sent = 0;
+      client.recv_armed = true;
+      ring.recv(client.fd, client.in.data(), client.in.size(), tag(Op::recv, index));
+    }
+  }
+  if (!accept_armed_ && !stopped_) start(ring);
+}
+
+void MetricsServer::on_recv(io::NetRing& ring, uint32_t index, int32_t result) {
+  Client& client = clients_[index];
+  client.recv_armed = false;
+  if (client.closing) return maybe_free(index);
+  if (result <= 0) return close_client(ring, index);
+  client.in_bytes += static_cast<size_t>(result);
+  const std::string_view request(client.in.data(), client.in_bytes);
+  if (request.find("\r\n\r\n") != std::string_view::npos ||
+      request.find("\n\n") != std::string_view::npos) {
+    return answer(ring, index);
+  }
+  if (client.in_bytes == client.in.size()) {
+    client.out = http_response("431 Request Header Fields Too Large", "text/plain",
+                               "request over 4096 bytes\n");
+    return send_rest(ring, index);
+  }
+  client.recv_armed = true;
+  ring.recv(client.fd, client.in.data() + client.in_bytes, client.in.size() - client.in_bytes,
+            tag(Op::recv, index));
+}
+
+// GET /metrics (a query string is ignored) is answered the exposition; anything else an error.
+void MetricsServer::answer(io::NetRing& ring, uint32_t index) {
+  Client& client = clients_[index];
+  const std::string_view request(client.in.data(), client.in_bytes);
+  const std::string_view line = request.substr(0, request.find_first_of("\r\n"));
+  const size_t space = line.find(' ');
+  const std::string_view method = line.substr(0, space);
+  std::string_view target = space == std::string_view::npos ? "" : line.substr(space + 1);
+  target = target.substr(0, target.find(' '));
+  target = target.substr(0, target.find('?'));
+  if (method != "GET") {
+    client.out = http_response("405 Method Not Allowed", "text/plain",
+                               "the metrics endpoint answers GET /metrics only\n");
+  } else if (target != "/metrics") {
+    client.out =
+        http_response("404 Not Found", "text/plain", "no such path: the metrics are at /metrics\n");
+  } else {
+    std::string body;
+    render_(body);
+    scrapes_++;
+    client.out = http_response("200 OK", "text/plain; version=0.0.4; charset=utf-8", body);
+  }
+  send_rest(ring, index);
+}
+
+void MetricsServer::send_rest(io::NetRing& ring, uint32_t index) {
+  Client& client = clients_[index];
+  client.send_armed = true;
+  ring.send(client.fd, client.out.data() + client.out_sent, client.out.size() - client.out_sent,
+            tag(Op::send, index));
+}
+
+void MetricsServer::on_send(io::NetRing& ring, uint32_t index, int32_t result) {
+  Client& client = clients_[index];
+  client.send_armed = false;
+  if (client.closing) return maybe_free(index);
+  if (result <= 0) return close_client(ring, index);
+  client.out_sent += static_cast<size_t>(result);
+  if (client.out_sent < client.out.size()) return send_rest(ring, index);
+  close_client(ring, index);  // answered: Connection: close
+}
+
+void MetricsServer::close_client(io::NetRing& ring, uint32_t index) {
+  Client& client = clients_[index];
+  if (!client.open) return;
+  client.open = false;
+  client.closing = true;
+  if (client.recv_armed || client.send_armed) ring.cancel_fd(client.fd, tag(Op::cancel, index));
+  maybe_free(index);
+}
+
+// The slot is reused once the kernel holds none of its buffers.
+void MetricsServer::maybe_free(uint32_t index) {
+  Client& client = clients_[index];
+  if (!client.closing || client.recv_armed || client.send_armed) return;
+  io::close_fd(client.fd);
+  client.fd = -1;
+  client.closing = false;
+  client.generation++;
+  std::string().swap(client.out);  // a response's memory goes with its client
+}
+
+void MetricsServer::sweep(io::NetRing& ring, int64_t mono_ms) {
+  for (uint32_t i = 0; i < kMaxClients; i++) {
+    if (clients_[i].open && mono_ms - clients_[i].started_ms >= kClientTimeoutMs) {
+      close_client(ring, i);
+    }
+  }
+}
+
+void MetricsServer::stop(io::NetRing& ring) {
+  stopped_ = true;
+  io::close_fd(listen_fd_);
+  listen_fd_ = -1;
+  for (uint32_t i = 0; i < kMaxClients; i++) close_client(ring, i);
+}
+
+}  // namespace uringmq::net
