@@ -58,18 +58,6 @@ std::optional<std::string_view> timer_cancel_key(std::string_view properties) {
   return timer_cancel_key(scan_properties(properties));
 }
 
-std::optional<std::string_view> timer_cancel_key(const PropertyScan& p) {
-  std::optional<std::string_view> key = p.timer_cancel_key;
-  if (!key) {
-    key = p.timer_del_uniq_key;
-    if (key) {
-      const size_t plus = key->rfind('+');
-      if (plus != std::string_view::npos) key = key->substr(plus + 1);
-    }
-  }
-  if (key && key->empty()) return std::nullopt;
-  return key;
-}
 
 const char* batch_property_refusal(std::string_view properties) {
   const char* refusal = nullptr;

@@ -63,7 +63,20 @@ TimerRequest parse_timer_request(const PropertyScan& properties, int64_t now_ms,
 // The cancel key a message carries: its __UMQ_CANCEL_KEY, else the unique key its
 // TIMER_DEL_UNIQKEY names; nullopt for none (or an empty key).
 std::optional<std::string_view> timer_cancel_key(std::string_view properties);
-std::optional<std::string_view> timer_cancel_key(const PropertyScan& properties);
+// Inline: every append asks, and almost none carries a cancel (a call returning the optional
+// through memory cost more than the check).
+inline std::optional<std::string_view> timer_cancel_key(const PropertyScan& properties) {
+  std::optional<std::string_view> key = properties.timer_cancel_key;
+  if (!key) {
+    key = properties.timer_del_uniq_key;
+    if (key) {
+      const size_t plus = key->rfind('+');
+      if (plus != std::string_view::npos) key = key->substr(plus + 1);
+    }
+  }
+  if (key && key->empty()) return std::nullopt;
+  return key;
+}
 
 // Why a message with these properties may not go in a batch (batches are stored as they come,
 // never delayed: RocketMQ refuses a delayed batch, MessageBatch.generateFromList and
