@@ -616,8 +616,8 @@ bool Shard::handle_append(uint32_t slot_index, const ShardRequest& request) {
   }
   // A rewritten copy has properties of its own: append_pending scans those.
   const bool kept = input.properties.data() == request.input.properties.data();
-  const io::Code appended =
-      append_pending(slot_index, request.tag, input, tags_code, kNoBatch, 0, kept ? &scan : nullptr);
+  const io::Code appended = append_pending(slot_index, request.tag, input, tags_code, kNoBatch, 0,
+                                           kept ? &scan : nullptr);
   if (appended == io::Code::busy) return false;
   if (appended != io::Code::ok) {
     done.code = appended;

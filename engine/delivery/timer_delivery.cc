@@ -49,8 +49,8 @@ io::Code TimerDelivery::rewrite(const MessageInput& in, MessageInput* out,
   return rewrite(in, scan_properties(in.properties), out, tags_code);
 }
 
-io::Code TimerDelivery::rewrite(const MessageInput& in, const PropertyScan& scan,
-                                MessageInput* out, std::optional<int64_t>* tags_code) {
+io::Code TimerDelivery::rewrite(const MessageInput& in, const PropertyScan& scan, MessageInput* out,
+                                std::optional<int64_t>* tags_code) {
   tags_code->reset();
   if (in.topic == kTimerTopic) return io::Code::invalid_argument;  // reserved
   const int64_t now = host_.wall_ms();

@@ -58,7 +58,6 @@ std::optional<std::string_view> timer_cancel_key(std::string_view properties) {
   return timer_cancel_key(scan_properties(properties));
 }
 
-
 const char* batch_property_refusal(std::string_view properties) {
   const char* refusal = nullptr;
   for_each_property(properties, [&](std::string_view name, std::string_view value) {

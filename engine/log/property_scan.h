@@ -24,7 +24,7 @@ struct PropertyScan {
   // A name is_timer_written_property() names is present (REAL_TOPIC, REAL_QID, __UMQ_TPUT,
   // __UMQ_DLV): a timed put's rewrite drops them.
   bool timer_reserved = false;
-  std::optional<std::string_view> timer_cancel_key;   // __UMQ_CANCEL_KEY
+  std::optional<std::string_view> timer_cancel_key;    // __UMQ_CANCEL_KEY
   std::optional<std::string_view> timer_del_uniq_key;  // TIMER_DEL_UNIQKEY, "<topic>+<uniqKey>"
   std::optional<std::string_view> uniq_key;            // UNIQ_KEY: the client's message id
   std::optional<std::string_view> keys;                // KEYS: space-separated index keys

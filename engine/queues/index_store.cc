@@ -537,8 +537,8 @@ void IndexStore::insert(std::string_view topic, std::string_view properties, uin
   impl_->add_entries(topic, scan_properties(properties), log_offset, store_timestamp_ms);
 }
 
-void IndexStore::insert(std::string_view topic, const PropertyScan& properties,
-                        uint64_t log_offset, int64_t store_timestamp_ms) {
+void IndexStore::insert(std::string_view topic, const PropertyScan& properties, uint64_t log_offset,
+                        int64_t store_timestamp_ms) {
   impl_->add_entries(topic, properties, log_offset, store_timestamp_ms);
 }
 

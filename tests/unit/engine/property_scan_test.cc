@@ -59,8 +59,8 @@ void expect_same_as_find(std::string_view encoded) {
   for (const Field& f : kFields) {
     const std::optional<std::string_view> want = find_property(encoded, f.name);
     const std::optional<std::string_view>& got = scan.*f.slot;
-    ASSERT_EQ(got.has_value(), want.has_value()) << f.name << " in " << testing::PrintToString(
-                                                                           std::string(encoded));
+    ASSERT_EQ(got.has_value(), want.has_value())
+        << f.name << " in " << testing::PrintToString(std::string(encoded));
     if (!want) continue;
     EXPECT_EQ(*got, *want) << f.name;
     EXPECT_EQ(got->data(), want->data()) << f.name << ": not the same entry";
@@ -90,36 +90,36 @@ TEST(PropertyScan, TrickyStringsAgreeWithFindProperty) {
   using namespace std::string_literals;
   const std::string cases[] = {
       "TAGS\x01\x02TAGS\x01"
-      "b"s,                                                  // an empty value is skipped
-      "TAGS\x01"s,                                           // only an empty value
-      "\x01v\x02TAGS\x01t"s,                                 // an empty name
-      "TAG\x01x\x02TAGSX\x01y\x02TAGS\x01z"s,                // a prefix and an extension
-      "KEY\x01x\x02KEYS_\x01y\x02KEYS\x01z"s,                // the same for KEYS
+      "b"s,                                    // an empty value is skipped
+      "TAGS\x01"s,                             // only an empty value
+      "\x01v\x02TAGS\x01t"s,                   // an empty name
+      "TAG\x01x\x02TAGSX\x01y\x02TAGS\x01z"s,  // a prefix and an extension
+      "KEY\x01x\x02KEYS_\x01y\x02KEYS\x01z"s,  // the same for KEYS
       "TAGS\x01"
-      "a\x02"s,                                              // a trailing \x02 (Java)
+      "a\x02"s,  // a trailing \x02 (Java)
       "\x02\x02TAGS\x01"
-      "a\x02\x02KEYS\x01k\x02"s,                             // leading and doubled \x02
+      "a\x02\x02KEYS\x01k\x02"s,  // leading and doubled \x02
       "KEYS\x01"
       "a\x01"
-      "b\x02TAGS\x01t"s,                                     // a value holding \x01
-      "TAGS\x02TAGS\x01t"s,                                  // a name without \x01
+      "b\x02TAGS\x01t"s,     // a value holding \x01
+      "TAGS\x02TAGS\x01t"s,  // a name without \x01
       "TAGS\x01"
-      "first\x02TAGS\x01second"s,                            // the first entry counts
+      "first\x02TAGS\x01second"s,  // the first entry counts
       "DELAY\x01\x02"
       "DELAY\x01"
-      "3"s,                                                  // empty, then a value
+      "3"s,  // empty, then a value
       "__STARTDELIVERTIME\x01"
       "5\x02__STARTDELIVERTIMEX\x01"
-      "6"s,                                                  // the longest name, and one more
+      "6"s,  // the longest name, and one more
       "TIMER_DEL_UNIQKEY_LONGER_THAN_ANY\x01x\x02TIMER_DEL_UNIQKEY\x01t+u"s,
-      "REAL_TOPIC\x01x"s,                                    // reserved
-      "REAL_TOPIC\x01\x02TAGS\x01t"s,                        // reserved, but malformed: not
+      "REAL_TOPIC\x01x"s,              // reserved
+      "REAL_TOPIC\x01\x02TAGS\x01t"s,  // reserved, but malformed: not
       "__UMQ_DLV\x01"
       "1:2\x02TIMER_OUT_MS\x01"
-      "9"s,                                                  // reserved and a timer copy
-      "\x01\x02\x01\x01\x02\x02"s,                           // separators only
-      "TAGS"s,                                               // a bare name
-      "\x01TAGS\x01t"s,                                      // \x01 first: an empty name
+      "9"s,                         // reserved and a timer copy
+      "\x01\x02\x01\x01\x02\x02"s,  // separators only
+      "TAGS"s,                      // a bare name
+      "\x01TAGS\x01t"s,             // \x01 first: an empty name
       "UNIQ_KEY\x01u\x02KEYS\x01"
       "a b  c\x02TRAN_MSG\x01true"s,
   };
@@ -129,8 +129,8 @@ TEST(PropertyScan, TrickyStringsAgreeWithFindProperty) {
 // Strings built from the kept names, their prefixes and extensions, short values and
 // separators, in every arrangement a fixed-seed generator reaches.
 TEST(PropertyScan, GeneratedStringsAgreeWithFindProperty) {
-  std::vector<std::string> pieces = {"\x01", "\x02", "\x02", "v", "1", "x y", "REAL_QID",
-                                     "__UMQ_TPUT", "Z"};
+  std::vector<std::string> pieces = {"\x01", "\x02",     "\x02",       "v", "1",
+                                     "x y",  "REAL_QID", "__UMQ_TPUT", "Z"};
   for (const Field& f : kFields) {
     pieces.emplace_back(f.name);
     pieces.emplace_back(f.name.substr(0, f.name.size() - 1));
