@@ -619,18 +619,23 @@ bool Shard::handle_append(uint32_t slot_index, const ShardRequest& request) {
   if (pending_pool_.full()) return false;
   engine::MessageInput input = request.input;
   uint32_t level = 0;
-  if (!delayed_.rewrite(request.input, &input, &level)) {
+  // The one pass over the properties every step below reads (property_scan.h).
+  const engine::PropertyScan scan = engine::scan_properties(request.input.properties);
+  if (!delayed_.rewrite(request.input, scan, &input, &level)) {
     done.code = io::Code::invalid_argument;
     post(slot_index, done);
     return true;
   }
   std::optional<int64_t> tags_code;  // a timed message's: its deliver time
-  if (level == 0) done.code = timers_.rewrite(request.input, &input, &tags_code);
+  if (level == 0) done.code = timers_.rewrite(request.input, scan, &input, &tags_code);
   if (done.code != io::Code::ok) {
     post(slot_index, done);
     return true;
   }
-  const io::Code appended = append_pending(slot_index, request.tag, input, tags_code);
+  // A rewritten copy has properties of its own: append_pending scans those.
+  const bool kept = input.properties.data() == request.input.properties.data();
+  const io::Code appended = append_pending(slot_index, request.tag, input, tags_code, kNoBatch, 0,
+                                           kept ? &scan : nullptr);
   if (appended == io::Code::busy) return false;
   if (appended != io::Code::ok) {
     done.code = appended;
@@ -646,14 +651,19 @@ bool Shard::handle_append(uint32_t slot_index, const ShardRequest& request) {
 // done, retry later; any other code: not stored.
 io::Code Shard::append_pending(uint32_t slot, uint64_t tag, const engine::MessageInput& in,
                                std::optional<int64_t> tags_code, uint32_t batch,
-                               uint32_t batch_index) {
+                               uint32_t batch_index, const engine::PropertyScan* scan) {
   if (pending_pool_.full()) return io::Code::busy;
   // Nothing of the shard's own comes between a batch's records (handle_append_batch).
   if (open_batch_ != kNoBatch && batch != open_batch_) return io::Code::busy;
   io::Result<engine::QueueIndex> queue = queue_for_append(in.topic, in.queue_id);
   if (!queue.is_ok()) return queue.status().code();
+  engine::PropertyScan own;  // without an index, a missing tagsCode costs one find_property
+  if (scan == nullptr && msg_index_ != nullptr) {
+    own = engine::scan_properties(in.properties);
+    scan = &own;
+  }
   uint32_t index_keys = 0;
-  if (const io::Code c = index_prepare(in, &index_keys); c != io::Code::ok) return c;
+  if (const io::Code c = index_prepare(scan, &index_keys); c != io::Code::ok) return c;
   int64_t& next = next_queue_offset_[*queue];
   const uint32_t id = *pending_pool_.peek();
   if (drain_ns_ == 0) drain_ns_ = clock_->monotonic_ns();  // the append-latency start
@@ -661,10 +671,12 @@ io::Code Shard::append_pending(uint32_t slot, uint64_t tag, const engine::Messag
   if (!r.is_ok()) return r.status().code();
   (void)pending_pool_.acquire();
   if (index_keys > 0) {
-    msg_index_->insert(in.topic, in.properties, r->offset.value, r->store_timestamp_ms);
+    msg_index_->insert(in.topic, *scan, r->offset.value, r->store_timestamp_ms);
   }
   if (!tags_code) {
-    tags_code = engine::unit_tags_code(in.topic, in.properties, r->store_timestamp_ms, levels_);
+    const int64_t at = r->store_timestamp_ms;
+    tags_code = scan != nullptr ? engine::unit_tags_code(in.topic, *scan, at, levels_)
+                                : engine::unit_tags_code(in.topic, in.properties, at, levels_);
   }
   pending_[id] = PendingAppend{slot,   tag,        next,  r->size_bytes, r->store_timestamp_ms,
                                *queue, *tags_code, batch, batch_index,   drain_ns_};

@@ -255,10 +255,12 @@ class Shard final : private engine::DeliveryHost {
   void publish_stats();
   int64_t now_ms() const { return clock_->monotonic_ns() / 1'000'000; }
   // tags_code: the unit's tagsCode when the caller knows it already (a timer record's deliver
-  // time); else it is computed from the record.
+  // time); else it is computed from the record. scan: the caller's one scan of in.properties
+  // (handle_append's), or nullptr: scanned here when needed.
   io::Code append_pending(uint32_t slot, uint64_t tag, const engine::MessageInput& in,
                           std::optional<int64_t> tags_code = std::nullopt,
-                          uint32_t batch = kNoBatch, uint32_t batch_index = 0);
+                          uint32_t batch = kNoBatch, uint32_t batch_index = 0,
+                          const engine::PropertyScan* scan = nullptr);
   io::Result<engine::QueueIndex> queue_for_append(std::string_view topic, int32_t queue_id);
 
   // Pulls and searches (shard_consumer.cc).
@@ -409,10 +411,10 @@ class Shard final : private engine::DeliveryHost {
   void index_read_done(uint32_t id, int64_t result);
   void index_check_record(uint32_t id);
   void answer_index_query(uint32_t id, io::Code code);
-  // Before an append: room for its keys in the index (busy: the append waits).
-  // Room in the index for the record's keys; *keys: how many (0: no index, or none, and then
-  // append_pending skips the insert: the properties are scanned once, not twice).
-  io::Code index_prepare(const engine::MessageInput& in, uint32_t* keys);
+  // Before an append: room in the index for the record's keys (busy: the append waits); *keys:
+  // how many (0: no index, or none: append_pending skips the insert). scan: the record's
+  // properties, never nullptr while there is an index.
+  io::Code index_prepare(const engine::PropertyScan* scan, uint32_t* keys);
   uint64_t index_durable() const {
     return msg_index_ != nullptr ? msg_index_->durable_dispatched() : UINT64_MAX;
   }

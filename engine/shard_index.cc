@@ -78,8 +78,11 @@ bool Shard::index_busy() const {
   return msg_index_ != nullptr && !msg_index_->fail_stopped() && msg_index_->pending_work() > 0;
 }
 
-io::Code Shard::index_prepare(const engine::MessageInput& in, uint32_t* keys) {
-  *keys = msg_index_ != nullptr ? engine::index_key_count(in.properties) : 0;
+io::Code Shard::index_prepare(const engine::PropertyScan* scan, uint32_t* keys) {
+  *keys = 0;
+  if (msg_index_ == nullptr) return io::Code::ok;
+  UMQ_ASSERT(scan != nullptr);
+  *keys = engine::index_key_count(*scan);
   if (*keys == 0) return io::Code::ok;
   return msg_index_->prepare(*keys).code();
 }

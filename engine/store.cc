@@ -244,7 +244,10 @@ io::Status Session::send_async(const Message& message, uint64_t tag) {
   in.born_host = message.born_host;
   in.store_host = store_.options_.store_host;
   in.reconsume_times = message.reconsume_times;
-  if (store_.shards_.size() > 1 && engine::timer_cancel_key(message.properties).has_value()) {
+  // One pass over the properties for the cancel check (property_scan.h), only with shards to
+  // send a cancel to.
+  if (store_.shards_.size() > 1 &&
+      engine::timer_cancel_key(engine::scan_properties(message.properties)).has_value()) {
     return send_to_every_shard(request);
   }
   return post(store_.shard_for(message.topic, message.queue_id), request);

@@ -46,8 +46,13 @@ LevelDelivery::LevelDelivery(DeliveryHost& host, TakeHorizon& horizon,
 
 // Rewrites a delayed message for the schedule topic; false when its DELAY is not a number.
 bool LevelDelivery::rewrite(const MessageInput& in, MessageInput* out, uint32_t* level) {
+  return rewrite(in, scan_properties(in.properties), out, level);
+}
+
+bool LevelDelivery::rewrite(const MessageInput& in, const PropertyScan& scan, MessageInput* out,
+                            uint32_t* level) {
   *level = 0;
-  auto delay = find_property(in.properties, kPropertyDelayTimeLevel);
+  const std::optional<std::string_view>& delay = scan.delay;
   if (!delay || in.topic == kScheduleTopic) return true;
   int64_t requested = 0;
   if (!parse_decimal(*delay, &requested)) return false;

@@ -37,6 +37,7 @@
 #include "engine/delivery/delivery_host.h"
 #include "engine/delivery/take_horizon.h"
 #include "engine/log/message_codec.h"
+#include "engine/log/property_scan.h"
 #include "engine/metrics_histogram.h"
 #include "sched/completion_tags.h"
 #include "sched/delay_levels.h"
@@ -69,6 +70,9 @@ class LevelDelivery {
   // Rewrites a delayed message for the schedule topic (level 0: not delayed, `out` untouched);
   // false when its DELAY is not a number.
   bool rewrite(const MessageInput& in, MessageInput* out, uint32_t* level);
+  // The same with the append's one scan of in.properties (property_scan.h).
+  bool rewrite(const MessageInput& in, const PropertyScan& scan, MessageInput* out,
+               uint32_t* level);
   // Recovery's scan: a delivery marker moves its level's progress past it.
   void note_marker(uint64_t log_offset, const MessageView& record);
   // After recovery: progress from the table and the markers; sizes the arena.

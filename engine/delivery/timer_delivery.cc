@@ -46,11 +46,16 @@ void TimerDelivery::prefetch_due_soon(int64_t now) {
 // beyond timer_max_delay_sec.
 io::Code TimerDelivery::rewrite(const MessageInput& in, MessageInput* out,
                                 std::optional<int64_t>* tags_code) {
+  return rewrite(in, scan_properties(in.properties), out, tags_code);
+}
+
+io::Code TimerDelivery::rewrite(const MessageInput& in, const PropertyScan& scan, MessageInput* out,
+                                std::optional<int64_t>* tags_code) {
   tags_code->reset();
   if (in.topic == kTimerTopic) return io::Code::invalid_argument;  // reserved
   const int64_t now = host_.wall_ms();
   char number[24];
-  if (auto key = timer_cancel_key(in.properties)) {  // or TIMER_DEL_UNIQKEY
+  if (auto key = timer_cancel_key(scan)) {  // or TIMER_DEL_UNIQKEY
     io::Status s = host_.offsets().commit(kTimerCancelGroup, *key, 0, QueueOffset{now});
     if (!s.is_ok()) return s.code();
     cancels_++;
@@ -64,7 +69,7 @@ io::Code TimerDelivery::rewrite(const MessageInput& in, MessageInput* out,
     out->properties = properties_;
     return io::Code::ok;
   }
-  TimerRequest r = parse_timer_request(in.properties, now, options_.max_delay_ms);
+  TimerRequest r = parse_timer_request(scan, now, options_.max_delay_ms);
   switch (r.kind) {
     case TimerRequest::Kind::none:
     case TimerRequest::Kind::immediate:

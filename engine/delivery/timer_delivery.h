@@ -50,6 +50,7 @@
 #include "engine/delivery/durable_acks.h"
 #include "engine/delivery/take_horizon.h"
 #include "engine/log/message_codec.h"
+#include "engine/log/property_scan.h"
 #include "engine/metrics_histogram.h"
 #include "sched/completion_tags.h"
 #include "sched/timer_wheel.h"
@@ -87,6 +88,9 @@ class TimerDelivery {
   // when timed; invalid_argument for a malformed timer property or a deliver time beyond
   // max_delay_ms; a cancel is recorded in the offsets table (its code when that fails).
   io::Code rewrite(const MessageInput& in, MessageInput* out, std::optional<int64_t>* tags_code);
+  // The same with the append's one scan of in.properties (property_scan.h).
+  io::Code rewrite(const MessageInput& in, const PropertyScan& scan, MessageInput* out,
+                   std::optional<int64_t>* tags_code);
   // Recovery's scan: timer markers and cancels above the checkpoint.
   void note_record(uint64_t log_offset, const MessageView& record);
   // After recovery: slot progress, holds, the sweep position and recovered cancels.

@@ -5,33 +5,26 @@
 
 #include "engine/delivery/redelivery.h"
 #include "engine/log/properties.h"
+#include "engine/log/property_scan.h"
 
 namespace uringmq::engine {
 
-// One pass over the properties (the first entry of each name counts, as with find_property):
-// five find_property calls per put scanned the string five times, most of them for names that
-// are absent (bench/RESULTS.md, timed intake).
 TimerRequest parse_timer_request(std::string_view properties, int64_t now_ms,
                                  int64_t max_delay_ms) {
+  return parse_timer_request(scan_properties(properties), now_ms, max_delay_ms);
+}
+
+// From the append's one pass over the properties (property_scan.h): five find_property calls
+// per put scanned the string five times, most of them for names that are absent
+// (bench/RESULTS.md, timed intake).
+TimerRequest parse_timer_request(const PropertyScan& p, int64_t now_ms, int64_t max_delay_ms) {
   TimerRequest r;
-  std::optional<std::string_view> sec, ms, at, start;
-  bool copy = false;
-  bool reserved = false;
-  for_each_property(properties, [&](std::string_view name, std::string_view value) {
-    if (name == kPropertyTimerOutMs) {
-      copy = true;
-    } else if (is_timer_written_property(name)) {
-      reserved = true;
-    } else if (name == kPropertyTimerDelaySec) {
-      if (!sec) sec = value;
-    } else if (name == kPropertyTimerDelayMs) {
-      if (!ms) ms = value;
-    } else if (name == kPropertyTimerDeliverMs) {
-      if (!at) at = value;
-    } else if (name == kPropertyStartDeliverTime) {
-      if (!start) start = value;
-    }
-  });
+  const std::optional<std::string_view>& sec = p.timer_delay_sec;
+  const std::optional<std::string_view>& ms = p.timer_delay_ms;
+  const std::optional<std::string_view>& at = p.timer_deliver_ms;
+  const std::optional<std::string_view>& start = p.start_deliver_time;
+  const bool copy = p.timer_out_ms.has_value();
+  const bool reserved = p.timer_reserved;
   if (copy) return r;  // a timer copy: never re-transformed
   int64_t value = 0;
   int64_t deliver = 0;
@@ -62,16 +55,7 @@ bool is_timer_written_property(std::string_view name) {
 }
 
 std::optional<std::string_view> timer_cancel_key(std::string_view properties) {
-  std::optional<std::string_view> key = find_property(properties, kPropertyTimerCancelKey);
-  if (!key) {
-    key = find_property(properties, kPropertyTimerDelUniqKey);
-    if (key) {
-      const size_t plus = key->rfind('+');
-      if (plus != std::string_view::npos) key = key->substr(plus + 1);
-    }
-  }
-  if (key && key->empty()) return std::nullopt;
-  return key;
+  return timer_cancel_key(scan_properties(properties));
 }
 
 const char* batch_property_refusal(std::string_view properties) {
@@ -99,9 +83,12 @@ bool is_timer_input_property(std::string_view name) {
 }
 
 int64_t timer_deliver_ms(std::string_view properties) {
+  return parse_timer_out_ms(find_property(properties, kPropertyTimerOutMs));
+}
+
+int64_t parse_timer_out_ms(std::optional<std::string_view> timer_out_ms) {
   int64_t value = 0;
-  auto out = find_property(properties, kPropertyTimerOutMs);
-  return out && parse_decimal(*out, &value) ? value : 0;
+  return timer_out_ms && parse_decimal(*timer_out_ms, &value) ? value : 0;
 }
 
 }  // namespace uringmq::engine

@@ -29,6 +29,7 @@
 #include <string_view>
 
 #include "engine/log/property_names.h"
+#include "engine/log/property_scan.h"
 
 namespace uringmq::engine {
 
@@ -55,10 +56,27 @@ struct TimerRequest {
 
 // The deliver time `properties` ask for, at wall time now_ms.
 TimerRequest parse_timer_request(std::string_view properties, int64_t now_ms, int64_t max_delay_ms);
+// The same from the properties' one scan (property_scan.h); the overload above wraps it.
+TimerRequest parse_timer_request(const PropertyScan& properties, int64_t now_ms,
+                                 int64_t max_delay_ms);
 
 // The cancel key a message carries: its __UMQ_CANCEL_KEY, else the unique key its
 // TIMER_DEL_UNIQKEY names; nullopt for none (or an empty key).
 std::optional<std::string_view> timer_cancel_key(std::string_view properties);
+// Inline: every append asks, and almost none carries a cancel (a call returning the optional
+// through memory cost more than the check).
+inline std::optional<std::string_view> timer_cancel_key(const PropertyScan& properties) {
+  std::optional<std::string_view> key = properties.timer_cancel_key;
+  if (!key) {
+    key = properties.timer_del_uniq_key;
+    if (key) {
+      const size_t plus = key->rfind('+');
+      if (plus != std::string_view::npos) key = key->substr(plus + 1);
+    }
+  }
+  if (key && key->empty()) return std::nullopt;
+  return key;
+}
 
 // Why a message with these properties may not go in a batch (batches are stored as they come,
 // never delayed: RocketMQ refuses a delayed batch, MessageBatch.generateFromList and
@@ -73,5 +91,7 @@ bool is_timer_written_property(std::string_view name);
 
 // The tagsCode of a record in the timer topic: its TIMER_OUT_MS (0 when absent or malformed).
 int64_t timer_deliver_ms(std::string_view properties);
+// The same from the value of its TIMER_OUT_MS (PropertyScan::timer_out_ms).
+int64_t parse_timer_out_ms(std::optional<std::string_view> timer_out_ms);
 
 }  // namespace uringmq::engine

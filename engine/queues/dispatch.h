@@ -20,6 +20,7 @@
 
 #include "engine/log/commit_log.h"
 #include "engine/log/message_codec.h"
+#include "engine/log/property_scan.h"
 #include "engine/queues/consume_queue.h"
 #include "io/disk.h"
 #include "sched/delay_levels.h"
@@ -36,6 +37,9 @@ inline constexpr std::string_view kScheduleTopic = "SCHEDULE_TOPIC_XXXX";
 CqUnit unit_of(LogOffset log_offset, const MessageView& record, const sched::DelayLevels& levels);
 // The tagsCode alone, from a record's topic, properties (without the CRC property) and store time.
 int64_t unit_tags_code(std::string_view topic, std::string_view properties,
+                       int64_t store_timestamp_ms, const sched::DelayLevels& levels);
+// The same from the append's one scan of the properties (property_scan.h).
+int64_t unit_tags_code(std::string_view topic, const PropertyScan& properties,
                        int64_t store_timestamp_ms, const sched::DelayLevels& levels);
 
 // Appends one record's unit at its queue offset (idempotent), writing out a full memory ring

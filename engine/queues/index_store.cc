@@ -85,6 +85,10 @@ std::string_view index_next_word(std::string_view text, size_t* pos) {
 }
 
 uint32_t index_key_count(std::string_view properties) {
+  return index_key_count(scan_properties(properties));
+}
+
+uint32_t index_key_count(const PropertyScan& properties) {
   return for_each_index_key(properties, [](std::string_view) {});
 }
 
@@ -236,7 +240,7 @@ struct IndexStore::Impl {
   }
   io::Status load(const std::vector<std::string>& names);
   io::Status load_active();
-  void add_entries(std::string_view topic, std::string_view properties, uint64_t offset,
+  void add_entries(std::string_view topic, const PropertyScan& properties, uint64_t offset,
                    int64_t ts);
   bool submit_io(const io::IoRequest& r);
   void start_cycle();
@@ -514,10 +518,15 @@ io::Status IndexStore::prepare(uint32_t keys) {
 
 void IndexStore::insert(std::string_view topic, std::string_view properties, uint64_t log_offset,
                         int64_t store_timestamp_ms) {
+  impl_->add_entries(topic, scan_properties(properties), log_offset, store_timestamp_ms);
+}
+
+void IndexStore::insert(std::string_view topic, const PropertyScan& properties, uint64_t log_offset,
+                        int64_t store_timestamp_ms) {
   impl_->add_entries(topic, properties, log_offset, store_timestamp_ms);
 }
 
-void IndexStore::Impl::add_entries(std::string_view topic, std::string_view properties,
+void IndexStore::Impl::add_entries(std::string_view topic, const PropertyScan& properties,
                                    uint64_t offset, int64_t ts) {
   if (files.empty()) {  // no key was ever prepared (prepare() makes the first file)
     UMQ_ASSERT_MSG(index_key_count(properties) == 0, "index keys inserted without prepare()");
@@ -813,7 +822,8 @@ io::Status IndexStore::insert_recovered(io::Disk& disk, std::string_view topic,
   Impl& m = *impl_;
   set_dispatched(log_offset);  // every record below this one is in (recovery's scan is in order)
   if (m.recovered_end != UINT64_MAX && log_offset < m.recovered_end) return io::Status::ok();
-  const uint32_t keys = index_key_count(properties);
+  const PropertyScan scan = scan_properties(properties);
+  const uint32_t keys = index_key_count(scan);
   if (keys > 0) {
     io::Status s = prepare(keys);
     if (s.code() == io::Code::busy) {
@@ -821,7 +831,7 @@ io::Status IndexStore::insert_recovered(io::Disk& disk, std::string_view topic,
       s = prepare(keys);
     }
     UMQ_RETURN_IF_ERROR(s);
-    insert(topic, properties, log_offset, store_timestamp_ms);
+    insert(topic, scan, log_offset, store_timestamp_ms);
   }
   return io::Status::ok();
 }

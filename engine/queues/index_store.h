@@ -42,6 +42,7 @@
 
 #include "engine/log/properties.h"
 #include "engine/log/property_names.h"
+#include "engine/log/property_scan.h"
 #include "io/clock.h"
 #include "io/disk.h"
 #include "io/status.h"
@@ -85,6 +86,10 @@ int32_t index_key_hash(std::string_view topic, std::string_view key);
 template <typename Fn>
 uint32_t for_each_index_key(std::string_view properties, Fn&& fn);
 uint32_t index_key_count(std::string_view properties);
+// The same from the append's one scan of the properties (property_scan.h).
+template <typename Fn>
+uint32_t for_each_index_key(const PropertyScan& properties, Fn&& fn);
+uint32_t index_key_count(const PropertyScan& properties);
 
 struct IndexLookupResult {
   uint32_t lookup = 0;  // the id given to start_lookup()
@@ -116,6 +121,8 @@ class IndexStore {
   io::Status prepare(uint32_t keys);
   // Adds the record's keys (prepare() must have said ok). Allocates nothing.
   void insert(std::string_view topic, std::string_view properties, uint64_t log_offset,
+              int64_t store_timestamp_ms);
+  void insert(std::string_view topic, const PropertyScan& properties, uint64_t log_offset,
               int64_t store_timestamp_ms);
   // Recovery: as insert() for a record of recovery's scan at or above recovered_end(), writing
   // out entries when the ring is full (polls `disk`; only the index may have IO in flight).
@@ -162,14 +169,18 @@ std::string_view index_next_word(std::string_view text, size_t* pos);
 
 template <typename Fn>
 uint32_t for_each_index_key(std::string_view properties, Fn&& fn) {
+  return for_each_index_key(scan_properties(properties), fn);
+}
+
+template <typename Fn>
+uint32_t for_each_index_key(const PropertyScan& properties, Fn&& fn) {
   uint32_t n = 0;
-  std::string_view uniq =
-      find_property(properties, kPropertyUniqClientMessageIdKeyidx).value_or("");
+  std::string_view uniq = properties.uniq_key.value_or("");
   if (!uniq.empty()) {
     fn(uniq);
     n++;
   }
-  std::string_view keys = find_property(properties, kPropertyKeys).value_or("");
+  std::string_view keys = properties.keys.value_or("");
   size_t pos = 0;
   while (n < kIndexMaxKeysPerRecord) {
     std::string_view word = index_next_word(keys, &pos);

@@ -1,0 +1,68 @@
+// One pass over the property string for the append path (property_scan.h).
+#include "engine/log/property_scan.h"
+
+#include <algorithm>
+
+#include "engine/delivery/timer_message.h"
+#include "engine/log/property_names.h"
+
+namespace uringmq::engine {
+
+namespace {
+// The longest name the scan keeps: an entry whose first \x01 lies further in is none of them.
+constexpr size_t kLongestName = kPropertyStartDeliverTime.size();
+static_assert(kLongestName >= kPropertyTimerDelUniqKey.size());
+static_assert(kLongestName >= kPropertyTimerCancelKey.size());
+static_assert(kLongestName >= kPropertyTimerDeliverMs.size());
+static_assert(kLongestName >= kPropertyTimerDelaySec.size());
+
+void keep_first(std::optional<std::string_view>* slot, std::string_view value) {
+  if (!slot->has_value()) *slot = value;
+}
+
+// The slot `name` fills, or nullptr (string_view's == compares the sizes first: cheap misses).
+std::optional<std::string_view>* slot_of(PropertyScan* p, std::string_view name) {
+  if (name == kPropertyTags) return &p->tags;
+  if (name == kPropertyKeys) return &p->keys;
+  if (name == kPropertyUniqClientMessageIdKeyidx) return &p->uniq_key;
+  if (name == kPropertyDelayTimeLevel) return &p->delay;
+  if (name == kPropertyTimerDelaySec) return &p->timer_delay_sec;
+  if (name == kPropertyTimerDelayMs) return &p->timer_delay_ms;
+  if (name == kPropertyTimerDeliverMs) return &p->timer_deliver_ms;
+  if (name == kPropertyStartDeliverTime) return &p->start_deliver_time;
+  if (name == kPropertyTimerOutMs) return &p->timer_out_ms;
+  if (name == kPropertyTimerCancelKey) return &p->timer_cancel_key;
+  if (name == kPropertyTimerDelUniqKey) return &p->timer_del_uniq_key;
+  if (name == kPropertyTransactionPrepared) return &p->transaction_prepared;
+  return nullptr;
+}
+}  // namespace
+
+// One memchr per entry (for its end) and a short byte loop for the name's \x01, bounded by the
+// longest name kept. The entry is well formed when its name (the text before its first \x01)
+// and its value are non-empty: the same entries for_each_property yields and find_property
+// matches, so the first entry of each name here is find_property's answer.
+PropertyScan scan_properties(std::string_view encoded) {
+  PropertyScan p;
+  size_t start = 0;
+  while (start < encoded.size()) {
+    size_t end = encoded.find('\x02', start);
+    if (end == std::string_view::npos) end = encoded.size();
+    const size_t limit = std::min(end, start + kLongestName + 1);
+    size_t sep = start;
+    while (sep < limit && encoded[sep] != '\x01') sep++;
+    if (sep < limit && sep > start && end > sep + 1) {
+      const std::string_view name = encoded.substr(start, sep - start);
+      const std::string_view value = encoded.substr(sep + 1, end - sep - 1);
+      if (std::optional<std::string_view>* slot = slot_of(&p, name)) {
+        keep_first(slot, value);
+      } else if (is_timer_written_property(name)) {
+        p.timer_reserved = true;
+      }
+    }
+    start = end + 1;
+  }
+  return p;
+}
+
+}  // namespace uringmq::engine
