@@ -67,6 +67,16 @@ struct TimerStats {
   uint64_t deleted = 0;    // taken by retention before their time (a forced clean)
 };
 
+// Transactional messages, over every shard: halves waiting for their outcome now, and since
+// open, halves ended by commit, rollback or discard, and checks handed to the check service.
+struct TransactionStats {
+  int64_t half_pending = 0;
+  uint64_t committed = 0;
+  uint64_t rolled_back = 0;
+  uint64_t checked = 0;
+  uint64_t discarded = 0;
+};
+
 struct StoreStats {
   uint64_t appends = 0;
   uint64_t acks_ok = 0;
@@ -183,6 +193,17 @@ class Session {
   Completion send_back(std::string_view group, std::span<const std::byte> record,
                        StoreOffset store_offset, int32_t delay_level = 0,
                        int32_t max_reconsume_times = 16);
+  // END_TRANSACTION: ends the half message stored at `half_offset` whose checked record bytes
+  // (view_record_async) are `half_record` (valid until the completion). Its shard stores the
+  // outcome record (engine/delivery/transactions.h) and completes once it is acknowledged
+  // (offset: the outcome record's). not_found: no half is pending there (already ended: nothing
+  // is stored twice); invalid_argument: the bytes are not that half.
+  io::Status end_transaction_async(StoreOffset half_offset, std::span<const std::byte> half_record,
+                                   TransactionEnd end, uint64_t tag);
+  // The check service: up to out.size() halves of `shard` whose check is due (each counted as
+  // checked once handed out). Completion: message_count entries written to `out`.
+  io::Status take_transaction_checks_async(uint32_t shard, std::span<TransactionCheck> out,
+                                           uint64_t tag);
   // Answers this session's held pulls at once (no new message) on every shard; one completion
   // with `tag` per shard. For a front end that is shutting down.
   io::Status release_held_pulls_async(uint64_t tag);
@@ -253,6 +274,8 @@ class Store {
   std::vector<DelayLevelStats> delay_level_stats() const;
   // Operator figures of timed messages (every shard's, summed).
   TimerStats timer_stats() const;
+  // Operator figures of transactional messages (every shard's, summed).
+  TransactionStats transaction_stats() const;
   const StoreOptions& options() const { return options_; }
   // What each shard's recovery found at open().
   const std::vector<engine::RecoveryReport>& recovery_reports() const { return reports_; }
