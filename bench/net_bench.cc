@@ -7,6 +7,11 @@
 //               code 0 counts, any other code is an error (its remark is reported).
 //               With --batch N: SEND_BATCH_MESSAGE (320) of N messages per request (the Java
 //               client's MessageBatch body), a reply counting N messages.
+//               With --transactional 1: each message is a prepared (half) send (sysFlag 4,
+//               TRAN_MSG=true) and, once its reply comes, an END_TRANSACTION (37) commit of it
+//               (answered, not oneway); the message counts when the commit's reply comes. Its
+//               latency is the whole of it; "commit" p50/p99 is END_TRANSACTION's own round trip
+//               (the broker answers once the committed copy is durable, and so consumable).
 //   redis       RESP `ZADD <key> <score> <member>`, member --message-bytes long and unique;
 //               ":1" counts, anything else is an error.
 //   beanstalkd  `put 0 0 60 <bytes>\r\n<body>\r\n`; "INSERTED <id>" counts, anything else is
@@ -73,6 +78,7 @@ struct Args {
   std::string key = "uringmq-bench";  // redis: the sorted set
   uint32_t delay_level = 0;           // remoting: DELAY=N on every message (0: none)
   uint32_t batch = 0;  // remoting: SEND_BATCH_MESSAGE of this many messages (0: single sends)
+  bool transactional = false;  // remoting: half send + END_TRANSACTION commit per message
   bool json = false;
 };
 
@@ -89,7 +95,8 @@ constexpr size_t kSeqDigits = 16;                    // hex sequence stamped int
              "         [--message-bytes 128] [--seconds 10] [--warmup-seconds 2]\n"
              "         [--queues 8] [--topic BenchTopic] [--group G] [--key K] [--json]\n"
              "         [--delay-level N]  (remoting: every message delayed by level N)\n"
-             "         [--batch N]  (remoting: SEND_BATCH_MESSAGE, N messages a request)\n");
+             "         [--batch N]  (remoting: SEND_BATCH_MESSAGE, N messages a request)\n"
+             "         [--transactional 1]  (remoting: half send + END_TRANSACTION commit)\n");
 }
 
 uint64_t parse_u64(std::string_view flag, const std::string& value) {
@@ -138,6 +145,8 @@ void apply_flag(Args& a, std::string_view flag, const std::string& value) {
     a.key = value;
   } else if (flag == "--batch") {
     a.batch = static_cast<uint32_t>(parse_u64(flag, value));
+  } else if (flag == "--transactional") {
+    a.transactional = parse_u64(flag, value) != 0;
   } else if (flag == "--delay-level") {
     a.delay_level = static_cast<uint32_t>(parse_u64(flag, value));
   } else {
@@ -158,6 +167,9 @@ Args parse_args(int argc, char** argv) {
   if (a.queues == 0 || a.seconds <= 0) usage("--queues and --seconds must be > 0");
   if (a.batch > 0 && (a.protocol != Protocol::remoting || a.delay_level > 0)) {
     usage("--batch is for --protocol remoting, without --delay-level (batches are not delayed)");
+  }
+  if (a.transactional && (a.protocol != Protocol::remoting || a.batch > 0)) {
+    usage("--transactional is for --protocol remoting, without --batch");
   }
   return a;
 }
@@ -219,10 +231,12 @@ struct Counters {
   uint64_t ok = 0;
   uint64_t errors = 0;
   LatencyHistogram latency;
+  LatencyHistogram commit_latency;  // --transactional: END_TRANSACTION's round trip
   void clear() {
     ok = 0;
     errors = 0;
     latency.clear();
+    commit_latency.clear();
   }
 };
 
@@ -238,6 +252,7 @@ struct Connection {
   bool writable_wait = false;  // EPOLLOUT registered
   // Slots: one per request in flight. sent_ns[s] < 0: free.
   std::vector<int64_t> sent_ns;
+  std::vector<int64_t> end_sent_ns;  // --transactional: the slot's commit was sent (< 0: not)
   std::vector<uint32_t> free_slots;
   std::vector<uint32_t> fifo;  // in-order protocols: slots in send order (ring)
   size_t fifo_head = 0;
@@ -265,6 +280,8 @@ class LoadGenerator {
   bool parse_remoting(Connection& c, int64_t now, bool* progress);
   bool parse_line_reply(Connection& c, int64_t now, bool* progress);
   void complete(Connection& c, uint32_t slot, bool ok, std::string_view error, int64_t now);
+  // --transactional: the half's reply came; sends its commit. False: the reply was no success.
+  bool send_commit(Connection& c, uint32_t slot, const net::RemotingCommand& reply, int64_t now);
   bool fatal(const Connection& c, const std::string& why);
   bool loop_until(int64_t deadline_ns, bool draining);
   void print_report(double window_s, double cpu_s, uint64_t unanswered) const;
@@ -313,6 +330,7 @@ bool LoadGenerator::open_connections() {
     ev.data.u32 = i;
     if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, c.fd, &ev) != 0) return false;
     c.sent_ns.assign(a_.pipeline, -1);
+    c.end_sent_ns.assign(a_.pipeline, -1);
     for (uint32_t s = a_.pipeline; s-- > 0;) c.free_slots.push_back(s);
     c.fifo.assign(a_.pipeline, 0);
     c.out.reserve(size_t{a_.pipeline} * (a_.message_bytes + 512));
@@ -359,6 +377,10 @@ void LoadGenerator::build_remoting_frames(Connection& c) {
     properties += std::string(engine::kPropertyDelayTimeLevel) + "\x01" +
                   std::to_string(a_.delay_level) + "\x02";
   }
+  if (a_.transactional) {
+    properties += std::string(engine::kPropertyTransactionPrepared) + "\x01true\x02" +
+                  std::string(engine::kPropertyProducerGroup) + "\x01" + a_.group + "\x02";
+  }
   for (uint32_t s = 0; s < a_.pipeline; s++) {
     net::RemotingCommand cmd;
     cmd.code =
@@ -372,7 +394,7 @@ void LoadGenerator::build_remoting_frames(Connection& c) {
                       {"c", "TBW102"},
                       {"d", "4"},
                       {"e", std::to_string(queue)},
-                      {"f", "0"},
+                      {"f", a_.transactional ? "4" : "0"},
                       {"g", born},
                       {"h", "0"},
                       {"i", properties},
@@ -501,9 +523,42 @@ bool LoadGenerator::parse_remoting(Connection& c, int64_t now, bool* progress) {
     return fatal(c, "reply with opaque " + std::to_string(cmd.opaque) + " not in flight");
   }
   const bool ok = cmd.code == net::response_code::kSuccess;
+  if (a_.transactional && c.end_sent_ns[slot] < 0 && ok && send_commit(c, slot, cmd, now)) {
+    return true;
+  }
+  if (a_.transactional && c.end_sent_ns[slot] >= 0) {
+    current_->commit_latency.record(now - c.end_sent_ns[slot]);
+    c.end_sent_ns[slot] = -1;
+  }
   std::string why;
   if (!ok) why = "code " + std::to_string(cmd.code) + ": " + cmd.remark.value_or("");
   complete(c, slot, ok, why, now);
+  return true;
+}
+
+bool LoadGenerator::send_commit(Connection& c, uint32_t slot, const net::RemotingCommand& reply,
+                                int64_t now) {
+  const std::string* msg_id = reply.ext("msgId");
+  const std::string* queue_offset = reply.ext("queueOffset");
+  if (msg_id == nullptr || msg_id->size() < 16 || queue_offset == nullptr) return false;
+  // The offset msgId's last 16 hex digits are the half's commit log offset (the client's
+  // MessageDecoder.decodeMessageId).
+  const uint64_t offset = std::strtoull(msg_id->substr(msg_id->size() - 16).c_str(), nullptr, 16);
+  net::RemotingCommand end;
+  end.code = net::request_code::kEndTransaction;
+  end.language = "JAVA";
+  end.opaque = static_cast<int32_t>(slot + 1);
+  end.ext_fields = {{"producerGroup", a_.group},
+                    {"tranStateTableOffset", *queue_offset},
+                    {"commitLogOffset", std::to_string(offset)},
+                    {"commitOrRollback", "8"},
+                    {"fromTransactionCheck", "false"},
+                    {"msgId", *msg_id},
+                    {"transactionId", *msg_id}};
+  std::string frame;
+  net::encode_frame(end, {}, &frame);
+  c.out += frame;
+  c.end_sent_ns[slot] = now;
   return true;
 }
 
@@ -653,13 +708,15 @@ void LoadGenerator::print_report(double window_s, double cpu_s, uint64_t unanswe
         "\"seconds\":%.3f,\"warmup_seconds\":%.3f,\"messages\":%llu,\"msgs_per_s\":%.1f,"
         "\"mb_per_s\":%.3f,\"p50_us\":%.0f,\"p99_us\":%.0f,\"p999_us\":%.0f,\"max_us\":%.0f,"
         "\"errors\":%llu,\"unanswered\":%llu,\"first_error\":\"%s\","
-        "\"client_cpu_us_per_msg\":%.3f,\"warmup_messages\":%llu}\n",
+        "\"client_cpu_us_per_msg\":%.3f,\"warmup_messages\":%llu,\"transactional\":%s,"
+        "\"commit_p50_us\":%.0f,\"commit_p99_us\":%.0f}\n",
         protocol_name(a_.protocol), a_.connections, a_.pipeline, a_.message_bytes, window_s,
         a_.warmup_seconds, static_cast<unsigned long long>(window_.ok), rate, mb,
         h.percentile_us(0.50), h.percentile_us(0.99), h.percentile_us(0.999), h.max_us(),
         static_cast<unsigned long long>(errors), static_cast<unsigned long long>(unanswered),
         json_escape(first_error_).c_str(), cpu_us_per_msg,
-        static_cast<unsigned long long>(warmup_.ok));
+        static_cast<unsigned long long>(warmup_.ok), a_.transactional ? "true" : "false",
+        window_.commit_latency.percentile_us(0.50), window_.commit_latency.percentile_us(0.99));
     return;
   }
   std::printf(
@@ -670,6 +727,12 @@ void LoadGenerator::print_report(double window_s, double cpu_s, uint64_t unanswe
       h.percentile_us(0.50), h.percentile_us(0.99), h.percentile_us(0.999), h.max_us(),
       static_cast<unsigned long long>(errors), static_cast<unsigned long long>(unanswered),
       cpu_us_per_msg, first_error_.empty() ? "" : ", first error: ", first_error_.c_str());
+  if (a_.transactional) {
+    const LatencyHistogram& e = window_.commit_latency;
+    std::printf("transactional: commit (END_TRANSACTION to its reply) p50 %.0f us, p99 %.0f us, "
+                "p99.9 %.0f us, max %.0f us\n",
+                e.percentile_us(0.50), e.percentile_us(0.99), e.percentile_us(0.999), e.max_us());
+  }
 }
 
 }  // namespace
