@@ -729,9 +729,10 @@ void LoadGenerator::print_report(double window_s, double cpu_s, uint64_t unanswe
       cpu_us_per_msg, first_error_.empty() ? "" : ", first error: ", first_error_.c_str());
   if (a_.transactional) {
     const LatencyHistogram& e = window_.commit_latency;
-    std::printf("transactional: commit (END_TRANSACTION to its reply) p50 %.0f us, p99 %.0f us, "
-                "p99.9 %.0f us, max %.0f us\n",
-                e.percentile_us(0.50), e.percentile_us(0.99), e.percentile_us(0.999), e.max_us());
+    std::printf(
+        "transactional: commit (END_TRANSACTION to its reply) p50 %.0f us, p99 %.0f us, "
+        "p99.9 %.0f us, max %.0f us\n",
+        e.percentile_us(0.50), e.percentile_us(0.99), e.percentile_us(0.999), e.max_us());
   }
 }
 

@@ -902,7 +902,8 @@ bool Shard::append_half(uint32_t slot_index, uint64_t tag, const engine::Message
     post(slot_index, done);
     return true;
   }
-  txn_.half_appended(at.queue_offset, at.log_offset, at.size_bytes, at.store_timestamp_ms, input.properties);
+  txn_.half_appended(at.queue_offset, at.log_offset, at.size_bytes, at.store_timestamp_ms,
+                     input.properties);
   stat_appends_.fetch_add(1, std::memory_order_relaxed);
   return true;
 }
@@ -915,8 +916,8 @@ bool Shard::handle_end_transaction(uint32_t slot_index, const ShardRequest& requ
   done.tag = request.tag;
   engine::MessageInput copy;
   int64_t half = 0;
-  done.code = txn_.prepare_end(request.local_offset.value, request.record, request.end, &copy,
-                               &half);
+  done.code =
+      txn_.prepare_end(request.local_offset.value, request.record, request.end, &copy, &half);
   if (done.code == io::Code::ok) {
     Appended at;
     done.code = append_pending(slot_index, request.tag, copy, std::nullopt, kNoBatch, 0, &at);

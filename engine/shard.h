@@ -67,8 +67,10 @@ struct ShardRequest {
     append_batch,
     query_index,  // records whose KEYS or UNIQ_KEY is `group` (engine/shard_index.cc)
     view_record,  // the record at local_offset, checked
-    end_transaction,     // the half at local_offset, its bytes in `record`, ended by `end`
-    transaction_checks   // due halves into `checks`
+    // Transactional messages: the half at local_offset (its bytes in `record`) ended by `end`;
+    // the due halves into `checks`.
+    end_transaction,
+    transaction_checks
   };
   Kind kind = Kind::append;
   uint64_t tag = 0;
@@ -90,9 +92,10 @@ struct ShardRequest {
   std::span<const Message> batch;
   std::span<StoreOffset> batch_offsets;
   int64_t end_ms = 0;  // query_index: stored at or before (value: at or after)
-  std::span<const std::byte> record;        // end_transaction
+  // end_transaction: the half's bytes and how it ends; transaction_checks: where due halves go.
+  std::span<const std::byte> record;
   TransactionEnd end = TransactionEnd::commit;
-  std::span<TransactionCheck> checks;       // transaction_checks
+  std::span<TransactionCheck> checks;
 };
 
 // A session's rings: one to each shard, one back from each shard.

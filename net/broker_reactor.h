@@ -115,8 +115,8 @@ struct BrokerOp {
     send_back_record,
     send_back_store,
     release,
-    query_message,   // QUERY_MESSAGE: one request per shard (net/broker_query.cc)
-    view_message,    // VIEW_MESSAGE_BY_ID
+    query_message,    // QUERY_MESSAGE: one request per shard (net/broker_query.cc)
+    view_message,     // VIEW_MESSAGE_BY_ID
     earliest_min,     // GET_EARLIEST_MSG_STORETIME: the queue's min offset, then
     earliest_record,  // its record's store time
     end_view,         // END_TRANSACTION: the half read, then

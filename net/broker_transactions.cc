@@ -25,7 +25,7 @@ namespace req = request_code;
 
 constexpr size_t kMaxProducerGroups = 4096;
 constexpr size_t kMaxProducersPerGroup = 64;
-constexpr uint32_t kChecksPerShard = 256;     // due halves one poll of a shard hands out
+constexpr uint32_t kChecksPerShard = 256;      // due halves one poll of a shard hands out
 constexpr uint32_t kHalfReadBytes = 64 << 10;  // a half's first read; larger ones read again
 
 std::string_view property_or(std::string_view properties, std::string_view name) {
@@ -108,7 +108,7 @@ void BrokerReactor::handle_end_transaction(uint32_t conn, RemotingCommand& reque
   BrokerOp& op = *ops_[index];
   op.store_offset = store_offset_of_wire(WireOffset{static_cast<uint64_t>(*log_offset)});
   op.txn_end = *type == engine::kSysFlagTransactionCommit ? TransactionEnd::commit
-                                                           : TransactionEnd::rollback;
+                                                          : TransactionEnd::rollback;
   op.group = *group;
   op.check.queue_offset = QueueOffset{*table_offset};
   op.data.resize(kHalfReadBytes);
@@ -130,9 +130,9 @@ bool BrokerReactor::complete_transaction(uint32_t index, const Completion& c) {
       if (c.code == io::Code::ok || c.code == io::Code::not_found) {
         reply_code(op.conn, op.request, rc::kSuccess, {});
       } else {
-        reply_code(op.conn, op.request, rc::kSystemError,
-                   io::Status::error(c.code, "the transaction's outcome was not stored")
-                       .to_string());
+        reply_code(
+            op.conn, op.request, rc::kSystemError,
+            io::Status::error(c.code, "the transaction's outcome was not stored").to_string());
       }
       return true;
     case BrokerOp::Kind::txn_checks:
@@ -178,8 +178,8 @@ bool BrokerReactor::complete_end_view(uint32_t index, const Completion& c) {
               std::string(property_or(r.view.user_properties, engine::kPropertyProducerGroup)) +
               ", not " + op.group;
   } else if (r.view.queue_offset != op.check.queue_offset.value) {
-    problem = "The transaction state table offset wrong: the half at offset " + where +
-              " is at " + std::to_string(r.view.queue_offset) + ", not " +
+    problem = "The transaction state table offset wrong: the half at offset " + where + " is at " +
+              std::to_string(r.view.queue_offset) + ", not " +
               std::to_string(op.check.queue_offset.value);
   }
   if (!problem.empty()) {
@@ -188,8 +188,7 @@ bool BrokerReactor::complete_end_view(uint32_t index, const Completion& c) {
   }
   op.kind = BrokerOp::Kind::end_store;
   io::Status s = session_->end_transaction_async(
-      op.store_offset, std::span<const std::byte>(op.data.data(), c.size_bytes), op.txn_end,
-      index);
+      op.store_offset, std::span<const std::byte>(op.data.data(), c.size_bytes), op.txn_end, index);
   if (s.is_ok()) return false;
   reply_code(op.conn, op.request, rc::kSystemError, s.to_string());
   return true;
@@ -200,8 +199,8 @@ bool BrokerReactor::complete_end_view(uint32_t index, const Completion& c) {
 void BrokerReactor::run_transaction_checks(int64_t now) {
   if (now < next_txn_check_ms_ || txn_ops_in_flight_ > 0) return;
   const StoreOptions& o = config_.store;
-  next_txn_check_ms_ =
-      now + std::max<int64_t>(50, std::min(o.transaction_timeout_ms, o.transaction_check_interval_ms));
+  next_txn_check_ms_ = now + std::max<int64_t>(50, std::min(o.transaction_timeout_ms,
+                                                            o.transaction_check_interval_ms));
   expire_producers(now);
   RemotingCommand none;
   for (uint32_t shard = 0; shard < store_.shard_count(); shard++) {
@@ -255,7 +254,8 @@ bool BrokerReactor::complete_check_view(uint32_t index, const Completion& c) {
 void BrokerReactor::send_check(const BrokerOp& op, std::span<const std::byte> record) {
   engine::DecodeResult r = engine::decode(record, {});
   if (r.outcome != engine::DecodeOutcome::ok) return;
-  const std::string_view group = property_or(r.view.user_properties, engine::kPropertyProducerGroup);
+  const std::string_view group =
+      property_or(r.view.user_properties, engine::kPropertyProducerGroup);
   auto it = producers_.find(group);
   if (it == producers_.end() || it->second.empty()) {
     txn_checks_no_producer_++;
@@ -268,13 +268,13 @@ void BrokerReactor::send_check(const BrokerOp& op, std::span<const std::byte> re
   engine::MessageInput in;
   const engine::RealQueue real = engine::copy_for_real_queue(r.view, &in);
   std::string properties;
-  engine::for_each_property(r.view.user_properties, [&](std::string_view name,
-                                                        std::string_view value) {
-    if (engine::is_internal_property(name) || name == engine::kPropertyTransactionCheckTimes) {
-      return;
-    }
-    engine::append_property(properties, name, value);
-  });
+  engine::for_each_property(
+      r.view.user_properties, [&](std::string_view name, std::string_view value) {
+        if (engine::is_internal_property(name) || name == engine::kPropertyTransactionCheckTimes) {
+          return;
+        }
+        engine::append_property(properties, name, value);
+      });
   engine::append_property(properties, engine::kPropertyTransactionCheckTimes,
                           std::to_string(op.check.checks + 1));
   in.topic = real.topic;
@@ -297,7 +297,8 @@ void BrokerReactor::send_check(const BrokerOp& op, std::span<const std::byte> re
   check.set_ext("commitLogOffset", std::to_string(wire.value));
   check.set_ext("msgId", uniq);
   check.set_ext("transactionId", uniq);
-  check.set_ext("offsetMsgId", engine::offset_message_id(store_host_, static_cast<int64_t>(wire.value)));
+  check.set_ext("offsetMsgId",
+                engine::offset_message_id(store_host_, static_cast<int64_t>(wire.value)));
   std::string frame;
   encode_frame(check, body, &frame);
   if (output_bytes(conn) + frame.size() > kConnectionOutputMaxBytes) return;  // asked again

@@ -236,7 +236,7 @@ void Transactions::note_record(uint64_t log_offset, const MessageView& record) {
   auto marker = find_property(record.user_properties, kPropertyTransactionEnded);
   int64_t queue_offset = 0;
   if (!marker || !parse_decimal(*marker, &queue_offset)) return;
-  const TransactionEnd end = record.topic == kTransOpTopic          ? TransactionEnd::rollback
+  const TransactionEnd end = record.topic == kTransOpTopic         ? TransactionEnd::rollback
                              : record.topic == kTransCheckMaxTopic ? TransactionEnd::discard
                                                                    : TransactionEnd::commit;
   mark_ended(queue_offset, end);

@@ -278,7 +278,8 @@ class TxnSim {
       step_once();
       clock_.advance_ms(5);
     }
-    if (pending() > 0) *problem = std::to_string(pending()) + " halves still pending after the drain";
+    if (pending() > 0)
+      *problem = std::to_string(pending()) + " halves still pending after the drain";
     io::Status s = shard_->close_stepped();
     shard_.reset();
     if (problem->empty() && !s.is_ok()) *problem = "clean stop: " + s.to_string();
@@ -375,13 +376,13 @@ void print(const char* mode, const Totals& t) {
       "transaction-sim-summary: mode=%s seeds=%llu cycles=%llu power=%llu kills=%llu "
       "clean=%llu halves=%llu committed=%llu rolled_back=%llu checks=%llu lost=%llu "
       "duplicated=%llu rolled_back_delivered=%llu phantom=%llu stranded=%llu failures=%llu\n",
-      mode, (unsigned long long)t.seeds, (unsigned long long)t.cycles,
-      (unsigned long long)t.power, (unsigned long long)t.kills, (unsigned long long)t.clean,
-      (unsigned long long)t.halves, (unsigned long long)t.committed,
-      (unsigned long long)t.rolled_back, (unsigned long long)t.checks_answered,
-      (unsigned long long)t.lost, (unsigned long long)t.duplicated,
-      (unsigned long long)t.rolled_back_delivered, (unsigned long long)t.phantom,
-      (unsigned long long)t.stranded, (unsigned long long)t.failures);
+      mode, (unsigned long long)t.seeds, (unsigned long long)t.cycles, (unsigned long long)t.power,
+      (unsigned long long)t.kills, (unsigned long long)t.clean, (unsigned long long)t.halves,
+      (unsigned long long)t.committed, (unsigned long long)t.rolled_back,
+      (unsigned long long)t.checks_answered, (unsigned long long)t.lost,
+      (unsigned long long)t.duplicated, (unsigned long long)t.rolled_back_delivered,
+      (unsigned long long)t.phantom, (unsigned long long)t.stranded,
+      (unsigned long long)t.failures);
 }
 
 TEST(TransactionCrashSim, ExactlyOnceAcrossPowerLossAndKill9) {

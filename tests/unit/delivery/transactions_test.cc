@@ -107,7 +107,8 @@ TEST_F(TransactionsTest, CommitEndsOnlyWhenAcknowledgedAndDurable) {
   t.end_appended(10, 2'000, 100, TransactionEnd::commit);
   MessageInput again;
   EXPECT_EQ(t.prepare_end(1'000, h.bytes, TransactionEnd::commit, &again, &queue_offset),
-            io::Code::not_found) << "a half being ended was ended again";
+            io::Code::not_found)
+      << "a half being ended was ended again";
   t.settle(UINT64_MAX);
   EXPECT_EQ(t.low_water(), 1'000u) << "ended before its copy was acknowledged";
   t.record_acked(2'000, true);
@@ -183,7 +184,8 @@ TEST_F(TransactionsTest, RecoveryRebuildsPendingHalvesFromTheLog) {
   EXPECT_EQ(stats.half_pending, 2);
   EXPECT_EQ(after.low_water(), 500u);
   EXPECT_EQ(after.prepare_end(600, h6.bytes, TransactionEnd::commit, &copy, &q),
-            io::Code::not_found) << "a commit found in the log was pending again";
+            io::Code::not_found)
+      << "a commit found in the log was pending again";
   EXPECT_EQ(after.prepare_end(500, h5.bytes, TransactionEnd::commit, &copy, &q), io::Code::ok);
 }
 

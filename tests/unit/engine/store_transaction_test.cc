@@ -59,9 +59,9 @@ class TxnFixture {
     Completion viewed = session_->wait_for(7);
     EXPECT_EQ(viewed.code, io::Code::ok);
     EXPECT_EQ(viewed.message_count, 1u);
-    EXPECT_TRUE(session_->end_transaction_async(
-                            half, std::span(record.data(), viewed.size_bytes), how, 8)
-                    .is_ok());
+    EXPECT_TRUE(
+        session_->end_transaction_async(half, std::span(record.data(), viewed.size_bytes), how, 8)
+            .is_ok());
     return session_->wait_for(8);
   }
   std::vector<TransactionCheck> checks() {
