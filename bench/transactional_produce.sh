@@ -3,7 +3,8 @@
 # against a fresh uringmq-broker for each measurement, plain sends (SEND_MESSAGE_V2) and
 # transactional ones (a half send, then END_TRANSACTION commit once its reply comes; a message
 # counts when the commit is answered, i.e. its copy is durable and consumable), CONNS x PIPELINE
-# in flight, interleaved, RUNS of each; prints the medians (messages/s, latencies).
+# in flight, interleaved, RUNS of each, with one long-polling consumer connection per queue in
+# the transactional runs; prints the medians (messages/s, latencies).
 # Usage: bench/transactional_produce.sh [build dir]   (needs uringmq-broker, uringmq-net-bench)
 # CONNS (16), PIPELINE (32), BYTES (128), RUNS (3), SECONDS_ (10), WARMUP (2), DATA (./bench-data).
 set -euo pipefail
@@ -61,11 +62,14 @@ med = {m: statistics.median(r[key] for r in v) for m, v in rows.items()}
 for m, v in rows.items():
     runs = "; ".join(
         f"{r[key]:,.0f} (p50 {r['p50_us'] / 1000:.1f} / p99 {r['p99_us'] / 1000:.1f} ms"
-        + (f", commit p99 {r['commit_p99_us'] / 1000:.2f} ms" if r["transactional"] else "")
+        + (f", commit p99 {r['commit_p99_us'] / 1000:.2f} ms, commit -> consume p99 "
+           f"{r['consume_p99_us'] / 1000:.2f} ms" if r["transactional"] else "")
         + ")" for r in v)
     print(f"{m}: median {med[m]:,.0f} msgs/s; runs {runs}")
-commit = statistics.median(r["commit_p99_us"] for r in rows["transactional"]) / 1000
+tx = rows["transactional"]
+commit = statistics.median(r["commit_p99_us"] for r in tx) / 1000
+consume = statistics.median(r["consume_p99_us"] for r in tx) / 1000
 print(f"transactional / plain: {med['transactional'] / med['plain']:.2f}; "
-      f"commit p99 median {commit:.2f} ms")
+      f"commit p99 median {commit:.2f} ms; commit -> consume p99 median {consume:.2f} ms")
 PY
 rm -f "$out"
