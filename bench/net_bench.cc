@@ -12,8 +12,9 @@
 //               (answered, not oneway); the message counts when the commit's reply comes. Its
 //               latency is the whole of it; "commit" p50/p99 is END_TRANSACTION's own round trip
 //               (the broker answers once the committed copy is durable, and so consumable), and
-//               "commit -> consume" is from the commit's write to a consumer's read of the
-//               message: one more connection per queue long-polls it (PULL_MESSAGE, 32 a pull).
+//               with --consume 1, "commit -> consume" is from the commit's write to a
+//               consumer's read of the message: one more connection per queue long-polls it
+//               (PULL_MESSAGE, 32 a pull).
 //   redis       RESP `ZADD <key> <score> <member>`, member --message-bytes long and unique;
 //               ":1" counts, anything else is an error.
 //   beanstalkd  `put 0 0 60 <bytes>\r\n<body>\r\n`; "INSERTED <id>" counts, anything else is
@@ -83,6 +84,7 @@ struct Args {
   uint32_t delay_level = 0;           // remoting: DELAY=N on every message (0: none)
   uint32_t batch = 0;  // remoting: SEND_BATCH_MESSAGE of this many messages (0: single sends)
   bool transactional = false;  // remoting: half send + END_TRANSACTION commit per message
+  bool consume = false;        // --transactional: a long-polling consumer per queue too
   bool json = false;
 };
 
@@ -100,7 +102,8 @@ constexpr size_t kSeqDigits = 16;                    // hex sequence stamped int
              "         [--queues 8] [--topic BenchTopic] [--group G] [--key K] [--json]\n"
              "         [--delay-level N]  (remoting: every message delayed by level N)\n"
              "         [--batch N]  (remoting: SEND_BATCH_MESSAGE, N messages a request)\n"
-             "         [--transactional 1]  (remoting: half send + END_TRANSACTION commit)\n");
+             "         [--transactional 1]  (remoting: half send + END_TRANSACTION commit)\n"
+             "         [--consume 1]  (--transactional: consumers time commit -> consume)\n");
 }
 
 uint64_t parse_u64(std::string_view flag, const std::string& value) {
@@ -149,6 +152,8 @@ void apply_flag(Args& a, std::string_view flag, const std::string& value) {
     a.key = value;
   } else if (flag == "--batch") {
     a.batch = static_cast<uint32_t>(parse_u64(flag, value));
+  } else if (flag == "--consume") {
+    a.consume = parse_u64(flag, value) != 0;
   } else if (flag == "--transactional") {
     a.transactional = parse_u64(flag, value) != 0;
   } else if (flag == "--delay-level") {
@@ -175,6 +180,7 @@ Args parse_args(int argc, char** argv) {
   if (a.transactional && (a.protocol != Protocol::remoting || a.batch > 0)) {
     usage("--transactional is for --protocol remoting, without --batch");
   }
+  if (a.consume && !a.transactional) usage("--consume is for --transactional");
   return a;
 }
 
@@ -327,7 +333,7 @@ bool LoadGenerator::open_connections() {
     usage("--host takes an IPv4 address");
   epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
   if (epoll_fd_ < 0) return false;
-  const uint32_t consumers = a_.transactional ? a_.queues : 0;
+  const uint32_t consumers = a_.transactional && a_.consume ? a_.queues : 0;
   conns_.resize(a_.connections + consumers);
   for (uint32_t i = 0; i < conns_.size(); i++) {
     Connection& c = conns_[i];
