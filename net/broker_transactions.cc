@@ -158,6 +158,10 @@ bool BrokerReactor::complete_transaction(uint32_t index, const Completion& c) {
 // The half read back: checked against the request (Java's checkPrepareMessage), then ended.
 bool BrokerReactor::complete_end_view(uint32_t index, const Completion& c) {
   BrokerOp& op = *ops_[index];
+  auto refuse = [&](std::string remark) {  // only to the connection that asked
+    if (op_connection_alive(op)) reply_code(op.conn, op.request, rc::kSystemError, remark);
+    return true;
+  };
   if (c.code == io::Code::not_found && op.data.size() < largest_pull_bytes()) {
     op.data.resize(largest_pull_bytes());  // perhaps larger than the first read
     set_reserved(index, op.data.size());
@@ -165,9 +169,7 @@ bool BrokerReactor::complete_end_view(uint32_t index, const Completion& c) {
   }
   const std::string where = std::to_string(wire_offset(op.store_offset).value);
   if (c.code != io::Code::ok || c.message_count == 0) {
-    reply_code(op.conn, op.request, rc::kSystemError,
-               "Find prepared transaction message failed: no message at offset " + where);
-    return true;
+    return refuse("Find prepared transaction message failed: no message at offset " + where);
   }
   engine::DecodeResult r = engine::decode(std::span(op.data.data(), c.size_bytes), {});
   std::string problem;
@@ -182,16 +184,12 @@ bool BrokerReactor::complete_end_view(uint32_t index, const Completion& c) {
               std::to_string(r.view.queue_offset) + ", not " +
               std::to_string(op.check.queue_offset.value);
   }
-  if (!problem.empty()) {
-    reply_code(op.conn, op.request, rc::kSystemError, std::move(problem));
-    return true;
-  }
+  if (!problem.empty()) return refuse(std::move(problem));
   op.kind = BrokerOp::Kind::end_store;
   io::Status s = session_->end_transaction_async(
       op.store_offset, std::span<const std::byte>(op.data.data(), c.size_bytes), op.txn_end, index);
   if (s.is_ok()) return false;
-  reply_code(op.conn, op.request, rc::kSystemError, s.to_string());
-  return true;
+  return refuse(s.to_string());
 }
 
 // ---- the check service ----
