@@ -444,7 +444,11 @@ void Shard::register_parts() {
   add_part({.low_water = [](Shard& s, sched::Checkpoint) { return s.timers_.low_water(); }});
   // Transactions: halves end once their outcome record is durable; the checkpoint stays at or
   // below the oldest half not ended (engine/delivery/transactions.h).
-  add_part({.step = [](Shard& s, int64_t) { s.txn_.settle(s.log_->durable_offset().value); },
+  add_part({.step =
+                [](Shard& s, int64_t) {
+                  s.txn_.settle(s.log_->durable_offset().value);
+                  s.commit_transaction_progress();
+                },
             .low_water =
                 [](Shard& s, sched::Checkpoint) {
                   s.txn_.settle(s.log_->durable_offset().value);
@@ -930,6 +934,24 @@ bool Shard::handle_end_transaction(uint32_t slot_index, const ShardRequest& requ
   }
   post(slot_index, done);
   return true;
+}
+
+// Retention reads consumed points from the offsets table: the half queue is consumed up to its
+// oldest half not ended, the op queue (written for RocketMQ's tools, never read) wholly. Without
+// them both queues would count as never consumed, and a forced clean could never take them.
+void Shard::commit_transaction_progress() {
+  const int64_t progress = txn_.progress();
+  if (progress == txn_progress_committed_) return;
+  txn_progress_committed_ = progress;
+  if (cq_->queue(engine::kTransHalfTopic, 0, false).is_ok()) {
+    (void)offsets_->commit(kTransactionProgressGroup, engine::kTransHalfTopic, 0,
+                           QueueOffset{progress});
+  }
+  io::Result<engine::QueueIndex> op_queue = cq_->queue(engine::kTransOpTopic, 0, false);
+  if (op_queue.is_ok()) {
+    (void)offsets_->commit(kTransactionProgressGroup, engine::kTransOpTopic, 0,
+                           cq_->max_offset(*op_queue));
+  }
 }
 
 void Shard::answer_transaction_checks(uint32_t slot_index, const ShardRequest& request) {

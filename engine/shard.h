@@ -280,6 +280,8 @@ class Shard final : private engine::DeliveryHost {
   bool append_half(uint32_t slot_index, uint64_t tag, const engine::MessageInput& input);
   bool handle_end_transaction(uint32_t slot_index, const ShardRequest& request);
   void answer_transaction_checks(uint32_t slot_index, const ShardRequest& request);
+  void commit_transaction_progress();
+  int64_t txn_progress_committed_ = -1;
   io::Result<engine::QueueIndex> queue_for_append(std::string_view topic, int32_t queue_id);
 
   // Pulls and searches (shard_consumer.cc).

@@ -494,7 +494,7 @@ bool is_internal_topic(std::string_view topic) {
 
 bool is_internal_group(std::string_view group) {
   return group == kScheduleProgressGroup || group == kTimerProgressGroup ||
-         group == kTimerCancelGroup;
+         group == kTimerCancelGroup || group == kTransactionProgressGroup;
 }
 
 io::Status make_send_back(std::string_view group, std::span<const std::byte> record,

@@ -33,6 +33,9 @@ bool is_internal_topic(std::string_view topic);
 inline constexpr std::string_view kScheduleProgressGroup = "%SCHEDULE_PROGRESS%";
 inline constexpr std::string_view kTimerProgressGroup = "%TIMER_PROGRESS%";
 inline constexpr std::string_view kTimerCancelGroup = "%TIMER_CANCEL%";
+// The transactional half queue's consumed point (its oldest half not ended) and the op queue's
+// (all of it): retention may delete what is below them.
+inline constexpr std::string_view kTransactionProgressGroup = "%TRANSACTION_PROGRESS%";
 bool is_internal_group(std::string_view group);
 
 }  // namespace uringmq

@@ -95,6 +95,8 @@ class Transactions {
 
   // The oldest half not ended (UINT64_MAX: none): the checkpoint stays at or below it.
   uint64_t low_water() const;
+  // The half queue offset below which every half is ended (what retention may take).
+  int64_t progress() const { return base_ < 0 ? 0 : base_; }
   // Halves whose check is due at now_ms, into out (each counted as one check); returns how many.
   size_t take_checks(int64_t now_ms, std::span<TransactionCheck> out);
   void add_stats(TransactionStats& out) const;
