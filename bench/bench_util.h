@@ -1,6 +1,6 @@
 #pragma once
-// What the benchmark programs share: clocks, CPU time and JSON string escaping. Header-only,
-// each program is one translation unit.
+// What the benchmark programs share: clocks, CPU time, JSON string escaping and flag parsing.
+// Header-only, each program is one translation unit.
 
 #include <time.h>
 
@@ -9,9 +9,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <variant>
 
 namespace uringmq::bench {
 
@@ -110,6 +113,90 @@ void for_each_flag(int argc, char** argv, bool* json, void (*usage)(const std::s
     if (i + 1 >= argc) usage("missing value after " + std::string(flag));
     apply(flag, std::string(argv[++i]));
   }
+}
+
+// ---- Flags that set one field of a program's Args: a table of {flag, field} ----
+
+// The value of a flag that takes a number >= 0 (seconds, rates); anything else exits.
+inline double parse_non_negative(std::string_view flag, const std::string& value,
+                                 void (*usage)(const std::string& why)) {
+  char* end = nullptr;
+  const double v = std::strtod(value.c_str(), &end);
+  if (value.empty() || *end != '\0' || !(v >= 0)) usage(std::string(flag) + " takes a number >= 0");
+  return v;
+}
+
+// Sets a field from its flag's value: a whole number within the field's type, a number >= 0
+// for a double, yes|no for a bool, the text itself for a string.
+template <typename T>
+void set_flag_field(T& field, std::string_view flag, const std::string& value,
+                    void (*usage)(const std::string& why)) {
+  if constexpr (std::is_same_v<T, std::string>) {
+    field = value;
+  } else if constexpr (std::is_same_v<T, bool>) {
+    if (value != "yes" && value != "no") usage(std::string(flag) + " takes yes or no");
+    field = value == "yes";
+  } else if constexpr (std::is_floating_point_v<T>) {
+    field = parse_non_negative(flag, value, usage);
+  } else {
+    const uint64_t v = parse_u64(flag, value, usage);
+    if (v > static_cast<uint64_t>(std::numeric_limits<T>::max())) {
+      usage(std::string(flag) + " takes a number up to " +
+            std::to_string(std::numeric_limits<T>::max()));
+    }
+    field = static_cast<T>(v);
+  }
+}
+
+// One value of a flag that picks among names (an enum's).
+template <typename E>
+struct Choice {
+  const char* name;
+  E value;
+};
+
+// The choice named `value`; any other value exits through `usage`, which lists the names.
+template <typename E, size_t N>
+E parse_choice(std::string_view flag, const std::string& value, const Choice<E> (&choices)[N],
+               void (*usage)(const std::string& why)) {
+  std::string names;
+  for (const Choice<E>& c : choices) {
+    if (value == c.name) return c.value;
+    names += names.empty() ? "" : "|";
+    names += c.name;
+  }
+  usage(std::string(flag) + " takes " + names);
+  return choices[0].value;
+}
+
+// The name of `value` among choices; "?" when none has it.
+template <typename E, size_t N>
+const char* choice_name(E value, const Choice<E> (&choices)[N]) {
+  for (const Choice<E>& c : choices) {
+    if (c.value == value) return c.name;
+  }
+  return "?";
+}
+
+// One flag of a table and the field of Args it sets.
+template <typename Args>
+struct FlagField {
+  std::string_view flag;
+  std::variant<uint16_t Args::*, uint32_t Args::*, uint64_t Args::*, int64_t Args::*,
+               double Args::*, bool Args::*, std::string Args::*>
+      field;
+};
+
+// Sets the field `flag` names in `table` from value; false when the table has no such flag.
+template <typename Args, size_t N>
+bool apply_field_flag(const FlagField<Args> (&table)[N], Args& a, std::string_view flag,
+                      const std::string& value, void (*usage)(const std::string& why)) {
+  for (const FlagField<Args>& f : table) {
+    if (f.flag != flag) continue;
+    std::visit([&](auto member) { set_flag_field(a.*member, flag, value, usage); }, f.field);
+    return true;
+  }
+  return false;
 }
 
 }  // namespace uringmq::bench

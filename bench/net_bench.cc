@@ -106,58 +106,36 @@ constexpr size_t kSeqDigits = 16;                    // hex sequence stamped int
              "         [--consume 1]  (--transactional: consumers time commit -> consume)\n");
 }
 
-uint64_t parse_u64(std::string_view flag, const std::string& value) {
-  return bench::parse_u64(flag, value, usage);
-}
+// The protocols by name (--protocol, the report).
+const Choice<Protocol> kProtocols[] = {{"remoting", Protocol::remoting},
+                                       {"redis", Protocol::redis},
+                                       {"beanstalkd", Protocol::beanstalkd}};
 
-double parse_seconds(std::string_view flag, const std::string& value) {
-  char* end = nullptr;
-  double v = std::strtod(value.c_str(), &end);
-  if (value.empty() || *end != '\0' || v < 0) usage(std::string(flag) + " takes seconds >= 0");
-  return v;
-}
-
-Protocol parse_protocol(const std::string& value) {
-  if (value == "remoting") return Protocol::remoting;
-  if (value == "redis") return Protocol::redis;
-  if (value == "beanstalkd") return Protocol::beanstalkd;
-  usage("--protocol takes remoting, redis or beanstalkd");
-}
+// The flags that set one field of Args each.
+const FlagField<Args> kFieldFlags[] = {
+    {"--host", &Args::host},
+    {"--port", &Args::port},
+    {"--connections", &Args::connections},
+    {"--pipeline", &Args::pipeline},
+    {"--message-bytes", &Args::message_bytes},
+    {"--seconds", &Args::seconds},
+    {"--warmup-seconds", &Args::warmup_seconds},
+    {"--queues", &Args::queues},
+    {"--topic", &Args::topic},
+    {"--group", &Args::group},
+    {"--key", &Args::key},
+    {"--batch", &Args::batch},
+    {"--delay-level", &Args::delay_level},
+};
 
 // Applies one "--flag value" pair of the command line to a.
 void apply_flag(Args& a, std::string_view flag, const std::string& value) {
+  if (apply_field_flag(kFieldFlags, a, flag, value, usage)) return;
   if (flag == "--protocol") {
-    a.protocol = parse_protocol(value);
-  } else if (flag == "--host") {
-    a.host = value;
-  } else if (flag == "--port") {
-    a.port = static_cast<uint16_t>(parse_u64(flag, value));
-  } else if (flag == "--connections") {
-    a.connections = static_cast<uint32_t>(parse_u64(flag, value));
-  } else if (flag == "--pipeline") {
-    a.pipeline = static_cast<uint32_t>(parse_u64(flag, value));
-  } else if (flag == "--message-bytes") {
-    a.message_bytes = static_cast<uint32_t>(parse_u64(flag, value));
-  } else if (flag == "--seconds") {
-    a.seconds = parse_seconds(flag, value);
-  } else if (flag == "--warmup-seconds") {
-    a.warmup_seconds = parse_seconds(flag, value);
-  } else if (flag == "--queues") {
-    a.queues = static_cast<uint32_t>(parse_u64(flag, value));
-  } else if (flag == "--topic") {
-    a.topic = value;
-  } else if (flag == "--group") {
-    a.group = value;
-  } else if (flag == "--key") {
-    a.key = value;
-  } else if (flag == "--batch") {
-    a.batch = static_cast<uint32_t>(parse_u64(flag, value));
-  } else if (flag == "--consume") {
-    a.consume = parse_u64(flag, value) != 0;
-  } else if (flag == "--transactional") {
-    a.transactional = parse_u64(flag, value) != 0;
-  } else if (flag == "--delay-level") {
-    a.delay_level = static_cast<uint32_t>(parse_u64(flag, value));
+    a.protocol = parse_choice(flag, value, kProtocols, usage);
+  } else if (flag == "--transactional" || flag == "--consume") {
+    if (value != "0" && value != "1") usage(std::string(flag) + " takes 0 or 1");
+    (flag == "--consume" ? a.consume : a.transactional) = value == "1";
   } else {
     usage("unknown option " + std::string(flag));
   }
@@ -764,18 +742,6 @@ int LoadGenerator::run() {
   return 0;
 }
 
-const char* protocol_name(Protocol p) {
-  switch (p) {
-    case Protocol::remoting:
-      return "remoting";
-    case Protocol::redis:
-      return "redis";
-    case Protocol::beanstalkd:
-      return "beanstalkd";
-  }
-  return "?";
-}
-
 void LoadGenerator::print_report(double window_s, double cpu_s, uint64_t unanswered) const {
   const double rate = static_cast<double>(window_.ok) / window_s;
   const double mb = rate * a_.message_bytes / 1e6;
@@ -791,8 +757,8 @@ void LoadGenerator::print_report(double window_s, double cpu_s, uint64_t unanswe
         "\"client_cpu_us_per_msg\":%.3f,\"warmup_messages\":%llu,\"transactional\":%s,"
         "\"commit_p50_us\":%.0f,\"commit_p99_us\":%.0f,\"consume_p50_us\":%.0f,"
         "\"consume_p99_us\":%.0f}\n",
-        protocol_name(a_.protocol), a_.connections, a_.pipeline, a_.message_bytes, window_s,
-        a_.warmup_seconds, static_cast<unsigned long long>(window_.ok), rate, mb,
+        choice_name(a_.protocol, kProtocols), a_.connections, a_.pipeline, a_.message_bytes,
+        window_s, a_.warmup_seconds, static_cast<unsigned long long>(window_.ok), rate, mb,
         h.percentile_us(0.50), h.percentile_us(0.99), h.percentile_us(0.999), h.max_us(),
         static_cast<unsigned long long>(errors), static_cast<unsigned long long>(unanswered),
         json_escape(first_error_).c_str(), cpu_us_per_msg,
@@ -805,7 +771,7 @@ void LoadGenerator::print_report(double window_s, double cpu_s, uint64_t unanswe
       "%s: %u connections x %u pipelined, %u B: %.0f msgs/s, %.2f MB/s, "
       "p50 %.0f us, p99 %.0f us, p99.9 %.0f us, max %.0f us, errors %llu, "
       "unanswered %llu, client CPU %.2f us/msg%s%s\n",
-      protocol_name(a_.protocol), a_.connections, a_.pipeline, a_.message_bytes, rate, mb,
+      choice_name(a_.protocol, kProtocols), a_.connections, a_.pipeline, a_.message_bytes, rate, mb,
       h.percentile_us(0.50), h.percentile_us(0.99), h.percentile_us(0.999), h.max_us(),
       static_cast<unsigned long long>(errors), static_cast<unsigned long long>(unanswered),
       cpu_us_per_msg, first_error_.empty() ? "" : ", first error: ", first_error_.c_str());

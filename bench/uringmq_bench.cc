@@ -167,6 +167,7 @@ struct Args {
   io::IoMode io_mode = engine::CommitLogOptions{}.io_mode;
   int64_t min_write_kib = -1;       // -1: the CommitLog default
   bool prepare_ahead = true;        // false: no zero-fill of the next segment until it is needed
+  bool message_index = true;        // false: StoreOptions::index.enabled off (no key index)
   int64_t zero_fill_lead_mib = -1;  // -1: the CommitLog default; -2: unpaced
   bool json = false;
   // ---- consume, lag, recovery ----
@@ -195,7 +196,8 @@ struct Args {
              "         [--messages N | --seconds S] [--data DIR] [--segment-mib N]\n"
              "         [--io-mode buffered|direct] [--min-write-kib N]\n"
              "         [--prepare-ahead yes|no] [--zero-fill-lead-mib N|unpaced] [--json]\n"
-             "         [--delivery-lead-ms N]\n"
+             "         [--delivery-lead-ms N] [--message-index yes|no]\n"
+             "  --message-index no: no per-shard message index (measures its append cost).\n"
              "  --delivery-lead-ms: StoreOptions::delivery_lead_ms (delay workload).\n"
              "  --min-write-kib: CommitLogOptions::min_write_bytes / 1024 (write coalescing).\n"
              "  --prepare-ahead no: the next segment is zero-filled only when the writer needs\n"
@@ -217,83 +219,55 @@ struct Args {
              "    alternating) with a consumer measuring lateness, then RSS at --rss-pending.\n");
 }
 
-uint64_t parse_u64(std::string_view flag, const std::string& value) {
-  return bench::parse_u64(flag, value, usage);
-}
+const Choice<Workload> kWorkloads[] = {
+    {"append", Workload::append}, {"read", Workload::read},         {"consume", Workload::consume},
+    {"lag", Workload::lag},       {"recovery", Workload::recovery}, {"delay", Workload::delay}};
+const Choice<engine::FlushMode> kFlushModes[] = {{"sync", engine::FlushMode::sync_flush},
+                                                 {"async", engine::FlushMode::async_flush}};
+const Choice<io::IoMode> kIoModes[] = {{"buffered", io::IoMode::buffered},
+                                       {"direct", io::IoMode::direct}};
 
-Workload parse_workload(const std::string& value) {
-  if (value == "append") return Workload::append;
-  if (value == "read") return Workload::read;
-  if (value == "consume") return Workload::consume;
-  if (value == "lag") return Workload::lag;
-  if (value == "recovery") return Workload::recovery;
-  if (value == "delay") return Workload::delay;
-  usage("--workload takes append, read, consume, lag, recovery or delay");
-}
+// The flags that set one field of Args each.
+const FlagField<Args> kFieldFlags[] = {
+    {"--queues", &Args::queues},
+    {"--queue-run", &Args::queue_run},
+    {"--backlog-mib", &Args::backlog_mib},
+    {"--recovery-mib", &Args::recovery_mib},
+    {"--pull-messages", &Args::pull_messages},
+    {"--pulls-per-queue", &Args::pulls_per_queue},
+    {"--drop-cache", &Args::drop_cache},
+    {"--pending", &Args::pending},
+    {"--rss-pending", &Args::rss_pending},
+    {"--intake-seconds", &Args::intake_seconds},
+    {"--delay-levels", &Args::delay_levels},
+    {"--rate", &Args::rate},
+    {"--preload-rate", &Args::preload_rate},
+    {"--message-bytes", &Args::message_bytes},
+    {"--shards", &Args::shards},
+    {"--producers", &Args::producers},
+    {"--threads", &Args::threads},
+    {"--messages", &Args::messages},
+    {"--seconds", &Args::seconds},
+    {"--data", &Args::data_dir},
+    {"--segment-mib", &Args::segment_mib},
+    {"--min-write-kib", &Args::min_write_kib},
+    {"--delivery-lead-ms", &Args::delivery_lead_ms},
+    {"--prepare-ahead", &Args::prepare_ahead},
+    {"--message-index", &Args::message_index},
+};
 
 // Applies one "--flag value" pair of the command line to a.
 void apply_flag(Args& a, std::string_view flag, const std::string& value) {
+  if (apply_field_flag(kFieldFlags, a, flag, value, usage)) return;
   if (flag == "--workload") {
-    a.workload = parse_workload(value);
-  } else if (flag == "--queues") {
-    a.queues = static_cast<uint32_t>(parse_u64(flag, value));
-  } else if (flag == "--queue-run") {
-    a.queue_run = static_cast<uint32_t>(parse_u64(flag, value));
-  } else if (flag == "--backlog-mib") {
-    a.backlog_mib = parse_u64(flag, value);
-  } else if (flag == "--recovery-mib") {
-    a.recovery_mib = parse_u64(flag, value);
-  } else if (flag == "--pull-messages") {
-    a.pull_messages = static_cast<uint32_t>(parse_u64(flag, value));
-  } else if (flag == "--pulls-per-queue") {
-    a.pulls_per_queue = static_cast<uint32_t>(parse_u64(flag, value));
-  } else if (flag == "--drop-cache") {
-    if (value != "yes" && value != "no") usage("--drop-cache takes yes or no");
-    a.drop_cache = value == "yes";
-  } else if (flag == "--pending") {
-    a.pending = parse_u64(flag, value);
-  } else if (flag == "--rss-pending") {
-    a.rss_pending = parse_u64(flag, value);
-  } else if (flag == "--intake-seconds") {
-    a.intake_seconds = std::strtod(value.c_str(), nullptr);
-  } else if (flag == "--delay-levels") {
-    a.delay_levels = value;
-  } else if (flag == "--rate") {
-    a.rate = std::strtod(value.c_str(), nullptr);
-  } else if (flag == "--preload-rate") {
-    a.preload_rate = std::strtod(value.c_str(), nullptr);
-    if (a.preload_rate < 0) usage("--preload-rate takes a rate >= 0");
-  } else if (flag == "--message-bytes") {
-    a.message_bytes = static_cast<uint32_t>(parse_u64(flag, value));
-  } else if (flag == "--shards") {
-    a.shards = static_cast<uint32_t>(parse_u64(flag, value));
-  } else if (flag == "--producers") {
-    a.producers = static_cast<uint32_t>(parse_u64(flag, value));
-  } else if (flag == "--threads") {
-    a.threads = static_cast<uint32_t>(parse_u64(flag, value));
+    a.workload = parse_choice(flag, value, kWorkloads, usage);
   } else if (flag == "--flush") {
-    if (value != "sync" && value != "async") usage("--flush takes sync or async");
-    a.flush = value == "sync" ? engine::FlushMode::sync_flush : engine::FlushMode::async_flush;
-  } else if (flag == "--messages") {
-    a.messages = parse_u64(flag, value);
-  } else if (flag == "--seconds") {
-    a.seconds = std::strtod(value.c_str(), nullptr);
-  } else if (flag == "--data") {
-    a.data_dir = value;
-  } else if (flag == "--segment-mib") {
-    a.segment_mib = parse_u64(flag, value);
+    a.flush = parse_choice(flag, value, kFlushModes, usage);
   } else if (flag == "--io-mode") {
-    if (value != "buffered" && value != "direct") usage("--io-mode takes buffered or direct");
-    a.io_mode = value == "buffered" ? io::IoMode::buffered : io::IoMode::direct;
-  } else if (flag == "--min-write-kib") {
-    a.min_write_kib = static_cast<int64_t>(parse_u64(flag, value));
-  } else if (flag == "--delivery-lead-ms") {
-    a.delivery_lead_ms = static_cast<int64_t>(parse_u64(flag, value));
+    a.io_mode = parse_choice(flag, value, kIoModes, usage);
   } else if (flag == "--zero-fill-lead-mib") {
-    a.zero_fill_lead_mib = value == "unpaced" ? -2 : static_cast<int64_t>(parse_u64(flag, value));
-  } else if (flag == "--prepare-ahead") {
-    if (value != "yes" && value != "no") usage("--prepare-ahead takes yes or no");
-    a.prepare_ahead = value == "yes";
+    a.zero_fill_lead_mib =
+        value == "unpaced" ? -2 : static_cast<int64_t>(bench::parse_u64(flag, value, usage));
   } else {
     usage("unknown option " + std::string(flag));
   }
@@ -512,6 +486,57 @@ std::vector<uint32_t> all_slots(uint32_t n) {
   return free_slots;
 }
 
+// A request's tag carries its sequence number and its slot.
+uint64_t slot_tag(uint64_t seq, uint32_t slot) {
+  return (seq << 16) | slot;
+}
+
+// Where a client thread's issuing stands: `blocked` until its next reap, `stop` for good.
+struct IssueState {
+  bool stop = false;
+  bool blocked = false;
+};
+
+// Whether the store took a request; if not, why is noted: busy blocks issuing until the next
+// reap, anything else (printed the first time) stops the thread.
+bool issue_taken(io::Status st, const char* call, ThreadResult& result, IssueState& state) {
+  if (st.code() == io::Code::busy) {
+    state.blocked = true;
+    return false;
+  }
+  if (st.is_ok()) return true;
+  if (result.first_error == io::Code::ok) {
+    std::fprintf(stderr, "uringmq-bench: %s: %s\n", call, st.to_string().c_str());
+  }
+  result.first_error = st.code();
+  state.stop = true;
+  return false;
+}
+
+// Reaps one batch of completions for both client workloads: records the latency of each ok one
+// in the steady window, hands each to on_completion(completion, slot, seq), which says whether
+// it counts as done, and moves the phase on by those. Returns the batch's time (0: none came).
+template <typename OnCompletion>
+int64_t reap_batch(Shared& sh, Session& session, std::span<Completion> done, bool wait,
+                   const std::vector<int64_t>& start_ns, ThreadResult& result,
+                   OnCompletion&& on_completion) {
+  const size_t n = session.take_completions(done, wait);
+  if (n == 0) return 0;
+  const int64_t t = now_ns();
+  const bool steady = sh.phase->phase.load(std::memory_order_relaxed) == 1;
+  uint64_t ok_now = 0;
+  for (const Completion& c : done.first(n)) {
+    const uint32_t slot = static_cast<uint32_t>(c.tag & 0xFFFF);
+    if (steady && c.code == io::Code::ok) {
+      result.latency.record(static_cast<uint64_t>(t - start_ns[slot]));
+    }
+    if (on_completion(c, slot, c.tag >> 16)) ok_now++;
+  }
+  const uint64_t total = sh.phase->completed.fetch_add(ok_now, std::memory_order_acq_rel) + ok_now;
+  advance_phase(*sh.phase, *sh.store, total, t);
+  return t;
+}
+
 // Appends this thread's share. Slot s owns bodies[s] and start_ns[s] while its send is out.
 void run_append(Shared& sh, const ThreadPlan& plan, ThreadResult& result) {
   const Args& a = *sh.args;
@@ -532,14 +557,35 @@ void run_append(Shared& sh, const ThreadPlan& plan, ThreadResult& result) {
   msg.born_host = engine::HostAddress::ipv4(127, 0, 0, 1, 40000 + static_cast<int32_t>(plan.index));
   const uint32_t threads = a.threads;
   uint64_t sent = 0;
-  bool stop = false;
+  IssueState is;
   wait_for_start(sh);
   msg.born_timestamp_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                               std::chrono::system_clock::now().time_since_epoch())
                               .count();
+  auto on_completion = [&](const Completion& c, uint32_t slot, uint64_t seq) {
+    if (c.code == io::Code::busy) {
+      result.busy_retries++;
+      retry.push_back(slot);
+      return false;
+    }
+    free_slots.push_back(slot);
+    if (c.code != io::Code::ok) {
+      (c.code == io::Code::fail_stopped ? result.indeterminate : result.rejected)++;
+      if (result.first_error == io::Code::ok) result.first_error = c.code;
+      is.stop = true;
+      return false;
+    }
+    result.ok++;
+    if (!result.offsets.empty()) {
+      result.offsets[seq] = c.offset.value;
+      result.sizes[seq] = c.size_bytes;
+      result.queue_offsets[seq] = c.queue_offset.value;
+    }
+    return true;
+  };
   for (;;) {
-    bool blocked = false;
-    while (!stop && !blocked && (!retry.empty() || (!free_slots.empty() && sent < plan.quota))) {
+    is.blocked = false;
+    while (!is.stop && (!retry.empty() || (!free_slots.empty() && sent < plan.quota))) {
       const bool again = !retry.empty();
       const uint32_t slot = again ? retry.back() : free_slots.back();
       const uint64_t seq = again ? slot_seq[slot] : sent;
@@ -548,17 +594,7 @@ void run_append(Shared& sh, const ThreadPlan& plan, ThreadResult& result) {
       msg.body = std::span<const std::byte>(body, a.message_bytes);
       msg.queue_id = sh.queues[(seq * threads + plan.index) / a.queue_run % sh.queues.size()];
       start_ns[slot] = now_ns();
-      io::Status st = session.send_async(msg, (seq << 16) | slot);
-      if (st.code() == io::Code::busy) {
-        blocked = true;
-        break;
-      }
-      if (!st.is_ok()) {
-        if (result.first_error == io::Code::ok) {
-          std::fprintf(stderr, "uringmq-bench: send_async: %s\n", st.to_string().c_str());
-        }
-        result.first_error = st.code();
-        stop = true;
+      if (!issue_taken(session.send_async(msg, slot_tag(seq, slot)), "send_async", result, is)) {
         break;
       }
       slot_seq[slot] = seq;
@@ -569,50 +605,39 @@ void run_append(Shared& sh, const ThreadPlan& plan, ThreadResult& result) {
         sent++;
       }
     }
-    if (session.outstanding() == 0 && retry.empty() && (stop || sent >= plan.quota)) break;
-    if (session.outstanding() == 0 && retry.empty() && blocked) continue;
-    const bool wait = blocked || stop || (free_slots.empty() && retry.empty()) ||
+    if (session.outstanding() == 0 && retry.empty() && (is.stop || sent >= plan.quota)) break;
+    if (session.outstanding() == 0 && retry.empty() && is.blocked) continue;
+    const bool wait = is.blocked || is.stop || (free_slots.empty() && retry.empty()) ||
                       (sent >= plan.quota && retry.empty());
-    const size_t n = session.take_completions(done, wait);
-    if (n == 0) continue;
-    const int64_t t = now_ns();
-    const bool steady = sh.phase->phase.load(std::memory_order_relaxed) == 1;
-    uint64_t ok_now = 0;
-    for (size_t i = 0; i < n; i++) {
-      const Completion& c = done[i];
-      const uint32_t slot = static_cast<uint32_t>(c.tag & 0xFFFF);
-      const uint64_t seq = c.tag >> 16;
-      if (c.code == io::Code::busy) {
-        result.busy_retries++;
-        retry.push_back(slot);
-        continue;
-      }
-      if (c.code == io::Code::ok) {
-        result.ok++;
-        ok_now++;
-        if (steady) result.latency.record(static_cast<uint64_t>(t - start_ns[slot]));
-        if (!result.offsets.empty()) {
-          result.offsets[seq] = c.offset.value;
-          result.sizes[seq] = c.size_bytes;
-          result.queue_offsets[seq] = c.queue_offset.value;
-        }
-      } else {
-        (c.code == io::Code::fail_stopped ? result.indeterminate : result.rejected)++;
-        if (result.first_error == io::Code::ok) result.first_error = c.code;
-        stop = true;
-      }
-      free_slots.push_back(slot);
-    }
-    const uint64_t total =
-        sh.phase->completed.fetch_add(ok_now, std::memory_order_acq_rel) + ok_now;
-    advance_phase(*sh.phase, *sh.store, total, t);
-    if (sh.phase->by_time && t >= sh.phase->steady_end_ns) stop = true;
+    const int64_t t = reap_batch(sh, session, done, wait, start_ns, result, on_completion);
+    if (t != 0 && sh.phase->by_time && t >= sh.phase->steady_end_ns) is.stop = true;
   }
+}
+
+// Whether a message read back (record of c.size_bytes bytes) is the one this thread sent as seq.
+bool read_back_good(const Shared& sh, const ThreadPlan& plan, const ThreadResult& result,
+                    const Completion& c, const std::byte* record, uint64_t seq) {
+  const Args& a = *sh.args;
+  engine::DecodeOptions decode_options;
+  decode_options.expected_physical_offset =
+      static_cast<int64_t>(local_offset(StoreOffset{result.offsets[seq]}).value);
+  engine::DecodeResult d =
+      engine::decode(std::span<const std::byte>(record, c.size_bytes), decode_options);
+  const uint64_t want = body_stamp(plan.index, seq);
+  const bool good =
+      c.size_bytes == result.sizes[seq] && d.outcome == engine::DecodeOutcome::ok &&
+      d.view.topic == kTopic && d.view.body.size() == a.message_bytes &&
+      d.view.queue_offset == result.queue_offsets[seq] &&
+      std::memcmp(d.view.body.data(), &want, std::min<size_t>(sizeof want, a.message_bytes)) == 0;
+  if (!good && result.verify_failures == 0) {
+    std::fprintf(stderr, "uringmq-bench: message %llu of thread %u reads back wrong (%s)\n",
+                 static_cast<unsigned long long>(seq), plan.index, d.reason);
+  }
+  return good;
 }
 
 // Reads back this thread's messages and checks each one.
 void run_read(Shared& sh, const ThreadPlan& plan, ThreadResult& result) {
-  const Args& a = *sh.args;
   std::unique_ptr<Session> opened = open_thread_session(sh, result);
   if (opened == nullptr) return;
   Session& session = *opened;
@@ -621,77 +646,41 @@ void run_read(Shared& sh, const ThreadPlan& plan, ThreadResult& result) {
   std::vector<int64_t> start_ns(plan.slots);
   std::vector<uint32_t> free_slots = all_slots(plan.slots);
   std::vector<Completion> done(kCompletionBatch);
-  engine::DecodeOptions decode_options;
   uint64_t issued = 0;
-  bool stop = false;
+  IssueState is;
   wait_for_start(sh);
+  auto on_completion = [&](const Completion& c, uint32_t slot, uint64_t seq) {
+    free_slots.push_back(slot);
+    if (c.code != io::Code::ok) {
+      if (result.first_error == io::Code::ok) result.first_error = c.code;
+      result.rejected++;
+      is.stop = true;
+      return false;
+    }
+    const std::byte* record = buffers.data() + size_t{slot} * buffer_bytes;
+    if (read_back_good(sh, plan, result, c, record, seq)) {
+      result.ok++;
+      return true;
+    }
+    result.verify_failures++;
+    return false;
+  };
   for (;;) {
-    bool blocked = false;
-    while (!stop && !free_slots.empty() && issued < plan.quota) {
+    is.blocked = false;
+    while (!is.stop && !free_slots.empty() && issued < plan.quota) {
       const uint32_t slot = free_slots.back();
       const uint64_t seq = issued;
       start_ns[slot] = now_ns();
-      io::Status st =
-          session.read_async(StoreOffset{result.offsets[seq]}, result.sizes[seq],
-                             buffers.data() + size_t{slot} * buffer_bytes, (seq << 16) | slot);
-      if (st.code() == io::Code::busy) {
-        blocked = true;
-        break;
-      }
-      if (!st.is_ok()) {
-        std::fprintf(stderr, "uringmq-bench: read_async: %s\n", st.to_string().c_str());
-        result.first_error = st.code();
-        stop = true;
-        break;
-      }
+      std::byte* dest = buffers.data() + size_t{slot} * buffer_bytes;
+      io::Status st = session.read_async(StoreOffset{result.offsets[seq]}, result.sizes[seq], dest,
+                                         slot_tag(seq, slot));
+      if (!issue_taken(st, "read_async", result, is)) break;
       free_slots.pop_back();
       issued++;
     }
-    if (session.outstanding() == 0 && (stop || issued >= plan.quota)) break;
-    if (session.outstanding() == 0 && blocked) continue;
-    const size_t n = session.take_completions(done, /*wait_at_least_one=*/true);
-    if (n == 0) continue;
-    const int64_t t = now_ns();
-    const bool steady = sh.phase->phase.load(std::memory_order_relaxed) == 1;
-    uint64_t ok_now = 0;
-    for (size_t i = 0; i < n; i++) {
-      const Completion& c = done[i];
-      const uint32_t slot = static_cast<uint32_t>(c.tag & 0xFFFF);
-      const uint64_t seq = c.tag >> 16;
-      free_slots.push_back(slot);
-      if (c.code != io::Code::ok) {
-        if (result.first_error == io::Code::ok) result.first_error = c.code;
-        result.rejected++;
-        stop = true;
-        continue;
-      }
-      if (steady) result.latency.record(static_cast<uint64_t>(t - start_ns[slot]));
-      decode_options.expected_physical_offset =
-          static_cast<int64_t>(local_offset(StoreOffset{result.offsets[seq]}).value);
-      const std::byte* record = buffers.data() + size_t{slot} * buffer_bytes;
-      engine::DecodeResult d =
-          engine::decode(std::span<const std::byte>(record, c.size_bytes), decode_options);
-      const uint64_t want = body_stamp(plan.index, seq);
-      const bool good =
-          c.size_bytes == result.sizes[seq] && d.outcome == engine::DecodeOutcome::ok &&
-          d.view.topic == kTopic && d.view.body.size() == a.message_bytes &&
-          d.view.queue_offset == result.queue_offsets[seq] &&
-          std::memcmp(d.view.body.data(), &want, std::min<size_t>(sizeof want, a.message_bytes)) ==
-              0;
-      if (good) {
-        result.ok++;
-        ok_now++;
-      } else {
-        if (result.verify_failures == 0) {
-          std::fprintf(stderr, "uringmq-bench: message %llu of thread %u reads back wrong (%s)\n",
-                       static_cast<unsigned long long>(seq), plan.index, d.reason);
-        }
-        result.verify_failures++;
-      }
-    }
-    const uint64_t total =
-        sh.phase->completed.fetch_add(ok_now, std::memory_order_acq_rel) + ok_now;
-    advance_phase(*sh.phase, *sh.store, total, t);
+    if (session.outstanding() == 0 && (is.stop || issued >= plan.quota)) break;
+    if (session.outstanding() == 0 && is.blocked) continue;
+    reap_batch(sh, session, done, /*wait=*/true, start_ns, result, on_completion);
   }
 }
 
@@ -930,6 +919,7 @@ StoreOptions store_options(const Args& a) {
   if (a.min_write_kib >= 0)
     options.log.min_write_bytes = static_cast<uint32_t>(a.min_write_kib << 10);
   if (!a.prepare_ahead) options.log.prepare_ahead_bytes = 0;
+  options.index.enabled = a.message_index;
   if (a.delivery_lead_ms >= 0) options.delivery_lead_ms = a.delivery_lead_ms;
   if (a.zero_fill_lead_mib == -2) options.log.zero_fill_lead_bytes = UINT64_MAX;
   if (a.zero_fill_lead_mib >= 0) {
@@ -970,6 +960,29 @@ uint32_t prepare_shared(Shared& sh, const Args& a, Store& store, const StoreOpti
   }
   sh.record_bytes_max = *record_bytes + 64;
   return *record_bytes;
+}
+
+// A workload's store, opened with store_options(a), with sh filled for its client threads
+// (prepare_shared). exit_code: 0; 1 when the store did not open; 2 when the message size is
+// refused.
+struct WorkloadStore {
+  StoreOptions options;
+  std::unique_ptr<Store> store;
+  uint32_t record_bytes = 0;
+  int exit_code = 0;
+};
+
+WorkloadStore open_workload_store(const Args& a, Shared& sh) {
+  WorkloadStore w;
+  w.options = store_options(a);
+  w.store = open_store_or_report(w.options);
+  if (!w.store) {
+    w.exit_code = 1;
+    return w;
+  }
+  w.record_bytes = prepare_shared(sh, a, *w.store, w.options);
+  if (w.record_bytes == 0) w.exit_code = 2;
+  return w;
 }
 
 // Empties the page cache: /proc/sys/vm/drop_caches when permitted (root), else
@@ -1196,12 +1209,12 @@ void print_machine_json(const Machine& m) {
 }
 
 int run_consume_workload(const Args& a, const Machine& machine) {
-  const StoreOptions options = store_options(a);
-  std::unique_ptr<Store> store = open_store_or_report(options);
-  if (!store) return 1;
   Shared sh;
-  const uint32_t record_bytes = prepare_shared(sh, a, *store, options);
-  if (record_bytes == 0) return 2;
+  WorkloadStore opened = open_workload_store(a, sh);
+  if (opened.exit_code != 0) return opened.exit_code;
+  const StoreOptions& options = opened.options;
+  std::unique_ptr<Store>& store = opened.store;
+  const uint32_t record_bytes = opened.record_bytes;
   const uint64_t messages = std::max<uint64_t>(10, (a.backlog_mib << 20) / record_bytes);
   std::vector<ThreadResult> results(a.threads);
   const PhaseReport append = run_phase(sh, run_append, results, messages, 0, record_bytes);
@@ -1286,11 +1299,10 @@ int run_recovery_workload(const Args& a, const Machine& machine) {
   }
   if (child == 0) {
     // The writer: appends, then dies without closing (the abort file stays).
-    std::unique_ptr<Store> store = open_store_or_report(options);
-    if (!store) ::_exit(1);
     Shared sh;
-    const uint32_t record_bytes = prepare_shared(sh, a, *store, options);
-    if (record_bytes == 0) ::_exit(2);
+    WorkloadStore opened = open_workload_store(a, sh);
+    if (opened.exit_code != 0) ::_exit(opened.exit_code);
+    const uint32_t record_bytes = opened.record_bytes;
     const uint64_t messages = std::max<uint64_t>(10, (a.recovery_mib << 20) / record_bytes);
     std::vector<ThreadResult> results(a.threads);
     const PhaseReport r = run_phase(sh, run_append, results, messages, 0, record_bytes);
@@ -1526,10 +1538,10 @@ void print_lag_report(const Args& a, const Machine& machine, uint32_t record_byt
         "{\"workload\":\"lag\",\"message_bytes\":%u,\"record_bytes\":%u,\"shards\":%u,"
         "\"queues\":%zu,\"flush\":\"%s\",\"rate\":%.1f,\"achieved_rate\":%.1f,"
         "\"behind_max_us\":%.1f,\"sent\":%llu,\"acked\":%llu,\"received\":%llu,",
-        a.message_bytes, record_bytes, shard_count, q_count,
-        a.flush == engine::FlushMode::sync_flush ? "sync" : "async", a.rate, achieved,
-        static_cast<double>(p.behind_max_ns) / 1e3, static_cast<unsigned long long>(p.sent),
-        static_cast<unsigned long long>(p.acked), static_cast<unsigned long long>(received));
+        a.message_bytes, record_bytes, shard_count, q_count, choice_name(a.flush, kFlushModes),
+        a.rate, achieved, static_cast<double>(p.behind_max_ns) / 1e3,
+        static_cast<unsigned long long>(p.sent), static_cast<unsigned long long>(p.acked),
+        static_cast<unsigned long long>(received));
     print_machine_json(machine);
     std::printf(
         ",\"lag\":{\"samples\":%llu,\"p50_us\":%.2f,\"p99_us\":%.2f,\"p999_us\":%.2f,"
@@ -1545,8 +1557,8 @@ void print_lag_report(const Args& a, const Machine& machine, uint32_t record_byt
     std::printf(
         "uringmq-bench lag: %u B records, %zu queue(s), %s flush, rate %.0f msgs/s "
         "(achieved %.0f, at most %.1f us behind schedule)\n",
-        record_bytes, q_count, a.flush == engine::FlushMode::sync_flush ? "sync" : "async", a.rate,
-        achieved, static_cast<double>(p.behind_max_ns) / 1e3);
+        record_bytes, q_count, choice_name(a.flush, kFlushModes), a.rate, achieved,
+        static_cast<double>(p.behind_max_ns) / 1e3);
     std::printf("  sent %llu, acked %llu, received %llu\n", static_cast<unsigned long long>(p.sent),
                 static_cast<unsigned long long>(p.acked),
                 static_cast<unsigned long long>(received));
@@ -1563,12 +1575,9 @@ void print_lag_report(const Args& a, const Machine& machine, uint32_t record_byt
 }
 
 int run_lag_workload(const Args& a, const Machine& machine) {
-  const StoreOptions options = store_options(a);
-  std::unique_ptr<Store> store = open_store_or_report(options);
-  if (!store) return 1;
   Shared sh;
-  const uint32_t record_bytes = prepare_shared(sh, a, *store, options);
-  if (record_bytes == 0) return 2;
+  WorkloadStore opened = open_workload_store(a, sh);
+  if (opened.exit_code != 0) return opened.exit_code;
   const uint64_t total = static_cast<uint64_t>(a.rate * a.seconds);
   const size_t q_count = sh.queues.size();
   LagTables t;
@@ -1584,20 +1593,20 @@ int run_lag_workload(const Args& a, const Machine& machine) {
   }
 
   uint64_t received = 0;
-  std::thread consumer(run_lag_consumer, std::cref(a), std::ref(*store), std::cref(sh.queues),
-                       sh.record_bytes_max, std::ref(t), std::ref(received));
+  std::thread consumer(run_lag_consumer, std::cref(a), std::ref(*opened.store),
+                       std::cref(sh.queues), sh.record_bytes_max, std::ref(t), std::ref(received));
   LagProducer p;
-  if (!run_lag_producer(a, *store, sh, total, t, p)) return 1;
+  if (!run_lag_producer(a, *opened.store, sh, total, t, p)) return 1;
   consumer.join();
-  io::Status closed = store->close();
+  io::Status closed = opened.store->close();
 
   LagSummary l;
   summarize_lag(t, q_count, l);
   const double achieved = p.send_span_s > 0 ? static_cast<double>(p.sent) / p.send_span_s : 0;
   const bool ok =
       p.errors == 0 && !t.failed.load() && received == p.acked && l.missing == 0 && closed.is_ok();
-  print_lag_report(a, machine, record_bytes, store->shard_count(), q_count, p, l, received,
-                   achieved, ok);
+  print_lag_report(a, machine, opened.record_bytes, opened.store->shard_count(), q_count, p, l,
+                   received, achieved, ok);
   return ok ? 0 : 1;
 }
 
@@ -1614,18 +1623,12 @@ int main(int argc, char** argv) {
   if (a.workload == Workload::recovery) return run_recovery_workload(a, machine);
   if (a.workload == Workload::delay) return run_delay_workload(a, machine);
 
-  const StoreOptions options = store_options(a);
-  io::Result<std::unique_ptr<Store>> opened = Store::open(options);
-  if (!opened.is_ok()) {
-    std::fprintf(stderr, "uringmq-bench: cannot open the store: %s\n",
-                 opened.status().to_string().c_str());
-    return 1;
-  }
-  Store& store = **opened;
-
   Shared sh;
-  const uint32_t record_bytes = prepare_shared(sh, a, store, options);
-  if (record_bytes == 0) return 2;
+  WorkloadStore opened = open_workload_store(a, sh);
+  if (opened.exit_code != 0) return opened.exit_code;
+  const StoreOptions& options = opened.options;
+  Store& store = *opened.store;
+  const uint32_t record_bytes = opened.record_bytes;
 
   std::vector<ThreadResult> results(a.threads);
   if (a.workload == Workload::read) {
@@ -1652,8 +1655,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "uringmq-bench: close: %s\n", closed.to_string().c_str());
   }
 
-  const char* flush = a.flush == engine::FlushMode::sync_flush ? "sync" : "async";
-  const char* io_mode = a.io_mode == io::IoMode::buffered ? "buffered" : "direct";
+  const char* flush = choice_name(a.flush, kFlushModes);
+  const char* io_mode = choice_name(a.io_mode, kIoModes);
   const char* workload = a.workload == Workload::append ? "append" : "read";
   if (a.json) {
     std::printf(

@@ -145,21 +145,29 @@ void Shard::wake_if_sleeping() {
   }
 }
 
-StoreStats Shard::stats() const {
-  StoreStats s;
-  s.appends = stat_appends_.load(std::memory_order_relaxed);
-  s.acks_ok = stat_acks_.load(std::memory_order_relaxed);
-  s.writes_submitted = stat_writes_.load(std::memory_order_relaxed);
-  s.fdatasyncs = stat_syncs_.load(std::memory_order_relaxed);
-  s.wakeups = stat_wakeups_.load(std::memory_order_relaxed);
-  s.segments_deleted = stat_segments_deleted_.load(std::memory_order_relaxed);
-  s.messages_deleted_unconsumed = stat_unconsumed_deleted_.load(std::memory_order_relaxed);
-  s.corrupt_reads_refused = stat_corrupt_refused_.load(std::memory_order_relaxed);
-  s.corrupt_records_reported = stat_corrupt_reported_.load(std::memory_order_relaxed);
-  s.scrub_bytes_checked = stat_scrub_bytes_.load(std::memory_order_relaxed);
-  s.scrub_corrupt_records = stat_scrub_corrupt_.load(std::memory_order_relaxed);
-  s.scrubs_finished = stat_scrub_finished_.load(std::memory_order_relaxed);
-  return s;
+void Shard::add_stats(StoreStats& out) const {
+  // Each StoreStats figure and the counter of this shard that feeds it.
+  struct Feed {
+    uint64_t StoreStats::*figure;
+    std::atomic<uint64_t> Shard::*counter;
+  };
+  static constexpr Feed kFeeds[] = {
+      {&StoreStats::appends, &Shard::stat_appends_},
+      {&StoreStats::acks_ok, &Shard::stat_acks_},
+      {&StoreStats::writes_submitted, &Shard::stat_writes_},
+      {&StoreStats::fdatasyncs, &Shard::stat_syncs_},
+      {&StoreStats::wakeups, &Shard::stat_wakeups_},
+      {&StoreStats::segments_deleted, &Shard::stat_segments_deleted_},
+      {&StoreStats::messages_deleted_unconsumed, &Shard::stat_unconsumed_deleted_},
+      {&StoreStats::corrupt_reads_refused, &Shard::stat_corrupt_refused_},
+      {&StoreStats::corrupt_records_reported, &Shard::stat_corrupt_reported_},
+      {&StoreStats::scrub_bytes_checked, &Shard::stat_scrub_bytes_},
+      {&StoreStats::scrub_corrupt_records, &Shard::stat_scrub_corrupt_},
+      {&StoreStats::scrubs_finished, &Shard::stat_scrub_finished_},
+  };
+  for (const Feed& feed : kFeeds) {
+    out.*feed.figure += (this->*feed.counter).load(std::memory_order_relaxed);
+  }
 }
 
 // ---- Start-up (on the shard's thread: the ring belongs to the thread that uses it) ----

@@ -148,7 +148,8 @@ class Shard final : private engine::DeliveryHost {
   io::Status stop();
   // From a session thread, after pushing a request: wakes the shard if it is asleep.
   void wake_if_sleeping();
-  StoreStats stats() const;
+  // Adds this shard's counters into `out`.
+  void add_stats(StoreStats& out) const;
   // Adds this shard's delay-level figures into `out` (indexed by level - 1).
   void add_delay_level_stats(std::vector<DelayLevelStats>& out) const;
   void add_transaction_stats(TransactionStats& out) const { txn_.add_stats(out); }
@@ -311,6 +312,7 @@ class Shard final : private engine::DeliveryHost {
   void release_held_pulls(uint32_t slot_index);
   int64_t next_held_deadline_ms() const;
   void release_op(uint32_t op_index);
+  uint32_t acquire_op(PullOp::Kind kind, uint32_t slot_index, const ShardRequest& request);
   // The end of the queue as consumers see it: its max offset, or its first held copy (held_).
   QueueOffset visible_max_offset(engine::QueueIndex queue) const {
     return QueueOffset{held_.visible_end(queue, cq_->max_offset(queue).value)};

@@ -34,6 +34,19 @@ void Shard::release_op(uint32_t op_index) {
   op_pool_.release(op_index);
 }
 
+// Takes a free op (the caller checked op_pool_) for a request of kind, filled with what every
+// kind shares: where to answer and which queue.
+uint32_t Shard::acquire_op(PullOp::Kind kind, uint32_t slot_index, const ShardRequest& request) {
+  const uint32_t index = *op_pool_.acquire();
+  PullOp& op = ops_[index];
+  op.kind = kind;
+  op.slot = slot_index;
+  op.tag = request.tag;
+  op.topic = request.input.topic;
+  op.queue_id = request.input.queue_id;
+  return index;
+}
+
 bool Shard::start_pull(uint32_t slot_index, const ShardRequest& request) {
   if (op_pool_.full()) {
     Completion busy;
@@ -42,13 +55,8 @@ bool Shard::start_pull(uint32_t slot_index, const ShardRequest& request) {
     post(slot_index, busy);
     return true;
   }
-  const uint32_t index = *op_pool_.acquire();
+  const uint32_t index = acquire_op(PullOp::Kind::pull, slot_index, request);
   PullOp& op = ops_[index];
-  op.kind = PullOp::Kind::pull;
-  op.slot = slot_index;
-  op.tag = request.tag;
-  op.topic = request.input.topic;
-  op.queue_id = request.input.queue_id;
   op.offset = request.queue_offset;
   op.max_messages = std::max<uint32_t>(1, request.max_messages);
   op.buffer = request.buffer;
@@ -418,13 +426,8 @@ bool Shard::start_search(uint32_t slot_index, const ShardRequest& request) {
     post(slot_index, done);
     return true;
   }
-  const uint32_t index = *op_pool_.acquire();
+  const uint32_t index = acquire_op(PullOp::Kind::search, slot_index, request);
   PullOp& op = ops_[index];
-  op.kind = PullOp::Kind::search;
-  op.slot = slot_index;
-  op.tag = request.tag;
-  op.topic = request.input.topic;
-  op.queue_id = request.input.queue_id;
   op.queue = *queue;
   op.lo = cq_->min_offset(op.queue);
   op.hi = visible_max_offset(op.queue);

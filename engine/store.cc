@@ -166,21 +166,7 @@ uint32_t Store::shard_for(std::string_view topic, int32_t queue_id) const {
 
 StoreStats Store::stats() const {
   StoreStats total;
-  for (const auto& shard : shards_) {
-    StoreStats s = shard->stats();
-    total.appends += s.appends;
-    total.acks_ok += s.acks_ok;
-    total.writes_submitted += s.writes_submitted;
-    total.fdatasyncs += s.fdatasyncs;
-    total.wakeups += s.wakeups;
-    total.segments_deleted += s.segments_deleted;
-    total.messages_deleted_unconsumed += s.messages_deleted_unconsumed;
-    total.corrupt_reads_refused += s.corrupt_reads_refused;
-    total.corrupt_records_reported += s.corrupt_records_reported;
-    total.scrub_bytes_checked += s.scrub_bytes_checked;
-    total.scrub_corrupt_records += s.scrub_corrupt_records;
-    total.scrubs_finished += s.scrubs_finished;
-  }
+  for (const auto& shard : shards_) shard->add_stats(total);
   return total;
 }
 
@@ -351,20 +337,26 @@ bool Session::absorb(uint32_t shard, Completion& c) {
   return true;
 }
 
-io::Status Session::read_async(StoreOffset store_offset, uint32_t size_bytes, std::byte* dest,
-                               uint64_t tag) {
-  uint32_t shard = shard_of_offset(store_offset);
+// Posts a request about the record at store_offset to the shard that holds it, with the
+// record's offset in that shard's log.
+io::Status Session::post_to_holder(StoreOffset store_offset, ShardRequest& request) {
+  const uint32_t shard = shard_of_offset(store_offset);
   if (shard >= store_.shards_.size()) {
     return io::Status::error(io::Code::invalid_argument,
                              "offset names shard " + std::to_string(shard));
   }
+  request.local_offset = local_offset(store_offset);
+  return post(shard, request);
+}
+
+io::Status Session::read_async(StoreOffset store_offset, uint32_t size_bytes, std::byte* dest,
+                               uint64_t tag) {
   ShardRequest request;
   request.kind = ShardRequest::Kind::read;
   request.tag = tag;
-  request.local_offset = local_offset(store_offset);
   request.size_bytes = size_bytes;
   request.dest = dest;
-  return post(shard, request);
+  return post_to_holder(store_offset, request);
 }
 
 namespace {
@@ -442,18 +434,12 @@ io::Status Session::take_transaction_checks_async(uint32_t shard, std::span<Tran
 
 io::Status Session::view_record_async(StoreOffset store_offset, std::span<std::byte> buffer,
                                       uint64_t tag) {
-  const uint32_t shard = shard_of_offset(store_offset);
-  if (shard >= store_.shards_.size()) {
-    return io::Status::error(io::Code::invalid_argument,
-                             "offset names shard " + std::to_string(shard));
-  }
   ShardRequest request;
   request.kind = ShardRequest::Kind::view_record;
   request.tag = tag;
-  request.local_offset = local_offset(store_offset);
   request.max_messages = 1;
   request.buffer = buffer;
-  return post(shard, request);
+  return post_to_holder(store_offset, request);
 }
 
 io::Status Session::query_queue_async(std::string_view topic, int32_t queue_id, uint64_t tag) {

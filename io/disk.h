@@ -131,6 +131,27 @@ class Disk {
   virtual void unregister_buffers() = 0;
 };
 
+// The override declarations every whole-disk backend (UringDisk, SimDisk) writes in its class
+// body, listed once here so the backends cannot drift from Disk. in_flight() is left to each
+// backend, which defines it inline.
+#define URINGMQ_DISK_OVERRIDES                                                                     \
+  Result<FileHandle> open(std::string_view path, OpenMode mode, IoMode io_mode = IoMode::buffered) \
+      override;                                                                                    \
+  void close(FileHandle file) override;                                                            \
+  Result<uint64_t> size(FileHandle file) override;                                                 \
+  Status truncate(FileHandle file, uint64_t size_bytes) override;                                  \
+  Status rename(std::string_view from, std::string_view to) override;                              \
+  Status remove(std::string_view path) override;                                                   \
+  Status make_dir(std::string_view path) override;                                                 \
+  Result<std::vector<std::string>> list_dir(std::string_view path) override;                       \
+  Result<bool> exists(std::string_view path) override;                                             \
+  Status lock(std::string_view path) override;                                                     \
+  void unlock(std::string_view path) override;                                                     \
+  Status submit(const IoRequest& request) override;                                                \
+  size_t poll(std::span<IoCompletion> out, Wait wait) override;                                    \
+  Status register_buffers(std::span<const std::span<std::byte>> buffers) override;                 \
+  void unregister_buffers() override
+
 // ---- Synchronous helpers for startup and recovery (nothing else may be in flight) ----
 
 // Submits one request and waits for its completion; a negative result becomes an error Status

@@ -1,9 +1,12 @@
 #include "io/status.h"
 
+#include <array>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+
+#include "io/enum_name.h"
 
 namespace uringmq::io {
 
@@ -14,61 +17,36 @@ void assert_fail(const char* condition, const char* file, int line, const char* 
   std::abort();
 }
 
+namespace {
+
+// Code's names, in the enum's order (shut_down is its last enumerator).
+constexpr std::array<const char*, 12> kCodeNames = {
+    "ok",   "not_found", "already_exists", "invalid_argument", "corruption", "no_space",
+    "busy", "io_error",  "locked",         "fail_stopped",     "too_large",  "shut_down"};
+static_assert(kCodeNames.size() == static_cast<size_t>(Code::shut_down) + 1);
+
+// The errnos that have a Code of their own; every other errno is io_error.
+struct ErrnoCode {
+  int sys_errno;
+  Code code;
+};
+constexpr ErrnoCode kErrnoCodes[] = {
+    {ENOENT, Code::not_found},        {EEXIST, Code::already_exists},
+    {ENOSPC, Code::no_space},         {EDQUOT, Code::no_space},
+    {EINVAL, Code::invalid_argument}, {ENAMETOOLONG, Code::invalid_argument},
+    {EWOULDBLOCK, Code::locked},      {EFBIG, Code::too_large},
+};
+
+}  // namespace
+
 const char* code_name(Code code) {
-  switch (code) {
-    case Code::ok:
-      return "ok";
-    case Code::not_found:
-      return "not_found";
-    case Code::already_exists:
-      return "already_exists";
-    case Code::invalid_argument:
-      return "invalid_argument";
-    case Code::corruption:
-      return "corruption";
-    case Code::no_space:
-      return "no_space";
-    case Code::busy:
-      return "busy";
-    case Code::io_error:
-      return "io_error";
-    case Code::locked:
-      return "locked";
-    case Code::fail_stopped:
-      return "fail_stopped";
-    case Code::too_large:
-      return "too_large";
-    case Code::shut_down:
-      return "shut_down";
-  }
-  return "unknown";
+  return enum_name(code, kCodeNames, "unknown");
 }
 
 Status Status::from_errno(int sys_errno, std::string message) {
   Code code = Code::io_error;
-  switch (sys_errno) {
-    case ENOENT:
-      code = Code::not_found;
-      break;
-    case EEXIST:
-      code = Code::already_exists;
-      break;
-    case ENOSPC:
-    case EDQUOT:
-      code = Code::no_space;
-      break;
-    case EINVAL:
-    case ENAMETOOLONG:
-      code = Code::invalid_argument;
-      break;
-    case EWOULDBLOCK:
-      code = Code::locked;
-      break;
-    case EFBIG:
-      code = Code::too_large;
-      break;
-    default:
-      break;
+  for (const ErrnoCode& e : kErrnoCodes) {
+    if (e.sys_errno == sys_errno) code = e.code;
   }
   return error(code, std::move(message), sys_errno);
 }

@@ -429,19 +429,16 @@ void UringDisk::prep_sqe(io_uring_sqe* sqe, const FileSlot& slot, FileHandle fil
   int buf_index = request.registered_buffer;
   switch (request.kind) {
     case OpKind::read:
-      if (buf_index >= 0) {
-        io_uring_prep_read_fixed(sqe, fd, request.buffer, length, request.file_offset, buf_index);
-      } else {
-        io_uring_prep_read(sqe, fd, request.buffer, length, request.file_offset);
-      }
+    case OpKind::write: {
+      // What io_uring_prep_{read,write}[_fixed] do, with the opcode chosen here: a registered
+      // buffer names its index.
+      const bool read = request.kind == OpKind::read;
+      const int op = buf_index >= 0 ? (read ? IORING_OP_READ_FIXED : IORING_OP_WRITE_FIXED)
+                                    : (read ? IORING_OP_READ : IORING_OP_WRITE);
+      io_uring_prep_rw(op, sqe, fd, request.buffer, length, request.file_offset);
+      if (buf_index >= 0) sqe->buf_index = static_cast<uint16_t>(buf_index);
       break;
-    case OpKind::write:
-      if (buf_index >= 0) {
-        io_uring_prep_write_fixed(sqe, fd, request.buffer, length, request.file_offset, buf_index);
-      } else {
-        io_uring_prep_write(sqe, fd, request.buffer, length, request.file_offset);
-      }
-      break;
+    }
     case OpKind::fdatasync:
       io_uring_prep_fsync(sqe, fd, IORING_FSYNC_DATASYNC);
       break;

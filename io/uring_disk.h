@@ -92,26 +92,9 @@ class UringDisk final : public Disk {
 
   const UringDiskFeatures& features() const { return features_; }
 
-  // ---- Metadata (synchronous syscalls) ----
-  Result<FileHandle> open(std::string_view path, OpenMode mode,
-                          IoMode io_mode = IoMode::buffered) override;
-  void close(FileHandle file) override;
-  Result<uint64_t> size(FileHandle file) override;
-  Status truncate(FileHandle file, uint64_t size_bytes) override;
-  Status rename(std::string_view from, std::string_view to) override;
-  Status remove(std::string_view path) override;
-  Status make_dir(std::string_view path) override;
-  Result<std::vector<std::string>> list_dir(std::string_view path) override;
-  Result<bool> exists(std::string_view path) override;
-  Status lock(std::string_view path) override;
-  void unlock(std::string_view path) override;
-
-  // ---- Data (asynchronous) ----
-  Status submit(const IoRequest& request) override;
-  size_t poll(std::span<IoCompletion> out, Wait wait) override;
+  // ---- Disk: metadata by synchronous syscalls, data through the ring ----
+  URINGMQ_DISK_OVERRIDES;
   size_t in_flight() const override { return in_flight_count_; }
-  Status register_buffers(std::span<const std::span<std::byte>> buffers) override;
-  void unregister_buffers() override;
 
  private:
   // Layout of the kernel's __kernel_timespec (two 64-bit fields), without its header here.

@@ -33,6 +33,19 @@ constexpr int64_t kConnSweepIntervalMs = 250;
 // Connections refused at maxConnections are counted and logged at most this often.
 constexpr int64_t kRefusalLogIntervalMs = 10'000;
 
+// Listens on address:port (port 0: a free one); *fd_slot owns the socket from the moment it
+// exists (the reactor closes it), *bound is the port it got.
+io::Status listen_on(const std::string& address, uint16_t port, int backlog, int* fd_slot,
+                     uint16_t* bound) {
+  io::Result<int> fd = io::listen_tcp(address, port, backlog);
+  if (!fd.is_ok()) return fd.status();
+  *fd_slot = *fd;
+  io::Result<uint16_t> local = io::local_port(*fd);
+  if (!local.is_ok()) return local.status();
+  *bound = *local;
+  return io::Status::ok();
+}
+
 uint64_t pack(uint8_t event, uint32_t generation, uint32_t index) {
   return (uint64_t{event} << 56) | (uint64_t{generation & 0xFFFFFF} << 32) | index;
 }
@@ -161,21 +174,14 @@ io::Status BrokerReactor::start() {
         TopicTable::open(**disk, *clock_, io::path_join(config_.store.data_dir, "config"));
     if (!topics.is_ok()) return topics.status();
     topics_ = std::move(*topics);
+    UMQ_RETURN_IF_ERROR(open_admin_state(**disk));
   }
 
-  io::Result<int> fd = io::listen_tcp(config_.bind_address, config_.listen_port, 1024);
-  if (!fd.is_ok()) return fd.status();
-  listen_fds_[kListenBroker] = *fd;
-  io::Result<uint16_t> port = io::local_port(*fd);
-  if (!port.is_ok()) return port.status();
-  broker_port_ = *port;
+  UMQ_RETURN_IF_ERROR(listen_on(config_.bind_address, config_.listen_port, 1024,
+                                &listen_fds_[kListenBroker], &broker_port_));
   if (config_.namesrv_listen_port != 0) {
-    io::Result<int> nfd = io::listen_tcp(config_.bind_address, config_.namesrv_listen_port, 256);
-    if (!nfd.is_ok()) return nfd.status();
-    listen_fds_[kListenNamesrv] = *nfd;
-    io::Result<uint16_t> nport = io::local_port(*nfd);
-    if (!nport.is_ok()) return nport.status();
-    namesrv_port_ = *nport;
+    UMQ_RETURN_IF_ERROR(listen_on(config_.bind_address, config_.namesrv_listen_port, 256,
+                                  &listen_fds_[kListenNamesrv], &namesrv_port_));
   }
   std::string host = config_.advertised_address;
   if (host.empty()) host = config_.bind_address == "0.0.0.0" ? "127.0.0.1" : config_.bind_address;
@@ -490,6 +496,7 @@ void BrokerReactor::close_connection(uint32_t index, const std::string& why) {
   // RocketMQ: the client may still be consuming).
   std::vector<std::string> left;
   groups_.connection_closed({index, conn.generation}, &left);
+  clients_.connection_closed({index, conn.generation});
   members_gone(left);
   account(index);                   // its buffers are freed once the kernel lets go of them
   orphan_bytes_ += conn.ops_bytes;  // its ops' buffers, until the store answers them

@@ -206,6 +206,15 @@ std::string set_bool(bool& out, std::string_view text) {
   return {};
 }
 
+// A ratio written as a whole percentage in [min_percent, max_percent].
+std::string set_percent(double& ratio, std::string_view text, int32_t min_percent,
+                        int32_t max_percent) {
+  int32_t percent = 0;
+  std::string error = set_number<int32_t>(percent, text, min_percent, max_percent, "a percentage");
+  if (error.empty()) ratio = percent / 100.0;
+  return error;
+}
+
 // Octal permission bits ("0640"); the owner keeps what the store needs (`owner_bits`).
 std::string set_mode(uint32_t& out, std::string_view text, uint32_t owner_bits) {
   uint32_t mode = 0;
@@ -313,25 +322,16 @@ const KeySetter kSetters[] = {
     {"deleteWhen", set_delete_when},
     {"diskMaxUsedSpaceRatio",
      [](BrokerConfig& c, std::string_view v) {
-       int32_t percent = 0;
-       std::string error = set_number<int32_t>(percent, v, 10, 95, "a percentage");
-       if (error.empty()) c.store.disk_max_used_space_ratio = percent / 100.0;
-       return error;
+       return set_percent(c.store.disk_max_used_space_ratio, v, 10, 95);
      }},
     // RocketMQ 5's MessageStoreConfig keys (4.x read them as system properties), in percent.
     {"diskSpaceWarningLevelRatio",
      [](BrokerConfig& c, std::string_view v) {
-       int32_t percent = 0;
-       std::string error = set_number<int32_t>(percent, v, 10, 100, "a percentage");
-       if (error.empty()) c.store.disk_space_warning_ratio = percent / 100.0;
-       return error;
+       return set_percent(c.store.disk_space_warning_ratio, v, 10, 100);
      }},
     {"diskSpaceCleanForciblyRatio",
      [](BrokerConfig& c, std::string_view v) {
-       int32_t percent = 0;
-       std::string error = set_number<int32_t>(percent, v, 10, 100, "a percentage");
-       if (error.empty()) c.store.disk_force_clean_ratio = percent / 100.0;
-       return error;
+       return set_percent(c.store.disk_force_clean_ratio, v, 10, 100);
      }},
     {"cleanFileForciblyEnable",
      [](BrokerConfig& c, std::string_view v) {

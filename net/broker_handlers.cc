@@ -67,44 +67,40 @@ int32_t pull_code(PullStatus status) {
   return rc::kSystemError;
 }
 
-// The answer for a store request that was not carried out.
-int32_t error_code(io::Code code) {
-  switch (code) {
-    case io::Code::invalid_argument:
-    case io::Code::too_large:
-      return rc::kMessageIllegal;
-    case io::Code::busy:
-      return rc::kSystemBusy;
-    case io::Code::no_space:
-    case io::Code::shut_down:
-    case io::Code::fail_stopped:
-      return rc::kServiceNotAvailable;
-    default:
-      return rc::kSystemError;
+// How a store request that was not carried out is answered, by the store's Code: the response
+// code and the remark. A Code not listed: SYSTEM_ERROR, "store error".
+struct StoreErrorAnswer {
+  io::Code code;
+  int32_t response_code;
+  const char* remark;
+};
+constexpr StoreErrorAnswer kStoreErrorAnswers[] = {
+    {io::Code::invalid_argument, rc::kMessageIllegal, "invalid message"},
+    {io::Code::too_large, rc::kMessageIllegal, "message too large (maxMessageSize)"},
+    {io::Code::busy, rc::kSystemBusy, "the store is busy, try again"},
+    {io::Code::no_space, rc::kServiceNotAvailable, "the disk is full: the message was not stored"},
+    {io::Code::fail_stopped, rc::kServiceNotAvailable,
+     "the store stopped after a disk error: the message may or may not be stored"},
+    {io::Code::shut_down, rc::kServiceNotAvailable, "the broker is stopping"},
+    {io::Code::not_found, rc::kSystemError, "not found"},
+    {io::Code::corruption, rc::kSystemError,
+     "a stored message this needs is damaged (failed its CRC check; see the broker log)"},
+};
+
+const StoreErrorAnswer& store_error_answer(io::Code code) {
+  static constexpr StoreErrorAnswer kOther{io::Code::io_error, rc::kSystemError, "store error"};
+  for (const StoreErrorAnswer& answer : kStoreErrorAnswers) {
+    if (answer.code == code) return answer;
   }
+  return kOther;
+}
+
+int32_t error_code(io::Code code) {
+  return store_error_answer(code).response_code;
 }
 
 std::string code_text(io::Code code) {
-  switch (code) {
-    case io::Code::invalid_argument:
-      return "invalid message";
-    case io::Code::too_large:
-      return "message too large (maxMessageSize)";
-    case io::Code::busy:
-      return "the store is busy, try again";
-    case io::Code::no_space:
-      return "the disk is full: the message was not stored";
-    case io::Code::fail_stopped:
-      return "the store stopped after a disk error: the message may or may not be stored";
-    case io::Code::shut_down:
-      return "the broker is stopping";
-    case io::Code::not_found:
-      return "not found";
-    case io::Code::corruption:
-      return "a stored message this needs is damaged (failed its CRC check; see the broker log)";
-    default:
-      return "store error";
-  }
+  return store_error_answer(code).remark;
 }
 
 // A client may name uringmq's internal properties only to cancel timers (__UMQ_CANCEL_KEY);
@@ -158,6 +154,18 @@ struct SendHeader {
   int32_t max_reconsume_times = 16;
   std::string_view properties;
 };
+
+// The fields of a message a send request's header gives (a single message, or the batch's
+// fields copied into each of its messages). Only the compression and transaction bits of
+// sys_flag are the client's to set; the host-family bits describe the stored record and are the
+// store's.
+void set_header_fields(Message& message, const SendHeader& header, int64_t now_ms,
+                       const engine::HostAddress& peer) {
+  message.sys_flag = header.sys_flag & ~(engine::kSysFlagBornHostV6 | engine::kSysFlagStoreHostV6);
+  message.born_timestamp_ms = header.born_timestamp_ms.value_or(now_ms);
+  message.born_host = peer;
+  message.reconsume_times = header.reconsume_times;
+}
 
 std::optional<Refusal> read_send_header(const RemotingCommand& request, SendHeader* out) {
   // The header fields Java requires (@CFNotNull on SendMessageRequestHeader).
@@ -279,6 +287,7 @@ void BrokerReactor::free_op(uint32_t index) {
     std::vector<StoreOffset>().swap(op.batch_offsets);
   }
   op.copy.reset();
+  op.admin.reset();
   op.sql_filter.reset();
   op_pool_.release(index);
 }
@@ -432,6 +441,7 @@ void BrokerReactor::handle(uint32_t conn, RemotingCommand& request,
     case req::kEndTransaction:
       return handle_end_transaction(conn, request);
     default:
+      if (handle_admin(conn, request, body)) return;
       return reply_code(conn, request, rc::kRequestCodeNotSupported,
                         "request type " + std::to_string(request.code) + " not supported");
   }
@@ -599,29 +609,32 @@ void BrokerReactor::handle_send(uint32_t conn, RemotingCommand& request,
   if (auto refused = pick_write_queue(topic, &queue_id)) {
     return reply_code(conn, request, refused->first, std::move(refused->second));
   }
+  uint32_t index = new_send_op(conn, request, std::move(topic), queue_id, body);
+  BrokerOp& op = *ops_[index];
+  op.properties = std::move(properties);
+  op.message.body = op.data;
+  op.message.properties = op.properties;
+  op.message.flag = header.flag;
+  set_header_fields(op.message, header, clock_->now_ms(), conns_[conn].peer);
+  submit(index, [&](uint64_t tag) { return session_->send_async(op.message, tag); });
+}
+
+// A send op (single or batch) holding a copy of the body, its topic and queue in op.message.
+uint32_t BrokerReactor::new_send_op(uint32_t conn, const RemotingCommand& request,
+                                    std::string topic, int64_t queue_id,
+                                    std::span<const std::byte> body) {
   uint32_t index = new_op(BrokerOp::Kind::send, conn, request);
   BrokerOp& op = *ops_[index];
   sends_in_flight_++;
   op.deadline_ms = clock_->now_ms() + config_.sync_flush_timeout_ms;
   op.topic = std::move(topic);
-  op.properties = std::move(properties);
+  op.queue_id = static_cast<int32_t>(queue_id);
   op.data.assign(body.begin(), body.end());
   set_reserved(index, body.size());
-  op.queue_id = static_cast<int32_t>(queue_id);
   op.message = Message{};
   op.message.topic = op.topic;
   op.message.queue_id = op.queue_id;
-  op.message.body = op.data;
-  op.message.properties = op.properties;
-  op.message.flag = header.flag;
-  // Only the compression and transaction bits are the client's to set; the host-family bits
-  // describe the stored record and are the store's.
-  op.message.sys_flag =
-      header.sys_flag & ~(engine::kSysFlagBornHostV6 | engine::kSysFlagStoreHostV6);
-  op.message.born_timestamp_ms = header.born_timestamp_ms.value_or(clock_->now_ms());
-  op.message.born_host = conns_[conn].peer;
-  op.message.reconsume_times = header.reconsume_times;
-  submit(index, [&](uint64_t tag) { return session_->send_async(op.message, tag); });
+  return index;
 }
 
 // ---- SEND_BATCH_MESSAGE: one queue, consecutive offsets, one reply (SendMessageProcessor
@@ -655,22 +668,10 @@ void BrokerReactor::handle_send_batch(uint32_t conn, RemotingCommand& request,
   if (auto refused = pick_write_queue(header.topic, &queue_id)) {
     return reply_code(conn, request, refused->first, std::move(refused->second));
   }
-  uint32_t index = new_op(BrokerOp::Kind::send, conn, request);
+  uint32_t index = new_send_op(conn, request, std::move(header.topic), queue_id, body);
   BrokerOp& op = *ops_[index];
-  sends_in_flight_++;
-  op.deadline_ms = clock_->now_ms() + config_.sync_flush_timeout_ms;
-  op.topic = std::move(header.topic);
-  op.queue_id = static_cast<int32_t>(queue_id);
-  op.data.assign(body.begin(), body.end());
-  set_reserved(index, body.size());
-  op.message = Message{};  // the batch's fields, copied into each message
-  op.message.topic = op.topic;
-  op.message.queue_id = op.queue_id;
-  op.message.sys_flag =
-      header.sys_flag & ~(engine::kSysFlagBornHostV6 | engine::kSysFlagStoreHostV6);
-  op.message.born_timestamp_ms = header.born_timestamp_ms.value_or(clock_->now_ms());
-  op.message.born_host = conns_[conn].peer;
-  op.message.reconsume_times = header.reconsume_times;
+  // The batch's fields, copied into each message.
+  set_header_fields(op.message, header, clock_->now_ms(), conns_[conn].peer);
   if (auto refused = build_batch(index, batch_properties)) {
     reply_code(conn, request, refused->first, std::move(refused->second));
     return free_op(index);
@@ -913,6 +914,7 @@ void BrokerReactor::complete_pull(BrokerOp& op, const Completion& c) {
   response.set_ext("maxOffset", std::to_string(c.max_offset.value));
   std::span<std::byte> records(op.data.data(),
                                c.pull_status == PullStatus::found ? c.size_bytes : 0);
+  if (c.pull_status == PullStatus::found) messages_pulled_ += c.message_count;
   reply(op.conn, response, records.first(client_records(op.shard, records)));
 }
 
@@ -1047,6 +1049,7 @@ void BrokerReactor::handle_offset_update(uint32_t conn, RemotingCommand& request
   }
   // ali-ons commits -1 for a queue it has not consumed from; a negative offset is ignored.
   if (*offset < 0) return reply_code(conn, request, rc::kSuccess, {});
+  clients_.note_commit(*group, *topic);
   uint32_t index = new_op(BrokerOp::Kind::commit, conn, request);
   BrokerOp& op = *ops_[index];
   op.topic = *topic;
@@ -1084,6 +1087,7 @@ void BrokerReactor::handle_heartbeat(uint32_t conn, const RemotingCommand& reque
       note_sql_subscriptions(group->text(), consumer, now);
     }
   }
+  note_heartbeat_clients(conn, request, *json);
   note_producers(conn, client->text(), *json, now);
   reply_code(conn, request, rc::kSuccess, {});
 }
@@ -1092,6 +1096,7 @@ void BrokerReactor::handle_unregister(uint32_t conn, const RemotingCommand& requ
   const std::string* client = request.ext("clientID");
   const std::string* group = request.ext("consumerGroup");
   if (client != nullptr && group != nullptr) leave_group(*group, *client);
+  if (client != nullptr) clients_.unregister(group, request.ext("producerGroup"), *client);
   const std::string* producer_group = request.ext("producerGroup");
   if (client != nullptr && producer_group != nullptr) forget_producer(*producer_group, *client);
   reply_code(conn, request, rc::kSuccess, {});
@@ -1139,7 +1144,11 @@ void BrokerReactor::handle_send_back(uint32_t conn, RemotingCommand& request) {
   op.group = *group;
   op.store_offset = store_offset_of_wire(WireOffset{static_cast<uint64_t>(*offset)});
   op.delay_level = delay_level.value_or(0);
-  op.max_reconsume_times = max_reconsume.value_or(16);
+  // The request's maxReconsumeTimes wins (Java, for clients since 3.4.9); without it, the
+  // group's retryMaxTimes (updateSubGroup -r), 16 by default.
+  const SubscriptionGroupConfig* group_config = subscription_groups_->find(*group);
+  op.max_reconsume_times =
+      max_reconsume.value_or(group_config != nullptr ? group_config->retry_max_times : 16);
   // Room for the record and its copy, until the record's size is known.
   set_reserved(index, 2 * (config_.store.log.limits.max_body_bytes + (1u << 20)));
   op.data.resize(4);
@@ -1234,6 +1243,7 @@ void BrokerReactor::handle_runtime_info(uint32_t conn, const RemotingCommand& re
   add("transactionChecksSent", std::to_string(txn_checks_sent_));
   add("transactionChecksNoProducer", std::to_string(txn_checks_no_producer_));
   add("scrubsFinished", std::to_string(stats.scrubs_finished));
+  add_java_runtime_figures(stats, add);
   for (const DelayLevelStats& level : store_.delay_level_stats()) {
     const std::string key = "delayLevel." + std::to_string(level.level) + ".";
     add(key + "pending", std::to_string(level.pending));
@@ -1285,6 +1295,9 @@ void BrokerReactor::on_store_completion(const Completion& c) {
     case BrokerOp::Kind::earliest_min:
     case BrokerOp::Kind::earliest_record:
       if (!complete_earliest(index, c)) return;
+      break;
+    case BrokerOp::Kind::admin:
+      if (!complete_admin(index, c)) return;
       break;
     case BrokerOp::Kind::release:
       // One completion per shard.

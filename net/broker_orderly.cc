@@ -74,6 +74,19 @@ std::optional<std::string> read_lock_request(std::span<const std::byte> body,
   return std::nullopt;
 }
 
+// The body of a LOCK_BATCH_MQ or UNLOCK_BATCH_MQ request into *out; else the remark naming the
+// request, the body it expects and what is wrong.
+std::optional<std::string> read_lock_body(const RemotingCommand& request,
+                                          std::span<const std::byte> body, const JsonLimits& limits,
+                                          LockRequest* out) {
+  std::optional<std::string> error = read_lock_request(body, limits, out);
+  if (!error) return std::nullopt;
+  return (request.code == req::kLockBatchMq
+              ? "LOCK_BATCH_MQ body is not a LockBatchRequestBody: "
+              : "UNLOCK_BATCH_MQ body is not an UnlockBatchRequestBody: ") +
+         *error;
+}
+
 void append_queue(std::string* body, const LockedQueue& queue) {
   *body += "{\"brokerName\":";
   append_json_string(body, queue.broker_name);
@@ -89,9 +102,8 @@ void append_queue(std::string* body, const LockedQueue& queue) {
 void BrokerReactor::handle_lock_batch(uint32_t conn, const RemotingCommand& request,
                                       std::span<const std::byte> body) {
   LockRequest lock;
-  if (auto error = read_lock_request(body, limits_.json, &lock)) {
-    return reply_code(conn, request, rc::kSystemError,
-                      "LOCK_BATCH_MQ body is not a LockBatchRequestBody: " + *error);
+  if (auto error = read_lock_body(request, body, limits_.json, &lock)) {
+    return reply_code(conn, request, rc::kSystemError, *error);
   }
   std::vector<size_t> locked;
   io::Status s = locks_.lock_batch(lock.group, lock.queues, lock.client, mono_ms_, &locked);
@@ -102,12 +114,10 @@ void BrokerReactor::handle_lock_batch(uint32_t conn, const RemotingCommand& requ
     return reply_code(conn, request, rc::kSystemBusy, s.message());
   }
   lock_table_full_logged_ = false;
-  std::string answer = "{\"lockOKMQSet\":[";
-  for (size_t i = 0; i < locked.size(); i++) {
-    if (i > 0) answer += ',';
-    append_queue(&answer, lock.queues[locked[i]]);
-  }
-  answer += "]}";
+  std::string answer = "{\"lockOKMQSet\":";
+  append_json_list(&answer, '[', ']', locked,
+                   [&](std::string* out, size_t i) { append_queue(out, lock.queues[i]); });
+  answer += '}';
   if (request.is_oneway()) return;
   reply(conn, make_response(request, rc::kSuccess), std::as_bytes(std::span(answer)));
 }
@@ -115,9 +125,8 @@ void BrokerReactor::handle_lock_batch(uint32_t conn, const RemotingCommand& requ
 void BrokerReactor::handle_unlock_batch(uint32_t conn, const RemotingCommand& request,
                                         std::span<const std::byte> body) {
   LockRequest unlock;
-  if (auto error = read_lock_request(body, limits_.json, &unlock)) {
-    return reply_code(conn, request, rc::kSystemError,
-                      "UNLOCK_BATCH_MQ body is not an UnlockBatchRequestBody: " + *error);
+  if (auto error = read_lock_body(request, body, limits_.json, &unlock)) {
+    return reply_code(conn, request, rc::kSystemError, *error);
   }
   // A member refused one of these queues waits for it: it rebalances (and locks) now rather
   // than at its next periodic rebalance.
@@ -156,6 +165,7 @@ void BrokerReactor::members_gone(const std::vector<std::string>& groups) {
 void BrokerReactor::sweep_members_and_locks(int64_t now_ms) {
   std::vector<std::string> changed;
   groups_.expire(now_ms, config_.client_expire_ms, &changed);
+  clients_.expire(now_ms, config_.client_expire_ms);
   if (mono_ms_ >= next_lock_reclaim_ms_) {
     next_lock_reclaim_ms_ = mono_ms_ + kLockReclaimIntervalMs;
     locks_.reclaim_expired(mono_ms_, &changed);

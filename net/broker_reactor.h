@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -22,12 +23,15 @@
 #include "io/clock.h"
 #include "io/net_ring.h"
 #include "io/waker.h"
+#include "net/broker_admin.h"
 #include "net/broker_config.h"
+#include "net/client_table.h"
 #include "net/consumer_groups.h"
 #include "net/json.h"
 #include "net/lock_table.h"
 #include "net/message_batch.h"
 #include "net/remoting.h"
+#include "net/subscription_groups.h"
 #include "net/topic_table.h"
 #include "net/wire_offset.h"
 #include "sched/slot_pool.h"
@@ -115,6 +119,7 @@ struct BrokerOp {
     send_back_record,
     send_back_store,
     release,
+    admin,            // an admin request's store queries, one at a time (net/broker_admin.cc)
     query_message,    // QUERY_MESSAGE: one request per shard (net/broker_query.cc)
     view_message,     // VIEW_MESSAGE_BY_ID
     earliest_min,     // GET_EARLIEST_MSG_STORETIME: the queue's min offset, then
@@ -154,6 +159,7 @@ struct BrokerOp {
   std::vector<std::pair<uint32_t, uint32_t>> parts;
   int64_t index_timestamp_ms = 0;
   uint64_t index_wire_offset = 0;
+  std::unique_ptr<AdminQuery> admin;  // Kind::admin: the queues asked about and their answers
   // Transactional messages: how the half ends, the check it belongs to, the due halves.
   TransactionEnd txn_end = TransactionEnd::commit;
   TransactionCheck check;
@@ -250,6 +256,8 @@ class BrokerReactor {
   std::optional<std::pair<int32_t, std::string>> pick_write_queue(const std::string& topic,
                                                                   int64_t* queue_id);
   void handle_send(uint32_t conn, RemotingCommand& request, std::span<const std::byte> body);
+  uint32_t new_send_op(uint32_t conn, const RemotingCommand& request, std::string topic,
+                       int64_t queue_id, std::span<const std::byte> body);
   void handle_send_batch(uint32_t conn, RemotingCommand& request, std::span<const std::byte> body);
   // Decodes the batch op `index` holds (its data) into op.batch; a refusal names the cause.
   std::optional<std::pair<int32_t, std::string>> build_batch(uint32_t index,
@@ -279,6 +287,41 @@ class BrokerReactor {
   void notify_group_later(std::string_view group);
   void send_notices();
   void handle_runtime_info(uint32_t conn, const RemotingCommand& request);
+  // ---- admin requests: mqadmin's and the dashboard's (broker_admin*.cc) ----
+  // True when `code` is an admin request it answered.
+  bool handle_admin(uint32_t conn, RemotingCommand& request, std::span<const std::byte> body);
+  void handle_topic_list(uint32_t conn, const RemotingCommand& request);
+  void handle_consumed_by(uint32_t conn, const RemotingCommand& request);
+  void handle_topic_stats(uint32_t conn, const RemotingCommand& request);
+  void handle_consume_stats(uint32_t conn, const RemotingCommand& request);
+  void handle_consumer_connections(uint32_t conn, const RemotingCommand& request);
+  void handle_producer_connections(uint32_t conn, const RemotingCommand& request);
+  void handle_reset_offset(uint32_t conn, const RemotingCommand& request);
+  void handle_put_subscription_group(uint32_t conn, const RemotingCommand& request,
+                                     std::span<const std::byte> body);
+  void handle_all_subscription_groups(uint32_t conn, const RemotingCommand& request);
+  void handle_delete_subscription_group(uint32_t conn, const RemotingCommand& request);
+  void handle_get_broker_config(uint32_t conn, const RemotingCommand& request);
+  void handle_update_broker_config(uint32_t conn, const RemotingCommand& request,
+                                   std::span<const std::byte> body);
+  // What a heartbeat says about its client (ClientTable).
+  void note_heartbeat_clients(uint32_t conn, const RemotingCommand& request,
+                              const JsonValue& heartbeat);
+  // Loads the subscription groups and applies the run-time overlay (at start).
+  io::Status open_admin_state(io::Disk& disk);
+  void start_admin(uint32_t conn, const RemotingCommand& request,
+                   std::unique_ptr<AdminQuery> query);
+  io::Status post_admin_step(uint32_t index);
+  // False while the chain goes on (the op stays).
+  bool complete_admin(uint32_t index, const Completion& c);
+  void finish_admin(BrokerOp& op);
+  void send_reset_to_clients(const AdminQuery& query, const std::string& body);
+  // The figures Java's GET_BROKER_RUNTIME_INFO has that mqadmin clusterList and brokerStatus
+  // and the dashboard read (putTps, getTransferedTps, msgPutTotalTodayNow, commitLogDiskRatio,
+  // ...), each passed to `add` (key, value).
+  void add_java_runtime_figures(
+      const StoreStats& stats,
+      const std::function<void(std::string_view, const std::string&)>& add);
   // ---- SQL92 filters (broker_filters.cc) ----
   void handle_check_client_config(uint32_t conn, const RemotingCommand& request,
                                   std::span<const std::byte> body);
@@ -338,7 +381,7 @@ class BrokerReactor {
   void submit(uint32_t index, Post&& post);
   bool op_connection_alive(const BrokerOp& op) const;
 
-  const BrokerConfig& config_;
+  BrokerConfig config_;  // a copy: UPDATE_BROKER_CONFIG changes the run-time keys
   Store& store_;
   io::SystemClock system_clock_;
   io::Clock* clock_;  // the store's clock (StoreOptions::clock), else the system clock
@@ -386,6 +429,18 @@ class BrokerReactor {
   std::vector<uint32_t> batch_props_at_;   // scratch: each message's properties in the arena
   // (consumer group, topic) -> its SQL92 subscription; at most kMaxSqlSubscriptions.
   std::map<std::pair<std::string, std::string>, SqlSubscription> sql_subscriptions_;
+  ClientTable clients_;  // what heartbeats say about clients (admin listings)
+  std::unique_ptr<SubscriptionGroups> subscription_groups_;
+  // Run-time changes to the configuration (UPDATE_BROKER_CONFIG), as persisted: key -> value.
+  std::map<std::string, std::string, std::less<>> config_overlay_;
+  uint64_t messages_pulled_ = 0;  // messages answered to pulls (getTransferedTps)
+  // putTps / getTransferedTps: the counters at the previous GET_BROKER_RUNTIME_INFO (at least
+  // 1 s before) and the rates over the interval since the one before.
+  int64_t tps_sample_ms_ = 0;
+  uint64_t tps_sample_put_ = 0;
+  uint64_t tps_sample_got_ = 0;
+  double put_tps_ = 0;
+  double got_tps_ = 0;
   // group -> its producer connections (at most kMaxProducerGroups groups, kMaxProducersPerGroup
   // each); the check service's state.
   std::map<std::string, std::vector<ProducerConnection>, std::less<>> producers_;

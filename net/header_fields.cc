@@ -47,20 +47,22 @@ std::optional<int64_t> parse_java_long(std::string_view text) {
   return parse_java_integer<int64_t>(text);
 }
 
-std::optional<int32_t> HeaderFields::int32(std::string_view key, std::string_view name) {
+template <typename T>
+std::optional<T> HeaderFields::integer(std::string_view key, std::string_view name,
+                                       const char* type) {
   const std::string* text = command_.ext(key);
   if (text == nullptr) return std::nullopt;
-  std::optional<int32_t> value = parse_java_int(*text);
-  if (!value) note(name.empty() ? key : name, *text, "an int (32-bit signed decimal)");
+  std::optional<T> value = parse_java_integer<T>(*text);
+  if (!value) note(name.empty() ? key : name, *text, type);
   return value;
 }
 
+std::optional<int32_t> HeaderFields::int32(std::string_view key, std::string_view name) {
+  return integer<int32_t>(key, name, "an int (32-bit signed decimal)");
+}
+
 std::optional<int64_t> HeaderFields::int64(std::string_view key, std::string_view name) {
-  const std::string* text = command_.ext(key);
-  if (text == nullptr) return std::nullopt;
-  std::optional<int64_t> value = parse_java_long(*text);
-  if (!value) note(name.empty() ? key : name, *text, "a long (64-bit signed decimal)");
-  return value;
+  return integer<int64_t>(key, name, "a long (64-bit signed decimal)");
 }
 
 void HeaderFields::note(std::string_view name, const std::string& text, const char* type) {

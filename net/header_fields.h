@@ -34,6 +34,9 @@ class HeaderFields {
   const std::string& error() const { return error_; }
 
  private:
+  // The field as a T (int32_t or int64_t; `type` names it in the remark).
+  template <typename T>
+  std::optional<T> integer(std::string_view key, std::string_view name, const char* type);
   void note(std::string_view name, const std::string& text, const char* type);
   const RemotingCommand& command_;
   std::string error_;

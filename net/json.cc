@@ -15,8 +15,9 @@ bool is_digit(char c) {
   return c >= '0' && c <= '9';
 }
 
-// Length of the JSON number literal at the start of `s` (RFC 8259 grammar), 0 if none.
-size_t scan_number(std::string_view s) {
+}  // namespace
+
+size_t scan_json_number(std::string_view s) {
   size_t i = 0;
   if (i < s.size() && s[i] == '-') i++;
   if (i >= s.size()) return 0;
@@ -41,13 +42,6 @@ size_t scan_number(std::string_view s) {
   return i;
 }
 
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
 void append_utf8(std::string* out, uint32_t cp) {
   UMQ_ASSERT(cp <= 0x10FFFF);
   if (cp < 0x80) {
@@ -66,6 +60,8 @@ void append_utf8(std::string* out, uint32_t cp) {
     out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
   }
 }
+
+namespace {
 
 constexpr uint32_t kReplacementChar = 0xFFFD;
 
@@ -107,9 +103,11 @@ class Parser {
     if (++nodes_ > limits_.max_nodes) return fail("more values than the node limit");
     return true;
   }
-  bool literal(std::string_view word) {
+  // The literal `word` at pos_ (true, false, null) as `value`.
+  bool literal(std::string_view word, JsonValue value, JsonValue* out) {
     if (text_.substr(pos_, word.size()) != word) return fail("invalid literal");
     pos_ += word.size();
+    *out = std::move(value);
     return true;
   }
 
@@ -128,19 +126,13 @@ class Parser {
         return true;
       }
       case 't':
-        if (!literal("true")) return false;
-        *out = JsonValue::make_bool(true);
-        return true;
+        return literal("true", JsonValue::make_bool(true), out);
       case 'f':
-        if (!literal("false")) return false;
-        *out = JsonValue::make_bool(false);
-        return true;
+        return literal("false", JsonValue::make_bool(false), out);
       case 'n':
-        if (!literal("null")) return false;
-        *out = JsonValue();
-        return true;
+        return literal("null", JsonValue(), out);
       default: {
-        size_t n = scan_number(text_.substr(pos_));
+        size_t n = scan_json_number(text_.substr(pos_));
         if (n == 0) return fail("invalid value");
         *out = JsonValue::make_number(std::string(text_.substr(pos_, n)));
         pos_ += n;
@@ -149,61 +141,61 @@ class Parser {
     }
   }
 
-  bool parse_array(JsonValue* out, uint32_t depth) {
+  // What arrays and objects share: the depth check, the opening character at pos_, `empty` as
+  // *out, then elements (parse_element, whitespace around each) separated by ',' up to `close`.
+  template <typename ParseElement>
+  bool parse_container(JsonValue* out, uint32_t depth, JsonValue empty, char close,
+                       const char* unended, const char* expected, ParseElement parse_element) {
     if (depth > limits_.max_depth) return fail("nesting deeper than the depth limit");
-    pos_++;  // '['
-    *out = JsonValue::make_array();
+    pos_++;  // '[' or '{'
+    *out = std::move(empty);
     skip_ws();
-    if (!at_end() && peek() == ']') {
+    if (!at_end() && peek() == close) {
       pos_++;
       return true;
     }
     while (true) {
-      JsonValue item;
       skip_ws();
-      if (!parse_value(&item, depth)) return false;
-      out->push_back(std::move(item));
+      if (!parse_element()) return false;
       skip_ws();
-      if (at_end()) return fail("unexpected end of input in an array");
+      if (at_end()) return fail(unended);
       char c = text_[pos_++];
-      if (c == ']') return true;
+      if (c == close) return true;
       if (c != ',') {
         pos_--;
-        return fail("',' or ']' expected");
+        return fail(expected);
       }
     }
   }
 
-  bool parse_object(JsonValue* out, uint32_t depth) {
-    if (depth > limits_.max_depth) return fail("nesting deeper than the depth limit");
-    pos_++;  // '{'
-    *out = JsonValue::make_object();
+  bool parse_array(JsonValue* out, uint32_t depth) {
+    return parse_container(out, depth, JsonValue::make_array(), ']',
+                           "unexpected end of input in an array", "',' or ']' expected", [&] {
+                             JsonValue item;
+                             if (!parse_value(&item, depth)) return false;
+                             out->push_back(std::move(item));
+                             return true;
+                           });
+  }
+
+  bool parse_member(JsonValue* out, uint32_t depth) {
+    if (at_end() || peek() != '"') return fail("a member name string was expected");
+    std::string key;
+    if (!parse_string(&key)) return false;
     skip_ws();
-    if (!at_end() && peek() == '}') {
-      pos_++;
-      return true;
-    }
-    while (true) {
-      skip_ws();
-      if (at_end() || peek() != '"') return fail("a member name string was expected");
-      std::string key;
-      if (!parse_string(&key)) return false;
-      skip_ws();
-      if (at_end() || peek() != ':') return fail("':' expected");
-      pos_++;
-      skip_ws();
-      JsonValue value;
-      if (!parse_value(&value, depth)) return false;
-      out->add_member(std::move(key), std::move(value));
-      skip_ws();
-      if (at_end()) return fail("unexpected end of input in an object");
-      char c = text_[pos_++];
-      if (c == '}') return true;
-      if (c != ',') {
-        pos_--;
-        return fail("',' or '}' expected");
-      }
-    }
+    if (at_end() || peek() != ':') return fail("':' expected");
+    pos_++;
+    skip_ws();
+    JsonValue value;
+    if (!parse_value(&value, depth)) return false;
+    out->add_member(std::move(key), std::move(value));
+    return true;
+  }
+
+  bool parse_object(JsonValue* out, uint32_t depth) {
+    return parse_container(out, depth, JsonValue::make_object(), '}',
+                           "unexpected end of input in an object", "',' or '}' expected",
+                           [&] { return parse_member(out, depth); });
   }
 
   // Four hex digits at pos_ -> *unit; pos_ advances past them.
@@ -211,7 +203,7 @@ class Parser {
     if (text_.size() - pos_ < 4) return fail("truncated \\u escape");
     uint32_t v = 0;
     for (int i = 0; i < 4; i++) {
-      int h = hex_value(text_[pos_ + i]);
+      int h = json_hex_value(text_[pos_ + i]);
       if (h < 0) return fail("invalid hex digit in a \\u escape");
       v = (v << 4) | static_cast<uint32_t>(h);
     }
@@ -253,37 +245,14 @@ class Parser {
   bool parse_escape(std::string* out) {
     if (at_end()) return fail("unterminated string");
     char c = text_[pos_++];
-    switch (c) {
-      case '"':
-        out->push_back('"');
-        return true;
-      case '\\':
-        out->push_back('\\');
-        return true;
-      case '/':
-        out->push_back('/');
-        return true;
-      case 'b':
-        out->push_back('\b');
-        return true;
-      case 'f':
-        out->push_back('\f');
-        return true;
-      case 'n':
-        out->push_back('\n');
-        return true;
-      case 'r':
-        out->push_back('\r');
-        return true;
-      case 't':
-        out->push_back('\t');
-        return true;
-      case 'u':
-        return parse_unicode_escape(out);
-      default:
-        pos_--;
-        return fail("invalid escape character");
+    if (c == 'u') return parse_unicode_escape(out);
+    const std::optional<char> meaning = json_escape_meaning(c);
+    if (!meaning) {
+      pos_--;
+      return fail("invalid escape character");
     }
+    out->push_back(*meaning);
+    return true;
   }
 
   bool parse_string(std::string* out) {
@@ -324,7 +293,7 @@ JsonValue JsonValue::make_bool(bool value) {
 }
 
 JsonValue JsonValue::make_number(std::string text) {
-  UMQ_ASSERT_MSG(!text.empty() && scan_number(text) == text.size(), "not a JSON number");
+  UMQ_ASSERT_MSG(!text.empty() && scan_json_number(text) == text.size(), "not a JSON number");
   JsonValue v;
   v.kind_ = Kind::number;
   v.text_ = std::move(text);
@@ -443,30 +412,12 @@ void append_json(std::string* out, const JsonValue& value) {
     case JsonValue::Kind::string:
       append_json_string(out, value.text());
       return;
-    case JsonValue::Kind::array: {
-      out->push_back('[');
-      bool first = true;
-      for (const JsonValue& item : value.items()) {
-        if (!first) out->push_back(',');
-        first = false;
-        append_json(out, item);
-      }
-      out->push_back(']');
+    case JsonValue::Kind::array:
+      append_json_list(out, '[', ']', value.items(), append_json);
       return;
-    }
-    case JsonValue::Kind::object: {
-      out->push_back('{');
-      bool first = true;
-      for (const JsonValue::Member& m : value.members()) {
-        if (!first) out->push_back(',');
-        first = false;
-        append_json_string(out, m.first);
-        out->push_back(':');
-        append_json(out, m.second);
-      }
-      out->push_back('}');
+    case JsonValue::Kind::object:
+      append_json_members(out, value.members(), append_json);
       return;
-    }
   }
 }
 

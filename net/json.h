@@ -80,6 +80,33 @@ class JsonValue {
 
 io::Result<JsonValue> parse_json(std::string_view text, const JsonLimits& limits = {});
 
+// ---- Lexing pieces of the reader, shared with the remoting header's fast path ----
+
+// Length of the JSON number literal at the start of `s` (RFC 8259 grammar), 0 if none.
+size_t scan_json_number(std::string_view s);
+
+// The value of one hex digit; -1 for any other character.
+inline int json_hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// The character a one-character escape stands for (e: the character after the backslash);
+// nullopt when it is not one (\u, which takes four hex digits, included).
+inline std::optional<char> json_escape_meaning(char e) {
+  static constexpr std::string_view kEscaped = "\"\\/bfnrt";
+  static constexpr std::string_view kMeaning = "\"\\/\b\f\n\r\t";
+  static_assert(kEscaped.size() == kMeaning.size());
+  const size_t i = kEscaped.find(e);
+  if (i == std::string_view::npos) return std::nullopt;
+  return kMeaning[i];
+}
+
+// Appends the code point cp (<= 0x10FFFF, asserted) as UTF-8.
+void append_utf8(std::string* out, uint32_t cp);
+
 // Appends `utf8` as a JSON string literal: quotes, \" and \\ escaped, control characters (< 0x20)
 // as \u00XX (so \x01 and \x02 in property strings stay escaped, as JavaScript writes them),
 // every other byte as is.
@@ -87,5 +114,31 @@ void append_json_string(std::string* out, std::string_view utf8);
 
 // Appends `value` as compact JSON (no whitespace), members in their stored order.
 void append_json(std::string* out, const JsonValue& value);
+
+// Appends `open`, each element of `range` by append_element(out, element) with ',' between
+// them, then `close`: the frame of every JSON array and object this writer produces.
+template <typename Range, typename AppendElement>
+void append_json_list(std::string* out, char open, char close, const Range& range,
+                      AppendElement append_element) {
+  out->push_back(open);
+  bool first = true;
+  for (const auto& element : range) {
+    if (!first) out->push_back(',');
+    first = false;
+    append_element(out, element);
+  }
+  out->push_back(close);
+}
+
+// Appends a JSON object of `members` (pairs in order): each name as a JSON string, a ':', then
+// its value by append_value(out, value).
+template <typename Members, typename AppendValue>
+void append_json_members(std::string* out, const Members& members, AppendValue append_value) {
+  append_json_list(out, '{', '}', members, [&](std::string* o, const auto& member) {
+    append_json_string(o, member.first);
+    o->push_back(':');
+    append_value(o, member.second);
+  });
+}
 
 }  // namespace uringmq::net

@@ -231,86 +231,30 @@ class FastHeader {
       if (end_ - p_ < 2) return false;
       const char e = p_[1];
       p_ += 2;
-      switch (e) {
-        case '"':
-          out->push_back('"');
-          break;
-        case '\\':
-          out->push_back('\\');
-          break;
-        case '/':
-          out->push_back('/');
-          break;
-        case 'b':
-          out->push_back('\b');
-          break;
-        case 'f':
-          out->push_back('\f');
-          break;
-        case 'n':
-          out->push_back('\n');
-          break;
-        case 'r':
-          out->push_back('\r');
-          break;
-        case 't':
-          out->push_back('\t');
-          break;
-        case 'u': {
-          if (end_ - p_ < 4) return false;
-          uint32_t cp = 0;
-          for (int i = 0; i < 4; i++) {
-            const char h = p_[i];
-            const int v = h >= '0' && h <= '9'   ? h - '0'
-                          : h >= 'a' && h <= 'f' ? h - 'a' + 10
-                          : h >= 'A' && h <= 'F' ? h - 'A' + 10
-                                                 : -1;
-            if (v < 0) return false;
-            cp = cp * 16 + static_cast<uint32_t>(v);
-          }
-          p_ += 4;
-          if (cp >= 0xD800 && cp <= 0xDFFF) return false;
-          if (cp < 0x80) {
-            out->push_back(static_cast<char>(cp));
-          } else if (cp < 0x800) {
-            out->push_back(static_cast<char>(0xC0 | (cp >> 6)));
-            out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-          } else {
-            out->push_back(static_cast<char>(0xE0 | (cp >> 12)));
-            out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-            out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-          }
-          break;
-        }
-        default:
-          return false;
+      if (e != 'u') {
+        const std::optional<char> meaning = json_escape_meaning(e);
+        if (!meaning) return false;
+        out->push_back(*meaning);
+        continue;
       }
+      if (end_ - p_ < 4) return false;
+      uint32_t cp = 0;
+      for (int i = 0; i < 4; i++) {
+        const int v = json_hex_value(p_[i]);
+        if (v < 0) return false;
+        cp = cp * 16 + static_cast<uint32_t>(v);
+      }
+      p_ += 4;
+      if (cp >= 0xD800 && cp <= 0xDFFF) return false;
+      append_utf8(out, cp);
     }
   }
   // A JSON number, strictly by the grammar: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
   bool number(std::string* out) {
-    const char* start = p_;
-    if (p_ < end_ && *p_ == '-') p_++;
-    if (p_ == end_) return false;
-    if (*p_ == '0') {
-      p_++;
-    } else if (*p_ >= '1' && *p_ <= '9') {
-      while (p_ < end_ && *p_ >= '0' && *p_ <= '9') p_++;
-    } else {
-      return false;
-    }
-    if (p_ < end_ && *p_ == '.') {
-      p_++;
-      if (p_ == end_ || *p_ < '0' || *p_ > '9') return false;
-      while (p_ < end_ && *p_ >= '0' && *p_ <= '9') p_++;
-    }
-    if (p_ < end_ && (*p_ == 'e' || *p_ == 'E')) {
-      p_++;
-      if (p_ < end_ && (*p_ == '+' || *p_ == '-')) p_++;
-      if (p_ == end_ || *p_ < '0' || *p_ > '9') return false;
-      while (p_ < end_ && *p_ >= '0' && *p_ <= '9') p_++;
-    }
-    out->assign(start, static_cast<size_t>(p_ - start));
+    const size_t n = scan_json_number(std::string_view(p_, static_cast<size_t>(end_ - p_)));
+    if (n == 0) return false;
+    out->assign(p_, n);
+    p_ += n;
     return true;
   }
   bool literal(std::string_view word) {
@@ -588,16 +532,8 @@ void append_json_header(const RemotingCommand& cmd, std::string* out) {
     append_json_string(out, *cmd.remark);
   }
   if (!cmd.ext_fields.empty()) {
-    out->append(",\"extFields\":{");
-    bool first = true;
-    for (const auto& kv : cmd.ext_fields) {
-      if (!first) out->push_back(',');
-      first = false;
-      append_json_string(out, kv.first);
-      out->push_back(':');
-      append_json_string(out, kv.second);
-    }
-    out->push_back('}');
+    out->append(",\"extFields\":");
+    append_json_members(out, cmd.ext_fields, append_json_string);
   }
   out->append(",\"serializeTypeCurrentRPC\":\"JSON\"}");
 }

@@ -75,6 +75,20 @@ inline constexpr int32_t kDeleteTopicInNamesrv = 216;
 inline constexpr int32_t kGetKvConfigByValue = 217;
 inline constexpr int32_t kSendMessageV2 = 310;
 inline constexpr int32_t kSendBatchMessage = 320;
+// Admin requests (mqadmin, rocketmq-dashboard; net/broker_admin*.cc).
+inline constexpr int32_t kUpdateBrokerConfig = 25;
+inline constexpr int32_t kGetBrokerConfig = 26;
+inline constexpr int32_t kUpdateAndCreateSubscriptionGroup = 200;
+inline constexpr int32_t kGetAllSubscriptionGroupConfig = 201;
+inline constexpr int32_t kGetTopicStatsInfo = 202;
+inline constexpr int32_t kGetConsumerConnectionList = 203;
+inline constexpr int32_t kGetProducerConnectionList = 204;
+inline constexpr int32_t kGetAllTopicListFromNameserver = 206;
+inline constexpr int32_t kDeleteSubscriptionGroup = 207;
+inline constexpr int32_t kGetConsumeStats = 208;
+inline constexpr int32_t kResetConsumerClientOffset = 220;  // broker -> client
+inline constexpr int32_t kInvokeBrokerToResetOffset = 222;
+inline constexpr int32_t kQueryTopicConsumeByWho = 300;
 }  // namespace request_code
 
 namespace response_code {

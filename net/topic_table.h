@@ -62,6 +62,7 @@ class TopicTable {
   // Removes a topic, persisted before it returns ok; not_found when there is none.
   io::Status erase(io::Disk& disk, std::string_view name);
   size_t size() const { return table_.size(); }
+  const std::map<std::string, TopicConfig, std::less<>>& table() const { return table_; }
   // TopicConfigSerializeWrapper JSON (the file's contents).
   std::string to_json() const;
   std::string path() const;

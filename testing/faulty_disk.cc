@@ -3,25 +3,17 @@
 #include <algorithm>
 
 #include "io/assert.h"
+#include "io/enum_name.h"
 
 namespace uringmq::io {
 
+// FaultTarget's names, in the enum's order.
+constexpr std::array<const char*, kFaultTargetCount> kFaultTargetNames = {
+    "read", "write", "fdatasync", "fsync_file", "fsync_dir", "fallocate"};
+static_assert(static_cast<size_t>(FaultTarget::fallocate) + 1 == kFaultTargetCount);
+
 const char* fault_target_name(FaultTarget target) {
-  switch (target) {
-    case FaultTarget::read:
-      return "read";
-    case FaultTarget::write:
-      return "write";
-    case FaultTarget::fdatasync:
-      return "fdatasync";
-    case FaultTarget::fsync_file:
-      return "fsync_file";
-    case FaultTarget::fsync_dir:
-      return "fsync_dir";
-    case FaultTarget::fallocate:
-      return "fallocate";
-  }
-  return "?";
+  return enum_name(target, kFaultTargetNames);
 }
 
 void FaultyDisk::arm(const FaultRule& rule) {

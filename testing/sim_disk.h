@@ -110,23 +110,8 @@ class SimDisk final : public Disk {
   SimDisk& operator=(const SimDisk&) = delete;
 
   // ---- Disk ----
-  Result<FileHandle> open(std::string_view path, OpenMode mode,
-                          IoMode io_mode = IoMode::buffered) override;
-  void close(FileHandle file) override;
-  Result<uint64_t> size(FileHandle file) override;
-  Status truncate(FileHandle file, uint64_t size_bytes) override;
-  Status rename(std::string_view from, std::string_view to) override;
-  Status remove(std::string_view path) override;
-  Status make_dir(std::string_view path) override;
-  Result<std::vector<std::string>> list_dir(std::string_view path) override;
-  Result<bool> exists(std::string_view path) override;
-  Status lock(std::string_view path) override;
-  void unlock(std::string_view path) override;
-  Status submit(const IoRequest& request) override;
-  size_t poll(std::span<IoCompletion> out, Wait wait) override;
+  URINGMQ_DISK_OVERRIDES;
   size_t in_flight() const override { return queued_.size() + ready_.size(); }
-  Status register_buffers(std::span<const std::span<std::byte>> buffers) override;
-  void unregister_buffers() override;
 
   // ---- Fault injection ----
   // The (skip+1)-th request of `kind` submitted from now on completes with -errno_value. A write

@@ -47,4 +47,29 @@ inline uint64_t get_u64(const std::byte* p) {
   return (static_cast<uint64_t>(get_u32(p)) << 32) | get_u32(p + 4);
 }
 
+// put_u8 .. put_u64 and get_u8 .. get_u64 chosen by the width of T, for code that reads or
+// writes a field of any of the four widths.
+template <typename T>
+void put_be(std::byte* p, T v) {
+  static_assert(sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8);
+  if constexpr (sizeof(T) == 1) put_u8(p, v);
+  if constexpr (sizeof(T) == 2) put_u16(p, v);
+  if constexpr (sizeof(T) == 4) put_u32(p, v);
+  if constexpr (sizeof(T) == 8) put_u64(p, v);
+}
+
+template <typename T>
+T get_be(const std::byte* p) {
+  static_assert(sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8);
+  if constexpr (sizeof(T) == 1) {
+    return get_u8(p);
+  } else if constexpr (sizeof(T) == 2) {
+    return get_u16(p);
+  } else if constexpr (sizeof(T) == 4) {
+    return get_u32(p);
+  } else {
+    return get_u64(p);
+  }
+}
+
 }  // namespace uringmq::engine

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "engine/log/checkpoint.h"
+#include "engine/log/file_names.h"
 #include "engine/log/log_recovery.h"
 #include "sched/completion_tags.h"
 
@@ -32,6 +33,20 @@ constexpr OpClass class_of(uint64_t user_data) {
 }
 constexpr uint64_t index_of(uint64_t user_data) {
   return sched::index_of(user_data);
+}
+
+// A request on file for the one op of its class that is ever in flight (the allocator's, the
+// checkpoint's).
+io::IoRequest single_op_request(OpClass op, io::FileHandle file) {
+  io::IoRequest req;
+  req.file = file;
+  req.user_data = tag_of(op, 0);
+  return req;
+}
+
+// The status of a failed completion (result < 0 carries -errno).
+io::Status completion_error(int64_t result, const std::string& what) {
+  return io::Status::from_errno(static_cast<int>(-result), what);
 }
 
 constexpr uint32_t kWriteSlots = 64;
@@ -78,9 +93,7 @@ io::Status validate(const CommitLogOptions& o) {
 }  // namespace
 
 std::string CommitLog::segment_name(uint64_t base_offset) {
-  char name[32];
-  std::snprintf(name, sizeof(name), "%020llu", static_cast<unsigned long long>(base_offset));
-  return name;
+  return offset_file_name(base_offset);
 }
 
 CommitLog::CommitLog(io::Disk& disk, io::Clock& clock, const CommitLogOptions& options)
@@ -450,21 +463,27 @@ bool CommitLog::submit_range(WriteBuffer& buffer) {
   slot.segment_base = buffer.segment_base;
   slot.file = segment->file;
   slot.done = false;
-  io::IoRequest req;
-  req.kind = io::OpKind::write;
-  req.file = slot.file;
-  req.file_offset = slot.file_offset;
-  req.length_bytes = slot.length;
-  req.buffer = slot.data;
-  req.registered_buffer = buffer.index;
-  req.user_data = tag_of(OpClass::write, index);
-  if (!submit_op(req)) return false;
+  if (!submit_slot_write(index)) return false;
   slot_count_++;
   buffer.writes_in_flight++;
   buffer.submitted = buffer.fill;
   stats_.writes_submitted++;
   stats_.bytes_submitted += slot.length;
   return true;
+}
+
+// Submits what is left of write slot index's range.
+bool CommitLog::submit_slot_write(uint32_t index) {
+  const WriteSlot& slot = slots_[index];
+  io::IoRequest req;
+  req.kind = io::OpKind::write;
+  req.file = slot.file;
+  req.file_offset = slot.file_offset;
+  req.length_bytes = slot.length;
+  req.buffer = slot.data;
+  req.registered_buffer = buffers_[slot.buffer].index;
+  req.user_data = tag_of(OpClass::write, index);
+  return submit_op(req);
 }
 
 bool CommitLog::submit_op(const io::IoRequest& request) {
@@ -485,15 +504,7 @@ void CommitLog::on_write_done(uint32_t index, int64_t result) {
     slot.file_offset += static_cast<uint64_t>(result);
     slot.data += result;
     slot.length -= static_cast<uint64_t>(result);
-    io::IoRequest req;
-    req.kind = io::OpKind::write;
-    req.file = slot.file;
-    req.file_offset = slot.file_offset;
-    req.length_bytes = slot.length;
-    req.buffer = slot.data;
-    req.registered_buffer = buffers_[slot.buffer].index;
-    req.user_data = tag_of(OpClass::write, index);
-    if (submit_op(req)) return;
+    if (submit_slot_write(index)) return;
   } else if (result <= 0) {
     fail_stop(io::Status::from_errno(result < 0 ? static_cast<int>(-result) : EIO,
                                      "write to segment " + segment_name(slot.segment_base) +
@@ -568,8 +579,7 @@ void CommitLog::on_sync_done(int64_t result) {
   UMQ_ASSERT(syncs_outstanding_ > 0);
   syncs_outstanding_--;
   if (result < 0) {
-    fail_stop(io::Status::from_errno(static_cast<int>(-result),
-                                     "fdatasync of a segment in " + segment_dir_));
+    fail_stop(completion_error(result, "fdatasync of a segment in " + segment_dir_));
     return;
   }
   stats_.fdatasyncs_completed++;
@@ -656,11 +666,9 @@ void CommitLog::advance_allocator() {
     return;
   }
   alloc_file_ = *file;
-  io::IoRequest req;
+  io::IoRequest req = single_op_request(OpClass::allocator, alloc_file_);
   req.kind = io::OpKind::fallocate;
-  req.file = alloc_file_;
   req.length_bytes = options_.segment_size_bytes;
-  req.user_data = tag_of(OpClass::allocator, 0);
   if (!submit_op(req)) {
     // The queue is full: give the file back and start again on a later poll.
     disk_.close(alloc_file_);
@@ -693,13 +701,8 @@ void CommitLog::allocation_failed(io::Status status) {
 
 void CommitLog::on_allocator_done(int64_t result) {
   const std::string& path = alloc_path_;  // for errors only
-  if (result < 0) {
-    allocation_failed(io::Status::from_errno(static_cast<int>(-result), "prepare " + path));
-    return;
-  }
-  io::IoRequest req;
-  req.file = alloc_file_;
-  req.user_data = tag_of(OpClass::allocator, 0);
+  if (result < 0) return allocation_failed(completion_error(result, "prepare " + path));
+  io::IoRequest req = single_op_request(OpClass::allocator, alloc_file_);
   switch (alloc_step_) {
     case AllocStep::fallocating:
       alloc_zeroed_ = 0;
@@ -733,9 +736,7 @@ void CommitLog::on_allocator_done(int64_t result) {
 void CommitLog::continue_zero_fill() {
   UMQ_ASSERT(alloc_step_ == AllocStep::zeroing);
   const std::string& path = alloc_path_;  // for errors only
-  io::IoRequest req;
-  req.file = alloc_file_;
-  req.user_data = tag_of(OpClass::allocator, 0);
+  io::IoRequest req = single_op_request(OpClass::allocator, alloc_file_);
   if (alloc_zeroed_ < options_.segment_size_bytes && zero_fill_should_wait()) {
     alloc_zero_paused_ = true;  // advance_allocator() resumes it
     return;
@@ -775,12 +776,10 @@ void CommitLog::maybe_checkpoint() {
   Checkpoint checkpoint{target, durable_store_timestamp_ms_, options_.segment_size_bytes};
   encode_checkpoint(checkpoint,
                     std::span<std::byte, kCheckpointBytes>(checkpoint_bytes_, kCheckpointBytes));
-  io::IoRequest req;
+  io::IoRequest req = single_op_request(OpClass::checkpoint, checkpoint_file_);
   req.kind = io::OpKind::write;
-  req.file = checkpoint_file_;
   req.length_bytes = kCheckpointBytes;
   req.buffer = checkpoint_bytes_;
-  req.user_data = tag_of(OpClass::checkpoint, 0);
   last_checkpoint_ms_ = now_ms();
   checkpoint_written_ = 0;
   checkpoint_step_ = CheckpointStep::writing;
@@ -789,12 +788,8 @@ void CommitLog::maybe_checkpoint() {
 
 void CommitLog::on_checkpoint_done(int64_t result) {
   const std::string& temp = checkpoint_temp_path_;  // for errors only
-  if (result < 0) {
-    fail_stop(io::Status::from_errno(static_cast<int>(-result), "checkpoint " + temp));
-    return;
-  }
-  io::IoRequest req;
-  req.user_data = tag_of(OpClass::checkpoint, 0);
+  if (result < 0) return fail_stop(completion_error(result, "checkpoint " + temp));
+  io::IoRequest req = single_op_request(OpClass::checkpoint, checkpoint_file_);
   if (checkpoint_step_ == CheckpointStep::writing) {
     checkpoint_written_ += static_cast<uint64_t>(result);
     if (result == 0) {
@@ -803,7 +798,6 @@ void CommitLog::on_checkpoint_done(int64_t result) {
     }
     if (checkpoint_written_ < kCheckpointBytes) {  // a short write: resubmit the remainder
       req.kind = io::OpKind::write;
-      req.file = checkpoint_file_;
       req.file_offset = checkpoint_written_;
       req.length_bytes = kCheckpointBytes - checkpoint_written_;
       req.buffer = checkpoint_bytes_ + checkpoint_written_;
@@ -811,7 +805,6 @@ void CommitLog::on_checkpoint_done(int64_t result) {
       return;
     }
     req.kind = io::OpKind::fdatasync;
-    req.file = checkpoint_file_;
     checkpoint_step_ = CheckpointStep::syncing;
   } else if (checkpoint_step_ == CheckpointStep::syncing) {
     disk_.close(checkpoint_file_);
@@ -895,8 +888,8 @@ void CommitLog::complete(const io::IoCompletion& completion) {
     case OpClass::retention:
       retention_sync_in_flight_ = false;
       if (completion.result < 0) {
-        fail_stop(io::Status::from_errno(static_cast<int>(-completion.result),
-                                         "fsync of " + segment_dir_ + " after deleting segments"));
+        fail_stop(completion_error(completion.result,
+                                   "fsync of " + segment_dir_ + " after deleting segments"));
       }
       break;
     case OpClass::read:

@@ -235,6 +235,7 @@ class CommitLog final : public sched::Participant {
   uint64_t checkpoint_offset() const;
   void release_acks();
   void fail_stop(io::Status status);
+  bool submit_slot_write(uint32_t index);
   bool submit_op(const io::IoRequest& request);
   io::Result<Segment*> segment_for_read(uint64_t offset);
   void set_written(uint64_t offset);

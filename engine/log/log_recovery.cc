@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "engine/log/checkpoint.h"
+#include "engine/log/file_names.h"
 #include "engine/log/log_scanner.h"
 #include "engine/log/message_codec.h"
 
@@ -14,17 +15,6 @@ namespace uringmq::engine {
 namespace {
 
 constexpr uint64_t kZeroChunkBytes = 1u << 20;
-
-bool parse_segment_name(const std::string& name, uint64_t* base) {
-  if (name.size() != 20) return false;
-  uint64_t value = 0;
-  for (char c : name) {
-    if (c < '0' || c > '9') return false;
-    value = value * 10 + static_cast<uint64_t>(c - '0');
-  }
-  *base = value;
-  return true;
-}
 
 io::Status corruption_at(const CommitLogOptions& options, uint64_t offset, const std::string& why) {
   uint64_t base = offset - offset % options.segment_size_bytes;
@@ -234,7 +224,7 @@ io::Result<std::vector<uint64_t>> list_segments(io::Disk& disk, const std::strin
   std::vector<uint64_t> bases;
   for (const std::string& name : *names) {
     uint64_t base = 0;
-    if (!parse_segment_name(name, &base)) continue;
+    if (!parse_offset_file_name(name, &base)) continue;
     if (base % segment_size_bytes != 0) {
       return io::Status::error(io::Code::corruption,
                                io::path_join(segment_dir, name) +

@@ -84,22 +84,15 @@ io::Status check_host(const char* which, const HostAddress& host) {
 struct Writer {
   std::byte* p;
   size_t pos = 0;
-  void u8(uint8_t v) {
-    put_u8(p + pos, v);
-    pos += 1;
+  template <typename T>
+  void field(T v) {
+    put_be(p + pos, v);
+    pos += sizeof(T);
   }
-  void u16(uint16_t v) {
-    put_u16(p + pos, v);
-    pos += 2;
-  }
-  void u32(uint32_t v) {
-    put_u32(p + pos, v);
-    pos += 4;
-  }
-  void u64(uint64_t v) {
-    put_u64(p + pos, v);
-    pos += 8;
-  }
+  void u8(uint8_t v) { field(v); }
+  void u16(uint16_t v) { field(v); }
+  void u32(uint32_t v) { field(v); }
+  void u64(uint64_t v) { field(v); }
   void bytes(const void* src, size_t n) {
     if (n > 0) std::memcpy(p + pos, src, n);
     pos += n;
@@ -129,22 +122,15 @@ struct Reader {
     pos += n;
     return at;
   }
-  uint8_t u8() {
-    const std::byte* at = bytes(1);
-    return at ? get_u8(at) : 0;
+  template <typename T>
+  T field() {
+    const std::byte* at = bytes(sizeof(T));
+    return at ? get_be<T>(at) : T{0};
   }
-  uint16_t u16() {
-    const std::byte* at = bytes(2);
-    return at ? get_u16(at) : 0;
-  }
-  uint32_t u32() {
-    const std::byte* at = bytes(4);
-    return at ? get_u32(at) : 0;
-  }
-  uint64_t u64() {
-    const std::byte* at = bytes(8);
-    return at ? get_u64(at) : 0;
-  }
+  uint8_t u8() { return field<uint8_t>(); }
+  uint16_t u16() { return field<uint16_t>(); }
+  uint32_t u32() { return field<uint32_t>(); }
+  uint64_t u64() { return field<uint64_t>(); }
   HostAddress host(bool ipv6) {
     HostAddress h;
     h.address_length = ipv6 ? 16 : 4;

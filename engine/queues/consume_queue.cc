@@ -28,6 +28,7 @@
 #include <utility>
 
 #include "engine/log/byte_order.h"
+#include "engine/log/file_names.h"
 #include "io/assert.h"
 #include "sched/completion_tags.h"
 #include "sched/slot_pool.h"
@@ -77,10 +78,7 @@ uint64_t end_of(const CqUnit& unit) {
 }
 
 std::string file_name(int64_t base_unit) {
-  char name[32];
-  std::snprintf(name, sizeof(name), "%020llu",
-                static_cast<unsigned long long>(static_cast<uint64_t>(base_unit) * kCqUnitBytes));
-  return name;
+  return offset_file_name(static_cast<uint64_t>(base_unit) * kCqUnitBytes);
 }
 
 bool parse_digits(std::string_view s, uint64_t* out) {
@@ -364,6 +362,8 @@ struct CqStore::Impl {
   void fail_stop(io::Status status);
   uint32_t take_op_slot();
   void release_op_slot(uint32_t slot);
+  std::optional<uint32_t> submit_op(CqOp op, io::IoRequest req);
+  std::optional<uint32_t> submit_file_op(CqOp op, QueueIndex qi, CqFile& f, io::IoRequest req);
   void refine_min(Queue& q, uint64_t min_log_offset);
   io::Status check_redispatch(const Queue& q, int64_t offset, const CqUnit& unit) const;
 
@@ -475,7 +475,7 @@ io::Status CqStore::Impl::recover_queue_files(Queue& q, const std::vector<std::s
   std::vector<int64_t> bases;
   for (const std::string& name : names) {
     uint64_t bytes = 0;
-    if (name.size() != kFileNameDigits || !parse_digits(name, &bytes)) continue;
+    if (!parse_offset_file_name(name, &bytes)) continue;
     if (bytes % (options.units_per_file * kCqUnitBytes) != 0) {
       return io::Status::error(io::Code::corruption,
                                io::path_join(q.dir, name) +
@@ -701,7 +701,7 @@ io::Status CqStore::Impl::reset_for_rebuild(QueueIndex qi, const std::string& wh
   if (names.is_ok()) {
     for (const std::string& name : *names) {
       uint64_t bytes = 0;
-      if (name.size() != kFileNameDigits || !parse_digits(name, &bytes)) continue;
+      if (!parse_offset_file_name(name, &bytes)) continue;
       UMQ_RETURN_IF_ERROR(disk.remove(io::path_join(q.dir, name)));
     }
     UMQ_RETURN_IF_ERROR(io::sync_dir(disk, q.dir));
@@ -1006,6 +1006,40 @@ void CqStore::Impl::release_op_slot(uint32_t slot) {
   op_pool.release(slot);
 }
 
+// Submits req in a free op slot (the caller checked op_pool): the slot, reset to op and counted
+// in flight, or nullopt when the disk refused it (busy: try later; otherwise fail-stopped).
+std::optional<uint32_t> CqStore::Impl::submit_op(CqOp op, io::IoRequest req) {
+  const uint32_t slot = take_op_slot();
+  req.user_data = user_data_of(op, slot);
+  io::Status s = disk.submit(req);
+  if (!s.is_ok()) {
+    release_op_slot(slot);
+    if (s.code() != io::Code::busy) fail_stop(s);
+    return std::nullopt;
+  }
+  ops[slot] = OpSlot{};
+  ops[slot].op = op;
+  ops_in_flight++;
+  return slot;
+}
+
+// submit_op for a write or fdatasync of file f of queue qi, with f's handle and f counted busy.
+std::optional<uint32_t> CqStore::Impl::submit_file_op(CqOp op, QueueIndex qi, CqFile& f,
+                                                      io::IoRequest req) {
+  io::Result<io::FileHandle> handle = handle_of(queues[qi], f);
+  if (!handle.is_ok()) {
+    fail_stop(handle.status());
+    return std::nullopt;
+  }
+  req.file = *handle;
+  const std::optional<uint32_t> slot = submit_op(op, req);
+  if (!slot) return std::nullopt;
+  ops[*slot].queue = qi;
+  ops[*slot].file_base = f.base;
+  f.ops_in_flight++;
+  return slot;
+}
+
 void CqStore::Impl::submit_writes() {
   for (size_t i = 0; i < dirty_queues.size();) {
     Queue& q = queues[dirty_queues[i]];
@@ -1033,33 +1067,15 @@ bool CqStore::Impl::submit_write(QueueIndex qi) {
       std::min({q.max_offset, base + upf(), from + ring_units() - (from & (ring_units() - 1))});
   CqFile* f = find_file(q, base);
   UMQ_ASSERT(f != nullptr);
-  io::Result<io::FileHandle> handle = handle_of(q, *f);
-  if (!handle.is_ok()) {
-    fail_stop(handle.status());
-    return false;
-  }
-  const uint32_t slot = take_op_slot();
   io::IoRequest req;
   req.kind = io::OpKind::write;
-  req.file = *handle;
   req.file_offset = static_cast<uint64_t>(from - base) * kCqUnitBytes;
   req.length_bytes = static_cast<uint64_t>(to - from) * kCqUnitBytes;
   req.buffer = ring_slot(q, from);
-  req.user_data = user_data_of(CqOp::write, slot);
-  io::Status s = disk.submit(req);
-  if (!s.is_ok()) {
-    release_op_slot(slot);
-    if (s.code() != io::Code::busy) fail_stop(s);
-    return false;
-  }
-  ops[slot] = OpSlot{};
-  ops[slot].op = CqOp::write;
-  ops[slot].queue = qi;
-  ops[slot].file_base = base;
-  ops[slot].from = from;
-  ops[slot].to = to;
-  ops_in_flight++;
-  f->ops_in_flight++;
+  const std::optional<uint32_t> slot = submit_file_op(CqOp::write, qi, *f, req);
+  if (!slot) return false;
+  ops[*slot].from = from;
+  ops[*slot].to = to;
   q.write_in_flight = true;
   q.submitted_upto = to;
   return true;
@@ -1158,29 +1174,10 @@ bool CqStore::Impl::submit_cycle_syncs() {
     CqFile* f = find_file(q, ref.base);
     UMQ_ASSERT(f != nullptr);  // delete_below leaves dirty files alone
     if (op_pool.full()) return false;
-    io::Result<io::FileHandle> handle = handle_of(q, *f);
-    if (!handle.is_ok()) {
-      fail_stop(handle.status());
-      return false;
-    }
-    const uint32_t slot = take_op_slot();
     io::IoRequest req;
     req.kind = io::OpKind::fdatasync;
-    req.file = *handle;
-    req.user_data = user_data_of(CqOp::sync, slot);
-    io::Status s = disk.submit(req);
-    if (!s.is_ok()) {
-      release_op_slot(slot);
-      if (s.code() != io::Code::busy) fail_stop(s);
-      return false;
-    }
-    ops[slot] = OpSlot{};
-    ops[slot].op = CqOp::sync;
-    ops[slot].queue = ref.queue;
-    ops[slot].file_base = ref.base;
+    if (!submit_file_op(CqOp::sync, ref.queue, *f, req)) return false;
     f->dirty = false;  // writes completing from now on need the next cycle's fdatasync
-    f->ops_in_flight++;
-    ops_in_flight++;
     cycle_outstanding++;
     cycle_syncs.pop_back();
   }
@@ -1192,23 +1189,16 @@ bool CqStore::Impl::submit_cycle_syncs() {
       fail_stop(dir.status());
       return false;
     }
-    const uint32_t slot = take_op_slot();
     io::IoRequest req;
     req.kind = io::OpKind::fsync;
     req.file = *dir;
-    req.user_data = user_data_of(CqOp::dir_sync, slot);
-    io::Status s = disk.submit(req);
-    if (!s.is_ok()) {
+    const std::optional<uint32_t> slot = submit_op(CqOp::dir_sync, req);
+    if (!slot) {
       disk.close(*dir);
-      release_op_slot(slot);
-      if (s.code() != io::Code::busy) fail_stop(s);
       return false;
     }
-    ops[slot] = OpSlot{};
-    ops[slot].op = CqOp::dir_sync;
-    ops[slot].dir = *dir;
-    ops[slot].dir_path = path;
-    ops_in_flight++;
+    ops[*slot].dir = *dir;
+    ops[*slot].dir_path = path;
     cycle_outstanding++;
     cycle_dirs.pop_back();
   }

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "engine/log/byte_order.h"
+#include "engine/log/file_names.h"
 #include "engine/queues/consume_queue.h"
 #include "io/assert.h"
 #include "sched/completion_tags.h"
@@ -130,23 +131,6 @@ struct IndexFile {
 
 uint64_t entry_position(uint32_t slots, uint32_t entry) {
   return kIndexHeaderBytes + uint64_t{slots} * kIndexSlotBytes + uint64_t{entry} * kIndexEntryBytes;
-}
-
-std::string file_name(uint64_t offset) {
-  char name[32];
-  std::snprintf(name, sizeof name, "%020llu", static_cast<unsigned long long>(offset));
-  return name;
-}
-
-bool parse_name(const std::string& name, uint64_t* out) {
-  if (name.size() != 20) return false;
-  uint64_t v = 0;
-  for (char c : name) {
-    if (c < '0' || c > '9') return false;
-    v = v * 10 + static_cast<uint64_t>(c - '0');
-  }
-  *out = v;
-  return true;
 }
 
 enum class Stage : uint8_t { idle, writing, syncing, header, header_sync, dir_sync };
@@ -323,7 +307,7 @@ io::Status IndexStore::Impl::load(const std::vector<std::string>& names) {
   std::vector<std::pair<uint64_t, std::string>> found;
   for (const std::string& n : names) {
     uint64_t v = 0;
-    if (parse_name(n, &v)) found.emplace_back(v, n);
+    if (parse_offset_file_name(n, &v)) found.emplace_back(v, n);
   }
   std::sort(found.begin(), found.end());
   std::string damage;
@@ -482,7 +466,7 @@ void IndexStore::set_dispatched(uint64_t dispatched) {
 
 io::Status IndexStore::Impl::create_file() {
   const uint64_t name = std::max(dispatched, have_last ? last_offset + 1 : 0);
-  const std::string path = io::path_join(opt.dir, file_name(name));
+  const std::string path = io::path_join(opt.dir, offset_file_name(name));
   io::Result<io::FileHandle> h = disk.open(path, io::OpenMode::create_exclusive);
   if (!h.is_ok()) return h.status();
   io::Status s = disk.truncate(*h, entry_position(opt.hash_slots, opt.max_entries));

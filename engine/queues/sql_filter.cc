@@ -3,8 +3,10 @@
 // UnaryExpression: their null and conversion rules).
 #include "engine/queues/sql_filter.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <iterator>
 #include <limits>
 #include <utility>
 
@@ -250,6 +252,9 @@ class SqlParser {
   bool add_constant(SqlFilter::Constant c, Expr* e);
   bool parse_or(Expr* e);
   bool parse_and(Expr* e);
+  // OR and AND: boolean operands of the next level (parse_operand) joined by `op` while the
+  // next token is `tok`, left to right.
+  bool parse_logic_chain(Expr* e, Tok tok, Op op, bool (SqlParser::*parse_operand)(Expr*));
   bool parse_equality(Expr* e);
   bool parse_compare(Expr* e);
   bool parse_ordering(Op op, Expr* e);
@@ -459,24 +464,23 @@ io::Status SqlParser::run() {
   return io::Status::ok();
 }
 
-bool SqlParser::parse_or(Expr* e) {
-  if (!parse_and(e)) return false;
-  while (tok_.kind == Tok::kw_or) {
+bool SqlParser::parse_logic_chain(Expr* e, Tok tok, Op op,
+                                  bool (SqlParser::*parse_operand)(Expr*)) {
+  if (!(this->*parse_operand)(e)) return false;
+  while (tok_.kind == tok) {
     Expr r;
-    if (!lex() || !parse_and(&r) || !as_boolean(e) || !as_boolean(&r)) return false;
-    if (!combine(Op::logical_or, *e, r, e)) return false;
+    if (!lex() || !(this->*parse_operand)(&r) || !as_boolean(e) || !as_boolean(&r)) return false;
+    if (!combine(op, *e, r, e)) return false;
   }
   return true;
 }
 
+bool SqlParser::parse_or(Expr* e) {
+  return parse_logic_chain(e, Tok::kw_or, Op::logical_or, &SqlParser::parse_and);
+}
+
 bool SqlParser::parse_and(Expr* e) {
-  if (!parse_equality(e)) return false;
-  while (tok_.kind == Tok::kw_and) {
-    Expr r;
-    if (!lex() || !parse_equality(&r) || !as_boolean(e) || !as_boolean(&r)) return false;
-    if (!combine(Op::logical_and, *e, r, e)) return false;
-  }
-  return true;
+  return parse_logic_chain(e, Tok::kw_and, Op::logical_and, &SqlParser::parse_equality);
 }
 
 bool SqlParser::parse_equality(Expr* e) {
@@ -613,23 +617,23 @@ bool SqlParser::parse_in(bool negated, Expr* e) {
   return true;
 }
 
+// The ordering comparisons' tokens and the operators they parse to.
+constexpr std::pair<Tok, Op> kOrderingOps[] = {{Tok::greater, Op::greater},
+                                               {Tok::greater_equal, Op::greater_equal},
+                                               {Tok::less, Op::less},
+                                               {Tok::less_equal, Op::less_equal}};
+
 bool SqlParser::parse_compare(Expr* e) {
   if (!parse_unary(e)) return false;
   while (true) {
     bool ok = true;
+    const auto ordering = std::find_if(std::begin(kOrderingOps), std::end(kOrderingOps),
+                                       [&](const auto& o) { return o.first == tok_.kind; });
+    if (ordering != std::end(kOrderingOps)) {
+      if (!parse_ordering(ordering->second, e)) return false;
+      continue;
+    }
     switch (tok_.kind) {
-      case Tok::greater:
-        ok = parse_ordering(Op::greater, e);
-        break;
-      case Tok::greater_equal:
-        ok = parse_ordering(Op::greater_equal, e);
-        break;
-      case Tok::less:
-        ok = parse_ordering(Op::less, e);
-        break;
-      case Tok::less_equal:
-        ok = parse_ordering(Op::less_equal, e);
-        break;
       case Tok::kw_between:
         ok = parse_between(false, e);
         break;

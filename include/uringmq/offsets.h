@@ -22,26 +22,39 @@
 
 namespace uringmq {
 
-// Index of a message in one queue. -1 is "none" where an API says so (query_offset_async).
-struct QueueOffset {
-  int64_t value = 0;
-  constexpr QueueOffset() = default;
-  constexpr explicit QueueOffset(int64_t raw) : value(raw) {}
-  friend constexpr auto operator<=>(QueueOffset, QueueOffset) = default;
-  // `count` messages further on (or back, when negative).
-  friend constexpr QueueOffset operator+(QueueOffset at, int64_t count) {
-    return QueueOffset{at.value + count};
+namespace detail {
+
+// What every offset type is: one integer of type Raw, explicit construction from it, `.value`
+// to get it back, and comparisons with offsets of the same type only (Self).
+template <typename Self, typename Raw>
+struct OffsetValue {
+  Raw value = 0;
+  constexpr OffsetValue() = default;
+  constexpr explicit OffsetValue(Raw raw) : value(raw) {}
+  friend constexpr auto operator<=>(const OffsetValue&, const OffsetValue&) = default;
+};
+
+// An offset that counts something (Count: messages, bytes): `count` further on, the distance
+// between two offsets of one stream, and +=.
+template <typename Self, typename Raw, typename Count>
+struct CountingOffset : OffsetValue<Self, Raw> {
+  using OffsetValue<Self, Raw>::OffsetValue;
+  friend constexpr Self operator+(Self at, Count count) { return Self{at.value + count}; }
+  friend constexpr Count operator-(Self end, Self start) { return end.value - start.value; }
+  constexpr Self& operator+=(Count count) {
+    this->value += count;
+    return static_cast<Self&>(*this);
   }
+};
+
+}  // namespace detail
+
+// Index of a message in one queue. -1 is "none" where an API says so (query_offset_async).
+// Counts messages: + and - a count, the number of messages between two offsets of one queue.
+struct QueueOffset : detail::CountingOffset<QueueOffset, int64_t, int64_t> {
+  using CountingOffset::CountingOffset;
   friend constexpr QueueOffset operator-(QueueOffset at, int64_t count) {
     return QueueOffset{at.value - count};
-  }
-  // How many messages lie between two offsets of one queue.
-  friend constexpr int64_t operator-(QueueOffset end, QueueOffset start) {
-    return end.value - start.value;
-  }
-  constexpr QueueOffset& operator+=(int64_t count) {
-    value += count;
-    return *this;
   }
   constexpr QueueOffset& operator++() {
     ++value;
@@ -49,33 +62,16 @@ struct QueueOffset {
   }
 };
 
-// A byte position in one shard's CommitLog stream (RocketMQ's PHYSICALOFFSET).
-struct LogOffset {
-  uint64_t value = 0;
-  constexpr LogOffset() = default;
-  constexpr explicit LogOffset(uint64_t raw) : value(raw) {}
-  friend constexpr auto operator<=>(LogOffset, LogOffset) = default;
-  // `bytes` further on in the log.
-  friend constexpr LogOffset operator+(LogOffset at, uint64_t bytes) {
-    return LogOffset{at.value + bytes};
-  }
-  // Bytes between two positions of one log (end >= start).
-  friend constexpr uint64_t operator-(LogOffset end, LogOffset start) {
-    return end.value - start.value;
-  }
-  constexpr LogOffset& operator+=(uint64_t bytes) {
-    value += bytes;
-    return *this;
-  }
+// A byte position in one shard's CommitLog stream (RocketMQ's PHYSICALOFFSET). Counts bytes:
+// + bytes further on, and the bytes between two positions of one log (end >= start).
+struct LogOffset : detail::CountingOffset<LogOffset, uint64_t, uint64_t> {
+  using CountingOffset::CountingOffset;
 };
 
 // A store-wide physical offset: shard number in the top 8 bits, its LogOffset below. No
 // arithmetic: two store offsets of different shards have no distance.
-struct StoreOffset {
-  uint64_t value = 0;
-  constexpr StoreOffset() = default;
-  constexpr explicit StoreOffset(uint64_t raw) : value(raw) {}
-  friend constexpr auto operator<=>(StoreOffset, StoreOffset) = default;
+struct StoreOffset : detail::OffsetValue<StoreOffset, uint64_t> {
+  using OffsetValue::OffsetValue;
 };
 
 inline constexpr uint32_t kStoreOffsetShardShift = 56;

@@ -233,6 +233,7 @@ class Session {
       : store_(store), slot_(slot), outstanding_per_shard_(shards, 0) {}
   io::Status post(uint32_t shard, const struct ShardRequest& request);
   io::Status post_to_owner(const struct ShardRequest& request);
+  io::Status post_to_holder(StoreOffset store_offset, struct ShardRequest& request);
   Store& store_;
   SessionSlot& slot_;
   uint64_t outstanding_ = 0;

@@ -150,6 +150,13 @@ TEST(BrokerOrderlyTest, LockOneClientPerQueueRenewExpireUnlock) {
   RemotingResponse bad = call(*a, request(req::kLockBatchMq), R"({"clientId":"A@1"})");
   EXPECT_EQ(bad.command.code, rc::kSystemError);
   EXPECT_NE(remark(bad).find("consumerGroup"), std::string::npos) << remark(bad);
+  EXPECT_EQ(remark(bad).rfind("LOCK_BATCH_MQ body is not a LockBatchRequestBody: ", 0), 0u)
+      << remark(bad);
+  RemotingResponse bad_unlock = call(*a, request(req::kUnlockBatchMq), R"({"clientId":"A@1"})");
+  EXPECT_EQ(bad_unlock.command.code, rc::kSystemError);
+  EXPECT_EQ(remark(bad_unlock).rfind("UNLOCK_BATCH_MQ body is not an UnlockBatchRequestBody: ", 0),
+            0u)
+      << remark(bad_unlock);
   RemotingResponse bad_queue = call(*a, request(req::kLockBatchMq),
                                     R"({"clientId":"A","consumerGroup":"G","mqSet":[{"topic":"T",)"
                                     R"("brokerName":"b","queueId":"x"}]})");
