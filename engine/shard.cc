@@ -283,6 +283,7 @@ io::Status Shard::init_after_recovery() {
   dispatcher_->set_dispatched(log_->appended_offset());
   delayed_.load_progress();
   timers_.load_state();
+  txn_half_.resize(delivery_arena_bytes(options_));
   io::Result<engine::QueueIndex> half_queue = cq_->queue(engine::kTransHalfTopic, 0, false);
   txn_.load_state(half_queue.is_ok() ? cq_->max_offset(*half_queue).value : 0);
   held_.restore(*cq_);
@@ -928,8 +929,16 @@ bool Shard::handle_end_transaction(uint32_t slot_index, const ShardRequest& requ
   done.tag = request.tag;
   engine::MessageInput copy;
   int64_t half = 0;
-  done.code =
-      txn_.prepare_end(request.local_offset.value, request.record, request.end, &copy, &half);
+  std::span<const std::byte> record = request.record;
+  if (record.empty()) {  // the caller asks the shard to find the half in the log's memory
+    record = half_in_memory(request.local_offset);
+    if (record.empty()) done.code = io::Code::busy;  // not there: the caller reads and resends
+  }
+  if (done.code == io::Code::ok) {
+    done.code =
+        txn_.prepare_end(request.local_offset.value, record, request.end, &copy, &half,
+                         request.group, request.group.empty() ? -1 : request.queue_offset.value);
+  }
   if (done.code == io::Code::ok) {
     Appended at;
     done.code = append_pending(slot_index, request.tag, copy, std::nullopt, kNoBatch, 0, &at);
@@ -960,6 +969,16 @@ void Shard::commit_transaction_progress() {
     (void)offsets_->commit(kTransactionProgressGroup, engine::kTransOpTopic, 0,
                            cq_->max_offset(*op_queue));
   }
+}
+
+// The record at `offset` when the log's write buffers still hold it whole (empty if not).
+std::span<const std::byte> Shard::half_in_memory(LogOffset offset) {
+  std::array<std::byte, 4> size_bytes;
+  if (!log_->read_memory(offset, 4, size_bytes.data())) return {};
+  const uint32_t size = engine::record_total_size(size_bytes);
+  if (size < 4 || size > txn_half_.size()) return {};
+  if (!log_->read_memory(offset, size, txn_half_.data())) return {};
+  return std::span<const std::byte>(txn_half_.data(), size);
 }
 
 void Shard::answer_transaction_checks(uint32_t slot_index, const ShardRequest& request) {

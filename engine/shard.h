@@ -282,6 +282,8 @@ class Shard final : private engine::DeliveryHost {
   bool handle_end_transaction(uint32_t slot_index, const ShardRequest& request);
   void answer_transaction_checks(uint32_t slot_index, const ShardRequest& request);
   void commit_transaction_progress();
+  std::span<const std::byte> half_in_memory(LogOffset offset);
+  std::vector<std::byte> txn_half_;  // a half read from memory for its end (sized at open)
   int64_t txn_progress_committed_ = -1;
   io::Result<engine::QueueIndex> queue_for_append(std::string_view topic, int32_t queue_id);
 

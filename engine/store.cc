@@ -405,7 +405,9 @@ io::Status Session::query_index_async(uint32_t shard, const IndexQueryRequest& q
 
 io::Status Session::end_transaction_async(StoreOffset half_offset,
                                           std::span<const std::byte> half_record,
-                                          TransactionEnd end, uint64_t tag) {
+                                          TransactionEnd end, uint64_t tag,
+                                          std::string_view producer_group,
+                                          QueueOffset queue_offset) {
   const uint32_t shard = shard_of_offset(half_offset);
   if (shard >= store_.shards_.size()) {
     return io::Status::error(io::Code::invalid_argument,
@@ -417,6 +419,8 @@ io::Status Session::end_transaction_async(StoreOffset half_offset,
   request.local_offset = local_offset(half_offset);
   request.record = half_record;
   request.end = end;
+  request.group = producer_group;
+  request.queue_offset = queue_offset;
   return post(shard, request);
 }
 

@@ -162,6 +162,7 @@ struct BrokerOp {
   std::unique_ptr<AdminQuery> admin;  // Kind::admin: the queues asked about and their answers
   // Transactional messages: how the half ends, the check it belongs to, the due halves.
   TransactionEnd txn_end = TransactionEnd::commit;
+  bool txn_from_memory = false;  // END_TRANSACTION's first try: the shard finds the half itself
   TransactionCheck check;
   std::vector<TransactionCheck> checks;
 };
@@ -347,6 +348,7 @@ class BrokerReactor {
   // False when the op moved to its next step (the op stays).
   bool complete_transaction(uint32_t index, const Completion& c);
   bool complete_end_view(uint32_t index, const Completion& c);
+  bool read_half_back(uint32_t index);
   void complete_check_list(BrokerOp& op, const Completion& c);
   bool complete_check_view(uint32_t index, const Completion& c);
   void send_check(const BrokerOp& op, std::span<const std::byte> record);

@@ -104,16 +104,32 @@ void BrokerReactor::handle_end_transaction(uint32_t conn, RemotingCommand& reque
                       "commitOrRollback " + std::to_string(*type) +
                           " is not 0 (unknown), 8 (commit) or 12 (rollback)");
   }
-  const uint32_t index = new_op(BrokerOp::Kind::end_view, conn, request);
+  // First the shard looks for the half in the log's memory (a commit soon after its half: one
+  // store request); when it is gone, or does not match, the half is read back and checked here.
+  const uint32_t index = new_op(BrokerOp::Kind::end_store, conn, request);
   BrokerOp& op = *ops_[index];
   op.store_offset = store_offset_of_wire(WireOffset{static_cast<uint64_t>(*log_offset)});
   op.txn_end = *type == engine::kSysFlagTransactionCommit ? TransactionEnd::commit
                                                           : TransactionEnd::rollback;
   op.group = *group;
   op.check.queue_offset = QueueOffset{*table_offset};
+  op.txn_from_memory = true;
+  post_or_fail(index, session_->end_transaction_async(op.store_offset, {}, op.txn_end, index,
+                                                      op.group, op.check.queue_offset));
+}
+
+// The half was not in memory, or did not match: read it back (complete_end_view names what
+// does not match, or ends it with its bytes). False when the read was posted.
+bool BrokerReactor::read_half_back(uint32_t index) {
+  BrokerOp& op = *ops_[index];
+  op.txn_from_memory = false;
+  op.kind = BrokerOp::Kind::end_view;
   op.data.resize(kHalfReadBytes);
   set_reserved(index, op.data.size());
-  post_or_fail(index, session_->view_record_async(op.store_offset, op.data, index));
+  io::Status s = session_->view_record_async(op.store_offset, op.data, index);
+  if (s.is_ok()) return false;
+  if (op_connection_alive(op)) reply_code(op.conn, op.request, rc::kSystemError, s.to_string());
+  return true;
 }
 
 bool BrokerReactor::complete_transaction(uint32_t index, const Completion& c) {
@@ -122,6 +138,10 @@ bool BrokerReactor::complete_transaction(uint32_t index, const Completion& c) {
     case BrokerOp::Kind::end_view:
       return complete_end_view(index, c);
     case BrokerOp::Kind::end_store:
+      if (op.txn_from_memory &&
+          (c.code == io::Code::busy || c.code == io::Code::invalid_argument)) {
+        return read_half_back(index);
+      }
       if (c.code == io::Code::not_found) {  // ended already: the outcome stands, nothing stored
         log_debug("END_TRANSACTION of an ended half at " +
                   std::to_string(wire_offset(op.store_offset).value) + ": nothing stored");

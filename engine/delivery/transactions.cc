@@ -122,12 +122,17 @@ void Transactions::copy_properties(const MessageView& half, TransactionEnd end,
 
 io::Code Transactions::prepare_end(uint64_t half_log_offset, std::span<const std::byte> half_bytes,
                                    TransactionEnd end, MessageInput* out,
-                                   int64_t* half_queue_offset) {
+                                   int64_t* half_queue_offset, std::string_view group,
+                                   int64_t queue_offset) {
   DecodeOptions decode_options;
   decode_options.limits = options_.limits;
   decode_options.expected_physical_offset = static_cast<int64_t>(half_log_offset);
   DecodeResult r = decode(half_bytes, decode_options);
   if (r.outcome != DecodeOutcome::ok || r.view.topic != kTransHalfTopic) {
+    return io::Code::invalid_argument;
+  }
+  if (queue_offset >= 0 && r.view.queue_offset != queue_offset) return io::Code::invalid_argument;
+  if (!group.empty() && find_property(r.view.user_properties, kPropertyProducerGroup) != group) {
     return io::Code::invalid_argument;
   }
   const Half* half = find(r.view.queue_offset);

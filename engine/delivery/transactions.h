@@ -79,8 +79,11 @@ class Transactions {
   // (its copy's properties live in this object until the next call). ok; not_found: no half is
   // pending there (ended, ending, unknown); invalid_argument: the bytes are not a half of this
   // shard's at that offset.
+  // `group` and `queue_offset`, when given (non-empty, >= 0), must be the half's PGROUP and queue
+  // offset (END_TRANSACTION's producerGroup and tranStateTableOffset): invalid_argument if not.
   io::Code prepare_end(uint64_t half_log_offset, std::span<const std::byte> half_bytes,
-                       TransactionEnd end, MessageInput* out, int64_t* half_queue_offset);
+                       TransactionEnd end, MessageInput* out, int64_t* half_queue_offset,
+                       std::string_view group = {}, int64_t queue_offset = -1);
   // The outcome record was appended at [log_offset, log_offset + size): the half is ending.
   void end_appended(int64_t half_queue_offset, uint64_t log_offset, uint32_t size,
                     TransactionEnd end);
