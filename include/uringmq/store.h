@@ -198,8 +198,9 @@ class Session {
   // outcome record (engine/delivery/transactions.h) and completes once it is acknowledged
   // (offset: the outcome record's). not_found: no half is pending there (already ended: nothing
   // is stored twice); invalid_argument: the bytes are not that half, or it is not of
-  // `producer_group` at `queue_offset` (when the group is given). Empty half_record: the shard reads the half
-  // from the log's memory, and answers busy when it is no longer there (read it and send it).
+  // `producer_group` at `queue_offset` (when the group is given). Empty half_record: the shard
+  // reads the half from the log's memory, and answers busy when it is no longer there (read it
+  // and send it).
   io::Status end_transaction_async(StoreOffset half_offset, std::span<const std::byte> half_record,
                                    TransactionEnd end, uint64_t tag,
                                    std::string_view producer_group = {},
