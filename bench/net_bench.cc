@@ -7,6 +7,14 @@
 //               code 0 counts, any other code is an error (its remark is reported).
 //               With --batch N: SEND_BATCH_MESSAGE (320) of N messages per request (the Java
 //               client's MessageBatch body), a reply counting N messages.
+//               With --transactional 1: each message is a prepared (half) send (sysFlag 4,
+//               TRAN_MSG=true) and, once its reply comes, an END_TRANSACTION (37) commit of it
+//               (answered, not oneway); the message counts when the commit's reply comes. Its
+//               latency is the whole of it; "commit" p50/p99 is END_TRANSACTION's own round trip
+//               (the broker answers once the committed copy is durable, and so consumable), and
+//               with --consume 1, "commit -> consume" is from the commit's write to a
+//               consumer's read of the message: one more connection per queue long-polls it
+//               (PULL_MESSAGE, 32 a pull).
 //   redis       RESP `ZADD <key> <score> <member>`, member --message-bytes long and unique;
 //               ":1" counts, anything else is an error.
 //   beanstalkd  `put 0 0 60 <bytes>\r\n<body>\r\n`; "INSERTED <id>" counts, anything else is
@@ -45,9 +53,11 @@
 #include <cstring>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "bench/bench_util.h"
+#include "engine/log/message_codec.h"
 #include "engine/log/property_names.h"
 #include "net/remoting.h"
 #include "uringmq/version.h"
@@ -74,6 +84,8 @@ struct Args {
   std::string key = "uringmq-bench";  // redis: the sorted set
   uint32_t delay_level = 0;           // remoting: DELAY=N on every message (0: none)
   uint32_t batch = 0;  // remoting: SEND_BATCH_MESSAGE of this many messages (0: single sends)
+  bool transactional = false;  // remoting: half send + END_TRANSACTION commit per message
+  bool consume = false;        // --transactional: a long-polling consumer per queue too
   bool json = false;
 };
 
@@ -90,7 +102,9 @@ constexpr size_t kSeqDigits = 16;                    // hex sequence stamped int
              "         [--message-bytes 128] [--seconds 10] [--warmup-seconds 2]\n"
              "         [--queues 8] [--topic BenchTopic] [--group G] [--key K] [--json]\n"
              "         [--delay-level N]  (remoting: every message delayed by level N)\n"
-             "         [--batch N]  (remoting: SEND_BATCH_MESSAGE, N messages a request)\n");
+             "         [--batch N]  (remoting: SEND_BATCH_MESSAGE, N messages a request)\n"
+             "         [--transactional 1]  (remoting: half send + END_TRANSACTION commit)\n"
+             "         [--consume 1]  (--transactional: consumers time commit -> consume)\n");
 }
 
 // The protocols by name (--protocol, the report).
@@ -120,6 +134,9 @@ void apply_flag(Args& a, std::string_view flag, const std::string& value) {
   if (apply_field_flag(kFieldFlags, a, flag, value, usage)) return;
   if (flag == "--protocol") {
     a.protocol = parse_choice(flag, value, kProtocols, usage);
+  } else if (flag == "--transactional" || flag == "--consume") {
+    if (value != "0" && value != "1") usage(std::string(flag) + " takes 0 or 1");
+    (flag == "--consume" ? a.consume : a.transactional) = value == "1";
   } else {
     usage("unknown option " + std::string(flag));
   }
@@ -139,6 +156,10 @@ Args parse_args(int argc, char** argv) {
   if (a.batch > 0 && (a.protocol != Protocol::remoting || a.delay_level > 0)) {
     usage("--batch is for --protocol remoting, without --delay-level (batches are not delayed)");
   }
+  if (a.transactional && (a.protocol != Protocol::remoting || a.batch > 0)) {
+    usage("--transactional is for --protocol remoting, without --batch");
+  }
+  if (a.consume && !a.transactional) usage("--consume is for --transactional");
   return a;
 }
 
@@ -199,10 +220,14 @@ struct Counters {
   uint64_t ok = 0;
   uint64_t errors = 0;
   LatencyHistogram latency;
+  LatencyHistogram commit_latency;   // --transactional: END_TRANSACTION's round trip
+  LatencyHistogram consume_latency;  // --transactional: commit written -> message pulled
   void clear() {
+    consume_latency.clear();
     ok = 0;
     errors = 0;
     latency.clear();
+    commit_latency.clear();
   }
 };
 
@@ -218,6 +243,12 @@ struct Connection {
   bool writable_wait = false;  // EPOLLOUT registered
   // Slots: one per request in flight. sent_ns[s] < 0: free.
   std::vector<int64_t> sent_ns;
+  std::vector<int64_t> end_sent_ns;  // --transactional: the slot's commit was sent (< 0: not)
+  std::vector<uint64_t> slot_seq;    // --transactional: the sequence of the slot's message
+  // --transactional: a consumer of one queue (one pull in flight) instead of a producer.
+  bool consumer = false;
+  uint32_t queue = 0;
+  int64_t next_offset = 0;
   std::vector<uint32_t> free_slots;
   std::vector<uint32_t> fifo;  // in-order protocols: slots in send order (ring)
   size_t fifo_head = 0;
@@ -245,6 +276,10 @@ class LoadGenerator {
   bool parse_remoting(Connection& c, int64_t now, bool* progress);
   bool parse_line_reply(Connection& c, int64_t now, bool* progress);
   void complete(Connection& c, uint32_t slot, bool ok, std::string_view error, int64_t now);
+  // --transactional: the half's reply came; sends its commit. False: the reply was no success.
+  bool send_commit(Connection& c, uint32_t slot, const net::RemotingCommand& reply, int64_t now);
+  void issue_pull(Connection& c, int64_t now);
+  void pulled(Connection& c, const net::DecodedFrame& frame, int64_t now);
   bool fatal(const Connection& c, const std::string& why);
   bool loop_until(int64_t deadline_ns, bool draining);
   void print_report(double window_s, double cpu_s, uint64_t unanswered) const;
@@ -261,6 +296,7 @@ class LoadGenerator {
   std::string body_;                   // the message bytes template (patched per request)
   std::vector<size_t> batch_body_at_;  // --batch: each message's body offset within the body
   std::string read_buffer_ = std::string(kReadChunkBytes, '\0');
+  std::unordered_map<uint64_t, int64_t> commit_ns_by_seq_;  // --transactional: commits sent
 };
 
 bool LoadGenerator::fatal(const Connection& c, const std::string& why) {
@@ -276,10 +312,13 @@ bool LoadGenerator::open_connections() {
     usage("--host takes an IPv4 address");
   epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
   if (epoll_fd_ < 0) return false;
-  conns_.resize(a_.connections);
-  for (uint32_t i = 0; i < a_.connections; i++) {
+  const uint32_t consumers = a_.transactional && a_.consume ? a_.queues : 0;
+  conns_.resize(a_.connections + consumers);
+  for (uint32_t i = 0; i < conns_.size(); i++) {
     Connection& c = conns_[i];
     c.id = i;
+    c.consumer = i >= a_.connections;
+    c.queue = c.consumer ? i - a_.connections : 0;
     c.fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (c.fd < 0 || ::connect(c.fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
       return fatal(c, std::string("connect: ") + std::strerror(errno));
@@ -293,6 +332,9 @@ bool LoadGenerator::open_connections() {
     ev.data.u32 = i;
     if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, c.fd, &ev) != 0) return false;
     c.sent_ns.assign(a_.pipeline, -1);
+    c.end_sent_ns.assign(a_.pipeline, -1);
+    c.slot_seq.assign(a_.pipeline, 0);
+    if (c.consumer) continue;
     for (uint32_t s = a_.pipeline; s-- > 0;) c.free_slots.push_back(s);
     c.fifo.assign(a_.pipeline, 0);
     c.out.reserve(size_t{a_.pipeline} * (a_.message_bytes + 512));
@@ -339,6 +381,10 @@ void LoadGenerator::build_remoting_frames(Connection& c) {
     properties += std::string(engine::kPropertyDelayTimeLevel) + "\x01" +
                   std::to_string(a_.delay_level) + "\x02";
   }
+  if (a_.transactional) {
+    properties += std::string(engine::kPropertyTransactionPrepared) + "\x01true\x02" +
+                  std::string(engine::kPropertyProducerGroup) + "\x01" + a_.group + "\x02";
+  }
   for (uint32_t s = 0; s < a_.pipeline; s++) {
     net::RemotingCommand cmd;
     cmd.code =
@@ -352,7 +398,7 @@ void LoadGenerator::build_remoting_frames(Connection& c) {
                       {"c", "TBW102"},
                       {"d", "4"},
                       {"e", std::to_string(queue)},
-                      {"f", "0"},
+                      {"f", a_.transactional ? "4" : "0"},
                       {"g", born},
                       {"h", "0"},
                       {"i", properties},
@@ -393,6 +439,7 @@ void LoadGenerator::append_request(Connection& c, uint32_t slot) {
       }
     } else {
       put_hex(f.data() + f.size() - a_.message_bytes, kSeqDigits, seq);
+      c.slot_seq[slot] = seq;
     }
     c.out += f;
     return;
@@ -415,6 +462,7 @@ void LoadGenerator::append_request(Connection& c, uint32_t slot) {
 // Fills every free slot of the connection with a new request (stamped `now`).
 void LoadGenerator::issue(Connection& c, int64_t now) {
   if (!issuing_) return;
+  if (c.consumer) return issue_pull(c, now);
   while (!c.free_slots.empty()) {
     const uint32_t slot = c.free_slots.back();
     c.free_slots.pop_back();
@@ -476,15 +524,101 @@ bool LoadGenerator::parse_remoting(Connection& c, int64_t now, bool* progress) {
   *progress = true;
   const net::RemotingCommand& cmd = frame.command;
   if (!cmd.is_response()) return true;  // a request from the broker (none expected): ignored
+  if (c.consumer) {
+    pulled(c, frame, now);
+    return true;
+  }
   const auto slot = static_cast<uint32_t>(cmd.opaque - 1);
   if (cmd.opaque < 1 || slot >= a_.pipeline || c.sent_ns[slot] < 0) {
     return fatal(c, "reply with opaque " + std::to_string(cmd.opaque) + " not in flight");
   }
   const bool ok = cmd.code == net::response_code::kSuccess;
+  if (a_.transactional && c.end_sent_ns[slot] < 0 && ok && send_commit(c, slot, cmd, now)) {
+    return true;
+  }
+  if (a_.transactional && c.end_sent_ns[slot] >= 0) {
+    current_->commit_latency.record(now - c.end_sent_ns[slot]);
+    c.end_sent_ns[slot] = -1;
+  }
   std::string why;
   if (!ok) why = "code " + std::to_string(cmd.code) + ": " + cmd.remark.value_or("");
   complete(c, slot, ok, why, now);
   return true;
+}
+
+bool LoadGenerator::send_commit(Connection& c, uint32_t slot, const net::RemotingCommand& reply,
+                                int64_t now) {
+  const std::string* msg_id = reply.ext("msgId");
+  const std::string* queue_offset = reply.ext("queueOffset");
+  if (msg_id == nullptr || msg_id->size() < 16 || queue_offset == nullptr) return false;
+  // The offset msgId's last 16 hex digits are the half's commit log offset (the client's
+  // MessageDecoder.decodeMessageId).
+  const uint64_t offset = std::strtoull(msg_id->substr(msg_id->size() - 16).c_str(), nullptr, 16);
+  net::RemotingCommand end;
+  end.code = net::request_code::kEndTransaction;
+  end.language = "JAVA";
+  end.opaque = static_cast<int32_t>(slot + 1);
+  end.ext_fields = {{"producerGroup", a_.group},
+                    {"tranStateTableOffset", *queue_offset},
+                    {"commitLogOffset", std::to_string(offset)},
+                    {"commitOrRollback", "8"},
+                    {"fromTransactionCheck", "false"},
+                    {"msgId", *msg_id},
+                    {"transactionId", *msg_id}};
+  std::string frame;
+  net::encode_frame(end, {}, &frame);
+  c.out += frame;
+  c.end_sent_ns[slot] = now;
+  commit_ns_by_seq_[c.slot_seq[slot]] = now;
+  return true;
+}
+
+// A consumer's long poll of its queue from where it is (at most 1 s held).
+void LoadGenerator::issue_pull(Connection& c, int64_t now) {
+  if (c.in_flight > 0) return;
+  net::RemotingCommand pull;
+  pull.code = net::request_code::kPullMessage;
+  pull.opaque = 1;
+  pull.ext_fields = {{"consumerGroup", "BenchConsumerGroup"},
+                     {"topic", a_.topic},
+                     {"queueId", std::to_string(c.queue)},
+                     {"queueOffset", std::to_string(c.next_offset)},
+                     {"maxMsgNums", "32"},
+                     {"sysFlag", "2"},
+                     {"commitOffset", "0"},
+                     {"suspendTimeoutMillis", "1000"},
+                     {"subscription", "*"},
+                     {"subVersion", "0"},
+                     {"expressionType", "TAG"}};
+  std::string frame;
+  net::encode_frame(pull, {}, &frame);
+  c.out += frame;
+  c.sent_ns[0] = now;
+  c.in_flight = 1;
+}
+
+// Each message pulled: the time since its commit was written (its sequence is the body's first
+// hex digits); the pull goes on from nextBeginOffset.
+void LoadGenerator::pulled(Connection& c, const net::DecodedFrame& frame, int64_t now) {
+  c.in_flight = 0;
+  if (const std::string* next = frame.command.ext("nextBeginOffset")) {
+    c.next_offset = std::strtoll(next->c_str(), nullptr, 10);
+  }
+  if (frame.command.code != net::response_code::kSuccess) return;
+  std::span<const std::byte> records = frame.body;
+  while (!records.empty()) {
+    engine::DecodeOptions options;
+    options.require_record_crc = false;  // a client's copy has none
+    engine::DecodeResult r = engine::decode(records, options);
+    if (r.outcome != engine::DecodeOutcome::ok || r.size == 0) return;
+    records = records.subspan(r.size);
+    if (r.view.body.size() < kSeqDigits) continue;
+    const std::string hex(reinterpret_cast<const char*>(r.view.body.data()), kSeqDigits);
+    auto it = commit_ns_by_seq_.find(std::strtoull(hex.c_str(), nullptr, 16));
+    if (it == commit_ns_by_seq_.end()) continue;
+    current_->consume_latency.record(now - it->second);
+    commit_ns_by_seq_.erase(it);
+  }
 }
 
 // redis and beanstalkd: one CRLF-terminated line per reply, in request order.
@@ -621,13 +755,17 @@ void LoadGenerator::print_report(double window_s, double cpu_s, uint64_t unanswe
         "\"seconds\":%.3f,\"warmup_seconds\":%.3f,\"messages\":%llu,\"msgs_per_s\":%.1f,"
         "\"mb_per_s\":%.3f,\"p50_us\":%.0f,\"p99_us\":%.0f,\"p999_us\":%.0f,\"max_us\":%.0f,"
         "\"errors\":%llu,\"unanswered\":%llu,\"first_error\":\"%s\","
-        "\"client_cpu_us_per_msg\":%.3f,\"warmup_messages\":%llu}\n",
+        "\"client_cpu_us_per_msg\":%.3f,\"warmup_messages\":%llu,\"transactional\":%s,"
+        "\"commit_p50_us\":%.0f,\"commit_p99_us\":%.0f,\"consume_p50_us\":%.0f,"
+        "\"consume_p99_us\":%.0f}\n",
         choice_name(a_.protocol, kProtocols), a_.connections, a_.pipeline, a_.message_bytes,
         window_s, a_.warmup_seconds, static_cast<unsigned long long>(window_.ok), rate, mb,
         h.percentile_us(0.50), h.percentile_us(0.99), h.percentile_us(0.999), h.max_us(),
         static_cast<unsigned long long>(errors), static_cast<unsigned long long>(unanswered),
         json_escape(first_error_).c_str(), cpu_us_per_msg,
-        static_cast<unsigned long long>(warmup_.ok));
+        static_cast<unsigned long long>(warmup_.ok), a_.transactional ? "true" : "false",
+        window_.commit_latency.percentile_us(0.50), window_.commit_latency.percentile_us(0.99),
+        window_.consume_latency.percentile_us(0.50), window_.consume_latency.percentile_us(0.99));
     return;
   }
   std::printf(
@@ -638,6 +776,16 @@ void LoadGenerator::print_report(double window_s, double cpu_s, uint64_t unanswe
       h.percentile_us(0.50), h.percentile_us(0.99), h.percentile_us(0.999), h.max_us(),
       static_cast<unsigned long long>(errors), static_cast<unsigned long long>(unanswered),
       cpu_us_per_msg, first_error_.empty() ? "" : ", first error: ", first_error_.c_str());
+  if (a_.transactional) {
+    const LatencyHistogram& e = window_.commit_latency;
+    std::printf(
+        "transactional: commit (END_TRANSACTION to its reply) p50 %.0f us, p99 %.0f us, "
+        "p99.9 %.0f us, max %.0f us\n",
+        e.percentile_us(0.50), e.percentile_us(0.99), e.percentile_us(0.999), e.max_us());
+    const LatencyHistogram& k = window_.consume_latency;
+    std::printf("transactional: commit -> consume p50 %.0f us, p99 %.0f us, max %.0f us\n",
+                k.percentile_us(0.50), k.percentile_us(0.99), k.max_us());
+  }
 }
 
 }  // namespace

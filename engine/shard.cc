@@ -52,6 +52,19 @@ engine::TimerDelivery::Options timer_options(const StoreOptions& o,
   t.unsafe_checkpoint_past_deliveries = stepped.unsafe_checkpoint_past_deliveries;
   return t;
 }
+engine::Transactions::Options txn_options(uint32_t index, const StoreOptions& o,
+                                          const Shard::SteppedOptions& stepped) {
+  engine::Transactions::Options t;
+  t.timeout_ms = o.transaction_timeout_ms;
+  t.check_interval_ms = o.transaction_check_interval_ms;
+  t.check_max = o.transaction_check_max;
+  t.window_max = o.transaction_window_max;
+  t.limits = o.log.limits;
+  t.shard_index = index;
+  t.shard_count = o.shard_count;
+  t.unsafe_ended_at_append = stepped.unsafe_txn_ended_at_append;
+  return t;
+}
 }  // namespace
 
 Shard::Shard(uint32_t index, const StoreOptions& options, const sched::DelayLevels& levels,
@@ -73,7 +86,8 @@ Shard::Shard(uint32_t index, const StoreOptions& options, const sched::DelayLeve
       durable_(engine::DurableAcks::Options{stepped.unsafe_progress_before_durable,
                                             stepped.unsafe_checkpoint_past_deliveries}),
       delayed_(*this, horizon_, levels, level_options(options, stepped)),
-      timers_(*this, horizon_, durable_, timer_options(options, stepped)) {
+      timers_(*this, horizon_, durable_, timer_options(options, stepped)),
+      txn_(txn_options(index, options, stepped)) {
   armed_wake_ns_.fill(INT64_MAX);
 }
 
@@ -212,6 +226,7 @@ io::Status Shard::open_log(engine::RecoveryReport* report) {
                                     note_segment_first_timestamp(offset, record.store_timestamp_ms);
                                     delayed_.note_marker(offset, record);
                                     timers_.note_record(offset, record);
+                                    txn_.note_record(offset, record);
                                     held_.note_recovered(offset, record, clock_->now_ms());
                                     index_recovered_record(offset, record);
                                   });
@@ -277,6 +292,9 @@ io::Status Shard::init_after_recovery() {
   dispatcher_->set_dispatched(log_->appended_offset());
   delayed_.load_progress();
   timers_.load_state();
+  txn_half_.resize(delivery_arena_bytes(options_));
+  io::Result<engine::QueueIndex> half_queue = cq_->queue(engine::kTransHalfTopic, 0, false);
+  txn_.load_state(half_queue.is_ok() ? cq_->max_offset(*half_queue).value : 0);
   held_.restore(*cq_);
   // Before the loop's first submit_work() may write a checkpoint: not past the markers recovery
   // found (the timer slots' holds), or a crash soon after would deliver those timers again.
@@ -442,6 +460,18 @@ void Shard::register_parts() {
                   return which == sched::Checkpoint::running ? s.delayed_.low_water() : UINT64_MAX;
                 }});
   add_part({.low_water = [](Shard& s, sched::Checkpoint) { return s.timers_.low_water(); }});
+  // Transactions: halves end once their outcome record is durable; the checkpoint stays at or
+  // below the oldest half not ended (engine/delivery/transactions.h).
+  add_part({.step =
+                [](Shard& s, int64_t) {
+                  s.txn_.settle(s.log_->durable_offset().value);
+                  s.commit_transaction_progress();
+                },
+            .low_water =
+                [](Shard& s, sched::Checkpoint) {
+                  s.txn_.settle(s.log_->durable_offset().value);
+                  return s.txn_.low_water();
+                }});
   add_part({.low_water = [](Shard& s, sched::Checkpoint) { return s.durable_.low_water(); }});
   add_part({.low_water = [](Shard& s, sched::Checkpoint) { return s.held_.low_water(); }});
   add_part({.step = [](Shard& s, int64_t) { s.maybe_clean(); },
@@ -594,6 +624,11 @@ bool Shard::handle(uint32_t slot_index, const ShardRequest& request) {
     case ShardRequest::Kind::query_index:
     case ShardRequest::Kind::view_record:
       return start_index_query(slot_index, request);
+    case ShardRequest::Kind::end_transaction:
+      return handle_end_transaction(slot_index, request);
+    case ShardRequest::Kind::transaction_checks:
+      answer_transaction_checks(slot_index, request);
+      return true;
     default:
       handle_queue_request(slot_index, request);
       return true;
@@ -618,6 +653,7 @@ bool Shard::handle_append(uint32_t slot_index, const ShardRequest& request) {
   done.tag = request.tag;
   if (pending_pool_.full()) return false;
   engine::MessageInput input = request.input;
+  if (txn_.rewrite(request.input, &input)) return append_half(slot_index, request.tag, input);
   uint32_t level = 0;
   // The one pass over the properties every step below reads (property_scan.h).
   const engine::PropertyScan scan = engine::scan_properties(request.input.properties);
@@ -651,7 +687,8 @@ bool Shard::handle_append(uint32_t slot_index, const ShardRequest& request) {
 // done, retry later; any other code: not stored.
 io::Code Shard::append_pending(uint32_t slot, uint64_t tag, const engine::MessageInput& in,
                                std::optional<int64_t> tags_code, uint32_t batch,
-                               uint32_t batch_index, const engine::PropertyScan* scan) {
+                               uint32_t batch_index, const engine::PropertyScan* scan,
+                               Appended* appended) {
   if (pending_pool_.full()) return io::Code::busy;
   // Nothing of the shard's own comes between a batch's records (handle_append_batch).
   if (open_batch_ != kNoBatch && batch != open_batch_) return io::Code::busy;
@@ -684,6 +721,9 @@ io::Code Shard::append_pending(uint32_t slot, uint64_t tag, const engine::Messag
     UMQ_ASSERT_MSG(r->store_timestamp_ms >= in.visible_at_ms,
                    "a held copy stored with a time before its deliver time");
     held_.hold(*queue, next, in.visible_at_ms, r->offset.value);
+  }
+  if (appended != nullptr) {
+    *appended = Appended{r->offset.value, r->size_bytes, next, r->store_timestamp_ms};
   }
   next++;
   return io::Code::ok;
@@ -841,6 +881,7 @@ void Shard::deliver_acks() {
       const engine::Ack& ack = acks[i];
       PendingAppend& pending = pending_[ack.tag];
       const bool ok = ack.outcome == engine::AckOutcome::ok;
+      txn_.record_acked(ack.offset.value, ok);
       if (pending.slot != kInternalSlot) {
         append_latency_us_.observe(
             static_cast<uint64_t>(std::max<int64_t>(0, acked_ns - pending.start_ns)) / 1000);
@@ -885,6 +926,93 @@ void Shard::deliver_acks() {
 void Shard::internal_acked(uint64_t tag, uint64_t log_offset, bool ok) {
   if (!timers_.acked(tag, log_offset, ok))
     delayed_.acked(static_cast<uint32_t>(tag), log_offset, ok);
+}
+
+// A half (a prepared send, rewritten): refused busy past the transaction window.
+bool Shard::append_half(uint32_t slot_index, uint64_t tag, const engine::MessageInput& input) {
+  Completion done;
+  done.tag = tag;
+  done.code = txn_.window_full() ? io::Code::busy : io::Code::ok;
+  Appended at;
+  if (done.code == io::Code::ok) {
+    done.code = append_pending(slot_index, tag, input, std::nullopt, kNoBatch, 0, nullptr, &at);
+    if (done.code == io::Code::busy) return false;
+  }
+  if (done.code != io::Code::ok) {
+    post(slot_index, done);
+    return true;
+  }
+  txn_.half_appended(at.queue_offset, at.log_offset, at.size_bytes, at.store_timestamp_ms,
+                     input.properties);
+  stat_appends_.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+// END_TRANSACTION: the outcome record is appended for the client (its completion is the
+// record's acknowledgement); a half not pending is answered not_found at once.
+bool Shard::handle_end_transaction(uint32_t slot_index, const ShardRequest& request) {
+  if (pending_pool_.full()) return false;
+  Completion done;
+  done.tag = request.tag;
+  engine::MessageInput copy;
+  int64_t half = 0;
+  std::span<const std::byte> record = request.record;
+  if (record.empty()) {  // the caller asks the shard to find the half in the log's memory
+    record = half_in_memory(request.local_offset);
+    if (record.empty()) done.code = io::Code::busy;  // not there: the caller reads and resends
+  }
+  if (done.code == io::Code::ok) {
+    done.code =
+        txn_.prepare_end(request.local_offset.value, record, request.end, &copy, &half,
+                         request.group, request.group.empty() ? -1 : request.queue_offset.value);
+  }
+  if (done.code == io::Code::ok) {
+    Appended at;
+    done.code = append_pending(slot_index, request.tag, copy, std::nullopt, kNoBatch, 0, nullptr, &at);
+    if (done.code == io::Code::busy) return false;
+    if (done.code == io::Code::ok) {
+      txn_.end_appended(half, at.log_offset, at.size_bytes, request.end);
+      stat_appends_.fetch_add(1, std::memory_order_relaxed);
+      return true;
+    }
+  }
+  post(slot_index, done);
+  return true;
+}
+
+// Retention reads consumed points from the offsets table: the half queue is consumed up to its
+// oldest half not ended, the op queue (written for RocketMQ's tools, never read) wholly. Without
+// them both queues would count as never consumed, and a forced clean could never take them.
+void Shard::commit_transaction_progress() {
+  const int64_t progress = txn_.progress();
+  if (progress == txn_progress_committed_) return;
+  txn_progress_committed_ = progress;
+  if (cq_->queue(engine::kTransHalfTopic, 0, false).is_ok()) {
+    (void)offsets_->commit(kTransactionProgressGroup, engine::kTransHalfTopic, 0,
+                           QueueOffset{progress});
+  }
+  io::Result<engine::QueueIndex> op_queue = cq_->queue(engine::kTransOpTopic, 0, false);
+  if (op_queue.is_ok()) {
+    (void)offsets_->commit(kTransactionProgressGroup, engine::kTransOpTopic, 0,
+                           cq_->max_offset(*op_queue));
+  }
+}
+
+// The record at `offset` when the log's write buffers still hold it whole (empty if not).
+std::span<const std::byte> Shard::half_in_memory(LogOffset offset) {
+  std::array<std::byte, 4> size_bytes;
+  if (!log_->read_memory(offset, 4, size_bytes.data())) return {};
+  const uint32_t size = engine::record_total_size(size_bytes);
+  if (size < 4 || size > txn_half_.size()) return {};
+  if (!log_->read_memory(offset, size, txn_half_.data())) return {};
+  return std::span<const std::byte>(txn_half_.data(), size);
+}
+
+void Shard::answer_transaction_checks(uint32_t slot_index, const ShardRequest& request) {
+  Completion done;
+  done.tag = request.tag;
+  done.message_count = static_cast<uint32_t>(txn_.take_checks(clock_->now_ms(), request.checks));
+  post(slot_index, done);
 }
 
 void Shard::answer_flushes() {

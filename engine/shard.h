@@ -30,6 +30,7 @@
 #include "engine/delivery/record_prefetch.h"
 #include "engine/delivery/take_horizon.h"
 #include "engine/delivery/timer_delivery.h"
+#include "engine/delivery/transactions.h"
 #include "engine/log/commit_log.h"
 #include "engine/log/log_scrub.h"
 #include "engine/metrics_histogram.h"
@@ -66,7 +67,11 @@ struct ShardRequest {
     release_held,
     append_batch,
     query_index,  // records whose KEYS or UNIQ_KEY is `group` (engine/shard_index.cc)
-    view_record   // the record at local_offset, checked
+    view_record,  // the record at local_offset, checked
+    // Transactional messages: the half at local_offset (its bytes in `record`) ended by `end`;
+    // the due halves into `checks`.
+    end_transaction,
+    transaction_checks
   };
   Kind kind = Kind::append;
   uint64_t tag = 0;
@@ -88,6 +93,10 @@ struct ShardRequest {
   std::span<const Message> batch;
   std::span<StoreOffset> batch_offsets;
   int64_t end_ms = 0;  // query_index: stored at or before (value: at or after)
+  // end_transaction: the half's bytes and how it ends; transaction_checks: where due halves go.
+  std::span<const std::byte> record;
+  TransactionEnd end = TransactionEnd::commit;
+  std::span<TransactionCheck> checks;
 };
 
 // A session's rings: one to each shard, one back from each shard.
@@ -120,6 +129,7 @@ class Shard final : private engine::DeliveryHost {
     bool unsafe_ignore_delivery_markers = false;     // recovery does not read __UMQ_DLV
     bool unsafe_checkpoint_past_deliveries = false;  // checkpoint not held below deliveries
     bool unsafe_progress_before_durable = false;     // async_flush: commit progress when written
+    bool unsafe_txn_ended_at_append = false;         // a half ended before its outcome is durable
   };
   Shard(uint32_t index, const StoreOptions& options, const sched::DelayLevels& levels,
         std::vector<std::unique_ptr<SessionSlot>>& slots, std::unique_ptr<io::Disk> disk,
@@ -143,6 +153,7 @@ class Shard final : private engine::DeliveryHost {
   void add_stats(StoreStats& out) const;
   // Adds this shard's delay-level figures into `out` (indexed by level - 1).
   void add_delay_level_stats(std::vector<DelayLevelStats>& out) const;
+  void add_transaction_stats(TransactionStats& out) const { txn_.add_stats(out); }
 
  private:
   struct PendingAppend {
@@ -156,6 +167,13 @@ class Shard final : private engine::DeliveryHost {
     uint32_t batch = UINT32_MAX;  // a batch member: its index in batches_ (else UINT32_MAX)
     uint32_t batch_index = 0;     // its place in the batch
     int64_t start_ns = 0;         // monotonic: the drain that took its request (drain_ns_)
+  };
+  // Where an append went (append_pending's optional answer).
+  struct Appended {
+    uint64_t log_offset = 0;
+    uint32_t size_bytes = 0;
+    int64_t queue_offset = 0;
+    int64_t store_timestamp_ms = 0;
   };
   // A batch being appended or acknowledged: one completion once every record it appended is
   // acknowledged (Session::send_batch_async). batches_ is sized at start; none free: busy.
@@ -256,11 +274,20 @@ class Shard final : private engine::DeliveryHost {
   int64_t now_ms() const { return clock_->monotonic_ns() / 1'000'000; }
   // tags_code: the unit's tagsCode when the caller knows it already (a timer record's deliver
   // time); else it is computed from the record. scan: the caller's one scan of in.properties
-  // (handle_append's), or nullptr: scanned here when needed.
+  // (handle_append's), or nullptr: scanned here when needed. appended: where the record went
+  // (its queue offset in queue_offset), when asked.
   io::Code append_pending(uint32_t slot, uint64_t tag, const engine::MessageInput& in,
                           std::optional<int64_t> tags_code = std::nullopt,
                           uint32_t batch = kNoBatch, uint32_t batch_index = 0,
-                          const engine::PropertyScan* scan = nullptr);
+                          const engine::PropertyScan* scan = nullptr, Appended* appended = nullptr);
+  // Transactional messages (engine/delivery/transactions.h).
+  bool append_half(uint32_t slot_index, uint64_t tag, const engine::MessageInput& input);
+  bool handle_end_transaction(uint32_t slot_index, const ShardRequest& request);
+  void answer_transaction_checks(uint32_t slot_index, const ShardRequest& request);
+  void commit_transaction_progress();
+  std::span<const std::byte> half_in_memory(LogOffset offset);
+  std::vector<std::byte> txn_half_;  // a half read from memory for its end (sized at open)
+  int64_t txn_progress_committed_ = -1;
   io::Result<engine::QueueIndex> queue_for_append(std::string_view topic, int32_t queue_id);
 
   // Pulls and searches (shard_consumer.cc).
@@ -491,6 +518,7 @@ class Shard final : private engine::DeliveryHost {
   engine::DurableAcks durable_;
   engine::LevelDelivery delayed_;
   engine::TimerDelivery timers_;
+  engine::Transactions txn_;
   bool dispatched_since_check_ = false;
   // flush_offsets requests waiting for a consumer-offsets persist cycle: (slot, tag, cycles).
   struct FlushWaiter {

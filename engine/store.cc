@@ -170,6 +170,12 @@ StoreStats Store::stats() const {
   return total;
 }
 
+TransactionStats Store::transaction_stats() const {
+  TransactionStats out;
+  for (const auto& shard : shards_) shard->add_transaction_stats(out);
+  return out;
+}
+
 TimerStats Store::timer_stats() const {
   TimerStats out;
   for (const auto& shard : shards_) shard->add_timer_stats(out);
@@ -400,6 +406,39 @@ io::Status Session::query_index_async(uint32_t shard, const IndexQueryRequest& q
   return post(shard, request);
 }
 
+io::Status Session::end_transaction_async(StoreOffset half_offset,
+                                          std::span<const std::byte> half_record,
+                                          TransactionEnd end, uint64_t tag,
+                                          std::string_view producer_group,
+                                          QueueOffset queue_offset) {
+  const uint32_t shard = shard_of_offset(half_offset);
+  if (shard >= store_.shards_.size()) {
+    return io::Status::error(io::Code::invalid_argument,
+                             "the half's offset names shard " + std::to_string(shard));
+  }
+  ShardRequest request;
+  request.kind = ShardRequest::Kind::end_transaction;
+  request.tag = tag;
+  request.local_offset = local_offset(half_offset);
+  request.record = half_record;
+  request.end = end;
+  request.group = producer_group;
+  request.queue_offset = queue_offset;
+  return post(shard, request);
+}
+
+io::Status Session::take_transaction_checks_async(uint32_t shard, std::span<TransactionCheck> out,
+                                                  uint64_t tag) {
+  if (shard >= store_.shards_.size()) {
+    return io::Status::error(io::Code::invalid_argument, "no shard " + std::to_string(shard));
+  }
+  ShardRequest request;
+  request.kind = ShardRequest::Kind::transaction_checks;
+  request.tag = tag;
+  request.checks = out;
+  return post(shard, request);
+}
+
 io::Status Session::view_record_async(StoreOffset store_offset, std::span<std::byte> buffer,
                                       uint64_t tag) {
   ShardRequest request;
@@ -442,12 +481,13 @@ io::Status Session::flush_offsets_async(std::string_view topic, int32_t queue_id
 
 bool is_internal_topic(std::string_view topic) {
   return topic == engine::kScheduleTopic || topic == kParkedScheduleTopic ||
-         topic == engine::kTimerTopic;
+         topic == engine::kTimerTopic || topic == engine::kTransHalfTopic ||
+         topic == engine::kTransOpTopic;
 }
 
 bool is_internal_group(std::string_view group) {
   return group == kScheduleProgressGroup || group == kTimerProgressGroup ||
-         group == kTimerCancelGroup;
+         group == kTimerCancelGroup || group == kTransactionProgressGroup;
 }
 
 io::Status make_send_back(std::string_view group, std::span<const std::byte> record,

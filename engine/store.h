@@ -21,10 +21,11 @@ namespace uringmq {
 // say what it was.
 inline constexpr std::string_view kParkedScheduleTopic = "SCHEDULE_PARKED_XXXX";
 
-// Topics the store keeps for itself: the delay levels' SCHEDULE_TOPIC_XXXX, the parked topic
-// and the timer wheel's rmq_sys_wheel_timer. The broker refuses client SENDs and PULLs of them
-// (net/README.md); the store's own deliveries and the offline tools use them. One list: a new
-// internal topic is added here. %RETRY% and %DLQ% topics are not internal (clients use them).
+// Topics the store keeps for itself: the delay levels' SCHEDULE_TOPIC_XXXX, the parked topic,
+// the timer wheel's rmq_sys_wheel_timer and the transactional half and op topics. The broker
+// refuses client SENDs and PULLs of them (net/README.md); the store's own deliveries and the
+// offline tools use them. One list: a new internal topic is added here. %RETRY% and %DLQ%
+// topics are not internal (clients use them).
 bool is_internal_topic(std::string_view topic);
 // Consumer groups the store keeps progress and timer cancels under (in the consumer-offsets
 // table): delay-level progress, timer-slot progress and timer cancels. The broker refuses client
@@ -32,6 +33,9 @@ bool is_internal_topic(std::string_view topic);
 inline constexpr std::string_view kScheduleProgressGroup = "%SCHEDULE_PROGRESS%";
 inline constexpr std::string_view kTimerProgressGroup = "%TIMER_PROGRESS%";
 inline constexpr std::string_view kTimerCancelGroup = "%TIMER_CANCEL%";
+// The transactional half queue's consumed point (its oldest half not ended) and the op queue's
+// (all of it): retention may delete what is below them.
+inline constexpr std::string_view kTransactionProgressGroup = "%TRANSACTION_PROGRESS%";
 bool is_internal_group(std::string_view group);
 
 }  // namespace uringmq

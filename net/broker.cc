@@ -570,6 +570,7 @@ void BrokerReactor::sweep(int64_t now) {
   // Consumers that stopped heartbeating leave their groups; expired queue locks go.
   sweep_members_and_locks(now);
   expire_sql_subscriptions(now);
+  run_transaction_checks(now);
 }
 
 // ---- BrokerReactor: bounds on connections ----

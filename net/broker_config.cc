@@ -299,6 +299,21 @@ const KeySetter kSetters[] = {
        return set_number<int64_t>(c.sync_flush_timeout_ms, v, 1, kHourMs, "a timeout in ms");
      }},
     {"messageDelayLevel", set_delay_levels},
+    // Transactional messages (engine/delivery/transactions.h).
+    {"transactionTimeOut",
+     [](BrokerConfig& c, std::string_view v) {
+       return set_number<int64_t>(c.store.transaction_timeout_ms, v, 1, kHourMs,
+                                  "a timeout in ms");
+     }},
+    {"transactionCheckInterval",
+     [](BrokerConfig& c, std::string_view v) {
+       return set_number<int64_t>(c.store.transaction_check_interval_ms, v, 10, kHourMs,
+                                  "an interval in ms");
+     }},
+    {"transactionCheckMax",
+     [](BrokerConfig& c, std::string_view v) {
+       return set_number<uint32_t>(c.store.transaction_check_max, v, 0, 255, "a number of checks");
+     }},
     {"fileReservedTime",
      [](BrokerConfig& c, std::string_view v) {
        return set_number<int64_t>(c.store.file_reserved_time_hours, v, 1, 87600,
@@ -582,6 +597,9 @@ std::string describe_broker_config(const BrokerConfig& c) {
   add("maxMessageSize", num(s.log.limits.max_body_bytes));
   add("messageDelayLevel", s.message_delay_level);
   add("scheduleMaxAttempts", num(s.schedule_max_attempts));
+  add("transactionTimeOut", num(s.transaction_timeout_ms));
+  add("transactionCheckInterval", num(s.transaction_check_interval_ms));
+  add("transactionCheckMax", num(s.transaction_check_max));
   add("timerMaxDelaySec", num(s.timer_max_delay_sec));
   add("deliveryLeadMs", num(s.delivery_lead_ms));
   add("scrubBytesPerSecond", num(s.scrub_bytes_per_second));

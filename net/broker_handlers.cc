@@ -439,6 +439,8 @@ void BrokerReactor::handle(uint32_t conn, RemotingCommand& request,
       return handle_view_message(conn, request);
     case req::kGetEarliestMsgStoretime:
       return handle_earliest_time(conn, request);
+    case req::kEndTransaction:
+      return handle_end_transaction(conn, request);
     default:
       if (handle_admin(conn, request, body)) return;
       return reply_code(conn, request, rc::kRequestCodeNotSupported,
@@ -1090,6 +1092,7 @@ void BrokerReactor::handle_heartbeat(uint32_t conn, const RemotingCommand& reque
     }
   }
   note_heartbeat_clients(conn, request, *json);
+  note_producers(conn, client->text(), *json, now);
   reply_code(conn, request, rc::kSuccess, {});
 }
 
@@ -1098,6 +1101,8 @@ void BrokerReactor::handle_unregister(uint32_t conn, const RemotingCommand& requ
   const std::string* group = request.ext("consumerGroup");
   if (client != nullptr && group != nullptr) leave_group(*group, *client);
   if (client != nullptr) clients_.unregister(group, request.ext("producerGroup"), *client);
+  const std::string* producer_group = request.ext("producerGroup");
+  if (client != nullptr && producer_group != nullptr) forget_producer(*producer_group, *client);
   reply_code(conn, request, rc::kSuccess, {});
 }
 
@@ -1233,6 +1238,14 @@ void BrokerReactor::handle_runtime_info(uint32_t conn, const RemotingCommand& re
   add("corruptRecordsReported", std::to_string(stats.corrupt_records_reported));
   add("scrubBytesChecked", std::to_string(stats.scrub_bytes_checked));
   add("scrubCorruptRecords", std::to_string(stats.scrub_corrupt_records));
+  const TransactionStats txn = store_.transaction_stats();
+  add("transactionHalfPending", std::to_string(txn.half_pending));
+  add("transactionCommitted", std::to_string(txn.committed));
+  add("transactionRolledBack", std::to_string(txn.rolled_back));
+  add("transactionChecked", std::to_string(txn.checked));
+  add("transactionDiscarded", std::to_string(txn.discarded));
+  add("transactionChecksSent", std::to_string(txn_checks_sent_));
+  add("transactionChecksNoProducer", std::to_string(txn_checks_no_producer_));
   add("scrubsFinished", std::to_string(stats.scrubs_finished));
   add_java_runtime_figures(stats, add);
   for (const DelayLevelStats& level : store_.delay_level_stats()) {
@@ -1302,6 +1315,13 @@ void BrokerReactor::on_store_completion(const Completion& c) {
     case BrokerOp::Kind::release:
       // One completion per shard.
       if (--op.queue_id > 0) return;
+      break;
+    case BrokerOp::Kind::end_view:
+    case BrokerOp::Kind::end_store:
+    case BrokerOp::Kind::txn_checks:
+    case BrokerOp::Kind::check_view:
+    case BrokerOp::Kind::check_discard:
+      if (!complete_transaction(index, c)) return;
       break;
     default:
       complete_query(op, c);

@@ -121,11 +121,16 @@ struct BrokerOp {
     send_back_record,
     send_back_store,
     release,
-    admin,           // an admin request's store queries, one at a time (net/broker_admin.cc)
-    query_message,   // QUERY_MESSAGE: one request per shard (net/broker_query.cc)
-    view_message,    // VIEW_MESSAGE_BY_ID
-    earliest_min,    // GET_EARLIEST_MSG_STORETIME: the queue's min offset, then
-    earliest_record  // its record's store time
+    admin,            // an admin request's store queries, one at a time (net/broker_admin.cc)
+    query_message,    // QUERY_MESSAGE: one request per shard (net/broker_query.cc)
+    view_message,     // VIEW_MESSAGE_BY_ID
+    earliest_min,     // GET_EARLIEST_MSG_STORETIME: the queue's min offset, then
+    earliest_record,  // its record's store time
+    end_view,         // END_TRANSACTION: the half read, then
+    end_store,        // its outcome stored (net/broker_transactions.cc)
+    txn_checks,       // the check service: one shard's due halves, then for each
+    check_view,       // its record read, then CHECK_TRANSACTION_STATE sent, or
+    check_discard     // its discarded copy stored
   };
   Kind kind = Kind::send;
   bool in_use = false;
@@ -157,6 +162,18 @@ struct BrokerOp {
   int64_t index_timestamp_ms = 0;
   uint64_t index_wire_offset = 0;
   std::unique_ptr<AdminQuery> admin;  // Kind::admin: the queues asked about and their answers
+  // Transactional messages: how the half ends, the check it belongs to, the due halves.
+  TransactionEnd txn_end = TransactionEnd::commit;
+  bool txn_from_memory = false;  // END_TRANSACTION's first try: the shard finds the half itself
+  TransactionCheck check;
+  std::vector<TransactionCheck> checks;
+};
+
+// A producer connection of a group, from its heartbeats (the check service asks one of them).
+struct ProducerConnection {
+  ConnectionRef connection;
+  std::string client;
+  int64_t seen_ms = 0;
 };
 
 // A topic's queue numbers and permission as requests see them (TopicTable, or implicit).
@@ -323,6 +340,21 @@ class BrokerReactor {
                              const SqlSubscription* registered,
                              std::shared_ptr<const engine::SqlFilter>* filter);
   void expire_sql_subscriptions(int64_t now);
+  // ---- transactional messages (broker_transactions.cc) ----
+  void handle_end_transaction(uint32_t conn, RemotingCommand& request);
+  void note_producers(uint32_t conn, const std::string& client, const JsonValue& heartbeat,
+                      int64_t now);
+  void forget_producer(std::string_view group, std::string_view client);
+  void expire_producers(int64_t now);
+  // Asks every shard for its due halves, every min(transactionTimeOut, transactionCheckInterval).
+  void run_transaction_checks(int64_t now);
+  // False when the op moved to its next step (the op stays).
+  bool complete_transaction(uint32_t index, const Completion& c);
+  bool complete_end_view(uint32_t index, const Completion& c);
+  bool read_half_back(uint32_t index);
+  void complete_check_list(BrokerOp& op, const Completion& c);
+  bool complete_check_view(uint32_t index, const Completion& c);
+  void send_check(const BrokerOp& op, std::span<const std::byte> record);
   // ---- the message index (broker_query.cc) ----
   void handle_query_message(uint32_t conn, RemotingCommand& request);
   void handle_view_message(uint32_t conn, RemotingCommand& request);
@@ -424,6 +456,14 @@ class BrokerReactor {
   uint64_t tps_sample_got_ = 0;
   double put_tps_ = 0;
   double got_tps_ = 0;
+  // group -> its producer connections (at most kMaxProducerGroups groups, kMaxProducersPerGroup
+  // each); the check service's state.
+  std::map<std::string, std::vector<ProducerConnection>, std::less<>> producers_;
+  int64_t next_txn_check_ms_ = 0;
+  uint32_t txn_ops_in_flight_ = 0;
+  uint32_t next_producer_ = 0;  // round robin over a group's connections
+  uint64_t txn_checks_sent_ = 0;
+  uint64_t txn_checks_no_producer_ = 0;
   std::array<Completion, 256> completions_{};
   std::array<io::NetCompletion, 256> events_{};
 };

@@ -48,7 +48,16 @@ inline constexpr std::string_view kPropertyTimerPutMs = "__UMQ_TPUT";
 // A cancel of timed messages by key (timer_message.h).
 inline constexpr std::string_view kPropertyTimerCancelKey = "__UMQ_CANCEL_KEY";
 
+// Transactional messages (engine/delivery/transactions.h): RocketMQ's names, and the store's
+// outcome marker "<half queue offset>" on every record that ends a half (its committed copy, its
+// rollback op record, its discarded copy), which recovery reads back.
+inline constexpr std::string_view kPropertyPreparedQueueOffset = "TRAN_PREPARED_QUEUE_OFFSET";
+inline constexpr std::string_view kPropertyCheckImmunitySec = "CHECK_IMMUNITY_TIME_IN_SECONDS";
+inline constexpr std::string_view kPropertyTransactionCheckTimes = "TRANSACTION_CHECK_TIMES";
+inline constexpr std::string_view kPropertyTransactionEnded = "__UMQ_TXN";
+
 static_assert(kPropertyDeliveryMarker.starts_with(kInternalPropertyPrefix));
+static_assert(kPropertyTransactionEnded.starts_with(kInternalPropertyPrefix));
 static_assert(kPropertyTimerPutMs.starts_with(kInternalPropertyPrefix));
 static_assert(kPropertyTimerCancelKey.starts_with(kInternalPropertyPrefix));
 

@@ -82,6 +82,22 @@ struct IndexQueryRequest {
   std::span<std::byte> buffer;  // the matching records, back to back
 };
 
+// How END_TRANSACTION ends a half message (Session::end_transaction_async): commit stores its
+// copy in the real queue; rollback stores an op record in RMQ_SYS_TRANS_OP_HALF_TOPIC; discard
+// (the check service gave up) stores its copy in TRANS_CHECK_MAX_TIME_TOPIC.
+enum class TransactionEnd : uint8_t { commit, rollback, discard };
+
+// A half message due for a check (Session::take_transaction_checks_async): its record (read it
+// with view_record_async), its queue offset in the half queue, the checks made so far, and
+// whether the check service gives up on it (discard: end it with TransactionEnd::discard).
+struct TransactionCheck {
+  StoreOffset offset;
+  uint32_t size_bytes = 0;
+  QueueOffset queue_offset;
+  uint32_t checks = 0;
+  bool discard = false;
+};
+
 struct Completion {
   uint64_t tag = 0;
   io::Code code = io::Code::ok;  // ok, a rejection, or fail_stopped (indeterminate)

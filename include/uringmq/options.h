@@ -212,6 +212,16 @@ struct StoreOptions {
   uint32_t timer_slot_count = 256;
   // Timers kept in memory at most (the near window); beyond it loading waits (late, never early).
   uint32_t timer_window_entries_max = 1u << 20;
+  // ---- Transactional messages (engine/delivery/transactions.h) ----
+  // transactionTimeOut: a half is first checked this long after it was stored (unless its
+  // CHECK_IMMUNITY_TIME_IN_SECONDS says longer); transactionCheckInterval: then again every
+  // this long; transactionCheckMax: after this many checks it is discarded to
+  // TRANS_CHECK_MAX_TIME_TOPIC. transaction_window_max: half queue offsets a shard tracks from
+  // its oldest pending half (24 bytes each); a prepared send beyond it is refused busy.
+  int64_t transaction_timeout_ms = 6'000;
+  int64_t transaction_check_interval_ms = 60'000;
+  uint32_t transaction_check_max = 15;
+  uint32_t transaction_window_max = 1u << 16;
   // The clock every shard uses (store times, flush intervals, retention). Null: the system
   // clock. Tests pass an io::ManualClock; it must outlive the store.
   io::Clock* clock = nullptr;

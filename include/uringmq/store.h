@@ -89,6 +89,15 @@ inline constexpr std::array<uint64_t, kHistogramBounds> kLatenessBoundsMs = {
     1, 2, 5, 10, 20, 50, 100, 200, 500, 1'000, 2'000, 5'000, 10'000, 30'000, 60'000, 300'000};
 inline constexpr std::array<uint64_t, kHistogramBounds> kBatchBoundsMessages = {
     1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1'024, 2'048, 4'096, 8'192, 16'384, 65'536};
+// Transactional messages, over every shard: halves waiting for their outcome now, and since
+// open, halves ended by commit, rollback or discard, and checks handed to the check service.
+struct TransactionStats {
+  int64_t half_pending = 0;
+  uint64_t committed = 0;
+  uint64_t rolled_back = 0;
+  uint64_t checked = 0;
+  uint64_t discarded = 0;
+};
 
 struct StoreStats {
   uint64_t appends = 0;
@@ -220,6 +229,22 @@ class Session {
   Completion send_back(std::string_view group, std::span<const std::byte> record,
                        StoreOffset store_offset, int32_t delay_level = 0,
                        int32_t max_reconsume_times = 16);
+  // END_TRANSACTION: ends the half message stored at `half_offset` whose checked record bytes
+  // (view_record_async) are `half_record` (valid until the completion). Its shard stores the
+  // outcome record (engine/delivery/transactions.h) and completes once it is acknowledged
+  // (offset: the outcome record's). not_found: no half is pending there (already ended: nothing
+  // is stored twice); invalid_argument: the bytes are not that half, or it is not of
+  // `producer_group` at `queue_offset` (when the group is given). Empty half_record: the shard
+  // reads the half from the log's memory, and answers busy when it is no longer there (read it
+  // and send it).
+  io::Status end_transaction_async(StoreOffset half_offset, std::span<const std::byte> half_record,
+                                   TransactionEnd end, uint64_t tag,
+                                   std::string_view producer_group = {},
+                                   QueueOffset queue_offset = QueueOffset{-1});
+  // The check service: up to out.size() halves of `shard` whose check is due (each counted as
+  // checked once handed out). Completion: message_count entries written to `out`.
+  io::Status take_transaction_checks_async(uint32_t shard, std::span<TransactionCheck> out,
+                                           uint64_t tag);
   // Answers this session's held pulls at once (no new message) on every shard; one completion
   // with `tag` per shard. For a front end that is shutting down.
   io::Status release_held_pulls_async(uint64_t tag);
@@ -291,6 +316,8 @@ class Store {
   std::vector<DelayLevelStats> delay_level_stats() const;
   // Operator figures of timed messages (every shard's, summed).
   TimerStats timer_stats() const;
+  // Operator figures of transactional messages (every shard's, summed).
+  TransactionStats transaction_stats() const;
   const StoreOptions& options() const { return options_; }
   // What each shard's recovery found at open().
   const std::vector<engine::RecoveryReport>& recovery_reports() const { return reports_; }

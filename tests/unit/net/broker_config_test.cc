@@ -442,5 +442,26 @@ TEST(BrokerConfigTest, MessageIndexKeys) {
   EXPECT_NE(error_of("messageIndexEnable=yes\n").find("messageIndexEnable"), std::string::npos);
 }
 
+// The transactional message keys: RocketMQ's names and defaults, range-checked.
+TEST(BrokerConfigTest, TransactionKeys) {
+  io::Result<BrokerConfig> d = parse_broker_config("", "x");
+  ASSERT_TRUE(d.is_ok());
+  const BrokerConfig& defaults = *d;
+  EXPECT_EQ(defaults.store.transaction_timeout_ms, 6'000);
+  EXPECT_EQ(defaults.store.transaction_check_interval_ms, 60'000);
+  EXPECT_EQ(defaults.store.transaction_check_max, 15u);
+  io::Result<BrokerConfig> set = parse_broker_config(
+      "transactionTimeOut=1000\ntransactionCheckInterval=2000\ntransactionCheckMax=3\n", "f");
+  ASSERT_TRUE(set.is_ok()) << set.status().to_string();
+  EXPECT_EQ(set->store.transaction_timeout_ms, 1'000);
+  EXPECT_EQ(set->store.transaction_check_interval_ms, 2'000);
+  EXPECT_EQ(set->store.transaction_check_max, 3u);
+  EXPECT_NE(describe_broker_config(*set).find("transactionCheckMax=3"), std::string::npos);
+  EXPECT_EQ(error_of("transactionCheckMax=256"),
+            "broker.conf:1: transactionCheckMax '256' is not a number of checks (0..255)");
+  EXPECT_EQ(error_of("transactionTimeOut=0"),
+            "broker.conf:1: transactionTimeOut '0' is not a timeout in ms (1..3600000)");
+}
+
 }  // namespace
 }  // namespace uringmq::net

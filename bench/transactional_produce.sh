@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Transactional produce against plain sends, over loopback, SYNC_FLUSH: uringmq-net-bench
+# against a fresh uringmq-broker for each measurement, plain sends (SEND_MESSAGE_V2) and
+# transactional ones (a half send, then END_TRANSACTION commit once its reply comes; a message
+# counts when the commit is answered, i.e. its copy is durable and consumable), CONNS x PIPELINE
+# in flight, interleaved, RUNS of each; then transactional again with one long-polling consumer
+# connection per queue ("consumed": the commit -> consume latency; the consumers take CPU from
+# the same machine, so its msgs/s is not the throughput figure). Prints the medians.
+# Usage: bench/transactional_produce.sh [build dir]   (needs uringmq-broker, uringmq-net-bench)
+# CONNS (16), PIPELINE (32), BYTES (128), RUNS (3), SECONDS_ (10), WARMUP (2), DATA (./bench-data).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${1:-$root/build-bench}
+CONNS=${CONNS:-16} PIPELINE=${PIPELINE:-32} BYTES=${BYTES:-128} RUNS=${RUNS:-3}
+SECONDS_=${SECONDS_:-10} WARMUP=${WARMUP:-2}
+data=$(mkdir -p "${DATA:-$root/bench-data}" && cd "${DATA:-$root/bench-data}" && pwd)/transactional
+pid=""
+stop() {
+  if [ -n "$pid" ]; then
+    kill -TERM "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  fi
+  pid=""
+}
+trap 'stop; rm -rf "$data"' EXIT
+one() {  # one MODE RUN: a fresh broker, one load, its JSON on stdout
+  rm -rf "$data" && mkdir -p "$data"
+  local port
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0))
+print(s.getsockname()[1])')
+  printf 'storePathRootDir=%s\nlistenPort=%s\nnamesrvListenPort=0\nflushDiskType=SYNC_FLUSH\n%s\n' \
+    "$data/store" "$port" "mappedFileSizeCommitLog=268435456
+defaultTopicQueueNums=8
+logLevel=warn" >"$data/broker.conf"
+  "$build/tools/uringmq-broker" -c "$data/broker.conf" 2>"$data/broker.log" &
+  pid=$!
+  for _ in $(seq 1 300); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
+    sleep 0.1
+  done
+  local extra=(--pipeline "$PIPELINE")
+  [ "$1" = transactional ] && extra+=(--transactional 1)
+  [ "$1" = consumed ] && extra+=(--transactional 1 --consume 1)
+  "$build/bench/uringmq-net-bench" --protocol remoting --port "$port" --connections "$CONNS" \
+    --message-bytes "$BYTES" --seconds "$SECONDS_" --warmup-seconds "$WARMUP" --json "${extra[@]}"
+  stop
+}
+out=$(mktemp)
+for run in $(seq 1 "$RUNS"); do
+  for mode in plain transactional consumed; do
+    echo "run $run $mode: load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+    printf '%s %s ' "$mode" "$run" >>"$out"
+    one "$mode" >>"$out"
+  done
+done
+python3 - "$out" <<'PY'
+import json, statistics, sys
+rows = {}
+for line in open(sys.argv[1]):
+    mode, run, js = line.split(" ", 2)
+    rows.setdefault(mode, []).append(json.loads(js))
+key = "msgs_per_s"
+med = {m: statistics.median(r[key] for r in v) for m, v in rows.items()}
+for m, v in rows.items():
+    runs = "; ".join(
+        f"{r[key]:,.0f} (p50 {r['p50_us'] / 1000:.1f} / p99 {r['p99_us'] / 1000:.1f} ms"
+        + (f", commit p99 {r['commit_p99_us'] / 1000:.2f} ms" if r["transactional"] else "")
+        + (f", commit -> consume p99 {r['consume_p99_us'] / 1000:.2f} ms"
+           if m == "consumed" else "")
+        + ")" for r in v)
+    print(f"{m}: median {med[m]:,.0f} msgs/s; runs {runs}")
+commit = statistics.median(r["commit_p99_us"] for r in rows["transactional"]) / 1000
+consume = statistics.median(r["consume_p99_us"] for r in rows["consumed"]) / 1000
+print(f"transactional / plain: {med['transactional'] / med['plain']:.2f}; "
+      f"commit p99 median {commit:.2f} ms; commit -> consume p99 median {consume:.2f} ms")
+PY
+rm -f "$out"
