@@ -968,7 +968,8 @@ bool Shard::handle_end_transaction(uint32_t slot_index, const ShardRequest& requ
   }
   if (done.code == io::Code::ok) {
     Appended at;
-    done.code = append_pending(slot_index, request.tag, copy, std::nullopt, kNoBatch, 0, nullptr, &at);
+    done.code =
+        append_pending(slot_index, request.tag, copy, std::nullopt, kNoBatch, 0, nullptr, &at);
     if (done.code == io::Code::busy) return false;
     if (done.code == io::Code::ok) {
       txn_.end_appended(half, at.log_offset, at.size_bytes, request.end);
