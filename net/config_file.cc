@@ -101,11 +101,11 @@ DataVersion read_data_version(const JsonValue& doc) {
 std::string table_json_head(const TableFormat& format) {
   std::string out = "{";
   append_json_string(&out, format.json_key);
-  return out + ":{";
+  return out + ":";
 }
 
 void append_table_json_tail(std::string* out, DataVersion version) {
-  *out += "},\"dataVersion\":{\"timestamp\":" + std::to_string(version.timestamp_ms) +
+  *out += ",\"dataVersion\":{\"timestamp\":" + std::to_string(version.timestamp_ms) +
           ",\"counter\":" + std::to_string(version.counter) + "}}";
 }
 

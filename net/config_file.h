@@ -54,8 +54,8 @@ io::Status not_in_table(const TableFormat& format, std::string_view name);
 io::Result<std::optional<JsonValue>> read_table_file(io::Disk& disk, const TableFormat& format,
                                                      const std::string& path);
 DataVersion read_data_version(const JsonValue& doc);     // lenient: what is missing is 0
-std::string table_json_head(const TableFormat& format);  // {"<json_key>":{
-void append_table_json_tail(std::string* out, DataVersion version);  // },"dataVersion":{..}}
+std::string table_json_head(const TableFormat& format);  // {"<json_key>":
+void append_table_json_tail(std::string* out, DataVersion version);  // ,"dataVersion":{..}}
 
 // A RocketMQ "...Wrapper" table of named configurations persisted whole in <dir>/<file_name>:
 //   {"<json_key>":{"<name>":{...}, ...},"dataVersion":{"timestamp":<ms>,"counter":<changes>}}
@@ -155,14 +155,7 @@ io::Status PersistedTable<Spec>::commit(io::Disk& disk, Map next) {
 template <typename Spec>
 std::string PersistedTable<Spec>::json(const Map& table, DataVersion version) {
   std::string out = table_json_head(Spec::kFormat);
-  bool first = true;
-  for (const auto& [name, c] : table) {
-    if (!first) out += ',';
-    first = false;
-    append_json_string(&out, name);
-    out += ':';
-    Spec::append_entry(&out, c);
-  }
+  append_json_members(&out, table, Spec::append_entry);
   append_table_json_tail(&out, version);
   return out;
 }
