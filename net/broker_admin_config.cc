@@ -10,6 +10,7 @@
 // run-time change. Only the keys in kRuntimeKeys can change; any other key is refused, naming it.
 
 #include <map>
+#include <utility>
 
 #include "net/broker_reactor.h"
 #include "net/config_file.h"
@@ -113,46 +114,33 @@ std::string overlay_text(const std::map<std::string, std::string, std::less<>>& 
 
 bool BrokerReactor::handle_admin(uint32_t conn, RemotingCommand& request,
                                  std::span<const std::byte> body) {
-  switch (request.code) {
-    case req::kGetAllTopicListFromNameserver:
-      handle_topic_list(conn, request);
-      return true;
-    case req::kQueryTopicConsumeByWho:
-      handle_consumed_by(conn, request);
-      return true;
-    case req::kGetTopicStatsInfo:
-      handle_topic_stats(conn, request);
-      return true;
-    case req::kGetConsumeStats:
-      handle_consume_stats(conn, request);
-      return true;
-    case req::kGetConsumerConnectionList:
-      handle_consumer_connections(conn, request);
-      return true;
-    case req::kGetProducerConnectionList:
-      handle_producer_connections(conn, request);
-      return true;
-    case req::kInvokeBrokerToResetOffset:
-      handle_reset_offset(conn, request);
-      return true;
-    case req::kUpdateAndCreateSubscriptionGroup:
-      handle_put_subscription_group(conn, request, body);
-      return true;
-    case req::kGetAllSubscriptionGroupConfig:
-      handle_all_subscription_groups(conn, request);
-      return true;
-    case req::kDeleteSubscriptionGroup:
-      handle_delete_subscription_group(conn, request);
-      return true;
-    case req::kGetBrokerConfig:
-      handle_get_broker_config(conn, request);
-      return true;
-    case req::kUpdateBrokerConfig:
-      handle_update_broker_config(conn, request, body);
-      return true;
-    default:
-      return false;
+  // The admin requests answered from their header alone, each by its handler.
+  using HeaderHandler = void (BrokerReactor::*)(uint32_t, const RemotingCommand&);
+  static constexpr std::pair<int32_t, HeaderHandler> kHeaderOnly[] = {
+      {req::kGetAllTopicListFromNameserver, &BrokerReactor::handle_topic_list},
+      {req::kQueryTopicConsumeByWho, &BrokerReactor::handle_consumed_by},
+      {req::kGetTopicStatsInfo, &BrokerReactor::handle_topic_stats},
+      {req::kGetConsumeStats, &BrokerReactor::handle_consume_stats},
+      {req::kGetConsumerConnectionList, &BrokerReactor::handle_consumer_connections},
+      {req::kGetProducerConnectionList, &BrokerReactor::handle_producer_connections},
+      {req::kInvokeBrokerToResetOffset, &BrokerReactor::handle_reset_offset},
+      {req::kGetAllSubscriptionGroupConfig, &BrokerReactor::handle_all_subscription_groups},
+      {req::kDeleteSubscriptionGroup, &BrokerReactor::handle_delete_subscription_group},
+      {req::kGetBrokerConfig, &BrokerReactor::handle_get_broker_config},
+  };
+  for (const auto& [code, handler] : kHeaderOnly) {
+    if (code != request.code) continue;
+    (this->*handler)(conn, request);
+    return true;
   }
+  if (request.code == req::kUpdateAndCreateSubscriptionGroup) {
+    handle_put_subscription_group(conn, request, body);
+  } else if (request.code == req::kUpdateBrokerConfig) {
+    handle_update_broker_config(conn, request, body);
+  } else {
+    return false;
+  }
+  return true;
 }
 
 io::Status BrokerReactor::open_admin_state(io::Disk& disk) {
