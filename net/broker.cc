@@ -518,11 +518,8 @@ void BrokerReactor::close_connection(uint32_t index, const std::string& why) {
 
 void BrokerReactor::maybe_free(uint32_t index) {
   Connection& conn = conns_[index];
-  if (!conn.closing || conn.recv_armed || conn.send_armed) return;
-  io::close_fd(conn.fd);
-  conn.fd = -1;
+  if (!conn.close_when_idle()) return;
   conn.open = false;
-  conn.closing = false;
   conn.generation = (conn.generation + 1) & 0xFFFFFF;  // late store answers are dropped
   // Swapped with empty ones: `x = {}` would keep the capacity (initializer-list assignment).
   conn.in.release();

@@ -92,6 +92,19 @@ void append_connections(std::string* out,
   *out += "]";
 }
 
+// {"<key>":[<each name as a JSON string>]}: Java's TopicList and GroupList bodies.
+template <typename Names>
+std::string json_name_list(std::string_view key, const Names& names) {
+  std::string body = "{";
+  append_json_string(&body, key);
+  body += ':';
+  append_json_list(&body, '[', ']', names, [](std::string* out, const std::string& name) {
+    append_json_string(out, name);
+  });
+  body += '}';
+  return body;
+}
+
 }  // namespace
 
 void append_message_queue_key(std::string* out, std::string_view broker_name,
@@ -269,14 +282,7 @@ void BrokerReactor::handle_topic_list(uint32_t conn, const RemotingCommand& requ
   for (const std::string& group : clients_.known_groups()) {
     topics.insert(std::string(kRetryPrefix) + group);
   }
-  std::string body = "{\"topicList\":[";
-  bool first = true;
-  for (const std::string& topic : topics) {
-    if (!first) body += ',';
-    first = false;
-    append_json_string(&body, topic);
-  }
-  body += "]}";
+  const std::string body = json_name_list("topicList", topics);
   reply(conn, make_response(request, rc::kSuccess), std::as_bytes(std::span(body)));
 }
 
@@ -287,15 +293,11 @@ void BrokerReactor::handle_consumed_by(uint32_t conn, const RemotingCommand& req
   if (topic == nullptr) {
     return reply_code(conn, request, rc::kSystemError, "QUERY_TOPIC_CONSUME_BY_WHO needs topic");
   }
-  std::string body = "{\"groupList\":[";
-  bool first = true;
+  std::vector<std::string> groups;
   for (const std::string& group : clients_.known_groups()) {
-    if (!clients_.topics_of(group).contains(*topic)) continue;
-    if (!first) body += ',';
-    first = false;
-    append_json_string(&body, group);
+    if (clients_.topics_of(group).contains(*topic)) groups.push_back(group);
   }
-  body += "]}";
+  const std::string body = json_name_list("groupList", groups);
   reply(conn, make_response(request, rc::kSuccess), std::as_bytes(std::span(body)));
 }
 

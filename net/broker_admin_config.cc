@@ -10,6 +10,7 @@
 // run-time change. Only the keys in kRuntimeKeys can change; any other key is refused, naming it.
 
 #include <map>
+#include <utility>
 
 #include "net/broker_reactor.h"
 #include "net/config_file.h"
@@ -31,47 +32,31 @@ struct RuntimeKey {
   std::string_view key;
   void (*apply)(BrokerConfig& to, const BrokerConfig& from);
 };
+// Copies one field: most run-time keys need nothing else.
+template <auto Field>
+void copy_field(BrokerConfig& to, const BrokerConfig& from) {
+  to.*Field = from.*Field;
+}
+
+void apply_log_level(BrokerConfig& to, const BrokerConfig& from) {
+  to.log_level = from.log_level;
+  LogLevel level;
+  if (parse_log_level(from.log_level, &level)) set_log_level(level);
+}
+
 constexpr RuntimeKey kRuntimeKeys[] = {
-    {"autoCreateTopicEnable",
-     [](BrokerConfig& t, const BrokerConfig& f) {
-       t.auto_create_topic_enable = f.auto_create_topic_enable;
-     }},
-    {"defaultTopicQueueNums",
-     [](BrokerConfig& t, const BrokerConfig& f) {
-       t.default_topic_queue_nums = f.default_topic_queue_nums;
-     }},
-    {"syncFlushTimeout",
-     [](BrokerConfig& t, const BrokerConfig& f) {
-       t.sync_flush_timeout_ms = f.sync_flush_timeout_ms;
-     }},
-    {"maxPullSuspendMillis",
-     [](BrokerConfig& t, const BrokerConfig& f) { t.max_suspend_ms = f.max_suspend_ms; }},
-    {"clientExpireMillis",
-     [](BrokerConfig& t, const BrokerConfig& f) { t.client_expire_ms = f.client_expire_ms; }},
+    {"autoCreateTopicEnable", copy_field<&BrokerConfig::auto_create_topic_enable>},
+    {"defaultTopicQueueNums", copy_field<&BrokerConfig::default_topic_queue_nums>},
+    {"syncFlushTimeout", copy_field<&BrokerConfig::sync_flush_timeout_ms>},
+    {"maxPullSuspendMillis", copy_field<&BrokerConfig::max_suspend_ms>},
+    {"clientExpireMillis", copy_field<&BrokerConfig::client_expire_ms>},
     {"notifyConsumerIdsChangedEnable",
-     [](BrokerConfig& t, const BrokerConfig& f) {
-       t.notify_consumer_ids_changed_enable = f.notify_consumer_ids_changed_enable;
-     }},
-    {"serverChannelMaxIdleTimeSeconds",
-     [](BrokerConfig& t, const BrokerConfig& f) { t.idle_timeout_sec = f.idle_timeout_sec; }},
-    {"incompleteFrameTimeoutSeconds",
-     [](BrokerConfig& t, const BrokerConfig& f) {
-       t.incomplete_frame_timeout_sec = f.incomplete_frame_timeout_sec;
-     }},
-    {"connectionBuffersMaxBytes",
-     [](BrokerConfig& t, const BrokerConfig& f) {
-       t.connection_buffers_max_bytes = f.connection_buffers_max_bytes;
-     }},
-    {"enablePropertyFilter",
-     [](BrokerConfig& t, const BrokerConfig& f) {
-       t.enable_property_filter = f.enable_property_filter;
-     }},
-    {"logLevel",
-     [](BrokerConfig& t, const BrokerConfig& f) {
-       t.log_level = f.log_level;
-       LogLevel level;
-       if (parse_log_level(f.log_level, &level)) set_log_level(level);
-     }},
+     copy_field<&BrokerConfig::notify_consumer_ids_changed_enable>},
+    {"serverChannelMaxIdleTimeSeconds", copy_field<&BrokerConfig::idle_timeout_sec>},
+    {"incompleteFrameTimeoutSeconds", copy_field<&BrokerConfig::incomplete_frame_timeout_sec>},
+    {"connectionBuffersMaxBytes", copy_field<&BrokerConfig::connection_buffers_max_bytes>},
+    {"enablePropertyFilter", copy_field<&BrokerConfig::enable_property_filter>},
+    {"logLevel", apply_log_level},
 };
 
 const RuntimeKey* runtime_key(std::string_view key) {
@@ -87,33 +72,16 @@ std::string runtime_key_list() {
   return out;
 }
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) {
-    s.remove_prefix(1);
-  }
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) {
-    s.remove_suffix(1);
-  }
-  return s;
-}
-
 // Properties text (key=value lines, as Java's MixAll.properties2String writes) checked against
 // the run-time keys: *out gets each key and value; an error names the first key refused.
 std::string parse_runtime_changes(std::string_view text, std::string_view source,
                                   std::map<std::string, std::string, std::less<>>* out) {
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t newline = text.find('\n', start);
-    if (newline == std::string_view::npos) newline = text.size();
-    std::string_view line = trim(text.substr(start, newline - start));
-    start = newline + 1;
-    if (line.empty() || line[0] == '#' || line[0] == '!') continue;
-    const size_t eq = line.find('=');
-    if (eq == std::string_view::npos) {
-      return std::string(source) + ": '" + std::string(line) + "' is not a key=value line";
+  for (const PropertyLine& property : property_lines(text)) {
+    if (!property.has_equals) {
+      return std::string(source) + ": '" + std::string(property.text) + "' is not a key=value line";
     }
-    const std::string key(trim(line.substr(0, eq)));
-    const std::string value(trim(line.substr(eq + 1)));
+    const std::string key(property.key);
+    const std::string value(property.value);
     io::Result<BrokerConfig> parsed = parse_broker_config(key + "=" + value, source);
     if (!parsed.is_ok()) return parsed.status().message();
     if (runtime_key(key) == nullptr) {
@@ -146,46 +114,33 @@ std::string overlay_text(const std::map<std::string, std::string, std::less<>>& 
 
 bool BrokerReactor::handle_admin(uint32_t conn, RemotingCommand& request,
                                  std::span<const std::byte> body) {
-  switch (request.code) {
-    case req::kGetAllTopicListFromNameserver:
-      handle_topic_list(conn, request);
-      return true;
-    case req::kQueryTopicConsumeByWho:
-      handle_consumed_by(conn, request);
-      return true;
-    case req::kGetTopicStatsInfo:
-      handle_topic_stats(conn, request);
-      return true;
-    case req::kGetConsumeStats:
-      handle_consume_stats(conn, request);
-      return true;
-    case req::kGetConsumerConnectionList:
-      handle_consumer_connections(conn, request);
-      return true;
-    case req::kGetProducerConnectionList:
-      handle_producer_connections(conn, request);
-      return true;
-    case req::kInvokeBrokerToResetOffset:
-      handle_reset_offset(conn, request);
-      return true;
-    case req::kUpdateAndCreateSubscriptionGroup:
-      handle_put_subscription_group(conn, request, body);
-      return true;
-    case req::kGetAllSubscriptionGroupConfig:
-      handle_all_subscription_groups(conn, request);
-      return true;
-    case req::kDeleteSubscriptionGroup:
-      handle_delete_subscription_group(conn, request);
-      return true;
-    case req::kGetBrokerConfig:
-      handle_get_broker_config(conn, request);
-      return true;
-    case req::kUpdateBrokerConfig:
-      handle_update_broker_config(conn, request, body);
-      return true;
-    default:
-      return false;
+  // The admin requests answered from their header alone, each by its handler.
+  using HeaderHandler = void (BrokerReactor::*)(uint32_t, const RemotingCommand&);
+  static constexpr std::pair<int32_t, HeaderHandler> kHeaderOnly[] = {
+      {req::kGetAllTopicListFromNameserver, &BrokerReactor::handle_topic_list},
+      {req::kQueryTopicConsumeByWho, &BrokerReactor::handle_consumed_by},
+      {req::kGetTopicStatsInfo, &BrokerReactor::handle_topic_stats},
+      {req::kGetConsumeStats, &BrokerReactor::handle_consume_stats},
+      {req::kGetConsumerConnectionList, &BrokerReactor::handle_consumer_connections},
+      {req::kGetProducerConnectionList, &BrokerReactor::handle_producer_connections},
+      {req::kInvokeBrokerToResetOffset, &BrokerReactor::handle_reset_offset},
+      {req::kGetAllSubscriptionGroupConfig, &BrokerReactor::handle_all_subscription_groups},
+      {req::kDeleteSubscriptionGroup, &BrokerReactor::handle_delete_subscription_group},
+      {req::kGetBrokerConfig, &BrokerReactor::handle_get_broker_config},
+  };
+  for (const auto& [code, handler] : kHeaderOnly) {
+    if (code != request.code) continue;
+    (this->*handler)(conn, request);
+    return true;
   }
+  if (request.code == req::kUpdateAndCreateSubscriptionGroup) {
+    handle_put_subscription_group(conn, request, body);
+  } else if (request.code == req::kUpdateBrokerConfig) {
+    handle_update_broker_config(conn, request, body);
+  } else {
+    return false;
+  }
+  return true;
 }
 
 io::Status BrokerReactor::open_admin_state(io::Disk& disk) {

@@ -495,25 +495,35 @@ std::string effective_advertised_address(const BrokerConfig& config) {
   return config.bind_address;
 }
 
-io::Result<BrokerConfig> parse_broker_config(std::string_view text, std::string_view source) {
-  BrokerConfig config;
-  std::map<std::string, size_t, std::less<>> lines;
-  size_t line_number = 0;
+std::vector<PropertyLine> property_lines(std::string_view text) {
+  std::vector<PropertyLine> out;
+  size_t number = 0;
   size_t start = 0;
   while (start < text.size()) {
     size_t newline = text.find('\n', start);
     if (newline == std::string_view::npos) newline = text.size();
     std::string_view line = trim(text.substr(start, newline - start));
     start = newline + 1;
-    line_number++;
+    number++;
     if (line.empty() || line[0] == '#' || line[0] == '!') continue;
-    size_t eq = line.find('=');
+    const size_t eq = line.find('=');
     if (eq == std::string_view::npos) {
+      out.push_back({number, line, false, {}, {}});
+    } else {
+      out.push_back({number, line, true, trim(line.substr(0, eq)), trim(line.substr(eq + 1))});
+    }
+  }
+  return out;
+}
+
+io::Result<BrokerConfig> parse_broker_config(std::string_view text, std::string_view source) {
+  BrokerConfig config;
+  std::map<std::string, size_t, std::less<>> lines;
+  for (const auto& [line_number, line, has_equals, key, value] : property_lines(text)) {
+    if (!has_equals) {
       return config_error(source, line_number,
                           "'" + std::string(line) + "' is not a key=value line");
     }
-    std::string_view key = trim(line.substr(0, eq));
-    std::string_view value = trim(line.substr(eq + 1));
     if (key.empty()) return config_error(source, line_number, "empty key");
     auto [seen, inserted] = lines.emplace(std::string(key), line_number);
     if (!inserted) {

@@ -89,6 +89,18 @@ extern const std::span<const std::string_view> kIgnoredBrokerKeys;
 // Parses broker.conf text. `source` names the file in errors ("broker.conf:3: ..."). Errors are
 // invalid_argument. The returned config has advertised_address resolved.
 io::Result<BrokerConfig> parse_broker_config(std::string_view text, std::string_view source);
+
+// A line of properties text that holds a setting: trimmed, with its 1-based line number, and
+// its key and value (trimmed) when it has an '='.
+struct PropertyLine {
+  size_t number;
+  std::string_view text;
+  bool has_equals;
+  std::string_view key;
+  std::string_view value;
+};
+// The setting lines of `text` (blank lines and '#' or '!' comments left out), views into it.
+std::vector<PropertyLine> property_lines(std::string_view text);
 // Reads and parses the file at `path`; a read error names the path.
 io::Result<BrokerConfig> load_broker_config(const std::string& path);
 // One line per effective key=value (RocketMQ key names), then "ignored: <key>" per ignored key;

@@ -22,25 +22,37 @@ void gauge(PromWriter& w, std::string_view name, std::string_view help, uint64_t
   w.sample(name, "", value);
 }
 
+// The store's histograms: each family's name, help, figure, bounds and scale into its unit.
+struct HistogramFamily {
+  std::string_view name;
+  std::string_view help;
+  StoreHistogram StoreStats::*figure;
+  const std::array<uint64_t, kHistogramBounds>* bounds;
+  double scale;
+};
+constexpr HistogramFamily kHistograms[] = {
+    {"uringmq_append_latency_seconds",
+     "Client appends: from the shard taking the request to its acknowledgement.",
+     &StoreStats::append_latency_us, &kLatencyBoundsUs, 1e-6},
+    {"uringmq_fdatasync_latency_seconds",
+     "Rounds of CommitLog fdatasyncs: from submission to the last completion.",
+     &StoreStats::fdatasync_latency_us, &kLatencyBoundsUs, 1e-6},
+    {"uringmq_messages_per_fdatasync",
+     "Records appended between two rounds of fdatasyncs (group commit).",
+     &StoreStats::messages_per_fdatasync, &kBatchBoundsMessages, 1.0},
+    {"uringmq_delayed_lateness_seconds",
+     "Delay-level messages: how far behind their deliver time they were appended.",
+     &StoreStats::delayed_lateness_ms, &kLatenessBoundsMs, 1e-3},
+    {"uringmq_timed_lateness_seconds",
+     "Timed messages: how far behind their deliver time they were appended.",
+     &StoreStats::timed_lateness_ms, &kLatenessBoundsMs, 1e-3},
+};
+
 void write_histograms(PromWriter& w, const StoreStats& s) {
-  w.family("uringmq_append_latency_seconds", "histogram",
-           "Client appends: from the shard taking the request to its acknowledgement.");
-  w.histogram("uringmq_append_latency_seconds", "", s.append_latency_us, kLatencyBoundsUs, 1e-6);
-  w.family("uringmq_fdatasync_latency_seconds", "histogram",
-           "Rounds of CommitLog fdatasyncs: from submission to the last completion.");
-  w.histogram("uringmq_fdatasync_latency_seconds", "", s.fdatasync_latency_us, kLatencyBoundsUs,
-              1e-6);
-  w.family("uringmq_messages_per_fdatasync", "histogram",
-           "Records appended between two rounds of fdatasyncs (group commit).");
-  w.histogram("uringmq_messages_per_fdatasync", "", s.messages_per_fdatasync, kBatchBoundsMessages,
-              1.0);
-  w.family("uringmq_delayed_lateness_seconds", "histogram",
-           "Delay-level messages: how far behind their deliver time they were appended.");
-  w.histogram("uringmq_delayed_lateness_seconds", "", s.delayed_lateness_ms, kLatenessBoundsMs,
-              1e-3);
-  w.family("uringmq_timed_lateness_seconds", "histogram",
-           "Timed messages: how far behind their deliver time they were appended.");
-  w.histogram("uringmq_timed_lateness_seconds", "", s.timed_lateness_ms, kLatenessBoundsMs, 1e-3);
+  for (const HistogramFamily& h : kHistograms) {
+    w.family(h.name, "histogram", h.help);
+    w.histogram(h.name, "", s.*h.figure, *h.bounds, h.scale);
+  }
 }
 
 void write_store(PromWriter& w, const StoreStats& s) {

@@ -33,6 +33,7 @@
 #include "net/metrics.h"
 #include "net/metrics_server.h"
 #include "net/remoting.h"
+#include "net/socket_slot.h"
 #include "net/subscription_groups.h"
 #include "net/topic_table.h"
 #include "net/wire_offset.h"
@@ -71,13 +72,7 @@ class InputBuffer {
 
 // A client connection. Its buffers are referenced by at most one recv and one send in the
 // kernel at a time; it is freed once both have completed after it closed.
-struct Connection {
-  int fd = -1;
-  uint32_t generation = 0;
-  bool open = false;
-  bool closing = false;
-  bool recv_armed = false;
-  bool send_armed = false;
+struct Connection : SocketSlot<uint32_t> {  // its generation wraps at 24 bits
   engine::HostAddress peer;
   InputBuffer in;  // received bytes [0, in_bytes) not yet decoded
   size_t in_bytes = 0;

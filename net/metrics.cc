@@ -1,26 +1,21 @@
 #include "net/metrics.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 
 #include "engine/log/properties.h"
 #include "engine/log/property_names.h"
 #include "engine/store.h"
+#include "io/enum_name.h"
 
 namespace uringmq::net {
 
+constexpr std::array<const char*, 4> kMessageTypeNames = {"normal", "fifo", "delay", "transaction"};
+static_assert(kMessageTypeNames.size() == static_cast<size_t>(MessageType::transaction) + 1);
+
 std::string_view message_type_name(MessageType type) {
-  switch (type) {
-    case MessageType::normal:
-      return "normal";
-    case MessageType::fifo:
-      return "fifo";
-    case MessageType::delay:
-      return "delay";
-    case MessageType::transaction:
-      return "transaction";
-  }
-  return "normal";
+  return io::enum_name(type, kMessageTypeNames, "normal");
 }
 
 // One pass over the properties (a SEND's are a few dozen bytes).
@@ -194,42 +189,56 @@ std::string group_labels(std::string_view topic, std::string_view group) {
          label("is_system", is_system_topic(topic) ? "true" : "false");
 }
 
+// A direction's two counter families, messages then bytes; samples(name, bytes) writes the
+// samples of each.
+struct CounterPair {
+  std::string_view messages;
+  std::string_view messages_help;
+  std::string_view bytes;
+  std::string_view bytes_help;
+};
+
+template <typename Samples>
+void write_counter_pair(PromWriter& w, const CounterPair& pair, Samples samples) {
+  for (bool bytes : {false, true}) {
+    const std::string_view name = bytes ? pair.bytes : pair.messages;
+    w.family(name, "counter", bytes ? pair.bytes_help : pair.messages_help);
+    samples(name, bytes);
+  }
+}
+
 }  // namespace
 
 void BrokerMetrics::write_in(PromWriter& w) const {
   static constexpr std::array<MessageType, 4> kTypes = {
       MessageType::normal, MessageType::fifo, MessageType::delay, MessageType::transaction};
-  for (int bytes = 0; bytes < 2; bytes++) {
-    const std::string_view name =
-        bytes == 0 ? "rocketmq_messages_in_total" : "rocketmq_throughput_in_total";
-    w.family(name, "counter",
-             bytes == 0 ? "Messages stored for producers, by topic and message type."
-                        : "Bytes of message bodies stored for producers.");
+  const CounterPair in = {
+      "rocketmq_messages_in_total", "Messages stored for producers, by topic and message type.",
+      "rocketmq_throughput_in_total", "Bytes of message bodies stored for producers."};
+  write_counter_pair(w, in, [&](std::string_view name, bool bytes) {
     for (const auto& [topic, t] : topics_) {
       for (MessageType type : kTypes) {
         const size_t i = static_cast<size_t>(type);
         if (t.messages_in[i] == 0) continue;
         w.sample(name, topic_labels(topic) + "," + label("message_type", message_type_name(type)),
-                 bytes == 0 ? t.messages_in[i] : t.bytes_in[i]);
+                 bytes ? t.bytes_in[i] : t.messages_in[i]);
       }
     }
-  }
+  });
 }
 
 void BrokerMetrics::write(PromWriter& w) const {
   write_in(w);
-  for (int bytes = 0; bytes < 2; bytes++) {
-    const std::string_view name =
-        bytes == 0 ? "rocketmq_messages_out_total" : "rocketmq_throughput_out_total";
-    w.family(name, "counter",
-             bytes == 0 ? "Messages served to consumers' pulls."
-                        : "Bytes of stored records served to pulls.");
+  const CounterPair out = {"rocketmq_messages_out_total", "Messages served to consumers' pulls.",
+                           "rocketmq_throughput_out_total",
+                           "Bytes of stored records served to pulls."};
+  write_counter_pair(w, out, [&](std::string_view name, bool bytes) {
     for (const auto& [topic, t] : topics_) {
       for (const auto& [group, g] : t.groups) {
-        w.sample(name, group_labels(topic, group), bytes == 0 ? g.messages_out : g.bytes_out);
+        w.sample(name, group_labels(topic, group), bytes ? g.bytes_out : g.messages_out);
       }
     }
-  }
+  });
   write_progress(w);
   uint64_t topics_sent = 0;
   for (const auto& [topic, t] : topics_) {

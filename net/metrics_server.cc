@@ -99,11 +99,24 @@ void MetricsServer::on_accept(io::NetRing& ring, const io::NetCompletion& c, int
   if (!accept_armed_ && !stopped_) start(ring);
 }
 
+// After a recv or send completed: false when the client is closing (its slot freed once idle)
+// or the peer is gone (the client closed).
+bool MetricsServer::still_open(io::NetRing& ring, uint32_t index, int32_t result) {
+  if (clients_[index].closing) {
+    maybe_free(index);
+    return false;
+  }
+  if (result <= 0) {
+    close_client(ring, index);
+    return false;
+  }
+  return true;
+}
+
 void MetricsServer::on_recv(io::NetRing& ring, uint32_t index, int32_t result) {
+  clients_[index].recv_armed = false;
+  if (!still_open(ring, index, result)) return;
   Client& client = clients_[index];
-  client.recv_armed = false;
-  if (client.closing) return maybe_free(index);
-  if (result <= 0) return close_client(ring, index);
   client.in_bytes += static_cast<size_t>(result);
   const std::string_view request(client.in.data(), client.in_bytes);
   if (request.find("\r\n\r\n") != std::string_view::npos ||
@@ -153,10 +166,9 @@ void MetricsServer::send_rest(io::NetRing& ring, uint32_t index) {
 }
 
 void MetricsServer::on_send(io::NetRing& ring, uint32_t index, int32_t result) {
+  clients_[index].send_armed = false;
+  if (!still_open(ring, index, result)) return;
   Client& client = clients_[index];
-  client.send_armed = false;
-  if (client.closing) return maybe_free(index);
-  if (result <= 0) return close_client(ring, index);
   client.out_sent += static_cast<size_t>(result);
   if (client.out_sent < client.out.size()) return send_rest(ring, index);
   close_client(ring, index);  // answered: Connection: close
@@ -174,10 +186,7 @@ void MetricsServer::close_client(io::NetRing& ring, uint32_t index) {
 // The slot is reused once the kernel holds none of its buffers.
 void MetricsServer::maybe_free(uint32_t index) {
   Client& client = clients_[index];
-  if (!client.closing || client.recv_armed || client.send_armed) return;
-  io::close_fd(client.fd);
-  client.fd = -1;
-  client.closing = false;
+  if (!client.close_when_idle()) return;
   client.generation++;
   std::string().swap(client.out);  // a response's memory goes with its client
 }

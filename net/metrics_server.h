@@ -19,6 +19,7 @@
 
 #include "io/net_ring.h"
 #include "io/status.h"
+#include "net/socket_slot.h"
 
 namespace uringmq::net {
 
@@ -47,13 +48,7 @@ class MetricsServer {
 
  private:
   enum class Op : uint8_t { accept = 1, recv, send, cancel };
-  struct Client {
-    int fd = -1;
-    uint16_t generation = 0;
-    bool open = false;
-    bool closing = false;
-    bool recv_armed = false;
-    bool send_armed = false;
+  struct Client : SocketSlot<uint16_t> {
     int64_t started_ms = 0;
     size_t in_bytes = 0;
     std::array<char, kRequestMaxBytes> in{};
@@ -64,6 +59,7 @@ class MetricsServer {
       : listen_fd_(fd), port_(port), event_(event), render_(std::move(render)) {}
   uint64_t tag(Op op, uint32_t index) const;
   void on_accept(io::NetRing& ring, const io::NetCompletion& c, int64_t mono_ms);
+  bool still_open(io::NetRing& ring, uint32_t index, int32_t result);
   void on_recv(io::NetRing& ring, uint32_t index, int32_t result);
   void on_send(io::NetRing& ring, uint32_t index, int32_t result);
   void answer(io::NetRing& ring, uint32_t index);

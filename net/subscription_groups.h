@@ -14,14 +14,10 @@
 // Bounded: at most kMaxSubscriptionGroups groups. Threading: one thread at a time.
 
 #include <cstdint>
-#include <map>
-#include <memory>
 #include <string>
-#include <string_view>
 
-#include "io/clock.h"
-#include "io/disk.h"
 #include "io/status.h"
+#include "net/config_file.h"
 #include "net/json.h"
 
 namespace uringmq::net {
@@ -46,33 +42,22 @@ struct SubscriptionGroupConfig {
 io::Result<SubscriptionGroupConfig> parse_subscription_group(const JsonValue& value);
 void append_subscription_group(std::string* out, const SubscriptionGroupConfig& c);
 
-class SubscriptionGroups {
- public:
-  inline static constexpr std::string_view kFileName = "subscriptionGroup.json";
-  static io::Result<std::unique_ptr<SubscriptionGroups>> open(io::Disk& disk, io::Clock& clock,
-                                                              std::string dir);
-  const SubscriptionGroupConfig* find(std::string_view group) const;
-  // Adds or replaces a group, persisted before it returns ok; busy past kMaxSubscriptionGroups.
-  io::Status put(io::Disk& disk, const SubscriptionGroupConfig& config);
-  // Removes a group, persisted before it returns ok; not_found when there is none.
-  io::Status erase(io::Disk& disk, std::string_view group);
-  size_t size() const { return table_.size(); }
-  const std::map<std::string, SubscriptionGroupConfig, std::less<>>& table() const {
-    return table_;
+// The group table's entries: what PersistedTable (net/config_file.h) needs of a group.
+struct SubscriptionGroupSpec {
+  using Config = SubscriptionGroupConfig;
+  static constexpr TableFormat kFormat{"subscriptionGroup.json",   "subscriptionGroupTable",
+                                       "subscription group table", "group",
+                                       "no subscription groups",   kMaxSubscriptionGroups};
+  static const std::string& name(const SubscriptionGroupConfig& c) { return c.group_name; }
+  static io::Result<SubscriptionGroupConfig> parse_entry(const std::string& name,
+                                                         const JsonValue& value);
+  static void append_entry(std::string* out, const SubscriptionGroupConfig& c) {
+    append_subscription_group(out, c);
   }
-  std::string to_json() const;  // SubscriptionGroupWrapper JSON (the file's contents)
-  std::string path() const;
-
- private:
-  using Table = std::map<std::string, SubscriptionGroupConfig, std::less<>>;
-  SubscriptionGroups(io::Clock& clock, std::string dir) : clock_(clock), dir_(std::move(dir)) {}
-  io::Status persist(io::Disk& disk, const Table& table);
-  static std::string table_json(const Table& table, int64_t counter, int64_t timestamp_ms);
-  io::Clock& clock_;
-  std::string dir_;
-  Table table_;
-  int64_t counter_ = 0;
-  int64_t timestamp_ms_ = 0;
 };
+
+// Loads <dir>/subscriptionGroup.json; put (busy past kMaxSubscriptionGroups) and erase persist
+// before they return ok.
+using SubscriptionGroups = PersistedTable<SubscriptionGroupSpec>;
 
 }  // namespace uringmq::net

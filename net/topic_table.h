@@ -17,14 +17,11 @@
 // that opens it but changes it on the reactor's.
 
 #include <cstdint>
-#include <map>
-#include <memory>
 #include <string>
-#include <string_view>
 
-#include "io/clock.h"
-#include "io/disk.h"
 #include "io/status.h"
+#include "net/config_file.h"
+#include "net/json.h"
 
 namespace uringmq::net {
 
@@ -47,39 +44,17 @@ struct TopicConfig {
   friend bool operator==(const TopicConfig&, const TopicConfig&) = default;
 };
 
-class TopicTable {
- public:
-  inline static constexpr std::string_view kFileName = "topics.json";
-  // Loads <dir>/topics.json (creating dir; no file: an empty table) through `disk`. A file that
-  // is not a valid table is corruption naming the file and what is wrong: the broker does not
-  // start on it.
-  static io::Result<std::unique_ptr<TopicTable>> open(io::Disk& disk, io::Clock& clock,
-                                                      std::string dir);
-
-  const TopicConfig* find(std::string_view name) const;
-  // Adds or replaces a topic, persisted through `disk` before it returns ok.
-  io::Status put(io::Disk& disk, const TopicConfig& config);
-  // Removes a topic, persisted before it returns ok; not_found when there is none.
-  io::Status erase(io::Disk& disk, std::string_view name);
-  size_t size() const { return table_.size(); }
-  const std::map<std::string, TopicConfig, std::less<>>& table() const { return table_; }
-  // TopicConfigSerializeWrapper JSON (the file's contents).
-  std::string to_json() const;
-  std::string path() const;
-
-  // Parses a table's JSON; `source` names it in errors.
-  static io::Result<std::map<std::string, TopicConfig, std::less<>>> parse(std::string_view json,
-                                                                           std::string_view source);
-
- private:
-  TopicTable(io::Clock& clock, std::string dir) : clock_(clock), dir_(std::move(dir)) {}
-  io::Status persist(io::Disk& disk, const std::map<std::string, TopicConfig, std::less<>>& table,
-                     int64_t counter);
-  io::Clock& clock_;
-  std::string dir_;
-  std::map<std::string, TopicConfig, std::less<>> table_;
-  int64_t counter_ = 0;       // dataVersion.counter: changes made
-  int64_t timestamp_ms_ = 0;  // dataVersion.timestamp: the last change (wall ms)
+// The topic table's entries: what PersistedTable (net/config_file.h) needs of a TopicConfig.
+struct TopicTableSpec {
+  using Config = TopicConfig;
+  static constexpr TableFormat kFormat{"topics.json", "topicConfigTable",       "topic table",
+                                       "topic",       "no topic configuration", kMaxTopics};
+  static const std::string& name(const TopicConfig& c) { return c.name; }
+  static io::Result<TopicConfig> parse_entry(const std::string& name, const JsonValue& value);
+  static void append_entry(std::string* out, const TopicConfig& c);
 };
+
+// Loads <dir>/topics.json; put and erase persist before they return ok.
+using TopicTable = PersistedTable<TopicTableSpec>;
 
 }  // namespace uringmq::net

@@ -16,22 +16,7 @@ cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done; rm
 trap cleanup EXIT
 
 # Free ports: the NameServer's, and the broker's with its neighbours (VIP port - 2, HA + 1).
-read -r ns port < <(python3 - <<'PY'
-import random, socket
-def free(p):
-    s = socket.socket()
-    try:
-        s.bind(("", p)); return True
-    except OSError:
-        return False
-    finally:
-        s.close()
-while True:
-    ns, b = random.randrange(20000, 60000), random.randrange(20000, 60000)
-    if abs(ns - b) > 3 and all(free(p) for p in (ns, b - 2, b, b + 1)):
-        print(ns, b); break
-PY
-)
+read -r ns port < <("$(dirname "$0")/free-ports.sh" 2)
 cat > "$dir/broker.conf" <<CONF
 brokerClusterName=CtlCluster
 brokerName=broker-j

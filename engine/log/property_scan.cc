@@ -9,31 +9,44 @@
 namespace uringmq::engine {
 
 namespace {
+// The names the scan keeps and the slot each fills, the commonest first (string_view's ==
+// compares the sizes first: cheap misses).
+struct KeptName {
+  std::string_view name;
+  std::optional<std::string_view> PropertyScan::*slot;
+};
+constexpr KeptName kKeptNames[] = {
+    {kPropertyTags, &PropertyScan::tags},
+    {kPropertyKeys, &PropertyScan::keys},
+    {kPropertyUniqClientMessageIdKeyidx, &PropertyScan::uniq_key},
+    {kPropertyDelayTimeLevel, &PropertyScan::delay},
+    {kPropertyTimerDelaySec, &PropertyScan::timer_delay_sec},
+    {kPropertyTimerDelayMs, &PropertyScan::timer_delay_ms},
+    {kPropertyTimerDeliverMs, &PropertyScan::timer_deliver_ms},
+    {kPropertyStartDeliverTime, &PropertyScan::start_deliver_time},
+    {kPropertyTimerOutMs, &PropertyScan::timer_out_ms},
+    {kPropertyTimerCancelKey, &PropertyScan::timer_cancel_key},
+    {kPropertyTimerDelUniqKey, &PropertyScan::timer_del_uniq_key},
+    {kPropertyTransactionPrepared, &PropertyScan::transaction_prepared},
+};
+
 // The longest name the scan keeps: an entry whose first \x01 lies further in is none of them.
-constexpr size_t kLongestName = kPropertyStartDeliverTime.size();
-static_assert(kLongestName >= kPropertyTimerDelUniqKey.size());
-static_assert(kLongestName >= kPropertyTimerCancelKey.size());
-static_assert(kLongestName >= kPropertyTimerDeliverMs.size());
-static_assert(kLongestName >= kPropertyTimerDelaySec.size());
+constexpr size_t longest_kept_name() {
+  size_t longest = 0;
+  for (const KeptName& k : kKeptNames) longest = std::max(longest, k.name.size());
+  return longest;
+}
+constexpr size_t kLongestName = longest_kept_name();
 
 void keep_first(std::optional<std::string_view>* slot, std::string_view value) {
   if (!slot->has_value()) *slot = value;
 }
 
-// The slot `name` fills, or nullptr (string_view's == compares the sizes first: cheap misses).
+// The slot `name` fills, or nullptr.
 std::optional<std::string_view>* slot_of(PropertyScan* p, std::string_view name) {
-  if (name == kPropertyTags) return &p->tags;
-  if (name == kPropertyKeys) return &p->keys;
-  if (name == kPropertyUniqClientMessageIdKeyidx) return &p->uniq_key;
-  if (name == kPropertyDelayTimeLevel) return &p->delay;
-  if (name == kPropertyTimerDelaySec) return &p->timer_delay_sec;
-  if (name == kPropertyTimerDelayMs) return &p->timer_delay_ms;
-  if (name == kPropertyTimerDeliverMs) return &p->timer_deliver_ms;
-  if (name == kPropertyStartDeliverTime) return &p->start_deliver_time;
-  if (name == kPropertyTimerOutMs) return &p->timer_out_ms;
-  if (name == kPropertyTimerCancelKey) return &p->timer_cancel_key;
-  if (name == kPropertyTimerDelUniqKey) return &p->timer_del_uniq_key;
-  if (name == kPropertyTransactionPrepared) return &p->transaction_prepared;
+  for (const KeptName& k : kKeptNames) {
+    if (name == k.name) return &(p->*k.slot);
+  }
   return nullptr;
 }
 }  // namespace

@@ -1,7 +1,9 @@
 // Child of offsets_kill9_test: commits consumer-group offsets through a real Store and, every
 // ten rounds, waits until they are persisted (Session::flush_offsets_async), then prints
 // "F <round>" on stdout. Runs until killed. Usage: uringmq_offsets_child <data dir>
+#include <algorithm>
 #include <cstdio>
+#include <optional>
 #include <string>
 
 #include "engine/store.h"
@@ -12,14 +14,9 @@ int main(int argc, char** argv) {
   uringmq::StoreOptions options = uringmq::testing::store_test_options(argv[1], 2);
   options.log.write_buffer_bytes = 1u << 20;
   options.log.limits.max_body_bytes = 64u << 10;
-  auto store = uringmq::Store::open(options);
-  if (!store.is_ok()) {
-    std::fprintf(stderr, "open: %s\n", store.status().to_string().c_str());
-    return 1;
-  }
-  auto session = (*store)->open_session();
-  if (!session.is_ok()) return 1;
-  uringmq::Session& s = **session;
+  std::optional<uringmq::testing::ChildStore> child = uringmq::testing::open_child_store(options);
+  if (!child) return 1;
+  uringmq::Session& s = *child->session;
   // Continue above what survived the last kill.
   int64_t round = 0;
   for (int32_t q = 0; q < 4; q++) {

@@ -26,23 +26,8 @@ rm -rf "$work" && mkdir -p "$work/classes" "$work/j" "$work/u"
 javac -nowarn -d "$work/classes" -cp "$RMQ_CP" "$here"/mqadmin/*.java &
 javac_pid=$!
 
-# Free ports: the Java broker also listens on its port - 2 and + 1.
-read -r jns jb uport uns < <(python3 -c '
-import socket, random
-def free(p):
-    s = socket.socket()
-    try:
-        s.bind(("127.0.0.1", p)); return True
-    except OSError:
-        return False
-    finally:
-        s.close()
-out = []
-while len(out) < 4:
-    p = random.randrange(20000, 60000)
-    if all(free(q) for q in (p - 2, p, p + 1)) and all(abs(p - q) > 3 for q in out):
-        out.append(p)
-print(*out)')
+# Free ports (the Java broker also listens on its port - 2 and + 1).
+read -r jns jb uport uns < <("$repo/tools/free-ports.sh" 4)
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done

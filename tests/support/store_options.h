@@ -2,6 +2,9 @@
 // The StoreOptions every test starts from.
 
 #include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <optional>
 #include <string>
 
 #include "engine/store.h"
@@ -31,6 +34,27 @@ inline StoreOptions store_test_options(const std::string& dir, uint32_t shards) 
   o.index.hash_slots = 4096;  // small index files (the defaults make 420 MB sparse files)
   o.index.max_entries = 100'000;
   return o;
+}
+
+// A child process's store and its session.
+struct ChildStore {
+  std::unique_ptr<Store> store;
+  std::unique_ptr<Session> session;
+};
+
+// Opens the store and a session; nullopt (the store's error printed on stderr) when either fails.
+inline std::optional<ChildStore> open_child_store(const StoreOptions& options) {
+  auto store = Store::open(options);
+  if (!store.is_ok()) {
+    std::fprintf(stderr, "open: %s\n", store.status().to_string().c_str());
+    return std::nullopt;
+  }
+  auto session = (*store)->open_session();
+  if (!session.is_ok()) {
+    std::fprintf(stderr, "open_session: %s\n", session.status().to_string().c_str());
+    return std::nullopt;
+  }
+  return ChildStore{std::move(*store), std::move(*session)};
 }
 
 }  // namespace uringmq::testing
