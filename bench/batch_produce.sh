@@ -13,44 +13,15 @@ CONNS=${CONNS:-16} PIPELINE=${PIPELINE:-32} BATCH=${BATCH:-32}
 BATCH_PIPELINE=${BATCH_PIPELINE:-8} BYTES=${BYTES:-128} RUNS=${RUNS:-3}
 SECONDS_=${SECONDS_:-10} WARMUP=${WARMUP:-2}
 data=$(mkdir -p "${DATA:-$root/bench-data}" && cd "${DATA:-$root/bench-data}" && pwd)/batch
-pid=""
-stop() {
-  if [ -n "$pid" ]; then
-    kill -TERM "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
-  fi
-  pid=""
-}
-trap 'stop; rm -rf "$data"' EXIT
-one() {  # one MODE RUN: a fresh broker, one load, its JSON on stdout
-  rm -rf "$data" && mkdir -p "$data"
-  local port
-  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0))
-print(s.getsockname()[1])')
-  printf 'storePathRootDir=%s\nlistenPort=%s\nnamesrvListenPort=0\nflushDiskType=SYNC_FLUSH\n%s\n' \
-    "$data/store" "$port" "mappedFileSizeCommitLog=1073741824
-defaultTopicQueueNums=8
-logLevel=warn" >"$data/broker.conf"
-  "$build/tools/uringmq-broker" -c "$data/broker.conf" 2>"$data/broker.log" &
-  pid=$!
-  for _ in $(seq 1 300); do
-    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
-    sleep 0.1
-  done
+source "$root/bench/broker_load.sh"
+trap 'server_stop; rm -rf "$data"' EXIT
+one() {  # one MODE: a fresh broker, one load of MODE, its JSON on stdout
   local extra=(--pipeline "$PIPELINE")
   [ "$1" = batch ] && extra=(--pipeline "$BATCH_PIPELINE" --batch "$BATCH")
-  "$build/bench/uringmq-net-bench" --protocol remoting --port "$port" --connections "$CONNS" \
-    --message-bytes "$BYTES" --seconds "$SECONDS_" --warmup-seconds "$WARMUP" --json "${extra[@]}"
-  stop
+  one_load 1073741824 "${extra[@]}"
 }
 out=$(mktemp)
-for run in $(seq 1 "$RUNS"); do
-  for mode in single batch; do
-    echo "run $run $mode: load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
-    printf '%s %s ' "$mode" "$run" >>"$out"
-    one "$mode" >>"$out"
-  done
-done
+run_modes "$out" single batch
 python3 - "$out" <<'PY'
 import json, statistics, sys
 rows = {}

@@ -376,28 +376,9 @@ for tool in redis-server beanstalkd python3; do
   }
 done
 net_data=$(cd "$DATA" && pwd)/net
-net_pid=""
-net_stop() {  # SIGTERM the server started last and wait for it (all three stop cleanly on it)
-  if [ -n "$net_pid" ]; then
-    kill -TERM "$net_pid" 2>/dev/null || true
-    wait "$net_pid" 2>/dev/null || true
-    net_pid=""
-  fi
-}
-trap 'net_stop; cleanup' EXIT
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-wait_port() {  # wait_port PORT: up to 30 s for a listener
-  for _ in $(seq 1 300); do
-    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-    kill -0 "$net_pid" 2>/dev/null || { echo "compare.sh: the server exited" >&2; return 1; }
-    sleep 0.1
-  done
-  echo "compare.sh: nothing listens on $1" >&2
-  return 1
-}
-net_start() {  # net_start SYSTEM RUN: a fresh server; sets net_pid and net_port
+source "$here/broker_load.sh"  # server_stop, free_port, wait_port
+trap 'server_stop; cleanup' EXIT
+net_start() {  # net_start SYSTEM RUN: a fresh server; sets server_pid and net_port
   local sys=$1 run=$2
   rm -rf "$net_data"
   mkdir -p "$net_data"
@@ -415,14 +396,14 @@ defaultTopicQueueNums=8
 logLevel=warn
 CONF
       "$broker_exe" -c "$net_data/broker.conf" 2>"$raw/broker.$run.log" &
-      net_pid=$! ;;
+      server_pid=$! ;;
     redis)
       redis-server --port "$net_port" --bind 127.0.0.1 --appendonly yes --appendfsync always \
         --save "" --dir "$net_data" --logfile "$raw/redis.$run.log" --daemonize no &
-      net_pid=$! ;;
+      server_pid=$! ;;
     beanstalkd)
       beanstalkd -l 127.0.0.1 -p "$net_port" -b "$net_data" -f 0 2>"$raw/beanstalkd.$run.log" &
-      net_pid=$! ;;
+      server_pid=$! ;;
   esac
   wait_port "$net_port"
 }
@@ -432,7 +413,7 @@ net_run() {  # net_run SYSTEM RUN: start, load, stop; the JSON kept as net_SYSTE
   net_start "$sys" "$run"
   echo "  uringmq-net-bench $protocol (run $run) against $sys on port $net_port" >&2
   if [ "$sys" = uringmq ] && [ "$run" = 1 ] && [ -n "$NET_PERF" ]; then
-    perf record -g -o "$NET_PERF" -p "$net_pid" -- sleep "$((NET_WARMUP + NET_SECONDS))" \
+    perf record -g -o "$NET_PERF" -p "$server_pid" -- sleep "$((NET_WARMUP + NET_SECONDS))" \
       >/dev/null 2>&1 &
     perf_pid=$!
   fi
@@ -442,7 +423,7 @@ net_run() {  # net_run SYSTEM RUN: start, load, stop; the JSON kept as net_SYSTE
     echo "compare.sh: uringmq-net-bench against $sys (run $run) failed" >&2
   [ -n "$perf_pid" ] && wait "$perf_pid"
   cat "$raw/net_$sys.$run.json" >&2
-  net_stop
+  server_stop
   rm -rf "$net_data"
 }
 started6=$(date +%s)

@@ -1,0 +1,59 @@
+# bench/broker_load.sh: sourced by the network benchmarks (compare.sh's network section,
+# batch_produce.sh, transactional_produce.sh): start and stop one server at a time, wait for its
+# port, and (one_load) a fresh uringmq-broker (SYNC_FLUSH, 8 queues a topic, a free loopback
+# port) under one uringmq-net-bench load; the produce scripts collect the runs' JSON lines as
+# "MODE RUN {json}" and summarise them in their own python.
+# one_load needs: build (the build dir), data (a scratch dir, removed and recreated per run),
+# CONNS, BYTES, SECONDS_, WARMUP. The caller sets its own EXIT trap (server_stop first).
+server_pid=""
+server_stop() {  # SIGTERM the server started last and wait for it (the servers stop cleanly on it)
+  if [ -n "$server_pid" ]; then
+    kill -TERM "$server_pid" 2>/dev/null || true
+    wait "$server_pid" 2>/dev/null || true
+    server_pid=""
+  fi
+}
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+wait_port() {  # wait_port PORT: up to 30 s for a listener
+  for _ in $(seq 1 300); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+    kill -0 "$server_pid" 2>/dev/null || { echo "broker_load.sh: the server exited" >&2; return 1; }
+    sleep 0.1
+  done
+  echo "broker_load.sh: nothing listens on $1" >&2
+  return 1
+}
+
+# one_load SEGMENT_BYTES NET_BENCH_ARGS...: a fresh broker, one load, its JSON on stdout.
+one_load() {
+  local segment=$1
+  shift
+  rm -rf "$data" && mkdir -p "$data"
+  local port
+  port=$(free_port)
+  printf 'storePathRootDir=%s\nlistenPort=%s\nnamesrvListenPort=0\nflushDiskType=SYNC_FLUSH\n%s\n' \
+    "$data/store" "$port" "mappedFileSizeCommitLog=$segment
+defaultTopicQueueNums=8
+logLevel=warn" >"$data/broker.conf"
+  "$build/tools/uringmq-broker" -c "$data/broker.conf" 2>"$data/broker.log" &
+  server_pid=$!
+  wait_port "$port"
+  "$build/bench/uringmq-net-bench" --protocol remoting --port "$port" --connections "$CONNS" \
+    --message-bytes "$BYTES" --seconds "$SECONDS_" --warmup-seconds "$WARMUP" --json "$@"
+  server_stop
+}
+
+# run_modes OUT MODE...: RUNS rounds of `one MODE` (the caller's), interleaved, into OUT.
+run_modes() {
+  local out=$1
+  shift
+  for run in $(seq 1 "$RUNS"); do
+    for mode in "$@"; do
+      echo "run $run $mode: load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+      printf '%s %s ' "$mode" "$run" >>"$out"
+      one "$mode" >>"$out"
+    done
+  done
+}
