@@ -3,10 +3,12 @@
 # are the ones installed, /etc/uringmq/broker.conf as a conffile, the library, headers, CMake
 # and pkg-config files, LICENSE; the installed broker starts from the installed config, answers
 # the installed uringmq-ctl, logs with sd-daemon priorities on a journal stream, and stops.
-# Method: cpack -G DEB in the build tree, unpack with dpkg-deb -x into a scratch root (dpkg
-# --root would run the postinst chrooted, which needs a whole system there), check the files
-# and control data, then run <root>/usr/bin/uringmq-broker on a copy of the installed config
-# with only the store directory and ports changed (a free port). Fails if any step fails.
+# Method: cpack -G DEB in the build tree, install it with dpkg into a scratch root (--root with
+# an empty package database there; --force-script-chrootless runs the postinst on the host with
+# DPKG_ROOT set, which only creates the root's store directory; --force-depends: the root has no
+# liburing2 package, the host's library serves), check dpkg records it installed, the files and
+# control data, then run <root>/usr/bin/uringmq-broker on a copy of the installed config with
+# only the store directory and ports changed (a free port). Fails if any step fails.
 # Usage: package_deb_test.sh <build dir>
 set -euo pipefail
 build_dir=$1
@@ -20,7 +22,13 @@ trap cleanup EXIT
   fail "cpack: $(tail -20 "$work/cpack.log")"
 deb=$(ls "$work"/pkg/uringmq_*.deb)
 root=$work/root
-dpkg-deb -x "$deb" "$root"
+mkdir -p "$root/var/lib/dpkg/info" "$root/var/lib/dpkg/updates"
+touch "$root/var/lib/dpkg/status"
+dpkg --root="$root" --force-script-chrootless --force-depends -i "$deb" >"$work/dpkg.log" 2>&1 ||
+  fail "dpkg -i into $root: $(tail -20 "$work/dpkg.log")"
+dpkg --root="$root" -s uringmq 2>/dev/null | grep -qx "Status: install ok installed" ||
+  fail "dpkg does not record uringmq as installed in $root"
+[[ -d $root/var/lib/uringmq ]] || fail "the postinst did not create /var/lib/uringmq in $root"
 dpkg-deb -e "$deb" "$work/control"
 for f in usr/bin/uringmq-broker usr/bin/uringmq-ctl etc/uringmq/broker.conf \
          usr/lib/systemd/system/uringmq-broker.service usr/include/uringmq/store.h \
