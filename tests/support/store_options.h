@@ -8,6 +8,8 @@
 #include <string>
 
 #include "engine/store.h"
+#include "io/clock.h"
+#include "tests/support/log_fixture.h"
 
 namespace uringmq::testing {
 
@@ -33,6 +35,17 @@ inline StoreOptions store_test_options(const std::string& dir, uint32_t shards) 
   o.disk_space_warning_ratio = 1.0;
   o.index.hash_slots = 4096;  // small index files (the defaults make 420 MB sparse files)
   o.index.max_entries = 100'000;
+  return o;
+}
+
+// store_test_options with log_fixture.h's small CommitLog (1 MiB segments) and the test's clock:
+// where the schedule, timer and transaction tests start.
+inline StoreOptions clocked_store_options(const std::string& dir, uint32_t shards,
+                                          io::Clock* clock) {
+  StoreOptions o = store_test_options(dir, shards);
+  o.log = small_log_options("");
+  o.log.segment_size_bytes = 1u << 20;
+  o.clock = clock;
   return o;
 }
 

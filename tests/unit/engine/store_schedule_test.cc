@@ -29,11 +29,7 @@ namespace {
 constexpr std::string_view kTopic = "TopicTest";
 
 StoreOptions schedule_options(const std::string& dir, io::Clock* clock) {
-  StoreOptions o = testing::store_test_options(dir, 2);
-  o.log = testing::small_log_options("");
-  o.log.segment_size_bytes = 1u << 20;
-  o.clock = clock;
-  return o;
+  return testing::clocked_store_options(dir, 2, clock);
 }
 
 struct Delivered {

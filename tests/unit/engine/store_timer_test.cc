@@ -36,10 +36,7 @@ constexpr int32_t kQueues = 2;
 constexpr int64_t kStart = 1'700'000'000'000;
 
 StoreOptions timer_options(const std::string& dir, io::Clock* clock) {
-  StoreOptions o = testing::store_test_options(dir, 1);
-  o.log = testing::small_log_options("");
-  o.log.segment_size_bytes = 1u << 20;
-  o.clock = clock;
+  StoreOptions o = testing::clocked_store_options(dir, 1, clock);
   o.timer_bucket_ms = 1000;
   o.timer_slot_count = 16;  // horizon 14 s: anything further is rolled
   return o;

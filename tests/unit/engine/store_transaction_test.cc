@@ -26,10 +26,7 @@ namespace {
 constexpr std::string_view kTopic = "TxnTopic";
 
 StoreOptions txn_options(const std::string& dir, io::Clock* clock) {
-  StoreOptions o = testing::store_test_options(dir, 2);
-  o.log = testing::small_log_options("");
-  o.log.segment_size_bytes = 1u << 20;
-  o.clock = clock;
+  StoreOptions o = testing::clocked_store_options(dir, 2, clock);
   o.transaction_timeout_ms = 6'000;
   o.transaction_check_interval_ms = 60'000;
   o.transaction_check_max = 2;
