@@ -255,6 +255,10 @@ const KeySetter kSetters[] = {
      [](BrokerConfig& c, std::string_view v) {
        return set_number<uint16_t>(c.namesrv_listen_port, v, 0, 65535, "a port or 0");
      }},
+    {"shardPortStride",
+     [](BrokerConfig& c, std::string_view v) {
+       return set_number<uint16_t>(c.shard_port_stride, v, 4, 1000, "a port stride");
+     }},
     {"bindAddress",
      [](BrokerConfig& c, std::string_view v) { return set_ipv4(c.bind_address, v, true); }},
     {"brokerIP1",
@@ -593,6 +597,7 @@ std::string describe_broker_config(const BrokerConfig& c) {
   add("brokerIP1", effective_advertised_address(c));
   add("listenPort", num(c.listen_port));
   add("namesrvListenPort", num(c.namesrv_listen_port));
+  add("shardPortStride", num(c.shard_port_stride));
   add("storePathRootDir", s.data_dir);
   add("shardCount", s.shard_count == 0 ? std::string("0 (one per CPU)") : num(s.shard_count));
   add("mappedFileSizeCommitLog", num(s.log.segment_size_bytes));

@@ -43,6 +43,10 @@ struct BrokerConfig {
   std::string bind_address = "127.0.0.1";
   uint16_t listen_port = 10911;          // listenPort
   uint16_t namesrv_listen_port = 9876;   // namesrvListenPort; 0 = no NameServer listener
+  // With several shards each shard is one RocketMQ broker (brokerName-i) listening on
+  // listenPort + i * shardPortStride (shardPortStride, 4..1000): its VIP port is 2 below and its
+  // HA port 1 above, so a stride under 4 would overlap them.
+  uint16_t shard_port_stride = 10;
   int32_t default_topic_queue_nums = 8;  // defaultTopicQueueNums, 1..1024
   // A send to a topic the topic table lacks creates it with defaultTopicQueueNums queues; when
   // false it is refused TOPIC_NOT_EXIST (autoCreateTopicEnable, RocketMQ's key and default).
