@@ -41,8 +41,8 @@ struct BrokerConfig {
   // Address the broker and NameServer listeners bind (bindAddress): an IPv4 literal; 0.0.0.0
   // binds every interface.
   std::string bind_address = "127.0.0.1";
-  uint16_t listen_port = 10911;          // listenPort
-  uint16_t namesrv_listen_port = 9876;   // namesrvListenPort; 0 = no NameServer listener
+  uint16_t listen_port = 10911;         // listenPort
+  uint16_t namesrv_listen_port = 9876;  // namesrvListenPort; 0 = no NameServer listener
   // With several shards each shard is one RocketMQ broker (brokerName-i) listening on
   // listenPort + i * shardPortStride (shardPortStride, 4..1000): its VIP port is 2 below and its
   // HA port 1 above, so a stride under 4 would overlap them.
