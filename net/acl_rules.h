@@ -4,7 +4,7 @@
 //   accounts:
 //     - accessKey: RocketMQ        (longer than 6 characters, unique)
 //       secretKey: 12345678        (longer than 6 characters)
-//       whiteRemoteAddress: 192.168.0.*.*   requests naming this key from here pass unchecked
+//       whiteRemoteAddress: 192.168.0.*   requests naming this key from here pass unchecked
 //       admin: false               (may send the admin requests, acl_validator.h)
 //       defaultTopicPerm: DENY     (for topics not in topicPerms; absent: DENY)
 //       defaultGroupPerm: SUB      (for groups not in groupPerms; absent: DENY)

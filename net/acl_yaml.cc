@@ -4,6 +4,13 @@
 
 namespace uringmq::net {
 
+YamlNode::YamlNode() = default;
+YamlNode::~YamlNode() = default;
+YamlNode::YamlNode(const YamlNode&) = default;
+YamlNode::YamlNode(YamlNode&&) noexcept = default;
+YamlNode& YamlNode::operator=(const YamlNode&) = default;
+YamlNode& YamlNode::operator=(YamlNode&&) noexcept = default;
+
 const YamlNode* YamlNode::find(std::string_view key) const {
   if (kind != Kind::map) return nullptr;
   for (const auto& [name, value] : members) {

@@ -26,6 +26,13 @@ inline constexpr size_t kAclYamlMaxNodes = 1u << 16;
 
 struct YamlNode {
   enum class Kind : uint8_t { null, scalar, map, list };
+  // Out of line: a member's pair holds a YamlNode, complete only after the class.
+  YamlNode();
+  ~YamlNode();
+  YamlNode(const YamlNode&);
+  YamlNode(YamlNode&&) noexcept;
+  YamlNode& operator=(const YamlNode&);
+  YamlNode& operator=(YamlNode&&) noexcept;
   Kind kind = Kind::null;
   size_t line = 0;     // 1-based line it starts on (errors name it)
   std::string text;    // scalar: its value, quotes removed
