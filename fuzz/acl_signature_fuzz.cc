@@ -63,9 +63,8 @@ inline void acl_fuzz_check_signing(const net::AclRules& rules, net::AclValidator
                                    std::string_view peer) {
   if (rules.accounts.empty() || request.ext_fields.size() > 200) return;
   const net::AclAccount& account = rules.accounts.begin()->second;
-  std::erase_if(request.ext_fields, [](const auto& f) {
-    return f.first == "AccessKey" || f.first == "Signature";
-  });
+  std::erase_if(request.ext_fields,
+                [](const auto& f) { return f.first == "AccessKey" || f.first == "Signature"; });
   request.ext_fields.emplace_back("AccessKey", account.access_key);
   net::AclSigner signer;
   net::AclSignature sig;

@@ -93,7 +93,7 @@ io::Result<AclAddressPattern> AclAddressPattern::parse(std::string_view pattern)
 }
 
 io::Result<AclAddressPattern> AclAddressPattern::parse_range(std::string_view pattern,
-                                                            std::string_view s) {
+                                                             std::string_view s) {
   AclAddressPattern p;
   p.kind_ = Kind::range;
   const std::vector<std::string_view> parts = split(s, '.');

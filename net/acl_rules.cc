@@ -31,9 +31,9 @@ io::Result<uint8_t> parse_perm(std::string_view word, std::string_view source, s
   if (word == "PUB") return kAclPub;
   if (word == "SUB") return kAclSub;
   if (word == "PUB|SUB" || word == "SUB|PUB") return static_cast<uint8_t>(kAclPub | kAclSub);
-  return rule_error(source, line,
-                    "permission '" + std::string(word) +
-                        "' is not one of DENY, PUB, SUB, PUB|SUB, SUB|PUB");
+  return rule_error(
+      source, line,
+      "permission '" + std::string(word) + "' is not one of DENY, PUB, SUB, PUB|SUB, SUB|PUB");
 }
 
 std::string_view trim(std::string_view s) {
@@ -117,9 +117,9 @@ io::Status parse_account(const YamlNode& node, std::string_view source, AclRules
   if (!sk.is_ok()) return sk.status();
   // Java's checkPlainAccessConfig; its message names the secret, this one does not.
   if (ak->size() <= 6 || sk->size() <= 6) {
-    return rule_error(source, node.line,
-                      "account '" + *ak +
-                          "': accessKey and secretKey must both be longer than 6 characters");
+    return rule_error(
+        source, node.line,
+        "account '" + *ak + "': accessKey and secretKey must both be longer than 6 characters");
   }
   if (rules->accounts.contains(*ak)) {
     return rule_error(source, node.line, "accessKey '" + *ak + "' appears twice");
@@ -145,8 +145,9 @@ io::Result<AclRules> parse_acl_rules(std::string_view text, std::string_view sou
   AclRules rules;
   if (root->kind == YamlNode::Kind::null) return rules;  // an empty file grants nothing
   if (root->kind != YamlNode::Kind::map) {
-    return rule_error(source, root->line, "the file must be a map (globalWhiteRemoteAddresses, "
-                                          "accounts)");
+    return rule_error(source, root->line,
+                      "the file must be a map (globalWhiteRemoteAddresses, "
+                      "accounts)");
   }
   if (const YamlNode* white = root->find("globalWhiteRemoteAddresses");
       white != nullptr && white->kind != YamlNode::Kind::null) {
@@ -156,9 +157,9 @@ io::Result<AclRules> parse_acl_rules(std::string_view text, std::string_view sou
     for (const YamlNode& item : white->items) {
       io::Result<AclAddressPattern> p = AclAddressPattern::parse(item.text);
       if (item.kind != YamlNode::Kind::scalar || !p.is_ok()) {
-        return rule_error(source, item.line,
-                          p.is_ok() ? "an address pattern must be a single value"
-                                    : p.status().message());
+        return rule_error(
+            source, item.line,
+            p.is_ok() ? "an address pattern must be a single value" : p.status().message());
       }
       rules.global_white_remote_addresses.push_back(std::move(*p));
     }
@@ -178,8 +179,7 @@ io::Result<AclRules> parse_acl_rules(std::string_view text, std::string_view sou
 io::Result<AclRules> load_acl_rules(const std::string& path) {
   std::FILE* file = std::fopen(path.c_str(), "rb");
   if (file == nullptr) {
-    return io::Status::error(io::Code::not_found,
-                             "open " + path + ": " + std::strerror(errno));
+    return io::Status::error(io::Code::not_found, "open " + path + ": " + std::strerror(errno));
   }
   std::string text;
   char chunk[4096];

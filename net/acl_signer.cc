@@ -45,9 +45,8 @@ bool AclSigner::sign(std::string_view secret_key,
     return c != 0 ? c < 0 : a < b;
   });
   char digest_name[] = "SHA1";
-  OSSL_PARAM params[] = {
-      OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest_name, 0),
-      OSSL_PARAM_construct_end()};
+  OSSL_PARAM params[] = {OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest_name, 0),
+                         OSSL_PARAM_construct_end()};
   EVP_MAC_CTX* ctx = state_->ctx;
   if (EVP_MAC_init(ctx, reinterpret_cast<const unsigned char*>(secret_key.data()),
                    secret_key.size(), params) != 1) {
@@ -57,13 +56,13 @@ bool AclSigner::sign(std::string_view secret_key,
     const auto& [key, value] = fields[order_[i]];
     if (i + 1 < order_.size() && fields[order_[i + 1]].first == key) continue;
     if (key == kSignatureKey || (!skip_key.empty() && key == skip_key)) continue;
-    if (EVP_MAC_update(ctx, reinterpret_cast<const unsigned char*>(value.data()),
-                       value.size()) != 1) {
+    if (EVP_MAC_update(ctx, reinterpret_cast<const unsigned char*>(value.data()), value.size()) !=
+        1) {
       return false;
     }
   }
-  if (!body.empty() && EVP_MAC_update(ctx, reinterpret_cast<const unsigned char*>(body.data()),
-                                      body.size()) != 1) {
+  if (!body.empty() &&
+      EVP_MAC_update(ctx, reinterpret_cast<const unsigned char*>(body.data()), body.size()) != 1) {
     return false;
   }
   unsigned char mac[EVP_MAX_MD_SIZE];

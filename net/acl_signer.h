@@ -20,7 +20,7 @@
 
 namespace uringmq::net {
 
-inline constexpr size_t kAclSignatureChars = 28;  // base64 of the 20-byte HmacSHA1
+inline constexpr size_t kAclSignatureChars = 28;    // base64 of the 20-byte HmacSHA1
 inline constexpr size_t kAclMaxSignedFields = 256;  // RemotingLimits::max_ext_fields
 
 using AclSignature = std::array<char, kAclSignatureChars>;

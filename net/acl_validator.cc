@@ -18,12 +18,18 @@ std::string java_remark(std::string_view message, std::string_view frame) {
   remark.append(message).append(", org.apache.rocketmq.acl.plain.").append(frame);
   return remark;
 }
-constexpr std::string_view kAtValidateNoKey = "PlainPermissionManager.validate(PlainPermissionManager.java:664)";
-constexpr std::string_view kAtValidateUnknown = "PlainPermissionManager.validate(PlainPermissionManager.java:668)";
-constexpr std::string_view kAtValidateSignature = "PlainPermissionManager.validate(PlainPermissionManager.java:684)";
-constexpr std::string_view kAtCheckAdmin = "PlainPermissionManager.checkPerm(PlainPermissionManager.java:581)";
-constexpr std::string_view kAtCheckDefault = "PlainPermissionManager.checkPerm(PlainPermissionManager.java:606)";
-constexpr std::string_view kAtCheckOwned = "PlainPermissionManager.checkPerm(PlainPermissionManager.java:611)";
+constexpr std::string_view kAtValidateNoKey =
+    "PlainPermissionManager.validate(PlainPermissionManager.java:664)";
+constexpr std::string_view kAtValidateUnknown =
+    "PlainPermissionManager.validate(PlainPermissionManager.java:668)";
+constexpr std::string_view kAtValidateSignature =
+    "PlainPermissionManager.validate(PlainPermissionManager.java:684)";
+constexpr std::string_view kAtCheckAdmin =
+    "PlainPermissionManager.checkPerm(PlainPermissionManager.java:581)";
+constexpr std::string_view kAtCheckDefault =
+    "PlainPermissionManager.checkPerm(PlainPermissionManager.java:606)";
+constexpr std::string_view kAtCheckOwned =
+    "PlainPermissionManager.checkPerm(PlainPermissionManager.java:611)";
 constexpr std::string_view kAtParse = "PlainAccessValidator.parse(PlainAccessValidator.java:134)";
 
 // Java's String.hashCode over the resource's key, for HashMap's iteration order.
@@ -63,8 +69,8 @@ void AclValidator::add(bool group, std::string_view name, uint8_t perm) {
     }
   }
   if (resources_.size() == kAclMaxResources) return;  // refused in collect()
-  resources_.push_back(
-      Resource{group, name, perm, java_hash(group, name), static_cast<uint32_t>(resources_.size())});
+  resources_.push_back(Resource{group, name, perm, java_hash(group, name),
+                                static_cast<uint32_t>(resources_.size())});
 }
 
 void AclValidator::add(bool group, const std::string* name, uint8_t perm) {
@@ -110,10 +116,10 @@ std::optional<std::string> AclValidator::collect(const RemotingCommand& request,
       std::string_view text(reinterpret_cast<const char*>(body.data()), body.size());
       io::Result<JsonValue> parsed = parse_json(text);
       if (!parsed.is_ok() || !parsed->is_object()) {
-        return java_remark("the heartbeat body is not a JSON object: " +
-                               (parsed.is_ok() ? std::string("other JSON")
-                                               : parsed.status().message()),
-                           kAtParse);
+        return java_remark(
+            "the heartbeat body is not a JSON object: " +
+                (parsed.is_ok() ? std::string("other JSON") : parsed.status().message()),
+            kAtParse);
       }
       heartbeat_ = std::move(*parsed);
       const JsonValue* consumers = heartbeat_.find("consumerDataSet");
@@ -177,8 +183,8 @@ std::optional<std::string> AclValidator::check_perms(int32_t code, const AclAcco
     const auto& perms = r.group ? account.group_perms : account.topic_perms;
     const auto it = perms.find(r.name);
     const bool owned = it != perms.end();
-    const uint8_t have = owned ? it->second
-                               : (r.group ? account.default_group_perm : account.default_topic_perm);
+    const uint8_t have =
+        owned ? it->second : (r.group ? account.default_group_perm : account.default_topic_perm);
     if (!acl_permits(r.perm, have)) {
       std::string message = "No default permission for ";
       message.append(r.group ? "group:" : "topic:").append(r.name);
@@ -208,8 +214,7 @@ std::optional<std::string> AclValidator::check(const RemotingCommand& request,
   }
   if (account->second.white_remote_address.matches(peer_ip)) return std::nullopt;
   if (!signature_ok(account->second, request, body)) {
-    return java_remark("Check signature failed for accessKey=" + *access_key,
-                       kAtValidateSignature);
+    return java_remark("Check signature failed for accessKey=" + *access_key, kAtValidateSignature);
   }
   for (const Resource& r : resources_) {
     if (!r.group && r.name == kTraceTopic && r.perm == kAclPub) return std::nullopt;

@@ -63,8 +63,8 @@ class AclValidator {
   const AclRules& rules() const { return rules_; }
 
   // nullopt: the request may go on; else the remark of its refusal. `peer_ip`: "a.b.c.d".
-  std::optional<std::string> check(const RemotingCommand& request,
-                                   std::span<const std::byte> body, std::string_view peer_ip);
+  std::optional<std::string> check(const RemotingCommand& request, std::span<const std::byte> body,
+                                   std::string_view peer_ip);
 
  private:
   struct Resource {

@@ -294,9 +294,8 @@ class YamlParser {
 
 io::Result<YamlNode> parse_yaml(std::string_view text, std::string_view source) {
   if (text.size() > kAclYamlMaxBytes) {
-    return io::Status::error(io::Code::too_large,
-                             std::string(source) + " is larger than " +
-                                 std::to_string(kAclYamlMaxBytes) + " bytes");
+    return io::Status::error(io::Code::too_large, std::string(source) + " is larger than " +
+                                                      std::to_string(kAclYamlMaxBytes) + " bytes");
   }
   std::vector<Line> lines;
   size_t number = 0;

@@ -34,8 +34,8 @@ struct YamlNode {
   YamlNode& operator=(const YamlNode&);
   YamlNode& operator=(YamlNode&&) noexcept;
   Kind kind = Kind::null;
-  size_t line = 0;     // 1-based line it starts on (errors name it)
-  std::string text;    // scalar: its value, quotes removed
+  size_t line = 0;      // 1-based line it starts on (errors name it)
+  std::string text;     // scalar: its value, quotes removed
   bool quoted = false;  // scalar: was quoted (never a boolean or null)
   std::vector<std::pair<std::string, YamlNode>> members;  // map, in file order
   std::vector<YamlNode> items;                            // list

@@ -38,8 +38,7 @@ io::Status BrokerReactor::open_acl() {
   acl_file_stamp_ = file_stamp(config_.acl_file_path);
   io::Result<AclRules> rules = load_acl_rules(config_.acl_file_path);
   if (!rules.is_ok()) {
-    return io::Status::error(rules.status().code(),
-                             "aclEnable=true: " + rules.status().message());
+    return io::Status::error(rules.status().code(), "aclEnable=true: " + rules.status().message());
   }
   log_info("ACL: " + config_.acl_file_path + ": " + rules_summary(*rules));
   acl_ = std::make_unique<AclValidator>(std::move(*rules));

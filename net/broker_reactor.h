@@ -465,7 +465,7 @@ class BrokerReactor {
   uint32_t next_producer_ = 0;  // round robin over a group's connections
   uint64_t txn_checks_sent_ = 0;
   uint64_t txn_checks_no_producer_ = 0;
-  std::unique_ptr<AclValidator> acl_;  // null without aclEnable
+  std::unique_ptr<AclValidator> acl_;        // null without aclEnable
   std::array<int64_t, 4> acl_file_stamp_{};  // aclFilePath's mtime s, ns, size, inode
   int64_t next_acl_poll_ms_ = 0;             // monotonic
   std::array<Completion, 256> completions_{};

@@ -35,7 +35,7 @@ TEST(AclSignatureFuzzReplayTest, SeedCorpusRunsClean) {
 TEST(AclSignatureFuzzReplayTest, SeedsReachTheirPaths) {
   EXPECT_NE(seed_refusal("send_v2.bin").find("Check signature failed"), std::string::npos);
   EXPECT_NE(seed_refusal("send_denied.bin").find("Check signature failed"), std::string::npos);
-  EXPECT_EQ(seed_refusal("pull.bin"), "OK");   // global white address
+  EXPECT_EQ(seed_refusal("pull.bin"), "OK");  // global white address
   EXPECT_NE(seed_refusal("admin.bin").find("Check signature failed"), std::string::npos);
   EXPECT_NE(seed_refusal("unique_key.bin").find("No accessKey"), std::string::npos);
   EXPECT_NE(seed_refusal("bad_rules.bin").find("seed.yml:3:"), std::string::npos);

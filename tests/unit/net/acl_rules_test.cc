@@ -74,7 +74,8 @@ TEST(AclYamlTest, MalformedInputNamesTheLine) {
     io::Result<YamlNode> root = parse_yaml(text, "t.yml");
     return root.is_ok() ? std::string("parsed") : root.status().message();
   };
-  EXPECT_EQ(error("a: 1\n\tb: 2\n"), "t.yml:2: a tab in the indentation (YAML indents with spaces)");
+  EXPECT_EQ(error("a: 1\n\tb: 2\n"),
+            "t.yml:2: a tab in the indentation (YAML indents with spaces)");
   EXPECT_EQ(error("a: 1\n    b: 2\n"), "t.yml:2: unexpected indentation");
   EXPECT_EQ(error("a: 1\njust text\n"), "t.yml:2: expected 'key: value' or 'key:'");
   EXPECT_EQ(error("a: 1\na: 2\n"), "t.yml:2: key 'a' appears twice in the same map");
@@ -136,8 +137,9 @@ TEST(AclRulesTest, MistakesAreErrorsNamingTheLine) {
   // The secret is not in the message.
   const std::string short_secret =
       error_of("accounts:\n  - accessKey: RocketMQ\n    secretKey: s3cr\n");
-  EXPECT_EQ(short_secret, "plain_acl.yml:2: account 'RocketMQ': accessKey and secretKey must both "
-                          "be longer than 6 characters");
+  EXPECT_EQ(short_secret,
+            "plain_acl.yml:2: account 'RocketMQ': accessKey and secretKey must both "
+            "be longer than 6 characters");
   EXPECT_EQ(error_of("globalWhiteRemoteAddresses:\n  - 10.0.0.256\n"),
             "plain_acl.yml:2: address pattern '10.0.0.256': '10.0.0.256' is not an IPv4 address");
   EXPECT_EQ(error_of("accounts: 3\n"), "plain_acl.yml:1: accounts must be a list of maps");
@@ -177,8 +179,8 @@ TEST(AclAddressTest, PatternsMatchAsJava) {
   EXPECT_FALSE(match("10.1-5.*.*", "10.6.0.1"));
   EXPECT_TRUE(match("192.168.0.*", "192.168.0.255"));
   EXPECT_FALSE(match("::1", "127.0.0.1"));  // IPv6 patterns never match an IPv4 peer
-  for (std::string_view bad : {"192.168.*", "1.2.3.4-", "1.2.3.9-2", "1.2.3", "1.2.3.{1,x}",
-                               "01.2.3.4", "1.2.300.*"}) {
+  for (std::string_view bad :
+       {"192.168.*", "1.2.3.4-", "1.2.3.9-2", "1.2.3", "1.2.3.{1,x}", "01.2.3.4", "1.2.300.*"}) {
     EXPECT_FALSE(AclAddressPattern::parse(bad).is_ok()) << bad;
   }
 }

@@ -124,18 +124,18 @@ TEST_F(AclValidatorTest, RefusalsAreJavas) {
             java("No accessKey is configured", "validate(PlainPermissionManager.java:664)"));
   EXPECT_EQ(check(request(310, {})),
             java("No accessKey is configured", "validate(PlainPermissionManager.java:664)"));
-  EXPECT_EQ(check(signed_request(310, {{"a", "pg"}, {"b", "TopicC"}}, "RocketMQ", "12345678")),
-            java("No default permission for topic:TopicC",
-                 "checkPerm(PlainPermissionManager.java:606)"));
+  EXPECT_EQ(
+      check(signed_request(310, {{"a", "pg"}, {"b", "TopicC"}}, "RocketMQ", "12345678")),
+      java("No default permission for topic:TopicC", "checkPerm(PlainPermissionManager.java:606)"));
   const Fields pull = {{"consumerGroup", "groupD"}, {"topic", "TopicA"}, {"queueId", "0"}};
-  EXPECT_EQ(check(signed_request(11, pull, "RocketMQ", "12345678")),
-            java("No default permission for group:groupD",
-                 "checkPerm(PlainPermissionManager.java:611)"));
+  EXPECT_EQ(
+      check(signed_request(11, pull, "RocketMQ", "12345678")),
+      java("No default permission for group:groupD", "checkPerm(PlainPermissionManager.java:611)"));
   // Both refused: Java names the first in its HashMap's order.
   const Fields pull2 = {{"consumerGroup", "groupD"}, {"topic", "TopicC"}, {"queueId", "0"}};
-  EXPECT_EQ(check(signed_request(11, pull2, "RocketMQ", "12345678")),
-            java("No default permission for topic:TopicC",
-                 "checkPerm(PlainPermissionManager.java:606)"));
+  EXPECT_EQ(
+      check(signed_request(11, pull2, "RocketMQ", "12345678")),
+      java("No default permission for topic:TopicC", "checkPerm(PlainPermissionManager.java:606)"));
   EXPECT_EQ(check(signed_request(17, {{"topic", "TopicA"}, {"readQueueNums", "4"}}, "RocketMQ",
                                  "12345678")),
             java("Need admin permission for request code=17, but accessKey=RocketMQ is not",
@@ -143,9 +143,9 @@ TEST_F(AclValidatorTest, RefusalsAreJavas) {
   const std::string hb =
       R"({"clientID":"c","consumerDataSet":[{"groupName":"gx","subscriptionDataSet":[)"
       R"({"topic":"TopicZ"},{"topic":"TopicA"}]}],"producerDataSet":[]})";
-  EXPECT_EQ(check(signed_request(34, {}, "RocketMQ", "12345678", hb), hb),
-            java("No default permission for topic:TopicZ",
-                 "checkPerm(PlainPermissionManager.java:606)"));
+  EXPECT_EQ(
+      check(signed_request(34, {}, "RocketMQ", "12345678", hb), hb),
+      java("No default permission for topic:TopicZ", "checkPerm(PlainPermissionManager.java:606)"));
   EXPECT_NE(check(signed_request(34, {}, "RocketMQ", "12345678", "not json"), "not json")
                 .find("PlainAccessValidator.parse(PlainAccessValidator.java:134)"),
             std::string::npos);
