@@ -2,7 +2,7 @@
 // aclEnable=true (rules: AclCheck.plain_acl.yml). A permitted account sends and its push
 // consumer receives; a wrong secret, an unknown key, no credentials, a topic without PUB and a
 // group without SUB are each refused with code 1 and the remark the Java 4.9.8 broker answers
-// (PlainAccessValidator's, recorded from it); a non-admin account's updateTopic is refused and an
+// (PlainAccessValidator's; acl_java_broker.sh runs this class against the Java broker); a non-admin account's updateTopic is refused and an
 // admin's is done; an account whose whiteRemoteAddress is 127.0.0.1 passes with a wrong secret;
 // and a rewritten plain_acl.yml applies within 5 s without a restart.
 // Prints "JAVA-CHECK OK" or "FAIL <why>" lines; exit 0 on OK.
