@@ -62,15 +62,35 @@ void AclValidator::add(bool group, std::string_view name, uint8_t perm) {
     group = true;
     name.remove_prefix(kRetryPrefix.size());
   }
-  for (Resource& r : resources_) {
-    if (r.group == group && r.name == name) {
-      r.perm = perm;  // HashMap.put on a key it holds: the value changes, not the order
-      return;
-    }
+  if (resources_.size() == kAclMaxResources) {
+    overflow_ = true;  // refused in collect()
+    return;
   }
-  if (resources_.size() == kAclMaxResources) return;  // refused in collect()
   resources_.push_back(Resource{group, name, perm, java_hash(group, name),
                                 static_cast<uint32_t>(resources_.size())});
+}
+
+// Java's HashMap keeps one entry per key: where it was first put, with the value put last.
+// Sorting costs n log n where looking up each put would cost n^2 for a large heartbeat.
+void AclValidator::dedupe() {
+  std::sort(resources_.begin(), resources_.end(), [](const Resource& a, const Resource& b) {
+    if (a.group != b.group) return a.group < b.group;
+    if (a.name != b.name) return a.name < b.name;
+    return a.order < b.order;
+  });
+  size_t kept = 0;
+  for (size_t i = 0; i < resources_.size();) {
+    size_t last = i;
+    while (last + 1 < resources_.size() && resources_[last + 1].group == resources_[i].group &&
+           resources_[last + 1].name == resources_[i].name) {
+      ++last;
+    }
+    Resource first = resources_[i];
+    first.perm = resources_[last].perm;
+    resources_[kept++] = first;
+    i = last + 1;
+  }
+  resources_.resize(kept);
 }
 
 void AclValidator::add(bool group, const std::string* name, uint8_t perm) {
@@ -80,6 +100,7 @@ void AclValidator::add(bool group, const std::string* name, uint8_t perm) {
 std::optional<std::string> AclValidator::collect(const RemotingCommand& request,
                                                  std::span<const std::byte> body) {
   resources_.clear();
+  overflow_ = false;
   namespace req = request_code;
   switch (request.code) {
     case req::kSendMessage:
@@ -139,11 +160,12 @@ std::optional<std::string> AclValidator::collect(const RemotingCommand& request,
     default:
       break;
   }
-  if (resources_.size() == kAclMaxResources) {
-    return java_remark("the request names more than " + std::to_string(kAclMaxResources - 1) +
-                           " topics and groups",
-                       kAtParse);
+  if (overflow_) {
+    return java_remark(
+        "the request names more than " + std::to_string(kAclMaxResources) + " topics and groups",
+        kAtParse);
   }
+  dedupe();
   return std::nullopt;
 }
 

@@ -79,6 +79,7 @@ class AclValidator {
                                      std::span<const std::byte> body);
   void add(bool group, const std::string* name, uint8_t perm);
   void add(bool group, std::string_view name, uint8_t perm);
+  void dedupe();
   bool signature_ok(const AclAccount& account, const RemotingCommand& request,
                     std::span<const std::byte> body);
   std::optional<std::string> check_perms(int32_t code, const AclAccount& account);
@@ -86,6 +87,7 @@ class AclValidator {
   AclRules rules_;
   AclSigner signer_;
   std::vector<Resource> resources_;  // scratch, capacity kAclMaxResources
+  bool overflow_ = false;            // the request named more than kAclMaxResources
   JsonValue heartbeat_;              // the heartbeat being checked
 };
 

@@ -156,6 +156,36 @@ TEST_F(AclValidatorTest, RefusalsAreJavas) {
             "OK");
 }
 
+TEST_F(AclValidatorTest, FirstRefusalInJavaHashMapOrder) {
+  // 21 resources: Java's HashMap has grown to 32 buckets; Java named Tq28 first.
+  std::string hb =
+      R"({"clientID":"c","consumerDataSet":[{"groupName":"gx","subscriptionDataSet":[)";
+  for (int k = 0; k < 20; ++k) {
+    hb += std::string(k == 0 ? "" : ",") + R"({"topic":"Tq)" + std::to_string(k * 7) + "\"}";
+  }
+  hb += "]}]}";
+  EXPECT_EQ(
+      check(signed_request(34, {}, "RocketMQ", "12345678", hb), hb),
+      java("No default permission for topic:Tq28", "checkPerm(PlainPermissionManager.java:606)"));
+}
+
+TEST_F(AclValidatorTest, HeartbeatsAreBounded) {
+  // Repeated names count once (each put of a key Java's map holds).
+  std::string repeated = R"({"consumerDataSet":[{"groupName":"gx","subscriptionDataSet":[)";
+  for (int k = 0; k < 4000; ++k)
+    repeated += std::string(k == 0 ? "" : ",") + R"({"topic":"TopicA"})";
+  repeated += "]}]}";
+  EXPECT_EQ(check(signed_request(34, {}, "RocketMQ", "12345678", repeated), repeated), "OK");
+  std::string many = R"({"consumerDataSet":[{"groupName":"gx","subscriptionDataSet":[)";
+  for (size_t k = 0; k < kAclMaxResources; ++k) {
+    many += std::string(k == 0 ? "" : ",") + R"({"topic":"T)" + std::to_string(k) + "\"}";
+  }
+  many += "]}]}";
+  EXPECT_NE(check(signed_request(34, {}, "RocketMQ", "12345678", many), many)
+                .find("the request names more than 4096 topics and groups"),
+            std::string::npos);
+}
+
 TEST_F(AclValidatorTest, WhiteAddressesPassUnsigned) {
   const Fields send = {{"a", "pg"}, {"b", "TopicC"}, {"AccessKey", "rocketmq2"}};
   EXPECT_EQ(check(request(310, send), "", "192.168.1.7"), "OK");
