@@ -10,6 +10,7 @@
 #include "net/acl_address.h"
 #include "net/acl_rules.h"
 #include "net/acl_yaml.h"
+#include "tests/support/temp_dir.h"
 
 namespace uringmq::net {
 namespace {
@@ -152,6 +153,22 @@ TEST(AclRulesTest, RetryTopicPermsAreGroupPerms) {
       "plain_acl.yml");
   ASSERT_TRUE(rules.is_ok()) << rules.status().message();
   EXPECT_EQ(rules->accounts.at("RocketMQ").group_perms.at("g1"), kAclSub);
+}
+
+TEST(AclRulesTest, LoadNamesThePathAndLine) {
+  testing::TempDir dir;
+  const std::string path = dir.file("plain_acl.yml");
+  io::Result<AclRules> missing = load_acl_rules(path);
+  ASSERT_FALSE(missing.is_ok());
+  EXPECT_EQ(missing.status().message(), "open " + path + ": No such file or directory");
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  ASSERT_NE(f, nullptr);
+  const std::string bad = std::string(kShipped) + "admin true\n";
+  std::fwrite(bad.data(), 1, bad.size(), f);
+  std::fclose(f);
+  io::Result<AclRules> malformed = load_acl_rules(path);
+  ASSERT_FALSE(malformed.is_ok());
+  EXPECT_EQ(malformed.status().message(), path + ":28: expected 'key: value' or 'key:'");
 }
 
 bool match(std::string_view pattern, std::string_view ip) {
