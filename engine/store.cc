@@ -171,29 +171,39 @@ const engine::HostAddress& Store::store_host_of(uint32_t shard) const {
              : options_.store_host;
 }
 
-StoreStats Store::stats() const {
+namespace {
+// Calls add(shard) for every shard, or for the one `which` names (none when out of range).
+template <typename Shards, typename Add>
+void for_shards(const Shards& shards, uint32_t which, Add&& add) {
+  for (uint32_t i = 0; i < shards.size(); i++) {
+    if (which == kAllShards || which == i) add(*shards[i]);
+  }
+}
+}  // namespace
+
+StoreStats Store::stats(uint32_t shard) const {
   StoreStats total;
-  for (const auto& shard : shards_) shard->add_stats(total);
+  for_shards(shards_, shard, [&](const Shard& s) { s.add_stats(total); });
   return total;
 }
 
-TransactionStats Store::transaction_stats() const {
+TransactionStats Store::transaction_stats(uint32_t shard) const {
   TransactionStats out;
-  for (const auto& shard : shards_) shard->add_transaction_stats(out);
+  for_shards(shards_, shard, [&](const Shard& s) { s.add_transaction_stats(out); });
   return out;
 }
 
-TimerStats Store::timer_stats() const {
+TimerStats Store::timer_stats(uint32_t shard) const {
   TimerStats out;
-  for (const auto& shard : shards_) shard->add_timer_stats(out);
+  for_shards(shards_, shard, [&](const Shard& s) { s.add_timer_stats(out); });
   return out;
 }
 
-std::vector<DelayLevelStats> Store::delay_level_stats() const {
+std::vector<DelayLevelStats> Store::delay_level_stats(uint32_t shard) const {
   io::Result<sched::DelayLevels> levels = sched::DelayLevels::parse(options_.message_delay_level);
   std::vector<DelayLevelStats> out(levels.is_ok() ? levels->max_level() : 0);
   for (uint32_t i = 0; i < out.size(); i++) out[i].level = i + 1;
-  for (const auto& shard : shards_) shard->add_delay_level_stats(out);
+  for_shards(shards_, shard, [&](const Shard& s) { s.add_delay_level_stats(out); });
   return out;
 }
 

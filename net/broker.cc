@@ -538,7 +538,7 @@ void BrokerReactor::retry_deferred(uint32_t conn_index) {
     set_reserved(index, largest);
     op.pull.buffer = op.data;
     op.pull.wait_ms = 0;
-    io::Status s = session_->pull_async(op.pull, index);
+    io::Status s = session_->pull_async(op.pull, index, op.shard);
     if (!s.is_ok()) {
       reply_code(op.conn, op.request, response_code::kSystemError, s.message());
       free_op(index);

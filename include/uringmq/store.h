@@ -137,6 +137,9 @@ struct StoreStats {
 // Store::shard_for(topic, queueId). A caller that places queues itself
 // (StoreOptions::caller_places_queues, the broker: shard = broker) names the shard instead.
 inline constexpr uint32_t kShardByHash = UINT32_MAX;
+// The Store's figures (stats(), delay_level_stats(), ...) of every shard together, the default;
+// a shard number gives that shard's alone (the broker: one presented broker's).
+inline constexpr uint32_t kAllShards = UINT32_MAX;
 
 // The most messages one batch may hold (Session::send_batch_async).
 inline constexpr uint32_t kMaxBatchMessages = 8192;
@@ -325,13 +328,13 @@ class Store {
   uint32_t shard_for(std::string_view topic, int32_t queue_id) const;
   // The STOREHOST shard `shard` writes into its records (StoreOptions::shard_store_hosts).
   const engine::HostAddress& store_host_of(uint32_t shard) const;
-  StoreStats stats() const;
+  StoreStats stats(uint32_t shard = kAllShards) const;
   // Operator figures of the delay levels (every shard's, summed per level).
-  std::vector<DelayLevelStats> delay_level_stats() const;
+  std::vector<DelayLevelStats> delay_level_stats(uint32_t shard = kAllShards) const;
   // Operator figures of timed messages (every shard's, summed).
-  TimerStats timer_stats() const;
+  TimerStats timer_stats(uint32_t shard = kAllShards) const;
   // Operator figures of transactional messages (every shard's, summed).
-  TransactionStats transaction_stats() const;
+  TransactionStats transaction_stats(uint32_t shard = kAllShards) const;
   const StoreOptions& options() const { return options_; }
   // What each shard's recovery found at open().
   const std::vector<engine::RecoveryReport>& recovery_reports() const { return reports_; }

@@ -70,8 +70,12 @@ void RunningBroker::stop() {
 }
 
 std::unique_ptr<net::RemotingClient> RunningBroker::client() {
+  return client_on(port());
+}
+
+std::unique_ptr<net::RemotingClient> RunningBroker::client_on(uint16_t port) {
   io::Result<std::unique_ptr<net::RemotingClient>> c =
-      net::RemotingClient::connect("127.0.0.1", port());
+      net::RemotingClient::connect("127.0.0.1", port);
   EXPECT_TRUE(c.is_ok()) << c.status().to_string();
   return std::move(*c);
 }

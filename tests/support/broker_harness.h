@@ -51,6 +51,12 @@ class RunningBroker {
   RunningBroker& operator=(const RunningBroker&) = delete;
   void stop();
   uint16_t port() const { return broker_->broker_port(); }
+  // Presented broker `shard`'s main and VIP port (each shard is one broker).
+  uint16_t port(uint32_t shard) const { return broker_->presented()[shard].port; }
+  uint16_t vip_port(uint32_t shard) const { return broker_->vip_ports()[shard]; }
+  const net::Broker& broker() const { return *broker_; }
+  // A client of the broker on `port` (one of the presented brokers' ports).
+  std::unique_ptr<net::RemotingClient> client_on(uint16_t port);
   uint16_t metrics_port() const { return broker_->metrics_port(); }
   std::unique_ptr<net::RemotingClient> client();
 
