@@ -242,9 +242,9 @@ Session::~Session() {
 
 io::Status Session::post(uint32_t shard, const ShardRequest& request) {
   if (shard >= store_.shards_.size()) {
-    return io::Status::error(io::Code::invalid_argument,
-                             "no shard " + std::to_string(shard) + " in a store of " +
-                                 std::to_string(store_.shards_.size()));
+    return io::Status::error(io::Code::invalid_argument, "no shard " + std::to_string(shard) +
+                                                             " in a store of " +
+                                                             std::to_string(store_.shards_.size()));
   }
   if (outstanding_per_shard_[shard] >= store_.options_.session_window ||
       !slot_.to_shard[shard]->push(request)) {

@@ -155,9 +155,9 @@ io::Result<std::unique_ptr<Broker>> Broker::open(const BrokerConfig& config) {
   io::Result<std::unique_ptr<Store>> store = Store::open(broker->config_.store);
   if (!store.is_ok()) return store.status();
   broker->store_ = std::move(*store);
-  broker->reactor_ = std::make_unique<BrokerReactor>(broker->config_, *broker->store_,
-                                                     *broker->completion_waker_,
-                                                     *broker->stop_waker_, std::move(listeners));
+  broker->reactor_ =
+      std::make_unique<BrokerReactor>(broker->config_, *broker->store_, *broker->completion_waker_,
+                                      *broker->stop_waker_, std::move(listeners));
   io::Status s = broker->reactor_->start();
   if (!s.is_ok()) {
     broker->reactor_.reset();
@@ -233,7 +233,8 @@ io::Status BrokerReactor::start() {
 
   std::string host = config_.advertised_address;
   if (host.empty()) host = config_.bind_address == "0.0.0.0" ? "127.0.0.1" : config_.bind_address;
-  for (const PresentedBroker& b : brokers_) advertised_.push_back(host + ":" + std::to_string(b.port));
+  for (const PresentedBroker& b : brokers_)
+    advertised_.push_back(host + ":" + std::to_string(b.port));
   if (brokers_.size() != store_.shard_count()) {
     return io::Status::error(io::Code::invalid_argument,
                              "the store has " + std::to_string(store_.shard_count()) +
@@ -343,7 +344,7 @@ void BrokerReactor::on_net_completion(const io::NetCompletion& c) {
 void BrokerReactor::arm_accept(int which) {
   listeners_[which].armed = true;
   ring_->accept_multishot(listeners_[which].fd, pack(static_cast<uint8_t>(Event::accept), 0,
-                                                   static_cast<uint32_t>(which)));
+                                                     static_cast<uint32_t>(which)));
 }
 
 void BrokerReactor::on_accept(int which, const io::NetCompletion& c) {

@@ -2,12 +2,12 @@
 // Broker: RocketMQ's NameServer and broker roles on one network reactor over a uringmq::Store.
 //
 // One reactor thread owns an io_uring for sockets (io::NetRing) and one Session to every shard.
-// Each shard is one RocketMQ broker (net/presented_broker.h): it accepts connections on every
-// presented broker's main and VIP port, a connection's queue requests go to its broker's shard,
-// and on the NameServer port (namesrvListenPort), decodes remoting frames (net/remoting.h), turns each request into store
-// requests, and writes the answer when the store completes them: a SEND reply only once the
-// message is durable under SYNC_FLUSH (FLUSH_DISK_TIMEOUT after syncFlushTimeout), a held pull
-// when a message becomes visible or its suspend time ends.
+// Each shard is one RocketMQ broker (net/presented_broker.h). It accepts connections on every
+// presented broker's main and VIP port (a connection's queue requests go to its broker's shard)
+// and on the NameServer port (namesrvListenPort), decodes remoting frames (net/remoting.h),
+// turns each request into store requests, and writes the answer when the store completes them: a
+// SEND reply only once the message is durable under SYNC_FLUSH (FLUSH_DISK_TIMEOUT after
+// syncFlushTimeout), a held pull when a message becomes visible or its suspend time ends.
 //
 // Why one reactor and not sockets in every shard's loop: the shards' loops
 // stay disk-only and keep their sleep/wake contract, and on the 2-core machines this runs on

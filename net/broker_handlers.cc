@@ -699,8 +699,7 @@ void BrokerReactor::handle_send_batch(uint32_t conn, RemotingCommand& request,
     reply_code(conn, request, refused->first, std::move(refused->second));
     return free_op(index);
   }
-  submit(index,
-         [&](uint64_t tag) {
+  submit(index, [&](uint64_t tag) {
     return session_->send_batch_async(op.batch, op.batch_offsets, tag, op.shard);
   });
 }
@@ -1084,8 +1083,8 @@ void BrokerReactor::handle_offset_update(uint32_t conn, RemotingCommand& request
   op.group = *group;
   op.queue_id = *queue_id;
   submit(index, [&](uint64_t tag) {
-    return session_->commit_offset_async(op.group, op.topic, op.queue_id, QueueOffset{*offset},
-                                         tag, op.shard);
+    return session_->commit_offset_async(op.group, op.topic, op.queue_id, QueueOffset{*offset}, tag,
+                                         op.shard);
   });
 }
 

@@ -479,8 +479,8 @@ class BrokerReactor {
   std::unique_ptr<io::Disk> config_disk_;
   std::unique_ptr<TopicTable> topics_;
   std::vector<std::string> advertised_;  // per presented broker: "ip:port" put in routes
-  ConsumerGroups groups_;   // members from heartbeats, and where to reach them
-  LockTable locks_;         // orderly consumers' queue locks (monotonic ms)
+  ConsumerGroups groups_;                // members from heartbeats, and where to reach them
+  LockTable locks_;                      // orderly consumers' queue locks (monotonic ms)
   bool lock_table_full_logged_ = false;
   int64_t next_lock_reclaim_ms_ = 0;                  // monotonic
   std::set<std::string, std::less<>> notify_groups_;  // groups to notify this turn

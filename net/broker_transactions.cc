@@ -50,10 +50,9 @@ void BrokerReactor::note_producers(uint32_t conn, const std::string& client,
       if (producers_.size() >= kMaxProducerGroups) continue;  // checks of it find no producer
       it = producers_.emplace(group->text(), std::vector<ProducerConnection>{}).first;
     }
-    auto same = std::find_if(it->second.begin(), it->second.end(),
-                             [&](const ProducerConnection& p) {
-                               return p.client == client && p.shard == shard;
-                             });
+    auto same = std::find_if(
+        it->second.begin(), it->second.end(),
+        [&](const ProducerConnection& p) { return p.client == client && p.shard == shard; });
     if (same != it->second.end()) {
       same->connection = ref;
       same->seen_ms = now;
@@ -111,8 +110,7 @@ void BrokerReactor::handle_end_transaction(uint32_t conn, RemotingCommand& reque
   // store request); when it is gone, or does not match, the half is read back and checked here.
   const uint32_t index = new_op(BrokerOp::Kind::end_store, conn, request);
   BrokerOp& op = *ops_[index];
-  op.store_offset =
-      store_offset_of_wire(WireOffset{static_cast<uint64_t>(*log_offset)}, op.shard);
+  op.store_offset = store_offset_of_wire(WireOffset{static_cast<uint64_t>(*log_offset)}, op.shard);
   op.txn_end = *type == engine::kSysFlagTransactionCommit ? TransactionEnd::commit
                                                           : TransactionEnd::rollback;
   op.group = *group;
@@ -330,9 +328,8 @@ void BrokerReactor::send_check(const BrokerOp& op, std::span<const std::byte> re
   check.set_ext("commitLogOffset", std::to_string(wire.value));
   check.set_ext("msgId", uniq);
   check.set_ext("transactionId", uniq);
-  check.set_ext("offsetMsgId",
-                engine::offset_message_id(store_.store_host_of(op.shard),
-                                          static_cast<int64_t>(wire.value)));
+  check.set_ext("offsetMsgId", engine::offset_message_id(store_.store_host_of(op.shard),
+                                                         static_cast<int64_t>(wire.value)));
   std::string frame;
   encode_frame(check, body, &frame);
   if (output_bytes(conn) + frame.size() > kConnectionOutputMaxBytes) return;  // asked again

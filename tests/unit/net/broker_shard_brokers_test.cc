@@ -40,8 +40,8 @@ std::string addr(uint16_t port) {
 
 RemotingResponse send(RemotingClient& client, const std::string& topic, int queue,
                       const std::string& body) {
-  return call(client, request(req::kSendMessageV2, send_v2_fields(topic, std::to_string(queue), "")),
-              body);
+  return call(client,
+              request(req::kSendMessageV2, send_v2_fields(topic, std::to_string(queue), "")), body);
 }
 
 RemotingResponse pull(RemotingClient& client, const std::string& topic, int queue) {
@@ -151,16 +151,15 @@ TEST(BrokerShardBrokersTest, ConsumerOffsetsArePerBroker) {
   auto one = broker.client_on(broker.port(1));
   auto zero = broker.client_on(broker.port(0));
   ASSERT_EQ(send(*one, "TO", 1, "a").command.code, rc::kSuccess);
-  RemotingResponse c = call(*one, request(req::kUpdateConsumerOffset, {{"topic", "TO"},
-                                                                         {"consumerGroup", "CG"},
-                                                                         {"queueId", "1"},
-                                                                         {"commitOffset", "1"}}));
+  RemotingResponse c = call(
+      *one,
+      request(req::kUpdateConsumerOffset,
+              {{"topic", "TO"}, {"consumerGroup", "CG"}, {"queueId", "1"}, {"commitOffset", "1"}}));
   ASSERT_EQ(c.command.code, rc::kSuccess) << remark(c);
   auto query = [](RemotingClient& client) {
-    RemotingResponse r = call(client, request(req::kQueryConsumerOffset,
-                                              {{"topic", "TO"},
-                                               {"consumerGroup", "CG"},
-                                               {"queueId", "1"}}));
+    RemotingResponse r =
+        call(client, request(req::kQueryConsumerOffset,
+                             {{"topic", "TO"}, {"consumerGroup", "CG"}, {"queueId", "1"}}));
     return r.command.ext("offset") ? *r.command.ext("offset") : std::string("none");
   };
   EXPECT_EQ(query(*one), "1");
