@@ -1,12 +1,15 @@
 // The official RocketMQ 4.9.8 Java client against a uringmq-broker of 2 shards: each shard is
 // one RocketMQ broker (broker-a-0, broker-a-1). The route lists both with 4 queues each (8
-// queues); a producer spreads 200 messages over both brokers (each holds some); a push consumer
-// group of 2 members splits the 8 queues and receives every message exactly once (by msgId),
-// each from the broker it was sent to.
+// queues); a push consumer group of 2 members splits the 8 queues (both brokers' queues, each
+// queue owned by one member; the check waits for that before sending, since a rebalance may
+// deliver a queue's messages twice); a producer spreads 200 messages over both brokers; every
+// message arrives exactly once (by msgId), each from the broker it was sent to.
 // Prints "JAVA-CHECK OK" or "FAIL <why>" lines; exit 0 on OK.
 // Usage: java -cp <client class path>:. ShardBrokersCheck <nameserver host:port>
 
 import java.util.HashMap;
+import java.util.HashSet;
+import java.util.Set;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -41,12 +44,22 @@ public class ShardBrokersCheck {
       for (MessageExt m : msgs) {
         seen.computeIfAbsent(m.getMsgId(), k -> new AtomicInteger()).incrementAndGet();
         brokerOf.put(m.getMsgId(), ctx.getMessageQueue().getBrokerName() + " "
-            + m.getStoreHost() + " " + m.getOffsetMsgId());
+            + m.getStoreHost());
       }
       return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
     });
     c.start();
     return c;
+  }
+
+  // The queues of `topic` the member owns (not its %RETRY% topic's).
+  static Set<MessageQueue> owned(DefaultMQPushConsumer c, String topic) {
+    Set<MessageQueue> out = new HashSet<>();
+    for (MessageQueue q :
+        c.getDefaultMQPushConsumerImpl().getRebalanceImpl().getProcessQueueTable().keySet()) {
+      if (q.getTopic().equals(topic)) out.add(q);
+    }
+    return out;
   }
 
   public static void main(String[] args) throws Exception {
@@ -64,6 +77,23 @@ public class ShardBrokersCheck {
         || queuesPerBroker.getOrDefault("broker-a-1", 0) != 4) {
       fail("the route should show broker-a-0 and broker-a-1 with 4 queues each: " + queuesPerBroker);
     }
+    Map<String, AtomicInteger> seen = new ConcurrentHashMap<>();
+    Map<String, String> brokerOf = new ConcurrentHashMap<>();
+    DefaultMQPushConsumer c1 = consumer(ns, topic, "shard-brokers-1", seen, brokerOf);
+    DefaultMQPushConsumer c2 = consumer(ns, topic, "shard-brokers-2", seen, brokerOf);
+    long settle = System.currentTimeMillis() + 60_000;
+    Set<MessageQueue> q1 = owned(c1, topic);
+    Set<MessageQueue> q2 = owned(c2, topic);
+    while (System.currentTimeMillis() < settle) {
+      q1 = owned(c1, topic);
+      q2 = owned(c2, topic);
+      Set<MessageQueue> both = new HashSet<>(q1);
+      both.retainAll(q2);
+      if (q1.size() == 4 && q2.size() == 4 && both.isEmpty()) break;
+      Thread.sleep(200);
+    }
+    System.out.println("CHECK the members own " + q1.size() + " and " + q2.size() + " queues");
+    if (q1.size() + q2.size() != 8) fail("the group of 2 should split the 8 queues: " + q1 + " " + q2);
     Map<String, Integer> sentPerBroker = new HashMap<>();
     Map<String, String> sentIds = new HashMap<>();
     for (int i = 0; i < total; i++) {
@@ -80,10 +110,6 @@ public class ShardBrokersCheck {
       }
     }
 
-    Map<String, AtomicInteger> seen = new ConcurrentHashMap<>();
-    Map<String, String> brokerOf = new ConcurrentHashMap<>();
-    DefaultMQPushConsumer c1 = consumer(ns, topic, "shard-brokers-1", seen, brokerOf);
-    DefaultMQPushConsumer c2 = consumer(ns, topic, "shard-brokers-2", seen, brokerOf);
     long deadline = System.currentTimeMillis() + 60_000;
     while (System.currentTimeMillis() < deadline && !seen.keySet().containsAll(sentIds.keySet())) {
       Thread.sleep(200);
