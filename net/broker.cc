@@ -1,8 +1,11 @@
 #include "net/broker.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <thread>
 
 #include "engine/log/byte_order.h"
 #include "io/assert.h"
@@ -45,6 +48,21 @@ io::Status listen_on(const std::string& address, uint16_t port, int backlog, int
   if (!local.is_ok()) return local.status();
   *bound = *local;
   return io::Status::ok();
+}
+
+// listen_on, retrying a port in use for up to kBindRetryMs: a broker killed with -9 just before
+// may still hold it for a moment (its io_uring, with the armed accepts, is torn down by the
+// kernel after the process is gone), and a restart binds before it recovers the store.
+constexpr int kBindRetryMs = 3000;
+io::Status listen_retrying(const std::string& address, uint16_t port, int backlog, int* fd_slot,
+                           uint16_t* bound) {
+  for (int waited = 0;; waited += 50) {
+    io::Status s = listen_on(address, port, backlog, fd_slot, bound);
+    if (s.is_ok() || s.sys_errno() != EADDRINUSE || port == 0 || waited >= kBindRetryMs) {
+      return s;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
 }
 
 uint64_t pack(uint8_t event, uint32_t generation, uint32_t index) {
@@ -107,7 +125,7 @@ io::Status bind_listeners(const BrokerConfig& config, uint32_t shard_count, Brok
       Listener& l = out->sockets.emplace_back();
       l.shard = b.shard;
       const uint16_t wanted = ephemeral ? 0 : vip ? b.vip_port() : b.port;
-      UMQ_RETURN_IF_ERROR(listen_on(config.bind_address, wanted, 1024, &l.fd, &l.port));
+      UMQ_RETURN_IF_ERROR(listen_retrying(config.bind_address, wanted, 1024, &l.fd, &l.port));
       if (vip) {
         out->vip_ports.push_back(l.port);
       } else {
@@ -118,7 +136,7 @@ io::Status bind_listeners(const BrokerConfig& config, uint32_t shard_count, Brok
   if (config.namesrv_listen_port != 0) {
     Listener& l = out->sockets.emplace_back();
     UMQ_RETURN_IF_ERROR(
-        listen_on(config.bind_address, config.namesrv_listen_port, 256, &l.fd, &l.port));
+        listen_retrying(config.bind_address, config.namesrv_listen_port, 256, &l.fd, &l.port));
     out->namesrv_port = l.port;
   }
   return io::Status::ok();
