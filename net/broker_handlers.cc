@@ -521,8 +521,13 @@ void BrokerReactor::handle_delete_topic(uint32_t conn, const RemotingCommand& re
   reply_code(conn, request, rc::kSuccess, {});
 }
 
+std::string BrokerReactor::topic_config_json(uint32_t shard) const {
+  UMQ_ASSERT(shard < brokers_.size());
+  return topics_->to_json();
+}
+
 void BrokerReactor::handle_all_topic_config(uint32_t conn, const RemotingCommand& request) {
-  const std::string body = topics_->to_json();
+  const std::string body = topic_config_json(conns_[conn].shard);
   reply(conn, make_response(request, rc::kSuccess), std::as_bytes(std::span(body)));
 }
 

@@ -289,6 +289,10 @@ class BrokerReactor {
   void handle_create_topic(uint32_t conn, const RemotingCommand& request);
   void handle_delete_topic(uint32_t conn, const RemotingCommand& request);
   void handle_all_topic_config(uint32_t conn, const RemotingCommand& request);
+  // Presented broker `shard`'s "topicConfigTable" with its "dataVersion" (Java's
+  // TopicConfigSerializeWrapper): the one rendering GET_ALL_TOPIC_CONFIG and a registration
+  // with NameServers use. The topic table is the process's, so every broker's is the same.
+  std::string topic_config_json(uint32_t shard) const;
   void handle_cluster_info(uint32_t conn, const RemotingCommand& request);
   // The topic's configuration: its table entry, or the implicit one (a %RETRY% or %DLQ% topic:
   // 1 queue; another: defaultTopicQueueNums when autoCreateTopicEnable); nullopt: unknown.
