@@ -62,6 +62,7 @@ engine::Transactions::Options txn_options(uint32_t index, const StoreOptions& o,
   t.limits = o.log.limits;
   t.shard_index = index;
   t.shard_count = o.shard_count;
+  t.caller_places_queues = o.caller_places_queues;
   t.unsafe_ended_at_append = stepped.unsafe_txn_ended_at_append;
   return t;
 }

@@ -164,29 +164,46 @@ uint32_t Store::shard_for(std::string_view topic, int32_t queue_id) const {
   return shard_of_queue(topic, queue_id, static_cast<uint32_t>(shards_.size()));
 }
 
-StoreStats Store::stats() const {
+const engine::HostAddress& Store::store_host_of(uint32_t shard) const {
+  return shard < options_.shard_store_hosts.size() &&
+                 options_.shard_store_hosts.size() == shards_.size()
+             ? options_.shard_store_hosts[shard]
+             : options_.store_host;
+}
+
+namespace {
+// Calls add(shard) for every shard, or for the one `which` names (none when out of range).
+template <typename Shards, typename Add>
+void for_shards(const Shards& shards, uint32_t which, Add&& add) {
+  for (uint32_t i = 0; i < shards.size(); i++) {
+    if (which == kAllShards || which == i) add(*shards[i]);
+  }
+}
+}  // namespace
+
+StoreStats Store::stats(uint32_t shard) const {
   StoreStats total;
-  for (const auto& shard : shards_) shard->add_stats(total);
+  for_shards(shards_, shard, [&](const Shard& s) { s.add_stats(total); });
   return total;
 }
 
-TransactionStats Store::transaction_stats() const {
+TransactionStats Store::transaction_stats(uint32_t shard) const {
   TransactionStats out;
-  for (const auto& shard : shards_) shard->add_transaction_stats(out);
+  for_shards(shards_, shard, [&](const Shard& s) { s.add_transaction_stats(out); });
   return out;
 }
 
-TimerStats Store::timer_stats() const {
+TimerStats Store::timer_stats(uint32_t shard) const {
   TimerStats out;
-  for (const auto& shard : shards_) shard->add_timer_stats(out);
+  for_shards(shards_, shard, [&](const Shard& s) { s.add_timer_stats(out); });
   return out;
 }
 
-std::vector<DelayLevelStats> Store::delay_level_stats() const {
+std::vector<DelayLevelStats> Store::delay_level_stats(uint32_t shard) const {
   io::Result<sched::DelayLevels> levels = sched::DelayLevels::parse(options_.message_delay_level);
   std::vector<DelayLevelStats> out(levels.is_ok() ? levels->max_level() : 0);
   for (uint32_t i = 0; i < out.size(); i++) out[i].level = i + 1;
-  for (const auto& shard : shards_) shard->add_delay_level_stats(out);
+  for_shards(shards_, shard, [&](const Shard& s) { s.add_delay_level_stats(out); });
   return out;
 }
 
@@ -224,6 +241,11 @@ Session::~Session() {
 }
 
 io::Status Session::post(uint32_t shard, const ShardRequest& request) {
+  if (shard >= store_.shards_.size()) {
+    return io::Status::error(io::Code::invalid_argument, "no shard " + std::to_string(shard) +
+                                                             " in a store of " +
+                                                             std::to_string(store_.shards_.size()));
+  }
   if (outstanding_per_shard_[shard] >= store_.options_.session_window ||
       !slot_.to_shard[shard]->push(request)) {
     return io::Status::error(io::Code::busy,
@@ -235,7 +257,11 @@ io::Status Session::post(uint32_t shard, const ShardRequest& request) {
   return io::Status::ok();
 }
 
-io::Status Session::send_async(const Message& message, uint64_t tag) {
+uint32_t Session::queue_shard(std::string_view topic, int32_t queue_id, uint32_t shard) const {
+  return shard == kShardByHash ? store_.shard_for(topic, queue_id) : shard;
+}
+
+io::Status Session::send_async(const Message& message, uint64_t tag, uint32_t shard) {
   ShardRequest request;
   request.kind = ShardRequest::Kind::append;
   request.tag = tag;
@@ -248,19 +274,21 @@ io::Status Session::send_async(const Message& message, uint64_t tag) {
   in.sys_flag = message.sys_flag;
   in.born_timestamp_ms = message.born_timestamp_ms;
   in.born_host = message.born_host;
-  in.store_host = store_.options_.store_host;
+  const uint32_t target = queue_shard(message.topic, message.queue_id, shard);
+  in.store_host = store_.store_host_of(target);
   in.reconsume_times = message.reconsume_times;
   // One pass over the properties for the cancel check (property_scan.h), only with shards to
-  // send a cancel to.
-  if (store_.shards_.size() > 1 &&
+  // send a cancel to (a caller that names the shard keeps the cancel there).
+  if (shard == kShardByHash && store_.shards_.size() > 1 &&
       engine::timer_cancel_key(engine::scan_properties(message.properties)).has_value()) {
     return send_to_every_shard(request);
   }
-  return post(store_.shard_for(message.topic, message.queue_id), request);
+  return post(target, request);
 }
 
 io::Status Session::send_batch_async(std::span<const Message> messages,
-                                     std::span<StoreOffset> offsets_out, uint64_t tag) {
+                                     std::span<StoreOffset> offsets_out, uint64_t tag,
+                                     uint32_t shard) {
   auto refuse = [](std::string why) {
     return io::Status::error(io::Code::invalid_argument, std::move(why));
   };
@@ -292,10 +320,11 @@ io::Status Session::send_batch_async(std::span<const Message> messages,
   request.tag = tag;
   request.input.topic = first.topic;
   request.input.queue_id = first.queue_id;
-  request.input.store_host = store_.options_.store_host;
+  const uint32_t target = queue_shard(first.topic, first.queue_id, shard);
+  request.input.store_host = store_.store_host_of(target);
   request.batch = messages;
   request.batch_offsets = offsets_out;
-  return post(store_.shard_for(first.topic, first.queue_id), request);
+  return post(target, request);
 }
 
 io::Status Session::send_to_every_shard(const ShardRequest& request) {
@@ -377,11 +406,11 @@ ShardRequest queue_request(ShardRequest::Kind kind, std::string_view topic, int3
 
 }  // namespace
 
-io::Status Session::post_to_owner(const ShardRequest& request) {
-  return post(store_.shard_for(request.input.topic, request.input.queue_id), request);
+io::Status Session::post_to_owner(const ShardRequest& request, uint32_t shard) {
+  return post(queue_shard(request.input.topic, request.input.queue_id, shard), request);
 }
 
-io::Status Session::pull_async(const PullRequest& pull, uint64_t tag) {
+io::Status Session::pull_async(const PullRequest& pull, uint64_t tag, uint32_t shard) {
   ShardRequest request = queue_request(ShardRequest::Kind::pull, pull.topic, pull.queue_id, tag);
   request.queue_offset = pull.queue_offset;
   request.max_messages = pull.max_messages;
@@ -389,7 +418,7 @@ io::Status Session::pull_async(const PullRequest& pull, uint64_t tag) {
   request.sql_filter = pull.sql_filter;
   request.buffer = pull.buffer;
   request.wait_ms = pull.wait_ms;
-  return post_to_owner(request);
+  return post_to_owner(request, shard);
 }
 
 io::Status Session::query_index_async(uint32_t shard, const IndexQueryRequest& query,
@@ -449,34 +478,38 @@ io::Status Session::view_record_async(StoreOffset store_offset, std::span<std::b
   return post_to_holder(store_offset, request);
 }
 
-io::Status Session::query_queue_async(std::string_view topic, int32_t queue_id, uint64_t tag) {
-  return post_to_owner(queue_request(ShardRequest::Kind::query_queue, topic, queue_id, tag));
+io::Status Session::query_queue_async(std::string_view topic, int32_t queue_id, uint64_t tag,
+                                      uint32_t shard) {
+  return post_to_owner(queue_request(ShardRequest::Kind::query_queue, topic, queue_id, tag), shard);
 }
 
 io::Status Session::search_offset_async(std::string_view topic, int32_t queue_id,
-                                        int64_t timestamp_ms, uint64_t tag) {
+                                        int64_t timestamp_ms, uint64_t tag, uint32_t shard) {
   ShardRequest request = queue_request(ShardRequest::Kind::search_offset, topic, queue_id, tag);
   request.value = timestamp_ms;
-  return post_to_owner(request);
+  return post_to_owner(request, shard);
 }
 
 io::Status Session::commit_offset_async(std::string_view group, std::string_view topic,
-                                        int32_t queue_id, QueueOffset offset, uint64_t tag) {
+                                        int32_t queue_id, QueueOffset offset, uint64_t tag,
+                                        uint32_t shard) {
   ShardRequest request = queue_request(ShardRequest::Kind::commit_offset, topic, queue_id, tag);
   request.group = group;
   request.queue_offset = offset;
-  return post_to_owner(request);
+  return post_to_owner(request, shard);
 }
 
 io::Status Session::query_offset_async(std::string_view group, std::string_view topic,
-                                       int32_t queue_id, uint64_t tag) {
+                                       int32_t queue_id, uint64_t tag, uint32_t shard) {
   ShardRequest request = queue_request(ShardRequest::Kind::query_offset, topic, queue_id, tag);
   request.group = group;
-  return post_to_owner(request);
+  return post_to_owner(request, shard);
 }
 
-io::Status Session::flush_offsets_async(std::string_view topic, int32_t queue_id, uint64_t tag) {
-  return post_to_owner(queue_request(ShardRequest::Kind::flush_offsets, topic, queue_id, tag));
+io::Status Session::flush_offsets_async(std::string_view topic, int32_t queue_id, uint64_t tag,
+                                        uint32_t shard) {
+  return post_to_owner(queue_request(ShardRequest::Kind::flush_offsets, topic, queue_id, tag),
+                       shard);
 }
 
 bool is_internal_topic(std::string_view topic) {

@@ -1,11 +1,15 @@
 #include "net/broker.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <thread>
 
 #include "engine/log/byte_order.h"
 #include "io/assert.h"
+#include "io/thread.h"
 #include "io/uring_disk.h"
 #include "net/broker_reactor.h"
 #include "net/log.h"
@@ -44,6 +48,21 @@ io::Status listen_on(const std::string& address, uint16_t port, int backlog, int
   if (!local.is_ok()) return local.status();
   *bound = *local;
   return io::Status::ok();
+}
+
+// listen_on, retrying a port in use for up to kBindRetryMs: a broker killed with -9 just before
+// may still hold it for a moment (its io_uring, with the armed accepts, is torn down by the
+// kernel after the process is gone), and a restart binds before it recovers the store.
+constexpr int kBindRetryMs = 3000;
+io::Status listen_retrying(const std::string& address, uint16_t port, int backlog, int* fd_slot,
+                           uint16_t* bound) {
+  for (int waited = 0;; waited += 50) {
+    io::Status s = listen_on(address, port, backlog, fd_slot, bound);
+    if (s.is_ok() || s.sys_errno() != EADDRINUSE || port == 0 || waited >= kBindRetryMs) {
+      return s;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
 }
 
 uint64_t pack(uint8_t event, uint32_t generation, uint32_t index) {
@@ -87,17 +106,63 @@ engine::HostAddress io_peer_address(int fd) {
 
 }  // namespace
 
+// ---- listeners ----
+
+BrokerListeners::~BrokerListeners() {
+  for (Listener& l : sockets) io::close_fd(l.fd);
+}
+
+io::Status bind_listeners(const BrokerConfig& config, uint32_t shard_count, BrokerListeners* out) {
+  std::string error;
+  out->brokers = presented_brokers(config, shard_count, &error);
+  if (out->brokers.empty()) {
+    return io::Status::error(io::Code::invalid_argument, "the presented brokers: " + error);
+  }
+  // listenPort 0 (tests): every main and VIP port is a free one.
+  const bool ephemeral = config.listen_port == 0;
+  for (PresentedBroker& b : out->brokers) {
+    for (int vip = 0; vip < 2; vip++) {
+      Listener& l = out->sockets.emplace_back();
+      l.shard = b.shard;
+      const uint16_t wanted = ephemeral ? 0 : vip ? b.vip_port() : b.port;
+      UMQ_RETURN_IF_ERROR(listen_retrying(config.bind_address, wanted, 1024, &l.fd, &l.port));
+      if (vip) {
+        out->vip_ports.push_back(l.port);
+      } else {
+        b.port = l.port;
+      }
+    }
+  }
+  if (config.namesrv_listen_port != 0) {
+    Listener& l = out->sockets.emplace_back();
+    UMQ_RETURN_IF_ERROR(
+        listen_retrying(config.bind_address, config.namesrv_listen_port, 256, &l.fd, &l.port));
+    out->namesrv_port = l.port;
+  }
+  return io::Status::ok();
+}
+
 // ---- Broker ----
 
 io::Result<std::unique_ptr<Broker>> Broker::open(const BrokerConfig& config) {
   std::unique_ptr<Broker> broker(new Broker());
   broker->config_ = config;
-  // Records name this broker as their STOREHOST, as Java's do (an IPv4 address; anything else
-  // keeps the loopback default).
+  // Each shard is one presented broker with its own ports, bound before the store opens: its
+  // records name it as their STOREHOST, as a Java broker's do (an IPv4 address; anything else
+  // keeps the loopback default), so msgIds point at the broker that holds them.
+  const uint32_t shards =
+      config.store.shard_count == 0 ? io::online_cpus() : config.store.shard_count;
+  BrokerListeners listeners;
+  UMQ_RETURN_IF_ERROR(bind_listeners(config, shards, &listeners));
+  StoreOptions& store_options = broker->config_.store;
+  store_options.caller_places_queues = true;
   uint8_t a[4];
   if (parse_ipv4(effective_advertised_address(config), a)) {
-    broker->config_.store.store_host =
-        engine::HostAddress::ipv4(a[0], a[1], a[2], a[3], config.listen_port);
+    for (const PresentedBroker& b : listeners.brokers) {
+      store_options.shard_store_hosts.push_back(
+          engine::HostAddress::ipv4(a[0], a[1], a[2], a[3], b.port));
+    }
+    store_options.store_host = store_options.shard_store_hosts[0];
   }
   io::Result<std::unique_ptr<io::Waker>> completion_waker = io::Waker::create();
   if (!completion_waker.is_ok()) return completion_waker.status();
@@ -108,8 +173,9 @@ io::Result<std::unique_ptr<Broker>> Broker::open(const BrokerConfig& config) {
   io::Result<std::unique_ptr<Store>> store = Store::open(broker->config_.store);
   if (!store.is_ok()) return store.status();
   broker->store_ = std::move(*store);
-  broker->reactor_ = std::make_unique<BrokerReactor>(
-      broker->config_, *broker->store_, *broker->completion_waker_, *broker->stop_waker_);
+  broker->reactor_ =
+      std::make_unique<BrokerReactor>(broker->config_, *broker->store_, *broker->completion_waker_,
+                                      *broker->stop_waker_, std::move(listeners));
   io::Status s = broker->reactor_->start();
   if (!s.is_ok()) {
     broker->reactor_.reset();
@@ -117,6 +183,8 @@ io::Result<std::unique_ptr<Broker>> Broker::open(const BrokerConfig& config) {
     return s;
   }
   broker->broker_port_ = broker->reactor_->broker_port();
+  broker->presented_ = broker->reactor_->bound().brokers;
+  broker->vip_ports_ = broker->reactor_->bound().vip_ports;
   broker->namesrv_port_ = broker->reactor_->namesrv_port();
   broker->metrics_port_ = broker->reactor_->metrics_port();
   return io::Result<std::unique_ptr<Broker>>(std::move(broker));
@@ -141,7 +209,7 @@ void Broker::request_stop() {
 // ---- BrokerReactor: setup ----
 
 BrokerReactor::BrokerReactor(const BrokerConfig& config, Store& store, io::Waker& store_waker,
-                             io::Waker& stop_waker)
+                             io::Waker& stop_waker, BrokerListeners listeners)
     : config_(config),
       store_(store),
       clock_(config.store.clock != nullptr ? config.store.clock : &system_clock_),
@@ -150,12 +218,15 @@ BrokerReactor::BrokerReactor(const BrokerConfig& config, Store& store, io::Waker
       conn_pool_(config.max_connections) {
   limits_.max_frame_bytes = std::max<uint32_t>(limits_.max_frame_bytes,
                                                config.store.log.limits.max_body_bytes + (1u << 20));
-  store_host_ = config.store.store_host;
+  bound_ = std::move(listeners);
+  broker_port_ = brokers_.empty() ? 0 : brokers_[0].port;
+  namesrv_port_ = bound_.namesrv_port;
+  messages_pulled_.assign(brokers_.size(), 0);
+  tps_.assign(brokers_.size(), TpsSample{});
 }
 
 BrokerReactor::~BrokerReactor() {
   for (Connection& conn : conns_) io::close_fd(conn.fd);
-  for (int fd : listen_fds_) io::close_fd(fd);
 }
 
 io::Status BrokerReactor::start() {
@@ -179,15 +250,16 @@ io::Status BrokerReactor::start() {
   }
   UMQ_RETURN_IF_ERROR(open_acl());
 
-  UMQ_RETURN_IF_ERROR(listen_on(config_.bind_address, config_.listen_port, 1024,
-                                &listen_fds_[kListenBroker], &broker_port_));
-  if (config_.namesrv_listen_port != 0) {
-    UMQ_RETURN_IF_ERROR(listen_on(config_.bind_address, config_.namesrv_listen_port, 256,
-                                  &listen_fds_[kListenNamesrv], &namesrv_port_));
-  }
   std::string host = config_.advertised_address;
   if (host.empty()) host = config_.bind_address == "0.0.0.0" ? "127.0.0.1" : config_.bind_address;
-  advertised_ = host + ":" + std::to_string(broker_port_);
+  for (const PresentedBroker& b : brokers_)
+    advertised_.push_back(host + ":" + std::to_string(b.port));
+  if (brokers_.size() != store_.shard_count()) {
+    return io::Status::error(io::Code::invalid_argument,
+                             "the store has " + std::to_string(store_.shard_count()) +
+                                 " shards but " + std::to_string(brokers_.size()) +
+                                 " presented brokers were bound");
+  }
   return open_metrics_server();
 }
 
@@ -214,8 +286,7 @@ io::Result<io::Disk*> BrokerReactor::config_disk() {
 
 io::Status BrokerReactor::run() {
   UMQ_RETURN_IF_ERROR(ring_->enable());
-  arm_accept(kListenBroker);
-  if (listen_fds_[kListenNamesrv] >= 0) arm_accept(kListenNamesrv);
+  for (size_t i = 0; i < listeners_.size(); i++) arm_accept(static_cast<int>(i));
   if (metrics_server_) metrics_server_->start(*ring_);
   ring_->read(store_waker_->fd(), &store_wake_value_, sizeof(store_wake_value_),
               pack(static_cast<uint8_t>(Event::store_wake), 0, 0));
@@ -290,13 +361,14 @@ void BrokerReactor::on_net_completion(const io::NetCompletion& c) {
 }
 
 void BrokerReactor::arm_accept(int which) {
-  accept_armed_[which] = true;
-  ring_->accept_multishot(listen_fds_[which], pack(static_cast<uint8_t>(Event::accept), 0,
-                                                   static_cast<uint32_t>(which)));
+  listeners_[which].armed = true;
+  ring_->accept_multishot(listeners_[which].fd, pack(static_cast<uint8_t>(Event::accept), 0,
+                                                     static_cast<uint32_t>(which)));
 }
 
 void BrokerReactor::on_accept(int which, const io::NetCompletion& c) {
-  if (!c.more) accept_armed_[which] = false;
+  if (which < 0 || static_cast<size_t>(which) >= listeners_.size()) return;
+  if (!c.more) listeners_[which].armed = false;
   if (c.result < 0) {
     if (c.result != -ECANCELED) log_warn("accept: " + std::string(std::strerror(-c.result)));
   } else if (stopping_ || open_conns_ >= config_.max_connections) {
@@ -317,6 +389,7 @@ void BrokerReactor::on_accept(int which, const io::NetCompletion& c) {
     conn.fd = c.result;
     conn.open = true;
     conn.peer = io_peer_address(c.result);
+    conn.shard = listeners_[which].shard;
     conn.in.resize(kRecvInitialBytes, 0);
     conn.active_ms = mono_ms_;
     io::set_no_delay(conn.fd);
@@ -326,7 +399,7 @@ void BrokerReactor::on_accept(int which, const io::NetCompletion& c) {
     log_debug("connection " + std::to_string(index) + " accepted");
     arm_recv(index);
   }
-  if (!accept_armed_[which] && !stopping_) arm_accept(which);
+  if (!listeners_[which].armed && !stopping_ && listeners_[which].fd >= 0) arm_accept(which);
 }
 
 bool BrokerReactor::reading_paused(const Connection& conn) const {
@@ -485,7 +558,7 @@ void BrokerReactor::retry_deferred(uint32_t conn_index) {
     set_reserved(index, largest);
     op.pull.buffer = op.data;
     op.pull.wait_ms = 0;
-    io::Status s = session_->pull_async(op.pull, index);
+    io::Status s = session_->pull_async(op.pull, index, op.shard);
     if (!s.is_ok()) {
       reply_code(op.conn, op.request, response_code::kSystemError, s.message());
       free_op(index);
@@ -658,9 +731,9 @@ void BrokerReactor::log_refusals() {
 
 io::Status BrokerReactor::shut_down() {
   log_info("stopping: closing listeners, answering held pulls, finishing sends in flight");
-  for (int& fd : listen_fds_) {
-    io::close_fd(fd);
-    fd = -1;
+  for (Listener& l : listeners_) {
+    io::close_fd(l.fd);
+    l.fd = -1;
   }
   if (metrics_server_) metrics_server_->stop(*ring_);
   uint32_t release = new_op(BrokerOp::Kind::release, UINT32_MAX, RemotingCommand{});

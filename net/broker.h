@@ -2,11 +2,12 @@
 // Broker: RocketMQ's NameServer and broker roles on one network reactor over a uringmq::Store.
 //
 // One reactor thread owns an io_uring for sockets (io::NetRing) and one Session to every shard.
-// It accepts connections on the broker port (listenPort) and the NameServer port
-// (namesrvListenPort), decodes remoting frames (net/remoting.h), turns each request into store
-// requests, and writes the answer when the store completes them: a SEND reply only once the
-// message is durable under SYNC_FLUSH (FLUSH_DISK_TIMEOUT after syncFlushTimeout), a held pull
-// when a message becomes visible or its suspend time ends.
+// Each shard is one RocketMQ broker (net/presented_broker.h). It accepts connections on every
+// presented broker's main and VIP port (a connection's queue requests go to its broker's shard)
+// and on the NameServer port (namesrvListenPort), decodes remoting frames (net/remoting.h),
+// turns each request into store requests, and writes the answer when the store completes them: a
+// SEND reply only once the message is durable under SYNC_FLUSH (FLUSH_DISK_TIMEOUT after
+// syncFlushTimeout), a held pull when a message becomes visible or its suspend time ends.
 //
 // Why one reactor and not sockets in every shard's loop: the shards' loops
 // stay disk-only and keep their sleep/wake contract, and on the 2-core machines this runs on
@@ -25,11 +26,13 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "engine/store.h"
 #include "io/status.h"
 #include "io/waker.h"
 #include "net/broker_config.h"
+#include "net/presented_broker.h"
 
 namespace uringmq::net {
 
@@ -50,7 +53,11 @@ class Broker {
   // Async-signal-safe.
   void request_stop();
 
-  uint16_t broker_port() const { return broker_port_; }
+  uint16_t broker_port() const { return broker_port_; }  // the first presented broker's
+  // The brokers it presents, one per shard (net/presented_broker.h), with the ports bound, and
+  // each one's VIP port (port - 2, or a free one with listenPort 0).
+  const std::vector<PresentedBroker>& presented() const { return presented_; }
+  const std::vector<uint16_t>& vip_ports() const { return vip_ports_; }
   uint16_t namesrv_port() const { return namesrv_port_; }  // 0 when the NameServer role is off
   uint16_t metrics_port() const { return metrics_port_; }  // 0 unless metricsExporterType=PROM
   Store& store() { return *store_; }
@@ -65,6 +72,8 @@ class Broker {
   std::unique_ptr<Store> store_;
   std::unique_ptr<BrokerReactor> reactor_;
   uint16_t broker_port_ = 0;
+  std::vector<PresentedBroker> presented_;
+  std::vector<uint16_t> vip_ports_;
   uint16_t namesrv_port_ = 0;
   uint16_t metrics_port_ = 0;
 };

@@ -136,7 +136,7 @@ io::Status BrokerReactor::post_admin_step(uint32_t index) {
   AdminQueue& queue = q.queues[q.next];
   switch (q.step) {
     case Step::queue_range:
-      return session_->query_queue_async(queue.topic, queue.queue_id, index);
+      return session_->query_queue_async(queue.topic, queue.queue_id, index, op.shard);
     case Step::last_record: {
       const int64_t at =
           q.what == What::topic_stats ? queue.max_offset - 1 : queue.consumer_offset - 1;
@@ -144,15 +144,16 @@ io::Status BrokerReactor::post_admin_step(uint32_t index) {
       set_reserved(index, op.data.size());
       op.pull =
           PullRequest{queue.topic, queue.queue_id, QueueOffset{at}, 1, {}, nullptr, op.data, 0};
-      return session_->pull_async(op.pull, index);
+      return session_->pull_async(op.pull, index, op.shard);
     }
     case Step::consumer_offset:
-      return session_->query_offset_async(q.group, queue.topic, queue.queue_id, index);
+      return session_->query_offset_async(q.group, queue.topic, queue.queue_id, index, op.shard);
     case Step::search:
-      return session_->search_offset_async(queue.topic, queue.queue_id, q.timestamp_ms, index);
+      return session_->search_offset_async(queue.topic, queue.queue_id, q.timestamp_ms, index,
+                                           op.shard);
     case Step::commit:
       return session_->commit_offset_async(q.group, queue.topic, queue.queue_id,
-                                           QueueOffset{queue.reset_offset}, index);
+                                           QueueOffset{queue.reset_offset}, index, op.shard);
     case Step::done:
       break;
   }
@@ -220,7 +221,7 @@ void BrokerReactor::finish_admin(BrokerOp& op) {
   for (const AdminQueue& queue : q.queues) {
     if (!first) body += ',';
     first = false;
-    append_message_queue_key(&body, config_.broker_name, queue);
+    append_message_queue_key(&body, broker_name_of(op.shard), queue);
     switch (q.what) {
       case What::topic_stats:
         body += ":{\"lastUpdateTimestamp\":" + std::to_string(queue.timestamp_ms) +
@@ -464,26 +465,29 @@ void BrokerReactor::note_heartbeat_clients(uint32_t conn, const RemotingCommand&
 namespace uringmq::net {
 
 void BrokerReactor::add_java_runtime_figures(
-    const StoreStats& stats, const std::function<void(std::string_view, const std::string&)>& add) {
+    uint32_t shard, const StoreStats& stats,
+    const std::function<void(std::string_view, const std::string&)>& add) {
   const int64_t now = mono_ms_;
-  if (tps_sample_ms_ == 0 || now - tps_sample_ms_ >= 1000) {
-    if (tps_sample_ms_ != 0) {
-      const double seconds = static_cast<double>(now - tps_sample_ms_) / 1000.0;
-      put_tps_ = static_cast<double>(stats.appends - tps_sample_put_) / seconds;
-      got_tps_ = static_cast<double>(messages_pulled_ - tps_sample_got_) / seconds;
+  TpsSample& t = tps_[shard];
+  const uint64_t pulled = messages_pulled_[shard];
+  if (t.ms == 0 || now - t.ms >= 1000) {
+    if (t.ms != 0) {
+      const double seconds = static_cast<double>(now - t.ms) / 1000.0;
+      t.put_tps = static_cast<double>(stats.appends - t.put) / seconds;
+      t.got_tps = static_cast<double>(pulled - t.got) / seconds;
     }
-    tps_sample_ms_ = now;
-    tps_sample_put_ = stats.appends;
-    tps_sample_got_ = messages_pulled_;
+    t.ms = now;
+    t.put = stats.appends;
+    t.got = pulled;
   }
   char rate[64];
-  std::snprintf(rate, sizeof(rate), "%.1f %.1f %.1f", put_tps_, put_tps_, put_tps_);
+  std::snprintf(rate, sizeof(rate), "%.1f %.1f %.1f", t.put_tps, t.put_tps, t.put_tps);
   add("putTps", rate);
-  std::snprintf(rate, sizeof(rate), "%.1f %.1f %.1f", got_tps_, got_tps_, got_tps_);
+  std::snprintf(rate, sizeof(rate), "%.1f %.1f %.1f", t.got_tps, t.got_tps, t.got_tps);
   add("getTransferedTps", rate);
   // Totals since start (the broker keeps no per-day figures): "today" is since start.
   add("msgPutTotalTodayNow", std::to_string(stats.appends));
-  add("msgGetTotalTodayNow", std::to_string(messages_pulled_));
+  add("msgGetTotalTodayNow", std::to_string(pulled));
   add("msgPutTotalTodayMorning", "0");
   add("msgGetTotalTodayMorning", "0");
   add("msgPutTotalYesterdayMorning", "0");

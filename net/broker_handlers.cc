@@ -232,6 +232,9 @@ uint32_t BrokerReactor::new_op(BrokerOp::Kind kind, uint32_t conn, const Remotin
   op.replied = false;
   op.conn = conn;
   op.conn_generation = conn < conns_.size() ? conns_[conn].generation : 0;
+  // The presented broker the request came in on: its queues and log (ops of the broker's own,
+  // with no connection, set theirs).
+  op.shard = conn < conns_.size() ? conns_[conn].shard : 0;
   // The reply needs the request's identity only (code, opaque, flag, serialize type): its ext
   // fields stay behind, so no per-request copy of them is made.
   op.request.code = request.code;
@@ -317,11 +320,11 @@ void BrokerReactor::reply_code(uint32_t conn, const RemotingCommand& request, in
 }
 
 WireOffset BrokerReactor::wire_offset(StoreOffset store_offset) const {
-  return wire_offset_of(store_offset, store_.shard_count());
+  return wire_offset_of(store_offset);
 }
 
-StoreOffset BrokerReactor::store_offset_of_wire(WireOffset wire) const {
-  return store_offset_of(wire, store_.shard_count());
+StoreOffset BrokerReactor::store_offset_of_wire(WireOffset wire, uint32_t shard) const {
+  return store_offset_of(wire, shard);
 }
 
 std::optional<TopicShape> BrokerReactor::topic_shape(std::string_view topic) const {
@@ -519,26 +522,45 @@ void BrokerReactor::handle_delete_topic(uint32_t conn, const RemotingCommand& re
   reply_code(conn, request, rc::kSuccess, {});
 }
 
+std::string BrokerReactor::topic_config_json(uint32_t shard) const {
+  UMQ_ASSERT(shard < brokers_.size());
+  return topics_->to_json();
+}
+
 void BrokerReactor::handle_all_topic_config(uint32_t conn, const RemotingCommand& request) {
-  const std::string body = topics_->to_json();
+  const std::string body = topic_config_json(conns_[conn].shard);
   reply(conn, make_response(request, rc::kSuccess), std::as_bytes(std::span(body)));
 }
 
 // ---- NameServer: GET_BROKER_CLUSTER_INFO (mqadmin finds the broker of a cluster by it) ----
 
+// {"cluster":...,"brokerName":...,"brokerAddrs":{"0":"ip:port"}}: Java's BrokerData.
+void BrokerReactor::append_broker_data(std::string* body, uint32_t shard) const {
+  *body += "{\"cluster\":";
+  append_json_string(body, config_.cluster_name);
+  *body += ",\"brokerName\":";
+  append_json_string(body, brokers_[shard].name);
+  *body += ",\"brokerAddrs\":{\"0\":";
+  append_json_string(body, advertised_[shard]);
+  *body += "}}";
+}
+
+// Every presented broker (one per shard) is a broker of the cluster.
 void BrokerReactor::handle_cluster_info(uint32_t conn, const RemotingCommand& request) {
   std::string body = "{\"brokerAddrTable\":{";
-  append_json_string(&body, config_.broker_name);
-  body += ":{\"cluster\":";
-  append_json_string(&body, config_.cluster_name);
-  body += ",\"brokerName\":";
-  append_json_string(&body, config_.broker_name);
-  body += ",\"brokerAddrs\":{\"0\":";
-  append_json_string(&body, advertised_);
-  body += "}}},\"clusterAddrTable\":{";
+  for (uint32_t i = 0; i < brokers_.size(); i++) {
+    if (i > 0) body += ',';
+    append_json_string(&body, brokers_[i].name);
+    body += ':';
+    append_broker_data(&body, i);
+  }
+  body += "},\"clusterAddrTable\":{";
   append_json_string(&body, config_.cluster_name);
   body += ":[";
-  append_json_string(&body, config_.broker_name);
+  for (uint32_t i = 0; i < brokers_.size(); i++) {
+    if (i > 0) body += ',';
+    append_json_string(&body, brokers_[i].name);
+  }
   body += "]}}";
   reply(conn, make_response(request, rc::kSuccess), std::as_bytes(std::span(body)));
 }
@@ -556,20 +578,25 @@ void BrokerReactor::handle_route(uint32_t conn, const RemotingCommand& request) 
         conn, request, rc::kTopicNotExist,
         "No topic route info in name server for the topic: " + (topic ? *topic : std::string()));
   }
+  // One queueData and one brokerData per presented broker: the topic table is the process's,
+  // so every broker has the topic's queues (a topic of 4 queues on 2 shards shows 8).
   const TopicConfig* configured = topics_->find(*topic);
-  std::string body = "{\"queueDatas\":[{\"brokerName\":";
-  append_json_string(&body, config_.broker_name);
-  body += ",\"readQueueNums\":" + std::to_string(shape->read_queue_nums) +
-          ",\"writeQueueNums\":" + std::to_string(shape->write_queue_nums) +
-          ",\"perm\":" + std::to_string(shape->perm) +
-          ",\"topicSysFlag\":" + std::to_string(configured ? configured->topic_sys_flag : 0) +
-          "}],\"brokerDatas\":[{\"cluster\":";
-  append_json_string(&body, config_.cluster_name);
-  body += ",\"brokerName\":";
-  append_json_string(&body, config_.broker_name);
-  body += ",\"brokerAddrs\":{\"0\":";
-  append_json_string(&body, advertised_);
-  body += "}}],\"filterServerTable\":{}}";
+  std::string body = "{\"queueDatas\":[";
+  for (uint32_t i = 0; i < brokers_.size(); i++) {
+    body += i > 0 ? ",{\"brokerName\":" : "{\"brokerName\":";
+    append_json_string(&body, brokers_[i].name);
+    body += ",\"readQueueNums\":" + std::to_string(shape->read_queue_nums) +
+            ",\"writeQueueNums\":" + std::to_string(shape->write_queue_nums) +
+            ",\"perm\":" + std::to_string(shape->perm) +
+            ",\"topicSysFlag\":" + std::to_string(configured ? configured->topic_sys_flag : 0) +
+            "}";
+  }
+  body += "],\"brokerDatas\":[";
+  for (uint32_t i = 0; i < brokers_.size(); i++) {
+    if (i > 0) body += ',';
+    append_broker_data(&body, i);
+  }
+  body += "],\"filterServerTable\":{}}";
   reply(conn, make_response(request, rc::kSuccess), std::as_bytes(std::span(body)));
 }
 
@@ -618,7 +645,7 @@ void BrokerReactor::handle_send(uint32_t conn, RemotingCommand& request,
   op.message.properties = op.properties;
   op.message.flag = header.flag;
   set_header_fields(op.message, header, clock_->now_ms(), conns_[conn].peer);
-  submit(index, [&](uint64_t tag) { return session_->send_async(op.message, tag); });
+  submit(index, [&](uint64_t tag) { return session_->send_async(op.message, tag, op.shard); });
 }
 
 // A send op (single or batch) holding a copy of the body, its topic and queue in op.message.
@@ -678,8 +705,9 @@ void BrokerReactor::handle_send_batch(uint32_t conn, RemotingCommand& request,
     reply_code(conn, request, refused->first, std::move(refused->second));
     return free_op(index);
   }
-  submit(index,
-         [&](uint64_t tag) { return session_->send_batch_async(op.batch, op.batch_offsets, tag); });
+  submit(index, [&](uint64_t tag) {
+    return session_->send_batch_async(op.batch, op.batch_offsets, tag, op.shard);
+  });
 }
 
 // Each message's record properties: its own (less the internal ones a client may not send) and
@@ -754,7 +782,7 @@ void BrokerReactor::reply_batch(BrokerOp& op, const Completion& c) {
   ids.reserve(op.batch_offsets.size() * 33);
   for (size_t i = 0; i < op.batch_offsets.size(); i++) {
     if (i > 0) ids += ',';
-    ids += engine::offset_message_id(store_host_,
+    ids += engine::offset_message_id(store_.store_host_of(op.shard),
                                      static_cast<int64_t>(wire_offset(op.batch_offsets[i]).value));
   }
   response.set_ext("msgId", std::move(ids));
@@ -784,8 +812,9 @@ void BrokerReactor::complete_send(BrokerOp& op, const Completion& c) {
   }
   if (op.request.code == req::kSendBatchMessage) return reply_batch(op, c);
   RemotingCommand response = make_response(op.request, rc::kSuccess);
-  response.set_ext("msgId", engine::offset_message_id(
-                                store_host_, static_cast<int64_t>(wire_offset(c.offset).value)));
+  response.set_ext("msgId",
+                   engine::offset_message_id(store_.store_host_of(op.shard),
+                                             static_cast<int64_t>(wire_offset(c.offset).value)));
   response.set_ext("queueId", std::to_string(op.queue_id));
   response.set_ext("queueOffset", std::to_string(c.queue_offset.value));
   if (!op.request.is_oneway()) reply(op.conn, response);
@@ -847,7 +876,7 @@ void BrokerReactor::handle_pull(uint32_t conn, RemotingCommand& request) {
     cop.group = *group;
     submit(c, [&](uint64_t tag) {
       return session_->commit_offset_async(cop.group, cop.topic, *queue_id, QueueOffset{commit},
-                                           tag);
+                                           tag, cop.shard);
     });
   }
   uint32_t index = new_op(BrokerOp::Kind::pull, conn, request);
@@ -858,7 +887,6 @@ void BrokerReactor::handle_pull(uint32_t conn, RemotingCommand& request) {
   op.tag_filter = sub != nullptr && sql_filter == nullptr ? *sub : std::string("*");
   op.sql_filter = std::move(sql_filter);
   op.queue_id = static_cast<int32_t>(*queue_id);
-  op.shard = store_.shard_for(op.topic, op.queue_id);
   // The reply's room is reserved now, so a pipelined batch of pulls stops at the connection's
   // output limit before their replies exist.
   // Past connectionBuffersMaxBytes, counting the buffers of held pulls whose connections
@@ -883,7 +911,7 @@ void BrokerReactor::handle_pull(uint32_t conn, RemotingCommand& request) {
   if ((sys_flag & 2) != 0 && !over_budget) {
     op.pull.wait_ms = std::clamp<int64_t>(suspend_ms.value_or(15000), 0, config_.max_suspend_ms);
   }
-  submit(index, [&](uint64_t tag) { return session_->pull_async(op.pull, tag); });
+  submit(index, [&](uint64_t tag) { return session_->pull_async(op.pull, tag, op.shard); });
 }
 
 // A record bigger than the pull buffer: the pull is asked again with room for the largest
@@ -918,7 +946,7 @@ void BrokerReactor::complete_pull(BrokerOp& op, const Completion& c) {
   response.set_ext("maxOffset", std::to_string(c.max_offset.value));
   std::span<std::byte> records(op.data.data(),
                                c.pull_status == PullStatus::found ? c.size_bytes : 0);
-  if (c.pull_status == PullStatus::found) messages_pulled_ += c.message_count;
+  if (c.pull_status == PullStatus::found) messages_pulled_[op.shard] += c.message_count;
   reply(op.conn, response, records.first(client_records(op.shard, records)));
 }
 
@@ -987,11 +1015,11 @@ void BrokerReactor::handle_queue_query(uint32_t conn, RemotingCommand& request) 
   submit(index, [&](uint64_t tag) {
     switch (op.kind) {
       case BrokerOp::Kind::search:
-        return session_->search_offset_async(op.topic, op.queue_id, *timestamp, tag);
+        return session_->search_offset_async(op.topic, op.queue_id, *timestamp, tag, op.shard);
       case BrokerOp::Kind::query_offset:
-        return session_->query_offset_async(op.group, op.topic, op.queue_id, tag);
+        return session_->query_offset_async(op.group, op.topic, op.queue_id, tag, op.shard);
       default:
-        return session_->query_queue_async(op.topic, op.queue_id, tag);
+        return session_->query_queue_async(op.topic, op.queue_id, tag, op.shard);
     }
   });
 }
@@ -1061,8 +1089,8 @@ void BrokerReactor::handle_offset_update(uint32_t conn, RemotingCommand& request
   op.group = *group;
   op.queue_id = *queue_id;
   submit(index, [&](uint64_t tag) {
-    return session_->commit_offset_async(op.group, op.topic, op.queue_id, QueueOffset{*offset},
-                                         tag);
+    return session_->commit_offset_async(op.group, op.topic, op.queue_id, QueueOffset{*offset}, tag,
+                                         op.shard);
   });
 }
 
@@ -1147,7 +1175,7 @@ void BrokerReactor::handle_send_back(uint32_t conn, RemotingCommand& request) {
   uint32_t index = new_op(BrokerOp::Kind::send_back_header, conn, request);
   BrokerOp& op = *ops_[index];
   op.group = *group;
-  op.store_offset = store_offset_of_wire(WireOffset{static_cast<uint64_t>(*offset)});
+  op.store_offset = store_offset_of_wire(WireOffset{static_cast<uint64_t>(*offset)}, op.shard);
   op.delay_level = delay_level.value_or(0);
   // The request's maxReconsumeTimes wins (Java, for clients since 3.4.9); without it, the
   // group's retryMaxTimes (updateSubGroup -r), 16 by default.
@@ -1196,7 +1224,7 @@ void BrokerReactor::complete_send_back(uint32_t index, const Completion& c) {
         static_cast<int32_t>(op.max_reconsume_times), config_.store.log.limits, op.copy.get());
     if (s.is_ok()) {
       op.kind = BrokerOp::Kind::send_back_store;
-      s = session_->send_async(op.copy->message, index);
+      s = session_->send_async(op.copy->message, index, op.shard);
     }
   } else {
     if (alive) reply_code(op.conn, op.request, rc::kSuccess, {});
@@ -1222,8 +1250,12 @@ void BrokerReactor::handle_runtime_info(uint32_t conn, const RemotingCommand& re
     body += ':';
     append_json_string(&body, value);
   };
-  const StoreStats stats = store_.stats();
+  // The figures of the presented broker asked (its shard), so that mqadmin clusterList and
+  // brokerStatus sum correctly over a process's brokers.
+  const uint32_t shard = conns_[conn].shard;
+  const StoreStats stats = store_.stats(shard);
   add("brokerVersionDesc", std::string("uringmq ") + kVersion);
+  add("brokerName", brokers_[shard].name);
   add("shardCount", std::to_string(store_.shard_count()));
   add("putMessageTimesTotal", std::to_string(stats.appends));
   add("acksOk", std::to_string(stats.acks_ok));
@@ -1239,7 +1271,7 @@ void BrokerReactor::handle_runtime_info(uint32_t conn, const RemotingCommand& re
   add("corruptRecordsReported", std::to_string(stats.corrupt_records_reported));
   add("scrubBytesChecked", std::to_string(stats.scrub_bytes_checked));
   add("scrubCorruptRecords", std::to_string(stats.scrub_corrupt_records));
-  const TransactionStats txn = store_.transaction_stats();
+  const TransactionStats txn = store_.transaction_stats(shard);
   add("transactionHalfPending", std::to_string(txn.half_pending));
   add("transactionCommitted", std::to_string(txn.committed));
   add("transactionRolledBack", std::to_string(txn.rolled_back));
@@ -1248,8 +1280,8 @@ void BrokerReactor::handle_runtime_info(uint32_t conn, const RemotingCommand& re
   add("transactionChecksSent", std::to_string(txn_checks_sent_));
   add("transactionChecksNoProducer", std::to_string(txn_checks_no_producer_));
   add("scrubsFinished", std::to_string(stats.scrubs_finished));
-  add_java_runtime_figures(stats, add);
-  for (const DelayLevelStats& level : store_.delay_level_stats()) {
+  add_java_runtime_figures(shard, stats, add);
+  for (const DelayLevelStats& level : store_.delay_level_stats(shard)) {
     const std::string key = "delayLevel." + std::to_string(level.level) + ".";
     add(key + "pending", std::to_string(level.pending));
     add(key + "nextDeliverMs", level.next_deliver_ms == INT64_MAX
@@ -1258,7 +1290,7 @@ void BrokerReactor::handle_runtime_info(uint32_t conn, const RemotingCommand& re
     add(key + "delivered", std::to_string(level.delivered));
     add(key + "parked", std::to_string(level.parked));
   }
-  const TimerStats timers = store_.timer_stats();
+  const TimerStats timers = store_.timer_stats(shard);
   add("timer.accepted", std::to_string(timers.accepted));
   add("timer.inMemory", std::to_string(timers.in_memory));
   add("timer.delivered", std::to_string(timers.delivered));
@@ -1289,7 +1321,7 @@ void BrokerReactor::on_store_completion(const Completion& c) {
     case BrokerOp::Kind::query_offset:
       if (c.code == io::Code::ok && c.queue_offset < QueueOffset{0} && op_connection_alive(op)) {
         op.kind = BrokerOp::Kind::query_offset_min;
-        if (session_->query_queue_async(op.topic, op.queue_id, index).is_ok()) return;
+        if (session_->query_queue_async(op.topic, op.queue_id, index, op.shard).is_ok()) return;
         op.kind = BrokerOp::Kind::query_offset;
       }
       complete_query(op, c);

@@ -59,61 +59,35 @@ void BrokerReactor::handle_query_message(uint32_t conn, RemotingCommand& request
   op.max_reconsume_times = wanted;
   op.index_timestamp_ms = 0;
   op.index_wire_offset = 0;
-  // One pull's worth of buffer shared by the shards (at least 256 KiB each): a query's memory does
-  // not grow with the shard count; a record larger than its shard's share ends that shard's
-  // answer.
-  const uint32_t shards = store_.shard_count();
-  const size_t per_shard = std::max<size_t>(256u << 10, largest_pull_bytes() / shards);
-  op.data.resize(per_shard * shards);
+  // Only the shard of the broker asked (its index): each shard is one presented broker, and a
+  // client asks every broker of the topic's route (net/README.md, "Shard = broker"). One
+  // pull's worth of buffer; a record larger than it ends the answer.
+  op.data.resize(largest_pull_bytes());
   set_reserved(index, op.data.size());
-  op.parts.assign(shards, {0, 0});
-  op.queue_id = 0;  // shards still to answer
-  for (uint32_t shard = 0; shard < shards; shard++) {
-    IndexQueryRequest q{op.topic,
-                        op.group,
-                        *begin,
-                        *end,
-                        static_cast<uint32_t>(wanted),
-                        std::span(op.data).subspan(shard * per_shard, per_shard)};
-    io::Status s = session_->query_index_async(shard, q, index);
-    if (!s.is_ok()) {
-      // The shards asked so far answer into this op: it is answered once they have.
-      op.replied = true;
-      if (op_connection_alive(op))
-        reply_code(conn, request, store_error_code(s.code()), s.message());
-      if (op.queue_id == 0) free_op(index);
-      return;
-    }
-    op.queue_id++;
-  }
+  op.parts.assign(1, {0, 0});
+  op.queue_id = 1;  // shards still to answer
+  IndexQueryRequest q{op.topic, op.group, *begin, *end, static_cast<uint32_t>(wanted), op.data};
+  post_or_fail(index, session_->query_index_async(op.shard, q, index));
 }
 
 bool BrokerReactor::complete_query_message(uint32_t index, const Completion& c) {
   BrokerOp& op = *ops_[index];
-  const uint32_t shard = shard_of_offset(c.offset);
-  UMQ_ASSERT(shard < op.parts.size());
-  if (c.code == io::Code::ok) op.parts[shard] = {c.message_count, c.size_bytes};
+  if (c.code == io::Code::ok) op.parts[0] = {c.message_count, c.size_bytes};
   if (c.store_timestamp_ms > op.index_timestamp_ms) op.index_timestamp_ms = c.store_timestamp_ms;
   if (local_offset(c.offset).value > 0) {
     op.index_wire_offset = std::max(op.index_wire_offset, wire_offset(c.offset).value);
   }
   if (--op.queue_id > 0) return false;
   if (op.replied || !op_connection_alive(op)) return true;
-  // Every shard's records, compacted to the front: the newest first within each shard.
-  const size_t per_shard = op.data.size() / op.parts.size();
-  size_t out = 0;
+  // The shard's records, newest first.
   uint32_t messages = 0;
   const auto wanted = static_cast<uint32_t>(op.max_reconsume_times);
-  for (uint32_t s = 0; s < op.parts.size() && messages < wanted; s++) {
-    std::span<std::byte> part(op.data.data() + s * per_shard, op.parts[s].second);
-    size_t take = 0;
-    for (uint32_t m = 0; m < op.parts[s].first && messages < wanted; m++, messages++) {
-      take += engine::record_total_size(part.subspan(take));
-    }
-    const size_t kept = client_records(s, part.first(take));
-    std::memmove(op.data.data() + out, part.data(), kept);
-    out += kept;
+  std::span<std::byte> part(op.data.data(), op.parts[0].second);
+  size_t take = 0;
+  for (uint32_t m = 0; m < op.parts[0].first && messages < wanted; m++, messages++) {
+    take += engine::record_total_size(part.subspan(take));
   }
+  const size_t out = client_records(op.shard, part.first(take));
   if (messages == 0) {
     return reply_code(op.conn, op.request, rc::kQueryNotFound,
                       "can not find message, maybe time range not correct"),
@@ -135,7 +109,7 @@ void BrokerReactor::handle_view_message(uint32_t conn, RemotingCommand& request)
   }
   const uint32_t index = new_op(BrokerOp::Kind::view_message, conn, request);
   BrokerOp& op = *ops_[index];
-  op.store_offset = store_offset_of_wire(WireOffset{static_cast<uint64_t>(*offset)});
+  op.store_offset = store_offset_of_wire(WireOffset{static_cast<uint64_t>(*offset)}, op.shard);
   op.data.resize(largest_pull_bytes());
   set_reserved(index, op.data.size());
   post_or_fail(index, session_->view_record_async(op.store_offset, op.data, index));
@@ -166,7 +140,7 @@ void BrokerReactor::handle_earliest_time(uint32_t conn, RemotingCommand& request
   BrokerOp& op = *ops_[index];
   op.topic = *topic;
   op.queue_id = *queue_id;
-  post_or_fail(index, session_->query_queue_async(op.topic, op.queue_id, index));
+  post_or_fail(index, session_->query_queue_async(op.topic, op.queue_id, index, op.shard));
 }
 
 // The queue's min offset, then one record pulled from there: its store time (-1 when the queue
@@ -186,7 +160,7 @@ bool BrokerReactor::complete_earliest(uint32_t index, const Completion& c) {
       op.data.resize(largest_pull_bytes());
       set_reserved(index, op.data.size());
       op.pull = PullRequest{op.topic, op.queue_id, c.min_offset, 1, {}, nullptr, op.data, 0};
-      if (session_->pull_async(op.pull, index).is_ok()) return false;
+      if (session_->pull_async(op.pull, index, op.shard).is_ok()) return false;
       reply_code(op.conn, op.request, rc::kSystemBusy, "the store is busy");
       return true;
     }

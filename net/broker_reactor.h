@@ -33,6 +33,7 @@
 #include "net/message_batch.h"
 #include "net/metrics.h"
 #include "net/metrics_server.h"
+#include "net/presented_broker.h"
 #include "net/remoting.h"
 #include "net/socket_slot.h"
 #include "net/subscription_groups.h"
@@ -75,6 +76,9 @@ class InputBuffer {
 // kernel at a time; it is freed once both have completed after it closed.
 struct Connection : SocketSlot<uint32_t> {  // its generation wraps at 24 bits
   engine::HostAddress peer;
+  // The presented broker (shard) it came in on: its queue requests address that shard's queues
+  // and its wire offsets are that shard's log offsets (net/README.md, "Shard = broker").
+  uint32_t shard = 0;
   InputBuffer in;  // received bytes [0, in_bytes) not yet decoded
   size_t in_bytes = 0;
   std::string out_pending;   // encoded replies waiting for the next send
@@ -166,10 +170,54 @@ struct BrokerOp {
 };
 
 // A producer connection of a group, from its heartbeats (the check service asks one of them).
+// A client heartbeats to every presented broker: one entry per (client, broker), and a half of
+// shard s is checked over a connection to broker s (the client answers the address it asked).
 struct ProducerConnection {
   ConnectionRef connection;
   std::string client;
   int64_t seen_ms = 0;
+  uint32_t shard = 0;
+};
+
+// A listening socket: a presented broker's main or VIP port, or the NameServer's.
+struct Listener {
+  int fd = -1;
+  uint16_t port = 0;
+  uint32_t shard = 0;  // the presented broker its connections address
+  bool armed = false;
+};
+
+// What Broker::open binds before the store opens (the store's STOREHOSTs need the ports): the
+// presented brokers with the ports bound, and the sockets (per broker its main and VIP port,
+// then the NameServer's when on). Closes the sockets it still holds.
+struct BrokerListeners {
+  std::vector<PresentedBroker> brokers;
+  std::vector<uint16_t> vip_ports;
+  std::vector<Listener> sockets;
+  uint16_t namesrv_port = 0;
+  BrokerListeners() = default;
+  BrokerListeners(BrokerListeners&& other) noexcept { *this = std::move(other); }
+  BrokerListeners& operator=(BrokerListeners&& other) noexcept {
+    std::swap(brokers, other.brokers);
+    std::swap(vip_ports, other.vip_ports);
+    std::swap(sockets, other.sockets);
+    std::swap(namesrv_port, other.namesrv_port);
+    return *this;
+  }
+  ~BrokerListeners();
+};
+// Binds the presented brokers of a `shard_count`-shard process (net/presented_broker.h) and the
+// NameServer port; errors name the address that failed.
+io::Status bind_listeners(const BrokerConfig& config, uint32_t shard_count, BrokerListeners* out);
+
+// putTps / getTransferedTps of one presented broker: its counters at the previous
+// GET_BROKER_RUNTIME_INFO (at least 1 s before) and the rates over the interval before.
+struct TpsSample {
+  int64_t ms = 0;
+  uint64_t put = 0;
+  uint64_t got = 0;
+  double put_tps = 0;
+  double got_tps = 0;
 };
 
 // A topic's queue numbers and permission as requests see them (TopicTable, or implicit).
@@ -194,18 +242,17 @@ class BrokerReactor {
  public:
   // The wakers belong to the Broker and outlive the reactor and the store.
   BrokerReactor(const BrokerConfig& config, Store& store, io::Waker& store_waker,
-                io::Waker& stop_waker);
+                io::Waker& stop_waker, BrokerListeners listeners);
   ~BrokerReactor();
-  io::Status start();  // session, ring, listeners
+  io::Status start();  // session, ring, topic table
   io::Status run();
   uint16_t broker_port() const { return broker_port_; }
+  const BrokerListeners& bound() const { return bound_; }
   uint16_t namesrv_port() const { return namesrv_port_; }
   uint16_t metrics_port() const { return metrics_server_ ? metrics_server_->port() : 0; }
 
  private:
   enum class Event : uint8_t { accept = 1, recv, send, store_wake, stop_wake, cancel, metrics };
-  static constexpr int kListenBroker = 0;
-  static constexpr int kListenNamesrv = 1;
 
   // ---- reactor (broker.cc) ----
   void arm_accept(int which);
@@ -243,6 +290,10 @@ class BrokerReactor {
   void handle_create_topic(uint32_t conn, const RemotingCommand& request);
   void handle_delete_topic(uint32_t conn, const RemotingCommand& request);
   void handle_all_topic_config(uint32_t conn, const RemotingCommand& request);
+  // Presented broker `shard`'s "topicConfigTable" with its "dataVersion" (Java's
+  // TopicConfigSerializeWrapper): the one rendering GET_ALL_TOPIC_CONFIG and a registration
+  // with NameServers use. The topic table is the process's, so every broker's is the same.
+  std::string topic_config_json(uint32_t shard) const;
   void handle_cluster_info(uint32_t conn, const RemotingCommand& request);
   // The topic's configuration: its table entry, or the implicit one (a %RETRY% or %DLQ% topic:
   // 1 queue; another: defaultTopicQueueNums when autoCreateTopicEnable); nullopt: unknown.
@@ -320,7 +371,7 @@ class BrokerReactor {
   // and the dashboard read (putTps, getTransferedTps, msgPutTotalTodayNow, commitLogDiskRatio,
   // ...), each passed to `add` (key, value).
   void add_java_runtime_figures(
-      const StoreStats& stats,
+      uint32_t shard, const StoreStats& stats,
       const std::function<void(std::string_view, const std::string&)>& add);
   // ---- SQL92 filters (broker_filters.cc) ----
   void handle_check_client_config(uint32_t conn, const RemotingCommand& request,
@@ -377,9 +428,14 @@ class BrokerReactor {
   void complete_query(BrokerOp& op, const Completion& c);
   void complete_send_back(uint32_t index, const Completion& c);
   bool pull_again_larger(uint32_t index);
-  // Physical offsets on the wire: local * shards + shard (net/wire_offset.h).
+  // Physical offsets on the wire: the shard's log offset (net/wire_offset.h); a wire offset is
+  // turned back on the shard of the connection that sent it.
   WireOffset wire_offset(StoreOffset store_offset) const;
-  StoreOffset store_offset_of_wire(WireOffset wire) const;
+  StoreOffset store_offset_of_wire(WireOffset wire, uint32_t shard) const;
+  // A presented broker's name and "ip:port" (routes, cluster info, admin answers).
+  const std::string& broker_name_of(uint32_t shard) const { return brokers_[shard].name; }
+  // One broker's entry of a route's or cluster info's brokerDatas / brokerAddrTable.
+  void append_broker_data(std::string* body, uint32_t shard) const;
 
   // ---- ops ----
   uint32_t new_op(BrokerOp::Kind kind, uint32_t conn, const RemotingCommand& request);
@@ -404,8 +460,9 @@ class BrokerReactor {
   io::Waker* stop_waker_;
   uint64_t store_wake_value_ = 0;
   uint64_t stop_wake_value_ = 0;
-  std::array<int, 2> listen_fds_{-1, -1};
-  std::array<bool, 2> accept_armed_{false, false};
+  BrokerListeners bound_;  // the presented brokers and the listening sockets
+  std::vector<PresentedBroker>& brokers_ = bound_.brokers;
+  std::vector<Listener>& listeners_ = bound_.sockets;
   uint16_t broker_port_ = 0;
   uint16_t namesrv_port_ = 0;
   bool stopping_ = false;
@@ -431,10 +488,9 @@ class BrokerReactor {
   // io_uring disk belongs to the thread that first submits to it).
   std::unique_ptr<io::Disk> config_disk_;
   std::unique_ptr<TopicTable> topics_;
-  engine::HostAddress store_host_;
-  std::string advertised_;  // "ip:port" put in routes
-  ConsumerGroups groups_;   // members from heartbeats, and where to reach them
-  LockTable locks_;         // orderly consumers' queue locks (monotonic ms)
+  std::vector<std::string> advertised_;  // per presented broker: "ip:port" put in routes
+  ConsumerGroups groups_;                // members from heartbeats, and where to reach them
+  LockTable locks_;                      // orderly consumers' queue locks (monotonic ms)
   bool lock_table_full_logged_ = false;
   int64_t next_lock_reclaim_ms_ = 0;                  // monotonic
   std::set<std::string, std::less<>> notify_groups_;  // groups to notify this turn
@@ -449,14 +505,9 @@ class BrokerReactor {
   std::unique_ptr<SubscriptionGroups> subscription_groups_;
   // Run-time changes to the configuration (UPDATE_BROKER_CONFIG), as persisted: key -> value.
   std::map<std::string, std::string, std::less<>> config_overlay_;
-  uint64_t messages_pulled_ = 0;  // messages answered to pulls (getTransferedTps)
-  // putTps / getTransferedTps: the counters at the previous GET_BROKER_RUNTIME_INFO (at least
-  // 1 s before) and the rates over the interval since the one before.
-  int64_t tps_sample_ms_ = 0;
-  uint64_t tps_sample_put_ = 0;
-  uint64_t tps_sample_got_ = 0;
-  double put_tps_ = 0;
-  double got_tps_ = 0;
+  // Per presented broker: messages answered to pulls (getTransferedTps), and its rates.
+  std::vector<uint64_t> messages_pulled_;
+  std::vector<TpsSample> tps_;
   // group -> its producer connections (at most kMaxProducerGroups groups, kMaxProducersPerGroup
   // each); the check service's state.
   std::map<std::string, std::vector<ProducerConnection>, std::less<>> producers_;

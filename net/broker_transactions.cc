@@ -41,6 +41,7 @@ void BrokerReactor::note_producers(uint32_t conn, const std::string& client,
   const JsonValue* set = heartbeat.find("producerDataSet");
   if (set == nullptr || !set->is_array()) return;
   const ConnectionRef ref{conn, conns_[conn].generation};
+  const uint32_t shard = conns_[conn].shard;
   for (const JsonValue& producer : set->items()) {
     const JsonValue* group = producer.find("groupName");
     if (group == nullptr || !group->is_string() || group->text().empty()) continue;
@@ -49,13 +50,14 @@ void BrokerReactor::note_producers(uint32_t conn, const std::string& client,
       if (producers_.size() >= kMaxProducerGroups) continue;  // checks of it find no producer
       it = producers_.emplace(group->text(), std::vector<ProducerConnection>{}).first;
     }
-    auto same = std::find_if(it->second.begin(), it->second.end(),
-                             [&](const ProducerConnection& p) { return p.client == client; });
+    auto same = std::find_if(
+        it->second.begin(), it->second.end(),
+        [&](const ProducerConnection& p) { return p.client == client && p.shard == shard; });
     if (same != it->second.end()) {
       same->connection = ref;
       same->seen_ms = now;
     } else if (it->second.size() < kMaxProducersPerGroup) {
-      it->second.push_back(ProducerConnection{ref, client, now});
+      it->second.push_back(ProducerConnection{ref, client, now, shard});
     }
   }
 }
@@ -108,7 +110,7 @@ void BrokerReactor::handle_end_transaction(uint32_t conn, RemotingCommand& reque
   // store request); when it is gone, or does not match, the half is read back and checked here.
   const uint32_t index = new_op(BrokerOp::Kind::end_store, conn, request);
   BrokerOp& op = *ops_[index];
-  op.store_offset = store_offset_of_wire(WireOffset{static_cast<uint64_t>(*log_offset)});
+  op.store_offset = store_offset_of_wire(WireOffset{static_cast<uint64_t>(*log_offset)}, op.shard);
   op.txn_end = *type == engine::kSysFlagTransactionCommit ? TransactionEnd::commit
                                                           : TransactionEnd::rollback;
   op.group = *group;
@@ -224,6 +226,7 @@ void BrokerReactor::run_transaction_checks(int64_t now) {
   for (uint32_t shard = 0; shard < store_.shard_count(); shard++) {
     const uint32_t index = new_op(BrokerOp::Kind::txn_checks, UINT32_MAX, none);
     BrokerOp& op = *ops_[index];
+    op.shard = shard;
     op.checks.resize(kChecksPerShard);
     txn_ops_in_flight_++;
     io::Status s = session_->take_transaction_checks_async(shard, op.checks, index);
@@ -243,6 +246,7 @@ void BrokerReactor::complete_check_list(BrokerOp& op, const Completion& c) {
     BrokerOp& view = *ops_[index];
     view.check = check;
     view.store_offset = check.offset;
+    view.shard = shard_of_offset(check.offset);
     view.data.resize(std::max<uint32_t>(check.size_bytes, 64));
     txn_ops_in_flight_++;
     if (!session_->view_record_async(view.store_offset, view.data, index).is_ok()) {
@@ -274,14 +278,23 @@ void BrokerReactor::send_check(const BrokerOp& op, std::span<const std::byte> re
   if (r.outcome != engine::DecodeOutcome::ok) return;
   const std::string_view group =
       property_or(r.view.user_properties, engine::kPropertyProducerGroup);
+  // A producer connected to the half's broker: the client sends END_TRANSACTION to the address
+  // the check came from, and the half's offset is that broker's.
   auto it = producers_.find(group);
-  if (it == producers_.end() || it->second.empty()) {
+  std::vector<const ProducerConnection*> here;
+  if (it != producers_.end()) {
+    for (const ProducerConnection& p : it->second) {
+      if (p.shard == op.shard) here.push_back(&p);
+    }
+  }
+  if (here.empty()) {
     txn_checks_no_producer_++;
-    log_debug("no live producer of group " + std::string(group) + " to check the half at " +
+    log_debug("no live producer of group " + std::string(group) + " on " +
+              broker_name_of(op.shard) + " to check the half at " +
               std::to_string(wire_offset(op.store_offset).value));
     return;
   }
-  const ProducerConnection& producer = it->second[next_producer_++ % it->second.size()];
+  const ProducerConnection& producer = *here[next_producer_++ % here.size()];
   Connection& conn = conns_[producer.connection.index];
   engine::MessageInput in;
   const engine::RealQueue real = engine::copy_for_real_queue(r.view, &in);
@@ -315,8 +328,8 @@ void BrokerReactor::send_check(const BrokerOp& op, std::span<const std::byte> re
   check.set_ext("commitLogOffset", std::to_string(wire.value));
   check.set_ext("msgId", uniq);
   check.set_ext("transactionId", uniq);
-  check.set_ext("offsetMsgId",
-                engine::offset_message_id(store_host_, static_cast<int64_t>(wire.value)));
+  check.set_ext("offsetMsgId", engine::offset_message_id(store_.store_host_of(op.shard),
+                                                         static_cast<int64_t>(wire.value)));
   std::string frame;
   encode_frame(check, body, &frame);
   if (output_bytes(conn) + frame.size() > kConnectionOutputMaxBytes) return;  // asked again

@@ -6,8 +6,10 @@ std::vector<PresentedBroker> presented_brokers(const BrokerConfig& config, uint3
                                                std::string* error) {
   std::vector<PresentedBroker> brokers;
   for (uint32_t i = 0; i < shard_count; i++) {
-    const uint32_t port = config.listen_port + i * config.shard_port_stride;
-    if (port > 65535 || port < 3) {
+    // listenPort 0 (tests): every port is 0, and the broker binds free ones.
+    const uint32_t port =
+        config.listen_port == 0 ? 0 : config.listen_port + i * config.shard_port_stride;
+    if (config.listen_port != 0 && (port > 65535 || port < 3)) {
       if (error != nullptr) {
         *error = "listenPort " + std::to_string(config.listen_port) + " with shardPortStride " +
                  std::to_string(config.shard_port_stride) + " gives shard " + std::to_string(i) +

@@ -22,7 +22,8 @@ struct PresentedBroker {
 };
 
 // The brokers a process of `shard_count` shards presents, in shard order. Empty, with `error`
-// set, when a port would pass 65535 or a VIP port would fall below 1.
+// set, when a port would pass 65535 or a VIP port would fall below 1. listenPort 0: every port
+// is 0 (the broker binds free ports: Broker::presented() has the ports it got).
 std::vector<PresentedBroker> presented_brokers(const BrokerConfig& config, uint32_t shard_count,
                                                std::string* error);
 

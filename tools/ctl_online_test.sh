@@ -16,8 +16,8 @@ fail() { echo "FAIL: $*" >&2; [[ -f $dir/log ]] && tail -20 "$dir/log" >&2; exit
 cleanup() { [[ -n $pid ]] && kill -9 "$pid" 2>/dev/null || true; rm -rf "$dir"; }
 trap cleanup EXIT
 
-port=$(python3 -c \
-  'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+# Two shards: two presented brokers, on port and port + 10, each with its VIP port 2 below.
+read -r port < <("$(dirname "$0")/free-ports.sh" 1 2)
 cat > "$dir/broker.conf" <<CONF
 storePathRootDir=$dir/store
 listenPort=$port

@@ -123,6 +123,12 @@ int main(int argc, char** argv) {
   if ((*broker)->namesrv_port() != 0) {
     ready += ", namesrv " + config->bind_address + ":" + std::to_string((*broker)->namesrv_port());
   }
+  // Each shard is one RocketMQ broker with its main and VIP port (net/presented_broker.h).
+  for (size_t i = 0; i < (*broker)->presented().size(); i++) {
+    const uringmq::net::PresentedBroker& b = (*broker)->presented()[i];
+    ready += (i == 0 ? "; brokers " : ", ") + b.name + " " + config->bind_address + ":" +
+             std::to_string(b.port) + " (VIP " + std::to_string((*broker)->vip_ports()[i]) + ")";
+  }
   log_always(ready);
   notify_systemd("READY=1");
 

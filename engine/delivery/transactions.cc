@@ -141,8 +141,9 @@ io::Code Transactions::prepare_end(uint64_t half_log_offset, std::span<const std
   MessageInput in;
   const RealQueue real = copy_for_real_queue(r.view, &in);
   if (!real.known() || real.queue_id > INT32_MAX ||
-      shard_of_queue(real.topic, static_cast<int32_t>(real.queue_id), options_.shard_count) !=
-          options_.shard_index) {
+      (!options_.caller_places_queues &&
+       shard_of_queue(real.topic, static_cast<int32_t>(real.queue_id), options_.shard_count) !=
+           options_.shard_index)) {
     return io::Code::invalid_argument;
   }
   copy_properties(r.view, end, r.view.queue_offset);

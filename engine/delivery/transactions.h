@@ -61,6 +61,9 @@ class Transactions {
     CodecLimits limits;
     uint32_t shard_index = 0;
     uint32_t shard_count = 1;
+    // StoreOptions::caller_places_queues: a commit's real queue may be any (the broker placed
+    // the half in the shard of the broker it came in on).
+    bool caller_places_queues = false;
     // The crash simulation's canary: a half counts as ended when its outcome record is
     // appended, not when it is durable. Never set elsewhere.
     bool unsafe_ended_at_append = false;

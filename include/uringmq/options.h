@@ -12,6 +12,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <uringmq/clock.h>
 #include <uringmq/status.h>
@@ -233,6 +234,14 @@ struct StoreOptions {
   // STOREHOST written into every record (and so into offset msgIds): the broker sets its own
   // address and listen port; embedders may leave RocketMQ's default.
   engine::HostAddress store_host = engine::HostAddress::ipv4(127, 0, 0, 1, 10911);
+  // When it holds shard_count entries: shard i's STOREHOST instead of store_host (the broker,
+  // where each shard is one RocketMQ broker with its own port).
+  std::vector<engine::HostAddress> shard_store_hosts;
+  // Queue placement. false (embedders): queue (topic, queueId) lives in shard_for(topic,
+  // queueId), and requests that name no shard go there. true (the broker, shard = broker): the
+  // caller names each queue request's shard (Session calls with a shard), so a queue may exist
+  // in every shard, and a shard accepts any queue (e.g. a transaction's real queue).
+  bool caller_places_queues = false;
   // Permission bits of every file and directory the store creates, set exactly (the umask
   // neither widens nor narrows them). Files a store already holds keep theirs.
   uint32_t file_mode = 0640;

@@ -133,6 +133,14 @@ struct StoreStats {
   uint64_t dispatch_lag_bytes = 0;  // acknowledged log bytes not yet in the ConsumeQueues
 };
 
+// A queue request's `shard` argument when the caller names none: the queue's hash owner,
+// Store::shard_for(topic, queueId). A caller that places queues itself
+// (StoreOptions::caller_places_queues, the broker: shard = broker) names the shard instead.
+inline constexpr uint32_t kShardByHash = UINT32_MAX;
+// The Store's figures (stats(), delay_level_stats(), ...) of every shard together, the default;
+// a shard number gives that shard's alone (the broker: one presented broker's).
+inline constexpr uint32_t kAllShards = UINT32_MAX;
+
 // The most messages one batch may hold (Session::send_batch_async).
 inline constexpr uint32_t kMaxBatchMessages = 8192;
 
@@ -172,7 +180,10 @@ class Session {
 
   // Queues a send to the queue's shard. busy when this session's window to that shard is full
   // (take completions, then retry). `message` memory must stay valid until its completion.
-  io::Status send_async(const Message& message, uint64_t tag);
+  // Every queue request below takes an optional `shard` (kShardByHash: the queue's hash owner);
+  // invalid_argument when it names no shard. A timer cancel (__UMQ_CANCEL_KEY) goes to every
+  // shard with kShardByHash, to the named shard only otherwise.
+  io::Status send_async(const Message& message, uint64_t tag, uint32_t shard = kShardByHash);
   // Queues a batch (RocketMQ's SEND_BATCH_MESSAGE): every message to the same queue (topic,
   // queue_id), stored as one record each at consecutive queue offsets (no other append to that
   // queue comes between them) and acknowledged together: one completion once every record is
@@ -185,7 +196,7 @@ class Session {
   // too_large: one message over the limits (nothing stored). A failure after part of the batch was
   // appended (no_space, fail_stopped) is that code; the records before it stay (at least once).
   io::Status send_batch_async(std::span<const Message> messages, std::span<StoreOffset> offsets_out,
-                              uint64_t tag);
+                              uint64_t tag, uint32_t shard = kShardByHash);
   // Queues a read of `size_bytes` at a store-wide offset into dest (valid until completion).
   // Raw bytes, not checked (a byte range need not be a record): a caller that reads a record
   // decodes it (make_send_back does); pull_async checks every record it returns.
@@ -193,7 +204,7 @@ class Session {
                         uint64_t tag);
   // Reads up to max_messages of a queue (its owner shard answers). Completion: pull_status,
   // message_count, size_bytes, min/max/next offsets.
-  io::Status pull_async(const PullRequest& request, uint64_t tag);
+  io::Status pull_async(const PullRequest& request, uint64_t tag, uint32_t shard = kShardByHash);
   // Message index lookup on one shard (keys are not tied to a queue: ask every shard): copies
   // into query.buffer the records of query.topic whose KEYS or UNIQ_KEY is query.key, stored in
   // [begin_ms, end_ms], newest first, at most max_messages (<= 64), checked (hash collisions
@@ -205,21 +216,23 @@ class Session {
   // valid record starts there or it does not fit).
   io::Status view_record_async(StoreOffset store_offset, std::span<std::byte> buffer, uint64_t tag);
   // The queue's min and max (next to be written) offsets, in min_offset/max_offset.
-  io::Status query_queue_async(std::string_view topic, int32_t queue_id, uint64_t tag);
+  io::Status query_queue_async(std::string_view topic, int32_t queue_id, uint64_t tag,
+                               uint32_t shard = kShardByHash);
   // The first queue offset whose message was stored at or after timestamp_ms (max offset if
   // none), in queue_offset (SEARCH_OFFSET_BY_TIMESTAMP). corruption when a record the search
   // reads fails its checks (offset and queue_offset name it).
   io::Status search_offset_async(std::string_view topic, int32_t queue_id, int64_t timestamp_ms,
-                                 uint64_t tag);
+                                 uint64_t tag, uint32_t shard = kShardByHash);
   // Consumer-group offsets, kept by the queue's shard and persisted crash-safely.
   // Negative offsets are ignored (as RocketMQ does). query: queue_offset = -1 if never committed.
   io::Status commit_offset_async(std::string_view group, std::string_view topic, int32_t queue_id,
-                                 QueueOffset offset, uint64_t tag);
+                                 QueueOffset offset, uint64_t tag, uint32_t shard = kShardByHash);
   io::Status query_offset_async(std::string_view group, std::string_view topic, int32_t queue_id,
-                                uint64_t tag);
+                                uint64_t tag, uint32_t shard = kShardByHash);
   // Completes once every offset committed so far to the shard owning (topic, queue_id) is
   // persisted (a persist cycle that started after this request finished).
-  io::Status flush_offsets_async(std::string_view topic, int32_t queue_id, uint64_t tag);
+  io::Status flush_offsets_async(std::string_view topic, int32_t queue_id, uint64_t tag,
+                                 uint32_t shard = kShardByHash);
   // Consumer retry (RocketMQ's CONSUMER_SEND_MSG_BACK): stores a copy of a consumed record (its
   // stored bytes, as a pull returned them, and its store-wide offset) in %RETRY%<group> queue 0
   // with delay level `delay_level` (0: 3 + its reconsume times), RETRY_TOPIC and
@@ -273,7 +286,9 @@ class Session {
   Session(Store& store, SessionSlot& slot, uint32_t shards)
       : store_(store), slot_(slot), outstanding_per_shard_(shards, 0) {}
   io::Status post(uint32_t shard, const struct ShardRequest& request);
-  io::Status post_to_owner(const struct ShardRequest& request);
+  io::Status post_to_owner(const struct ShardRequest& request, uint32_t shard);
+  // The shard a queue request goes to: `shard`, or the queue's hash owner for kShardByHash.
+  uint32_t queue_shard(std::string_view topic, int32_t queue_id, uint32_t shard) const;
   io::Status post_to_holder(StoreOffset store_offset, struct ShardRequest& request);
   Store& store_;
   SessionSlot& slot_;
@@ -311,13 +326,15 @@ class Store {
 
   uint32_t shard_count() const { return static_cast<uint32_t>(shards_.size()); }
   uint32_t shard_for(std::string_view topic, int32_t queue_id) const;
-  StoreStats stats() const;
+  // The STOREHOST shard `shard` writes into its records (StoreOptions::shard_store_hosts).
+  const engine::HostAddress& store_host_of(uint32_t shard) const;
+  StoreStats stats(uint32_t shard = kAllShards) const;
   // Operator figures of the delay levels (every shard's, summed per level).
-  std::vector<DelayLevelStats> delay_level_stats() const;
+  std::vector<DelayLevelStats> delay_level_stats(uint32_t shard = kAllShards) const;
   // Operator figures of timed messages (every shard's, summed).
-  TimerStats timer_stats() const;
+  TimerStats timer_stats(uint32_t shard = kAllShards) const;
   // Operator figures of transactional messages (every shard's, summed).
-  TransactionStats transaction_stats() const;
+  TransactionStats transaction_stats(uint32_t shard = kAllShards) const;
   const StoreOptions& options() const { return options_; }
   // What each shard's recovery found at open().
   const std::vector<engine::RecoveryReport>& recovery_reports() const { return reports_; }

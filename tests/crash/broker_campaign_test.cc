@@ -321,7 +321,7 @@ class BrokerProcess {
   pid_t pid_ = -1;
 };
 
-using testing::free_port;
+using testing::free_broker_port;
 
 // ---- Load: producers and a consumer, until the broker dies ----
 
@@ -746,7 +746,7 @@ TEST(BrokerCampaignTest, KillNineKeepsEveryAcknowledgedMessage) {
   // URINGMQ_BROKER_DIR: run in this (kept) directory instead, to inspect a failure afterwards.
   const char* keep_dir = std::getenv("URINGMQ_BROKER_DIR");
   const std::string dir = keep_dir != nullptr && *keep_dir != '\0' ? keep_dir : temp.path();
-  const uint16_t port = free_port();
+  const uint16_t port = free_broker_port(2);
   ASSERT_NE(port, 0);
   const std::string conf = dir + "/broker.conf";
   write_config(conf, dir + "/store", port);

@@ -88,7 +88,7 @@ Table read_table(net::RemotingClient& client) {
 
 TEST(TopicTableKill9Test, AcknowledgedChangesSurviveKill9) {
   testing::TempDir dir;
-  const uint16_t port = testing::free_port();
+  const uint16_t port = testing::free_broker_port(2);
   ASSERT_NE(port, 0);
   const std::string conf = dir.path() + "/broker.conf";
   {

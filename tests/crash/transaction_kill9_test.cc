@@ -185,7 +185,7 @@ void write_config(const std::string& path, const std::string& store, uint16_t po
 
 TEST(TransactionKill9Test, CommitsExactlyOnceRollbacksNeverAcrossKill9) {
   testing::TempDir dir;
-  const uint16_t port = testing::free_port();
+  const uint16_t port = testing::free_broker_port(2);
   ASSERT_NE(port, 0);
   const std::string conf = dir.path() + "/broker.conf";
   write_config(conf, dir.path() + "/store", port);

@@ -29,10 +29,11 @@ test('50 messages with tags and keys are consumed exactly once, intact',
     assert.equal(typeof result.msgId, 'string');
     sent.set(key, { tag, body, result });
   }
-  // Sanity of the send results: queue offsets are unique per queue.
+  // Sanity of the send results: queue offsets are unique per queue (a queue is brokerName and
+  // queueId: each shard is one broker).
   const perQueue = new Map();
   for (const { result } of sent.values()) {
-    const q = Number(result.messageQueue.queueId);
+    const q = `${result.messageQueue.brokerName}:${result.messageQueue.queueId}`;
     const seen = perQueue.get(q) || new Set();
     assert.ok(!seen.has(result.queueOffset), `queue ${q} offset ${result.queueOffset} given twice`);
     seen.add(result.queueOffset);

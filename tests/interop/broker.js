@@ -43,6 +43,36 @@ async function freePorts(n) {
   }
 }
 
+function canListen(port) {
+  return new Promise(resolve => {
+    const s = net.createServer();
+    s.once('error', () => resolve(false));
+    s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
+  });
+}
+
+// The ports a broker of `shards` shards listens on from `listenPort`: each shard is one broker on
+// listenPort + i * stride, with its VIP port 2 below (net/presented_broker.h).
+function brokerPorts(listenPort, shards, stride = 10) {
+  const ports = [];
+  for (let i = 0; i < shards; i++) ports.push(listenPort + i * stride, listenPort + i * stride - 2);
+  return ports;
+}
+
+// A listenPort whose every presented broker's main and VIP port is free, and a distinct free
+// NameServer port.
+async function freeBrokerPorts(shards) {
+  for (let attempt = 0; attempt < 200; attempt++) {
+    const [listenPort, namesrvListenPort] = await freePorts(2);
+    const wanted = brokerPorts(listenPort, shards);
+    if (wanted.some(p => p < 1024 || p > 65535 || p === namesrvListenPort)) continue;
+    let free = true;
+    for (const p of wanted.slice(1)) free = free && await canListen(p);
+    if (free) return { listenPort, namesrvListenPort };
+  }
+  throw new Error(`no free ports for a broker of ${shards} shards`);
+}
+
 function confText(c) {
   const lines = [
     `storePathRootDir=${c.storePathRootDir}`,
@@ -76,7 +106,8 @@ function readConf(file) {
 // Creates <dir>/broker.conf (and <dir>/store) with fresh ports; `overrides` replaces any key.
 async function makeConf(dir, overrides = {}) {
   fs.mkdirSync(dir, { recursive: true });
-  const [listenPort, namesrvListenPort] = await freePorts(2);
+  const shards = Number(overrides.shardCount || 2);
+  const { listenPort, namesrvListenPort } = await freeBrokerPorts(shards);
   const conf = Object.assign({
     storePathRootDir: path.join(dir, 'store'),
     listenPort,
@@ -117,6 +148,13 @@ class Broker {
 
   get namesrv() { return `127.0.0.1:${this.conf.namesrvListenPort}`; }
   get brokerAddr() { return `127.0.0.1:${this.conf.listenPort}`; }
+  // Every presented broker's address, one per shard (brokerName-i on listenPort + i * 10).
+  get brokerAddrs() {
+    const shards = Number(this.conf.shardCount || 1);
+    const out = [];
+    for (let i = 0; i < shards; i++) out.push(`127.0.0.1:${Number(this.conf.listenPort) + i * 10}`);
+    return out;
+  }
   get pid() { return this.child && this.child.pid; }
   get running() {
     return !!this.child && this.child.exitCode === null && this.child.signalCode === null;
@@ -219,7 +257,8 @@ function env() {
 }
 
 module.exports = {
-  DEFAULT_DELAY_LEVELS, parseDelayLevels, freePorts, confText, readConf, makeConf, canConnect,
+  DEFAULT_DELAY_LEVELS, parseDelayLevels, freePorts, freeBrokerPorts, brokerPorts, confText,
+  readConf, makeConf, canConnect,
   sleep, Broker, startBroker, env,
 };
 

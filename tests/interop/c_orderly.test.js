@@ -1,25 +1,20 @@
 'use strict';
-// c. per-queue order. ali-ons 3.12.0 has no selector argument on send(); it picks the queue from
-// `msg.shardingKey` (TopicPublishInfo#selectOneMessageQueue: md5(shardingKey).readUInt32BE() %
-// number of distinct writable queue ids). That cannot select queue 0 (`queueIds[i] || ''` turns
-// id 0 into "no constraint"), so queue 0 is sent to with producer.sendKernelImpl(msg, queue), the
-// method send() itself ends in. The test sends each queue's messages one after the other (the
-// queues concurrently), each carrying its per-queue sequence number, and checks that the consumer
-// sees every queue's sequence in order.
+// c. per-queue order. A queue is (brokerName, queueId), and each shard of the broker is one
+// broker, so the topic's queues are spread over several brokers with the same queue ids.
+// ali-ons 3.12.0 has no selector argument on send(), and its `msg.shardingKey` picks a queue id
+// (md5(shardingKey) % number of distinct queue ids) on any broker, so it cannot pin a queue: the
+// test sends each queue's messages with producer.sendKernelImpl(msg, queue), the method send()
+// itself ends in, one after the other (the queues concurrently), each carrying its queue and its
+// per-queue sequence number, and checks that the consumer sees every queue's sequence in order.
 
 const { test } = require('node:test');
 const assert = require('node:assert/strict');
-const crypto = require('node:crypto');
 const { sleep } = require('./broker');
 const C = require('./clients');
 
 C.finish();
 
 const PER_QUEUE = 40;
-
-function queueIndexOf(key, n) {
-  return crypto.createHash('md5').update(key).digest().readUInt32BE() % n;
-}
 
 test('messages sent to chosen queues are consumed in per-queue order',
   { timeout: 180000 }, async () => {
@@ -29,33 +24,20 @@ test('messages sent to chosen queues are consumed in per-queue order',
   const first = await prod.send(new C.Message(topic, 'init', 'init'));
   assert.equal(first.sendStatus, 'SEND_OK');
   const info = prod._topicPublishInfoTable.get(topic);
-  const queueIds = [...new Set(info.messageQueueList.map(q => q.queueId))];
-  assert.ok(queueIds.length >= 2, `topic has ${queueIds.length} writable queues; need >= 2`);
+  const queues = info.messageQueueList;
+  const brokers = new Set(queues.map(mq => mq.brokerName));
+  assert.ok(queues.length >= 2, `topic has ${queues.length} writable queues; need >= 2`);
+  assert.ok(brokers.size >= 2, `topic is on ${brokers.size} broker(s); the broker has 2 shards`);
+  const nameOf = mq => `${mq.brokerName}:${mq.queueId}`;
 
-  // One sharding key per queue id (none for queue 0, see above).
-  const keyFor = new Map();
-  for (let i = 0; keyFor.size < queueIds.length && i < 100000; i++) {
-    const key = `shard-${i}`;
-    const q = queueIds[queueIndexOf(key, queueIds.length)];
-    if (!keyFor.has(q)) keyFor.set(q, key);
-  }
-  assert.equal(keyFor.size, queueIds.length);
-  const queueObj = q => info.messageQueueList.find(mq => mq.queueId === q);
-
-  await Promise.all(queueIds.map(async q => {
+  await Promise.all(queues.map(async mq => {
+    const q = nameOf(mq);
     for (let seq = 0; seq < PER_QUEUE; seq++) {
-      const msg = new C.Message(topic, 'ordered', JSON.stringify({ q, seq }));
+      const msg = new C.Message(topic, 'ordered', JSON.stringify({ q, id: mq.queueId, seq }));
       msg.keys = [`${topic}-q${q}-s${seq}`];
-      let r;
-      if (q === 0) {
-        r = await prod.sendKernelImpl(msg, queueObj(0));
-      } else {
-        msg.shardingKey = keyFor.get(q);
-        r = await prod.send(msg);
-      }
+      const r = await prod.sendKernelImpl(msg, mq);
       assert.equal(r.sendStatus, 'SEND_OK');
-      assert.equal(Number(r.messageQueue.queueId), q,
-        'ali-ons sent to the queue the sharding key selects');
+      assert.equal(nameOf(r.messageQueue), q, 'sent to the chosen queue');
     }
   }));
 
@@ -63,7 +45,7 @@ test('messages sent to chosen queues are consumed in per-queue order',
   const cons = C.consumer();
   cons.subscribe(topic, 'ordered', async msg => { got.push(C.summary(msg)); });
   await cons.ready();
-  const total = PER_QUEUE * queueIds.length;
+  const total = PER_QUEUE * queues.length;
   await got.waitCount(total, 90000, `${total} ordered messages`);
   await sleep(1500);
 
@@ -71,8 +53,8 @@ test('messages sent to chosen queues are consumed in per-queue order',
   const lastSeq = new Map();
   const lastOffset = new Map();
   for (const m of got.list) {
-    const { q, seq } = JSON.parse(m.body);
-    if (m.queueId !== q) {
+    const { q, id, seq } = JSON.parse(m.body);
+    if (m.queueId !== id) {
       problems.push(`seq ${seq} of queue ${q} arrived with queueId ${m.queueId}`);
     }
     const prev = lastSeq.has(q) ? lastSeq.get(q) : -1;
@@ -84,7 +66,7 @@ test('messages sent to chosen queues are consumed in per-queue order',
     }
     lastOffset.set(q, m.queueOffset);
   }
-  for (const q of queueIds) {
+  for (const q of queues.map(nameOf)) {
     if (lastSeq.get(q) !== PER_QUEUE - 1) problems.push(`queue ${q}: last seq ${lastSeq.get(q)}`);
   }
   assert.equal(got.list.length, total, 'message count (duplicates?)');

@@ -3,7 +3,8 @@
 // (CONSUMER_SEND_MSG_BACK, delayLevel 0): the broker re-stores it in %RETRY%<group> at level
 // 3 + reconsumeTimes, and ali-ons delivers it again with reconsumeTimes + 1. With
 // maxReconsumeTimes 2, a message that always fails is delivered 3 times (reconsumeTimes 0, 1, 2)
-// and then lands in %DLQ%<group>, which the test reads with raw PULL_MESSAGE requests.
+// and then lands in %DLQ%<group>, which the test reads with raw PULL_MESSAGE requests from every
+// broker of its route (each shard is one broker; the copy stays on the broker it was sent to).
 
 const { test } = require('node:test');
 const assert = require('node:assert/strict');
@@ -104,7 +105,8 @@ test('a message that always fails goes to %DLQ%<group> after maxReconsumeTimes',
   m.keys = [`${topic}-doomed`];
   const ok = new C.Message(topic, 'fine', 'fine body');
   ok.keys = [`${topic}-fine`];
-  assert.equal((await prod.send(m)).sendStatus, 'SEND_OK');
+  const doomed = await prod.send(m);
+  assert.equal(doomed.sendStatus, 'SEND_OK');
   assert.equal((await prod.send(ok)).sendStatus, 'SEND_OK');
   // Deliveries at reconsumeTimes 0, 1 (level 3), 2 (level 4); then the DLQ.
   const budget = levels[2] + levels[3] + 2 * LATE_SLACK_MS + 20000;
@@ -113,16 +115,31 @@ test('a message that always fails goes to %DLQ%<group> after maxReconsumeTimes',
     budget, `${maxReconsumeTimes + 1} deliveries of the failing message`);
 
   const dlqTopic = `%DLQ%${group}`;
-  const raw = await RawClient.connect(env().brokerAddr);
+  // Every broker of the route, each read through its own address: { broker -> messages }.
+  const pullEveryBroker = async () => {
+    const raw = await RawClient.connect(env().brokerAddr);
+    const first = await pullAll(raw, dlqTopic, `${group}_dlq_reader`);
+    raw.destroy();
+    const out = { route: first.route, routeResp: first.routeResp, messages: [], responses: [],
+      brokers: {} };
+    for (const b of (first.route ? first.route.brokerDatas : [])) {
+      const c = await RawClient.connect(b.brokerAddrs['0']);
+      const r = await pullAll(c, dlqTopic, `${group}_dlq_reader`);
+      c.destroy();
+      out.brokers[b.brokerName] = r.messages.length;
+      out.messages.push(...r.messages);
+      out.responses.push(...r.responses);
+    }
+    return out;
+  };
   let dlq;
   const deadline = Date.now() + 15000;
   for (;;) {
-    dlq = await pullAll(raw, dlqTopic, `${group}_dlq_reader`);
+    dlq = await pullEveryBroker();
     if (dlq.messages.length > 0 || Date.now() > deadline) break;
     await sleep(250);
   }
   await sleep(Math.max(levels[4], 1000) + 1500); // a (wrong) further redelivery would show up here
-  raw.destroy();
 
   const fails = got.list.filter(x => x.body === 'always-fail body');
   console.log(`failing message delivered ${fails.length} times ` +
@@ -134,6 +151,8 @@ test('a message that always fails goes to %DLQ%<group> after maxReconsumeTimes',
   assert.equal(got.list.filter(x => x.body === 'fine body').length, 1, 'the good message once');
   assert.ok(dlq.route, `route of ${dlqTopic}: code ${dlq.routeResp.code} ${dlq.routeResp.remark}`);
   assert.equal(dlq.messages.length, 1, `messages in ${dlqTopic}`);
+  assert.deepEqual(Object.entries(dlq.brokers).filter(([, n]) => n > 0).map(([b]) => b),
+    [doomed.messageQueue.brokerName], 'the DLQ copy is on the broker the message was sent to');
   const d = dlq.messages[0];
   assert.equal(d.body.toString(), 'always-fail body');
   assert.equal(d.topic, dlqTopic, 'stored topic of the DLQ message');

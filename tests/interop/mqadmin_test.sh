@@ -56,7 +56,9 @@ storePathRootDir=$work/u/store
 listenPort=$uport
 namesrvListenPort=$uns
 bindAddress=127.0.0.1
-shardCount=2
+# One shard: one presented broker, compared one to one with the one Java broker (with N
+# shards uringmq presents N brokers, brokerName-i; the Java check ShardBrokersCheck covers that).
+shardCount=1
 mappedFileSizeCommitLog=67108864
 diskSpaceWarningLevelRatio=100
 CONF

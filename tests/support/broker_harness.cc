@@ -35,6 +35,32 @@ uint16_t free_port() {
   return port;
 }
 
+namespace {
+bool port_is_free(uint32_t port) {
+  if (port < 1024 || port > 65535) return false;
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+  ::close(fd);
+  return ok;
+}
+}  // namespace
+
+uint16_t free_broker_port(uint32_t shards) {
+  for (int attempt = 0; attempt < 200; attempt++) {
+    const uint32_t port = free_port();
+    bool free = port != 0;
+    for (uint32_t i = 0; i < shards && free; i++) {
+      free = (i == 0 || port_is_free(port + i * 10)) && port_is_free(port + i * 10 - 2);
+    }
+    if (free) return static_cast<uint16_t>(port);
+  }
+  return 0;
+}
+
 std::string file_text(const std::string& path) {
   std::ifstream in(path);
   std::stringstream ss;
@@ -70,8 +96,12 @@ void RunningBroker::stop() {
 }
 
 std::unique_ptr<net::RemotingClient> RunningBroker::client() {
+  return client_on(port());
+}
+
+std::unique_ptr<net::RemotingClient> RunningBroker::client_on(uint16_t port) {
   io::Result<std::unique_ptr<net::RemotingClient>> c =
-      net::RemotingClient::connect("127.0.0.1", port());
+      net::RemotingClient::connect("127.0.0.1", port);
   EXPECT_TRUE(c.is_ok()) << c.status().to_string();
   return std::move(*c);
 }

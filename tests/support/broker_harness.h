@@ -34,6 +34,9 @@ int64_t ms_since(Clock::time_point t);
 
 // A loopback TCP port free at the time of the call (bound then released); 0 when none.
 uint16_t free_port();
+// A listenPort for a broker process of `shards` shards: every presented broker's main port
+// (port + i * 10, shardPortStride 10) and VIP port (2 below) free at the time of the call.
+uint16_t free_broker_port(uint32_t shards);
 
 // The whole text of a file ("" when it cannot be read): a broker process's log.
 std::string file_text(const std::string& path);
@@ -51,6 +54,12 @@ class RunningBroker {
   RunningBroker& operator=(const RunningBroker&) = delete;
   void stop();
   uint16_t port() const { return broker_->broker_port(); }
+  // Presented broker `shard`'s main and VIP port (each shard is one broker).
+  uint16_t port(uint32_t shard) const { return broker_->presented()[shard].port; }
+  uint16_t vip_port(uint32_t shard) const { return broker_->vip_ports()[shard]; }
+  const net::Broker& broker() const { return *broker_; }
+  // A client of the broker on `port` (one of the presented brokers' ports).
+  std::unique_ptr<net::RemotingClient> client_on(uint16_t port);
   uint16_t metrics_port() const { return broker_->metrics_port(); }
   std::unique_ptr<net::RemotingClient> client();
 

@@ -4,7 +4,8 @@
 // key the messages must arrive in sequence (a message may come again after a rebalance, never
 // one ahead of the next expected), and all must arrive:
 //   1. one member alone;
-//   2. a second member joins: the queues split 2/2 (timed: "CHECK join-rebalance-ms"), and both
+//   2. a second member joins: the queues split half and half (timed: "CHECK join-rebalance-ms";
+//      4 queues on each of the broker's presented brokers, one per shard), and both
 //      members consume the next messages;
 //   3. the second member shuts down while messages are being sent: the first takes every queue
 //      back (timed: "CHECK leave-rebalance-ms"), nothing is lost;
@@ -168,10 +169,14 @@ public class OrderlyCheck {
     sendKeyed(p, topic, 0, 10, 0);
     if (!checker.waitUpTo(10, WAIT_MS)) fail("one member: not all of 80 messages in 30 s");
 
+    // The topic's queues over every broker of its route (4 on each presented broker).
+    int queues = p.fetchPublishMessageQueues(topic).size();
+    System.out.println("CHECK queues " + queues);
+    if (queues < 2 || queues % 2 != 0) fail("the topic has " + queues + " queues");
     long joinStart = System.currentTimeMillis();
     DefaultMQPushConsumer c2 = orderly("OrderlyCheckGroup", topic, "member2",
         MessageModel.CLUSTERING, recording(checker, "member2"));
-    long join = waitForSplit(c1, 2, c2, 2, topic, joinStart);
+    long join = waitForSplit(c1, queues / 2, c2, queues / 2, topic, joinStart);
     System.out.println("CHECK join-rebalance-ms " + join);
     if (join < 0 || join > MAX_REBALANCE_MS) fail("join rebalance took " + join + " ms");
     sendKeyed(p, topic, 10, 20, 0);
@@ -191,7 +196,7 @@ public class OrderlyCheck {
     Thread.sleep(150);
     long leaveStart = System.currentTimeMillis();
     c2.shutdown();
-    long leave = waitForSplit(c1, 4, null, 0, topic, leaveStart);
+    long leave = waitForSplit(c1, queues, null, 0, topic, leaveStart);
     System.out.println("CHECK leave-rebalance-ms " + leave);
     if (leave < 0 || leave > MAX_REBALANCE_MS) fail("leave rebalance took " + leave + " ms");
     sender.join();

@@ -26,11 +26,8 @@ source "$rmq/env.sh" || { echo "$check: SKIPPED (its env.sh failed)"; exit 0; }
 rm -rf "$work" && mkdir -p "$work/classes"
 javac -nowarn -d "$work/classes" -cp "$RMQ_CP" "$repo"/tests/interop/java/*.java
 
-read -r port namesrv < <(python3 -c '
-import socket
-s = [socket.socket() for _ in range(2)]
-for x in s: x.bind(("127.0.0.1", 0))
-print(*[x.getsockname()[1] for x in s])')
+# Two shards: two presented brokers on port and port + 10, each with its VIP port 2 below.
+read -r port namesrv < <("$repo/tools/free-ports.sh" 2 2)
 cat > "$work/broker.conf" <<CONF
 storePathRootDir=$work/store
 listenPort=$port

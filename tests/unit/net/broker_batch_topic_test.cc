@@ -198,9 +198,9 @@ TEST(BrokerTopicTest, AFirstSendAddsTheTopicToTheTable) {
       << all.body;
 }
 
-// mqadmin's deleteTopic -c <cluster> finds the broker by the cluster info, then deletes the
-// topic in it and in the NameServer.
-TEST(BrokerTopicTest, ClusterInfoNamesThisBroker) {
+// mqadmin's deleteTopic -c <cluster> finds the brokers by the cluster info, then deletes the
+// topic in them and in the NameServer. With 2 shards the process presents 2 brokers.
+TEST(BrokerTopicTest, ClusterInfoNamesEveryPresentedBroker) {
   TempDir dir;
   RunningBroker broker(dir.path());
   auto client = broker.client();
@@ -208,11 +208,17 @@ TEST(BrokerTopicTest, ClusterInfoNamesThisBroker) {
   ASSERT_EQ(info.command.code, rc::kSuccess);
   auto doc = parse_json(info.body);
   ASSERT_TRUE(doc.is_ok()) << info.body;
-  const JsonValue* b = doc->find("brokerAddrTable")->find("broker-a");
-  ASSERT_NE(b, nullptr) << info.body;
-  EXPECT_EQ(b->find("brokerAddrs")->find("0")->text(),
-            "127.0.0.1:" + std::to_string(broker.port()));
-  EXPECT_EQ(doc->find("clusterAddrTable")->find("DefaultCluster")->items()[0].text(), "broker-a");
+  const JsonValue* names = doc->find("clusterAddrTable")->find("DefaultCluster");
+  ASSERT_EQ(names->items().size(), 2u) << info.body;
+  for (uint32_t i = 0; i < 2; i++) {
+    const std::string name = "broker-a-" + std::to_string(i);
+    const JsonValue* b = doc->find("brokerAddrTable")->find(name);
+    ASSERT_NE(b, nullptr) << info.body;
+    EXPECT_EQ(b->find("brokerAddrs")->find("0")->text(),
+              "127.0.0.1:" + std::to_string(broker.port(i)));
+    EXPECT_EQ(names->items()[i].text(), name);
+  }
+  EXPECT_EQ(broker.port(0), broker.port());
   EXPECT_EQ(call(*client, request(req::kDeleteTopicInNamesrv, {{"topic", "T"}})).command.code,
             rc::kSuccess);
 }

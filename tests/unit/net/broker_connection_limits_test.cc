@@ -64,7 +64,7 @@ constexpr int64_t kReturnSlackMiB = 64;
 class BrokerProcess {
  public:
   explicit BrokerProcess(const std::string& extra) {
-    port_ = free_port();
+    port_ = free_broker_port(2);  // 2 shards: 2 presented brokers
     const std::string conf = dir_.path() + "/broker.conf";
     std::ofstream(conf) << "storePathRootDir=" << dir_.path() << "/store\n"
                         << "listenPort=" << port_ << "\n"

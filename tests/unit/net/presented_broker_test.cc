@@ -40,5 +40,17 @@ TEST(PresentedBrokerTest, APortPast65535IsAnError) {
   EXPECT_NE(error.find("shardPortStride 10"), std::string::npos) << error;
 }
 
+// listenPort 0 (tests): every broker's port is 0, and the broker binds free ones.
+TEST(PresentedBrokerTest, ListenPortZeroLeavesEveryPortToTheBinder) {
+  BrokerConfig c;
+  c.listen_port = 0;
+  std::string error;
+  auto brokers = presented_brokers(c, 2, &error);
+  ASSERT_EQ(brokers.size(), 2u) << error;
+  EXPECT_EQ(brokers[0].port, 0);
+  EXPECT_EQ(brokers[1].port, 0);
+  EXPECT_EQ(brokers[1].name, "broker-a-1");
+}
+
 }  // namespace
 }  // namespace uringmq::net
