@@ -485,6 +485,9 @@ io::Status finish(BrokerConfig& c, std::string_view source,
         source, line_of("namesrvListenPort", "listenPort"),
         "namesrvListenPort and listenPort are both " + std::to_string(c.listen_port));
   }
+  if (std::string tls = check_tls_config(c.tls); !tls.empty()) {
+    return config_error(source, line_of("tls.server.mode", "tls.server.certPath"), tls);
+  }
   c.advertised_address = effective_advertised_address(c);
   return io::Status::ok();
 }
@@ -538,6 +541,14 @@ io::Result<BrokerConfig> parse_broker_config(std::string_view text, std::string_
     if (is_ignored(key)) {
       config.ignored_keys.emplace_back(key);
       continue;
+    }
+    if (key.starts_with("tls.server.")) {  // net/tls.h; an unknown one is refused below
+      std::string error = set_tls_key(config.tls, key, value);
+      if (error.empty()) continue;
+      if (error != "unknown") {
+        return config_error(source, line_number,
+                            std::string(key) + " '" + std::string(value) + "' " + error);
+      }
     }
     const KeySetter* setter = find_setter(key);
     if (setter == nullptr) {
@@ -647,6 +658,7 @@ std::string describe_broker_config(const BrokerConfig& c) {
   add("metricsPromExporterHost",
       c.metrics_prom_host.empty() ? c.bind_address : c.metrics_prom_host);
   add("metricsPromExporterPort", num(c.metrics_prom_port));
+  out += describe_tls_config(c.tls);
   for (const std::string& key : c.ignored_keys) out.append("ignored: ").append(key).append("\n");
   return out;
 }

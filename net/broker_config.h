@@ -24,6 +24,7 @@
 
 #include "engine/store.h"
 #include "io/status.h"
+#include "net/tls.h"
 
 namespace uringmq::net {
 
@@ -83,6 +84,8 @@ struct BrokerConfig {
   bool metrics_prom = false;
   std::string metrics_prom_host;
   uint16_t metrics_prom_port = 5557;  // 0: any free port (tests)
+  // TLS on the broker and NameServer ports (tls.server.*, RocketMQ's names; net/tls.h).
+  TlsConfig tls;
   // Keys present in the file that were accepted and ignored, in file order (describe lists them).
   std::vector<std::string> ignored_keys;
 };
