@@ -2,6 +2,7 @@
 
 #include <openssl/bio.h>
 #include <openssl/err.h>
+#include <openssl/pem.h>
 #include <openssl/ssl.h>
 
 #include <algorithm>
@@ -53,17 +54,27 @@ io::Status load_key_pair(SSL_CTX* ctx, const TlsConfig& config) {
     return tls_error(openssl_error("tls.server.certPath " + config.cert_path +
                                    ": not a PEM certificate"));
   }
-  // The callback is set even without a password: OpenSSL would otherwise prompt on the
-  // terminal for an encrypted key.
-  SSL_CTX_set_default_passwd_cb(ctx, password_callback);
-  SSL_CTX_set_default_passwd_cb_userdata(ctx, const_cast<std::string*>(&config.key_password));
-  const int loaded = SSL_CTX_use_PrivateKey_file(ctx, config.key_path.c_str(), SSL_FILETYPE_PEM);
-  SSL_CTX_set_default_passwd_cb_userdata(ctx, nullptr);
-  if (loaded != 1) {
+  // Read first, then set: a key that does not decrypt and one that does not match the
+  // certificate are told apart. The callback is passed even without a password: OpenSSL would
+  // otherwise prompt on the terminal for an encrypted key.
+  BIO* file = BIO_new_file(config.key_path.c_str(), "r");
+  EVP_PKEY* key = file == nullptr ? nullptr
+                                  : PEM_read_bio_PrivateKey(file, nullptr, password_callback,
+                                                            const_cast<std::string*>(
+                                                                &config.key_password));
+  BIO_free(file);
+  if (key == nullptr) {
     return tls_error(openssl_error(
         "tls.server.keyPath " + config.key_path + ": cannot read the private key" +
         (config.key_password.empty() ? " (is it encrypted? set tls.server.keyPassword)"
                                      : " (wrong tls.server.keyPassword?)")));
+  }
+  const int used = SSL_CTX_use_PrivateKey(ctx, key);
+  EVP_PKEY_free(key);
+  if (used != 1) {
+    return tls_error(openssl_error("tls.server.keyPath " + config.key_path +
+                                   ": the key does not match tls.server.certPath " +
+                                   config.cert_path));
   }
   if (SSL_CTX_check_private_key(ctx) != 1) {
     return tls_error(openssl_error("tls.server.keyPath " + config.key_path +
@@ -243,6 +254,7 @@ TlsChannel::Result TlsChannel::read(std::byte* out, size_t capacity, size_t* got
   *got = 0;
   if (!error_.empty()) return Result::failed;
   ERR_clear_error();
+  const bool established = handshake_done();
   const int cap = static_cast<int>(std::min<size_t>(capacity, 1u << 30));
   const int n = SSL_read(ssl_, out, cap);
   if (n > 0) {
@@ -256,7 +268,7 @@ TlsChannel::Result TlsChannel::read(std::byte* out, size_t capacity, size_t* got
     case SSL_ERROR_ZERO_RETURN:
       return Result::closed;
     default:
-      error_ = openssl_error(handshake_done() ? "TLS" : "TLS handshake");
+      error_ = openssl_error(established ? "TLS" : "TLS handshake");
       return Result::failed;
   }
 }

@@ -52,7 +52,9 @@ class RunningBroker {
   void stop();
   uint16_t port() const { return broker_->broker_port(); }
   uint16_t metrics_port() const { return broker_->metrics_port(); }
-  std::unique_ptr<net::RemotingClient> client();
+  // A connected client (TLS when tls.enabled); EXPECTs that it connects.
+  std::unique_ptr<net::RemotingClient> client(const net::TlsClientOptions& tls = {});
+  uint16_t namesrv_port() const { return broker_->namesrv_port(); }
 
  private:
   net::BrokerConfig config_;
