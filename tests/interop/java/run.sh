@@ -3,7 +3,10 @@
 # tests/interop/java/ (default DeliveredPropertiesCheck) against a fresh broker; the class gets
 # the NameServer address as its argument and passes by printing "JAVA-CHECK OK".
 # Usage: tests/interop/java/run.sh <uringmq-broker binary> <work dir>
-#          [class [broker.conf line ...]]
+#          [class [broker.conf line | -Dname=value ...]]
+# A -D argument is a JVM option of the check (-Dtls.enable=true); @WORK@ in a broker.conf line is
+# the work dir, where a self-signed test certificate and key (server.pem, server.key) are made
+# when a line sets tls.server.*.
 # The client comes from a RocketMQ 4.9.8 Java distribution (a folder with env.sh and lib/):
 # $URINGMQ_ROCKETMQ_JAVA, else a folder named rocketmq-java one level beside the checkout
 # (tools/find-rocketmq-java.sh). Without it, or without java/javac, the test prints a skip line
@@ -42,7 +45,15 @@ shardCount=2
 mappedFileSizeCommitLog=67108864
 diskSpaceWarningLevelRatio=100
 CONF
-for line in "${extra_conf[@]}"; do echo "$line" >> "$work/broker.conf"; done
+jvm_opts=()
+for line in "${extra_conf[@]}"; do
+  if [[ $line == -D* ]]; then jvm_opts+=("$line"); continue; fi
+  echo "${line//@WORK@/$work}" >> "$work/broker.conf"
+done
+if grep -q '^tls\.server\.' "$work/broker.conf"; then
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
+    -keyout "$work/server.key" -out "$work/server.pem" -subj /CN=127.0.0.1 2> /dev/null
+fi
 "$broker_bin" -c "$work/broker.conf" > "$work/broker.log" 2>&1 &
 broker_pid=$!
 trap 'kill -TERM $broker_pid 2>/dev/null; wait $broker_pid 2>/dev/null || true' EXIT
@@ -55,6 +66,7 @@ grep -q "uringmq-broker ready" "$work/broker.log" || { echo "broker not ready"; 
 
 status=0
 timeout 120 "$JAVA" -cp "$RMQ_CP:$work/classes" -Drocketmq.client.logUseSlf4j=false \
+  ${jvm_opts[@]+"${jvm_opts[@]}"} \
   "$check" "127.0.0.1:$namesrv" > "$work/java.log" 2>&1 || status=$?
 grep -E '^(FAIL|JAVA-CHECK|CHECK|plain|delayed|timed) ' "$work/java.log" || true
 if [ "$status" -ne 0 ] || ! grep -q "JAVA-CHECK OK" "$work/java.log"; then
