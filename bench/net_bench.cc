@@ -509,8 +509,8 @@ void LoadGenerator::issue(Connection& c, int64_t now) {
 
 bool LoadGenerator::flush(Connection& c) {
   while (c.ssl != nullptr && c.out_done < c.out.size()) {
-    const int n = SSL_write(c.ssl, c.out.data() + c.out_done,
-                            static_cast<int>(c.out.size() - c.out_done));
+    const int n =
+        SSL_write(c.ssl, c.out.data() + c.out_done, static_cast<int>(c.out.size() - c.out_done));
     if (n > 0) {
       c.out_done += static_cast<size_t>(n);
       continue;

@@ -39,8 +39,7 @@ bool BrokerReactor::choose_transport(uint32_t index, size_t received_bytes) {
   Connection& conn = conns_[index];
   UMQ_ASSERT(received_bytes > 0);
   conn.transport_chosen = true;
-  const bool tls_hello =
-      static_cast<uint8_t>(conn.in.data()[conn.in_bytes]) == kTlsHandshakeByte;
+  const bool tls_hello = static_cast<uint8_t>(conn.in.data()[conn.in_bytes]) == kTlsHandshakeByte;
   const TlsMode mode = config_.tls.mode;
   if (tls_hello && mode == TlsMode::disabled) {
     log_warn("closing the connection from " + peer_of(conn) +

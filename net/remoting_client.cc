@@ -7,11 +7,11 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
-#include <openssl/err.h>
-#include <openssl/ssl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -107,8 +107,7 @@ io::Result<std::unique_ptr<RemotingClient>> RemotingClient::connect(const std::s
                                                                     const TlsClientOptions& tls) {
   io::Result<std::unique_ptr<RemotingClient>> client = connect(host, port, timeout_ms);
   if (!client.is_ok() || !tls.enabled) return client;
-  UMQ_RETURN_IF_ERROR(
-      (*client)->start_tls(tls, host + ":" + std::to_string(port), timeout_ms));
+  UMQ_RETURN_IF_ERROR((*client)->start_tls(tls, host + ":" + std::to_string(port), timeout_ms));
   return client;
 }
 
@@ -205,8 +204,9 @@ io::Status RemotingClient::start_tls(const TlsClientOptions& tls, const std::str
     if (rc == 1) return io::Status::ok();
     io::Status waited = tls_wait(rc, start + timeout_ms, start, "in the TLS handshake");
     if (!waited.is_ok()) {
-      return io::Status::error(waited.code(), "TLS handshake with " + peer + ": " +
-                                                  waited.message(), waited.sys_errno());
+      return io::Status::error(waited.code(),
+                               "TLS handshake with " + peer + ": " + waited.message(),
+                               waited.sys_errno());
     }
   }
 }

@@ -51,17 +51,17 @@ io::Status load_key_pair(SSL_CTX* ctx, const TlsConfig& config) {
   UMQ_RETURN_IF_ERROR(check_readable("tls.server.certPath", config.cert_path));
   UMQ_RETURN_IF_ERROR(check_readable("tls.server.keyPath", config.key_path));
   if (SSL_CTX_use_certificate_chain_file(ctx, config.cert_path.c_str()) != 1) {
-    return tls_error(openssl_error("tls.server.certPath " + config.cert_path +
-                                   ": not a PEM certificate"));
+    return tls_error(
+        openssl_error("tls.server.certPath " + config.cert_path + ": not a PEM certificate"));
   }
   // Read first, then set: a key that does not decrypt and one that does not match the
   // certificate are told apart. The callback is passed even without a password: OpenSSL would
   // otherwise prompt on the terminal for an encrypted key.
   BIO* file = BIO_new_file(config.key_path.c_str(), "r");
-  EVP_PKEY* key = file == nullptr ? nullptr
-                                  : PEM_read_bio_PrivateKey(file, nullptr, password_callback,
-                                                            const_cast<std::string*>(
-                                                                &config.key_password));
+  EVP_PKEY* key = file == nullptr
+                      ? nullptr
+                      : PEM_read_bio_PrivateKey(file, nullptr, password_callback,
+                                                const_cast<std::string*>(&config.key_password));
   BIO_free(file);
   if (key == nullptr) {
     return tls_error(openssl_error(
@@ -163,9 +163,9 @@ std::string set_tls_key(TlsConfig& c, std::string_view key, std::string_view v) 
     c.auth_client = v == "true";
     return {};
   }
-  std::string* path = key == "tls.server.certPath"       ? &c.cert_path
-                      : key == "tls.server.keyPath"      ? &c.key_path
-                      : key == "tls.server.keyPassword"  ? &c.key_password
+  std::string* path = key == "tls.server.certPath"        ? &c.cert_path
+                      : key == "tls.server.keyPath"       ? &c.key_path
+                      : key == "tls.server.keyPassword"   ? &c.key_password
                       : key == "tls.server.trustCertPath" ? &c.trust_cert_path
                                                           : nullptr;
   if (path == nullptr) return "unknown";
@@ -193,8 +193,8 @@ std::string describe_tls_config(const TlsConfig& c) {
   out += "tls.server.certPath=" + c.cert_path + "\n";
   out += "tls.server.keyPath=" + c.key_path + "\n";
   if (!c.key_password.empty()) out += "tls.server.keyPassword=(set)\n";
-  out += std::string("tls.server.need.client.auth=") +
-         auth[static_cast<int>(c.need_client_auth)] + "\n";
+  out += std::string("tls.server.need.client.auth=") + auth[static_cast<int>(c.need_client_auth)] +
+         "\n";
   out += std::string("tls.server.authClient=") + (c.auth_client ? "true" : "false") + "\n";
   if (!c.trust_cert_path.empty()) out += "tls.server.trustCertPath=" + c.trust_cert_path + "\n";
   return out;

@@ -36,10 +36,10 @@ enum class TlsMode : uint8_t { disabled, permissive, enforcing };
 enum class TlsClientAuth : uint8_t { none, optional, require };
 
 struct TlsConfig {
-  TlsMode mode = TlsMode::disabled;                     // tls.server.mode
-  std::string cert_path;                                // tls.server.certPath: PEM chain
-  std::string key_path;                                 // tls.server.keyPath: PEM key
-  std::string key_password;                             // tls.server.keyPassword (encrypted key)
+  TlsMode mode = TlsMode::disabled;                      // tls.server.mode
+  std::string cert_path;                                 // tls.server.certPath: PEM chain
+  std::string key_path;                                  // tls.server.keyPath: PEM key
+  std::string key_password;                              // tls.server.keyPassword (encrypted key)
   TlsClientAuth need_client_auth = TlsClientAuth::none;  // tls.server.need.client.auth
   // tls.server.authClient: a client certificate is verified against trustCertPath; when false
   // any certificate the client presents is accepted (RocketMQ's InsecureTrustManager).

@@ -49,9 +49,9 @@ void send_and_pull(RemotingClient& client, const std::string& topic, const std::
   ASSERT_EQ(pulled.command.code, rc::kSuccess) << remark(pulled);
   std::vector<engine::MessageView> got = decode_all(pulled.body);
   ASSERT_FALSE(got.empty());
-  EXPECT_EQ(std::string(reinterpret_cast<const char*>(got.back().body.data()),
-                        got.back().body.size()),
-            body);
+  EXPECT_EQ(
+      std::string(reinterpret_cast<const char*>(got.back().body.data()), got.back().body.size()),
+      body);
 }
 
 // A client connected without TLS gets no answer: the broker closes the connection.
@@ -91,8 +91,7 @@ TEST_F(BrokerTlsTest, EnforcingServesTlsAndClosesPlainConnectionsWithoutAnAnswer
   // The NameServer port follows the same mode.
   io::Result<std::unique_ptr<RemotingClient>> route = connect(namesrv, tls_client());
   ASSERT_TRUE(route.is_ok()) << route.status().to_string();
-  RemotingResponse r =
-      call(**route, request(req::kGetRouteInfoByTopic, {{"topic", "TE"}}));
+  RemotingResponse r = call(**route, request(req::kGetRouteInfoByTopic, {{"topic", "TE"}}));
   EXPECT_EQ(r.command.code, rc::kSuccess) << remark(r);
   io::Result<std::unique_ptr<RemotingClient>> plain_route = connect(namesrv, {});
   ASSERT_TRUE(plain_route.is_ok());
