@@ -309,7 +309,7 @@ bool TlsChannel::handshake_done() const {
 }
 
 size_t TlsChannel::buffered_bytes() const {
-  return BIO_ctrl_pending(rbio_) + BIO_ctrl_pending(wbio_);
+  return BIO_ctrl_pending(rbio_) + BIO_ctrl_pending(wbio_) + kStateBytes;
 }
 
 std::string TlsChannel::cipher() const {

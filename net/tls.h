@@ -99,8 +99,12 @@ class TlsChannel {
   void take_output(std::string* cipher_out);
   bool has_output() const;
   bool handshake_done() const;
-  // Ciphertext received and not yet decrypted (counted in the connection's buffers).
+  // What the channel holds, counted in the connection's buffers: ciphertext not yet decrypted
+  // or sent, plus kStateBytes for OpenSSL's own state.
   size_t buffered_bytes() const;
+  // OpenSSL's state for one connection, about: the SSL object and, while a record is partly
+  // received or being written, its 16 KiB record buffer (released when idle).
+  static constexpr size_t kStateBytes = 32 << 10;
   // The negotiated cipher suite ("TLS_AES_256_GCM_SHA384"), "" before the handshake.
   std::string cipher() const;
   const std::string& error() const { return error_; }
