@@ -628,6 +628,13 @@ void BrokerReactor::close_stale_connections() {
     Connection& conn = conns_[i];
     if (!conn.open || conn.closing) continue;
     if (conn.partial_since_ms > 0 && mono_ms_ - conn.partial_since_ms >= frame_ms) {
+      if (const std::string tls = tls_stall(conn); !tls.empty()) {
+        log_warn("closing the connection from " + peer_text(conn.peer) + ": " + tls + " in " +
+                 std::to_string(config_.incomplete_frame_timeout_sec) +
+                 " s (incompleteFrameTimeoutSeconds)");
+        close_connection(i, "incomplete TLS handshake or record");
+        continue;
+      }
       const std::string frame = conn.frame_need_bytes > 0
                                     ? "a " + std::to_string(conn.frame_need_bytes) + "-byte frame"
                                     : "a frame's length field";

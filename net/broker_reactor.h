@@ -243,6 +243,9 @@ class BrokerReactor {
   void tls_pump(uint32_t index);
   // Encrypts out_pending (after any handshake output) into out_inflight; false: nothing to send.
   bool seal_output(uint32_t index);
+  // Why a TLS connection's incomplete input is not a frame ("its TLS handshake did not
+  // complete"); "" when it is (or the connection is plain).
+  static std::string tls_stall(const Connection& conn);
   // ---- bounds on connections (broker.cc) ----
   void account(uint32_t index);  // recomputes the connection's share of buffer_bytes_
   void enforce_buffer_budget();

@@ -70,6 +70,7 @@ void BrokerReactor::on_tls_recv(uint32_t index, size_t received_bytes) {
 }
 
 void BrokerReactor::tls_pump(uint32_t index) {
+  bool starved = false;  // OpenSSL wants more ciphertext (not paused)
   for (;;) {
     Connection& conn = conns_[index];
     if (!conn.open || conn.closing) return;
@@ -85,7 +86,10 @@ void BrokerReactor::tls_pump(uint32_t index) {
       decode_frames(index);
       continue;
     }
-    if (r == TlsChannel::Result::want_read) break;
+    if (r == TlsChannel::Result::want_read) {
+      starved = true;
+      break;
+    }
     if (r == TlsChannel::Result::closed) return close_connection(index, "peer closed (TLS)");
     // A failed handshake or a record that does not decrypt: only this connection goes. What
     // OpenSSL queued for the peer (an alert) is not sent.
@@ -93,8 +97,24 @@ void BrokerReactor::tls_pump(uint32_t index) {
     return close_connection(index, conn.tls->error());
   }
   Connection& conn = conns_[index];
+  // A handshake or a record still incomplete counts as an incomplete frame: a client that
+  // dribbles TLS bytes is closed after incompleteFrameTimeoutSeconds, as one that dribbles a
+  // plain frame.
+  // A paused connection is not timed: its client is slow to read, not to write.
+  if (starved && (!conn.tls->handshake_done() || conn.tls->partial_record())) {
+    if (conn.partial_since_ms == 0) conn.partial_since_ms = mono_ms_;
+  } else if (starved && conn.in_bytes == 0) {
+    conn.partial_since_ms = 0;  // nothing incomplete, in TLS or in frames
+  }
   if (conn.tls->has_output()) flush_out(index);  // handshake records, session tickets
   account(index);
+}
+
+std::string BrokerReactor::tls_stall(const Connection& conn) {
+  if (!conn.tls) return {};
+  if (!conn.tls->handshake_done()) return "its TLS handshake did not complete";
+  if (conn.in_bytes == 0) return "a TLS record stayed incomplete";
+  return {};
 }
 
 bool BrokerReactor::seal_output(uint32_t index) {

@@ -308,6 +308,10 @@ bool TlsChannel::handshake_done() const {
   return SSL_is_init_finished(ssl_) == 1;
 }
 
+bool TlsChannel::partial_record() const {
+  return SSL_has_pending(ssl_) == 1 || BIO_ctrl_pending(rbio_) > 0;
+}
+
 size_t TlsChannel::buffered_bytes() const {
   return BIO_ctrl_pending(rbio_) + BIO_ctrl_pending(wbio_) + kStateBytes;
 }

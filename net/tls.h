@@ -99,6 +99,8 @@ class TlsChannel {
   void take_output(std::string* cipher_out);
   bool has_output() const;
   bool handshake_done() const;
+  // Part of a TLS record was received and waits for the rest.
+  bool partial_record() const;
   // What the channel holds, counted in the connection's buffers: ciphertext not yet decrypted
   // or sent, plus kStateBytes for OpenSSL's own state.
   size_t buffered_bytes() const;

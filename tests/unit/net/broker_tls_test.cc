@@ -291,5 +291,45 @@ TEST_F(BrokerTlsTest, GarbageInOrAfterTheHandshakeClosesOnlyThatConnection) {
   send_and_pull(*good, "TG", "after");
 }
 
+// Waits up to 5 s for the broker to close fd (a TLS alert may come first); the wait in ms.
+int64_t wait_closed(int fd) {
+  const Clock::time_point start = Clock::now();
+  char bytes[512];
+  while (ms_since(start) < 5000) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 100) != 1) continue;
+    if (::recv(fd, bytes, sizeof(bytes), 0) <= 0) return ms_since(start);
+  }
+  ADD_FAILURE() << "still open after 5 s";
+  return -1;
+}
+
+TEST_F(BrokerTlsTest, AStalledHandshakeOrRecordIsClosedAfterIncompleteFrameTimeoutSeconds) {
+  RunningBroker broker(store_dir_.path(), [&](BrokerConfig& c) {
+    use_server_tls(c, certs_, TlsMode::enforcing);
+    c.incomplete_frame_timeout_sec = 1;
+  });
+  // A handshake record's header and a few bytes, then nothing.
+  auto hello = broker.client();
+  const std::string part = std::string("\x16\x03\x01\x02\x00", 5) + std::string(10, '\x01');
+  ASSERT_TRUE(hello->send_raw(as_bytes(std::string_view(part))).is_ok());
+  const int64_t hello_ms = wait_closed(hello->fd());
+  EXPECT_GE(hello_ms, 700);
+  // After the handshake: part of an application data record, then nothing.
+  auto dribbler = broker.client(tls_client());
+  send_and_pull(*dribbler, "TS", "handshake done");
+  const std::string record = std::string("\x17\x03\x03\x00\x40", 5) + std::string(10, 'r');
+  ASSERT_EQ(::send(dribbler->fd(), record.data(), record.size(), MSG_NOSIGNAL), 15);
+  const int64_t record_ms = wait_closed(dribbler->fd());
+  EXPECT_GE(record_ms, 700);
+  std::printf("figures: stalled TLS handshake closed after %lld ms, stalled record %lld ms\n",
+              static_cast<long long>(hello_ms), static_cast<long long>(record_ms));
+  // A quiet TLS connection with nothing incomplete stays open.
+  auto quiet = broker.client(tls_client());
+  send_and_pull(*quiet, "TS", "first");
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  send_and_pull(*quiet, "TS", "after 2.5 s");
+}
+
 }  // namespace
 }  // namespace uringmq::net
