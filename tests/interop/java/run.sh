@@ -4,8 +4,8 @@
 # the NameServer address as its argument and passes by printing "JAVA-CHECK OK".
 # Usage: tests/interop/java/run.sh <uringmq-broker binary> <work dir>
 #          [class [broker.conf line | -Dname=value ...]]
-# A -D argument is a JVM option of the check (-Dtls.enable=true); @WORK@ in a broker.conf line is
-# the work dir, where a self-signed test certificate and key (server.pem, server.key) are made
+# A -D argument is a JVM option of the check (-Dtls.enable=true); @WORK@ in either is the work
+# dir, where a self-signed test certificate and key (server.pem, server.key) are made
 # when a line sets tls.server.*.
 # The client comes from a RocketMQ 4.9.8 Java distribution (a folder with env.sh and lib/):
 # $URINGMQ_ROCKETMQ_JAVA, else a folder named rocketmq-java one level beside the checkout
@@ -47,7 +47,7 @@ diskSpaceWarningLevelRatio=100
 CONF
 jvm_opts=()
 for line in "${extra_conf[@]}"; do
-  if [[ $line == -D* ]]; then jvm_opts+=("$line"); continue; fi
+  if [[ $line == -D* ]]; then jvm_opts+=("${line//@WORK@/$work}"); continue; fi
   echo "${line//@WORK@/$work}" >> "$work/broker.conf"
 done
 if grep -q '^tls\.server\.' "$work/broker.conf"; then
