@@ -5,8 +5,8 @@
 # Usage: tests/interop/java/run.sh <uringmq-broker binary> <work dir>
 #          [class [broker.conf line | -Dname=value ...]]
 # A -D argument is a JVM option of the check (-Dtls.enable=true); @WORK@ in either is the work
-# dir, where a self-signed test certificate and key (server.pem, server.key) are made
-# when a line sets tls.server.*.
+# dir, where self-signed test certificates and keys (server.pem, server.key, client.pem,
+# client.key) are made when a line sets tls.server.*.
 # The client comes from a RocketMQ 4.9.8 Java distribution (a folder with env.sh and lib/):
 # $URINGMQ_ROCKETMQ_JAVA, else a folder named rocketmq-java one level beside the checkout
 # (tools/find-rocketmq-java.sh). Without it, or without java/javac, the test prints a skip line
@@ -51,8 +51,10 @@ for line in "${extra_conf[@]}"; do
   echo "${line//@WORK@/$work}" >> "$work/broker.conf"
 done
 if grep -q '^tls\.server\.' "$work/broker.conf"; then
-  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
-    -keyout "$work/server.key" -out "$work/server.pem" -subj /CN=127.0.0.1 2> /dev/null
+  for who in server client; do
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
+      -keyout "$work/$who.key" -out "$work/$who.pem" -subj "/CN=uringmq-test-$who" 2> /dev/null
+  done
 fi
 "$broker_bin" -c "$work/broker.conf" > "$work/broker.log" 2>&1 &
 broker_pid=$!
