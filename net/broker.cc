@@ -105,6 +105,12 @@ io::Result<std::unique_ptr<Broker>> Broker::open(const BrokerConfig& config) {
   io::Result<std::unique_ptr<io::Waker>> stop_waker = io::Waker::create();
   if (!stop_waker.is_ok()) return stop_waker.status();
   broker->stop_waker_ = std::move(*stop_waker);
+  // TLS settings are checked before recovery, which may take minutes (the reactor loads them
+  // again when it starts).
+  if (config.tls.mode != TlsMode::disabled) {
+    io::Result<std::unique_ptr<TlsContext>> tls = TlsContext::create(config.tls);
+    if (!tls.is_ok()) return tls.status();
+  }
   io::Result<std::unique_ptr<Store>> store = Store::open(broker->config_.store);
   if (!store.is_ok()) return store.status();
   broker->store_ = std::move(*store);

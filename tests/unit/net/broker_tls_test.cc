@@ -166,8 +166,14 @@ TEST_F(BrokerTlsTest, BadConfigurationIsAStartErrorNamingTheKeyAndFile) {
     io::Result<std::unique_ptr<Broker>> b = Broker::open(c);
     return b.is_ok() ? std::string("opened") : b.status().message();
   };
-  std::string e = open_error([](BrokerConfig& c) { c.tls.cert_path = "/nonexistent/c.pem"; });
+  const std::string never = store_dir_.path() + "/never";
+  std::string e = open_error([&](BrokerConfig& c) {
+    c.tls.cert_path = "/nonexistent/c.pem";
+    c.store.data_dir = never;
+  });
   EXPECT_NE(e.find("tls.server.certPath /nonexistent/c.pem"), std::string::npos) << e;
+  // Checked before the store is opened (and recovered).
+  EXPECT_NE(::access(never.c_str(), F_OK), 0) << "the store was opened before the TLS check";
   e = open_error([&](BrokerConfig& c) { c.tls.key_path = certs_.server_key_encrypted; });
   EXPECT_NE(e.find("tls.server.keyPath " + certs_.server_key_encrypted), std::string::npos) << e;
   EXPECT_NE(e.find("tls.server.keyPassword"), std::string::npos) << e;
