@@ -151,6 +151,34 @@ TEST_F(BrokerTlsTest, RequiredClientCertificatesAreVerified) {
   send_and_pull(*good, "TA", "still served");
 }
 
+TEST(BrokerTlsConfigTest, RocketMQsKeysParseAndThePasswordIsNotLogged) {
+  io::Result<BrokerConfig> c = parse_broker_config(
+      "tls.server.mode=permissive\ntls.server.certPath=/c.pem\ntls.server.keyPath=/k.pem\n"
+      "tls.server.keyPassword=hunter2\ntls.server.need.client.auth=optional\n"
+      "tls.server.authClient=true\ntls.server.trustCertPath=/ca.pem\n",
+      "b.conf");
+  ASSERT_TRUE(c.is_ok()) << c.status().to_string();
+  EXPECT_EQ(c->tls.mode, TlsMode::permissive);
+  EXPECT_EQ(c->tls.cert_path, "/c.pem");
+  EXPECT_EQ(c->tls.key_path, "/k.pem");
+  EXPECT_EQ(c->tls.key_password, "hunter2");
+  EXPECT_EQ(c->tls.need_client_auth, TlsClientAuth::optional);
+  EXPECT_TRUE(c->tls.auth_client);
+  EXPECT_EQ(c->tls.trust_cert_path, "/ca.pem");
+  const std::string described = describe_broker_config(*c);
+  EXPECT_NE(described.find("tls.server.mode=permissive\n"), std::string::npos) << described;
+  EXPECT_NE(described.find("tls.server.keyPassword=(set)\n"), std::string::npos) << described;
+  EXPECT_EQ(described.find("hunter2"), std::string::npos) << described;
+  io::Result<BrokerConfig> defaults = parse_broker_config("", "b.conf");
+  ASSERT_TRUE(defaults.is_ok());
+  EXPECT_EQ(defaults->tls.mode, TlsMode::disabled);
+  io::Result<BrokerConfig> bad = parse_broker_config("tls.server.need.client.auth=yes\n", "b.conf");
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_EQ(bad.status().message(),
+            "b.conf:1: tls.server.need.client.auth 'yes' is not a client auth mode: none, "
+            "optional or require");
+}
+
 TEST_F(BrokerTlsTest, BadConfigurationIsAStartErrorNamingTheKeyAndFile) {
   auto open_error = [&](const std::function<void(BrokerConfig&)>& adjust) {
     BrokerConfig c;
