@@ -18,6 +18,7 @@ namespace {
 // One TLS record's worth of plaintext per SSL_write: the write BIO is drained after each, so
 // it never holds more than one record.
 constexpr size_t kWriteChunkBytes = 16 << 10;
+constexpr long kSessionCacheEntries = 1024;
 
 io::Status tls_error(const std::string& what) {
   return io::Status::error(io::Code::invalid_argument, what);
@@ -214,6 +215,11 @@ io::Result<std::unique_ptr<TlsContext>> TlsContext::create(const TlsConfig& conf
   // An idle connection gives its record buffers back (most connections are idle most of the
   // time; a busy one keeps them).
   SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
+  // A client-initiated TLS 1.2 renegotiation costs the reactor a handshake per request: refused.
+  SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION);
+  // TLS 1.2 sessions kept for resumption are bounded (TLS 1.3 resumes with tickets the server
+  // does not keep).
+  SSL_CTX_sess_set_cache_size(ctx, kSessionCacheEntries);
   UMQ_RETURN_IF_ERROR(load_key_pair(ctx, config));
   UMQ_RETURN_IF_ERROR(set_client_auth(ctx, config));
   return context;
