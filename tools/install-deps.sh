@@ -3,9 +3,9 @@
 # when everything is present). Runs as root on Debian 12; with sudo otherwise.
 #   build/test: compilers, CMake, liburing, jemalloc, ISA-L, GoogleTest, Google Benchmark,
 #               libsystemd (sd_notify), CLI11 (uringmq-ctl's command line), OpenSSL (TLS on
-#               the remoting ports; the openssl tool makes the tests' certificates), clang (libFuzzer
-#               targets), clang-format (tools/lint.sh); build-essential brings dpkg-dev, whose
-#               dpkg-shlibdeps the .deb (cpack) needs
+#               the remoting ports; the openssl tool makes the tests' certificates), clang
+#               (libFuzzer targets), clang-format (tools/lint.sh); build-essential brings
+#               dpkg-dev, whose dpkg-shlibdeps the .deb (cpack) needs
 #   interop:    Node.js >= 18 with npm (tests/interop runs the npm client ali-ons)
 #   benchmarks: fio, gnuplot, redis-server and beanstalkd (peers the broker is compared with)
 set -euo pipefail
