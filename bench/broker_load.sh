@@ -4,7 +4,8 @@
 # port) under one uringmq-net-bench load; the produce scripts collect the runs' JSON lines as
 # "MODE RUN {json}" and summarise them in their own python.
 # one_load needs: build (the build dir), data (a scratch dir, removed and recreated per run),
-# CONNS, BYTES, SECONDS_, WARMUP. The caller sets its own EXIT trap (server_stop first).
+# CONNS, BYTES, SECONDS_, WARMUP; EXTRA_CONF (optional): more broker.conf lines. The caller sets
+# its own EXIT trap (server_stop first).
 server_pid=""
 server_stop() {  # SIGTERM the server started last and wait for it (the servers stop cleanly on it)
   if [ -n "$server_pid" ]; then
@@ -37,6 +38,7 @@ one_load() {
     "$data/store" "$port" "mappedFileSizeCommitLog=$segment
 defaultTopicQueueNums=8
 logLevel=warn" >"$data/broker.conf"
+  [ -n "${EXTRA_CONF:-}" ] && printf '%s\n' "$EXTRA_CONF" >>"$data/broker.conf"
   "$build/tools/uringmq-broker" -c "$data/broker.conf" 2>"$data/broker.log" &
   server_pid=$!
   wait_port "$port"

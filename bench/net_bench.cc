@@ -33,12 +33,18 @@
 // the protocol asks. Remoting frames are encoded once per slot with encode_frame and patched in
 // place per send (born timestamp digits and a sequence number in the body), so the client's
 // CPU goes to the network and the reply decoding (decode_frame), not to JSON writing.
+// With --tls 1 (remoting): every connection does a TLS handshake first (OpenSSL, any server
+// certificate accepted, as RocketMQ's client by default) and every byte goes through SSL_write /
+// SSL_read on the same non-blocking socket; the report names the negotiated cipher suite.
 // This is a benchmark client, not the broker's reactor: it may block in epoll_wait and read the
 // system clock.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <signal.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -86,6 +92,7 @@ struct Args {
   uint32_t batch = 0;  // remoting: SEND_BATCH_MESSAGE of this many messages (0: single sends)
   bool transactional = false;  // remoting: half send + END_TRANSACTION commit per message
   bool consume = false;        // --transactional: a long-polling consumer per queue too
+  bool tls = false;            // remoting over TLS
   bool json = false;
 };
 
@@ -104,7 +111,8 @@ constexpr size_t kSeqDigits = 16;                    // hex sequence stamped int
              "         [--delay-level N]  (remoting: every message delayed by level N)\n"
              "         [--batch N]  (remoting: SEND_BATCH_MESSAGE, N messages a request)\n"
              "         [--transactional 1]  (remoting: half send + END_TRANSACTION commit)\n"
-             "         [--consume 1]  (--transactional: consumers time commit -> consume)\n");
+             "         [--consume 1]  (--transactional: consumers time commit -> consume)\n"
+             "         [--tls 1]  (remoting over TLS)\n");
 }
 
 // The protocols by name (--protocol, the report).
@@ -134,9 +142,9 @@ void apply_flag(Args& a, std::string_view flag, const std::string& value) {
   if (apply_field_flag(kFieldFlags, a, flag, value, usage)) return;
   if (flag == "--protocol") {
     a.protocol = parse_choice(flag, value, kProtocols, usage);
-  } else if (flag == "--transactional" || flag == "--consume") {
+  } else if (flag == "--transactional" || flag == "--consume" || flag == "--tls") {
     if (value != "0" && value != "1") usage(std::string(flag) + " takes 0 or 1");
-    (flag == "--consume" ? a.consume : a.transactional) = value == "1";
+    (flag == "--consume" ? a.consume : flag == "--tls" ? a.tls : a.transactional) = value == "1";
   } else {
     usage("unknown option " + std::string(flag));
   }
@@ -158,6 +166,9 @@ Args parse_args(int argc, char** argv) {
   }
   if (a.transactional && (a.protocol != Protocol::remoting || a.batch > 0)) {
     usage("--transactional is for --protocol remoting, without --batch");
+  }
+  if (a.tls && a.protocol != Protocol::remoting) {
+    usage("--tls is for --protocol remoting");
   }
   if (a.consume && !a.transactional) usage("--consume is for --transactional");
   return a;
@@ -235,6 +246,7 @@ struct Counters {
 
 struct Connection {
   int fd = -1;
+  SSL* ssl = nullptr;  // --tls
   uint32_t id = 0;
   std::string out;             // bytes not yet written
   size_t out_done = 0;         // of `out`, written
@@ -297,7 +309,24 @@ class LoadGenerator {
   std::vector<size_t> batch_body_at_;  // --batch: each message's body offset within the body
   std::string read_buffer_ = std::string(kReadChunkBytes, '\0');
   std::unordered_map<uint64_t, int64_t> commit_ns_by_seq_;  // --transactional: commits sent
+  SSL_CTX* ssl_ctx_ = nullptr;                              // --tls
+  std::string cipher_;                                      // --tls: the first one negotiated
 };
+
+// A TLS handshake on c's still blocking socket; false after printing why.
+bool start_tls(Connection& c, SSL_CTX* ctx, std::string* cipher) {
+  c.ssl = SSL_new(ctx);
+  SSL_set_mode(c.ssl, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+  SSL_set_fd(c.ssl, c.fd);
+  if (SSL_connect(c.ssl) != 1) {
+    char text[256];
+    ERR_error_string_n(ERR_get_error(), text, sizeof(text));
+    std::fprintf(stderr, "uringmq-net-bench: connection %u: TLS handshake: %s\n", c.id, text);
+    return false;
+  }
+  if (cipher->empty()) *cipher = SSL_get_cipher_name(c.ssl);
+  return true;
+}
 
 bool LoadGenerator::fatal(const Connection& c, const std::string& why) {
   std::fprintf(stderr, "uringmq-net-bench: connection %u: %s\n", c.id, why.c_str());
@@ -312,6 +341,11 @@ bool LoadGenerator::open_connections() {
     usage("--host takes an IPv4 address");
   epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
   if (epoll_fd_ < 0) return false;
+  if (a_.tls) {
+    signal(SIGPIPE, SIG_IGN);  // OpenSSL writes with write(2)
+    ssl_ctx_ = SSL_CTX_new(TLS_client_method());
+    SSL_CTX_set_verify(ssl_ctx_, SSL_VERIFY_NONE, nullptr);
+  }
   const uint32_t consumers = a_.transactional && a_.consume ? a_.queues : 0;
   conns_.resize(a_.connections + consumers);
   for (uint32_t i = 0; i < conns_.size(); i++) {
@@ -325,6 +359,7 @@ bool LoadGenerator::open_connections() {
     }
     int one = 1;
     setsockopt(c.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (a_.tls && !start_tls(c, ssl_ctx_, &cipher_)) return false;
     const int flags = fcntl(c.fd, F_GETFL);
     fcntl(c.fd, F_SETFL, flags | O_NONBLOCK);
     epoll_event ev{};
@@ -473,7 +508,18 @@ void LoadGenerator::issue(Connection& c, int64_t now) {
 }
 
 bool LoadGenerator::flush(Connection& c) {
-  while (c.out_done < c.out.size()) {
+  while (c.ssl != nullptr && c.out_done < c.out.size()) {
+    const int n =
+        SSL_write(c.ssl, c.out.data() + c.out_done, static_cast<int>(c.out.size() - c.out_done));
+    if (n > 0) {
+      c.out_done += static_cast<size_t>(n);
+      continue;
+    }
+    const int e = SSL_get_error(c.ssl, n);
+    if (e == SSL_ERROR_WANT_WRITE || e == SSL_ERROR_WANT_READ) break;
+    return fatal(c, "TLS write failed");
+  }
+  while (c.ssl == nullptr && c.out_done < c.out.size()) {
     const ssize_t n =
         ::send(c.fd, c.out.data() + c.out_done, c.out.size() - c.out_done, MSG_NOSIGNAL);
     if (n > 0) {
@@ -664,7 +710,17 @@ bool LoadGenerator::parse_replies(Connection& c, int64_t now) {
 }
 
 bool LoadGenerator::on_readable(Connection& c, int64_t now) {
-  for (;;) {
+  while (c.ssl != nullptr) {  // until OpenSSL holds nothing more
+    const int n = SSL_read(c.ssl, read_buffer_.data(), static_cast<int>(read_buffer_.size()));
+    if (n > 0) {
+      c.in.append(read_buffer_.data(), static_cast<size_t>(n));
+      continue;
+    }
+    const int e = SSL_get_error(c.ssl, n);
+    if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) break;
+    return fatal(c, "the server closed the TLS connection");
+  }
+  while (c.ssl == nullptr) {
     const ssize_t n = ::recv(c.fd, read_buffer_.data(), read_buffer_.size(), 0);
     if (n > 0) {
       c.in.append(read_buffer_.data(), static_cast<size_t>(n));
@@ -757,7 +813,7 @@ void LoadGenerator::print_report(double window_s, double cpu_s, uint64_t unanswe
         "\"errors\":%llu,\"unanswered\":%llu,\"first_error\":\"%s\","
         "\"client_cpu_us_per_msg\":%.3f,\"warmup_messages\":%llu,\"transactional\":%s,"
         "\"commit_p50_us\":%.0f,\"commit_p99_us\":%.0f,\"consume_p50_us\":%.0f,"
-        "\"consume_p99_us\":%.0f}\n",
+        "\"consume_p99_us\":%.0f,\"tls_cipher\":\"%s\"}\n",
         choice_name(a_.protocol, kProtocols), a_.connections, a_.pipeline, a_.message_bytes,
         window_s, a_.warmup_seconds, static_cast<unsigned long long>(window_.ok), rate, mb,
         h.percentile_us(0.50), h.percentile_us(0.99), h.percentile_us(0.999), h.max_us(),
@@ -765,7 +821,8 @@ void LoadGenerator::print_report(double window_s, double cpu_s, uint64_t unanswe
         json_escape(first_error_).c_str(), cpu_us_per_msg,
         static_cast<unsigned long long>(warmup_.ok), a_.transactional ? "true" : "false",
         window_.commit_latency.percentile_us(0.50), window_.commit_latency.percentile_us(0.99),
-        window_.consume_latency.percentile_us(0.50), window_.consume_latency.percentile_us(0.99));
+        window_.consume_latency.percentile_us(0.50), window_.consume_latency.percentile_us(0.99),
+        cipher_.c_str());
     return;
   }
   std::printf(
@@ -776,6 +833,7 @@ void LoadGenerator::print_report(double window_s, double cpu_s, uint64_t unanswe
       h.percentile_us(0.50), h.percentile_us(0.99), h.percentile_us(0.999), h.max_us(),
       static_cast<unsigned long long>(errors), static_cast<unsigned long long>(unanswered),
       cpu_us_per_msg, first_error_.empty() ? "" : ", first error: ", first_error_.c_str());
+  if (a_.tls) std::printf("tls: cipher %s\n", cipher_.c_str());
   if (a_.transactional) {
     const LatencyHistogram& e = window_.commit_latency;
     std::printf(

@@ -170,6 +170,12 @@ io::Result<std::unique_ptr<Broker>> Broker::open(const BrokerConfig& config) {
   io::Result<std::unique_ptr<io::Waker>> stop_waker = io::Waker::create();
   if (!stop_waker.is_ok()) return stop_waker.status();
   broker->stop_waker_ = std::move(*stop_waker);
+  // TLS settings are checked before recovery, which may take minutes (the reactor loads them
+  // again when it starts).
+  if (config.tls.mode != TlsMode::disabled) {
+    io::Result<std::unique_ptr<TlsContext>> tls = TlsContext::create(config.tls);
+    if (!tls.is_ok()) return tls.status();
+  }
   io::Result<std::unique_ptr<Store>> store = Store::open(broker->config_.store);
   if (!store.is_ok()) return store.status();
   broker->store_ = std::move(*store);
@@ -260,6 +266,7 @@ io::Status BrokerReactor::start() {
                                  " shards but " + std::to_string(brokers_.size()) +
                                  " presented brokers were bound");
   }
+  UMQ_RETURN_IF_ERROR(open_tls());
   return open_metrics_server();
 }
 
@@ -309,7 +316,7 @@ io::Status BrokerReactor::poll_once(int64_t timeout_ms) {
   drain_store();
   if (!notify_groups_.empty()) send_notices();
   for (uint32_t i = 0; i < conns_.size(); i++) {
-    if (conns_[i].open && !conns_[i].out_pending.empty()) flush_out(i);
+    if (conns_[i].open && output_waiting(conns_[i])) flush_out(i);
   }
   if (buffer_bytes_ > config_.connection_buffers_max_bytes) enforce_buffer_budget();
   const bool may_sleep = session_->begin_wait();
@@ -442,7 +449,9 @@ void BrokerReactor::arm_recv(uint32_t index) {
   grow_input(conn);
   account(index);
   conn.recv_armed = true;
-  ring_->recv(conn.fd, conn.in.data() + conn.in_bytes, conn.in.size() - conn.in_bytes,
+  size_t room = conn.in.size() - conn.in_bytes;
+  if (conn.tls) room = std::min(room, TlsChannel::kRecvMaxBytes);  // ciphertext, fed at once
+  ring_->recv(conn.fd, conn.in.data() + conn.in_bytes, room,
               pack(static_cast<uint8_t>(Event::recv), conn.generation, index));
 }
 
@@ -454,9 +463,11 @@ void BrokerReactor::on_recv(uint32_t index, int32_t result) {
     return close_connection(index,
                             result == 0 ? "peer closed" : std::string(std::strerror(-result)));
   }
+  conn.active_ms = mono_ms_;
+  if (!conn.transport_chosen && !choose_transport(index, static_cast<size_t>(result))) return;
+  if (conn.tls) return on_tls_recv(index, static_cast<size_t>(result));
   conn.recv_filled = static_cast<size_t>(result) == conn.in.size() - conn.in_bytes;
   conn.in_bytes += static_cast<size_t>(result);
-  conn.active_ms = mono_ms_;
   decode_frames(index);
   if (conns_[index].open && !conns_[index].closing) arm_recv(index);
 }
@@ -497,9 +508,13 @@ void BrokerReactor::decode_frames(uint32_t index) {
 
 void BrokerReactor::flush_out(uint32_t index) {
   Connection& conn = conns_[index];
-  if (conn.send_armed || conn.closing || conn.out_pending.empty()) return;
-  conn.out_inflight.clear();
-  std::swap(conn.out_inflight, conn.out_pending);
+  if (conn.send_armed || conn.closing || !output_waiting(conn)) return;
+  if (conn.tls) {
+    if (!seal_output(index)) return;
+  } else {
+    conn.out_inflight.clear();
+    std::swap(conn.out_inflight, conn.out_pending);
+  }
   conn.out_sent = 0;
   conn.send_armed = true;
   ring_->send(conn.fd, conn.out_inflight.data(), conn.out_inflight.size(),
@@ -523,7 +538,7 @@ void BrokerReactor::on_send(uint32_t index, int32_t result) {
   }
   conn.out_inflight.clear();
   if (conn.out_inflight.capacity() > kKeptOutBytes) std::string().swap(conn.out_inflight);
-  if (!conn.out_pending.empty()) flush_out(index);
+  if (output_waiting(conn)) flush_out(index);
   account(index);
   // Replies drained: a connection paused for output may read again, deferred pulls may go.
   conn.resume = true;
@@ -538,6 +553,7 @@ void BrokerReactor::resume_connections() {
     if (!conn.deferred.empty()) retry_deferred(i);
     if (conn.recv_armed || reading_paused(conn)) continue;
     decode_frames(i);
+    if (conns_[i].tls && conns_[i].open && !conns_[i].closing) tls_pump(i);
     if (conns_[i].open && !conns_[i].closing) arm_recv(i);
   }
 }
@@ -601,6 +617,7 @@ void BrokerReactor::maybe_free(uint32_t index) {
   std::string().swap(conn.out_pending);
   std::string().swap(conn.out_inflight);
   std::vector<uint32_t>().swap(conn.deferred);
+  conn.tls.reset();
   open_conns_--;
   conn_pool_.release(index);
 }
@@ -651,7 +668,8 @@ void BrokerReactor::account(uint32_t index) {
   Connection& conn = conns_[index];
   const uint64_t bytes = conn.open && !conn.closing
                              ? conn.in.size() + conn.out_pending.capacity() +
-                                   conn.out_inflight.capacity() + conn.ops_bytes
+                                   conn.out_inflight.capacity() + conn.ops_bytes +
+                                   (conn.tls ? conn.tls->buffered_bytes() : 0)
                              : 0;
   UMQ_ASSERT(buffer_bytes_ >= conn.accounted_bytes);
   buffer_bytes_ = buffer_bytes_ - conn.accounted_bytes + bytes;
@@ -691,6 +709,13 @@ void BrokerReactor::close_stale_connections() {
     Connection& conn = conns_[i];
     if (!conn.open || conn.closing) continue;
     if (conn.partial_since_ms > 0 && mono_ms_ - conn.partial_since_ms >= frame_ms) {
+      if (const std::string tls = tls_stall(conn); !tls.empty()) {
+        log_warn("closing the connection from " + peer_text(conn.peer) + ": " + tls + " in " +
+                 std::to_string(config_.incomplete_frame_timeout_sec) +
+                 " s (incompleteFrameTimeoutSeconds)");
+        close_connection(i, "incomplete TLS handshake or record");
+        continue;
+      }
       const std::string frame = conn.frame_need_bytes > 0
                                     ? "a " + std::to_string(conn.frame_need_bytes) + "-byte frame"
                                     : "a frame's length field";

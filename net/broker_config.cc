@@ -493,6 +493,9 @@ io::Status finish(BrokerConfig& c, std::string_view source,
         source, line_of("namesrvListenPort", "listenPort"),
         "namesrvListenPort and listenPort are both " + std::to_string(c.listen_port));
   }
+  if (std::string tls = check_tls_config(c.tls); !tls.empty()) {
+    return config_error(source, line_of("tls.server.mode", "tls.server.certPath"), tls);
+  }
   c.advertised_address = effective_advertised_address(c);
   if (c.acl_file_path.empty()) {  // plain_acl.yml beside broker.conf
     const size_t slash = source.rfind('/');
@@ -552,6 +555,14 @@ io::Result<BrokerConfig> parse_broker_config(std::string_view text, std::string_
     if (is_ignored(key)) {
       config.ignored_keys.emplace_back(key);
       continue;
+    }
+    if (key.starts_with("tls.server.")) {  // net/tls.h; an unknown one is refused below
+      std::string error = set_tls_key(config.tls, key, value);
+      if (error.empty()) continue;
+      if (error != "unknown") {
+        return config_error(source, line_number,
+                            std::string(key) + " '" + std::string(value) + "' " + error);
+      }
     }
     const KeySetter* setter = find_setter(key);
     if (setter == nullptr) {
@@ -663,6 +674,7 @@ std::string describe_broker_config(const BrokerConfig& c) {
   add("metricsPromExporterPort", num(c.metrics_prom_port));
   add("aclEnable", c.acl_enable ? "true" : "false");
   add("aclFilePath", c.acl_file_path);
+  out += describe_tls_config(c.tls);
   for (const std::string& key : c.ignored_keys) out.append("ignored: ").append(key).append("\n");
   return out;
 }

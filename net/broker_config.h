@@ -24,6 +24,7 @@
 
 #include "engine/store.h"
 #include "io/status.h"
+#include "net/tls.h"
 
 namespace uringmq::net {
 
@@ -87,6 +88,8 @@ struct BrokerConfig {
   // aclFilePath (default: plain_acl.yml beside broker.conf), re-read when it changes.
   bool acl_enable = false;
   std::string acl_file_path;
+  // TLS on the broker and NameServer ports (tls.server.*, RocketMQ's names; net/tls.h).
+  TlsConfig tls;
   // Keys present in the file that were accepted and ignored, in file order (describe lists them).
   std::vector<std::string> ignored_keys;
 };

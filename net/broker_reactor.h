@@ -37,6 +37,7 @@
 #include "net/remoting.h"
 #include "net/socket_slot.h"
 #include "net/subscription_groups.h"
+#include "net/tls.h"
 #include "net/topic_table.h"
 #include "net/wire_offset.h"
 #include "sched/slot_pool.h"
@@ -96,6 +97,10 @@ struct Connection : SocketSlot<uint32_t> {  // its generation wraps at 24 bits
   // Pulls whose record did not fit their buffer, waiting (buffer released) until the
   // connection's replies leave room for the largest message; FIFO, at most ops_pending.
   std::vector<uint32_t> deferred;
+  // TLS (net/broker_tls.cc): the first recv picks plain or TLS by its first byte; with TLS,
+  // `in` holds plaintext and out_inflight ciphertext.
+  bool transport_chosen = false;
+  std::unique_ptr<TlsChannel> tls;
 };
 // conns_ grows while the kernel writes into `in`: growing must move the buffers, not copy them.
 static_assert(std::is_nothrow_move_constructible_v<Connection>);
@@ -103,6 +108,11 @@ static_assert(std::is_nothrow_move_constructible_v<Connection>);
 // Bytes of replies a connection holds or has reserved (compared with kConnectionOutputMaxBytes).
 inline uint64_t output_bytes(const Connection& conn) {
   return conn.out_pending.size() + conn.out_inflight.size() + conn.ops_bytes;
+}
+
+// Replies, or TLS records of its own (handshake), waiting for the next send.
+inline bool output_waiting(const Connection& conn) {
+  return !conn.out_pending.empty() || (conn.tls && conn.tls->has_output());
 }
 
 // A request waiting for the store. Owns every byte the store reads or writes for it.
@@ -272,6 +282,18 @@ class BrokerReactor {
   void resume_connections();
   void retry_deferred(uint32_t index);
   void sweep(int64_t now_ms);
+  // ---- TLS on the remoting ports (broker_tls.cc) ----
+  io::Status open_tls();
+  // The first bytes received pick plain or TLS (tls.server.mode); false when it closed.
+  bool choose_transport(uint32_t index, size_t received_bytes);
+  void on_tls_recv(uint32_t index, size_t received_bytes);
+  // Decrypts into the input buffer and decodes, while the connection may read.
+  void tls_pump(uint32_t index);
+  // Encrypts out_pending (after any handshake output) into out_inflight; false: nothing to send.
+  bool seal_output(uint32_t index);
+  // Why a TLS connection's incomplete input is not a frame ("its TLS handshake did not
+  // complete"); "" when it is (or the connection is plain).
+  static std::string tls_stall(const Connection& conn);
   // ---- bounds on connections (broker.cc) ----
   void account(uint32_t index);  // recomputes the connection's share of buffer_bytes_
   void enforce_buffer_budget();
@@ -467,6 +489,7 @@ class BrokerReactor {
   uint16_t namesrv_port_ = 0;
   bool stopping_ = false;
   RemotingLimits limits_;
+  std::unique_ptr<TlsContext> tls_context_;  // null when tls.server.mode is disabled
   std::vector<Connection> conns_;
   sched::SlotPool conn_pool_;  // which of conns_ are in use (capacity maxConnections)
   uint32_t open_conns_ = 0;

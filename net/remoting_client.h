@@ -8,6 +8,8 @@
 // Errors: a timeout is io::Code::io_error with sys_errno() ETIMEDOUT; the peer closing is
 // io::Code::shut_down; an undecodable frame is io::Code::corruption (the connection is unusable
 // afterwards); socket failures carry their errno.
+// TLS (TlsClientOptions): the handshake runs within the connect timeout, then every byte goes
+// through OpenSSL on the same non-blocking socket (net/tls.h is the broker's side).
 // Not thread-safe: one thread uses a client at a time.
 
 #include <cstdint>
@@ -20,7 +22,21 @@
 #include "io/status.h"
 #include "net/remoting.h"
 
+struct ssl_st;
+struct ssl_ctx_st;
+
 namespace uringmq::net {
+
+// TLS for a client connection, as RocketMQ's client reads tls.client.* (TlsSystemConfig).
+struct TlsClientOptions {
+  bool enabled = false;  // tls.enable
+  // tls.client.trustCertPath: the server's certificate is verified against these CAs; empty:
+  // any certificate is accepted (tls.client.authServer false, RocketMQ's default).
+  std::string trust_cert_path;
+  std::string cert_path;     // tls.client.certPath: a client certificate (empty: none)
+  std::string key_path;      // tls.client.keyPath
+  std::string key_password;  // tls.client.keyPassword
+};
 
 struct RemotingResponse {
   RemotingCommand command;
@@ -32,6 +48,11 @@ class RemotingClient {
   // Resolves `host` (name or numeric, IPv4 or IPv6) and connects within timeout_ms.
   static io::Result<std::unique_ptr<RemotingClient>> connect(const std::string& host, uint16_t port,
                                                              int timeout_ms = 5000);
+  // The same, then a TLS handshake when tls.enabled (an error names the peer and OpenSSL's
+  // reason: "TLS handshake with 127.0.0.1:10911: ...").
+  static io::Result<std::unique_ptr<RemotingClient>> connect(const std::string& host, uint16_t port,
+                                                             int timeout_ms,
+                                                             const TlsClientOptions& tls);
   ~RemotingClient();  // closes the socket
   RemotingClient(const RemotingClient&) = delete;
   RemotingClient& operator=(const RemotingClient&) = delete;
@@ -47,14 +68,22 @@ class RemotingClient {
   // Raw bytes, for robustness tests (truncated frames, garbage).
   io::Status send_raw(std::span<const std::byte> bytes);
   int fd() const { return fd_; }
+  // The negotiated TLS cipher suite ("TLS_AES_256_GCM_SHA384"); "" on a plain connection.
+  std::string cipher() const;
 
  private:
   explicit RemotingClient(int fd) : fd_(fd) {}
   io::Status write_all(std::span<const std::byte> bytes);
   // Reads what is available into in_, waiting until deadline_ms (monotonic clock).
   io::Status read_some(int64_t deadline_ms);
+  io::Status start_tls(const TlsClientOptions& tls, const std::string& peer, int timeout_ms);
+  // One SSL_read/SSL_write outcome: n > 0 bytes, or what to wait for (POLLIN / POLLOUT), or
+  // an error.
+  io::Status tls_wait(int result, int64_t deadline_ms, int64_t start_ms, const char* what);
 
   int fd_ = -1;
+  ssl_ctx_st* ssl_ctx_ = nullptr;  // TLS only; owned
+  ssl_st* ssl_ = nullptr;          // TLS only; owned
   int32_t next_opaque_ = 1;
   std::string in_;   // received bytes not yet returned as frames
   std::string out_;  // encode buffer, kept to avoid an allocation per send

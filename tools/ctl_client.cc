@@ -36,6 +36,11 @@ net::RemotingCommand make_request(int32_t code, Fields fields) {
   return command;
 }
 
+net::TlsClientOptions& ctl_tls_options() {
+  static net::TlsClientOptions options;
+  return options;
+}
+
 std::unique_ptr<CtlClient> CtlClient::connect(const std::string& addr) {
   io::Result<std::pair<std::string, uint16_t>> hp = net::parse_host_port(addr);
   if (!hp.is_ok()) {
@@ -43,7 +48,7 @@ std::unique_ptr<CtlClient> CtlClient::connect(const std::string& addr) {
     return nullptr;
   }
   io::Result<std::unique_ptr<net::RemotingClient>> client =
-      net::RemotingClient::connect(hp->first, hp->second);
+      net::RemotingClient::connect(hp->first, hp->second, 5000, ctl_tls_options());
   if (!client.is_ok()) {
     fail("connect " + addr + ": " + client.status().to_string());
     return nullptr;

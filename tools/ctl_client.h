@@ -31,6 +31,9 @@ int64_t now_ms();
 // Builds a request as the 4.9 Java client does (language JAVA, version V4_9_x).
 net::RemotingCommand make_request(int32_t code, Fields fields);
 
+// TLS for every connection the command makes (the --tls options).
+net::TlsClientOptions& ctl_tls_options();
+
 class CtlClient {
  public:
   // Connects to "host:port"; null after printing why.

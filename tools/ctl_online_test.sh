@@ -3,7 +3,9 @@
 # and without commit, committed offsets after a broker restart, stats, the admin commands the
 # broker serves (topic create/list/route/status/delete, group lag and reset by offset and by
 # time, message by id and by key, broker status), --version, and offline verify of the stopped
-# store. Usage: ctl_online_test.sh <uringmq-broker> <uringmq-ctl> [admin]
+# store. Usage: ctl_online_test.sh <uringmq-broker> <uringmq-ctl> [admin|tls]
+# With "tls": the broker in tls.server.mode=enforcing with a test certificate; produce and
+# consume with --tls, and a plain produce refused.
 # With "admin": only the commands that need the broker's admin requests (201 subscription
 # groups, 208 consume stats without a topic, 26/25 broker config with logLevel at run time).
 set -euo pipefail
@@ -41,6 +43,26 @@ start() {
 stop() { kill -TERM "$pid"; wait "$pid" || fail "the broker did not stop cleanly"; pid=; }
 addr=127.0.0.1:$port
 passed=0
+
+if [[ $part == tls ]]; then
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
+    -keyout "$dir/server.key" -out "$dir/server.pem" -subj /CN=127.0.0.1 2> /dev/null
+  printf 'tls.server.mode=enforcing\ntls.server.certPath=%s\ntls.server.keyPath=%s\n' \
+    "$dir/server.pem" "$dir/server.key" >> "$dir/broker.conf"
+  start
+  out=$("$ctl" produce --tls --addr "$addr" --topic T --queue 0 "secret")
+  grep -q "queueOffset=0" <<< "$out" || fail "produce --tls: $out"
+  out=$("$ctl" consume --tls --tls-trust-cert "$dir/server.pem" --addr "$addr" --topic T \
+    --group G --queue 0 --from first --max 1)
+  grep -q "body=secret" <<< "$out" || fail "consume --tls: $out"
+  "$ctl" produce --addr "$addr" --topic T --queue 0 "plain" > "$dir/plain.out" 2>&1 &&
+    fail "a plain produce went through an enforcing broker"
+  grep -q "closed by the peer" "$dir/plain.out" || fail "plain produce: $(cat "$dir/plain.out")"
+  grep -q "tls.server.mode is enforcing" "$dir/log" || fail "no WARN for the plain connection"
+  stop
+  echo "1 passed, 0 failed"
+  exit 0
+fi
 
 if [[ $part == admin ]]; then
   start

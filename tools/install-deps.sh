@@ -2,15 +2,17 @@
 # Installs the Debian packages uringmq builds and tests with, if any is missing (idempotent, quiet
 # when everything is present). Runs as root on Debian 12; with sudo otherwise.
 #   build/test: compilers, CMake, liburing, jemalloc, ISA-L, GoogleTest, Google Benchmark,
-#               libsystemd (sd_notify), CLI11 (uringmq-ctl's command line), clang (libFuzzer
-#               targets), clang-format (tools/lint.sh); build-essential brings dpkg-dev, whose
-#               dpkg-shlibdeps the .deb (cpack) needs
+#               libsystemd (sd_notify), CLI11 (uringmq-ctl's command line), OpenSSL (TLS on
+#               the remoting ports; the openssl tool makes the tests' certificates), clang
+#               (libFuzzer targets), clang-format (tools/lint.sh); build-essential brings
+#               dpkg-dev, whose dpkg-shlibdeps the .deb (cpack) needs
 #   interop:    Node.js >= 18 with npm (tests/interop runs the npm client ali-ons)
 #   benchmarks: fio, gnuplot, redis-server and beanstalkd (peers the broker is compared with)
 set -euo pipefail
 
 packages=(build-essential cmake pkg-config liburing-dev libjemalloc-dev libisal-dev
-          libgtest-dev libbenchmark-dev libsystemd-dev libcli11-dev clang clang-format fio
+          libgtest-dev libbenchmark-dev libsystemd-dev libcli11-dev libssl-dev openssl clang
+          clang-format fio
           gnuplot-nox python3 redis-server beanstalkd)
 
 # Node.js: keep an existing node >= 18 (e.g. NodeSource's, which bundles npm); Debian's nodejs

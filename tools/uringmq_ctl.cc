@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <string>
 
+#include "tools/ctl_client.h"
 #include "tools/ctl_commands.h"
 #include "tools/ctl_offline.h"
 #include "uringmq/version.h"
@@ -263,6 +264,15 @@ int run(int argc, char** argv) {
   add_group(app, c);
   add_message(app, c);
   add_broker(app, c);
+  net::TlsClientOptions& tls = ctl_tls_options();
+  app.add_flag("--tls", tls.enabled,
+               "connect with TLS (a broker whose tls.server.mode is permissive or enforcing)");
+  app.add_option("--tls-trust-cert", tls.trust_cert_path,
+                 "verify the broker's certificate against these PEM CA certificates (default: "
+                 "any certificate, as RocketMQ's client)");
+  app.add_option("--tls-cert", tls.cert_path,
+                 "a client certificate (PEM), for tls.server.need.client.auth");
+  app.add_option("--tls-key", tls.key_path, "the client certificate's private key (PEM)");
   if (argc == 2 && std::string(argv[1]) == "help") {
     std::fputs(app.help().c_str(), stdout);
     return kExitOk;

@@ -152,6 +152,12 @@ def broker_conf():
     write(t, "numbers.conf", b"maxMessageSize=4194304\nmappedFileSizeCommitLog=1073741824\n"
                              b"mappedFileSizeConsumeQueue=6000000\ndiskMaxUsedSpaceRatio=75\n"
                              b"bindAddress=0.0.0.0\nbrokerIP1=10.0.0.1\nlogLevel=debug\n")
+    write(t, "tls.conf", b"tls.server.mode=enforcing\n"
+                         b"tls.server.certPath=/etc/uringmq/tls/server.pem\n"
+                         b"tls.server.keyPath=/etc/uringmq/tls/server.key\n"
+                         b"tls.server.keyPassword=secret\ntls.server.need.client.auth=require\n"
+                         b"tls.server.authClient=true\n"
+                         b"tls.server.trustCertPath=/etc/uringmq/tls/ca.pem\n")
 
 
 if __name__ == "__main__":

@@ -95,13 +95,14 @@ void RunningBroker::stop() {
   EXPECT_TRUE(served_.is_ok()) << served_.to_string();
 }
 
-std::unique_ptr<net::RemotingClient> RunningBroker::client() {
-  return client_on(port());
+std::unique_ptr<net::RemotingClient> RunningBroker::client(const net::TlsClientOptions& tls) {
+  return client_on(port(), tls);
 }
 
-std::unique_ptr<net::RemotingClient> RunningBroker::client_on(uint16_t port) {
+std::unique_ptr<net::RemotingClient> RunningBroker::client_on(uint16_t port,
+                                                              const net::TlsClientOptions& tls) {
   io::Result<std::unique_ptr<net::RemotingClient>> c =
-      net::RemotingClient::connect("127.0.0.1", port);
+      net::RemotingClient::connect("127.0.0.1", port, 5000, tls);
   EXPECT_TRUE(c.is_ok()) << c.status().to_string();
   return std::move(*c);
 }

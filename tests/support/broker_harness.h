@@ -59,9 +59,12 @@ class RunningBroker {
   uint16_t vip_port(uint32_t shard) const { return broker_->vip_ports()[shard]; }
   const net::Broker& broker() const { return *broker_; }
   // A client of the broker on `port` (one of the presented brokers' ports).
-  std::unique_ptr<net::RemotingClient> client_on(uint16_t port);
+  std::unique_ptr<net::RemotingClient> client_on(uint16_t port,
+                                                 const net::TlsClientOptions& tls = {});
   uint16_t metrics_port() const { return broker_->metrics_port(); }
-  std::unique_ptr<net::RemotingClient> client();
+  // A connected client (TLS when tls.enabled); EXPECTs that it connects.
+  std::unique_ptr<net::RemotingClient> client(const net::TlsClientOptions& tls = {});
+  uint16_t namesrv_port() const { return broker_->namesrv_port(); }
 
  private:
   net::BrokerConfig config_;

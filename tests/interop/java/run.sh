@@ -3,7 +3,10 @@
 # tests/interop/java/ (default DeliveredPropertiesCheck) against a fresh broker; the class gets
 # the NameServer address and the work dir as its arguments and passes by printing "JAVA-CHECK OK".
 # Usage: tests/interop/java/run.sh <uringmq-broker binary> <work dir>
-#          [class [broker.conf line ...]]
+#          [class [broker.conf line | -Dname=value ...]]
+# A -D argument is a JVM option of the check (-Dtls.enable=true); @WORK@ in either is the work
+# dir, where self-signed test certificates and keys (server.pem, server.key, client.pem,
+# client.key) are made when a line sets tls.server.*.
 # The client comes from a RocketMQ 4.9.8 Java distribution (a folder with env.sh and lib/):
 # $URINGMQ_ROCKETMQ_JAVA, else a folder named rocketmq-java one level beside the checkout
 # (tools/find-rocketmq-java.sh). Without it, or without java/javac, the test prints a skip line
@@ -39,10 +42,20 @@ shardCount=2
 mappedFileSizeCommitLog=67108864
 diskSpaceWarningLevelRatio=100
 CONF
-for line in "${extra_conf[@]}"; do echo "$line" >> "$work/broker.conf"; done
+jvm_opts=()
+for line in "${extra_conf[@]}"; do
+  if [[ $line == -D* ]]; then jvm_opts+=("${line//@WORK@/$work}"); continue; fi
+  echo "${line//@WORK@/$work}" >> "$work/broker.conf"
+done
 # A check's ACL rules (<Check>.plain_acl.yml) go beside broker.conf, where aclEnable reads them.
 if [ -f "$repo/tests/interop/java/$check.plain_acl.yml" ]; then
   cp "$repo/tests/interop/java/$check.plain_acl.yml" "$work/plain_acl.yml"
+fi
+if grep -q '^tls\.server\.' "$work/broker.conf"; then
+  for who in server client; do
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
+      -keyout "$work/$who.key" -out "$work/$who.pem" -subj "/CN=uringmq-test-$who" 2> /dev/null
+  done
 fi
 "$broker_bin" -c "$work/broker.conf" > "$work/broker.log" 2>&1 &
 broker_pid=$!
@@ -56,6 +69,7 @@ grep -q "uringmq-broker ready" "$work/broker.log" || { echo "broker not ready"; 
 
 status=0
 timeout 120 "$JAVA" -cp "$RMQ_CP:$work/classes" -Drocketmq.client.logUseSlf4j=false \
+  ${jvm_opts[@]+"${jvm_opts[@]}"} \
   "$check" "127.0.0.1:$namesrv" "$work" > "$work/java.log" 2>&1 || status=$?
 grep -E '^(FAIL|JAVA-CHECK|CHECK|plain|delayed|timed) ' "$work/java.log" || true
 if [ "$status" -ne 0 ] || ! grep -q "JAVA-CHECK OK" "$work/java.log"; then

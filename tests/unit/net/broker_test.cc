@@ -1,7 +1,7 @@
 // The broker in process, spoken to over a real loopback socket with the blocking remoting client:
 // each request code's answer, long polling, offsets across a restart, send-back, and hostile
 // input (garbage, huge lengths, truncated frames, unknown codes) that must close only the
-// offending connection and lose nothing stored.
+// offending connection and lose nothing stored, plain and inside TLS records.
 
 #include "net/broker.h"
 
@@ -20,6 +20,7 @@
 #include "net/remoting_client.h"
 #include "tests/support/broker_harness.h"
 #include "tests/support/temp_dir.h"
+#include "tests/support/tls_certs.h"
 
 namespace uringmq::net {
 namespace {
@@ -216,10 +217,9 @@ TEST(BrokerTest, SendBackStoresARetryCopyThenDeadLetters) {
   EXPECT_EQ(nowhere.command.code, rc::kSystemError);
 }
 
-TEST(BrokerTest, HostileInputClosesOnlyThatConnectionAndLosesNothing) {
-  uringmq::testing::TempDir dir;
-  RunningBroker broker(dir.path());
-  auto good = broker.client();
+// The hostile-input case set, on connections made with `tls` (plain when not enabled).
+void check_hostile_input(RunningBroker& broker, const TlsClientOptions& tls) {
+  auto good = broker.client(tls);
   ASSERT_EQ(send(*good, "T5", 0, "before").command.code, rc::kSuccess);
 
   RemotingResponse unknown = call(*good, request(9999));
@@ -234,7 +234,7 @@ TEST(BrokerTest, HostileInputClosesOnlyThatConnectionAndLosesNothing) {
       std::string("\x00\x00\x00\x30\x00\x00", 6),                   // truncated, then close
   };
   for (const std::string& bytes : hostile) {
-    auto bad = broker.client();
+    auto bad = broker.client(tls);
     ASSERT_TRUE(bad->send_raw(std::as_bytes(std::span(bytes))).is_ok());
     io::Result<RemotingResponse> answer = bad->receive(1000);
     // Either closed at once or (truncated frame) still waiting: never an answer.
@@ -242,7 +242,7 @@ TEST(BrokerTest, HostileInputClosesOnlyThatConnectionAndLosesNothing) {
   }
   // A client that disconnects with a pull held.
   {
-    auto leaving = broker.client();
+    auto leaving = broker.client(tls);
     RemotingCommand held = request(req::kPullMessage, {{"consumerGroup", "CG"},
                                                        {"topic", "T5"},
                                                        {"queueId", "1"},
@@ -258,6 +258,22 @@ TEST(BrokerTest, HostileInputClosesOnlyThatConnectionAndLosesNothing) {
   ASSERT_EQ(got.size(), 2u);
   EXPECT_EQ(body_text(got[0]), "before");
   EXPECT_EQ(body_text(got[1]), "after");
+}
+
+TEST(BrokerTest, HostileInputClosesOnlyThatConnectionAndLosesNothing) {
+  uringmq::testing::TempDir dir;
+  RunningBroker broker(dir.path());
+  check_hostile_input(broker, {});
+}
+
+// The same frames inside TLS records: decrypted, then refused by the same decoder.
+TEST(BrokerTest, HostileInputOverTlsClosesOnlyThatConnectionAndLosesNothing) {
+  uringmq::testing::TempDir dir;
+  uringmq::testing::TempDir cert_dir;
+  const TestCerts certs = make_test_certs(cert_dir.path());
+  RunningBroker broker(dir.path(),
+                       [&](BrokerConfig& c) { use_server_tls(c, certs, TlsMode::enforcing); });
+  check_hostile_input(broker, tls_client());
 }
 
 }  // namespace

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Produce over TLS against plaintext, over loopback, SYNC_FLUSH: uringmq-net-bench against a
+# fresh uringmq-broker for each measurement, the broker in tls.server.mode=permissive with a
+# test certificate (EC P-256) in every run, so the only difference is the client: plain, or
+# --tls 1. The two interleaved, RUNS of each; prints every run's JSON, the medians (messages/s),
+# the ratio and the negotiated cipher suite.
+# Usage: bench/tls_produce.sh [build dir]   (needs uringmq-broker and uringmq-net-bench built)
+# CONNS (16), PIPELINE (32), BYTES (128), RUNS (3), SECONDS_ (10), WARMUP (2), DATA (./bench-data).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${1:-$root/build-bench}
+CONNS=${CONNS:-16} PIPELINE=${PIPELINE:-32} BYTES=${BYTES:-128} RUNS=${RUNS:-3}
+SECONDS_=${SECONDS_:-10} WARMUP=${WARMUP:-2}
+base=$(mkdir -p "${DATA:-$root/bench-data}" && cd "${DATA:-$root/bench-data}" && pwd)
+data=$base/tls
+certs=$base/tls-certs
+source "$root/bench/broker_load.sh"
+trap 'server_stop; rm -rf "$data" "$certs"' EXIT
+mkdir -p "$certs"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
+  -keyout "$certs/server.key" -out "$certs/server.pem" -subj /CN=127.0.0.1 2>/dev/null
+EXTRA_CONF="tls.server.mode=permissive
+tls.server.certPath=$certs/server.pem
+tls.server.keyPath=$certs/server.key"
+one() {  # one MODE: a fresh broker, one load of MODE, its JSON on stdout
+  local extra=(--pipeline "$PIPELINE")
+  [ "$1" = tls ] && extra+=(--tls 1)
+  one_load 1073741824 "${extra[@]}"
+}
+out=$(mktemp)
+run_modes "$out" plain tls
+python3 - "$out" <<'PY'
+import json, statistics, sys
+rows = {}
+for line in open(sys.argv[1]):
+    mode, run, js = line.split(" ", 2)
+    rows.setdefault(mode, []).append(json.loads(js))
+key = "msgs_per_s"
+med = {m: statistics.median(r[key] for r in v) for m, v in rows.items()}
+for m, v in rows.items():
+    runs = "; ".join(
+        f"{r[key]:,.0f} (p50 {r['p50_us'] / 1000:.1f} / p99 {r['p99_us'] / 1000:.1f} ms, "
+        f"client {r['client_cpu_us_per_msg']:.2f} us/msg)" for r in v)
+    print(f"{m}: median {med[m]:,.0f} msgs/s; runs {runs}")
+print(f"tls / plain: {med['tls'] / med['plain']:.2f}; cipher {rows['tls'][0]['tls_cipher']}")
+PY
+rm -f "$out"
