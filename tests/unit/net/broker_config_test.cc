@@ -127,9 +127,9 @@ TEST(BrokerConfigTest, EveryKeyIsApplied) {
   EXPECT_EQ(c.store.schedule_max_attempts, 7u);
   EXPECT_EQ(c.store.timer_max_delay_sec, 86'400);
   EXPECT_EQ(c.store.delivery_lead_ms, 25);
-  ASSERT_EQ(c.ignored_keys.size(), 2u);
-  EXPECT_EQ(c.ignored_keys[0], "namesrvAddr");
-  EXPECT_EQ(c.ignored_keys[1], "brokerIP2");
+  EXPECT_TRUE(c.ignored_keys.empty());
+  EXPECT_EQ(c.namesrv_addrs, std::vector<std::string>{"127.0.0.1:9876"});
+  EXPECT_EQ(c.ha_address, "10.0.0.2");
 
   std::string described = describe_broker_config(c);
   EXPECT_NE(described.find("listenPort=20911\n"), std::string::npos) << described;
@@ -138,9 +138,9 @@ TEST(BrokerConfigTest, EveryKeyIsApplied) {
   EXPECT_NE(described.find("diskMaxUsedSpaceRatio=90\n"), std::string::npos);
   EXPECT_NE(described.find("mappedFileSizeConsumeQueue=2000\n"), std::string::npos);
   EXPECT_NE(described.find("brokerIP1=10.1.2.3\n"), std::string::npos);
-  EXPECT_NE(described.find("ignored: namesrvAddr\n"), std::string::npos);
+  EXPECT_NE(described.find("namesrvAddr=127.0.0.1:9876\n"), std::string::npos);
   EXPECT_NE(described.find("serverChannelMaxIdleTimeSeconds=60\n"), std::string::npos);
-  EXPECT_NE(described.find("ignored: brokerIP2\n"), std::string::npos);
+  EXPECT_NE(described.find("brokerIP2=10.0.0.2\n"), std::string::npos);
 }
 
 TEST(BrokerConfigTest, AdvertisedAddressFollowsBind) {
@@ -461,6 +461,19 @@ TEST(BrokerConfigTest, TransactionKeys) {
             "broker.conf:1: transactionCheckMax '256' is not a number of checks (0..255)");
   EXPECT_EQ(error_of("transactionTimeOut=0"),
             "broker.conf:1: transactionTimeOut '0' is not a timeout in ms (1..3600000)");
+}
+
+TEST(BrokerConfigTest, NamesrvAddrListsEveryNameServer) {
+  io::Result<BrokerConfig> c =
+      parse_broker_config("namesrvAddr=127.0.0.1:9876; 10.0.0.5:9877;\n", "f");
+  ASSERT_TRUE(c.is_ok()) << c.status().to_string();
+  EXPECT_EQ(c->namesrv_addrs, (std::vector<std::string>{"127.0.0.1:9876", "10.0.0.5:9877"}));
+  EXPECT_EQ(c->register_namesrv_period_ms, 30000);
+  io::Result<BrokerConfig> bad = parse_broker_config("namesrvAddr=127.0.0.1:9876;ns:x\n", "f");
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_NE(bad.status().message().find("'ns:x', not an ip:port"), std::string::npos)
+      << bad.status().message();
+  EXPECT_FALSE(parse_broker_config("registerNameServerPeriod=500\n", "f").is_ok());
 }
 
 }  // namespace
