@@ -187,6 +187,7 @@ io::Status BrokerReactor::start() {
   std::string host = config_.advertised_address;
   if (host.empty()) host = config_.bind_address == "0.0.0.0" ? "127.0.0.1" : config_.bind_address;
   advertised_ = host + ":" + std::to_string(broker_port_);
+  UMQ_RETURN_IF_ERROR(open_registrar());
   return open_metrics_server();
 }
 
@@ -226,6 +227,7 @@ io::Status BrokerReactor::run() {
     if (now >= next_sweep_ms_) sweep(now);
     if (mono_ms_ >= next_conn_sweep_ms_) close_stale_connections();
     resume_connections();
+    if (registrar_) registrar_->poll(*ring_, mono_ms_, now);
     UMQ_RETURN_IF_ERROR(poll_once(wait_timeout_ms()));
   }
   return shut_down();
@@ -284,6 +286,9 @@ void BrokerReactor::on_net_completion(const io::NetCompletion& c) {
       return;
     case Event::metrics:
       if (metrics_server_) metrics_server_->on_completion(*ring_, c, mono_ms_);
+      return;
+    case Event::registrar:
+      if (registrar_) registrar_->on_completion(*ring_, c, mono_ms_);
       return;
   }
 }
@@ -503,6 +508,7 @@ void BrokerReactor::close_connection(uint32_t index, const std::string& why) {
   std::vector<std::string> left;
   groups_.connection_closed({index, conn.generation}, &left);
   clients_.connection_closed({index, conn.generation});
+  remote_connection_closed(index);
   members_gone(left);
   account(index);                   // its buffers are freed once the kernel lets go of them
   orphan_bytes_ += conn.ops_bytes;  // its ops' buffers, until the store answers them
@@ -568,6 +574,7 @@ void BrokerReactor::sweep(int64_t now) {
   sweep_members_and_locks(now);
   expire_sql_subscriptions(now);
   run_transaction_checks(now);
+  expire_remote_brokers(now);
 }
 
 // ---- BrokerReactor: bounds on connections ----
@@ -656,6 +663,7 @@ void BrokerReactor::log_refusals() {
 
 io::Status BrokerReactor::shut_down() {
   log_info("stopping: closing listeners, answering held pulls, finishing sends in flight");
+  unregister_from_namesrvs();
   for (int& fd : listen_fds_) {
     io::close_fd(fd);
     fd = -1;

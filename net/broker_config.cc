@@ -27,11 +27,9 @@
 namespace uringmq::net {
 namespace {
 
-constexpr std::array<std::string_view, 5> kIgnored = {"autoCreateSubscriptionGroup",
-                                                      "waitTimeMillsInSendQueue",
-                                                      "sendMessageThreadPoolNums",
-                                                      "pullMessageThreadPoolNums",
-                                                      "useReentrantLockWhenPutMessage"};
+constexpr std::array<std::string_view, 5> kIgnored = {
+    "autoCreateSubscriptionGroup", "waitTimeMillsInSendQueue", "sendMessageThreadPoolNums",
+    "pullMessageThreadPoolNums", "useReentrantLockWhenPutMessage"};
 
 constexpr uint64_t kMiB = 1ull << 20;
 constexpr uint64_t kMaxSegmentBytes = (1ull << 31) - 4096;  // RocketMQ's int file size
@@ -197,9 +195,9 @@ std::string set_namesrv_addrs(BrokerConfig& c, std::string_view text) {
     if (item.empty()) continue;
     const size_t colon = item.rfind(':');
     const std::string_view host = item.substr(0, colon == std::string_view::npos ? 0 : colon);
-    std::optional<int64_t> port =
-        colon == std::string_view::npos ? std::nullopt
-                                        : parse_number<int64_t>(item.substr(colon + 1), 1, 65535);
+    std::optional<int64_t> port = colon == std::string_view::npos
+                                      ? std::nullopt
+                                      : parse_number<int64_t>(item.substr(colon + 1), 1, 65535);
     if (!is_ipv4_literal(host) || !port) {
       return "has '" + std::string(item) + "', not an ip:port (a.b.c.d:port, ';' between)";
     }

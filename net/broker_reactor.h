@@ -32,6 +32,8 @@
 #include "net/message_batch.h"
 #include "net/metrics.h"
 #include "net/metrics_server.h"
+#include "net/namesrv_registrar.h"
+#include "net/remote_brokers.h"
 #include "net/remoting.h"
 #include "net/socket_slot.h"
 #include "net/subscription_groups.h"
@@ -202,7 +204,16 @@ class BrokerReactor {
   uint16_t metrics_port() const { return metrics_server_ ? metrics_server_->port() : 0; }
 
  private:
-  enum class Event : uint8_t { accept = 1, recv, send, store_wake, stop_wake, cancel, metrics };
+  enum class Event : uint8_t {
+    accept = 1,
+    recv,
+    send,
+    store_wake,
+    stop_wake,
+    cancel,
+    metrics,
+    registrar
+  };
   static constexpr int kListenBroker = 0;
   static constexpr int kListenNamesrv = 1;
 
@@ -360,6 +371,22 @@ class BrokerReactor {
   // False when the op moved to its next step (the op stays).
   bool complete_earliest(uint32_t index, const Completion& c);
   void post_or_fail(uint32_t index, const io::Status& posted);
+  // ---- NameServer membership (broker_namesrv.cc) ----
+  // The registrar for namesrvAddr (none without it), made at start.
+  io::Status open_registrar();
+  // The topicConfigTable registrations carry: the topic table, TBW102 (perm 7 with
+  // autoCreateTopicEnable) and %RETRY% of the groups heard of.
+  std::string registration_table() const;
+  // Stops registering: UNREGISTER_BROKER to every NameServer, answered or 3 s at most.
+  void unregister_from_namesrvs();
+  void handle_register_broker(uint32_t conn, const RemotingCommand& request,
+                              std::span<const std::byte> body);
+  void handle_unregister_broker(uint32_t conn, const RemotingCommand& request);
+  void remote_connection_closed(uint32_t conn);
+  void expire_remote_brokers(int64_t now_ms);
+  // Merges the remote brokers' queue and broker data for `topic` into a route body built for
+  // this process's own brokers (`local`: whether those are listed).
+  std::string merge_remote_route(std::string_view topic, std::string local_body, bool local) const;
   // ---- metrics (broker_metrics.cc) ----
   io::Status open_metrics_server();
   // Counts what a store completion did (messages in, out, queue ends) for the metrics.
@@ -393,6 +420,7 @@ class BrokerReactor {
   std::unique_ptr<Session> session_;
   // Before ring_: the ring (and what the kernel holds of its buffers) goes first.
   std::unique_ptr<MetricsServer> metrics_server_;
+  std::unique_ptr<NamesrvRegistrar> registrar_;  // namesrvAddr's registrations
   std::unique_ptr<io::NetRing> ring_;
   io::Waker* store_waker_;
   io::Waker* stop_waker_;
@@ -439,7 +467,8 @@ class BrokerReactor {
   std::vector<uint32_t> batch_props_at_;   // scratch: each message's properties in the arena
   // (consumer group, topic) -> its SQL92 subscription; at most kMaxSqlSubscriptions.
   std::map<std::pair<std::string, std::string>, SqlSubscription> sql_subscriptions_;
-  ClientTable clients_;  // what heartbeats say about clients (admin listings)
+  ClientTable clients_;           // what heartbeats say about clients (admin listings)
+  RemoteBrokers remote_brokers_;  // brokers registered with the built-in NameServer role
   std::unique_ptr<SubscriptionGroups> subscription_groups_;
   // Run-time changes to the configuration (UPDATE_BROKER_CONFIG), as persisted: key -> value.
   std::map<std::string, std::string, std::less<>> config_overlay_;

@@ -89,8 +89,9 @@ io::Result<Registration> read_registration(const RemotingCommand& request,
   r.broker = std::move(*id);
   if (const std::string* ha = request.ext("haServerAddr")) r.broker.ha_addr = *ha;
   if (const std::string* c = request.ext("compressed"); c != nullptr && *c == "true") {
-    return bad("REGISTER_BROKER with a compressed body is not read: register with "
-               "compressed=false");
+    return bad(
+        "REGISTER_BROKER with a compressed body is not read: register with "
+        "compressed=false");
   }
   HeaderFields fields(request);
   const int32_t crc = fields.int32("bodyCrc32").value_or(0);

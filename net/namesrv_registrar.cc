@@ -52,8 +52,9 @@ io::Result<std::unique_ptr<NamesrvRegistrar>> NamesrvRegistrar::create(Options o
     io::Result<std::pair<std::string, uint16_t>> hp = parse_host_port(where);
     if (!hp.is_ok()) return hp.status();
     io::Result<io::Ipv4Endpoint> ep = io::ipv4_endpoint(hp->first, hp->second);
-    if (!ep.is_ok()) return io::Status::error(io::Code::invalid_argument,
-                                              "namesrvAddr " + where + ": " + ep.status().message());
+    if (!ep.is_ok())
+      return io::Status::error(io::Code::invalid_argument,
+                               "namesrvAddr " + where + ": " + ep.status().message());
     for (uint32_t b = 0; b < r->options_.brokers.size(); b++) {
       auto ch = std::make_unique<Channel>();
       ch->where = where;
@@ -190,8 +191,7 @@ void NamesrvRegistrar::flush(io::NetRing& ring, uint32_t index) {
   ring.send(ch.fd, ch.out_inflight.data(), ch.out_inflight.size(), user_data(index, kOpSend));
 }
 
-void NamesrvRegistrar::on_send(io::NetRing& ring, uint32_t index, int32_t result,
-                               int64_t mono_ms) {
+void NamesrvRegistrar::on_send(io::NetRing& ring, uint32_t index, int32_t result, int64_t mono_ms) {
   Channel& ch = *channels_[index];
   ch.send_armed = false;
   if (ch.state == Channel::State::closing) return maybe_closed(index, mono_ms);
@@ -207,8 +207,7 @@ void NamesrvRegistrar::on_send(io::NetRing& ring, uint32_t index, int32_t result
   flush(ring, index);
 }
 
-void NamesrvRegistrar::on_recv(io::NetRing& ring, uint32_t index, int32_t result,
-                               int64_t mono_ms) {
+void NamesrvRegistrar::on_recv(io::NetRing& ring, uint32_t index, int32_t result, int64_t mono_ms) {
   Channel& ch = *channels_[index];
   ch.recv_armed = false;
   if (ch.state == Channel::State::closing) return maybe_closed(index, mono_ms);
@@ -225,9 +224,9 @@ void NamesrvRegistrar::on_recv(io::NetRing& ring, uint32_t index, int32_t result
     std::string error;
     RemotingLimits limits;
     limits.max_frame_bytes = kInputBytes - 4;
-    const DecodeStatus s = decode_frame(
-        std::span<const std::byte>(ch.in.data() + consumed, ch.in_bytes - consumed), limits,
-        &frame, &error);
+    const DecodeStatus s =
+        decode_frame(std::span<const std::byte>(ch.in.data() + consumed, ch.in_bytes - consumed),
+                     limits, &frame, &error);
     if (s == DecodeStatus::bad) return fail(ring, index, "bad answer: " + error, mono_ms);
     if (s == DecodeStatus::need_more) break;
     consumed += frame.frame_bytes;

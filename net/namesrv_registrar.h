@@ -31,11 +31,11 @@ class NamesrvRegistrar {
   // The topicConfigTable JSON object ({"T":{...},...}) the next registration carries.
   using TableSource = std::function<std::string()>;
   struct Options {
-    std::vector<std::string> namesrvs;     // "ip:port"
-    std::vector<BrokerIdentity> brokers;   // the presented brokers
-    int64_t period_ms = 30'000;            // registerNameServerPeriod
-    uint8_t event = 0;                     // the top byte of its ring requests' user data
-    DataVersion initial_version;           // counter to continue from
+    std::vector<std::string> namesrvs;    // "ip:port"
+    std::vector<BrokerIdentity> brokers;  // the presented brokers
+    int64_t period_ms = 30'000;           // registerNameServerPeriod
+    uint8_t event = 0;                    // the top byte of its ring requests' user data
+    DataVersion initial_version;          // counter to continue from
   };
   // invalid_argument naming an address that is not ip:port.
   static io::Result<std::unique_ptr<NamesrvRegistrar>> create(Options options, TableSource table);

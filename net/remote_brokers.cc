@@ -9,6 +9,10 @@ void open_item(std::string* out) {
 
 }  // namespace
 
+bool implicit_route_in_cluster(std::string_view topic) {
+  return topic == kAutoCreateTopic || topic.starts_with("%RETRY%") || topic.starts_with("%DLQ%");
+}
+
 void append_broker_data(std::string* out, std::string_view cluster, std::string_view name,
                         const std::map<int64_t, std::string>& addrs) {
   *out += "{\"cluster\":";

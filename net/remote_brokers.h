@@ -63,14 +63,19 @@ class RemoteBrokers {
   // GET_BROKER_CLUSTER_INFO: group name -> (cluster, id -> addr), cluster -> group names; merged
   // into the caller's maps.
   using AddrTable = std::map<std::string, std::pair<std::string, std::map<int64_t, std::string>>>;
-  void collect_cluster(AddrTable* brokers, std::map<std::string, std::set<std::string>>* clusters)
-      const;
+  void collect_cluster(AddrTable* brokers,
+                       std::map<std::string, std::set<std::string>>* clusters) const;
 
  private:
   // A group's addresses by id, over the entries of `name`.
   std::map<int64_t, std::string> group_addrs(std::string_view name) const;
   std::map<std::string, RemoteBroker, std::less<>> by_addr_;
 };
+
+// A topic this process routes without having it configured while brokers are registered with
+// it (a cluster): only what every broker has (TBW102, a group's retry and dead-letter topics).
+// A new topic then goes through TBW102's route, to every broker.
+bool implicit_route_in_cluster(std::string_view topic);
 
 // A TopicRouteData brokerData object: {"cluster","brokerName","brokerAddrs":{"<id>":addr}}.
 void append_broker_data(std::string* out, std::string_view cluster, std::string_view name,

@@ -114,20 +114,20 @@ TEST(NamesrvProtocolTest, ReadsAJavaBrokersBody) {
 
 TEST(RemoteBrokersTest, RoutesListTheMastersOfATopic) {
   RemoteBrokers table;
-  ASSERT_TRUE(table.register_broker(registration("b", "h:2", {topic("T", 4, 6)}, 1), {1, 0}, 0)
-                  .is_ok());
-  ASSERT_TRUE(table.register_broker(registration("c", "h:3", {topic("U", 2, 6)}, 1), {2, 0}, 0)
-                  .is_ok());
+  ASSERT_TRUE(
+      table.register_broker(registration("b", "h:2", {topic("T", 4, 6)}, 1), {1, 0}, 0).is_ok());
+  ASSERT_TRUE(
+      table.register_broker(registration("c", "h:3", {topic("U", 2, 6)}, 1), {2, 0}, 0).is_ok());
   // A slave of b adds its address, not its topics.
   ASSERT_TRUE(
-      table.register_broker(registration("b", "h:9", {topic("X", 1, 6)}, 1, 1), {3, 0}, 0)
-          .is_ok());
+      table.register_broker(registration("b", "h:9", {topic("X", 1, 6)}, 1, 1), {3, 0}, 0).is_ok());
   EXPECT_TRUE(table.has_topic("T"));
   EXPECT_FALSE(table.has_topic("X"));
   std::string queues = "[";
   table.append_queue_datas("T", &queues);
-  EXPECT_EQ(queues,
-            R"([{"brokerName":"b","readQueueNums":4,"writeQueueNums":4,"perm":6,"topicSysFlag":0})");
+  EXPECT_EQ(
+      queues,
+      R"([{"brokerName":"b","readQueueNums":4,"writeQueueNums":4,"perm":6,"topicSysFlag":0})");
   std::string brokers = "[";
   table.append_broker_datas("T", &brokers);
   EXPECT_EQ(brokers, R"([{"cluster":"C","brokerName":"b","brokerAddrs":{"0":"h:2","1":"h:9"}})");
@@ -140,15 +140,15 @@ TEST(RemoteBrokersTest, RoutesListTheMastersOfATopic) {
 
 TEST(RemoteBrokersTest, TopicsChangeOnlyWithTheDataVersion) {
   RemoteBrokers table;
-  ASSERT_TRUE(table.register_broker(registration("b", "h:2", {topic("T", 4, 6)}, 1), {1, 0}, 0)
-                  .is_ok());
+  ASSERT_TRUE(
+      table.register_broker(registration("b", "h:2", {topic("T", 4, 6)}, 1), {1, 0}, 0).is_ok());
   // Same version, other topics: the NameServer keeps what it has (RouteInfoManager's rule).
-  ASSERT_TRUE(table.register_broker(registration("b", "h:2", {topic("U", 4, 6)}, 1), {1, 0}, 10)
-                  .is_ok());
+  ASSERT_TRUE(
+      table.register_broker(registration("b", "h:2", {topic("U", 4, 6)}, 1), {1, 0}, 10).is_ok());
   EXPECT_TRUE(table.has_topic("T"));
   EXPECT_FALSE(table.has_topic("U"));
-  ASSERT_TRUE(table.register_broker(registration("b", "h:2", {topic("U", 4, 6)}, 2), {1, 0}, 20)
-                  .is_ok());
+  ASSERT_TRUE(
+      table.register_broker(registration("b", "h:2", {topic("U", 4, 6)}, 2), {1, 0}, 20).is_ok());
   EXPECT_FALSE(table.has_topic("T"));
   EXPECT_TRUE(table.has_topic("U"));
 }
@@ -183,8 +183,7 @@ TEST(RemoteBrokersTest, LeavesWhenItsRegistrationConnectionCloses) {
 TEST(RemoteBrokersTest, BoundedNumberOfBrokers) {
   RemoteBrokers table;
   for (size_t i = 0; i < kMaxRemoteBrokers; i++) {
-    ASSERT_TRUE(table.register_broker(registration("b", "h:" + std::to_string(i), {}, 1),
-                                      {1, 0}, 0)
+    ASSERT_TRUE(table.register_broker(registration("b", "h:" + std::to_string(i), {}, 1), {1, 0}, 0)
                     .is_ok());
   }
   io::Status full = table.register_broker(registration("b", "h:x", {}, 1), {1, 0}, 0);

@@ -1,0 +1,147 @@
+// NameServer membership: the registrar that registers this process's brokers with namesrvAddr's
+// NameServers, and the built-in NameServer role's answers to other brokers' registrations
+// (net/README.md, "Cluster").
+
+#include <set>
+
+#include "net/broker_reactor.h"
+#include "net/log.h"
+#include "net/presented_broker.h"
+
+namespace uringmq::net {
+namespace {
+
+namespace rc = response_code;
+constexpr std::string_view kRetryTopicPrefix = "%RETRY%";
+constexpr int64_t kUnregisterWaitMs = 3000;
+constexpr std::string_view kEmptyRoute =
+    R"({"queueDatas":[],"brokerDatas":[],"filterServerTable":{}})";
+
+}  // namespace
+
+io::Status BrokerReactor::open_registrar() {
+  if (config_.namesrv_addrs.empty()) return io::Status::ok();
+  std::string error;
+  const std::vector<PresentedBroker> presented =
+      presented_brokers(config_, store_.shard_count(), &error);
+  if (presented.empty()) return io::Status::error(io::Code::invalid_argument, error);
+  const std::string host = advertised_.substr(0, advertised_.rfind(':'));
+  const std::string ha_host = config_.ha_address.empty() ? host : config_.ha_address;
+  NamesrvRegistrar::Options options;
+  options.namesrvs = config_.namesrv_addrs;
+  options.period_ms = config_.register_namesrv_period_ms;
+  options.event = static_cast<uint8_t>(Event::registrar);
+  options.initial_version = topics_->data_version();
+  for (const PresentedBroker& b : presented) {
+    options.brokers.push_back(BrokerIdentity{config_.cluster_name, b.name,
+                                             host + ":" + std::to_string(b.port),
+                                             ha_host + ":" + std::to_string(b.ha_port()), 0});
+  }
+  io::Result<std::unique_ptr<NamesrvRegistrar>> r =
+      NamesrvRegistrar::create(std::move(options), [this] { return registration_table(); });
+  if (!r.is_ok()) return r.status();
+  registrar_ = std::move(*r);
+  return io::Status::ok();
+}
+
+std::string BrokerReactor::registration_table() const {
+  std::vector<TopicConfig> topics;
+  for (const auto& [name, config] : topics_->table()) topics.push_back(config);
+  if (config_.auto_create_topic_enable && topics_->find(kAutoCreateTopic) == nullptr) {
+    TopicConfig tbw;
+    tbw.name = std::string(kAutoCreateTopic);
+    tbw.read_queue_nums = tbw.write_queue_nums = config_.default_topic_queue_nums;
+    tbw.perm = 7;  // read, write and inherit: a broker creates topics sent through its route
+    topics.push_back(std::move(tbw));
+  }
+  for (const std::string& group : clients_.known_groups()) {
+    std::string retry = std::string(kRetryTopicPrefix) + group;
+    if (topics_->find(retry) != nullptr) continue;
+    TopicConfig t;
+    t.name = std::move(retry);
+    t.read_queue_nums = t.write_queue_nums = 1;
+    topics.push_back(std::move(t));
+  }
+  return topic_config_table_json(topics);
+}
+
+void BrokerReactor::unregister_from_namesrvs() {
+  if (!registrar_) return;
+  registrar_->unregister_all(*ring_);
+  const int64_t deadline = mono_ms_ + kUnregisterWaitMs;
+  while (!registrar_->unregistered() && mono_ms_ < deadline) {
+    if (!poll_once(50).is_ok()) break;
+  }
+  log_info(registrar_->unregistered()
+               ? "unregistered from every NameServer"
+               : "some NameServers did not answer UNREGISTER_BROKER within 3 s");
+  registrar_->stop(*ring_);
+}
+
+// ---- the built-in NameServer role: REGISTER_BROKER, UNREGISTER_BROKER ----
+
+void BrokerReactor::handle_register_broker(uint32_t conn, const RemotingCommand& request,
+                                           std::span<const std::byte> body) {
+  io::Result<Registration> r = read_registration(request, body);
+  if (!r.is_ok()) return reply_code(conn, request, rc::kSystemError, r.status().message());
+  const BrokerIdentity who = r->broker;
+  if (who.addr != advertised_) {  // this process's own brokers are listed anyway
+    const bool known = remote_brokers_.find(who.addr) != nullptr;
+    io::Status s = remote_brokers_.register_broker(std::move(*r), {conn, conns_[conn].generation},
+                                                   clock_->now_ms());
+    if (!s.is_ok()) {
+      log_warn("REGISTER_BROKER refused: " + s.message());
+      return reply_code(conn, request, rc::kSystemBusy, s.message());
+    }
+    if (!known) {
+      log_info("broker " + who.name + " (" + who.addr + ", id " + std::to_string(who.id) +
+               ") of cluster " + who.cluster + " registered");
+    }
+  }
+  if (request.is_oneway()) return;
+  const std::string answer = R"({"table":{}})";
+  reply(conn, make_response(request, rc::kSuccess), as_bytes(answer));
+}
+
+void BrokerReactor::handle_unregister_broker(uint32_t conn, const RemotingCommand& request) {
+  io::Result<BrokerIdentity> who = read_unregistration(request);
+  if (!who.is_ok()) return reply_code(conn, request, rc::kSystemError, who.status().message());
+  if (remote_brokers_.unregister(*who)) {
+    log_info("broker " + who->name + " (" + who->addr + ") unregistered");
+  }
+  reply_code(conn, request, rc::kSuccess, {});
+}
+
+void BrokerReactor::remote_connection_closed(uint32_t conn) {
+  if (remote_brokers_.empty()) return;
+  for (const std::string& addr :
+       remote_brokers_.connection_closed({conn, conns_[conn].generation})) {
+    log_info("broker " + addr + " left: the connection of its registration closed");
+  }
+}
+
+void BrokerReactor::expire_remote_brokers(int64_t now_ms) {
+  if (remote_brokers_.empty()) return;
+  for (const std::string& addr : remote_brokers_.expire(now_ms)) {
+    log_warn("broker " + addr + " expired: no registration for " +
+             std::to_string(kRemoteBrokerExpiryMs / 1000) + " s");
+  }
+}
+
+// The local route's queueDatas and brokerDatas arrays get the remote brokers' entries appended.
+std::string BrokerReactor::merge_remote_route(std::string_view topic, std::string local_body,
+                                              bool local) const {
+  if (!local) local_body = std::string(kEmptyRoute);
+  if (remote_brokers_.empty() || !remote_brokers_.has_topic(topic)) return local_body;
+  const size_t queues_end = local_body.find("],\"brokerDatas\":[");
+  const size_t brokers_end = local_body.find("],\"filterServerTable\"");
+  if (queues_end == std::string::npos || brokers_end == std::string::npos) return local_body;
+  std::string out = local_body.substr(0, queues_end);
+  remote_brokers_.append_queue_datas(topic, &out);
+  out.append(local_body, queues_end, brokers_end - queues_end);
+  remote_brokers_.append_broker_datas(topic, &out);
+  out.append(local_body, brokers_end);
+  return out;
+}
+
+}  // namespace uringmq::net
