@@ -271,9 +271,9 @@ void NamesrvRegistrar::fail(io::NetRing& ring, uint32_t index, const std::string
   Channel& ch = *channels_[index];
   if (!ch.logged_down && !stopping_) {
     log_warn("broker " + options_.brokers[ch.broker].name + " cannot register with NameServer " +
-             ch.where + ": " + why + " (retried every " +
-             std::to_string(std::min(ch.backoff_ms * 2, options_.period_ms) / 1000) +
-             " s at most)");
+             ch.where + ": " + why + " (retrying after " + std::to_string(ch.backoff_ms) +
+             " ms, then doubling up to registerNameServerPeriod " +
+             std::to_string(options_.period_ms) + " ms; logged again once it registers)");
   }
   ch.logged_down = true;
   ch.logged_up = false;

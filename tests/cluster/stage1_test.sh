@@ -35,6 +35,7 @@ read -r ns1 ns2 pa pb pj < <("$repo/tools/free-ports.sh" 5)
 # the epoch ms it was ready in $work/$1.ready.
 start_uringmq() {
   local name=$1 conf=$2
+  mkdir -p "$work/$name"
   "$broker_bin" -c "$conf" >> "$work/$name.log" 2>&1 &
   echo $! > "$work/$name.pid"
   for _ in $(seq 1 300); do
@@ -118,6 +119,19 @@ if [ "$mode" = java ]; then
     tail "$work/j.out"
     exit 1
   fi
+fi
+# mqadmin clusterList shows every broker of the mixed cluster with its runtime figures
+# (GET_BROKER_RUNTIME_INFO's keys: a broker it cannot read is left out or shows an error).
+if [ "$mode" = java ]; then
+  "$rmq/mqadmin.sh" clusterList -n "127.0.0.1:$ns1" > "$work/clusterList.txt" 2>&1 || true
+  for g in broker-a broker-b broker-j; do
+    if ! grep -E "^TestCluster +$g +0 " "$work/clusterList.txt" > /dev/null; then
+      echo "cluster_stage1 ($mode): FAILED: mqadmin clusterList does not list $g:"
+      cat "$work/clusterList.txt"
+      exit 1
+    fi
+  done
+  grep -E "Cluster|broker-" "$work/clusterList.txt" | sed 's/^/clusterList: /'
 fi
 # What ClusterCheck runs to restart B after its kill -9.
 cat > "$work/restart-b.sh" <<SH
