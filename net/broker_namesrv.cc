@@ -13,6 +13,7 @@ namespace {
 
 namespace rc = response_code;
 constexpr std::string_view kRetryTopicPrefix = "%RETRY%";
+constexpr std::string_view kDlqTopicPrefix = "%DLQ%";
 constexpr int64_t kUnregisterWaitMs = 3000;
 constexpr std::string_view kEmptyRoute =
     R"({"queueDatas":[],"brokerDatas":[],"filterServerTable":{}})";
@@ -54,13 +55,16 @@ std::string BrokerReactor::registration_table() const {
     tbw.perm = 7;  // read, write and inherit: a broker creates topics sent through its route
     topics.push_back(std::move(tbw));
   }
+  // A group's retry and dead-letter topics: 1 queue, perm 6 (implicit here, every group's).
   for (const std::string& group : clients_.known_groups()) {
-    std::string retry = std::string(kRetryTopicPrefix) + group;
-    if (topics_->find(retry) != nullptr) continue;
-    TopicConfig t;
-    t.name = std::move(retry);
-    t.read_queue_nums = t.write_queue_nums = 1;
-    topics.push_back(std::move(t));
+    for (std::string_view prefix : {kRetryTopicPrefix, kDlqTopicPrefix}) {
+      std::string name = std::string(prefix) + group;
+      if (topics_->find(name) != nullptr) continue;
+      TopicConfig t;
+      t.name = std::move(name);
+      t.read_queue_nums = t.write_queue_nums = 1;
+      topics.push_back(std::move(t));
+    }
   }
   return topic_config_table_json(topics);
 }

@@ -375,7 +375,7 @@ class BrokerReactor {
   // The registrar for namesrvAddr (none without it), made at start.
   io::Status open_registrar();
   // The topicConfigTable registrations carry: the topic table, TBW102 (perm 7 with
-  // autoCreateTopicEnable) and %RETRY% of the groups heard of.
+  // autoCreateTopicEnable) and %RETRY% and %DLQ% of the groups heard of.
   std::string registration_table() const;
   // Stops registering: UNREGISTER_BROKER to every NameServer, answered or 3 s at most.
   void unregister_from_namesrvs();

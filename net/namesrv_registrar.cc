@@ -39,6 +39,8 @@ struct NamesrvRegistrar::Channel {
   int64_t retry_ms = 0;
   int64_t backoff_ms = kFirstBackoffMs;
   int64_t next_register_ms = 0;
+  int64_t sent_counter = -1;  // the DataVersion counter of its last registration
+  int32_t unregister_opaque = 0;
   bool logged_up = false;    // the last state logged: registered
   bool logged_down = false;  // the last state logged: unreachable or refused
   bool unregister_sent = false;
@@ -91,24 +93,23 @@ void NamesrvRegistrar::refresh_body(int64_t wall_ms) {
   }
 }
 
+// A channel registers when its period is due or when it has not sent the current DataVersion
+// yet; a registration waits while the previous one is still queued (one waiting at most).
 void NamesrvRegistrar::poll(io::NetRing& ring, int64_t mono_ms, int64_t wall_ms) {
   if (stopping_) return;
-  bool changed = false;
-  if (dirty_ && mono_ms - compared_ms_ >= kCompareIntervalMs) {
+  if ((dirty_ && mono_ms - compared_ms_ >= kCompareIntervalMs) || body_.empty()) {
     dirty_ = false;
     compared_ms_ = mono_ms;
-    const DataVersion before = version_;
     refresh_body(wall_ms);
-    changed = before.counter != version_.counter || before.timestamp_ms != version_.timestamp_ms;
   }
   for (uint32_t i = 0; i < channels_.size(); i++) {
     Channel& ch = *channels_[i];
     if (ch.state == Channel::State::idle && mono_ms >= ch.retry_ms) {
       connect(ring, i, mono_ms);
-    } else if (ch.state == Channel::State::connected &&
-               (changed || mono_ms >= ch.next_register_ms) && ch.out_pending.empty()) {
-      if (body_.empty()) refresh_body(wall_ms);
+    } else if (ch.state == Channel::State::connected && ch.out_pending.empty() &&
+               (ch.sent_counter != version_.counter || mono_ms >= ch.next_register_ms)) {
       queue_frame(ring, i, register_broker_request(options_.brokers[ch.broker], body_), body_);
+      ch.sent_counter = version_.counter;
       ch.next_register_ms = mono_ms + options_.period_ms;
     }
   }
@@ -241,7 +242,7 @@ void NamesrvRegistrar::on_answer(uint32_t index, const RemotingCommand& answer, 
   Channel& ch = *channels_[index];
   const std::string& name = options_.brokers[ch.broker].name;
   if (ch.unregister_sent) {
-    ch.unregister_done = true;
+    if (answer.opaque == ch.unregister_opaque) ch.unregister_done = true;
     return;
   }
   if (answer.code != 0) {
@@ -307,6 +308,7 @@ void NamesrvRegistrar::unregister_all(io::NetRing& ring) {
     }
     ch.out_pending.clear();  // a registration not yet sent is not wanted any more
     ch.unregister_sent = true;
+    ch.unregister_opaque = ch.next_opaque;  // the one queue_frame gives it
     queue_frame(ring, i, unregister_broker_request(options_.brokers[ch.broker]), {});
   }
 }

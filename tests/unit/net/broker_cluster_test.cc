@@ -97,6 +97,17 @@ TEST(BrokerClusterTest, RegistersWithTheBuiltInNameServerAndLeavesOnStop) {
   ASSERT_EQ(sent.command.code, rc::kSuccess) << testing::remark(sent);
   EXPECT_TRUE(within(2000, [&] { return route_brokers(*client, "Fresh") == "broker-b/6 "; }))
       << route_brokers(*client, "Fresh");
+  // A consumer group heard of by B: its retry and dead-letter topics are registered too.
+  const std::string heartbeat =
+      R"({"clientID":"10.0.0.1@1","consumerDataSet":[{"groupName":"HG",)"
+      R"("consumeType":"CONSUME_PASSIVELY","messageModel":"CLUSTERING",)"
+      R"("consumeFromWhere":"CONSUME_FROM_FIRST_OFFSET","subscriptionDataSet":[],)"
+      R"("unitMode":false}]})";
+  ASSERT_EQ(call(*client_b, request(req::kHeartBeat), heartbeat).command.code, rc::kSuccess);
+  EXPECT_TRUE(within(2000, [&] {
+    return route_brokers(*client, "%DLQ%HG") == "broker-a/6 broker-b/6 ";
+  })) << route_brokers(*client, "%DLQ%HG");
+  EXPECT_EQ(route_brokers(*client, "%RETRY%HG"), "broker-a/6 broker-b/6 ");
   const std::string topics = call(*client, request(req::kGetAllTopicListFromNameserver)).body;
   EXPECT_NE(topics.find("\"Fresh\""), std::string::npos) << topics;
 
