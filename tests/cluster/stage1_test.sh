@@ -2,7 +2,7 @@
 # Cluster stage 1: uringmq brokers as members of a RocketMQ cluster (tests/cluster/README.md).
 # Mode "java": two Java 4.9.8 NameServers, uringmq processes A (broker-a) and B (broker-b)
 # registering with both (namesrvAddr), and one Java 4.9.8 broker (broker-j). Mode "builtin":
-# A is also the NameServer (namesrvListenPort) and B registers with it; no Java server.
+# A is also the NameServer (namesrvListenPort); B and the Java broker register with it.
 # ClusterCheck.java (the official client and admin) checks listings, the spread of a new topic,
 # consumption, kill -9 and restart of B, and SIGTERM (A in mode java, B in mode builtin).
 # Usage: tests/cluster/stage1_test.sh <uringmq-broker binary> <work dir> [java|builtin]
@@ -63,14 +63,8 @@ CONF
   printf '%s\n' "$@"
 }
 
-if [ "$mode" = java ]; then
-  namesrv="127.0.0.1:$ns1;127.0.0.1:$ns2"
-  for p in $ns1 $ns2; do
-    NAMESRV_HEAP="-Xms128m -Xmx128m -Xmn64m" "$rmq/namesrv.sh" "$p" "$work/ns$p" \
-      > "$work/ns$p.out" 2>&1 &
-    echo $! > "$work/ns$p.pid"
-    pidfiles+=("$work/ns$p.pid")
-  done
+# A Java 4.9.8 broker (broker-j) registering with $1; waits until it booted.
+start_java_broker() {
   mkdir -p "$work/j"
   cat > "$work/j/broker.conf" <<CONF
 brokerClusterName=TestCluster
@@ -79,7 +73,7 @@ brokerId=0
 brokerRole=ASYNC_MASTER
 brokerIP1=127.0.0.1
 listenPort=$pj
-namesrvAddr=$namesrv
+namesrvAddr=$1
 storePathRootDir=$work/j/store
 storePathCommitLog=$work/j/store/commitlog
 mappedFileSizeCommitLog=16777216
@@ -88,51 +82,64 @@ flushDiskType=ASYNC_FLUSH
 autoCreateTopicEnable=true
 defaultTopicQueueNums=4
 CONF
-  for p in $ns1 $ns2; do  # the NameServers listen before the brokers start
-    for _ in $(seq 1 600); do
-      (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null && break
-      sleep 0.1
-    done
-  done
   BROKER_HEAP="-Xms256m -Xmx256m -Xmn128m" BROKER_DIRECT=256m BROKER_PRETOUCH=0 \
     "$rmq/broker.sh" "$work/j/broker.conf" "$work/j" > "$work/j.out" 2>&1 &
   echo $! > "$work/j.pid"
   pidfiles+=("$work/j.pid")
-  uringmq_conf broker-a "$pa" "namesrvListenPort=0" "namesrvAddr=$namesrv" > "$work/a.conf"
-  uringmq_conf broker-b "$pb" "namesrvListenPort=0" "namesrvAddr=$namesrv" > "$work/b.conf"
-  groups=broker-a,broker-b,broker-j
-  stopped=broker-a
-else
-  namesrv="127.0.0.1:$ns1"
-  uringmq_conf broker-a "$pa" "namesrvListenPort=$ns1" > "$work/a.conf"
-  uringmq_conf broker-b "$pb" "namesrvListenPort=0" "namesrvAddr=$namesrv" > "$work/b.conf"
-  groups=broker-a,broker-b
-  stopped=broker-b
-fi
-pidfiles+=("$work/broker-a.pid" "$work/broker-b.pid")
-start_uringmq broker-a "$work/a.conf" 1
-start_uringmq broker-b "$work/b.conf" 1
-if [ "$mode" = java ]; then
+}
+
+wait_java_broker() {
   for _ in $(seq 1 1200); do grep -q "boot success" "$work/j.out" && break; sleep 0.1; done
   if ! grep -q "boot success" "$work/j.out"; then
     echo "the Java broker did not start"
     tail "$work/j.out"
     exit 1
   fi
+}
+
+pidfiles+=("$work/broker-a.pid" "$work/broker-b.pid")
+groups=broker-a,broker-b,broker-j
+if [ "$mode" = java ]; then
+  namesrv="127.0.0.1:$ns1;127.0.0.1:$ns2"
+  for p in $ns1 $ns2; do
+    NAMESRV_HEAP="-Xms128m -Xmx128m -Xmn64m" "$rmq/namesrv.sh" "$p" "$work/ns$p" \
+      > "$work/ns$p.out" 2>&1 &
+    echo $! > "$work/ns$p.pid"
+    pidfiles+=("$work/ns$p.pid")
+  done
+  for p in $ns1 $ns2; do  # the NameServers listen before the brokers start
+    for _ in $(seq 1 600); do
+      (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null && break
+      sleep 0.1
+    done
+  done
+  start_java_broker "$namesrv"
+  uringmq_conf broker-a "$pa" "namesrvListenPort=0" "namesrvAddr=$namesrv" > "$work/a.conf"
+  uringmq_conf broker-b "$pb" "namesrvListenPort=0" "namesrvAddr=$namesrv" > "$work/b.conf"
+  start_uringmq broker-a "$work/a.conf" 1
+  start_uringmq broker-b "$work/b.conf" 1
+  stopped=broker-a
+else  # A is the NameServer: it starts first (a Java broker registers at start, then every 30 s)
+  namesrv="127.0.0.1:$ns1"
+  uringmq_conf broker-a "$pa" "namesrvListenPort=$ns1" > "$work/a.conf"
+  uringmq_conf broker-b "$pb" "namesrvListenPort=0" "namesrvAddr=$namesrv" > "$work/b.conf"
+  start_uringmq broker-a "$work/a.conf" 1
+  start_java_broker "$namesrv"
+  start_uringmq broker-b "$work/b.conf" 1
+  stopped=broker-b
 fi
+wait_java_broker
 # mqadmin clusterList shows every broker of the mixed cluster with its runtime figures
 # (GET_BROKER_RUNTIME_INFO's keys: a broker it cannot read is left out or shows an error).
-if [ "$mode" = java ]; then
-  "$rmq/mqadmin.sh" clusterList -n "127.0.0.1:$ns1" > "$work/clusterList.txt" 2>&1 || true
-  for g in broker-a broker-b broker-j; do
-    if ! grep -E "^TestCluster +$g +0 " "$work/clusterList.txt" > /dev/null; then
-      echo "cluster_stage1 ($mode): FAILED: mqadmin clusterList does not list $g:"
-      cat "$work/clusterList.txt"
-      exit 1
-    fi
-  done
-  grep -E "Cluster|broker-" "$work/clusterList.txt" | sed 's/^/clusterList: /'
-fi
+"$rmq/mqadmin.sh" clusterList -n "127.0.0.1:$ns1" > "$work/clusterList.txt" 2>&1 || true
+for g in broker-a broker-b broker-j; do
+  if ! grep -E "^TestCluster +$g +0 " "$work/clusterList.txt" > /dev/null; then
+    echo "cluster_stage1 ($mode): FAILED: mqadmin clusterList does not list $g:"
+    cat "$work/clusterList.txt"
+    exit 1
+  fi
+done
+grep -E "Cluster|broker-" "$work/clusterList.txt" | sed 's/^/clusterList: /'
 # What ClusterCheck runs to restart B after its kill -9.
 cat > "$work/restart-b.sh" <<SH
 set -e
