@@ -544,7 +544,7 @@ void BrokerReactor::handle_cluster_info(uint32_t conn, const RemotingCommand& re
     if (body.back() != '{') body += ',';
     append_json_string(&body, name);
     body += ':';
-    append_broker_data(&body, entry.first, name, entry.second);
+    append_broker_data_json(&body, entry.first, name, entry.second);
   }
   body += "},\"clusterAddrTable\":{";
   for (const auto& [cluster, names] : clusters) {

@@ -2,6 +2,7 @@
 // NameServers, and the built-in NameServer role's answers to other brokers' registrations
 // (net/README.md, "Cluster").
 
+#include <algorithm>
 #include <set>
 
 #include "net/broker_reactor.h"
@@ -20,13 +21,25 @@ constexpr std::string_view kEmptyRoute =
 
 }  // namespace
 
+// The "ip:port" clients reach each presented broker at (brokerIP1 and its port).
+std::vector<std::pair<std::string, std::string>> BrokerReactor::own_broker_addrs() const {
+  std::string host = config_.advertised_address;
+  if (host.empty()) host = config_.bind_address == "0.0.0.0" ? "127.0.0.1" : config_.bind_address;
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const PresentedBroker& b : presented_brokers(config_, store_.shard_count(), nullptr)) {
+    out.emplace_back(b.name, host + ":" + std::to_string(b.port));
+  }
+  return out;
+}
+
 io::Status BrokerReactor::open_registrar() {
   if (config_.namesrv_addrs.empty()) return io::Status::ok();
   std::string error;
   const std::vector<PresentedBroker> presented =
       presented_brokers(config_, store_.shard_count(), &error);
   if (presented.empty()) return io::Status::error(io::Code::invalid_argument, error);
-  const std::string host = advertised_.substr(0, advertised_.rfind(':'));
+  const std::string& addr0 = own_broker_addrs()[0].second;
+  const std::string host = addr0.substr(0, addr0.rfind(':'));
   const std::string ha_host = config_.ha_address.empty() ? host : config_.ha_address;
   NamesrvRegistrar::Options options;
   options.namesrvs = config_.namesrv_addrs;
@@ -89,7 +102,10 @@ void BrokerReactor::handle_register_broker(uint32_t conn, const RemotingCommand&
   io::Result<Registration> r = read_registration(request, body);
   if (!r.is_ok()) return reply_code(conn, request, rc::kSystemError, r.status().message());
   const BrokerIdentity who = r->broker;
-  if (who.addr != advertised_) {  // this process's own brokers are listed anyway
+  const auto own = own_broker_addrs();
+  const bool self =
+      std::any_of(own.begin(), own.end(), [&](const auto& b) { return b.second == who.addr; });
+  if (!self) {  // this process's own brokers are listed anyway
     const bool known = remote_brokers_.find(who.addr) != nullptr;
     io::Status s = remote_brokers_.register_broker(std::move(*r), {conn, conns_[conn].generation},
                                                    clock_->now_ms());

@@ -372,6 +372,8 @@ class BrokerReactor {
   bool complete_earliest(uint32_t index, const Completion& c);
   void post_or_fail(uint32_t index, const io::Status& posted);
   // ---- NameServer membership (broker_namesrv.cc) ----
+  // (brokerName, "ip:port") of each broker this process presents (net/presented_broker.h).
+  std::vector<std::pair<std::string, std::string>> own_broker_addrs() const;
   // The registrar for namesrvAddr (none without it), made at start.
   io::Status open_registrar();
   // The topicConfigTable registrations carry: the topic table, TBW102 (perm 7 with

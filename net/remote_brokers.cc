@@ -13,8 +13,8 @@ bool implicit_route_in_cluster(std::string_view topic) {
   return topic == kAutoCreateTopic || topic.starts_with("%RETRY%") || topic.starts_with("%DLQ%");
 }
 
-void append_broker_data(std::string* out, std::string_view cluster, std::string_view name,
-                        const std::map<int64_t, std::string>& addrs) {
+void append_broker_data_json(std::string* out, std::string_view cluster, std::string_view name,
+                             const std::map<int64_t, std::string>& addrs) {
   *out += "{\"cluster\":";
   append_json_string(out, cluster);
   *out += ",\"brokerName\":";
@@ -133,7 +133,7 @@ void RemoteBrokers::append_broker_datas(std::string_view topic, std::string* out
   for (const auto& [addr, b] : by_addr_) {
     if (b.topics.find(topic) == b.topics.end() || !groups.insert(b.broker.name).second) continue;
     open_item(out);
-    append_broker_data(out, b.broker.cluster, b.broker.name, group_addrs(b.broker.name));
+    append_broker_data_json(out, b.broker.cluster, b.broker.name, group_addrs(b.broker.name));
   }
 }
 

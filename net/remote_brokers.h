@@ -78,7 +78,7 @@ class RemoteBrokers {
 bool implicit_route_in_cluster(std::string_view topic);
 
 // A TopicRouteData brokerData object: {"cluster","brokerName","brokerAddrs":{"<id>":addr}}.
-void append_broker_data(std::string* out, std::string_view cluster, std::string_view name,
-                        const std::map<int64_t, std::string>& addrs);
+void append_broker_data_json(std::string* out, std::string_view cluster, std::string_view name,
+                             const std::map<int64_t, std::string>& addrs);
 
 }  // namespace uringmq::net
