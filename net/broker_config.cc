@@ -510,6 +510,9 @@ io::Status finish(BrokerConfig& c, std::string_view source,
   if (c.store.disk_force_clean_ratio < c.store.disk_max_used_space_ratio) {
     c.store.disk_force_clean_ratio = c.store.disk_max_used_space_ratio;
   }
+  // A member of a cluster (namesrvAddr) serves no NameServer of its own unless told: a Java
+  // NameServer on the same host holds 9876.
+  if (!c.namesrv_addrs.empty() && !lines.contains("namesrvListenPort")) c.namesrv_listen_port = 0;
   if (c.namesrv_listen_port != 0 && c.namesrv_listen_port == c.listen_port) {
     return config_error(
         source, line_of("namesrvListenPort", "listenPort"),

@@ -469,6 +469,12 @@ TEST(BrokerConfigTest, NamesrvAddrListsEveryNameServer) {
   ASSERT_TRUE(c.is_ok()) << c.status().to_string();
   EXPECT_EQ(c->namesrv_addrs, (std::vector<std::string>{"127.0.0.1:9876", "10.0.0.5:9877"}));
   EXPECT_EQ(c->register_namesrv_period_ms, 30000);
+  // A cluster member serves no NameServer unless told to.
+  EXPECT_EQ(c->namesrv_listen_port, 0);
+  EXPECT_EQ(parse_broker_config("namesrvAddr=127.0.0.1:1\nnamesrvListenPort=9877\n", "f")
+                ->namesrv_listen_port,
+            9877);
+  EXPECT_EQ(parse_broker_config("", "f")->namesrv_listen_port, 9876);
   io::Result<BrokerConfig> bad = parse_broker_config("namesrvAddr=127.0.0.1:9876;ns:x\n", "f");
   ASSERT_FALSE(bad.is_ok());
   EXPECT_NE(bad.status().message().find("'ns:x', not an ip:port"), std::string::npos)
