@@ -874,7 +874,11 @@ void Shard::handle_queue_request(uint32_t slot_index, const ShardRequest& reques
 // Acknowledged records are dispatched at once, in log order: their ConsumeQueue units become
 // visible to pulls (and wake held ones) in the same loop iteration.
 void Shard::deliver_acks() {
-  std::array<engine::Ack, 128> acks;
+  std::array<engine::Ack, 128> storage;
+  // Never more than the dispatcher holds: with max_pending_acks under 128 a full-size batch
+  // would never find room and the shard would stop acknowledging.
+  const std::span<engine::Ack> acks(
+      storage.data(), std::min<size_t>(storage.size(), options_.log.max_pending_acks));
   for (size_t n; dispatcher_->has_room(acks.size()) && (n = log_->take_acks(acks)) > 0;) {
     const int64_t acked_ns = clock_->monotonic_ns();  // once per batch of acknowledgements
     for (size_t i = 0; i < n; i++) {

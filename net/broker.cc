@@ -177,6 +177,7 @@ io::Status BrokerReactor::start() {
     topics_ = std::move(*topics);
     UMQ_RETURN_IF_ERROR(open_admin_state(**disk));
   }
+  UMQ_RETURN_IF_ERROR(open_acl());
 
   UMQ_RETURN_IF_ERROR(listen_on(config_.bind_address, config_.listen_port, 1024,
                                 &listen_fds_[kListenBroker], &broker_port_));
@@ -575,6 +576,7 @@ void BrokerReactor::sweep(int64_t now) {
   expire_sql_subscriptions(now);
   run_transaction_checks(now);
   expire_remote_brokers(now);
+  if (acl_ != nullptr) poll_acl_file();
 }
 
 // ---- BrokerReactor: bounds on connections ----

@@ -460,6 +460,14 @@ const KeySetter kSetters[] = {
      [](BrokerConfig& c, std::string_view v) {
        return set_number<uint16_t>(c.metrics_prom_port, v, 0, 65535, "a port (0: any free one)");
      }},
+    // Plain ACL (RocketMQ's keys; net/acl_validator.h).
+    {"aclEnable", [](BrokerConfig& c, std::string_view v) { return set_bool(c.acl_enable, v); }},
+    {"aclFilePath",
+     [](BrokerConfig& c, std::string_view v) {
+       if (v.empty()) return std::string("is empty (a plain_acl.yml path)");
+       c.acl_file_path = std::string(v);
+       return std::string();
+     }},
 };
 
 const KeySetter* find_setter(std::string_view key) {
@@ -519,6 +527,12 @@ io::Status finish(BrokerConfig& c, std::string_view source,
         "namesrvListenPort and listenPort are both " + std::to_string(c.listen_port));
   }
   c.advertised_address = effective_advertised_address(c);
+  if (c.acl_file_path.empty()) {  // plain_acl.yml beside broker.conf
+    const size_t slash = source.rfind('/');
+    c.acl_file_path = (slash == std::string_view::npos ? std::string(".")
+                                                       : std::string(source.substr(0, slash))) +
+                      "/plain_acl.yml";
+  }
   return io::Status::ok();
 }
 
@@ -685,6 +699,8 @@ std::string describe_broker_config(const BrokerConfig& c) {
   add("metricsPromExporterHost",
       c.metrics_prom_host.empty() ? c.bind_address : c.metrics_prom_host);
   add("metricsPromExporterPort", num(c.metrics_prom_port));
+  add("aclEnable", c.acl_enable ? "true" : "false");
+  add("aclFilePath", c.acl_file_path);
   for (const std::string& key : c.ignored_keys) out.append("ignored: ").append(key).append("\n");
   return out;
 }

@@ -89,6 +89,10 @@ struct BrokerConfig {
   bool metrics_prom = false;
   std::string metrics_prom_host;
   uint16_t metrics_prom_port = 5557;  // 0: any free port (tests)
+  // Plain ACL (aclEnable, RocketMQ's key): every request is checked against the rules of
+  // aclFilePath (default: plain_acl.yml beside broker.conf), re-read when it changes.
+  bool acl_enable = false;
+  std::string acl_file_path;
   // Keys present in the file that were accepted and ignored, in file order (describe lists them).
   std::vector<std::string> ignored_keys;
 };

@@ -392,6 +392,7 @@ void BrokerReactor::handle(uint32_t conn, RemotingCommand& request,
   if (stopping_) {
     return reply_code(conn, request, rc::kServiceNotAvailable, "the broker is stopping");
   }
+  if (acl_ != nullptr && acl_refused(conn, request, body)) return;
   switch (request.code) {
     case req::kGetRouteInfoByTopic:
       return handle_route(conn, request);

@@ -23,6 +23,7 @@
 #include "io/clock.h"
 #include "io/net_ring.h"
 #include "io/waker.h"
+#include "net/acl_validator.h"
 #include "net/broker_admin.h"
 #include "net/broker_config.h"
 #include "net/client_table.h"
@@ -389,6 +390,11 @@ class BrokerReactor {
   // Merges the remote brokers' queue and broker data for `topic` into a route body built for
   // this process's own brokers (`local`: whether those are listed).
   std::string merge_remote_route(std::string_view topic, std::string local_body, bool local) const;
+  // ---- plain ACL (broker_acl.cc) ----
+  io::Status open_acl();  // with aclEnable: the rules, or the error that stops the start
+  // True when ACL refused the request (answered SYSTEM_ERROR with Java's remark unless oneway).
+  bool acl_refused(uint32_t conn, const RemotingCommand& request, std::span<const std::byte> body);
+  void poll_acl_file();  // at most once a second: re-reads aclFilePath when it changed
   // ---- metrics (broker_metrics.cc) ----
   io::Status open_metrics_server();
   // Counts what a store completion did (messages in, out, queue ends) for the metrics.
@@ -490,6 +496,9 @@ class BrokerReactor {
   uint32_t next_producer_ = 0;  // round robin over a group's connections
   uint64_t txn_checks_sent_ = 0;
   uint64_t txn_checks_no_producer_ = 0;
+  std::unique_ptr<AclValidator> acl_;        // null without aclEnable
+  std::array<int64_t, 4> acl_file_stamp_{};  // aclFilePath's mtime s, ns, size, inode
+  int64_t next_acl_poll_ms_ = 0;             // monotonic
   std::array<Completion, 256> completions_{};
   std::array<io::NetCompletion, 256> events_{};
 };

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The official RocketMQ 4.9.8 Java client against uringmq-broker: runs one check class of
 # tests/interop/java/ (default DeliveredPropertiesCheck) against a fresh broker; the class gets
-# the NameServer address as its argument and passes by printing "JAVA-CHECK OK".
+# the NameServer address and the work dir as its arguments and passes by printing "JAVA-CHECK OK".
 # Usage: tests/interop/java/run.sh <uringmq-broker binary> <work dir>
 #          [class [broker.conf line ...]]
 # The client comes from a RocketMQ 4.9.8 Java distribution (a folder with env.sh and lib/):
@@ -43,6 +43,10 @@ mappedFileSizeCommitLog=67108864
 diskSpaceWarningLevelRatio=100
 CONF
 for line in "${extra_conf[@]}"; do echo "$line" >> "$work/broker.conf"; done
+# A check's ACL rules (<Check>.plain_acl.yml) go beside broker.conf, where aclEnable reads them.
+if [ -f "$repo/tests/interop/java/$check.plain_acl.yml" ]; then
+  cp "$repo/tests/interop/java/$check.plain_acl.yml" "$work/plain_acl.yml"
+fi
 "$broker_bin" -c "$work/broker.conf" > "$work/broker.log" 2>&1 &
 broker_pid=$!
 trap 'kill -TERM $broker_pid 2>/dev/null; wait $broker_pid 2>/dev/null || true' EXIT
@@ -55,7 +59,7 @@ grep -q "uringmq-broker ready" "$work/broker.log" || { echo "broker not ready"; 
 
 status=0
 timeout 120 "$JAVA" -cp "$RMQ_CP:$work/classes" -Drocketmq.client.logUseSlf4j=false \
-  "$check" "127.0.0.1:$namesrv" > "$work/java.log" 2>&1 || status=$?
+  "$check" "127.0.0.1:$namesrv" "$work" > "$work/java.log" 2>&1 || status=$?
 grep -E '^(FAIL|JAVA-CHECK|CHECK|plain|delayed|timed) ' "$work/java.log" || true
 if [ "$status" -ne 0 ] || ! grep -q "JAVA-CHECK OK" "$work/java.log"; then
   echo "$check: FAILED (exit $status); client output:"

@@ -206,6 +206,22 @@ TEST(StoreTest, EveryMessageStoredOnceInItsOwnersShardInQueueOrder) {
   ASSERT_TRUE((*store)->close().is_ok());
 }
 
+// max_pending_acks below the shard's acknowledgement batch (128) still acknowledges every
+// append (it once stopped the shard: the batch never found room in the dispatcher).
+TEST(StoreTest, FewPendingAcksStillAcknowledgeEverything) {
+  testing::TempDir dir;
+  StoreOptions options = test_options(dir.path(), 1);
+  options.log.max_pending_acks = 16;
+  options.session_window = 16;
+  auto store = Store::open(options);
+  ASSERT_TRUE(store.is_ok()) << store.status().to_string();
+  std::vector<Sent> sent;
+  std::atomic<int> errors{0};
+  run_client(**store, 0, &sent, &errors);
+  EXPECT_EQ(errors.load(), 0);
+  ASSERT_EQ(sent.size(), kPerClient);
+}
+
 TEST(StoreTest, RefusesAnotherShardCount) {
   testing::TempDir dir;
   StoreOptions options = test_options(dir.path() + "/store", 2);

@@ -1,0 +1,83 @@
+#include "net/acl_signer.h"
+
+#include <openssl/core_names.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/params.h>
+
+#include <algorithm>
+
+#include "io/assert.h"
+
+namespace uringmq::net {
+
+struct AclSigner::State {
+  EVP_MAC* mac = nullptr;
+  EVP_MAC_CTX* ctx = nullptr;
+};
+
+namespace {
+constexpr std::string_view kSignatureKey = "Signature";
+}  // namespace
+
+AclSigner::AclSigner() : state_(new State) {
+  state_->mac = EVP_MAC_fetch(nullptr, "HMAC", nullptr);
+  if (state_->mac != nullptr) state_->ctx = EVP_MAC_CTX_new(state_->mac);
+  order_.reserve(kAclMaxSignedFields);
+}
+
+AclSigner::~AclSigner() {
+  EVP_MAC_CTX_free(state_->ctx);
+  EVP_MAC_free(state_->mac);
+  delete state_;
+}
+
+bool AclSigner::sign(std::string_view secret_key,
+                     std::span<const std::pair<std::string, std::string>> fields,
+                     std::span<const std::byte> body, std::string_view skip_key,
+                     AclSignature* out) {
+  if (state_->ctx == nullptr || fields.size() > kAclMaxSignedFields) return false;
+  order_.clear();
+  for (size_t i = 0; i < fields.size(); ++i) order_.push_back(static_cast<uint16_t>(i));
+  // By key, then by arrival: of equal keys the last one is the one signed.
+  std::sort(order_.begin(), order_.end(), [&](uint16_t a, uint16_t b) {
+    const int c = fields[a].first.compare(fields[b].first);
+    return c != 0 ? c < 0 : a < b;
+  });
+  char digest_name[] = "SHA1";
+  OSSL_PARAM params[] = {OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest_name, 0),
+                         OSSL_PARAM_construct_end()};
+  EVP_MAC_CTX* ctx = state_->ctx;
+  if (EVP_MAC_init(ctx, reinterpret_cast<const unsigned char*>(secret_key.data()),
+                   secret_key.size(), params) != 1) {
+    return false;
+  }
+  for (size_t i = 0; i < order_.size(); ++i) {
+    const auto& [key, value] = fields[order_[i]];
+    if (i + 1 < order_.size() && fields[order_[i + 1]].first == key) continue;
+    if (key == kSignatureKey || (!skip_key.empty() && key == skip_key)) continue;
+    if (EVP_MAC_update(ctx, reinterpret_cast<const unsigned char*>(value.data()), value.size()) !=
+        1) {
+      return false;
+    }
+  }
+  if (!body.empty() &&
+      EVP_MAC_update(ctx, reinterpret_cast<const unsigned char*>(body.data()), body.size()) != 1) {
+    return false;
+  }
+  unsigned char mac[EVP_MAX_MD_SIZE];
+  size_t mac_bytes = 0;
+  if (EVP_MAC_final(ctx, mac, &mac_bytes, sizeof(mac)) != 1 || mac_bytes != 20) return false;
+  unsigned char text[kAclSignatureChars + 1];
+  const int n = EVP_EncodeBlock(text, mac, 20);
+  UMQ_ASSERT(n == static_cast<int>(kAclSignatureChars));
+  std::copy_n(text, kAclSignatureChars, out->begin());
+  return true;
+}
+
+bool acl_signature_equal(const AclSignature& a, std::string_view b) {
+  if (b.size() != a.size()) return false;
+  return CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
+}
+
+}  // namespace uringmq::net
