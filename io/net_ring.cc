@@ -86,6 +86,13 @@ void NetRing::read(int fd, void* buffer, size_t size_bytes, uint64_t user_data) 
   io_uring_sqe_set_data64(sqe, user_data);
 }
 
+void NetRing::connect(int fd, const Ipv4Endpoint& to, uint64_t user_data) {
+  static_assert(sizeof(Ipv4Endpoint::bytes) == sizeof(sockaddr_in));
+  io_uring_sqe* sqe = get_sqe();
+  io_uring_prep_connect(sqe, fd, reinterpret_cast<const sockaddr*>(to.bytes), sizeof(sockaddr_in));
+  io_uring_sqe_set_data64(sqe, user_data);
+}
+
 void NetRing::cancel_fd(int fd, uint64_t user_data) {
   io_uring_sqe* sqe = get_sqe();
   io_uring_prep_cancel_fd(sqe, fd, IORING_ASYNC_CANCEL_ALL);
@@ -148,6 +155,29 @@ Result<int> listen_tcp(const std::string& ipv4_address, uint16_t port, int backl
     return Status::from_errno(e, "listen " + where);
   }
   return fd;
+}
+
+Result<Ipv4Endpoint> ipv4_endpoint(const std::string& ipv4_address, uint16_t port) {
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  if (inet_pton(AF_INET, ipv4_address.c_str(), &addr.sin_addr) != 1) {
+    return Status::error(Code::invalid_argument, "'" + ipv4_address + "' is not an IPv4 address");
+  }
+  Ipv4Endpoint out;
+  std::memcpy(out.bytes, &addr, sizeof(addr));
+  return out;
+}
+
+Result<int> tcp_socket() {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return Status::from_errno(errno, "socket");
+  set_no_delay(fd);
+  return fd;
+}
+
+void shutdown_fd(int fd) {
+  if (fd >= 0) (void)::shutdown(fd, SHUT_RDWR);
 }
 
 Result<uint16_t> local_port(int fd) {

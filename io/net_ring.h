@@ -41,6 +41,9 @@ class NetRing {
   void recv(int fd, void* buffer, size_t size_bytes, uint64_t user_data);
   void send(int fd, const void* buffer, size_t size_bytes, uint64_t user_data);
   void read(int fd, void* buffer, size_t size_bytes, uint64_t user_data);
+  // Connects the socket `fd` (tcp_socket) to `to`; completes with 0 or -errno. `to` must live
+  // until the next wait() (the kernel copies it when the request is submitted).
+  void connect(int fd, const struct Ipv4Endpoint& to, uint64_t user_data);
   // Cancels every request on fd (its completions arrive with -ECANCELED).
   void cancel_fd(int fd, uint64_t user_data);
 
@@ -58,6 +61,16 @@ class NetRing {
 // A listening TCP socket on an IPv4 address (SO_REUSEADDR, non-blocking, close-on-exec).
 // Errors name the address and port ("bind 127.0.0.1:10911: Address already in use").
 Result<int> listen_tcp(const std::string& ipv4_address, uint16_t port, int backlog);
+// An IPv4 address and port as connect() takes it (a sockaddr_in, kept opaque here).
+struct Ipv4Endpoint {
+  alignas(8) unsigned char bytes[16] = {};
+};
+// `ipv4_address` (a literal) and `port` as an endpoint; invalid_argument naming the text.
+Result<Ipv4Endpoint> ipv4_endpoint(const std::string& ipv4_address, uint16_t port);
+// A TCP socket for NetRing::connect (close-on-exec, TCP_NODELAY).
+Result<int> tcp_socket();
+// Shuts both directions of a connected socket down: requests pending on it complete.
+void shutdown_fd(int fd);
 // The port a socket is bound to (for port 0 listeners).
 Result<uint16_t> local_port(int fd);
 // TCP_NODELAY on an accepted connection.

@@ -267,6 +267,7 @@ io::Status BrokerReactor::start() {
                                  " presented brokers were bound");
   }
   UMQ_RETURN_IF_ERROR(open_tls());
+  UMQ_RETURN_IF_ERROR(open_registrar());
   return open_metrics_server();
 }
 
@@ -305,6 +306,7 @@ io::Status BrokerReactor::run() {
     if (now >= next_sweep_ms_) sweep(now);
     if (mono_ms_ >= next_conn_sweep_ms_) close_stale_connections();
     resume_connections();
+    if (registrar_) registrar_->poll(*ring_, mono_ms_, now);
     UMQ_RETURN_IF_ERROR(poll_once(wait_timeout_ms()));
   }
   return shut_down();
@@ -363,6 +365,9 @@ void BrokerReactor::on_net_completion(const io::NetCompletion& c) {
       return;
     case Event::metrics:
       if (metrics_server_) metrics_server_->on_completion(*ring_, c, mono_ms_);
+      return;
+    case Event::registrar:
+      if (registrar_) registrar_->on_completion(*ring_, c, mono_ms_);
       return;
   }
 }
@@ -593,6 +598,7 @@ void BrokerReactor::close_connection(uint32_t index, const std::string& why) {
   std::vector<std::string> left;
   groups_.connection_closed({index, conn.generation}, &left);
   clients_.connection_closed({index, conn.generation});
+  remote_connection_closed(index);
   members_gone(left);
   account(index);                   // its buffers are freed once the kernel lets go of them
   orphan_bytes_ += conn.ops_bytes;  // its ops' buffers, until the store answers them
@@ -659,6 +665,7 @@ void BrokerReactor::sweep(int64_t now) {
   sweep_members_and_locks(now);
   expire_sql_subscriptions(now);
   run_transaction_checks(now);
+  expire_remote_brokers(now);
   if (acl_ != nullptr) poll_acl_file();
 }
 
@@ -756,6 +763,7 @@ void BrokerReactor::log_refusals() {
 
 io::Status BrokerReactor::shut_down() {
   log_info("stopping: closing listeners, answering held pulls, finishing sends in flight");
+  unregister_from_namesrvs();
   for (Listener& l : listeners_) {
     io::close_fd(l.fd);
     l.fd = -1;

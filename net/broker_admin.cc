@@ -283,6 +283,7 @@ void BrokerReactor::handle_topic_list(uint32_t conn, const RemotingCommand& requ
   for (const std::string& group : clients_.known_groups()) {
     topics.insert(std::string(kRetryPrefix) + group);
   }
+  remote_brokers_.collect_topics(&topics);  // brokers registered here (a cluster)
   const std::string body = json_name_list("topicList", topics);
   reply(conn, make_response(request, rc::kSuccess), std::as_bytes(std::span(body)));
 }

@@ -27,13 +27,9 @@
 namespace uringmq::net {
 namespace {
 
-constexpr std::array<std::string_view, 7> kIgnored = {"namesrvAddr",
-                                                      "autoCreateSubscriptionGroup",
-                                                      "brokerIP2",
-                                                      "waitTimeMillsInSendQueue",
-                                                      "sendMessageThreadPoolNums",
-                                                      "pullMessageThreadPoolNums",
-                                                      "useReentrantLockWhenPutMessage"};
+constexpr std::array<std::string_view, 5> kIgnored = {
+    "autoCreateSubscriptionGroup", "waitTimeMillsInSendQueue", "sendMessageThreadPoolNums",
+    "pullMessageThreadPoolNums", "useReentrantLockWhenPutMessage"};
 
 constexpr uint64_t kMiB = 1ull << 20;
 constexpr uint64_t kMaxSegmentBytes = (1ull << 31) - 4096;  // RocketMQ's int file size
@@ -189,6 +185,29 @@ std::string set_ipv4(std::string& out, std::string_view text, bool allow_any) {
   return {};
 }
 
+// namesrvAddr: "ip:port" items separated by ';' (RocketMQ's form), IPv4 literals.
+std::string set_namesrv_addrs(BrokerConfig& c, std::string_view text) {
+  std::vector<std::string> addrs;
+  while (!text.empty()) {
+    const size_t semi = text.find(';');
+    const std::string_view item = trim(text.substr(0, semi));
+    text = semi == std::string_view::npos ? std::string_view() : text.substr(semi + 1);
+    if (item.empty()) continue;
+    const size_t colon = item.rfind(':');
+    const std::string_view host = item.substr(0, colon == std::string_view::npos ? 0 : colon);
+    std::optional<int64_t> port = colon == std::string_view::npos
+                                      ? std::nullopt
+                                      : parse_number<int64_t>(item.substr(colon + 1), 1, 65535);
+    if (!is_ipv4_literal(host) || !port) {
+      return "has '" + std::string(item) + "', not an ip:port (a.b.c.d:port, ';' between)";
+    }
+    if (addrs.size() >= 64) return "lists more than 64 NameServers";
+    addrs.emplace_back(item);
+  }
+  c.namesrv_addrs = std::move(addrs);
+  return {};
+}
+
 std::string set_log_level(BrokerConfig& c, std::string_view text) {
   if (text != "error" && text != "warn" && text != "info" && text != "debug") {
     return "is not a log level (error, warn, info or debug)";
@@ -265,6 +284,17 @@ const KeySetter kSetters[] = {
      [](BrokerConfig& c, std::string_view v) {
        if (v.empty()) return std::string();  // empty: derived from bindAddress
        return set_ipv4(c.advertised_address, v, false);
+     }},
+    {"namesrvAddr", set_namesrv_addrs},
+    {"registerNameServerPeriod",
+     [](BrokerConfig& c, std::string_view v) {
+       return set_number<int64_t>(c.register_namesrv_period_ms, v, 1000, 60000,
+                                  "a period in ms (1000..60000)");
+     }},
+    {"brokerIP2",
+     [](BrokerConfig& c, std::string_view v) {
+       if (v.empty()) return std::string();  // empty: brokerIP1
+       return set_ipv4(c.ha_address, v, false);
      }},
     {"storePathRootDir",
      [](BrokerConfig& c, std::string_view v) {
@@ -488,6 +518,9 @@ io::Status finish(BrokerConfig& c, std::string_view source,
   if (c.store.disk_force_clean_ratio < c.store.disk_max_used_space_ratio) {
     c.store.disk_force_clean_ratio = c.store.disk_max_used_space_ratio;
   }
+  // A member of a cluster (namesrvAddr) serves no NameServer of its own unless told: a Java
+  // NameServer on the same host holds 9876.
+  if (!c.namesrv_addrs.empty() && !lines.contains("namesrvListenPort")) c.namesrv_listen_port = 0;
   if (c.namesrv_listen_port != 0 && c.namesrv_listen_port == c.listen_port) {
     return config_error(
         source, line_of("namesrvListenPort", "listenPort"),
@@ -623,6 +656,11 @@ std::string describe_broker_config(const BrokerConfig& c) {
   add("listenPort", num(c.listen_port));
   add("namesrvListenPort", num(c.namesrv_listen_port));
   add("shardPortStride", num(c.shard_port_stride));
+  std::string namesrvs;
+  for (const std::string& a : c.namesrv_addrs) namesrvs += (namesrvs.empty() ? "" : ";") + a;
+  add("namesrvAddr", namesrvs);
+  add("registerNameServerPeriod", num(c.register_namesrv_period_ms));
+  add("brokerIP2", c.ha_address.empty() ? effective_advertised_address(c) : c.ha_address);
   add("storePathRootDir", s.data_dir);
   add("shardCount", s.shard_count == 0 ? std::string("0 (one per CPU)") : num(s.shard_count));
   add("mappedFileSizeCommitLog", num(s.log.segment_size_bytes));

@@ -78,6 +78,12 @@ struct BrokerConfig {
   // The address put in routes (brokerIP1). parse_broker_config() resolves an absent key to
   // effective_advertised_address(); a default-constructed config leaves it empty.
   std::string advertised_address;
+  // NameServers every presented broker registers with (namesrvAddr, "ip:port;ip:port"; empty:
+  // none), every registerNameServerPeriod ms (1000..60000) and after each topic table change.
+  std::vector<std::string> namesrv_addrs;
+  int64_t register_namesrv_period_ms = 30000;
+  // The HA address registrations carry (brokerIP2; empty: brokerIP1).
+  std::string ha_address;
   // The Prometheus endpoint (RocketMQ 5's keys): metricsExporterType PROM serves GET /metrics
   // on metricsPromExporterHost (empty: bindAddress) : metricsPromExporterPort from the broker's
   // network loop; DISABLE (the default) serves nothing. net/README.md, "Metrics".

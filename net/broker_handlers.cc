@@ -336,12 +336,14 @@ std::optional<TopicShape> BrokerReactor::topic_shape(std::string_view topic) con
   }
   if (!config_.auto_create_topic_enable) return std::nullopt;
   const int32_t n = config_.default_topic_queue_nums;
-  return TopicShape{n, n, kPermReadWrite, false};
+  // TBW102 inherits (perm 7): clients send a new topic through its route (net/README.md).
+  return TopicShape{n, n, topic == kAutoCreateTopic ? 7 : kPermReadWrite, false};
 }
 
 io::Status BrokerReactor::put_topic(const TopicConfig& config) {
   io::Result<io::Disk*> disk = config_disk();
   if (!disk.is_ok()) return disk.status();
+  if (registrar_) registrar_->topics_changed();
   return topics_->put(**disk, config);
 }
 
@@ -433,6 +435,10 @@ void BrokerReactor::handle(uint32_t conn, RemotingCommand& request,
       return handle_all_topic_config(conn, request);
     case req::kGetBrokerClusterInfo:
       return handle_cluster_info(conn, request);
+    case kRegisterBrokerCode:
+      return handle_register_broker(conn, request, body);
+    case kUnregisterBrokerCode:
+      return handle_unregister_broker(conn, request);
     case req::kDeleteTopicInNamesrv:  // routes come from the broker's table: nothing to delete
       return reply_code(conn, request, rc::kSuccess, {});
     case req::kCheckClientConfig:
@@ -519,6 +525,7 @@ void BrokerReactor::handle_delete_topic(uint32_t conn, const RemotingCommand& re
     return reply_code(conn, request, rc::kSystemError, s.message());
   }
   if (s.is_ok()) log_info("topic " + *topic + " deleted from the topic table");
+  if (s.is_ok() && registrar_) registrar_->topics_changed();
   reply_code(conn, request, rc::kSuccess, {});
 }
 
@@ -547,21 +554,30 @@ void BrokerReactor::append_broker_data(std::string* body, uint32_t shard) const 
 
 // Every presented broker (one per shard) is a broker of the cluster.
 void BrokerReactor::handle_cluster_info(uint32_t conn, const RemotingCommand& request) {
-  std::string body = "{\"brokerAddrTable\":{";
+  // This process's brokers, then those registered with it (a cluster).
+  RemoteBrokers::AddrTable brokers;
+  std::map<std::string, std::set<std::string>> clusters;
   for (uint32_t i = 0; i < brokers_.size(); i++) {
-    if (i > 0) body += ',';
-    append_json_string(&body, brokers_[i].name);
+    brokers[brokers_[i].name] = {config_.cluster_name, {{0, advertised_[i]}}};
+    clusters[config_.cluster_name].insert(brokers_[i].name);
+  }
+  remote_brokers_.collect_cluster(&brokers, &clusters);
+  std::string body = "{\"brokerAddrTable\":{";
+  for (const auto& [name, entry] : brokers) {
+    if (body.back() != '{') body += ',';
+    append_json_string(&body, name);
     body += ':';
-    append_broker_data(&body, i);
+    append_broker_data_json(&body, entry.first, name, entry.second);
   }
   body += "},\"clusterAddrTable\":{";
-  append_json_string(&body, config_.cluster_name);
-  body += ":[";
-  for (uint32_t i = 0; i < brokers_.size(); i++) {
-    if (i > 0) body += ',';
-    append_json_string(&body, brokers_[i].name);
+  for (const auto& [cluster, names] : clusters) {
+    if (body.back() != '{') body += ',';
+    append_json_string(&body, cluster);
+    body += ':';
+    append_json_list(&body, '[', ']', names,
+                     [](std::string* o, const std::string& n) { append_json_string(o, n); });
   }
-  body += "]}}";
+  body += "}}";
   reply(conn, make_response(request, rc::kSuccess), std::as_bytes(std::span(body)));
 }
 
@@ -570,13 +586,24 @@ void BrokerReactor::handle_cluster_info(uint32_t conn, const RemotingCommand& re
 void BrokerReactor::handle_route(uint32_t conn, const RemotingCommand& request) {
   const std::string* topic = request.ext("topic");
   // Internal topics have no route: clients may neither send to them nor pull them.
-  const std::optional<TopicShape> shape =
+  std::optional<TopicShape> shape =
       topic != nullptr && valid_topic(*topic) && !is_internal_topic(*topic) ? topic_shape(*topic)
                                                                             : std::nullopt;
-  if (!shape) {
+  // In a cluster (brokers registered here) a topic not configured here is theirs to route.
+  if (shape && !shape->configured && !remote_brokers_.empty() &&
+      !implicit_route_in_cluster(*topic)) {
+    shape.reset();
+  }
+  const bool remote = shape.has_value() || (topic != nullptr && !is_internal_topic(*topic) &&
+                                            remote_brokers_.has_topic(*topic));
+  if (!remote) {
     return reply_code(
         conn, request, rc::kTopicNotExist,
         "No topic route info in name server for the topic: " + (topic ? *topic : std::string()));
+  }
+  if (!shape) {
+    const std::string body = merge_remote_route(*topic, {}, false);
+    return reply(conn, make_response(request, rc::kSuccess), as_bytes(body));
   }
   // One queueData and one brokerData per presented broker: the topic table is the process's,
   // so every broker has the topic's queues (a topic of 4 queues on 2 shards shows 8).
@@ -597,6 +624,7 @@ void BrokerReactor::handle_route(uint32_t conn, const RemotingCommand& request) 
     append_broker_data(&body, i);
   }
   body += "],\"filterServerTable\":{}}";
+  body = merge_remote_route(*topic, std::move(body), true);
   reply(conn, make_response(request, rc::kSuccess), std::as_bytes(std::span(body)));
 }
 
@@ -1098,6 +1126,7 @@ void BrokerReactor::handle_offset_update(uint32_t conn, RemotingCommand& request
 
 void BrokerReactor::handle_heartbeat(uint32_t conn, const RemotingCommand& request,
                                      std::span<const std::byte> body) {
+  if (registrar_) registrar_->topics_changed();  // a new group's %RETRY% topic is registered
   std::string_view text(reinterpret_cast<const char*>(body.data()), body.size());
   io::Result<JsonValue> json = parse_json(text, limits_.json);
   const JsonValue* client = json.is_ok() ? json->find("clientID") : nullptr;

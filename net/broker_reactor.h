@@ -33,6 +33,8 @@
 #include "net/message_batch.h"
 #include "net/metrics.h"
 #include "net/metrics_server.h"
+#include "net/namesrv_registrar.h"
+#include "net/remote_brokers.h"
 #include "net/presented_broker.h"
 #include "net/remoting.h"
 #include "net/socket_slot.h"
@@ -262,7 +264,16 @@ class BrokerReactor {
   uint16_t metrics_port() const { return metrics_server_ ? metrics_server_->port() : 0; }
 
  private:
-  enum class Event : uint8_t { accept = 1, recv, send, store_wake, stop_wake, cancel, metrics };
+  enum class Event : uint8_t {
+    accept = 1,
+    recv,
+    send,
+    store_wake,
+    stop_wake,
+    cancel,
+    metrics,
+    registrar
+  };
 
   // ---- reactor (broker.cc) ----
   void arm_accept(int which);
@@ -434,6 +445,24 @@ class BrokerReactor {
   // False when the op moved to its next step (the op stays).
   bool complete_earliest(uint32_t index, const Completion& c);
   void post_or_fail(uint32_t index, const io::Status& posted);
+  // ---- NameServer membership (broker_namesrv.cc) ----
+  // (brokerName, "ip:port") of each broker this process presents (net/presented_broker.h).
+  std::vector<std::pair<std::string, std::string>> own_broker_addrs() const;
+  // The registrar for namesrvAddr (none without it), made at start.
+  io::Status open_registrar();
+  // The topicConfigTable registrations carry: the topic table, TBW102 (perm 7 with
+  // autoCreateTopicEnable) and %RETRY% and %DLQ% of the groups heard of.
+  std::string registration_table() const;
+  // Stops registering: UNREGISTER_BROKER to every NameServer, answered or 3 s at most.
+  void unregister_from_namesrvs();
+  void handle_register_broker(uint32_t conn, const RemotingCommand& request,
+                              std::span<const std::byte> body);
+  void handle_unregister_broker(uint32_t conn, const RemotingCommand& request);
+  void remote_connection_closed(uint32_t conn);
+  void expire_remote_brokers(int64_t now_ms);
+  // Merges the remote brokers' queue and broker data for `topic` into a route body built for
+  // this process's own brokers (`local`: whether those are listed).
+  std::string merge_remote_route(std::string_view topic, std::string local_body, bool local) const;
   // ---- plain ACL (broker_acl.cc) ----
   io::Status open_acl();  // with aclEnable: the rules, or the error that stops the start
   // True when ACL refused the request (answered SYSTEM_ERROR with Java's remark unless oneway).
@@ -477,6 +506,7 @@ class BrokerReactor {
   std::unique_ptr<Session> session_;
   // Before ring_: the ring (and what the kernel holds of its buffers) goes first.
   std::unique_ptr<MetricsServer> metrics_server_;
+  std::unique_ptr<NamesrvRegistrar> registrar_;  // namesrvAddr's registrations
   std::unique_ptr<io::NetRing> ring_;
   io::Waker* store_waker_;
   io::Waker* stop_waker_;
@@ -524,7 +554,8 @@ class BrokerReactor {
   std::vector<uint32_t> batch_props_at_;   // scratch: each message's properties in the arena
   // (consumer group, topic) -> its SQL92 subscription; at most kMaxSqlSubscriptions.
   std::map<std::pair<std::string, std::string>, SqlSubscription> sql_subscriptions_;
-  ClientTable clients_;  // what heartbeats say about clients (admin listings)
+  ClientTable clients_;           // what heartbeats say about clients (admin listings)
+  RemoteBrokers remote_brokers_;  // brokers registered with the built-in NameServer role
   std::unique_ptr<SubscriptionGroups> subscription_groups_;
   // Run-time changes to the configuration (UPDATE_BROKER_CONFIG), as persisted: key -> value.
   std::map<std::string, std::string, std::less<>> config_overlay_;

@@ -84,6 +84,7 @@ class PersistedTable {
   io::Status erase(io::Disk& disk, std::string_view name);
   size_t size() const { return table_.size(); }
   const Map& table() const { return table_; }
+  DataVersion data_version() const { return version_; }
   std::string to_json() const { return json(table_, version_); }  // the file's contents
   std::string path() const { return io::path_join(dir_, kFileName); }
 

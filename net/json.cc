@@ -178,10 +178,23 @@ class Parser {
                            });
   }
 
+  // fastjson writes integer keys unquoted (`{0:12}`, Java peers' offset tables): such a key
+  // is read as the string of its digits.
   bool parse_member(JsonValue* out, uint32_t depth) {
-    if (at_end() || peek() != '"') return fail("a member name string was expected");
     std::string key;
-    if (!parse_string(&key)) return false;
+    if (!at_end() && (peek() == '-' || (peek() >= '0' && peek() <= '9'))) {
+      const size_t start = pos_;
+      if (peek() == '-') pos_++;
+      while (!at_end() && peek() >= '0' && peek() <= '9') pos_++;
+      if (pos_ - start > 20 || (pos_ - start == 1 && text_[start] == '-')) {
+        return fail("an unquoted member name must be an integer");
+      }
+      key.assign(text_.substr(start, pos_ - start));
+    } else if (at_end() || peek() != '"') {
+      return fail("a member name string was expected");
+    } else if (!parse_string(&key)) {
+      return false;
+    }
     skip_ws();
     if (at_end() || peek() != ':') return fail("':' expected");
     pos_++;

@@ -220,7 +220,8 @@ TEST_F(AclValidatorTest, PermissionTable) {
               std::string::npos);
   }
   // NameServer requests are not checked.
-  for (int32_t code : {105, 106, 206, 216}) EXPECT_EQ(check(request(code, {})), "OK") << code;
+  for (int32_t code : {103, 104, 105, 106, 206, 216})
+    EXPECT_EQ(check(request(code, {})), "OK") << code;
   // An admin account without resource perms may do anything once signed.
   EXPECT_EQ(check(signed_request(17, {{"topic", "T"}}, "rocketmq2", "abcdefgh"), "", "127.0.0.1"),
             "OK");

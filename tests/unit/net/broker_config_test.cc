@@ -127,9 +127,9 @@ TEST(BrokerConfigTest, EveryKeyIsApplied) {
   EXPECT_EQ(c.store.schedule_max_attempts, 7u);
   EXPECT_EQ(c.store.timer_max_delay_sec, 86'400);
   EXPECT_EQ(c.store.delivery_lead_ms, 25);
-  ASSERT_EQ(c.ignored_keys.size(), 2u);
-  EXPECT_EQ(c.ignored_keys[0], "namesrvAddr");
-  EXPECT_EQ(c.ignored_keys[1], "brokerIP2");
+  EXPECT_TRUE(c.ignored_keys.empty());
+  EXPECT_EQ(c.namesrv_addrs, std::vector<std::string>{"127.0.0.1:9876"});
+  EXPECT_EQ(c.ha_address, "10.0.0.2");
 
   std::string described = describe_broker_config(c);
   EXPECT_NE(described.find("listenPort=20911\n"), std::string::npos) << described;
@@ -138,9 +138,9 @@ TEST(BrokerConfigTest, EveryKeyIsApplied) {
   EXPECT_NE(described.find("diskMaxUsedSpaceRatio=90\n"), std::string::npos);
   EXPECT_NE(described.find("mappedFileSizeConsumeQueue=2000\n"), std::string::npos);
   EXPECT_NE(described.find("brokerIP1=10.1.2.3\n"), std::string::npos);
-  EXPECT_NE(described.find("ignored: namesrvAddr\n"), std::string::npos);
+  EXPECT_NE(described.find("namesrvAddr=127.0.0.1:9876\n"), std::string::npos);
   EXPECT_NE(described.find("serverChannelMaxIdleTimeSeconds=60\n"), std::string::npos);
-  EXPECT_NE(described.find("ignored: brokerIP2\n"), std::string::npos);
+  EXPECT_NE(described.find("brokerIP2=10.0.0.2\n"), std::string::npos);
 }
 
 TEST(BrokerConfigTest, AdvertisedAddressFollowsBind) {
@@ -160,7 +160,7 @@ TEST(BrokerConfigTest, EveryIgnoredKeyIsAccepted) {
   io::Result<BrokerConfig> parsed = parse_broker_config(text, "f");
   ASSERT_TRUE(parsed.is_ok()) << parsed.status().to_string();
   EXPECT_EQ(parsed->ignored_keys.size(), kIgnoredBrokerKeys.size());
-  EXPECT_EQ(kIgnoredBrokerKeys.size(), 7u);
+  EXPECT_EQ(kIgnoredBrokerKeys.size(), 5u);  // namesrvAddr and brokerIP2 are read now
 }
 
 TEST(BrokerConfigTest, AutoCreateTopicEnableIsABoolean) {
@@ -211,8 +211,8 @@ TEST(BrokerConfigTest, StructuralErrorsNameFileLineAndKey) {
   EXPECT_EQ(error_of("# c\nbrokerName=a\n\nlistenPrt=1"), "broker.conf:4: unknown key 'listenPrt'");
   EXPECT_EQ(error_of("listenPort=1\nbrokerName=x\nlistenPort=2\n"),
             "broker.conf:3: duplicate key 'listenPort' (first set on line 1)");
-  EXPECT_EQ(error_of("namesrvAddr=a\nnamesrvAddr=b\n"),
-            "broker.conf:2: duplicate key 'namesrvAddr' (first set on line 1)");
+  EXPECT_EQ(error_of("waitTimeMillsInSendQueue=a\nwaitTimeMillsInSendQueue=b\n"),
+            "broker.conf:2: duplicate key 'waitTimeMillsInSendQueue' (first set on line 1)");
   EXPECT_EQ(error_of("brokerName=a\nlistenPort 10911\n"),
             "broker.conf:2: 'listenPort 10911' is not a key=value line");
   EXPECT_EQ(error_of("=5\n"), "broker.conf:1: empty key");
@@ -461,6 +461,25 @@ TEST(BrokerConfigTest, TransactionKeys) {
             "broker.conf:1: transactionCheckMax '256' is not a number of checks (0..255)");
   EXPECT_EQ(error_of("transactionTimeOut=0"),
             "broker.conf:1: transactionTimeOut '0' is not a timeout in ms (1..3600000)");
+}
+
+TEST(BrokerConfigTest, NamesrvAddrListsEveryNameServer) {
+  io::Result<BrokerConfig> c =
+      parse_broker_config("namesrvAddr=127.0.0.1:9876; 10.0.0.5:9877;\n", "f");
+  ASSERT_TRUE(c.is_ok()) << c.status().to_string();
+  EXPECT_EQ(c->namesrv_addrs, (std::vector<std::string>{"127.0.0.1:9876", "10.0.0.5:9877"}));
+  EXPECT_EQ(c->register_namesrv_period_ms, 30000);
+  // A cluster member serves no NameServer unless told to.
+  EXPECT_EQ(c->namesrv_listen_port, 0);
+  EXPECT_EQ(parse_broker_config("namesrvAddr=127.0.0.1:1\nnamesrvListenPort=9877\n", "f")
+                ->namesrv_listen_port,
+            9877);
+  EXPECT_EQ(parse_broker_config("", "f")->namesrv_listen_port, 9876);
+  io::Result<BrokerConfig> bad = parse_broker_config("namesrvAddr=127.0.0.1:9876;ns:x\n", "f");
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_NE(bad.status().message().find("'ns:x', not an ip:port"), std::string::npos)
+      << bad.status().message();
+  EXPECT_FALSE(parse_broker_config("registerNameServerPeriod=500\n", "f").is_ok());
 }
 
 }  // namespace

@@ -187,5 +187,19 @@ TEST(JsonTest, AppendJsonWritesCompactDocument) {
   EXPECT_EQ(again, out);
 }
 
+// fastjson's offset tables (a Java peer's consumerOffset.json, delayOffset.json) have unquoted
+// integer keys.
+TEST(JsonTest, UnquotedIntegerKeysAreRead) {
+  io::Result<JsonValue> v = parse_json(R"({"offsetTable":{"T@g":{0:12,1:-3}},-1:true})");
+  ASSERT_TRUE(v.is_ok()) << v.status().to_string();
+  const JsonValue* table = v->find("offsetTable")->find("T@g");
+  ASSERT_NE(table, nullptr);
+  EXPECT_EQ(table->find("0")->as_int64(), 12);
+  EXPECT_EQ(table->find("1")->as_int64(), -3);
+  EXPECT_TRUE(v->find("-1")->as_bool());
+  EXPECT_FALSE(parse_json("{-:1}").is_ok());
+  EXPECT_FALSE(parse_json("{a:1}").is_ok());
+}
+
 }  // namespace
 }  // namespace uringmq::net

@@ -1,0 +1,163 @@
+#!/usr/bin/env bash
+# Cluster stage 1: uringmq brokers as members of a RocketMQ cluster (tests/cluster/README.md).
+# Mode "java": two Java 4.9.8 NameServers, uringmq processes A (broker-a) and B (broker-b)
+# registering with both (namesrvAddr), and one Java 4.9.8 broker (broker-j). Mode "builtin":
+# A is also the NameServer (namesrvListenPort); B and the Java broker register with it.
+# ClusterCheck.java (the official client and admin) checks listings, the spread of a new topic,
+# consumption, kill -9 and restart of B, and SIGTERM (A in mode java, B in mode builtin).
+# Usage: tests/cluster/stage1_test.sh <uringmq-broker binary> <work dir> [java|builtin]
+# Without a RocketMQ Java distribution ($URINGMQ_ROCKETMQ_JAVA, tools/find-rocketmq-java.sh) or
+# javac it prints a skip line and passes.
+set -euo pipefail
+broker_bin=$(realpath "$1")
+work=$2
+mode=${3:-java}
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+rmq=$("$repo/tools/find-rocketmq-java.sh" || true)
+if [ -z "$rmq" ] || [ ! -f "$rmq/env.sh" ] || ! command -v javac >/dev/null 2>&1; then
+  echo "cluster_stage1 ($mode): SKIPPED (no RocketMQ Java distribution found (set" \
+    "URINGMQ_ROCKETMQ_JAVA), or no javac)"
+  exit 0
+fi
+# shellcheck source=/dev/null
+source "$rmq/env.sh" || { echo "cluster_stage1: SKIPPED (its env.sh failed)"; exit 0; }
+rm -rf "$work" && mkdir -p "$work/classes"
+javac -nowarn -d "$work/classes" -cp "$RMQ_CP" "$repo/tests/cluster/ClusterCheck.java"
+
+pidfiles=()
+cleanup() {
+  for f in "${pidfiles[@]}"; do [ -f "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null || true; done
+}
+trap cleanup EXIT
+read -r ns1 ns2 pa pb pj < <("$repo/tools/free-ports.sh" 5)
+
+# Starts the uringmq broker named $1 with conf $2 in the background; pid in $work/$1.pid, and
+# the epoch ms it was ready in $work/$1.ready.
+start_uringmq() {
+  local name=$1 conf=$2
+  mkdir -p "$work/$name"
+  "$broker_bin" -c "$conf" >> "$work/$name.log" 2>&1 &
+  echo $! > "$work/$name.pid"
+  for _ in $(seq 1 300); do
+    [ "$(grep -c "uringmq-broker ready" "$work/$name.log")" -ge "$3" ] && break
+    kill -0 "$(cat "$work/$name.pid")" 2>/dev/null || { tail -20 "$work/$name.log"; exit 1; }
+    sleep 0.05
+  done
+  date +%s%3N > "$work/$name.ready"
+}
+
+uringmq_conf() {  # name port extra-lines...
+  local name=$1 port=$2
+  shift 2
+  cat <<CONF
+brokerClusterName=TestCluster
+brokerName=$name
+storePathRootDir=$work/$name/store
+listenPort=$port
+bindAddress=127.0.0.1
+shardCount=1
+defaultTopicQueueNums=4
+mappedFileSizeCommitLog=16777216
+diskSpaceWarningLevelRatio=100
+CONF
+  printf '%s\n' "$@"
+}
+
+# A Java 4.9.8 broker (broker-j) registering with $1; waits until it booted.
+start_java_broker() {
+  mkdir -p "$work/j"
+  cat > "$work/j/broker.conf" <<CONF
+brokerClusterName=TestCluster
+brokerName=broker-j
+brokerId=0
+brokerRole=ASYNC_MASTER
+brokerIP1=127.0.0.1
+listenPort=$pj
+namesrvAddr=$1
+storePathRootDir=$work/j/store
+storePathCommitLog=$work/j/store/commitlog
+mappedFileSizeCommitLog=16777216
+mappedFileSizeConsumeQueue=60000
+flushDiskType=ASYNC_FLUSH
+autoCreateTopicEnable=true
+defaultTopicQueueNums=4
+CONF
+  BROKER_HEAP="-Xms256m -Xmx256m -Xmn128m" BROKER_DIRECT=256m BROKER_PRETOUCH=0 \
+    "$rmq/broker.sh" "$work/j/broker.conf" "$work/j" > "$work/j.out" 2>&1 &
+  echo $! > "$work/j.pid"
+  pidfiles+=("$work/j.pid")
+}
+
+wait_java_broker() {
+  for _ in $(seq 1 1200); do grep -q "boot success" "$work/j.out" && break; sleep 0.1; done
+  if ! grep -q "boot success" "$work/j.out"; then
+    echo "the Java broker did not start"
+    tail "$work/j.out"
+    exit 1
+  fi
+}
+
+pidfiles+=("$work/broker-a.pid" "$work/broker-b.pid")
+groups=broker-a,broker-b,broker-j
+if [ "$mode" = java ]; then
+  namesrv="127.0.0.1:$ns1;127.0.0.1:$ns2"
+  for p in $ns1 $ns2; do
+    NAMESRV_HEAP="-Xms128m -Xmx128m -Xmn64m" "$rmq/namesrv.sh" "$p" "$work/ns$p" \
+      > "$work/ns$p.out" 2>&1 &
+    echo $! > "$work/ns$p.pid"
+    pidfiles+=("$work/ns$p.pid")
+  done
+  for p in $ns1 $ns2; do  # the NameServers listen before the brokers start
+    for _ in $(seq 1 600); do
+      (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null && break
+      sleep 0.1
+    done
+  done
+  start_java_broker "$namesrv"
+  uringmq_conf broker-a "$pa" "namesrvListenPort=0" "namesrvAddr=$namesrv" > "$work/a.conf"
+  uringmq_conf broker-b "$pb" "namesrvListenPort=0" "namesrvAddr=$namesrv" > "$work/b.conf"
+  start_uringmq broker-a "$work/a.conf" 1
+  start_uringmq broker-b "$work/b.conf" 1
+  stopped=broker-a
+else  # A is the NameServer: it starts first (a Java broker registers at start, then every 30 s)
+  namesrv="127.0.0.1:$ns1"
+  uringmq_conf broker-a "$pa" "namesrvListenPort=$ns1" > "$work/a.conf"
+  uringmq_conf broker-b "$pb" "namesrvListenPort=0" "namesrvAddr=$namesrv" > "$work/b.conf"
+  start_uringmq broker-a "$work/a.conf" 1
+  start_java_broker "$namesrv"
+  start_uringmq broker-b "$work/b.conf" 1
+  stopped=broker-b
+fi
+wait_java_broker
+# mqadmin clusterList shows every broker of the mixed cluster with its runtime figures
+# (GET_BROKER_RUNTIME_INFO's keys: a broker it cannot read is left out or shows an error).
+"$rmq/mqadmin.sh" clusterList -n "127.0.0.1:$ns1" > "$work/clusterList.txt" 2>&1 || true
+for g in broker-a broker-b broker-j; do
+  if ! grep -E "^TestCluster +$g +0 " "$work/clusterList.txt" > /dev/null; then
+    echo "cluster_stage1 ($mode): FAILED: mqadmin clusterList does not list $g:"
+    cat "$work/clusterList.txt"
+    exit 1
+  fi
+done
+grep -E "Cluster|broker-" "$work/clusterList.txt" | sed 's/^/clusterList: /'
+# What ClusterCheck runs to restart B after its kill -9.
+cat > "$work/restart-b.sh" <<SH
+set -e
+$(declare -f start_uringmq)
+broker_bin=$broker_bin work=$work
+start_uringmq broker-b "$work/b.conf" 2
+cp "$work/broker-b.ready" "$work/restart-b.sh.ready"
+SH
+
+status=0
+timeout 240 "$JAVA" -cp "$RMQ_CP:$work/classes" -Drocketmq.client.logUseSlf4j=false \
+  ClusterCheck "$namesrv" "$groups" broker-b "$work/restart-b.sh" "$work/broker-b.pid" \
+  "$stopped" "$work/$stopped.pid" > "$work/java.log" 2>&1 || status=$?
+grep -E '^(FAIL|JAVA-CHECK|CHECK) ' "$work/java.log" || true
+if [ "$status" -ne 0 ] || ! grep -q "JAVA-CHECK OK" "$work/java.log"; then
+  echo "cluster_stage1 ($mode): FAILED (exit $status); client output:"
+  tail -30 "$work/java.log"
+  for f in broker-a broker-b; do echo "--- $f"; tail -15 "$work/$f.log"; done
+  exit 1
+fi
+echo "cluster_stage1 ($mode): passed"
