@@ -29,7 +29,7 @@ cleanup() {
   for f in "${pidfiles[@]}"; do [ -f "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null || true; done
 }
 trap cleanup EXIT
-read -r ns1 ns2 pa pb pj < <("$repo/tools/free-ports.sh" 5)
+read -r ns1 ns2 pa pb pj < <("$repo/tools/free-ports.sh" 5 2)  # room for A's 2 shards
 
 # Starts the uringmq broker named $1 with conf $2 in the background; pid in $work/$1.pid, and
 # the epoch ms it was ready in $work/$1.ready.
@@ -46,7 +46,7 @@ start_uringmq() {
   date +%s%3N > "$work/$name.ready"
 }
 
-uringmq_conf() {  # name port extra-lines...
+uringmq_conf() {  # name port extra-lines... (SHARDS: the shard count, default 1)
   local name=$1 port=$2
   shift 2
   cat <<CONF
@@ -55,7 +55,7 @@ brokerName=$name
 storePathRootDir=$work/$name/store
 listenPort=$port
 bindAddress=127.0.0.1
-shardCount=1
+shardCount=${SHARDS:-1}
 defaultTopicQueueNums=4
 mappedFileSizeCommitLog=16777216
 diskSpaceWarningLevelRatio=100
@@ -98,7 +98,8 @@ wait_java_broker() {
 }
 
 pidfiles+=("$work/broker-a.pid" "$work/broker-b.pid")
-groups=broker-a,broker-b,broker-j
+# A runs 2 shards: 2 brokers (broker-a-0, broker-a-1) on pa and pa + 10.
+groups=broker-a-0,broker-a-1,broker-b,broker-j
 if [ "$mode" = java ]; then
   namesrv="127.0.0.1:$ns1;127.0.0.1:$ns2"
   for p in $ns1 $ns2; do
@@ -114,14 +115,15 @@ if [ "$mode" = java ]; then
     done
   done
   start_java_broker "$namesrv"
-  uringmq_conf broker-a "$pa" "namesrvListenPort=0" "namesrvAddr=$namesrv" > "$work/a.conf"
+  SHARDS=2 uringmq_conf broker-a "$pa" "namesrvListenPort=0" "namesrvAddr=$namesrv" \
+    > "$work/a.conf"
   uringmq_conf broker-b "$pb" "namesrvListenPort=0" "namesrvAddr=$namesrv" > "$work/b.conf"
   start_uringmq broker-a "$work/a.conf" 1
   start_uringmq broker-b "$work/b.conf" 1
   stopped=broker-a
 else  # A is the NameServer: it starts first (a Java broker registers at start, then every 30 s)
   namesrv="127.0.0.1:$ns1"
-  uringmq_conf broker-a "$pa" "namesrvListenPort=$ns1" > "$work/a.conf"
+  SHARDS=2 uringmq_conf broker-a "$pa" "namesrvListenPort=$ns1" > "$work/a.conf"
   uringmq_conf broker-b "$pb" "namesrvListenPort=0" "namesrvAddr=$namesrv" > "$work/b.conf"
   start_uringmq broker-a "$work/a.conf" 1
   start_java_broker "$namesrv"
@@ -132,7 +134,7 @@ wait_java_broker
 # mqadmin clusterList shows every broker of the mixed cluster with its runtime figures
 # (GET_BROKER_RUNTIME_INFO's keys: a broker it cannot read is left out or shows an error).
 "$rmq/mqadmin.sh" clusterList -n "127.0.0.1:$ns1" > "$work/clusterList.txt" 2>&1 || true
-for g in broker-a broker-b broker-j; do
+for g in ${groups//,/ }; do
   if ! grep -E "^TestCluster +$g +0 " "$work/clusterList.txt" > /dev/null; then
     echo "cluster_stage1 ($mode): FAILED: mqadmin clusterList does not list $g:"
     cat "$work/clusterList.txt"
