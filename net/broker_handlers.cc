@@ -9,6 +9,7 @@
 #include <random>
 
 #include "engine/delivery/timer_message.h"
+#include "engine/delivery/transactions.h"
 #include "engine/log/byte_order.h"
 #include "engine/log/properties.h"
 #include "engine/queues/dispatch.h"
@@ -652,6 +653,14 @@ void BrokerReactor::handle_send_batch(uint32_t conn, RemotingCommand& request,
   if (header.topic.starts_with(kRetryPrefix)) {
     return reply_code(conn, request, rc::kMessageIllegal,
                       "Retry Group is not supported for batching: topic " + header.topic);
+  }
+  // Java's CommitLog.asyncPutMessages answers MESSAGE_ILLEGAL for a batch whose sysFlag has
+  // transaction bits; stored, its messages would be visible before any commit.
+  if (const int32_t bits = header.sys_flag & engine::kSysFlagTransactionMask; bits != 0) {
+    return reply_code(conn, request, rc::kMessageIllegal,
+                      "a transactional message (sysFlag transaction bits " + std::to_string(bits) +
+                          ") is not supported for batching: send each one alone; topic " +
+                          header.topic);
   }
   if (body.size() > config_.store.log.limits.max_body_bytes) {
     return reply_code(conn, request, rc::kMessageIllegal,
