@@ -281,7 +281,7 @@ void BrokerReactor::free_op(uint32_t index) {
   // allocator once the load that needed it is gone).
   // (Swapped with an empty vector: `op.data = {}` would keep the capacity.)
   if (op.data.capacity() > kPullBufferBytes || kept_op_buffers_ >= kKeptOpBuffers) {
-    std::vector<std::byte>().swap(op.data);
+    OpBuffer().swap(op.data);
   }
   if (op.data.capacity() > 0) kept_op_buffers_++;
   if (op.batch.capacity() > kKeptBatchMessages) {
@@ -901,7 +901,7 @@ bool BrokerReactor::pull_again_larger(uint32_t index) {
   BrokerOp& op = *ops_[index];
   if (op.data.size() >= largest_pull_bytes() || !op_connection_alive(op)) return false;
   set_reserved(index, 0);
-  std::vector<std::byte>().swap(op.data);
+  OpBuffer().swap(op.data);
   Connection& conn = conns_[op.conn];
   conn.deferred.push_back(index);
   conn.resume = true;
