@@ -16,9 +16,10 @@
 //               consumer's read of the message: one more connection per queue long-polls it
 //               (PULL_MESSAGE, 32 a pull). Its parts: "answer -> consume" (the commit's reply
 //               read -> the message read; messages read before their commit's reply count as
-//               early), and whether the pull that brought it was sent before the commit (it
-//               was held for it) or after (the message waited for a pull), with the pulls' round
-//               trips and messages per pull.
+//               early; "late pull": those whose pull was sent after the commit's reply was
+//               read, i.e. it was not at the broker when the message became visible), whether
+//               the pull that brought it was sent before the commit (it was held for it) or
+//               after, with the pulls' round trips and messages per pull.
 //               --consume 1 without --transactional: the same consumers time plain sends,
 //               "send -> consume" (the send's write to the consumer's read), as a reference.
 //   redis       RESP `ZADD <key> <score> <member>`, member --message-bytes long and unique;
@@ -235,16 +236,20 @@ struct Counters {
   LatencyHistogram latency;
   LatencyHistogram commit_latency;   // --transactional: END_TRANSACTION's round trip
   LatencyHistogram consume_latency;  // --consume: commit (or send) written -> message pulled
-  LatencyHistogram answer_consume;   // --transactional --consume: commit answered -> pulled
-  LatencyHistogram held_consume;     // --consume: pulled by a pull sent before the commit
-  LatencyHistogram waited_consume;   // --consume: pulled by a pull sent after the commit
-  LatencyHistogram pull_latency;     // --consume: a pull's round trip (held ones included)
-  uint64_t consumed_early = 0;       // --consume: pulled before the commit's reply was read
-  uint64_t pulls_found = 0;          // --consume: pulls that brought messages
-  uint64_t pulled_messages = 0;      // --consume: messages they brought
+  LatencyHistogram answer_consume;   // --consume: commit (or send) answered -> pulled
+  // The same, of messages whose pull was sent after that answer (it was not at the broker when
+  // the message became visible: the consumer's turnaround).
+  LatencyHistogram answer_consume_late_pull;
+  LatencyHistogram held_consume;    // --consume: pulled by a pull sent before the commit
+  LatencyHistogram waited_consume;  // --consume: pulled by a pull sent after the commit
+  LatencyHistogram pull_latency;    // --consume: a pull's round trip (held ones included)
+  uint64_t consumed_early = 0;      // --consume: pulled before the commit's reply was read
+  uint64_t pulls_found = 0;         // --consume: pulls that brought messages
+  uint64_t pulled_messages = 0;     // --consume: messages they brought
   void clear() {
     consume_latency.clear();
     answer_consume.clear();
+    answer_consume_late_pull.clear();
     held_consume.clear();
     waited_consume.clear();
     pull_latency.clear();
@@ -674,6 +679,7 @@ void LoadGenerator::note_consumed(const Sent& sent, int64_t pull_sent_ns, int64_
     k.consumed_early++;
   } else {
     k.answer_consume.record(now - sent.answer_ns);
+    if (pull_sent_ns > sent.answer_ns) k.answer_consume_late_pull.record(now - sent.answer_ns);
   }
 }
 
@@ -852,15 +858,18 @@ void LoadGenerator::print_report(double window_s, double cpu_s, uint64_t unanswe
 std::string LoadGenerator::consume_parts_json() const {
   const Counters& k = window_;
   const uint64_t held = k.held_consume.count(), waited = k.waited_consume.count();
-  char out[512];
+  char out[640];
   std::snprintf(
       out, sizeof out,
       "\"answer_consume_p50_us\":%.0f,\"answer_consume_p99_us\":%.0f,\"consumed_early\":%llu,"
+      "\"late_pull_consumed\":%llu,\"late_pull_p99_us\":%.0f,"
       "\"held_consumed\":%llu,\"held_p99_us\":%.0f,\"waited_consumed\":%llu,"
       "\"waited_p99_us\":%.0f,\"pull_p50_us\":%.0f,\"pull_p99_us\":%.0f,"
       "\"msgs_per_pull\":%.2f",
       k.answer_consume.percentile_us(0.50), k.answer_consume.percentile_us(0.99),
-      static_cast<unsigned long long>(k.consumed_early), static_cast<unsigned long long>(held),
+      static_cast<unsigned long long>(k.consumed_early),
+      static_cast<unsigned long long>(k.answer_consume_late_pull.count()),
+      k.answer_consume_late_pull.percentile_us(0.99), static_cast<unsigned long long>(held),
       k.held_consume.percentile_us(0.99), static_cast<unsigned long long>(waited),
       k.waited_consume.percentile_us(0.99), k.pull_latency.percentile_us(0.50),
       k.pull_latency.percentile_us(0.99),
