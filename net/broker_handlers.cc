@@ -787,6 +787,22 @@ void BrokerReactor::complete_send(BrokerOp& op, const Completion& c) {
                       "timed message (REAL_TOPIC, REAL_QID, DELAY, TIMER_OUT_MS), exceed " +
                           std::to_string(engine::kMaxPropertiesBytes) + " bytes");
   }
+  const bool prepared = (op.message.sys_flag & engine::kSysFlagTransactionMask) ==
+                        engine::kSysFlagTransactionPrepared;
+  if (prepared && (c.code == io::Code::busy || c.code == io::Code::invalid_argument)) {
+    // The two refusals only a prepared message meets (engine/README.md, "Transactional
+    // messages"), named so that an operator can tell them from a plain busy or bad message.
+    return reply_code(
+        op.conn, op.request, error_code(c.code),
+        c.code == io::Code::busy
+            ? "the store is busy, or the queue's shard holds " +
+                  std::to_string(config_.store.transaction_window_max) +
+                  " half messages from its oldest one not ended (commit or roll "
+                  "back open transactions): the half was not stored, try again"
+            : std::string("invalid message (for a prepared message, also: a DELAY that "
+                          "is not a number, or a malformed or too distant timer "
+                          "property, which its commit could not take)"));
+  }
   if (c.code != io::Code::ok) {
     return reply_code(op.conn, op.request, error_code(c.code), code_text(c.code));
   }
