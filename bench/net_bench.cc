@@ -14,7 +14,14 @@
 //               (the broker answers once the committed copy is durable, and so consumable), and
 //               with --consume 1, "commit -> consume" is from the commit's write to a
 //               consumer's read of the message: one more connection per queue long-polls it
-//               (PULL_MESSAGE, 32 a pull).
+//               (PULL_MESSAGE, 32 a pull). Its parts: "answer -> consume" (the commit's reply
+//               read -> the message read; messages read before their commit's reply count as
+//               early; "late pull": those whose pull was sent after the commit's reply was
+//               read, i.e. it was not at the broker when the message became visible), whether
+//               the pull that brought it was sent before the commit (it was held for it) or
+//               after, with the pulls' round trips and messages per pull.
+//               --consume 1 without --transactional: the same consumers time plain sends,
+//               "send -> consume" (the send's write to the consumer's read), as a reference.
 //   redis       RESP `ZADD <key> <score> <member>`, member --message-bytes long and unique;
 //               ":1" counts, anything else is an error.
 //   beanstalkd  `put 0 0 60 <bytes>\r\n<body>\r\n`; "INSERTED <id>" counts, anything else is
@@ -91,7 +98,7 @@ struct Args {
   uint32_t delay_level = 0;           // remoting: DELAY=N on every message (0: none)
   uint32_t batch = 0;  // remoting: SEND_BATCH_MESSAGE of this many messages (0: single sends)
   bool transactional = false;  // remoting: half send + END_TRANSACTION commit per message
-  bool consume = false;        // --transactional: a long-polling consumer per queue too
+  bool consume = false;        // a long-polling consumer per queue too (send/commit -> consume)
   bool tls = false;            // remoting over TLS
   bool json = false;
 };
@@ -111,7 +118,7 @@ constexpr size_t kSeqDigits = 16;                    // hex sequence stamped int
              "         [--delay-level N]  (remoting: every message delayed by level N)\n"
              "         [--batch N]  (remoting: SEND_BATCH_MESSAGE, N messages a request)\n"
              "         [--transactional 1]  (remoting: half send + END_TRANSACTION commit)\n"
-             "         [--consume 1]  (--transactional: consumers time commit -> consume)\n"
+             "         [--consume 1]  (consumers time commit (or send) -> consume)\n"
              "         [--tls 1]  (remoting over TLS)\n");
 }
 
@@ -170,7 +177,9 @@ Args parse_args(int argc, char** argv) {
   if (a.tls && a.protocol != Protocol::remoting) {
     usage("--tls is for --protocol remoting");
   }
-  if (a.consume && !a.transactional) usage("--consume is for --transactional");
+  if (a.consume && (a.protocol != Protocol::remoting || a.batch > 0)) {
+    usage("--consume is for --protocol remoting, without --batch");
+  }
   return a;
 }
 
@@ -213,6 +222,11 @@ class LatencyHistogram {
     return upper_edge_us(kBuckets);
   }
   double max_us() const { return static_cast<double>(max_ns_) / 1e3; }
+  uint64_t count() const {
+    uint64_t total = 0;
+    for (uint64_t c : counts_) total += c;
+    return total;
+  }
 
  private:
   static constexpr uint64_t kFineUs = 1'000'000;        // 1 us buckets below 1 s
@@ -232,9 +246,25 @@ struct Counters {
   uint64_t errors = 0;
   LatencyHistogram latency;
   LatencyHistogram commit_latency;   // --transactional: END_TRANSACTION's round trip
-  LatencyHistogram consume_latency;  // --transactional: commit written -> message pulled
+  LatencyHistogram consume_latency;  // --consume: commit (or send) written -> message pulled
+  LatencyHistogram answer_consume;   // --consume: commit (or send) answered -> pulled
+  // The same, of messages whose pull was sent after that answer (it was not at the broker when
+  // the message became visible: the consumer's turnaround).
+  LatencyHistogram answer_consume_late_pull;
+  LatencyHistogram held_consume;    // --consume: pulled by a pull sent before the commit
+  LatencyHistogram waited_consume;  // --consume: pulled by a pull sent after the commit
+  LatencyHistogram pull_latency;    // --consume: a pull's round trip (held ones included)
+  uint64_t consumed_early = 0;      // --consume: pulled before the commit's reply was read
+  uint64_t pulls_found = 0;         // --consume: pulls that brought messages
+  uint64_t pulled_messages = 0;     // --consume: messages they brought
   void clear() {
     consume_latency.clear();
+    answer_consume.clear();
+    answer_consume_late_pull.clear();
+    held_consume.clear();
+    waited_consume.clear();
+    pull_latency.clear();
+    consumed_early = pulls_found = pulled_messages = 0;
     ok = 0;
     errors = 0;
     latency.clear();
@@ -272,6 +302,12 @@ struct Connection {
   uint64_t in_flight = 0;
 };
 
+// --consume: a message sent and not yet consumed.
+struct Sent {
+  int64_t commit_ns = 0;  // the commit (plain: the send) was written
+  int64_t answer_ns = 0;  // its reply was read (0: not yet)
+};
+
 class LoadGenerator {
  public:
   explicit LoadGenerator(const Args& a) : a_(a) {}
@@ -292,9 +328,12 @@ class LoadGenerator {
   bool send_commit(Connection& c, uint32_t slot, const net::RemotingCommand& reply, int64_t now);
   void issue_pull(Connection& c, int64_t now);
   void pulled(Connection& c, const net::DecodedFrame& frame, int64_t now);
+  void note_answer(uint64_t seq, int64_t now);
+  void note_consumed(const Sent& sent, int64_t pull_sent_ns, int64_t now);
   bool fatal(const Connection& c, const std::string& why);
   bool loop_until(int64_t deadline_ns, bool draining);
   void print_report(double window_s, double cpu_s, uint64_t unanswered) const;
+  std::string consume_parts_json() const;
 
   Args a_;
   int epoll_fd_ = -1;
@@ -308,9 +347,9 @@ class LoadGenerator {
   std::string body_;                   // the message bytes template (patched per request)
   std::vector<size_t> batch_body_at_;  // --batch: each message's body offset within the body
   std::string read_buffer_ = std::string(kReadChunkBytes, '\0');
-  std::unordered_map<uint64_t, int64_t> commit_ns_by_seq_;  // --transactional: commits sent
-  SSL_CTX* ssl_ctx_ = nullptr;                              // --tls
-  std::string cipher_;                                      // --tls: the first one negotiated
+  std::unordered_map<uint64_t, Sent> commit_ns_by_seq_;  // --consume: commits (or sends)
+  SSL_CTX* ssl_ctx_ = nullptr;                           // --tls
+  std::string cipher_;                                   // --tls: the first one negotiated
 };
 
 // A TLS handshake on c's still blocking socket; false after printing why.
@@ -346,7 +385,7 @@ bool LoadGenerator::open_connections() {
     ssl_ctx_ = SSL_CTX_new(TLS_client_method());
     SSL_CTX_set_verify(ssl_ctx_, SSL_VERIFY_NONE, nullptr);
   }
-  const uint32_t consumers = a_.transactional && a_.consume ? a_.queues : 0;
+  const uint32_t consumers = a_.consume ? a_.queues : 0;
   conns_.resize(a_.connections + consumers);
   for (uint32_t i = 0; i < conns_.size(); i++) {
     Connection& c = conns_[i];
@@ -475,6 +514,7 @@ void LoadGenerator::append_request(Connection& c, uint32_t slot) {
     } else {
       put_hex(f.data() + f.size() - a_.message_bytes, kSeqDigits, seq);
       c.slot_seq[slot] = seq;
+      if (a_.consume && !a_.transactional) commit_ns_by_seq_[seq].commit_ns = c.sent_ns[slot];
     }
     c.out += f;
     return;
@@ -586,6 +626,7 @@ bool LoadGenerator::parse_remoting(Connection& c, int64_t now, bool* progress) {
     current_->commit_latency.record(now - c.end_sent_ns[slot]);
     c.end_sent_ns[slot] = -1;
   }
+  if (a_.consume && ok) note_answer(c.slot_seq[slot], now);
   std::string why;
   if (!ok) why = "code " + std::to_string(cmd.code) + ": " + cmd.remark.value_or("");
   complete(c, slot, ok, why, now);
@@ -615,8 +656,14 @@ bool LoadGenerator::send_commit(Connection& c, uint32_t slot, const net::Remotin
   net::encode_frame(end, {}, &frame);
   c.out += frame;
   c.end_sent_ns[slot] = now;
-  commit_ns_by_seq_[c.slot_seq[slot]] = now;
+  if (a_.consume) commit_ns_by_seq_[c.slot_seq[slot]].commit_ns = now;
   return true;
+}
+
+// The reply of a commit (or plain send) was read; the message may have been consumed already.
+void LoadGenerator::note_answer(uint64_t seq, int64_t now) {
+  auto it = commit_ns_by_seq_.find(seq);
+  if (it != commit_ns_by_seq_.end()) it->second.answer_ns = now;
 }
 
 // A consumer's long poll of its queue from where it is (at most 1 s held).
@@ -647,10 +694,12 @@ void LoadGenerator::issue_pull(Connection& c, int64_t now) {
 // hex digits); the pull goes on from nextBeginOffset.
 void LoadGenerator::pulled(Connection& c, const net::DecodedFrame& frame, int64_t now) {
   c.in_flight = 0;
+  current_->pull_latency.record(now - c.sent_ns[0]);
   if (const std::string* next = frame.command.ext("nextBeginOffset")) {
     c.next_offset = std::strtoll(next->c_str(), nullptr, 10);
   }
   if (frame.command.code != net::response_code::kSuccess) return;
+  current_->pulls_found++;
   std::span<const std::byte> records = frame.body;
   while (!records.empty()) {
     engine::DecodeOptions options;
@@ -658,12 +707,25 @@ void LoadGenerator::pulled(Connection& c, const net::DecodedFrame& frame, int64_
     engine::DecodeResult r = engine::decode(records, options);
     if (r.outcome != engine::DecodeOutcome::ok || r.size == 0) return;
     records = records.subspan(r.size);
+    current_->pulled_messages++;
     if (r.view.body.size() < kSeqDigits) continue;
     const std::string hex(reinterpret_cast<const char*>(r.view.body.data()), kSeqDigits);
     auto it = commit_ns_by_seq_.find(std::strtoull(hex.c_str(), nullptr, 16));
-    if (it == commit_ns_by_seq_.end()) continue;
-    current_->consume_latency.record(now - it->second);
+    if (it == commit_ns_by_seq_.end() || it->second.commit_ns == 0) continue;
+    note_consumed(it->second, c.sent_ns[0], now);
     commit_ns_by_seq_.erase(it);
+  }
+}
+
+void LoadGenerator::note_consumed(const Sent& sent, int64_t pull_sent_ns, int64_t now) {
+  Counters& k = *current_;
+  k.consume_latency.record(now - sent.commit_ns);
+  (pull_sent_ns <= sent.commit_ns ? k.held_consume : k.waited_consume).record(now - sent.commit_ns);
+  if (sent.answer_ns == 0) {
+    k.consumed_early++;
+  } else {
+    k.answer_consume.record(now - sent.answer_ns);
+    if (pull_sent_ns > sent.answer_ns) k.answer_consume_late_pull.record(now - sent.answer_ns);
   }
 }
 
@@ -813,7 +875,7 @@ void LoadGenerator::print_report(double window_s, double cpu_s, uint64_t unanswe
         "\"errors\":%llu,\"unanswered\":%llu,\"first_error\":\"%s\","
         "\"client_cpu_us_per_msg\":%.3f,\"warmup_messages\":%llu,\"transactional\":%s,"
         "\"commit_p50_us\":%.0f,\"commit_p99_us\":%.0f,\"consume_p50_us\":%.0f,"
-        "\"consume_p99_us\":%.0f,\"tls_cipher\":\"%s\"}\n",
+        "\"consume_p99_us\":%.0f,\"tls_cipher\":\"%s\",%s}\n",
         choice_name(a_.protocol, kProtocols), a_.connections, a_.pipeline, a_.message_bytes,
         window_s, a_.warmup_seconds, static_cast<unsigned long long>(window_.ok), rate, mb,
         h.percentile_us(0.50), h.percentile_us(0.99), h.percentile_us(0.999), h.max_us(),
@@ -822,7 +884,7 @@ void LoadGenerator::print_report(double window_s, double cpu_s, uint64_t unanswe
         static_cast<unsigned long long>(warmup_.ok), a_.transactional ? "true" : "false",
         window_.commit_latency.percentile_us(0.50), window_.commit_latency.percentile_us(0.99),
         window_.consume_latency.percentile_us(0.50), window_.consume_latency.percentile_us(0.99),
-        cipher_.c_str());
+        cipher_.c_str(), consume_parts_json().c_str());
     return;
   }
   std::printf(
@@ -840,10 +902,37 @@ void LoadGenerator::print_report(double window_s, double cpu_s, uint64_t unanswe
         "transactional: commit (END_TRANSACTION to its reply) p50 %.0f us, p99 %.0f us, "
         "p99.9 %.0f us, max %.0f us\n",
         e.percentile_us(0.50), e.percentile_us(0.99), e.percentile_us(0.999), e.max_us());
-    const LatencyHistogram& k = window_.consume_latency;
-    std::printf("transactional: commit -> consume p50 %.0f us, p99 %.0f us, max %.0f us\n",
-                k.percentile_us(0.50), k.percentile_us(0.99), k.max_us());
   }
+  if (a_.consume) {
+    const LatencyHistogram& k = window_.consume_latency;
+    std::printf("%s -> consume p50 %.0f us, p99 %.0f us, max %.0f us; parts: %s\n",
+                a_.transactional ? "commit" : "send", k.percentile_us(0.50), k.percentile_us(0.99),
+                k.max_us(), consume_parts_json().c_str());
+  }
+}
+
+// --consume: where the consume latency goes (see the header), as JSON fields.
+std::string LoadGenerator::consume_parts_json() const {
+  const Counters& k = window_;
+  const uint64_t held = k.held_consume.count(), waited = k.waited_consume.count();
+  char out[640];
+  std::snprintf(
+      out, sizeof out,
+      "\"answer_consume_p50_us\":%.0f,\"answer_consume_p99_us\":%.0f,\"consumed_early\":%llu,"
+      "\"late_pull_consumed\":%llu,\"late_pull_p99_us\":%.0f,"
+      "\"held_consumed\":%llu,\"held_p99_us\":%.0f,\"waited_consumed\":%llu,"
+      "\"waited_p99_us\":%.0f,\"pull_p50_us\":%.0f,\"pull_p99_us\":%.0f,"
+      "\"msgs_per_pull\":%.2f",
+      k.answer_consume.percentile_us(0.50), k.answer_consume.percentile_us(0.99),
+      static_cast<unsigned long long>(k.consumed_early),
+      static_cast<unsigned long long>(k.answer_consume_late_pull.count()),
+      k.answer_consume_late_pull.percentile_us(0.99), static_cast<unsigned long long>(held),
+      k.held_consume.percentile_us(0.99), static_cast<unsigned long long>(waited),
+      k.waited_consume.percentile_us(0.99), k.pull_latency.percentile_us(0.50),
+      k.pull_latency.percentile_us(0.99),
+      k.pulls_found ? static_cast<double>(k.pulled_messages) / static_cast<double>(k.pulls_found)
+                    : 0.0);
+  return out;
 }
 
 }  // namespace

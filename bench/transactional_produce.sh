@@ -4,8 +4,10 @@
 # transactional ones (a half send, then END_TRANSACTION commit once its reply comes; a message
 # counts when the commit is answered, i.e. its copy is durable and consumable), CONNS x PIPELINE
 # in flight, interleaved, RUNS of each; then transactional again with one long-polling consumer
-# connection per queue ("consumed": the commit -> consume latency; the consumers take CPU from
-# the same machine, so its msgs/s is not the throughput figure). Prints the medians.
+# connection per queue ("consumed": the commit -> consume latency, from the commit's write;
+# the consumers take CPU from the same machine, so its msgs/s is not the throughput figure), and
+# plain sends with the same consumers ("plain_consumed": send -> consume, the reference). Prints
+# the medians, and the parts of the consume latency (uringmq-net-bench's header).
 # Usage: bench/transactional_produce.sh [build dir]   (needs uringmq-broker, uringmq-net-bench)
 # CONNS (16), PIPELINE (32), BYTES (128), RUNS (3), SECONDS_ (10), WARMUP (2), DATA (./bench-data).
 set -euo pipefail
@@ -20,10 +22,11 @@ one() {  # one MODE: a fresh broker, one load of MODE, its JSON on stdout
   local extra=(--pipeline "$PIPELINE")
   [ "$1" = transactional ] && extra+=(--transactional 1)
   [ "$1" = consumed ] && extra+=(--transactional 1 --consume 1)
+  [ "$1" = plain_consumed ] && extra+=(--consume 1)
   one_load 268435456 "${extra[@]}"
 }
 out=$(mktemp)
-run_modes "$out" plain transactional consumed
+run_modes "$out" plain transactional consumed plain_consumed
 python3 - "$out" <<'PY'
 import json, statistics, sys
 rows = {}
@@ -36,13 +39,21 @@ for m, v in rows.items():
     runs = "; ".join(
         f"{r[key]:,.0f} (p50 {r['p50_us'] / 1000:.1f} / p99 {r['p99_us'] / 1000:.1f} ms"
         + (f", commit p99 {r['commit_p99_us'] / 1000:.2f} ms" if r["transactional"] else "")
-        + (f", commit -> consume p99 {r['consume_p99_us'] / 1000:.2f} ms"
-           if m == "consumed" else "")
+        + (f", {'commit' if m == 'consumed' else 'send'} -> consume p99 "
+           f"{r['consume_p99_us'] / 1000:.2f} ms (answer -> consume p99 "
+           f"{r['answer_consume_p99_us'] / 1000:.2f}, early {r['consumed_early']}; held "
+           f"{r['held_consumed']} p99 {r['held_p99_us'] / 1000:.2f}, waited "
+           f"{r['waited_consumed']} p99 {r['waited_p99_us'] / 1000:.2f}; pull p50/p99 "
+           f"{r['pull_p50_us'] / 1000:.2f}/{r['pull_p99_us'] / 1000:.2f}, "
+           f"{r['msgs_per_pull']:.1f} a pull)"
+           if m.endswith("consumed") else "")
         + ")" for r in v)
     print(f"{m}: median {med[m]:,.0f} msgs/s; runs {runs}")
 commit = statistics.median(r["commit_p99_us"] for r in rows["transactional"]) / 1000
 consume = statistics.median(r["consume_p99_us"] for r in rows["consumed"]) / 1000
+plain = statistics.median(r["consume_p99_us"] for r in rows["plain_consumed"]) / 1000
 print(f"transactional / plain: {med['transactional'] / med['plain']:.2f}; "
-      f"commit p99 median {commit:.2f} ms; commit -> consume p99 median {consume:.2f} ms")
+      f"commit p99 median {commit:.2f} ms; commit -> consume p99 median {consume:.2f} ms; "
+      f"plain send -> consume p99 median {plain:.2f} ms")
 PY
 rm -f "$out"

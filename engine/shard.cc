@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdio>
 
+#include "engine/delivery/redelivery.h"
 #include "engine/log/byte_order.h"
 #include "engine/log/checkpoint.h"
 #include "engine/log/log_recovery.h"
@@ -654,10 +655,12 @@ bool Shard::handle_append(uint32_t slot_index, const ShardRequest& request) {
   done.tag = request.tag;
   if (pending_pool_.full()) return false;
   engine::MessageInput input = request.input;
-  if (txn_.rewrite(request.input, &input)) return append_half(slot_index, request.tag, input);
-  uint32_t level = 0;
   // The one pass over the properties every step below reads (property_scan.h).
   const engine::PropertyScan scan = engine::scan_properties(request.input.properties);
+  if (txn_.rewrite(request.input, &input)) {
+    return append_half(slot_index, request.tag, input, scan);
+  }
+  uint32_t level = 0;
   if (!delayed_.rewrite(request.input, scan, &input, &level)) {
     done.code = io::Code::invalid_argument;
     post(slot_index, done);
@@ -933,11 +936,13 @@ void Shard::internal_acked(uint64_t tag, uint64_t log_offset, bool ok) {
     delayed_.acked(static_cast<uint32_t>(tag), log_offset, ok);
 }
 
-// A half (a prepared send, rewritten): refused busy past the transaction window.
-bool Shard::append_half(uint32_t slot_index, uint64_t tag, const engine::MessageInput& input) {
+// A half (a prepared send, rewritten): refused busy past the transaction window, and refused
+// invalid_argument for a delay or timer its commit copy could not take (check_half_delivery).
+bool Shard::append_half(uint32_t slot_index, uint64_t tag, const engine::MessageInput& input,
+                        const engine::PropertyScan& scan) {
   Completion done;
   done.tag = tag;
-  done.code = txn_.window_full() ? io::Code::busy : io::Code::ok;
+  done.code = txn_.window_full() ? io::Code::busy : check_half_delivery(scan);
   Appended at;
   if (done.code == io::Code::ok) {
     done.code = append_pending(slot_index, tag, input, std::nullopt, kNoBatch, 0, nullptr, &at);
@@ -951,6 +956,37 @@ bool Shard::append_half(uint32_t slot_index, uint64_t tag, const engine::Message
                      input.properties);
   stat_appends_.fetch_add(1, std::memory_order_relaxed);
   return true;
+}
+
+// A half's DELAY and timer properties are applied to its commit copy (rewrite_commit_copy), not
+// to the half: what a plain send of them would be refused for (a DELAY that is not a number, a
+// malformed timer property, a deliver time too far ahead) refuses the half, so that a commit
+// does not fail on them later.
+io::Code Shard::check_half_delivery(const engine::PropertyScan& scan) const {
+  int64_t level = 0;
+  if (scan.delay && !engine::parse_decimal(*scan.delay, &level)) return io::Code::invalid_argument;
+  return timers_.check(scan);
+}
+
+// A commit copy goes where a plain send of it would go, as RocketMQ's commit (its putMessage
+// runs the delay rewrite for a committed message, and 5.x's the timer's): a DELAY level to the
+// schedule topic, a timer property to the timer wheel. Each keeps the outcome marker, so
+// recovery knows the half ended. A timer cancel property is not applied (a commit is never a
+// cancel). scan: of copy's properties. ok with *copy rewritten or untouched; invalid_argument as
+// for a plain send.
+io::Code Shard::rewrite_commit_copy(const engine::PropertyScan& scan, engine::MessageInput* copy,
+                                    std::optional<int64_t>* tags_code) {
+  if (scan.timer_cancel_key || scan.timer_del_uniq_key) return io::Code::ok;
+  engine::MessageInput out = *copy;
+  uint32_t level = 0;
+  if (!delayed_.rewrite(*copy, scan, &out, &level)) return io::Code::invalid_argument;
+  if (level == 0) {
+    if (const io::Code c = timers_.rewrite(*copy, scan, &out, tags_code); c != io::Code::ok) {
+      return c;
+    }
+  }
+  *copy = out;
+  return io::Code::ok;
 }
 
 // END_TRANSACTION: the outcome record is appended for the client (its completion is the
@@ -971,10 +1007,18 @@ bool Shard::handle_end_transaction(uint32_t slot_index, const ShardRequest& requ
         txn_.prepare_end(request.local_offset.value, record, request.end, &copy, &half,
                          request.group, request.group.empty() ? -1 : request.queue_offset.value);
   }
+  std::optional<int64_t> tags_code;  // a timed commit copy's: its deliver time
+  engine::PropertyScan scan;
+  const engine::PropertyScan* kept = nullptr;  // scan, while it is the copy's (one pass)
+  if (done.code == io::Code::ok && request.end == TransactionEnd::commit) {
+    const char* before = copy.properties.data();
+    scan = engine::scan_properties(copy.properties);
+    done.code = rewrite_commit_copy(scan, &copy, &tags_code);
+    if (copy.properties.data() == before) kept = &scan;
+  }
   if (done.code == io::Code::ok) {
     Appended at;
-    done.code =
-        append_pending(slot_index, request.tag, copy, std::nullopt, kNoBatch, 0, nullptr, &at);
+    done.code = append_pending(slot_index, request.tag, copy, tags_code, kNoBatch, 0, kept, &at);
     if (done.code == io::Code::busy) return false;
     if (done.code == io::Code::ok) {
       txn_.end_appended(half, at.log_offset, at.size_bytes, request.end);

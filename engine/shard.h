@@ -281,7 +281,11 @@ class Shard final : private engine::DeliveryHost {
                           uint32_t batch = kNoBatch, uint32_t batch_index = 0,
                           const engine::PropertyScan* scan = nullptr, Appended* appended = nullptr);
   // Transactional messages (engine/delivery/transactions.h).
-  bool append_half(uint32_t slot_index, uint64_t tag, const engine::MessageInput& input);
+  bool append_half(uint32_t slot_index, uint64_t tag, const engine::MessageInput& input,
+                   const engine::PropertyScan& scan);
+  io::Code check_half_delivery(const engine::PropertyScan& scan) const;
+  io::Code rewrite_commit_copy(const engine::PropertyScan& scan, engine::MessageInput* copy,
+                               std::optional<int64_t>* tags_code);
   bool handle_end_transaction(uint32_t slot_index, const ShardRequest& request);
   void answer_transaction_checks(uint32_t slot_index, const ShardRequest& request);
   void commit_transaction_progress();

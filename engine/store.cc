@@ -314,6 +314,11 @@ io::Status Session::send_batch_async(std::span<const Message> messages,
     if (const char* why = engine::batch_property_refusal(m.properties)) {
       return refuse("message " + std::to_string(i) + " of the batch: " + why);
     }
+    if (const int32_t bits = m.sys_flag & engine::kSysFlagTransactionMask; bits != 0) {
+      return refuse("message " + std::to_string(i) + " of the batch is transactional (sysFlag " +
+                    "transaction bits " + std::to_string(bits) +
+                    "): a transactional message is not supported for batching");
+    }
   }
   ShardRequest request;
   request.kind = ShardRequest::Kind::append_batch;

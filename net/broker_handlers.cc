@@ -9,6 +9,7 @@
 #include <random>
 
 #include "engine/delivery/timer_message.h"
+#include "engine/delivery/transactions.h"
 #include "engine/log/byte_order.h"
 #include "engine/log/properties.h"
 #include "engine/queues/dispatch.h"
@@ -283,7 +284,7 @@ void BrokerReactor::free_op(uint32_t index) {
   // allocator once the load that needed it is gone).
   // (Swapped with an empty vector: `op.data = {}` would keep the capacity.)
   if (op.data.capacity() > kPullBufferBytes || kept_op_buffers_ >= kKeptOpBuffers) {
-    std::vector<std::byte>().swap(op.data);
+    OpBuffer().swap(op.data);
   }
   if (op.data.capacity() > 0) kept_op_buffers_++;
   if (op.batch.capacity() > kKeptBatchMessages) {
@@ -709,6 +710,14 @@ void BrokerReactor::handle_send_batch(uint32_t conn, RemotingCommand& request,
     return reply_code(conn, request, rc::kMessageIllegal,
                       "Retry Group is not supported for batching: topic " + header.topic);
   }
+  // Java's CommitLog.asyncPutMessages answers MESSAGE_ILLEGAL for a batch whose sysFlag has
+  // transaction bits; stored, its messages would be visible before any commit.
+  if (const int32_t bits = header.sys_flag & engine::kSysFlagTransactionMask; bits != 0) {
+    return reply_code(conn, request, rc::kMessageIllegal,
+                      "a transactional message (sysFlag transaction bits " + std::to_string(bits) +
+                          ") is not supported for batching: send each one alone; topic " +
+                          header.topic);
+  }
   if (body.size() > config_.store.log.limits.max_body_bytes) {
     return reply_code(conn, request, rc::kMessageIllegal,
                       "the batch body is " + std::to_string(body.size()) +
@@ -835,6 +844,22 @@ void BrokerReactor::complete_send(BrokerOp& op, const Completion& c) {
                       "timed message (REAL_TOPIC, REAL_QID, DELAY, TIMER_OUT_MS), exceed " +
                           std::to_string(engine::kMaxPropertiesBytes) + " bytes");
   }
+  const bool prepared = (op.message.sys_flag & engine::kSysFlagTransactionMask) ==
+                        engine::kSysFlagTransactionPrepared;
+  if (prepared && (c.code == io::Code::busy || c.code == io::Code::invalid_argument)) {
+    // The two refusals only a prepared message meets (engine/README.md, "Transactional
+    // messages"), named so that an operator can tell them from a plain busy or bad message.
+    return reply_code(
+        op.conn, op.request, error_code(c.code),
+        c.code == io::Code::busy
+            ? "the store is busy, or the queue's shard holds " +
+                  std::to_string(config_.store.transaction_window_max) +
+                  " half messages from its oldest one not ended (commit or roll "
+                  "back open transactions): the half was not stored, try again"
+            : std::string("invalid message (for a prepared message, also: a DELAY that "
+                          "is not a number, or a malformed or too distant timer "
+                          "property, which its commit could not take)"));
+  }
   if (c.code != io::Code::ok) {
     return reply_code(op.conn, op.request, error_code(c.code), code_text(c.code));
   }
@@ -949,7 +974,7 @@ bool BrokerReactor::pull_again_larger(uint32_t index) {
   BrokerOp& op = *ops_[index];
   if (op.data.size() >= largest_pull_bytes() || !op_connection_alive(op)) return false;
   set_reserved(index, 0);
-  std::vector<std::byte>().swap(op.data);
+  OpBuffer().swap(op.data);
   Connection& conn = conns_[op.conn];
   conn.deferred.push_back(index);
   conn.resume = true;

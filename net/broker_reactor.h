@@ -116,6 +116,26 @@ inline uint64_t output_bytes(const Connection& conn) {
 inline bool output_waiting(const Connection& conn) {
   return !conn.out_pending.empty() || (conn.tls && conn.tls->has_output());
 }
+// An allocator whose resize leaves the bytes it adds as they are (no zeroing). An op's buffer is
+// written by the shard or the socket before it is read, and only the bytes they report are read:
+// zeroing a pull's 256 KiB record buffer for each pull (a kept buffer last held a send's body)
+// was a tenth of the reactor thread's time under a consumer load (bench/RESULTS.md).
+template <typename T>
+struct UninitializedAllocator : std::allocator<T> {
+  using value_type = T;
+  UninitializedAllocator() = default;
+  template <typename U>
+  UninitializedAllocator(const UninitializedAllocator<U>&) noexcept {}
+  template <typename U>
+  void construct(U* p) noexcept(std::is_nothrow_default_constructible_v<U>) {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <typename U, typename... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
+};
+using OpBuffer = std::vector<std::byte, UninitializedAllocator<std::byte>>;
 
 // A request waiting for the store. Owns every byte the store reads or writes for it.
 struct BrokerOp {
@@ -156,7 +176,7 @@ struct BrokerOp {
   std::string group;
   std::string properties;
   std::string tag_filter;
-  std::vector<std::byte> data;  // send: body; pull: records; send back: the record
+  OpBuffer data;  // send: body; pull: records; send back: the record
   int32_t queue_id = 0;
   uint32_t shard = 0;
   StoreOffset store_offset;

@@ -49,6 +49,17 @@ io::Code TimerDelivery::rewrite(const MessageInput& in, MessageInput* out,
   return rewrite(in, scan_properties(in.properties), out, tags_code);
 }
 
+io::Code TimerDelivery::check(const PropertyScan& scan) const {
+  if (!scan.timer_delay_sec && !scan.timer_delay_ms && !scan.timer_deliver_ms &&
+      !scan.start_deliver_time) {
+    return io::Code::ok;  // the common case: no clock read
+  }
+  const TimerRequest r = parse_timer_request(scan, host_.wall_ms(), options_.max_delay_ms);
+  const bool refused =
+      r.kind == TimerRequest::Kind::invalid || r.kind == TimerRequest::Kind::too_far;
+  return refused ? io::Code::invalid_argument : io::Code::ok;
+}
+
 io::Code TimerDelivery::rewrite(const MessageInput& in, const PropertyScan& scan, MessageInput* out,
                                 std::optional<int64_t>* tags_code) {
   tags_code->reset();

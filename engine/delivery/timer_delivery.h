@@ -91,6 +91,10 @@ class TimerDelivery {
   // The same with the append's one scan of in.properties (property_scan.h).
   io::Code rewrite(const MessageInput& in, const PropertyScan& scan, MessageInput* out,
                    std::optional<int64_t>* tags_code);
+  // What rewrite() would answer for these properties, without a side effect: invalid_argument
+  // for a malformed timer property or a deliver time beyond max_delay_ms, else ok. A prepared
+  // message is checked so at its put: its commit copy is rewritten later.
+  io::Code check(const PropertyScan& scan) const;
   // Recovery's scan: timer markers and cancels above the checkpoint.
   void note_record(uint64_t log_offset, const MessageView& record);
   // After recovery: slot progress, holds, the sweep position and recovered cancels.

@@ -50,6 +50,7 @@
 #include "engine/log/properties.h"
 #include "net/remoting.h"
 #include "net/remoting_client.h"
+#include "tests/crash/broker_process.h"
 #include "tests/support/broker_harness.h"
 #include "tests/support/env.h"
 #include "tests/support/temp_dir.h"
@@ -233,94 +234,9 @@ std::unique_ptr<net::RemotingClient> connect(uint16_t port) {
   return c.is_ok() ? std::move(*c) : nullptr;
 }
 
-// ---- The broker process ----
+// ---- The broker process (tests/crash/broker_process.h) ----
 
-class BrokerProcess {
- public:
-  BrokerProcess(std::string conf_path, std::string log_dir)
-      : conf_path_(std::move(conf_path)), log_dir_(std::move(log_dir)) {}
-  ~BrokerProcess() { kill9(); }
-
-  // Spawns the broker with stderr into a fresh file.
-  bool spawn(uint64_t cycle) {
-    err_path_ = log_dir_ + "/broker-" + std::to_string(cycle) + ".err";
-    started_ = Clock::now();
-    std::fflush(stdout);  // the child's freopen would flush our buffer a second time
-    std::fflush(stderr);
-    pid_ = fork();
-    if (pid_ < 0) return false;
-    if (pid_ == 0) {
-      if (std::freopen(err_path_.c_str(), "w", stderr) == nullptr) _exit(3);
-      if (std::freopen("/dev/null", "w", stdout) == nullptr) _exit(3);
-      execl(URINGMQ_BROKER_PATH, URINGMQ_BROKER_PATH, "-c", conf_path_.c_str(),
-            static_cast<char*>(nullptr));
-      _exit(4);
-    }
-    return true;
-  }
-  // Waits for the "ready" line; returns exec-to-ready ms, or -1 (timeout or exit; see stderr).
-  int64_t wait_ready(int64_t timeout_ms) {
-    while (ms_since(started_) < timeout_ms) {
-      if (stderr_text().find(" ready: ") != std::string::npos) return ms_since(started_);
-      int status = 0;
-      if (waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        return -1;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-    return -1;
-  }
-  bool alive() {
-    if (pid_ <= 0) return false;
-    int status = 0;
-    if (waitpid(pid_, &status, WNOHANG) == pid_) {
-      pid_ = -1;
-      return false;
-    }
-    return true;
-  }
-  void kill9() {
-    if (pid_ <= 0) return;
-    ::kill(pid_, SIGKILL);
-    int status = 0;
-    waitpid(pid_, &status, 0);
-    pid_ = -1;
-  }
-  // SIGTERM and wait; the exit status, or -1.
-  int stop() {
-    if (pid_ <= 0) return -1;
-    ::kill(pid_, SIGTERM);
-    int status = 0;
-    waitpid(pid_, &status, 0);
-    pid_ = -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  }
-  std::string stderr_text() const { return testing::file_text(err_path_); }
-  // Sum of "<N> torn bytes truncated" over the recovery lines of this start.
-  uint64_t torn_bytes() const {
-    std::string text = stderr_text();
-    uint64_t sum = 0;
-    for (size_t pos = 0; (pos = text.find(" torn bytes truncated", pos)) != std::string::npos;
-         pos++) {
-      size_t start = text.find_last_of(' ', pos - 1);
-      sum += std::strtoull(text.c_str() + start + 1, nullptr, 10);
-    }
-    return sum;
-  }
-  std::string stderr_tail() const {
-    std::string t = stderr_text();
-    return t.size() > 2000 ? t.substr(t.size() - 2000) : t;
-  }
-
- private:
-  std::string conf_path_;
-  std::string log_dir_;
-  std::string err_path_;
-  Clock::time_point started_;
-  pid_t pid_ = -1;
-};
-
+using testing::BrokerProcess;
 using testing::free_broker_port;
 
 // ---- Load: producers and a consumer, until the broker dies ----
@@ -750,7 +666,7 @@ TEST(BrokerCampaignTest, KillNineKeepsEveryAcknowledgedMessage) {
   ASSERT_NE(port, 0);
   const std::string conf = dir + "/broker.conf";
   write_config(conf, dir + "/store", port);
-  BrokerProcess broker(conf, dir);
+  BrokerProcess broker(URINGMQ_BROKER_PATH, conf, dir);
   Ledger ledger;
   Figures figures;
   uint64_t passed = 0;

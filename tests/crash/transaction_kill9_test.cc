@@ -14,9 +14,6 @@
 // (tests/sim/transaction_crash_sim_test.cc).
 
 #include <gtest/gtest.h>
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <cstdio>
@@ -30,6 +27,7 @@
 #include "engine/log/properties.h"
 #include "net/remoting.h"
 #include "net/remoting_client.h"
+#include "tests/crash/broker_process.h"
 #include "tests/support/broker_harness.h"
 #include "tests/support/env.h"
 #include "tests/support/temp_dir.h"
@@ -40,8 +38,6 @@
 
 namespace uringmq {
 namespace {
-
-using testing::Clock;
 
 constexpr const char* kTopic = "TxnKill";
 constexpr const char* kGroup = "TxnKillProducer";
@@ -56,57 +52,7 @@ struct Half {
   Decision decision = Decision::none;
 };
 
-// The broker as a child process: spawned, waited for, killed.
-class Broker {
- public:
-  Broker(std::string conf, std::string dir) : conf_(std::move(conf)), dir_(std::move(dir)) {}
-  ~Broker() { kill9(); }
-  bool start(int cycle) {
-    err_ = dir_ + "/broker-" + std::to_string(cycle) + ".err";
-    std::fflush(stdout);
-    std::fflush(stderr);
-    pid_ = fork();
-    if (pid_ < 0) return false;
-    if (pid_ == 0) {
-      if (std::freopen(err_.c_str(), "w", stderr) == nullptr) _exit(3);
-      if (std::freopen("/dev/null", "w", stdout) == nullptr) _exit(3);
-      execl(URINGMQ_BROKER_PATH, URINGMQ_BROKER_PATH, "-c", conf_.c_str(),
-            static_cast<char*>(nullptr));
-      _exit(4);
-    }
-    const Clock::time_point started = Clock::now();
-    while (testing::ms_since(started) < 20'000) {
-      if (testing::file_text(err_).find(" ready: ") != std::string::npos) return true;
-      int status = 0;
-      if (waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        return false;  // it exited: the log says why
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    }
-    return false;
-  }
-  void kill9() {
-    if (pid_ <= 0) return;
-    ::kill(pid_, SIGKILL);
-    int status = 0;
-    waitpid(pid_, &status, 0);
-    pid_ = -1;
-  }
-  bool stop() {
-    if (pid_ <= 0) return false;
-    ::kill(pid_, SIGTERM);
-    int status = 0;
-    waitpid(pid_, &status, 0);
-    pid_ = -1;
-    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
-  }
-  std::string log() const { return testing::file_text(err_); }
-
- private:
-  std::string conf_, dir_, err_;
-  pid_t pid_ = -1;
-};
+using testing::BrokerProcess;  // tests/crash/broker_process.h
 
 std::unique_ptr<net::RemotingClient> connect(uint16_t port) {
   auto c = net::RemotingClient::connect("127.0.0.1", port, 2000);
@@ -191,10 +137,10 @@ TEST(TransactionKill9Test, CommitsExactlyOnceRollbacksNeverAcrossKill9) {
   write_config(conf, dir.path() + "/store", port);
   std::mt19937_64 rng(testing::env_u64("URINGMQ_SEED", 20261201));
   const uint64_t cycles = testing::env_u64("URINGMQ_TXN_KILL_CYCLES", 4);
-  Broker broker(conf, dir.path());
+  BrokerProcess broker(URINGMQ_BROKER_PATH, conf, dir.path());
   std::vector<Half> halves;
   for (uint64_t cycle = 0; cycle < cycles; cycle++) {
-    ASSERT_TRUE(broker.start(static_cast<int>(cycle))) << broker.log();
+    ASSERT_TRUE(broker.start(cycle, 20'000)) << broker.stderr_tail();
     ASSERT_TRUE(answer_all(port, halves, rng, false)) << "re-sending decisions failed";
     std::atomic<bool> stop{false};
     std::thread producer(produce, port, &halves, &rng, &stop);
@@ -203,7 +149,7 @@ TEST(TransactionKill9Test, CommitsExactlyOnceRollbacksNeverAcrossKill9) {
     stop = true;
     producer.join();
   }
-  ASSERT_TRUE(broker.start(static_cast<int>(cycles))) << broker.log();
+  ASSERT_TRUE(broker.start(cycles, 20'000)) << broker.stderr_tail();
   ASSERT_TRUE(answer_all(port, halves, rng, true));
   std::map<int64_t, int> copies;  // key -> committed copies in the topic
   auto client = connect(port);
@@ -247,7 +193,7 @@ TEST(TransactionKill9Test, CommitsExactlyOnceRollbacksNeverAcrossKill9) {
   EXPECT_EQ(lost, 0u);
   EXPECT_EQ(duplicated, 0u);
   EXPECT_EQ(rolled_back_seen, 0u);
-  EXPECT_TRUE(broker.stop()) << broker.log();
+  EXPECT_EQ(broker.stop(), 0) << broker.stderr_tail();
 }
 
 }  // namespace

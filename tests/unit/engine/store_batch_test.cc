@@ -1,7 +1,8 @@
 // Goal: Session::send_batch_async stores a batch as one record per message, all in one queue at
 // consecutive queue offsets even while other sessions append to the same queue and the log
 // answers busy mid-batch, acknowledges it once (every record's offset filled in), and refuses a
-// batch it cannot store whole (mixed queues, delay or timer properties, too many, too large)
+// batch it cannot store whole (mixed queues, delay or timer properties, a transactional message,
+// too many, too large)
 // without storing any of it. Method: real stores (UringDisk) on a temp dir; a second session
 // sends single messages to the batch's queue from its own thread; a tiny ack window forces the
 // stall path; every record is pulled back and checked.
@@ -12,6 +13,7 @@
 #include <map>
 #include <thread>
 
+#include "engine/delivery/transactions.h"
 #include "engine/log/properties.h"
 #include "engine/store.h"
 #include "tests/support/log_fixture.h"
@@ -165,6 +167,14 @@ TEST(StoreBatchTest, ABatchThatCannotBeStoredWholeStoresNothing) {
     EXPECT_EQ(st.code(), io::Code::invalid_argument) << prop;
     EXPECT_NE(st.message().find("message 3 of the batch"), std::string::npos) << st.message();
   }
+  Batch prepared(2, "p");
+  engine::append_property(prepared.props[1], "TRAN_MSG", "true");
+  prepared.messages[1].properties = prepared.props[1];
+  prepared.messages[1].sys_flag = engine::kSysFlagTransactionPrepared;
+  io::Status st = s.send_batch_async(prepared.messages, prepared.offsets, 5);
+  EXPECT_EQ(st.code(), io::Code::invalid_argument) << "a prepared message was taken in a batch";
+  EXPECT_NE(st.message().find("message 1 of the batch is transactional"), std::string::npos)
+      << st.message();
   Batch none(0, "n");
   EXPECT_EQ(s.send_batch_async(none.messages, none.offsets, 3).code(), io::Code::invalid_argument);
   Batch big(4, "big");

@@ -4,10 +4,17 @@
 // end of the same half stores nothing; rollback leaves the queue empty. The check service is
 // handed only halves older than the timeout (or their CHECK_IMMUNITY_TIME_IN_SECONDS), each at
 // most transactionCheckMax times, then as discard. After a clean restart the pending halves are
-// pending again and the ended ones stay ended (no second copy).
-// Method: ManualClock; the store's own API (view_record_async + end_transaction_async).
+// pending again and the ended ones stay ended (no second copy). A half's DELAY level or timer
+// property is applied to its commit copy (RocketMQ's commit runs the put's delay rewrite): the
+// copy reaches its queue at its deliver time, not at the commit; one a plain send would be
+// refused for refuses the half.
+// Method: ManualClock; the store's own API (view_record_async + end_transaction_async); the
+// delayed copies are awaited with short real-time sleeps after each clock step, as in the
+// schedule tests (the shards run on their own threads).
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <thread>
 #include <vector>
 
 #include "engine/delivery/transactions.h"
@@ -36,11 +43,12 @@ StoreOptions txn_options(const std::string& dir, io::Clock* clock) {
 class TxnFixture {
  public:
   explicit TxnFixture(Store& store) : store_(store) { session_ = std::move(*store.open_session()); }
-  Completion send(int32_t queue, uint64_t seq, bool prepared, std::string extra = {}) {
+  Completion send(int32_t queue, uint64_t seq, bool prepared, std::string extra = {},
+                  std::string value = "70") {
     testing::TestMessage m = testing::make_message(1, seq, 64);
     if (prepared) engine::append_property(m.properties, "TRAN_MSG", "true");
     engine::append_property(m.properties, "PGROUP", "txn-group");
-    if (!extra.empty()) engine::append_property(m.properties, extra, "70");
+    if (!extra.empty()) engine::append_property(m.properties, extra, value);
     keep_.push_back(std::move(m));
     Message msg;
     msg.topic = kTopic;
@@ -81,7 +89,9 @@ class TxnFixture {
             std::stoull(std::string(engine::find_property(v.user_properties, "S").value_or("0")));
         EXPECT_EQ(v.sys_flag & engine::kSysFlagTransactionMask, engine::kSysFlagTransactionCommit);
         EXPECT_FALSE(engine::find_property(v.user_properties, "TRAN_MSG").has_value());
-        EXPECT_FALSE(engine::find_property(v.user_properties, "REAL_TOPIC").has_value());
+        // A delayed or timed copy keeps the REAL_TOPIC its delay wrote (as Java's messageTimeup);
+        // never the half's.
+        EXPECT_EQ(engine::find_property(v.user_properties, "REAL_TOPIC").value_or(kTopic), kTopic);
         EXPECT_TRUE(
             engine::find_property(v.user_properties, "TRAN_PREPARED_QUEUE_OFFSET").has_value());
         out.emplace_back(seq, std::string(v.user_properties));
@@ -171,6 +181,71 @@ TEST(StoreTransactionTest, HalvesHiddenCommitOnceRollbackNeverChecksThenDiscard)
                          [&](const engine::MessageView&) { parked++; });
   }
   EXPECT_EQ(parked, 2u);
+}
+
+// Pulls every queue until `want` committed messages are visible (about 1 s of real time at most).
+std::vector<std::pair<uint64_t, std::string>> visible_after_step(TxnFixture& f,
+                                                                 io::ManualClock& clock,
+                                                                 int64_t step_ms, size_t want) {
+  clock.advance_ms(step_ms);
+  auto seen = f.visible();
+  for (int i = 0; i < 100 && seen.size() < want; i++) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    seen = f.visible();
+  }
+  return seen;
+}
+
+TEST(StoreTransactionTest, CommitCopyTakesTheHalfsDelayLevelAndTimer) {
+  testing::TempDir dir;
+  io::ManualClock clock(1'700'000'000'000);
+  StoreOptions options = txn_options(dir.path() + "/store", &clock);
+  options.message_delay_level = "1s 2s 3s";
+  auto store = Store::open(options);
+  ASSERT_TRUE(store.is_ok());
+  std::vector<StoreOffset> halves;
+  {
+    TxnFixture f(**store);
+    EXPECT_EQ(f.send(3, 9, true, "DELAY", "two").code, io::Code::invalid_argument)
+        << "a half whose commit could not be delayed was taken";
+    EXPECT_EQ(f.send(3, 9, true, "TIMER_DELAY_SEC", "x").code, io::Code::invalid_argument);
+    const std::pair<const char*, const char*> delivery[] = {
+        {"", ""}, {"DELAY", "2"}, {"TIMER_DELAY_MS", "5000"}};
+    for (uint64_t i = 0; i < 3; i++) {
+      Completion c =
+          f.send(static_cast<int32_t>(i), i, true, delivery[i].first, delivery[i].second);
+      ASSERT_EQ(c.code, io::Code::ok);
+      halves.push_back(c.offset);
+    }
+    for (StoreOffset half : halves) {
+      ASSERT_EQ(f.end(half, TransactionEnd::commit).code, io::Code::ok);
+    }
+    auto seen = visible_after_step(f, clock, 0, 1);
+    ASSERT_EQ(seen.size(), 1u) << "a committed DELAY or timer message was visible at its commit";
+    EXPECT_EQ(seen[0].first, 0u);
+    seen = visible_after_step(f, clock, 1'900, 1);
+    EXPECT_EQ(seen.size(), 1u) << "the level-2 (2 s) copy came early";
+    seen = visible_after_step(f, clock, 100, 2);
+    ASSERT_EQ(seen.size(), 2u) << "the level-2 copy did not come at 2 s";
+    EXPECT_EQ(seen[1].first, 1u);
+    EXPECT_FALSE(engine::find_property(seen[1].second, "DELAY").has_value());
+    seen = visible_after_step(f, clock, 2'900, 2);
+    EXPECT_EQ(seen.size(), 2u) << "the 5 s timer copy came early";
+    seen = visible_after_step(f, clock, 100, 3);
+    ASSERT_EQ(seen.size(), 3u) << "the 5 s timer copy did not come";
+    EXPECT_EQ(seen[2].first, 2u);
+    EXPECT_EQ((*store)->transaction_stats().committed, 3u);
+    EXPECT_EQ((*store)->transaction_stats().half_pending, 0);
+  }
+  ASSERT_TRUE((*store)->close().is_ok());
+  store = Store::open(options);
+  ASSERT_TRUE(store.is_ok());
+  TxnFixture f(**store);
+  for (StoreOffset half : halves) {
+    EXPECT_EQ(f.end(half, TransactionEnd::commit).code, io::Code::not_found)
+        << "a half committed through a delayed copy was pending again after a restart";
+  }
+  EXPECT_EQ(f.visible().size(), 3u);
 }
 
 }  // namespace

@@ -128,6 +128,29 @@ TEST(BrokerBatchTest, RefusedBatchesStoreNothing) {
   EXPECT_EQ(max_offset(*client, "TR", 0), 0) << "part of a refused batch was stored";
 }
 
+// A prepared (transaction bits 0x4) or any other transactional batch is refused as Java's
+// CommitLog.asyncPutMessages refuses it, MESSAGE_ILLEGAL, naming why; nothing is stored: not in
+// its queue (where it would be visible before a commit), not as a half.
+TEST(BrokerBatchTest, ATransactionalBatchIsRefused) {
+  TempDir dir;
+  RunningBroker broker(dir.path());
+  auto client = broker.client();
+  for (const char* sys_flag : {"4", "8", "12"}) {
+    Fields f = send_v2_fields("TT", "0", "TRAN_MSG\x01true\x02PGROUP\x01PG");
+    f[5].second = sys_flag;  // "f": sysFlag
+    f.emplace_back("m", "true");
+    RemotingResponse r = call(*client, request(req::kSendBatchMessage, f), batch_body(2, "t"));
+    EXPECT_EQ(r.command.code, rc::kMessageIllegal) << sys_flag << ": " << remark(r);
+    EXPECT_NE(remark(r).find("transactional message (sysFlag transaction bits " +
+                             std::string(sys_flag) + ") is not supported for batching"),
+              std::string::npos)
+        << remark(r);
+  }
+  EXPECT_EQ(max_offset(*client, "TT", 0), 0) << "a transactional batch was stored";
+  RemotingResponse plain = send_batch(*client, "TT", 0, batch_body(2, "p"));
+  EXPECT_EQ(plain.command.code, rc::kSuccess) << remark(plain);
+}
+
 TEST(BrokerTopicTest, ConfigurationIsHonouredAndSurvivesARestart) {
   TempDir dir;
   {

@@ -7,7 +7,9 @@
 // Method: an in-process broker (RunningBroker) and blocking remoting clients.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "engine/log/message_codec.h"
@@ -91,6 +93,37 @@ TEST(BrokerTransactionTest, EndTransactionRefusesWhatDoesNotMatchAndCommitsOnce)
   RemotingResponse info = call(*client, request(req::kGetBrokerRuntimeInfo));
   EXPECT_NE(info.body.find("\"transactionCommitted\":\"1\""), std::string::npos) << info.body;
   EXPECT_NE(info.body.find("\"transactionHalfPending\":\"0\""), std::string::npos) << info.body;
+}
+
+// The two refusals only a prepared send meets name themselves: a DELAY its commit could not
+// take (MESSAGE_ILLEGAL), and a shard's window of halves full (SYSTEM_BUSY), which frees once the
+// oldest half ends.
+TEST(BrokerTransactionTest, PreparedSendRefusalsSayWhy) {
+  testing::TempDir dir;
+  RunningBroker broker(dir.path(), [](BrokerConfig& c) { c.store.transaction_window_max = 2; });
+  auto client = broker.client();
+  const std::string props = std::string("TRAN_MSG\x01true\x02PGROUP\x01") + kGroup + "\x02";
+  testing::Fields fields = testing::send_v2_fields("TxnT", "1", props + "DELAY\x01two\x02");
+  fields[5].second = "4";
+  RemotingResponse bad = call(*client, request(req::kSendMessageV2, fields), "d");
+  EXPECT_EQ(bad.command.code, rc::kMessageIllegal) << remark(bad);
+  EXPECT_NE(remark(bad).find("which its commit could not take"), std::string::npos) << remark(bad);
+  const SentHalf first = send_half(*client, "w0");
+  send_half(*client, "w1");
+  fields = testing::send_v2_fields("TxnT", "1", props);
+  fields[5].second = "4";
+  RemotingResponse full = call(*client, request(req::kSendMessageV2, fields), "w2");
+  EXPECT_EQ(full.command.code, rc::kSystemBusy) << remark(full);
+  EXPECT_NE(remark(full).find("holds 2 half messages from its oldest one not ended"),
+            std::string::npos)
+      << remark(full);
+  ASSERT_EQ(end(*client, first, "8").command.code, rc::kSuccess);
+  int32_t code = rc::kSystemBusy;
+  for (int i = 0; i < 100 && code == rc::kSystemBusy; i++) {  // the end settles once durable
+    code = call(*client, request(req::kSendMessageV2, fields), "w2").command.code;
+    if (code == rc::kSystemBusy) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(code, rc::kSuccess) << "the window did not move on after its oldest half ended";
 }
 
 TEST(BrokerTransactionTest, CheckGoesToTheGroupsProducerWithTheHalf) {
