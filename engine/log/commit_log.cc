@@ -104,7 +104,8 @@ CommitLog::CommitLog(io::Disk& disk, io::Clock& clock, const CommitLogOptions& o
       align_bytes_(options.io_mode == io::IoMode::direct ? io::kDirectAlignment : 1),
       segment_dir_(io::path_join(options.dir, "commitlog")),
       checkpoint_temp_path_(io::path_join(options.dir, kCheckpointTempFile)),
-      checkpoint_path_(io::path_join(options.dir, kCheckpointFile)) {
+      checkpoint_path_(io::path_join(options.dir, kCheckpointFile)),
+      spare_path_(io::path_join(segment_dir_, kRecycledFile)) {
   set_segment_path(0, alloc_path_);
 }
 
@@ -175,6 +176,8 @@ io::Result<std::unique_ptr<CommitLog>> CommitLog::open(
 }
 
 // Creates a segment synchronously: the writer's first segment, or one recovery removed.
+// Unwritten (the default): fallocate and fdatasync only, so a fresh store opens at once whatever
+// the segment size.
 static io::Status create_segment_sync(io::Disk& disk, const std::string& segment_dir, uint64_t base,
                                       const CommitLogOptions& options, std::byte* zeros,
                                       io::FileHandle* out) {
@@ -187,8 +190,9 @@ static io::Status create_segment_sync(io::Disk& disk, const std::string& segment
   req.file = *file;
   req.length_bytes = options.segment_size_bytes;
   io::Status s = io::run_sync(disk, req, "fallocate " + path);
-  for (uint64_t off = 0; s.is_ok() && off < options.segment_size_bytes;
-       off += options.zero_fill_chunk_bytes) {
+  const uint64_t zero_to =
+      options.segment_fill == SegmentFill::zeroed ? options.segment_size_bytes : 0;
+  for (uint64_t off = 0; s.is_ok() && off < zero_to; off += options.zero_fill_chunk_bytes) {
     s = io::write_exact(disk, *file, off,
                         std::span<const std::byte>(zeros, options.zero_fill_chunk_bytes),
                         "zero-fill " + path);
@@ -237,6 +241,7 @@ io::Status CommitLog::start(uint64_t end_offset, int64_t last_store_timestamp_ms
   ready_reads_.reserve(1024);
 
   const uint64_t segment_size = options_.segment_size_bytes;
+  UMQ_RETURN_IF_ERROR(adopt_spare());
   writer_segment_ = align_down(end_offset, segment_size);
   if (segments_.empty() || segments_.back().base < writer_segment_) {
     io::FileHandle file;
@@ -684,6 +689,7 @@ void CommitLog::advance_allocator() {
   roll_waiting_ = false;
   alloc_base_ = writer_segment_ + options_.segment_size_bytes;
   set_segment_path(alloc_base_, alloc_path_);
+  if (spare_present_ && start_recycled_allocation()) return;
   if (options_.space_check) {
     io::Status space = options_.space_check(options_.segment_size_bytes);
     UMQ_ASSERT(space.is_ok() || space.code() == io::Code::no_space);
@@ -707,6 +713,67 @@ void CommitLog::advance_allocator() {
     return;
   }
   alloc_step_ = AllocStep::fallocating;
+}
+
+// The next segment from the spare a retention pass left: renamed into place, then the directory
+// fsynced. Nothing is written: its blocks and size are durable from its first life, and its old
+// records carry their old PHYSICALOFFSETs, which recovery never accepts at the new positions.
+// False when the request queue is full (the spare is put back; a later poll tries again).
+bool CommitLog::start_recycled_allocation() {
+  io::Status s = disk_.rename(spare_path_, alloc_path_);
+  if (!s.is_ok()) {
+    allocation_failed(s);
+    return true;
+  }
+  spare_present_ = false;
+  io::Result<io::FileHandle> file =
+      disk_.open(alloc_path_, io::OpenMode::read_write, options_.io_mode);
+  if (!file.is_ok()) {
+    (void)disk_.remove(alloc_path_);
+    allocation_failed(file.status());
+    return true;
+  }
+  io::IoRequest req = single_op_request(OpClass::allocator, segment_dir_handle_);
+  req.kind = io::OpKind::fsync;
+  if (!submit_op(req)) {
+    disk_.close(*file);
+    if (fail_status_.is_ok() && disk_.rename(alloc_path_, spare_path_).is_ok()) {
+      spare_present_ = true;
+    }
+    return spare_present_ || !fail_status_.is_ok();
+  }
+  alloc_file_ = *file;
+  alloc_recycled_ = true;
+  alloc_step_ = AllocStep::dir_syncing;
+  return true;
+}
+
+// Retention's end of a segment: renamed to the spare when recycling and none is kept yet, else
+// deleted. Either is durable after the directory fsync retention submits.
+io::Status CommitLog::retire_segment(const std::string& path) {
+  if (!options_.recycle_segments || spare_present_) return disk_.remove(path);
+  UMQ_RETURN_IF_ERROR(disk_.rename(path, spare_path_));
+  spare_present_ = true;
+  return io::Status::ok();
+}
+
+// At open: a spare the previous run left is kept when it is a whole segment and recycling is
+// on; otherwise it is removed.
+io::Status CommitLog::adopt_spare() {
+  io::Result<bool> present = disk_.exists(spare_path_);
+  if (!present.is_ok()) return present.status();
+  if (!*present) return io::Status::ok();
+  io::Result<io::FileHandle> file = disk_.open(spare_path_, io::OpenMode::read_only);
+  if (!file.is_ok()) return file.status();
+  io::Result<uint64_t> size = disk_.size(*file);
+  disk_.close(*file);
+  if (!size.is_ok()) return size.status();
+  if (options_.recycle_segments && *size == options_.segment_size_bytes) {
+    spare_present_ = true;
+    return io::Status::ok();
+  }
+  UMQ_RETURN_IF_ERROR(disk_.remove(spare_path_));
+  return io::sync_dir(disk_, segment_dir_);
 }
 
 void CommitLog::allocation_failed(io::Status status) {
@@ -735,7 +802,9 @@ void CommitLog::on_allocator_done(int64_t result) {
   io::IoRequest req = single_op_request(OpClass::allocator, alloc_file_);
   switch (alloc_step_) {
     case AllocStep::fallocating:
-      alloc_zeroed_ = 0;
+      // Unwritten: nothing to zero, straight to the fdatasync that makes the size durable.
+      alloc_zeroed_ =
+          options_.segment_fill == SegmentFill::zeroed ? 0 : options_.segment_size_bytes;
       alloc_step_ = AllocStep::zeroing;
       break;
     case AllocStep::zeroing:
@@ -755,6 +824,8 @@ void CommitLog::on_allocator_done(int64_t result) {
       alloc_step_ = AllocStep::ready;
       alloc_status_ = io::Status::ok();
       stats_.segments_prepared++;
+      if (alloc_recycled_) stats_.segments_recycled++;
+      alloc_recycled_ = false;
       return;
     default:
       UMQ_ASSERT_MSG(false, "allocator completion without a step");
@@ -1037,7 +1108,7 @@ io::Result<uint32_t> CommitLog::delete_segments_before(LogOffset below, uint32_t
     if (oldest.read_file.valid()) disk_.close(oldest.read_file);
     std::string path = io::path_join(segment_dir_, segment_name(oldest.base));
     segments_.erase(segments_.begin());
-    io::Status s = disk_.remove(path);
+    io::Status s = retire_segment(path);
     if (!s.is_ok()) return s;
     deleted++;
   }

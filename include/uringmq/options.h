@@ -60,6 +60,17 @@ struct CodecLimits {
 
 enum class FlushMode : uint8_t { sync_flush, async_flush };
 
+// How a new CommitLog segment's blocks are readied before the writer may use them.
+enum class SegmentFill : uint8_t {
+  // fallocate (unwritten extents, which read back as zeros) and one fdatasync: no data written.
+  // The writer's first write into each block converts its extent, a little metadata that the
+  // writer's next fdatasync commits. Chosen by measurement (bench/RESULTS.md).
+  unwritten,
+  // fallocate, then zeros written over the whole segment, then fdatasync (the former default):
+  // the writer's fdatasyncs carry no metadata, but every segment's bytes are written twice.
+  zeroed,
+};
+
 struct CommitLogOptions {
   // Directory of this log (lock, abort, checkpoint, commitlog/). Created if absent.
   std::string dir;
@@ -94,9 +105,17 @@ struct CommitLogOptions {
   // no_space; asked again after no_space_retry_ms). Only ok or no_space. Null: never refused.
   // The store refuses above disk_space_warning_ratio, keeping room for metadata writes.
   std::function<io::Status(uint64_t bytes)> space_check;
-  // Size of each zero-fill write when preparing a segment, bytes.
+  // How each new segment is readied (SegmentFill): unwritten extents by default.
+  SegmentFill segment_fill = SegmentFill::unwritten;
+  // Retention renames the oldest segment it retires to commitlog/recycled (at most one such spare)
+  // instead of deleting it, and the next segment is that file renamed: its blocks are already
+  // allocated and written, so preparing it writes nothing. Its old records stay inert: each
+  // carries its own PHYSICALOFFSET, which recovery checks against the position it reads it at.
+  // false: retired segments are deleted.
+  bool recycle_segments = true;
+  // Size of each zero-fill write when preparing a segment (SegmentFill::zeroed), bytes.
   uint32_t zero_fill_chunk_bytes = 1u << 20;
-  // The next segment is prepared (fallocate, zero-fill, fdatasync) once the writer has at most
+  // The next segment is prepared (fallocate, zero-fill when zeroed, fdatasync) once the writer has at most
   // this many bytes left in its segment; the default prepares it as soon as the writer enters
   // a segment. Smaller values move the zero-fill later (appends get busy if it is not done in
   // time); the benchmark uses 0 to measure what the concurrent zero-fill costs.
@@ -110,6 +129,9 @@ struct CommitLogOptions {
   // TEST ONLY (canary): acknowledge sync_flush appends when written, before any fdatasync.
   // The crash simulation must detect the resulting loss; never set it elsewhere.
   bool unsafe_ack_before_sync = false;
+  // TEST ONLY (canary): recovery's scan accepts a record whatever its PHYSICALOFFSET, so a
+  // recycled segment's old records could pass for new ones. The stale-bytes test must detect it.
+  bool unsafe_scan_ignores_position = false;
 };
 
 // ConsumeQueue files: units of a queue per file (RocketMQ's mappedFileSizeConsumeQueue / 20).
