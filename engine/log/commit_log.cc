@@ -51,6 +51,8 @@ io::Status completion_error(int64_t result, const std::string& what) {
 }
 
 constexpr uint32_t kWriteSlots = 64;
+// The allocator class's request index of the zero write ahead of the writer (0: preparation).
+constexpr uint64_t kZeroAheadIndex = 1;
 constexpr size_t kCheckpointBlockBytes = 4096;
 constexpr std::string_view kLockFile = "lock";
 constexpr std::string_view kAbortFile = "abort";
@@ -176,11 +178,10 @@ io::Result<std::unique_ptr<CommitLog>> CommitLog::open(
 }
 
 // Creates a segment synchronously: the writer's first segment, or one recovery removed.
-// Unwritten (the default): fallocate and fdatasync only, so a fresh store opens at once whatever
-// the segment size.
+// fallocate and fdatasync only, so a fresh store opens at once whatever the segment size; with
+// SegmentFill::zeroed its blocks are zeroed just ahead of the writer after open (ZeroAhead).
 static io::Status create_segment_sync(io::Disk& disk, const std::string& segment_dir, uint64_t base,
-                                      const CommitLogOptions& options, std::byte* zeros,
-                                      io::FileHandle* out) {
+                                      const CommitLogOptions& options, io::FileHandle* out) {
   std::string path = io::path_join(segment_dir, CommitLog::segment_name(base));
   io::Result<io::FileHandle> file =
       disk.open(path, io::OpenMode::create_exclusive, options.io_mode);
@@ -190,13 +191,6 @@ static io::Status create_segment_sync(io::Disk& disk, const std::string& segment
   req.file = *file;
   req.length_bytes = options.segment_size_bytes;
   io::Status s = io::run_sync(disk, req, "fallocate " + path);
-  const uint64_t zero_to =
-      options.segment_fill == SegmentFill::zeroed ? options.segment_size_bytes : 0;
-  for (uint64_t off = 0; s.is_ok() && off < zero_to; off += options.zero_fill_chunk_bytes) {
-    s = io::write_exact(disk, *file, off,
-                        std::span<const std::byte>(zeros, options.zero_fill_chunk_bytes),
-                        "zero-fill " + path);
-  }
   if (s.is_ok()) s = io::fdatasync_sync(disk, *file, "fdatasync " + path);
   if (s.is_ok()) s = io::sync_dir(disk, segment_dir);
   if (!s.is_ok()) {
@@ -245,8 +239,7 @@ io::Status CommitLog::start(uint64_t end_offset, int64_t last_store_timestamp_ms
   writer_segment_ = align_down(end_offset, segment_size);
   if (segments_.empty() || segments_.back().base < writer_segment_) {
     io::FileHandle file;
-    UMQ_RETURN_IF_ERROR(
-        create_segment_sync(disk_, segment_dir_, writer_segment_, options_, zero_chunk_, &file));
+    UMQ_RETURN_IF_ERROR(create_segment_sync(disk_, segment_dir_, writer_segment_, options_, &file));
     segments_.push_back(
         Segment{.base = writer_segment_, .file = file, .read_file = {}, .dirty = false});
     stats_.segments_prepared++;
@@ -259,6 +252,11 @@ io::Status CommitLog::start(uint64_t end_offset, int64_t last_store_timestamp_ms
     alloc_step_ = AllocStep::ready;
   }
   UMQ_ASSERT(segments_.back().base == writer_segment_);
+  if (options_.segment_fill == SegmentFill::zeroed) {
+    // The writer's segment may hold unwritten blocks ahead of it (created just now, or by an
+    // earlier run that stopped before zeroing it): zero them just ahead of the writer.
+    ahead_ = ZeroAhead{.active = true, .base = writer_segment_};
+  }
   appended_ = written_ = durable_ = end_offset;
   last_store_timestamp_ms_ = durable_store_timestamp_ms_ = last_store_timestamp_ms;
   // The first buffer starts at the aligned-down end; in direct mode it holds the partial block.
@@ -468,6 +466,10 @@ bool CommitLog::submit_range(WriteBuffer& buffer) {
   const uint64_t file_to = align_up(to, align_bytes_);
   Segment* segment = find_segment(buffer.segment_base);
   UMQ_ASSERT(segment != nullptr);
+  if (ahead_.in_flight && buffer.segment_base == ahead_.base &&
+      file_to - buffer.segment_base > ahead_.in_flight_from) {
+    return false;  // zeros are in flight there: the data must land after them
+  }
   if (slot_count_ > 0) {
     // Direct mode: never two writes in flight over the same block (the later could land first).
     const WriteSlot& last = slots_[(slot_head_ + slot_count_ - 1) % slots_.size()];
@@ -665,19 +667,73 @@ void CommitLog::fail_stop(io::Status status) {
   }
 }
 
+// ---- Zeroing just ahead of the writer, in its own segment ----
+
+// With SegmentFill::zeroed, a segment created unwritten for the writer (a fresh store's first)
+// gets zeros written just ahead of the writer: O_DIRECT writes into unwritten extents make each
+// of its fdatasyncs commit the file system's journal (SYNC appends 4-5x slower, bench/RESULTS.md).
+// Paced like the next segment's zero-fill. Safety: each zero write starts at or above the block
+// after the last appended byte, and submit_range() holds any write reaching into a zero write in
+// flight, so zeros never land on appended bytes, and data always lands after the zeros.
+void CommitLog::maybe_zero_ahead() {
+  if (!ahead_.active || ahead_.in_flight || closing_ || !fail_status_.is_ok()) return;
+  const uint64_t segment_size = options_.segment_size_bytes;
+  const uint64_t position = appended_ - writer_segment_;
+  const uint64_t from = std::max(ahead_.front, align_up(position, io::kDirectAlignment));
+  if (ahead_.base != writer_segment_ || from >= segment_size) {
+    ahead_.active = false;  // the writer moved on, or its segment is zeroed to the end
+    return;
+  }
+  const bool idle = slot_count_ == 0 && syncs_outstanding_ == 0 && ack_count_ == 0;
+  if (!idle && options_.zero_fill_lead_bytes != UINT64_MAX &&
+      from >= position + options_.zero_fill_lead_bytes) {
+    return;  // far enough ahead for now
+  }
+  io::IoRequest req;
+  req.kind = io::OpKind::write;
+  req.file = segments_.back().file;
+  req.file_offset = from;
+  req.length_bytes = std::min<uint64_t>(options_.zero_fill_chunk_bytes, segment_size - from);
+  req.buffer = zero_chunk_;
+  req.user_data = tag_of(OpClass::allocator, kZeroAheadIndex);
+  if (!submit_op(req)) return;
+  ahead_.in_flight = true;
+  ahead_.in_flight_from = from;
+}
+
+void CommitLog::on_zero_ahead_done(int64_t result) {
+  UMQ_ASSERT(ahead_.in_flight);
+  ahead_.in_flight = false;
+  if (!fail_status_.is_ok()) return;
+  if (result <= 0) {
+    fail_stop(io::Status::from_errno(
+        result < 0 ? static_cast<int>(-result) : EIO,
+        "zeroing ahead of the writer in segment " + segment_name(ahead_.base)));
+    return;
+  }
+  ahead_.front = ahead_.in_flight_from + static_cast<uint64_t>(result);
+}
+
 // ---- Segment preparation, one ahead of the writer ----
 
-// Pacing: the zero-fill runs back to back when no append write is in flight (or at close), and
-// otherwise keeps only zero_fill_lead_bytes ahead of 5/4 of the writer's position in its own
-// segment, so it ends with 1/5 of the segment to spare and never floods the device queue (or,
-// buffered, the io-wq workers) in front of the appends' writes.
+// Pacing: the zero-fill runs back to back only while the log is idle (no append write or
+// fdatasync in flight, no append awaiting its acknowledgement), when an append waits for the
+// segment, or at close; otherwise it keeps only zero_fill_lead_bytes ahead of 5/4 of the writer's
+// position in its own segment, so it ends with 1/5 of the segment to spare and never floods the
+// device queue (or, buffered, the io-wq workers) in front of the appends' writes. An fdatasync in
+// flight counts as busy: under SYNC_FLUSH no write is in flight while it runs, and zeros sent then
+// are what the device's cache flush waits for.
 bool CommitLog::zero_fill_should_wait() const {
-  if (closing_ || slot_count_ == 0 || options_.zero_fill_lead_bytes == UINT64_MAX) return false;
+  const bool idle = slot_count_ == 0 && syncs_outstanding_ == 0 && ack_count_ == 0;
+  if (closing_ || idle || roll_waiting_ || options_.zero_fill_lead_bytes == UINT64_MAX) {
+    return false;
+  }
   const uint64_t position = appended_ - writer_segment_;
   return alloc_zeroed_ >= position + position / 4 + options_.zero_fill_lead_bytes;
 }
 
 void CommitLog::advance_allocator() {
+  maybe_zero_ahead();
   if (alloc_zero_paused_ && fail_status_.is_ok() && !zero_fill_should_wait()) {
     alloc_zero_paused_ = false;
     continue_zero_fill();
@@ -977,6 +1033,10 @@ void CommitLog::complete(const io::IoCompletion& completion) {
       on_sync_done(completion.result);
       break;
     case OpClass::allocator:
+      if (index == kZeroAheadIndex) {
+        on_zero_ahead_done(completion.result);
+        break;
+      }
       if (!fail_status_.is_ok() && completion.result >= 0 && alloc_step_ != AllocStep::ready) {
         return;  // stopped: leave the half-prepared file for recovery to remove
       }

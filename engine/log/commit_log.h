@@ -14,9 +14,10 @@
 // cannot hold the next record plus 8 bytes ends with the blank record. The next segment is
 // prepared one ahead of the writer and its directory fsynced before the writer may use it: the
 // spare a retention pass recycled (commitlog/recycled, renamed into place: nothing written), or
-// a new file fallocated (unwritten extents, read as zeros; options.segment_fill zeroed also
-// writes zeros over it) and fdatasynced. A recycled segment's old records are never taken for
-// new ones: recovery requires each record's PHYSICALOFFSET to equal its position, and an old
+// a new file fallocated, zero-filled paced behind the writer (SegmentFill::zeroed, the default)
+// and fdatasynced. A segment created at open is only fallocated (a fresh store opens at once)
+// and zeroed just ahead of the writer. A recycled segment's old records are never taken for new
+// ones: recovery requires each record's PHYSICALOFFSET to equal its position, and an old
 // record's is its old position (engine/log/README.md).
 //
 // Offsets: appended_ >= written_ >= durable_ (asserted on every update).
@@ -248,6 +249,8 @@ class CommitLog final : public sched::Participant {
   void on_sync_done(int64_t result);
   void on_allocator_done(int64_t result);
   void continue_zero_fill();
+  void maybe_zero_ahead();
+  void on_zero_ahead_done(int64_t result);
   bool zero_fill_should_wait() const;
   void on_checkpoint_done(int64_t result);
   void allocation_failed(io::Status status);
@@ -276,7 +279,7 @@ class CommitLog final : public sched::Participant {
   std::string checkpoint_temp_path_;
   std::string checkpoint_path_;
   std::string alloc_path_;
-  std::string spare_path_;     // commitlog/recycled
+  std::string spare_path_;      // commitlog/recycled
   bool spare_present_ = false;  // spare_path_ holds a whole retired segment
 
   uint64_t appended_ = 0;
@@ -326,6 +329,16 @@ class CommitLog final : public sched::Participant {
   bool alloc_zero_paused_ = false;  // zeroing waits for the writer (zero_fill_should_wait)
   bool alloc_recycled_ = false;     // the segment being prepared is the recycled spare
   io::Status alloc_status_;         // no_space while allocation is failing for lack of space
+  // Zeros written just ahead of the writer in its own segment (SegmentFill::zeroed; a segment
+  // created unwritten at open). front: file offset up to which they are written.
+  struct ZeroAhead {
+    bool active = false;
+    uint64_t base = 0;
+    uint64_t front = 0;
+    bool in_flight = false;
+    uint64_t in_flight_from = 0;
+  };
+  ZeroAhead ahead_;
   io::FileHandle segment_dir_handle_;
 
   enum class CheckpointStep : uint8_t { idle, writing, syncing, renaming, dir_syncing };

@@ -60,15 +60,18 @@ struct CodecLimits {
 
 enum class FlushMode : uint8_t { sync_flush, async_flush };
 
-// How a new CommitLog segment's blocks are readied before the writer may use them.
+// How a new CommitLog segment's blocks are readied before the writer writes into them.
 enum class SegmentFill : uint8_t {
-  // fallocate (unwritten extents, which read back as zeros) and one fdatasync: no data written.
-  // The writer's first write into each block converts its extent, a little metadata that the
-  // writer's next fdatasync commits. Chosen by measurement (bench/RESULTS.md).
-  unwritten,
-  // fallocate, then zeros written over the whole segment, then fdatasync (the former default):
-  // the writer's fdatasyncs carry no metadata, but every segment's bytes are written twice.
+  // The next segment is fallocated, zeros are written over it (paced behind the writer) and it
+  // is fdatasynced; a segment created at open is fallocated only and zeroed just ahead of the
+  // writer, so a fresh store opens at once. The writer's fdatasyncs then carry no metadata.
+  // Chosen by measurement (bench/RESULTS.md): O_DIRECT writes into unwritten extents made SYNC
+  // appends 4-5x slower on ext4.
   zeroed,
+  // fallocate only (unwritten extents, which read back as zeros) and one fdatasync: nothing
+  // written, but the writer's first write into each block converts its extent, which every
+  // fdatasync then commits through the journal.
+  unwritten,
 };
 
 struct CommitLogOptions {
@@ -105,8 +108,8 @@ struct CommitLogOptions {
   // no_space; asked again after no_space_retry_ms). Only ok or no_space. Null: never refused.
   // The store refuses above disk_space_warning_ratio, keeping room for metadata writes.
   std::function<io::Status(uint64_t bytes)> space_check;
-  // How each new segment is readied (SegmentFill): unwritten extents by default.
-  SegmentFill segment_fill = SegmentFill::unwritten;
+  // How each new segment is readied (SegmentFill). A recycled segment needs neither.
+  SegmentFill segment_fill = SegmentFill::zeroed;
   // Retention renames the oldest segment it retires to commitlog/recycled (at most one such spare)
   // instead of deleting it, and the next segment is that file renamed: its blocks are already
   // allocated and written, so preparing it writes nothing. Its old records stay inert: each
@@ -115,10 +118,10 @@ struct CommitLogOptions {
   bool recycle_segments = true;
   // Size of each zero-fill write when preparing a segment (SegmentFill::zeroed), bytes.
   uint32_t zero_fill_chunk_bytes = 1u << 20;
-  // The next segment is prepared (fallocate, zero-fill when zeroed, fdatasync) once the writer has at most
-  // this many bytes left in its segment; the default prepares it as soon as the writer enters
-  // a segment. Smaller values move the zero-fill later (appends get busy if it is not done in
-  // time); the benchmark uses 0 to measure what the concurrent zero-fill costs.
+  // The next segment is prepared (fallocate, zero-fill when zeroed, fdatasync) once the writer has
+  // at most this many bytes left in its segment; the default prepares it as soon as the writer
+  // enters a segment. Smaller values move the zero-fill later (appends get busy if it is not done
+  // in time); the benchmark uses 0 to measure what the concurrent zero-fill costs.
   uint64_t prepare_ahead_bytes = UINT64_MAX;
   // Zero-fill pacing: while append writes are in flight, the next segment's zero-fill stays at
   // most this many bytes ahead of 5/4 of the writer's position in its segment (it ends with a

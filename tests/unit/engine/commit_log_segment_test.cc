@@ -1,8 +1,8 @@
 // Goal: preparing CommitLog segments costs the writer nothing it can avoid. A fresh log opens
-// without writing its first segment's bytes; each next segment is readied without data writes
-// (fallocated, or a segment retention retired, renamed into place); and a recycled segment's old
-// records are never recovered as new ones, even when they sit exactly where the next record
-// would start.
+// without writing its first segment's bytes and then zeroes it just ahead of the writer, never
+// over appended bytes; SegmentFill::unwritten writes no zeros at all; a segment retention retired
+// is renamed into place as the next one without a write; and a recycled segment's old records
+// are never recovered as new ones, even when they sit exactly where the next record would start.
 // Method: a counting Disk decorator over SimDisk tallies the bytes of every write request; the
 // log's own stats say how many of them were appends. The stale-records test fills segments with
 // records of one size, retires the first, rolls the writer into it, loses power and reopens:
@@ -111,9 +111,10 @@ class CommitLogSegmentTest : public ::testing::Test {
   uint64_t next_seq_ = 1000;
 };
 
-// A fresh log's first segment and every later one are readied without writing their bytes: the
-// only writes besides the appends' are checkpoints (one block each).
-TEST_F(CommitLogSegmentTest, SegmentsAreReadiedWithoutWritingTheirBytes) {
+// SegmentFill::unwritten: the first segment and every later one are readied without writing
+// their bytes: the only writes besides the appends' are checkpoints (one block each).
+TEST_F(CommitLogSegmentTest, UnwrittenSegmentsAreReadiedWithoutWritingTheirBytes) {
+  options_.segment_fill = engine::SegmentFill::unwritten;
   options_.segment_size_bytes = 1u << 20;
   auto log = open_log();
   ASSERT_NE(log, nullptr);
@@ -126,18 +127,34 @@ TEST_F(CommitLogSegmentTest, SegmentsAreReadiedWithoutWritingTheirBytes) {
   ASSERT_TRUE(log->close().is_ok());
 }
 
-// The former preparation, kept as an option, still zero-fills (and this test would see it).
-TEST_F(CommitLogSegmentTest, ZeroedSegmentsWriteTheirBytes) {
-  options_.segment_fill = engine::SegmentFill::zeroed;
+// The default (zeroed): a fresh log opens without zero-filling its first segment (it was the
+// whole segment, about 10 s for 1 GiB); zeros are then written just ahead of the writer, never
+// over what it appended, and the segment ends up zeroed whole.
+TEST_F(CommitLogSegmentTest, FreshLogOpensAtOnceThenZeroesAheadOfTheWriter) {
+  options_.segment_size_bytes = 1u << 20;
+  options_.zero_fill_lead_bytes = 64u << 10;
   auto log = open_log();
   ASSERT_NE(log, nullptr);
-  EXPECT_GE(counting_.write_bytes, options_.segment_size_bytes);
+  EXPECT_LT(counting_.write_bytes, 8192u) << "opening a fresh log zero-filled its segment";
+  const uint64_t end = append_until(*log, 300u << 10);
+  while (log->pending_work() > 0) log->poll(io::Wait::at_least_one);
+  for (int i = 0; i < 100; i++) log->poll(io::Wait::none);  // idle: the zeroing runs freely
+  while (log->pending_work() > 0) log->poll(io::Wait::at_least_one);
+  // Segment 0 zeroed from the writer's position to its end, segment 1 prepared whole.
+  const uint64_t zeros = counting_.write_bytes - log->stats().bytes_submitted;
+  EXPECT_GE(zeros, 2 * options_.segment_size_bytes - end);
   ASSERT_TRUE(log->close().is_ok());
+  log.reset();
+  auto records = testing::read_log(disk_, options_);
+  ASSERT_TRUE(records.is_ok()) << records.status().to_string();
+  ASSERT_EQ(records->size(), next_seq_ - 1000);
+  for (size_t i = 0; i < records->size(); i++) EXPECT_EQ((*records)[i].seq, 1000 + i);
 }
 
 // Retention's first retired segment becomes the spare; the segment after the one already
 // prepared is that spare renamed, and a clean reopen keeps a spare for later use.
 TEST_F(CommitLogSegmentTest, RetiredSegmentIsRecycledAsTheNextOne) {
+  options_.segment_fill = engine::SegmentFill::unwritten;  // only recycling writes nothing
   const uint64_t seg = options_.segment_size_bytes;
   auto log = open_log();
   ASSERT_NE(log, nullptr);
