@@ -6,7 +6,10 @@
 #       engine's write size, queue depth 4                                 target >= 0.9
 #   (b) SYNC_FLUSH, 1 KiB, 64 producers: MB/s / fio with an fdatasync per group of the engine's
 #       measured bytes per fdatasync (>= 0.8); messages per fdatasync (>= 100); ack p99 / fio's
-#       fdatasync p99 (etcd job: sync engine, 4 KiB, fdatasync=1; <= 3)
+#       fdatasync p99 (etcd job: sync engine, 4 KiB, fdatasync=1; <= 3); fdatasyncs/s / that
+#       job's IOPS (>= 0.9). The SYNC runs use SYNC_SEGMENT_MIB segments so that each rolls
+#       over several segments (a fresh store's: new files; and with retention taking every
+#       segment behind the writer: recycled ones).
 #   (c) 128 B: heap allocations per message in steady state (0); encode+CRC / memcpy+CRC bytes/s
 #       from uringmq-micro-bench (>= 0.5)
 #   (d) ASYNC_FLUSH, 128 B, CPU-bound: 2 shards / 1 shard msgs/s (>= 1.8)
@@ -23,7 +26,8 @@
 #
 # Environment: BUILD (default <repo>/build-bench), DATA (default ./bench-data; removed at the
 # end), RUNS (2), BENCH_SECONDS (6, per engine run), FIO_RUNTIME (6, per fio job),
-# SEGMENT_MIB (1024, the engine default), SECTIONS ("3 4"; add 5: delayed delivery; net: network),
+# SEGMENT_MIB (1024, the engine default), SYNC_SEGMENT_MIB (64: the SYNC runs' segments),
+# SECTIONS ("3 4"; add 5: delayed delivery; net: network),
 # BACKLOG_MIB (1024: the consume workload's backlog; the full target is 4096, set it for a full
 # run), RECOVERY_MIB (1000: what the killed writer appends; below one segment, so all of it is
 # rescanned). Needs fio, python3, gnuplot (tools/install-deps.sh). Dropping the page cache
@@ -42,6 +46,7 @@ RUNS=${RUNS:-2}
 BENCH_SECONDS=${BENCH_SECONDS:-6}
 FIO_RUNTIME=${FIO_RUNTIME:-6}
 SEGMENT_MIB=${SEGMENT_MIB:-1024}
+SYNC_SEGMENT_MIB=${SYNC_SEGMENT_MIB:-64}
 SECTIONS=${SECTIONS:-3 4}
 BACKLOG_MIB=${BACKLOG_MIB:-1024}
 RECOVERY_MIB=${RECOVERY_MIB:-1000}
@@ -110,7 +115,10 @@ for run in $(seq 1 "$RUNS"); do
     --io-mode direct
   engine ab "$run" --workload append --flush async --message-bytes 1024 --shards 1 --producers 64 \
     --io-mode buffered
-  engine b "$run" --workload append --flush sync --message-bytes 1024 --shards 1 --producers 64
+  engine b "$run" --workload append --flush sync --message-bytes 1024 --shards 1 --producers 64 \
+    --segment-mib "$SYNC_SEGMENT_MIB"
+  engine br "$run" --workload append --flush sync --message-bytes 1024 --shards 1 --producers 64 \
+    --segment-mib "$SYNC_SEGMENT_MIB" --expire-segments yes
   if [ -z "$fio_seq_bs" ]; then
     # fio at the engine's own write size and bytes per fdatasync (from the first runs).
     per_write="d['append']['mb_per_s']*1e6/max(d['append']['writes_per_s'],1)"
@@ -152,10 +160,11 @@ echo "  uringmq-micro-bench" >&2
   --benchmark_report_aggregates_only=true --benchmark_min_time=0.2 >"$raw/micro.json"
 
 python3 - "$raw" "$RUNS" "$results" "$fio_seq_bs" "$fio_sync_bs" "$fio_sync_n" \
-  "$fio_seqb_bs" <<'EOF'
+  "$fio_seqb_bs" "$SYNC_SEGMENT_MIB" <<'EOF'
 import json, statistics, sys, os
 raw, runs, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 seq_bs, sync_bs, sync_n, seqb_bs = sys.argv[4:8]
+sync_segment_mib = int(sys.argv[8])
 def load(name):
     return [json.load(open(f"{raw}/{name}.{r}.json")) for r in range(1, runs + 1)]
 def med(values):
@@ -209,6 +218,16 @@ ratio_row("b_gcf", "(b) group-commit factor: SYNC msgs/s / fio 4 KiB fdatasync=1
           eng("b", "msgs_per_s"), "{:.0f} msgs/s", fio_iops("fsync"), "{:.0f} IOPS", 100)
 ratio_row("b_p99", "(b) ack p99 / fio fdatasync p99 (sync engine, 4 KiB, fdatasync=1)",
           eng("b", "p99_us"), "{:.0f} us", fio_sync_p99_us("fsync"), "{:.0f} us", 3, higher=False)
+def rolls(name):  # segments the writer entered during the run (median)
+    return med([d["append"]["messages"] * d["record_bytes"] / (sync_segment_mib << 20)
+                for d in load(name)])
+for key, name, what in (("b_new", "b", "new segments"), ("b_recycled", "br", "recycled")):
+    over = f"over {rolls(name):.0f} rolls of {sync_segment_mib} MiB {what}"
+    ratio_row(key + "_syncs", f"(b) SYNC fdatasyncs/s {over} / fio fdatasync IOPS",
+              eng(name, "fdatasyncs_per_s"), "{:.0f}/s", fio_iops("fsync"), "{:.0f} IOPS", 0.9)
+    ratio_row(key + "_p99", f"(b) SYNC ack p99 {over} / fio fdatasync p99",
+              eng(name, "p99_us"), "{:.0f} us", fio_sync_p99_us("fsync"), "{:.0f} us", 3,
+              higher=False)
 alloc = eng("c", "allocations_per_message")
 rows.append(("c_alloc", "(c) 128 B heap allocations per message, steady state",
              f"{alloc:.4f} allocs/msg", "1 msg", alloc, "== 0", alloc == 0, 0))

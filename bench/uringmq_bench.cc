@@ -170,6 +170,9 @@ struct Args {
   bool prepare_ahead = true;        // false: no zero-fill of the next segment until it is needed
   bool message_index = true;        // false: StoreOptions::index.enabled off (no key index)
   int64_t zero_fill_lead_mib = -1;  // -1: the CommitLog default; -2: unpaced
+  engine::SegmentFill segment_fill = engine::CommitLogOptions{}.segment_fill;
+  bool recycle = engine::CommitLogOptions{}.recycle_segments;
+  bool expire_segments = false;  // retention deletes (or recycles) every segment behind the writer
   bool json = false;
   // ---- consume, lag, recovery ----
   uint32_t queues = 0;           // 0: 64 for append/read, 4 for consume/lag/recovery
@@ -198,6 +201,12 @@ struct Args {
              "         [--io-mode buffered|direct] [--min-write-kib N]\n"
              "         [--prepare-ahead yes|no] [--zero-fill-lead-mib N|unpaced] [--json]\n"
              "         [--delivery-lead-ms N] [--message-index yes|no]\n"
+             "         [--segment-fill unwritten|zeroed] [--recycle yes|no]\n"
+             "         [--expire-segments yes|no]\n"
+             "  --segment-fill: how each new segment is readied (CommitLogOptions::segment_fill).\n"
+             "  --recycle: retention renames a retired segment into the next one's place.\n"
+             "  --expire-segments yes: retention takes every segment behind the writer's at once\n"
+             "    (file_reserved_time_hours 0, checked every 100 ms): measures recycling.\n"
              "  --message-index no: no per-shard message index (measures its append cost).\n"
              "  --delivery-lead-ms: StoreOptions::delivery_lead_ms (delay workload).\n"
              "  --min-write-kib: CommitLogOptions::min_write_bytes / 1024 (write coalescing).\n"
@@ -227,6 +236,8 @@ const Choice<engine::FlushMode> kFlushModes[] = {{"sync", engine::FlushMode::syn
                                                  {"async", engine::FlushMode::async_flush}};
 const Choice<io::IoMode> kIoModes[] = {{"buffered", io::IoMode::buffered},
                                        {"direct", io::IoMode::direct}};
+const Choice<engine::SegmentFill> kSegmentFills[] = {{"unwritten", engine::SegmentFill::unwritten},
+                                                     {"zeroed", engine::SegmentFill::zeroed}};
 
 // The flags that set one field of Args each.
 const FlagField<Args> kFieldFlags[] = {
@@ -255,6 +266,8 @@ const FlagField<Args> kFieldFlags[] = {
     {"--delivery-lead-ms", &Args::delivery_lead_ms},
     {"--prepare-ahead", &Args::prepare_ahead},
     {"--message-index", &Args::message_index},
+    {"--recycle", &Args::recycle},
+    {"--expire-segments", &Args::expire_segments},
 };
 
 // Applies one "--flag value" pair of the command line to a.
@@ -266,6 +279,8 @@ void apply_flag(Args& a, std::string_view flag, const std::string& value) {
     a.flush = parse_choice(flag, value, kFlushModes, usage);
   } else if (flag == "--io-mode") {
     a.io_mode = parse_choice(flag, value, kIoModes, usage);
+  } else if (flag == "--segment-fill") {
+    a.segment_fill = parse_choice(flag, value, kSegmentFills, usage);
   } else if (flag == "--zero-fill-lead-mib") {
     a.zero_fill_lead_mib =
         value == "unpaced" ? -2 : static_cast<int64_t>(bench::parse_u64(flag, value, usage));
@@ -920,6 +935,13 @@ StoreOptions store_options(const Args& a) {
   if (a.min_write_kib >= 0)
     options.log.min_write_bytes = static_cast<uint32_t>(a.min_write_kib << 10);
   if (!a.prepare_ahead) options.log.prepare_ahead_bytes = 0;
+  options.log.segment_fill = a.segment_fill;
+  options.log.recycle_segments = a.recycle;
+  if (a.expire_segments) {
+    options.file_reserved_time_hours = 0;
+    options.disk_max_used_space_ratio = 0;  // expired segments go at once, at any hour
+    options.clean_interval_ms = 100;
+  }
   options.index.enabled = a.message_index;
   if (a.delivery_lead_ms >= 0) options.delivery_lead_ms = a.delivery_lead_ms;
   if (a.zero_fill_lead_mib == -2) options.log.zero_fill_lead_bytes = UINT64_MAX;
@@ -971,12 +993,15 @@ struct WorkloadStore {
   std::unique_ptr<Store> store;
   uint32_t record_bytes = 0;
   int exit_code = 0;
+  double open_s = 0;  // Store::open of the fresh store, wall seconds
 };
 
 WorkloadStore open_workload_store(const Args& a, Shared& sh) {
   WorkloadStore w;
   w.options = store_options(a);
+  const auto started = std::chrono::steady_clock::now();
   w.store = open_store_or_report(w.options);
+  w.open_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   if (!w.store) {
     w.exit_code = 1;
     return w;
@@ -1670,7 +1695,8 @@ int main(int argc, char** argv) {
         "\"segment_mib\":%llu,\"min_write_bytes\":%u,\"prepare_ahead\":%s,\"machine\":{\"cores\":%"
         "ld,\"kernel\":\"%s\",\"fs\":\"%s\","
         "\"cpu\":\"%s\"},\"store\":{\"appends\":%llu,\"acks_ok\":%llu,\"writes\":%llu,"
-        "\"fdatasyncs\":%llu,\"wakeups\":%llu},",
+        "\"fdatasyncs\":%llu,\"wakeups\":%llu},\"segment_fill\":\"%s\",\"recycle\":%s,"
+        "\"expire_segments\":%s,\"open_s\":%.4f,",
         workload, a.message_bytes, record_bytes, store.shard_count(), a.producers, a.threads, flush,
         io_mode, static_cast<unsigned long long>(a.segment_mib), options.log.min_write_bytes,
         a.prepare_ahead ? "true" : "false", machine.cores, json_escape(machine.kernel).c_str(),
@@ -1679,7 +1705,8 @@ int main(int argc, char** argv) {
         static_cast<unsigned long long>(stats.acks_ok),
         static_cast<unsigned long long>(stats.writes_submitted),
         static_cast<unsigned long long>(stats.fdatasyncs),
-        static_cast<unsigned long long>(stats.wakeups));
+        static_cast<unsigned long long>(stats.wakeups), choice_name(a.segment_fill, kSegmentFills),
+        a.recycle ? "true" : "false", a.expire_segments ? "true" : "false", opened.open_s);
     print_phase_json("append", append);
     if (a.workload == Workload::read) {
       std::printf(",");
@@ -1694,6 +1721,8 @@ int main(int argc, char** argv) {
         io_mode, static_cast<unsigned long long>(a.segment_mib));
     std::printf("machine: %ld cores, %s, kernel %s, %s at %s\n", machine.cores, machine.cpu.c_str(),
                 machine.kernel.c_str(), machine.fs.c_str(), a.data_dir.c_str());
+    std::printf("fresh store open: %.3f s (segments %s, recycling %s)\n", opened.open_s,
+                choice_name(a.segment_fill, kSegmentFills), a.recycle ? "on" : "off");
     print_phase_text("append", append);
     if (a.workload == Workload::read) print_phase_text("read", read);
   }

@@ -16,6 +16,7 @@
 #include <charconv>
 #include <chrono>
 #include <cinttypes>
+#include <cstring>
 #include <ctime>
 #include <map>
 #include <memory>
@@ -227,7 +228,28 @@ struct QueueKey {
   auto operator<=>(const QueueKey&) const = default;
 };
 
-// After the log's end: the rest of the segment must be zeros and later segments unused.
+// The position of the first record after `end` that is valid at its own log offset (a record
+// beyond a hole), if any. Old records of a recycled segment carry their old offsets and are not.
+std::optional<uint64_t> record_valid_after(std::span<const std::byte> rest, uint64_t end) {
+  constexpr uint64_t at = engine::kRecordMagicAt;
+  static_assert(engine::kMagicMessageV1 >> 24 == 0xDA);
+  for (uint64_t i = 0; i + at + 4 <= rest.size();) {
+    const void* hit = std::memchr(rest.data() + i + at, 0xDA, rest.size() - i - at);
+    if (hit == nullptr) break;
+    i = static_cast<uint64_t>(static_cast<const std::byte*>(hit) - rest.data()) - at;
+    engine::DecodeOptions options;
+    options.expected_physical_offset = static_cast<int64_t>(end + i);
+    if (engine::decode(rest.subspan(i), options).outcome == engine::DecodeOutcome::ok) {
+      return end + i;
+    }
+    i++;
+  }
+  return std::nullopt;
+}
+
+// After the log's end: no record valid at its own position may follow, in the rest of the
+// segment or in later segments. Other bytes there are zeros, a torn tail (an unclean stop), or
+// the old records of a recycled segment (engine/log/README.md), none of which recovery reads.
 void check_after_end(const ShardLog& log, size_t index, uint64_t end, ShardVerify& shard,
                      ProgressBar& bar) {
   const Segment& s = log.segments[index];
@@ -237,19 +259,21 @@ void check_after_end(const ShardLog& log, size_t index, uint64_t end, ShardVerif
   bar.add(rest.size());
   if (nonzero != rest.end()) {
     uint64_t at = end + static_cast<uint64_t>(nonzero - rest.begin());
+    std::optional<uint64_t> valid = record_valid_after(rest, end);
     std::string what = "non-zero bytes after the log's end, first at " + where(s, at);
-    if (shard.unclean_stop) {
-      shard.notes.push_back(what + " (torn tail of the unclean stop; the next open zeroes it)");
-    } else {
-      shard.log_corruption = what;
+    if (valid && !shard.unclean_stop) {
+      shard.log_corruption = what + "; a record valid at its position at " + where(s, *valid);
       return;
     }
+    shard.notes.push_back(what + (shard.unclean_stop
+                                      ? " (torn tail of the unclean stop; the next open zeroes it)"
+                                      : " (old records of a recycled segment; never read)"));
   }
   for (size_t i = index + 1; i < log.segments.size(); i++) {
     const Segment& later = log.segments[i];
     engine::DecodeOptions options;
     options.expected_physical_offset = static_cast<int64_t>(later.base);
-    if (engine::decode(later.file->bytes(), options).outcome != engine::DecodeOutcome::end &&
+    if (engine::decode(later.file->bytes(), options).outcome == engine::DecodeOutcome::ok &&
         shard.log_corruption.empty() && !shard.unclean_stop) {
       shard.log_corruption = "the log ends at log offset " + std::to_string(end) + " but " +
                              later.path + " holds data";
@@ -288,7 +312,12 @@ void scan_log(const ShardLog& log, uint32_t max_body_bytes, ShardVerify& shard,
         break;
       }
       shard.end_offset = pos;
-      if (r.outcome == engine::DecodeOutcome::end) return check_after_end(log, i, pos, shard, bar);
+      // Not a whole record of its own position, and none follows: the end of the log, with a
+      // torn tail or a recycled segment's old bytes after it (an end below the checkpoint's
+      // durable offset is reported by check_checkpoint). One follows: corruption here.
+      if (r.outcome == engine::DecodeOutcome::end || !record_valid_after(rest, pos)) {
+        return check_after_end(log, i, pos, shard, bar);
+      }
       const char* what = r.outcome == engine::DecodeOutcome::truncated
                              ? "record runs past the end of its file"
                              : r.reason;

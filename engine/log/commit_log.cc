@@ -51,6 +51,8 @@ io::Status completion_error(int64_t result, const std::string& what) {
 }
 
 constexpr uint32_t kWriteSlots = 64;
+// The allocator class's request index of the zero write ahead of the writer (0: preparation).
+constexpr uint64_t kZeroAheadIndex = 1;
 constexpr size_t kCheckpointBlockBytes = 4096;
 constexpr std::string_view kLockFile = "lock";
 constexpr std::string_view kAbortFile = "abort";
@@ -104,7 +106,8 @@ CommitLog::CommitLog(io::Disk& disk, io::Clock& clock, const CommitLogOptions& o
       align_bytes_(options.io_mode == io::IoMode::direct ? io::kDirectAlignment : 1),
       segment_dir_(io::path_join(options.dir, "commitlog")),
       checkpoint_temp_path_(io::path_join(options.dir, kCheckpointTempFile)),
-      checkpoint_path_(io::path_join(options.dir, kCheckpointFile)) {
+      checkpoint_path_(io::path_join(options.dir, kCheckpointFile)),
+      spare_path_(io::path_join(segment_dir_, kRecycledFile)) {
   set_segment_path(0, alloc_path_);
 }
 
@@ -175,9 +178,10 @@ io::Result<std::unique_ptr<CommitLog>> CommitLog::open(
 }
 
 // Creates a segment synchronously: the writer's first segment, or one recovery removed.
+// fallocate and fdatasync only, so a fresh store opens at once whatever the segment size; with
+// SegmentFill::zeroed its blocks are zeroed just ahead of the writer after open (ZeroAhead).
 static io::Status create_segment_sync(io::Disk& disk, const std::string& segment_dir, uint64_t base,
-                                      const CommitLogOptions& options, std::byte* zeros,
-                                      io::FileHandle* out) {
+                                      const CommitLogOptions& options, io::FileHandle* out) {
   std::string path = io::path_join(segment_dir, CommitLog::segment_name(base));
   io::Result<io::FileHandle> file =
       disk.open(path, io::OpenMode::create_exclusive, options.io_mode);
@@ -187,12 +191,6 @@ static io::Status create_segment_sync(io::Disk& disk, const std::string& segment
   req.file = *file;
   req.length_bytes = options.segment_size_bytes;
   io::Status s = io::run_sync(disk, req, "fallocate " + path);
-  for (uint64_t off = 0; s.is_ok() && off < options.segment_size_bytes;
-       off += options.zero_fill_chunk_bytes) {
-    s = io::write_exact(disk, *file, off,
-                        std::span<const std::byte>(zeros, options.zero_fill_chunk_bytes),
-                        "zero-fill " + path);
-  }
   if (s.is_ok()) s = io::fdatasync_sync(disk, *file, "fdatasync " + path);
   if (s.is_ok()) s = io::sync_dir(disk, segment_dir);
   if (!s.is_ok()) {
@@ -237,11 +235,11 @@ io::Status CommitLog::start(uint64_t end_offset, int64_t last_store_timestamp_ms
   ready_reads_.reserve(1024);
 
   const uint64_t segment_size = options_.segment_size_bytes;
+  UMQ_RETURN_IF_ERROR(adopt_spare());
   writer_segment_ = align_down(end_offset, segment_size);
   if (segments_.empty() || segments_.back().base < writer_segment_) {
     io::FileHandle file;
-    UMQ_RETURN_IF_ERROR(
-        create_segment_sync(disk_, segment_dir_, writer_segment_, options_, zero_chunk_, &file));
+    UMQ_RETURN_IF_ERROR(create_segment_sync(disk_, segment_dir_, writer_segment_, options_, &file));
     segments_.push_back(
         Segment{.base = writer_segment_, .file = file, .read_file = {}, .dirty = false});
     stats_.segments_prepared++;
@@ -254,6 +252,11 @@ io::Status CommitLog::start(uint64_t end_offset, int64_t last_store_timestamp_ms
     alloc_step_ = AllocStep::ready;
   }
   UMQ_ASSERT(segments_.back().base == writer_segment_);
+  if (options_.segment_fill == SegmentFill::zeroed) {
+    // The writer's segment may hold unwritten blocks ahead of it (created just now, or by an
+    // earlier run that stopped before zeroing it): zero them just ahead of the writer.
+    ahead_ = ZeroAhead{.active = true, .base = writer_segment_};
+  }
   appended_ = written_ = durable_ = end_offset;
   last_store_timestamp_ms_ = durable_store_timestamp_ms_ = last_store_timestamp_ms;
   // The first buffer starts at the aligned-down end; in direct mode it holds the partial block.
@@ -463,6 +466,10 @@ bool CommitLog::submit_range(WriteBuffer& buffer) {
   const uint64_t file_to = align_up(to, align_bytes_);
   Segment* segment = find_segment(buffer.segment_base);
   UMQ_ASSERT(segment != nullptr);
+  if (ahead_.in_flight && buffer.segment_base == ahead_.base &&
+      file_to - buffer.segment_base > ahead_.in_flight_from) {
+    return false;  // zeros are in flight there: the data must land after them
+  }
   if (slot_count_ > 0) {
     // Direct mode: never two writes in flight over the same block (the later could land first).
     const WriteSlot& last = slots_[(slot_head_ + slot_count_ - 1) % slots_.size()];
@@ -660,19 +667,73 @@ void CommitLog::fail_stop(io::Status status) {
   }
 }
 
+// ---- Zeroing just ahead of the writer, in its own segment ----
+
+// With SegmentFill::zeroed, a segment created unwritten for the writer (a fresh store's first)
+// gets zeros written just ahead of the writer: O_DIRECT writes into unwritten extents make each
+// of its fdatasyncs commit the file system's journal (SYNC appends 4-5x slower, bench/RESULTS.md).
+// Paced like the next segment's zero-fill. Safety: each zero write starts at or above the block
+// after the last appended byte, and submit_range() holds any write reaching into a zero write in
+// flight, so zeros never land on appended bytes, and data always lands after the zeros.
+void CommitLog::maybe_zero_ahead() {
+  if (!ahead_.active || ahead_.in_flight || closing_ || !fail_status_.is_ok()) return;
+  const uint64_t segment_size = options_.segment_size_bytes;
+  const uint64_t position = appended_ - writer_segment_;
+  const uint64_t from = std::max(ahead_.front, align_up(position, io::kDirectAlignment));
+  if (ahead_.base != writer_segment_ || from >= segment_size) {
+    ahead_.active = false;  // the writer moved on, or its segment is zeroed to the end
+    return;
+  }
+  const bool idle = slot_count_ == 0 && syncs_outstanding_ == 0 && ack_count_ == 0;
+  if (!idle && options_.zero_fill_lead_bytes != UINT64_MAX &&
+      from >= position + options_.zero_fill_lead_bytes) {
+    return;  // far enough ahead for now
+  }
+  io::IoRequest req;
+  req.kind = io::OpKind::write;
+  req.file = segments_.back().file;
+  req.file_offset = from;
+  req.length_bytes = std::min<uint64_t>(options_.zero_fill_chunk_bytes, segment_size - from);
+  req.buffer = zero_chunk_;
+  req.user_data = tag_of(OpClass::allocator, kZeroAheadIndex);
+  if (!submit_op(req)) return;
+  ahead_.in_flight = true;
+  ahead_.in_flight_from = from;
+}
+
+void CommitLog::on_zero_ahead_done(int64_t result) {
+  UMQ_ASSERT(ahead_.in_flight);
+  ahead_.in_flight = false;
+  if (!fail_status_.is_ok()) return;
+  if (result <= 0) {
+    fail_stop(io::Status::from_errno(
+        result < 0 ? static_cast<int>(-result) : EIO,
+        "zeroing ahead of the writer in segment " + segment_name(ahead_.base)));
+    return;
+  }
+  ahead_.front = ahead_.in_flight_from + static_cast<uint64_t>(result);
+}
+
 // ---- Segment preparation, one ahead of the writer ----
 
-// Pacing: the zero-fill runs back to back when no append write is in flight (or at close), and
-// otherwise keeps only zero_fill_lead_bytes ahead of 5/4 of the writer's position in its own
-// segment, so it ends with 1/5 of the segment to spare and never floods the device queue (or,
-// buffered, the io-wq workers) in front of the appends' writes.
+// Pacing: the zero-fill runs back to back only while the log is idle (no append write or
+// fdatasync in flight, no append awaiting its acknowledgement), when an append waits for the
+// segment, or at close; otherwise it keeps only zero_fill_lead_bytes ahead of 5/4 of the writer's
+// position in its own segment, so it ends with 1/5 of the segment to spare and never floods the
+// device queue (or, buffered, the io-wq workers) in front of the appends' writes. An fdatasync in
+// flight counts as busy: under SYNC_FLUSH no write is in flight while it runs, and zeros sent then
+// are what the device's cache flush waits for.
 bool CommitLog::zero_fill_should_wait() const {
-  if (closing_ || slot_count_ == 0 || options_.zero_fill_lead_bytes == UINT64_MAX) return false;
+  const bool idle = slot_count_ == 0 && syncs_outstanding_ == 0 && ack_count_ == 0;
+  if (closing_ || idle || roll_waiting_ || options_.zero_fill_lead_bytes == UINT64_MAX) {
+    return false;
+  }
   const uint64_t position = appended_ - writer_segment_;
   return alloc_zeroed_ >= position + position / 4 + options_.zero_fill_lead_bytes;
 }
 
 void CommitLog::advance_allocator() {
+  maybe_zero_ahead();
   if (alloc_zero_paused_ && fail_status_.is_ok() && !zero_fill_should_wait()) {
     alloc_zero_paused_ = false;
     continue_zero_fill();
@@ -684,6 +745,7 @@ void CommitLog::advance_allocator() {
   roll_waiting_ = false;
   alloc_base_ = writer_segment_ + options_.segment_size_bytes;
   set_segment_path(alloc_base_, alloc_path_);
+  if (spare_present_ && start_recycled_allocation()) return;
   if (options_.space_check) {
     io::Status space = options_.space_check(options_.segment_size_bytes);
     UMQ_ASSERT(space.is_ok() || space.code() == io::Code::no_space);
@@ -707,6 +769,67 @@ void CommitLog::advance_allocator() {
     return;
   }
   alloc_step_ = AllocStep::fallocating;
+}
+
+// The next segment from the spare a retention pass left: renamed into place, then the directory
+// fsynced. Nothing is written: its blocks and size are durable from its first life, and its old
+// records carry their old PHYSICALOFFSETs, which recovery never accepts at the new positions.
+// False when the request queue is full (the spare is put back; a later poll tries again).
+bool CommitLog::start_recycled_allocation() {
+  io::Status s = disk_.rename(spare_path_, alloc_path_);
+  if (!s.is_ok()) {
+    allocation_failed(s);
+    return true;
+  }
+  spare_present_ = false;
+  io::Result<io::FileHandle> file =
+      disk_.open(alloc_path_, io::OpenMode::read_write, options_.io_mode);
+  if (!file.is_ok()) {
+    (void)disk_.remove(alloc_path_);
+    allocation_failed(file.status());
+    return true;
+  }
+  io::IoRequest req = single_op_request(OpClass::allocator, segment_dir_handle_);
+  req.kind = io::OpKind::fsync;
+  if (!submit_op(req)) {
+    disk_.close(*file);
+    if (fail_status_.is_ok() && disk_.rename(alloc_path_, spare_path_).is_ok()) {
+      spare_present_ = true;
+    }
+    return spare_present_ || !fail_status_.is_ok();
+  }
+  alloc_file_ = *file;
+  alloc_recycled_ = true;
+  alloc_step_ = AllocStep::dir_syncing;
+  return true;
+}
+
+// Retention's end of a segment: renamed to the spare when recycling and none is kept yet, else
+// deleted. Either is durable after the directory fsync retention submits.
+io::Status CommitLog::retire_segment(const std::string& path) {
+  if (!options_.recycle_segments || spare_present_) return disk_.remove(path);
+  UMQ_RETURN_IF_ERROR(disk_.rename(path, spare_path_));
+  spare_present_ = true;
+  return io::Status::ok();
+}
+
+// At open: a spare the previous run left is kept when it is a whole segment and recycling is
+// on; otherwise it is removed.
+io::Status CommitLog::adopt_spare() {
+  io::Result<bool> present = disk_.exists(spare_path_);
+  if (!present.is_ok()) return present.status();
+  if (!*present) return io::Status::ok();
+  io::Result<io::FileHandle> file = disk_.open(spare_path_, io::OpenMode::read_only);
+  if (!file.is_ok()) return file.status();
+  io::Result<uint64_t> size = disk_.size(*file);
+  disk_.close(*file);
+  if (!size.is_ok()) return size.status();
+  if (options_.recycle_segments && *size == options_.segment_size_bytes) {
+    spare_present_ = true;
+    return io::Status::ok();
+  }
+  UMQ_RETURN_IF_ERROR(disk_.remove(spare_path_));
+  return io::sync_dir(disk_, segment_dir_);
 }
 
 void CommitLog::allocation_failed(io::Status status) {
@@ -735,7 +858,9 @@ void CommitLog::on_allocator_done(int64_t result) {
   io::IoRequest req = single_op_request(OpClass::allocator, alloc_file_);
   switch (alloc_step_) {
     case AllocStep::fallocating:
-      alloc_zeroed_ = 0;
+      // Unwritten: nothing to zero, straight to the fdatasync that makes the size durable.
+      alloc_zeroed_ =
+          options_.segment_fill == SegmentFill::zeroed ? 0 : options_.segment_size_bytes;
       alloc_step_ = AllocStep::zeroing;
       break;
     case AllocStep::zeroing:
@@ -755,6 +880,8 @@ void CommitLog::on_allocator_done(int64_t result) {
       alloc_step_ = AllocStep::ready;
       alloc_status_ = io::Status::ok();
       stats_.segments_prepared++;
+      if (alloc_recycled_) stats_.segments_recycled++;
+      alloc_recycled_ = false;
       return;
     default:
       UMQ_ASSERT_MSG(false, "allocator completion without a step");
@@ -906,6 +1033,10 @@ void CommitLog::complete(const io::IoCompletion& completion) {
       on_sync_done(completion.result);
       break;
     case OpClass::allocator:
+      if (index == kZeroAheadIndex) {
+        on_zero_ahead_done(completion.result);
+        break;
+      }
       if (!fail_status_.is_ok() && completion.result >= 0 && alloc_step_ != AllocStep::ready) {
         return;  // stopped: leave the half-prepared file for recovery to remove
       }
@@ -1037,7 +1168,7 @@ io::Result<uint32_t> CommitLog::delete_segments_before(LogOffset below, uint32_t
     if (oldest.read_file.valid()) disk_.close(oldest.read_file);
     std::string path = io::path_join(segment_dir_, segment_name(oldest.base));
     segments_.erase(segments_.begin());
-    io::Status s = disk_.remove(path);
+    io::Status s = retire_segment(path);
     if (!s.is_ok()) return s;
     deleted++;
   }

@@ -6,13 +6,19 @@
 //   abort                present while open; found at open = the last stop was unclean
 //   checkpoint           the durable watermark (engine/log/checkpoint.h)
 //   commitlog/<20 digits> segments of segment_size_bytes, named by their first log offset
+//   commitlog/recycled   a retired segment kept for reuse as the next one (at most one)
 //
 // Writes: append() encodes the record straight into an aligned, registered write buffer (no
 // allocation) and returns its log offset and store time; poll() submits the buffered bytes, one
 // write per buffer range, and issues fdatasyncs. A record never spans segments: a segment that
 // cannot hold the next record plus 8 bytes ends with the blank record. The next segment is
-// created one ahead of the writer: fallocated, pre-zeroed, fdatasynced and its directory
-// fsynced before the writer may use it.
+// prepared one ahead of the writer and its directory fsynced before the writer may use it: the
+// spare a retention pass recycled (commitlog/recycled, renamed into place: nothing written), or
+// a new file fallocated, zero-filled paced behind the writer (SegmentFill::zeroed, the default)
+// and fdatasynced. A segment created at open is only fallocated (a fresh store opens at once)
+// and zeroed just ahead of the writer. A recycled segment's old records are never taken for new
+// ones: recovery requires each record's PHYSICALOFFSET to equal its position, and an old
+// record's is its old position (engine/log/README.md).
 //
 // Offsets: appended_ >= written_ >= durable_ (asserted on every update).
 //   appended_  end of the bytes encoded into buffers
@@ -42,6 +48,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <uringmq/offsets.h>
@@ -95,7 +102,8 @@ struct CommitLogStats {
   uint64_t writes_held = 0;      // times a small write waited for the one in flight
   uint64_t fdatasyncs_completed = 0;
   uint64_t acks_ok = 0;
-  uint64_t segments_prepared = 0;
+  uint64_t segments_prepared = 0;  // recycled ones included
+  uint64_t segments_recycled = 0;  // of those, retired segments renamed into place
   uint64_t checkpoints_written = 0;
 };
 
@@ -219,6 +227,7 @@ class CommitLog final : public sched::Participant {
     uint64_t offset = 0;
   };
   enum class AllocStep : uint8_t { idle, fallocating, zeroing, syncing, dir_syncing, ready };
+  static constexpr std::string_view kRecycledFile = "recycled";
 
   CommitLog(io::Disk& disk, io::Clock& clock, const CommitLogOptions& options);
   io::Status start(uint64_t end_offset, int64_t last_store_timestamp_ms,
@@ -233,10 +242,15 @@ class CommitLog final : public sched::Participant {
   void maybe_checkpoint();
   void advance_allocator();
   void start_allocation();
+  bool start_recycled_allocation();
+  io::Status adopt_spare();
+  io::Status retire_segment(const std::string& path);
   void on_write_done(uint32_t slot, int64_t result);
   void on_sync_done(int64_t result);
   void on_allocator_done(int64_t result);
   void continue_zero_fill();
+  void maybe_zero_ahead();
+  void on_zero_ahead_done(int64_t result);
   bool zero_fill_should_wait() const;
   void on_checkpoint_done(int64_t result);
   void allocation_failed(io::Status status);
@@ -265,6 +279,8 @@ class CommitLog final : public sched::Participant {
   std::string checkpoint_temp_path_;
   std::string checkpoint_path_;
   std::string alloc_path_;
+  std::string spare_path_;      // commitlog/recycled
+  bool spare_present_ = false;  // spare_path_ holds a whole retired segment
 
   uint64_t appended_ = 0;
   uint64_t written_ = 0;
@@ -311,7 +327,18 @@ class CommitLog final : public sched::Participant {
   int64_t alloc_retry_at_ms_ = 0;
   bool roll_waiting_ = false;       // an append needed the next segment before it was ready
   bool alloc_zero_paused_ = false;  // zeroing waits for the writer (zero_fill_should_wait)
+  bool alloc_recycled_ = false;     // the segment being prepared is the recycled spare
   io::Status alloc_status_;         // no_space while allocation is failing for lack of space
+  // Zeros written just ahead of the writer in its own segment (SegmentFill::zeroed; a segment
+  // created unwritten at open). front: file offset up to which they are written.
+  struct ZeroAhead {
+    bool active = false;
+    uint64_t base = 0;
+    uint64_t front = 0;
+    bool in_flight = false;
+    uint64_t in_flight_from = 0;
+  };
+  ZeroAhead ahead_;
   io::FileHandle segment_dir_handle_;
 
   enum class CheckpointStep : uint8_t { idle, writing, syncing, renaming, dir_syncing };

@@ -59,6 +59,7 @@ io::Result<ScanEnd> LogScanner::scan(uint64_t start, const Visitor& visit) {
   const uint64_t segment_size = options_.segment_size_bytes;
   DecodeOptions decode_options;
   decode_options.limits = options_.limits;
+  decode_options.unsafe_any_position = options_.unsafe_scan_ignores_position;
   ScanEnd end;
   uint64_t pos = start;
   uint64_t next_progress = progress_every_bytes_ > 0 ? start + progress_every_bytes_ : UINT64_MAX;

@@ -513,7 +513,7 @@ DecodeResult decode_log_step(std::span<const std::byte> bytes, uint64_t pos, uin
   UMQ_ASSERT(pos <= segment_end);
   UMQ_ASSERT(bytes.size() <= segment_end - pos);
   DecodeOptions at = options;
-  at.expected_physical_offset = static_cast<int64_t>(pos);
+  at.expected_physical_offset = options.unsafe_any_position ? -1 : static_cast<int64_t>(pos);
   DecodeResult r = decode(bytes, at);
   if (r.outcome == DecodeOutcome::blank && pos + r.size != segment_end) {
     return corrupt("blank record does not reach the end of its segment");

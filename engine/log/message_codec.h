@@ -200,6 +200,9 @@ struct DecodeOptions {
   // When >= 0, PHYSICALOFFSET must equal it (catches misdirected writes and stale bytes).
   int64_t expected_physical_offset = -1;
   CodecLimits limits;
+  // TEST ONLY (canary, CommitLogOptions::unsafe_scan_ignores_position): decode_log_step does
+  // not require PHYSICALOFFSET to equal the position.
+  bool unsafe_any_position = false;
 };
 
 struct DecodeResult {

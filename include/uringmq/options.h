@@ -61,6 +61,20 @@ struct CodecLimits {
 
 enum class FlushMode : uint8_t { sync_flush, async_flush };
 
+// How a new CommitLog segment's blocks are readied before the writer writes into them.
+enum class SegmentFill : uint8_t {
+  // The next segment is fallocated, zeros are written over it (paced behind the writer) and it
+  // is fdatasynced; a segment created at open is fallocated only and zeroed just ahead of the
+  // writer, so a fresh store opens at once. The writer's fdatasyncs then carry no metadata.
+  // Chosen by measurement (bench/RESULTS.md): O_DIRECT writes into unwritten extents made SYNC
+  // appends 4-5x slower on ext4.
+  zeroed,
+  // fallocate only (unwritten extents, which read back as zeros) and one fdatasync: nothing
+  // written, but the writer's first write into each block converts its extent, which every
+  // fdatasync then commits through the journal.
+  unwritten,
+};
+
 struct CommitLogOptions {
   // Directory of this log (lock, abort, checkpoint, commitlog/). Created if absent.
   std::string dir;
@@ -95,12 +109,20 @@ struct CommitLogOptions {
   // no_space; asked again after no_space_retry_ms). Only ok or no_space. Null: never refused.
   // The store refuses above disk_space_warning_ratio, keeping room for metadata writes.
   std::function<io::Status(uint64_t bytes)> space_check;
-  // Size of each zero-fill write when preparing a segment, bytes.
+  // How each new segment is readied (SegmentFill). A recycled segment needs neither.
+  SegmentFill segment_fill = SegmentFill::zeroed;
+  // Retention renames the oldest segment it retires to commitlog/recycled (at most one such spare)
+  // instead of deleting it, and the next segment is that file renamed: its blocks are already
+  // allocated and written, so preparing it writes nothing. Its old records stay inert: each
+  // carries its own PHYSICALOFFSET, which recovery checks against the position it reads it at.
+  // false: retired segments are deleted.
+  bool recycle_segments = true;
+  // Size of each zero-fill write when preparing a segment (SegmentFill::zeroed), bytes.
   uint32_t zero_fill_chunk_bytes = 1u << 20;
-  // The next segment is prepared (fallocate, zero-fill, fdatasync) once the writer has at most
-  // this many bytes left in its segment; the default prepares it as soon as the writer enters
-  // a segment. Smaller values move the zero-fill later (appends get busy if it is not done in
-  // time); the benchmark uses 0 to measure what the concurrent zero-fill costs.
+  // The next segment is prepared (fallocate, zero-fill when zeroed, fdatasync) once the writer has
+  // at most this many bytes left in its segment; the default prepares it as soon as the writer
+  // enters a segment. Smaller values move the zero-fill later (appends get busy if it is not done
+  // in time); the benchmark uses 0 to measure what the concurrent zero-fill costs.
   uint64_t prepare_ahead_bytes = UINT64_MAX;
   // Zero-fill pacing: while append writes are in flight, the next segment's zero-fill stays at
   // most this many bytes ahead of 5/4 of the writer's position in its segment (it ends with a
@@ -111,6 +133,9 @@ struct CommitLogOptions {
   // TEST ONLY (canary): acknowledge sync_flush appends when written, before any fdatasync.
   // The crash simulation must detect the resulting loss; never set it elsewhere.
   bool unsafe_ack_before_sync = false;
+  // TEST ONLY (canary): recovery's scan accepts a record whatever its PHYSICALOFFSET, so a
+  // recycled segment's old records could pass for new ones. The stale-bytes test must detect it.
+  bool unsafe_scan_ignores_position = false;
 };
 
 // ConsumeQueue files: units of a queue per file (RocketMQ's mappedFileSizeConsumeQueue / 20).

@@ -60,7 +60,9 @@ using testing::LedgerEntry;
 
 constexpr uint32_t kProducer = 1;
 // The first segment's path fragment: faults on it hit append writes, not the zero-fill of the
-// next segment or the checkpoint.
+// next segment or the checkpoint. Its own zeroing ahead of the writer (four 32 KiB writes here)
+// runs while the first appends are drained, before the rules are armed; a rule that caught one
+// would fail-stop the log with a message naming the zeroing, which the checks below would show.
 const std::string kFirstSegment = "commitlog/" + CommitLog::segment_name(0);
 
 std::unique_ptr<io::UringDisk> make_uring() {
