@@ -40,8 +40,7 @@ io::Status BrokerReactor::open_registrar() {
   options.event = static_cast<uint8_t>(Event::registrar);
   options.initial_version = topics_->data_version();
   for (size_t i = 0; i < brokers_.size(); i++) {
-    options.brokers.push_back(BrokerIdentity{config_.cluster_name, brokers_[i].name,
-                                             advertised_[i],
+    options.brokers.push_back(BrokerIdentity{config_.cluster_name, brokers_[i].name, advertised_[i],
                                              ha_host + ":" + std::to_string(brokers_[i].ha_port()),
                                              0});
   }
