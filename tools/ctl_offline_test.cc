@@ -47,6 +47,7 @@ class CtlOfflineTest : public ::testing::Test {
     options.log.segment_size_bytes = 1u << 20;
     options.log.limits.max_body_bytes = 64u << 10;
     options.consume_queue.units_per_file = 50;
+    options.disk_space_warning_ratio = 1.0;  // the host's disk fullness is not under test
     return options;
   }
   void SetUp() override {
