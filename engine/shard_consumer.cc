@@ -597,14 +597,16 @@ io::Status Shard::check_segment_space(uint64_t bytes) const {
   if (!space.is_ok() || space->total_bytes == 0) return io::Status::ok();  // ENOSPC still stops
   io::FsSpace after = *space;
   after.available_bytes -= std::min(bytes, after.available_bytes);
+  after.free_bytes -= std::min(bytes, after.free_bytes);
   if (after.used_ratio() <= options_.disk_space_warning_ratio) return io::Status::ok();
   char text[160];
-  std::snprintf(text, sizeof(text),
-                "the disk would be %.1f%% used, above disk_space_warning_ratio %.1f%% "
-                "(%llu of %llu MiB free)",
-                after.used_ratio() * 100.0, options_.disk_space_warning_ratio * 100.0,
-                static_cast<unsigned long long>(space->available_bytes >> 20),
-                static_cast<unsigned long long>(space->total_bytes >> 20));
+  std::snprintf(
+      text, sizeof(text),
+      "the disk would be %.1f%% used, above disk_space_warning_ratio %.1f%% "
+      "(%llu of %llu MiB free)",
+      after.used_ratio() * 100.0, options_.disk_space_warning_ratio * 100.0,
+      static_cast<unsigned long long>(std::max(space->free_bytes, space->available_bytes) >> 20),
+      static_cast<unsigned long long>(space->total_bytes >> 20));
   return io::Status::error(io::Code::no_space, text);
 }
 

@@ -14,6 +14,7 @@ Result<FsSpace> file_system_space(std::string_view path) {
   FsSpace space;
   space.total_bytes = static_cast<uint64_t>(st.f_blocks) * st.f_frsize;
   space.available_bytes = static_cast<uint64_t>(st.f_bavail) * st.f_frsize;
+  space.free_bytes = static_cast<uint64_t>(st.f_bfree) * st.f_frsize;
   return space;
 }
 

@@ -7,6 +7,7 @@
 //
 // Plain values; copyable between threads.
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <functional>
@@ -26,10 +27,16 @@ enum class IoMode : uint8_t { buffered, direct };
 struct FsSpace {
   uint64_t total_bytes = 0;
   uint64_t available_bytes = 0;  // to unprivileged users (f_bavail)
+  uint64_t free_bytes = 0;       // including the reserve (f_bfree); never below available_bytes
+  // The used fraction as RocketMQ computes it (total minus File.getFreeSpace, i.e. f_bfree), so
+  // the ratio keys mean what they mean for a Java broker on the same disk. A file system with a
+  // large reserve (or a quota shown in f_bavail) would otherwise look nearly full to the broker
+  // while the Java broker beside it reads it as mostly empty; a write that really finds no room
+  // still stops at ENOSPC, with nothing written.
   double used_ratio() const {
-    return total_bytes == 0
-               ? 0.0
-               : 1.0 - static_cast<double>(available_bytes) / static_cast<double>(total_bytes);
+    const uint64_t free = std::max(free_bytes, available_bytes);
+    return total_bytes == 0 ? 0.0
+                            : 1.0 - static_cast<double>(free) / static_cast<double>(total_bytes);
   }
 };
 
