@@ -38,6 +38,8 @@ class AclSigner {
             std::span<const std::byte> body, std::string_view skip_key, AclSignature* out);
 
  private:
+  bool init(std::string_view secret_key);  // ctx ready for a signature with this key
+
   struct State;
   State* state_;
   std::vector<uint16_t> order_;  // scratch, capacity kAclMaxSignedFields
