@@ -315,12 +315,12 @@ struct Connection {
   std::vector<std::string> frames;       // remoting: the encoded request of each slot
   std::vector<size_t> born_at;           // remoting: offset of the born-timestamp digits per frame
   std::vector<size_t> batch_body_start;  // --batch: where each slot's frame body starts
+  uint64_t sequence = 0;                 // requests sent
+  uint64_t in_flight = 0;
   // --acl-access-key: each slot's ext fields as signed (the born timestamp patched per send)
   // and where the Signature value's characters are in its frame.
   std::vector<std::vector<std::pair<std::string, std::string>>> signed_fields;
   std::vector<size_t> signature_at;
-  uint64_t sequence = 0;                 // requests sent
-  uint64_t in_flight = 0;
 };
 
 // --consume: a message sent and not yet consumed.
