@@ -63,10 +63,11 @@ for line in open(sys.argv[1]):
 key = "msgs_per_s"
 med = {m: statistics.median(r[key] for r in v) for m, v in rows.items()}
 for m, v in rows.items():
+    label = "tls+acl" if m == "tls" and sys.argv[2] == "1" else m
     runs = "; ".join(
         f"{r[key]:,.0f} (p50 {r['p50_us'] / 1000:.1f} / p99 {r['p99_us'] / 1000:.1f} ms, "
         f"client {r['client_cpu_us_per_msg']:.2f} us/msg)" for r in v)
-    print(f"{m}: median {med[m]:,.0f} msgs/s; runs {runs}")
+    print(f"{label}: median {med[m]:,.0f} msgs/s; runs {runs}")
 errors = {m: sum(r["errors"] for r in v) for m, v in rows.items()}
 print(f"errors: {errors}")
 label = "tls+acl" if sys.argv[2] == "1" else "tls"
