@@ -43,6 +43,10 @@
 // With --tls 1 (remoting): every connection does a TLS handshake first (OpenSSL, any server
 // certificate accepted, as RocketMQ's client by default) and every byte goes through SSL_write /
 // SSL_read on the same non-blocking socket; the report names the negotiated cipher suite.
+// With --acl-access-key K --acl-secret-key S (remoting): every request (sends, commits, pulls)
+// carries AccessKey and Signature as RocketMQ's AclClientRPCHook signs them (net/acl_signer.h,
+// the broker's own signer): a send's frame keeps a Signature field of fixed width, re-signed in
+// place per send (its born timestamp and body change), with no allocation per message.
 // This is a benchmark client, not the broker's reactor: it may block in epoll_wait and read the
 // system clock.
 #include <arpa/inet.h>
@@ -72,6 +76,7 @@
 #include "bench/bench_util.h"
 #include "engine/log/message_codec.h"
 #include "engine/log/property_names.h"
+#include "net/acl_signer.h"
 #include "net/remoting.h"
 #include "uringmq/version.h"
 
@@ -100,6 +105,8 @@ struct Args {
   bool transactional = false;  // remoting: half send + END_TRANSACTION commit per message
   bool consume = false;        // a long-polling consumer per queue too (send/commit -> consume)
   bool tls = false;            // remoting over TLS
+  std::string acl_access_key;  // remoting: sign every request with this account (empty: none)
+  std::string acl_secret_key;
   bool json = false;
 };
 
@@ -108,6 +115,7 @@ constexpr size_t kReadChunkBytes = 256 << 10;
 constexpr int64_t kDrainTimeoutNs = 10'000'000'000;  // waiting for the last replies
 constexpr size_t kBornDigits = 13;                   // ms since 1970 until the year 2286
 constexpr size_t kSeqDigits = 16;                    // hex sequence stamped into every message
+constexpr size_t kBornField = 6;                     // "g" among a send's ext fields
 
 [[noreturn]] void usage(const std::string& why) {
   exit_usage("uringmq-net-bench", why,
@@ -119,7 +127,8 @@ constexpr size_t kSeqDigits = 16;                    // hex sequence stamped int
              "         [--batch N]  (remoting: SEND_BATCH_MESSAGE, N messages a request)\n"
              "         [--transactional 1]  (remoting: half send + END_TRANSACTION commit)\n"
              "         [--consume 1]  (consumers time commit (or send) -> consume)\n"
-             "         [--tls 1]  (remoting over TLS)\n");
+             "         [--tls 1]  (remoting over TLS)\n"
+             "         [--acl-access-key K --acl-secret-key S]  (remoting: signed requests)\n");
 }
 
 // The protocols by name (--protocol, the report).
@@ -142,6 +151,8 @@ const FlagField<Args> kFieldFlags[] = {
     {"--key", &Args::key},
     {"--batch", &Args::batch},
     {"--delay-level", &Args::delay_level},
+    {"--acl-access-key", &Args::acl_access_key},
+    {"--acl-secret-key", &Args::acl_secret_key},
 };
 
 // Applies one "--flag value" pair of the command line to a.
@@ -179,6 +190,12 @@ Args parse_args(int argc, char** argv) {
   }
   if (a.consume && (a.protocol != Protocol::remoting || a.batch > 0)) {
     usage("--consume is for --protocol remoting, without --batch");
+  }
+  if (a.acl_access_key.empty() != a.acl_secret_key.empty()) {
+    usage("--acl-access-key and --acl-secret-key go together");
+  }
+  if (!a.acl_access_key.empty() && a.protocol != Protocol::remoting) {
+    usage("--acl-access-key is for --protocol remoting");
   }
   return a;
 }
@@ -300,6 +317,10 @@ struct Connection {
   std::vector<size_t> batch_body_start;  // --batch: where each slot's frame body starts
   uint64_t sequence = 0;                 // requests sent
   uint64_t in_flight = 0;
+  // --acl-access-key: each slot's ext fields as signed (the born timestamp patched per send)
+  // and where the Signature value's characters are in its frame.
+  std::vector<std::vector<std::pair<std::string, std::string>>> signed_fields;
+  std::vector<size_t> signature_at;
 };
 
 // --consume: a message sent and not yet consumed.
@@ -331,6 +352,9 @@ class LoadGenerator {
   void note_answer(uint64_t seq, int64_t now);
   void note_consumed(const Sent& sent, int64_t pull_sent_ns, int64_t now);
   bool fatal(const Connection& c, const std::string& why);
+  bool acl() const { return !a_.acl_access_key.empty(); }
+  void sign_command(net::RemotingCommand& cmd);
+  void sign_frame(Connection& c, uint32_t slot, std::span<const std::byte> body);
   bool loop_until(int64_t deadline_ns, bool draining);
   void print_report(double window_s, double cpu_s, uint64_t unanswered) const;
   std::string consume_parts_json() const;
@@ -350,6 +374,7 @@ class LoadGenerator {
   std::unordered_map<uint64_t, Sent> commit_ns_by_seq_;  // --consume: commits (or sends)
   SSL_CTX* ssl_ctx_ = nullptr;                           // --tls
   std::string cipher_;                                   // --tls: the first one negotiated
+  net::AclSigner signer_;                                // --acl-access-key (this thread's)
 };
 
 // A TLS handshake on c's still blocking socket; false after printing why.
@@ -482,6 +507,13 @@ void LoadGenerator::build_remoting_frames(Connection& c) {
       // The Java client's batch: WAIT on the batch, each message with its own properties.
       cmd.ext_fields[8].second = "WAIT\x01true";
       cmd.ext_fields.push_back({"m", "true"});
+    }
+    if (acl()) {  // a placeholder of the signature's width, re-signed per send
+      cmd.ext_fields.push_back({"AccessKey", a_.acl_access_key});
+      cmd.ext_fields.push_back({"Signature", std::string(net::kAclSignatureChars, 'A')});
+      c.signed_fields.push_back(cmd.ext_fields);
+    }
+    if (a_.batch > 0) {
       std::vector<size_t> at;
       const std::string body = batch_body(a_.batch, body_, properties, &at);
       net::encode_frame(cmd, net::as_bytes(body), &c.frames[s]);
@@ -495,7 +527,34 @@ void LoadGenerator::build_remoting_frames(Connection& c) {
     const size_t at = c.frames[s].find("\"g\":\"" + born + "\"");
     if (at == std::string::npos) usage("cannot find the born timestamp in an encoded frame");
     c.born_at.push_back(at + 5);
+    if (acl()) {
+      const size_t sig = c.frames[s].find("\"Signature\":\"");
+      if (sig == std::string::npos) usage("cannot find the Signature in an encoded frame");
+      c.signature_at.push_back(sig + 13);
+    }
   }
+}
+
+// --acl-access-key: signs cmd as AclClientRPCHook does (its fields and AccessKey; no body).
+void LoadGenerator::sign_command(net::RemotingCommand& cmd) {
+  if (!acl()) return;
+  cmd.ext_fields.push_back({"AccessKey", a_.acl_access_key});
+  net::AclSignature sig;
+  if (!signer_.sign(a_.acl_secret_key, cmd.ext_fields, {}, {}, &sig)) usage("signing failed");
+  cmd.ext_fields.push_back({"Signature", std::string(sig.data(), sig.size())});
+}
+
+// --acl-access-key: the slot's frame (born timestamp and body just patched) signed again, the
+// signature written over the old one in place.
+void LoadGenerator::sign_frame(Connection& c, uint32_t slot, std::span<const std::byte> body) {
+  std::string& f = c.frames[slot];
+  std::string& born = c.signed_fields[slot][kBornField].second;
+  std::memcpy(born.data(), f.data() + c.born_at[slot], kBornDigits);
+  net::AclSignature sig;
+  if (!signer_.sign(a_.acl_secret_key, c.signed_fields[slot], body, {}, &sig)) {
+    usage("signing failed");
+  }
+  std::memcpy(f.data() + c.signature_at[slot], sig.data(), sig.size());
 }
 
 void LoadGenerator::append_request(Connection& c, uint32_t slot) {
@@ -505,17 +564,20 @@ void LoadGenerator::append_request(Connection& c, uint32_t slot) {
     std::string& f = c.frames[slot];
     const std::string born = std::to_string(wall_ms());
     std::memcpy(f.data() + c.born_at[slot], born.data(), kBornDigits);
+    size_t body_start = f.size() - a_.message_bytes;
     if (a_.batch > 0) {
-      char* body = f.data() + c.batch_body_start[slot];
+      body_start = c.batch_body_start[slot];
+      char* body = f.data() + body_start;
       put_hex(body + batch_body_at_[0], kSeqDigits, seq);
       for (size_t i = 1; i < batch_body_at_.size(); i++) {
         put_hex(body + batch_body_at_[i], kSeqDigits, global_sequence_++);
       }
     } else {
-      put_hex(f.data() + f.size() - a_.message_bytes, kSeqDigits, seq);
+      put_hex(f.data() + body_start, kSeqDigits, seq);
       c.slot_seq[slot] = seq;
       if (a_.consume && !a_.transactional) commit_ns_by_seq_[seq].commit_ns = c.sent_ns[slot];
     }
+    if (acl()) sign_frame(c, slot, net::as_bytes(std::string_view(f).substr(body_start)));
     c.out += f;
     return;
   }
@@ -652,6 +714,7 @@ bool LoadGenerator::send_commit(Connection& c, uint32_t slot, const net::Remotin
                     {"fromTransactionCheck", "false"},
                     {"msgId", *msg_id},
                     {"transactionId", *msg_id}};
+  sign_command(end);
   std::string frame;
   net::encode_frame(end, {}, &frame);
   c.out += frame;
@@ -683,6 +746,7 @@ void LoadGenerator::issue_pull(Connection& c, int64_t now) {
                      {"subscription", "*"},
                      {"subVersion", "0"},
                      {"expressionType", "TAG"}};
+  sign_command(pull);
   std::string frame;
   net::encode_frame(pull, {}, &frame);
   c.out += frame;

@@ -52,6 +52,28 @@ TEST(AclSignerTest, MatchesTheJavaClient) {
             "eIK0NiIDJ92IIFfFO23o7RSOXM8=");
 }
 
+// One signer, as a broker thread keeps it, signing for one account after another: the key it
+// keeps from the last signature must not leak into the next account's (the Java signatures).
+TEST(AclSignerTest, OneSignerForSeveralAccounts) {
+  const Fields one = {{"x", "1"}, {"AccessKey", "rocketmq2"}};
+  const Fields send = {{"a", "pg"}, {"b", "TopicA"}, {"AccessKey", "RocketMQ"}};
+  AclSigner signer;
+  AclSignature a;
+  AclSignature b;
+  const std::string long_key(200, 'k');  // longer than the key the signer keeps
+  const std::vector<std::string> secrets = {"abcdefgh", "abcdefgh", "12345678", "abcdefgh",
+                                            "abcdefg",  long_key,   "abcdefgh"};
+  for (const std::string& secret : secrets) {
+    ASSERT_TRUE(signer.sign(secret, one, {}, {}, &a));
+    EXPECT_EQ(std::string(a.data(), a.size()), signature(secret, one, ""));
+    ASSERT_TRUE(signer.sign(secret, send, as_bytes("hello body"), {}, &b));
+    EXPECT_EQ(std::string(b.data(), b.size()), signature(secret, send, "hello body"));
+    if (secret == "abcdefgh") {
+      EXPECT_EQ(std::string(a.data(), a.size()), "eIK0NiIDJ92IIFfFO23o7RSOXM8=");
+    }
+  }
+}
+
 // The plain_acl.yml the Java validator ran with.
 constexpr std::string_view kRules = R"(globalWhiteRemoteAddresses:
   - 10.10.*.*
