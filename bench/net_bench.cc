@@ -508,7 +508,7 @@ void LoadGenerator::build_remoting_frames(Connection& c) {
       cmd.ext_fields[8].second = "WAIT\x01true";
       cmd.ext_fields.push_back({"m", "true"});
     }
-    if (acl()) {  // a placeholder of the signature's width, re-signed per send
+    if (acl()) {  // a Signature field of its fixed width, overwritten by each send's own
       cmd.ext_fields.push_back({"AccessKey", a_.acl_access_key});
       cmd.ext_fields.push_back({"Signature", std::string(net::kAclSignatureChars, 'A')});
       c.signed_fields.push_back(cmd.ext_fields);

@@ -27,16 +27,7 @@ tls.server.certPath=$certs/server.pem
 tls.server.keyPath=$certs/server.key"
 PLAIN_CONF=$EXTRA_CONF TLS_CONF=$EXTRA_CONF
 if [ "$ACL" = 1 ]; then
-  cat >"$certs/plain_acl.yml" <<'YML'
-accounts:
-  - accessKey: benchProducer
-    secretKey: benchProducerSecret
-    admin: false
-    defaultTopicPerm: DENY
-    defaultGroupPerm: DENY
-    topicPerms:
-      - BenchTopic=PUB
-YML
+  cp "$root/bench/plain_acl.yml" "$certs/plain_acl.yml"
   TLS_CONF+="
 aclEnable=true
 aclFilePath=$certs/plain_acl.yml"

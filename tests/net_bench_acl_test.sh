@@ -12,19 +12,7 @@ rm -rf "$work" && mkdir -p "$work"
 pid=""
 trap '[ -n "$pid" ] && { kill -TERM "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; }; true' EXIT
 read -r port < <("$here/../tools/free-ports.sh" 1)
-cat >"$work/plain_acl.yml" <<'YML'
-accounts:
-  - accessKey: benchProducer
-    secretKey: benchProducerSecret
-    admin: false
-    defaultTopicPerm: DENY
-    defaultGroupPerm: DENY
-    topicPerms:
-      - BenchTopic=PUB
-  - accessKey: benchAdmin
-    secretKey: benchAdminSecret
-    admin: true
-YML
+cp "$here/../bench/plain_acl.yml" "$work/plain_acl.yml"
 printf '%s\n' "storePathRootDir=$work/store" "listenPort=$port" "namesrvListenPort=0" \
   "mappedFileSizeCommitLog=67108864" "defaultTopicQueueNums=8" "logLevel=warn" \
   "aclEnable=true" >"$work/broker.conf"
