@@ -138,17 +138,24 @@ std::string set_flush_disk_type(BrokerConfig& c, std::string_view text) {
   return {};
 }
 
-std::string set_broker_role(BrokerConfig&, std::string_view text) {
-  if (text == "ASYNC_MASTER" || text == "SYNC_MASTER") return {};
-  if (text == "SLAVE") return ": only a master is supported (ASYNC_MASTER or SYNC_MASTER)";
-  return "is not a broker role (ASYNC_MASTER or SYNC_MASTER)";
+std::string set_broker_role(BrokerConfig& c, std::string_view text) {
+  if (text == "ASYNC_MASTER") {
+    c.ha.role = BrokerRole::async_master;
+  } else if (text == "SYNC_MASTER") {
+    c.ha.role = BrokerRole::sync_master;
+  } else if (text == "SLAVE") {
+    c.ha.role = BrokerRole::slave;
+  } else {
+    return "is not a broker role (ASYNC_MASTER, SYNC_MASTER or SLAVE)";
+  }
+  return {};
 }
 
-std::string set_broker_id(BrokerConfig&, std::string_view text) {
+std::string set_broker_id(BrokerConfig& c, std::string_view text) {
   std::optional<int64_t> id = parse_number<int64_t>(text, std::numeric_limits<int64_t>::min(),
                                                     std::numeric_limits<int64_t>::max());
   if (!id) return "is not a number";
-  if (*id != 0) return ": only a master (0) is supported";
+  c.ha.broker_id = *id;
   return {};
 }
 
@@ -181,6 +188,17 @@ std::string set_cq_file_size(BrokerConfig& c, std::string_view text) {
 std::string set_ipv4(std::string& out, std::string_view text, bool allow_any) {
   if (!is_ipv4_literal(text)) return "is not an IPv4 address (a.b.c.d)";
   if (!allow_any && text == "0.0.0.0") return "is not an address clients can reach";
+  out = std::string(text);
+  return {};
+}
+
+std::string set_ha_address(std::string& out, std::string_view text) {
+  const size_t colon = text.rfind(':');
+  if (colon == std::string_view::npos) return "is not an address (ip:port)";
+  std::string host;
+  if (!set_ipv4(host, text.substr(0, colon), false).empty()) return "is not an address (ip:port)";
+  std::optional<uint16_t> port = parse_number<uint16_t>(text.substr(colon + 1), 1, 65535);
+  if (!port) return "is not an address (ip:port)";
   out = std::string(text);
   return {};
 }
@@ -266,6 +284,28 @@ const KeySetter kSetters[] = {
      [](BrokerConfig& c, std::string_view v) { return set_name(c.cluster_name, v); }},
     {"brokerId", set_broker_id},
     {"brokerRole", set_broker_role},
+    {"haMasterAddress",
+     [](BrokerConfig& c, std::string_view v) { return set_ha_address(c.ha.master_address, v); }},
+    {"slaveTimeout",
+     [](BrokerConfig& c, std::string_view v) {
+       return set_number<int64_t>(c.ha.slave_timeout_ms, v, 1, 600000, "a time in ms");
+     }},
+    {"haSendHeartbeatInterval",
+     [](BrokerConfig& c, std::string_view v) {
+       return set_number<int64_t>(c.ha.heartbeat_interval_ms, v, 100, 60000, "a time in ms");
+     }},
+    {"haHousekeepingInterval",
+     [](BrokerConfig& c, std::string_view v) {
+       return set_number<int64_t>(c.ha.housekeeping_interval_ms, v, 1000, 600000, "a time in ms");
+     }},
+    {"haTransferBatchSize",
+     [](BrokerConfig& c, std::string_view v) {
+       return set_number<uint32_t>(c.ha.transfer_batch_bytes, v, 1024, 4u << 20, "a size");
+     }},
+    {"haSlaveFallbehindMax",
+     [](BrokerConfig& c, std::string_view v) {
+       return set_number<uint64_t>(c.ha.slave_fallbehind_max_bytes, v, 1, 1ull << 40, "a size");
+     }},
     {"listenPort",
      [](BrokerConfig& c, std::string_view v) {
        return set_number<uint16_t>(c.listen_port, v, 1, 65535, "a port");
@@ -526,6 +566,14 @@ io::Status finish(BrokerConfig& c, std::string_view source,
         source, line_of("namesrvListenPort", "listenPort"),
         "namesrvListenPort and listenPort are both " + std::to_string(c.listen_port));
   }
+  // Java's BrokerStartup: a master's id is 0 whatever the file says; a slave needs one above 0.
+  if (c.ha.role != BrokerRole::slave) {
+    c.ha.broker_id = 0;
+  } else if (c.ha.broker_id <= 0) {
+    return config_error(source, line_of("brokerId", "brokerRole"),
+                        "brokerId " + std::to_string(c.ha.broker_id) +
+                            ": a SLAVE's brokerId must be at least 1");
+  }
   if (std::string tls = check_tls_config(c.tls); !tls.empty()) {
     return config_error(source, line_of("tls.server.mode", "tls.server.certPath"), tls);
   }
@@ -542,6 +590,15 @@ io::Status finish(BrokerConfig& c, std::string_view source,
 }  // namespace
 
 const std::span<const std::string_view> kIgnoredBrokerKeys(kIgnored);
+
+const char* broker_role_name(BrokerRole role) {
+  switch (role) {
+    case BrokerRole::async_master: return "ASYNC_MASTER";
+    case BrokerRole::sync_master: return "SYNC_MASTER";
+    case BrokerRole::slave: return "SLAVE";
+  }
+  return "ASYNC_MASTER";
+}
 
 std::string effective_advertised_address(const BrokerConfig& config) {
   if (!config.advertised_address.empty()) return config.advertised_address;
@@ -650,7 +707,14 @@ std::string describe_broker_config(const BrokerConfig& c) {
   auto num = [](auto v) { return std::to_string(v); };
   add("brokerName", c.broker_name);
   add("brokerClusterName", c.cluster_name);
-  add("brokerId", "0");
+  add("brokerId", num(c.ha.broker_id));
+  add("brokerRole", broker_role_name(c.ha.role));
+  add("haMasterAddress", c.ha.master_address);
+  add("slaveTimeout", num(c.ha.slave_timeout_ms));
+  add("haSendHeartbeatInterval", num(c.ha.heartbeat_interval_ms));
+  add("haHousekeepingInterval", num(c.ha.housekeeping_interval_ms));
+  add("haTransferBatchSize", num(c.ha.transfer_batch_bytes));
+  add("haSlaveFallbehindMax", num(c.ha.slave_fallbehind_max_bytes));
   add("bindAddress", c.bind_address);
   add("brokerIP1", effective_advertised_address(c));
   add("listenPort", num(c.listen_port));

@@ -28,6 +28,28 @@
 
 namespace uringmq::net {
 
+// brokerRole: a master acknowledges a send once it is stored (ASYNC_MASTER) or once a slave
+// also has it (SYNC_MASTER); a SLAVE copies its master's CommitLog over the HA port and refuses
+// sends (RocketMQ's classic HA; README.md, "Replication").
+enum class BrokerRole { async_master, sync_master, slave };
+const char* broker_role_name(BrokerRole role);
+
+// Replication settings (RocketMQ's key names and defaults).
+struct HaConfig {
+  BrokerRole role = BrokerRole::async_master;  // brokerRole
+  // brokerId: 0 for a master (a master's brokerId is forced to 0, as Java's BrokerStartup does);
+  // a slave's must be at least 1.
+  int64_t broker_id = 0;
+  // The master's HA address a slave connects to (haMasterAddress, "ip:port"); empty: the
+  // haServerAddr the NameServer's REGISTER_BROKER answer names.
+  std::string master_address;
+  int64_t slave_timeout_ms = 3000;             // slaveTimeout: SYNC_MASTER's wait, then 12
+  int64_t heartbeat_interval_ms = 5000;        // haSendHeartbeatInterval
+  int64_t housekeeping_interval_ms = 20000;    // haHousekeepingInterval: silent peer closed
+  uint32_t transfer_batch_bytes = 32768;       // haTransferBatchSize, 1 KiB..4 MiB
+  uint64_t slave_fallbehind_max_bytes = 256ull << 20;  // haSlaveFallbehindMax: then 11
+};
+
 struct BrokerConfig {
   // The store: data_dir (storePathRootDir, "./data"), shard_count (shardCount, 0 = one per CPU),
   // log (mappedFileSizeCommitLog, flushDiskType, flushIntervalCommitLog, maxMessageSize),
@@ -84,6 +106,7 @@ struct BrokerConfig {
   int64_t register_namesrv_period_ms = 30000;
   // The HA address registrations carry (brokerIP2; empty: brokerIP1).
   std::string ha_address;
+  HaConfig ha;  // brokerRole, brokerId, haMasterAddress, slaveTimeout, ha* (above)
   // The Prometheus endpoint (RocketMQ 5's keys): metricsExporterType PROM serves GET /metrics
   // on metricsPromExporterHost (empty: bindAddress) : metricsPromExporterPort from the broker's
   // network loop; DISABLE (the default) serves nothing. net/README.md, "Metrics".

@@ -42,7 +42,7 @@ io::Status BrokerReactor::open_registrar() {
   for (size_t i = 0; i < brokers_.size(); i++) {
     options.brokers.push_back(BrokerIdentity{config_.cluster_name, brokers_[i].name, advertised_[i],
                                              ha_host + ":" + std::to_string(brokers_[i].ha_port()),
-                                             0});
+                                             config_.ha.broker_id});
   }
   io::Result<std::unique_ptr<NamesrvRegistrar>> r =
       NamesrvRegistrar::create(std::move(options), [this] { return registration_table(); });

@@ -234,13 +234,15 @@ TEST(BrokerConfigTest, BadValuesNameLineKeyAndValue) {
       {"listenPort=1 0", "broker.conf:1: listenPort '1 0' is not a port (1..65535)"},
       {"namesrvListenPort=-1",
        "broker.conf:1: namesrvListenPort '-1' is not a port or 0 (0..65535)"},
-      {"brokerId=1", "broker.conf:1: brokerId 1: only a master (0) is supported"},
+      {"brokerRole=SLAVE\nbrokerId=0",
+       "broker.conf:2: brokerId 0: a SLAVE's brokerId must be at least 1"},
+      {"brokerRole=SLAVE", "broker.conf:1: brokerId 0: a SLAVE's brokerId must be at least 1"},
+      {"haMasterAddress=localhost", "broker.conf:1: haMasterAddress 'localhost' is not an "
+                                    "address (ip:port)"},
       {"brokerId=one", "broker.conf:1: brokerId 'one' is not a number"},
-      {"brokerRole=SLAVE",
-       "broker.conf:1: brokerRole SLAVE: only a master is supported (ASYNC_MASTER or "
-       "SYNC_MASTER)"},
       {"brokerRole=MASTER",
-       "broker.conf:1: brokerRole 'MASTER' is not a broker role (ASYNC_MASTER or SYNC_MASTER)"},
+       "broker.conf:1: brokerRole 'MASTER' is not a broker role (ASYNC_MASTER, SYNC_MASTER or "
+       "SLAVE)"},
       {"brokerName=", "broker.conf:1: brokerName '' is not a name (1..127 characters)"},
       {"brokerClusterName=a b",
        "broker.conf:1: brokerClusterName 'a b' is not a name (printable characters, no spaces)"},
