@@ -50,7 +50,7 @@ inline constexpr int32_t kAclAdminCodes[] = {
     // uringmq's other admin requests (net/broker_admin*.cc):
     26, 201, 202, 203, 204, 208, 222, 300};
 // Requests a NameServer answers (never checked), other brokers' registrations included.
-inline constexpr int32_t kAclNamesrvCodes[] = {103, 104, 105, 106, 206, 216};
+inline constexpr int32_t kAclNamesrvCodes[] = {103, 104, 105, 106, 205, 206, 216};
 // The most resources one request may name (a heartbeat's groups and topics).
 inline constexpr size_t kAclMaxResources = 4096;
 

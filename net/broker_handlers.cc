@@ -440,6 +440,8 @@ void BrokerReactor::handle(uint32_t conn, RemotingCommand& request,
       return handle_register_broker(conn, request, body);
     case kUnregisterBrokerCode:
       return handle_unregister_broker(conn, request);
+    case req::kWipeWritePermOfBroker:
+      return handle_wipe_write_perm(conn, request);
     case req::kDeleteTopicInNamesrv:  // routes come from the broker's table: nothing to delete
       return reply_code(conn, request, rc::kSuccess, {});
     case req::kCheckClientConfig:

@@ -113,7 +113,48 @@ void BrokerReactor::handle_register_broker(uint32_t conn, const RemotingCommand&
   }
   if (request.is_oneway()) return;
   const std::string answer = R"({"table":{}})";
-  reply(conn, make_response(request, rc::kSuccess), as_bytes(answer));
+  RemotingCommand response = make_response(request, rc::kSuccess);
+  // A slave learns its master's addresses from the answer, as from a Java NameServer's
+  // (RegisterBrokerResponseHeader): masterAddr for its config sync, haServerAddr for HA.
+  if (who.id != 0) {
+    if (std::optional<std::pair<std::string, std::string>> master = master_of(who.name)) {
+      response.set_ext("masterAddr", master->first);
+      response.set_ext("haServerAddr", master->second);
+    }
+  }
+  reply(conn, response, as_bytes(answer));
+}
+
+std::optional<std::pair<std::string, std::string>> BrokerReactor::master_of(
+    std::string_view name) const {
+  for (size_t i = 0; i < brokers_.size(); i++) {
+    if (brokers_[i].name != name || config_.ha.role == BrokerRole::slave) continue;
+    const std::string host = advertised_[i].substr(0, advertised_[i].rfind(':'));
+    const std::string ha_host = config_.ha_address.empty() ? host : config_.ha_address;
+    return std::make_pair(advertised_[i], ha_host + ":" + std::to_string(brokers_[i].ha_port()));
+  }
+  if (const BrokerIdentity* master = remote_brokers_.master_of(name)) {
+    return std::make_pair(master->addr, master->ha_addr);
+  }
+  return std::nullopt;
+}
+
+// RocketMQ's fencing step before a slave is promoted (mqadmin wipeWritePerm): routes keep the
+// group's queues readable, producers no longer write to it. Only registered brokers' topics are
+// wiped; this process's own brokers are fenced by stopping them.
+void BrokerReactor::handle_wipe_write_perm(uint32_t conn, const RemotingCommand& request) {
+  const std::string* name = request.ext("brokerName");
+  if (name == nullptr || name->empty()) {
+    return reply_code(conn, request, rc::kSystemError,
+                      "WIPE_WRITE_PERM_OF_BROKER needs the header field brokerName");
+  }
+  const int32_t wiped = remote_brokers_.wipe_write_perm(*name);
+  log_warn("write permission of broker " + *name + " wiped on " + std::to_string(wiped) +
+           " topics (WIPE_WRITE_PERM_OF_BROKER)");
+  if (request.is_oneway()) return;
+  RemotingCommand response = make_response(request, rc::kSuccess);
+  response.set_ext("wipeTopicCount", std::to_string(wiped));
+  reply(conn, response, {});
 }
 
 void BrokerReactor::handle_unregister_broker(uint32_t conn, const RemotingCommand& request) {

@@ -478,6 +478,10 @@ class BrokerReactor {
   void handle_register_broker(uint32_t conn, const RemotingCommand& request,
                               std::span<const std::byte> body);
   void handle_unregister_broker(uint32_t conn, const RemotingCommand& request);
+  void handle_wipe_write_perm(uint32_t conn, const RemotingCommand& request);
+  // The master (id 0) of group `name`, this process's or a registered one: its address and HA
+  // address; nullopt when none is known.
+  std::optional<std::pair<std::string, std::string>> master_of(std::string_view name) const;
   void remote_connection_closed(uint32_t conn);
   void expire_remote_brokers(int64_t now_ms);
   // Merges the remote brokers' queue and broker data for `topic` into a route body built for

@@ -45,17 +45,46 @@ io::Status RemoteBrokers::register_broker(Registration r, ConnectionRef connecti
   RemoteBroker& b = it->second;
   const bool changed = b.version.counter != r.version.counter ||
                        b.version.timestamp_ms != r.version.timestamp_ms || b.broker != r.broker;
-  if (changed) {
-    b.topics.clear();
-    if (r.broker.id == 0) {
-      for (TopicConfig& t : r.topics) b.topics.emplace(t.name, std::move(t));
-    }
+  if (changed && r.broker.id == 0) {
+    Topics& topics = group_topics_[r.broker.name];
+    topics.clear();
+    for (TopicConfig& t : r.topics) topics.emplace(t.name, std::move(t));
   }
+  const bool renamed = b.broker.name != r.broker.name;
   b.broker = std::move(r.broker);
   b.version = r.version;
   b.connection = connection;
   b.registered_ms = now_ms;
+  if (renamed) prune_groups();
   return io::Status::ok();
+}
+
+void RemoteBrokers::prune_groups() {
+  std::erase_if(group_topics_, [&](const auto& group) {
+    for (const auto& [addr, b] : by_addr_) {
+      if (b.broker.name == group.first) return false;
+    }
+    return true;
+  });
+}
+
+const BrokerIdentity* RemoteBrokers::master_of(std::string_view name) const {
+  for (const auto& [addr, b] : by_addr_) {
+    if (b.broker.name == name && b.broker.id == 0) return &b.broker;
+  }
+  return nullptr;
+}
+
+int32_t RemoteBrokers::wipe_write_perm(std::string_view name) {
+  auto it = group_topics_.find(name);
+  if (it == group_topics_.end()) return 0;
+  int32_t wiped = 0;
+  for (auto& [topic, config] : it->second) {
+    if ((config.perm & kPermWrite) == 0) continue;
+    config.perm &= ~kPermWrite;
+    wiped++;
+  }
+  return wiped;
 }
 
 bool RemoteBrokers::unregister(const BrokerIdentity& broker) {
@@ -65,6 +94,7 @@ bool RemoteBrokers::unregister(const BrokerIdentity& broker) {
     return false;
   }
   by_addr_.erase(it);
+  prune_groups();
   return true;
 }
 
@@ -75,6 +105,7 @@ std::vector<std::string> RemoteBrokers::connection_closed(ConnectionRef connecti
     gone.push_back(entry.first);
     return true;
   });
+  if (!gone.empty()) prune_groups();
   return gone;
 }
 
@@ -85,6 +116,7 @@ std::vector<std::string> RemoteBrokers::expire(int64_t now_ms) {
     gone.push_back(entry.first);
     return true;
   });
+  if (!gone.empty()) prune_groups();
   return gone;
 }
 
@@ -94,25 +126,25 @@ const RemoteBroker* RemoteBrokers::find(std::string_view addr) const {
 }
 
 bool RemoteBrokers::has_topic(std::string_view topic) const {
-  for (const auto& [addr, b] : by_addr_) {
-    if (b.topics.find(topic) != b.topics.end()) return true;
+  for (const auto& [name, topics] : group_topics_) {
+    if (topics.find(topic) != topics.end()) return true;
   }
   return false;
 }
 
 void RemoteBrokers::collect_topics(std::set<std::string, std::less<>>* out) const {
-  for (const auto& [addr, b] : by_addr_) {
-    for (const auto& [name, t] : b.topics) out->insert(name);
+  for (const auto& [group, topics] : group_topics_) {
+    for (const auto& [name, t] : topics) out->insert(name);
   }
 }
 
 void RemoteBrokers::append_queue_datas(std::string_view topic, std::string* out) const {
-  for (const auto& [addr, b] : by_addr_) {
-    auto t = b.topics.find(topic);
-    if (t == b.topics.end()) continue;
+  for (const auto& [group, topics] : group_topics_) {
+    auto t = topics.find(topic);
+    if (t == topics.end()) continue;
     open_item(out);
     *out += "{\"brokerName\":";
-    append_json_string(out, b.broker.name);
+    append_json_string(out, group);
     *out += ",\"readQueueNums\":" + std::to_string(t->second.read_queue_nums) +
             ",\"writeQueueNums\":" + std::to_string(t->second.write_queue_nums) +
             ",\"perm\":" + std::to_string(t->second.perm) +
@@ -129,11 +161,14 @@ std::map<int64_t, std::string> RemoteBrokers::group_addrs(std::string_view name)
 }
 
 void RemoteBrokers::append_broker_datas(std::string_view topic, std::string* out) const {
-  std::set<std::string_view> groups;
-  for (const auto& [addr, b] : by_addr_) {
-    if (b.topics.find(topic) == b.topics.end() || !groups.insert(b.broker.name).second) continue;
+  for (const auto& [group, topics] : group_topics_) {
+    if (topics.find(topic) == topics.end()) continue;
+    std::string_view cluster;
+    for (const auto& [addr, b] : by_addr_) {
+      if (b.broker.name == group) cluster = b.broker.cluster;
+    }
     open_item(out);
-    append_broker_data_json(out, b.broker.cluster, b.broker.name, group_addrs(b.broker.name));
+    append_broker_data_json(out, cluster, group, group_addrs(group));
   }
 }
 

@@ -1,10 +1,14 @@
 #pragma once
 // RemoteBrokers: the built-in NameServer role's table of brokers that registered with it
 // (REGISTER_BROKER from other uringmq processes or Java brokers), as RocketMQ's RouteInfoManager
-// keeps them: per broker address its group (brokerName), cluster, id and, for a master (id 0),
-// its topics' queue data.
-// - A registration replaces the address's entry; its topics are taken when the DataVersion
-//   changed or the address is new (a Java NameServer's rule), else the last ones stay.
+// keeps them: per broker address its group (brokerName), cluster and id; per group the queue
+// data of its topics, from its master's (id 0) registrations.
+// - A registration replaces the address's entry; a master's topics become its group's when the
+//   DataVersion changed or the address is new (a Java NameServer's rule), else the last ones
+//   stay. A group keeps its topics while any of its brokers is registered: with its master gone
+//   its slaves are still routed, so consumers read from them (RocketMQ's designed degradation).
+// - WIPE_WRITE_PERM_OF_BROKER takes the write permission off a group's topics (fencing a master
+//   before its slave is promoted); its next registration under a new DataVersion restores them.
 // - An entry leaves on UNREGISTER_BROKER, when the connection that carried its latest
 //   registration closes (as BrokerHousekeepingService), or kExpiryMs after its last
 //   registration (expire(), from the reactor's sweep; times come from the caller's clock).
@@ -33,7 +37,6 @@ inline constexpr int64_t kRemoteBrokerExpiryMs = 120'000;
 struct RemoteBroker {
   BrokerIdentity broker;
   DataVersion version;
-  std::map<std::string, TopicConfig, std::less<>> topics;  // a master's; empty for a slave
   ConnectionRef connection;  // the connection of its latest registration
   int64_t registered_ms = 0;
 };
@@ -48,6 +51,12 @@ class RemoteBrokers {
   std::vector<std::string> connection_closed(ConnectionRef connection);
   // Entries not registered for kRemoteBrokerExpiryMs leave; their addresses.
   std::vector<std::string> expire(int64_t now_ms);
+
+  // The registered master (id 0) of group `name`: its address and HA address (what a
+  // slave's REGISTER_BROKER is answered); nullptr when none.
+  const BrokerIdentity* master_of(std::string_view name) const;
+  // Takes PERM_WRITE off every topic of group `name`; the number of topics it was taken from.
+  int32_t wipe_write_perm(std::string_view name);
 
   bool empty() const { return by_addr_.empty(); }
   size_t size() const { return by_addr_.size(); }
@@ -67,9 +76,13 @@ class RemoteBrokers {
                        std::map<std::string, std::set<std::string>>* clusters) const;
 
  private:
+  using Topics = std::map<std::string, TopicConfig, std::less<>>;
   // A group's addresses by id, over the entries of `name`.
   std::map<int64_t, std::string> group_addrs(std::string_view name) const;
+  // Groups none of whose brokers is registered any more lose their topics.
+  void prune_groups();
   std::map<std::string, RemoteBroker, std::less<>> by_addr_;
+  std::map<std::string, Topics, std::less<>> group_topics_;  // by brokerName
 };
 
 // A topic this process routes without having it configured while brokers are registered with

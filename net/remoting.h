@@ -72,6 +72,7 @@ inline constexpr int32_t kGetRouteInfoByTopic = 105;
 inline constexpr int32_t kGetBrokerClusterInfo = 106;
 inline constexpr int32_t kDeleteTopicInBroker = 215;
 inline constexpr int32_t kDeleteTopicInNamesrv = 216;
+inline constexpr int32_t kWipeWritePermOfBroker = 205;  // a NameServer request
 inline constexpr int32_t kGetKvConfigByValue = 217;
 inline constexpr int32_t kSendMessageV2 = 310;
 inline constexpr int32_t kSendBatchMessage = 320;

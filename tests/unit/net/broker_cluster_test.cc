@@ -13,7 +13,9 @@
 #include <thread>
 
 #include "net/json.h"
+#include "net/namesrv_protocol.h"
 #include "net/remoting.h"
+#include "net/topic_table.h"
 #include "tests/support/broker_harness.h"
 #include "tests/support/temp_dir.h"
 
@@ -116,6 +118,53 @@ TEST(BrokerClusterTest, RegistersWithTheBuiltInNameServerAndLeavesOnStop) {
   b->stop();
   EXPECT_EQ(cluster_info(*client).find(b_addr), std::string::npos) << cluster_info(*client);
   EXPECT_EQ(route_brokers(*client, "TBW102"), "broker-a/7 ");
+}
+
+// The NameServer role's answers a failover needs: a slave's REGISTER_BROKER is answered its
+// master's main and HA addresses (as a Java NameServer's RegisterBrokerResponseHeader), and
+// WIPE_WRITE_PERM_OF_BROKER fences a registered group (its topics routed read-only).
+TEST(BrokerClusterTest, AnswersSlavesTheirMasterAndWipesAGroupsWritePermission) {
+  testing::TempDir dir;
+  const uint16_t port = testing::free_port();
+  RunningBroker a(dir.path(), [&](BrokerConfig& c) {
+    c.broker_name = "broker-a";
+    c.store.shard_count = 1;
+    c.listen_port = port;
+  });
+  auto client = a.client();
+  // Another process's master b and its slave.
+  BrokerIdentity master{"C", "broker-b", "127.0.0.1:30911", "127.0.0.1:30912", 0};
+  TopicConfig t;
+  t.name = "TB";
+  t.read_queue_nums = t.write_queue_nums = 4;
+  t.perm = kPermReadWrite;
+  const std::string body = register_broker_body(topic_config_table_json({t}), DataVersion{1, 1});
+  RemotingResponse r = call(*client, register_broker_request(master, body), body);
+  ASSERT_EQ(r.command.code, rc::kSuccess) << testing::remark(r);
+  EXPECT_EQ(r.command.ext("masterAddr"), nullptr);  // a master is told nothing
+  BrokerIdentity slave{"C", "broker-b", "127.0.0.1:40911", "127.0.0.1:40912", 1};
+  const std::string empty = register_broker_body(topic_config_table_json({}), DataVersion{1, 1});
+  r = call(*client, register_broker_request(slave, empty), empty);
+  ASSERT_EQ(r.command.code, rc::kSuccess) << testing::remark(r);
+  ASSERT_NE(r.command.ext("masterAddr"), nullptr);
+  EXPECT_EQ(*r.command.ext("masterAddr"), "127.0.0.1:30911");
+  EXPECT_EQ(*r.command.ext("haServerAddr"), "127.0.0.1:30912");
+  // A slave of this process's own broker is told this process's addresses.
+  BrokerIdentity own_slave{"C", "broker-a", "127.0.0.1:50911", "127.0.0.1:50912", 1};
+  r = call(*client, register_broker_request(own_slave, empty), empty);
+  ASSERT_NE(r.command.ext("masterAddr"), nullptr);
+  EXPECT_EQ(*r.command.ext("masterAddr"), "127.0.0.1:" + std::to_string(port));
+  EXPECT_EQ(*r.command.ext("haServerAddr"), "127.0.0.1:" + std::to_string(port + 1));
+
+  EXPECT_EQ(route_brokers(*client, "TB"), "broker-b/6 ");
+  r = call(*client, request(req::kWipeWritePermOfBroker, {{"brokerName", "broker-b"}}));
+  ASSERT_EQ(r.command.code, rc::kSuccess) << testing::remark(r);
+  ASSERT_NE(r.command.ext("wipeTopicCount"), nullptr);
+  EXPECT_EQ(*r.command.ext("wipeTopicCount"), "1");
+  EXPECT_EQ(route_brokers(*client, "TB"), "broker-b/4 ");
+  r = call(*client, request(req::kWipeWritePermOfBroker));
+  EXPECT_EQ(r.command.code, rc::kSystemError);
+  EXPECT_NE(testing::remark(r).find("brokerName"), std::string::npos);
 }
 
 // A NameServer that cannot be reached does not stop the broker; it registers once it is up.

@@ -180,6 +180,61 @@ TEST(RemoteBrokersTest, LeavesWhenItsRegistrationConnectionCloses) {
   EXPECT_TRUE(table.empty());
 }
 
+// With its master gone a group stays routed through its slave (consumers read there), as a Java
+// NameServer keeps the queue data while any broker of the group lives; gone with the last one.
+TEST(RemoteBrokersTest, AGroupStaysRoutedThroughItsSlaveWhenItsMasterLeaves) {
+  RemoteBrokers table;
+  Registration master = registration("b", "h:2", {topic("T", 4, 6)}, 1);
+  master.broker.ha_addr = "h:3";
+  ASSERT_TRUE(table.register_broker(master, {1, 0}, 0).is_ok());
+  ASSERT_TRUE(table.register_broker(registration("b", "h:9", {}, 1, 1), {2, 0}, 0).is_ok());
+  ASSERT_NE(table.master_of("b"), nullptr);
+  EXPECT_EQ(table.master_of("b")->addr, "h:2");
+  EXPECT_EQ(table.master_of("b")->ha_addr, "h:3");
+  EXPECT_EQ(table.master_of("x"), nullptr);
+  EXPECT_EQ(table.connection_closed({1, 0}), std::vector<std::string>{"h:2"});  // kill -9
+  EXPECT_EQ(table.master_of("b"), nullptr);
+  EXPECT_TRUE(table.has_topic("T"));
+  std::string brokers = "[";
+  table.append_broker_datas("T", &brokers);
+  EXPECT_EQ(brokers, R"([{"cluster":"C","brokerName":"b","brokerAddrs":{"1":"h:9"}})");
+  // The slave promoted: the same address registers as id 0 with its topics.
+  ASSERT_TRUE(
+      table.register_broker(registration("b", "h:9", {topic("T", 4, 6)}, 5), {2, 0}, 0).is_ok());
+  brokers = "[";
+  table.append_broker_datas("T", &brokers);
+  EXPECT_EQ(brokers, R"([{"cluster":"C","brokerName":"b","brokerAddrs":{"0":"h:9"}})");
+  EXPECT_TRUE(table.unregister(identity("b", "h:9")));
+  EXPECT_FALSE(table.has_topic("T"));
+}
+
+// WIPE_WRITE_PERM_OF_BROKER: the group's topics lose PERM_WRITE until a registration under a new
+// DataVersion brings its topic table again.
+TEST(RemoteBrokersTest, WipeWritePermFencesAGroupUntilItRegistersANewVersion) {
+  RemoteBrokers table;
+  ASSERT_TRUE(table
+                  .register_broker(
+                      registration("b", "h:2", {topic("T", 4, 6), topic("R", 2, 4)}, 1), {1, 0}, 0)
+                  .is_ok());
+  EXPECT_EQ(table.wipe_write_perm("b"), 1);  // R was read-only already
+  EXPECT_EQ(table.wipe_write_perm("b"), 0);
+  EXPECT_EQ(table.wipe_write_perm("none"), 0);
+  std::string queues = "[";
+  table.append_queue_datas("T", &queues);
+  EXPECT_NE(queues.find(R"("perm":4)"), std::string::npos) << queues;
+  // The periodic registration (same version) keeps it fenced; a new version restores it.
+  ASSERT_TRUE(
+      table.register_broker(registration("b", "h:2", {topic("T", 4, 6)}, 1), {1, 0}, 30).is_ok());
+  queues = "[";
+  table.append_queue_datas("T", &queues);
+  EXPECT_NE(queues.find(R"("perm":4)"), std::string::npos) << queues;
+  ASSERT_TRUE(
+      table.register_broker(registration("b", "h:2", {topic("T", 4, 6)}, 2), {1, 0}, 60).is_ok());
+  queues = "[";
+  table.append_queue_datas("T", &queues);
+  EXPECT_NE(queues.find(R"("perm":6)"), std::string::npos) << queues;
+}
+
 TEST(RemoteBrokersTest, BoundedNumberOfBrokers) {
   RemoteBrokers table;
   for (size_t i = 0; i < kMaxRemoteBrokers; i++) {
