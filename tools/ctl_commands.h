@@ -99,6 +99,16 @@ struct BrokerOptions {
   std::vector<std::string> settings;  // config set: key=value...
 };
 
+// ha (ctl_ha.cc): the steps of a manual failover.
+struct HaOptions {
+  std::string namesrvs;     // fence: "ip:port;ip:port", every NameServer
+  std::string broker_name;  // fence: the group to fence
+  std::string master;       // lag
+  std::string slave;        // lag
+};
+int run_ha_fence(const HaOptions& o);
+int run_ha_lag(const HaOptions& o);
+
 int run_produce(const ProduceOptions& o);
 int run_consume(const ConsumeOptions& o);
 int run_stats(const StatsOptions& o);

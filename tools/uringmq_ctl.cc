@@ -33,6 +33,7 @@ struct Commands {
   GroupOptions group;
   MessageOptions message;
   BrokerOptions broker;
+  HaOptions ha;
   int rc = kExitOk;
 };
 
@@ -245,6 +246,22 @@ void add_broker(CLI::App& app, Commands& c) {
   set->callback([&c] { c.rc = run_broker_config_set(c.broker); });
 }
 
+void add_ha(CLI::App& app, Commands& c) {
+  HaOptions& h = c.ha;
+  CLI::App* ha = app.add_subcommand("ha", "Online: the steps of a manual failover");
+  ha->require_subcommand(1);
+  CLI::App* fence = ha->add_subcommand(
+      "fence", "routes the group read-only on every NameServer (WIPE_WRITE_PERM_OF_BROKER)");
+  fence->add_option("-n,--namesrv", h.namesrvs, "every NameServer, ip:port;ip:port")->required();
+  fence->add_option("-b,--broker-name", h.broker_name, "the brokerName to fence")->required();
+  fence->callback([&c] { c.rc = run_ha_fence(c.ha); });
+  CLI::App* lag = ha->add_subcommand(
+      "lag", "the slave's log end against its master's (exit 1 while it is behind)");
+  lag->add_option("--master", h.master, "master address host:port")->required();
+  lag->add_option("--slave", h.slave, "slave address host:port")->required();
+  lag->callback([&c] { c.rc = run_ha_lag(c.ha); });
+}
+
 int run(int argc, char** argv) {
   CLI::App app{"uringmq-ctl: the uringmq operator tool (uringmq " URINGMQ_VERSION ")",
                "uringmq-ctl"};
@@ -264,6 +281,7 @@ int run(int argc, char** argv) {
   add_group(app, c);
   add_message(app, c);
   add_broker(app, c);
+  add_ha(app, c);
   net::TlsClientOptions& tls = ctl_tls_options();
   app.add_flag("--tls", tls.enabled,
                "connect with TLS (a broker whose tls.server.mode is permissive or enforcing)");
