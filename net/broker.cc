@@ -193,6 +193,7 @@ io::Result<std::unique_ptr<Broker>> Broker::open(const BrokerConfig& config) {
   broker->vip_ports_ = broker->reactor_->bound().vip_ports;
   broker->namesrv_port_ = broker->reactor_->namesrv_port();
   broker->metrics_port_ = broker->reactor_->metrics_port();
+  broker->ha_ports_ = broker->reactor_->ha_ports();
   return io::Result<std::unique_ptr<Broker>>(std::move(broker));
 }
 

@@ -42,7 +42,8 @@ io::Status BrokerReactor::open_ha_server() {
   options.segment_bytes = config_.store.log.segment_size_bytes;
   options.host = config_.bind_address;
   for (const PresentedBroker& b : brokers_) {
-    options.ports.push_back(b.port == 0 ? 0 : b.ha_port());
+    // listenPort 0 (tests): every port is a free one, the HA port too.
+    options.ports.push_back(config_.listen_port == 0 ? 0 : b.ha_port());
     options.names.push_back(b.name);
   }
   options.event = static_cast<uint8_t>(Event::ha);
@@ -59,6 +60,12 @@ io::Status BrokerReactor::open_ha_server() {
   if (!server.is_ok()) return server.status();
   ha_server_ = std::move(*server);
   return io::Status::ok();
+}
+
+std::vector<uint16_t> BrokerReactor::ha_ports() const {
+  std::vector<uint16_t> ports;
+  for (uint32_t i = 0; ha_server_ && i < brokers_.size(); i++) ports.push_back(ha_server_->port(i));
+  return ports;
 }
 
 void BrokerReactor::reply_stored(const BrokerOp& op, RemotingCommand response,

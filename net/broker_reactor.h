@@ -285,6 +285,7 @@ class BrokerReactor {
   const BrokerListeners& bound() const { return bound_; }
   uint16_t namesrv_port() const { return namesrv_port_; }
   uint16_t metrics_port() const { return metrics_server_ ? metrics_server_->port() : 0; }
+  std::vector<uint16_t> ha_ports() const;  // per presented broker; empty without HA server
 
  private:
   enum class Event : uint8_t {
