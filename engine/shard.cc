@@ -637,9 +637,10 @@ bool Shard::handle(uint32_t slot_index, const ShardRequest& request) {
       done.tag = request.tag;
       request.offsets_out->clear();
       for (engine::ConsumerOffsets::Entry& e : offsets_->entries()) {
-        request.offsets_out->push_back(ConsumerOffsetEntry{
-            .group = std::move(e.group), .topic = std::move(e.topic), .queue_id = e.queue_id,
-            .offset = e.offset});
+        request.offsets_out->push_back(ConsumerOffsetEntry{.group = std::move(e.group),
+                                                           .topic = std::move(e.topic),
+                                                           .queue_id = e.queue_id,
+                                                           .offset = e.offset});
       }
       done.message_count = static_cast<uint32_t>(request.offsets_out->size());
       post(slot_index, done);
@@ -1168,8 +1169,7 @@ void Shard::publish_log_ends() {
   const engine::CommitLogOptions& lo = log_->options();
   const bool ack_on_write =
       lo.flush_mode == engine::FlushMode::async_flush || lo.unsafe_ack_before_sync;
-  const uint64_t end =
-      ack_on_write ? log_->written_offset().value : log_->durable_offset().value;
+  const uint64_t end = ack_on_write ? log_->written_offset().value : log_->durable_offset().value;
   stat_log_min_.store(log_->min_offset().value, std::memory_order_release);
   stat_stream_end_.store(end, std::memory_order_release);
 }
