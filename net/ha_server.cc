@@ -197,7 +197,9 @@ void HaServer::on_report(io::NetRing& ring, uint32_t index, uint64_t offset) {
              ": streaming from " + std::to_string(start) + " (max offset " +
              std::to_string(ends.stream_end) + ")");
   }
-  slave.ack = offset;
+  // An acknowledgement counts only up to what this connection was sent (or the slave had when
+  // it connected): a peer cannot release SYNC_MASTER's waits with an offset it never received.
+  slave.ack = std::min(offset, slave.cursor.next);
 }
 
 void HaServer::pump(io::NetRing& ring, uint32_t index, int64_t mono_ms) {
