@@ -84,6 +84,7 @@ for m, v in rows.items():
     print(f"{m}: median {med(v, 'msgs_per_s'):,.0f} msgs/s, p50 {med(v, 'p50_us') / 1000:.2f} ms, "
           f"p99 {med(v, 'p99_us') / 1000:.2f} ms; runs {runs}")
 print(f"errors: { {m: sum(r['errors'] for r in v) for m, v in rows.items()} }")
-print(f"sync_master / flush: {med(rows['sync_master'], 'msgs_per_s') / med(rows['flush'], 'msgs_per_s'):.2f}")
+ratio = med(rows['sync_master'], 'msgs_per_s') / med(rows['flush'], 'msgs_per_s')
+print(f"sync_master / flush: {ratio:.2f}")
 PY
 rm -f "$out"
