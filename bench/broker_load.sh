@@ -4,8 +4,9 @@
 # port) under one uringmq-net-bench load; the produce scripts collect the runs' JSON lines as
 # "MODE RUN {json}" and summarise them in their own python.
 # one_load needs: build (the build dir), data (a scratch dir, removed and recreated per run),
-# CONNS, BYTES, SECONDS_, WARMUP; EXTRA_CONF (optional): more broker.conf lines. The caller sets
-# its own EXIT trap (server_stop first).
+# CONNS, BYTES, SECONDS_, WARMUP; EXTRA_CONF (optional): more broker.conf lines; BEFORE_LOAD
+# (optional): a command run with the broker's port once it listens, before the load (a slave
+# connecting, say). The caller sets its own EXIT trap (server_stop first).
 server_pid=""
 server_stop() {  # SIGTERM the server started last and wait for it (the servers stop cleanly on it)
   if [ -n "$server_pid" ]; then
@@ -42,6 +43,7 @@ logLevel=warn" >"$data/broker.conf"
   "$build/tools/uringmq-broker" -c "$data/broker.conf" 2>"$data/broker.log" &
   server_pid=$!
   wait_port "$port"
+  [ -n "${BEFORE_LOAD:-}" ] && $BEFORE_LOAD "$port"
   "$build/bench/uringmq-net-bench" --protocol remoting --port "$port" --connections "$CONNS" \
     --message-bytes "$BYTES" --seconds "$SECONDS_" --warmup-seconds "$WARMUP" --json "$@"
   server_stop

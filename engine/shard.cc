@@ -198,6 +198,7 @@ void Shard::run() {
     state_.notify_all();
     return;
   }
+  publish_log_ends();
   state_.store(1, std::memory_order_release);
   state_.notify_all();
   loop();
@@ -631,6 +632,20 @@ bool Shard::handle(uint32_t slot_index, const ShardRequest& request) {
     case ShardRequest::Kind::transaction_checks:
       answer_transaction_checks(slot_index, request);
       return true;
+    case ShardRequest::Kind::list_offsets: {
+      Completion done;
+      done.tag = request.tag;
+      request.offsets_out->clear();
+      for (engine::ConsumerOffsets::Entry& e : offsets_->entries()) {
+        request.offsets_out->push_back(ConsumerOffsetEntry{.group = std::move(e.group),
+                                                           .topic = std::move(e.topic),
+                                                           .queue_id = e.queue_id,
+                                                           .offset = e.offset});
+      }
+      done.message_count = static_cast<uint32_t>(request.offsets_out->size());
+      post(slot_index, done);
+      return true;
+    }
     default:
       handle_queue_request(slot_index, request);
       return true;
@@ -878,6 +893,7 @@ void Shard::handle_queue_request(uint32_t slot_index, const ShardRequest& reques
 // Acknowledged records are dispatched at once, in log order: their ConsumeQueue units become
 // visible to pulls (and wake held ones) in the same loop iteration.
 void Shard::deliver_acks() {
+  publish_log_ends();
   std::array<engine::Ack, 128> storage;
   // Never more than the dispatcher holds: with max_pending_acks under 128 a full-size batch
   // would never find room and the shard would stop acknowledging.
@@ -1149,7 +1165,17 @@ void Shard::notify_sessions() {
   }
 }
 
+void Shard::publish_log_ends() {
+  const engine::CommitLogOptions& lo = log_->options();
+  const bool ack_on_write =
+      lo.flush_mode == engine::FlushMode::async_flush || lo.unsafe_ack_before_sync;
+  const uint64_t end = ack_on_write ? log_->written_offset().value : log_->durable_offset().value;
+  stat_log_min_.store(log_->min_offset().value, std::memory_order_release);
+  stat_stream_end_.store(end, std::memory_order_release);
+}
+
 void Shard::publish_stats() {
+  publish_log_ends();
   timers_.publish_stats();
   delayed_.publish_stats();
   const engine::CommitLogStats& s = log_->stats();

@@ -71,7 +71,8 @@ struct ShardRequest {
     // Transactional messages: the half at local_offset (its bytes in `record`) ended by `end`;
     // the due halves into `checks`.
     end_transaction,
-    transaction_checks
+    transaction_checks,
+    list_offsets  // every consumer offset of the shard into `offsets_out`
   };
   Kind kind = Kind::append;
   uint64_t tag = 0;
@@ -97,6 +98,7 @@ struct ShardRequest {
   std::span<const std::byte> record;
   TransactionEnd end = TransactionEnd::commit;
   std::span<TransactionCheck> checks;
+  std::vector<ConsumerOffsetEntry>* offsets_out = nullptr;  // list_offsets
 };
 
 // A session's rings: one to each shard, one back from each shard.
@@ -151,6 +153,10 @@ class Shard final : private engine::DeliveryHost {
   void wake_if_sleeping();
   // Adds this shard's counters into `out`.
   void add_stats(StoreStats& out) const;
+  LogEnds log_ends() const {
+    return LogEnds{.min_offset = stat_log_min_.load(std::memory_order_acquire),
+                   .stream_end = stat_stream_end_.load(std::memory_order_acquire)};
+  }
   // Adds this shard's delay-level figures into `out` (indexed by level - 1).
   void add_delay_level_stats(std::vector<DelayLevelStats>& out) const;
   void add_transaction_stats(TransactionStats& out) const { txn_.add_stats(out); }
@@ -271,6 +277,9 @@ class Shard final : private engine::DeliveryHost {
   void sleep();
   void arm_waker();
   void publish_stats();
+  // The log's bounds replication streams (Store::log_ends): before acknowledgements are posted,
+  // so a client that sees its send acknowledged finds the end past it.
+  void publish_log_ends();
   int64_t now_ms() const { return clock_->monotonic_ns() / 1'000'000; }
   // tags_code: the unit's tagsCode when the caller knows it already (a timer record's deliver
   // time); else it is computed from the record. scan: the caller's one scan of in.properties
@@ -547,6 +556,7 @@ class Shard final : private engine::DeliveryHost {
   engine::AtomicHistogram sync_latency_us_{kLatencyBoundsUs};
   engine::AtomicHistogram sync_records_{kBatchBoundsMessages};
   std::atomic<uint64_t> stat_log_bytes_{0}, stat_flush_behind_{0}, stat_dispatch_lag_{0};
+  std::atomic<uint64_t> stat_log_min_{0}, stat_stream_end_{0};  // LogEnds (release/acquire)
 };
 
 }  // namespace uringmq

@@ -187,6 +187,11 @@ StoreStats Store::stats(uint32_t shard) const {
   return total;
 }
 
+LogEnds Store::log_ends(uint32_t shard) const {
+  UMQ_ASSERT(shard < shards_.size());
+  return shards_[shard]->log_ends();
+}
+
 TransactionStats Store::transaction_stats(uint32_t shard) const {
   TransactionStats out;
   for_shards(shards_, shard, [&](const Shard& s) { s.add_transaction_stats(out); });
@@ -515,6 +520,18 @@ io::Status Session::flush_offsets_async(std::string_view topic, int32_t queue_id
                                         uint32_t shard) {
   return post_to_owner(queue_request(ShardRequest::Kind::flush_offsets, topic, queue_id, tag),
                        shard);
+}
+
+io::Status Session::list_offsets_async(uint32_t shard, std::vector<ConsumerOffsetEntry>* out,
+                                       uint64_t tag) {
+  if (shard >= outstanding_per_shard_.size()) {
+    return io::Status::error(io::Code::invalid_argument, "no such shard");
+  }
+  ShardRequest request;
+  request.kind = ShardRequest::Kind::list_offsets;
+  request.tag = tag;
+  request.offsets_out = out;
+  return post(shard, request);
 }
 
 bool is_internal_topic(std::string_view topic) {

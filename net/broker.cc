@@ -193,6 +193,7 @@ io::Result<std::unique_ptr<Broker>> Broker::open(const BrokerConfig& config) {
   broker->vip_ports_ = broker->reactor_->bound().vip_ports;
   broker->namesrv_port_ = broker->reactor_->namesrv_port();
   broker->metrics_port_ = broker->reactor_->metrics_port();
+  broker->ha_ports_ = broker->reactor_->ha_ports();
   return io::Result<std::unique_ptr<Broker>>(std::move(broker));
 }
 
@@ -268,6 +269,7 @@ io::Status BrokerReactor::start() {
   }
   UMQ_RETURN_IF_ERROR(open_tls());
   UMQ_RETURN_IF_ERROR(open_registrar());
+  UMQ_RETURN_IF_ERROR(open_ha_server());
   return open_metrics_server();
 }
 
@@ -296,6 +298,7 @@ io::Status BrokerReactor::run() {
   UMQ_RETURN_IF_ERROR(ring_->enable());
   for (size_t i = 0; i < listeners_.size(); i++) arm_accept(static_cast<int>(i));
   if (metrics_server_) metrics_server_->start(*ring_);
+  if (ha_server_) ha_server_->start(*ring_);
   ring_->read(store_waker_->fd(), &store_wake_value_, sizeof(store_wake_value_),
               pack(static_cast<uint8_t>(Event::store_wake), 0, 0));
   ring_->read(stop_waker_->fd(), &stop_wake_value_, sizeof(stop_wake_value_),
@@ -316,6 +319,7 @@ io::Status BrokerReactor::run() {
 // to timeout_ms only when no store completion is already waiting).
 io::Status BrokerReactor::poll_once(int64_t timeout_ms) {
   drain_store();
+  if (ha_server_) ha_server_->poll(*ring_, mono_ms_);  // what the completions made durable
   if (!notify_groups_.empty()) send_notices();
   for (uint32_t i = 0; i < conns_.size(); i++) {
     if (conns_[i].open && output_waiting(conns_[i])) flush_out(i);
@@ -334,7 +338,8 @@ io::Status BrokerReactor::poll_once(int64_t timeout_ms) {
 int64_t BrokerReactor::wait_timeout_ms() const {
   // Sends waiting for fdatasync are checked against syncFlushTimeout every 50 ms; otherwise the
   // loop wakes only for the heartbeat-expiry sweep.
-  return sends_in_flight_ > 0 ? 50 : 1000;
+  const int64_t timeout_ms = sends_in_flight_ > 0 ? 50 : 1000;
+  return ha_server_ ? ha_server_->wait_timeout_ms(timeout_ms) : timeout_ms;
 }
 
 void BrokerReactor::on_net_completion(const io::NetCompletion& c) {
@@ -368,6 +373,9 @@ void BrokerReactor::on_net_completion(const io::NetCompletion& c) {
       return;
     case Event::registrar:
       if (registrar_) registrar_->on_completion(*ring_, c, mono_ms_);
+      return;
+    case Event::ha:
+      if (ha_server_) ha_server_->on_completion(*ring_, c, mono_ms_);
       return;
   }
 }
@@ -769,6 +777,7 @@ io::Status BrokerReactor::shut_down() {
     l.fd = -1;
   }
   if (metrics_server_) metrics_server_->stop(*ring_);
+  if (ha_server_) ha_server_->stop(*ring_);
   uint32_t release = new_op(BrokerOp::Kind::release, UINT32_MAX, RemotingCommand{});
   ops_[release]->queue_id = static_cast<int32_t>(store_.shard_count());
   if (!session_->release_held_pulls_async(release).is_ok()) free_op(release);

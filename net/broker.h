@@ -60,6 +60,9 @@ class Broker {
   const std::vector<uint16_t>& vip_ports() const { return vip_ports_; }
   uint16_t namesrv_port() const { return namesrv_port_; }  // 0 when the NameServer role is off
   uint16_t metrics_port() const { return metrics_port_; }  // 0 unless metricsExporterType=PROM
+  // Each presented broker's HA port (port + 1, or a free one with listenPort 0); none on a
+  // SLAVE (net/ha_server.h).
+  const std::vector<uint16_t>& ha_ports() const { return ha_ports_; }
   Store& store() { return *store_; }
 
  private:
@@ -76,6 +79,7 @@ class Broker {
   std::vector<uint16_t> vip_ports_;
   uint16_t namesrv_port_ = 0;
   uint16_t metrics_port_ = 0;
+  std::vector<uint16_t> ha_ports_;
 };
 
 }  // namespace uringmq::net

@@ -456,6 +456,7 @@ void BrokerReactor::handle(uint32_t conn, RemotingCommand& request,
       return handle_end_transaction(conn, request);
     default:
       if (handle_admin(conn, request, body)) return;
+      if (handle_slave_sync(conn, request)) return;
       return reply_code(conn, request, rc::kRequestCodeNotSupported,
                         "request type " + std::to_string(request.code) + " not supported");
   }
@@ -827,7 +828,9 @@ void BrokerReactor::reply_batch(BrokerOp& op, const Completion& c) {
   response.set_ext("msgId", std::move(ids));
   response.set_ext("queueId", std::to_string(op.queue_id));
   response.set_ext("queueOffset", std::to_string(c.queue_offset.value));
-  if (!op.request.is_oneway()) reply(op.conn, response);
+  if (!op.request.is_oneway()) {
+    reply_stored(op, std::move(response), local_offset(c.offset).value + c.size_bytes);
+  }
 }
 
 void BrokerReactor::complete_send(BrokerOp& op, const Completion& c) {
@@ -872,7 +875,9 @@ void BrokerReactor::complete_send(BrokerOp& op, const Completion& c) {
                                              static_cast<int64_t>(wire_offset(c.offset).value)));
   response.set_ext("queueId", std::to_string(op.queue_id));
   response.set_ext("queueOffset", std::to_string(c.queue_offset.value));
-  if (!op.request.is_oneway()) reply(op.conn, response);
+  if (!op.request.is_oneway()) {
+    reply_stored(op, std::move(response), local_offset(c.offset).value + c.size_bytes);
+  }
 }
 
 // ---- PULL_MESSAGE ----
@@ -1361,6 +1366,7 @@ void BrokerReactor::handle_runtime_info(uint32_t conn, const RemotingCommand& re
 // ---- store completions ----
 
 void BrokerReactor::on_store_completion(const Completion& c) {
+  if (HaServer::owns(c.tag)) return ha_server_->on_store_completion(*ring_, c, mono_ms_);
   UMQ_ASSERT(c.tag < ops_.size());
   const uint32_t index = static_cast<uint32_t>(c.tag);
   BrokerOp& op = *ops_[index];
@@ -1400,6 +1406,9 @@ void BrokerReactor::on_store_completion(const Completion& c) {
       break;
     case BrokerOp::Kind::admin:
       if (!complete_admin(index, c)) return;
+      break;
+    case BrokerOp::Kind::offset_table:
+      complete_offset_table(op, c);
       break;
     case BrokerOp::Kind::release:
       // One completion per shard.

@@ -28,6 +28,7 @@
 #include "net/broker_config.h"
 #include "net/client_table.h"
 #include "net/consumer_groups.h"
+#include "net/ha_server.h"
 #include "net/json.h"
 #include "net/lock_table.h"
 #include "net/message_batch.h"
@@ -162,7 +163,8 @@ struct BrokerOp {
     end_store,        // its outcome stored (net/broker_transactions.cc)
     txn_checks,       // the check service: one shard's due halves, then for each
     check_view,       // its record read, then CHECK_TRANSACTION_STATE sent, or
-    check_discard     // its discarded copy stored
+    check_discard,    // its discarded copy stored
+    offset_table      // GET_ALL_CONSUMER_OFFSET / GET_ALL_DELAY_OFFSET (net/broker_ha.cc)
   };
   Kind kind = Kind::send;
   bool in_use = false;
@@ -199,6 +201,7 @@ struct BrokerOp {
   bool txn_from_memory = false;  // END_TRANSACTION's first try: the shard finds the half itself
   TransactionCheck check;
   std::vector<TransactionCheck> checks;
+  std::vector<ConsumerOffsetEntry> offsets;  // offset_table: the shard's consumer offsets
 };
 
 // A producer connection of a group, from its heartbeats (the check service asks one of them).
@@ -282,6 +285,7 @@ class BrokerReactor {
   const BrokerListeners& bound() const { return bound_; }
   uint16_t namesrv_port() const { return namesrv_port_; }
   uint16_t metrics_port() const { return metrics_server_ ? metrics_server_->port() : 0; }
+  std::vector<uint16_t> ha_ports() const;  // per presented broker; empty without HA server
 
  private:
   enum class Event : uint8_t {
@@ -292,7 +296,8 @@ class BrokerReactor {
     stop_wake,
     cancel,
     metrics,
-    registrar
+    registrar,
+    ha
   };
 
   // ---- reactor (broker.cc) ----
@@ -492,6 +497,14 @@ class BrokerReactor {
   // True when ACL refused the request (answered SYSTEM_ERROR with Java's remark unless oneway).
   bool acl_refused(uint32_t conn, const RemotingCommand& request, std::span<const std::byte> body);
   void poll_acl_file();  // at most once a second: re-reads aclFilePath when it changed
+  // ---- replication, master side (broker_ha.cc; net/ha_server.h) ----
+  io::Status open_ha_server();  // the HA ports, unless brokerRole=SLAVE
+  // A send's success answer: at once, or under SYNC_MASTER once a slave has its record's end
+  // (`end_offset` in the shard's log), else SLAVE_NOT_AVAILABLE / FLUSH_SLAVE_TIMEOUT.
+  void reply_stored(const BrokerOp& op, RemotingCommand response, uint64_t end_offset);
+  // What a slave's SlaveSynchronize asks (43, 45, 402, 60, 61); false for other codes.
+  bool handle_slave_sync(uint32_t conn, const RemotingCommand& request);
+  void complete_offset_table(BrokerOp& op, const Completion& c);
   // ---- metrics (broker_metrics.cc) ----
   io::Status open_metrics_server();
   // Counts what a store completion did (messages in, out, queue ends) for the metrics.
@@ -531,6 +544,7 @@ class BrokerReactor {
   // Before ring_: the ring (and what the kernel holds of its buffers) goes first.
   std::unique_ptr<MetricsServer> metrics_server_;
   std::unique_ptr<NamesrvRegistrar> registrar_;  // namesrvAddr's registrations
+  std::unique_ptr<HaServer> ha_server_;          // the HA ports (none on a slave)
   std::unique_ptr<io::NetRing> ring_;
   io::Waker* store_waker_;
   io::Waker* stop_waker_;

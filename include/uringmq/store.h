@@ -133,6 +133,23 @@ struct StoreStats {
   uint64_t dispatch_lag_bytes = 0;  // acknowledged log bytes not yet in the ConsumeQueues
 };
 
+// One consumer offset of a shard's table (Session::list_offsets_async).
+struct ConsumerOffsetEntry {
+  std::string group;
+  std::string topic;
+  int32_t queue_id = 0;
+  QueueOffset offset;
+};
+
+// A shard's CommitLog bounds as replication streams them (Store::log_ends): its oldest offset
+// and the end of what its acknowledgements cover, the durable end under SYNC_FLUSH and the
+// written end under ASYNC_FLUSH. Published by the shard before it posts acknowledgements, so a
+// caller that took a send's completion then reads an end at or past that record's end.
+struct LogEnds {
+  uint64_t min_offset = 0;
+  uint64_t stream_end = 0;
+};
+
 // A queue request's `shard` argument when the caller names none: the queue's hash owner,
 // Store::shard_for(topic, queueId). A caller that places queues itself
 // (StoreOptions::caller_places_queues, the broker: shard = broker) names the shard instead.
@@ -258,6 +275,11 @@ class Session {
   // checked once handed out). Completion: message_count entries written to `out`.
   io::Status take_transaction_checks_async(uint32_t shard, std::span<TransactionCheck> out,
                                            uint64_t tag);
+  // Every consumer offset of `shard` (internal progress groups included) into *out, which must
+  // stay valid until the completion (message_count: the entries). Allocates: for admin and
+  // replication (a slave's GET_ALL_CONSUMER_OFFSET), not for a hot path.
+  io::Status list_offsets_async(uint32_t shard, std::vector<ConsumerOffsetEntry>* out,
+                                uint64_t tag);
   // Answers this session's held pulls at once (no new message) on every shard; one completion
   // with `tag` per shard. For a front end that is shutting down.
   io::Status release_held_pulls_async(uint64_t tag);
@@ -335,6 +357,8 @@ class Store {
   TimerStats timer_stats(uint32_t shard = kAllShards) const;
   // Operator figures of transactional messages (every shard's, summed).
   TransactionStats transaction_stats(uint32_t shard = kAllShards) const;
+  // Shard `shard`'s log bounds for replication (any thread; two atomic loads).
+  LogEnds log_ends(uint32_t shard) const;
   const StoreOptions& options() const { return options_; }
   // What each shard's recovery found at open().
   const std::vector<engine::RecoveryReport>& recovery_reports() const { return reports_; }
