@@ -1318,6 +1318,11 @@ void BrokerReactor::handle_runtime_info(uint32_t conn, const RemotingCommand& re
   add("brokerVersionDesc", std::string("uringmq ") + kVersion);
   add("brokerName", brokers_[shard].name);
   add("shardCount", std::to_string(store_.shard_count()));
+  // Java's keys for the log's bounds (mqadmin brokerStatus; uringmq-ctl ha lag compares them):
+  // the end is what acknowledgements cover, durable under SYNC_FLUSH.
+  const LogEnds ends = store_.log_ends(shard);
+  add("commitLogMinOffset", std::to_string(ends.min_offset));
+  add("commitLogMaxOffset", std::to_string(ends.stream_end));
   add("putMessageTimesTotal", std::to_string(stats.appends));
   add("acksOk", std::to_string(stats.acks_ok));
   add("fdatasyncs", std::to_string(stats.fdatasyncs));
