@@ -879,7 +879,8 @@ io::Status CqStore::append(QueueIndex queue, QueueOffset queue_at, const CqUnit&
     return io::Status::error(io::Code::fail_stopped,
                              "ConsumeQueues fail-stopped: " + m.fail_status.to_string());
   }
-  if (queue_offset > q.max_offset && q.rebuild && q.files.empty()) {
+  if (queue_offset > q.max_offset && (q.rebuild || m.options.start_anywhere) && q.files.empty() &&
+      q.max_offset == 0) {
     UMQ_RETURN_IF_ERROR(m.start_rebuilt_queue(queue, queue_offset));
   }
   if (queue_offset > q.max_offset) {
