@@ -567,12 +567,14 @@ io::Status finish(BrokerConfig& c, std::string_view source,
         "namesrvListenPort and listenPort are both " + std::to_string(c.listen_port));
   }
   // Java's BrokerStartup: a master's id is 0 whatever the file says; a slave needs one above 0.
+  // A slave's store is a replica: its logs are its master's copies (engine README, "Replica").
+  c.store.replica = c.ha.role == BrokerRole::slave;
   if (c.ha.role != BrokerRole::slave) {
     c.ha.broker_id = 0;
   } else if (c.ha.broker_id <= 0) {
-    return config_error(source, line_of("brokerId", "brokerRole"),
-                        "brokerId " + std::to_string(c.ha.broker_id) +
-                            ": a SLAVE's brokerId must be at least 1");
+    return config_error(
+        source, line_of("brokerId", "brokerRole"),
+        "brokerId " + std::to_string(c.ha.broker_id) + ": a SLAVE's brokerId must be at least 1");
   }
   if (std::string tls = check_tls_config(c.tls); !tls.empty()) {
     return config_error(source, line_of("tls.server.mode", "tls.server.certPath"), tls);
@@ -593,9 +595,12 @@ const std::span<const std::string_view> kIgnoredBrokerKeys(kIgnored);
 
 const char* broker_role_name(BrokerRole role) {
   switch (role) {
-    case BrokerRole::async_master: return "ASYNC_MASTER";
-    case BrokerRole::sync_master: return "SYNC_MASTER";
-    case BrokerRole::slave: return "SLAVE";
+    case BrokerRole::async_master:
+      return "ASYNC_MASTER";
+    case BrokerRole::sync_master:
+      return "SYNC_MASTER";
+    case BrokerRole::slave:
+      return "SLAVE";
   }
   return "ASYNC_MASTER";
 }

@@ -28,6 +28,7 @@
 #include "net/broker_config.h"
 #include "net/client_table.h"
 #include "net/consumer_groups.h"
+#include "net/ha_client.h"
 #include "net/json.h"
 #include "net/lock_table.h"
 #include "net/message_batch.h"
@@ -292,7 +293,8 @@ class BrokerReactor {
     stop_wake,
     cancel,
     metrics,
-    registrar
+    registrar,
+    ha_client  // a slave's HA streams (net/ha_client.h)
   };
 
   // ---- reactor (broker.cc) ----
@@ -475,6 +477,12 @@ class BrokerReactor {
   std::string registration_table() const;
   // Stops registering: UNREGISTER_BROKER to every NameServer, answered or 3 s at most.
   void unregister_from_namesrvs();
+  // ---- a slave (broker_slave.cc) ----
+  io::Status open_ha_client();
+  // A SLAVE refuses what would append (sends, send-backs, transaction ends) as RocketMQ's
+  // slave does; true when it answered.
+  bool slave_refused(uint32_t conn, const RemotingCommand& request);
+  bool is_slave() const { return config_.ha.role == BrokerRole::slave; }
   void handle_register_broker(uint32_t conn, const RemotingCommand& request,
                               std::span<const std::byte> body);
   void handle_unregister_broker(uint32_t conn, const RemotingCommand& request);
@@ -527,6 +535,7 @@ class BrokerReactor {
   // Before ring_: the ring (and what the kernel holds of its buffers) goes first.
   std::unique_ptr<MetricsServer> metrics_server_;
   std::unique_ptr<NamesrvRegistrar> registrar_;  // namesrvAddr's registrations
+  std::unique_ptr<HaClient> ha_client_;          // brokerRole=SLAVE: the HA streams
   std::unique_ptr<io::NetRing> ring_;
   io::Waker* store_waker_;
   io::Waker* stop_waker_;
