@@ -17,8 +17,9 @@ namespace uringmq {
 
 namespace {
 
-// A request's bytes are appended in pieces of at most this size (a piece always fits a write
-// buffer, whatever the chunk size the master sends).
+// A request's bytes are appended in pieces of at most this size, less when the write buffers
+// are small: a piece always fits a write buffer (CommitLog::append_raw), whatever the chunk size
+// the master sends.
 constexpr size_t kReplicaPieceBytes = 64u << 10;
 
 }  // namespace
@@ -59,8 +60,9 @@ bool Shard::handle_replicate(uint32_t slot_index, const ShardRequest& request) {
     dispatcher_->set_dispatched(LogOffset{at});
     cq_->set_dispatched(LogOffset{at});
   }
+  const size_t piece = std::min<size_t>(kReplicaPieceBytes, options_.log.write_buffer_bytes / 2);
   while (replica_progress_ < bytes.size()) {
-    const size_t n = std::min(kReplicaPieceBytes, bytes.size() - replica_progress_);
+    const size_t n = std::min(piece, bytes.size() - replica_progress_);
     io::Status s = log_->append_raw(LogOffset{at}, bytes.subspan(replica_progress_, n));
     if (s.code() == io::Code::busy) return false;
     if (!s.is_ok()) {

@@ -53,6 +53,8 @@ io::Status completion_error(int64_t result, const std::string& what) {
 constexpr uint32_t kWriteSlots = 64;
 // The allocator class's request index of the zero write ahead of the writer (0: preparation).
 constexpr uint64_t kZeroAheadIndex = 1;
+// The retention class's request index of the directory fsync after rebase_empty (0: retention).
+constexpr uint64_t kRebaseSyncIndex = 1;
 constexpr size_t kCheckpointBlockBytes = 4096;
 constexpr std::string_view kLockFile = "lock";
 constexpr std::string_view kAbortFile = "abort";
@@ -458,6 +460,9 @@ io::Status CommitLog::append_raw(LogOffset offset, std::span<const std::byte> by
                                  " but " + options_.dir + " ends at " + std::to_string(appended_));
   }
   if (bytes.empty()) return io::Status::ok();
+  if (rebase_sync_ != RebaseSync::none) {
+    return io::Status::error(io::Code::busy, "the log's new first segment is not durable yet");
+  }
   if (bytes.size() + 2 * io::kDirectAlignment > options_.write_buffer_bytes) {
     return io::Status::error(io::Code::invalid_argument,
                              "replicated chunk of " + std::to_string(bytes.size()) +
@@ -522,30 +527,25 @@ io::Status CommitLog::rebase_empty(LogOffset base) {
   if (ops_in_flight_ > 0 || ack_count_ > 0 || !alloc_settled) {
     return io::Status::error(io::Code::busy, "IO in flight; the log moves once it is done");
   }
-  if (alloc_step_ == AllocStep::ready) {
+  if (alloc_step_ == AllocStep::ready) {  // prepared for the old base: prepared again later
     disk_.close(alloc_file_);
     alloc_file_ = io::FileHandle{};
     alloc_step_ = AllocStep::idle;
     UMQ_RETURN_IF_ERROR(disk_.remove(io::path_join(segment_dir_, segment_name(alloc_base_))));
   }
-  Segment old = segments_.back();
-  segments_.clear();
-  disk_.close(old.file);
-  if (old.read_file.valid()) disk_.close(old.read_file);
-  UMQ_RETURN_IF_ERROR(disk_.remove(io::path_join(segment_dir_, segment_name(old.base))));
-  io::FileHandle file;
-  UMQ_RETURN_IF_ERROR(create_segment_sync(disk_, segment_dir_, base.value, options_, &file));
-  segments_.push_back(Segment{.base = base.value, .file = file, .read_file = {}, .dirty = false});
+  // The empty segment (fallocated, its zeros as far as they went) takes the new name; appends
+  // wait for the directory fsync that makes the name durable (rebase_sync_).
+  Segment& segment = segments_.back();
+  UMQ_RETURN_IF_ERROR(disk_.rename(io::path_join(segment_dir_, segment_name(segment.base)),
+                                   io::path_join(segment_dir_, segment_name(base.value))));
+  segment.base = base.value;
   writer_segment_ = appended_ = written_ = durable_ = base.value;
   for (WriteBuffer& b : buffers_) b.fill = b.submitted = b.seal_end = 0;
   WriteBuffer& first = buffers_[current_buffer_];
   first.log_start = first.segment_base = base.value;
   oldest_unsubmitted_ = current_buffer_;
-  if (options_.segment_fill == SegmentFill::zeroed)
-    ahead_ = ZeroAhead{.active = true, .base = base.value};
-  Checkpoint checkpoint{base.value, last_store_timestamp_ms_, segment_size};
-  UMQ_RETURN_IF_ERROR(write_checkpoint_sync(disk_, options_.dir, checkpoint));
-  checkpoint_target_ = base.value;
+  ahead_.base = base.value;
+  rebase_sync_ = RebaseSync::wanted;
   return io::Status::ok();
 }
 
@@ -1109,6 +1109,12 @@ void CommitLog::poll(io::Wait wait) {
 
 void CommitLog::submit_work() {
   if (closed_) return;
+  if (rebase_sync_ == RebaseSync::wanted) {
+    io::IoRequest req = single_op_request(OpClass::retention, segment_dir_handle_);
+    req.kind = io::OpKind::fsync;
+    req.user_data = tag_of(OpClass::retention, kRebaseSyncIndex);
+    if (submit_op(req)) rebase_sync_ = RebaseSync::in_flight;
+  }
   submit_writes();
   maybe_sync();
   maybe_checkpoint();
@@ -1160,6 +1166,14 @@ void CommitLog::complete(const io::IoCompletion& completion) {
       on_checkpoint_done(completion.result);
       break;
     case OpClass::retention:
+      if (index == kRebaseSyncIndex) {
+        rebase_sync_ = RebaseSync::none;
+        if (completion.result < 0) {
+          fail_stop(completion_error(completion.result,
+                                     "fsync of " + segment_dir_ + " after moving the log's base"));
+        }
+        break;
+      }
       retention_sync_in_flight_ = false;
       if (completion.result < 0) {
         fail_stop(completion_error(completion.result,

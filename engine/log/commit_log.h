@@ -139,10 +139,12 @@ class CommitLog final : public sched::Participant {
   // or the next segment is not ready yet: poll and retry), no_space, fail_stopped, shut_down.
   io::Status append_raw(LogOffset offset, std::span<const std::byte> bytes);
   // Moves an empty log (nothing appended since its first segment) to start at `base`, a
-  // multiple of the segment size: its segment (and a prepared next one) are removed, the
-  // segment at base is created synchronously (fallocate, fdatasync, directory fsync, as at
-  // open) and the checkpoint rewritten. A replica's log starts where its master's stream does.
-  // Errors: invalid_argument (not empty, base not aligned), busy (IO in flight: poll and retry).
+  // multiple of the segment size: its empty segment is renamed to base (a prepared next one is
+  // removed) and the directory fsynced through the ring; append_raw() answers busy until that
+  // fsync completed, so no byte is written under a name a crash could undo. Recovery then finds
+  // the log starting at base (a checkpoint below the first segment is read as its start). A
+  // replica's log starts where its master's stream does. Errors: invalid_argument (not empty,
+  // base not aligned), busy (the log's IO in flight: poll and retry).
   io::Status rebase_empty(LogOffset base);
 
   // Drives IO: submits buffered bytes, flushes, prepares segments, writes checkpoints, reaps
@@ -370,6 +372,9 @@ class CommitLog final : public sched::Participant {
   bool retention_sync_in_flight_ = false;
   uint64_t checkpoint_written_ = 0;  // bytes of the checkpoint write completed
   int64_t last_checkpoint_ms_ = 0;
+
+  enum class RebaseSync : uint8_t { none, wanted, in_flight };
+  RebaseSync rebase_sync_ = RebaseSync::none;  // rebase_empty()'s directory fsync
 
   io::Status fail_status_;
   bool closing_ = false;

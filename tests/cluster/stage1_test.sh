@@ -13,14 +13,9 @@ broker_bin=$(realpath "$1")
 work=$2
 mode=${3:-java}
 repo=$(cd "$(dirname "$0")/../.." && pwd)
-rmq=$("$repo/tools/find-rocketmq-java.sh" || true)
-if [ -z "$rmq" ] || [ ! -f "$rmq/env.sh" ] || ! command -v javac >/dev/null 2>&1; then
-  echo "cluster_stage1 ($mode): SKIPPED (no RocketMQ Java distribution found (set" \
-    "URINGMQ_ROCKETMQ_JAVA), or no javac)"
-  exit 0
-fi
-# shellcheck source=/dev/null
-source "$rmq/env.sh" || { echo "cluster_stage1: SKIPPED (its env.sh failed)"; exit 0; }
+# shellcheck source=tests/cluster/cluster_lib.sh
+source "$repo/tests/cluster/cluster_lib.sh"
+cluster_java_or_skip "cluster_stage1 ($mode)"
 rm -rf "$work" && mkdir -p "$work/classes"
 javac -nowarn -d "$work/classes" -cp "$RMQ_CP" "$repo/tests/cluster/ClusterCheck.java"
 
@@ -30,21 +25,6 @@ cleanup() {
 }
 trap cleanup EXIT
 read -r ns1 ns2 pa pb pj < <("$repo/tools/free-ports.sh" 5 2)  # room for A's 2 shards
-
-# Starts the uringmq broker named $1 with conf $2 in the background; pid in $work/$1.pid, and
-# the epoch ms it was ready in $work/$1.ready.
-start_uringmq() {
-  local name=$1 conf=$2
-  mkdir -p "$work/$name"
-  "$broker_bin" -c "$conf" >> "$work/$name.log" 2>&1 &
-  echo $! > "$work/$name.pid"
-  for _ in $(seq 1 300); do
-    [ "$(grep -c "uringmq-broker ready" "$work/$name.log")" -ge "$3" ] && break
-    kill -0 "$(cat "$work/$name.pid")" 2>/dev/null || { tail -20 "$work/$name.log"; exit 1; }
-    sleep 0.05
-  done
-  date +%s%3N > "$work/$name.ready"
-}
 
 uringmq_conf() {  # name port extra-lines... (SHARDS: the shard count, default 1)
   local name=$1 port=$2
@@ -88,14 +68,7 @@ CONF
   pidfiles+=("$work/j.pid")
 }
 
-wait_java_broker() {
-  for _ in $(seq 1 1200); do grep -q "boot success" "$work/j.out" && break; sleep 0.1; done
-  if ! grep -q "boot success" "$work/j.out"; then
-    echo "the Java broker did not start"
-    tail "$work/j.out"
-    exit 1
-  fi
-}
+wait_java_broker() { wait_java_boot "$work/j.out"; }
 
 pidfiles+=("$work/broker-a.pid" "$work/broker-b.pid")
 # A runs 2 shards: 2 brokers (broker-a-0, broker-a-1) on pa and pa + 10.
@@ -103,17 +76,10 @@ groups=broker-a-0,broker-a-1,broker-b,broker-j
 if [ "$mode" = java ]; then
   namesrv="127.0.0.1:$ns1;127.0.0.1:$ns2"
   for p in $ns1 $ns2; do
-    NAMESRV_HEAP="-Xms128m -Xmx128m -Xmn64m" "$rmq/namesrv.sh" "$p" "$work/ns$p" \
-      > "$work/ns$p.out" 2>&1 &
-    echo $! > "$work/ns$p.pid"
+    start_java_namesrv "$p"
     pidfiles+=("$work/ns$p.pid")
   done
-  for p in $ns1 $ns2; do  # the NameServers listen before the brokers start
-    for _ in $(seq 1 600); do
-      (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null && break
-      sleep 0.1
-    done
-  done
+  for p in $ns1 $ns2; do wait_port "$p" || true; done  # listening before the brokers start
   start_java_broker "$namesrv"
   SHARDS=2 uringmq_conf broker-a "$pa" "namesrvListenPort=0" "namesrvAddr=$namesrv" \
     > "$work/a.conf"
@@ -145,7 +111,7 @@ grep -E "Cluster|broker-" "$work/clusterList.txt" | sed 's/^/clusterList: /'
 # What ClusterCheck runs to restart B after its kill -9.
 cat > "$work/restart-b.sh" <<SH
 set -e
-$(declare -f start_uringmq)
+source "$repo/tests/cluster/cluster_lib.sh"
 broker_bin=$broker_bin work=$work
 start_uringmq broker-b "$work/b.conf" 2
 cp "$work/broker-b.ready" "$work/restart-b.sh.ready"

@@ -105,9 +105,8 @@ MasterStream make_stream(uint32_t count, bool foreign) {
 
 StoreOptions replica_options(const std::string& dir) {
   StoreOptions o = testing::store_test_options(dir, 1);
+  o.log = testing::small_log_options("");
   o.log.segment_size_bytes = kSegmentBytes;
-  o.log.write_buffer_bytes = 1u << 20;
-  o.log.write_buffer_count = 4;
   o.session_window = 256;
   o.replica = true;
   return o;
