@@ -232,7 +232,9 @@ void HaClient::on_store(io::NetRing& ring, const Completion& c, int64_t mono_ms)
 // (several in flight, read from the buffer in place).
 bool HaClient::post_frames(io::NetRing& ring, uint32_t index, int64_t mono_ms) {
   Stream& s = *streams_[index];
-  if (s.store_inflight == 0 && s.posted > 0) {  // nothing reads the buffer now: compact it
+  // Compacted only when nothing points into the buffer: no chunk the store still reads, and no
+  // recv (the kernel writes where in_bytes was when it was armed).
+  if (s.store_inflight == 0 && s.posted > 0 && !s.recv_armed) {
     std::memmove(s.in.data(), s.in.data() + s.posted, s.in_bytes - s.posted);
     s.in_bytes -= s.posted;
     s.posted = 0;

@@ -60,6 +60,7 @@ storePathRootDir=$work/m/store
 storePathCommitLog=$work/m/store/commitlog
 mappedFileSizeCommitLog=$seg
 mappedFileSizeConsumeQueue=60000
+maxMessageSize=262144
 flushDiskType=ASYNC_FLUSH
 autoCreateTopicEnable=true
 defaultTopicQueueNums=4
@@ -74,7 +75,7 @@ brokerClusterName=TestCluster
 brokerName=broker-a
 brokerId=1
 brokerRole=SLAVE
-storePathRootDir=$work/s/store
+storePathRootDir=$work/broker-s/store
 listenPort=$ps
 bindAddress=127.0.0.1
 namesrvAddr=$namesrv
@@ -83,6 +84,7 @@ shardCount=1
 defaultTopicQueueNums=4
 mappedFileSizeCommitLog=$seg
 mappedFileSizeConsumeQueue=60000
+maxMessageSize=262144
 diskSpaceWarningLevelRatio=100
 CONF
 wait_connected() {  # the slave's $1-th connection to its master
@@ -127,7 +129,7 @@ logs_equal() {
   for ((base = 0; base < end; base += seg)); do
     name=$(printf '%020d' "$base")
     len=$((end - base < seg ? end - base : seg))
-    cmp -s -n "$len" "$work/m/store/commitlog/$name" "$work/s/store/shard-0/commitlog/$name" ||
+    cmp -s -n "$len" "$work/m/store/commitlog/$name" "$work/broker-s/store/shard-0/commitlog/$name" ||
       return 1
   done
 }
@@ -141,9 +143,9 @@ sleep 2  # the slave's ConsumeQueue units are written within its 1 s flush inter
 queues=0
 while IFS= read -r f; do
   rel=${f#"$work/m/store/consumequeue/"}
-  if [ -f "$work/s/store/shard-0/consumequeue/$rel" ]; then
-    cmp -s "$f" "$work/s/store/shard-0/consumequeue/$rel" ||
-      failed "ConsumeQueue $rel differs: $(cmp "$f" "$work/s/store/shard-0/consumequeue/$rel")"
+  if [ -f "$work/broker-s/store/shard-0/consumequeue/$rel" ]; then
+    cmp -s "$f" "$work/broker-s/store/shard-0/consumequeue/$rel" ||
+      failed "ConsumeQueue $rel differs: $(cmp "$f" "$work/broker-s/store/shard-0/consumequeue/$rel")"
   else
     cmp -s -n 60000 "$f" /dev/zero || failed "ConsumeQueue $rel is missing on the slave"
   fi
@@ -164,7 +166,7 @@ echo "consume: $(grep JAVA-CHECK "$work/consume.log")"
 # 5. The slave's store, stopped, passes verify.
 kill -TERM "$(cat "$work/broker-s.pid")"
 for _ in $(seq 1 200); do kill -0 "$(cat "$work/broker-s.pid")" 2>/dev/null || break; sleep 0.1; done
-"$ctl_bin" verify --dir "$work/s/store" --replica --no-progress > "$work/verify.log" 2>&1 ||
+"$ctl_bin" verify --dir "$work/broker-s/store" --replica --no-progress > "$work/verify.log" 2>&1 ||
   failed "uringmq-ctl verify: $(tail -5 "$work/verify.log")"
 echo "verify: $(tail -1 "$work/verify.log")"
 echo "$label: passed"
