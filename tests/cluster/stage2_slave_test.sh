@@ -36,6 +36,7 @@ read -r ns pm ps < <("$repo/tools/free-ports.sh" 3)
 namesrv="127.0.0.1:$ns"
 topic=SlaveTopic
 seg=1048576
+slave_store=$work/broker-s/store/shard-0
 failed() {
   echo "$label: FAILED: $1"
   for f in broker-s.log m.out; do echo "--- $f"; tail -20 "$work/$f" 2>/dev/null || true; done
@@ -129,7 +130,7 @@ logs_equal() {
   for ((base = 0; base < end; base += seg)); do
     name=$(printf '%020d' "$base")
     len=$((end - base < seg ? end - base : seg))
-    cmp -s -n "$len" "$work/m/store/commitlog/$name" "$work/broker-s/store/shard-0/commitlog/$name" ||
+    cmp -s -n "$len" "$work/m/store/commitlog/$name" "$slave_store/commitlog/$name" ||
       return 1
   done
 }
@@ -143,16 +144,17 @@ sleep 2  # the slave's ConsumeQueue units are written within its 1 s flush inter
 queues=0
 while IFS= read -r f; do
   rel=${f#"$work/m/store/consumequeue/"}
-  if [ -f "$work/broker-s/store/shard-0/consumequeue/$rel" ]; then
-    cmp -s "$f" "$work/broker-s/store/shard-0/consumequeue/$rel" ||
-      failed "ConsumeQueue $rel differs: $(cmp "$f" "$work/broker-s/store/shard-0/consumequeue/$rel")"
+  if [ -f "$slave_store/consumequeue/$rel" ]; then
+    cmp -s "$f" "$slave_store/consumequeue/$rel" ||
+      failed "ConsumeQueue $rel differs: $(cmp "$f" "$slave_store/consumequeue/$rel")"
   else
     cmp -s -n 60000 "$f" /dev/zero || failed "ConsumeQueue $rel is missing on the slave"
   fi
   queues=$((queues + 1))
 done < <(find "$work/m/store/consumequeue" -type f)
 echo "ConsumeQueue: $queues files of the master equal the slave's"
-if grep -hE "greater than local commitLog offset|slave fall behind" "$work"/m/logs/rocketmqlogs/*.log; then
+offset_errors="greater than local commitLog offset|slave fall behind"
+if grep -hE "$offset_errors" "$work"/m/logs/rocketmqlogs/*.log; then
   failed "the Java master logged an offset error"
 fi
 
@@ -165,7 +167,10 @@ echo "consume: $(grep JAVA-CHECK "$work/consume.log")"
 
 # 5. The slave's store, stopped, passes verify.
 kill -TERM "$(cat "$work/broker-s.pid")"
-for _ in $(seq 1 200); do kill -0 "$(cat "$work/broker-s.pid")" 2>/dev/null || break; sleep 0.1; done
+for _ in $(seq 1 200); do
+  kill -0 "$(cat "$work/broker-s.pid")" 2>/dev/null || break
+  sleep 0.1
+done
 "$ctl_bin" verify --dir "$work/broker-s/store" --replica --no-progress > "$work/verify.log" 2>&1 ||
   failed "uringmq-ctl verify: $(tail -5 "$work/verify.log")"
 echo "verify: $(tail -1 "$work/verify.log")"
