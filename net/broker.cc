@@ -309,6 +309,7 @@ io::Status BrokerReactor::run() {
     resume_connections();
     if (registrar_) registrar_->poll(*ring_, mono_ms_, now);
     if (ha_client_) ha_client_->poll(*ring_, mono_ms_);
+    if (slave_sync_) poll_slave_sync();
     UMQ_RETURN_IF_ERROR(poll_once(wait_timeout_ms()));
   }
   return shut_down();

@@ -38,6 +38,7 @@
 #include "net/presented_broker.h"
 #include "net/remote_brokers.h"
 #include "net/remoting.h"
+#include "net/slave_sync.h"
 #include "net/socket_slot.h"
 #include "net/subscription_groups.h"
 #include "net/tls.h"
@@ -483,6 +484,17 @@ class BrokerReactor {
   // slave does; true when it answered.
   bool slave_refused(uint32_t conn, const RemotingCommand& request);
   bool is_slave() const { return config_.ha.role == BrokerRole::slave; }
+  // SlaveSynchronize: hands SlaveSync the masters the NameServers name and applies its answers.
+  void poll_slave_sync();
+  void apply_slave_sync(const SlaveSyncAnswer& answer);
+  void apply_synced_topics(const JsonValue& doc);
+  void apply_synced_groups(const JsonValue& doc);
+  void apply_synced_offsets(uint32_t broker, const JsonValue& doc);
+  std::unique_ptr<SlaveSync> slave_sync_;
+  std::vector<std::string> sync_masters_;          // the addresses SlaveSync has
+  std::vector<std::string> sync_errors_;           // the last failure logged, per broker
+  std::string synced_delay_;                       // delayOffset.json as last written
+  std::map<std::string, int64_t> synced_offsets_;  // "broker/topic@group/queue" -> offset
   void handle_register_broker(uint32_t conn, const RemotingCommand& request,
                               std::span<const std::byte> body);
   void handle_unregister_broker(uint32_t conn, const RemotingCommand& request);

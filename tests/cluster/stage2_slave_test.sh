@@ -11,7 +11,8 @@
 #   3. The slave's CommitLog bytes equal the master's up to the master's end; every ConsumeQueue
 #      file of the master equals the slave's.
 #   4. kill -9 of the master: every acknowledged message is read from the slave (route id 1).
-#   5. The stopped slave's store passes `uringmq-ctl verify --replica`.
+#   5. SlaveSynchronize copies the topic table and delayOffset.json within 15 s.
+#   6. The stopped slave's store passes `uringmq-ctl verify --replica`.
 # Usage: tests/cluster/stage2_slave_test.sh <uringmq-broker> <uringmq-ctl> <work dir>
 # Without a RocketMQ Java distribution ($URINGMQ_ROCKETMQ_JAVA, tools/find-rocketmq-java.sh) or
 # javac it prints a skip line and passes.
@@ -105,6 +106,16 @@ started=$(date +%s%3N)
 java_check send "$namesrv" "$topic" 5000 "$work/ledger1" strict > "$work/send1.log" 2>&1 ||
   failed "$(grep -E 'FAIL|Exception' "$work/send1.log" | head -3)"
 echo "send: $(grep JAVA-CHECK "$work/send1.log") in $(($(date +%s%3N) - started)) ms"
+
+# SlaveSynchronize: within 15 s the slave holds the master's topic (GET_ALL_TOPIC_CONFIG, every
+# 10 s) and its delayOffset.json text (GET_ALL_DELAY_OFFSET).
+synced() {
+  grep -q "\"$topic\"" "$work/broker-s/store/config/topics.json" 2>/dev/null &&
+    grep -q offsetTable "$work/broker-s/store/config/delayOffset.json" 2>/dev/null
+}
+for _ in $(seq 1 150); do synced && break; sleep 0.1; done
+synced || failed "the slave did not copy the master's topics and delay offsets within 15 s"
+echo "SlaveSynchronize: the slave holds $topic and delayOffset.json"
 
 # 2. kill -9 of the slave mid-stream, then a restart.
 java_check send "$namesrv" "$topic" 1500 "$work/ledger2" lenient > "$work/send2.log" 2>&1 &
