@@ -6,10 +6,11 @@
 // headers), and a key sent twice counts once with its last value (a JSON object read into a
 // Java map keeps the last). The server leaves `_UNIQUE_KEY_QUERY` out too (PlainAccessValidator),
 // which the caller asks for with `skip_key`.
-// One instance per thread: it keeps one OpenSSL HMAC context and a bounded scratch of field
-// indices (kAclMaxSignedFields), so signing allocates nothing after construction. The context
-// stays keyed with the last secret (up to 128 bytes), so signing again with the same secret skips
-// OpenSSL's digest and key set-up (half of a signature's cost).
+// One instance per thread: it keeps HMAC's inner and outer SHA-1 states for the last secret (up
+// to 128 bytes; a signature with the same secret starts from copies of them) and a bounded
+// scratch of field indices (kAclMaxSignedFields), so signing allocates nothing after
+// construction. The hash is OpenSSL's low-level SHA-1 (SHA-NI where the CPU has it), not EVP,
+// whose dispatch cost more than the hash itself for a request (acl_signer.cc).
 
 #include <array>
 #include <cstddef>
@@ -44,7 +45,11 @@ class AclSigner {
 
   struct State;
   State* state_;
-  std::vector<uint16_t> order_;  // scratch, capacity kAclMaxSignedFields
+  struct SortKey {
+    uint64_t prefix;  // the key's first 8 bytes, big-endian, zero-padded
+    uint16_t index;   // into the fields
+  };
+  std::vector<SortKey> order_;  // scratch, capacity kAclMaxSignedFields
 };
 
 // Compares in time independent of where they differ.

@@ -43,10 +43,10 @@ struct HaConfig {
   // The master's HA address a slave connects to (haMasterAddress, "ip:port"); empty: the
   // haServerAddr the NameServer's REGISTER_BROKER answer names.
   std::string master_address;
-  int64_t slave_timeout_ms = 3000;             // slaveTimeout: SYNC_MASTER's wait, then 12
-  int64_t heartbeat_interval_ms = 5000;        // haSendHeartbeatInterval
-  int64_t housekeeping_interval_ms = 20000;    // haHousekeepingInterval: silent peer closed
-  uint32_t transfer_batch_bytes = 32768;       // haTransferBatchSize, 1 KiB..4 MiB
+  int64_t slave_timeout_ms = 3000;                     // slaveTimeout: SYNC_MASTER's wait, then 12
+  int64_t heartbeat_interval_ms = 5000;                // haSendHeartbeatInterval
+  int64_t housekeeping_interval_ms = 20000;            // haHousekeepingInterval: silent peer closed
+  uint32_t transfer_batch_bytes = 32768;               // haTransferBatchSize, 1 KiB..4 MiB
   uint64_t slave_fallbehind_max_bytes = 256ull << 20;  // haSlaveFallbehindMax: then 11
 };
 

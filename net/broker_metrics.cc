@@ -133,12 +133,15 @@ io::Status BrokerReactor::open_metrics_server() {
   if (!config_.metrics_prom) return io::Status::ok();
   const std::string& host =
       config_.metrics_prom_host.empty() ? config_.bind_address : config_.metrics_prom_host;
-  io::Result<std::unique_ptr<MetricsServer>> server =
-      MetricsServer::open(host, config_.metrics_prom_port, static_cast<uint8_t>(Event::metrics),
-                          [this](std::string& out) { render_metrics(out); });
+  io::Result<std::unique_ptr<MetricsServer>> server = MetricsServer::open(
+      host, config_.metrics_prom_port, static_cast<uint8_t>(Event::metrics),
+      [this](std::string& out) { render_metrics(out); }, config_.tls.mode, tls_context_.get());
   if (!server.is_ok()) return server.status();
   metrics_server_ = std::move(*server);
-  log_info("metrics: Prometheus text at http://" + host + ":" +
+  const char* scheme = config_.tls.mode == TlsMode::enforcing    ? "https://"
+                       : config_.tls.mode == TlsMode::permissive ? "http(s)://"
+                                                                 : "http://";
+  log_info(std::string("metrics: Prometheus text at ") + scheme + host + ":" +
            std::to_string(metrics_server_->port()) + "/metrics");
   return io::Status::ok();
 }

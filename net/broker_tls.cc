@@ -31,7 +31,7 @@ io::Status BrokerReactor::open_tls() {
   tls_context_ = std::move(*context);
   log_info(std::string("TLS on the broker and NameServer ports: tls.server.mode ") +
            tls_mode_name(config_.tls.mode) + ", certificate " + config_.tls.cert_path +
-           " (the metrics port stays plain)");
+           " (the metrics port too)");
   return io::Status::ok();
 }
 

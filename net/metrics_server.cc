@@ -32,7 +32,8 @@ std::string http_response(std::string_view status, std::string_view type, std::s
 
 io::Result<std::unique_ptr<MetricsServer>> MetricsServer::open(const std::string& host,
                                                                uint16_t port, uint8_t event,
-                                                               Render render) {
+                                                               Render render, TlsMode mode,
+                                                               const TlsContext* tls) {
   io::Result<int> fd = io::listen_tcp(host, port, 16);
   if (!fd.is_ok()) {
     return io::Status::error(fd.status().code(),
@@ -43,7 +44,8 @@ io::Result<std::unique_ptr<MetricsServer>> MetricsServer::open(const std::string
     io::close_fd(*fd);
     return bound.status();
   }
-  return std::unique_ptr<MetricsServer>(new MetricsServer(*fd, *bound, event, std::move(render)));
+  return std::unique_ptr<MetricsServer>(
+      new MetricsServer(*fd, *bound, event, std::move(render), mode, tls));
 }
 
 MetricsServer::~MetricsServer() {
@@ -92,8 +94,11 @@ void MetricsServer::on_accept(io::NetRing& ring, const io::NetCompletion& c, int
       client.in_bytes = 0;
       client.out.clear();
       client.out_sent = 0;
-      client.recv_armed = true;
-      ring.recv(client.fd, client.in.data(), client.in.size(), tag(Op::recv, index));
+      client.transport_chosen = false;
+      client.answered = false;
+      client.tls.reset();
+      client.plain.clear();
+      arm_recv(ring, index);
     }
   }
   if (!accept_armed_ && !stopped_) start(ring);
@@ -113,10 +118,50 @@ bool MetricsServer::still_open(io::NetRing& ring, uint32_t index, int32_t result
   return true;
 }
 
+void MetricsServer::arm_recv(io::NetRing& ring, uint32_t index) {
+  Client& client = clients_[index];
+  client.recv_armed = true;
+  if (client.tls) {
+    ring.recv(client.fd, client.cipher.data(), client.cipher.size(), tag(Op::recv, index));
+  } else {
+    ring.recv(client.fd, client.in.data() + client.in_bytes, client.in.size() - client.in_bytes,
+              tag(Op::recv, index));
+  }
+}
+
+// The first bytes pick the transport, as on the remoting ports; false: refused and closed.
+bool MetricsServer::choose_transport(io::NetRing& ring, uint32_t index, int32_t received) {
+  Client& client = clients_[index];
+  client.transport_chosen = true;
+  const bool hello = static_cast<uint8_t>(client.in[0]) == kTlsHandshakeByte;
+  if (hello && (tls_mode_ == TlsMode::disabled || tls_context_ == nullptr)) {
+    log_warn("metrics endpoint: closing a TLS client: tls.server.mode is disabled");
+  } else if (!hello && tls_mode_ == TlsMode::enforcing) {
+    log_warn("metrics endpoint: closing a plain client: tls.server.mode is enforcing");
+  } else {
+    if (hello) {
+      client.tls = TlsChannel::create(*tls_context_);
+      client.tls->feed(reinterpret_cast<const std::byte*>(client.in.data()),
+                       static_cast<size_t>(received));
+      client.in_bytes = 0;
+    }
+    return true;
+  }
+  close_client(ring, index);
+  return false;
+}
+
 void MetricsServer::on_recv(io::NetRing& ring, uint32_t index, int32_t result) {
   clients_[index].recv_armed = false;
   if (!still_open(ring, index, result)) return;
   Client& client = clients_[index];
+  if (!client.transport_chosen) {
+    if (!choose_transport(ring, index, result)) return;
+    if (client.tls) return tls_pump(ring, index);
+  } else if (client.tls) {
+    client.tls->feed(client.cipher.data(), static_cast<size_t>(result));
+    return tls_pump(ring, index);
+  }
   client.in_bytes += static_cast<size_t>(result);
   const std::string_view request(client.in.data(), client.in_bytes);
   if (request.find("\r\n\r\n") != std::string_view::npos ||
@@ -124,18 +169,66 @@ void MetricsServer::on_recv(io::NetRing& ring, uint32_t index, int32_t result) {
     return answer(ring, index);
   }
   if (client.in_bytes == client.in.size()) {
-    client.out = http_response("431 Request Header Fields Too Large", "text/plain",
-                               "request over 4096 bytes\n");
-    return send_rest(ring, index);
+    return respond(ring, index,
+                   http_response("431 Request Header Fields Too Large", "text/plain",
+                                 "request over 4096 bytes\n"));
   }
-  client.recv_armed = true;
-  ring.recv(client.fd, client.in.data() + client.in_bytes, client.in.size() - client.in_bytes,
-            tag(Op::recv, index));
+  arm_recv(ring, index);
+}
+
+// TLS: decrypts what arrived into the request buffer, then answers a whole request, or sends
+// what the handshake wrote and waits for more.
+void MetricsServer::tls_pump(io::NetRing& ring, uint32_t index) {
+  Client& client = clients_[index];
+  while (client.in_bytes < client.in.size()) {
+    size_t got = 0;
+    const TlsChannel::Result r =
+        client.tls->read(reinterpret_cast<std::byte*>(client.in.data() + client.in_bytes),
+                         client.in.size() - client.in_bytes, &got);
+    if (r == TlsChannel::Result::ok) {
+      client.in_bytes += got;
+      continue;
+    }
+    if (r == TlsChannel::Result::want_read) break;
+    if (r == TlsChannel::Result::failed) {
+      log_warn("metrics endpoint: closing a TLS client: " + client.tls->error());
+    }
+    return close_client(ring, index);
+  }
+  const std::string_view request(client.in.data(), client.in_bytes);
+  if (request.find("\r\n\r\n") != std::string_view::npos ||
+      request.find("\n\n") != std::string_view::npos) {
+    return answer(ring, index);
+  }
+  if (client.in_bytes == client.in.size()) {
+    return respond(ring, index,
+                   http_response("431 Request Header Fields Too Large", "text/plain",
+                                 "request over 4096 bytes\n"));
+  }
+  if (client.tls->has_output() && !client.send_armed) tls_flush(ring, index);
+  arm_recv(ring, index);
+}
+
+// TLS, no send in flight: sends what OpenSSL wrote (handshake, tickets) and, once made, the
+// response encrypted.
+void MetricsServer::tls_flush(io::NetRing& ring, uint32_t index) {
+  Client& client = clients_[index];
+  client.out.clear();
+  client.out_sent = 0;
+  client.tls->take_output(&client.out);
+  if (client.answered && !client.plain.empty()) {
+    if (client.tls->write(client.plain, &client.out) != TlsChannel::Result::ok) {
+      log_warn("metrics endpoint: closing a TLS client: " + client.tls->error());
+      return close_client(ring, index);
+    }
+    std::string().swap(client.plain);
+  }
+  if (!client.out.empty()) send_rest(ring, index);
 }
 
 // GET /metrics (a query string is ignored) is answered the exposition; anything else an error.
 void MetricsServer::answer(io::NetRing& ring, uint32_t index) {
-  Client& client = clients_[index];
+  const Client& client = clients_[index];
   const std::string_view request(client.in.data(), client.in_bytes);
   const std::string_view line = request.substr(0, request.find_first_of("\r\n"));
   const size_t space = line.find(' ');
@@ -144,18 +237,30 @@ void MetricsServer::answer(io::NetRing& ring, uint32_t index) {
   target = target.substr(0, target.find(' '));
   target = target.substr(0, target.find('?'));
   if (method != "GET") {
-    client.out = http_response("405 Method Not Allowed", "text/plain",
-                               "the metrics endpoint answers GET /metrics only\n");
+    respond(ring, index,
+            http_response("405 Method Not Allowed", "text/plain",
+                          "the metrics endpoint answers GET /metrics only\n"));
   } else if (target != "/metrics") {
-    client.out =
-        http_response("404 Not Found", "text/plain", "no such path: the metrics are at /metrics\n");
+    respond(ring, index,
+            http_response("404 Not Found", "text/plain",
+                          "no such path: the metrics are at /metrics\n"));
   } else {
     std::string body;
     render_(body);
     scrapes_++;
-    client.out = http_response("200 OK", "text/plain; version=0.0.4; charset=utf-8", body);
+    respond(ring, index, http_response("200 OK", "text/plain; version=0.0.4; charset=utf-8", body));
   }
-  send_rest(ring, index);
+}
+
+void MetricsServer::respond(io::NetRing& ring, uint32_t index, std::string response) {
+  Client& client = clients_[index];
+  if (!client.tls) {
+    client.out = std::move(response);
+    return send_rest(ring, index);
+  }
+  client.answered = true;
+  client.plain = std::move(response);
+  if (!client.send_armed) tls_flush(ring, index);  // else once the send in flight completes
 }
 
 void MetricsServer::send_rest(io::NetRing& ring, uint32_t index) {
@@ -171,6 +276,9 @@ void MetricsServer::on_send(io::NetRing& ring, uint32_t index, int32_t result) {
   Client& client = clients_[index];
   client.out_sent += static_cast<size_t>(result);
   if (client.out_sent < client.out.size()) return send_rest(ring, index);
+  if (client.tls && (!client.answered || !client.plain.empty() || client.tls->has_output())) {
+    return tls_flush(ring, index);  // a handshake flight sent, or the response still to seal
+  }
   close_client(ring, index);  // answered: Connection: close
 }
 
@@ -189,6 +297,8 @@ void MetricsServer::maybe_free(uint32_t index) {
   if (!client.close_when_idle()) return;
   client.generation++;
   std::string().swap(client.out);  // a response's memory goes with its client
+  std::string().swap(client.plain);
+  client.tls.reset();
 }
 
 void MetricsServer::sweep(io::NetRing& ring, int64_t mono_ms) {

@@ -52,6 +52,33 @@ TEST(AclSignerTest, MatchesTheJavaClient) {
             "eIK0NiIDJ92IIFfFO23o7RSOXM8=");
 }
 
+// The HMAC is assembled from SHA-1 states (acl_signer.cc): RFC 2202's HmacSHA1 vectors, with one
+// field holding the data, cover keys shorter than, equal to (64) and longer than a block (80,
+// hashed first), base64 as Java's Base64 writes them.
+TEST(AclSignerTest, Rfc2202Vectors) {
+  EXPECT_EQ(signature("Jefe", {{"k", "what do ya want for nothing?"}}, ""),
+            "7/zfauXrL6LSdBbV8YTfnCWafHk=");  // effcdf6ae5eb2fa2d27416d5f184df9c259a7c79
+  EXPECT_EQ(signature(std::string(80, '\xaa'),
+                      {{"k", "Test Using Larger Than Block-Size Key - Hash Key First"}}, ""),
+            "qkrl4VJy0A6VcFY3zoo7Ve1AIRI=");  // aa4ae5e15272d00e95705637ce8a3b55ed402112
+  // A key of exactly one block is used as it is: HMAC of it equals HMAC of its SHA-1 only by
+  // accident, so the two must differ.
+  const std::string block(64, 'k');
+  EXPECT_NE(signature(block, {{"k", "v"}}, ""), signature(block + "k", {{"k", "v"}}, ""));
+  // The data split across fields and body hashes as one string.
+  EXPECT_EQ(signature("Jefe", {{"b", "for nothing?"}, {"a", "what do ya want "}}, ""),
+            "7/zfauXrL6LSdBbV8YTfnCWafHk=");
+  EXPECT_EQ(signature("Jefe", {{"a", "what do ya "}}, "want for nothing?"),
+            "7/zfauXrL6LSdBbV8YTfnCWafHk=");
+  // A key sent twice counts once, with its last value; keys sharing 8 bytes sort by the rest.
+  EXPECT_EQ(
+      signature("Jefe", {{"a", "ignored"}, {"b", "for nothing?"}, {"a", "what do ya want "}}, ""),
+      "7/zfauXrL6LSdBbV8YTfnCWafHk=");
+  EXPECT_EQ(
+      signature("Jefe", {{"keyword12", "for nothing?"}, {"keyword1", "what do ya want "}}, ""),
+      "7/zfauXrL6LSdBbV8YTfnCWafHk=");
+}
+
 // One signer, as a broker thread keeps it, signing for one account after another: the key it
 // keeps from the last signature must not leak into the next account's (the Java signatures).
 TEST(AclSignerTest, OneSignerForSeveralAccounts) {

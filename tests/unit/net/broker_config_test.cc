@@ -237,8 +237,9 @@ TEST(BrokerConfigTest, BadValuesNameLineKeyAndValue) {
       {"brokerRole=SLAVE\nbrokerId=0",
        "broker.conf:2: brokerId 0: a SLAVE's brokerId must be at least 1"},
       {"brokerRole=SLAVE", "broker.conf:1: brokerId 0: a SLAVE's brokerId must be at least 1"},
-      {"haMasterAddress=localhost", "broker.conf:1: haMasterAddress 'localhost' is not an "
-                                    "address (ip:port)"},
+      {"haMasterAddress=localhost",
+       "broker.conf:1: haMasterAddress 'localhost' is not an "
+       "address (ip:port)"},
       {"brokerId=one", "broker.conf:1: brokerId 'one' is not a number"},
       {"brokerRole=MASTER",
        "broker.conf:1: brokerRole 'MASTER' is not a broker role (ASYNC_MASTER, SYNC_MASTER or "

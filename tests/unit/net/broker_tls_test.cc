@@ -2,8 +2,8 @@
 // (enforcing: TLS only, a plain connection is closed without an answer; permissive: both;
 // disabled: plain only), client certificates are required when need.client.auth is require,
 // bad configuration is a start error naming the key and the file, a TLS client that never
-// reads its replies stays within the connection's output limit, and garbage (in a handshake or
-// after it) closes only that connection.
+// reads its replies stays within the connection's output limit, garbage (in a handshake or
+// after it) closes only that connection, and the metrics endpoint follows the same mode.
 // Method: a broker in process with certificates the test makes with the openssl tool
 // (tests/support/tls_certs.h), spoken to over loopback with the blocking remoting client in
 // TLS mode and plain; the buffers a connection holds are read from the metrics endpoint's
@@ -12,6 +12,7 @@
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <openssl/ssl.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -231,8 +232,9 @@ TEST_F(BrokerTlsTest, BadConfigurationIsAStartErrorNamingTheKeyAndFile) {
   EXPECT_EQ(parsed.status().message(), "b.conf:1: unknown key 'tls.server.certpath'");
 }
 
-// GET /metrics from the broker's endpoint; the value of the unlabelled-by-test gauge `name`.
-double scraped_gauge(uint16_t port, const std::string& name) {
+// GET /metrics from the broker's endpoint, over TLS (any server certificate, as Prometheus
+// with insecure_skip_verify) or plain: the whole answer; "" when closed without one.
+std::string scrape(uint16_t port, bool tls) {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
@@ -242,11 +244,29 @@ double scraped_gauge(uint16_t port, const std::string& name) {
   timeval timeout{10, 0};
   ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
   const std::string get = "GET /metrics HTTP/1.1\r\nHost: test\r\n\r\n";
-  ::send(fd, get.data(), get.size(), MSG_NOSIGNAL);
   std::string text;
   char buffer[8192];
-  for (ssize_t n; (n = ::read(fd, buffer, sizeof(buffer))) > 0;) text.append(buffer, n);
+  if (!tls) {
+    ::send(fd, get.data(), get.size(), MSG_NOSIGNAL);
+    for (ssize_t n; (n = ::read(fd, buffer, sizeof(buffer))) > 0;) text.append(buffer, n);
+  } else {
+    SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
+    SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, nullptr);
+    SSL* ssl = SSL_new(ctx);
+    SSL_set_fd(ssl, fd);
+    if (SSL_connect(ssl) == 1 && SSL_write(ssl, get.data(), static_cast<int>(get.size())) > 0) {
+      for (int n; (n = SSL_read(ssl, buffer, sizeof(buffer))) > 0;) text.append(buffer, n);
+    }
+    SSL_free(ssl);
+    SSL_CTX_free(ctx);
+  }
   ::close(fd);
+  return text;
+}
+
+// The value of the gauge `name` (its first series) in a scrape.
+double scraped_gauge(uint16_t port, const std::string& name, bool tls) {
+  const std::string text = scrape(port, tls);
   const size_t at = text.find("\n" + name + "{");
   if (at == std::string::npos) {
     ADD_FAILURE() << name << " not in the scrape";
@@ -254,6 +274,36 @@ double scraped_gauge(uint16_t port, const std::string& name) {
   }
   const size_t value = text.find("} ", at);
   return std::stod(text.substr(value + 2, text.find('\n', value) - value - 2));
+}
+
+// The metrics endpoint follows tls.server.mode as the remoting ports do.
+TEST_F(BrokerTlsTest, TheMetricsEndpointFollowsTheTlsMode) {
+  for (TlsMode mode : {TlsMode::enforcing, TlsMode::permissive, TlsMode::disabled}) {
+    SCOPED_TRACE(tls_mode_name(mode));
+    TempDir store;
+    RunningBroker broker(store.path(), [&](BrokerConfig& c) {
+      if (mode != TlsMode::disabled) use_server_tls(c, certs_, mode);
+      c.metrics_prom = true;
+      c.metrics_prom_port = 0;
+    });
+    const std::string over_tls = scrape(broker.metrics_port(), true);
+    const std::string plain = scrape(broker.metrics_port(), false);
+    const bool tls_served = mode != TlsMode::disabled;
+    const bool plain_served = mode != TlsMode::enforcing;
+    EXPECT_EQ(over_tls.starts_with("HTTP/1.1 200 OK"), tls_served) << over_tls.substr(0, 80);
+    EXPECT_EQ(over_tls.find("\nuringmq_metrics_scrapes_total") != std::string::npos, tls_served);
+    EXPECT_EQ(plain.starts_with("HTTP/1.1 200 OK"), plain_served) << plain.substr(0, 80);
+    if (!tls_served) {
+      EXPECT_EQ(over_tls, "");
+    }
+    if (!plain_served) {
+      EXPECT_EQ(plain, "");  // closed without an answer
+    }
+    // The endpoint's other answers and its bounds hold over TLS too.
+    if (tls_served) {
+      EXPECT_GE(scraped_gauge(broker.metrics_port(), "uringmq_connections", true), 0);
+    }
+  }
 }
 
 TEST_F(BrokerTlsTest, ATlsClientThatNeverReadsStaysWithinTheOutputLimit) {
@@ -274,7 +324,8 @@ TEST_F(BrokerTlsTest, ATlsClientThatNeverReadsStaysWithinTheOutputLimit) {
   double peak = 0;
   for (int i = 0; i < 15; i++) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    peak = std::max(peak, scraped_gauge(broker.metrics_port(), "uringmq_connection_buffer_bytes"));
+    peak = std::max(peak,
+                    scraped_gauge(broker.metrics_port(), "uringmq_connection_buffer_bytes", true));
     send_and_pull(*good, "SMALL", "served meanwhile");
   }
   std::printf("figures: TLS client with %d unread 1 MiB pulls: peak connection buffers %.1f MiB\n",
