@@ -227,11 +227,12 @@ io::Status Shard::open_log(engine::RecoveryReport* report) {
       engine::open_log_and_queues(*disk_, *clock_, log_options, cq_options, levels_, report,
                                   [this](uint64_t offset, const engine::MessageView& record) {
                                     note_segment_first_timestamp(offset, record.store_timestamp_ms);
+                                    index_recovered_record(offset, record);
+                                    if (options_.replica) return;  // it delivers nothing
                                     delayed_.note_marker(offset, record);
                                     timers_.note_record(offset, record);
                                     txn_.note_record(offset, record);
                                     held_.note_recovered(offset, record, clock_->now_ms());
-                                    index_recovered_record(offset, record);
                                   });
   if (!opened.is_ok()) return opened.status();
   log_ = std::move(opened->log);
@@ -293,6 +294,7 @@ io::Status Shard::init_after_recovery() {
   prefetch_ = std::make_unique<engine::RecordPrefetch>(*log_, kPrefetchReadBit);
   loop_.add(*prefetch_);
   dispatcher_->set_dispatched(log_->appended_offset());
+  replica_pos_ = log_->appended_offset().value;  // recovery dispatched every whole record
   delayed_.load_progress();
   timers_.load_state();
   txn_half_.resize(delivery_arena_bytes(options_));
@@ -433,7 +435,9 @@ void Shard::register_parts() {
   add_part({.submit_work =
                 [](Shard& s) {
                   if (s.msg_index_ == nullptr) return;
-                  s.msg_index_->set_dispatched(s.log_->durable_offset().value);
+                  // A replica indexes its records when it dispatches them (shard_replica.cc).
+                  s.msg_index_->set_dispatched(s.options_.replica ? s.replica_dispatched()
+                                                                  : s.log_->durable_offset().value);
                   s.msg_index_->submit_work();
                 },
             .complete = [](Shard& s, const io::IoCompletion& c) { s.msg_index_->complete(c); },
@@ -599,6 +603,16 @@ bool Shard::drain_requests() {
 
 // False when the log is busy: the request is kept and retried after the next poll.
 bool Shard::handle(uint32_t slot_index, const ShardRequest& request) {
+  const bool appends = request.kind == ShardRequest::Kind::append ||
+                       request.kind == ShardRequest::Kind::append_batch ||
+                       request.kind == ShardRequest::Kind::end_transaction;
+  if (options_.replica && appends) {  // a replica's log is its master's copy: nothing of its own
+    Completion refused;
+    refused.tag = request.tag;
+    refused.code = io::Code::invalid_argument;
+    post(slot_index, refused);
+    return true;
+  }
   switch (request.kind) {
     case ShardRequest::Kind::append:
       return handle_append(slot_index, request);
@@ -646,6 +660,8 @@ bool Shard::handle(uint32_t slot_index, const ShardRequest& request) {
       post(slot_index, done);
       return true;
     }
+    case ShardRequest::Kind::replicate:
+      return handle_replicate(slot_index, request);
     default:
       handle_queue_request(slot_index, request);
       return true;
@@ -939,6 +955,7 @@ void Shard::deliver_acks() {
                    [this](uint64_t tag, uint32_t, uint64_t log_offset) {
                      internal_acked(tag, log_offset, true);
                    });
+  if (options_.replica) replica_advance();
   const LogOffset before = dispatcher_->dispatched();
   io::Status s = dispatcher_->pump(*cq_);
   // A unit the ConsumeQueue refuses for another reason than a full ring means its files failed
@@ -1200,6 +1217,7 @@ void Shard::publish_stats() {
 // ---- The delivery parts (engine/delivery/) ----
 
 void Shard::run_schedule() {
+  if (options_.replica) return;  // a replica delivers nothing: its master does
   const int64_t now = clock_->now_ms();
   horizon_.advance(now);
   if (!log_->fail_stopped()) {
@@ -1214,6 +1232,7 @@ void Shard::run_schedule() {
 // and until then nothing else of its kind starts: the due times it would wake for (stale ones
 // among them, already passed) would only make the shard spin on short timeouts.
 int64_t Shard::schedule_wake_ns() const {
+  if (options_.replica) return INT64_MAX;  // nothing is delivered here (run_schedule)
   int64_t due = timers_.busy() ? INT64_MAX : timers_.due_wall_ms();
   due = std::min(due, delayed_.due_wall_ms());
   due = std::min(due, held_.due_ms());

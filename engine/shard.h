@@ -72,7 +72,10 @@ struct ShardRequest {
     // the due halves into `checks`.
     end_transaction,
     transaction_checks,
-    list_offsets  // every consumer offset of the shard into `offsets_out`
+    list_offsets,  // every consumer offset of the shard into `offsets_out`
+    // A replica's raw log bytes from its master at local_offset (in `record`); empty: only asks
+    // for the log's ends (engine/shard_replica.cc).
+    replicate
   };
   Kind kind = Kind::append;
   uint64_t tag = 0;
@@ -369,6 +372,28 @@ class Shard final : private engine::DeliveryHost {
   void add_timer_stats(TimerStats& out) const;
 
  private:
+  // Replica (shard_replica.cc): raw bytes from a master appended at the log's end; whole
+  // records are dispatched once durable (ConsumeQueues, index); a request is answered once its
+  // bytes are durable, with the log's appended and durable ends.
+  bool handle_replicate(uint32_t slot_index, const ShardRequest& request);
+  void replica_advance();
+  // False: the index has no room yet (dispatched on a later iteration).
+  bool replica_dispatch(uint64_t log_offset, const engine::MessageView& record);
+  void replica_answer(uint32_t slot_index, uint64_t tag, io::Code code);
+  struct ReplicaWait {
+    uint32_t slot = 0;
+    uint64_t tag = 0;
+    uint64_t end = 0;  // answered once the log is durable to here
+  };
+  std::deque<ReplicaWait> replica_waits_;  // bounded by the sessions' windows
+  // The log's bytes from replica_pos_ (the first not dispatched) to its appended end: whole
+  // records are taken from the front, so it holds at most one record plus what is not durable.
+  std::vector<std::byte> replica_tail_;
+  uint64_t replica_pos_ = 0;
+  size_t replica_progress_ = 0;  // bytes of a stalled replicate request already appended
+  bool replica_failed_ = false;  // a record failed its checks: nothing more is dispatched
+  uint64_t replica_dispatched() const { return replica_pos_; }
+
   // Retention (shard_consumer.cc).
   void maybe_clean();
   void note_segment_first_timestamp(uint64_t log_offset, int64_t store_timestamp_ms);

@@ -117,6 +117,10 @@ io::Result<std::unique_ptr<Store>> Store::open(const StoreOptions& requested) {
   }
   UMQ_RETURN_IF_ERROR(check_timer_options(options));
   fit_timer_horizon(options);
+  if (options.replica) {  // a copy of a master's log: its records may be a Java broker's
+    options.log.limits.foreign_records = true;
+    options.consume_queue.start_anywhere = true;
+  }
   UMQ_RETURN_IF_ERROR(prepare_data_dir(options));
   std::unique_ptr<Store> store(new Store(options));
   for (uint32_t i = 0; i < options.max_sessions; i++) {
@@ -475,6 +479,22 @@ io::Status Session::take_transaction_checks_async(uint32_t shard, std::span<Tran
   request.kind = ShardRequest::Kind::transaction_checks;
   request.tag = tag;
   request.checks = out;
+  return post(shard, request);
+}
+
+io::Status Session::replicate_async(uint32_t shard, LogOffset offset,
+                                    std::span<const std::byte> bytes, uint64_t tag) {
+  if (shard >= store_.shards_.size()) {
+    return io::Status::error(io::Code::invalid_argument, "no shard " + std::to_string(shard));
+  }
+  if (!store_.options_.replica) {
+    return io::Status::error(io::Code::invalid_argument, "the store is not a replica");
+  }
+  ShardRequest request;
+  request.kind = ShardRequest::Kind::replicate;
+  request.tag = tag;
+  request.local_offset = offset;
+  request.record = bytes;
   return post(shard, request);
 }
 

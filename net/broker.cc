@@ -270,6 +270,7 @@ io::Status BrokerReactor::start() {
   UMQ_RETURN_IF_ERROR(open_tls());
   UMQ_RETURN_IF_ERROR(open_registrar());
   UMQ_RETURN_IF_ERROR(open_ha_server());
+  UMQ_RETURN_IF_ERROR(open_ha_client());
   return open_metrics_server();
 }
 
@@ -310,6 +311,8 @@ io::Status BrokerReactor::run() {
     if (mono_ms_ >= next_conn_sweep_ms_) close_stale_connections();
     resume_connections();
     if (registrar_) registrar_->poll(*ring_, mono_ms_, now);
+    if (ha_client_) ha_client_->poll(*ring_, mono_ms_);
+    if (slave_sync_) poll_slave_sync();
     UMQ_RETURN_IF_ERROR(poll_once(wait_timeout_ms()));
   }
   return shut_down();
@@ -326,8 +329,11 @@ io::Status BrokerReactor::poll_once(int64_t timeout_ms) {
   }
   if (buffer_bytes_ > config_.connection_buffers_max_bytes) enforce_buffer_budget();
   const bool may_sleep = session_->begin_wait();
-  io::Result<size_t> n = ring_->wait(events_.data(), events_.size(), may_sleep ? timeout_ms : 0);
+  const bool ha_may_sleep = !ha_client_ || ha_client_->begin_wait();
+  io::Result<size_t> n =
+      ring_->wait(events_.data(), events_.size(), may_sleep && ha_may_sleep ? timeout_ms : 0);
   session_->end_wait();
+  if (ha_client_) ha_client_->end_wait();
   if (!n.is_ok()) return n.status();
   mono_ms_ = clock_->monotonic_ns() / 1'000'000;
   for (size_t i = 0; i < *n; i++) on_net_completion(events_[i]);
@@ -376,6 +382,9 @@ void BrokerReactor::on_net_completion(const io::NetCompletion& c) {
       return;
     case Event::ha:
       if (ha_server_) ha_server_->on_completion(*ring_, c, mono_ms_);
+      return;
+    case Event::ha_client:
+      if (ha_client_) ha_client_->on_completion(*ring_, c, mono_ms_);
       return;
   }
 }
@@ -778,6 +787,7 @@ io::Status BrokerReactor::shut_down() {
   }
   if (metrics_server_) metrics_server_->stop(*ring_);
   if (ha_server_) ha_server_->stop(*ring_);
+  if (ha_client_) ha_client_->stop(*ring_);
   uint32_t release = new_op(BrokerOp::Kind::release, UINT32_MAX, RemotingCommand{});
   ops_[release]->queue_id = static_cast<int32_t>(store_.shard_count());
   if (!session_->release_held_pulls_async(release).is_ok()) free_op(release);

@@ -567,6 +567,8 @@ io::Status finish(BrokerConfig& c, std::string_view source,
         "namesrvListenPort and listenPort are both " + std::to_string(c.listen_port));
   }
   // Java's BrokerStartup: a master's id is 0 whatever the file says; a slave needs one above 0.
+  // A slave's store is a replica: its logs are its master's copies (engine README, "Replica").
+  c.store.replica = c.ha.role == BrokerRole::slave;
   if (c.ha.role != BrokerRole::slave) {
     c.ha.broker_id = 0;
   } else if (c.ha.broker_id <= 0) {

@@ -397,6 +397,7 @@ void BrokerReactor::handle(uint32_t conn, RemotingCommand& request,
     return reply_code(conn, request, rc::kServiceNotAvailable, "the broker is stopping");
   }
   if (acl_ != nullptr && acl_refused(conn, request, body)) return;
+  if (is_slave() && slave_refused(conn, request)) return;
   switch (request.code) {
     case req::kGetRouteInfoByTopic:
       return handle_route(conn, request);
@@ -922,7 +923,8 @@ void BrokerReactor::handle_pull(uint32_t conn, RemotingCommand& request) {
   }
   std::shared_ptr<const engine::SqlFilter> sql_filter;
   if (!pull_sql_filter(conn, request, *group, *topic, sys_flag, &sql_filter)) return;
-  if ((sys_flag & 1) != 0 && commit >= 0) {
+  // A slave does not store the offset a pull carries (RocketMQ's PullMessageProcessor).
+  if ((sys_flag & 1) != 0 && commit >= 0 && !is_slave()) {
     if (is_internal_group(*group)) {
       return reply_code(conn, request, rc::kNoPermission,
                         "consumer group " + *group +

@@ -29,6 +29,7 @@
 #include "net/client_table.h"
 #include "net/consumer_groups.h"
 #include "net/ha_server.h"
+#include "net/ha_client.h"
 #include "net/json.h"
 #include "net/lock_table.h"
 #include "net/message_batch.h"
@@ -38,6 +39,7 @@
 #include "net/presented_broker.h"
 #include "net/remote_brokers.h"
 #include "net/remoting.h"
+#include "net/slave_sync.h"
 #include "net/socket_slot.h"
 #include "net/subscription_groups.h"
 #include "net/tls.h"
@@ -297,7 +299,8 @@ class BrokerReactor {
     cancel,
     metrics,
     registrar,
-    ha
+    ha,        // the HA ports' listeners and slave connections (net/ha_server.h)
+    ha_client  // a slave's HA streams (net/ha_client.h)
   };
 
   // ---- reactor (broker.cc) ----
@@ -480,6 +483,23 @@ class BrokerReactor {
   std::string registration_table() const;
   // Stops registering: UNREGISTER_BROKER to every NameServer, answered or 3 s at most.
   void unregister_from_namesrvs();
+  // ---- a slave (broker_slave.cc) ----
+  io::Status open_ha_client();
+  // A SLAVE refuses what would append (sends, send-backs, transaction ends) as RocketMQ's
+  // slave does; true when it answered.
+  bool slave_refused(uint32_t conn, const RemotingCommand& request);
+  bool is_slave() const { return config_.ha.role == BrokerRole::slave; }
+  // SlaveSynchronize: hands SlaveSync the masters the NameServers name and applies its answers.
+  void poll_slave_sync();
+  void apply_slave_sync(const SlaveSyncAnswer& answer);
+  void apply_synced_topics(const JsonValue& doc);
+  void apply_synced_groups(const JsonValue& doc);
+  void apply_synced_offsets(uint32_t broker, const JsonValue& doc);
+  std::unique_ptr<SlaveSync> slave_sync_;
+  std::vector<std::string> sync_masters_;          // the addresses SlaveSync has
+  std::vector<std::string> sync_errors_;           // the last failure logged, per broker
+  std::string synced_delay_;                       // delayOffset.json as last written
+  std::map<std::string, int64_t> synced_offsets_;  // "broker/topic@group/queue" -> offset
   void handle_register_broker(uint32_t conn, const RemotingCommand& request,
                               std::span<const std::byte> body);
   void handle_unregister_broker(uint32_t conn, const RemotingCommand& request);
@@ -545,6 +565,7 @@ class BrokerReactor {
   std::unique_ptr<MetricsServer> metrics_server_;
   std::unique_ptr<NamesrvRegistrar> registrar_;  // namesrvAddr's registrations
   std::unique_ptr<HaServer> ha_server_;          // the HA ports (none on a slave)
+  std::unique_ptr<HaClient> ha_client_;          // brokerRole=SLAVE: the HA streams
   std::unique_ptr<io::NetRing> ring_;
   io::Waker* store_waker_;
   io::Waker* stop_waker_;

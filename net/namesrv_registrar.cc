@@ -69,7 +69,10 @@ io::Result<std::unique_ptr<NamesrvRegistrar>> NamesrvRegistrar::create(Options o
 }
 
 NamesrvRegistrar::NamesrvRegistrar(Options options, TableSource table)
-    : options_(std::move(options)), table_(std::move(table)), version_(options_.initial_version) {}
+    : options_(std::move(options)),
+      table_(std::move(table)),
+      version_(options_.initial_version),
+      masters_(options_.brokers.size()) {}
 
 NamesrvRegistrar::~NamesrvRegistrar() {
   for (auto& ch : channels_) io::close_fd(ch->fd);
@@ -256,6 +259,9 @@ void NamesrvRegistrar::on_answer(uint32_t index, const RemotingCommand& answer, 
   }
   registrations_ok_++;
   ch.backoff_ms = kFirstBackoffMs;
+  // A slave's master as this NameServer knows it (empty strings: none registered yet).
+  if (const std::string* ha = answer.ext("haServerAddr")) masters_[ch.broker].ha = *ha;
+  if (const std::string* main = answer.ext("masterAddr")) masters_[ch.broker].main = *main;
   if (!ch.logged_up) {
     log_info("broker " + name + " (" + options_.brokers[ch.broker].addr +
              ") registered with NameServer " + ch.where);

@@ -56,6 +56,12 @@ class NamesrvRegistrar {
   // Shuts every socket down (their requests complete; the sockets close with the registrar).
   void stop(io::NetRing& ring);
   DataVersion version() const { return version_; }
+  // What the latest successful registration of presented broker `broker` was answered (a
+  // NameServer names the master of the broker's name: RocketMQ's RegisterBrokerResult): its
+  // HA address (haServerAddr) and its main address (masterAddr); empty until one answered.
+  // A slave replicates from the first and synchronizes its configuration from the second.
+  const std::string& master_ha_address(uint32_t broker) const { return masters_[broker].ha; }
+  const std::string& master_address(uint32_t broker) const { return masters_[broker].main; }
   // Registrations answered 0 since start (tests, logs).
   uint64_t registrations_ok() const { return registrations_ok_; }
 
@@ -86,6 +92,11 @@ class NamesrvRegistrar {
   bool stopping_ = false;
   int64_t compared_ms_ = -1'000'000;
   uint64_t registrations_ok_ = 0;
+  struct Master {
+    std::string ha;
+    std::string main;
+  };
+  std::vector<Master> masters_;  // by presented broker
 };
 
 }  // namespace uringmq::net

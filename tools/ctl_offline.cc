@@ -284,10 +284,10 @@ void check_after_end(const ShardLog& log, size_t index, uint64_t end, ShardVerif
 
 // Scans the records; fills the shard's counts, its first corruption, and `max_offsets` (the next
 // queue offset of each queue as the log says).
-void scan_log(const ShardLog& log, uint32_t max_body_bytes, ShardVerify& shard,
+void scan_log(const ShardLog& log, const engine::CodecLimits& limits, ShardVerify& shard,
               std::map<QueueKey, int64_t>& max_offsets, ProgressBar& bar) {
   engine::DecodeOptions options;
-  options.limits.max_body_bytes = max_body_bytes;
+  options.limits = limits;
   uint64_t pos = shard.first_offset;
   for (size_t i = 0; i < log.segments.size(); i++) {
     const Segment& s = log.segments[i];
@@ -330,7 +330,8 @@ void scan_log(const ShardLog& log, uint32_t max_body_bytes, ShardVerify& shard,
 
 // Checks one unit against its record; returns what is wrong, or empty.
 std::string check_unit(const ShardLog& log, const ShardVerify& shard, const QueueKey& queue,
-                       int64_t queue_offset, const engine::CqUnit& unit, uint32_t max_body_bytes) {
+                       int64_t queue_offset, const engine::CqUnit& unit,
+                       const engine::CodecLimits& limits) {
   const uint64_t log_offset = unit.log_offset.value;  // a file position below
   if (log_offset + unit.size_bytes > shard.end_offset) {
     return "points past the log's end (" + std::to_string(shard.end_offset) + ")";
@@ -339,8 +340,6 @@ std::string check_unit(const ShardLog& log, const ShardVerify& shard, const Queu
   if (s == nullptr) return "points at no segment";
   uint64_t at = log_offset - s->base;
   if (at + unit.size_bytes > log.segment_size) return "runs past the end of its segment";
-  engine::CodecLimits limits;
-  limits.max_body_bytes = max_body_bytes;
   const std::span<const std::byte> record = s->file->bytes().subspan(at, unit.size_bytes);
   // The broker's own check before it serves a record (engine/log/message_codec.h).
   if (const char* failed = engine::check_stored_record(record, log_offset, limits)) {
@@ -377,7 +376,7 @@ struct CqFile {
 
 // Checks one queue's files. Returns the first problem, or empty; `last` is its next offset.
 std::string check_queue(const ShardLog& log, ShardVerify& shard, const QueueKey& queue,
-                        const std::vector<CqFile>& files, uint32_t max_body_bytes,
+                        const std::vector<CqFile>& files, const engine::CodecLimits& limits,
                         int64_t* next_offset) {
   std::optional<int64_t> first_empty;
   uint64_t last_end = 0;
@@ -408,7 +407,7 @@ std::string check_queue(const ShardLog& log, ShardVerify& shard, const QueueKey&
         shard.units_expired++;
         continue;
       }
-      std::string problem = check_unit(log, shard, queue, offset, *unit, max_body_bytes);
+      std::string problem = check_unit(log, shard, queue, offset, *unit, limits);
       if (!problem.empty()) return at + problem;
       shard.units++;
     }
@@ -446,7 +445,7 @@ io::Result<std::map<QueueKey, std::vector<CqFile>>> list_queues(const std::strin
 }
 
 void check_queues(const ShardLog& log, ShardVerify& shard,
-                  const std::map<QueueKey, int64_t>& log_max, uint32_t max_body_bytes) {
+                  const std::map<QueueKey, int64_t>& log_max, const engine::CodecLimits& limits) {
   io::Result<std::map<QueueKey, std::vector<CqFile>>> queues = list_queues(log.dir);
   if (!queues.is_ok()) {
     shard.cq_corruption = queues.status().to_string();
@@ -456,7 +455,7 @@ void check_queues(const ShardLog& log, ShardVerify& shard,
     shard.queues++;
     int64_t next = 0;
     if (!files.empty()) next = static_cast<int64_t>(files.front().first_unit);
-    std::string problem = check_queue(log, shard, queue, files, max_body_bytes, &next);
+    std::string problem = check_queue(log, shard, queue, files, limits, &next);
     if (!problem.empty()) {
       shard.cq_corruption = problem;
       return;
@@ -587,6 +586,9 @@ io::Result<VerifyReport> verify_store(const VerifyOptions& options) {
   }
   std::sort(shard_dirs.begin(), shard_dirs.end());
   VerifyReport report;
+  engine::CodecLimits limits;
+  limits.max_body_bytes = options.max_body_bytes;
+  limits.foreign_records = options.foreign_records;
   std::vector<ShardLog> logs(shard_dirs.size());
   uint64_t total = 0;
   for (size_t i = 0; i < shard_dirs.size(); i++) {
@@ -602,9 +604,9 @@ io::Result<VerifyReport> verify_store(const VerifyOptions& options) {
     ShardVerify& shard = report.shards[i];
     std::map<QueueKey, int64_t> log_max;
     if (shard.log_corruption.empty()) {
-      scan_log(logs[i], options.max_body_bytes, shard, log_max, bar);
+      scan_log(logs[i], limits, shard, log_max, bar);
     }
-    check_queues(logs[i], shard, log_max, options.max_body_bytes);
+    check_queues(logs[i], shard, log_max, limits);
     check_checkpoint(shard_dirs[i].second, shard);
     check_consumer_offsets(shard_dirs[i].second, shard);
     logs[i].segments.clear();  // unmap

@@ -29,6 +29,9 @@ struct VerifyOptions {
   std::string dir;  // storePathRootDir: holds shard-<i>/
   // Body limit given to the decoder; at least the largest maxMessageSize the log was written with.
   uint32_t max_body_bytes = 64u << 20;
+  // The store is a replica (brokerRole=SLAVE) of a RocketMQ master: records without uringmq's
+  // record CRC property are accepted, as the replica itself accepts them.
+  bool foreign_records = false;
   // Progress bar (bytes scanned / total, MB/s) written here with '\r'; null: none.
   std::FILE* progress = nullptr;
 };

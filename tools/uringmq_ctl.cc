@@ -77,6 +77,9 @@ void add_verify(CLI::App& app, Commands& c) {
                 "largest body the log was written with, bytes")
       ->check(CLI::Range(1u, 1u << 30));
   v->add_flag("--no-progress", c.verify_no_progress, "no progress bar on a terminal");
+  v->add_flag("--replica", c.verify.foreign_records,
+              "the store of a SLAVE: records a RocketMQ master wrote (without uringmq's record "
+              "CRC) are accepted");
   v->callback([&c] { c.rc = run_verify(c); });
 }
 

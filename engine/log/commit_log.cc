@@ -53,6 +53,8 @@ io::Status completion_error(int64_t result, const std::string& what) {
 constexpr uint32_t kWriteSlots = 64;
 // The allocator class's request index of the zero write ahead of the writer (0: preparation).
 constexpr uint64_t kZeroAheadIndex = 1;
+// The retention class's request index of the directory fsync after rebase_empty (0: retention).
+constexpr uint64_t kRebaseSyncIndex = 1;
 constexpr size_t kCheckpointBlockBytes = 4096;
 constexpr std::string_view kLockFile = "lock";
 constexpr std::string_view kAbortFile = "abort";
@@ -433,6 +435,117 @@ io::Status CommitLog::switch_buffer() {
   }
   fresh.fill = fresh.submitted = carry;
   current_buffer_ = next;
+  return io::Status::ok();
+}
+
+// ---- Raw appends (a replica) ----
+
+io::Status CommitLog::check_open() const {
+  if (closing_ || closed_) {
+    return io::Status::error(io::Code::shut_down, "CommitLog " + options_.dir + " is closing");
+  }
+  if (!fail_status_.is_ok()) {
+    return io::Status::error(
+        io::Code::fail_stopped,
+        "CommitLog " + options_.dir + " stopped after: " + fail_status_.to_string());
+  }
+  return io::Status::ok();
+}
+
+io::Status CommitLog::append_raw(LogOffset offset, std::span<const std::byte> bytes) {
+  UMQ_RETURN_IF_ERROR(check_open());
+  if (offset.value != appended_) {
+    return io::Status::error(io::Code::invalid_argument,
+                             "replicated bytes at log offset " + std::to_string(offset.value) +
+                                 " but " + options_.dir + " ends at " + std::to_string(appended_));
+  }
+  if (bytes.empty()) return io::Status::ok();
+  if (rebase_sync_ != RebaseSync::none) {
+    return io::Status::error(io::Code::busy, "the log's new first segment is not durable yet");
+  }
+  if (bytes.size() + 2 * io::kDirectAlignment > options_.write_buffer_bytes) {
+    return io::Status::error(io::Code::invalid_argument,
+                             "replicated chunk of " + std::to_string(bytes.size()) +
+                                 " bytes is larger than a write buffer allows");
+  }
+  const uint64_t segment_size = options_.segment_size_bytes;
+  if (appended_ == writer_segment_ + segment_size) UMQ_RETURN_IF_ERROR(roll_raw());
+  if (appended_ + bytes.size() > writer_segment_ + segment_size) {
+    return io::Status::error(io::Code::invalid_argument, "replicated chunk at log offset " +
+                                                             std::to_string(appended_) + " of " +
+                                                             std::to_string(bytes.size()) +
+                                                             " bytes crosses the end of segment " +
+                                                             segment_name(writer_segment_));
+  }
+  const WriteBuffer& current = buffers_[current_buffer_];
+  if (current.segment_base != writer_segment_ ||
+      appended_ + bytes.size() > current.log_start + options_.write_buffer_bytes) {
+    UMQ_RETURN_IF_ERROR(switch_buffer());
+  }
+  WriteBuffer& buffer = buffers_[current_buffer_];
+  std::memcpy(buffer.data + (appended_ - buffer.log_start), bytes.data(), bytes.size());
+  buffer.fill += bytes.size();
+  appended_ += bytes.size();
+  UMQ_ASSERT(buffer.fill <= options_.write_buffer_bytes);
+  UMQ_ASSERT(appended_ <= writer_segment_ + segment_size);
+  return io::Status::ok();
+}
+
+// The writer's segment is full (the master sent its tail whole): the prepared one takes over.
+io::Status CommitLog::roll_raw() {
+  if (alloc_step_ != AllocStep::ready) {
+    if (!alloc_status_.is_ok() && now_ms() < alloc_retry_at_ms_) return alloc_status_;
+    roll_waiting_ = true;
+    return io::Status::error(io::Code::busy, "the next segment is still being prepared");
+  }
+  UMQ_ASSERT(alloc_base_ == appended_);
+  segments_.push_back(
+      Segment{.base = alloc_base_, .file = alloc_file_, .read_file = {}, .dirty = false});
+  alloc_file_ = io::FileHandle{};
+  alloc_step_ = AllocStep::idle;
+  writer_segment_ = appended_;
+  return io::Status::ok();
+}
+
+io::Status CommitLog::rebase_empty(LogOffset base) {
+  UMQ_RETURN_IF_ERROR(check_open());
+  const uint64_t segment_size = options_.segment_size_bytes;
+  if (base.value % segment_size != 0) {
+    return io::Status::error(io::Code::invalid_argument,
+                             "log base " + std::to_string(base.value) +
+                                 " is not a multiple of the segment size " +
+                                 std::to_string(segment_size));
+  }
+  if (segments_.size() != 1 || appended_ != segments_.front().base) {
+    return io::Status::error(io::Code::invalid_argument,
+                             options_.dir + " is not empty (it ends at " +
+                                 std::to_string(appended_) + "): it cannot move to " +
+                                 std::to_string(base.value));
+  }
+  if (base.value == appended_) return io::Status::ok();
+  const bool alloc_settled = alloc_step_ == AllocStep::idle || alloc_step_ == AllocStep::ready;
+  if (ops_in_flight_ > 0 || ack_count_ > 0 || !alloc_settled) {
+    return io::Status::error(io::Code::busy, "IO in flight; the log moves once it is done");
+  }
+  if (alloc_step_ == AllocStep::ready) {  // prepared for the old base: prepared again later
+    disk_.close(alloc_file_);
+    alloc_file_ = io::FileHandle{};
+    alloc_step_ = AllocStep::idle;
+    UMQ_RETURN_IF_ERROR(disk_.remove(io::path_join(segment_dir_, segment_name(alloc_base_))));
+  }
+  // The empty segment (fallocated, its zeros as far as they went) takes the new name; appends
+  // wait for the directory fsync that makes the name durable (rebase_sync_).
+  Segment& segment = segments_.back();
+  UMQ_RETURN_IF_ERROR(disk_.rename(io::path_join(segment_dir_, segment_name(segment.base)),
+                                   io::path_join(segment_dir_, segment_name(base.value))));
+  segment.base = base.value;
+  writer_segment_ = appended_ = written_ = durable_ = base.value;
+  for (WriteBuffer& b : buffers_) b.fill = b.submitted = b.seal_end = 0;
+  WriteBuffer& first = buffers_[current_buffer_];
+  first.log_start = first.segment_base = base.value;
+  oldest_unsubmitted_ = current_buffer_;
+  ahead_.base = base.value;
+  rebase_sync_ = RebaseSync::wanted;
   return io::Status::ok();
 }
 
@@ -996,6 +1109,12 @@ void CommitLog::poll(io::Wait wait) {
 
 void CommitLog::submit_work() {
   if (closed_) return;
+  if (rebase_sync_ == RebaseSync::wanted) {
+    io::IoRequest req = single_op_request(OpClass::retention, segment_dir_handle_);
+    req.kind = io::OpKind::fsync;
+    req.user_data = tag_of(OpClass::retention, kRebaseSyncIndex);
+    if (submit_op(req)) rebase_sync_ = RebaseSync::in_flight;
+  }
   submit_writes();
   maybe_sync();
   maybe_checkpoint();
@@ -1047,6 +1166,14 @@ void CommitLog::complete(const io::IoCompletion& completion) {
       on_checkpoint_done(completion.result);
       break;
     case OpClass::retention:
+      if (index == kRebaseSyncIndex) {
+        rebase_sync_ = RebaseSync::none;
+        if (completion.result < 0) {
+          fail_stop(completion_error(completion.result,
+                                     "fsync of " + segment_dir_ + " after moving the log's base"));
+        }
+        break;
+      }
       retention_sync_in_flight_ = false;
       if (completion.result < 0) {
         fail_stop(completion_error(completion.result,

@@ -129,6 +129,24 @@ class CommitLog final : public sched::Participant {
   // no_space (the next segment could not be allocated), fail_stopped, shut_down.
   io::Result<AppendResult> append(const MessageInput& input, int64_t queue_offset, uint64_t tag);
 
+  // ---- Replica (a copy of a master's log, StoreOptions::replica) ----
+  // Appends raw log bytes copied from a master at `offset`, which must be appended_offset():
+  // records may be split anywhere between two calls, a sealed segment's tail comes whole (the
+  // blank record and its padding), and `bytes` never cross a segment end. The bytes go out
+  // through the write buffers like appends (no acknowledgements: the caller watches
+  // durable_offset()). Errors: invalid_argument (another offset, a chunk crossing a segment
+  // end or larger than a write buffer less 8 KiB; names both offsets), busy (buffers in flight,
+  // or the next segment is not ready yet: poll and retry), no_space, fail_stopped, shut_down.
+  io::Status append_raw(LogOffset offset, std::span<const std::byte> bytes);
+  // Moves an empty log (nothing appended since its first segment) to start at `base`, a
+  // multiple of the segment size: its empty segment is renamed to base (a prepared next one is
+  // removed) and the directory fsynced through the ring; append_raw() answers busy until that
+  // fsync completed, so no byte is written under a name a crash could undo. Recovery then finds
+  // the log starting at base (a checkpoint below the first segment is read as its start). A
+  // replica's log starts where its master's stream does. Errors: invalid_argument (not empty,
+  // base not aligned), busy (the log's IO in flight: poll and retry).
+  io::Status rebase_empty(LogOffset base);
+
   // Drives IO: submits buffered bytes, flushes, prepares segments, writes checkpoints, reaps
   // completions. Wait::at_least_one blocks until some IO completes (if any is in flight).
   // Equivalent to submit_work(), disk.poll(), complete() for each completion, submit_work().
@@ -234,6 +252,8 @@ class CommitLog final : public sched::Participant {
                    uint64_t checkpoint_offset);
   io::Status reserve(uint32_t size_bytes);
   io::Status roll_segment();
+  io::Status roll_raw();
+  io::Status check_open() const;
   io::Status switch_buffer();
   Segment* find_segment(uint64_t base);
   void submit_writes();
@@ -352,6 +372,9 @@ class CommitLog final : public sched::Participant {
   bool retention_sync_in_flight_ = false;
   uint64_t checkpoint_written_ = 0;  // bytes of the checkpoint write completed
   int64_t last_checkpoint_ms_ = 0;
+
+  enum class RebaseSync : uint8_t { none, wanted, in_flight };
+  RebaseSync rebase_sync_ = RebaseSync::none;  // rebase_empty()'s directory fsync
 
   io::Status fail_status_;
   bool closing_ = false;

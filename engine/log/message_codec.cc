@@ -247,7 +247,9 @@ const char* check_record_crc(std::span<const std::byte> record, MessageView& v,
     if (find_property(v.properties, kPropertyRecordCrc)) {
       return "record CRC property malformed or not the last property";
     }
-    if (options.require_record_crc) return "record CRC property missing";
+    if (options.require_record_crc && !options.limits.foreign_records) {
+      return "record CRC property missing";
+    }
     v.user_properties = v.properties;
     return nullptr;
   }

@@ -39,7 +39,7 @@ namespace {
 
 // user_data: sched::TagClass::consume_queue in the top byte, the operation in the next, a slot
 // index below.
-enum class CqOp : uint64_t { write = 1, sync = 2, dir_sync = 3, read = 4 };
+enum class CqOp : uint64_t { write = 1, sync = 2, dir_sync = 3, read = 4, fill = 5 };
 constexpr uint64_t user_data_of(CqOp op, uint32_t slot) {
   return sched::tag_of(sched::TagClass::consume_queue, (static_cast<uint64_t>(op) << 48) | slot);
 }
@@ -290,6 +290,14 @@ struct OpSlot {
   int64_t to = 0;
   io::FileHandle dir;  // dir_sync: the directory handle, closed at completion
   std::string dir_path;
+  std::vector<std::byte> fill;  // fill: the filler units being written
+};
+
+// Filler units below a replica queue's first unit, waiting to be written (start_rebuilt_queue).
+struct PendingFill {
+  QueueIndex queue = 0;
+  int64_t file_base = 0;
+  std::vector<std::byte> units;
 };
 
 struct ReadSlot {
@@ -348,6 +356,9 @@ struct CqStore::Impl {
   io::Result<io::FileHandle> handle_of(Queue& q, CqFile& f);
 
   void submit_writes();
+  void submit_fills();
+  void on_fill_done(uint32_t slot, int64_t result);
+  std::vector<PendingFill> pending_fills;  // a replica's filler units, written asynchronously
   bool submit_write(QueueIndex qi);
   void maybe_start_cycle();
   void advance_cycle();
@@ -727,7 +738,11 @@ io::Status CqStore::Impl::start_rebuilt_queue(QueueIndex qi, int64_t queue_offse
   for (size_t at = 0; at < fillers.size(); at += kCqUnitBytes) {
     put_u32(fillers.data() + at + 8, kCqFillerSize);
   }
-  if (!fillers.empty()) {
+  if (!fillers.empty() && !q.rebuild) {
+    // A replica's queue at run time (CqStoreOptions::start_anywhere): the disk is shared with
+    // the shard's other parts, so the fillers go out through the ring (submit_fills).
+    pending_fills.push_back(PendingFill{qi, base, std::move(fillers)});
+  } else if (!fillers.empty()) {
     io::Result<io::FileHandle> handle = handle_of(q, f);
     if (!handle.is_ok()) return handle.status();
     UMQ_RETURN_IF_ERROR(io::write_exact(disk, *handle, 0, fillers, "fill " + file_path(q, base)));
@@ -879,7 +894,8 @@ io::Status CqStore::append(QueueIndex queue, QueueOffset queue_at, const CqUnit&
     return io::Status::error(io::Code::fail_stopped,
                              "ConsumeQueues fail-stopped: " + m.fail_status.to_string());
   }
-  if (queue_offset > q.max_offset && q.rebuild && q.files.empty()) {
+  if (queue_offset > q.max_offset && (q.rebuild || m.options.start_anywhere) && q.files.empty() &&
+      q.max_offset == 0) {
     UMQ_RETURN_IF_ERROR(m.start_rebuilt_queue(queue, queue_offset));
   }
   if (queue_offset > q.max_offset) {
@@ -1041,6 +1057,7 @@ std::optional<uint32_t> CqStore::Impl::submit_file_op(CqOp op, QueueIndex qi, Cq
 }
 
 void CqStore::Impl::submit_writes() {
+  submit_fills();
   for (size_t i = 0; i < dirty_queues.size();) {
     Queue& q = queues[dirty_queues[i]];
     if (!q.write_in_flight && q.written_upto == q.max_offset) {
@@ -1087,6 +1104,42 @@ void CqStore::Impl::mark_dirty(QueueIndex qi, CqFile& f) {
   dirty_files.push_back(FileRef{qi, f.base});
 }
 
+void CqStore::Impl::submit_fills() {
+  while (!pending_fills.empty() && fail_status.is_ok() && !op_pool.full()) {
+    PendingFill& p = pending_fills.back();
+    CqFile* f = find_file(queues[p.queue], p.file_base);
+    UMQ_ASSERT(f != nullptr);
+    io::IoRequest req;
+    req.kind = io::OpKind::write;
+    req.file_offset = 0;
+    req.length_bytes = p.units.size();
+    req.buffer = p.units.data();
+    const std::optional<uint32_t> slot = submit_file_op(CqOp::fill, p.queue, *f, req);
+    if (!slot) return;
+    ops[*slot].fill = std::move(p.units);  // the heap buffer the request points at moves along
+    pending_fills.pop_back();
+  }
+}
+
+void CqStore::Impl::on_fill_done(uint32_t slot, int64_t result) {
+  const OpSlot op = std::move(ops[slot]);
+  ops[slot].fill = {};
+  release_op_slot(slot);
+  Queue& q = queues[op.queue];
+  CqFile* f = find_file(q, op.file_base);
+  UMQ_ASSERT(f != nullptr);
+  UMQ_ASSERT(f->ops_in_flight > 0);
+  f->ops_in_flight--;
+  if (result < 0 || static_cast<uint64_t>(result) != op.fill.size()) {
+    fail_stop(result < 0 ? io::Status::from_errno(static_cast<int>(-result),
+                                                  "fill " + file_path(q, op.file_base))
+                         : io::Status::error(io::Code::io_error,
+                                             "fill " + file_path(q, op.file_base) + " was short"));
+    return;
+  }
+  mark_dirty(op.queue, *f);
+}
+
 void CqStore::Impl::on_write_done(uint32_t slot, int64_t result) {
   const OpSlot op = ops[slot];
   release_op_slot(slot);
@@ -1125,7 +1178,7 @@ bool CqStore::Impl::early_cycle_due() const {
 
 bool CqStore::Impl::has_unsynced_work() const {
   return dispatched > durable_dispatched || !dirty_queues.empty() || !dirty_files.empty() ||
-         !pending_dirs.empty();
+         !pending_dirs.empty() || !pending_fills.empty();
 }
 
 void CqStore::Impl::maybe_start_cycle() {
@@ -1271,6 +1324,8 @@ void CqStore::complete(const io::IoCompletion& completion) {
   m.ops_in_flight--;
   if (op == CqOp::write) {
     m.on_write_done(slot, completion.result);
+  } else if (op == CqOp::fill) {
+    m.on_fill_done(slot, completion.result);
   } else {
     m.on_sync_done(slot, completion.result);
   }
@@ -1290,7 +1345,8 @@ int64_t CqStore::next_deadline_ms() const {
 }
 
 size_t CqStore::pending_work() const {
-  return impl_->ops_in_flight + impl_->reads_in_flight + impl_->dirty_queues.size();
+  return impl_->ops_in_flight + impl_->reads_in_flight + impl_->dirty_queues.size() +
+         impl_->pending_fills.size();
 }
 
 // ---- Retention ----

@@ -111,6 +111,9 @@ struct Completion {
   QueueOffset min_offset;
   QueueOffset max_offset;
   QueueOffset next_offset;
+  // replicate (a replica's raw bytes): the shard's CommitLog ends after the request.
+  LogOffset log_appended;
+  LogOffset log_durable;
 };
 
 }  // namespace uringmq

@@ -64,6 +64,12 @@ struct HostAddress {
 
 struct CodecLimits {
   uint32_t max_body_bytes = 4 * 1024 * 1024;  // maxMessageSize (a body limit), bytes
+  // A foreign log: the records of a replica of a RocketMQ (Java) master lack uringmq's record
+  // CRC property. true: a record without it is accepted (its BODYCRC, lengths and position are
+  // still checked); one that carries it (uringmq's own) is checked whole as always. Every
+  // reader that takes its options from these limits (recovery, scrub, dispatch, pulls, verify)
+  // follows it. false (default): the property is required.
+  bool foreign_records = false;
 };
 
 enum class FlushMode : uint8_t { sync_flush, async_flush };
@@ -154,6 +160,10 @@ struct CqStoreOptions {
   uint32_t memory_units_per_queue = 4096;     // newest units kept in memory per queue (power of 2)
   int64_t flush_interval_ms = 1000;           // FlushConsumeQueueService's interval
   uint32_t max_queues = 65536;                // queues one shard may own
+  // A replica's queues: a queue with no files takes its first unit at any queue offset (the
+  // QUEUEOFFSET its first replicated record carries); its first file starts with RocketMQ's
+  // filler units below it (ConsumeQueue.fillPreBlank). false: a first unit above 0 is a gap.
+  bool start_anywhere = false;
 };
 
 // The message index of a shard (engine/queues/index_store.h): RocketMQ's IndexFile sizes.
@@ -274,6 +284,13 @@ struct StoreOptions {
   // caller names each queue request's shard (Session calls with a shard), so a queue may exist
   // in every shard, and a shard accepts any queue (e.g. a transaction's real queue).
   bool caller_places_queues = false;
+  // A replica (the broker's brokerRole=SLAVE): every shard's CommitLog is a copy of a master's,
+  // taken as raw bytes (Session::replicate_async) and dispatched into its queues and index; no
+  // delay-level or timer delivery, no transaction checks and no other append of the shard's
+  // own run on it, and records without uringmq's record CRC are accepted (foreign records:
+  // a Java master's). Store::open sets log.limits.foreign_records and
+  // consume_queue.start_anywhere from it.
+  bool replica = false;
   // Permission bits of every file and directory the store creates, set exactly (the umask
   // neither widens nor narrows them). Files a store already holds keep theirs.
   uint32_t file_mode = 0640;

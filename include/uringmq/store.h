@@ -280,6 +280,15 @@ class Session {
   // replication (a slave's GET_ALL_CONSUMER_OFFSET), not for a hot path.
   io::Status list_offsets_async(uint32_t shard, std::vector<ConsumerOffsetEntry>* out,
                                 uint64_t tag);
+  // A replica (StoreOptions::replica): appends `bytes`, its master's CommitLog bytes at log
+  // offset `offset`, to shard `shard`'s log (records may be split anywhere between requests; a
+  // request never crosses a segment end; an empty replica moves to a segment-aligned offset
+  // first). Completes once the bytes are durable; log_appended and log_durable are the shard's
+  // log ends then (what the replica reports to its master). Empty `bytes`: completes at once
+  // with the ends. invalid_argument: the store is no replica, or `offset` is not the log's end
+  // (nothing appended; log_appended says where it ends). `bytes` stay valid until completion.
+  io::Status replicate_async(uint32_t shard, LogOffset offset, std::span<const std::byte> bytes,
+                             uint64_t tag);
   // Answers this session's held pulls at once (no new message) on every shard; one completion
   // with `tag` per shard. For a front end that is shutting down.
   io::Status release_held_pulls_async(uint64_t tag);
