@@ -1,8 +1,8 @@
 # bench/broker_load.sh: sourced by the network benchmarks (compare.sh's network section,
 # batch_produce.sh, transactional_produce.sh): start and stop one server at a time, wait for its
-# port, and (one_load) a fresh uringmq-broker (SYNC_FLUSH, 8 queues a topic, a free loopback
-# port) under one uringmq-net-bench load; the produce scripts collect the runs' JSON lines as
-# "MODE RUN {json}" and summarise them in their own python.
+# port, and (one_load) a fresh uringmq-broker (SYNC_FLUSH, or $FLUSH; 8 queues a topic, a free
+# loopback port) under one uringmq-net-bench load; the produce scripts collect the runs' JSON
+# lines as "MODE RUN {json}" and summarise them in their own python.
 # one_load needs: build (the build dir), data (a scratch dir, removed and recreated per run),
 # CONNS, BYTES, SECONDS_, WARMUP; EXTRA_CONF (optional): more broker.conf lines; BEFORE_LOAD
 # (optional): a command run with the broker's port once it listens, before the load (a slave
@@ -35,8 +35,8 @@ one_load() {
   rm -rf "$data" && mkdir -p "$data"
   local port
   port=$(free_port)
-  printf 'storePathRootDir=%s\nlistenPort=%s\nnamesrvListenPort=0\nflushDiskType=SYNC_FLUSH\n%s\n' \
-    "$data/store" "$port" "mappedFileSizeCommitLog=$segment
+  printf 'storePathRootDir=%s\nlistenPort=%s\nnamesrvListenPort=0\nflushDiskType=%s\n%s\n' \
+    "$data/store" "$port" "${FLUSH:-SYNC_FLUSH}" "mappedFileSizeCommitLog=$segment
 defaultTopicQueueNums=8
 logLevel=warn" >"$data/broker.conf"
   [ -n "${EXTRA_CONF:-}" ] && printf '%s\n' "$EXTRA_CONF" >>"$data/broker.conf"

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Produce over TLS against plaintext, over loopback, SYNC_FLUSH: uringmq-net-bench against a
+# Produce over TLS against plaintext, over loopback, SYNC_FLUSH (FLUSH=ASYNC_FLUSH: the network
+# path's CPU without the disk's latency): uringmq-net-bench against a
 # fresh uringmq-broker for each measurement, the broker in tls.server.mode=permissive with a
 # test certificate (EC P-256) in every run, so the only difference is the client: plain, or
 # --tls 1. The two interleaved, RUNS of each; prints every run's JSON, the medians (messages/s),

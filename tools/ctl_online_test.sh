@@ -143,6 +143,13 @@ grep -q "Diff Total: 2" <<< "$out" || fail "group lag after reset by time: $out"
 [[ $? == 2 ]] || fail "a usage error must exit 2"
 "$ctl" broker status --addr "$addr" | grep "putMessageTimesTotal" > /dev/null ||
   fail "broker status"
+"$ctl" broker status --addr "$addr" | grep -E "^commitLogMaxOffset +[1-9]" > /dev/null ||
+  fail "broker status: commitLogMaxOffset"
+# ha lag of a broker against itself: caught up; ha fence of a group nobody registered: 0 topics.
+out=$("$ctl" ha lag --master "$addr" --slave "$addr") || fail "ha lag: $out"
+grep -q "holds everything" <<< "$out" || fail "ha lag: $out"
+out=$("$ctl" ha fence -n "$addr" -b nobody) || fail "ha fence: $out"
+grep -q "wiped on 0 topics" <<< "$out" || fail "ha fence: $out"
 "$ctl" topic delete --addr "$addr" --topic Adm > /dev/null
 "$ctl" topic list --addr "$addr" | grep -x "Adm" > /dev/null && fail "topic delete left Adm"
 "$ctl" --version | grep -E "^uringmq-ctl [0-9]+\.[0-9]+\.[0-9]+$" > /dev/null ||
