@@ -193,6 +193,10 @@ std::string set_ipv4(std::string& out, std::string_view text, bool allow_any) {
 }
 
 std::string set_ha_address(std::string& out, std::string_view text) {
+  if (text.empty()) {  // none: the NameServer's answer names the master
+    out.clear();
+    return {};
+  }
   const size_t colon = text.rfind(':');
   if (colon == std::string_view::npos) return "is not an address (ip:port)";
   std::string host;
