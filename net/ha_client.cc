@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "engine/log/byte_order.h"
+#include "net/ha_protocol.h"
 #include "net/log.h"
 #include "net/remoting_client.h"
 
@@ -14,8 +15,6 @@ namespace {
 constexpr uint32_t kOpConnect = 0;
 constexpr uint32_t kOpRecv = 1;
 constexpr uint32_t kOpSend = 2;
-constexpr size_t kHeaderBytes = 12;  // int64 log offset, int32 size
-constexpr size_t kReportBytes = 8;   // int64 log offset
 constexpr int64_t kFirstBackoffMs = 1000;
 // Store request tags: the stream in the top 16 bits, the kind below.
 constexpr uint64_t kTagQuery = 1;
@@ -46,7 +45,7 @@ struct HaClient::Stream {
   uint64_t expected = 0;  // the log offset the next chunk must carry (0: the replica is empty)
   uint64_t durable = 0;   // the replica's durable offset, as the store last said
   uint64_t reported = 0;
-  std::array<std::byte, kReportBytes> out{};
+  std::array<std::byte, kHaReportBytes> out{};
   size_t out_sent = 0;
   bool report_wanted = false;  // a report waits for the send in flight
   uint64_t bytes = 0;
@@ -239,11 +238,11 @@ bool HaClient::post_frames(io::NetRing& ring, uint32_t index, int64_t mono_ms) {
     s.in_bytes -= s.posted;
     s.posted = 0;
   }
-  while (s.in_bytes - s.posted >= kHeaderBytes) {
+  while (s.in_bytes - s.posted >= kHaHeaderBytes) {
     const std::byte* h = s.in.data() + s.posted;
     const uint64_t offset = engine::get_u64(h);
     const int32_t size = static_cast<int32_t>(engine::get_u32(h + 8));
-    if (size < 0 || static_cast<size_t>(size) > kInputBytes - kHeaderBytes) {
+    if (size < 0 || static_cast<size_t>(size) > kInputBytes - kHaHeaderBytes) {
       fail(ring, index,
            "the master sent a chunk of " + std::to_string(size) +
                " bytes, more than the 4 MiB input buffer holds",
@@ -257,9 +256,9 @@ bool HaClient::post_frames(io::NetRing& ring, uint32_t index, int64_t mono_ms) {
            mono_ms);
       return false;
     }
-    if (s.in_bytes - s.posted < kHeaderBytes + static_cast<size_t>(size)) break;
+    if (s.in_bytes - s.posted < kHaHeaderBytes + static_cast<size_t>(size)) break;
     if (size > 0) {
-      std::span<const std::byte> chunk(h + kHeaderBytes, static_cast<size_t>(size));
+      std::span<const std::byte> chunk(h + kHaHeaderBytes, static_cast<size_t>(size));
       io::Status st =
           session_->replicate_async(index, LogOffset{offset}, chunk, store_tag(index, kTagChunk));
       if (st.code() == io::Code::busy) break;  // a completion frees the window: posted then
@@ -271,7 +270,7 @@ bool HaClient::post_frames(io::NetRing& ring, uint32_t index, int64_t mono_ms) {
       s.expected = offset + static_cast<uint64_t>(size);
       s.bytes += static_cast<uint64_t>(size);
     }
-    s.posted += kHeaderBytes + static_cast<size_t>(size);
+    s.posted += kHaHeaderBytes + static_cast<size_t>(size);
   }
   return true;
 }

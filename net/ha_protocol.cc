@@ -3,31 +3,20 @@
 #include <algorithm>
 #include <cstring>
 
+#include "engine/log/byte_order.h"
 #include "io/assert.h"
 
 namespace uringmq::net {
 
 void encode_ha_header(uint64_t offset, uint32_t size_bytes, std::byte* out) {
-  for (int i = 0; i < 8; i++) out[i] = static_cast<std::byte>(offset >> (56 - 8 * i));
-  for (int i = 0; i < 4; i++) out[8 + i] = static_cast<std::byte>(size_bytes >> (24 - 8 * i));
-}
-
-uint64_t decode_be64(const std::byte* in) {
-  uint64_t v = 0;
-  for (int i = 0; i < 8; i++) v = (v << 8) | static_cast<uint8_t>(in[i]);
-  return v;
-}
-
-uint32_t decode_be32(const std::byte* in) {
-  uint32_t v = 0;
-  for (int i = 0; i < 4; i++) v = (v << 8) | static_cast<uint8_t>(in[i]);
-  return v;
+  engine::put_u64(out, offset);
+  engine::put_u32(out + 8, size_bytes);
 }
 
 std::optional<uint64_t> last_report(std::span<const std::byte> bytes) {
   if (bytes.size() < kHaReportBytes) return std::nullopt;
   const size_t last = bytes.size() - bytes.size() % kHaReportBytes - kHaReportBytes;
-  return decode_be64(bytes.data() + last);
+  return engine::get_u64(bytes.data() + last);
 }
 
 uint64_t start_offset(uint64_t requested, uint64_t max_offset, uint64_t segment_bytes) {
@@ -88,8 +77,8 @@ WalkResult finish_read(TransferCursor& cursor, const ChunkPlan& plan, std::span<
   UMQ_ASSERT(cursor.blank || pos >= plan.offset);
   while (!cursor.blank && pos + kHaRecordHeaderBytes <= walk_end) {
     const std::byte* header = data.data() + (pos - plan.offset);
-    const uint32_t size = decode_be32(header);
-    const uint32_t magic = decode_be32(header + 4);
+    const uint32_t size = engine::get_u32(header);
+    const uint32_t magic = engine::get_u32(header + 4);
     const uint64_t seg_end = segment_base(pos, segment_bytes) + segment_bytes;
     if (magic == kHaBlankMagic) {
       if (size != seg_end - pos) return WalkResult{0, not_a_record(pos, size, magic)};

@@ -33,8 +33,6 @@ static_assert(kHaHeaderBytes == sizeof(int64_t) + sizeof(int32_t));
 
 // Writes the master's 12-byte header into out[0, 12).
 void encode_ha_header(uint64_t offset, uint32_t size_bytes, std::byte* out);
-uint64_t decode_be64(const std::byte* in);
-uint32_t decode_be32(const std::byte* in);
 
 // The slave's reports in bytes[0, n): the last complete 8-byte offset (none when n < 8).
 std::optional<uint64_t> last_report(std::span<const std::byte> bytes);

@@ -10,16 +10,6 @@
 namespace uringmq::net {
 namespace {
 
-uint32_t index_of(uint64_t user_data) {
-  return static_cast<uint32_t>(user_data);
-}
-uint16_t generation_of(uint64_t user_data) {
-  return static_cast<uint16_t>(user_data >> 32);
-}
-uint8_t op_of(uint64_t user_data) {
-  return static_cast<uint8_t>(user_data >> 48);
-}
-
 std::string peer_of(int fd) {
   uint8_t a[4] = {};
   uint16_t port = 0;
@@ -66,8 +56,7 @@ HaServer::~HaServer() {
 
 uint64_t HaServer::tag(Op op, uint32_t index) const {
   const uint16_t generation = index < slaves_.size() ? slaves_[index].generation : 0;
-  return (uint64_t{options_.event} << 56) | (uint64_t{static_cast<uint8_t>(op)} << 48) |
-         (uint64_t{generation} << 32) | index;
+  return slot_tag(options_.event, static_cast<uint8_t>(op), generation, index);
 }
 
 uint64_t HaServer::store_tag(uint32_t index) const {
@@ -89,14 +78,14 @@ void HaServer::arm_accept(io::NetRing& ring, uint32_t shard) {
 }
 
 void HaServer::on_completion(io::NetRing& ring, const io::NetCompletion& c, int64_t mono_ms) {
-  const Op op = static_cast<Op>(op_of(c.user_data));
-  const uint32_t index = index_of(c.user_data);
+  const Op op = static_cast<Op>(slot_tag_op(c.user_data));
+  const uint32_t index = slot_tag_index(c.user_data);
   if (op == Op::accept) {
     if (index < brokers_.size()) on_accept(ring, index, c, mono_ms);
     return;
   }
   if (op == Op::cancel || index >= slaves_.size()) return;
-  if (slaves_[index].generation != generation_of(c.user_data)) return;
+  if (slaves_[index].generation != slot_tag_generation(c.user_data)) return;
   if (op == Op::recv) return on_recv(ring, index, c.result, mono_ms);
   if (op == Op::send) return on_send(ring, index, c.result);
 }

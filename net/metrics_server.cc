@@ -9,16 +9,6 @@
 namespace uringmq::net {
 namespace {
 
-uint32_t index_of(uint64_t user_data) {
-  return static_cast<uint32_t>(user_data);
-}
-uint16_t generation_of(uint64_t user_data) {
-  return static_cast<uint16_t>(user_data >> 32);
-}
-uint8_t op_of(uint64_t user_data) {
-  return static_cast<uint8_t>(user_data >> 48);
-}
-
 std::string http_response(std::string_view status, std::string_view type, std::string_view body) {
   std::string out;
   out.reserve(body.size() + 160);
@@ -55,8 +45,7 @@ MetricsServer::~MetricsServer() {
 
 uint64_t MetricsServer::tag(Op op, uint32_t index) const {
   const uint16_t generation = index < kMaxClients ? clients_[index].generation : 0;
-  return (uint64_t{event_} << 56) | (uint64_t{static_cast<uint8_t>(op)} << 48) |
-         (uint64_t{generation} << 32) | index;
+  return slot_tag(event_, static_cast<uint8_t>(op), generation, index);
 }
 
 void MetricsServer::start(io::NetRing& ring) {
@@ -65,11 +54,11 @@ void MetricsServer::start(io::NetRing& ring) {
 }
 
 void MetricsServer::on_completion(io::NetRing& ring, const io::NetCompletion& c, int64_t mono_ms) {
-  const Op op = static_cast<Op>(op_of(c.user_data));
-  const uint32_t index = index_of(c.user_data);
+  const Op op = static_cast<Op>(slot_tag_op(c.user_data));
+  const uint32_t index = slot_tag_index(c.user_data);
   if (op == Op::accept) return on_accept(ring, c, mono_ms);
   if (op == Op::cancel || index >= kMaxClients) return;
-  if (clients_[index].generation != generation_of(c.user_data)) return;
+  if (clients_[index].generation != slot_tag_generation(c.user_data)) return;
   if (op == Op::recv) return on_recv(ring, index, c.result);
   if (op == Op::send) return on_send(ring, index, c.result);
 }
@@ -163,16 +152,7 @@ void MetricsServer::on_recv(io::NetRing& ring, uint32_t index, int32_t result) {
     return tls_pump(ring, index);
   }
   client.in_bytes += static_cast<size_t>(result);
-  const std::string_view request(client.in.data(), client.in_bytes);
-  if (request.find("\r\n\r\n") != std::string_view::npos ||
-      request.find("\n\n") != std::string_view::npos) {
-    return answer(ring, index);
-  }
-  if (client.in_bytes == client.in.size()) {
-    return respond(ring, index,
-                   http_response("431 Request Header Fields Too Large", "text/plain",
-                                 "request over 4096 bytes\n"));
-  }
+  if (answer_if_whole(ring, index)) return;
   arm_recv(ring, index);
 }
 
@@ -195,16 +175,7 @@ void MetricsServer::tls_pump(io::NetRing& ring, uint32_t index) {
     }
     return close_client(ring, index);
   }
-  const std::string_view request(client.in.data(), client.in_bytes);
-  if (request.find("\r\n\r\n") != std::string_view::npos ||
-      request.find("\n\n") != std::string_view::npos) {
-    return answer(ring, index);
-  }
-  if (client.in_bytes == client.in.size()) {
-    return respond(ring, index,
-                   http_response("431 Request Header Fields Too Large", "text/plain",
-                                 "request over 4096 bytes\n"));
-  }
+  if (answer_if_whole(ring, index)) return;
   if (client.tls->has_output() && !client.send_armed) tls_flush(ring, index);
   arm_recv(ring, index);
 }
@@ -224,6 +195,23 @@ void MetricsServer::tls_flush(io::NetRing& ring, uint32_t index) {
     std::string().swap(client.plain);
   }
   if (!client.out.empty()) send_rest(ring, index);
+}
+
+// A whole request (its blank line) is answered, as is one that fills the buffer without it
+// (431); true when answered.
+bool MetricsServer::answer_if_whole(io::NetRing& ring, uint32_t index) {
+  const Client& client = clients_[index];
+  const std::string_view request(client.in.data(), client.in_bytes);
+  if (request.find("\r\n\r\n") != std::string_view::npos ||
+      request.find("\n\n") != std::string_view::npos) {
+    answer(ring, index);
+    return true;
+  }
+  if (client.in_bytes < client.in.size()) return false;
+  respond(ring, index,
+          http_response("431 Request Header Fields Too Large", "text/plain",
+                        "request over 4096 bytes\n"));
+  return true;
 }
 
 // GET /metrics (a query string is ignored) is answered the exposition; anything else an error.

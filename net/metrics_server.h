@@ -86,6 +86,7 @@ class MetricsServer {
   bool still_open(io::NetRing& ring, uint32_t index, int32_t result);
   void on_recv(io::NetRing& ring, uint32_t index, int32_t result);
   void on_send(io::NetRing& ring, uint32_t index, int32_t result);
+  bool answer_if_whole(io::NetRing& ring, uint32_t index);
   void answer(io::NetRing& ring, uint32_t index);
   void respond(io::NetRing& ring, uint32_t index, std::string response);
   void arm_recv(io::NetRing& ring, uint32_t index);

@@ -8,6 +8,22 @@
 
 namespace uringmq::net {
 
+// The ring tag of a slot's request, for the reactor's listeners that own few sockets (the
+// metrics endpoint, the HA server): the listener's event in the top 8 bits (the reactor routes
+// by it), then the operation, the slot's generation and its index.
+inline uint64_t slot_tag(uint8_t event, uint8_t op, uint16_t generation, uint32_t index) {
+  return (uint64_t{event} << 56) | (uint64_t{op} << 48) | (uint64_t{generation} << 32) | index;
+}
+inline uint32_t slot_tag_index(uint64_t tag) {
+  return static_cast<uint32_t>(tag);
+}
+inline uint16_t slot_tag_generation(uint64_t tag) {
+  return static_cast<uint16_t>(tag >> 32);
+}
+inline uint8_t slot_tag_op(uint64_t tag) {
+  return static_cast<uint8_t>(tag >> 48);
+}
+
 template <typename Generation>
 struct SocketSlot {
   int fd = -1;

@@ -19,6 +19,7 @@
 #include <future>
 #include <string>
 
+#include "engine/log/byte_order.h"
 #include "net/ha_protocol.h"
 #include "net/ha_server.h"
 #include "net/remoting.h"
@@ -72,8 +73,8 @@ class FakeSlave {
     Chunk c;
     std::byte h[kHaHeaderBytes];
     if (!read_exact(h, sizeof(h))) return c;
-    c.offset = decode_be64(h);
-    c.data.resize(decode_be32(h + 8));
+    c.offset = engine::get_u64(h);
+    c.data.resize(engine::get_u32(h + 8));
     c.ok = read_exact(reinterpret_cast<std::byte*>(c.data.data()), c.data.size());
     return c;
   }
@@ -128,8 +129,8 @@ TEST(BrokerHaTest, ASendWaitsForTheSlavesAcknowledgementOfItsEnd) {
   EXPECT_EQ(c.offset, 0u);
   ASSERT_GE(c.data.size(), 8u);
   const auto* bytes = reinterpret_cast<const std::byte*>(c.data.data());
-  EXPECT_EQ(decode_be32(bytes), c.data.size()) << "one whole record, its TOTALSIZE first";
-  EXPECT_EQ(decode_be32(bytes + 4), kHaMessageMagicV1);
+  EXPECT_EQ(engine::get_u32(bytes), c.data.size()) << "one whole record, its TOTALSIZE first";
+  EXPECT_EQ(engine::get_u32(bytes + 4), kHaMessageMagicV1);
   EXPECT_NE(c.data.find("replicated body"), std::string::npos);
   // Not answered before the acknowledgement.
   EXPECT_EQ(answer.wait_for(std::chrono::milliseconds(100)), std::future_status::timeout);

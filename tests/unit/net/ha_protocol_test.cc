@@ -6,6 +6,7 @@
 // the log's bytes up to each blank + 8, zeros after it, chunks within the batch size and never
 // across a segment. Resumes at a record boundary and inside a record must give the same bytes.
 #include "net/ha_protocol.h"
+#include "engine/log/byte_order.h"
 
 #include <gtest/gtest.h>
 
@@ -116,8 +117,8 @@ TEST(HaProtocolTest, HeaderIsBigEndianOffsetThenSize) {
   encode_ha_header(0x0102030405060708ull, 0x0A0B0C0Du, h);
   const uint8_t want[] = {1, 2, 3, 4, 5, 6, 7, 8, 0x0A, 0x0B, 0x0C, 0x0D};
   for (size_t i = 0; i < kHaHeaderBytes; i++) EXPECT_EQ(static_cast<uint8_t>(h[i]), want[i]);
-  EXPECT_EQ(decode_be64(h), 0x0102030405060708ull);
-  EXPECT_EQ(decode_be32(h + 8), 0x0A0B0C0Du);
+  EXPECT_EQ(engine::get_u64(h), 0x0102030405060708ull);
+  EXPECT_EQ(engine::get_u32(h + 8), 0x0A0B0C0Du);
 }
 
 TEST(HaProtocolTest, TheLastCompleteReportCounts) {
@@ -149,8 +150,8 @@ TEST(HaProtocolTest, ResumeAtABoundaryOrInsideARecordGivesTheSameBytes) {
     expect_stream(log, start, 256);
   }
   uint64_t blank = 0;
-  while (blank + 8 <= kSegment && decode_be32(log.bytes.data() + blank + 4) != kHaBlankMagic) {
-    blank += decode_be32(log.bytes.data() + blank);
+  while (blank + 8 <= kSegment && engine::get_u32(log.bytes.data() + blank + 4) != kHaBlankMagic) {
+    blank += engine::get_u32(log.bytes.data() + blank);
   }
   expect_stream(log, blank, 256);
   expect_stream(log, blank + 3, 256);
@@ -186,8 +187,8 @@ TEST(HaProtocolTest, AHeaderThatIsNoRecordStopsTheStream) {
 TEST(HaProtocolTest, ABlankWhoseSizeMissesTheSegmentEndIsCorruption) {
   FakeLog log = make_log(1, 0);
   uint64_t blank = 0;
-  while (decode_be32(log.bytes.data() + blank + 4) != kHaBlankMagic) {
-    blank += decode_be32(log.bytes.data() + blank);
+  while (engine::get_u32(log.bytes.data() + blank + 4) != kHaBlankMagic) {
+    blank += engine::get_u32(log.bytes.data() + blank);
   }
   put_be32(log.bytes, blank, 16);
   TransferCursor cursor = TransferCursor::at(0, kSegment);
