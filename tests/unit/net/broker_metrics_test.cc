@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -48,14 +49,26 @@ int connect_to(uint16_t port) {
   return fd;
 }
 
+// Reads until end of stream or an error. A blocking read with SO_RCVTIMEO fails with EINTR
+// when the kernel runs task work on this thread: io_uring queues some when a ring this thread
+// submitted to is closed (the broker's start does that here), so EINTR is retried.
+std::string read_to_end(int fd) {
+  std::string out;
+  char buffer[8192];
+  for (;;) {
+    const ssize_t n = ::read(fd, buffer, sizeof(buffer));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return out;
+    out.append(buffer, static_cast<size_t>(n));
+  }
+}
+
 // Sends `request` and reads the whole response (the endpoint closes after answering).
 std::string http(uint16_t port, const std::string& request) {
   const int fd = connect_to(port);
   // MSG_NOSIGNAL: a connection the endpoint refused may be closed already.
   ::send(fd, request.data(), request.size(), MSG_NOSIGNAL);
-  std::string out;
-  char buffer[8192];
-  for (ssize_t n; (n = ::read(fd, buffer, sizeof(buffer))) > 0;) out.append(buffer, n);
+  std::string out = read_to_end(fd);
   ::close(fd);
   return out;
 }
@@ -341,8 +354,10 @@ TEST(BrokerMetricsTest, SilentScrapersAreClosedAfterTheTimeout) {
   }
   EXPECT_EQ(answer.rfind("HTTP/1.1 200 OK", 0), 0u) << answer;
   for (int fd : silent) {
+    ssize_t n;
     char byte;
-    EXPECT_EQ(::read(fd, &byte, 1), 0);  // closed by the broker
+    while ((n = ::read(fd, &byte, 1)) < 0 && errno == EINTR) continue;
+    EXPECT_EQ(n, 0);  // closed by the broker
     ::close(fd);
   }
 }

@@ -17,6 +17,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <string>
 #include <thread>
 #include <vector>
@@ -232,6 +233,18 @@ TEST_F(BrokerTlsTest, BadConfigurationIsAStartErrorNamingTheKeyAndFile) {
   EXPECT_EQ(parsed.status().message(), "b.conf:1: unknown key 'tls.server.certpath'");
 }
 
+// Calls `call` (a read, or an SSL call that reads or writes) again while it fails with EINTR: a
+// blocking read with SO_RCVTIMEO fails so when the kernel runs task work on this thread, which
+// io_uring queues when a ring this thread submitted to is closed (the broker's start does).
+template <typename Call>
+auto retry_interrupted(Call call) {
+  for (;;) {
+    errno = 0;
+    const auto n = call();
+    if (n > 0 || errno != EINTR) return n;
+  }
+}
+
 // GET /metrics from the broker's endpoint, over TLS (any server certificate, as Prometheus
 // with insecure_skip_verify) or plain: the whole answer; "" when closed without one.
 std::string scrape(uint16_t port, bool tls) {
@@ -248,14 +261,18 @@ std::string scrape(uint16_t port, bool tls) {
   char buffer[8192];
   if (!tls) {
     ::send(fd, get.data(), get.size(), MSG_NOSIGNAL);
-    for (ssize_t n; (n = ::read(fd, buffer, sizeof(buffer))) > 0;) text.append(buffer, n);
+    const auto read = [&] { return ::read(fd, buffer, sizeof(buffer)); };
+    for (ssize_t n; (n = retry_interrupted(read)) > 0;) text.append(buffer, n);
   } else {
     SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
     SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, nullptr);
     SSL* ssl = SSL_new(ctx);
     SSL_set_fd(ssl, fd);
-    if (SSL_connect(ssl) == 1 && SSL_write(ssl, get.data(), static_cast<int>(get.size())) > 0) {
-      for (int n; (n = SSL_read(ssl, buffer, sizeof(buffer))) > 0;) text.append(buffer, n);
+    const auto connect = [&] { return SSL_connect(ssl); };
+    const auto write = [&] { return SSL_write(ssl, get.data(), static_cast<int>(get.size())); };
+    const auto read = [&] { return SSL_read(ssl, buffer, sizeof(buffer)); };
+    if (retry_interrupted(connect) == 1 && retry_interrupted(write) > 0) {
+      for (int n; (n = retry_interrupted(read)) > 0;) text.append(buffer, n);
     }
     SSL_free(ssl);
     SSL_CTX_free(ctx);
