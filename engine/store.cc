@@ -31,7 +31,8 @@ bool is_power_of_two(uint32_t v) {
   return v >= 2 && (v & (v - 1)) == 0;
 }
 
-// Creates the data directory and checks the shard count against the shard directories there.
+// Creates the data directory and its shard directories, and checks the shard count against the
+// shard directories there.
 io::Status prepare_data_dir(const StoreOptions& options) {
   io::UringDiskOptions disk_options;
   disk_options.file_mode = options.file_mode;
@@ -44,14 +45,27 @@ io::Status prepare_data_dir(const StoreOptions& options) {
   io::Result<std::vector<std::string>> names = d.list_dir(options.data_dir);
   if (!names.is_ok()) return names.status();
   uint32_t existing = 0;
-  for (const std::string& name : *names) existing += name.rfind("shard-", 0) == 0 ? 1 : 0;
-  if (existing != 0 && existing != options.shard_count) {
+  bool all_empty = true;  // no shard ever started: a first open stopped while making the dirs
+  for (const std::string& name : *names) {
+    if (name.rfind("shard-", 0) != 0) continue;
+    existing++;
+    io::Result<std::vector<std::string>> inside = d.list_dir(io::path_join(options.data_dir, name));
+    if (!inside.is_ok()) return inside.status();
+    all_empty = all_empty && inside->empty();
+  }
+  if (existing == options.shard_count) return io::Status::ok();
+  if (existing != 0 && !all_empty) {
     return io::Status::error(
         io::Code::invalid_argument,
         options.data_dir + " holds " + std::to_string(existing) + " shards but shard_count is " +
             std::to_string(options.shard_count) + ": queues would change owners");
   }
-  return io::Status::ok();
+  // Every shard's directory is made before any shard starts, so a first open killed midway
+  // leaves empty directories only, which the next open completes.
+  for (uint32_t i = 0; i < options.shard_count; i++) {
+    UMQ_RETURN_IF_ERROR(d.make_dir(io::path_join(options.data_dir, "shard-" + std::to_string(i))));
+  }
+  return io::sync_dir(d, options.data_dir);
 }
 
 }  // namespace

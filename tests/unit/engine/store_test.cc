@@ -6,6 +6,7 @@
 // Method: a real Store (UringDisk, real threads) in a temporary directory; the shard logs are
 // scanned afterwards through the CommitLog's own scanner.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <array>
 #include <map>
@@ -234,6 +235,32 @@ TEST(StoreTest, RefusesAnotherShardCount) {
   ASSERT_FALSE(again.is_ok());
   EXPECT_EQ(again.status().code(), io::Code::invalid_argument);
   EXPECT_NE(again.status().message().find("holds 2 shards"), std::string::npos);
+}
+
+// A first open killed after making some shard directories (empty: no shard started) is not a
+// store of another shard count: the next open completes it.
+TEST(StoreTest, AFirstOpenStoppedWhileMakingShardDirectoriesIsCompleted) {
+  testing::TempDir dir;
+  const std::string data = dir.path() + "/store";
+  ASSERT_EQ(::mkdir(data.c_str(), 0750), 0);
+  ASSERT_EQ(::mkdir((data + "/shard-0").c_str(), 0750), 0);
+  auto store = Store::open(test_options(data, 2));
+  ASSERT_TRUE(store.is_ok()) << store.status().to_string();
+  auto session = (*store)->open_session();
+  ASSERT_TRUE(session.is_ok());
+  testing::TestMessage m = testing::make_message(1, 1, 10);
+  Message msg;
+  msg.topic = kTopic;
+  msg.queue_id = 1;
+  msg.body = m.body;
+  msg.properties = m.properties;
+  EXPECT_EQ((*session)->send(msg).code, io::Code::ok);
+  session->reset();
+  ASSERT_TRUE((*store)->close().is_ok());
+  // A shard directory with files in it is a shard that ran: another count is refused.
+  auto other = Store::open(test_options(data, 4));
+  ASSERT_FALSE(other.is_ok());
+  EXPECT_NE(other.status().message().find("holds 2 shards"), std::string::npos);
 }
 
 TEST(StoreTest, InvalidQueueIdIsRejectedNotStored) {
