@@ -13,7 +13,6 @@
 #include <fstream>
 #include <functional>
 #include <map>
-#include <random>
 #include <set>
 #include <string>
 #include <string_view>
@@ -57,7 +56,7 @@ inline std::map<uint64_t, int> read_all(Session& session, std::string_view topic
 inline void run_deferred_kill9(const DeferredKill9& k) {
   const uint64_t seed = testing::env_u64("URINGMQ_SEED", 20261130);
   const int cycles = static_cast<int>(testing::env_u64("URINGMQ_KILL9_CYCLES", 10));
-  std::mt19937_64 rng(seed);
+  testing::KillSchedule kills(seed, 200, 600);
   testing::TempDir dir;
   const std::string data = dir.path() + "/store";
   std::set<uint64_t> acked;
@@ -65,16 +64,17 @@ inline void run_deferred_kill9(const DeferredKill9& k) {
   uint64_t lost_total = 0, duplicated_total = 0;
   for (int cycle = 0; cycle < cycles; cycle++) {
     const std::string out = dir.path() + "/child-" + std::to_string(cycle) + ".out";
-    std::string killed =
-        testing::run_then_kill(DEFERRED_CHILD_PATH, {k.kind, data, std::to_string(next_seq)}, out,
-                               200 + static_cast<int>(rng() % 600));
+    std::string killed = testing::run_then_kill(
+        DEFERRED_CHILD_PATH, {k.kind, data, std::to_string(next_seq)}, out, kills.next_ms());
     ASSERT_EQ(killed, "") << "cycle " << cycle;
     std::ifstream in(out);
     std::string tag;
     unsigned long long seq = 0;
+    const size_t acked_before = acked.size();
     while (in >> tag >> seq) {
       if (tag == "A") acked.insert(seq);
     }
+    kills.cycle_done(acked.size() > acked_before);
     auto store = Store::open(testing::deferred_store_options(data));
     ASSERT_TRUE(store.is_ok()) << "cycle " << cycle << ": " << store.status().to_string();
     k.settle(**store);  // every pending message falls due and is delivered

@@ -8,7 +8,6 @@
 
 #include <cstdio>
 #include <fstream>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -46,7 +45,7 @@ std::vector<std::string> lookup(Session& session, const std::string& key) {
 TEST(IndexKill9, AcknowledgedKeysAreFoundAfterEveryKill) {
   const uint64_t seed = testing::env_u64("URINGMQ_SEED", 20261201);
   const int cycles = static_cast<int>(testing::env_u64("URINGMQ_KILL9_CYCLES", 8));
-  std::mt19937_64 rng(seed);
+  testing::KillSchedule kills(seed, 300, 700);
   testing::TempDir dir;
   const std::string data = dir.path() + "/store";
   std::vector<long long> acked;
@@ -54,14 +53,16 @@ TEST(IndexKill9, AcknowledgedKeysAreFoundAfterEveryKill) {
   for (int cycle = 0; cycle < cycles; cycle++) {
     const std::string out = dir.path() + "/child-" + std::to_string(cycle) + ".out";
     std::string killed = testing::run_then_kill(INDEX_CHILD_PATH, {data, std::to_string(next)}, out,
-                                                300 + static_cast<int>(rng() % 700));
+                                                kills.next_ms());
     ASSERT_EQ(killed, "") << "cycle " << cycle << " seed " << seed;
     std::ifstream in(out);
     std::string tag;
     long long n = 0;
+    const size_t acked_before = acked.size();
     while (in >> tag >> n) {
       if (tag == "A") acked.push_back(n);
     }
+    kills.cycle_done(acked.size() > acked_before);
     next = (acked.empty() ? 0 : acked.back()) + 1'000'000;  // keys of unacked sends never reused
     auto store = Store::open(testing::index_crash_options(data));
     ASSERT_TRUE(store.is_ok()) << "cycle " << cycle << ": " << store.status().to_string();

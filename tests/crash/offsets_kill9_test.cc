@@ -10,7 +10,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <random>
 #include <string>
 #include <thread>
 
@@ -36,7 +35,7 @@ int64_t last_flushed(const std::string& path) {
 TEST(OffsetsKill9, CommittedAndFlushedOffsetsSurvive) {
   const uint64_t seed = testing::env_u64("URINGMQ_SEED", 20261130);
   const int cycles = static_cast<int>(testing::env_u64("URINGMQ_KILL9_CYCLES", 10));
-  std::mt19937_64 rng(seed);
+  testing::KillSchedule kills(seed, 300, 700);
   testing::TempDir dir;
   const std::string data = dir.path() + "/store";
   int64_t flushed_total = 0, lost = 0;
@@ -45,10 +44,10 @@ TEST(OffsetsKill9, CommittedAndFlushedOffsetsSurvive) {
   int64_t previous = 0;
   for (int cycle = 0; cycle < cycles; cycle++) {
     const std::string out = dir.path() + "/child-" + std::to_string(cycle) + ".out";
-    std::string killed = testing::run_then_kill(OFFSETS_CHILD_PATH, {data}, out,
-                                                300 + static_cast<int>(rng() % 700));
+    std::string killed = testing::run_then_kill(OFFSETS_CHILD_PATH, {data}, out, kills.next_ms());
     ASSERT_EQ(killed, "") << "cycle " << cycle;
     const int64_t flushed = last_flushed(out);
+    kills.cycle_done(flushed > 0);
     flushed_total += flushed > 0 ? 1 : 0;
     StoreOptions options = testing::store_test_options(data, 2);
     options.log.write_buffer_bytes = 1u << 20;
