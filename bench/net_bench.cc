@@ -32,7 +32,8 @@
 // message bytes (body or member), reply latency p50/p99/p99.9/max per request (steady_clock
 // from the write that carried the request to the read that returned its reply), errors, and the
 // client's own CPU per message (the client shares the machine with the server). --json prints
-// one JSON object on one line.
+// one JSON object on one line. --timeline FILE writes one line per second of the window
+// ("<seconds> <msgs/s> <p50 us> <p99 us>", that second's replies only) for plots over time.
 //
 // Requests are answered in order by redis and beanstalkd (a FIFO of slots per connection); the
 // broker may answer out of order (queues on different shards), so a remoting request's opaque
@@ -107,6 +108,7 @@ struct Args {
   bool tls = false;            // remoting over TLS
   std::string acl_access_key;  // remoting: sign every request with this account (empty: none)
   std::string acl_secret_key;
+  std::string timeline;  // a file: one line per second of the window (rate, p50, p99)
   bool json = false;
 };
 
@@ -128,7 +130,8 @@ constexpr size_t kBornField = 6;                     // "g" among a send's ext f
              "         [--transactional 1]  (remoting: half send + END_TRANSACTION commit)\n"
              "         [--consume 1]  (consumers time commit (or send) -> consume)\n"
              "         [--tls 1]  (remoting over TLS)\n"
-             "         [--acl-access-key K --acl-secret-key S]  (remoting: signed requests)\n");
+             "         [--acl-access-key K --acl-secret-key S]  (remoting: signed requests)\n"
+             "         [--timeline FILE]  (per second of the window: msgs/s, p50 and p99 us)\n");
 }
 
 // The protocols by name (--protocol, the report).
@@ -153,6 +156,7 @@ const FlagField<Args> kFieldFlags[] = {
     {"--delay-level", &Args::delay_level},
     {"--acl-access-key", &Args::acl_access_key},
     {"--acl-secret-key", &Args::acl_secret_key},
+    {"--timeline", &Args::timeline},
 };
 
 // Applies one "--flag value" pair of the command line to a.
@@ -356,6 +360,7 @@ class LoadGenerator {
   void sign_command(net::RemotingCommand& cmd);
   void sign_frame(Connection& c, uint32_t slot, std::span<const std::byte> body);
   bool loop_until(int64_t deadline_ns, bool draining);
+  void tick_timeline(int64_t now);
   void print_report(double window_s, double cpu_s, uint64_t unanswered) const;
   std::string consume_parts_json() const;
 
@@ -365,6 +370,12 @@ class LoadGenerator {
   Counters warmup_;
   Counters window_;
   Counters* current_ = &warmup_;
+  // --timeline: the second being measured (its replies, their latency) and the output.
+  FILE* timeline_ = nullptr;
+  int64_t window_start_ns_ = 0;
+  int64_t second_start_ns_ = 0;
+  uint64_t second_ok_ = 0;
+  LatencyHistogram second_latency_;
   bool issuing_ = true;
   uint64_t global_sequence_ = 0;
   std::string first_error_;
@@ -650,6 +661,10 @@ bool LoadGenerator::flush(Connection& c) {
 void LoadGenerator::complete(Connection& c, uint32_t slot, bool ok, std::string_view error,
                              int64_t now) {
   current_->latency.record(now - c.sent_ns[slot]);
+  if (timeline_ != nullptr && current_ == &window_) {
+    second_latency_.record(now - c.sent_ns[slot]);
+    if (ok) second_ok_ += a_.batch > 0 ? a_.batch : 1;
+  }
   if (ok) {
     current_->ok += a_.batch > 0 ? a_.batch : 1;  // messages, not requests
   } else {
@@ -874,6 +889,7 @@ bool LoadGenerator::loop_until(int64_t deadline_ns, bool draining) {
       if (in_flight == 0) return true;
     }
     if (now >= deadline_ns) return true;
+    tick_timeline(now);
     const int timeout_ms =
         static_cast<int>(std::min<int64_t>((deadline_ns - now) / 1'000'000 + 1, 100));
     const int n = epoll_wait(epoll_fd_, events.data(), static_cast<int>(events.size()), timeout_ms);
@@ -889,9 +905,33 @@ bool LoadGenerator::loop_until(int64_t deadline_ns, bool draining) {
   }
 }
 
+// --timeline: once a second of the window has passed, writes "<seconds since the window
+// began> <msgs/s> <p50 us> <p99 us>" for it and starts the next.
+void LoadGenerator::tick_timeline(int64_t now) {
+  if (timeline_ == nullptr || current_ != &window_ || now < second_start_ns_ + 1'000'000'000) {
+    return;
+  }
+  const double span_s = static_cast<double>(now - second_start_ns_) / 1e9;
+  std::fprintf(timeline_, "%.3f %.0f %.0f %.0f\n",
+               static_cast<double>(now - window_start_ns_) / 1e9,
+               static_cast<double>(second_ok_) / span_s, second_latency_.percentile_us(0.50),
+               second_latency_.percentile_us(0.99));
+  second_start_ns_ = now;
+  second_ok_ = 0;
+  second_latency_.clear();
+}
+
 int LoadGenerator::run() {
   body_.assign(a_.message_bytes, 'm');
   put_hex(body_.data() + kSeqDigits, 8, 0);  // the member text after the sequence
+  if (!a_.timeline.empty()) {
+    timeline_ = std::fopen(a_.timeline.c_str(), "w");
+    if (timeline_ == nullptr) {
+      std::fprintf(stderr, "uringmq-net-bench: --timeline %s: %s\n", a_.timeline.c_str(),
+                   std::strerror(errno));
+      return 1;
+    }
+  }
   if (!open_connections()) return 1;
   const int64_t start = now_ns();
   for (Connection& c : conns_) {
@@ -903,6 +943,7 @@ int LoadGenerator::run() {
   window_.clear();
   current_ = &window_;
   const int64_t window_start = now_ns();
+  window_start_ns_ = second_start_ns_ = window_start;
   const int64_t cpu_start = process_cpu_ns();
   if (!loop_until(window_start + static_cast<int64_t>(a_.seconds * 1e9), false)) return 1;
   const int64_t window_end = now_ns();
@@ -919,6 +960,7 @@ int LoadGenerator::run() {
     ::close(c.fd);
   }
   ::close(epoll_fd_);
+  if (timeline_ != nullptr) std::fclose(timeline_);
   window_.errors += after.errors;  // an error at any time after the warm-up is reported
   print_report(static_cast<double>(window_end - window_start) / 1e9,
                static_cast<double>(cpu_end - cpu_start) / 1e9, unanswered);
