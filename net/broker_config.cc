@@ -434,6 +434,8 @@ const KeySetter kSetters[] = {
      [](BrokerConfig& c, std::string_view v) {
        return set_number<uint32_t>(c.store.shard_count, v, 0, 255, "a shard count");
      }},
+    {"pinShardThreads",
+     [](BrokerConfig& c, std::string_view v) { return set_bool(c.store.pin_threads, v); }},
     {"maxPullSuspendMillis",
      [](BrokerConfig& c, std::string_view v) {
        return set_number<int64_t>(c.max_suspend_ms, v, 0, 300'000, "a time in ms");
@@ -736,6 +738,7 @@ std::string describe_broker_config(const BrokerConfig& c) {
   add("brokerIP2", c.ha_address.empty() ? effective_advertised_address(c) : c.ha_address);
   add("storePathRootDir", s.data_dir);
   add("shardCount", s.shard_count == 0 ? std::string("0 (one per CPU)") : num(s.shard_count));
+  add("pinShardThreads", s.pin_threads ? "true" : "false");
   add("mappedFileSizeCommitLog", num(s.log.segment_size_bytes));
   add("mappedFileSizeConsumeQueue", num(s.consume_queue.units_per_file * engine::kCqUnitBytes));
   add("maxHashSlotNum", num(s.index.hash_slots));

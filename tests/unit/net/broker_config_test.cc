@@ -173,6 +173,15 @@ TEST(BrokerConfigTest, AutoCreateTopicEnableIsABoolean) {
   EXPECT_FALSE(parse_broker_config("autoCreateTopicEnable=yes", "f").is_ok());
 }
 
+TEST(BrokerConfigTest, PinShardThreadsIsABoolean) {
+  EXPECT_TRUE(BrokerConfig{}.store.pin_threads);
+  io::Result<BrokerConfig> off = parse_broker_config("pinShardThreads=false", "f");
+  ASSERT_TRUE(off.is_ok()) << off.status().to_string();
+  EXPECT_FALSE(off->store.pin_threads);
+  EXPECT_NE(describe_broker_config(*off).find("pinShardThreads=false\n"), std::string::npos);
+  EXPECT_FALSE(parse_broker_config("pinShardThreads=1", "f").is_ok());
+}
+
 // enablePropertyFilter is RocketMQ's key with RocketMQ's default (false); uringmq serves it.
 TEST(BrokerConfigTest, EnablePropertyFilter) {
   EXPECT_FALSE(BrokerConfig{}.enable_property_filter);
