@@ -312,6 +312,8 @@ class FastHeader {
     if (literal("null")) return true;
     if (!object_begin()) return false;
     if (object_end()) return true;
+    // A send carries 11-13 fields: one allocation instead of the vector's growth by doubling.
+    cmd->ext_fields.reserve(16);
     for (;;) {
       std::string_view key;
       Scalar v;
