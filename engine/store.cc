@@ -53,19 +53,22 @@ io::Status prepare_data_dir(const StoreOptions& options) {
     if (!inside.is_ok()) return inside.status();
     all_empty = all_empty && inside->empty();
   }
-  if (existing == options.shard_count) return io::Status::ok();
-  if (existing != 0 && !all_empty) {
+  if (existing != options.shard_count && existing != 0 && !all_empty) {
     return io::Status::error(
         io::Code::invalid_argument,
         options.data_dir + " holds " + std::to_string(existing) + " shards but shard_count is " +
             std::to_string(options.shard_count) + ": queues would change owners");
   }
-  // Every shard's directory is made before any shard starts, so a first open killed midway
-  // leaves empty directories only, which the next open completes.
-  for (uint32_t i = 0; i < options.shard_count; i++) {
-    UMQ_RETURN_IF_ERROR(d.make_dir(io::path_join(options.data_dir, "shard-" + std::to_string(i))));
+  if (existing != options.shard_count) {
+    // Every shard's directory is made before any shard starts, so a first open killed midway
+    // leaves empty directories only, which the next open completes.
+    for (uint32_t i = 0; i < options.shard_count; i++) {
+      const std::string shard = io::path_join(options.data_dir, "shard-" + std::to_string(i));
+      UMQ_RETURN_IF_ERROR(d.make_dir(shard));
+    }
+    UMQ_RETURN_IF_ERROR(io::sync_dir(d, options.data_dir));
   }
-  return io::sync_dir(d, options.data_dir);
+  return io::Status::ok();
 }
 
 }  // namespace
