@@ -34,13 +34,15 @@ TSAN_TESTS=(store_test store_consumer_test store_schedule_test broker_test remot
 # which the first seeds reach as well as the last), to keep tools/test.sh inside its budget.
 # Measured under ASan on 2 shared cores: 200 sim seeds took 11-14 s per sim, 10 kill -9 cycles
 # 9-13 s; schedule_crash_sim_test's full 500 seeds (URINGMQ_SCHEDULE_SIM_SEEDS) took 71-89 s and
-# timer_crash_sim_test's full 300 (URINGMQ_TIMER_SIM_SEEDS) 41-63 s, so they run 200 and 100.
+# timer_crash_sim_test's full 300 (URINGMQ_TIMER_SIM_SEEDS) 41-63 s.
 # index_crash_sim_test's seeds are long (a stepped shard with lookups after every crash: 8 s a
-# seed under ASan), so it runs 4 of its normal 8 (URINGMQ_INDEX_SIM_SEEDS).
+# seed under ASan), so it runs 2 of its normal 8 (URINGMQ_INDEX_SIM_SEEDS). On a busy machine
+# (load 6-9) the 200 schedule seeds took 312 s and the 4 index seeds 371 s, the two longest of
+# the ASan stage: they now run 100 and 2.
 export URINGMQ_SIM_SEEDS=${URINGMQ_SIM_SEEDS:-200}
-export URINGMQ_SCHEDULE_SIM_SEEDS=${URINGMQ_SCHEDULE_SIM_SEEDS:-200}
+export URINGMQ_SCHEDULE_SIM_SEEDS=${URINGMQ_SCHEDULE_SIM_SEEDS:-100}
 export URINGMQ_TIMER_SIM_SEEDS=${URINGMQ_TIMER_SIM_SEEDS:-100}
-export URINGMQ_INDEX_SIM_SEEDS=${URINGMQ_INDEX_SIM_SEEDS:-4}
+export URINGMQ_INDEX_SIM_SEEDS=${URINGMQ_INDEX_SIM_SEEDS:-2}
 export URINGMQ_KILL9_CYCLES=${URINGMQ_KILL9_CYCLES:-10}
 
 case "$mode" in
