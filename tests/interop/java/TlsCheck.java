@@ -45,6 +45,9 @@ public class TlsCheck {
     String topic = "JavaTls";
     DefaultMQProducer producer = new DefaultMQProducer("JavaTlsProducer");
     producer.setNamesrvAddr(nameServer);
+    // The first send pays two TLS handshakes (NameServer, broker) and the JIT: on a loaded
+    // machine it overran the default 3 s.
+    producer.setSendMsgTimeout(20000);
     producer.start();
     int n = 20;
     for (int i = 0; i < n; i++) {
