@@ -81,7 +81,8 @@ med = lambda v, k: statistics.median(r[k] for r in v)
 for p, v in rows.items():
     runs = "; ".join(f"{r['msgs_per_s']:,.0f} (p99 {r['p99_us'] / 1000:.2f} ms)" for r in v)
     print(f"{p}: median {med(v, 'msgs_per_s'):,.0f} msgs/s, p50 {med(v, 'p50_us') / 1000:.2f} ms, "
-          f"p99 {med(v, 'p99_us') / 1000:.2f} ms, errors {sum(r['errors'] for r in v)}; runs {runs}")
+          f"p99 {med(v, 'p99_us') / 1000:.2f} ms, errors {sum(r['errors'] for r in v)}; "
+          f"runs {runs}")
     errors = {r.get("first_error", "") for r in v} - {""}
     if errors:
         print(f"  {p} first errors: {'; '.join(sorted(errors))}")

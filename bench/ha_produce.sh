@@ -120,7 +120,8 @@ out=$(mktemp)
 run_modes "$out" flush sync_master
 RATE=$(python3 - "$out" <<'PY'
 import json, statistics, sys
-v = [json.loads(l.split(" ", 2)[2])["msgs_per_s"] for l in open(sys.argv[1]) if l.startswith("sync_master ")]
+v = [json.loads(l.split(" ", 2)[2])["msgs_per_s"] for l in open(sys.argv[1])
+     if l.startswith("sync_master ")]
 print(int(statistics.median(v) / 2))
 PY
 )
