@@ -12,7 +12,11 @@
 // Environment: URINGMQ_HA_LOAD_MS (load before the kill, default 3000; after the restart the
 // same again), URINGMQ_HA_DIR (run there and keep both stores and logs).
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdio>
@@ -62,15 +66,26 @@ std::unique_ptr<net::RemotingClient> connect(uint16_t port) {
   return c.is_ok() ? std::move(*c) : nullptr;
 }
 
+// The slave finds its masters through the master's built-in NameServer (namesrv_port), or, with
+// ha_master set, through haMasterAddress (presented broker 0's master; broker i's is 10 i above).
+// metrics_port: the master serves Prometheus text there (0: not).
 void write_config(const std::string& path, const std::string& store, uint16_t port, bool slave,
-                  uint16_t namesrv_port) {
+                  uint16_t namesrv_port, const std::string& ha_master = "",
+                  uint16_t metrics_port = 0) {
   std::ofstream out(path);
   out << "storePathRootDir=" << store << "\nlistenPort=" << port << "\nshardCount=" << kShards
       << "\nshardPortStride=" << kStride << "\nbrokerClusterName=HaCluster\nbrokerName=ha-u"
       << "\nbrokerIP1=127.0.0.1\nflushDiskType=SYNC_FLUSH\nmappedFileSizeCommitLog=1048576"
       << "\nmaxMessageSize=65536\ndefaultTopicQueueNums=" << kQueues
       << "\ndiskSpaceWarningLevelRatio=100\nhaSendHeartbeatInterval=1000\n";
-  if (slave) {
+  if (metrics_port != 0) {
+    out << "metricsExporterType=PROM\nmetricsPromExporterHost=127.0.0.1\nmetricsPromExporterPort="
+        << metrics_port << "\n";
+  }
+  if (slave && !ha_master.empty()) {
+    out << "brokerId=1\nbrokerRole=SLAVE\nnamesrvListenPort=0\nhaMasterAddress=" << ha_master
+        << "\n";
+  } else if (slave) {
     out << "brokerId=1\nbrokerRole=SLAVE\nnamesrvListenPort=0\nnamesrvAddr=127.0.0.1:"
         << namesrv_port << "\n";
   } else {
@@ -275,6 +290,82 @@ TEST(HaUringmqTest, EverySendOkIsOnTheSlaveAfterItsKill9UnderSyncMasterLoad) {
   EXPECT_GT(not_replicated, 0u) << "the slave's kill -9 left no send unreplicated";
   EXPECT_EQ(missing_ok, 0u);
   EXPECT_EQ(missing_stored, 0u) << "a message the master stored did not reach the slave";
+  EXPECT_EQ(slave.stop(), 0) << slave.stderr_tail();
+  EXPECT_EQ(master.stop(), 0) << master.stderr_tail();
+}
+
+// GET /metrics of the broker's Prometheus endpoint: the whole answer ("" when it cannot connect).
+std::string scrape_metrics(uint16_t port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(port);
+  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string answer;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof(to)) == 0) {
+    const std::string get = "GET /metrics HTTP/1.1\r\nHost: ha\r\n\r\n";
+    if (::send(fd, get.data(), get.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(get.size())) {
+      char chunk[4096];
+      for (ssize_t n; (n = ::recv(fd, chunk, sizeof(chunk), 0)) > 0;) answer.append(chunk, n);
+    }
+  }
+  ::close(fd);
+  return answer;
+}
+
+// The value of the sample line that starts with `prefix` (-1 when there is none).
+double sample_value(const std::string& text, const std::string& prefix) {
+  const size_t at = text.find("\n" + prefix);
+  if (at == std::string::npos) return -1;
+  const size_t end = text.find('\n', at + 1);
+  const size_t space = text.rfind(' ', end);
+  return std::strtod(text.c_str() + space + 1, nullptr);
+}
+
+// haMasterAddress with 2 shards: each presented broker of the slave streams from its own master
+// (SYNC_MASTER answers SEND_OK on both only then), and the master's lag histogram counts the
+// acknowledgements per presented broker.
+TEST(HaUringmqTest, TwoShardSlaveFindsItsMastersByHaMasterAddress) {
+  testing::TempDir dir;
+  const uint16_t master_port = testing::free_broker_port(kShards);
+  const uint16_t slave_port = testing::free_broker_port(kShards);
+  const uint16_t metrics_port = testing::free_port();
+  ASSERT_TRUE(master_port != 0 && slave_port != 0 && metrics_port != 0);
+  const std::string ha_master = "127.0.0.1:" + std::to_string(master_port + 1);
+  write_config(dir.path() + "/master.conf", dir.path() + "/master", master_port, false, 0, "",
+               metrics_port);
+  write_config(dir.path() + "/slave.conf", dir.path() + "/slave", slave_port, true, 0, ha_master);
+  BrokerProcess master(URINGMQ_BROKER_PATH, dir.path() + "/master.conf", dir.path());
+  BrokerProcess slave(URINGMQ_BROKER_PATH, dir.path() + "/slave.conf", dir.path());
+  ASSERT_TRUE(master.start(0, 20'000)) << master.stderr_tail();
+  ASSERT_TRUE(slave.start(100, 20'000)) << slave.stderr_tail();
+  std::vector<Sent> sent;
+  ASSERT_TRUE(wait_send_ok(master_port, &sent, 30'000)) << master.stderr_tail() << "\n"
+                                                        << slave.stderr_tail();
+  for (uint32_t s = 0; s < kShards; s++) {
+    auto client = connect(static_cast<uint16_t>(master_port + s * kStride));
+    ASSERT_NE(client, nullptr);
+    for (int n = 0; n < 20; n++) {
+      Sent one;
+      ASSERT_TRUE(send_one(*client, s, n % kQueues, "after-" + std::to_string(n), &one));
+      EXPECT_EQ(one.code, 0) << "shard " << s;
+    }
+  }
+  const std::string text = scrape_metrics(metrics_port);
+  for (uint32_t s = 0; s < kShards; s++) {
+    const std::string broker = "broker=\"ha-u-" + std::to_string(s) + "\"";
+    EXPECT_GT(sample_value(text,
+                           "uringmq_ha_replication_lag_seconds_count{"
+                           "cluster=\"HaCluster\",node_type=\"broker\",node_id=\"ha-u\"," +
+                               broker + "}"),
+              0)
+        << text.substr(0, 4000);
+    EXPECT_EQ(sample_value(text,
+                           "uringmq_ha_slaves{cluster=\"HaCluster\",node_type=\"broker\","
+                           "node_id=\"ha-u\"," +
+                               broker + "}"),
+              1);
+  }
   EXPECT_EQ(slave.stop(), 0) << slave.stderr_tail();
   EXPECT_EQ(master.stop(), 0) << master.stderr_tail();
 }
