@@ -71,11 +71,11 @@ std::unique_ptr<net::RemotingClient> connect(uint16_t port) {
 // metrics_port: the master serves Prometheus text there (0: not).
 void write_config(const std::string& path, const std::string& store, uint16_t port, bool slave,
                   uint16_t namesrv_port, const std::string& ha_master = "",
-                  uint16_t metrics_port = 0) {
+                  uint16_t metrics_port = 0, const char* flush = "SYNC_FLUSH") {
   std::ofstream out(path);
   out << "storePathRootDir=" << store << "\nlistenPort=" << port << "\nshardCount=" << kShards
       << "\nshardPortStride=" << kStride << "\nbrokerClusterName=HaCluster\nbrokerName=ha-u"
-      << "\nbrokerIP1=127.0.0.1\nflushDiskType=SYNC_FLUSH\nmappedFileSizeCommitLog=1048576"
+      << "\nbrokerIP1=127.0.0.1\nflushDiskType=" << flush << "\nmappedFileSizeCommitLog=1048576"
       << "\nmaxMessageSize=65536\ndefaultTopicQueueNums=" << kQueues
       << "\ndiskSpaceWarningLevelRatio=100\nhaSendHeartbeatInterval=1000\n";
   if (metrics_port != 0) {
@@ -324,7 +324,8 @@ double sample_value(const std::string& text, const std::string& prefix) {
 
 // haMasterAddress with 2 shards: each presented broker of the slave streams from its own master
 // (SYNC_MASTER answers SEND_OK on both only then), and the master's lag histogram counts the
-// acknowledgements per presented broker.
+// acknowledgements per presented broker. The master runs ASYNC_FLUSH: SYNC_MASTER there waits
+// for the written end and the slave's acknowledgement.
 TEST(HaUringmqTest, TwoShardSlaveFindsItsMastersByHaMasterAddress) {
   testing::TempDir dir;
   const uint16_t master_port = testing::free_broker_port(kShards);
@@ -333,7 +334,7 @@ TEST(HaUringmqTest, TwoShardSlaveFindsItsMastersByHaMasterAddress) {
   ASSERT_TRUE(master_port != 0 && slave_port != 0 && metrics_port != 0);
   const std::string ha_master = "127.0.0.1:" + std::to_string(master_port + 1);
   write_config(dir.path() + "/master.conf", dir.path() + "/master", master_port, false, 0, "",
-               metrics_port);
+               metrics_port, "ASYNC_FLUSH");
   write_config(dir.path() + "/slave.conf", dir.path() + "/slave", slave_port, true, 0, ha_master);
   BrokerProcess master(URINGMQ_BROKER_PATH, dir.path() + "/master.conf", dir.path());
   BrokerProcess slave(URINGMQ_BROKER_PATH, dir.path() + "/slave.conf", dir.path());
