@@ -335,6 +335,7 @@ uint64_t HaServer::acked(uint32_t shard) const {
 void HaServer::update_waker(uint32_t shard) {
   Broker& broker = brokers_[shard];
   const bool want = !stopped_ && options_.waker != nullptr && slaves(shard) > 0;
+  if (!want) broker.sample_count = 0;  // no slave: nobody will acknowledge these samples
   if (want == broker.waker_set) return;
   store_.set_log_waker(shard, want ? options_.waker : nullptr);
   broker.waker_set = want;
@@ -344,10 +345,6 @@ void HaServer::sample_written(uint32_t shard, uint64_t written_end) {
   Broker& broker = brokers_[shard];
   if (written_end <= broker.sampled_end) return;
   broker.sampled_end = written_end;
-  if (slaves(shard) == 0) {
-    broker.sample_count = 0;
-    return;
-  }
   if (broker.sample_count == kLagSamples || options_.clock == nullptr) return;
   broker.samples[(broker.sample_head + broker.sample_count) % kLagSamples] =
       LagSample{written_end, options_.clock->monotonic_ns()};
