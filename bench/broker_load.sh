@@ -6,7 +6,9 @@
 # one_load needs: build (the build dir), data (a scratch dir, removed and recreated per run),
 # CONNS, BYTES, SECONDS_, WARMUP; EXTRA_CONF (optional): more broker.conf lines; BEFORE_LOAD
 # (optional): a command run with the broker's port once it listens, before the load (a slave
-# connecting, say). The caller sets its own EXIT trap (server_stop first).
+# connecting, say); AFTER_LOAD (optional): a command run with the broker's port after the load,
+# before the broker stops (a metrics scrape, say; its stdout must not be the JSON's). The caller
+# sets its own EXIT trap (server_stop first).
 server_pid=""
 server_stop() {  # SIGTERM the server started last and wait for it (the servers stop cleanly on it)
   if [ -n "$server_pid" ]; then
@@ -46,6 +48,7 @@ logLevel=warn" >"$data/broker.conf"
   [ -n "${BEFORE_LOAD:-}" ] && $BEFORE_LOAD "$port"
   "$build/bench/uringmq-net-bench" --protocol remoting --port "$port" --connections "$CONNS" \
     --message-bytes "$BYTES" --seconds "$SECONDS_" --warmup-seconds "$WARMUP" --json "$@"
+  [ -n "${AFTER_LOAD:-}" ] && $AFTER_LOAD "$port" >&2
   server_stop
 }
 

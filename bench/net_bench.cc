@@ -97,6 +97,7 @@ struct Args {
   uint32_t message_bytes = 128;  // remoting body, redis member, beanstalkd job body
   double seconds = 10;           // measuring window
   double warmup_seconds = 2;     // before the window; not counted
+  uint64_t rate = 0;             // requests issued per second over all connections (0: no limit)
   uint32_t queues = 8;           // remoting: queueIds used, spread over the slots
   std::string topic = "BenchTopic";
   std::string group = "BenchProducerGroup";
@@ -125,6 +126,7 @@ constexpr size_t kBornField = 6;                     // "g" among a send's ext f
              "         [--host 127.0.0.1] [--connections 16] [--pipeline 32]\n"
              "         [--message-bytes 128] [--seconds 10] [--warmup-seconds 2]\n"
              "         [--queues 8] [--topic BenchTopic] [--group G] [--key K] [--json]\n"
+             "         [--rate N]  (at most N requests a second, all connections together)\n"
              "         [--delay-level N]  (remoting: every message delayed by level N)\n"
              "         [--batch N]  (remoting: SEND_BATCH_MESSAGE, N messages a request)\n"
              "         [--transactional 1]  (remoting: half send + END_TRANSACTION commit)\n"
@@ -148,6 +150,7 @@ const FlagField<Args> kFieldFlags[] = {
     {"--message-bytes", &Args::message_bytes},
     {"--seconds", &Args::seconds},
     {"--warmup-seconds", &Args::warmup_seconds},
+    {"--rate", &Args::rate},
     {"--queues", &Args::queues},
     {"--topic", &Args::topic},
     {"--group", &Args::group},
@@ -361,6 +364,7 @@ class LoadGenerator {
   void sign_frame(Connection& c, uint32_t slot, std::span<const std::byte> body);
   bool loop_until(int64_t deadline_ns, bool draining);
   void tick_timeline(int64_t now);
+  bool issue_paced(int64_t now);
   void print_report(double window_s, double cpu_s, uint64_t unanswered) const;
   std::string consume_parts_json() const;
 
@@ -378,6 +382,8 @@ class LoadGenerator {
   LatencyHistogram second_latency_;
   bool issuing_ = true;
   uint64_t global_sequence_ = 0;
+  uint64_t issued_ = 0;  // requests issued (--rate)
+  int64_t rate_start_ns_ = 0;
   std::string first_error_;
   std::string body_;                   // the message bytes template (patched per request)
   std::vector<size_t> batch_body_at_;  // --batch: each message's body offset within the body
@@ -612,12 +618,29 @@ void LoadGenerator::issue(Connection& c, int64_t now) {
   if (!issuing_) return;
   if (c.consumer) return issue_pull(c, now);
   while (!c.free_slots.empty()) {
+    // --rate: the requests issued since the start stay at most rate x elapsed.
+    if (a_.rate > 0 && static_cast<double>(issued_) >=
+                           static_cast<double>(now - rate_start_ns_) * 1e-9 * a_.rate) {
+      return;
+    }
     const uint32_t slot = c.free_slots.back();
     c.free_slots.pop_back();
     c.sent_ns[slot] = now;
     c.in_flight++;
+    issued_++;
     append_request(c, slot);
   }
+}
+
+// --rate: every connection with a free slot issues what the rate allows by now.
+bool LoadGenerator::issue_paced(int64_t now) {
+  if (a_.rate == 0 || !issuing_) return true;
+  for (Connection& c : conns_) {
+    if (c.free_slots.empty() || c.consumer) continue;
+    issue(c, now);
+    if (!flush(c)) return false;
+  }
+  return true;
 }
 
 bool LoadGenerator::flush(Connection& c) {
@@ -891,7 +914,8 @@ bool LoadGenerator::loop_until(int64_t deadline_ns, bool draining) {
     if (now >= deadline_ns) return true;
     tick_timeline(now);
     const int timeout_ms =
-        static_cast<int>(std::min<int64_t>((deadline_ns - now) / 1'000'000 + 1, 100));
+        a_.rate > 0 ? 1
+                    : static_cast<int>(std::min<int64_t>((deadline_ns - now) / 1'000'000 + 1, 100));
     const int n = epoll_wait(epoll_fd_, events.data(), static_cast<int>(events.size()), timeout_ms);
     if (n < 0 && errno != EINTR) return false;
     now = now_ns();
@@ -902,6 +926,7 @@ bool LoadGenerator::loop_until(int64_t deadline_ns, bool draining) {
       }
       if ((events[i].events & EPOLLOUT) != 0 && !flush(c)) return false;
     }
+    if (!issue_paced(now)) return false;
   }
 }
 
@@ -934,6 +959,7 @@ int LoadGenerator::run() {
   }
   if (!open_connections()) return 1;
   const int64_t start = now_ns();
+  rate_start_ns_ = start;
   for (Connection& c : conns_) {
     issue(c, start);
     if (!flush(c)) return 1;

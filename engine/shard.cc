@@ -1189,6 +1189,10 @@ void Shard::publish_log_ends() {
   const uint64_t end = ack_on_write ? log_->written_offset().value : log_->durable_offset().value;
   stat_log_min_.store(log_->min_offset().value, std::memory_order_release);
   stat_stream_end_.store(end, std::memory_order_release);
+  const uint64_t written = log_->written_offset().value;
+  if (stat_written_end_.exchange(written, std::memory_order_acq_rel) != written) {
+    if (io::Waker* waker = log_waker_.load(std::memory_order_acquire)) waker->wake();
+  }
 }
 
 void Shard::publish_stats() {

@@ -158,8 +158,10 @@ class Shard final : private engine::DeliveryHost {
   void add_stats(StoreStats& out) const;
   LogEnds log_ends() const {
     return LogEnds{.min_offset = stat_log_min_.load(std::memory_order_acquire),
-                   .stream_end = stat_stream_end_.load(std::memory_order_acquire)};
+                   .stream_end = stat_stream_end_.load(std::memory_order_acquire),
+                   .written_end = stat_written_end_.load(std::memory_order_acquire)};
   }
+  void set_log_waker(io::Waker* waker) { log_waker_.store(waker, std::memory_order_release); }
   // Adds this shard's delay-level figures into `out` (indexed by level - 1).
   void add_delay_level_stats(std::vector<DelayLevelStats>& out) const;
   void add_transaction_stats(TransactionStats& out) const { txn_.add_stats(out); }
@@ -582,6 +584,8 @@ class Shard final : private engine::DeliveryHost {
   engine::AtomicHistogram sync_records_{kBatchBoundsMessages};
   std::atomic<uint64_t> stat_log_bytes_{0}, stat_flush_behind_{0}, stat_dispatch_lag_{0};
   std::atomic<uint64_t> stat_log_min_{0}, stat_stream_end_{0};  // LogEnds (release/acquire)
+  std::atomic<uint64_t> stat_written_end_{0};
+  std::atomic<io::Waker*> log_waker_{nullptr};  // woken when stat_written_end_ moves
 };
 
 }  // namespace uringmq

@@ -213,6 +213,11 @@ LogEnds Store::log_ends(uint32_t shard) const {
   return shards_[shard]->log_ends();
 }
 
+void Store::set_log_waker(uint32_t shard, io::Waker* waker) {
+  UMQ_ASSERT(shard < shards_.size());
+  shards_[shard]->set_log_waker(waker);
+}
+
 TransactionStats Store::transaction_stats(uint32_t shard) const {
   TransactionStats out;
   for_shards(shards_, shard, [&](const Shard& s) { s.add_transaction_stats(out); });

@@ -47,6 +47,8 @@ io::Status BrokerReactor::open_ha_server() {
     options.names.push_back(b.name);
   }
   options.event = static_cast<uint8_t>(Event::ha);
+  options.waker = store_waker_;
+  options.clock = clock_;
   auto answer = [this](HaServer::Wait& wait, int32_t code) {
     if (wait.conn >= conns_.size() || !conns_[wait.conn].open || conns_[wait.conn].closing ||
         conns_[wait.conn].generation != wait.conn_generation) {

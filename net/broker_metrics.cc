@@ -127,6 +127,21 @@ void write_recovery(PromWriter& w, const std::vector<engine::RecoveryReport>& re
   }
 }
 
+// Replication, master side: per presented broker, its slaves and the lag histogram.
+void write_ha(PromWriter& w, const HaServer& ha) {
+  w.family("uringmq_ha_slaves", "gauge", "Slaves streaming from the presented broker.");
+  for (uint32_t i = 0; i < ha.broker_count(); i++) {
+    w.sample("uringmq_ha_slaves", label("broker", ha.name(i)), uint64_t{ha.slaves(i)});
+  }
+  constexpr std::string_view kLag = "uringmq_ha_replication_lag_seconds";
+  w.family(kLag, "histogram",
+           "Replication: from the master's HA server seeing bytes written to a slave's "
+           "acknowledgement covering them (sampled).");
+  for (uint32_t i = 0; i < ha.broker_count(); i++) {
+    w.histogram(kLag, label("broker", ha.name(i)), ha.lag_us(i), kLagBoundsUs, 1e-6);
+  }
+}
+
 }  // namespace
 
 io::Status BrokerReactor::open_metrics_server() {
@@ -181,6 +196,7 @@ void BrokerReactor::render_metrics(std::string& out) {
   write_store(w, store_.stats());
   write_delays(w, store_.delay_level_stats(), store_.timer_stats());
   write_recovery(w, store_.recovery_reports());
+  if (ha_server_) write_ha(w, *ha_server_);
   gauge(w, "uringmq_connections", "Client connections open.", open_conns_);
   counter(w, "uringmq_connections_accepted_total", "Client connections accepted.", accepted_total_);
   counter(w, "uringmq_connections_refused_total", "Connections refused at maxConnections.",

@@ -485,6 +485,7 @@ class BrokerReactor {
   void unregister_from_namesrvs();
   // ---- a slave (broker_slave.cc) ----
   io::Status open_ha_client();
+  io::Result<std::vector<std::string>> ha_master_addresses() const;
   // A SLAVE refuses what would append (sends, send-backs, transaction ends) as RocketMQ's
   // slave does; true when it answered.
   bool slave_refused(uint32_t conn, const RemotingCommand& request);

@@ -7,24 +7,53 @@
 #include "net/broker_reactor.h"
 #include "net/header_fields.h"
 #include "net/log.h"
+#include "net/remoting_client.h"
 
 namespace uringmq::net {
 
 namespace rc = response_code;
 namespace req = request_code;
 
+// haMasterAddress names presented broker 0's master; with several shards presented broker i's
+// master is shardPortStride * i above it (the master presents its brokers the same way).
+io::Result<std::vector<std::string>> BrokerReactor::ha_master_addresses() const {
+  std::vector<std::string> out;
+  const std::string& first = config_.ha.master_address;
+  if (first.empty()) return out;
+  io::Result<std::pair<std::string, uint16_t>> hp = parse_host_port(first);
+  if (!hp.is_ok()) {
+    return io::Status::error(io::Code::invalid_argument,
+                             "haMasterAddress " + first + ": " + hp.status().message());
+  }
+  for (uint32_t i = 0; i < brokers_.size(); i++) {
+    const uint32_t port = hp->second + i * uint32_t{config_.shard_port_stride};
+    if (port > 65535) {
+      return io::Status::error(io::Code::invalid_argument,
+                               "haMasterAddress " + first + " with shardPortStride " +
+                                   std::to_string(config_.shard_port_stride) +
+                                   " gives presented broker " + brokers_[i].name +
+                                   " the master HA port " + std::to_string(port) + ", above 65535");
+    }
+    out.push_back(hp->first + ":" + std::to_string(port));
+  }
+  return out;
+}
+
 io::Status BrokerReactor::open_ha_client() {
   if (!is_slave()) return io::Status::ok();
+  io::Result<std::vector<std::string>> fixed = ha_master_addresses();
+  if (!fixed.is_ok()) return fixed.status();
   HaClient::Options options;
   for (const PresentedBroker& b : brokers_) options.broker_names.push_back(b.name);
-  options.master_address = config_.ha.master_address;
   options.heartbeat_interval_ms = config_.ha.heartbeat_interval_ms;
   options.housekeeping_interval_ms = config_.ha.housekeeping_interval_ms;
   options.event = static_cast<uint8_t>(Event::ha_client);
   io::Result<std::unique_ptr<HaClient>> c =
-      HaClient::create(store_, store_waker_, std::move(options), [this](uint32_t broker) {
-        return registrar_ ? registrar_->master_ha_address(broker) : std::string();
-      });
+      HaClient::create(store_, store_waker_, std::move(options),
+                       [this, masters = std::move(*fixed)](uint32_t broker) {
+                         if (broker < masters.size()) return masters[broker];
+                         return registrar_ ? registrar_->master_ha_address(broker) : std::string();
+                       });
   if (!c.is_ok()) return c.status();
   ha_client_ = std::move(*c);
   slave_sync_ = std::make_unique<SlaveSync>(static_cast<uint32_t>(brokers_.size()), store_waker_);

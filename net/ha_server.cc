@@ -50,6 +50,9 @@ HaServer::HaServer(Options options, Store& store, Session& session, Answer answe
       slaves_(options_.ports.size() * kMaxSlavesPerBroker) {}
 
 HaServer::~HaServer() {
+  for (uint32_t i = 0; i < brokers_.size(); i++) {
+    if (brokers_[i].waker_set) store_.set_log_waker(i, nullptr);
+  }
   for (Slave& slave : slaves_) io::close_fd(slave.fd);
   for (Broker& broker : brokers_) io::close_fd(broker.fd);
 }
@@ -163,11 +166,14 @@ void HaServer::on_recv(io::NetRing& ring, uint32_t index, int32_t result, int64_
 void HaServer::on_report(io::NetRing& ring, uint32_t index, uint64_t offset) {
   Slave& slave = slaves_[index];
   const LogEnds ends = store_.log_ends(slave.shard);
-  if (offset > ends.stream_end) {
+  if (offset > ends.written_end) {
     log_warn("HA: refusing " + who(index) + ": its offset " + std::to_string(offset) +
-             " is beyond this broker's max offset " + std::to_string(ends.stream_end) +
-             " (the slave holds bytes this master does not have: truncate the slave's "
-             "CommitLog to at most the master's max offset, or rebuild the slave)");
+             " is beyond this broker's max offset " + std::to_string(ends.written_end) + " by " +
+             std::to_string(offset - ends.written_end) +
+             " bytes (the slave holds bytes this master does not have, never acknowledged to a "
+             "client: a master's unflushed tail lost in a crash; the rejoin procedure truncates "
+             "the slave's CommitLog to the master's max offset " +
+             std::to_string(ends.written_end) + " after checking the common prefix)");
     return close_slave(ring, index, "slave ahead of the master");
   }
   if (!slave.started) {
@@ -179,12 +185,13 @@ void HaServer::on_report(io::NetRing& ring, uint32_t index, uint64_t offset) {
                "master's last segment)");
       return close_slave(ring, index, "offset below the oldest segment");
     }
-    const uint64_t start = start_offset(offset, ends.stream_end, options_.segment_bytes);
+    const uint64_t start = start_offset(offset, ends.written_end, options_.segment_bytes);
     slave.cursor = TransferCursor::at(start, options_.segment_bytes);
     slave.started = true;
+    update_waker(slave.shard);
     log_info("HA: " + who(index) + " asked for offset " + std::to_string(offset) +
              ": streaming from " + std::to_string(start) + " (max offset " +
-             std::to_string(ends.stream_end) + ")");
+             std::to_string(ends.written_end) + ")");
   }
   // An acknowledgement counts only up to what this connection was sent (or the slave had when
   // it connected): a peer cannot release SYNC_MASTER's waits with an offset it never received.
@@ -196,7 +203,7 @@ void HaServer::pump(io::NetRing& ring, uint32_t index, int64_t mono_ms) {
   if (!slave.open || slave.closing || !slave.started) return;
   if (slave.read_in_flight || slave.send_armed) return;
   const LogEnds ends = store_.log_ends(slave.shard);
-  const ChunkPlan plan = plan_chunk(slave.cursor, ends.stream_end, options_.segment_bytes,
+  const ChunkPlan plan = plan_chunk(slave.cursor, ends.written_end, options_.segment_bytes,
                                     options_.ha.transfer_batch_bytes);
   switch (plan.kind) {
     case ChunkPlan::Kind::idle:
@@ -293,6 +300,7 @@ void HaServer::close_slave(io::NetRing& ring, uint32_t index, const std::string&
   slave.open = false;
   slave.closing = true;
   slave.started = false;
+  update_waker(slave.shard);
   if (slave.recv_armed || slave.send_armed) ring.cancel_fd(slave.fd, tag(Op::cancel, index));
   maybe_free(index);
 }
@@ -323,7 +331,46 @@ uint64_t HaServer::acked(uint32_t shard) const {
   return best;
 }
 
+// The shard wakes the reactor only while one of its slaves streams.
+void HaServer::update_waker(uint32_t shard) {
+  Broker& broker = brokers_[shard];
+  const bool want = !stopped_ && options_.waker != nullptr && slaves(shard) > 0;
+  if (!want) broker.sample_count = 0;  // no slave: nobody will acknowledge these samples
+  if (want == broker.waker_set) return;
+  store_.set_log_waker(shard, want ? options_.waker : nullptr);
+  broker.waker_set = want;
+}
+
+void HaServer::sample_written(uint32_t shard, uint64_t written_end) {
+  Broker& broker = brokers_[shard];
+  if (written_end <= broker.sampled_end) return;
+  broker.sampled_end = written_end;
+  if (broker.sample_count == kLagSamples || options_.clock == nullptr) return;
+  broker.samples[(broker.sample_head + broker.sample_count) % kLagSamples] =
+      LagSample{written_end, options_.clock->monotonic_ns()};
+  broker.sample_count++;
+}
+
+void HaServer::observe_lag(uint32_t shard, uint64_t acked) {
+  Broker& broker = brokers_[shard];
+  if (broker.sample_count == 0 || options_.clock == nullptr) return;
+  const int64_t now_ns = options_.clock->monotonic_ns();
+  while (broker.sample_count > 0 && broker.samples[broker.sample_head].end <= acked) {
+    const int64_t took_ns = now_ns - broker.samples[broker.sample_head].ns;
+    const uint64_t us = static_cast<uint64_t>(std::max<int64_t>(0, took_ns)) / 1000;
+    const size_t bucket = static_cast<size_t>(
+        std::lower_bound(kLagBoundsUs.begin(), kLagBoundsUs.end(), us) - kLagBoundsUs.begin());
+    broker.lag_us.counts[bucket]++;
+    broker.lag_us.sum += us;
+    broker.sample_head = (broker.sample_head + 1) % kLagSamples;
+    broker.sample_count--;
+  }
+}
+
 void HaServer::poll(io::NetRing& ring, int64_t mono_ms) {
+  for (uint32_t b = 0; b < brokers_.size(); b++) {
+    if (brokers_[b].waker_set) sample_written(b, store_.log_ends(b).written_end);
+  }
   for (uint32_t i = 0; i < slaves_.size(); i++) {
     Slave& slave = slaves_[i];
     if (!slave.open || slave.closing) continue;
@@ -352,7 +399,7 @@ void HaServer::wait_for_slave(Wait wait, int64_t mono_ms) {
   const uint32_t shard = wait.shard;
   UMQ_ASSERT(shard < brokers_.size());
   const uint64_t best = acked(shard);
-  const uint64_t max = std::max(store_.log_ends(shard).stream_end, wait.end_offset);
+  const uint64_t max = std::max(store_.log_ends(shard).written_end, wait.end_offset);
   if (slaves(shard) == 0 || max - std::min(max, best) > options_.ha.slave_fallbehind_max_bytes) {
     return answer_(wait, kSlaveNotAvailable);
   }
@@ -369,9 +416,10 @@ void HaServer::wait_for_slave(Wait wait, int64_t mono_ms) {
 
 void HaServer::acked_to(uint32_t shard, int64_t mono_ms) {
   (void)mono_ms;
+  const uint64_t best = acked(shard);
+  observe_lag(shard, best);
   std::deque<Wait>& waits = brokers_[shard].waits;
   if (waits.empty()) return;
-  const uint64_t best = acked(shard);
   while (!waits.empty() && waits.front().end_offset <= best) {
     answer_(waits.front(), 0);
     waits.pop_front();
@@ -401,6 +449,7 @@ void HaServer::stop(io::NetRing& ring) {
     }
   }
   for (uint32_t i = 0; i < slaves_.size(); i++) close_slave(ring, i, "broker stopping");
+  for (uint32_t i = 0; i < brokers_.size(); i++) update_waker(i);
 }
 
 }  // namespace uringmq::net

@@ -141,13 +141,16 @@ struct ConsumerOffsetEntry {
   QueueOffset offset;
 };
 
-// A shard's CommitLog bounds as replication streams them (Store::log_ends): its oldest offset
-// and the end of what its acknowledgements cover, the durable end under SYNC_FLUSH and the
-// written end under ASYNC_FLUSH. Published by the shard before it posts acknowledgements, so a
-// caller that took a send's completion then reads an end at or past that record's end.
+// A shard's CommitLog bounds as replication streams them (Store::log_ends): its oldest offset,
+// the end of what its acknowledgements cover (stream_end: the durable end under SYNC_FLUSH, the
+// written end under ASYNC_FLUSH) and the written end (every byte readable, in the page cache;
+// under SYNC_FLUSH possibly not yet fdatasync'd). Published by the shard before it posts
+// acknowledgements, so a caller that took a send's completion then reads an end at or past that
+// record's end.
 struct LogEnds {
   uint64_t min_offset = 0;
   uint64_t stream_end = 0;
+  uint64_t written_end = 0;  // >= stream_end
 };
 
 // A queue request's `shard` argument when the caller names none: the queue's hash owner,
@@ -368,6 +371,9 @@ class Store {
   TransactionStats transaction_stats(uint32_t shard = kAllShards) const;
   // Shard `shard`'s log bounds for replication (any thread; two atomic loads).
   LogEnds log_ends(uint32_t shard) const;
+  // Shard `shard` wakes `waker` (any thread may call this; nullptr: nobody) whenever the written
+  // end it publishes moved: a replication stream sends bytes while their fdatasync runs.
+  void set_log_waker(uint32_t shard, io::Waker* waker);
   const StoreOptions& options() const { return options_; }
   // What each shard's recovery found at open().
   const std::vector<engine::RecoveryReport>& recovery_reports() const { return reports_; }

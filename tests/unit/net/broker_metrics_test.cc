@@ -264,6 +264,8 @@ TEST(BrokerMetricsTest, ScrapeMatchesWhatTheTestDid) {
       {"uringmq_recovery_scanned_records", "gauge"},
       {"uringmq_recovery_truncated_bytes", "gauge"},
       {"uringmq_recovery_unclean_stop", "gauge"},
+      {"uringmq_ha_slaves", "gauge"},
+      {"uringmq_ha_replication_lag_seconds", "histogram"},
       {"uringmq_connections", "gauge"},
       {"uringmq_connections_accepted_total", "counter"},
       {"uringmq_connections_refused_total", "counter"},
