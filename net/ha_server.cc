@@ -166,8 +166,10 @@ void HaServer::on_report(io::NetRing& ring, uint32_t index, uint64_t offset) {
   if (offset > ends.stream_end) {
     log_warn("HA: refusing " + who(index) + ": its offset " + std::to_string(offset) +
              " is beyond this broker's max offset " + std::to_string(ends.stream_end) +
-             " (the slave holds bytes this master does not have: truncate the slave's "
-             "CommitLog to at most the master's max offset, or rebuild the slave)");
+             " (the slave holds bytes this master does not have, e.g. a former master's "
+             "unacknowledged tail: stop the slave and run `uringmq-ctl ha rejoin --dir "
+             "<its storePathRootDir> --master <this broker's HA address>`, which checks its log "
+             "is a prefix of this one and cuts the tail, or start the slave empty)");
     return close_slave(ring, index, "slave ahead of the master");
   }
   if (!slave.started) {
