@@ -164,6 +164,24 @@ io::Result<bool> index_reaches(io::Disk& disk, const std::string& path, uint64_t
   return header.end_log_offset < 0 || static_cast<uint64_t>(header.end_log_offset) > cut;
 }
 
+// Lowers an index file's header end to the cut: at open the index's last file keeps only its
+// entries below its header's end (IndexStore::open), so those past the cut are dropped there.
+io::Status lower_index_end(io::Disk& disk, const std::string& path, uint64_t cut) {
+  io::Result<io::FileHandle> file = disk.open(path, io::OpenMode::read_write);
+  if (!file.is_ok()) return file.status();
+  std::array<std::byte, kIndexHeaderBytes> bytes{};
+  io::Status s = io::read_exact(disk, *file, 0, bytes, "read index header " + path);
+  if (s.is_ok()) {
+    IndexHeader header = decode_index_header(bytes);
+    header.end_log_offset = static_cast<int64_t>(cut);
+    encode_index_header(header, bytes);
+    s = io::write_exact(disk, *file, 0, bytes, "write index header " + path);
+  }
+  if (s.is_ok()) s = io::fdatasync_sync(disk, *file, "fdatasync " + path);
+  disk.close(*file);
+  return s;
+}
+
 // Step 4.
 io::Status cut_index(io::Disk& disk, const CommitLogOptions& options, uint64_t cut,
                      TruncateResult& result) {
@@ -182,6 +200,11 @@ io::Status cut_index(io::Disk& disk, const CommitLogOptions& options, uint64_t c
       first = i;
       break;
     }
+  }
+  if (first < files->size() && (*files)[first] < cut) {
+    // It holds entries below the cut too: it becomes the last file, its end lowered.
+    UMQ_RETURN_IF_ERROR(remove_from(disk, dir, *files, first + 1, &result.index_files_removed));
+    return lower_index_end(disk, io::path_join(dir, CommitLog::segment_name((*files)[first])), cut);
   }
   UMQ_RETURN_IF_ERROR(remove_from(disk, dir, *files, first, &result.index_files_removed));
   if (first > 0 || first == files->size()) return io::Status::ok();

@@ -15,9 +15,11 @@
 //   3. the cut's segment is zeroed from the cut to the old end (or the segment's end),
 //      fdatasynced: a record of the old tail sits at its own PHYSICALOFFSET and would be valid
 //      again, so none may survive;
-//   4. index files that may hold a key of a record at or past the cut (header end offset above
-//      the cut, or beginning at or past it) are removed with every later one; the directory
-//      goes too when none is left, so the next open rebuilds the index from the log;
+//   4. the first index file that may hold a key of a record at or past the cut (header end
+//      offset above the cut) becomes the last: every later one is removed and its header end
+//      lowered to the cut (the index's open keeps only the last file's entries below its end);
+//      a file beginning at or past the cut goes too, and the directory when none is left, so
+//      the next open rebuilds the index from the log;
 //   5. the intent file is removed.
 // The ConsumeQueues need no step: at open, units that end past the log's end are cut
 // (CqStore's recovery), before anything is appended at the cut.

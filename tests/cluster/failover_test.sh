@@ -4,7 +4,8 @@
 # FailT on both groups. The official Java producer (FailoverCheck.java) sends under load and
 # records every answer. Steps, each checked:
 #   1. load until broker-a acknowledged 300 sends; S is paused for 1 s (sends to M then wait
-#      for the slave: M holds a tail no slave has, never acknowledged), then M is killed -9;
+#      for the slave: M holds a tail no slave has, never acknowledged), then M and S are
+#      killed -9 and S restarts as SLAVE (a slave behind its dead master, made deterministic);
 #   2. the producer's later SEND_OKs all come from broker-b (traffic moved);
 #   3. `uringmq-ctl ha fence` on the NameServer; `uringmq-ctl ha lag` shows S's offset stable
 #      (it applied what it received; the master is gone);
@@ -78,6 +79,7 @@ java_step() {
 
 start_load() {  # ledger prefix
   rm -f "$work/stop"
+  : > "$1"
   "$JAVA" -cp "$RMQ_CP:$work/classes" -Drocketmq.client.logUseSlf4j=false FailoverCheck load \
     "$namesrv" "$topic" "$1" "$work/stop" "$2" > "$work/load-$2.log" 2>&1 &
   echo $! > "$work/load.pid"
@@ -118,8 +120,11 @@ kill -STOP "$(cat "$work/S.pid")"
 sleep 1
 kill -9 "$(cat "$work/M.pid")"
 kill_ms=$(date +%s%3N)
-kill -CONT "$(cat "$work/S.pid")"
+# S dies too, before it reads what M streamed during the pause: M's tail is then on M alone
+# (the bytes a paused slave's socket holds would otherwise reach it once it runs again).
+kill -9 "$(cat "$work/S.pid")"
 echo "M killed at $kill_ms with $(count "$ledger1" broker-a) SEND_OKs from broker-a"
+start_uringmq S "$work/S.conf" 2  # S back as SLAVE; its master is gone
 
 # 2. Traffic moves to broker-b.
 wait_for 60 "broker-b took no 300 sends after the kill" \
@@ -143,7 +148,7 @@ echo "$lag2"
 kill -TERM "$(cat "$work/S.pid")"
 wait_for 30 "S did not stop" bash -c "! kill -0 $(cat "$work/S.pid") 2>/dev/null"
 conf S broker-a "$ps" 0 SYNC_MASTER > "$work/S.conf"
-start_uringmq S "$work/S.conf" 2
+start_uringmq S "$work/S.conf" 3
 
 # 5. Rejoin check of the old master's store against the new master's HA port.
 status=0
