@@ -60,7 +60,10 @@ CONF
 
 fail() {
   echo "java_failover_test: FAILED: $*"
-  for f in M.log S.log B.log rejoin.txt; do echo "--- $f"; tail -15 "$work/$f" 2>/dev/null || true; done
+  for f in M.log S.log B.log rejoin.txt; do
+    echo "--- $f"
+    tail -15 "$work/$f" 2>/dev/null || true
+  done
   exit 1
 }
 

@@ -34,8 +34,12 @@ namespace req = request_code;
 
 constexpr char kTopic[] = "FailT";
 
+// Heartbeats every 300 ms: the rejoin learns the master's end from the first one.
 auto master_config(const std::string&) {
-  return [](BrokerConfig& c) { c.store.shard_count = 1; };
+  return [](BrokerConfig& c) {
+    c.store.shard_count = 1;
+    c.ha.heartbeat_interval_ms = 300;
+  };
 }
 auto slave_config(uint16_t master_ha_port) {
   return [master_ha_port](BrokerConfig& c) {
