@@ -151,12 +151,16 @@ echo "$lag2"
 kill -TERM "$(cat "$work/S.pid")"
 wait_for 30 "S did not stop" bash -c "! kill -0 $(cat "$work/S.pid") 2>/dev/null"
 conf S broker-a "$ps" 0 SYNC_MASTER > "$work/S.conf"
+promote_ms=$(date +%s%3N)
 start_uringmq S "$work/S.conf" 3
+echo "S promoted: ready $(($(cat "$work/S.ready") - promote_ms)) ms after its start"
 
 # 5. Rejoin check of the old master's store against the new master's HA port.
 status=0
+rejoin_ms=$(date +%s%3N)
 "$ctl" ha rejoin --dir "$work/M/store" --master "127.0.0.1:$((ps + 1))" > "$work/rejoin.txt" \
   2>&1 || status=$?
+echo "ha rejoin took $(($(date +%s%3N) - rejoin_ms)) ms"
 cat "$work/rejoin.txt" | grep -v '^  offset=' || true
 [ "$status" = 0 ] || fail "ha rejoin refused (exit $status)"
 grep -q "cut \[" "$work/rejoin.txt" || fail "no unacknowledged tail was cut (S was paused)"
