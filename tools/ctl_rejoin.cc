@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -197,7 +198,8 @@ std::optional<uint64_t> segment_size(io::Disk& disk, const std::string& shard_di
   return std::nullopt;
 }
 
-// Recovers the shard's log (as an open would) and maps where its sealed segments' blanks are.
+// Recovers the shard's log (as an open would) and takes the shard's lock (held until
+// release_local, so no broker starts on the store while it is compared).
 io::Status open_local(io::Disk& disk, LocalLog& log) {
   UMQ_RETURN_IF_ERROR(engine::finish_interrupted_truncation(disk, log.options));
   const std::string lock = io::path_join(log.options.dir, "lock");
@@ -214,15 +216,36 @@ io::Status open_local(io::Disk& disk, LocalLog& log) {
   log.bases = recovered->segment_bases;
   log.end_offset = recovered->end_offset;
   log.min_offset = log.bases.empty() ? log.end_offset : log.bases.front();
+  if (log.end_offset > log.min_offset) {  // the first record's end: its TOTALSIZE
+    std::array<std::byte, 4> size{};
+    std::string error;
+    if (!log.read(log.min_offset, size, error)) {
+      disk.unlock(lock);
+      return io::Status::error(io::Code::io_error, error);
+    }
+    log.first_record_end = log.min_offset + engine::get_u32(size.data());
+  }
+  return io::Status::ok();
+}
+
+void release_local(io::Disk& disk, const LocalLog& log) {
+  disk.unlock(io::path_join(log.options.dir, "lock"));
+}
+
+// Where the blank records of the sealed segments from `from`'s on are (the master streams
+// zeros after them); with `holding`, also the start of the record holding that offset.
+io::Status map_segments(io::Disk& disk, LocalLog& log, uint64_t from,
+                        std::optional<uint64_t> holding = std::nullopt,
+                        uint64_t* record_start = nullptr) {
   std::map<uint64_t, uint64_t> last_end;
   engine::LogScanner scanner(disk, log.options, log.bases);
   io::Result<engine::ScanEnd> scanned =
-      log.bases.empty() ? io::Result<engine::ScanEnd>(engine::ScanEnd{})
-                        : scanner.scan(log.min_offset, [&](uint64_t at, const auto& r) {
-                            if (log.first_record_end == 0) log.first_record_end = at + r.total_size;
-                            last_end[log.segment_base(at)] = at + r.total_size;
-                          });
-  disk.unlock(lock);
+      scanner.scan(log.segment_base(from), [&](uint64_t at, const engine::MessageView& r) {
+        last_end[log.segment_base(at)] = at + r.total_size;
+        if (holding && record_start != nullptr && at <= *holding && *holding < at + r.total_size) {
+          *record_start = at;
+        }
+      });
   if (!scanned.is_ok()) return scanned.status();
   for (const auto& [base, end] : last_end) {
     if (base + log.options.segment_size_bytes <= log.end_offset) log.blank_at[base] = end;
@@ -271,7 +294,7 @@ bool compare_stream(HaPeer& peer, const LocalLog& log, HaPeer::Frame first, int6
 }
 
 // Connects, picks the common start (section 2 of ctl_rejoin.h) and compares.
-bool compare_with_master(const std::string& addr, const LocalLog& log, int64_t timeout_ms,
+bool compare_with_master(io::Disk& disk, const std::string& addr, LocalLog& log, int64_t timeout_ms,
                          Comparison& c, std::string& error) {
   const int64_t deadline = now_ms() + timeout_ms;
   auto peer = std::make_unique<HaPeer>();
@@ -301,6 +324,11 @@ bool compare_with_master(const std::string& addr, const LocalLog& log, int64_t t
   if (c.start < log.min_offset || c.start > log.end_offset) {
     error = "the master streams from " + std::to_string(c.start) + ", outside the local log [" +
             std::to_string(log.min_offset) + ", " + std::to_string(log.end_offset) + ")";
+    return false;
+  }
+  io::Status mapped = map_segments(disk, log, c.start);
+  if (!mapped.is_ok()) {
+    error = mapped.to_string();
     return false;
   }
   return compare_stream(*peer, log, std::move(*f), deadline, c, error);
@@ -363,17 +391,21 @@ int rejoin_shard(io::Disk& disk, const RejoinOptions& o, uint32_t shard, const s
   io::Status s = open_local(disk, log);
   if (!s.is_ok()) return fail(name + ": " + s.to_string());
   if (log.end_offset == log.min_offset) {
+    release_local(disk, log);
     std::fprintf(out, "%s: the local log is empty: nothing to check\n", name.c_str());
     return kExitOk;
   }
   Comparison c;
   std::string error;
-  if (!compare_with_master(master, log, o.timeout_ms, c, error)) {
-    return fail(name + ": master " + master + ": " + error);
-  }
+  const bool compared = compare_with_master(disk, master, log, o.timeout_ms, c, error);
+  uint64_t record = 0;
+  if (compared && c.differs_at) (void)map_segments(disk, log, *c.differs_at, c.differs_at, &record);
+  release_local(disk, log);
+  if (!compared) return fail(name + ": master " + master + ": " + error);
   if (c.differs_at) {
     return fail(name + ": the local log differs from the master's at log offset " +
-                std::to_string(*c.differs_at) + " (equal from " + std::to_string(c.start) +
+                std::to_string(*c.differs_at) + " (in the local record at " +
+                std::to_string(record) + "; equal from " + std::to_string(c.start) +
                 "): it is not a prefix of the master's log and cannot rejoin; start the slave "
                 "empty (move " +
                 o.dir + " aside)");

@@ -3,7 +3,8 @@
 // slave of the new master (README.md, "Failover"; tools/README.md has why it is a command and
 // not a broker start-up step). Per shard:
 //   1. recover the local log (as an open would: an interrupted truncation finished, a torn tail
-//      cut), holding the shard's lock, so nothing else uses the store meanwhile;
+//      cut) and hold the shard's lock while comparing, so no broker starts on the store;
+//      only the segments from the compared start on are scanned (where their blanks are);
 //   2. connect to the new master's HA port as a slave does and ask for its bytes from a common
 //      segment start (the first report 0 gives the start of the master's last segment; when
 //      the local log ends before it, the start of the local log's last segment is asked
@@ -15,7 +16,7 @@
 //      truncate_log) and reported: offset range, record count, and each message's topic, queue,
 //      queue offset, msgId (UNIQ_KEY), offsetMsgId and keys, on stdout and in
 //      <storePathRootDir>/rejoin-<shard>-<unix ms>.txt. Different: refused, naming the first
-//      differing offset; the slave must start empty.
+//      differing offset and the local record holding it; the slave must start empty.
 // Blocking sockets, one thread; memory: one chunk (at most 4 MiB) and one segment window.
 
 #include <cstdint>
