@@ -166,6 +166,44 @@ TEST(BrokerFailoverTest, TheFormerMasterCutsItsTailAndRejoinsAsASlave) {
   EXPECT_EQ(keys[30], "new0");
 }
 
+// A former master far behind (its log ends before the new master's last segment begins) is
+// compared from its own last segment instead (here its first: from its first record's end, a
+// report of 0 meaning "your last segment"), found a prefix, and follows as a slave.
+TEST(BrokerFailoverTest, AFormerMasterBehindTheNewMastersLastSegmentIsComparedFromItsOwn) {
+  auto small = [](BrokerConfig& c) {
+    c.store.log.segment_size_bytes = 1u << 20;
+    c.store.log.limits.max_body_bytes = 64u << 10;
+  };
+  testing::TempDir a_dir, s_dir;
+  {
+    RunningBroker a(a_dir.path(), [&](BrokerConfig& c) {
+      master_config("")(c);
+      small(c);
+    });
+    send_n(a, "k", 30);
+    RunningBroker s(s_dir.path(), [&](BrokerConfig& c) {
+      slave_config(a.broker().ha_ports()[0])(c);
+      small(c);
+    });
+    ASSERT_TRUE(wait_max_offset(s, 30));
+  }
+  RunningBroker s(s_dir.path(), [&](BrokerConfig& c) {
+    master_config("")(c);
+    small(c);
+  });
+  auto client = s.client();
+  const std::string body(20000, 'x');
+  for (int i = 0; i < 80; i++) {  // 1.6 MB: the new master's log rolls into a second segment
+    RemotingResponse r =
+        call(*client, request(req::kSendMessageV2, testing::send_v2_fields(kTopic, "1", "")), body);
+    ASSERT_EQ(r.command.code, 0) << testing::remark(r);
+  }
+  std::string text;
+  ASSERT_EQ(rejoin(a_dir.path(), s.broker().ha_ports()[0], false, &text), 0) << text;
+  EXPECT_NE(text.find("nothing to cut"), std::string::npos) << text;
+  EXPECT_EQ(text.find("compared from 0)"), std::string::npos) << text;
+}
+
 TEST(BrokerFailoverTest, AFormerMasterWhoseTailDiffersIsRefused) {
   Pair p;
   p.build();
