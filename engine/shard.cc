@@ -10,6 +10,7 @@
 #include "engine/log/log_recovery.h"
 #include "engine/log/log_scanner.h"
 #include "engine/log/properties.h"
+#include "engine/log_truncate.h"
 #include "engine/queues/dispatch.h"
 #include "io/thread.h"
 #include "io/uring_disk.h"
@@ -223,6 +224,8 @@ io::Status Shard::open_log(engine::RecoveryReport* report) {
   log_options.space_check = [this](uint64_t bytes) { return check_segment_space(bytes); };
   engine::CqStoreOptions cq_options = options_.consume_queue;
   cq_options.dir = io::path_join(shard_dir_, "consumequeue");
+  // A truncation a crash interrupted (engine/log_truncate.h) is finished before recovery.
+  UMQ_RETURN_IF_ERROR(engine::finish_interrupted_truncation(*disk_, log_options));
   io::Result<engine::LogAndQueues> opened =
       engine::open_log_and_queues(*disk_, *clock_, log_options, cq_options, levels_, report,
                                   [this](uint64_t offset, const engine::MessageView& record) {

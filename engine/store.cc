@@ -31,9 +31,24 @@ bool is_power_of_two(uint32_t v) {
   return v >= 2 && (v & (v - 1)) == 0;
 }
 
+// Marks a store that holds (or may hold) a foreign log: a replica's, and what a promoted one
+// keeps. Created durably the first time a replica opens; never removed by the store.
+io::Status mark_foreign_records(io::Disk& d, const std::string& data_dir) {
+  const std::string path = io::path_join(data_dir, kForeignRecordsMarker);
+  io::Result<bool> present = d.exists(path);
+  if (!present.is_ok()) return present.status();
+  if (*present) return io::Status::ok();
+  io::Result<io::FileHandle> file = d.open(path, io::OpenMode::create_exclusive);
+  if (!file.is_ok()) return file.status();
+  d.close(*file);
+  return io::sync_dir(d, data_dir);
+}
+
 // Creates the data directory and its shard directories, and checks the shard count against the
-// shard directories there.
-io::Status prepare_data_dir(const StoreOptions& options) {
+// shard directories there. A replica marks the store as holding foreign records; any other
+// store that finds the marker (a promoted replica) keeps accepting them: options.log.limits and
+// consume_queue follow it.
+io::Status prepare_data_dir(StoreOptions& options) {
   io::UringDiskOptions disk_options;
   disk_options.file_mode = options.file_mode;
   disk_options.dir_mode = options.dir_mode;
@@ -67,6 +82,13 @@ io::Status prepare_data_dir(const StoreOptions& options) {
       UMQ_RETURN_IF_ERROR(d.make_dir(shard));
     }
     UMQ_RETURN_IF_ERROR(io::sync_dir(d, options.data_dir));
+  }
+  if (options.replica) return mark_foreign_records(d, options.data_dir);
+  io::Result<bool> marked = d.exists(io::path_join(options.data_dir, kForeignRecordsMarker));
+  if (!marked.is_ok()) return marked.status();
+  if (*marked) {
+    options.log.limits.foreign_records = true;
+    options.consume_queue.start_anywhere = true;
   }
   return io::Status::ok();
 }

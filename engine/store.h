@@ -16,6 +16,12 @@
 
 namespace uringmq {
 
+// The marker file in a store's data directory (storePathRootDir) saying its logs may hold
+// foreign records (a Java master's, without uringmq's record CRC): created when a replica
+// opens, kept for good, so a promoted replica (restarted as a master) still recovers, scrubs,
+// dispatches and verifies its replicated records (engine/README.md, "Replica").
+inline constexpr std::string_view kForeignRecordsMarker = "foreign_records";
+
 // Where a delayed message that cannot be delivered goes (operators read it): each shard parks into
 // the first queue of this topic that it owns; PARK_LEVEL, REAL_TOPIC, REAL_QID and PARK_REASON
 // say what it was.

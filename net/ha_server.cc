@@ -171,9 +171,10 @@ void HaServer::on_report(io::NetRing& ring, uint32_t index, uint64_t offset) {
              " is beyond this broker's max offset " + std::to_string(ends.written_end) + " by " +
              std::to_string(offset - ends.written_end) +
              " bytes (the slave holds bytes this master does not have, never acknowledged to a "
-             "client: a master's unflushed tail lost in a crash; the rejoin procedure truncates "
-             "the slave's CommitLog to the master's max offset " +
-             std::to_string(ends.written_end) + " after checking the common prefix)");
+             "client: a master's tail lost in a crash, or a former master's unacknowledged tail: "
+             "stop the slave and run `uringmq-ctl ha rejoin --dir <its storePathRootDir> --master "
+             "<this broker's HA address>`, which checks its log is a prefix of this one and cuts "
+             "the tail, or start the slave empty)");
     return close_slave(ring, index, "slave ahead of the master");
   }
   if (!slave.started) {

@@ -29,6 +29,7 @@
 #include "engine/queues/consume_queue.h"
 #include "engine/queues/consumer_offsets.h"
 #include "engine/queues/dispatch.h"
+#include "engine/store.h"
 
 namespace uringmq::ctl {
 namespace {
@@ -588,7 +589,9 @@ io::Result<VerifyReport> verify_store(const VerifyOptions& options) {
   VerifyReport report;
   engine::CodecLimits limits;
   limits.max_body_bytes = options.max_body_bytes;
-  limits.foreign_records = options.foreign_records;
+  // A replica, or a promoted one, says so itself (engine/store.h, kForeignRecordsMarker).
+  limits.foreign_records =
+      options.foreign_records || exists(join(options.dir, std::string(kForeignRecordsMarker)));
   std::vector<ShardLog> logs(shard_dirs.size());
   uint64_t total = 0;
   for (size_t i = 0; i < shard_dirs.size(); i++) {

@@ -13,6 +13,7 @@
 #include "tools/ctl_client.h"
 #include "tools/ctl_commands.h"
 #include "tools/ctl_offline.h"
+#include "tools/ctl_rejoin.h"
 #include "uringmq/version.h"
 
 namespace uringmq::ctl {
@@ -34,6 +35,7 @@ struct Commands {
   MessageOptions message;
   BrokerOptions broker;
   HaOptions ha;
+  RejoinOptions rejoin;
   int rc = kExitOk;
 };
 
@@ -79,7 +81,7 @@ void add_verify(CLI::App& app, Commands& c) {
   v->add_flag("--no-progress", c.verify_no_progress, "no progress bar on a terminal");
   v->add_flag("--replica", c.verify.foreign_records,
               "the store of a SLAVE: records a RocketMQ master wrote (without uringmq's record "
-              "CRC) are accepted");
+              "CRC) are accepted (implied where the store holds the foreign_records marker)");
   v->callback([&c] { c.rc = run_verify(c); });
 }
 
@@ -263,6 +265,25 @@ void add_ha(CLI::App& app, Commands& c) {
   lag->add_option("--master", h.master, "master address host:port")->required();
   lag->add_option("--slave", h.slave, "slave address host:port")->required();
   lag->callback([&c] { c.rc = run_ha_lag(c.ha); });
+  RejoinOptions& r = c.rejoin;
+  CLI::App* rejoin = ha->add_subcommand(
+      "rejoin",
+      "Offline: before a former master starts as a slave, check its CommitLog is a prefix of the "
+      "new master's (over the HA port) and cut its tail past the master's end (exit 1 when they "
+      "differ: start the slave empty)");
+  rejoin->add_option("--dir", r.dir, "storePathRootDir of the stopped former master")->required();
+  rejoin
+      ->add_option("--master", r.masters,
+                   "the new master's HA address (host:haPort), one per shard, ';'-separated")
+      ->required();
+  rejoin->add_flag("--dry-run", r.dry_run, "compare and report; cut nothing");
+  rejoin->add_option("--timeout-ms", r.timeout_ms, "for the master's stream (default 30000)")
+      ->check(CLI::Range(int64_t{1000}, int64_t{600'000}));
+  rejoin
+      ->add_option("--max-message-size", r.max_body_bytes,
+                   "largest body the log was written with, bytes")
+      ->check(CLI::Range(1u, 1u << 30));
+  rejoin->callback([&c] { c.rc = run_ha_rejoin(c.rejoin); });
 }
 
 int run(int argc, char** argv) {

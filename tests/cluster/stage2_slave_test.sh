@@ -13,6 +13,8 @@
 #   4. kill -9 of the master: every acknowledged message is read from the slave (route id 1).
 #   5. SlaveSynchronize copies the topic table and delayOffset.json within 15 s.
 #   6. The stopped slave's store passes `uringmq-ctl verify --replica`.
+#   7. Promotion: the slave's store restarted as the master (brokerId 0) passes verify without
+#      --replica, serves every acknowledged message and takes 100 sends, all SEND_OK.
 # Usage: tests/cluster/stage2_slave_test.sh <uringmq-broker> <uringmq-ctl> <work dir>
 # Without a RocketMQ Java distribution ($URINGMQ_ROCKETMQ_JAVA, tools/find-rocketmq-java.sh) or
 # javac it prints a skip line and passes.
@@ -178,4 +180,20 @@ done
 "$ctl_bin" verify --dir "$work/broker-s/store" --replica --no-progress > "$work/verify.log" 2>&1 ||
   failed "uringmq-ctl verify: $(tail -5 "$work/verify.log")"
 echo "verify: $(tail -1 "$work/verify.log")"
+
+# 7. Promotion (README.md, "Failover"): the slave of the Java master restarted as broker-a's
+#    master keeps the Java records: verify passes without --replica (the store's
+#    foreign_records marker), every acknowledged message is read from it, sends are SEND_OK.
+"$ctl_bin" verify --dir "$work/broker-s/store" --no-progress > "$work/verify2.log" 2>&1 ||
+  failed "uringmq-ctl verify of the promoted store: $(tail -5 "$work/verify2.log")"
+sed -e 's/^brokerId=.*/brokerId=0/' -e 's/^brokerRole=.*/brokerRole=ASYNC_MASTER/' \
+  "$work/s.conf" > "$work/s-promoted.conf"
+start_uringmq broker-s "$work/s-promoted.conf" 3
+sleep 2  # its REGISTER_BROKER as id 0 reaches the NameServer
+java_check consume "$namesrv" "$topic" "$work/ledger1" "$work/ledger2" > "$work/consume2.log" \
+  2>&1 || failed "promoted: $(grep -E 'FAIL|missing|Exception' "$work/consume2.log" | head -5)"
+echo "promoted, consume: $(grep JAVA-CHECK "$work/consume2.log")"
+java_check send "$namesrv" "$topic" 100 "$work/ledger3" strict > "$work/send3.log" 2>&1 ||
+  failed "promoted, send: $(grep -E 'FAIL|Exception' "$work/send3.log" | head -3)"
+echo "promoted, send: $(grep JAVA-CHECK "$work/send3.log")"
 echo "$label: passed"

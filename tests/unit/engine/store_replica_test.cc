@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <random>
@@ -250,6 +251,95 @@ TEST(StoreReplicaTest, RestartInsideARecordResumesAtTheLastWholeRecord) {
   feed(**session, m, ends.log_appended.value - kBase, m.bytes.size(), 12);
   expect_bytes_equal(dir.path(), m, m.bytes.size());
   expect_pulls(**session, m, m.records.size());
+}
+
+// Promotion (a SLAVE restarted as a master): the store reopened with replica off keeps every
+// replicated record (foreign ones too: the foreign_records marker the replica left makes
+// recovery accept them), serves pulls and consumer offsets from where they were, and appends
+// new sends after the replicated log at the next queue offsets; a second reopen recovers the
+// mix. The canary: without the marker the same store refuses to open (the records lack the
+// record CRC), so the marker is what carries the promotion.
+void promote_and_check(bool keep_marker) {
+  testing::TempDir dir;
+  const MasterStream m = make_stream(2500, true);
+  {
+    auto store = Store::open(replica_options(dir.path()));
+    ASSERT_TRUE(store.is_ok()) << store.status().to_string();
+    auto session = (*store)->open_session();
+    feed(**session, m, 0, m.bytes.size(), 21);
+    // What SlaveSynchronize copies from the master: a group's committed offset.
+    ASSERT_TRUE((*session)->commit_offset_async("G", kTopic, 1, QueueOffset{300}, 1).is_ok());
+    ASSERT_EQ((*session)->wait_for(1).code, io::Code::ok);
+    ASSERT_TRUE((*session)->flush_offsets_async(kTopic, 1, 2).is_ok());
+    ASSERT_EQ((*session)->wait_for(2).code, io::Code::ok);
+    session->reset();
+    ASSERT_TRUE((*store)->close().is_ok());
+  }
+  ASSERT_TRUE(std::filesystem::exists(dir.path() + "/" + std::string(kForeignRecordsMarker)));
+  if (!keep_marker) {
+    std::filesystem::remove(dir.path() + "/" + std::string(kForeignRecordsMarker));
+  }
+  StoreOptions master = replica_options(dir.path());
+  master.replica = false;
+  auto store = Store::open(master);
+  if (!keep_marker) {
+    ASSERT_FALSE(store.is_ok()) << "a foreign log recovered without the marker";
+    EXPECT_EQ(store.status().code(), io::Code::corruption) << store.status().to_string();
+    return;
+  }
+  ASSERT_TRUE(store.is_ok()) << store.status().to_string();
+  auto session = (*store)->open_session();
+  ASSERT_TRUE(session.is_ok());
+  expect_pulls(**session, m, m.records.size());
+  ASSERT_TRUE((*session)->query_offset_async("G", kTopic, 1, 3).is_ok());
+  EXPECT_EQ((*session)->wait_for(3).queue_offset.value, 300);
+  // New sends go after the replicated log, at each queue's next offset.
+  std::array<int64_t, kQueues> next = kFirstQueueOffset;
+  for (const MasterRecord& r : m.records) next[r.queue_id] = r.queue_offset + 1;
+  std::string body = "after promotion";
+  for (int32_t q = 0; q < kQueues; q++) {
+    Message message;
+    message.topic = kTopic;
+    message.queue_id = q;
+    message.body = std::as_bytes(std::span(body));
+    Completion c = (*session)->send(message);
+    ASSERT_EQ(c.code, io::Code::ok);
+    EXPECT_EQ(c.queue_offset.value, next[q]) << "queue " << q;
+    EXPECT_GE(c.offset.value, kBase + m.bytes.size()) << "shard 0: the log offset itself";
+  }
+  session->reset();
+  ASSERT_TRUE((*store)->close().is_ok());
+  // Reopened again (the mix of foreign and own records recovers), the new records are there.
+  auto again = Store::open(master);
+  ASSERT_TRUE(again.is_ok()) << again.status().to_string();
+  auto s2 = (*again)->open_session();
+  std::vector<std::byte> buffer(64 << 10);
+  for (int32_t q = 0; q < kQueues; q++) {
+    ASSERT_TRUE((*s2)->query_queue_async(kTopic, q, 10 + q, 0).is_ok());
+    EXPECT_EQ((*s2)->wait_for(10 + q).max_offset.value, next[q] + 1) << "queue " << q;
+    PullRequest pull;
+    pull.topic = kTopic;
+    pull.queue_id = q;
+    pull.queue_offset = QueueOffset{next[q]};
+    pull.buffer = buffer;
+    ASSERT_TRUE((*s2)->pull_async(pull, 20 + q, 0).is_ok());
+    Completion c = (*s2)->wait_for(20 + q);
+    ASSERT_EQ(c.pull_status, PullStatus::found) << "queue " << q;
+    ASSERT_EQ(c.message_count, 1u);
+    engine::DecodeResult r = engine::decode(std::span(buffer.data(), c.size_bytes), {});
+    ASSERT_EQ(r.outcome, engine::DecodeOutcome::ok);
+    EXPECT_EQ(
+        std::string_view(reinterpret_cast<const char*>(r.view.body.data()), r.view.body.size()),
+        body);
+  }
+}
+
+TEST(StoreReplicaTest, APromotedReplicaKeepsItsForeignLogAndAppendsAfterIt) {
+  promote_and_check(true);
+}
+
+TEST(StoreReplicaTest, CanaryWithoutTheMarkerAPromotedForeignLogDoesNotOpen) {
+  promote_and_check(false);
 }
 
 TEST(StoreReplicaTest, RefusesAppendsOfItsOwn) {
