@@ -119,6 +119,9 @@ ledger1="$work/ledger1"
 start_load "$ledger1" a
 wait_for 60 "broker-a acknowledged no 300 sends" \
   bash -c "[ \$(awk '\$2 == \"broker-a\" && \$4 == \"SEND_OK\"' '$ledger1' | wc -l) -ge 300 ]"
+# A slave knows the topics only from SlaveSynchronize (every 10 s, the first 3 s after its
+# start): promoted before that, it would register no route for the topic.
+wait_for 30 "S did not sync M's topic table" grep -qs "$topic" "$work/S/store/config/topics.json"
 kill -STOP "$(cat "$work/S.pid")"
 sleep 1
 kill -9 "$(cat "$work/M.pid")"
