@@ -53,6 +53,17 @@ constexpr uint32_t kShards = 2;
 constexpr uint32_t kProducersPerShard = 2;
 constexpr uint16_t kStride = 10;  // shardPortStride (free_broker_port's)
 
+// A second broker's port whose ports (VIP 2 below, HA 1 above, one set per shard) cannot meet
+// the first's: both are picked before either broker binds, so the check that they are free
+// cannot see the other.
+uint16_t port_apart_from(uint16_t other) {
+  for (int attempt = 0; attempt < 100; attempt++) {
+    const uint16_t port = testing::free_broker_port(kShards);
+    if (port == 0 || std::abs(int{port} - int{other}) > 4 * kStride) return port;
+  }
+  return 0;
+}
+
 struct Sent {
   uint32_t shard = 0;
   int queue = 0;
@@ -211,7 +222,7 @@ TEST(HaUringmqTest, EverySendOkIsOnTheSlaveAfterItsKill9UnderSyncMasterLoad) {
   const std::string dir = keep.empty() ? temp.path() : keep;
   const int64_t load_ms = static_cast<int64_t>(testing::env_u64("URINGMQ_HA_LOAD_MS", 3000));
   const uint16_t master_port = testing::free_broker_port(kShards);
-  const uint16_t slave_port = testing::free_broker_port(kShards);
+  const uint16_t slave_port = port_apart_from(master_port);
   const uint16_t namesrv_port = testing::free_port();
   ASSERT_TRUE(master_port != 0 && slave_port != 0 && namesrv_port != 0);
   ASSERT_NE(master_port, slave_port);
@@ -329,7 +340,7 @@ double sample_value(const std::string& text, const std::string& prefix) {
 TEST(HaUringmqTest, TwoShardSlaveFindsItsMastersByHaMasterAddress) {
   testing::TempDir dir;
   const uint16_t master_port = testing::free_broker_port(kShards);
-  const uint16_t slave_port = testing::free_broker_port(kShards);
+  const uint16_t slave_port = port_apart_from(master_port);
   const uint16_t metrics_port = testing::free_port();
   ASSERT_TRUE(master_port != 0 && slave_port != 0 && metrics_port != 0);
   const std::string ha_master = "127.0.0.1:" + std::to_string(master_port + 1);
