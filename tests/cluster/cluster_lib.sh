@@ -73,3 +73,28 @@ wait_java_boot() {
   tail "$work/$name.out"
   exit 1
 }
+
+# Prints the broker.conf of a 1-shard uringmq test broker (1 MiB segments, 4 queues a topic,
+# loopback, the NameServers in $namesrv) on stdout: cluster, store under $work/<name>, then any
+# extra lines given. uringmq_conf CLUSTER NAME GROUP PORT BROKER_ID ROLE [extra lines...]
+uringmq_conf() {
+  local cluster=$1 name=$2 group=$3 port=$4 id=$5 role=$6
+  shift 6
+  cat <<CONF
+brokerClusterName=$cluster
+brokerName=$group
+brokerId=$id
+brokerRole=$role
+storePathRootDir=$work/$name/store
+listenPort=$port
+bindAddress=127.0.0.1
+shardCount=1
+namesrvListenPort=0
+namesrvAddr=$namesrv
+defaultTopicQueueNums=4
+mappedFileSizeCommitLog=1048576
+maxMessageSize=65536
+diskSpaceWarningLevelRatio=100
+CONF
+  printf '%s\n' "$@"
+}

@@ -36,27 +36,7 @@ read -r ns pm ps pb < <("$repo/tools/free-ports.sh" 4 2)
 namesrv="127.0.0.1:$ns"
 topic=FailT
 
-conf() {  # name group port brokerId role [extra lines...]
-  local name=$1 group=$2 port=$3 id=$4 role=$5
-  shift 5
-  cat <<CONF
-brokerClusterName=FailCluster
-brokerName=$group
-brokerId=$id
-brokerRole=$role
-storePathRootDir=$work/$name/store
-listenPort=$port
-bindAddress=127.0.0.1
-shardCount=1
-namesrvListenPort=0
-namesrvAddr=$namesrv
-defaultTopicQueueNums=4
-mappedFileSizeCommitLog=1048576
-maxMessageSize=65536
-diskSpaceWarningLevelRatio=100
-CONF
-  printf '%s\n' "$@"
-}
+conf() { uringmq_conf FailCluster "$@"; }  # name group port brokerId role [extra lines]
 
 fail() {
   echo "java_failover_test: FAILED: $*"

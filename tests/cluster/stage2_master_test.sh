@@ -28,22 +28,7 @@ read -r ns pm ps < <("$repo/tools/free-ports.sh" 3)
 namesrv="127.0.0.1:$ns"
 topic=HaTopic
 
-cat > "$work/master.conf" <<CONF
-brokerClusterName=HaCluster
-brokerName=broker-ha
-brokerId=0
-brokerRole=SYNC_MASTER
-storePathRootDir=$work/master/store
-listenPort=$pm
-bindAddress=127.0.0.1
-shardCount=1
-namesrvListenPort=0
-namesrvAddr=$namesrv
-defaultTopicQueueNums=4
-mappedFileSizeCommitLog=1048576
-maxMessageSize=65536
-diskSpaceWarningLevelRatio=100
-CONF
+uringmq_conf HaCluster master broker-ha "$pm" 0 SYNC_MASTER > "$work/master.conf"
 mkdir -p "$work/slave"
 cat > "$work/slave/broker.conf" <<CONF
 brokerClusterName=HaCluster
