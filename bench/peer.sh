@@ -23,7 +23,8 @@
 # Usage: bench/peer.sh [build dir]   (needs uringmq-broker, uringmq-ctl and uringmq-net-bench)
 # Env: RUNS (2), SECONDS_ (15), WARMUP (3), CONNS (16), PIPELINE (32), THREADS (64),
 #      FLUSHES ("SYNC_FLUSH ASYNC_FLUSH"), GENERATORS ("netbench java"), LATENESS (1),
-#      LATENESS_COUNT (20000), LATENESS_RATE (2000), DATA (./bench-data).
+#      LATENESS_COUNT (20000), LATENESS_RATE (2000), DATA (./bench-data),
+#      UMQ_CONF (extra broker.conf lines for uringmq, newline-separated; empty by default).
 # Without the Java distribution (tools/find-rocketmq-java.sh) or javac it prints a skip line.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -110,6 +111,7 @@ EOF
     printf '%s\n' "storePathRootDir=$work/store" "listenPort=$bport" \
       "namesrvListenPort=$nsport" "flushDiskType=$flush" "defaultTopicQueueNums=8" \
       "logLevel=warn" >"$work/umq.conf"
+    [ -z "${UMQ_CONF:-}" ] || printf '%s\n' "$UMQ_CONF" >>"$work/umq.conf"
     "$build/tools/uringmq-broker" -c "$work/umq.conf" >"$work/umq.out" 2>&1 &
     echo $! >"$work/broker.pid"
     pidfiles+=("$work/broker.pid")
