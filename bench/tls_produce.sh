@@ -53,6 +53,7 @@ for m, v in rows.items():
 errors = {m: sum(r["errors"] for r in v) for m, v in rows.items()}
 print(f"errors: {errors}")
 label = "tls+acl" if sys.argv[2] == "1" else "tls"
-print(f"{label} / plain: {med(rows['tls']) / med(rows['plain']):.2f}; cipher {rows['tls'][0]['tls_cipher']}")
+print(f"{label} / plain: {med(rows['tls']) / med(rows['plain']):.2f}; "
+      f"cipher {rows['tls'][0]['tls_cipher']}")
 PY
 rm -f "$out"
