@@ -22,19 +22,9 @@ one() {  # one MODE: a fresh broker, one load of MODE, its JSON on stdout
 }
 out=$(mktemp)
 run_modes "$out" single batch
-python3 - "$out" <<'PY'
-import json, statistics, sys
-rows = {}
-for line in open(sys.argv[1]):
-    mode, run, js = line.split(" ", 2)
-    rows.setdefault(mode, []).append(json.loads(js))
-key = "msgs_per_s"
-med = {m: statistics.median(r[key] for r in v) for m, v in rows.items()}
+summarize_runs "$out" <<'PY'
 for m, v in rows.items():
-    runs = "; ".join(
-        f"{r[key]:,.0f} (p50 {r['p50_us'] / 1000:.1f} / p99 {r['p99_us'] / 1000:.1f} ms)"
-        for r in v)
-    print(f"{m}: median {med[m]:,.0f} msgs/s; runs {runs}")
-print(f"batch / single: {med['batch'] / med['single']:.2f}")
+    summary(m, v)
+print(f"batch / single: {med(rows['batch']) / med(rows['single']):.2f}")
 PY
 rm -f "$out"

@@ -2,7 +2,7 @@
 # batch_produce.sh, transactional_produce.sh): start and stop one server at a time, wait for its
 # port, and (one_load) a fresh uringmq-broker (SYNC_FLUSH, or $FLUSH; 8 queues a topic, a free
 # loopback port) under one uringmq-net-bench load; the produce scripts collect the runs' JSON
-# lines as "MODE RUN {json}" and summarise them in their own python.
+# lines as "MODE RUN {json}" (run_modes) and summarise them (summarize_runs).
 # one_load needs: build (the build dir), data (a scratch dir, removed and recreated per run),
 # CONNS, BYTES, SECONDS_, WARMUP; EXTRA_CONF (optional): more broker.conf lines; BEFORE_LOAD
 # (optional): a command run with the broker's port once it listens, before the load (a slave
@@ -63,4 +63,12 @@ run_modes() {
       one "$mode" >>"$out"
     done
   done
+}
+# summarize_runs OUT [ARG...] <<'PY' ... PY: runs the Python on stdin after a prelude that reads
+# OUT's "MODE RUN {json}" lines (run_modes) into `rows` (mode -> its runs' JSON objects, in run
+# order) and defines med(runs, key) (a median over runs), summary(label, runs, more) (one line:
+# the median rate and each run's rate and p50 / p99, then more(run)) and medians(runs) (the
+# medians of rate, p50 and p99). sys.argv[1] is OUT, the ARGs follow.
+summarize_runs() {
+  cat "$(dirname "${BASH_SOURCE[0]}")/runs_prelude.py" - | python3 - "$@"
 }

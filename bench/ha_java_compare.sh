@@ -21,6 +21,8 @@ base=$(mkdir -p "${DATA:-$repo/bench-data}" && cd "${DATA:-$repo/bench-data}" &&
 work=$base/ha-java
 # shellcheck source=tests/cluster/cluster_lib.sh
 source "$repo/tests/cluster/cluster_lib.sh"
+# shellcheck source=bench/broker_load.sh
+source "$repo/bench/broker_load.sh"  # summarize_runs
 cluster_java_or_skip ha_java_compare
 rm -rf "$work" && mkdir -p "$work"
 pidfiles=("$work/um.pid" "$work/us.pid")
@@ -71,23 +73,15 @@ for run in $(seq 1 "$RUNS"); do
       --seconds "$SECONDS_" --warmup-seconds "$WARMUP" --json >>"$out"
   done
 done
-python3 - "$out" <<'PY'
-import json, statistics, sys
-rows = {}
-for line in open(sys.argv[1]):
-    pair, run, js = line.split(" ", 2)
-    rows.setdefault(pair, []).append(json.loads(js))
-med = lambda v, k: statistics.median(r[k] for r in v)
+summarize_runs "$out" <<'PY'
 for p, v in rows.items():
     runs = "; ".join(f"{r['msgs_per_s']:,.0f} (p99 {r['p99_us'] / 1000:.2f} ms)" for r in v)
-    print(f"{p}: median {med(v, 'msgs_per_s'):,.0f} msgs/s, p50 {med(v, 'p50_us') / 1000:.2f} ms, "
-          f"p99 {med(v, 'p99_us') / 1000:.2f} ms, errors {sum(r['errors'] for r in v)}; "
-          f"runs {runs}")
+    print(f"{p}: {medians(v)}, errors {sum(r['errors'] for r in v)}; runs {runs}")
     errors = {r.get("first_error", "") for r in v} - {""}
     if errors:
         print(f"  {p} first errors: {'; '.join(sorted(errors))}")
-java = med(rows["java"], "msgs_per_s")
-print(f"uringmq / java: {med(rows['uringmq'], 'msgs_per_s') / java:.2f}" if java else
+java = med(rows["java"])
+print(f"uringmq / java: {med(rows['uringmq']) / java:.2f}" if java else
       "uringmq / java: no ratio (no Java send succeeded)")
 PY
 rm -f "$out"

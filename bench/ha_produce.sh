@@ -127,25 +127,18 @@ PY
 )
 echo "lag: --rate $RATE (half the median sync_master rate)" >&2
 run_modes "$out" lag
-python3 - "$out" "$RATE" <<'PY'
-import json, statistics, sys
-rows = {}
-for line in open(sys.argv[1]):
-    mode, run, js = line.split(" ", 2)
-    rows.setdefault(mode, []).append(json.loads(js))
-med = lambda v, k: statistics.median(r[k] for r in v)
+summarize_runs "$out" "$RATE" <<'PY'
 for m, v in rows.items():
     runs = "; ".join(f"{r['msgs_per_s']:,.0f} (p50 {r['p50_us'] / 1000:.2f} / p99 "
                      f"{r['p99_us'] / 1000:.2f} ms)" for r in v)
-    print(f"{m}: median {med(v, 'msgs_per_s'):,.0f} msgs/s, p50 {med(v, 'p50_us') / 1000:.2f} ms, "
-          f"p99 {med(v, 'p99_us') / 1000:.2f} ms; runs {runs}")
+    print(f"{m}: {medians(v)}; runs {runs}")
     lags = [r for r in v if "lag_p99_ms" in r]
     if lags:
         print(f"  {m} replication lag p99: median {med(lags, 'lag_p99_ms'):.2f} ms (buckets "
               + ", ".join(f"<= {r['lag_p99_bucket_ms']:g} ms" for r in lags)
               + f"; samples {', '.join(str(r['lag_samples']) for r in lags)})")
 print(f"errors: { {m: sum(r['errors'] for r in v) for m, v in rows.items()} }")
-ratio = med(rows['sync_master'], 'msgs_per_s') / med(rows['flush'], 'msgs_per_s')
+ratio = med(rows['sync_master']) / med(rows['flush'])
 print(f"sync_master / flush: {ratio:.2f}; lag mode at --rate {sys.argv[2]}")
 PY
 rm -f "$out" "$base/ha.lag" "$base/ha.json"

@@ -29,18 +29,10 @@ one() {  # one MODE: a fresh broker, one load of MODE, its JSON on stdout
 }
 out=$(mktemp)
 run_modes "$out" pinned unpinned
-python3 - "$out" "$NEIGHBOUR" <<'PY'
-import json, statistics, sys
-rows = {}
-for line in open(sys.argv[1]):
-    mode, run, js = line.split(" ", 2)
-    rows.setdefault(mode, []).append(json.loads(js))
-med = {m: statistics.median(r["msgs_per_s"] for r in v) for m, v in rows.items()}
+summarize_runs "$out" "$NEIGHBOUR" <<'PY'
 for m, v in rows.items():
-    runs = "; ".join(f"{r['msgs_per_s']:,.0f} (p50 {r['p50_us'] / 1000:.1f} / p99 "
-                     f"{r['p99_us'] / 1000:.1f} ms)" for r in v)
-    print(f"{m}: median {med[m]:,.0f} msgs/s; runs {runs}")
+    summary(m, v)
 print(f"neighbour spinning on a core: {'yes' if sys.argv[2] == '1' else 'no'}")
-print(f"unpinned / pinned: {med['unpinned'] / med['pinned']:.2f}")
+print(f"unpinned / pinned: {med(rows['unpinned']) / med(rows['pinned']):.2f}")
 PY
 rm -f "$out"

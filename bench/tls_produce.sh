@@ -46,23 +46,14 @@ one() {  # one MODE: a fresh broker, one load of MODE, its JSON on stdout
 }
 out=$(mktemp)
 run_modes "$out" plain tls
-python3 - "$out" "$ACL" <<'PY'
-import json, statistics, sys
-rows = {}
-for line in open(sys.argv[1]):
-    mode, run, js = line.split(" ", 2)
-    rows.setdefault(mode, []).append(json.loads(js))
-key = "msgs_per_s"
-med = {m: statistics.median(r[key] for r in v) for m, v in rows.items()}
+summarize_runs "$out" "$ACL" <<'PY'
 for m, v in rows.items():
     label = "tls+acl" if m == "tls" and sys.argv[2] == "1" else m
-    runs = "; ".join(
-        f"{r[key]:,.0f} (p50 {r['p50_us'] / 1000:.1f} / p99 {r['p99_us'] / 1000:.1f} ms, "
-        f"client {r['client_cpu_us_per_msg']:.2f} us/msg)" for r in v)
-    print(f"{label}: median {med[m]:,.0f} msgs/s; runs {runs}")
+    summary(label, v, lambda r: f", client {r['client_cpu_us_per_msg']:.2f} us/msg")
 errors = {m: sum(r["errors"] for r in v) for m, v in rows.items()}
 print(f"errors: {errors}")
 label = "tls+acl" if sys.argv[2] == "1" else "tls"
-print(f"{label} / plain: {med['tls'] / med['plain']:.2f}; cipher {rows['tls'][0]['tls_cipher']}")
+print(f"{label} / plain: {med(rows['tls']) / med(rows['plain']):.2f}; "
+      f"cipher {rows['tls'][0]['tls_cipher']}")
 PY
 rm -f "$out"

@@ -27,32 +27,23 @@ one() {  # one MODE: a fresh broker, one load of MODE, its JSON on stdout
 }
 out=$(mktemp)
 run_modes "$out" plain transactional consumed plain_consumed
-python3 - "$out" <<'PY'
-import json, statistics, sys
-rows = {}
-for line in open(sys.argv[1]):
-    mode, run, js = line.split(" ", 2)
-    rows.setdefault(mode, []).append(json.loads(js))
-key = "msgs_per_s"
-med = {m: statistics.median(r[key] for r in v) for m, v in rows.items()}
+summarize_runs "$out" <<'PY'
+def more(m, r):
+    return ((f", commit p99 {r['commit_p99_us'] / 1000:.2f} ms" if r["transactional"] else "")
+            + (f", {'commit' if m == 'consumed' else 'send'} -> consume p99 "
+               f"{r['consume_p99_us'] / 1000:.2f} ms (answer -> consume p99 "
+               f"{r['answer_consume_p99_us'] / 1000:.2f}, early {r['consumed_early']}; held "
+               f"{r['held_consumed']} p99 {r['held_p99_us'] / 1000:.2f}, waited "
+               f"{r['waited_consumed']} p99 {r['waited_p99_us'] / 1000:.2f}; pull p50/p99 "
+               f"{r['pull_p50_us'] / 1000:.2f}/{r['pull_p99_us'] / 1000:.2f}, "
+               f"{r['msgs_per_pull']:.1f} a pull)"
+               if m.endswith("consumed") else ""))
 for m, v in rows.items():
-    runs = "; ".join(
-        f"{r[key]:,.0f} (p50 {r['p50_us'] / 1000:.1f} / p99 {r['p99_us'] / 1000:.1f} ms"
-        + (f", commit p99 {r['commit_p99_us'] / 1000:.2f} ms" if r["transactional"] else "")
-        + (f", {'commit' if m == 'consumed' else 'send'} -> consume p99 "
-           f"{r['consume_p99_us'] / 1000:.2f} ms (answer -> consume p99 "
-           f"{r['answer_consume_p99_us'] / 1000:.2f}, early {r['consumed_early']}; held "
-           f"{r['held_consumed']} p99 {r['held_p99_us'] / 1000:.2f}, waited "
-           f"{r['waited_consumed']} p99 {r['waited_p99_us'] / 1000:.2f}; pull p50/p99 "
-           f"{r['pull_p50_us'] / 1000:.2f}/{r['pull_p99_us'] / 1000:.2f}, "
-           f"{r['msgs_per_pull']:.1f} a pull)"
-           if m.endswith("consumed") else "")
-        + ")" for r in v)
-    print(f"{m}: median {med[m]:,.0f} msgs/s; runs {runs}")
-commit = statistics.median(r["commit_p99_us"] for r in rows["transactional"]) / 1000
-consume = statistics.median(r["consume_p99_us"] for r in rows["consumed"]) / 1000
-plain = statistics.median(r["consume_p99_us"] for r in rows["plain_consumed"]) / 1000
-print(f"transactional / plain: {med['transactional'] / med['plain']:.2f}; "
+    summary(m, v, lambda r, m=m: more(m, r))
+commit = med(rows["transactional"], "commit_p99_us") / 1000
+consume = med(rows["consumed"], "consume_p99_us") / 1000
+plain = med(rows["plain_consumed"], "consume_p99_us") / 1000
+print(f"transactional / plain: {med(rows['transactional']) / med(rows['plain']):.2f}; "
       f"commit p99 median {commit:.2f} ms; commit -> consume p99 median {consume:.2f} ms; "
       f"plain send -> consume p99 median {plain:.2f} ms")
 PY

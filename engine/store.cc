@@ -93,6 +93,14 @@ io::Status prepare_data_dir(StoreOptions& options) {
   return io::Status::ok();
 }
 
+// A request of `kind` completing with `tag`; the caller fills what its kind needs.
+ShardRequest tagged_request(ShardRequest::Kind kind, uint64_t tag) {
+  ShardRequest request;
+  request.kind = kind;
+  request.tag = tag;
+  return request;
+}
+
 }  // namespace
 
 Store::Store(const StoreOptions& options) : options_(options) {}
@@ -315,9 +323,7 @@ uint32_t Session::queue_shard(std::string_view topic, int32_t queue_id, uint32_t
 }
 
 io::Status Session::send_async(const Message& message, uint64_t tag, uint32_t shard) {
-  ShardRequest request;
-  request.kind = ShardRequest::Kind::append;
-  request.tag = tag;
+  ShardRequest request = tagged_request(ShardRequest::Kind::append, tag);
   engine::MessageInput& in = request.input;
   in.topic = message.topic;
   in.queue_id = message.queue_id;
@@ -373,9 +379,7 @@ io::Status Session::send_batch_async(std::span<const Message> messages,
                     "): a transactional message is not supported for batching");
     }
   }
-  ShardRequest request;
-  request.kind = ShardRequest::Kind::append_batch;
-  request.tag = tag;
+  ShardRequest request = tagged_request(ShardRequest::Kind::append_batch, tag);
   request.input.topic = first.topic;
   request.input.queue_id = first.queue_id;
   const uint32_t target = queue_shard(first.topic, first.queue_id, shard);
@@ -441,9 +445,7 @@ io::Status Session::post_to_holder(StoreOffset store_offset, ShardRequest& reque
 
 io::Status Session::read_async(StoreOffset store_offset, uint32_t size_bytes, std::byte* dest,
                                uint64_t tag) {
-  ShardRequest request;
-  request.kind = ShardRequest::Kind::read;
-  request.tag = tag;
+  ShardRequest request = tagged_request(ShardRequest::Kind::read, tag);
   request.size_bytes = size_bytes;
   request.dest = dest;
   return post_to_holder(store_offset, request);
@@ -454,9 +456,7 @@ namespace {
 // A request about one queue; the caller fills what its kind needs and posts it to the owner.
 ShardRequest queue_request(ShardRequest::Kind kind, std::string_view topic, int32_t queue_id,
                            uint64_t tag) {
-  ShardRequest request;
-  request.kind = kind;
-  request.tag = tag;
+  ShardRequest request = tagged_request(kind, tag);
   request.input.topic = topic;
   request.input.queue_id = queue_id;
   return request;
@@ -503,9 +503,7 @@ io::Status Session::end_transaction_async(StoreOffset half_offset,
     return io::Status::error(io::Code::invalid_argument,
                              "the half's offset names shard " + std::to_string(shard));
   }
-  ShardRequest request;
-  request.kind = ShardRequest::Kind::end_transaction;
-  request.tag = tag;
+  ShardRequest request = tagged_request(ShardRequest::Kind::end_transaction, tag);
   request.local_offset = local_offset(half_offset);
   request.record = half_record;
   request.end = end;
@@ -519,9 +517,7 @@ io::Status Session::take_transaction_checks_async(uint32_t shard, std::span<Tran
   if (shard >= store_.shards_.size()) {
     return io::Status::error(io::Code::invalid_argument, "no shard " + std::to_string(shard));
   }
-  ShardRequest request;
-  request.kind = ShardRequest::Kind::transaction_checks;
-  request.tag = tag;
+  ShardRequest request = tagged_request(ShardRequest::Kind::transaction_checks, tag);
   request.checks = out;
   return post(shard, request);
 }
@@ -534,9 +530,7 @@ io::Status Session::replicate_async(uint32_t shard, LogOffset offset,
   if (!store_.options_.replica) {
     return io::Status::error(io::Code::invalid_argument, "the store is not a replica");
   }
-  ShardRequest request;
-  request.kind = ShardRequest::Kind::replicate;
-  request.tag = tag;
+  ShardRequest request = tagged_request(ShardRequest::Kind::replicate, tag);
   request.local_offset = offset;
   request.record = bytes;
   return post(shard, request);
@@ -544,9 +538,7 @@ io::Status Session::replicate_async(uint32_t shard, LogOffset offset,
 
 io::Status Session::view_record_async(StoreOffset store_offset, std::span<std::byte> buffer,
                                       uint64_t tag) {
-  ShardRequest request;
-  request.kind = ShardRequest::Kind::view_record;
-  request.tag = tag;
+  ShardRequest request = tagged_request(ShardRequest::Kind::view_record, tag);
   request.max_messages = 1;
   request.buffer = buffer;
   return post_to_holder(store_offset, request);
@@ -591,9 +583,7 @@ io::Status Session::list_offsets_async(uint32_t shard, std::vector<ConsumerOffse
   if (shard >= outstanding_per_shard_.size()) {
     return io::Status::error(io::Code::invalid_argument, "no such shard");
   }
-  ShardRequest request;
-  request.kind = ShardRequest::Kind::list_offsets;
-  request.tag = tag;
+  ShardRequest request = tagged_request(ShardRequest::Kind::list_offsets, tag);
   request.offsets_out = out;
   return post(shard, request);
 }
@@ -674,9 +664,7 @@ Completion Session::send_back(std::string_view group, std::span<const std::byte>
 }
 
 io::Status Session::release_held_pulls_async(uint64_t tag) {
-  ShardRequest request;
-  request.kind = ShardRequest::Kind::release_held;
-  request.tag = tag;
+  ShardRequest request = tagged_request(ShardRequest::Kind::release_held, tag);
   for (uint32_t shard = 0; shard < store_.shards_.size(); shard++) {
     UMQ_RETURN_IF_ERROR(post(shard, request));
   }

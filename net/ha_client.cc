@@ -12,10 +12,7 @@
 namespace uringmq::net {
 namespace {
 
-constexpr uint32_t kOpConnect = 0;
-constexpr uint32_t kOpRecv = 1;
-constexpr uint32_t kOpSend = 2;
-constexpr int64_t kFirstBackoffMs = 1000;
+constexpr int64_t kFirstBackoffMs = OutboundConnection::kFirstBackoffMs;
 // Store request tags: the stream in the top 16 bits, the kind below.
 constexpr uint64_t kTagQuery = 1;
 constexpr uint64_t kTagChunk = 2;
@@ -27,15 +24,11 @@ uint64_t store_tag(uint32_t index, uint64_t kind) {
 }  // namespace
 
 struct HaClient::Stream {
+  Stream(uint8_t event, uint32_t index) : conn(event, index) {}
   std::string name;    // the presented broker
   std::string master;  // the master's HA address in use
-  io::Ipv4Endpoint endpoint;
-  int fd = -1;
-  uint32_t generation = 0;
+  OutboundConnection conn;
   enum class State : uint8_t { idle, connecting, querying, streaming, closing } state = State::idle;
-  bool connect_armed = false;
-  bool recv_armed = false;
-  bool send_armed = false;
   // Received bytes [0, in_bytes); the frames in [0, posted) went to the store (or were
   // heartbeats). Compacted only when no store request (which reads from it) is in flight.
   std::vector<std::byte> in = std::vector<std::byte>(kInputBytes);
@@ -46,13 +39,10 @@ struct HaClient::Stream {
   uint64_t durable = 0;   // the replica's durable offset, as the store last said
   uint64_t reported = 0;
   std::array<std::byte, kHaReportBytes> out{};
-  size_t out_sent = 0;
   bool report_wanted = false;  // a report waits for the send in flight
   uint64_t bytes = 0;
   int64_t last_report_ms = 0;
   int64_t last_read_ms = 0;
-  int64_t retry_ms = 0;
-  int64_t backoff_ms = kFirstBackoffMs;
   bool waiting_logged = false;  // "no master address yet" was logged
 };
 
@@ -72,7 +62,7 @@ io::Result<std::unique_ptr<HaClient>> HaClient::create(Store& store, io::Waker* 
   c->session_ = std::move(*session);
   c->session_->set_completion_waker(waker);
   for (const std::string& name : c->options_.broker_names) {
-    auto s = std::make_unique<Stream>();
+    auto s = std::make_unique<Stream>(c->options_.event, static_cast<uint32_t>(c->streams_.size()));
     s->name = name;
     c->streams_.push_back(std::move(s));
   }
@@ -88,13 +78,10 @@ HaClient::~HaClient() {
     std::array<Completion, 64> done;
     while (session_->outstanding() > 0) (void)session_->take_completions(done, true);
   }
-  for (auto& s : streams_) io::close_fd(s->fd);
 }
 
-uint64_t HaClient::user_data(uint32_t index, uint32_t op) const {
-  const Stream& s = *streams_[index];
-  return (uint64_t{options_.event} << 56) | (uint64_t{s.generation & 0xFFFFFF} << 32) |
-         (uint64_t{index} << 2) | op;
+OutboundConnection* HaClient::connection(uint32_t index) {
+  return index < streams_.size() ? &streams_[index]->conn : nullptr;
 }
 
 uint64_t HaClient::bytes_replicated(uint32_t broker) const {
@@ -109,7 +96,7 @@ void HaClient::poll(io::NetRing& ring, int64_t mono_ms) {
   if (stopping_) return;
   for (uint32_t i = 0; i < streams_.size(); i++) {
     Stream& s = *streams_[i];
-    if (s.state == Stream::State::idle && mono_ms >= s.retry_ms) {
+    if (s.state == Stream::State::idle && s.conn.retry_due(mono_ms)) {
       connect(ring, i, mono_ms);
     } else if (s.state == Stream::State::streaming) {
       if (mono_ms - s.last_read_ms > options_.housekeeping_interval_ms) {
@@ -143,52 +130,28 @@ void HaClient::connect(io::NetRing& ring, uint32_t index, int64_t mono_ms) {
                "not set)");
     }
     s.waiting_logged = true;
-    s.retry_ms = mono_ms + kFirstBackoffMs;
+    s.conn.retry_at(mono_ms + kFirstBackoffMs);
     return;
   }
   io::Result<std::pair<std::string, uint16_t>> hp = parse_host_port(where);
   io::Result<io::Ipv4Endpoint> ep = hp.is_ok() ? io::ipv4_endpoint(hp->first, hp->second)
                                                : io::Result<io::Ipv4Endpoint>(hp.status());
-  io::Result<int> fd = ep.is_ok() ? io::tcp_socket() : io::Result<int>(ep.status());
-  if (!fd.is_ok()) {
-    log_warn("HA: broker " + s.name + " cannot connect to master " + where + ": " +
-             fd.status().message());
-    s.retry_ms = mono_ms + s.backoff_ms;
+  // 8-byte reports: without TCP_NODELAY (the connection's socket has it), Nagle holds one
+  // behind the previous one's ACK, which the master delays (40 ms): SYNC_MASTER's answers would
+  // wait for it.
+  io::Status st = ep.is_ok() ? s.conn.connect(ring, *ep) : ep.status();
+  if (!st.is_ok()) {
+    log_warn("HA: broker " + s.name + " cannot connect to master " + where + ": " + st.message());
+    s.conn.retry_after_backoff(mono_ms);
     return;
   }
-  // 8-byte reports: without TCP_NODELAY, Nagle holds one behind the previous one's ACK, which
-  // the master delays (40 ms): SYNC_MASTER's answers would wait for it.
-  io::set_no_delay(*fd);
   s.master = where;
-  s.endpoint = *ep;
-  s.fd = *fd;
-  s.generation = (s.generation + 1) & 0xFFFFFF;
   s.state = Stream::State::connecting;
-  s.connect_armed = true;
-  ring.connect(s.fd, s.endpoint, user_data(index, kOpConnect));
-}
-
-void HaClient::on_completion(io::NetRing& ring, const io::NetCompletion& c, int64_t mono_ms) {
-  const uint32_t index = static_cast<uint32_t>(c.user_data & 0xFFFFFFFF) >> 2;
-  const uint32_t op = static_cast<uint32_t>(c.user_data & 3);
-  const uint32_t generation = static_cast<uint32_t>((c.user_data >> 32) & 0xFFFFFF);
-  if (index >= streams_.size() || streams_[index]->generation != generation) return;
-  switch (op) {
-    case kOpConnect:
-      return on_connect(ring, index, c.result, mono_ms);
-    case kOpRecv:
-      return on_recv(ring, index, c.result, mono_ms);
-    case kOpSend:
-      return on_send(ring, index, c.result, mono_ms);
-    default:
-      return;
-  }
 }
 
 // Connected: the store says where the replica's log ends, which becomes the first report.
 void HaClient::on_connect(io::NetRing& ring, uint32_t index, int32_t result, int64_t mono_ms) {
   Stream& s = *streams_[index];
-  s.connect_armed = false;
   if (s.state == Stream::State::closing) return maybe_closed(index, mono_ms);
   if (result < 0) {
     return fail(ring, index, "connect: " + std::string(std::strerror(-result)), mono_ms);
@@ -217,7 +180,7 @@ void HaClient::on_store(io::NetRing& ring, const Completion& c, int64_t mono_ms)
   if ((c.tag & 0xFFFF) == kTagQuery) {
     s.state = Stream::State::streaming;
     s.expected = c.log_appended.value;
-    s.backoff_ms = kFirstBackoffMs;
+    s.conn.reset_backoff();
     log_info("HA: broker " + s.name + " connected to master " + s.master +
              "; its log ends at offset " + std::to_string(s.expected) +
              (s.expected == 0 ? " (empty: the master starts at its last segment)" : ""));
@@ -236,7 +199,7 @@ bool HaClient::post_frames(io::NetRing& ring, uint32_t index, int64_t mono_ms) {
   Stream& s = *streams_[index];
   // Compacted only when nothing points into the buffer: no chunk the store still reads, and no
   // recv (the kernel writes where in_bytes was when it was armed).
-  if (s.store_inflight == 0 && s.posted > 0 && !s.recv_armed) {
+  if (s.store_inflight == 0 && s.posted > 0 && !s.conn.recv_armed()) {
     std::memmove(s.in.data(), s.in.data() + s.posted, s.in_bytes - s.posted);
     s.in_bytes -= s.posted;
     s.posted = 0;
@@ -280,14 +243,14 @@ bool HaClient::post_frames(io::NetRing& ring, uint32_t index, int64_t mono_ms) {
 
 void HaClient::arm_recv(io::NetRing& ring, uint32_t index) {
   Stream& s = *streams_[index];
-  if (s.recv_armed || s.state != Stream::State::streaming || s.in_bytes == s.in.size()) return;
-  s.recv_armed = true;
-  ring.recv(s.fd, s.in.data() + s.in_bytes, s.in.size() - s.in_bytes, user_data(index, kOpRecv));
+  if (s.conn.recv_armed() || s.state != Stream::State::streaming || s.in_bytes == s.in.size()) {
+    return;
+  }
+  s.conn.recv(ring, s.in.data() + s.in_bytes, s.in.size() - s.in_bytes);
 }
 
 void HaClient::on_recv(io::NetRing& ring, uint32_t index, int32_t result, int64_t mono_ms) {
   Stream& s = *streams_[index];
-  s.recv_armed = false;
   if (s.state == Stream::State::closing) return maybe_closed(index, mono_ms);
   if (result <= 0) {
     return fail(ring, index,
@@ -306,29 +269,20 @@ void HaClient::report(io::NetRing& ring, uint32_t index, uint64_t offset, int64_
   Stream& s = *streams_[index];
   s.last_report_ms = mono_ms;
   if (s.state != Stream::State::streaming) return;
-  if (s.send_armed) {
+  if (s.conn.send_armed()) {
     s.report_wanted = true;
     return;
   }
   engine::put_u64(s.out.data(), offset);
   s.reported = offset;
-  s.out_sent = 0;
-  s.send_armed = true;
-  ring.send(s.fd, s.out.data(), s.out.size(), user_data(index, kOpSend));
+  s.conn.send(ring, s.out.data(), s.out.size());
 }
 
 void HaClient::on_send(io::NetRing& ring, uint32_t index, int32_t result, int64_t mono_ms) {
   Stream& s = *streams_[index];
-  s.send_armed = false;
   if (s.state == Stream::State::closing) return maybe_closed(index, mono_ms);
   if (result < 0) return fail(ring, index, "send: " + std::string(std::strerror(-result)), mono_ms);
-  s.out_sent += static_cast<size_t>(result);
-  if (s.out_sent < s.out.size()) {
-    s.send_armed = true;
-    ring.send(s.fd, s.out.data() + s.out_sent, s.out.size() - s.out_sent,
-              user_data(index, kOpSend));
-    return;
-  }
+  if (!s.conn.sent(ring, result)) return;
   if (s.report_wanted) {
     s.report_wanted = false;
     report(ring, index, s.durable, mono_ms);
@@ -343,23 +297,20 @@ void HaClient::fail(io::NetRing& ring, uint32_t index, const std::string& why, i
   if (s.state == Stream::State::closing || s.state == Stream::State::idle) return;
   if (!stopping_) {
     log_warn("HA: broker " + s.name + " closes its connection to master " + s.master + ": " + why +
-             " (reconnecting after " + std::to_string(s.backoff_ms) + " ms)");
+             " (reconnecting after " + std::to_string(s.conn.backoff_ms()) + " ms)");
   }
   s.state = Stream::State::closing;
-  io::shutdown_fd(s.fd);
+  s.conn.shutdown();
   maybe_closed(index, mono_ms);
 }
 
 void HaClient::maybe_closed(uint32_t index, int64_t mono_ms) {
   Stream& s = *streams_[index];
-  if (s.connect_armed || s.recv_armed || s.send_armed || s.store_inflight > 0) return;
-  io::close_fd(s.fd);
-  s.fd = -1;
+  if (s.store_inflight > 0) return;
+  if (!s.conn.close(mono_ms, std::max<int64_t>(options_.heartbeat_interval_ms, kFirstBackoffMs))) {
+    return;
+  }
   s.state = Stream::State::idle;
-  s.generation = (s.generation + 1) & 0xFFFFFF;
-  s.retry_ms = mono_ms + s.backoff_ms;
-  s.backoff_ms = std::min(s.backoff_ms * 2,
-                          std::max<int64_t>(options_.heartbeat_interval_ms, kFirstBackoffMs));
   s.in_bytes = s.posted = 0;
   s.expected = 0;
   s.report_wanted = false;
@@ -368,15 +319,12 @@ void HaClient::maybe_closed(uint32_t index, int64_t mono_ms) {
 void HaClient::stop(io::NetRing& ring) {
   (void)ring;
   stopping_ = true;
-  for (auto& s : streams_) {
-    if (s->fd >= 0) io::shutdown_fd(s->fd);
-  }
+  for (auto& s : streams_) s->conn.shutdown();
 }
 
 bool HaClient::stopped() const {
-  return std::all_of(streams_.begin(), streams_.end(), [](const auto& s) {
-    return !s->connect_armed && !s->recv_armed && !s->send_armed && s->store_inflight == 0;
-  });
+  return std::all_of(streams_.begin(), streams_.end(),
+                     [](const auto& s) { return !s->conn.armed() && s->store_inflight == 0; });
 }
 
 }  // namespace uringmq::net

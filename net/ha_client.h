@@ -12,7 +12,8 @@
 // input buffer, silence longer than haHousekeepingInterval, or a chunk the store refuses.
 //
 // Asynchronous, on the broker reactor's io_uring (NetRing): connect, send and receive are ring
-// requests whose completions the reactor hands back (user data with the client's event tag),
+// requests whose completions the reactor hands back (user data with the client's event tag; one
+// OutboundConnection per stream keeps the socket, its armed requests and the backoff),
 // and the chunks go to the store through a Session of the client's own (its completions wake
 // the reactor through the same waker): no thread, nothing blocks. Chunks are handed to the
 // store straight from the input buffer, several in flight; the buffer is compacted only when
@@ -29,10 +30,11 @@
 #include "engine/store.h"
 #include "io/net_ring.h"
 #include "io/waker.h"
+#include "net/outbound_connection.h"
 
 namespace uringmq::net {
 
-class HaClient {
+class HaClient final : public OutboundOwner {
  public:
   // The master's HA address ("ip:port") for presented broker i; empty: not known yet.
   using MasterSource = std::function<std::string(uint32_t broker)>;
@@ -54,7 +56,7 @@ class HaClient {
 
   // Connects, reconnects, reports and hands received chunks to the store. mono_ms: monotonic.
   void poll(io::NetRing& ring, int64_t mono_ms);
-  void on_completion(io::NetRing& ring, const io::NetCompletion& c, int64_t mono_ms);
+  using OutboundOwner::on_completion;
   // Around the reactor's sleep: false when store completions already wait (do not sleep).
   bool begin_wait() { return session_->begin_wait(); }
   void end_wait() { session_->end_wait(); }
@@ -70,9 +72,10 @@ class HaClient {
   struct Stream;
   HaClient(Store& store, Options options, MasterSource masters);
   void connect(io::NetRing& ring, uint32_t index, int64_t mono_ms);
-  void on_connect(io::NetRing& ring, uint32_t index, int32_t result, int64_t mono_ms);
-  void on_recv(io::NetRing& ring, uint32_t index, int32_t result, int64_t mono_ms);
-  void on_send(io::NetRing& ring, uint32_t index, int32_t result, int64_t mono_ms);
+  OutboundConnection* connection(uint32_t index) override;
+  void on_connect(io::NetRing& ring, uint32_t index, int32_t result, int64_t mono_ms) override;
+  void on_recv(io::NetRing& ring, uint32_t index, int32_t result, int64_t mono_ms) override;
+  void on_send(io::NetRing& ring, uint32_t index, int32_t result, int64_t mono_ms) override;
   void on_store(io::NetRing& ring, const Completion& c, int64_t mono_ms);
   // Hands the whole frames after the posted ones to the store; false: the stream failed.
   bool post_frames(io::NetRing& ring, uint32_t index, int64_t mono_ms);
@@ -80,7 +83,6 @@ class HaClient {
   void report(io::NetRing& ring, uint32_t index, uint64_t offset, int64_t mono_ms);
   void fail(io::NetRing& ring, uint32_t index, const std::string& why, int64_t mono_ms);
   void maybe_closed(uint32_t index, int64_t mono_ms);
-  uint64_t user_data(uint32_t index, uint32_t op) const;
   void drain_store(io::NetRing& ring, int64_t mono_ms);
 
   Store& store_;

@@ -10,34 +10,24 @@
 namespace uringmq::net {
 namespace {
 
-constexpr uint32_t kOpConnect = 0;
-constexpr uint32_t kOpRecv = 1;
-constexpr uint32_t kOpSend = 2;
 // A NameServer's answers are small ({"table":{}} and a header); more closes the connection.
 constexpr size_t kInputBytes = 64 << 10;
-constexpr int64_t kFirstBackoffMs = 1000;
 constexpr int64_t kCompareIntervalMs = 200;
 
 }  // namespace
 
 struct NamesrvRegistrar::Channel {
+  Channel(uint8_t event, uint32_t index) : conn(event, index) {}
   std::string where;  // the NameServer, "ip:port"
   uint32_t broker = 0;
   io::Ipv4Endpoint endpoint;
-  int fd = -1;
-  uint32_t generation = 0;
+  OutboundConnection conn;
   enum class State : uint8_t { idle, connecting, connected, closing } state = State::idle;
-  bool connect_armed = false;
-  bool recv_armed = false;
-  bool send_armed = false;
-  std::string out_inflight;  // what the kernel sends, from out_sent on
-  size_t out_sent = 0;
-  std::string out_pending;  // the next frame(s), at most one registration
+  std::string out_inflight;  // what the kernel sends
+  std::string out_pending;   // the next frame(s), at most one registration
   std::vector<std::byte> in = std::vector<std::byte>(kInputBytes);
   size_t in_bytes = 0;
   int32_t next_opaque = 1;
-  int64_t retry_ms = 0;
-  int64_t backoff_ms = kFirstBackoffMs;
   int64_t next_register_ms = 0;
   int64_t sent_counter = -1;  // the DataVersion counter of its last registration
   int32_t unregister_opaque = 0;
@@ -58,7 +48,8 @@ io::Result<std::unique_ptr<NamesrvRegistrar>> NamesrvRegistrar::create(Options o
       return io::Status::error(io::Code::invalid_argument,
                                "namesrvAddr " + where + ": " + ep.status().message());
     for (uint32_t b = 0; b < r->options_.brokers.size(); b++) {
-      auto ch = std::make_unique<Channel>();
+      auto ch =
+          std::make_unique<Channel>(r->options_.event, static_cast<uint32_t>(r->channels_.size()));
       ch->where = where;
       ch->broker = b;
       ch->endpoint = *ep;
@@ -74,14 +65,10 @@ NamesrvRegistrar::NamesrvRegistrar(Options options, TableSource table)
       version_(options_.initial_version),
       masters_(options_.brokers.size()) {}
 
-NamesrvRegistrar::~NamesrvRegistrar() {
-  for (auto& ch : channels_) io::close_fd(ch->fd);
-}
+NamesrvRegistrar::~NamesrvRegistrar() = default;
 
-uint64_t NamesrvRegistrar::user_data(uint32_t index, uint32_t op) const {
-  const Channel& ch = *channels_[index];
-  return (uint64_t{options_.event} << 56) | (uint64_t{ch.generation & 0xFFFFFF} << 32) |
-         (uint64_t{index} << 2) | op;
+OutboundConnection* NamesrvRegistrar::connection(uint32_t index) {
+  return index < channels_.size() ? &channels_[index]->conn : nullptr;
 }
 
 // The body every registration sends: the topics now, under a new DataVersion when they changed.
@@ -107,7 +94,7 @@ void NamesrvRegistrar::poll(io::NetRing& ring, int64_t mono_ms, int64_t wall_ms)
   }
   for (uint32_t i = 0; i < channels_.size(); i++) {
     Channel& ch = *channels_[i];
-    if (ch.state == Channel::State::idle && mono_ms >= ch.retry_ms) {
+    if (ch.state == Channel::State::idle && ch.conn.retry_due(mono_ms)) {
       connect(ring, i, mono_ms);
     } else if (ch.state == Channel::State::connected && ch.out_pending.empty() &&
                (ch.sent_counter != version_.counter || mono_ms >= ch.next_register_ms)) {
@@ -120,44 +107,21 @@ void NamesrvRegistrar::poll(io::NetRing& ring, int64_t mono_ms, int64_t wall_ms)
 
 void NamesrvRegistrar::connect(io::NetRing& ring, uint32_t index, int64_t mono_ms) {
   Channel& ch = *channels_[index];
-  io::Result<int> fd = io::tcp_socket();
-  if (!fd.is_ok()) {
-    ch.retry_ms = mono_ms + ch.backoff_ms;
-    log_warn("cannot register with NameServer " + ch.where + ": " + fd.status().message());
+  io::Status st = ch.conn.connect(ring, ch.endpoint);
+  if (!st.is_ok()) {
+    ch.conn.retry_after_backoff(mono_ms);
+    log_warn("cannot register with NameServer " + ch.where + ": " + st.message());
     return;
   }
-  ch.fd = *fd;
-  ch.generation = (ch.generation + 1) & 0xFFFFFF;
   ch.state = Channel::State::connecting;
-  ch.connect_armed = true;
   ch.in_bytes = 0;
   ch.out_pending.clear();
   ch.out_inflight.clear();
-  ring.connect(ch.fd, ch.endpoint, user_data(index, kOpConnect));
-}
-
-void NamesrvRegistrar::on_completion(io::NetRing& ring, const io::NetCompletion& c,
-                                     int64_t mono_ms) {
-  const uint32_t index = static_cast<uint32_t>(c.user_data & 0xFFFFFFFF) >> 2;
-  const uint32_t op = static_cast<uint32_t>(c.user_data & 3);
-  const uint32_t generation = static_cast<uint32_t>((c.user_data >> 32) & 0xFFFFFF);
-  if (index >= channels_.size() || channels_[index]->generation != generation) return;
-  switch (op) {
-    case kOpConnect:
-      return on_connect(ring, index, c.result, mono_ms);
-    case kOpRecv:
-      return on_recv(ring, index, c.result, mono_ms);
-    case kOpSend:
-      return on_send(ring, index, c.result, mono_ms);
-    default:
-      return;
-  }
 }
 
 void NamesrvRegistrar::on_connect(io::NetRing& ring, uint32_t index, int32_t result,
                                   int64_t mono_ms) {
   Channel& ch = *channels_[index];
-  ch.connect_armed = false;
   if (ch.state == Channel::State::closing) return maybe_closed(index, mono_ms);
   if (result < 0) {
     return fail(ring, index, "connect: " + std::string(std::strerror(-result)), mono_ms);
@@ -170,9 +134,7 @@ void NamesrvRegistrar::on_connect(io::NetRing& ring, uint32_t index, int32_t res
 
 void NamesrvRegistrar::arm_recv(io::NetRing& ring, uint32_t index) {
   Channel& ch = *channels_[index];
-  ch.recv_armed = true;
-  ring.recv(ch.fd, ch.in.data() + ch.in_bytes, ch.in.size() - ch.in_bytes,
-            user_data(index, kOpRecv));
+  ch.conn.recv(ring, ch.in.data() + ch.in_bytes, ch.in.size() - ch.in_bytes);
 }
 
 void NamesrvRegistrar::queue_frame(io::NetRing& ring, uint32_t index,
@@ -187,33 +149,25 @@ void NamesrvRegistrar::queue_frame(io::NetRing& ring, uint32_t index,
 
 void NamesrvRegistrar::flush(io::NetRing& ring, uint32_t index) {
   Channel& ch = *channels_[index];
-  if (ch.send_armed || ch.out_pending.empty() || ch.state != Channel::State::connected) return;
+  if (ch.conn.send_armed() || ch.out_pending.empty() || ch.state != Channel::State::connected) {
+    return;
+  }
   ch.out_inflight.clear();
   std::swap(ch.out_inflight, ch.out_pending);
-  ch.out_sent = 0;
-  ch.send_armed = true;
-  ring.send(ch.fd, ch.out_inflight.data(), ch.out_inflight.size(), user_data(index, kOpSend));
+  ch.conn.send(ring, as_bytes(ch.out_inflight).data(), ch.out_inflight.size());
 }
 
 void NamesrvRegistrar::on_send(io::NetRing& ring, uint32_t index, int32_t result, int64_t mono_ms) {
   Channel& ch = *channels_[index];
-  ch.send_armed = false;
   if (ch.state == Channel::State::closing) return maybe_closed(index, mono_ms);
   if (result < 0) return fail(ring, index, "send: " + std::string(std::strerror(-result)), mono_ms);
-  ch.out_sent += static_cast<size_t>(result);
-  if (ch.out_sent < ch.out_inflight.size()) {
-    ch.send_armed = true;
-    ring.send(ch.fd, ch.out_inflight.data() + ch.out_sent, ch.out_inflight.size() - ch.out_sent,
-              user_data(index, kOpSend));
-    return;
-  }
+  if (!ch.conn.sent(ring, result)) return;
   ch.out_inflight.clear();
   flush(ring, index);
 }
 
 void NamesrvRegistrar::on_recv(io::NetRing& ring, uint32_t index, int32_t result, int64_t mono_ms) {
   Channel& ch = *channels_[index];
-  ch.recv_armed = false;
   if (ch.state == Channel::State::closing) return maybe_closed(index, mono_ms);
   if (result <= 0) {
     return fail(ring, index,
@@ -258,7 +212,7 @@ void NamesrvRegistrar::on_answer(uint32_t index, const RemotingCommand& answer, 
     return;
   }
   registrations_ok_++;
-  ch.backoff_ms = kFirstBackoffMs;
+  ch.conn.reset_backoff();
   // A slave's master as this NameServer knows it (empty strings: none registered yet).
   if (const std::string* ha = answer.ext("haServerAddr")) masters_[ch.broker].ha = *ha;
   if (const std::string* main = answer.ext("masterAddr")) masters_[ch.broker].main = *main;
@@ -278,7 +232,7 @@ void NamesrvRegistrar::fail(io::NetRing& ring, uint32_t index, const std::string
   Channel& ch = *channels_[index];
   if (!ch.logged_down && !stopping_) {
     log_warn("broker " + options_.brokers[ch.broker].name + " cannot register with NameServer " +
-             ch.where + ": " + why + " (retrying after " + std::to_string(ch.backoff_ms) +
+             ch.where + ": " + why + " (retrying after " + std::to_string(ch.conn.backoff_ms()) +
              " ms, then doubling up to registerNameServerPeriod " +
              std::to_string(options_.period_ms) + " ms; logged again once it registers)");
   }
@@ -286,19 +240,14 @@ void NamesrvRegistrar::fail(io::NetRing& ring, uint32_t index, const std::string
   ch.logged_up = false;
   ch.unregister_done = true;
   ch.state = Channel::State::closing;
-  io::shutdown_fd(ch.fd);
+  ch.conn.shutdown();
   maybe_closed(index, mono_ms);
 }
 
 void NamesrvRegistrar::maybe_closed(uint32_t index, int64_t mono_ms) {
   Channel& ch = *channels_[index];
-  if (ch.connect_armed || ch.recv_armed || ch.send_armed) return;
-  io::close_fd(ch.fd);
-  ch.fd = -1;
+  if (!ch.conn.close(mono_ms, options_.period_ms)) return;
   ch.state = Channel::State::idle;
-  ch.generation = (ch.generation + 1) & 0xFFFFFF;
-  ch.retry_ms = mono_ms + ch.backoff_ms;
-  ch.backoff_ms = std::min(ch.backoff_ms * 2, options_.period_ms);
   ch.out_pending.clear();
   ch.out_inflight.clear();
   ch.in_bytes = 0;
@@ -327,9 +276,7 @@ bool NamesrvRegistrar::unregistered() const {
 void NamesrvRegistrar::stop(io::NetRing& ring) {
   (void)ring;
   stopping_ = true;
-  for (auto& ch : channels_) {
-    if (ch->fd >= 0) io::shutdown_fd(ch->fd);
-  }
+  for (auto& ch : channels_) ch->conn.shutdown();
 }
 
 }  // namespace uringmq::net

@@ -7,7 +7,8 @@
 // UNREGISTER_BROKER (104) on a clean stop.
 //
 // Asynchronous, on the reactor's own io_uring (NetRing): connect, send and receive are ring
-// requests whose completions the reactor hands back (user data with the registrar's event tag);
+// requests whose completions the reactor hands back (user data with the registrar's event tag;
+// one OutboundConnection per channel keeps the socket, its armed requests and the backoff);
 // no thread, nothing blocks. Bounded: one connection per (NameServer, broker), at most one
 // registration in flight and one waiting per connection, a fixed input buffer (a larger answer
 // closes the connection). A NameServer that cannot be reached is retried with a backoff from 1 s
@@ -23,10 +24,11 @@
 #include "io/net_ring.h"
 #include "net/config_file.h"
 #include "net/namesrv_protocol.h"
+#include "net/outbound_connection.h"
 
 namespace uringmq::net {
 
-class NamesrvRegistrar {
+class NamesrvRegistrar final : public OutboundOwner {
  public:
   // The topicConfigTable JSON object ({"T":{...},...}) the next registration carries.
   using TableSource = std::function<std::string()>;
@@ -48,7 +50,7 @@ class NamesrvRegistrar {
   void topics_changed() { dirty_ = true; }
   // Connects, reconnects and registers what is due. mono_ms: monotonic; wall_ms: DataVersion.
   void poll(io::NetRing& ring, int64_t mono_ms, int64_t wall_ms);
-  void on_completion(io::NetRing& ring, const io::NetCompletion& c, int64_t mono_ms);
+  using OutboundOwner::on_completion;
   // Stops registering and sends UNREGISTER_BROKER on every connected channel.
   void unregister_all(io::NetRing& ring);
   // After unregister_all: every channel answered, failed or was not connected.
@@ -72,15 +74,15 @@ class NamesrvRegistrar {
   void queue_frame(io::NetRing& ring, uint32_t index, const RemotingCommand& request,
                    std::string_view body);
   void flush(io::NetRing& ring, uint32_t index);
-  void on_connect(io::NetRing& ring, uint32_t index, int32_t result, int64_t mono_ms);
-  void on_recv(io::NetRing& ring, uint32_t index, int32_t result, int64_t mono_ms);
-  void on_send(io::NetRing& ring, uint32_t index, int32_t result, int64_t mono_ms);
+  OutboundConnection* connection(uint32_t index) override;
+  void on_connect(io::NetRing& ring, uint32_t index, int32_t result, int64_t mono_ms) override;
+  void on_recv(io::NetRing& ring, uint32_t index, int32_t result, int64_t mono_ms) override;
+  void on_send(io::NetRing& ring, uint32_t index, int32_t result, int64_t mono_ms) override;
   void on_answer(uint32_t index, const RemotingCommand& answer, int64_t mono_ms);
   void arm_recv(io::NetRing& ring, uint32_t index);
   void fail(io::NetRing& ring, uint32_t index, const std::string& why, int64_t mono_ms);
   void maybe_closed(uint32_t index, int64_t mono_ms);
   void refresh_body(int64_t wall_ms);
-  uint64_t user_data(uint32_t index, uint32_t op) const;
 
   Options options_;
   TableSource table_;

@@ -337,14 +337,7 @@ size_t CommitLog::pending_work() const {
 
 io::Result<AppendResult> CommitLog::append(const MessageInput& input, int64_t queue_offset,
                                            uint64_t tag) {
-  if (closing_ || closed_) {
-    return io::Status::error(io::Code::shut_down, "CommitLog " + options_.dir + " is closing");
-  }
-  if (!fail_status_.is_ok()) {
-    return io::Status::error(
-        io::Code::fail_stopped,
-        "CommitLog " + options_.dir + " stopped after: " + fail_status_.to_string());
-  }
+  UMQ_RETURN_IF_ERROR(check_open());
   if (ack_count_ + ready_count_ >= options_.max_pending_acks) {
     return io::Status::error(io::Code::busy, "too many appends awaiting acknowledgement");
   }
@@ -374,6 +367,10 @@ io::Status CommitLog::reserve(uint32_t size_bytes) {
   if (appended_ + size_bytes + kBlankRecordBytes > segment_end(appended_)) {
     UMQ_RETURN_IF_ERROR(roll_segment());
   }
+  return ensure_buffer_room(size_bytes);
+}
+
+io::Status CommitLog::ensure_buffer_room(uint64_t size_bytes) {
   const WriteBuffer& buffer = buffers_[current_buffer_];
   if (buffer.segment_base != writer_segment_ ||
       appended_ + size_bytes > buffer.log_start + options_.write_buffer_bytes) {
@@ -382,12 +379,26 @@ io::Status CommitLog::reserve(uint32_t size_bytes) {
   return io::Status::ok();
 }
 
-io::Status CommitLog::roll_segment() {
+io::Status CommitLog::prepared_segment_ready() {
   if (alloc_step_ != AllocStep::ready) {
     if (!alloc_status_.is_ok() && now_ms() < alloc_retry_at_ms_) return alloc_status_;
     roll_waiting_ = true;
     return io::Status::error(io::Code::busy, "the next segment is still being prepared");
   }
+  return io::Status::ok();
+}
+
+void CommitLog::adopt_prepared_segment() {
+  UMQ_ASSERT(alloc_step_ == AllocStep::ready);
+  segments_.push_back(
+      Segment{.base = alloc_base_, .file = alloc_file_, .read_file = {}, .dirty = false});
+  alloc_file_ = io::FileHandle{};
+  alloc_step_ = AllocStep::idle;
+  writer_segment_ = alloc_base_;
+}
+
+io::Status CommitLog::roll_segment() {
+  UMQ_RETURN_IF_ERROR(prepared_segment_ready());
   if (appended_ + kBlankRecordBytes >
       buffers_[current_buffer_].log_start + options_.write_buffer_bytes) {
     UMQ_RETURN_IF_ERROR(switch_buffer());
@@ -400,11 +411,7 @@ io::Status CommitLog::roll_segment() {
   buffer.fill += kBlankRecordBytes;
   buffer.seal_end = seg_end;
   appended_ = seg_end;
-  segments_.push_back(
-      Segment{.base = alloc_base_, .file = alloc_file_, .read_file = {}, .dirty = false});
-  alloc_file_ = io::FileHandle{};
-  alloc_step_ = AllocStep::idle;
-  writer_segment_ = seg_end;
+  adopt_prepared_segment();
   return io::Status::ok();
 }
 
@@ -477,11 +484,7 @@ io::Status CommitLog::append_raw(LogOffset offset, std::span<const std::byte> by
                                                              " bytes crosses the end of segment " +
                                                              segment_name(writer_segment_));
   }
-  const WriteBuffer& current = buffers_[current_buffer_];
-  if (current.segment_base != writer_segment_ ||
-      appended_ + bytes.size() > current.log_start + options_.write_buffer_bytes) {
-    UMQ_RETURN_IF_ERROR(switch_buffer());
-  }
+  UMQ_RETURN_IF_ERROR(ensure_buffer_room(bytes.size()));
   WriteBuffer& buffer = buffers_[current_buffer_];
   std::memcpy(buffer.data + (appended_ - buffer.log_start), bytes.data(), bytes.size());
   buffer.fill += bytes.size();
@@ -493,17 +496,9 @@ io::Status CommitLog::append_raw(LogOffset offset, std::span<const std::byte> by
 
 // The writer's segment is full (the master sent its tail whole): the prepared one takes over.
 io::Status CommitLog::roll_raw() {
-  if (alloc_step_ != AllocStep::ready) {
-    if (!alloc_status_.is_ok() && now_ms() < alloc_retry_at_ms_) return alloc_status_;
-    roll_waiting_ = true;
-    return io::Status::error(io::Code::busy, "the next segment is still being prepared");
-  }
+  UMQ_RETURN_IF_ERROR(prepared_segment_ready());
   UMQ_ASSERT(alloc_base_ == appended_);
-  segments_.push_back(
-      Segment{.base = alloc_base_, .file = alloc_file_, .read_file = {}, .dirty = false});
-  alloc_file_ = io::FileHandle{};
-  alloc_step_ = AllocStep::idle;
-  writer_segment_ = appended_;
+  adopt_prepared_segment();
   return io::Status::ok();
 }
 

@@ -253,7 +253,15 @@ class CommitLog final : public sched::Participant {
   io::Status reserve(uint32_t size_bytes);
   io::Status roll_segment();
   io::Status roll_raw();
+  // Ok when the prepared next segment is ready to take over; busy (the roll waits) or the
+  // preparation's error otherwise.
+  io::Status prepared_segment_ready();
+  // The prepared segment (based at alloc_base_) becomes the writer's.
+  void adopt_prepared_segment();
   io::Status check_open() const;
+  // The current write buffer takes `size_bytes` more of the writer's segment, or the next one
+  // does (switch_buffer).
+  io::Status ensure_buffer_room(uint64_t size_bytes);
   io::Status switch_buffer();
   Segment* find_segment(uint64_t base);
   void submit_writes();

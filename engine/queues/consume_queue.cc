@@ -343,6 +343,21 @@ struct CqStore::Impl {
     }
     return nullptr;
   }
+  // A file operation on q's file at `base` completed: the file, no longer counting it.
+  static CqFile& file_op_done(Queue& q, int64_t base) {
+    CqFile* f = find_file(q, base);
+    UMQ_ASSERT(f != nullptr);
+    UMQ_ASSERT(f->ops_in_flight > 0);
+    f->ops_in_flight--;
+    return *f;
+  }
+  // The error of an operation on q's file at `base` that failed (result < 0) or fell short.
+  io::Status file_op_error(std::string_view verb, const Queue& q, int64_t base, int64_t result,
+                           std::string_view short_why) const {
+    std::string what = std::string(verb) + " " + file_path(q, base);
+    if (result < 0) return io::Status::from_errno(static_cast<int>(-result), what);
+    return io::Status::error(io::Code::io_error, what + " " + std::string(short_why));
+  }
 
   QueueIndex add_queue(std::string_view topic, int32_t queue_id);
   io::Status recover_queue(std::string_view topic, int32_t queue_id, uint64_t log_end);
@@ -1001,10 +1016,7 @@ void CqStore::Impl::on_read_done(uint32_t slot, int64_t result) {
   UMQ_ASSERT(reads_in_flight > 0);
   reads_in_flight--;
   const ReadSlot& r = reads[slot];
-  CqFile* f = find_file(queues[r.queue], r.file_base);
-  UMQ_ASSERT(f != nullptr);
-  UMQ_ASSERT(f->ops_in_flight > 0);
-  f->ops_in_flight--;
+  file_op_done(queues[r.queue], r.file_base);
   ready_reads.push_back(CqReadCompletion{r.tag, result});
   read_pool.release(slot);
 }
@@ -1126,40 +1138,27 @@ void CqStore::Impl::on_fill_done(uint32_t slot, int64_t result) {
   ops[slot].fill = {};
   release_op_slot(slot);
   Queue& q = queues[op.queue];
-  CqFile* f = find_file(q, op.file_base);
-  UMQ_ASSERT(f != nullptr);
-  UMQ_ASSERT(f->ops_in_flight > 0);
-  f->ops_in_flight--;
+  CqFile& f = file_op_done(q, op.file_base);
   if (result < 0 || static_cast<uint64_t>(result) != op.fill.size()) {
-    fail_stop(result < 0 ? io::Status::from_errno(static_cast<int>(-result),
-                                                  "fill " + file_path(q, op.file_base))
-                         : io::Status::error(io::Code::io_error,
-                                             "fill " + file_path(q, op.file_base) + " was short"));
+    fail_stop(file_op_error("fill", q, op.file_base, result, "was short"));
     return;
   }
-  mark_dirty(op.queue, *f);
+  mark_dirty(op.queue, f);
 }
 
 void CqStore::Impl::on_write_done(uint32_t slot, int64_t result) {
   const OpSlot op = ops[slot];
   release_op_slot(slot);
   Queue& q = queues[op.queue];
-  CqFile* f = find_file(q, op.file_base);
-  UMQ_ASSERT(f != nullptr);
-  UMQ_ASSERT(f->ops_in_flight > 0);
-  f->ops_in_flight--;
+  CqFile& f = file_op_done(q, op.file_base);
   q.write_in_flight = false;
   const auto length = static_cast<uint64_t>(op.to - op.from) * kCqUnitBytes;
   if (result <= 0) {
     q.submitted_upto = q.written_upto;
-    fail_stop(result < 0
-                  ? io::Status::from_errno(static_cast<int>(-result),
-                                           "write " + file_path(q, op.file_base))
-                  : io::Status::error(io::Code::io_error,
-                                      "write " + file_path(q, op.file_base) + " made no progress"));
+    fail_stop(file_op_error("write", q, op.file_base, result, "made no progress"));
     return;
   }
-  mark_dirty(op.queue, *f);
+  mark_dirty(op.queue, f);
   // A short write: the whole units it covered are written; the rest is written again.
   const int64_t done = static_cast<uint64_t>(result) >= length
                            ? op.to
@@ -1263,10 +1262,7 @@ void CqStore::Impl::on_sync_done(uint32_t slot, int64_t result) {
   std::string what;
   if (op.op == CqOp::sync) {
     Queue& q = queues[op.queue];
-    CqFile* f = find_file(q, op.file_base);
-    UMQ_ASSERT(f != nullptr);
-    UMQ_ASSERT(f->ops_in_flight > 0);
-    f->ops_in_flight--;
+    file_op_done(q, op.file_base);
     if (result < 0) what = "fdatasync " + file_path(q, op.file_base);
   } else {
     disk.close(op.dir);
