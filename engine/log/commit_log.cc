@@ -388,8 +388,11 @@ io::Status CommitLog::prepared_segment_ready() {
   return io::Status::ok();
 }
 
+// The writer has reached the prepared segment's base (a roll's blank record, or the master's
+// tail whole): the prepared segment becomes the writer's.
 void CommitLog::adopt_prepared_segment() {
   UMQ_ASSERT(alloc_step_ == AllocStep::ready);
+  UMQ_ASSERT(alloc_base_ == appended_);
   segments_.push_back(
       Segment{.base = alloc_base_, .file = alloc_file_, .read_file = {}, .dirty = false});
   alloc_file_ = io::FileHandle{};
@@ -497,7 +500,6 @@ io::Status CommitLog::append_raw(LogOffset offset, std::span<const std::byte> by
 // The writer's segment is full (the master sent its tail whole): the prepared one takes over.
 io::Status CommitLog::roll_raw() {
   UMQ_RETURN_IF_ERROR(prepared_segment_ready());
-  UMQ_ASSERT(alloc_base_ == appended_);
   adopt_prepared_segment();
   return io::Status::ok();
 }
