@@ -84,8 +84,8 @@ Shard::Shard(uint32_t index, const StoreOptions& options, const sched::DelayLeve
       slots_(slots),
       disk_(std::move(disk)),
       clock_(options.clock != nullptr ? options.clock : &system_clock_),
-      held_(options.delivery_lead_ms),
-      horizon_(options.delivery_lead_ms),
+      horizon_(options.delivery_lead_ms, options.delivery_lead_max_ms),
+      held_(horizon_.max_lead_ms()),
       durable_(engine::DurableAcks::Options{stepped.unsafe_progress_before_durable,
                                             stepped.unsafe_checkpoint_past_deliveries}),
       delayed_(*this, horizon_, levels, level_options(options, stepped)),
@@ -925,6 +925,7 @@ void Shard::deliver_acks() {
       PendingAppend& pending = pending_[ack.tag];
       const bool ok = ack.outcome == engine::AckOutcome::ok;
       txn_.record_acked(ack.offset.value, ok);
+      horizon_.note_ack_latency(std::max<int64_t>(0, acked_ns - pending.start_ns) / 1000);
       if (pending.slot != kInternalSlot) {
         append_latency_us_.observe(
             static_cast<uint64_t>(std::max<int64_t>(0, acked_ns - pending.start_ns)) / 1000);

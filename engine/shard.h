@@ -552,8 +552,8 @@ class Shard final : private engine::DeliveryHost {
   sched::SlotPool op_pool_;  // which of ops_ are in use
   uint32_t held_ops_ = 0;
   // Delivery ahead: copies appended before their time, held back from consumers until it.
+  engine::TakeHorizon horizon_;  // before held_: held_ is built with its max_lead_ms()
   engine::HeldCopies held_;
-  engine::TakeHorizon horizon_;
   // async_flush: the shard's own appends acknowledged (written, visible) but not yet durable.
   engine::DurableAcks durable_;
   engine::LevelDelivery delayed_;

@@ -152,6 +152,9 @@ io::Result<std::unique_ptr<Store>> Store::open(const StoreOptions& requested) {
   if (options.delivery_lead_ms < 0 || options.delivery_lead_ms > 1000) {
     return io::Status::error(io::Code::invalid_argument, "delivery_lead_ms must be in 0..1000");
   }
+  if (options.delivery_lead_max_ms < 0 || options.delivery_lead_max_ms > 1000) {
+    return io::Status::error(io::Code::invalid_argument, "delivery_lead_max_ms must be in 0..1000");
+  }
   if (options.file_mode > 0777 || options.dir_mode > 0777 || (options.file_mode & 0600) != 0600 ||
       (options.dir_mode & 0700) != 0700) {
     return io::Status::error(io::Code::invalid_argument,

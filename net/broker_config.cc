@@ -476,6 +476,10 @@ const KeySetter kSetters[] = {
      [](BrokerConfig& c, std::string_view v) {
        return set_number<int64_t>(c.store.delivery_lead_ms, v, 0, 1000, "a time in ms");
      }},
+    {"deliveryLeadMaxMs",
+     [](BrokerConfig& c, std::string_view v) {
+       return set_number<int64_t>(c.store.delivery_lead_max_ms, v, 0, 1000, "a time in ms");
+     }},
     {"timerMaxDelaySec",
      [](BrokerConfig& c, std::string_view v) {
        return set_number<int64_t>(c.store.timer_max_delay_sec, v, 1, 315'360'000,
@@ -756,6 +760,7 @@ std::string describe_broker_config(const BrokerConfig& c) {
   add("transactionCheckMax", num(s.transaction_check_max));
   add("timerMaxDelaySec", num(s.timer_max_delay_sec));
   add("deliveryLeadMs", num(s.delivery_lead_ms));
+  add("deliveryLeadMaxMs", num(s.delivery_lead_max_ms));
   add("scrubBytesPerSecond", num(s.scrub_bytes_per_second));
   add("fileReservedTime", num(s.file_reserved_time_hours));
   char hour[8];

@@ -241,8 +241,14 @@ struct StoreOptions {
   // are done by then, so a copy is visible at its time instead of a durable append later.
   // Costs: a plain message appended to the same queue meanwhile waits for the held copy (at
   // most this long), and a cancel must come at least this long before the deliver time (later
-  // it races the delivery). 0: appended at the deliver time. deliveryLeadMs, 0..1000.
+  // it races the delivery). 0 (with delivery_lead_max_ms 0): appended at the deliver time.
+  // deliveryLeadMs, 0..1000.
   int64_t delivery_lead_ms = 10;
+  // The most the lead grows to on a slow disk: while appends take longer to be acknowledged the
+  // lead covers 1.5 times the slowest recent one plus 1 ms, and falls back to delivery_lead_ms as
+  // they speed up (engine/delivery/take_horizon.h). The costs above then apply up to this long.
+  // At or below delivery_lead_ms: the lead is fixed. deliveryLeadMaxMs, 0..1000.
+  int64_t delivery_lead_max_ms = 100;
   // ---- Timed messages (RocketMQ 5's timer; engine/delivery/timer_message.h,
   // sched/timer_wheel.h) ---- timerMaxDelaySec: a deliver time further ahead than this is
   // rejected (invalid_argument).

@@ -23,7 +23,7 @@
 // here is used by one cancel only, and the checker reads c from the cancel's record and p from the
 // timer's, so for a timer and a cancel naming it:
 //   - cancel record in the log, c < p: no effect (delivered exactly once);
-//   - cancel record in the log, p <= c < d - lead (the seed's delivery_lead_ms): the cancel
+//   - cancel record in the log, p <= c < d - lead (the most the seed's lead can be): the cancel
 //     wins, the timer is never delivered (a delivery is decided at or after d - lead > c, when
 //     the cancel is already recorded, in that process or, through recovery's re-dispatch of the
 //     record, in a later one);
@@ -270,8 +270,9 @@ class TimerSim final : public testing::SteppedShardSim {
                                    int64_t deliver_ms) {
     if (auto c = cancel_ms_.find(key); c != cancel_ms_.end()) {
       if (c->second < put_ms) return SimVerdict::Expect::once;
-      return c->second < deliver_ms - options().delivery_lead_ms ? SimVerdict::Expect::never
-                                                                 : SimVerdict::Expect::at_most_once;
+      const int64_t lead = std::max(options().delivery_lead_ms, options().delivery_lead_max_ms);
+      return c->second < deliver_ms - lead ? SimVerdict::Expect::never
+                                           : SimVerdict::Expect::at_most_once;
     }
     if (cancel.acked) return SimVerdict::Expect::at_most_once;  // lost: check_more judges it
     return put_ms <= cycle_end_ms(cancels_.at(cancel.key).cycle) ? SimVerdict::Expect::at_most_once

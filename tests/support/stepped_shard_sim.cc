@@ -167,6 +167,9 @@ SteppedShardSim::SteppedShardSim(uint64_t seed, const SimSeedOptions& seed_optio
   Rng lead_rng(seed ^ 0x1EAD, 7);
   constexpr int64_t kLeads[] = {0, 1, 10, 10, 40};
   o_.delivery_lead_ms = kLeads[lead_rng.below(std::size(kLeads))];
+  // The lead's growth with slow acknowledgements: fixed (0), or up to 40 or 200 ms.
+  constexpr int64_t kLeadMaxes[] = {0, 40, 200};
+  o_.delivery_lead_max_ms = kLeadMaxes[lead_rng.below(std::size(kLeadMaxes))];
   max_body_bytes_ = 1 + static_cast<uint32_t>(rng_.below(2000));
   max_advance_ms_ = 1 + static_cast<int64_t>(rng_.below(100));
 }

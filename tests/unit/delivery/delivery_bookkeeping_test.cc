@@ -85,6 +85,49 @@ TEST(TakeHorizon, MovesOneMsAtATimeUnlessBehind) {
   EXPECT_EQ(h.wake_ms(INT64_MAX), INT64_MAX);
 }
 
+// The lead grows to cover 1.5x the slowest acknowledgement plus 1 ms, within [lead, max], and
+// decays by a quarter per second of wall time; a fixed lead ignores acknowledgements.
+TEST(TakeHorizon, LeadGrowsWithSlowAcknowledgementsAndDecays) {
+  TakeHorizon fixed(/*lead_ms=*/10);
+  fixed.note_ack_latency(500'000);
+  EXPECT_EQ(fixed.lead_ms(), 10);
+  EXPECT_EQ(fixed.max_lead_ms(), 10);
+
+  TakeHorizon h(/*lead_ms=*/10, /*lead_max_ms=*/100);
+  EXPECT_EQ(h.max_lead_ms(), 100);
+  h.advance(1000);
+  h.note_ack_latency(4'000);  // 4 ms: 1.5 x 4 + 1 = 7, below the floor
+  EXPECT_EQ(h.lead_ms(), 10);
+  h.note_ack_latency(20'000);  // 20 ms: 31
+  EXPECT_EQ(h.lead_ms(), 31);
+  EXPECT_EQ(h.wake_ms(2000), 1969);
+  h.note_ack_latency(10'000);  // faster than the slowest: no change
+  EXPECT_EQ(h.lead_ms(), 31);
+  for (int64_t now = 1000; now < 1031; now++) h.advance(now);
+  EXPECT_EQ(h.by_ms(), 1030 + 1);  // the horizon moves one ms per iteration towards now + lead
+  h.note_ack_latency(900'000);     // capped
+  EXPECT_EQ(h.lead_ms(), 100);
+  h.advance(1999);  // under a second since the decay clock started (1000)
+  EXPECT_EQ(h.lead_ms(), 100);
+  h.advance(3000);  // 900 -> 675 ms: still capped
+  h.advance(4000);  // 506.25
+  h.advance(5000);  // 379.7
+  h.advance(6000);  // 284.8
+  h.advance(7000);  // 213.6
+  h.advance(8000);  // 160.2
+  h.advance(9000);  // 120.1
+  EXPECT_EQ(h.lead_ms(), 100);
+  h.advance(10'000);  // 90.1 ms: 136.1 -> capped
+  h.advance(11'000);  // 67.6 -> 102.4 -> capped
+  h.advance(12'000);  // 50.7 -> 77
+  EXPECT_LT(h.lead_ms(), 100);
+  EXPECT_GT(h.lead_ms(), 10);
+  for (int64_t now = 13'000; now < 40'000; now += 1000) h.advance(now);
+  EXPECT_EQ(h.lead_ms(), 10);  // back at the floor
+  EXPECT_GE(h.by_ms(), 39'000);
+  EXPECT_LE(h.by_ms(), 39'000 + 10);
+}
+
 // Any use of the shard but rewrite() and the step's "nothing to do" fails the test.
 class NoShard final : public engine::DeliveryHost {
  public:

@@ -457,6 +457,13 @@ TEST(StoreTimerTest, ADeliveryLeadOutside0To1000MsIsRefusedAtOpen) {
     EXPECT_EQ(store.status().code(), io::Code::invalid_argument);
     EXPECT_NE(store.status().to_string().find("delivery_lead_ms"), std::string::npos);
   }
+  for (int64_t lead_max : {int64_t{-1}, int64_t{1001}}) {
+    StoreOptions o = timer_options(dir.path() + "/store", &clock);
+    o.delivery_lead_max_ms = lead_max;
+    auto store = Store::open(o);
+    ASSERT_FALSE(store.is_ok());
+    EXPECT_NE(store.status().to_string().find("delivery_lead_max_ms"), std::string::npos);
+  }
 }
 
 // Delivery ahead (StoreOptions::delivery_lead_ms): a timed and a delayed copy taken 40 ms

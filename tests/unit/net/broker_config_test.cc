@@ -88,6 +88,7 @@ TEST(BrokerConfigTest, EveryKeyIsApplied) {
       "scheduleMaxAttempts=7\n"
       "timerMaxDelaySec=86400\n"
       "deliveryLeadMs=25\n"
+      "deliveryLeadMaxMs=300\n"
       "namesrvAddr=127.0.0.1:9876\n"
       "brokerIP2=10.0.0.2";
   io::Result<BrokerConfig> parsed = parse_broker_config(text, "broker.conf");
@@ -127,6 +128,7 @@ TEST(BrokerConfigTest, EveryKeyIsApplied) {
   EXPECT_EQ(c.store.schedule_max_attempts, 7u);
   EXPECT_EQ(c.store.timer_max_delay_sec, 86'400);
   EXPECT_EQ(c.store.delivery_lead_ms, 25);
+  EXPECT_EQ(c.store.delivery_lead_max_ms, 300);
   EXPECT_TRUE(c.ignored_keys.empty());
   EXPECT_EQ(c.namesrv_addrs, std::vector<std::string>{"127.0.0.1:9876"});
   EXPECT_EQ(c.ha_address, "10.0.0.2");
@@ -317,6 +319,8 @@ TEST(BrokerConfigTest, BadValuesNameLineKeyAndValue) {
       {"timerMaxDelaySec=0",
        "broker.conf:1: timerMaxDelaySec '0' is not a number of seconds (1..315360000)"},
       {"deliveryLeadMs=1001", "broker.conf:1: deliveryLeadMs '1001' is not a time in ms (0..1000)"},
+      {"deliveryLeadMaxMs=-1",
+       "broker.conf:1: deliveryLeadMaxMs '-1' is not a time in ms (0..1000)"},
       {"scheduleMaxAttempts=0",
        "broker.conf:1: scheduleMaxAttempts '0' is not a number of attempts (1..1000)"},
   };
