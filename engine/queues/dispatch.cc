@@ -78,8 +78,9 @@ io::Status dispatch_record(io::Disk& disk, CqStore& cq, const sched::DelayLevels
   io::Status s = queue.is_ok() ? cq.append(*queue, queue_offset, unit_of(offset, record, levels))
                                : queue.status();
   if (s.code() == io::Code::busy) {
-    // The queue's memory ring is full of unwritten units: write them out (the scanner's reads
-    // are synchronous, so only the ConsumeQueues have requests in flight) and retry.
+    // The queue's memory ring is full of unwritten units: write them out (the scanner visits
+    // with its reads waited for, or reads through a ring of its own, so only the ConsumeQueues
+    // have requests in flight on this disk) and retry.
     s = drain_writes(disk, cq);
     if (s.is_ok()) s = cq.append(*queue, queue_offset, unit_of(offset, record, levels));
   }
