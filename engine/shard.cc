@@ -206,6 +206,10 @@ void Shard::run() {
 }
 
 io::Status Shard::open_log(engine::RecoveryReport* report) {
+  // Threaded: recovery's scan reads through a small ring of its own, so a read stays in flight
+  // while the records checked before it are re-dispatched through this shard's ring
+  // (engine/log/log_scanner.h). Closed once the store is open.
+  std::unique_ptr<io::Disk> scan_disk;
   if (disk_ == nullptr) {  // threaded: an io_uring and a waker of its own (stepped: neither)
     io::UringDiskOptions disk_options;
     disk_options.queue_depth_entries = options_.ring_entries;
@@ -214,6 +218,11 @@ io::Status Shard::open_log(engine::RecoveryReport* report) {
     io::Result<std::unique_ptr<io::UringDisk>> disk = io::UringDisk::create(disk_options);
     if (!disk.is_ok()) return disk.status();
     disk_ = std::move(*disk);
+    disk_options.queue_depth_entries = 4;
+    disk_options.registered_files_max = 4;
+    io::Result<std::unique_ptr<io::UringDisk>> scan = io::UringDisk::create(disk_options);
+    if (!scan.is_ok()) return scan.status();
+    scan_disk = std::move(*scan);
     io::Result<std::unique_ptr<io::Waker>> waker = io::Waker::create();
     if (!waker.is_ok()) return waker.status();
     waker_ = std::move(*waker);
@@ -226,17 +235,19 @@ io::Status Shard::open_log(engine::RecoveryReport* report) {
   cq_options.dir = io::path_join(shard_dir_, "consumequeue");
   // A truncation a crash interrupted (engine/log_truncate.h) is finished before recovery.
   UMQ_RETURN_IF_ERROR(engine::finish_interrupted_truncation(*disk_, log_options));
-  io::Result<engine::LogAndQueues> opened =
-      engine::open_log_and_queues(*disk_, *clock_, log_options, cq_options, levels_, report,
-                                  [this](uint64_t offset, const engine::MessageView& record) {
-                                    note_segment_first_timestamp(offset, record.store_timestamp_ms);
-                                    index_recovered_record(offset, record);
-                                    if (options_.replica) return;  // it delivers nothing
-                                    delayed_.note_marker(offset, record);
-                                    timers_.note_record(offset, record);
-                                    txn_.note_record(offset, record);
-                                    held_.note_recovered(offset, record, clock_->now_ms());
-                                  });
+  io::Result<engine::LogAndQueues> opened = engine::open_log_and_queues(
+      *disk_, *clock_, log_options, cq_options, levels_, report,
+      [this](uint64_t offset, const engine::MessageView& record) {
+        note_segment_first_timestamp(offset, record.store_timestamp_ms);
+        index_recovered_record(offset, record);
+        if (options_.replica) return;  // it delivers nothing
+        delayed_.note_marker(offset, record);
+        timers_.note_record(offset, record);
+        txn_.note_record(offset, record);
+        held_.note_recovered(offset, record, clock_->now_ms());
+      },
+      scan_disk.get());
+  scan_disk.reset();
   if (!opened.is_ok()) return opened.status();
   log_ = std::move(opened->log);
   log_->set_sync_metrics(&sync_latency_us_, &sync_records_);

@@ -142,7 +142,8 @@ static void log_recovery_summary(const std::string& dir, const RecoveryReport& r
 
 io::Result<std::unique_ptr<CommitLog>> CommitLog::open(
     io::Disk& disk, io::Clock& clock, const CommitLogOptions& options, RecoveryReport* report_out,
-    const std::function<void(uint64_t, const MessageView&)>& recovery_visitor) {
+    const std::function<void(uint64_t, const MessageView&)>& recovery_visitor,
+    io::Disk* scan_disk) {
   UMQ_RETURN_IF_ERROR(validate(options));
   int64_t started_ns = clock.monotonic_ns();
   UMQ_RETURN_IF_ERROR(disk.make_dir(options.dir));
@@ -161,7 +162,7 @@ io::Result<std::unique_ptr<CommitLog>> CommitLog::open(
   if (!abort_present.is_ok()) return fail(abort_present.status());
   report.unclean_stop = *abort_present;
   io::Result<RecoveredLog> recovered =
-      recover_log(disk, options, report.unclean_stop, report, recovery_visitor);
+      recover_log(disk, options, report.unclean_stop, report, recovery_visitor, scan_disk);
   if (!recovered.is_ok()) return fail(recovered.status());
   for (uint64_t base : recovered->segment_bases) {
     io::Result<io::FileHandle> file =

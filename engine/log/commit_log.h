@@ -114,11 +114,13 @@ class CommitLog final : public sched::Participant {
   // may be in flight on `disk`. Errors: locked (another process), corruption (naming file and
   // offset) below the durable watermark, invalid_argument (options), io errors.
   // `recovery_visitor` (if set) sees every valid record recovery's scan checks, in log order,
-  // after the lock is taken and with nothing else in flight on the disk.
+  // after the lock is taken and with nothing else in flight on the disk. `scan_disk` (if set):
+  // an idle disk of the same thread for the scan's reads (LogScanner::set_read_disk).
   static io::Result<std::unique_ptr<CommitLog>> open(
       io::Disk& disk, io::Clock& clock, const CommitLogOptions& options,
       RecoveryReport* report = nullptr,
-      const std::function<void(uint64_t, const MessageView&)>& recovery_visitor = nullptr);
+      const std::function<void(uint64_t, const MessageView&)>& recovery_visitor = nullptr,
+      io::Disk* scan_disk = nullptr);
   ~CommitLog() override;  // without close(): waits for in-flight IO, then behaves like a crash
   CommitLog(const CommitLog&) = delete;
   CommitLog& operator=(const CommitLog&) = delete;

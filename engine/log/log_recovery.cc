@@ -244,9 +244,10 @@ io::Result<std::vector<uint64_t>> list_segments(io::Disk& disk, const std::strin
   return bases;
 }
 
-io::Result<RecoveredLog> recover_log(
-    io::Disk& disk, const CommitLogOptions& options, bool unclean_stop, RecoveryReport& report,
-    const std::function<void(uint64_t, const MessageView&)>& visit) {
+io::Result<RecoveredLog> recover_log(io::Disk& disk, const CommitLogOptions& options,
+                                     bool unclean_stop, RecoveryReport& report,
+                                     const std::function<void(uint64_t, const MessageView&)>& visit,
+                                     io::Disk* scan_disk) {
   const uint64_t segment_size = options.segment_size_bytes;
   const std::string segment_dir = io::path_join(options.dir, "commitlog");
   io::Result<std::vector<uint64_t>> listed = list_segments(disk, segment_dir, segment_size);
@@ -282,6 +283,7 @@ io::Result<RecoveredLog> recover_log(
   }
   report.scan_start_offset = start;
   LogScanner scanner(disk, options, bases);
+  if (scan_disk != nullptr) scanner.set_read_disk(scan_disk);
   // A long recovery says where it is (to stderr, once per GiB scanned).
   const uint64_t log_end_bound = bases.back() + segment_size;
   scanner.set_progress(1ULL << 30, [&](uint64_t offset, uint64_t scanned) {

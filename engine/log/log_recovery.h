@@ -36,10 +36,13 @@ struct RecoveredLog {
 uint64_t unsynced_window_bytes(const CommitLogOptions& options);
 
 // `visit` (if set) sees every valid record the scan checks, in log order, with nothing else in
-// flight on the disk: a shard rebuilds its ConsumeQueues in the same pass.
+// flight on the disk: a shard rebuilds its ConsumeQueues in the same pass. `scan_disk` (if
+// set): an idle disk of the same thread for the scan's reads, so they stay in flight while
+// `visit` runs (LogScanner::set_read_disk).
 io::Result<RecoveredLog> recover_log(
     io::Disk& disk, const CommitLogOptions& options, bool unclean_stop, RecoveryReport& report,
-    const std::function<void(uint64_t, const MessageView&)>& visit = nullptr);
+    const std::function<void(uint64_t, const MessageView&)>& visit = nullptr,
+    io::Disk* scan_disk = nullptr);
 
 // Lists the segment files of a commitlog directory: ascending bases. Files whose name is not
 // 20 digits are ignored. invalid_argument names a segment of the wrong size unless it is the

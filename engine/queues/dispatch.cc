@@ -78,8 +78,9 @@ io::Status dispatch_record(io::Disk& disk, CqStore& cq, const sched::DelayLevels
   io::Status s = queue.is_ok() ? cq.append(*queue, queue_offset, unit_of(offset, record, levels))
                                : queue.status();
   if (s.code() == io::Code::busy) {
-    // The queue's memory ring is full of unwritten units: write them out (the scanner's reads
-    // are synchronous, so only the ConsumeQueues have requests in flight) and retry.
+    // The queue's memory ring is full of unwritten units: write them out (the scanner visits
+    // with its reads waited for, or reads through a ring of its own, so only the ConsumeQueues
+    // have requests in flight on this disk) and retry.
     s = drain_writes(disk, cq);
     if (s.is_ok()) s = cq.append(*queue, queue_offset, unit_of(offset, record, levels));
   }
@@ -189,10 +190,11 @@ io::Status check_queues_against_log(io::Disk& disk, const CommitLog& log,
 // dispatched at their own queue offsets. A progress line per GiB and a final line with totals.
 io::Status rebuild_queues(io::Disk& disk, io::Clock& clock, const CommitLog& log,
                           const CommitLogOptions& options, CqStore& cq,
-                          const sched::DelayLevels& levels) {
+                          const sched::DelayLevels& levels, io::Disk* scan_disk) {
   const int64_t started_ns = clock.monotonic_ns();
   const size_t queues = cq.rebuilding_count();
   LogScanner scanner(disk, options, log.segment_bases());
+  if (scan_disk != nullptr) scanner.set_read_disk(scan_disk);
   const uint64_t from = log.min_offset().value;
   const uint64_t to = log.appended_offset().value;
   scanner.set_progress(1ULL << 30, [&](uint64_t offset, uint64_t scanned) {
@@ -231,7 +233,7 @@ io::Status rebuild_queues(io::Disk& disk, io::Clock& clock, const CommitLog& log
 io::Result<LogAndQueues> open_log_and_queues(
     io::Disk& disk, io::Clock& clock, const CommitLogOptions& log_options,
     const CqStoreOptions& cq_options, const sched::DelayLevels& levels, RecoveryReport* report,
-    const std::function<void(uint64_t, const MessageView&)>& also) {
+    const std::function<void(uint64_t, const MessageView&)>& also, io::Disk* scan_disk) {
   const int64_t started_ns = clock.monotonic_ns();
   LogAndQueues out;
   io::Status failed;
@@ -251,7 +253,7 @@ io::Result<LogAndQueues> open_log_and_queues(
   RecoveryReport local_report;
   if (report == nullptr) report = &local_report;
   io::Result<std::unique_ptr<CommitLog>> log =
-      CommitLog::open(disk, clock, log_options, report, visit);
+      CommitLog::open(disk, clock, log_options, report, visit, scan_disk);
   if (!log.is_ok()) return log.status();
   out.log = std::move(*log);
   UMQ_RETURN_IF_ERROR(failed);
@@ -264,7 +266,8 @@ io::Result<LogAndQueues> open_log_and_queues(
   }
   UMQ_RETURN_IF_ERROR(check_queues_against_log(disk, *out.log, log_options, *out.cq));
   if (out.cq->rebuilding_count() > 0) {
-    UMQ_RETURN_IF_ERROR(rebuild_queues(disk, clock, *out.log, log_options, *out.cq, levels));
+    UMQ_RETURN_IF_ERROR(
+        rebuild_queues(disk, clock, *out.log, log_options, *out.cq, levels, scan_disk));
   }
   out.cq->end_rebuild();
   if (report->checkpoint_rebuilt) {

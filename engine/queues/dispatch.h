@@ -59,11 +59,12 @@ struct LogAndQueues {
 // checkpoint (units above it may be torn); every record the scan checks is then re-dispatched
 // (idempotent). Finally the queues are made durable up to the log's end (settle) and their
 // minimum offsets follow the log's. `also` (if set) sees every scanned record too.
-// Synchronous; nothing else may be in flight on `disk`.
+// Synchronous; nothing else may be in flight on `disk`. `scan_disk` (if set): an idle disk of
+// the same thread for the log scans' reads, which then overlap the re-dispatch.
 io::Result<LogAndQueues> open_log_and_queues(
     io::Disk& disk, io::Clock& clock, const CommitLogOptions& log_options,
     const CqStoreOptions& cq_options, const sched::DelayLevels& levels, RecoveryReport* report,
-    const std::function<void(uint64_t, const MessageView&)>& also);
+    const std::function<void(uint64_t, const MessageView&)>& also, io::Disk* scan_disk = nullptr);
 
 }  // namespace uringmq::engine
 
