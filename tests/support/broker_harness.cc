@@ -8,6 +8,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <random>
 #include <span>
 #include <sstream>
 
@@ -50,11 +51,17 @@ bool port_is_free(uint32_t port) {
 }  // namespace
 
 uint16_t free_broker_port(uint32_t shards) {
+  // Below the kernel's ephemeral range (32768 up by default), so that no client socket of a test
+  // running beside this one takes a port the broker binds later (its HA port, main + 1, is bound
+  // after the store opens): candidates are drawn from [10000, 30000).
+  static std::mt19937 rng(static_cast<uint32_t>(::getpid()) ^
+                          static_cast<uint32_t>(Clock::now().time_since_epoch().count()));
   for (int attempt = 0; attempt < 200; attempt++) {
-    const uint32_t port = free_port();
-    bool free = port != 0;
+    const uint32_t port = 10000 + rng() % 20000;
+    bool free = true;
     for (uint32_t i = 0; i < shards && free; i++) {
-      free = (i == 0 || port_is_free(port + i * 10)) && port_is_free(port + i * 10 - 2);
+      const uint32_t at = port + i * 10;
+      free = port_is_free(at) && port_is_free(at - 2) && port_is_free(at + 1);
     }
     if (free) return static_cast<uint16_t>(port);
   }

@@ -35,7 +35,8 @@ int64_t ms_since(Clock::time_point t);
 // A loopback TCP port free at the time of the call (bound then released); 0 when none.
 uint16_t free_port();
 // A listenPort for a broker process of `shards` shards: every presented broker's main port
-// (port + i * 10, shardPortStride 10) and VIP port (2 below) free at the time of the call.
+// (port + i * 10, shardPortStride 10), VIP port (2 below) and HA port (1 above) free at the time
+// of the call, below the ephemeral port range.
 uint16_t free_broker_port(uint32_t shards);
 
 // The whole text of a file ("" when it cannot be read): a broker process's log.
