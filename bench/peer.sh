@@ -22,7 +22,8 @@
 # segments). Both store under DATA.
 # Usage: bench/peer.sh [build dir]   (needs uringmq-broker, uringmq-ctl and uringmq-net-bench)
 # Env: RUNS (2), SECONDS_ (15), WARMUP (3), CONNS (16), PIPELINE (32), THREADS (64),
-#      FLUSHES ("SYNC_FLUSH ASYNC_FLUSH"), GENERATORS ("netbench java"), LATENESS (1),
+#      FLUSHES ("SYNC_FLUSH ASYNC_FLUSH"; empty: none), GENERATORS ("netbench java"; empty:
+#      none), LATENESS (1),
 #      LATENESS_COUNT (20000), LATENESS_RATE (2000), DATA (./bench-data),
 #      UMQ_CONF (extra broker.conf lines for uringmq, newline-separated; empty by default).
 # Without the Java distribution (tools/find-rocketmq-java.sh) or javac it prints a skip line.
@@ -32,7 +33,7 @@ build=$(cd "${1:-$repo/build-bench}" && pwd)
 RUNS=${RUNS:-2} SECONDS_=${SECONDS_:-15} WARMUP=${WARMUP:-3} CONNS=${CONNS:-16}
 PIPELINE=${PIPELINE:-32} THREADS=${THREADS:-64} LATENESS=${LATENESS:-1}
 LATENESS_COUNT=${LATENESS_COUNT:-20000} LATENESS_RATE=${LATENESS_RATE:-2000}
-FLUSHES=${FLUSHES:-"SYNC_FLUSH ASYNC_FLUSH"} GENERATORS=${GENERATORS:-"netbench java"}
+FLUSHES=${FLUSHES-"SYNC_FLUSH ASYNC_FLUSH"} GENERATORS=${GENERATORS-"netbench java"}
 base=$(mkdir -p "${DATA:-$repo/bench-data}" && cd "${DATA:-$repo/bench-data}" && pwd)
 work=$base/peer
 results=$repo/bench/results
