@@ -936,10 +936,10 @@ void Shard::deliver_acks() {
       PendingAppend& pending = pending_[ack.tag];
       const bool ok = ack.outcome == engine::AckOutcome::ok;
       txn_.record_acked(ack.offset.value, ok);
-      horizon_.note_ack_latency(std::max<int64_t>(0, acked_ns - pending.start_ns) / 1000);
+      const int64_t took_us = std::max<int64_t>(0, acked_ns - pending.start_ns) / 1000;
+      horizon_.note_ack_latency(took_us);
       if (pending.slot != kInternalSlot) {
-        append_latency_us_.observe(
-            static_cast<uint64_t>(std::max<int64_t>(0, acked_ns - pending.start_ns)) / 1000);
+        append_latency_us_.observe(static_cast<uint64_t>(took_us));
         timers_.client_acked(pending.queue, ack.offset.value, ok);  // a cancel's record
       } else if (!ok || !durable_.wait(pending.tag, pending.size_bytes, ack.offset.value,
                                        log_->durable_offset().value)) {
