@@ -4,7 +4,9 @@
 # from the others, for tests that start Java NameServers, brokers or ours side by side.
 # With SHARDS (default 1), each port p is a uringmq listenPort for that many shards: every
 # p + i * 10 (shard i's broker, shardPortStride 10) is free with its neighbours too, and the
-# ports keep clear of each other's ranges.
+# ports keep clear of each other's ranges. Ports are drawn below the kernel's ephemeral range
+# (32768 up by default), where no test's client socket takes its local port: a broker binds its
+# HA port only after its store opens, and a port free at the check could be taken by then.
 # Usage: free-ports.sh N [SHARDS]
 set -euo pipefail
 python3 - "${1:?usage: free-ports.sh N [SHARDS]}" "${2:-1}" <<'PY'
@@ -21,7 +23,7 @@ shards = int(sys.argv[2])
 span = 10 * (shards - 1)
 out = []
 while len(out) < int(sys.argv[1]):
-    p = random.randrange(20000, 60000)
+    p = random.randrange(10000, 32000 - span - 2)
     mains = [p + 10 * i for i in range(shards)]
     if all(free(q) for m in mains for q in (m - 2, m, m + 1)) and \
             all(p > q + span + 3 or q > p + span + 3 for q in out):
