@@ -635,6 +635,14 @@ bool Shard::handle(uint32_t slot_index, const ShardRequest& request) {
     case ShardRequest::Kind::read: {
       Completion done;
       done.tag = request.tag;
+      // Bytes the write buffers still hold are copied: a replica streaming the log's tail reads
+      // what was just written, which direct IO left out of the page cache (a file read of it
+      // waited 5 ms on average, 43 ms at worst, behind the writer's fdatasyncs).
+      if (log_->read_memory(request.local_offset, request.size_bytes, request.dest)) {
+        done.size_bytes = request.size_bytes;
+        post(slot_index, done);
+        return true;
+      }
       if (read_pool_.full()) return false;
       uint32_t id = *read_pool_.peek();
       io::Status s = log_->read(request.local_offset, request.size_bytes, request.dest, id);

@@ -1269,15 +1269,23 @@ void CommitLog::set_checkpoint_limit(uint64_t limit) {
   checkpoint_limit_ = limit;
 }
 
+// A range may span buffers: consecutive buffers in ring order hold consecutive log bytes, so
+// each piece is looked up on its own. On false, dest may hold some of the range (the caller
+// reads it from the file into the same place).
 bool CommitLog::read_memory(LogOffset offset, uint32_t size_bytes, std::byte* dest) const {
-  if (offset.value + size_bytes > written_) return false;
-  for (const WriteBuffer& b : buffers_) {
-    if (offset.value >= b.log_start && offset.value + size_bytes <= b.log_start + b.fill) {
-      std::memcpy(dest, b.data + (offset.value - b.log_start), size_bytes);
-      return true;
+  const uint64_t end = offset.value + size_bytes;
+  if (end > written_) return false;
+  for (uint64_t at = offset.value; at < end;) {
+    const WriteBuffer* held = nullptr;
+    for (const WriteBuffer& b : buffers_) {
+      if (at >= b.log_start && at < b.log_start + b.fill) held = &b;
     }
+    if (held == nullptr) return false;
+    const uint64_t piece_end = std::min(end, held->log_start + held->fill);
+    std::memcpy(dest + (at - offset.value), held->data + (at - held->log_start), piece_end - at);
+    at = piece_end;
   }
-  return false;
+  return true;
 }
 
 io::Result<uint32_t> CommitLog::delete_segments_before(LogOffset below, uint32_t max_files) {

@@ -175,7 +175,8 @@ class CommitLog final : public sched::Participant {
   io::Status read(LogOffset offset, uint32_t size_bytes, std::byte* dest, uint64_t tag);
   size_t take_reads(std::span<ReadCompletion> out);
 
-  // Copies a record range from the write buffers if it is still there (hot read); false if not.
+  // Copies a log range from the write buffers if they still hold all of it (hot read), across
+  // buffers; false if not (dest may then hold part of it).
   bool read_memory(LogOffset offset, uint32_t size_bytes, std::byte* dest) const;
 
   // The checkpoint never records a watermark above `limit` (default: no limit). A shard sets it

@@ -219,7 +219,8 @@ class Session {
                               uint64_t tag, uint32_t shard = kShardByHash);
   // Queues a read of `size_bytes` at a store-wide offset into dest (valid until completion).
   // Raw bytes, not checked (a byte range need not be a record): a caller that reads a record
-  // decodes it (make_send_back does); pull_async checks every record it returns.
+  // decodes it (make_send_back does); pull_async checks every record it returns. Bytes still
+  // in the write buffers are copied on the shard's thread (no file read).
   io::Status read_async(StoreOffset store_offset, uint32_t size_bytes, std::byte* dest,
                         uint64_t tag);
   // Reads up to max_messages of a queue (its owner shard answers). Completion: pull_status,

@@ -451,5 +451,40 @@ TEST_F(CommitLogSimTest, RecordPrefetchHandsBackTheSameBytesOnce) {
   EXPECT_EQ(prefetch.hits(), 3u);
 }
 
+// A hot read may span write buffers (a replica's chunk of the log's tail does): the copy equals
+// the file's bytes; a range whose start left the buffers is not copied.
+TEST_F(CommitLogSimTest, HotReadsSpanWriteBuffersAndMatchTheFile) {
+  auto log = open_log();
+  ASSERT_NE(log, nullptr);
+  // Buffers of 64 KiB, segments of 128 KiB: appended until the writer's segment holds 100 KiB.
+  const uint64_t segment = options_.segment_size_bytes;
+  std::vector<Ack> acks = append_n(*log, 0, 300, 1000);
+  while (acks.back().offset.value % segment < (100u << 10)) {
+    std::vector<Ack> more = append_n(*log, acks.size(), 1, 1000);
+    ASSERT_EQ(more.size(), 1u);
+    acks.push_back(more[0]);
+  }
+  // The newest records of the writer's segment, up to 100 KiB: more than one buffer holds.
+  const uint64_t last = acks.back().offset.value;
+  std::array<std::byte, 4> head{};
+  ASSERT_EQ(read_now(*log, last, 4, head.data()), 4);
+  const uint64_t end = last + engine::get_u32(head.data());
+  size_t first = acks.size() - 1;
+  while (first > 0 && acks[first - 1].offset.value / segment == last / segment &&
+         end - acks[first - 1].offset.value <= (100u << 10)) {
+    first--;
+  }
+  const uint64_t start = acks[first].offset.value;
+  const uint32_t size = static_cast<uint32_t>(end - start);
+  ASSERT_GT(size, options_.write_buffer_bytes) << "the range must span two buffers";
+  std::vector<std::byte> hot(size), cold(size);
+  ASSERT_TRUE(log->read_memory(engine::LogOffset{start}, size, hot.data()));
+  ASSERT_EQ(read_now(*log, start, size, cold.data()), static_cast<int64_t>(size));
+  EXPECT_EQ(hot, cold);
+  // Past the written end, or starting below the buffers: not copied.
+  EXPECT_FALSE(log->read_memory(engine::LogOffset{start}, size + 1, hot.data()));
+  EXPECT_FALSE(log->read_memory(acks[0].offset, 100, hot.data()));
+}
+
 }  // namespace
 }  // namespace uringmq
