@@ -31,7 +31,7 @@
 #       100% of the SYNC append maximum measured in the same run      targets <= 1 ms, 10 ms
 # Every engine run and fio job runs RUNS times (default 2) interleaved; the median is kept (of
 # two: the mean). Writes bench/results/latest.{md,dat,png} and prints the table; section 3 takes
-# about 6 minutes with the defaults.
+# about 6-7 minutes with the defaults (6.5 on 2026-12-02).
 #
 # Environment: BUILD (default <repo>/build-bench), DATA (default ./bench-data; removed at the
 # end), RUNS (2), BENCH_SECONDS (6, per engine run), FIO_RUNTIME (6, per fio job),
