@@ -3,13 +3,21 @@
 # the same file system (fio sets the device's ceiling; each target is a fraction of it).
 #
 #   (a) ASYNC_FLUSH, 1 KiB, 1 shard: MB/s / fio io_uring direct seq write (no sync) at the
-#       engine's write size, queue depth 4                                 target >= 0.9
-#   (b) SYNC_FLUSH, 1 KiB, 64 producers: MB/s / fio with an fdatasync per group of the engine's
-#       measured bytes per fdatasync (>= 0.8); messages per fdatasync (>= 100); ack p99 / fio's
+#       engine's write size, queue depth 4; with 64 and with 1,024 sends in flight  target >= 0.9
+#   (b) SYNC_FLUSH, 1 KiB, 64 and 1,024 sends in flight: MB/s / fio with an fdatasync per group
+#       of the engine's measured bytes per fdatasync (>= 0.8); messages per fdatasync with 1,024
+#       in flight (>= 100; with 64 in flight at most 64 are possible: info); ack p99 / fio's
 #       fdatasync p99 (etcd job: sync engine, 4 KiB, fdatasync=1; <= 3); fdatasyncs/s / that
 #       job's IOPS (>= 0.9). The SYNC runs use SYNC_SEGMENT_MIB segments so that each rolls
 #       over several segments (a fresh store's: new files; and with retention taking every
 #       segment behind the writer: recycled ones).
+#   (n) with a CPU-heavy neighbour (python3 spinning on one core) through the run: SYNC 1 KiB,
+#       64 in flight, fdatasyncs/s / the etcd job's IOPS without the neighbour (fio's rate is the
+#       device's)                                                           target >= 0.7
+#       (info: fio's own IOPS with / without the neighbour; msgs/s with / without)
+#   (p) the fdatasync path (info): the etcd job through fio's io_uring engine (IORING_OP_FSYNC,
+#       which the kernel runs on an io-wq worker, as the engine issues it) / the same job through
+#       fdatasync(2) (ioengine=sync): IOPS and sync p99, without and with the neighbour
 #   (c) 128 B: heap allocations per message in steady state (0); encode+CRC / memcpy+CRC bytes/s
 #       from uringmq-micro-bench (>= 0.5)
 #   (d) ASYNC_FLUSH, 128 B, CPU-bound: 2 shards / 1 shard msgs/s (>= 1.8)
@@ -22,12 +30,13 @@
 #   (g) dispatch lag p99 (producer ack -> consumer receives it, long-polling pulls) at 50% and
 #       100% of the SYNC append maximum measured in the same run      targets <= 1 ms, 10 ms
 # Every engine run and fio job runs RUNS times (default 2) interleaved; the median is kept (of
-# two: the mean). Writes bench/results/latest.{md,dat,png} and prints the table.
+# two: the mean). Writes bench/results/latest.{md,dat,png} and prints the table; section 3 takes
+# about 6-7 minutes with the defaults (6.5 on 2026-12-02).
 #
 # Environment: BUILD (default <repo>/build-bench), DATA (default ./bench-data; removed at the
 # end), RUNS (2), BENCH_SECONDS (6, per engine run), FIO_RUNTIME (6, per fio job),
-# SEGMENT_MIB (1024, the engine default), SYNC_SEGMENT_MIB (64: the SYNC runs' segments),
-# SECTIONS ("3 4"; add 5: delayed delivery; net: network),
+# SEGMENT_MIB (1024, the engine default), SYNC_SEGMENT_MIB (64: the SYNC runs' segments, rows
+# (b) and (n)), SECTIONS ("3 4"; add 5: delayed delivery; net: network),
 # BACKLOG_MIB (1024: the consume workload's backlog; the full target is 4096, set it for a full
 # run), RECOVERY_MIB (1000: what the killed writer appends; below one segment, so all of it is
 # rescanned). Needs fio, python3, gnuplot (tools/install-deps.sh). Dropping the page cache
@@ -74,7 +83,11 @@ fi
 case "$DATA" in "" | "/") echo "compare.sh: refusing DATA=$DATA"; exit 1 ;; esac
 
 raw=$(mktemp -d)
-cleanup() { rm -rf "$DATA" "$raw"; }
+neighbour_pid=""
+cleanup() {
+  if [ -n "$neighbour_pid" ]; then kill "$neighbour_pid" 2>/dev/null || true; fi
+  rm -rf "$DATA" "$raw"
+}
 trap cleanup EXIT
 mkdir -p "$DATA" "$results"
 started=$(date +%s)
@@ -100,43 +113,71 @@ fio_job() {  # fio_job NAME RUN ARGS...: one fio job, its JSON kept as NAME.RUN.
   rm -f "$DATA/fio-$name"
 }
 
+# A CPU-heavy neighbour: one python3 spinning on a core (as bench/pinning.sh), or none.
+neighbour_start() {
+  python3 -c 'while True: pass' &
+  neighbour_pid=$!
+}
+neighbour_stop() {
+  kill "$neighbour_pid" 2>/dev/null || true
+  wait "$neighbour_pid" 2>/dev/null || true
+  neighbour_pid=""
+}
+
 # Powers of two between 4 KiB and 1 MiB: the fio block size nearest (in log terms) to $1 bytes.
 pow2_block() {
   python3 -c "import math,sys; b=max(4096.0,min(1048576.0,float(sys.argv[1])))
 print(2**round(math.log2(b)))" "$1"
 }
 
+# sync_sizes NAME: fio's block size and writes per fdatasync for the SYNC run NAME (its first
+# run): "bs n write_bytes group_bytes", the block nearest the engine's write size and the number
+# of them nearest its bytes per fdatasync.
+sync_sizes() {
+  local w g bs
+  w=$(jf "$raw/$1.1.json" "$per_write")
+  g=$(jf "$raw/$1.1.json" "$per_sync")
+  bs=$(pow2_block "$w")
+  echo "$bs $(python3 -c "import sys; print(max(1, round(float(sys.argv[1])/float(sys.argv[2]))))" \
+    "$g" "$bs") $w $g"
+}
+
 echo "compare.sh: $RUNS runs of each, engine runs of ${BENCH_SECONDS}s," \
   "fio jobs of ${FIO_RUNTIME}s, data in $DATA" >&2
 if want 3; then
 fio_seq_bs=""
+sync1k=(--workload append --flush sync --message-bytes 1024 --shards 1 --segment-mib
+        "$SYNC_SEGMENT_MIB")
+async1k=(--workload append --flush async --message-bytes 1024 --shards 1 --io-mode direct)
 for run in $(seq 1 "$RUNS"); do
-  engine a "$run" --workload append --flush async --message-bytes 1024 --shards 1 --producers 64 \
-    --io-mode direct
+  engine a "$run" "${async1k[@]}" --producers 64
   engine ab "$run" --workload append --flush async --message-bytes 1024 --shards 1 --producers 64 \
     --io-mode buffered
-  engine b "$run" --workload append --flush sync --message-bytes 1024 --shards 1 --producers 64 \
-    --segment-mib "$SYNC_SEGMENT_MIB"
-  engine br "$run" --workload append --flush sync --message-bytes 1024 --shards 1 --producers 64 \
-    --segment-mib "$SYNC_SEGMENT_MIB" --expire-segments yes
+  engine b "$run" "${sync1k[@]}" --producers 64
+  engine br "$run" "${sync1k[@]}" --producers 64 --expire-segments yes
+  engine bk "$run" "${sync1k[@]}" --producers 1024 --threads 2
+  engine ak "$run" "${async1k[@]}" --producers 1024 --threads 2
   if [ -z "$fio_seq_bs" ]; then
     # fio at the engine's own write size and bytes per fdatasync (from the first runs).
     per_write="d['append']['mb_per_s']*1e6/max(d['append']['writes_per_s'],1)"
+    per_sync="d['append']['mb_per_s']*1e6/max(d['append']['fdatasyncs_per_s'],1)"
     write_bytes=$(jf "$raw/a.1.json" "$per_write")
     fio_seq_bs=$(pow2_block "$write_bytes")
     buffered_write_bytes=$(jf "$raw/ab.1.json" "$per_write")
     fio_seqb_bs=$(pow2_block "$buffered_write_bytes")
-    sync_write_bytes=$(jf "$raw/b.1.json" "$per_write")
-    sync_group_bytes=$(jf "$raw/b.1.json" \
-      "d['append']['mb_per_s']*1e6/max(d['append']['fdatasyncs_per_s'],1)")
-    fio_sync_bs=$(pow2_block "$sync_write_bytes")
-    fio_sync_n=$(python3 -c \
-      "import sys; print(max(1, round(float(sys.argv[1])/float(sys.argv[2]))))" \
-      "$sync_group_bytes" "$fio_sync_bs")
+    ak_write_bytes=$(jf "$raw/ak.1.json" "$per_write")
+    fio_seqk_bs=$(pow2_block "$ak_write_bytes")
+    sizes=$(sync_sizes b)
+    read -r fio_sync_bs fio_sync_n sync_write_bytes sync_group_bytes <<<"$sizes"
+    sizes=$(sync_sizes bk)
+    read -r fio_synck_bs fio_synck_n bk_write_bytes bk_group_bytes <<<"$sizes"
     echo "  engine writes ${write_bytes%.*} B (async), ${sync_write_bytes%.*} B per write and" \
          "${sync_group_bytes%.*} B per fdatasync (sync):" \
          "fio bs=$fio_seq_bs; bs=$fio_sync_bs fdatasync=$fio_sync_n;" \
-         "buffered IO writes ${buffered_write_bytes%.*} B: fio bs=$fio_seqb_bs" >&2
+         "buffered IO writes ${buffered_write_bytes%.*} B: fio bs=$fio_seqb_bs;" \
+         "1,024 in flight: async ${ak_write_bytes%.*} B (fio bs=$fio_seqk_bs), sync" \
+         "${bk_write_bytes%.*} B per write and ${bk_group_bytes%.*} B per fdatasync" \
+         "(fio bs=$fio_synck_bs fdatasync=$fio_synck_n)" >&2
   fi
   common=(--rw=write --size=1g --ioengine=io_uring --direct=1 --iodepth=4 --time_based
           --runtime="$FIO_RUNTIME")
@@ -144,8 +185,19 @@ for run in $(seq 1 "$RUNS"); do
   fio_job seqb "$run" "${common[@]}" --bs="$fio_seqb_bs"
   fio_job seq1m "$run" "${common[@]}" --bs=1m
   fio_job group "$run" "${common[@]}" --bs="$fio_sync_bs" --fdatasync="$fio_sync_n"
-  fio_job fsync "$run" --rw=write --size=64m --ioengine=sync --fdatasync=1 --bs=4k \
-    --time_based --runtime="$FIO_RUNTIME"
+  fio_job groupk "$run" "${common[@]}" --bs="$fio_synck_bs" --fdatasync="$fio_synck_n"
+  fio_job seqk "$run" "${common[@]}" --bs="$fio_seqk_bs"
+  # The etcd job (4 KiB writes, an fdatasync after each) through fdatasync(2), and through
+  # io_uring's IORING_OP_FSYNC (run by an io-wq worker, the engine's path): (b), (n) and (p).
+  etcd=(--rw=write --size=64m --fdatasync=1 --bs=4k --time_based --runtime="$FIO_RUNTIME")
+  fio_job fsync "$run" "${etcd[@]}" --ioengine=sync
+  fio_job fsyncu "$run" "${etcd[@]}" --ioengine=io_uring --iodepth=1
+  neighbour_start
+  echo "  with a CPU-heavy neighbour (pid $neighbour_pid):" >&2
+  engine bn "$run" "${sync1k[@]}" --producers 64
+  fio_job fsyncn "$run" "${etcd[@]}" --ioengine=sync
+  fio_job fsyncun "$run" "${etcd[@]}" --ioengine=io_uring --iodepth=1
+  neighbour_stop
   engine c "$run" --workload append --flush async --message-bytes 128 --shards 1 --producers 64
   engine d1 "$run" --workload append --flush async --message-bytes 128 --shards 1 --producers 512 \
     --threads 2
@@ -160,11 +212,12 @@ echo "  uringmq-micro-bench" >&2
   --benchmark_report_aggregates_only=true --benchmark_min_time=0.2 >"$raw/micro.json"
 
 python3 - "$raw" "$RUNS" "$results" "$fio_seq_bs" "$fio_sync_bs" "$fio_sync_n" \
-  "$fio_seqb_bs" "$SYNC_SEGMENT_MIB" <<'EOF'
+  "$fio_seqb_bs" "$SYNC_SEGMENT_MIB" "$fio_seqk_bs" "$fio_synck_bs" "$fio_synck_n" <<'EOF'
 import json, statistics, sys, os
 raw, runs, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 seq_bs, sync_bs, sync_n, seqb_bs = sys.argv[4:8]
 sync_segment_mib = int(sys.argv[8])
+seqk_bs, synck_bs, synck_n = sys.argv[9:12]
 def load(name):
     return [json.load(open(f"{raw}/{name}.{r}.json")) for r in range(1, runs + 1)]
 def med(values):
@@ -173,12 +226,19 @@ def eng(name, field):
     return med([d["append"][field] for d in load(name)])
 def fio_bw(name):
     return med([d["jobs"][0]["write"]["bw_bytes"] / 1e6 for d in load(name)])
+no_sync_lat = set()  # fio jobs whose "sync" section held no latencies
 def fio_sync_p99_us(name):
+    # fio records each fdatasync's latency in "sync" (the io_uring engine's IORING_OP_FSYNC
+    # too, fio 3.33); should a version leave it empty, the write's lat_ns stands in, and the
+    # job is named below the table.
     vals = []
     for d in load(name):
-        sync = d["jobs"][0].get("sync", {})
-        pct = sync.get("lat_ns", {}).get("percentile", {})
-        vals.append(pct.get("99.000000", 0) / 1e3)
+        p99 = d["jobs"][0].get("sync", {}).get("lat_ns", {}).get("percentile", {}).get(
+            "99.000000", 0)
+        if not p99:
+            no_sync_lat.add(name)
+            p99 = d["jobs"][0]["write"]["lat_ns"]["percentile"]["99.000000"]
+        vals.append(p99 / 1e3)
     return med(vals)
 def fio_iops(name):
     return med([d["jobs"][0]["write"]["iops"] for d in load(name)])
@@ -212,8 +272,16 @@ ratio_row("a1m", "(a') same / fio seq write bs 1m QD4 (device ceiling, no target
 rows[-1] = rows[-1][:5] + ("(info)", None, None)
 ratio_row("b", f"(b) SYNC 1 KiB 64 producers MB/s / fio bs {sync_bs} fdatasync={sync_n}",
           eng("b", "mb_per_s"), "{:.1f} MB/s", fio_bw("group"), "{:.1f} MB/s", 0.8)
-ratio_row("b_mpf", "(b) messages per fdatasync (engine counts; <= 64 with 64 in flight)",
+ratio_row("b_mpf", "(b) messages per fdatasync, 64 in flight (at most 64: no target here)",
           eng("b", "messages_per_fdatasync"), "{:.1f} msgs", 1, "1 fdatasync", 100)
+rows[-1] = rows[-1][:5] + ("(info)", None, None)
+ratio_row("bk_mpf", "(b) SYNC 1 KiB 1,024 in flight: messages per fdatasync",
+          eng("bk", "messages_per_fdatasync"), "{:.1f} msgs", 1, "1 fdatasync", 100)
+ratio_row("bk", f"(b) SYNC 1 KiB 1,024 in flight MB/s / fio bs {synck_bs} fdatasync={synck_n}",
+          eng("bk", "mb_per_s"), "{:.1f} MB/s", fio_bw("groupk"), "{:.1f} MB/s", 0.8)
+ratio_row("ak", "(a) ASYNC 1 KiB 1,024 in flight MB/s / fio seq write at its write size (bs "
+          + seqk_bs + ", QD4)",
+          eng("ak", "mb_per_s"), "{:.1f} MB/s", fio_bw("seqk"), "{:.1f} MB/s", 0.9)
 ratio_row("b_gcf", "(b) group-commit factor: SYNC msgs/s / fio 4 KiB fdatasync=1 IOPS (plan B2)",
           eng("b", "msgs_per_s"), "{:.0f} msgs/s", fio_iops("fsync"), "{:.0f} IOPS", 100)
 ratio_row("b_p99", "(b) ack p99 / fio fdatasync p99 (sync engine, 4 KiB, fdatasync=1)",
@@ -228,6 +296,25 @@ for key, name, what in (("b_new", "b", "new segments"), ("b_recycled", "br", "re
     ratio_row(key + "_p99", f"(b) SYNC ack p99 {over} / fio fdatasync p99",
               eng(name, "p99_us"), "{:.0f} us", fio_sync_p99_us("fsync"), "{:.0f} us", 3,
               higher=False)
+def info_row(key, figure, num, num_text, den, den_text, higher=True):
+    ratio_row(key, figure, num, num_text, den, den_text, 1, higher)
+    rows[-1] = rows[-1][:5] + ("(info)", None, None)
+ratio_row("n_syncs", f"(n) SYNC fdatasyncs/s with a neighbour, over {rolls('bn'):.0f} rolls of "
+          f"{sync_segment_mib} MiB / fio fdatasync IOPS without one",
+          eng("bn", "fdatasyncs_per_s"), "{:.0f}/s", fio_iops("fsync"), "{:.0f} IOPS", 0.7)
+info_row("n_fio", "(n) fio fdatasync IOPS with a neighbour / without",
+         fio_iops("fsyncn"), "{:.0f} IOPS", fio_iops("fsync"), "{:.0f} IOPS")
+info_row("n_msgs", "(n) SYNC msgs/s with / without neighbour",
+         eng("bn", "msgs_per_s"), "{:.0f} msgs/s", eng("b", "msgs_per_s"), "{:.0f} msgs/s")
+for key, uring, syscall, when in (("p", "fsyncu", "fsync", "without"),
+                                  ("pn", "fsyncun", "fsyncn", "with")):
+    info_row(key + "_iops", f"(p) fdatasync via io_uring (io-wq) / via the syscall: IOPS, "
+             f"{when} the neighbour",
+             fio_iops(uring), "{:.0f} IOPS", fio_iops(syscall), "{:.0f} IOPS")
+    info_row(key + "_p99", f"(p) fdatasync via io_uring (io-wq) / via the syscall: p99, "
+             f"{when} the neighbour",
+             fio_sync_p99_us(uring), "{:.0f} us", fio_sync_p99_us(syscall), "{:.0f} us",
+             higher=False)
 alloc = eng("c", "allocations_per_message")
 rows.append(("c_alloc", "(c) 128 B heap allocations per message, steady state",
              f"{alloc:.4f} allocs/msg", "1 msg", alloc, "== 0", alloc == 0, 0))
@@ -255,11 +342,27 @@ extra = {
     "fio_fsync_iops": fio_iops("fsync"), "fio_fsync_p99_us": fio_sync_p99_us("fsync"),
     "fio_seq_1m_mb_s": fio_bw("seq1m"), "mb_per_s_async_1k_buffered": eng("ab", "mb_per_s"),
     "ring_round_trip_ns": micro_counter("BM_SpscRingRoundTrip/real_time", "ns_per_round_trip"),
+    "msgs_per_s_sync_1024": eng("bk", "msgs_per_s"),
+    "fdatasyncs_per_s_sync_1024": eng("bk", "fdatasyncs_per_s"),
+    "ack_p99_us_sync_1024": eng("bk", "p99_us"),
+    "msgs_per_s_async_1k_1024": eng("ak", "msgs_per_s"),
+    "busy_retries_1024": eng("bk", "busy_retries") + eng("ak", "busy_retries"),
+    "fdatasyncs_per_s_sync_neighbour": eng("bn", "fdatasyncs_per_s"),
+    "ack_p99_us_sync_neighbour": eng("bn", "p99_us"),
+    "fio_fsync_io_uring_iops": fio_iops("fsyncu"),
+    "fio_fsync_io_uring_p99_us": fio_sync_p99_us("fsyncu"),
+    "fio_fsync_neighbour_iops": fio_iops("fsyncn"),
+    "fio_fsync_neighbour_p99_us": fio_sync_p99_us("fsyncn"),
+    "fio_fsync_io_uring_neighbour_iops": fio_iops("fsyncun"),
+    "fio_fsync_io_uring_neighbour_p99_us": fio_sync_p99_us("fsyncun"),
 }
+lat_note = ("" if not no_sync_lat else
+            "\nfio recorded no fdatasync latencies for " + ", ".join(sorted(no_sync_lat)) +
+            ": their p99 is the write's lat_ns (submission to completion of the write).\n")
 machine_line = (f"{machine['cores']} cores, {machine['cpu']}, kernel {machine['kernel']}, "
                 f"{machine['fs']} (data dir)")
 with open(f"{out}/latest.md", "w") as f:
-    f.write(f"Machine: {machine_line}. Median of {runs} runs each.\n\n" + table +
+    f.write(f"Machine: {machine_line}. Median of {runs} runs each.\n\n" + table + lat_note +
             "\nOther figures (medians):\n\n")
     for k, v in extra.items():
         f.write(f"- {k}: {v:.1f}\n")
@@ -271,12 +374,13 @@ with open(f"{out}/latest.dat", "w") as f:
     for k, v in extra.items():
         f.write(f"# {k} {v:.3f}\n")
 print(f"Machine: {machine_line}. Median of {runs} runs each.\n")
-print(table)
+print(table + lat_note)
 for k, v in extra.items():
     print(f"  {k}: {v:.1f}")
 EOF
 
-# The chart: each target's ratio against its target (log scale: targets span 0.5 to 100).
+# The chart: each target's ratio against its target (log scale: ratios span 0.05 to 1000); the
+# rows without a target (info) are left out.
 gnuplot <<EOF
 set terminal pngcairo size 1000,520 noenhanced font "sans,10"
 set output "$results/latest.png"
@@ -285,12 +389,12 @@ set style data histograms
 set style fill solid 0.8 border -1
 set boxwidth 0.7
 set logscale y
-set yrange [0.05:300]
+set yrange [0.05:1000]
 set ylabel "ratio (log scale)"
 set xtics rotate by -30
 set grid ytics
 set key top left
-plot "< grep -v '^#' $results/latest.dat | grep -v c_alloc | grep -v a1m" \
+plot "< grep -v '^#' $results/latest.dat | grep -v c_alloc | grep -v ' NaN '" \
        using 2:xtic(1) title "measured ratio" lc rgb "#4477aa", \
      "" using 0:3 with points pt 7 ps 1.6 lc rgb "#cc3311" title "target"
 EOF
