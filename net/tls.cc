@@ -41,8 +41,7 @@ int sink_create(BIO* bio) {
 // One method for the process (never freed: OpenSSL holds it for every channel).
 const BIO_METHOD* sink_method() {
   static BIO_METHOD* const method = [] {
-    BIO_METHOD* m =
-        BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "uringmq TLS output");
+    BIO_METHOD* m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "uringmq TLS output");
     UMQ_ASSERT(m != nullptr);
     BIO_meth_set_write_ex(m, sink_write);
     BIO_meth_set_ctrl(m, sink_ctrl);
