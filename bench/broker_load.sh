@@ -17,8 +17,12 @@ server_stop() {  # SIGTERM the server started last and wait for it (the servers 
     server_pid=""
   fi
 }
+# A listenPort free for a broker of two shards (p, p + 10 and their neighbours), below the
+# kernel's ephemeral range: a port drawn from that range could become a client socket's local
+# port, and a client connecting to it before the broker listens then connects to itself (a load
+# generator's TLS handshake or first reply failed that way, now and then).
 free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+  "$(dirname "${BASH_SOURCE[0]}")/../tools/free-ports.sh" 1 2
 }
 wait_port() {  # wait_port PORT: up to 30 s for a listener
   for _ in $(seq 1 300); do

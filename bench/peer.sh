@@ -48,20 +48,8 @@ rm -rf "$work" && mkdir -p "$work/classes" "$results"
 trap 'cluster_kill_all; rm -rf "$work/store"' EXIT
 javac -nowarn -d "$work/classes" -cp "$RMQ_CP" "$repo/bench/peer/DelayLateness.java"
 
-free_port() {  # a port p with p - 2 and p + 1 free too (a Java broker binds all three)
-  python3 - <<'PY'
-import socket
-while True:
-    s = socket.socket(); s.bind(("127.0.0.1", 0)); p = s.getsockname()[1]; s.close()
-    if p < 1026 or p > 65533:
-        continue
-    try:
-        for q in (p - 2, p + 1):
-            t = socket.socket(); t.bind(("127.0.0.1", q)); t.close()
-    except OSError:
-        continue
-    print(p); break
-PY
+free_port() {  # p with p - 2 and p + 1 free too (a Java broker binds all three), below the
+  "$repo/tools/free-ports.sh" 1 2  # ephemeral range; 2: a uringmq broker's second shard too
 }
 wait_listen() {  # wait_listen PORT PIDFILE: up to 60 s
   for _ in $(seq 1 600); do
