@@ -283,6 +283,8 @@ class CommitLog final : public sched::Participant {
   void maybe_zero_ahead();
   void on_zero_ahead_done(int64_t result);
   bool zero_fill_should_wait() const;
+  bool quiet() const;
+  static constexpr int64_t kQuietNs = 2'000'000;
   void on_checkpoint_done(int64_t result);
   void allocation_failed(io::Status status);
   bool close_done() const;
@@ -296,6 +298,7 @@ class CommitLog final : public sched::Participant {
   void set_durable(uint64_t offset);
   bool flush_pending() const;
   int64_t now_ms() const { return clock_.monotonic_ns() / 1'000'000; }
+  int64_t last_write_ns_ = 0;  // monotonic: the last append write submitted (quiet())
   uint64_t segment_end(uint64_t offset) const;
   void set_segment_path(uint64_t base, std::string& out) const;
 

@@ -138,7 +138,16 @@ TEST_F(CommitLogSegmentTest, FreshLogOpensAtOnceThenZeroesAheadOfTheWriter) {
   EXPECT_LT(counting_.write_bytes, 8192u) << "opening a fresh log zero-filled its segment";
   const uint64_t end = append_until(*log, 300u << 10);
   while (log->pending_work() > 0) log->poll(io::Wait::at_least_one);
-  for (int i = 0; i < 100; i++) log->poll(io::Wait::none);  // idle: the zeroing runs freely
+  // Idle but not quiet (an append write less than 2 ms ago): the zeroing stays paced, since a
+  // producer waiting for its acknowledgements is about to append (its write would queue behind
+  // the zeros).
+  for (int i = 0; i < 100; i++) log->poll(io::Wait::none);
+  while (log->pending_work() > 0) log->poll(io::Wait::at_least_one);
+  EXPECT_LT(counting_.write_bytes - log->stats().bytes_submitted,
+            2 * options_.segment_size_bytes - end);
+  // Quiet (idle, and no append write for 2 ms): the zeroing runs freely.
+  clock_.advance_ms(3);
+  for (int i = 0; i < 100; i++) log->poll(io::Wait::none);
   while (log->pending_work() > 0) log->poll(io::Wait::at_least_one);
   // Segment 0 zeroed from the writer's position to its end, segment 1 prepared whole.
   const uint64_t zeros = counting_.write_bytes - log->stats().bytes_submitted;
