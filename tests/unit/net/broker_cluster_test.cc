@@ -56,10 +56,19 @@ std::string route_brokers(RemotingClient& client, const std::string& topic) {
   return out;
 }
 
+// A broker's listen port away from `taken`'s (each binds main - 2, main and main + 1), below the
+// ephemeral range (an ephemeral port's main + 1, its HA port, may be a client's by then).
+uint16_t other_broker_port(uint16_t taken) {
+  for (;;) {
+    const uint16_t port = testing::free_broker_port(1);
+    if (port > taken + 3 || port + 3 < taken) return port;
+  }
+}
+
 TEST(BrokerClusterTest, RegistersWithTheBuiltInNameServerAndLeavesOnStop) {
   testing::TempDir dir_a;
   testing::TempDir dir_b;
-  const uint16_t port_a = testing::free_port();
+  const uint16_t port_a = testing::free_broker_port(1);
   RunningBroker a(dir_a.path(), [&](BrokerConfig& c) {
     c.broker_name = "broker-a";
     c.cluster_name = "C";
@@ -71,7 +80,7 @@ TEST(BrokerClusterTest, RegistersWithTheBuiltInNameServerAndLeavesOnStop) {
   // Before any broker registers, a single process routes every topic itself (as before).
   EXPECT_EQ(route_brokers(*client, "Fresh"), "broker-a/6 ");
 
-  const uint16_t port_b = testing::free_port();
+  const uint16_t port_b = other_broker_port(port_a);
   auto b = std::make_unique<RunningBroker>(dir_b.path(), [&](BrokerConfig& c) {
     c.broker_name = "broker-b";
     c.cluster_name = "C";
@@ -125,7 +134,7 @@ TEST(BrokerClusterTest, RegistersWithTheBuiltInNameServerAndLeavesOnStop) {
 // WIPE_WRITE_PERM_OF_BROKER fences a registered group (its topics routed read-only).
 TEST(BrokerClusterTest, AnswersSlavesTheirMasterAndWipesAGroupsWritePermission) {
   testing::TempDir dir;
-  const uint16_t port = testing::free_port();
+  const uint16_t port = testing::free_broker_port(1);
   RunningBroker a(dir.path(), [&](BrokerConfig& c) {
     c.broker_name = "broker-a";
     c.store.shard_count = 1;
@@ -171,8 +180,8 @@ TEST(BrokerClusterTest, AnswersSlavesTheirMasterAndWipesAGroupsWritePermission) 
 TEST(BrokerClusterTest, RegistersOnceTheNameServerComesUp) {
   testing::TempDir dir_a;
   testing::TempDir dir_b;
-  const uint16_t port_a = testing::free_port();
-  const uint16_t port_b = testing::free_port();
+  const uint16_t port_a = testing::free_broker_port(1);
+  const uint16_t port_b = other_broker_port(port_a);
   auto b = std::make_unique<RunningBroker>(dir_b.path(), [&](BrokerConfig& c) {
     c.broker_name = "broker-b";
     c.store.shard_count = 1;
