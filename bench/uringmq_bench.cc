@@ -1715,8 +1715,8 @@ int main(int argc, char** argv) {
     std::printf(",\"close\":\"%s\"}\n", io::code_name(closed.code()));
   } else {
     std::printf(
-        "uringmq-bench %s: %u B bodies (%u B records), %u shard(s), %u producer(s) on "
-        "%u thread(s), %s flush, %s IO, %llu MiB segments\n",
+        "uringmq-bench %s: %u B bodies (%u B records), %u shard(s), %u producer(s) (sends in "
+        "flight) on %u thread(s), %s flush, %s IO, %llu MiB segments\n",
         workload, a.message_bytes, record_bytes, store.shard_count(), a.producers, a.threads, flush,
         io_mode, static_cast<unsigned long long>(a.segment_mib));
     std::printf("machine: %ld cores, %s, kernel %s, %s at %s\n", machine.cores, machine.cpu.c_str(),
