@@ -807,13 +807,8 @@ void CommitLog::maybe_zero_ahead() {
     ahead_.active = false;  // the writer moved on, or its segment is zeroed to the end
     return;
   }
-  // Paced as the next segment's zero-fill: freely while quiet; otherwise up to the lead, but
-  // not while an fdatasync runs (its journal commit would carry the zeros' extent conversions)
-  // unless the writer is within two chunks of the zeros.
-  const bool urgent = from < position + 2 * uint64_t{options_.zero_fill_chunk_bytes};
-  const bool paced = options_.zero_fill_lead_bytes != UINT64_MAX && !quiet();
-  if (paced && !urgent &&
-      (from >= position + options_.zero_fill_lead_bytes || syncs_outstanding_ > 0)) {
+  if (!quiet() && options_.zero_fill_lead_bytes != UINT64_MAX &&
+      from >= position + options_.zero_fill_lead_bytes) {
     return;  // far enough ahead for now
   }
   io::IoRequest req;
