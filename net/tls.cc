@@ -15,41 +15,9 @@
 namespace uringmq::net {
 namespace {
 
-// One TLS record's worth of plaintext per SSL_write.
+// One TLS record's worth of plaintext per SSL_write: the write BIO is drained after each, so
+// it never holds more than one record.
 constexpr size_t kWriteChunkBytes = 16 << 10;
-// Output held between sends (handshake, tickets, alerts) keeps at most this much capacity.
-constexpr size_t kHeldKeepBytes = 1 << 10;
-
-// The write side: a BIO with no buffer of its own that appends what OpenSSL writes to the
-// string its data names (the connection's output during TlsChannel::write, the channel's own
-// `held_` otherwise). A memory BIO cost a copy in, a zero-filled resize and a copy out per flush.
-int sink_write(BIO* bio, const char* data, size_t size_bytes, size_t* written) {
-  static_cast<std::string*>(BIO_get_data(bio))->append(data, size_bytes);
-  *written = size_bytes;
-  return 1;
-}
-
-long sink_ctrl(BIO* /*bio*/, int cmd, long /*num*/, void* /*ptr*/) {
-  return cmd == BIO_CTRL_FLUSH ? 1 : 0;  // nothing pending: every write went through
-}
-
-int sink_create(BIO* bio) {
-  BIO_set_init(bio, 1);
-  return 1;
-}
-
-// One method for the process (never freed: OpenSSL holds it for every channel).
-const BIO_METHOD* sink_method() {
-  static BIO_METHOD* const method = [] {
-    BIO_METHOD* m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "uringmq TLS output");
-    UMQ_ASSERT(m != nullptr);
-    BIO_meth_set_write_ex(m, sink_write);
-    BIO_meth_set_ctrl(m, sink_ctrl);
-    BIO_meth_set_create(m, sink_create);
-    return m;
-  }();
-  return method;
-}
 constexpr long kSessionCacheEntries = 1024;
 
 io::Status tls_error(const std::string& what) {
@@ -268,12 +236,11 @@ std::unique_ptr<TlsChannel> TlsChannel::create(const TlsContext& context) {
   channel->ssl_ = SSL_new(context.native());
   UMQ_ASSERT(channel->ssl_ != nullptr);
   channel->rbio_ = BIO_new(BIO_s_mem());
-  channel->wbio_ = BIO_new(sink_method());
+  channel->wbio_ = BIO_new(BIO_s_mem());
   UMQ_ASSERT(channel->rbio_ != nullptr);
   UMQ_ASSERT(channel->wbio_ != nullptr);
   // An empty read BIO means "more to come", not end of stream.
   BIO_set_mem_eof_return(channel->rbio_, -1);
-  BIO_set_data(channel->wbio_, &channel->held_);
   SSL_set_bio(channel->ssl_, channel->rbio_, channel->wbio_);
   SSL_set_accept_state(channel->ssl_);
   return channel;
@@ -315,8 +282,6 @@ TlsChannel::Result TlsChannel::read(std::byte* out, size_t capacity, size_t* got
 TlsChannel::Result TlsChannel::write(std::string_view plain, std::string* cipher_out) {
   UMQ_ASSERT(handshake_done());
   if (!error_.empty()) return Result::failed;
-  take_output(cipher_out);  // held records go first
-  BIO_set_data(wbio_, cipher_out);
   size_t done = 0;
   while (done < plain.size()) {
     const size_t chunk = std::min(kWriteChunkBytes, plain.size() - done);
@@ -324,23 +289,25 @@ TlsChannel::Result TlsChannel::write(std::string_view plain, std::string* cipher
     const int n = SSL_write(ssl_, plain.data() + done, static_cast<int>(chunk));
     if (n <= 0) {
       error_ = openssl_error("TLS write");
-      break;
+      return Result::failed;
     }
     done += static_cast<size_t>(n);
+    take_output(cipher_out);
   }
-  BIO_set_data(wbio_, &held_);
-  return error_.empty() ? Result::ok : Result::failed;
+  return Result::ok;
 }
 
 void TlsChannel::take_output(std::string* cipher_out) {
-  if (held_.empty()) return;
-  cipher_out->append(held_);
-  held_.clear();
-  if (held_.capacity() > kHeldKeepBytes) held_.shrink_to_fit();
+  const size_t pending = BIO_ctrl_pending(wbio_);
+  if (pending == 0) return;
+  const size_t at = cipher_out->size();
+  cipher_out->resize(at + pending);
+  const int n = BIO_read(wbio_, cipher_out->data() + at, static_cast<int>(pending));
+  UMQ_ASSERT(n == static_cast<int>(pending));
 }
 
 bool TlsChannel::has_output() const {
-  return !held_.empty();
+  return BIO_ctrl_pending(wbio_) > 0;
 }
 
 bool TlsChannel::handshake_done() const {
@@ -352,7 +319,7 @@ bool TlsChannel::partial_record() const {
 }
 
 size_t TlsChannel::buffered_bytes() const {
-  return BIO_ctrl_pending(rbio_) + held_.size() + kStateBytes;
+  return BIO_ctrl_pending(rbio_) + BIO_ctrl_pending(wbio_) + kStateBytes;
 }
 
 std::string TlsChannel::cipher() const {

@@ -74,8 +74,7 @@ class TlsContext {
 // The first byte of a TLS connection (a handshake record's content type).
 inline constexpr uint8_t kTlsHandshakeByte = 0x16;
 
-// One server-side TLS connection: received ciphertext goes through a memory BIO (a partial
-// record waits there); OpenSSL's output is appended straight to a string (see tls.cc).
+// One server-side TLS connection over two memory BIOs.
 class TlsChannel {
  public:
   enum class Result : uint8_t { ok, want_read, closed, failed };
@@ -93,8 +92,8 @@ class TlsChannel {
   // ok: *got > 0; want_read: nothing more until more ciphertext; closed: the peer's
   // close_notify; failed: error() says why.
   Result read(std::byte* out, size_t capacity, size_t* got);
-  // Encrypts plaintext, appending the ciphertext to *cipher_out (after any held output), with
-  // no copy in between. Only once the handshake is done; failed: error().
+  // Encrypts plaintext, appending the ciphertext to *cipher_out (one record at a time, the
+  // write BIO drained after each). Only once the handshake is done; failed: error().
   Result write(std::string_view plain, std::string* cipher_out);
   // Moves what OpenSSL wrote on its own (handshake, session tickets, alerts) to *cipher_out.
   void take_output(std::string* cipher_out);
@@ -116,8 +115,7 @@ class TlsChannel {
   TlsChannel() = default;
   ssl_st* ssl_ = nullptr;
   bio_st* rbio_ = nullptr;  // owned by ssl_
-  bio_st* wbio_ = nullptr;  // owned by ssl_; appends to held_, or to write()'s cipher_out
-  std::string held_;        // output made outside write(), until take_output
+  bio_st* wbio_ = nullptr;  // owned by ssl_
   std::string error_;
 };
 
