@@ -13,6 +13,7 @@ namespace {
 // A NameServer's answers are small ({"table":{}} and a header); more closes the connection.
 constexpr size_t kInputBytes = 64 << 10;
 constexpr int64_t kCompareIntervalMs = 200;
+constexpr int64_t kNoMasterRetryMs = 1'000;  // first re-registration of a slave without a master
 
 }  // namespace
 
@@ -29,7 +30,8 @@ struct NamesrvRegistrar::Channel {
   size_t in_bytes = 0;
   int32_t next_opaque = 1;
   int64_t next_register_ms = 0;
-  int64_t sent_counter = -1;  // the DataVersion counter of its last registration
+  int64_t no_master_retry_ms = 0;  // a slave answered without a master: the next retry's wait
+  int64_t sent_counter = -1;       // the DataVersion counter of its last registration
   int32_t unregister_opaque = 0;
   bool logged_up = false;    // the last state logged: registered
   bool logged_down = false;  // the last state logged: unreachable or refused
@@ -216,13 +218,22 @@ void NamesrvRegistrar::on_answer(uint32_t index, const RemotingCommand& answer, 
   // A slave's master as this NameServer knows it (empty strings: none registered yet).
   if (const std::string* ha = answer.ext("haServerAddr")) masters_[ch.broker].ha = *ha;
   if (const std::string* main = answer.ext("masterAddr")) masters_[ch.broker].main = *main;
+  // A slave that registered before its master (both started together) would otherwise learn its
+  // master a whole period later: it asks again after 1 s, doubling up to the period.
+  if (options_.brokers[ch.broker].id != 0 && masters_[ch.broker].main.empty()) {
+    ch.no_master_retry_ms =
+        std::min(options_.period_ms,
+                 ch.no_master_retry_ms == 0 ? kNoMasterRetryMs : ch.no_master_retry_ms * 2);
+    ch.next_register_ms = std::min(ch.next_register_ms, mono_ms + ch.no_master_retry_ms);
+  } else {
+    ch.no_master_retry_ms = 0;
+  }
   if (!ch.logged_up) {
     log_info("broker " + name + " (" + options_.brokers[ch.broker].addr +
              ") registered with NameServer " + ch.where);
   }
   ch.logged_up = true;
   ch.logged_down = false;
-  (void)mono_ms;
 }
 
 // The connection goes (its requests complete first); it is tried again after the backoff.

@@ -52,9 +52,16 @@ SlaveSync::~SlaveSync() {
   thread_.join();
 }
 
+// A master that became known or changed is asked at once rather than at the next interval.
 void SlaveSync::set_master(uint32_t broker, const std::string& address) {
-  std::lock_guard<std::mutex> lock(mu_);
-  masters_.at(broker) = address;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (masters_.at(broker) == address) return;
+    masters_.at(broker) = address;
+    if (address.empty()) return;
+    master_changed_ = true;
+  }
+  cv_.notify_all();
 }
 
 std::vector<SlaveSyncAnswer> SlaveSync::take() {
@@ -73,8 +80,10 @@ void SlaveSync::run() {
     std::vector<std::string> masters;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait_for(lock, std::chrono::milliseconds(wait_ms), [this] { return stop_; });
+      cv_.wait_for(lock, std::chrono::milliseconds(wait_ms),
+                   [this] { return stop_ || master_changed_; });
       if (stop_) return;
+      master_changed_ = false;
       masters = masters_;
     }
     wait_ms = interval_ms_;

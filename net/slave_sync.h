@@ -43,7 +43,8 @@ class SlaveSync {
   SlaveSync(const SlaveSync&) = delete;
   SlaveSync& operator=(const SlaveSync&) = delete;
 
-  // Reactor: the master's main address of presented broker `broker` ("" while unknown).
+  // Reactor: the master's main address of presented broker `broker` ("" while unknown). A
+  // master that became known or changed is asked at once.
   void set_master(uint32_t broker, const std::string& address);
   // Reactor: the answers that arrived since the last call.
   std::vector<SlaveSyncAnswer> take();
@@ -58,7 +59,8 @@ class SlaveSync {
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;
-  std::vector<std::string> masters_;                     // guarded by mu_
+  bool master_changed_ = false;       // guarded by mu_; a master became known or changed: ask now
+  std::vector<std::string> masters_;  // guarded by mu_
   std::vector<std::optional<SlaveSyncAnswer>> answers_;  // guarded by mu_
   std::thread thread_;
 };

@@ -88,8 +88,10 @@ conf M broker-a "$pm" 0 SYNC_MASTER > "$work/M.conf"
 conf S broker-a "$ps" 1 SLAVE "haMasterAddress=127.0.0.1:$((pm + 1))" > "$work/S.conf"
 conf B broker-b "$pb" 0 ASYNC_MASTER > "$work/B.conf"
 start_java_namesrvs "$ns"
-start_uringmq M "$work/M.conf" 1
+# The slave starts first: its registration is answered without a master, and it must learn M
+# (and sync M's tables) from a registration soon after M's, not a registerNameServerPeriod later.
 start_uringmq S "$work/S.conf" 1
+start_uringmq M "$work/M.conf" 1
 start_uringmq B "$work/B.conf" 1
 for p in "$pm" "$pb"; do "$ctl" topic create --addr "127.0.0.1:$p" -t "$topic" > /dev/null; done
 wait_for 30 "S did not connect to M's HA port" grep -q "asked for offset" "$work/M.log"
@@ -99,9 +101,9 @@ ledger1="$work/ledger1"
 start_load "$ledger1" a
 wait_for 60 "broker-a acknowledged no 300 sends" \
   bash -c "[ \$(awk '\$2 == \"broker-a\" && \$4 == \"SEND_OK\"' '$ledger1' | wc -l) -ge 300 ]"
-# A slave knows the topics only from SlaveSynchronize (every 10 s, the first 3 s after its
-# start): promoted before that, it would register no route for the topic.
-wait_for 30 "S did not sync M's topic table" grep -qs "$topic" "$work/S/store/config/topics.json"
+# A slave knows the topics only from SlaveSynchronize (at once when it learns its master, then
+# every 10 s): promoted before that, it would register no route for the topic.
+wait_for 20 "S did not sync M's topic table" grep -qs "$topic" "$work/S/store/config/topics.json"
 kill -STOP "$(cat "$work/S.pid")"
 sleep 1
 kill -9 "$(cat "$work/M.pid")"
