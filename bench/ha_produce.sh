@@ -16,7 +16,8 @@
 # Usage: bench/ha_produce.sh [build dir]   (needs uringmq-broker and uringmq-net-bench built)
 # CONNS (16), PIPELINE (32), BYTES (128), RUNS (3), SECONDS_ (10), WARMUP (2), DATA (./bench-data),
 # SLAVE_DATA (the slave's data dir; default DATA's: the same disk as the master, so the two
-# fdatasyncs share one device; a tmpfs path stands in for a slave on its own machine).
+# fdatasyncs share one device; a tmpfs path stands in for a slave on its own machine); RATE: the
+# lag rounds only, at that --rate (an A/B of two builds at one rate).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$root/build-bench}
@@ -117,15 +118,19 @@ print(json.dumps(r))
 PY
 }
 out=$(mktemp)
-run_modes "$out" flush sync_master
-RATE=$(python3 - "$out" <<'PY'
+if [ -z "${RATE:-}" ]; then
+  run_modes "$out" flush sync_master
+  RATE=$(python3 - "$out" <<'PY'
 import json, statistics, sys
 v = [json.loads(l.split(" ", 2)[2])["msgs_per_s"] for l in open(sys.argv[1])
      if l.startswith("sync_master ")]
 print(int(statistics.median(v) / 2))
 PY
 )
-echo "lag: --rate $RATE (half the median sync_master rate)" >&2
+  echo "lag: --rate $RATE (half the median sync_master rate)" >&2
+else
+  echo "lag: --rate $RATE (given; no flush or sync_master rounds)" >&2
+fi
 run_modes "$out" lag
 summarize_runs "$out" "$RATE" <<'PY'
 for m, v in rows.items():
@@ -138,7 +143,8 @@ for m, v in rows.items():
               + ", ".join(f"<= {r['lag_p99_bucket_ms']:g} ms" for r in lags)
               + f"; samples {', '.join(str(r['lag_samples']) for r in lags)})")
 print(f"errors: { {m: sum(r['errors'] for r in v) for m, v in rows.items()} }")
-ratio = med(rows['sync_master']) / med(rows['flush'])
-print(f"sync_master / flush: {ratio:.2f}; lag mode at --rate {sys.argv[2]}")
+if "flush" in rows:
+    ratio = med(rows['sync_master']) / med(rows['flush'])
+    print(f"sync_master / flush: {ratio:.2f}; lag mode at --rate {sys.argv[2]}")
 PY
 rm -f "$out" "$base/ha.lag" "$base/ha.json"

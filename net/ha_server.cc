@@ -90,7 +90,7 @@ void HaServer::on_completion(io::NetRing& ring, const io::NetCompletion& c, int6
   if (op == Op::cancel || index >= slaves_.size()) return;
   if (slaves_[index].generation != slot_tag_generation(c.user_data)) return;
   if (op == Op::recv) return on_recv(ring, index, c.result, mono_ms);
-  if (op == Op::send) return on_send(ring, index, c.result);
+  if (op == Op::send) return on_send(ring, index, c.result, mono_ms);
 }
 
 void HaServer::on_accept(io::NetRing& ring, uint32_t shard, const io::NetCompletion& c,
@@ -122,9 +122,12 @@ void HaServer::on_accept(io::NetRing& ring, uint32_t shard, const io::NetComplet
       slave.read_ms = mono_ms;
       slave.write_ms = mono_ms;
       slave.out_bytes = slave.out_sent = 0;
-      if (!slave.buffer) {
-        slave.buffer = std::make_unique_for_overwrite<std::byte[]>(
-            kHaHeaderBytes + options_.ha.transfer_batch_bytes);
+      slave.ready = false;
+      for (std::unique_ptr<std::byte[]>& buffer : slave.buffers) {
+        if (!buffer) {
+          buffer = std::make_unique_for_overwrite<std::byte[]>(kHaHeaderBytes +
+                                                               options_.ha.transfer_batch_bytes);
+        }
       }
       io::set_no_delay(c.result);
       log_info("HA: " + who(index) + " connected");
@@ -196,36 +199,36 @@ void HaServer::on_report(io::NetRing& ring, uint32_t index, uint64_t offset) {
   }
   // An acknowledgement counts only up to what this connection was sent (or the slave had when
   // it connected): a peer cannot release SYNC_MASTER's waits with an offset it never received.
-  slave.ack = std::min(offset, slave.cursor.next);
+  // (A chunk read ahead and not sent yet is past that end.)
+  slave.ack = std::min(offset, slave.cursor.next - (slave.ready ? slave.ready_bytes : 0));
 }
 
+// Starts the next chunk into the fill buffer (a read, or a sealed segment's blank tail), or a
+// heartbeat when nothing was sent for the interval. The fill buffer is free unless a read into
+// it is in flight or it holds a chunk waiting for the send in flight.
 void HaServer::pump(io::NetRing& ring, uint32_t index, int64_t mono_ms) {
   Slave& slave = slaves_[index];
   if (!slave.open || slave.closing || !slave.started) return;
-  if (slave.read_in_flight || slave.send_armed) return;
+  if (slave.read_in_flight || slave.ready) return;
+  std::byte* fill = slave.buffers[1 - slave.send_slot].get();
   const LogEnds ends = store_.log_ends(slave.shard);
   const ChunkPlan plan = plan_chunk(slave.cursor, ends.written_end, options_.segment_bytes,
                                     options_.ha.transfer_batch_bytes);
   switch (plan.kind) {
     case ChunkPlan::Kind::idle:
-      if (mono_ms - slave.write_ms >= options_.ha.heartbeat_interval_ms) {
-        send_chunk(ring, index, 0, mono_ms);
+      if (!slave.send_armed && mono_ms - slave.write_ms >= options_.ha.heartbeat_interval_ms) {
+        send_chunk(ring, index, slave.cursor.next, 0, mono_ms);
       }
       return;
-    case ChunkPlan::Kind::blank: {
-      const uint64_t offset = plan.offset;
-      fill_blank_tail(slave.cursor, plan,
-                      std::span(slave.buffer.get() + kHaHeaderBytes, plan.size_bytes),
+    case ChunkPlan::Kind::blank:
+      fill_blank_tail(slave.cursor, plan, std::span(fill + kHaHeaderBytes, plan.size_bytes),
                       options_.segment_bytes);
-      slave.plan = plan;
-      slave.plan.offset = offset;
-      return send_chunk(ring, index, plan.size_bytes, mono_ms);
-    }
+      return chunk_ready(ring, index, plan.offset, plan.size_bytes, mono_ms);
     case ChunkPlan::Kind::seek:
     case ChunkPlan::Kind::read: {
       const StoreOffset at = make_store_offset(slave.shard, LogOffset{plan.offset});
-      const io::Status s = session_.read_async(
-          at, plan.size_bytes, slave.buffer.get() + kHaHeaderBytes, store_tag(index));
+      const io::Status s =
+          session_.read_async(at, plan.size_bytes, fill + kHaHeaderBytes, store_tag(index));
       if (s.code() == io::Code::busy) return;  // the session's window is full: next poll
       if (!s.is_ok()) return close_slave(ring, index, "reading the CommitLog: " + s.to_string());
       slave.plan = plan;
@@ -233,6 +236,21 @@ void HaServer::pump(io::NetRing& ring, uint32_t index, int64_t mono_ms) {
       return;
     }
   }
+}
+
+// The fill buffer holds the chunk at `offset`: sent now, or after the send in flight. Sent now,
+// the next chunk is started at once, so its read overlaps this send.
+void HaServer::chunk_ready(io::NetRing& ring, uint32_t index, uint64_t offset, uint32_t size_bytes,
+                           int64_t mono_ms) {
+  Slave& slave = slaves_[index];
+  if (slave.send_armed) {
+    slave.ready = true;
+    slave.ready_offset = offset;
+    slave.ready_bytes = size_bytes;
+    return;
+  }
+  send_chunk(ring, index, offset, size_bytes, mono_ms);
+  pump(ring, index, mono_ms);
 }
 
 void HaServer::on_store_completion(io::NetRing& ring, const Completion& c, int64_t mono_ms) {
@@ -249,10 +267,10 @@ void HaServer::on_store_completion(io::NetRing& ring, const Completion& c, int64
               "'s CommitLog for " + who(index) + " failed: " + io::code_name(c.code));
     return close_slave(ring, index, "CommitLog read failed");
   }
-  const WalkResult walked =
-      finish_read(slave.cursor, slave.plan,
-                  std::span(slave.buffer.get() + kHaHeaderBytes, slave.plan.size_bytes),
-                  options_.segment_bytes);
+  const WalkResult walked = finish_read(
+      slave.cursor, slave.plan,
+      std::span(slave.buffers[1 - slave.send_slot].get() + kHaHeaderBytes, slave.plan.size_bytes),
+      options_.segment_bytes);
   if (!walked.error.empty()) {
     log_error("HA: broker " + options_.names[slave.shard] + ": " + walked.error);
     return close_slave(ring, index, "corrupt CommitLog");
@@ -261,23 +279,26 @@ void HaServer::on_store_completion(io::NetRing& ring, const Completion& c, int64
     return pump(ring, index, mono_ms);
   }
   advance(slave.cursor, walked.send_bytes, options_.segment_bytes);
-  send_chunk(ring, index, walked.send_bytes, mono_ms);
+  chunk_ready(ring, index, slave.plan.offset, walked.send_bytes, mono_ms);
 }
 
-// Sends the header (the plan's offset, or the cursor's for a heartbeat) and `size_bytes` of the
-// buffer's chunk.
-void HaServer::send_chunk(io::NetRing& ring, uint32_t index, uint32_t size_bytes, int64_t mono_ms) {
+// Sends the fill buffer: the header (`offset`, `size_bytes`) and the chunk after it; it becomes
+// the send buffer, and the other one the fill buffer.
+void HaServer::send_chunk(io::NetRing& ring, uint32_t index, uint64_t offset, uint32_t size_bytes,
+                          int64_t mono_ms) {
   Slave& slave = slaves_[index];
-  const uint64_t offset = size_bytes == 0 ? slave.cursor.next : slave.plan.offset;
-  encode_ha_header(offset, size_bytes, slave.buffer.get());
+  UMQ_ASSERT(!slave.send_armed);
+  slave.send_slot = static_cast<uint8_t>(1 - slave.send_slot);
+  std::byte* out = slave.buffers[slave.send_slot].get();
+  encode_ha_header(offset, size_bytes, out);
   slave.out_bytes = kHaHeaderBytes + size_bytes;
   slave.out_sent = 0;
   slave.write_ms = mono_ms;
   slave.send_armed = true;
-  ring.send(slave.fd, slave.buffer.get(), slave.out_bytes, tag(Op::send, index));
+  ring.send(slave.fd, out, slave.out_bytes, tag(Op::send, index));
 }
 
-void HaServer::on_send(io::NetRing& ring, uint32_t index, int32_t result) {
+void HaServer::on_send(io::NetRing& ring, uint32_t index, int32_t result, int64_t mono_ms) {
   Slave& slave = slaves_[index];
   slave.send_armed = false;
   if (slave.closing) return maybe_free(index);
@@ -287,11 +308,15 @@ void HaServer::on_send(io::NetRing& ring, uint32_t index, int32_t result) {
   slave.out_sent += static_cast<size_t>(result);
   if (slave.out_sent < slave.out_bytes) {
     slave.send_armed = true;
-    ring.send(slave.fd, slave.buffer.get() + slave.out_sent, slave.out_bytes - slave.out_sent,
-              tag(Op::send, index));
+    ring.send(slave.fd, slave.buffers[slave.send_slot].get() + slave.out_sent,
+              slave.out_bytes - slave.out_sent, tag(Op::send, index));
     return;
   }
-  pump(ring, index, slave.write_ms);
+  if (slave.ready) {
+    slave.ready = false;
+    send_chunk(ring, index, slave.ready_offset, slave.ready_bytes, mono_ms);
+  }
+  pump(ring, index, mono_ms);
 }
 
 void HaServer::close_slave(io::NetRing& ring, uint32_t index, const std::string& why) {

@@ -28,8 +28,9 @@
 // covering a sample's end observes its age into the broker's histogram (lag_us, kLagBoundsUs).
 // A full ring skips samples; nothing is allocated per message.
 //
-// Bounds: kMaxSlavesPerBroker connections per broker (more are closed at accept), one transfer
-// buffer of 12 + haTransferBatchSize bytes each, at most kMaxWaits answers waiting.
+// Bounds: kMaxSlavesPerBroker connections per broker (more are closed at accept), two transfer
+// buffers of 12 + haTransferBatchSize bytes each (one on the socket, the next chunk read into
+// the other), at most kMaxWaits answers waiting.
 // Threading: the reactor thread only.
 
 #include <array>
@@ -128,9 +129,16 @@ class HaServer {
     bool started = false;  // the first report arrived
     uint64_t ack = 0;
     TransferCursor cursor;
-    bool read_in_flight = false;
-    ChunkPlan plan;                       // the read in flight
-    std::unique_ptr<std::byte[]> buffer;  // header + one chunk
+    // Two buffers (header + one chunk each): the next chunk is read into the fill buffer
+    // (1 - send_slot) while the other's is on the socket, so a chunk's read hop to the shard
+    // overlaps the previous chunk's send.
+    std::array<std::unique_ptr<std::byte[]>, 2> buffers;
+    uint8_t send_slot = 0;        // the buffer the last send used
+    bool read_in_flight = false;  // into the fill buffer
+    ChunkPlan plan;               // the read in flight
+    bool ready = false;           // the fill buffer holds a chunk waiting for the send in flight
+    uint64_t ready_offset = 0;
+    uint32_t ready_bytes = 0;
     size_t out_bytes = 0;
     size_t out_sent = 0;
     int64_t read_ms = 0;   // monotonic: the last bytes received
@@ -160,9 +168,12 @@ class HaServer {
   void arm_recv(io::NetRing& ring, uint32_t index);
   void on_recv(io::NetRing& ring, uint32_t index, int32_t result, int64_t mono_ms);
   void on_report(io::NetRing& ring, uint32_t index, uint64_t offset);
-  void on_send(io::NetRing& ring, uint32_t index, int32_t result);
+  void on_send(io::NetRing& ring, uint32_t index, int32_t result, int64_t mono_ms);
   void pump(io::NetRing& ring, uint32_t index, int64_t mono_ms);
-  void send_chunk(io::NetRing& ring, uint32_t index, uint32_t size_bytes, int64_t mono_ms);
+  void chunk_ready(io::NetRing& ring, uint32_t index, uint64_t offset, uint32_t size_bytes,
+                   int64_t mono_ms);
+  void send_chunk(io::NetRing& ring, uint32_t index, uint64_t offset, uint32_t size_bytes,
+                  int64_t mono_ms);
   void close_slave(io::NetRing& ring, uint32_t index, const std::string& why);
   void maybe_free(uint32_t index);
   void acked_to(uint32_t shard, int64_t mono_ms);

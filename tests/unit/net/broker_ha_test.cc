@@ -37,8 +37,13 @@ namespace req = request_code;
 // A slave as the master sees it: a socket on the HA port.
 class FakeSlave {
  public:
-  explicit FakeSlave(uint16_t port) {
+  // receive_buffer_bytes > 0: a small SO_RCVBUF, so a slave that does not read holds the
+  // master's sends back soon.
+  explicit FakeSlave(uint16_t port, int receive_buffer_bytes = 0) {
     fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    if (receive_buffer_bytes > 0) {
+      ::setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &receive_buffer_bytes, sizeof(int));
+    }
     sockaddr_in to{};
     to.sin_family = AF_INET;
     to.sin_port = htons(port);
@@ -163,6 +168,54 @@ TEST(BrokerHaTest, AnIdleMasterSendsHeartbeatsAtItsOffset) {
   ASSERT_TRUE(c.ok);
   EXPECT_EQ(c.offset, 0u);
   EXPECT_TRUE(c.data.empty());
+}
+
+// The next chunk is read while the previous one is on the socket (two buffers per slave): a
+// slave that stops reading holds a read-ahead chunk back, and what it then receives is still
+// the log, contiguous, chunk after chunk, each starting at a record.
+TEST(BrokerHaTest, ChunksReadAheadOfASlowSlaveArriveInOrder) {
+  testing::TempDir dir;
+  RunningBroker broker(dir.path(), [](BrokerConfig& c) {
+    c.store.shard_count = 1;
+    c.ha.role = BrokerRole::async_master;
+    c.ha.transfer_batch_bytes = 4096;
+  });
+  FakeSlave slave(broker.broker().ha_ports()[0], 4096);
+  slave.report(0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the report arrives first
+  constexpr int kSends = 6000;  // 6 MB: more than a loopback socket's send buffer (4 MiB)
+  const std::string body(1000, 'r');
+  {
+    auto client = broker.client();
+    for (int i = 0; i < kSends; i++) {
+      const RemotingResponse r = call(
+          *client, request(req::kSendMessageV2, testing::send_v2_fields("HaT", "0", "")), body);
+      ASSERT_EQ(r.command.code, 0) << "send " << i;
+    }
+  }
+  // The stream, whole: every byte once, in order (a record may span two chunks).
+  std::string log;
+  int records = 0;
+  size_t parsed = 0;
+  while (records < kSends) {
+    const FakeSlave::Chunk c = slave.chunk();
+    ASSERT_TRUE(c.ok) << "after " << records << " records at offset " << log.size();
+    if (c.data.empty()) continue;  // a heartbeat
+    ASSERT_EQ(c.offset, log.size()) << "chunks follow each other";
+    ASSERT_LE(c.data.size(), 4096u);
+    log += c.data;
+    while (parsed + 8 <= log.size()) {
+      const auto* header = reinterpret_cast<const std::byte*>(log.data() + parsed);
+      ASSERT_EQ(engine::get_u32(header + 4), kHaMessageMagicV1) << "a record at " << parsed;
+      const uint32_t size = engine::get_u32(header);
+      if (parsed + size > log.size()) break;
+      ASSERT_NE(log.find(body, parsed), std::string::npos);
+      parsed += size;
+      records++;
+    }
+  }
+  EXPECT_EQ(records, kSends);
+  EXPECT_EQ(parsed, log.size()) << "nothing after the last record";
 }
 
 TEST(BrokerHaTest, ASlaveAheadOfTheMasterIsRefused) {
