@@ -210,7 +210,7 @@ void HaServer::pump(io::NetRing& ring, uint32_t index, int64_t mono_ms) {
   Slave& slave = slaves_[index];
   if (!slave.open || slave.closing || !slave.started) return;
   if (slave.read_in_flight || slave.ready) return;
-  std::byte* fill = slave.buffers[1 - slave.send_slot].get();
+  std::byte* fill = slave.fill();
   const LogEnds ends = store_.log_ends(slave.shard);
   const ChunkPlan plan = plan_chunk(slave.cursor, ends.written_end, options_.segment_bytes,
                                     options_.ha.transfer_batch_bytes);
@@ -268,8 +268,7 @@ void HaServer::on_store_completion(io::NetRing& ring, const Completion& c, int64
     return close_slave(ring, index, "CommitLog read failed");
   }
   const WalkResult walked = finish_read(
-      slave.cursor, slave.plan,
-      std::span(slave.buffers[1 - slave.send_slot].get() + kHaHeaderBytes, slave.plan.size_bytes),
+      slave.cursor, slave.plan, std::span(slave.fill() + kHaHeaderBytes, slave.plan.size_bytes),
       options_.segment_bytes);
   if (!walked.error.empty()) {
     log_error("HA: broker " + options_.names[slave.shard] + ": " + walked.error);

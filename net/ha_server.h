@@ -133,10 +133,11 @@ class HaServer {
     // (1 - send_slot) while the other's is on the socket, so a chunk's read hop to the shard
     // overlaps the previous chunk's send.
     std::array<std::unique_ptr<std::byte[]>, 2> buffers;
-    uint8_t send_slot = 0;        // the buffer the last send used
-    bool read_in_flight = false;  // into the fill buffer
-    ChunkPlan plan;               // the read in flight
-    bool ready = false;           // the fill buffer holds a chunk waiting for the send in flight
+    uint8_t send_slot = 0;                                      // the buffer the last send used
+    std::byte* fill() { return buffers[1 - send_slot].get(); }  // where the next chunk goes
+    bool read_in_flight = false;                                // into the fill buffer
+    ChunkPlan plan;                                             // the read in flight
+    bool ready = false;  // the fill buffer holds a chunk waiting for the send in flight
     uint64_t ready_offset = 0;
     uint32_t ready_bytes = 0;
     size_t out_bytes = 0;
