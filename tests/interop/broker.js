@@ -63,11 +63,15 @@ function brokerPorts(listenPort, shards, stride = 10) {
 // NameServer port.
 async function freeBrokerPorts(shards) {
   for (let attempt = 0; attempt < 200; attempt++) {
-    const [listenPort, namesrvListenPort] = await freePorts(2);
-    const wanted = brokerPorts(listenPort, shards);
-    if (wanted.some(p => p < 1024 || p > 65535 || p === namesrvListenPort)) continue;
+    // listenPort below the kernel's ephemeral range (32768 up): a port drawn from that range
+    // could be taken by a test's client socket before the broker binds it or its HA port
+    // (listenPort + 1, bound after the store opens).
+    const [namesrvListenPort] = await freePorts(1);
+    const listenPort = 10000 + Math.floor(Math.random() * (32000 - 10000 - 10 * shards));
+    const wanted = brokerPorts(listenPort, shards).concat([listenPort + 1]);
+    if (wanted.some(p => p === namesrvListenPort)) continue;
     let free = true;
-    for (const p of wanted.slice(1)) free = free && await canListen(p);
+    for (const p of wanted) free = free && await canListen(p);
     if (free) return { listenPort, namesrvListenPort };
   }
   throw new Error(`no free ports for a broker of ${shards} shards`);
