@@ -91,10 +91,13 @@ bool parse_ipv4(const std::string& text, uint8_t out[4]) {
   return true;
 }
 
-std::string peer_text(const engine::HostAddress& a) {
+std::string ip_text(const engine::HostAddress& a) {
   return std::to_string(a.address[0]) + "." + std::to_string(a.address[1]) + "." +
-         std::to_string(a.address[2]) + "." + std::to_string(a.address[3]) + ":" +
-         std::to_string(a.port);
+         std::to_string(a.address[2]) + "." + std::to_string(a.address[3]);
+}
+
+std::string peer_text(const engine::HostAddress& a) {
+  return ip_text(a) + ":" + std::to_string(a.port);
 }
 
 engine::HostAddress io_peer_address(int fd) {
@@ -418,6 +421,7 @@ void BrokerReactor::on_accept(int which, const io::NetCompletion& c) {
     conn.fd = c.result;
     conn.open = true;
     conn.peer = io_peer_address(c.result);
+    conn.peer_ip = ip_text(conn.peer);
     conn.shard = listeners_[which].shard;
     conn.in.resize(kRecvInitialBytes, 0);
     conn.active_ms = mono_ms_;

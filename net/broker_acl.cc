@@ -7,7 +7,6 @@
 #include <sys/stat.h>
 
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 
 #include "net/broker_reactor.h"
@@ -47,12 +46,8 @@ io::Status BrokerReactor::open_acl() {
 
 bool BrokerReactor::acl_refused(uint32_t conn, const RemotingCommand& request,
                                 std::span<const std::byte> body) {
-  const engine::HostAddress& peer = conns_[conn].peer;
-  char ip[16];
-  const int n = std::snprintf(ip, sizeof(ip), "%u.%u.%u.%u", peer.address[0], peer.address[1],
-                              peer.address[2], peer.address[3]);
-  std::optional<std::string> refusal =
-      acl_->check(request, body, std::string_view(ip, static_cast<size_t>(n)));
+  const std::string& ip = conns_[conn].peer_ip;
+  std::optional<std::string> refusal = acl_->check(request, body, ip);
   if (!refusal) return false;
   if (log_enabled(LogLevel::debug)) {
     log_debug("ACL refused request code " + std::to_string(request.code) + " from " + ip + ": " +

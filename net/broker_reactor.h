@@ -82,6 +82,9 @@ class InputBuffer {
 // kernel at a time; it is freed once both have completed after it closed.
 struct Connection : SocketSlot<uint32_t> {  // its generation wraps at 24 bits
   engine::HostAddress peer;
+  // peer's address as text ("a.b.c.d", within the string's inline capacity): formatted once at
+  // accept, for the ACL's white-address patterns on every request.
+  std::string peer_ip;
   // The presented broker (shard) it came in on: its queue requests address that shard's queues
   // and its wire offsets are that shard's log offsets (net/README.md, "Shard = broker").
   uint32_t shard = 0;
