@@ -317,8 +317,23 @@ io::Status Session::post(uint32_t shard, const ShardRequest& request) {
   }
   outstanding_++;
   outstanding_per_shard_[shard]++;
-  store_.shards_[shard]->wake_if_sleeping();
+  if (!defer_wakes_) {
+    store_.shards_[shard]->wake_if_sleeping();
+  } else if (std::find(wake_pending_.begin(), wake_pending_.end(), shard) == wake_pending_.end()) {
+    wake_pending_.push_back(shard);  // reserved for every shard: no allocation
+  }
   return io::Status::ok();
+}
+
+void Session::defer_wakes(bool on) {
+  if (!on) wake_shards();
+  defer_wakes_ = on;
+  wake_pending_.reserve(store_.shards_.size());
+}
+
+void Session::wake_shards() {
+  for (uint32_t shard : wake_pending_) store_.shards_[shard]->wake_if_sleeping();
+  wake_pending_.clear();
 }
 
 uint32_t Session::queue_shard(std::string_view topic, int32_t queue_id, uint32_t shard) const {
@@ -679,6 +694,7 @@ void Session::set_completion_waker(io::Waker* waker) {
 }
 
 bool Session::begin_wait() {
+  wake_shards();
   slot_.waiting.store(true, std::memory_order_seq_cst);
   std::atomic_thread_fence(std::memory_order_seq_cst);
   for (auto& ring : slot_.from_shard) {
@@ -703,6 +719,7 @@ Completion Session::wait_for(uint64_t tag) {
 }
 
 size_t Session::take_completions(std::span<Completion> out, bool wait_at_least_one) {
+  if (wait_at_least_one) wake_shards();
   for (;;) {
     uint32_t seq = slot_.completion_seq.load(std::memory_order_seq_cst);
     size_t n = 0;

@@ -247,6 +247,7 @@ io::Status BrokerReactor::start() {
   if (!ring.is_ok()) return ring.status();
   ring_ = std::move(*ring);
   session_->set_completion_waker(store_waker_);
+  session_->defer_wakes(true);  // woken once per loop turn (poll_once)
   // The topic table is loaded through a disk of this (the opening) thread; changes go through
   // the reactor thread's own (config_disk()).
   {
@@ -340,6 +341,7 @@ io::Status BrokerReactor::poll_once(int64_t timeout_ms) {
   if (!n.is_ok()) return n.status();
   mono_ms_ = clock_->monotonic_ns() / 1'000'000;
   for (size_t i = 0; i < *n; i++) on_net_completion(events_[i]);
+  session_->wake_shards();  // the requests these completions posted, one wake per shard
   if (buffer_bytes_ > config_.connection_buffers_max_bytes) enforce_buffer_budget();
   return io::Status::ok();
 }

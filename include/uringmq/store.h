@@ -315,6 +315,13 @@ class Session {
   void set_completion_waker(io::Waker* waker);
   bool begin_wait();
   void end_wait();
+  // Deferred wakes, for such a loop: a request no longer wakes its sleeping shard when posted;
+  // wake_shards() wakes each shard posted to since the last call, once. begin_wait() and a
+  // blocking take_completions() call it first, so no request waits on a sleeping shard. A loop
+  // that posts many requests per turn calls it after the turn's posts: one wake per shard per
+  // turn instead of one per post, and the shard finds the turn's requests together.
+  void defer_wakes(bool on);
+  void wake_shards();
 
  private:
   friend class Store;
@@ -330,6 +337,8 @@ class Session {
   uint64_t outstanding_ = 0;
   // Bounded by session_window: a shard's completion ring can then never overflow.
   std::vector<uint32_t> outstanding_per_shard_;
+  bool defer_wakes_ = false;
+  std::vector<uint32_t> wake_pending_;  // shards posted to since wake_shards() (deferred)
   // A timer cancel goes to every shard (the timed message it names may sit in any of them); its
   // caller sees one completion, the owner shard's, once every shard has answered, with the first
   // failure's code if any failed. By tag; only cancels are here (rare: no per-message cost).

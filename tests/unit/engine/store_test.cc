@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include <array>
+#include <chrono>
 #include <map>
 #include <set>
 #include <thread>
@@ -221,6 +222,42 @@ TEST(StoreTest, FewPendingAcksStillAcknowledgeEverything) {
   run_client(**store, 0, &sent, &errors);
   EXPECT_EQ(errors.load(), 0);
   ASSERT_EQ(sent.size(), kPerClient);
+}
+
+// Deferred wakes (the broker's reactor): posts wake no sleeping shard; wake_shards() wakes each
+// shard posted to once, and a blocking take_completions() wakes them itself. Only
+// wake_if_sleeping counts in `wakeups` (the shard's own deadlines do not).
+TEST(StoreTest, DeferredWakesWakeEachShardOnceWhenAsked) {
+  testing::TempDir dir;
+  auto store = Store::open(test_options(dir.path(), 2));
+  ASSERT_TRUE(store.is_ok()) << store.status().to_string();
+  auto session = (*store)->open_session();
+  ASSERT_TRUE(session.is_ok());
+  (*session)->defer_wakes(true);
+  testing::TestMessage m = testing::make_message(1, 0, 64);
+  std::array<Completion, 64> done;
+  for (int round = 0; round < 2; round++) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // both shards asleep
+    const uint64_t before = (*store)->stats().wakeups;
+    for (uint64_t i = 0; i < 64; i++) {
+      Message msg;
+      msg.topic = kTopic;
+      msg.queue_id = static_cast<int32_t>(i % kQueues);  // both shards
+      msg.body = m.body;
+      msg.properties = m.properties;
+      ASSERT_TRUE((*session)->send_async(msg, i).is_ok());
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    EXPECT_EQ((*store)->stats().wakeups, before) << "a post woke its shard";
+    if (round == 0) (*session)->wake_shards();  // round 1: take_completions wakes them
+    uint64_t ok = 0;
+    while ((*session)->outstanding() > 0) {
+      const size_t n = (*session)->take_completions(done, true);
+      for (size_t i = 0; i < n; i++) ok += done[i].code == io::Code::ok ? 1 : 0;
+    }
+    EXPECT_EQ(ok, 64u);
+    EXPECT_LE((*store)->stats().wakeups, before + 2) << "one wake per shard at most";
+  }
 }
 
 TEST(StoreTest, RefusesAnotherShardCount) {
