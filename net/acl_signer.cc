@@ -44,6 +44,8 @@ uint64_t key_prefix(const std::string& key) {
 
 AclSigner::AclSigner() : state_(new State) {
   order_.reserve(kAclMaxSignedFields);
+  prefixes_.reserve(kAclMaxSignedFields);
+  sorted_prefixes_.reserve(kAclMaxSignedFields);
 }
 
 AclSigner::~AclSigner() {
@@ -58,15 +60,28 @@ bool AclSigner::sign(std::string_view secret_key,
   if (fields.size() > kAclMaxSignedFields) return false;
   // By key, then by arrival: of equal keys the last one is the one signed. A key's first 8
   // bytes, big-endian, order most pairs with one integer compare (header keys are short).
-  order_.clear();
-  for (size_t i = 0; i < fields.size(); ++i) {
-    order_.push_back(SortKey{key_prefix(fields[i].first), static_cast<uint16_t>(i)});
+  prefixes_.clear();
+  for (const auto& field : fields) prefixes_.push_back(key_prefix(field.first));
+  // A client sends the same keys in the same order request after request: when the prefixes,
+  // in arrival order, are those of the last sort and that sort found them all distinct (so
+  // they alone decide the order and there is no key twice), its order stands. The sort's
+  // mispredicted branches cost a fifth of a signature.
+  if (!(sorted_distinct_ && prefixes_ == sorted_prefixes_)) {
+    order_.clear();
+    for (size_t i = 0; i < fields.size(); ++i) {
+      order_.push_back(SortKey{prefixes_[i], static_cast<uint16_t>(i)});
+    }
+    std::sort(order_.begin(), order_.end(), [&](const SortKey& a, const SortKey& b) {
+      if (a.prefix != b.prefix) return a.prefix < b.prefix;
+      const int c = fields[a.index].first.compare(fields[b.index].first);
+      return c != 0 ? c < 0 : a.index < b.index;
+    });
+    sorted_distinct_ = true;
+    for (size_t i = 1; i < order_.size(); ++i) {
+      if (order_[i].prefix == order_[i - 1].prefix) sorted_distinct_ = false;
+    }
+    sorted_prefixes_ = prefixes_;
   }
-  std::sort(order_.begin(), order_.end(), [&](const SortKey& a, const SortKey& b) {
-    if (a.prefix != b.prefix) return a.prefix < b.prefix;
-    const int c = fields[a.index].first.compare(fields[b.index].first);
-    return c != 0 ? c < 0 : a.index < b.index;
-  });
   if (!init(secret_key)) return false;
   SHA_CTX ctx = state_->inner;
   for (size_t i = 0; i < order_.size(); ++i) {

@@ -9,8 +9,10 @@
 // One instance per thread: it keeps HMAC's inner and outer SHA-1 states for the last secret (up
 // to 128 bytes; a signature with the same secret starts from copies of them) and a bounded
 // scratch of field indices (kAclMaxSignedFields), so signing allocates nothing after
-// construction. The hash is OpenSSL's low-level SHA-1 (SHA-NI where the CPU has it), not EVP,
-// whose dispatch cost more than the hash itself for a request (acl_signer.cc).
+// construction. The last sort's order is kept: a request with the last one's keys in the same
+// order (distinct in their first 8 bytes) is not sorted again. The hash is OpenSSL's low-level
+// SHA-1 (SHA-NI where the CPU has it), not EVP, whose dispatch cost more than the hash itself
+// for a request (acl_signer.cc).
 
 #include <array>
 #include <cstddef>
@@ -49,7 +51,10 @@ class AclSigner {
     uint64_t prefix;  // the key's first 8 bytes, big-endian, zero-padded
     uint16_t index;   // into the fields
   };
-  std::vector<SortKey> order_;  // scratch, capacity kAclMaxSignedFields
+  std::vector<SortKey> order_;  // the last sort's order, capacity kAclMaxSignedFields
+  std::vector<uint64_t> prefixes_;         // this request's key prefixes, in arrival order
+  std::vector<uint64_t> sorted_prefixes_;  // the last sort's, in arrival order
+  bool sorted_distinct_ = false;           // ... were all distinct
 };
 
 // Compares in time independent of where they differ.

@@ -254,6 +254,11 @@ void TlsChannel::feed(const std::byte* bytes, size_t size_bytes) {
   if (size_bytes == 0) return;
   const int n = BIO_write(rbio_, bytes, static_cast<int>(size_bytes));
   UMQ_ASSERT(n == static_cast<int>(size_bytes));
+  note_pending();
+}
+
+void TlsChannel::note_pending() {
+  pending_bytes_ = BIO_ctrl_pending(rbio_) + BIO_ctrl_pending(wbio_);
 }
 
 TlsChannel::Result TlsChannel::read(std::byte* out, size_t capacity, size_t* got) {
@@ -263,6 +268,7 @@ TlsChannel::Result TlsChannel::read(std::byte* out, size_t capacity, size_t* got
   const bool established = handshake_done();
   const int cap = static_cast<int>(std::min<size_t>(capacity, 1u << 30));
   const int n = SSL_read(ssl_, out, cap);
+  note_pending();
   if (n > 0) {
     *got = static_cast<size_t>(n);
     return Result::ok;
@@ -294,6 +300,7 @@ TlsChannel::Result TlsChannel::write(std::string_view plain, std::string* cipher
     done += static_cast<size_t>(n);
     take_output(cipher_out);
   }
+  note_pending();
   return Result::ok;
 }
 
@@ -304,6 +311,7 @@ void TlsChannel::take_output(std::string* cipher_out) {
   cipher_out->resize(at + pending);
   const int n = BIO_read(wbio_, cipher_out->data() + at, static_cast<int>(pending));
   UMQ_ASSERT(n == static_cast<int>(pending));
+  pending_bytes_ = BIO_ctrl_pending(rbio_);  // the write BIO is empty now
 }
 
 bool TlsChannel::has_output() const {
@@ -316,10 +324,6 @@ bool TlsChannel::handshake_done() const {
 
 bool TlsChannel::partial_record() const {
   return SSL_has_pending(ssl_) == 1 || BIO_ctrl_pending(rbio_) > 0;
-}
-
-size_t TlsChannel::buffered_bytes() const {
-  return BIO_ctrl_pending(rbio_) + BIO_ctrl_pending(wbio_) + kStateBytes;
 }
 
 std::string TlsChannel::cipher() const {

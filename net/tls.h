@@ -102,8 +102,10 @@ class TlsChannel {
   // Part of a TLS record was received and waits for the rest.
   bool partial_record() const;
   // What the channel holds, counted in the connection's buffers: ciphertext not yet decrypted
-  // or sent, plus kStateBytes for OpenSSL's own state.
-  size_t buffered_bytes() const;
+  // or sent, plus kStateBytes for OpenSSL's own state. As of the last call above (the broker
+  // counts a connection's buffers at every reply: asking the BIOs each time cost more than
+  // decrypting).
+  size_t buffered_bytes() const { return pending_bytes_ + kStateBytes; }
   // OpenSSL's state for one connection, about: the SSL object and, while a record is partly
   // received or being written, its 16 KiB record buffer (released when idle).
   static constexpr size_t kStateBytes = 32 << 10;
@@ -116,6 +118,8 @@ class TlsChannel {
   ssl_st* ssl_ = nullptr;
   bio_st* rbio_ = nullptr;  // owned by ssl_
   bio_st* wbio_ = nullptr;  // owned by ssl_
+  size_t pending_bytes_ = 0;  // in the two BIOs, after the last feed/read/write/take_output
+  void note_pending();
   std::string error_;
 };
 

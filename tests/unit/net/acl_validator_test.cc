@@ -79,6 +79,43 @@ TEST(AclSignerTest, Rfc2202Vectors) {
       "7/zfauXrL6LSdBbV8YTfnCWafHk=");
 }
 
+// One signer reused over requests whose keys change under its kept order (acl_signer.cc): the
+// same prefixes with other tails, keys sharing 8 bytes (sorted every time), a key sent twice,
+// fewer and reordered fields. Each signature equals a fresh signer's.
+TEST(AclSignerTest, KeptOrderNeverSignsAnotherOrder) {
+  const std::vector<Fields> requests = {
+      {{"b", "1"}, {"a", "2"}, {"AccessKeyA", "3"}},
+      {{"b", "1"}, {"a", "2"}, {"AccessKeyB", "3"}},  // same prefixes, another key
+      {{"b", "1"}, {"a", "2"}, {"AccessKeyB", "3"}},
+      {{"keyword12", "x"}, {"keyword1", "y"}},        // prefixes tie: the rest decides
+      {{"keyword1", "x"}, {"keyword12", "y"}},
+      {{"keyword1", "x"}, {"keyword12", "y"}},
+      {{"a", "1"}, {"b", "2"}, {"a", "3"}},           // a key twice: the last value
+      {{"a", "3"}, {"b", "2"}, {"a", "1"}},
+      {{"b", "1"}, {"a", "2"}},
+      {{"a", "2"}, {"b", "1"}},
+  };
+  AclSigner signer;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    AclSignature sig;
+    ASSERT_TRUE(signer.sign("secret", requests[i], as_bytes("body"), {}, &sig));
+    AclSigner fresh;
+    AclSignature expected;
+    ASSERT_TRUE(fresh.sign("secret", requests[i], as_bytes("body"), {}, &expected));
+    EXPECT_EQ(std::string(sig.data(), sig.size()), std::string(expected.data(), expected.size()))
+        << "request " << i;
+  }
+  // Two requests with the same keys in another order sign the same; another value does not.
+  AclSignature x;
+  AclSignature y;
+  ASSERT_TRUE(signer.sign("secret", requests[8], {}, {}, &x));
+  ASSERT_TRUE(signer.sign("secret", requests[9], {}, {}, &y));
+  EXPECT_EQ(x, y);
+  const Fields other = {{"a", "2"}, {"b", "0"}};
+  ASSERT_TRUE(signer.sign("secret", other, {}, {}, &y));
+  EXPECT_NE(x, y);
+}
+
 // One signer, as a broker thread keeps it, signing for one account after another: the key it
 // keeps from the last signature must not leak into the next account's (the Java signatures).
 TEST(AclSignerTest, OneSignerForSeveralAccounts) {
