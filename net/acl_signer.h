@@ -51,7 +51,7 @@ class AclSigner {
     uint64_t prefix;  // the key's first 8 bytes, big-endian, zero-padded
     uint16_t index;   // into the fields
   };
-  std::vector<SortKey> order_;  // the last sort's order, capacity kAclMaxSignedFields
+  std::vector<SortKey> order_;             // the last sort's order, capacity kAclMaxSignedFields
   std::vector<uint64_t> prefixes_;         // this request's key prefixes, in arrival order
   std::vector<uint64_t> sorted_prefixes_;  // the last sort's, in arrival order
   bool sorted_distinct_ = false;           // ... were all distinct

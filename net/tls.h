@@ -116,8 +116,8 @@ class TlsChannel {
  private:
   TlsChannel() = default;
   ssl_st* ssl_ = nullptr;
-  bio_st* rbio_ = nullptr;  // owned by ssl_
-  bio_st* wbio_ = nullptr;  // owned by ssl_
+  bio_st* rbio_ = nullptr;    // owned by ssl_
+  bio_st* wbio_ = nullptr;    // owned by ssl_
   size_t pending_bytes_ = 0;  // in the two BIOs, after the last feed/read/write/take_output
   void note_pending();
   std::string error_;

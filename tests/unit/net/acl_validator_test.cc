@@ -87,10 +87,10 @@ TEST(AclSignerTest, KeptOrderNeverSignsAnotherOrder) {
       {{"b", "1"}, {"a", "2"}, {"AccessKeyA", "3"}},
       {{"b", "1"}, {"a", "2"}, {"AccessKeyB", "3"}},  // same prefixes, another key
       {{"b", "1"}, {"a", "2"}, {"AccessKeyB", "3"}},
-      {{"keyword12", "x"}, {"keyword1", "y"}},        // prefixes tie: the rest decides
+      {{"keyword12", "x"}, {"keyword1", "y"}},  // prefixes tie: the rest decides
       {{"keyword1", "x"}, {"keyword12", "y"}},
       {{"keyword1", "x"}, {"keyword12", "y"}},
-      {{"a", "1"}, {"b", "2"}, {"a", "3"}},           // a key twice: the last value
+      {{"a", "1"}, {"b", "2"}, {"a", "3"}},  // a key twice: the last value
       {{"a", "3"}, {"b", "2"}, {"a", "1"}},
       {{"b", "1"}, {"a", "2"}},
       {{"a", "2"}, {"b", "1"}},
