@@ -317,10 +317,11 @@ io::Status Session::post(uint32_t shard, const ShardRequest& request) {
   }
   outstanding_++;
   outstanding_per_shard_[shard]++;
-  if (!defer_wakes_) {
+  if (defer_wakes_) {
+    wake_pending_[shard] = 1;
+    any_wake_pending_ = true;
+  } else {
     store_.shards_[shard]->wake_if_sleeping();
-  } else if (std::find(wake_pending_.begin(), wake_pending_.end(), shard) == wake_pending_.end()) {
-    wake_pending_.push_back(shard);  // reserved for every shard: no allocation
   }
   return io::Status::ok();
 }
@@ -328,12 +329,16 @@ io::Status Session::post(uint32_t shard, const ShardRequest& request) {
 void Session::defer_wakes(bool on) {
   if (!on) wake_shards();
   defer_wakes_ = on;
-  wake_pending_.reserve(store_.shards_.size());
 }
 
 void Session::wake_shards() {
-  for (uint32_t shard : wake_pending_) store_.shards_[shard]->wake_if_sleeping();
-  wake_pending_.clear();
+  if (!any_wake_pending_) return;
+  for (size_t shard = 0; shard < wake_pending_.size(); shard++) {
+    if (wake_pending_[shard] == 0) continue;
+    wake_pending_[shard] = 0;
+    store_.shards_[shard]->wake_if_sleeping();
+  }
+  any_wake_pending_ = false;
 }
 
 uint32_t Session::queue_shard(std::string_view topic, int32_t queue_id, uint32_t shard) const {

@@ -80,7 +80,7 @@ bool AclSigner::sign(std::string_view secret_key,
     for (size_t i = 1; i < order_.size(); ++i) {
       if (order_[i].prefix == order_[i - 1].prefix) sorted_distinct_ = false;
     }
-    sorted_prefixes_ = prefixes_;
+    std::swap(sorted_prefixes_, prefixes_);  // prefixes_ is rebuilt by the next call
   }
   if (!init(secret_key)) return false;
   SHA_CTX ctx = state_->inner;

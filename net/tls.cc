@@ -300,7 +300,6 @@ TlsChannel::Result TlsChannel::write(std::string_view plain, std::string* cipher
     done += static_cast<size_t>(n);
     take_output(cipher_out);
   }
-  note_pending();
   return Result::ok;
 }
 
@@ -311,7 +310,7 @@ void TlsChannel::take_output(std::string* cipher_out) {
   cipher_out->resize(at + pending);
   const int n = BIO_read(wbio_, cipher_out->data() + at, static_cast<int>(pending));
   UMQ_ASSERT(n == static_cast<int>(pending));
-  pending_bytes_ = BIO_ctrl_pending(rbio_);  // the write BIO is empty now
+  note_pending();
 }
 
 bool TlsChannel::has_output() const {

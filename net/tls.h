@@ -118,7 +118,7 @@ class TlsChannel {
   ssl_st* ssl_ = nullptr;
   bio_st* rbio_ = nullptr;    // owned by ssl_
   bio_st* wbio_ = nullptr;    // owned by ssl_
-  size_t pending_bytes_ = 0;  // in the two BIOs, after the last feed/read/write/take_output
+  size_t pending_bytes_ = 0;  // in the two BIOs, after the last feed/read/take_output
   void note_pending();
   std::string error_;
 };

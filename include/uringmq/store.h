@@ -326,7 +326,7 @@ class Session {
  private:
   friend class Store;
   Session(Store& store, SessionSlot& slot, uint32_t shards)
-      : store_(store), slot_(slot), outstanding_per_shard_(shards, 0) {}
+      : store_(store), slot_(slot), outstanding_per_shard_(shards, 0), wake_pending_(shards, 0) {}
   io::Status post(uint32_t shard, const struct ShardRequest& request);
   io::Status post_to_owner(const struct ShardRequest& request, uint32_t shard);
   // The shard a queue request goes to: `shard`, or the queue's hash owner for kShardByHash.
@@ -338,7 +338,9 @@ class Session {
   // Bounded by session_window: a shard's completion ring can then never overflow.
   std::vector<uint32_t> outstanding_per_shard_;
   bool defer_wakes_ = false;
-  std::vector<uint32_t> wake_pending_;  // shards posted to since wake_shards() (deferred)
+  // Deferred: 1 for each shard posted to since wake_shards(), and whether any is.
+  std::vector<uint8_t> wake_pending_;
+  bool any_wake_pending_ = false;
   // A timer cancel goes to every shard (the timed message it names may sit in any of them); its
   // caller sees one completion, the owner shard's, once every shard has answered, with the first
   // failure's code if any failed. By tag; only cancels are here (rare: no per-message cost).
