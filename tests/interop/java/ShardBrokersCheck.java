@@ -3,7 +3,14 @@
 // queues); a push consumer group of 2 members splits the 8 queues (both brokers' queues, each
 // queue owned by one member; the check waits for that before sending, since a rebalance may
 // deliver a queue's messages twice); a producer spreads 200 messages over both brokers; every
-// message arrives exactly once (by msgId), each from the broker it was sent to.
+// message arrives exactly once (by msgId) while the group stands, each from the broker it was
+// sent to. Deliveries once the members start shutting down are reported, not counted: the
+// member that leaves first commits its offsets oneway and then unregisters, one broker
+// connection after another, and the client does not order its writes across connections (its
+// encoders run on a pool of threads). The broker has seen the unregister on one connection
+// before commits written earlier on another, the other member took the queues over at the
+// offset of the last pull, and consumed the last batch again: at-least-once, as RocketMQ
+// promises, whichever broker serves it.
 // Prints "JAVA-CHECK OK" or "FAIL <why>" lines; exit 0 on OK.
 // Usage: java -cp <client class path>:. ShardBrokersCheck <nameserver host:port>
 
@@ -13,6 +20,7 @@ import java.util.Set;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
 import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
@@ -27,6 +35,9 @@ import org.apache.rocketmq.common.message.MessageQueue;
 
 public class ShardBrokersCheck {
   static int failures = 0;
+  static final long startMs = System.currentTimeMillis();
+  // Which part of the check a delivery came in (for the report of a duplicate).
+  static volatile String phase = "";
 
   static void fail(String what) {
     System.out.println("FAIL " + what);
@@ -34,7 +45,8 @@ public class ShardBrokersCheck {
   }
 
   static DefaultMQPushConsumer consumer(String ns, String topic, String name,
-      Map<String, AtomicInteger> seen, Map<String, String> brokerOf) throws Exception {
+      Map<String, AtomicInteger> seen, Map<String, String> brokerOf,
+      Map<String, List<String>> deliveries) throws Exception {
     DefaultMQPushConsumer c = new DefaultMQPushConsumer("ShardBrokersGroup");
     c.setNamesrvAddr(ns);
     c.setInstanceName(name);
@@ -45,6 +57,9 @@ public class ShardBrokersCheck {
         seen.computeIfAbsent(m.getMsgId(), k -> new AtomicInteger()).incrementAndGet();
         brokerOf.put(m.getMsgId(), ctx.getMessageQueue().getBrokerName() + " "
             + m.getStoreHost());
+        deliveries.computeIfAbsent(m.getMsgId(), k -> new CopyOnWriteArrayList<>())
+            .add(name + " " + ctx.getMessageQueue() + " offset " + m.getQueueOffset() + " at "
+                + (System.currentTimeMillis() - startMs) + " ms" + phase);
       }
       return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
     });
@@ -79,8 +94,9 @@ public class ShardBrokersCheck {
     }
     Map<String, AtomicInteger> seen = new ConcurrentHashMap<>();
     Map<String, String> brokerOf = new ConcurrentHashMap<>();
-    DefaultMQPushConsumer c1 = consumer(ns, topic, "shard-brokers-1", seen, brokerOf);
-    DefaultMQPushConsumer c2 = consumer(ns, topic, "shard-brokers-2", seen, brokerOf);
+    Map<String, List<String>> deliveries = new ConcurrentHashMap<>();
+    DefaultMQPushConsumer c1 = consumer(ns, topic, "shard-brokers-1", seen, brokerOf, deliveries);
+    DefaultMQPushConsumer c2 = consumer(ns, topic, "shard-brokers-2", seen, brokerOf, deliveries);
     long settle = System.currentTimeMillis() + 60_000;
     Set<MessageQueue> q1 = owned(c1, topic);
     Set<MessageQueue> q2 = owned(c2, topic);
@@ -115,21 +131,32 @@ public class ShardBrokersCheck {
       Thread.sleep(200);
     }
     Thread.sleep(2000);  // duplicates would arrive meanwhile
+    Map<String, Integer> stood = new HashMap<>();
+    for (Map.Entry<String, AtomicInteger> e : seen.entrySet()) {
+      stood.put(e.getKey(), e.getValue().get());
+    }
+    phase = " (while the members shut down)";
     c1.shutdown();
     c2.shutdown();
     producer.shutdown();
 
     int missing = 0;
     int duplicated = 0;
+    int handedOver = 0;
     for (String id : sentIds.keySet()) {
-      AtomicInteger n = seen.get(id);
+      Integer n = stood.get(id);
       if (n == null) {
         missing++;
-      } else if (n.get() != 1) {
+      } else if (n != 1) {
         duplicated++;
+        System.out.println("CHECK " + id + " delivered " + deliveries.get(id));
+      } else if (seen.get(id).get() != 1) {
+        handedOver++;
+        System.out.println("CHECK " + id + " delivered again at shutdown " + deliveries.get(id));
       }
     }
-    System.out.println("CHECK received " + seen.size() + " of " + total + ", missing " + missing
+    System.out.println("CHECK delivered again while the members shut down: " + handedOver);
+    System.out.println("CHECK received " + stood.size() + " of " + total + ", missing " + missing
         + ", received more than once " + duplicated);
     if (missing > 0) fail(missing + " messages never arrived");
     if (duplicated > 0) fail(duplicated + " messages arrived more than once");
