@@ -105,12 +105,29 @@ wait_for 60 "broker-a acknowledged no 300 sends" \
 # every 10 s): promoted before that, it would register no route for the topic.
 wait_for 20 "S did not sync M's topic table" grep -qs "$topic" "$work/S/store/config/topics.json"
 kill -STOP "$(cat "$work/S.pid")"
+# What M appends from now on, the stopped S cannot have read. The load's senders may all be
+# waiting on broker-a for S's acknowledgement of sends S received just before it stopped (then
+# M appends nothing more in the pause, and M's log equals S's): a send of our own to M makes the
+# unacknowledged tail certain (it is answered only by the slave timeout, never SEND_OK).
+m_log_end() {
+  "$ctl" stats --addr "127.0.0.1:$pm" | awk '$1 == "commitLogMaxOffset" { print $2 }'
+}
+paused_end=$(m_log_end)
+"$ctl" produce --addr "127.0.0.1:$pm" --topic "$topic" --keys tail-after-pause tail-after-pause \
+  > "$work/tail-send.txt" 2>&1 &
+tail_pid=$!
+for _ in $(seq 1 100); do
+  [ "$(m_log_end)" -gt "$paused_end" ] && break
+  sleep 0.1
+done
+[ "$(m_log_end)" -gt "$paused_end" ] || fail "M appended nothing while S was paused"
 sleep 1
 kill -9 "$(cat "$work/M.pid")"
 kill_ms=$(date +%s%3N)
 # S dies too, before it reads what M streamed during the pause: M's tail is then on M alone
 # (the bytes a paused slave's socket holds would otherwise reach it once it runs again).
 kill -9 "$(cat "$work/S.pid")"
+wait "$tail_pid" 2> /dev/null || true  # its connection to M is gone
 echo "M killed at $kill_ms with $(count "$ledger1" broker-a) SEND_OKs from broker-a"
 start_uringmq S "$work/S.conf" 2  # S back as SLAVE; its master is gone
 
