@@ -1060,10 +1060,11 @@ void LoadGenerator::print_report(double window_s, double cpu_s, uint64_t unanswe
       cpu_us_per_msg, first_error_.empty() ? "" : ", first error: ", first_error_.c_str());
   if (a_.tls) std::printf("tls: cipher %s\n", cipher_.c_str());
   if (a_.rate > 0) {
-    std::printf("rate: %llu a second asked; %llu requests skipped in the window (every slot was "
-                "in flight when they were due)\n",
-                static_cast<unsigned long long>(a_.rate),
-                static_cast<unsigned long long>(window_.rate_skipped));
+    std::printf(
+        "rate: %llu a second asked; %llu requests skipped in the window (every slot was "
+        "in flight when they were due)\n",
+        static_cast<unsigned long long>(a_.rate),
+        static_cast<unsigned long long>(window_.rate_skipped));
   }
   if (a_.transactional) {
     const LatencyHistogram& e = window_.commit_latency;
