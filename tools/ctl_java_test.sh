@@ -61,6 +61,13 @@ done
 "$ctl" group reset "${A[@]}" -g CG -t CJ --offset 1 --queue 1 > /dev/null
 out=$("$ctl" group lag "${A[@]}" -g CG -t CJ)
 grep -Eq "^CJ +broker-j +1 +2 +1 +1$" <<< "$out" || fail "group lag: $out"
+# The Java broker answers its runtime info with NoSuchElementException (code 1) until its store
+# statistics took their first sample, a second or so after boot: asked again meanwhile.
+for _ in $(seq 1 20); do
+  "$ctl" broker status "${A[@]}" 2> /dev/null | grep -E "^brokerVersionDesc +V4_9_8$" > /dev/null &&
+    break
+  sleep 0.5
+done
 "$ctl" broker status "${A[@]}" | grep -E "^brokerVersionDesc +V4_9_8$" > /dev/null ||
   fail "broker status"
 out=$("$ctl" broker config get "${A[@]}")
