@@ -9,20 +9,10 @@ set -euo pipefail
 broker=$1 bench=$2 work=$3
 here=$(cd "$(dirname "$0")" && pwd)
 rm -rf "$work" && mkdir -p "$work"
-pid=""
-trap '[ -n "$pid" ] && { kill -TERM "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; }; true' EXIT
-read -r port < <("$here/../tools/free-ports.sh" 1)
+# shellcheck source=tests/net_bench_lib.sh
+source "$here/net_bench_lib.sh"
 cp "$here/../bench/plain_acl.yml" "$work/plain_acl.yml"
-printf '%s\n' "storePathRootDir=$work/store" "listenPort=$port" "namesrvListenPort=0" \
-  "mappedFileSizeCommitLog=67108864" "defaultTopicQueueNums=8" "logLevel=warn" \
-  "aclEnable=true" >"$work/broker.conf"
-"$broker" -c "$work/broker.conf" 2>"$work/broker.log" &
-pid=$!
-for _ in $(seq 1 100); do
-  (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
-  kill -0 "$pid" 2>/dev/null || { echo "the broker exited:"; cat "$work/broker.log"; exit 1; }
-  sleep 0.1
-done
+start_broker "$broker" "$work" aclEnable=true
 load() {  # load SECRET [ACCESS_KEY ARGS...]: a second of signed sends, the JSON report on stdout
   "$bench" --protocol remoting --port "$port" --connections 2 --pipeline 8 --seconds 1 \
     --warmup-seconds 0.2 --json --acl-secret-key "$1" --acl-access-key "${2:-benchProducer}" \

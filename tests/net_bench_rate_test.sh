@@ -9,20 +9,9 @@ set -euo pipefail
 broker=$1 bench=$2 work=$3
 here=$(cd "$(dirname "$0")" && pwd)
 rm -rf "$work" && mkdir -p "$work"
-pid=""
-trap '[ -n "$pid" ] && { kill -CONT "$pid" 2>/dev/null; kill -TERM "$pid" 2>/dev/null;
-  wait "$pid" 2>/dev/null; }; true' EXIT
-read -r port < <("$here/../tools/free-ports.sh" 1)
-printf '%s\n' "storePathRootDir=$work/store" "listenPort=$port" "namesrvListenPort=0" \
-  "mappedFileSizeCommitLog=67108864" "defaultTopicQueueNums=8" "logLevel=warn" \
-  >"$work/broker.conf"
-"$broker" -c "$work/broker.conf" 2>"$work/broker.log" &
-pid=$!
-for _ in $(seq 1 100); do
-  (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
-  kill -0 "$pid" 2>/dev/null || { echo "the broker exited:"; cat "$work/broker.log"; exit 1; }
-  sleep 0.1
-done
+# shellcheck source=tests/net_bench_lib.sh
+source "$here/net_bench_lib.sh"
+start_broker "$broker" "$work"
 rate=2000
 "$bench" --protocol remoting --port "$port" --connections 2 --pipeline 4 --seconds 1 \
   --warmup-seconds 1 --rate "$rate" --json >"$work/report.json" &
