@@ -181,7 +181,17 @@ void TimerDelivery::load_state() {
   }
   auto sweep = host_.offsets().query(kTimerProgressGroup, kTimerTopic,
                                      static_cast<int32_t>(wheel_->slot_count()));
-  if (sweep) sweep_bucket_ = sweep->value;
+  bool any_slot = false;
+  for (uint32_t k = 0; k < wheel_->slot_count(); k++) any_slot |= wheel_->slot(k).exists;
+  if (sweep) {
+    sweep_bucket_ = sweep->value;
+  } else if (!any_slot) {
+    // A wheel that never held a timer has nothing behind now: its sweep starts at now's bucket.
+    // Left unstarted, a timer put before the first sweep went to the horizon's slot, which that
+    // sweep (reading the whole ring from now - slots + 2) took for an old bucket's: the timer
+    // was rolled at once (TimerSweep.AFarTimerPutBeforeTheFirstSweepWaitsForItsSlot).
+    sweep_bucket_ = wheel_->bucket_of(host_.wall_ms());
+  }
   const uint64_t needed = host_.offsets().persisted_cycles() + 1;
   for (const RecoveredCancel& c : recovered_cancels_) {
     if (host_.offsets().commit(kTimerCancelGroup, c.key, 0, QueueOffset{c.cancel_ms}).is_ok()) {

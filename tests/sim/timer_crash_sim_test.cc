@@ -46,6 +46,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdlib>
+#include <deque>
 #include <map>
 #include <string>
 #include <vector>
@@ -385,6 +386,66 @@ class HeldDisk final : public BorrowedDisk {
   bool held_ = false;
 };
 
+// One stepped shard on a SimDisk that can hold its completions, with a manual clock at a
+// bucket boundary: 100 ms buckets, 8 slots (a rotation is 800 ms).
+struct SteppedTimerShard {
+  io::SimDisk disk{[] {
+    io::SimDiskOptions d;
+    d.poll_complete_probability = 1;
+    return d;
+  }()};
+  io::ManualClock clock{1'000'000};
+  sched::DelayLevels levels = *sched::DelayLevels::parse("1s");
+  std::vector<std::unique_ptr<SessionSlot>> slots;
+  HeldDisk* held = nullptr;
+  std::unique_ptr<Shard> shard;
+
+  SteppedTimerShard() {
+    EXPECT_TRUE(disk.make_dir_tree_durable("/store").is_ok());
+    StoreOptions o;
+    o.log = small_log_options("");
+    o.data_dir = "/store";
+    o.shard_count = 1;
+    o.pin_threads = false;
+    o.session_window = 16;
+    o.max_sessions = 1;
+    o.clock = &clock;
+    o.clean_interval_ms = int64_t{1} << 40;  // retention never runs (it asks the real fs)
+    o.disk_space_warning_ratio = 1.0;        // segments are allocated without asking it
+    o.timer_bucket_ms = 100;
+    o.timer_slot_count = 8;
+    slots.push_back(stepped_session_slot(16));
+    auto owned = std::make_unique<HeldDisk>(disk);
+    held = owned.get();
+    shard = std::make_unique<Shard>(0, o, levels, slots, std::move(owned), Shard::SteppedOptions{});
+  }
+  SessionSlot& session() { return *slots.back(); }
+  void run(int steps) {
+    for (int i = 0; i < steps; i++) (void)shard->step();
+  }
+  TimerStats stats() {
+    TimerStats out;
+    shard->add_timer_stats(out);
+    return out;
+  }
+  // Pushes a put of a message due at deliver_ms (the shard takes it at its next step).
+  void put(int64_t deliver_ms, const std::string& body) {
+    properties.clear();
+    engine::append_property(properties, "TIMER_DELIVER_MS", std::to_string(deliver_ms));
+    bodies.push_back(body);
+    ShardRequest request;
+    request.kind = ShardRequest::Kind::append;
+    request.tag = 7;
+    request.input.topic = "TimedTopic";
+    request.input.properties = properties;
+    request.input.body = std::as_bytes(std::span(bodies.back()));
+    request.input.born_timestamp_ms = clock.now_ms();
+    ASSERT_TRUE(session().to_shard[0]->push(request));
+  }
+  std::string properties;
+  std::deque<std::string> bodies;  // the puts' bodies, alive until the shard copies them
+};
+
 // A put is given its slot queue's offset at append, but its unit becomes visible there only when
 // dispatched, after its write and fdatasync. The sweep used to finish a bucket once the clock had
 // left it and its slot showed nothing unexamined: a put due in the current bucket, acknowledged
@@ -392,64 +453,48 @@ class HeldDisk final : public BorrowedDisk {
 // (StoreTimerTest.PrecedencePastTimesLimitAndNeverEarly failed so now and then on a loaded
 // machine, with a rolled copy). The stepped shard, a held disk and a manual clock replay it.
 TEST(TimerSweep, ATimerAcknowledgedAfterItsBucketEndedIsDeliveredThen) {
-  io::SimDiskOptions d;
-  d.poll_complete_probability = 1;
-  io::SimDisk disk(d);
-  ASSERT_TRUE(disk.make_dir_tree_durable("/store").is_ok());
-  io::ManualClock clock(1'000'000);  // a bucket boundary
-  StoreOptions o;
-  o.log = small_log_options("");
-  o.data_dir = "/store";
-  o.shard_count = 1;
-  o.pin_threads = false;
-  o.session_window = 16;
-  o.max_sessions = 1;
-  o.clock = &clock;
-  o.clean_interval_ms = int64_t{1} << 40;  // retention never runs (it asks the real fs)
-  o.disk_space_warning_ratio = 1.0;        // segments are allocated without asking it
-  o.timer_bucket_ms = 100;
-  o.timer_slot_count = 8;  // a rotation is 800 ms
-  const sched::DelayLevels levels = *sched::DelayLevels::parse("1s");
-  std::vector<std::unique_ptr<SessionSlot>> slots;
-  slots.push_back(stepped_session_slot(16));
-  SessionSlot& session = *slots.back();
-  auto owned = std::make_unique<HeldDisk>(disk);
-  HeldDisk& held = *owned;
-  Shard shard(0, o, levels, slots, std::move(owned), {});
+  SteppedTimerShard t;
   engine::RecoveryReport report;
-  ASSERT_TRUE(shard.open_stepped(&report).is_ok());
-  auto run = [&](int steps) {
-    for (int i = 0; i < steps; i++) (void)shard.step();
-  };
-  auto delivered = [&] {
-    TimerStats stats;
-    shard.add_timer_stats(stats);
-    return stats.delivered;
-  };
-  run(20);
-  clock.advance_ms(50);  // put at 1,000,050 a timer due at 1,000,090, in the same bucket
-  std::string properties;
-  engine::append_property(properties, "TIMER_DELIVER_MS", "1000090");
-  const std::string body = "due in this bucket";
-  ShardRequest put;
-  put.kind = ShardRequest::Kind::append;
-  put.tag = 7;
-  put.input.topic = "TimedTopic";
-  put.input.properties = properties;
-  put.input.body = std::as_bytes(std::span(body));
-  put.input.born_timestamp_ms = clock.now_ms();
-  held.hold(true);
-  ASSERT_TRUE(session.to_shard[0]->push(put));
-  run(20);                // appended and submitted; nothing completes
-  clock.advance_ms(100);  // 1,000,150: the clock has left the put's bucket
-  run(20);
-  held.hold(false);
-  for (int i = 0; i < 1000 && delivered() == 0; i++) run(1);
+  ASSERT_TRUE(t.shard->open_stepped(&report).is_ok());
+  t.run(20);
+  t.clock.advance_ms(50);  // put at 1,000,050 a timer due at 1,000,090, in the same bucket
+  t.held->hold(true);
+  t.put(1'000'090, "due in this bucket");
+  t.run(20);                // appended and submitted; nothing completes
+  t.clock.advance_ms(100);  // 1,000,150: the clock has left the put's bucket
+  t.run(20);
+  t.held->hold(false);
+  for (int i = 0; i < 1000 && t.stats().delivered == 0; i++) t.run(1);
   Completion done;
-  ASSERT_TRUE(session.from_shard[0]->pop(&done));
+  ASSERT_TRUE(t.session().from_shard[0]->pop(&done));
   EXPECT_EQ(done.code, io::Code::ok);
-  EXPECT_EQ(delivered(), 1u) << "at " << clock.now_ms() << ", due at 1000090";
-  ASSERT_TRUE(shard.close_stepped().is_ok());
+  EXPECT_EQ(t.stats().delivered, 1u) << "at " << t.clock.now_ms() << ", due at 1000090";
+  ASSERT_TRUE(t.shard->close_stepped().is_ok());
+}
+
+// A fresh store's wheel had no sweep position until its first sweep. A far timer put before it
+// went to the horizon's slot (now + slots - 2), and that first sweep, reading the whole ring from
+// now - slots + 2, took the slot for an old bucket's and rolled the timer at once (twice in a
+// row in StoreTimerTest.ALaggingSweepRollsAFarTimerOnce, which failed so now and then on a loaded
+// machine).
+// The stepped shard takes the put before its first sweep every time.
+TEST(TimerSweep, AFarTimerPutBeforeTheFirstSweepWaitsForItsSlot) {
+  SteppedTimerShard t;
+  engine::RecoveryReport report;
+  ASSERT_TRUE(t.shard->open_stepped(&report).is_ok());
+  t.put(1'000'000 + 60'000, "a minute away, past the 800 ms ring");
+  t.run(50);
+  Completion done;
+  ASSERT_TRUE(t.session().from_shard[0]->pop(&done));
+  EXPECT_EQ(done.code, io::Code::ok);
+  EXPECT_EQ(t.stats().rolled, 0u) << "rolled before its slot came round";
+  // Its slot comes round 600 ms on (bucket now + 6): rolled once then.
+  for (int i = 0; i < 8; i++) {
+    t.clock.advance_ms(100);
+    t.run(20);
+  }
+  EXPECT_EQ(t.stats().rolled, 1u);
+  ASSERT_TRUE(t.shard->close_stepped().is_ok());
 }
 
 }  // namespace
