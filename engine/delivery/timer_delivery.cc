@@ -155,6 +155,7 @@ void TimerDelivery::load_state() {
   arena_.resize(options_.arena_bytes);
   properties_.reserve(kMaxPropertiesBytes + 256);
   rolls_.reserve(kMaxRollsWaiting);
+  bool any_slot = false;
   for (uint32_t k = 0; k < wheel_->slot_count(); k++) {
     TimerWheel::Slot& s = wheel_->slot(k);
     const int64_t persisted = host_.offsets()
@@ -164,7 +165,7 @@ void TimerDelivery::load_state() {
     s.progress = 0;
     auto queue = host_.queues().queue(kTimerTopic, static_cast<int32_t>(k), false);
     if (queue.is_ok()) {
-      s.exists = true;
+      s.exists = any_slot = true;
       s.queue = *queue;
       s.progress = std::clamp(persisted, host_.queues().min_offset(*queue).value,
                               host_.queues().max_offset(*queue).value);
@@ -181,17 +182,15 @@ void TimerDelivery::load_state() {
   }
   auto sweep = host_.offsets().query(kTimerProgressGroup, kTimerTopic,
                                      static_cast<int32_t>(wheel_->slot_count()));
-  bool any_slot = false;
-  for (uint32_t k = 0; k < wheel_->slot_count(); k++) any_slot |= wheel_->slot(k).exists;
-  if (sweep) {
-    sweep_bucket_ = sweep->value;
-  } else if (!any_slot) {
-    // A wheel that never held a timer has nothing behind now: its sweep starts at now's bucket.
-    // Left unstarted, a timer put before the first sweep went to the horizon's slot, which that
-    // sweep (reading the whole ring from now - slots + 2) took for an old bucket's: the timer
-    // was rolled at once (TimerSweep.AFarTimerPutBeforeTheFirstSweepWaitsForItsSlot).
-    sweep_bucket_ = wheel_->bucket_of(host_.wall_ms());
-  }
+  // Without a persisted position the sweep starts where its first pass would put it: the whole
+  // ring back from now (now - slots + 2) when slots hold units, else (a wheel that never held a
+  // timer) at now's bucket. Set here, before any put: a put placed against an unstarted sweep
+  // went to the horizon's slot, which that first whole-ring pass took for an old bucket's and
+  // rolled at once (TimerSweep.AFarTimerPutBeforeTheFirstSweepWaitsForItsSlot).
+  const int64_t now_bucket = wheel_->bucket_of(host_.wall_ms());
+  sweep_bucket_ = sweep      ? sweep->value
+                  : any_slot ? now_bucket + 2 - static_cast<int64_t>(wheel_->slot_count())
+                             : now_bucket;
   const uint64_t needed = host_.offsets().persisted_cycles() + 1;
   for (const RecoveredCancel& c : recovered_cancels_) {
     if (host_.offsets().commit(kTimerCancelGroup, c.key, 0, QueueOffset{c.cancel_ms}).is_ok()) {

@@ -150,7 +150,7 @@ class TimerDelivery {
   // The wheel (slots on disk, near window in memory): made by recovery's first record or load.
   std::unique_ptr<TimerWheel> wheel_;
   int64_t last_prefetch_ms_ = INT64_MIN;
-  int64_t sweep_bucket_ = INT64_MIN;  // the oldest bucket whose slot is not finished
+  int64_t sweep_bucket_ = INT64_MIN;  // the oldest bucket whose slot is not finished (load_state)
   size_t queues_seen_ = SIZE_MAX;
   Stage stage_ = Stage::none;
   uint32_t unit_slot_ = 0;  // the slot whose units are being read

@@ -116,11 +116,8 @@ paused_end=$(m_log_end)
 "$ctl" produce --addr "127.0.0.1:$pm" --topic "$topic" --keys tail-after-pause tail-after-pause \
   > "$work/tail-send.txt" 2>&1 &
 tail_pid=$!
-for _ in $(seq 1 100); do
-  [ "$(m_log_end)" -gt "$paused_end" ] && break
-  sleep 0.1
-done
-[ "$(m_log_end)" -gt "$paused_end" ] || fail "M appended nothing while S was paused"
+m_appended() { [ "$(m_log_end)" -gt "$paused_end" ]; }
+wait_for 10 "M appended nothing while S was paused" m_appended
 sleep 1
 kill -9 "$(cat "$work/M.pid")"
 kill_ms=$(date +%s%3N)

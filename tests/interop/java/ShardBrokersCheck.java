@@ -21,7 +21,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
 import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
 import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
@@ -45,8 +44,7 @@ public class ShardBrokersCheck {
   }
 
   static DefaultMQPushConsumer consumer(String ns, String topic, String name,
-      Map<String, AtomicInteger> seen, Map<String, String> brokerOf,
-      Map<String, List<String>> deliveries) throws Exception {
+      Map<String, String> brokerOf, Map<String, List<String>> deliveries) throws Exception {
     DefaultMQPushConsumer c = new DefaultMQPushConsumer("ShardBrokersGroup");
     c.setNamesrvAddr(ns);
     c.setInstanceName(name);
@@ -54,7 +52,6 @@ public class ShardBrokersCheck {
     c.subscribe(topic, "*");
     c.registerMessageListener((MessageListenerConcurrently) (msgs, ctx) -> {
       for (MessageExt m : msgs) {
-        seen.computeIfAbsent(m.getMsgId(), k -> new AtomicInteger()).incrementAndGet();
         brokerOf.put(m.getMsgId(), ctx.getMessageQueue().getBrokerName() + " "
             + m.getStoreHost());
         deliveries.computeIfAbsent(m.getMsgId(), k -> new CopyOnWriteArrayList<>())
@@ -92,11 +89,11 @@ public class ShardBrokersCheck {
         || queuesPerBroker.getOrDefault("broker-a-1", 0) != 4) {
       fail("the route should show broker-a-0 and broker-a-1 with 4 queues each: " + queuesPerBroker);
     }
-    Map<String, AtomicInteger> seen = new ConcurrentHashMap<>();
+    // Every delivery of each msgId: member, queue, offset, time (its count is the check).
     Map<String, String> brokerOf = new ConcurrentHashMap<>();
     Map<String, List<String>> deliveries = new ConcurrentHashMap<>();
-    DefaultMQPushConsumer c1 = consumer(ns, topic, "shard-brokers-1", seen, brokerOf, deliveries);
-    DefaultMQPushConsumer c2 = consumer(ns, topic, "shard-brokers-2", seen, brokerOf, deliveries);
+    DefaultMQPushConsumer c1 = consumer(ns, topic, "shard-brokers-1", brokerOf, deliveries);
+    DefaultMQPushConsumer c2 = consumer(ns, topic, "shard-brokers-2", brokerOf, deliveries);
     long settle = System.currentTimeMillis() + 60_000;
     Set<MessageQueue> q1 = owned(c1, topic);
     Set<MessageQueue> q2 = owned(c2, topic);
@@ -127,13 +124,13 @@ public class ShardBrokersCheck {
     }
 
     long deadline = System.currentTimeMillis() + 60_000;
-    while (System.currentTimeMillis() < deadline && !seen.keySet().containsAll(sentIds.keySet())) {
+    while (System.currentTimeMillis() < deadline && !deliveries.keySet().containsAll(sentIds.keySet())) {
       Thread.sleep(200);
     }
     Thread.sleep(2000);  // duplicates would arrive meanwhile
     Map<String, Integer> stood = new HashMap<>();
-    for (Map.Entry<String, AtomicInteger> e : seen.entrySet()) {
-      stood.put(e.getKey(), e.getValue().get());
+    for (Map.Entry<String, List<String>> e : deliveries.entrySet()) {
+      stood.put(e.getKey(), e.getValue().size());
     }
     phase = " (while the members shut down)";
     c1.shutdown();
@@ -150,7 +147,7 @@ public class ShardBrokersCheck {
       } else if (n != 1) {
         duplicated++;
         System.out.println("CHECK " + id + " delivered " + deliveries.get(id));
-      } else if (seen.get(id).get() != 1) {
+      } else if (deliveries.get(id).size() != 1) {
         handedOver++;
         System.out.println("CHECK " + id + " delivered again at shutdown " + deliveries.get(id));
       }
