@@ -87,7 +87,7 @@ autoCreateTopicEnable=true
 defaultTopicQueueNums=8
 EOF
     : >"$work/rmq.out"
-    BROKER_HEAP="-Xms1g -Xmx1g" "$rmq/broker.sh" "$work/rmq.conf" "$work/rmq-run" \
+    BROKER_HEAP="-Xms1g -Xmx1g" "$rmq_java" broker "$work/rmq.conf" "$work/rmq-run" \
       >>"$work/rmq.out" 2>&1 &
     echo $! >"$work/broker.pid"
     pidfiles+=("$work/broker.pid")
@@ -140,7 +140,7 @@ measure() {
     c0=$(cpu_ticks "$bpid") t0=$(date +%s%N)
     sleep "$SECONDS_"
   else
-    BENCH_LOG_DIR=$work/bench-logs "$rmq/benchmark.sh" Producer -n "$ns" -t BenchTopic \
+    BENCH_LOG_DIR=$work/bench-logs "$rmq_java" benchmark Producer -n "$ns" -t BenchTopic \
       -w "$THREADS" -s 128 >"$out" 2>&1 &
     load=$!
     for _ in $(seq 1 400); do [ "$(tps_lines "$out")" -ge 1 ] && break; sleep 0.1; done
@@ -199,7 +199,7 @@ for run in $(seq 1 "$RUNS"); do
     for kind in rocketmq uringmq; do
       echo "run $run lateness $kind: load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
       start_broker "$kind" SYNC_FLUSH
-      json=$("$JAVA" -cp "$work/classes:$RMQ_CP" "${RMQ_JDK17_OPTS[@]}" \
+      json=$(RMQ_CP_PREFIX=$work/classes "$rmq_java" java \
         -Drocketmq.client.logRoot="$work/client-logs" DelayLateness "$ns" BenchTopic \
         "$LATENESS_COUNT" "$LATENESS_RATE" 2>>"$work/lateness.err" | grep '^{' | tail -1)
       stop_broker

@@ -7,7 +7,8 @@
 # distribution or java. Usage: ctl_java_test.sh <uringmq-ctl>
 set -euo pipefail
 ctl=$1
-rmq=$("$(dirname "$0")/find-rocketmq-java.sh") || { echo "SKIP: no rocketmq-java found"; exit 77; }
+rmq_java=$(cd "$(dirname "$0")" && pwd)/rocketmq-java.sh
+why=$("$(dirname "$0")/find-rocketmq-java.sh" -v 2>&1 >/dev/null) || { echo "SKIP: $why"; exit 77; }
 command -v java > /dev/null || { echo "SKIP: no java"; exit 77; }
 dir=$(mktemp -d)
 pids=()
@@ -30,10 +31,10 @@ mappedFileSizeCommitLog=16777216
 mappedFileSizeConsumeQueue=60000
 autoCreateTopicEnable=true
 CONF
-"$rmq/namesrv.sh" "$ns" "$dir/ns" > "$dir/ns.out" 2>&1 &
+"$rmq_java" namesrv "$ns" "$dir/ns" > "$dir/ns.out" 2>&1 &
 pids+=($!)
 BROKER_HEAP="-Xms256m -Xmx256m" BROKER_DIRECT=256m BROKER_PRETOUCH=0 \
-  "$rmq/broker.sh" "$dir/broker.conf" "$dir/b" > "$dir/broker.out" 2>&1 &
+  "$rmq_java" broker "$dir/broker.conf" "$dir/b" > "$dir/broker.out" 2>&1 &
 pids+=($!)
 A=(--addr "127.0.0.1:$port" -n "127.0.0.1:$ns")
 for _ in $(seq 1 120); do

@@ -22,7 +22,10 @@ jobs=${JOBS:-$(nproc)}
 #  - package_deb_test packages the build (the instrumented one here) as a .deb: a packaging test
 #    like install_package_test, run in the normal build; ctl_java_test runs a Java broker and
 #    checks uringmq-ctl's requests against it (jemalloc-linked, as the broker), likewise.
-ASAN_EXCLUDE='^(install_package_test|package_deb_test|ctl_java_test|interop_test|java_.*)$'
+#  - run_sh_test runs tools/run.sh, a shell script, against the build: it ran in the normal
+#    build, and its broker (jemalloc-linked) would give ASan nothing to check.
+ASAN_EXCLUDE='^(install_package_test|package_deb_test|ctl_java_test|interop_test|'
+ASAN_EXCLUDE+='run_sh_test|java_.*)$'
 # The cross-shard and reactor tests: Store with shard threads (store_*), the broker's network
 # reactor with shard threads and client threads (broker_test), the remoting client against a
 # server thread (remoting_test), the Waker/cross-thread cases of disk_conformance_test.

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Builds uringmq and runs every test three ways, ending with one overall summary line
-# "N passed, N failed" over the lint and all the CTest runs:
+# "N passed, N failed, N skipped" over the lint and all the CTest runs (Skipped: a test that
+# could not run for want of an outside piece, such as the RocketMQ Java distribution; the line
+# before the summary names those and how to provide them):
 #   0. lint: tools/lint.sh (function length, columns, clang-format, commit messages), one test;
 #   1. build-test: the normal build (RelWithDebInfo, benchmarks too), every test incl. interop;
 #   2. build-asan: ASan + UBSan, the whole suite but the tests tools/sanitize.sh names;
@@ -48,9 +50,13 @@ else
   dirs=(build-test)
 fi
 
-# CTest's summary: "100% tests passed, 0 tests failed out of 42".
+# CTest's summary: "100% tests passed, 0 tests failed out of 42", where the total counts the
+# skipped tests as passed; they are listed after "The following tests did not run:" as
+# "<n> - <name> (Skipped)".
 passed=$((1 - lint_failed))
 failed=$lint_failed
+skipped=0
+skipped_names=()
 [ "$lint_failed" -eq 0 ] || echo "tools/test.sh: lint failed (the list is under ==== lint ====)"
 for d in "${dirs[@]}"; do
   line=$(grep -E '^[0-9]+% tests passed, [0-9]+ tests? failed out of [0-9]+' "$d/ctest.log" \
@@ -62,10 +68,21 @@ for d in "${dirs[@]}"; do
   fi
   total=$(sed -E 's/.* out of ([0-9]+).*/\1/' <<<"$line")
   bad=$(sed -E 's/.* ([0-9]+) tests? failed.*/\1/' <<<"$line")
-  echo "$d: $line"
-  passed=$((passed + total - bad))
+  mapfile -t names < <(sed -nE 's/^[[:space:]]*[0-9]+ - ([^ ]+) \(Skipped\)$/\1/p' "$d/ctest.log")
+  echo "$d: $line${names[0]:+ (${#names[@]} skipped)}"
+  passed=$((passed + total - bad - ${#names[@]}))
   failed=$((failed + bad))
+  skipped=$((skipped + ${#names[@]}))
+  skipped_names+=("${names[@]}")
 done
 [ "$failed_runs" -eq 0 ] || [ "$failed" -gt 0 ] || failed=$((failed + 1))  # a build failure
-echo "$passed passed, $failed failed"
+if [ "$skipped" -gt 0 ]; then
+  echo "tools/test.sh: skipped: $(printf '%s\n' "${skipped_names[@]}" | sort -u | tr '\n' ' ')"
+  if ! tools/find-rocketmq-java.sh >/dev/null; then
+    echo "tools/test.sh: the java_* and ctl_java tests need a RocketMQ 4.9.8 Java distribution:" \
+      "unzip rocketmq-all-4.9.8-bin-release.zip and set" \
+      "URINGMQ_ROCKETMQ_JAVA=<the unpacked folder> (README.md, Java tests)"
+  fi
+fi
+echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ] && [ "$failed_runs" -eq 0 ]

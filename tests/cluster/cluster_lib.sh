@@ -2,18 +2,11 @@
 # starting uringmq brokers, Java NameServers and Java brokers in the background. The caller sets
 # repo, work and broker_bin, and keeps pidfiles (an array of pid files killed at exit).
 
-# Sources the Java distribution's env.sh (rmq, RMQ_CP, JAVA), or prints "<name>: SKIPPED (...)"
-# and exits 0 where it or javac is absent.
-cluster_java_or_skip() {
-  rmq=$("$repo/tools/find-rocketmq-java.sh" || true)
-  if [ -z "$rmq" ] || [ ! -f "$rmq/env.sh" ] || ! command -v javac >/dev/null 2>&1; then
-    echo "$1: SKIPPED (no RocketMQ Java distribution found (set" \
-      "URINGMQ_ROCKETMQ_JAVA), or no javac)"
-    exit 0
-  fi
-  # shellcheck source=/dev/null
-  source "$rmq/env.sh" || { echo "$1: SKIPPED (its env.sh failed)"; exit 0; }
-}
+# The Java distribution (rmq_java, RMQ_CP, JAVA: tests/support/java_lib.sh), or a line
+# "<name>: SKIPPED (...)" and exit 77 (CTest's Skipped) where it or javac is absent.
+# shellcheck source=tests/support/java_lib.sh
+source "$repo/tests/support/java_lib.sh"
+cluster_java_or_skip() { java_or_skip "$1"; }
 
 cluster_kill_all() {
   for f in "${pidfiles[@]}"; do [ -f "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null || true; done
@@ -38,7 +31,7 @@ start_uringmq() {
 # Starts a Java NameServer on each port given and waits until each listens.
 start_java_namesrvs() {
   for p in "$@"; do
-    NAMESRV_HEAP="-Xms128m -Xmx128m -Xmn64m" "$rmq/namesrv.sh" "$p" "$work/ns$p" \
+    NAMESRV_HEAP="-Xms128m -Xmx128m -Xmn64m" "$rmq_java" namesrv "$p" "$work/ns$p" \
       > "$work/ns$p.out" 2>&1 &
     echo $! > "$work/ns$p.pid"
     pidfiles+=("$work/ns$p.pid")
@@ -57,7 +50,7 @@ start_java_broker_conf() {
   local name=$1 conf=$2
   mkdir -p "$work/$name"
   BROKER_HEAP="-Xms256m -Xmx256m -Xmn128m" BROKER_DIRECT=256m BROKER_PRETOUCH=0 \
-    "$rmq/broker.sh" "$conf" "$work/$name" >> "$work/$name.out" 2>&1 &
+    "$rmq_java" broker "$conf" "$work/$name" >> "$work/$name.out" 2>&1 &
   echo $! > "$work/$name.pid"
   pidfiles+=("$work/$name.pid")
 }

@@ -7,7 +7,7 @@
 # consumption, kill -9 and restart of B, and SIGTERM (A in mode java, B in mode builtin).
 # Usage: tests/cluster/stage1_test.sh <uringmq-broker binary> <work dir> [java|builtin]
 # Without a RocketMQ Java distribution ($URINGMQ_ROCKETMQ_JAVA, tools/find-rocketmq-java.sh) or
-# javac it prints a skip line and passes.
+# javac it prints a skip line and exits 77 (Skipped).
 set -euo pipefail
 broker_bin=$(realpath "$1")
 work=$2
@@ -87,7 +87,7 @@ fi
 wait_java_boot j
 # mqadmin clusterList shows every broker of the mixed cluster with its runtime figures
 # (GET_BROKER_RUNTIME_INFO's keys: a broker it cannot read is left out or shows an error).
-"$rmq/mqadmin.sh" clusterList -n "127.0.0.1:$ns1" > "$work/clusterList.txt" 2>&1 || true
+"$rmq_java" mqadmin clusterList -n "127.0.0.1:$ns1" > "$work/clusterList.txt" 2>&1 || true
 for g in ${groups//,/ }; do
   if ! grep -E "^TestCluster +$g +0 " "$work/clusterList.txt" > /dev/null; then
     echo "cluster_stage1 ($mode): FAILED: mqadmin clusterList does not list $g:"

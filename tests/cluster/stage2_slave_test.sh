@@ -17,7 +17,7 @@
 #      --replica, serves every acknowledged message and takes 100 sends, all SEND_OK.
 # Usage: tests/cluster/stage2_slave_test.sh <uringmq-broker> <uringmq-ctl> <work dir>
 # Without a RocketMQ Java distribution ($URINGMQ_ROCKETMQ_JAVA, tools/find-rocketmq-java.sh) or
-# javac it prints a skip line and passes.
+# javac it prints a skip line and exits 77 (Skipped).
 set -euo pipefail
 broker_bin=$(realpath "$1")
 ctl_bin=$(realpath "$2")
@@ -128,7 +128,7 @@ sleep 7  # the delayed messages (levels 1 and 2: 1 s, 5 s) are delivered by the 
 # 3. The same bytes: the master's end from GET_BROKER_RUNTIME_INFO, then the slave's segments
 # (they fill as it catches up) and every ConsumeQueue file.
 master_end() {
-  "$rmq/mqadmin.sh" brokerStatus -n "$namesrv" -b "127.0.0.1:$pm" 2>/dev/null |
+  "$rmq_java" mqadmin brokerStatus -n "$namesrv" -b "127.0.0.1:$pm" 2>/dev/null |
     awk '$1 == "commitLogMaxOffset" { print $3 }'
 }
 logs_equal() {

@@ -8,20 +8,15 @@
 # consumes again) on both; prints each difference otherwise.
 # Usage: tests/interop/mqadmin_test.sh <uringmq-broker binary> <work dir>
 # The Java pieces come from a RocketMQ 4.9.8 distribution (tools/find-rocketmq-java.sh); without
-# it, or without java/javac, the test prints a skip line and passes.
+# it, or without javac, the test prints a skip line and exits 77 (Skipped).
 set -euo pipefail
 broker_bin=$1
 work=$2
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
-rmq=$("$repo/tools/find-rocketmq-java.sh" || true)
-if [ -z "$rmq" ] || [ ! -f "$rmq/env.sh" ] || ! command -v javac >/dev/null 2>&1; then
-  echo "mqadmin_test: SKIPPED (no RocketMQ Java distribution found (set URINGMQ_ROCKETMQ_JAVA)," \
-    "or no javac)"
-  exit 0
-fi
-# shellcheck source=/dev/null
-source "$rmq/env.sh" || { echo "mqadmin_test: SKIPPED (its env.sh failed)"; exit 0; }
+# shellcheck source=../support/java_lib.sh
+source "$repo/tests/support/java_lib.sh"
+java_or_skip mqadmin_test
 rm -rf "$work" && mkdir -p "$work/classes" "$work/j" "$work/u"
 javac -nowarn -d "$work/classes" -cp "$RMQ_CP" "$here"/mqadmin/*.java &
 javac_pid=$!
@@ -62,11 +57,11 @@ shardCount=1
 mappedFileSizeCommitLog=67108864
 diskSpaceWarningLevelRatio=100
 CONF
-NAMESRV_HEAP="-Xms128m -Xmx128m -Xmn64m" "$rmq/namesrv.sh" "$jns" "$work/j/ns" \
+NAMESRV_HEAP="-Xms128m -Xmx128m -Xmn64m" "$rmq_java" namesrv "$jns" "$work/j/ns" \
   > "$work/j/namesrv.log" 2>&1 &
 pids+=($!)
 BROKER_HEAP="-Xms256m -Xmx256m" BROKER_DIRECT=256m BROKER_PRETOUCH=0 \
-  "$rmq/broker.sh" "$work/j/broker.conf" "$work/j/run" > "$work/j/broker.log" 2>&1 &
+  "$rmq_java" broker "$work/j/broker.conf" "$work/j/run" > "$work/j/broker.log" 2>&1 &
 pids+=($!)
 "$broker_bin" -c "$work/u/broker.conf" > "$work/u/broker.log" 2>&1 &
 pids+=($!)

@@ -6,23 +6,18 @@
 # checks it every 5 s).
 # Usage: tests/interop/java/acl_java_broker.sh <work dir>
 # The Java pieces come from a RocketMQ 4.9.8 distribution (tools/find-rocketmq-java.sh); without
-# it, or without java/javac, the test prints a skip line and passes.
+# it, or without javac, the test prints a skip line and exits 77 (Skipped).
 set -euo pipefail
 work=$1
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../../.." && pwd)
-rmq=$("$repo/tools/find-rocketmq-java.sh" || true)
-if [ -z "$rmq" ] || [ ! -f "$rmq/env.sh" ] || ! command -v javac >/dev/null 2>&1; then
-  echo "acl_java_broker: SKIPPED (no RocketMQ Java distribution found (set" \
-    "URINGMQ_ROCKETMQ_JAVA), or no javac)"
-  exit 0
-fi
+# shellcheck source=../../support/java_lib.sh
+source "$repo/tests/support/java_lib.sh"
+java_or_skip acl_java_broker
 rm -rf "$work" && mkdir -p "$work/classes" "$work/home/conf"
-cp "$rmq"/home/conf/logback_*.xml "$work/home/conf/"
+cp "$("$rmq_java" conf)"/logback_*.xml "$work/home/conf/"
 cp "$here/AclCheck.plain_acl.yml" "$work/home/conf/plain_acl.yml"
 export ROCKETMQ_HOME=$work/home  # where the Java broker reads conf/plain_acl.yml
-# shellcheck source=/dev/null
-source "$rmq/env.sh" || { echo "acl_java_broker: SKIPPED (its env.sh failed)"; exit 0; }
 javac -nowarn -d "$work/classes" -cp "$RMQ_CP" "$here/AclCheck.java"
 
 read -r jns jb < <("$repo/tools/free-ports.sh" 2)
@@ -47,11 +42,11 @@ flushDiskType=ASYNC_FLUSH
 autoCreateTopicEnable=true
 aclEnable=true
 CONF
-NAMESRV_HEAP="-Xms128m -Xmx128m -Xmn64m" "$rmq/namesrv.sh" "$jns" "$work/ns" \
+NAMESRV_HEAP="-Xms128m -Xmx128m -Xmn64m" "$rmq_java" namesrv "$jns" "$work/ns" \
   > "$work/namesrv.log" 2>&1 &
 pids+=($!)
 BROKER_HEAP="-Xms256m -Xmx256m" BROKER_DIRECT=256m BROKER_PRETOUCH=0 \
-  "$rmq/broker.sh" "$work/broker.conf" "$work/run" > "$work/broker.log" 2>&1 &
+  "$rmq_java" broker "$work/broker.conf" "$work/run" > "$work/broker.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 1 600); do
   grep -q "boot success" "$work/broker.log" 2>/dev/null && break

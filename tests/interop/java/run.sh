@@ -7,24 +7,18 @@
 # A -D argument is a JVM option of the check (-Dtls.enable=true); @WORK@ in either is the work
 # dir, where self-signed test certificates and keys (server.pem, server.key, client.pem,
 # client.key) are made when a line sets tls.server.*.
-# The client comes from a RocketMQ 4.9.8 Java distribution (a folder with env.sh and lib/):
-# $URINGMQ_ROCKETMQ_JAVA, else a folder named rocketmq-java one level beside the checkout
-# (tools/find-rocketmq-java.sh). Without it, or without java/javac, the test prints a skip line
-# and passes (a fresh clone elsewhere has no Java pieces).
+# The client comes from a RocketMQ 4.9.8 Java distribution (tools/find-rocketmq-java.sh: Apache's
+# binary distribution named by $URINGMQ_ROCKETMQ_JAVA, or a rocketmq-java folder beside the
+# checkout). Without it, or without javac, the test prints a skip line and exits 77 (Skipped).
 set -euo pipefail
 broker_bin=$1
 work=$2
 check=${3:-DeliveredPropertiesCheck}
 extra_conf=("${@:4}")
 repo=$(cd "$(dirname "$0")/../../.." && pwd)
-rmq=$("$repo/tools/find-rocketmq-java.sh" || true)
-if [ -z "$rmq" ] || [ ! -f "$rmq/env.sh" ] || ! command -v javac >/dev/null 2>&1; then
-  echo "$check: SKIPPED (no RocketMQ Java distribution found (set" \
-    "URINGMQ_ROCKETMQ_JAVA), or no javac)"
-  exit 0
-fi
-# shellcheck source=/dev/null
-source "$rmq/env.sh" || { echo "$check: SKIPPED (its env.sh failed)"; exit 0; }
+# shellcheck source=../../support/java_lib.sh
+source "$repo/tests/support/java_lib.sh"
+java_or_skip "$check"
 
 rm -rf "$work" && mkdir -p "$work/classes"
 javac -nowarn -d "$work/classes" -cp "$RMQ_CP" "$repo"/tests/interop/java/*.java

@@ -1,0 +1,21 @@
+# Sourced by the tests that run the RocketMQ 4.9.8 Java pieces (the caller sets repo, the
+# checkout). java_or_skip NAME sets rmq_java (tools/rocketmq-java.sh: namesrv, broker, mqadmin,
+# benchmark), RMQ_CP (the class path for programs built against the client) and JAVA; where no
+# distribution is found (tools/find-rocketmq-java.sh) or javac is missing, it prints
+# "NAME: SKIPPED (why)" and exits 77, which CTest reports as Skipped (SKIP_RETURN_CODE 77). A
+# distribution that is found but does not work is a failure, not a skip.
+java_or_skip() {
+  local why
+  rmq_java=$repo/tools/rocketmq-java.sh
+  if ! why=$("$repo/tools/find-rocketmq-java.sh" -v 2>&1 >/dev/null); then
+    echo "$1: SKIPPED ($why; see README.md, Java tests)"
+    exit 77
+  fi
+  if ! command -v javac >/dev/null 2>&1; then
+    echo "$1: SKIPPED (no javac: tools/install-deps.sh installs openjdk-17-jdk-headless)"
+    exit 77
+  fi
+  RMQ_CP=$("$rmq_java" classpath) ||
+    { echo "$1: FAILED (the Java distribution's class path)"; exit 1; }
+  JAVA=${JAVA:-java}
+}
