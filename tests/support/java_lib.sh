@@ -1,9 +1,9 @@
 # Sourced by the tests that run the RocketMQ 4.9.8 Java pieces (the caller sets repo, the
 # checkout). java_or_skip NAME sets rmq_java (tools/rocketmq-java.sh: namesrv, broker, mqadmin,
-# benchmark), RMQ_CP (the class path for programs built against the client) and JAVA; where no
-# distribution is found (tools/find-rocketmq-java.sh) or javac is missing, it prints
-# "NAME: SKIPPED (why)" and exits 77, which CTest reports as Skipped (SKIP_RETURN_CODE 77). A
-# distribution that is found but does not work is a failure, not a skip.
+# benchmark), RMQ_CP (the class path for programs built against the client), ROCKETMQ_HOME and
+# JAVA; where no distribution is found (tools/find-rocketmq-java.sh) or javac is missing, it
+# prints "NAME: SKIPPED (why)" and exits 77, which CTest reports as Skipped (SKIP_RETURN_CODE
+# 77). A distribution that is found but does not work is a failure, not a skip.
 java_or_skip() {
   local why
   rmq_java=$repo/tools/rocketmq-java.sh
@@ -17,5 +17,8 @@ java_or_skip() {
   fi
   RMQ_CP=$("$rmq_java" classpath) ||
     { echo "$1: FAILED (the Java distribution's class path)"; exit 1; }
+  # Where Java programs that run RocketMQ's tools in-process (MQAdminStartup) read conf/.
+  ROCKETMQ_HOME=${ROCKETMQ_HOME:-$(dirname "$("$rmq_java" conf)")}
+  export ROCKETMQ_HOME
   JAVA=${JAVA:-java}
 }
