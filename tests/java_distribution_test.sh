@@ -39,7 +39,8 @@ fi
 echo "== the distribution: $dist ($(find "$dist/lib" -name '*.jar' | wc -l) jars in lib/)"
 
 export URINGMQ_ROCKETMQ_JAVA=$dist
-[ "$("$repo/tools/find-rocketmq-java.sh")" = "$dist" ] || fail "find-rocketmq-java.sh did not find it"
+[ "$("$repo/tools/find-rocketmq-java.sh")" = "$dist" ] ||
+  fail "find-rocketmq-java.sh did not find it"
 cp=$("$repo/tools/rocketmq-java.sh" classpath)
 [[ $cp == "$dist/conf:$dist/lib/"* ]] || fail "the class path is not its lib/: $cp"
 [[ $cp != *"$found/"* ]] || [ "$found" = "$dist" ] || fail "the class path names $found: $cp"
