@@ -91,17 +91,21 @@ elif [ "$(git rev-parse --is-shallow-repository)" = true ] ||
      ! git cat-file -e "$BASE^{commit}" 2>/dev/null; then
   echo "lint: commits: skipped (shallow clone or no history back to $BASE)"
 else
-  commit_out=""
-  for c in $(git rev-list "$BASE..HEAD"); do
-    subject=$(git log -1 --format=%s "$c")
-    width=$(python3 -c 'import sys; print(len(sys.argv[1]))' "$subject")
-    if [ "$width" -gt "$MAX_SUBJECT" ]; then
-      commit_out+="${c:0:10}: subject has $width characters (limit $MAX_SUBJECT): $subject"$'\n'
-    fi
-    if [ -z "$(git log -1 --format=%b "$c" | tr -d '[:space:]')" ]; then
-      commit_out+="${c:0:10}: no body saying why: $subject"$'\n'
-    fi
-  done
+  # One git log for all of them (a git and a python per commit took a minute at 500 commits).
+  commit_out=$(git log --format='%H%x00%s%x00%b%x01' "$BASE..HEAD" |
+    python3 -c '
+import sys
+limit = int(sys.argv[1])
+for record in sys.stdin.read().split("\x01"):
+    record = record.lstrip("\n")
+    if not record:
+        continue
+    commit, subject, body = record.split("\x00", 2)
+    if len(subject) > limit:
+        print(f"{commit[:10]}: subject has {len(subject)} characters (limit {limit}): {subject}")
+    if not body.strip():
+        print(f"{commit[:10]}: no body saying why: {subject}")
+' "$MAX_SUBJECT")
   check commits "${commit_out%$'\n'}"
 fi
 
