@@ -154,6 +154,8 @@ struct SendHeader {
   int32_t flag = 0;
   int32_t reconsume_times = 0;
   int32_t max_reconsume_times = 16;
+  // The queue count the client asks for a topic its send creates (Java's producer: 4).
+  int32_t default_topic_queue_nums = 0;
   std::string_view properties;
 };
 
@@ -189,7 +191,7 @@ std::optional<Refusal> read_send_header(const RemotingCommand& request, SendHead
   auto i32 = [&](std::string_view v2_key, std::string_view v1_key) {
     return fields.int32(v2 ? v2_key : v1_key, v1_key);
   };
-  (void)i32("d", "defaultTopicQueueNums");
+  out->default_topic_queue_nums = i32("d", "defaultTopicQueueNums").value_or(0);
   out->queue_id = i32("e", "queueId");
   out->sys_flag = i32("f", "sysFlag").value_or(0);
   out->born_timestamp_ms = fields.int64(v2 ? "g" : "bornTimestamp", "bornTimestamp");
@@ -349,13 +351,16 @@ io::Status BrokerReactor::put_topic(const TopicConfig& config) {
 }
 
 std::optional<std::pair<int32_t, std::string>> BrokerReactor::pick_write_queue(
-    const std::string& topic, int64_t* queue_id) {
-  const std::optional<TopicShape> shape = topic_shape(topic);
+    const std::string& topic, int64_t* queue_id, int32_t client_queue_nums) {
+  std::optional<TopicShape> shape = topic_shape(topic);
   if (!shape) {  // Java's msgCheck answer, and how to fix it
     return std::pair{rc::kTopicNotExist,
                      "topic[" + topic +
                          "] not exist, apply first please! (autoCreateTopicEnable is false: "
                          "create it with UPDATE_AND_CREATE_TOPIC, mqadmin updateTopic)"};
+  }
+  if (!shape->configured && !topic.starts_with(kRetryPrefix) && !topic.starts_with(kDlqPrefix)) {
+    create_topic_by_send(topic, client_queue_nums, &*shape);
   }
   if ((shape->perm & kPermWrite) == 0) {
     return std::pair{rc::kNoPermission, "the topic[" + topic +
@@ -370,23 +375,35 @@ std::optional<std::pair<int32_t, std::string>> BrokerReactor::pick_write_queue(
                          " has " + std::to_string(nums) + " queues (0.." +
                          std::to_string(nums - 1) + ") for sending (writeQueueNums)"};
   }
-  // A topic's first send creates it (autoCreateTopicEnable), kept in the table as Java keeps it;
-  // retry and dead-letter topics stay implicit.
-  if (!shape->configured && !topic.starts_with(kRetryPrefix) && !topic.starts_with(kDlqPrefix)) {
-    TopicConfig created;
-    created.name = topic;
-    created.read_queue_nums = created.write_queue_nums = shape->write_queue_nums;
-    if (io::Status s = put_topic(created); !s.is_ok()) {
-      log_warn("topic " + topic +
-               " was not added to the topic table (it works with the "
-               "defaults): " +
-               s.to_string());
-    } else {
-      log_info("topic " + topic + " created by its first send (autoCreateTopicEnable), " +
-               std::to_string(created.write_queue_nums) + " queues");
-    }
-  }
   return std::nullopt;
+}
+
+// A topic's first send creates it (autoCreateTopicEnable), kept in the table and registered
+// with the NameServers as Java's createTopicInSendMessageMethod does: min(the client's
+// defaultTopicQueueNums, TBW102's writeQueueNums) queues, TBW102's perm without the inherit
+// bit. Until it is in the table its route answers TOPIC_NOT_EXIST, and clients send it through
+// TBW102's route. Retry and dead-letter topics stay implicit.
+void BrokerReactor::create_topic_by_send(const std::string& topic, int32_t client_queue_nums,
+                                         TopicShape* shape) {
+  const std::optional<TopicShape> template_shape = topic_shape(kAutoCreateTopic);
+  const int32_t template_nums =
+      template_shape ? template_shape->write_queue_nums : config_.default_topic_queue_nums;
+  TopicConfig created;
+  created.name = topic;
+  created.read_queue_nums = created.write_queue_nums =
+      client_queue_nums > 0 ? std::min(client_queue_nums, template_nums) : template_nums;
+  created.perm = (template_shape ? template_shape->perm : kPermReadWrite) & kPermReadWrite;
+  shape->read_queue_nums = shape->write_queue_nums = created.write_queue_nums;
+  shape->perm = created.perm;
+  if (io::Status s = put_topic(created); !s.is_ok()) {
+    log_warn("topic " + topic + " was not added to the topic table (it works with " +
+             std::to_string(created.write_queue_nums) +
+             " queues until a restart): " + s.to_string());
+    return;
+  }
+  shape->configured = true;
+  log_info("topic " + topic + " created by its first send (autoCreateTopicEnable), " +
+           std::to_string(created.write_queue_nums) + " queues");
 }
 
 // ---- dispatch by request code ----
@@ -443,8 +460,8 @@ void BrokerReactor::handle(uint32_t conn, RemotingCommand& request,
       return handle_unregister_broker(conn, request);
     case req::kWipeWritePermOfBroker:
       return handle_wipe_write_perm(conn, request);
-    case req::kDeleteTopicInNamesrv:  // routes come from the broker's table: nothing to delete
-      return reply_code(conn, request, rc::kSuccess, {});
+    case req::kDeleteTopicInNamesrv:
+      return handle_delete_topic_in_namesrv(conn, request);
     case req::kCheckClientConfig:
       return handle_check_client_config(conn, request, body);
     case req::kQueryMessage:
@@ -534,6 +551,21 @@ void BrokerReactor::handle_delete_topic(uint32_t conn, const RemotingCommand& re
   reply_code(conn, request, rc::kSuccess, {});
 }
 
+// The NameServer's side of mqadmin deleteTopic: this process's own routes come from its topic
+// table (DELETE_TOPIC_IN_BROKER took the topic out of it); registered brokers' lists lose it.
+void BrokerReactor::handle_delete_topic_in_namesrv(uint32_t conn, const RemotingCommand& request) {
+  const std::string* topic = request.ext("topic");
+  if (topic == nullptr || !valid_topic(*topic)) {
+    return reply_code(conn, request, rc::kSystemError,
+                      "DELETE_TOPIC_IN_NAMESRV needs a valid topic (1-127 characters of "
+                      "[%|a-zA-Z0-9_-])");
+  }
+  if (remote_brokers_.erase_topic(*topic)) {
+    log_info("topic " + *topic + " deleted from the NameServer's routes of registered brokers");
+  }
+  reply_code(conn, request, rc::kSuccess, {});
+}
+
 std::string BrokerReactor::topic_config_json(uint32_t shard) const {
   UMQ_ASSERT(shard < brokers_.size());
   return topics_->to_json();
@@ -594,11 +626,10 @@ void BrokerReactor::handle_route(uint32_t conn, const RemotingCommand& request) 
   std::optional<TopicShape> shape =
       topic != nullptr && valid_topic(*topic) && !is_internal_topic(*topic) ? topic_shape(*topic)
                                                                             : std::nullopt;
-  // In a cluster (brokers registered here) a topic not configured here is theirs to route.
-  if (shape && !shape->configured && !remote_brokers_.empty() &&
-      !implicit_route_in_cluster(*topic)) {
-    shape.reset();
-  }
+  // As the Java NameServer: a topic no broker holds has no route (TOPIC_NOT_EXIST), so clients
+  // send a new topic through TBW102's and the first send creates it; a deleted topic's route is
+  // gone. TBW102 and the retry and dead-letter topics keep their implicit routes.
+  if (shape && !shape->configured && !implicit_route_in_cluster(*topic)) shape.reset();
   const bool remote = shape.has_value() || (topic != nullptr && !is_internal_topic(*topic) &&
                                             remote_brokers_.has_topic(*topic));
   if (!remote) {
@@ -668,7 +699,7 @@ void BrokerReactor::handle_send(uint32_t conn, RemotingCommand& request,
     properties = std::move(kept);
     queue_id = 0;
   }
-  if (auto refused = pick_write_queue(topic, &queue_id)) {
+  if (auto refused = pick_write_queue(topic, &queue_id, header.default_topic_queue_nums)) {
     return reply_code(conn, request, refused->first, std::move(refused->second));
   }
   uint32_t index = new_send_op(conn, request, std::move(topic), queue_id, body);
@@ -735,7 +766,7 @@ void BrokerReactor::handle_send_batch(uint32_t conn, RemotingCommand& request,
                       std::string("the batch's own properties: ") + why);
   }
   int64_t queue_id = header.queue_id.value_or(-1);
-  if (auto refused = pick_write_queue(header.topic, &queue_id)) {
+  if (auto refused = pick_write_queue(header.topic, &queue_id, header.default_topic_queue_nums)) {
     return reply_code(conn, request, refused->first, std::move(refused->second));
   }
   uint32_t index = new_send_op(conn, request, std::move(header.topic), queue_id, body);

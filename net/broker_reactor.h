@@ -353,6 +353,7 @@ class BrokerReactor {
   void handle_route(uint32_t conn, const RemotingCommand& request);
   void handle_create_topic(uint32_t conn, const RemotingCommand& request);
   void handle_delete_topic(uint32_t conn, const RemotingCommand& request);
+  void handle_delete_topic_in_namesrv(uint32_t conn, const RemotingCommand& request);
   void handle_all_topic_config(uint32_t conn, const RemotingCommand& request);
   // Presented broker `shard`'s "topicConfigTable" with its "dataVersion" (Java's
   // TopicConfigSerializeWrapper): the one rendering GET_ALL_TOPIC_CONFIG and a registration
@@ -367,9 +368,13 @@ class BrokerReactor {
   // Adds or replaces a topic in the table (persisted first).
   io::Status put_topic(const TopicConfig& config);
   // A send's topic and queue checked (known or created, writable, queue in range) and a queue
-  // picked when queue_id < 0; the refusal's code and remark otherwise.
+  // picked when queue_id < 0; the refusal's code and remark otherwise. client_queue_nums: the
+  // send's defaultTopicQueueNums (0: none), for a topic the send creates.
   std::optional<std::pair<int32_t, std::string>> pick_write_queue(const std::string& topic,
-                                                                  int64_t* queue_id);
+                                                                  int64_t* queue_id,
+                                                                  int32_t client_queue_nums);
+  // Adds the topic of a first send to the table; *shape becomes the created topic's.
+  void create_topic_by_send(const std::string& topic, int32_t client_queue_nums, TopicShape* shape);
   void handle_send(uint32_t conn, RemotingCommand& request, std::span<const std::byte> body);
   uint32_t new_send_op(uint32_t conn, const RemotingCommand& request, std::string topic,
                        int64_t queue_id, std::span<const std::byte> body);

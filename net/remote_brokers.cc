@@ -125,6 +125,17 @@ const RemoteBroker* RemoteBrokers::find(std::string_view addr) const {
   return it == by_addr_.end() ? nullptr : &it->second;
 }
 
+bool RemoteBrokers::erase_topic(std::string_view topic) {
+  bool erased = false;
+  for (auto& [name, topics] : group_topics_) {
+    if (auto it = topics.find(topic); it != topics.end()) {
+      topics.erase(it);
+      erased = true;
+    }
+  }
+  return erased;
+}
+
 bool RemoteBrokers::has_topic(std::string_view topic) const {
   for (const auto& [name, topics] : group_topics_) {
     if (topics.find(topic) != topics.end()) return true;

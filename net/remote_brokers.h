@@ -57,6 +57,9 @@ class RemoteBrokers {
   const BrokerIdentity* master_of(std::string_view name) const;
   // Takes PERM_WRITE off every topic of group `name`; the number of topics it was taken from.
   int32_t wipe_write_perm(std::string_view name);
+  // DELETE_TOPIC_IN_NAMESRV: the topic leaves every group's list until a registration with a
+  // new DataVersion lists it again (Java's RouteInfoManager.deleteTopic); false when none had it.
+  bool erase_topic(std::string_view topic);
 
   bool empty() const { return by_addr_.empty(); }
   size_t size() const { return by_addr_.size(); }

@@ -15,7 +15,7 @@ const N = 50;
 
 test('50 messages with tags and keys are consumed exactly once, intact',
   { timeout: 120000 }, async () => {
-  const topic = C.uniqueName('T_a');
+  const topic = await C.newTopic('T_a');
   const prod = await C.producer();
   const sent = new Map(); // key -> { tag, body, result }
   for (let i = 0; i < N; i++) {
@@ -76,7 +76,7 @@ test('50 messages with tags and keys are consumed exactly once, intact',
 
 test("a 'TagA || TagB' subscription receives only TagA and TagB, all of them",
   { timeout: 120000 }, async () => {
-  const topic = C.uniqueName('T_tag');
+  const topic = await C.newTopic('T_tag');
   const prod = await C.producer();
   const want = new Set();
   for (let i = 0; i < 30; i++) {

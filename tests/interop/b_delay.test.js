@@ -20,7 +20,7 @@ test('delay levels 1, 2, 3, max and above max are honoured', { timeout: 120000 }
   const levels = [1, 2, 3, maxLevel, maxLevel + 12];
   const delayOf = level => table[Math.min(level, maxLevel) - 1];
 
-  const topic = C.uniqueName('T_delay');
+  const topic = await C.newTopic('T_delay');
   const prod = await C.producer();
   const { got, cons } = await C.readyConsumer(topic, prod);
 
@@ -52,7 +52,7 @@ test('delay levels 1, 2, 3, max and above max are honoured', { timeout: 120000 }
 });
 
 test('messages without a delay are not held back', { timeout: 60000 }, async () => {
-  const topic = C.uniqueName('T_nodelay');
+  const topic = await C.newTopic('T_nodelay');
   const prod = await C.producer();
   const got = new C.Collector();
   const cons = C.consumer();

@@ -18,7 +18,7 @@ const PER_QUEUE = 40;
 
 test('messages sent to chosen queues are consumed in per-queue order',
   { timeout: 180000 }, async () => {
-  const topic = C.uniqueName('T_order');
+  const topic = await C.newTopic('T_order');
   const prod = await C.producer();
   // Create the topic and learn its writable queues.
   const first = await prod.send(new C.Message(topic, 'init', 'init'));

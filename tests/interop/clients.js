@@ -7,6 +7,7 @@ const { after } = require('node:test');
 const assert = require('node:assert/strict');
 const { Producer, Consumer, Message } = require('ali-ons');
 const { env, sleep } = require('./broker');
+const { RawClient } = require('./remoting');
 
 const verbose = !!process.env.URINGMQ_INTEROP_VERBOSE;
 const quietLogger = {
@@ -24,6 +25,28 @@ const runId = `${process.pid}${Date.now().toString(36)}`;
 
 function uniqueName(prefix) {
   return `${prefix}_${runId}_${++instanceSeq}`;
+}
+
+// Creates `topic` (UPDATE_AND_CREATE_TOPIC, the interop brokers' 4 queues) on the broker at
+// `brokerAddr` before clients use it, as operators do: uringmq's NameServer, like Java's, has no
+// route for a topic no one created, and ali-ons, unlike the Java client, does not then send a
+// new topic through TBW102's route.
+async function createTopic(topic, brokerAddr = env().brokerAddr, queues = 4) {
+  const raw = await RawClient.connect(brokerAddr);
+  try {
+    const r = await raw.request(17, {
+      topic, readQueueNums: queues, writeQueueNums: queues, perm: 6, topicFilterType: 'SINGLE_TAG',
+    });
+    if (r.code !== 0) throw new Error(`creating topic ${topic}: code ${r.code} ${r.remark}`);
+  } finally {
+    raw.destroy();
+  }
+  return topic;
+}
+
+// A fresh topic name (uniqueName), created on the broker.
+async function newTopic(prefix, brokerAddr) {
+  return createTopic(uniqueName(prefix), brokerAddr);
 }
 
 // Errors ali-ons reports through 'error' events (kept for diagnostics; tests that expect handler
@@ -240,7 +263,8 @@ function finish(extra) {
 }
 
 module.exports = {
-  Producer, Consumer, Message, quietLogger, uniqueName, producer, consumer, close, withTimeout,
+  Producer, Consumer, Message, quietLogger, uniqueName, createTopic, newTopic, producer, consumer,
+  close, withTimeout,
   Collector, summary, mapLimit, finish, clientErrors, runId, readyConsumer, expectDeferred,
   internalProperties,
 };

@@ -20,7 +20,7 @@ const LATE_SLACK_MS = 3000;
 test('failed messages are redelivered from %RETRY% with reconsumeTimes 1 after the level-3 delay',
   { timeout: 120000 }, async () => {
   const levels = env().delayLevels;
-  const topic = C.uniqueName('T_retry');
+  const topic = await C.newTopic('T_retry');
   const group = C.uniqueName('CG_retry');
   const N = 8; // sent round-robin: every queue (and so every shard) holds some
   const prod = await C.producer();
@@ -89,7 +89,7 @@ test('failed messages are redelivered from %RETRY% with reconsumeTimes 1 after t
 test('a message that always fails goes to %DLQ%<group> after maxReconsumeTimes',
   { timeout: 180000 }, async () => {
   const levels = env().delayLevels;
-  const topic = C.uniqueName('T_dlq');
+  const topic = await C.newTopic('T_dlq');
   const group = C.uniqueName('CG_dlq');
   const maxReconsumeTimes = 2;
   const prod = await C.producer();

@@ -37,7 +37,7 @@ test('committed offsets survive SIGTERM and restart', { timeout: 240000 }, async
   const { file } = await makeConf(dir, { flushDiskType: 'ASYNC_FLUSH' });
   broker = await startBroker({ confFile: file });
   const namesrv = broker.namesrv;
-  const topic = C.uniqueName('T_restart');
+  const topic = await C.newTopic('T_restart', broker.brokerAddr);
   const group = C.uniqueName('CG_restart');
 
   const batch1 = await produce(namesrv, topic, 'b1', 24);

@@ -31,7 +31,7 @@ test('every message acknowledged under SYNC_FLUSH survives kill -9',
   const { file } = await makeConf(dir, { flushDiskType: 'SYNC_FLUSH' });
   broker = await startBroker({ confFile: file });
   const namesrv = broker.namesrv;
-  const topic = C.uniqueName('T_kill9');
+  const topic = await C.newTopic('T_kill9', broker.brokerAddr);
 
   const prod = await C.producer({
     namesrv, options: { sendMsgTimeout: 3000, retryTimesWhenSendFailed: 0 },

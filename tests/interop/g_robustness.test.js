@@ -39,6 +39,7 @@ async function afterAttack(label) {
 }
 
 before(async () => {
+  await C.createTopic(topic);
   prod = await C.producer();
   for (let i = 0; i < 5; i++) await produceOne(`baseline ${i}`);
 });

@@ -16,7 +16,7 @@ const LATE_SLACK_MS = 3000;
 
 test('TIMER_DELIVER_MS and __STARTDELIVERTIME are delivered on time',
   { timeout: 120000 }, async () => {
-  const topic = C.uniqueName('T_timer');
+  const topic = await C.newTopic('T_timer');
   const prod = await C.producer();
   const { got, cons } = await C.readyConsumer(topic, prod);
 
@@ -53,7 +53,7 @@ test('TIMER_DELIVER_MS and __STARTDELIVERTIME are delivered on time',
 });
 
 test('a deliver time beyond timerMaxDelaySec is refused', { timeout: 60000 }, async () => {
-  const topic = C.uniqueName('T_timer_far');
+  const topic = await C.newTopic('T_timer_far');
   const prod = await C.producer();
   const msg = new C.Message(topic, 'timed', 'too far');
   msg.properties.TIMER_DELIVER_MS = String(Date.now() + 40 * 86400 * 1000);

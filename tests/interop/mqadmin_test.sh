@@ -4,8 +4,10 @@
 # consumer group that consumed everything) on both, then each mqadmin command of the list below
 # on both (all in one JVM, mqadmin/MqadminRunner.java), and the printed outputs compared after
 # normalising what must differ (addresses, broker names, timestamps, msgIds, client ids, TPS).
-# Passes when every command printed the same, and the reset reached the online consumer (it
-# consumes again) on both; prints each difference otherwise.
+# Then mqadmin/RouteCheck.java (the admin API and client on topic routes: none for a topic no
+# one created, the producer's auto-creation, deletion) on both. Passes when every command
+# printed the same, the reset reached the online consumer (it consumes again) on both and
+# RouteCheck printed the same facts on both; prints each difference otherwise.
 # Usage: tests/interop/mqadmin_test.sh <uringmq-broker binary> <work dir>
 # The Java pieces come from a RocketMQ 4.9.8 distribution (tools/find-rocketmq-java.sh); without
 # it, or without javac, the test prints a skip line and exits 77 (Skipped).
@@ -229,6 +231,24 @@ done
 if [ "$(ls "$work/u/store/config")" = "" ] || ! grep -q '^autoCreateTopicEnable=true$' \
     "$work/u/store/config/broker.properties"; then
   echo "mqadmin: uringmq-broker did not persist updateBrokerConfig in config/broker.properties"
+  failed=1
+fi
+# Routes as the NameServer answers them (mqadmin/RouteCheck.java): the same facts on both.
+for side in j u; do
+  ns=$([ $side = j ] && echo "$jns" || echo "$uns")
+  java_run RouteCheck "127.0.0.1:$ns" Route > "$work/$side/route.log" 2>&1 || true
+  grep -E '^[a-zA-Z %]+: ' "$work/$side/route.log" > "$work/$side/route.facts" || true
+done
+if ! grep -q "ROUTE-CHECK DONE" "$work/j/route.log" ||
+   ! grep -q "ROUTE-CHECK DONE" "$work/u/route.log"; then
+  echo "mqadmin RouteCheck: did not finish on both; its logs:"
+  tail -20 "$work/j/route.log" "$work/u/route.log"
+  failed=1
+elif diff -u "$work/j/route.facts" "$work/u/route.facts"; then
+  echo "mqadmin RouteCheck: same routes on both:"
+  sed 's/^/    /' "$work/u/route.facts"
+else
+  echo "mqadmin RouteCheck: DIFFERENT routes (- Java NameServer, + uringmq-broker)"
   failed=1
 fi
 if [ $failed -ne 0 ]; then

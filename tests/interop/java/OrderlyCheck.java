@@ -302,6 +302,8 @@ public class OrderlyCheck {
     // run's fresh broker.
     Path offsets = Files.createTempDirectory("orderly-check-offsets");
     System.setProperty("rocketmq.client.localOffsetStoreDir", offsets.toString());
+    Topics.create(nameServer, 4, "OrderlyKeyed", "OrderlySuspend", "OrderlyDead",
+                  "OrderlyBroadcast");
     DefaultMQProducer p = producer();
     clustering(p);
     suspendOnce(p);

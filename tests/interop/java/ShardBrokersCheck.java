@@ -78,6 +78,7 @@ public class ShardBrokersCheck {
     String ns = args[0];
     String topic = "ShardBrokers";
     int total = 200;
+    Topics.create(ns, 4, topic);
     DefaultMQProducer producer = new DefaultMQProducer("ShardBrokersProducer");
     producer.setNamesrvAddr(ns);
     producer.start();

@@ -60,7 +60,7 @@ public class TopicAdminCheck {
     admin.setAdminExtGroup("JavaTopicAdminExt");
     admin.start();
     // The broker's address, from any topic's route (autoCreateTopicEnable answers one).
-    String addr = admin.examineTopicRouteInfo("JavaAnyTopic").getBrokerDatas().get(0).selectBrokerAddr();
+    String addr = admin.examineTopicRouteInfo("TBW102").getBrokerDatas().get(0).selectBrokerAddr();
 
     configure(admin, addr, topic, 8, 8, 6);
     configure(admin, addr, topic, 8, 2, 6);

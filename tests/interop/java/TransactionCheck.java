@@ -87,6 +87,7 @@ public class TransactionCheck {
     String nameServer = args[0];
     String topic = "JavaTxn";
     Map<String, Integer> seen = new ConcurrentHashMap<>();
+    Topics.create(nameServer, 4, topic);
     DefaultMQPushConsumer consumer = new DefaultMQPushConsumer("JavaTxnConsumer");
     consumer.setNamesrvAddr(nameServer);
     consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);

@@ -221,6 +221,60 @@ TEST(BrokerTopicTest, AFirstSendAddsTheTopicToTheTable) {
       << all.body;
 }
 
+// The built-in NameServer routes what the topic table holds, as the Java NameServer routes what
+// brokers registered: a topic no one created answers 17 TOPIC_NOT_EXIST (clients then send it
+// through TBW102's route); the first send creates it with min(the send's defaultTopicQueueNums,
+// TBW102's writeQueueNums) queues, and the route survives a restart; after mqadmin deleteTopic
+// (DELETE_TOPIC_IN_BROKER, then DELETE_TOPIC_IN_NAMESRV) it is gone again. TBW102 and a
+// group's retry topic keep their routes; without autoCreateTopicEnable TBW102 has none.
+TEST(BrokerTopicTest, RoutesAreTheTopicTablesAsAtAJavaNameServer) {
+  TempDir dir;
+  auto route = [](RemotingClient& client, const std::string& topic) {
+    return call(client, request(req::kGetRouteInfoByTopic, {{"topic", topic}}));
+  };
+  {
+    RunningBroker broker(dir.path());
+    auto client = broker.client();
+    RemotingResponse none = route(*client, "TR");
+    EXPECT_EQ(none.command.code, rc::kTopicNotExist);
+    EXPECT_EQ(remark(none), "No topic route info in name server for the topic: TR");
+    EXPECT_NE(route(*client, "TBW102").body.find("\"perm\":7"), std::string::npos);
+    EXPECT_EQ(route(*client, "%RETRY%G").command.code, rc::kSuccess);
+    RemotingResponse sent =
+        call(*client, request(req::kSendMessageV2, send_v2_fields("TR", "1", "", "2")), "x");
+    ASSERT_EQ(sent.command.code, rc::kSuccess) << remark(sent);
+    RemotingResponse created = route(*client, "TR");
+    ASSERT_EQ(created.command.code, rc::kSuccess) << remark(created);
+    EXPECT_NE(created.body.find("\"readQueueNums\":2,\"writeQueueNums\":2,\"perm\":6"),
+              std::string::npos)
+        << created.body;
+    // A send that asks for more queues than TBW102 has gets TBW102's (4 in these tests).
+    ASSERT_EQ(call(*client, request(req::kSendMessageV2, send_v2_fields("TS", "0", "", "16")), "x")
+                  .command.code,
+              rc::kSuccess);
+    EXPECT_NE(route(*client, "TS").body.find("\"writeQueueNums\":4,"), std::string::npos);
+  }
+  RunningBroker broker(dir.path());
+  auto client = broker.client();
+  ASSERT_EQ(route(*client, "TR").command.code, rc::kSuccess) << "the created topic was lost";
+  for (int code : {req::kDeleteTopicInBroker, req::kDeleteTopicInNamesrv}) {
+    ASSERT_EQ(call(*client, request(code, {{"topic", "TR"}})).command.code, rc::kSuccess);
+  }
+  EXPECT_EQ(route(*client, "TR").command.code, rc::kTopicNotExist);
+  EXPECT_EQ(route(*client, "TS").command.code, rc::kSuccess);
+  EXPECT_EQ(
+      call(*client, request(req::kDeleteTopicInNamesrv, {{"topic", "bad topic!"}})).command.code,
+      rc::kSystemError);
+}
+
+TEST(BrokerTopicTest, WithoutAutoCreateTBW102HasNoRoute) {
+  TempDir dir;
+  RunningBroker broker(dir.path(), [](BrokerConfig& c) { c.auto_create_topic_enable = false; });
+  auto client = broker.client();
+  EXPECT_EQ(call(*client, request(req::kGetRouteInfoByTopic, {{"topic", "TBW102"}})).command.code,
+            rc::kTopicNotExist);
+}
+
 // mqadmin's deleteTopic -c <cluster> finds the brokers by the cluster info, then deletes the
 // topic in them and in the NameServer. With 2 shards the process presents 2 brokers.
 TEST(BrokerTopicTest, ClusterInfoNamesEveryPresentedBroker) {

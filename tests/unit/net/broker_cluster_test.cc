@@ -77,8 +77,10 @@ TEST(BrokerClusterTest, RegistersWithTheBuiltInNameServerAndLeavesOnStop) {
   });
   auto client = a.client();
   EXPECT_EQ(cluster_info(*client).find("broker-b"), std::string::npos);
-  // Before any broker registers, a single process routes every topic itself (as before).
-  EXPECT_EQ(route_brokers(*client, "Fresh"), "broker-a/6 ");
+  // Before any broker registers, a single process routes TBW102 itself, and a topic nobody has
+  // is unknown there too (as at a Java NameServer).
+  EXPECT_EQ(route_brokers(*client, "TBW102"), "broker-a/7 ");
+  EXPECT_EQ(route_brokers(*client, "Fresh"), "code 17");
 
   const uint16_t port_b = other_broker_port(port_a);
   auto b = std::make_unique<RunningBroker>(dir_b.path(), [&](BrokerConfig& c) {
@@ -189,7 +191,7 @@ TEST(BrokerClusterTest, RegistersOnceTheNameServerComesUp) {
     c.namesrv_addrs = {"127.0.0.1:" + std::to_string(port_a)};
   });
   auto client_b = b->client();  // serving
-  EXPECT_EQ(route_brokers(*client_b, "T"), "broker-b/6 ");
+  EXPECT_EQ(route_brokers(*client_b, "TBW102"), "broker-b/7 ");
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // a refused connect or two
   RunningBroker a(dir_a.path(), [&](BrokerConfig& c) {
     c.store.shard_count = 1;

@@ -55,6 +55,9 @@ TEST(BrokerShardBrokersTest, RouteAndClusterInfoListOneBrokerPerShard) {
   EXPECT_NE(broker.port(0), broker.port(1));
   auto client = broker.client_on(broker.port(1));
   RemotingResponse r = call(*client, request(req::kGetRouteInfoByTopic, {{"topic", "TR"}}));
+  EXPECT_EQ(r.command.code, rc::kTopicNotExist) << remark(r);  // until a send creates it
+  ASSERT_EQ(send(*client, "TR", 0, "x").command.code, rc::kSuccess);
+  r = call(*client, request(req::kGetRouteInfoByTopic, {{"topic", "TR"}}));
   ASSERT_EQ(r.command.code, rc::kSuccess) << remark(r);
   JsonValue route = parse(r.body);
   const JsonValue* queues = route.find("queueDatas");
