@@ -527,6 +527,18 @@ const KeySetter* find_setter(std::string_view key) {
   return nullptr;
 }
 
+}  // namespace
+
+std::vector<BrokerConfigKey> broker_config_keys() {
+  std::vector<BrokerConfigKey> keys;
+  for (const KeySetter& s : kSetters) keys.push_back({s.key, false});
+  for (std::string_view key : kTlsServerKeys) keys.push_back({key, false});
+  for (std::string_view key : kIgnored) keys.push_back({key, true});
+  return keys;
+}
+
+namespace {
+
 bool is_ignored(std::string_view key) {
   for (std::string_view k : kIgnored) {
     if (k == key) return true;

@@ -126,6 +126,14 @@ struct BrokerConfig {
 // RocketMQ keys accepted and ignored (meaningless for one uringmq node).
 extern const std::span<const std::string_view> kIgnoredBrokerKeys;
 
+// Every key broker.conf accepts, from the parser's own tables (docs/configuration.md lists the
+// same, checked by a test): ignored ones are accepted for compatibility and do nothing.
+struct BrokerConfigKey {
+  std::string_view key;
+  bool ignored = false;
+};
+std::vector<BrokerConfigKey> broker_config_keys();
+
 // Parses broker.conf text. `source` names the file in errors ("broker.conf:3: ..."). Errors are
 // invalid_argument. The returned config has advertised_address resolved.
 io::Result<BrokerConfig> parse_broker_config(std::string_view text, std::string_view source);

@@ -18,6 +18,7 @@
 // record), so the connection's existing output limit bounds what a never-reading client costs.
 // Threading: a TlsContext is read-only once made; a TlsChannel belongs to the reactor thread.
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -50,6 +51,11 @@ struct TlsConfig {
 // Sets one tls.server.* key from broker.conf; "" when set, else why the value is refused
 // (the key is not one of those above: "unknown"). Pure.
 std::string set_tls_key(TlsConfig& config, std::string_view key, std::string_view value);
+// Every key set_tls_key takes.
+inline constexpr std::array<std::string_view, 7> kTlsServerKeys = {
+    "tls.server.mode",         "tls.server.certPath",         "tls.server.keyPath",
+    "tls.server.keyPassword",  "tls.server.need.client.auth", "tls.server.authClient",
+    "tls.server.trustCertPath"};
 // Checks across keys ("tls.server.mode enforcing needs tls.server.certPath"); "" when fine.
 std::string check_tls_config(const TlsConfig& config);
 // key=value lines for the startup log (the password is shown as "(set)").
