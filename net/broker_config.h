@@ -30,7 +30,7 @@ namespace uringmq::net {
 
 // brokerRole: a master acknowledges a send once it is stored (ASYNC_MASTER) or once a slave
 // also has it (SYNC_MASTER); a SLAVE copies its master's CommitLog over the HA port and refuses
-// sends (RocketMQ's classic HA; README.md, "Replication").
+// sends (RocketMQ's classic HA; docs/cluster.md, "Replication").
 enum class BrokerRole { async_master, sync_master, slave };
 const char* broker_role_name(BrokerRole role);
 

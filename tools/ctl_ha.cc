@@ -1,4 +1,4 @@
-// uringmq-ctl ha: the operator's steps of a RocketMQ 4.x manual failover (README.md,
+// uringmq-ctl ha: the operator's steps of a RocketMQ 4.x manual failover (docs/cluster.md,
 // "Replication", "Failover"), against uringmq or Java brokers and NameServers alike:
 //   fence  WIPE_WRITE_PERM_OF_BROKER for a brokerName on every NameServer given;
 //   lag    the master's and the slave's commitLogMaxOffset (GET_BROKER_RUNTIME_INFO), and

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The failover runbook (README.md, "Failover"), scripted: one Java 4.9.8 NameServer; group
+# The failover runbook (docs/cluster.md, "Failover"), scripted: one Java 4.9.8 NameServer; group
 # broker-a = uringmq SYNC_MASTER M + uringmq SLAVE S, group broker-b = uringmq master B; topic
 # FailT on both groups. The official Java producer (FailoverCheck.java) sends under load and
 # records every answer. Steps, each checked:

@@ -181,7 +181,7 @@ done
   failed "uringmq-ctl verify: $(tail -5 "$work/verify.log")"
 echo "verify: $(tail -1 "$work/verify.log")"
 
-# 7. Promotion (README.md, "Failover"): the slave of the Java master restarted as broker-a's
+# 7. Promotion (docs/cluster.md, "Failover"): the slave of the Java master restarted as broker-a's
 #    master keeps the Java records: verify passes without --replica (the store's
 #    foreign_records marker), every acknowledged message is read from it, sends are SEND_OK.
 "$ctl_bin" verify --dir "$work/broker-s/store" --no-progress > "$work/verify2.log" 2>&1 ||
