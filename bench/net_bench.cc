@@ -527,7 +527,8 @@ void LoadGenerator::build_remoting_frames(Connection& c) {
     cmd.ext_fields = {{"a", a_.group},
                       {"b", a_.topic},
                       {"c", "TBW102"},
-                      {"d", "4"},
+                      // A topic this send creates gets min(this, TBW102's) queues: all it uses.
+                      {"d", std::to_string(a_.queues)},
                       {"e", std::to_string(queue)},
                       {"f", a_.transactional ? "4" : "0"},
                       {"g", born},

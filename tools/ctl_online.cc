@@ -58,7 +58,9 @@ int run_produce(const ProduceOptions& o) {
                              {{"a", "uringmq-ctl"},
                               {"b", o.topic},
                               {"c", "TBW102"},
-                              {"d", "4"},
+                              // The queues of a topic this send creates (min with
+                              // TBW102's): the broker's default, or enough for --queue.
+                              {"d", std::to_string(std::max<int64_t>(8, o.queue + 1))},
                               {"e", std::to_string(o.queue)},
                               {"f", "0"},
                               {"g", std::to_string(now_ms())},
