@@ -399,7 +399,7 @@ class Shard final : private engine::DeliveryHost {
   // Retention (shard_consumer.cc).
   void maybe_clean();
   void note_segment_first_timestamp(uint64_t log_offset, int64_t store_timestamp_ms);
-  // The first queue offset some consumer still needs, per queue (README "Retention").
+  // The first queue offset some consumer still needs, per queue (engine/README.md, "Retention").
   struct QueueNeed {
     engine::QueueIndex queue = 0;
     QueueOffset min_offset;        // before the deletion

@@ -1,6 +1,6 @@
 #pragma once
 // uringmq-ctl ha rejoin: the prefix check a former master runs, stopped, before it starts as a
-// slave of the new master (README.md, "Failover"; tools/README.md has why it is a command and
+// slave of the new master (docs/cluster.md, "Failover"; tools/README.md has why it is a command and
 // not a broker start-up step). Per shard:
 //   1. recover the local log (as an open would: an interrupted truncation finished, a torn tail
 //      cut) and hold the shard's lock while comparing, so no broker starts on the store;

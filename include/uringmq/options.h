@@ -216,7 +216,7 @@ struct StoreOptions {
   // (diskSpaceCleanForciblyRatio 85); the writer's segment is never deleted.
   double disk_force_clean_ratio = 0.85;
   // cleanFileForciblyEnable: whether the forced clean may delete a segment holding messages a
-  // consumer still needs (README "Retention"). false: above disk_force_clean_ratio only
+  // consumer still needs (engine/README.md "Retention"). false: above disk_force_clean_ratio only
   // segments every consumer is done with go; a disk that stays full rejects sends (no_space).
   bool clean_file_forcibly_enable = false;
   // Sends stop (no_space) before the disk is full: a CommitLog segment is not allocated when the

@@ -107,7 +107,7 @@ struct StoreStats {
   uint64_t wakeups = 0;           // times a session had to wake a sleeping shard
   uint64_t segments_deleted = 0;  // CommitLog segments retention deleted
   // Messages deleted by retention that some consumer group (or, for a queue no group consumes,
-  // anyone) had not consumed yet (a lower bound: README "Retention").
+  // anyone) had not consumed yet (a lower bound: engine/README.md "Retention").
   uint64_t messages_deleted_unconsumed = 0;
   // Integrity: reads refused because the record failed its checks (pulls answered corrupt,
   // deliveries parked), damaged records logged (each once, by a read or the scrub), and the
