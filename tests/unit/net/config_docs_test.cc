@@ -44,17 +44,29 @@ std::map<std::string, DocRow> documented_keys() {
   return rows;
 }
 
-// key -> value of every line describe_broker_config gives for an empty broker.conf.
-std::map<std::string, std::string> defaults() {
-  io::Result<BrokerConfig> config = parse_broker_config("", "/etc/uringmq/broker.conf");
-  EXPECT_TRUE(config.is_ok()) << config.status().to_string();
-  std::map<std::string, std::string> out;
-  std::istringstream lines(describe_broker_config(*config));
+// key -> value of each "key=value" line of a description.
+void add_lines(std::map<std::string, std::string>& out, const std::string& description) {
+  std::istringstream lines(description);
   std::string line;
   while (std::getline(lines, line)) {
     const size_t eq = line.find('=');
     if (eq != std::string::npos) out[line.substr(0, eq)] = line.substr(eq + 1);
   }
+}
+
+// key -> the value the broker takes for it from an empty broker.conf: every line
+// describe_broker_config gives (what it logs at start). With TLS disabled that names only
+// tls.server.mode, so the other tls.server.* defaults come from describing the default TlsConfig
+// with a mode set; it leaves out keyPassword and trustCertPath while they are empty.
+std::map<std::string, std::string> defaults() {
+  io::Result<BrokerConfig> config = parse_broker_config("", "/etc/uringmq/broker.conf");
+  EXPECT_TRUE(config.is_ok()) << config.status().to_string();
+  std::map<std::string, std::string> out;
+  TlsConfig tls = config->tls;
+  tls.mode = TlsMode::permissive;
+  add_lines(out, describe_tls_config(tls));
+  for (std::string_view key : kTlsServerKeys) out.try_emplace(std::string(key));
+  add_lines(out, describe_broker_config(*config));  // tls.server.mode: the real default
   return out;
 }
 
@@ -79,6 +91,26 @@ TEST(ConfigDocs, EveryAcceptedKeyHasOneRowAndEveryRowIsAccepted) {
   for (const auto& [key, row] : rows) {
     EXPECT_TRUE(accepted.contains(key))
         << "docs/configuration.md documents " << key << ", which broker.conf does not accept";
+  }
+}
+
+// Every tls.server.* key broker.conf accepts is one set_tls_key takes (the parser refuses the
+// ones it does not list).
+TEST(ConfigDocs, EveryListedTlsKeyIsTaken) {
+  for (std::string_view key : kTlsServerKeys) {
+    TlsConfig tls;
+    EXPECT_NE(set_tls_key(tls, key, "x"), "unknown") << key;
+  }
+}
+
+// The defaults test below covers every key: each one the broker acts on has its value in the
+// description (and so in the startup log).
+TEST(ConfigDocs, EveryAcceptedKeyHasABrokerDefault) {
+  std::map<std::string, std::string> values = defaults();
+  for (const BrokerConfigKey& k : broker_config_keys()) {
+    if (k.ignored) continue;
+    EXPECT_TRUE(values.contains(std::string(k.key)))
+        << k.key << " is accepted but describe_broker_config does not give its value";
   }
 }
 
