@@ -935,6 +935,9 @@ void BrokerReactor::handle_pull(uint32_t conn, RemotingCommand& request) {
         conn, request, rc::kNoPermission,
         "the topic[" + *topic + "] pulling message is forbidden: it is internal to the broker");
   }
+  // With autoCreateTopicEnable a topic not in the table is pulled as its implicit shape, where
+  // Java's PullMessageProcessor answers TOPIC_NOT_EXIST: a promoted slave whose table lagged its
+  // master's still serves the replicated messages (clients pull only what a route names).
   const std::optional<TopicShape> shape = topic_shape(*topic);
   if (!shape) {
     return reply_code(conn, request, rc::kTopicNotExist,

@@ -267,11 +267,41 @@ TEST(BrokerTopicTest, RoutesAreTheTopicTablesAsAtAJavaNameServer) {
       rc::kSystemError);
 }
 
+// A batch creates its topic as a single send does, and deleting it takes it out of routes and
+// topic stats. A pull of a topic not (yet) in the table reads empty queues (where Java answers
+// TOPIC_NOT_EXIST), so a promoted slave whose table lagged still serves what it replicated.
+TEST(BrokerTopicTest, ABatchCreatesItsTopic) {
+  TempDir dir;
+  RunningBroker broker(dir.path());
+  auto client = broker.client();
+  auto code = [&](int32_t request_code, Fields fields) {
+    return call(*client, request(request_code, std::move(fields))).command.code;
+  };
+  EXPECT_EQ(code(req::kPullMessage, pull_fields("TB", 0, 0)), rc::kPullNotFound);
+  EXPECT_EQ(code(req::kGetRouteInfoByTopic, {{"topic", "TB"}}), rc::kTopicNotExist);
+  RemotingResponse sent = send_batch(*client, "TB", 1, batch_body(3, "b"));
+  ASSERT_EQ(sent.command.code, rc::kSuccess) << remark(sent);
+  RemotingResponse route = call(*client, request(req::kGetRouteInfoByTopic, {{"topic", "TB"}}));
+  ASSERT_EQ(route.command.code, rc::kSuccess) << remark(route);
+  EXPECT_NE(route.body.find("\"readQueueNums\":4,\"writeQueueNums\":4,\"perm\":6"),
+            std::string::npos)
+      << route.body;
+  EXPECT_EQ(code(req::kGetTopicStatsInfo, {{"topic", "TB"}}), rc::kSuccess);
+  ASSERT_EQ(code(req::kDeleteTopicInBroker, {{"topic", "TB"}}), rc::kSuccess);
+  ASSERT_EQ(code(req::kDeleteTopicInNamesrv, {{"topic", "TB"}}), rc::kSuccess);
+  EXPECT_EQ(code(req::kGetRouteInfoByTopic, {{"topic", "TB"}}), rc::kTopicNotExist);
+  EXPECT_EQ(code(req::kGetTopicStatsInfo, {{"topic", "TB"}}), rc::kTopicNotExist);
+}
+
 TEST(BrokerTopicTest, WithoutAutoCreateTBW102HasNoRoute) {
   TempDir dir;
   RunningBroker broker(dir.path(), [](BrokerConfig& c) { c.auto_create_topic_enable = false; });
   auto client = broker.client();
   EXPECT_EQ(call(*client, request(req::kGetRouteInfoByTopic, {{"topic", "TBW102"}})).command.code,
+            rc::kTopicNotExist);
+  RemotingResponse batch = send_batch(*client, "TN", 0, batch_body(2, "n"));
+  EXPECT_EQ(batch.command.code, rc::kTopicNotExist) << remark(batch);
+  EXPECT_EQ(call(*client, request(req::kGetRouteInfoByTopic, {{"topic", "TN"}})).command.code,
             rc::kTopicNotExist);
 }
 
