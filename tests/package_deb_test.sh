@@ -56,8 +56,9 @@ grep -q "^storePathRootDir=/var/lib/uringmq$" "$root/etc/uringmq/broker.conf" ||
   fail "broker.conf's store is not the unit's StateDirectory"
 grep -q "^StateDirectory=uringmq$" "$unit" || fail "unit has no StateDirectory=uringmq"
 
-port=$(python3 -c \
-  'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+# A port free with its neighbours and below the ephemeral range (free-ports.sh): a port the
+# kernel handed out could have its HA neighbour (+ 1) taken by some client socket.
+port=$("$(dirname "$0")/../tools/free-ports.sh" 1)  # shardCount=1 below
 sed -e "s|^storePathRootDir=.*|storePathRootDir=$work/store|" \
     -e "s|^listenPort=.*|listenPort=$port|" \
     -e "s|^namesrvListenPort=.*|namesrvListenPort=0|" -e "s|^shardCount=.*|shardCount=1|" \
