@@ -23,7 +23,7 @@ work=$base/ha-java
 source "$repo/tests/cluster/cluster_lib.sh"
 # shellcheck source=bench/broker_load.sh
 source "$repo/bench/broker_load.sh"  # summarize_runs
-cluster_java_or_skip ha_java_compare
+java_or_skip ha_java_compare
 rm -rf "$work" && mkdir -p "$work"
 pidfiles=("$work/um.pid" "$work/us.pid")
 trap 'cluster_kill_all; rm -rf "$work"' EXIT

@@ -40,7 +40,7 @@ results=$repo/bench/results
 pidfiles=()
 # shellcheck source=tests/cluster/cluster_lib.sh
 source "$repo/tests/cluster/cluster_lib.sh"
-cluster_java_or_skip "bench/peer.sh"
+java_or_skip "bench/peer.sh"
 for bin in tools/uringmq-broker tools/uringmq-ctl bench/uringmq-net-bench; do
   [ -x "$build/$bin" ] || { echo "bench/peer.sh: $build/$bin is missing (build it)"; exit 2; }
 done

@@ -10,6 +10,7 @@
 #pragma GCC diagnostic ignored "-Wrestrict"
 #endif
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <charconv>
@@ -539,20 +540,11 @@ std::vector<BrokerConfigKey> broker_config_keys() {
 
 namespace {
 
-bool is_ignored(std::string_view key) {
-  for (std::string_view k : kIgnored) {
-    if (k == key) return true;
-  }
-  return false;
-}
-
-// kTlsServerKeys is the list of tls.server.* keys accepted (broker_config_keys() reports it);
-// a key set_tls_key knows but the list lacks is refused as unknown, so the two cannot drift.
-bool is_tls_key(std::string_view key) {
-  for (std::string_view k : kTlsServerKeys) {
-    if (k == key) return true;
-  }
-  return false;
+// Whether `keys` (kIgnored, kTlsServerKeys) lists `key`. The tls.server.* keys accepted are
+// exactly kTlsServerKeys (broker_config_keys() reports it): a key set_tls_key knows but the list
+// lacks is refused as unknown, so the two cannot drift.
+bool listed(std::span<const std::string_view> keys, std::string_view key) {
+  return std::ranges::find(keys, key) != keys.end();
 }
 
 io::Status config_error(std::string_view source, size_t line, const std::string& what) {
@@ -678,11 +670,11 @@ io::Result<BrokerConfig> parse_broker_config(std::string_view text, std::string_
                           "duplicate key '" + std::string(key) + "' (first set on line " +
                               std::to_string(seen->second) + ")");
     }
-    if (is_ignored(key)) {
+    if (listed(kIgnored, key)) {
       config.ignored_keys.emplace_back(key);
       continue;
     }
-    if (is_tls_key(key)) {  // net/tls.h; one set_tls_key does not know is refused below
+    if (listed(kTlsServerKeys, key)) {  // net/tls.h; one set_tls_key does not know is refused below
       std::string error = set_tls_key(config.tls, key, value);
       if (error.empty()) continue;
       if (error != "unknown") {

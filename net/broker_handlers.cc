@@ -385,14 +385,16 @@ std::optional<std::pair<int32_t, std::string>> BrokerReactor::pick_write_queue(
 // TBW102's route. Retry and dead-letter topics stay implicit.
 void BrokerReactor::create_topic_by_send(const std::string& topic, int32_t client_queue_nums,
                                          TopicShape* shape) {
-  const std::optional<TopicShape> template_shape = topic_shape(kAutoCreateTopic);
-  const int32_t template_nums =
-      template_shape ? template_shape->write_queue_nums : config_.default_topic_queue_nums;
+  // Only reached with autoCreateTopicEnable (else an unconfigured topic has no shape), where
+  // TBW102 always has one: its table entry or the implicit one.
+  const std::optional<TopicShape> tbw102 = topic_shape(kAutoCreateTopic);
+  UMQ_ASSERT(tbw102.has_value());
   TopicConfig created;
   created.name = topic;
   created.read_queue_nums = created.write_queue_nums =
-      client_queue_nums > 0 ? std::min(client_queue_nums, template_nums) : template_nums;
-  created.perm = (template_shape ? template_shape->perm : kPermReadWrite) & kPermReadWrite;
+      client_queue_nums > 0 ? std::min(client_queue_nums, tbw102->write_queue_nums)
+                            : tbw102->write_queue_nums;
+  created.perm = tbw102->perm & kPermReadWrite;
   shape->read_queue_nums = shape->write_queue_nums = created.write_queue_nums;
   shape->perm = created.perm;
   if (io::Status s = put_topic(created); !s.is_ok()) {
@@ -449,6 +451,7 @@ void BrokerReactor::handle(uint32_t conn, RemotingCommand& request,
     case req::kUpdateAndCreateTopic:
       return handle_create_topic(conn, request);
     case req::kDeleteTopicInBroker:
+    case req::kDeleteTopicInNamesrv:
       return handle_delete_topic(conn, request);
     case req::kGetAllTopicConfig:
       return handle_all_topic_config(conn, request);
@@ -460,8 +463,6 @@ void BrokerReactor::handle(uint32_t conn, RemotingCommand& request,
       return handle_unregister_broker(conn, request);
     case req::kWipeWritePermOfBroker:
       return handle_wipe_write_perm(conn, request);
-    case req::kDeleteTopicInNamesrv:
-      return handle_delete_topic_in_namesrv(conn, request);
     case req::kCheckClientConfig:
       return handle_check_client_config(conn, request, body);
     case req::kQueryMessage:
@@ -528,14 +529,24 @@ void BrokerReactor::handle_create_topic(uint32_t conn, const RemotingCommand& re
   reply_code(conn, request, rc::kSuccess, {});
 }
 
-// The topic leaves the table; its messages stay until retention deletes them (and with
-// autoCreateTopicEnable a later send creates it again with the defaults).
+// mqadmin deleteTopic sends both. DELETE_TOPIC_IN_BROKER: the topic leaves the table; its
+// messages stay until retention deletes them (and with autoCreateTopicEnable a later send creates
+// it again). DELETE_TOPIC_IN_NAMESRV, the NameServer's side: this process's own routes come from
+// its topic table, so only registered brokers' lists lose the topic.
 void BrokerReactor::handle_delete_topic(uint32_t conn, const RemotingCommand& request) {
+  const bool in_namesrv = request.code == req::kDeleteTopicInNamesrv;
   const std::string* topic = request.ext("topic");
   if (topic == nullptr || !valid_topic(*topic)) {
-    return reply_code(conn, request, rc::kSystemError,
-                      "DELETE_TOPIC_IN_BROKER needs a valid topic (1-127 characters of "
-                      "[%|a-zA-Z0-9_-])");
+    return reply_code(
+        conn, request, rc::kSystemError,
+        std::string(in_namesrv ? "DELETE_TOPIC_IN_NAMESRV" : "DELETE_TOPIC_IN_BROKER") +
+            " needs a valid topic (1-127 characters of [%|a-zA-Z0-9_-])");
+  }
+  if (in_namesrv) {
+    if (remote_brokers_.erase_topic(*topic)) {
+      log_info("topic " + *topic + " deleted from the NameServer's routes of registered brokers");
+    }
+    return reply_code(conn, request, rc::kSuccess, {});
   }
   if (is_internal_topic(*topic)) {
     return reply_code(conn, request, rc::kNoPermission,
@@ -548,21 +559,6 @@ void BrokerReactor::handle_delete_topic(uint32_t conn, const RemotingCommand& re
   }
   if (s.is_ok()) log_info("topic " + *topic + " deleted from the topic table");
   if (s.is_ok() && registrar_) registrar_->topics_changed();
-  reply_code(conn, request, rc::kSuccess, {});
-}
-
-// The NameServer's side of mqadmin deleteTopic: this process's own routes come from its topic
-// table (DELETE_TOPIC_IN_BROKER took the topic out of it); registered brokers' lists lose it.
-void BrokerReactor::handle_delete_topic_in_namesrv(uint32_t conn, const RemotingCommand& request) {
-  const std::string* topic = request.ext("topic");
-  if (topic == nullptr || !valid_topic(*topic)) {
-    return reply_code(conn, request, rc::kSystemError,
-                      "DELETE_TOPIC_IN_NAMESRV needs a valid topic (1-127 characters of "
-                      "[%|a-zA-Z0-9_-])");
-  }
-  if (remote_brokers_.erase_topic(*topic)) {
-    log_info("topic " + *topic + " deleted from the NameServer's routes of registered brokers");
-  }
   reply_code(conn, request, rc::kSuccess, {});
 }
 

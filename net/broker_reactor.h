@@ -353,7 +353,6 @@ class BrokerReactor {
   void handle_route(uint32_t conn, const RemotingCommand& request);
   void handle_create_topic(uint32_t conn, const RemotingCommand& request);
   void handle_delete_topic(uint32_t conn, const RemotingCommand& request);
-  void handle_delete_topic_in_namesrv(uint32_t conn, const RemotingCommand& request);
   void handle_all_topic_config(uint32_t conn, const RemotingCommand& request);
   // Presented broker `shard`'s "topicConfigTable" with its "dataVersion" (Java's
   // TopicConfigSerializeWrapper): the one rendering GET_ALL_TOPIC_CONFIG and a registration

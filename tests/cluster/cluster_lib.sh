@@ -2,11 +2,10 @@
 # starting uringmq brokers, Java NameServers and Java brokers in the background. The caller sets
 # repo, work and broker_bin, and keeps pidfiles (an array of pid files killed at exit).
 
-# The Java distribution (rmq_java, RMQ_CP, JAVA: tests/support/java_lib.sh), or a line
+# java_or_skip NAME: the Java distribution (rmq_java, RMQ_CP, JAVA), or a line
 # "<name>: SKIPPED (...)" and exit 77 (CTest's Skipped) where it or javac is absent.
 # shellcheck source=tests/support/java_lib.sh
 source "$repo/tests/support/java_lib.sh"
-cluster_java_or_skip() { java_or_skip "$1"; }
 
 cluster_kill_all() {
   for f in "${pidfiles[@]}"; do [ -f "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null || true; done

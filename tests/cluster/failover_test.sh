@@ -25,7 +25,7 @@ work=$3
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=tests/cluster/cluster_lib.sh
 source "$repo/tests/cluster/cluster_lib.sh"
-cluster_java_or_skip "java_failover_test"
+java_or_skip "java_failover_test"
 rm -rf "$work" && mkdir -p "$work/classes"
 javac -nowarn -d "$work/classes" -cp "$RMQ_CP" "$repo/tests/cluster/FailoverCheck.java" \
   "$repo/tests/cluster/HaMasterCheck.java"

@@ -15,7 +15,7 @@ mode=${3:-java}
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=tests/cluster/cluster_lib.sh
 source "$repo/tests/cluster/cluster_lib.sh"
-cluster_java_or_skip "cluster_stage1 ($mode)"
+java_or_skip "cluster_stage1 ($mode)"
 rm -rf "$work" && mkdir -p "$work/classes"
 javac -nowarn -d "$work/classes" -cp "$RMQ_CP" "$repo/tests/cluster/ClusterCheck.java"
 

@@ -18,7 +18,7 @@ work=$2
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=tests/cluster/cluster_lib.sh
 source "$repo/tests/cluster/cluster_lib.sh"
-cluster_java_or_skip "cluster_stage2_master"
+java_or_skip "cluster_stage2_master"
 rm -rf "$work" && mkdir -p "$work/classes"
 javac -nowarn -d "$work/classes" -cp "$RMQ_CP" "$repo/tests/cluster/HaMasterCheck.java"
 

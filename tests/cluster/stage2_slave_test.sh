@@ -26,7 +26,7 @@ repo=$(cd "$(dirname "$0")/../.." && pwd)
 label=java_ha_slave
 # shellcheck source=tests/cluster/cluster_lib.sh
 source "$repo/tests/cluster/cluster_lib.sh"
-cluster_java_or_skip "$label"
+java_or_skip "$label"
 rm -rf "$work" && mkdir -p "$work/classes"
 javac -nowarn -d "$work/classes" -cp "$RMQ_CP" "$repo/tests/cluster/SlaveCheck.java"
 

@@ -7,7 +7,7 @@ const { after } = require('node:test');
 const assert = require('node:assert/strict');
 const { Producer, Consumer, Message } = require('ali-ons');
 const { env, sleep } = require('./broker');
-const { RawClient } = require('./remoting');
+const { Code, RawClient } = require('./remoting');
 
 const verbose = !!process.env.URINGMQ_INTEROP_VERBOSE;
 const quietLogger = {
@@ -34,7 +34,7 @@ function uniqueName(prefix) {
 async function createTopic(topic, brokerAddr = env().brokerAddr, queues = 4) {
   const raw = await RawClient.connect(brokerAddr);
   try {
-    const r = await raw.request(17, {
+    const r = await raw.request(Code.UPDATE_AND_CREATE_TOPIC, {
       topic, readQueueNums: queues, writeQueueNums: queues, perm: 6, topicFilterType: 'SINGLE_TAG',
     });
     if (r.code !== 0) throw new Error(`creating topic ${topic}: code ${r.code} ${r.remark}`);
