@@ -1,4 +1,4 @@
-// Fuzz target: the plain ACL's verification path (net/acl_validator.h) on arbitrary rules and
+// Fuzz target: the plain ACL's verification path (net/security/acl_validator.h) on arbitrary rules and
 // requests: a plain_acl.yml, a request's ext fields, its body and the peer's address, separated
 // by NUL bytes (yml \0 code \n key=value lines \0 body \0 peer).
 // Invariants checked (abort on violation):
@@ -20,7 +20,7 @@
 
 #include "fuzz/fuzz_entry.h"
 #include "io/assert.h"
-#include "net/acl_validator.h"
+#include "net/security/acl_validator.h"
 
 namespace uringmq::fuzz {
 

@@ -1,4 +1,4 @@
-// Fuzz target: the broker.conf parser (net/broker_config.h parse_broker_config) on arbitrary
+// Fuzz target: the broker.conf parser (net/ops/broker_config.h parse_broker_config) on arbitrary
 // text, as the broker reads an operator's file at startup.
 // Invariants checked (abort on violation):
 //  - parse_broker_config returns a config or an error whose message names the source
@@ -18,7 +18,7 @@
 
 #include "fuzz/fuzz_entry.h"
 #include "io/assert.h"
-#include "net/broker_config.h"
+#include "net/ops/broker_config.h"
 
 namespace uringmq::fuzz {
 

@@ -14,8 +14,8 @@
 
 #include "fuzz/fuzz_entry.h"
 #include "io/assert.h"
-#include "net/json.h"
-#include "net/remoting.h"
+#include "net/common/json.h"
+#include "net/remoting/remoting.h"
 
 namespace uringmq::fuzz {
 

@@ -11,8 +11,8 @@
 #include "io/assert.h"
 #include "io/thread.h"
 #include "io/uring_disk.h"
-#include "net/broker_reactor.h"
-#include "net/log.h"
+#include "net/server/broker_reactor.h"
+#include "net/common/log.h"
 
 namespace uringmq::net {
 namespace {

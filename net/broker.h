@@ -2,9 +2,9 @@
 // Broker: RocketMQ's NameServer and broker roles on one network reactor over a uringmq::Store.
 //
 // One reactor thread owns an io_uring for sockets (io::NetRing) and one Session to every shard.
-// Each shard is one RocketMQ broker (net/presented_broker.h). It accepts connections on every
+// Each shard is one RocketMQ broker (net/core/presented_broker.h). It accepts connections on every
 // presented broker's main and VIP port (a connection's queue requests go to its broker's shard)
-// and on the NameServer port (namesrvListenPort), decodes remoting frames (net/remoting.h),
+// and on the NameServer port (namesrvListenPort), decodes remoting frames (net/remoting/remoting.h),
 // turns each request into store requests, and writes the answer when the store completes them: a
 // SEND reply only once the message is durable under SYNC_FLUSH (FLUSH_DISK_TIMEOUT after
 // syncFlushTimeout), a held pull when a message becomes visible or its suspend time ends.
@@ -31,8 +31,8 @@
 #include "engine/store.h"
 #include "io/status.h"
 #include "io/waker.h"
-#include "net/broker_config.h"
-#include "net/presented_broker.h"
+#include "net/ops/broker_config.h"
+#include "net/core/presented_broker.h"
 
 namespace uringmq::net {
 
@@ -54,14 +54,14 @@ class Broker {
   void request_stop();
 
   uint16_t broker_port() const { return broker_port_; }  // the first presented broker's
-  // The brokers it presents, one per shard (net/presented_broker.h), with the ports bound, and
+  // The brokers it presents, one per shard (net/core/presented_broker.h), with the ports bound, and
   // each one's VIP port (port - 2, or a free one with listenPort 0).
   const std::vector<PresentedBroker>& presented() const { return presented_; }
   const std::vector<uint16_t>& vip_ports() const { return vip_ports_; }
   uint16_t namesrv_port() const { return namesrv_port_; }  // 0 when the NameServer role is off
   uint16_t metrics_port() const { return metrics_port_; }  // 0 unless metricsExporterType=PROM
   // Each presented broker's HA port (port + 1, or a free one with listenPort 0); none on a
-  // SLAVE (net/ha_server.h).
+  // SLAVE (net/cluster/ha_server.h).
   const std::vector<uint16_t>& ha_ports() const { return ha_ports_; }
   Store& store() { return *store_; }
 

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "net/json.h"
-#include "net/remoting.h"
+#include "net/common/json.h"
+#include "net/remoting/remoting.h"
 #include "tools/ctl_client.h"
 #include "tools/ctl_commands.h"
 #include "tools/ctl_offline.h"

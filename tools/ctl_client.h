@@ -14,8 +14,8 @@
 #include <utility>
 #include <vector>
 
-#include "net/json.h"
-#include "net/remoting_client.h"
+#include "net/common/json.h"
+#include "net/remoting/remoting_client.h"
 #include "tools/ctl_commands.h"
 
 namespace uringmq::ctl {

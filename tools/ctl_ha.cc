@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "net/remoting.h"
+#include "net/remoting/remoting.h"
 #include "tools/ctl_client.h"
 
 namespace uringmq::ctl {

@@ -12,8 +12,8 @@
 
 #include "engine/log/message_codec.h"
 #include "engine/log/properties.h"
-#include "net/json.h"
-#include "net/remoting.h"
+#include "net/common/json.h"
+#include "net/remoting/remoting.h"
 #include "tools/ctl_client.h"
 #include "tools/ctl_commands.h"
 #include "tools/ctl_offline.h"

@@ -27,7 +27,7 @@
 #include "engine/log_truncate.h"
 #include "engine/store.h"
 #include "io/uring_disk.h"
-#include "net/ha_protocol.h"
+#include "net/cluster/ha_protocol.h"
 #include "tools/ctl_client.h"
 #include "tools/ctl_commands.h"
 

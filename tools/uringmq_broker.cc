@@ -19,8 +19,8 @@
 #include <string>
 
 #include "net/broker.h"
-#include "net/broker_config.h"
-#include "net/log.h"
+#include "net/ops/broker_config.h"
+#include "net/common/log.h"
 #include "uringmq/version.h"
 
 // jemalloc's settings (read at its start; MALLOC_CONF in the environment still overrides them).
@@ -123,7 +123,7 @@ int main(int argc, char** argv) {
   if ((*broker)->namesrv_port() != 0) {
     ready += ", namesrv " + config->bind_address + ":" + std::to_string((*broker)->namesrv_port());
   }
-  // Each shard is one RocketMQ broker with its main and VIP port (net/presented_broker.h).
+  // Each shard is one RocketMQ broker with its main and VIP port (net/core/presented_broker.h).
   for (size_t i = 0; i < (*broker)->presented().size(); i++) {
     const uringmq::net::PresentedBroker& b = (*broker)->presented()[i];
     ready += (i == 0 ? "; brokers " : ", ") + b.name + " " + config->bind_address + ":" +

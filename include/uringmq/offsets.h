@@ -10,7 +10,7 @@
 //                (make_store_offset, shard_of_offset, local_offset). What Store and Session
 //                methods take and give for a record.
 // The broker's fourth kind, the wire offset clients see as commitLogOffset and in offset
-// msgIds, is net::WireOffset (net/wire_offset.h).
+// msgIds, is net::WireOffset (net/core/wire_offset.h).
 //
 // Each type is a wrapper of one integer: explicit construction from the raw value, `.value` to
 // get it back, comparisons, and only the arithmetic that means something for it. Zero cost: the

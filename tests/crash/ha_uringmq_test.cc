@@ -30,8 +30,8 @@
 #include <tuple>
 #include <vector>
 
-#include "net/remoting.h"
-#include "net/remoting_client.h"
+#include "net/remoting/remoting.h"
+#include "net/remoting/remoting_client.h"
 #include "tests/crash/broker_process.h"
 #include "tests/support/broker_harness.h"
 #include "tests/support/env.h"

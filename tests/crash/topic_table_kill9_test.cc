@@ -14,7 +14,7 @@
 #include <fstream>
 #include <map>
 
-#include "net/json.h"
+#include "net/common/json.h"
 #include "tests/support/broker_harness.h"
 #include "tests/support/temp_dir.h"
 

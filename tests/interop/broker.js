@@ -52,7 +52,7 @@ function canListen(port) {
 }
 
 // The ports a broker of `shards` shards listens on from `listenPort`: each shard is one broker on
-// listenPort + i * stride, with its VIP port 2 below (net/presented_broker.h).
+// listenPort + i * stride, with its VIP port 2 below (net/core/presented_broker.h).
 function brokerPorts(listenPort, shards, stride = 10) {
   const ports = [];
   for (let i = 0; i < shards; i++) ports.push(listenPort + i * stride, listenPort + i * stride - 2);

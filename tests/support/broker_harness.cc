@@ -12,7 +12,7 @@
 #include <span>
 #include <sstream>
 
-#include "net/log.h"
+#include "net/common/log.h"
 
 namespace uringmq::testing {
 

@@ -20,9 +20,9 @@
 #include "engine/log/message_codec.h"
 #include "io/status.h"
 #include "net/broker.h"
-#include "net/broker_config.h"
-#include "net/remoting.h"
-#include "net/remoting_client.h"
+#include "net/ops/broker_config.h"
+#include "net/remoting/remoting.h"
+#include "net/remoting/remoting_client.h"
 
 namespace uringmq::testing {
 

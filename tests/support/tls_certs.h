@@ -7,8 +7,8 @@
 
 #include <string>
 
-#include "net/broker_config.h"
-#include "net/remoting_client.h"
+#include "net/ops/broker_config.h"
+#include "net/remoting/remoting_client.h"
 
 namespace uringmq::testing {
 

@@ -1,4 +1,4 @@
-// Goal: the four offset kinds (include/uringmq/offsets.h, net/wire_offset.h) are distinct types:
+// Goal: the four offset kinds (include/uringmq/offsets.h, net/core/wire_offset.h) are distinct types:
 // none converts implicitly to another or to or from its raw integer, the APIs that take one kind
 // refuse the others, and only the arithmetic that means something exists. The named conversions
 // (store offset <-> (shard, log offset), store offset <-> wire offset) round-trip.
@@ -18,7 +18,7 @@
 #include "engine/queues/consume_queue.h"
 #include "engine/queues/consumer_offsets.h"
 #include "engine/queues/dispatch.h"
-#include "net/wire_offset.h"
+#include "net/core/wire_offset.h"
 
 namespace uringmq {
 namespace {

@@ -1,5 +1,5 @@
 // Goal: requests are signed and checked as RocketMQ 4.9.8 signs and checks them
-// (net/acl_signer.h, net/acl_validator.h), and refused with the Java broker's exact remarks.
+// (net/security/acl_signer.h, net/security/acl_validator.h), and refused with the Java broker's exact remarks.
 // Method: the signatures and remarks expected here were produced by the real Java pieces
 // (AclClientRPCHook, PlainAccessValidator.parse + validate, RemotingHelper.exceptionSimpleDesc
 // of rocketmq-acl 4.9.8, run once on the same fields, body and plain_acl.yml); each request is
@@ -10,8 +10,8 @@
 #include <utility>
 #include <vector>
 
-#include "net/acl_signer.h"
-#include "net/acl_validator.h"
+#include "net/security/acl_signer.h"
+#include "net/security/acl_validator.h"
 
 namespace uringmq::net {
 namespace {

@@ -10,9 +10,9 @@
 #include <regex>
 #include <string>
 
-#include "net/json.h"
-#include "net/remoting.h"
-#include "net/remoting_client.h"
+#include "net/common/json.h"
+#include "net/remoting/remoting.h"
+#include "net/remoting/remoting_client.h"
 #include "tests/support/broker_harness.h"
 #include "tests/support/temp_dir.h"
 

@@ -10,8 +10,8 @@
 
 #include "engine/log/byte_order.h"
 #include "engine/log/properties.h"
-#include "net/json.h"
-#include "net/message_batch.h"
+#include "net/common/json.h"
+#include "net/remoting/message_batch.h"
 #include "tests/support/broker_harness.h"
 #include "tests/support/temp_dir.h"
 

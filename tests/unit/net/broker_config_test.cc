@@ -1,4 +1,4 @@
-// Goal: broker.conf parses as documented in net/broker_config.h: defaults, every key mapped onto
+// Goal: broker.conf parses as documented in net/ops/broker_config.h: defaults, every key mapped onto
 // BrokerConfig/StoreOptions, ignored RocketMQ keys listed, and each kind of error (unknown key,
 // bad value, duplicate, no '=', strict numbers, cross-key checks) naming the file, line and key.
 // The annotated example tools/broker.conf must parse. Method: parse strings and compare fields
@@ -9,7 +9,7 @@
 #include <cstdio>
 #include <string>
 
-#include "net/broker_config.h"
+#include "net/ops/broker_config.h"
 #include "tests/support/temp_dir.h"
 
 namespace uringmq::net {

@@ -34,8 +34,8 @@
 #include <thread>
 #include <vector>
 
-#include "net/remoting.h"
-#include "net/remoting_client.h"
+#include "net/remoting/remoting.h"
+#include "net/remoting/remoting_client.h"
 #include "tests/support/broker_harness.h"
 #include "tests/support/temp_dir.h"
 

@@ -18,7 +18,7 @@
 #include <thread>
 
 #include "engine/log/properties.h"
-#include "net/remoting.h"
+#include "net/remoting/remoting.h"
 #include "tests/support/broker_harness.h"
 #include "tests/support/temp_dir.h"
 #include "tools/ctl_commands.h"

@@ -20,9 +20,9 @@
 #include <string>
 
 #include "engine/log/byte_order.h"
-#include "net/ha_protocol.h"
-#include "net/ha_server.h"
-#include "net/remoting.h"
+#include "net/cluster/ha_protocol.h"
+#include "net/cluster/ha_server.h"
+#include "net/remoting/remoting.h"
 #include "tests/support/broker_harness.h"
 #include "tests/support/temp_dir.h"
 

@@ -17,9 +17,9 @@
 #include "engine/log/message_codec.h"
 #include "engine/log/properties.h"
 #include "net/broker.h"
-#include "net/broker_config.h"
-#include "net/remoting.h"
-#include "net/remoting_client.h"
+#include "net/ops/broker_config.h"
+#include "net/remoting/remoting.h"
+#include "net/remoting/remoting_client.h"
 #include "tests/support/broker_harness.h"
 #include "tests/support/temp_dir.h"
 

@@ -16,9 +16,9 @@
 #include "engine/log/commit_log.h"
 #include "engine/log/message_codec.h"
 #include "net/broker.h"
-#include "net/json.h"
-#include "net/remoting.h"
-#include "net/remoting_client.h"
+#include "net/common/json.h"
+#include "net/remoting/remoting.h"
+#include "net/remoting/remoting_client.h"
 #include "tests/support/broker_harness.h"
 #include "tests/support/temp_dir.h"
 

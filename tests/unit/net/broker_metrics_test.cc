@@ -25,8 +25,8 @@
 #include "engine/log/message_codec.h"
 #include "io/clock.h"
 #include "net/broker.h"
-#include "net/metrics_server.h"
-#include "net/remoting.h"
+#include "net/ops/metrics_server.h"
+#include "net/remoting/remoting.h"
 #include "tests/support/broker_harness.h"
 #include "tests/support/temp_dir.h"
 

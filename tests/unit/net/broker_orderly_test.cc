@@ -22,9 +22,9 @@
 #include "engine/log/message_codec.h"
 #include "engine/log/properties.h"
 #include "io/clock.h"
-#include "net/json.h"
-#include "net/remoting.h"
-#include "net/remoting_client.h"
+#include "net/common/json.h"
+#include "net/remoting/remoting.h"
+#include "net/remoting/remoting_client.h"
 #include "tests/support/broker_harness.h"
 #include "tests/support/temp_dir.h"
 

@@ -1,5 +1,5 @@
 // Shard = broker: a broker process of 2 shards presents two RocketMQ brokers, brokerName-0 and
-// brokerName-1, each on its own main and VIP port (net/presented_broker.h). The route and the
+// brokerName-1, each on its own main and VIP port (net/core/presented_broker.h). The route and the
 // cluster info list both; a send on broker-1's port lands in shard 1 and is pulled from there
 // with the wire offset = shard 1's own log offset; the VIP port answers as the main port; a
 // msgId from broker-1 resolves there and not on broker-0. Before, the process presented one
@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "engine/log/message_codec.h"
-#include "net/json.h"
-#include "net/remoting.h"
-#include "net/remoting_client.h"
+#include "net/common/json.h"
+#include "net/remoting/remoting.h"
+#include "net/remoting/remoting_client.h"
 #include "tests/support/broker_harness.h"
 #include "tests/support/temp_dir.h"
 

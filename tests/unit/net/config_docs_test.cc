@@ -10,7 +10,7 @@
 #include <sstream>
 #include <string>
 
-#include "net/broker_config.h"
+#include "net/ops/broker_config.h"
 
 namespace uringmq::net {
 namespace {

@@ -1,8 +1,8 @@
-// The consumer group membership table (net/consumer_groups.h): joins, renewals, leaving by
+// The consumer group membership table (net/core/consumer_groups.h): joins, renewals, leaving by
 // unregister, by the connection closing (a reused connection slot is another connection) and by
 // expiry, each reporting the groups whose member list changed; and the bound on members.
 
-#include "net/consumer_groups.h"
+#include "net/core/consumer_groups.h"
 
 #include <gtest/gtest.h>
 

@@ -2,7 +2,7 @@
 // them (the broker refuses every other text, naming the field). Method: boundary values, signs,
 // and the malformed forms a hostile client sends (exponents, fractions, spaces, hex, overflow).
 
-#include "net/header_fields.h"
+#include "net/remoting/header_fields.h"
 
 #include <gtest/gtest.h>
 

@@ -9,7 +9,7 @@
 #include <memory>
 #include <string>
 
-#include "net/json.h"
+#include "net/common/json.h"
 
 namespace uringmq::net {
 namespace {

@@ -1,10 +1,10 @@
-// The queue lock table of orderly consumers (net/lock_table.h), driven with explicit times:
+// The queue lock table of orderly consumers (net/core/lock_table.h), driven with explicit times:
 // one client per (group, queue), renewal, expiry after lockMaxLiveTime, another client refused
 // until then, unlock of one's own locks only, the "someone waited" signal that makes the broker
 // notify a group, reclaiming expired entries, and the bound on entries (a whole request refused,
 // nothing changed).
 
-#include "net/lock_table.h"
+#include "net/core/lock_table.h"
 
 #include <gtest/gtest.h>
 

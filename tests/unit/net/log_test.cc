@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "net/log.h"
+#include "net/common/log.h"
 
 namespace uringmq::net {
 namespace {

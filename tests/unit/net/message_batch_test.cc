@@ -3,7 +3,7 @@
 // messages) refuses the whole batch with the entry and field named. Method: bodies built here
 // byte for byte as the Java client builds them, then cut or altered one field at a time.
 
-#include "net/message_batch.h"
+#include "net/remoting/message_batch.h"
 
 #include <gtest/gtest.h>
 

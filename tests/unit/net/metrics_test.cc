@@ -2,7 +2,7 @@
 // histogram text (cumulative buckets, scaled bounds, +Inf = _count), lag and in-flight sums,
 // and the bounds on what is tracked (past them series are dropped and counted, not grown).
 
-#include "net/metrics.h"
+#include "net/ops/metrics.h"
 
 #include <gtest/gtest.h>
 

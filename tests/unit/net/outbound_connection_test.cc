@@ -1,7 +1,7 @@
-// OutboundConnection (net/outbound_connection.h), the parts that need no socket: the ring user
+// OutboundConnection (net/cluster/outbound_connection.h), the parts that need no socket: the ring user
 // data it writes and reads back, a closed connection's completions recognised as stale, and
 // the reconnect backoff (doubling from 1 s up to the owner's cap, reset on success).
-#include "net/outbound_connection.h"
+#include "net/cluster/outbound_connection.h"
 
 #include <gtest/gtest.h>
 

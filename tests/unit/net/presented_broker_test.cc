@@ -1,5 +1,5 @@
 // presented_brokers: names and ports of the brokers a process shows.
-#include "net/presented_broker.h"
+#include "net/core/presented_broker.h"
 
 #include <gtest/gtest.h>
 

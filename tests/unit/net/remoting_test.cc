@@ -1,4 +1,4 @@
-// Goal: the remoting codec reads exactly what ali-ons sends (net/FORMAT.md), writes
+// Goal: the remoting codec reads exactly what ali-ons sends (net/remoting/FORMAT.md), writes
 // what ali-ons can read back, round-trips both header types, and refuses malformed or oversized
 // frames at the earliest byte that proves them bad; the blocking client matches responses by
 // opaque.
@@ -16,8 +16,8 @@
 #include <string>
 #include <thread>
 
-#include "net/remoting.h"
-#include "net/remoting_client.h"
+#include "net/remoting/remoting.h"
+#include "net/remoting/remoting_client.h"
 
 namespace uringmq::net {
 namespace {

@@ -4,13 +4,13 @@
 // connection or on expiry. Method: SubscriptionGroups over SimDisk (which loses what was not
 // made durable at crash()), reopened after each crash; ClientTable driven directly.
 
-#include "net/subscription_groups.h"
+#include "net/core/subscription_groups.h"
 
 #include <gtest/gtest.h>
 
 #include "io/clock.h"
-#include "net/client_table.h"
-#include "net/json.h"
+#include "net/core/client_table.h"
+#include "net/common/json.h"
 #include "testing/sim_disk.h"
 
 namespace uringmq::net {

@@ -3,12 +3,12 @@
 // error naming the file. Method: TopicTable over SimDisk (which loses what was not made durable
 // and tears unsynced pages at crash()), reopened after each crash; seeds vary the crash outcome.
 
-#include "net/topic_table.h"
+#include "net/core/topic_table.h"
 
 #include <gtest/gtest.h>
 
 #include "io/clock.h"
-#include "net/json.h"
+#include "net/common/json.h"
 #include "testing/sim_disk.h"
 
 namespace uringmq::net {

@@ -1,0 +1,149 @@
+#include "net/core/client_table.h"
+
+namespace uringmq::net {
+namespace {
+
+std::string text_or(const JsonValue& object, std::string_view key, std::string fallback) {
+  const JsonValue* v = object.find(key);
+  return v != nullptr && v->is_string() && !v->text().empty() ? v->text() : fallback;
+}
+
+}  // namespace
+
+void ClientTable::consumer_heartbeat(const JsonValue& consumer, std::string_view client_id,
+                                     const ClientInfo& info) {
+  const JsonValue* name = consumer.find("groupName");
+  if (name == nullptr || !name->is_string() || name->text().empty()) return;
+  auto group = consumers_.find(name->text());
+  if (group == consumers_.end()) {
+    if (clients_ >= kMaxClientEntries) return;
+    group = consumers_.emplace(name->text(), ConsumerGroupInfo{}).first;
+  }
+  ConsumerGroupInfo& g = group->second;
+  g.consume_type = text_or(consumer, "consumeType", g.consume_type);
+  g.message_model = text_or(consumer, "messageModel", g.message_model);
+  g.consume_from_where = text_or(consumer, "consumeFromWhere", g.consume_from_where);
+  if (const JsonValue* subs = consumer.find("subscriptionDataSet"); subs && subs->is_array()) {
+    g.subscriptions.clear();
+    for (const JsonValue& sub : subs->items()) {
+      const JsonValue* topic = sub.find("topic");
+      if (topic == nullptr || !topic->is_string()) continue;
+      if (g.subscriptions.size() >= kMaxGroupSubscriptions) break;
+      std::string json;
+      append_json(&json, sub);
+      g.subscriptions[topic->text()] = std::move(json);
+    }
+  }
+  auto client = g.clients.find(client_id);
+  if (client == g.clients.end()) {
+    if (clients_ >= kMaxClientEntries) return;
+    ++clients_;
+    g.clients.emplace(std::string(client_id), info);
+  } else {
+    client->second = info;
+  }
+}
+
+void ClientTable::producer_heartbeat(std::string_view group, std::string_view client_id,
+                                     const ClientInfo& info) {
+  if (group.empty()) return;
+  auto g = producers_.find(group);
+  if (g == producers_.end()) {
+    if (clients_ >= kMaxClientEntries) return;
+    g = producers_.emplace(std::string(group), std::map<std::string, ClientInfo, std::less<>>{})
+            .first;
+  }
+  auto client = g->second.find(client_id);
+  if (client == g->second.end()) {
+    if (clients_ >= kMaxClientEntries) return;
+    ++clients_;
+    g->second.emplace(std::string(client_id), info);
+  } else {
+    client->second = info;
+  }
+}
+
+template <typename Gone>
+void ClientTable::remove_if(Gone&& gone) {
+  for (auto g = consumers_.begin(); g != consumers_.end();) {
+    std::erase_if(g->second.clients, [&](const auto& entry) {
+      const bool out = gone(entry.first, entry.second);
+      if (out) --clients_;
+      return out;
+    });
+    g = g->second.clients.empty() ? consumers_.erase(g) : std::next(g);
+  }
+  for (auto g = producers_.begin(); g != producers_.end();) {
+    std::erase_if(g->second, [&](const auto& entry) {
+      const bool out = gone(entry.first, entry.second);
+      if (out) --clients_;
+      return out;
+    });
+    g = g->second.empty() ? producers_.erase(g) : std::next(g);
+  }
+}
+
+void ClientTable::unregister(const std::string* consumer_group, const std::string* producer_group,
+                             std::string_view client_id) {
+  if (consumer_group != nullptr) {
+    if (auto g = consumers_.find(*consumer_group); g != consumers_.end()) {
+      clients_ -= g->second.clients.erase(std::string(client_id));
+      if (g->second.clients.empty()) consumers_.erase(g);
+    }
+  }
+  if (producer_group != nullptr) {
+    if (auto g = producers_.find(*producer_group); g != producers_.end()) {
+      clients_ -= g->second.erase(std::string(client_id));
+      if (g->second.empty()) producers_.erase(g);
+    }
+  }
+}
+
+void ClientTable::connection_closed(ConnectionRef connection) {
+  remove_if([&](const std::string&, const ClientInfo& c) { return c.connection == connection; });
+}
+
+void ClientTable::expire(int64_t now_ms, int64_t expire_ms) {
+  remove_if(
+      [&](const std::string&, const ClientInfo& c) { return now_ms - c.heartbeat_ms > expire_ms; });
+}
+
+void ClientTable::note_commit(std::string_view group, std::string_view topic) {
+  auto g = committed_.find(group);
+  if (g == committed_.end()) {
+    if (committed_.size() >= kMaxRememberedGroups) return;
+    g = committed_.emplace(std::string(group), std::set<std::string, std::less<>>{}).first;
+  }
+  if (g->second.size() < kMaxCommittedTopics && !g->second.contains(topic)) {
+    g->second.emplace(topic);
+  }
+}
+
+const ConsumerGroupInfo* ClientTable::consumer(std::string_view group) const {
+  auto g = consumers_.find(group);
+  return g == consumers_.end() ? nullptr : &g->second;
+}
+
+const std::map<std::string, ClientInfo, std::less<>>* ClientTable::producers(
+    std::string_view group) const {
+  auto g = producers_.find(group);
+  return g == producers_.end() ? nullptr : &g->second;
+}
+
+std::set<std::string, std::less<>> ClientTable::topics_of(std::string_view group) const {
+  std::set<std::string, std::less<>> out;
+  if (auto g = committed_.find(group); g != committed_.end()) out = g->second;
+  if (const ConsumerGroupInfo* c = consumer(group)) {
+    for (const auto& [topic, sub] : c->subscriptions) out.insert(topic);
+  }
+  return out;
+}
+
+std::set<std::string, std::less<>> ClientTable::known_groups() const {
+  std::set<std::string, std::less<>> out;
+  for (const auto& [group, info] : consumers_) out.insert(group);
+  for (const auto& [group, topics] : committed_) out.insert(group);
+  return out;
+}
+
+}  // namespace uringmq::net

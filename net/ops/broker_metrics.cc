@@ -1,0 +1,215 @@
+// The broker's metrics endpoint (metricsExporterType=PROM): what requests did (BrokerMetrics),
+// the store's figures (Store::stats(), delay levels, timers, recovery) and the connections',
+// rendered in the Prometheus text format when a scraper asks (net/ops/metrics_server.h). The store's
+// figures are relaxed loads of counters each shard keeps for itself: a scrape costs the shards
+// nothing (net/README.md, "Metrics").
+
+#include <string>
+
+#include "net/server/broker_reactor.h"
+#include "net/common/log.h"
+
+namespace uringmq::net {
+namespace {
+
+void counter(PromWriter& w, std::string_view name, std::string_view help, uint64_t value) {
+  w.family(name, "counter", help);
+  w.sample(name, "", value);
+}
+
+void gauge(PromWriter& w, std::string_view name, std::string_view help, uint64_t value) {
+  w.family(name, "gauge", help);
+  w.sample(name, "", value);
+}
+
+// The store's histograms: each family's name, help, figure, bounds and scale into its unit.
+struct HistogramFamily {
+  std::string_view name;
+  std::string_view help;
+  StoreHistogram StoreStats::*figure;
+  const std::array<uint64_t, kHistogramBounds>* bounds;
+  double scale;
+};
+constexpr HistogramFamily kHistograms[] = {
+    {"uringmq_append_latency_seconds",
+     "Client appends: from the shard taking the request to its acknowledgement.",
+     &StoreStats::append_latency_us, &kLatencyBoundsUs, 1e-6},
+    {"uringmq_fdatasync_latency_seconds",
+     "Rounds of CommitLog fdatasyncs: from submission to the last completion.",
+     &StoreStats::fdatasync_latency_us, &kLatencyBoundsUs, 1e-6},
+    {"uringmq_messages_per_fdatasync",
+     "Records appended between two rounds of fdatasyncs (group commit).",
+     &StoreStats::messages_per_fdatasync, &kBatchBoundsMessages, 1.0},
+    {"uringmq_delayed_lateness_seconds",
+     "Delay-level messages: how far behind their deliver time they were appended.",
+     &StoreStats::delayed_lateness_ms, &kLatenessBoundsMs, 1e-3},
+    {"uringmq_timed_lateness_seconds",
+     "Timed messages: how far behind their deliver time they were appended.",
+     &StoreStats::timed_lateness_ms, &kLatenessBoundsMs, 1e-3},
+};
+
+void write_histograms(PromWriter& w, const StoreStats& s) {
+  for (const HistogramFamily& h : kHistograms) {
+    w.family(h.name, "histogram", h.help);
+    w.histogram(h.name, "", s.*h.figure, *h.bounds, h.scale);
+  }
+}
+
+void write_store(PromWriter& w, const StoreStats& s) {
+  gauge(w, "rocketmq_storage_size", "CommitLog bytes kept on disk (every shard).", s.log_bytes);
+  gauge(w, "rocketmq_storage_flush_behind_bytes", "CommitLog bytes appended and not yet durable.",
+        s.flush_behind_bytes);
+  gauge(w, "uringmq_dispatch_lag_bytes",
+        "Acknowledged CommitLog bytes not yet in the ConsumeQueues.", s.dispatch_lag_bytes);
+  counter(w, "uringmq_store_appends_total",
+          "Records appended for clients (deliveries not counted).", s.appends);
+  counter(w, "uringmq_store_acks_total", "Appends acknowledged ok.", s.acks_ok);
+  counter(w, "uringmq_store_writes_total", "CommitLog writes submitted.", s.writes_submitted);
+  counter(w, "uringmq_store_fdatasyncs_total", "CommitLog fdatasyncs completed.", s.fdatasyncs);
+  counter(w, "uringmq_corrupt_reads_refused_total", "Reads refused: the record failed its checks.",
+          s.corrupt_reads_refused);
+  counter(w, "uringmq_retention_segments_deleted_total", "CommitLog segments retention deleted.",
+          s.segments_deleted);
+  write_histograms(w, s);
+}
+
+void write_delays(PromWriter& w, const std::vector<DelayLevelStats>& levels, const TimerStats& t) {
+  w.family("uringmq_delay_level_pending_messages", "gauge",
+           "Messages waiting in a delay level (SCHEDULE_TOPIC_XXXX queue level - 1).");
+  for (const DelayLevelStats& l : levels) {
+    w.sample("uringmq_delay_level_pending_messages", label("level", std::to_string(l.level)),
+             static_cast<uint64_t>(std::max<int64_t>(0, l.pending)));
+  }
+  w.family("uringmq_delay_level_delivered_total", "counter",
+           "Messages a delay level delivered to their real queue.");
+  for (const DelayLevelStats& l : levels) {
+    w.sample("uringmq_delay_level_delivered_total", label("level", std::to_string(l.level)),
+             l.delivered);
+  }
+  const uint64_t done = t.delivered + t.cancelled + t.parked + t.deleted;
+  gauge(w, "rocketmq_timing_messages",
+        "Timed messages accepted since the broker started and not yet delivered.",
+        t.accepted > done ? t.accepted - done : 0);
+  w.family("uringmq_timer_messages_total", "counter", "Timed messages, by what happened to them.");
+  const std::pair<std::string_view, uint64_t> events[] = {
+      {"accepted", t.accepted},   {"delivered", t.delivered}, {"rolled", t.rolled},
+      {"cancelled", t.cancelled}, {"parked", t.parked},       {"deleted", t.deleted}};
+  for (const auto& [event, value] : events) {
+    w.sample("uringmq_timer_messages_total", label("event", event), value);
+  }
+  gauge(w, "uringmq_timer_in_memory_messages", "Timers in the wheel's near window now.",
+        t.in_memory);
+}
+
+void write_recovery(PromWriter& w, const std::vector<engine::RecoveryReport>& reports) {
+  struct Figure {
+    std::string_view name;
+    std::string_view help;
+    double (*value)(const engine::RecoveryReport&);
+  };
+  static constexpr Figure kFigures[] = {
+      {"uringmq_recovery_duration_seconds", "How long the shard's recovery took at start.",
+       [](const engine::RecoveryReport& r) { return static_cast<double>(r.duration_ns) * 1e-9; }},
+      {"uringmq_recovery_scanned_bytes", "CommitLog bytes recovery checked at start.",
+       [](const engine::RecoveryReport& r) { return static_cast<double>(r.bytes_scanned); }},
+      {"uringmq_recovery_scanned_records", "Records recovery checked at start.",
+       [](const engine::RecoveryReport& r) { return static_cast<double>(r.records_scanned); }},
+      {"uringmq_recovery_truncated_bytes", "Torn-tail bytes recovery zeroed at start.",
+       [](const engine::RecoveryReport& r) { return static_cast<double>(r.torn_bytes_truncated); }},
+      {"uringmq_recovery_unclean_stop", "1 when the shard's last stop was unclean.",
+       [](const engine::RecoveryReport& r) { return r.unclean_stop ? 1.0 : 0.0; }},
+  };
+  for (const Figure& f : kFigures) {
+    w.family(f.name, "gauge", f.help);
+    for (size_t i = 0; i < reports.size(); i++) {
+      w.sample(f.name, label("shard", std::to_string(i)), f.value(reports[i]));
+    }
+  }
+}
+
+// Replication, master side: per presented broker, its slaves and the lag histogram.
+void write_ha(PromWriter& w, const HaServer& ha) {
+  w.family("uringmq_ha_slaves", "gauge", "Slaves streaming from the presented broker.");
+  for (uint32_t i = 0; i < ha.broker_count(); i++) {
+    w.sample("uringmq_ha_slaves", label("broker", ha.name(i)), uint64_t{ha.slaves(i)});
+  }
+  constexpr std::string_view kLag = "uringmq_ha_replication_lag_seconds";
+  w.family(kLag, "histogram",
+           "Replication: from the master's HA server seeing bytes written to a slave's "
+           "acknowledgement covering them (sampled).");
+  for (uint32_t i = 0; i < ha.broker_count(); i++) {
+    w.histogram(kLag, label("broker", ha.name(i)), ha.lag_us(i), kLagBoundsUs, 1e-6);
+  }
+}
+
+}  // namespace
+
+io::Status BrokerReactor::open_metrics_server() {
+  if (!config_.metrics_prom) return io::Status::ok();
+  const std::string& host =
+      config_.metrics_prom_host.empty() ? config_.bind_address : config_.metrics_prom_host;
+  io::Result<std::unique_ptr<MetricsServer>> server = MetricsServer::open(
+      host, config_.metrics_prom_port, static_cast<uint8_t>(Event::metrics),
+      [this](std::string& out) { render_metrics(out); }, config_.tls.mode, tls_context_.get());
+  if (!server.is_ok()) return server.status();
+  metrics_server_ = std::move(*server);
+  const char* scheme = config_.tls.mode == TlsMode::enforcing    ? "https://"
+                       : config_.tls.mode == TlsMode::permissive ? "http(s)://"
+                                                                 : "http://";
+  log_info(std::string("metrics: Prometheus text at ") + scheme + host + ":" +
+           std::to_string(metrics_server_->port()) + "/metrics");
+  return io::Status::ok();
+}
+
+void BrokerReactor::note_metrics(const BrokerOp& op, const Completion& c) {
+  if (c.code != io::Code::ok) return;
+  if (op.kind == BrokerOp::Kind::send && op.request.code == request_code::kSendBatchMessage) {
+    uint64_t bytes = 0;
+    for (const Message& m : op.batch) bytes += m.body.size();
+    metrics_.on_send(op.topic, MessageType::normal, op.batch.size(), bytes);
+    metrics_.on_queue_end(op.topic, op.queue_id,
+                          c.queue_offset.value + static_cast<int64_t>(op.batch.size()));
+  } else if (op.kind == BrokerOp::Kind::send) {
+    const MessageType type = message_type_of(op.properties);
+    metrics_.on_send(op.topic, type, 1, op.data.size());
+    // A delayed message's queue offset is its delay level's, not its topic's.
+    if (type != MessageType::delay) {
+      metrics_.on_queue_end(op.topic, op.queue_id, c.queue_offset.value + 1);
+    }
+  } else if (op.kind == BrokerOp::Kind::query_offset && c.queue_offset.value >= 0) {
+    // A client's offset query (at each rebalance) brings offsets committed before a restart.
+    metrics_.on_commit(op.group, op.topic, op.queue_id, c.queue_offset.value);
+  } else if (op.kind == BrokerOp::Kind::query_max) {
+    metrics_.on_queue_end(op.topic, op.queue_id, c.max_offset.value);
+  } else if (op.kind == BrokerOp::Kind::pull && c.pull_status != PullStatus::corrupt) {
+    const bool found = c.pull_status == PullStatus::found;
+    metrics_.on_pull(op.group, op.topic, op.queue_id, found ? c.message_count : 0,
+                     found ? c.size_bytes : 0, c.next_offset.value);
+    metrics_.on_queue_end(op.topic, op.queue_id, c.max_offset.value);
+  }
+}
+
+void BrokerReactor::render_metrics(std::string& out) {
+  PromWriter w(&out, label("cluster", config_.cluster_name) + "," + label("node_type", "broker") +
+                         "," + label("node_id", config_.broker_name));
+  metrics_.write(w);
+  write_store(w, store_.stats());
+  write_delays(w, store_.delay_level_stats(), store_.timer_stats());
+  write_recovery(w, store_.recovery_reports());
+  if (ha_server_) write_ha(w, *ha_server_);
+  gauge(w, "uringmq_connections", "Client connections open.", open_conns_);
+  counter(w, "uringmq_connections_accepted_total", "Client connections accepted.", accepted_total_);
+  counter(w, "uringmq_connections_refused_total", "Connections refused at maxConnections.",
+          refused_total_);
+  gauge(w, "uringmq_connection_buffer_bytes",
+        "Buffers of all connections and their requests in flight.", buffer_bytes_ + orphan_bytes_);
+  gauge(w, "uringmq_connection_buffer_limit_bytes", "connectionBuffersMaxBytes.",
+        config_.connection_buffers_max_bytes);
+  gauge(w, "uringmq_sends_in_flight", "Sends waiting for the store.", sends_in_flight_);
+  gauge(w, "uringmq_consumer_group_members", "Consumer group members known from heartbeats.",
+        groups_.member_count());
+  counter(w, "uringmq_metrics_scrapes_total", "Scrapes answered before this one.",
+          metrics_server_ ? metrics_server_->scrapes() : 0);
+}
+
+}  // namespace uringmq::net
