@@ -5,6 +5,13 @@
 #              drivers). A function that does not fit on two screens hides its steps; 100 is the
 #              hard limit, about 70 the aim. Counted by tools/lint_function_size.py (a brace
 #              matcher: clang-tidy's readability-function-size takes minutes over the tree).
+#   classes    no class or struct outside tests/ and fuzz/ with more than 40 methods or more
+#              than 30 fields. A class that holds everything hides its parts: past that it is
+#              several objects sharing one set of members, each unable to be read, tested or
+#              changed alone. Counted per class definition (a nested class on its own) by
+#              tools/lint_class_size.py, a scanner checked against clang's AST. The classes in
+#              tools/lint_class_size_allow.txt are printed as "allowed (to split)" and do not
+#              fail; that list only shrinks, and an entry within the limits fails until removed.
 #   columns    no line over 100 columns (characters) in *.h, *.cc, *.sh, *.js, *.py and
 #              CMakeLists.txt. Markdown is not checked: its tables and links may be long, and
 #              its prose is reviewed as prose.
@@ -20,6 +27,8 @@ cd "$(dirname "$0")/.."
 
 readonly BASE=0661e34d3588e61d9a03a3af2df8ca1b9182978c
 readonly MAX_FUNCTION_LINES=100
+readonly MAX_METHODS=40
+readonly MAX_FIELDS=30
 readonly MAX_COLUMNS=100
 readonly MAX_SUBJECT=72
 
@@ -60,6 +69,12 @@ mapfile -t text < <(files '*.h' '*.cc' '*.sh' '*.js' '*.py' 'CMakeLists.txt' '*/
 # functions
 check functions "$(python3 tools/lint_function_size.py --max "$MAX_FUNCTION_LINES" \
   "${cxx_non_test[@]}")"
+
+# classes
+class_out=$(python3 tools/lint_class_size.py --max-methods "$MAX_METHODS" \
+  --max-fields "$MAX_FIELDS" --allow tools/lint_class_size_allow.txt "${cxx_non_test[@]}")
+check classes "$(grep -v '^allowed (to split): ' <<<"$class_out")"
+grep '^allowed (to split): ' <<<"$class_out" | sed 's/^/  /'
 
 # columns
 check columns "$(python3 - "$MAX_COLUMNS" "${text[@]}" <<'EOF'

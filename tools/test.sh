@@ -3,7 +3,7 @@
 # "N passed, N failed, N skipped" over the lint and all the CTest runs (Skipped: a test that
 # could not run for want of an outside piece, such as the RocketMQ Java distribution; the line
 # before the summary names those and how to provide them):
-#   0. lint: tools/lint.sh (function length, columns, clang-format, commit messages), one test;
+#   0. lint: tools/lint.sh (function and class size, columns, clang-format, commits), one test;
 #   1. build-test: the normal build (RelWithDebInfo, benchmarks too), every test incl. interop;
 #   2. build-asan: ASan + UBSan, the whole suite but the tests tools/sanitize.sh names;
 #   3. build-tsan: TSan, the cross-shard and reactor tests (tools/sanitize.sh).
