@@ -14,10 +14,10 @@
 #include <string>
 #include <vector>
 
+#include "net/remoting/remoting.h"
 #include "net/security/acl_rules.h"
 #include "net/security/acl_signer.h"
 #include "net/security/acl_validator.h"
-#include "net/remoting/remoting.h"
 
 namespace {
 

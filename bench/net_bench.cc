@@ -49,11 +49,11 @@
 // certificate accepted, as RocketMQ's client by default) and every byte goes through SSL_write /
 // SSL_read on the same non-blocking socket; the report names the negotiated cipher suite.
 // With --acl-access-key K --acl-secret-key S (remoting): every request (sends, commits, pulls)
-// carries AccessKey and Signature as RocketMQ's AclClientRPCHook signs them (net/security/acl_signer.h,
-// the broker's own signer): a send's frame keeps a Signature field of fixed width, re-signed in
-// place per send (its born timestamp and body change), with no allocation per message.
-// This is a benchmark client, not the broker's reactor: it may block in epoll_wait and read the
-// system clock.
+// carries AccessKey and Signature as RocketMQ's AclClientRPCHook signs them
+// (net/security/acl_signer.h, the broker's own signer): a send's frame keeps a Signature field of
+// fixed width, re-signed in place per send (its born timestamp and body change), with no allocation
+// per message. This is a benchmark client, not the broker's reactor: it may block in epoll_wait and
+// read the system clock.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -81,8 +81,8 @@
 #include "bench/bench_util.h"
 #include "engine/log/message_codec.h"
 #include "engine/log/property_names.h"
-#include "net/security/acl_signer.h"
 #include "net/remoting/remoting.h"
+#include "net/security/acl_signer.h"
 #include "uringmq/version.h"
 
 namespace {

@@ -1,5 +1,5 @@
-// Fuzz target: the plain ACL's verification path (net/security/acl_validator.h) on arbitrary rules and
-// requests: a plain_acl.yml, a request's ext fields, its body and the peer's address, separated
+// Fuzz target: the plain ACL's verification path (net/security/acl_validator.h) on arbitrary rules
+// and requests: a plain_acl.yml, a request's ext fields, its body and the peer's address, separated
 // by NUL bytes (yml \0 code \n key=value lines \0 body \0 peer).
 // Invariants checked (abort on violation):
 //  - parse_acl_rules returns rules or an error naming the source ("fuzz.yml...");

@@ -11,8 +11,8 @@
 #include "io/assert.h"
 #include "io/thread.h"
 #include "io/uring_disk.h"
-#include "net/server/broker_reactor.h"
 #include "net/common/log.h"
+#include "net/server/broker_reactor.h"
 
 namespace uringmq::net {
 namespace {

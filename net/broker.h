@@ -4,10 +4,11 @@
 // One reactor thread owns an io_uring for sockets (io::NetRing) and one Session to every shard.
 // Each shard is one RocketMQ broker (net/core/presented_broker.h). It accepts connections on every
 // presented broker's main and VIP port (a connection's queue requests go to its broker's shard)
-// and on the NameServer port (namesrvListenPort), decodes remoting frames (net/remoting/remoting.h),
-// turns each request into store requests, and writes the answer when the store completes them: a
-// SEND reply only once the message is durable under SYNC_FLUSH (FLUSH_DISK_TIMEOUT after
-// syncFlushTimeout), a held pull when a message becomes visible or its suspend time ends.
+// and on the NameServer port (namesrvListenPort), decodes remoting frames
+// (net/remoting/remoting.h), turns each request into store requests, and writes the answer when the
+// store completes them: a SEND reply only once the message is durable under SYNC_FLUSH
+// (FLUSH_DISK_TIMEOUT after syncFlushTimeout), a held pull when a message becomes visible or its
+// suspend time ends.
 //
 // Why one reactor and not sockets in every shard's loop: the shards' loops
 // stay disk-only and keep their sleep/wake contract, and on the 2-core machines this runs on
@@ -31,8 +32,8 @@
 #include "engine/store.h"
 #include "io/status.h"
 #include "io/waker.h"
-#include "net/ops/broker_config.h"
 #include "net/core/presented_broker.h"
+#include "net/ops/broker_config.h"
 
 namespace uringmq::net {
 

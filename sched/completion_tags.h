@@ -10,7 +10,8 @@
 //    the log puts its own class above it). A bit marks which of the shard's readers asked; the
 //    bits below kReadIndexBits are that reader's index. No bit: a session's read or a pull op.
 //  * `AppendTag`: the tag of a shard's own append (a delivery, a timer's copy or roll).
-// The broker's network ring is another ring with its own events (net/server/broker_reactor.h, Event).
+// The broker's network ring is another ring with its own events (net/server/broker_reactor.h,
+// Event).
 //
 // Threading: constants only.
 

@@ -19,8 +19,8 @@
 #include <string>
 
 #include "net/broker.h"
-#include "net/ops/broker_config.h"
 #include "net/common/log.h"
+#include "net/ops/broker_config.h"
 #include "uringmq/version.h"
 
 // jemalloc's settings (read at its start; MALLOC_CONF in the environment still overrides them).

@@ -1,5 +1,5 @@
-// Replication, master side, in the broker (net/cluster/ha_server.h has the HA server itself): the HA
-// ports of the presented brokers, SYNC_MASTER's answers, and what a slave's SlaveSynchronize
+// Replication, master side, in the broker (net/cluster/ha_server.h has the HA server itself): the
+// HA ports of the presented brokers, SYNC_MASTER's answers, and what a slave's SlaveSynchronize
 // asks besides the topic and subscription tables (GET_ALL_CONSUMER_OFFSET 43,
 // GET_ALL_DELAY_OFFSET 45, and empty answers for the 5.x requests 402, 60 and 61).
 
@@ -8,9 +8,9 @@
 #include "engine/queues/dispatch.h"
 #include "engine/store.h"
 #include "io/assert.h"
-#include "net/server/broker_reactor.h"
 #include "net/common/json.h"
 #include "net/common/log.h"
+#include "net/server/broker_reactor.h"
 
 namespace uringmq::net {
 namespace {

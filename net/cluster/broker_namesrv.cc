@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <set>
 
-#include "net/server/broker_reactor.h"
 #include "net/common/log.h"
 #include "net/core/presented_broker.h"
+#include "net/server/broker_reactor.h"
 
 namespace uringmq::net {
 namespace {

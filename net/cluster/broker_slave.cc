@@ -4,10 +4,10 @@
 // SERVICE_NOT_AVAILABLE 14; a consumer send-back fails with SYSTEM_ERROR 1; an END_TRANSACTION
 // is answered SLAVE_NOT_AVAILABLE 11).
 
-#include "net/server/broker_reactor.h"
-#include "net/remoting/header_fields.h"
 #include "net/common/log.h"
+#include "net/remoting/header_fields.h"
 #include "net/remoting/remoting_client.h"
+#include "net/server/broker_reactor.h"
 
 namespace uringmq::net {
 

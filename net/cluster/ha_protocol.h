@@ -1,7 +1,7 @@
 #pragma once
 // RocketMQ's classic HA wire (4.9.8 HAService/HAConnection; the bytes are unchanged in 5.x's
-// DefaultHAService) and the master's chunking rules, as pure functions (net/cluster/ha_server.h drives
-// them; tests/unit/net/ha_protocol_test.cc checks them).
+// DefaultHAService) and the master's chunking rules, as pure functions (net/cluster/ha_server.h
+// drives them; tests/unit/net/ha_protocol_test.cc checks them).
 //
 // Slave -> master: 8-byte big-endian offsets, nothing else. The last complete one counts; the
 // first is where to start (0: the master's last segment), the later ones acknowledge.

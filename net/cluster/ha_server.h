@@ -1,6 +1,6 @@
 #pragma once
-// HaServer: the master side of RocketMQ's classic HA (net/cluster/ha_protocol.h has the wire) for every
-// presented broker of the process, on the broker's reactor: one listener per broker on its HA
+// HaServer: the master side of RocketMQ's classic HA (net/cluster/ha_protocol.h has the wire) for
+// every presented broker of the process, on the broker's reactor: one listener per broker on its HA
 // port (main port + 1), its slaves' sockets on the reactor's io_uring (no thread per
 // connection), and the CommitLog bytes read through the reactor's store Session (the shard's
 // io_uring; nothing here reads a file).
@@ -47,8 +47,8 @@
 #include "io/net_ring.h"
 #include "io/status.h"
 #include "io/waker.h"
-#include "net/ops/broker_config.h"
 #include "net/cluster/ha_protocol.h"
+#include "net/ops/broker_config.h"
 #include "net/remoting/remoting.h"
 #include "net/server/socket_slot.h"
 

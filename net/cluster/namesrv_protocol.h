@@ -20,8 +20,8 @@
 
 #include "io/status.h"
 #include "net/core/config_file.h"
-#include "net/remoting/remoting.h"
 #include "net/core/topic_table.h"
+#include "net/remoting/remoting.h"
 
 namespace uringmq::net {
 

@@ -22,9 +22,9 @@
 #include <vector>
 
 #include "io/net_ring.h"
-#include "net/core/config_file.h"
 #include "net/cluster/namesrv_protocol.h"
 #include "net/cluster/outbound_connection.h"
+#include "net/core/config_file.h"
 
 namespace uringmq::net {
 

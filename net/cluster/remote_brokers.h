@@ -25,8 +25,8 @@
 #include <vector>
 
 #include "io/status.h"
-#include "net/core/consumer_groups.h"
 #include "net/cluster/namesrv_protocol.h"
+#include "net/core/consumer_groups.h"
 
 namespace uringmq::net {
 

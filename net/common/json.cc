@@ -1,4 +1,5 @@
-// JSON reader and writer (net/common/json.h; the accepted grammar and its limits in net/remoting/FORMAT.md).
+// JSON reader and writer (net/common/json.h; the accepted grammar and its limits in
+// net/remoting/FORMAT.md).
 
 #include "net/common/json.h"
 

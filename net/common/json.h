@@ -3,7 +3,8 @@
 // the JSON bodies ali-ons sends and expects (heartbeat, route data, consumer lists).
 // Why not a library: the broker needs the literal text of numbers (13-digit millisecond stamps
 // must reach extFields exactly as sent), hard bounds on depth and node count for bytes that come
-// from the network, and an error that names the byte; the reader is ~300 lines (net/remoting/FORMAT.md).
+// from the network, and an error that names the byte; the reader is ~300 lines
+// (net/remoting/FORMAT.md).
 //
 // Reader contract: parse_json accepts exactly one RFC 8259 value surrounded by optional
 // whitespace and nothing else. It never reads past `text`, recurses at most limits.max_depth

@@ -20,8 +20,8 @@
 #include <string_view>
 #include <vector>
 
-#include "net/core/consumer_groups.h"
 #include "net/common/json.h"
+#include "net/core/consumer_groups.h"
 
 namespace uringmq::net {
 

@@ -17,8 +17,8 @@
 #include <string>
 
 #include "io/status.h"
-#include "net/core/config_file.h"
 #include "net/common/json.h"
+#include "net/core/config_file.h"
 
 namespace uringmq::net {
 

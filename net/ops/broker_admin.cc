@@ -15,10 +15,10 @@
 #include <set>
 
 #include "engine/log/message_codec.h"
-#include "net/server/broker_reactor.h"
-#include "net/remoting/header_fields.h"
 #include "net/common/json.h"
 #include "net/common/log.h"
+#include "net/remoting/header_fields.h"
+#include "net/server/broker_reactor.h"
 
 namespace uringmq::net {
 namespace {

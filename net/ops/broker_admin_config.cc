@@ -12,10 +12,10 @@
 #include <map>
 #include <utility>
 
-#include "net/server/broker_reactor.h"
-#include "net/core/config_file.h"
 #include "net/common/json.h"
 #include "net/common/log.h"
+#include "net/core/config_file.h"
+#include "net/server/broker_reactor.h"
 
 namespace uringmq::net {
 namespace {

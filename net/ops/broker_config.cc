@@ -674,7 +674,8 @@ io::Result<BrokerConfig> parse_broker_config(std::string_view text, std::string_
       config.ignored_keys.emplace_back(key);
       continue;
     }
-    if (listed(kTlsServerKeys, key)) {  // net/security/tls.h; one set_tls_key does not know is refused below
+    if (listed(kTlsServerKeys,
+               key)) {  // net/security/tls.h; one set_tls_key does not know is refused below
       std::string error = set_tls_key(config.tls, key, value);
       if (error.empty()) continue;
       if (error != "unknown") {

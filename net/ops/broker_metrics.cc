@@ -1,13 +1,13 @@
 // The broker's metrics endpoint (metricsExporterType=PROM): what requests did (BrokerMetrics),
 // the store's figures (Store::stats(), delay levels, timers, recovery) and the connections',
-// rendered in the Prometheus text format when a scraper asks (net/ops/metrics_server.h). The store's
-// figures are relaxed loads of counters each shard keeps for itself: a scrape costs the shards
-// nothing (net/README.md, "Metrics").
+// rendered in the Prometheus text format when a scraper asks (net/ops/metrics_server.h). The
+// store's figures are relaxed loads of counters each shard keeps for itself: a scrape costs the
+// shards nothing (net/README.md, "Metrics").
 
 #include <string>
 
-#include "net/server/broker_reactor.h"
 #include "net/common/log.h"
+#include "net/server/broker_reactor.h"
 
 namespace uringmq::net {
 namespace {

@@ -27,8 +27,8 @@
 
 #include "io/net_ring.h"
 #include "io/status.h"
-#include "net/server/socket_slot.h"
 #include "net/security/tls.h"
+#include "net/server/socket_slot.h"
 
 namespace uringmq::net {
 

@@ -7,9 +7,9 @@
 #include <string>
 #include <utility>
 
-#include "net/server/broker_reactor.h"
-#include "net/remoting/header_fields.h"
 #include "net/common/log.h"
+#include "net/remoting/header_fields.h"
+#include "net/server/broker_reactor.h"
 
 namespace uringmq::net {
 namespace {

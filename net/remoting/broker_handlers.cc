@@ -14,10 +14,10 @@
 #include "engine/log/properties.h"
 #include "engine/queues/dispatch.h"
 #include "io/assert.h"
-#include "net/server/broker_reactor.h"
-#include "net/remoting/header_fields.h"
 #include "net/common/json.h"
 #include "net/common/log.h"
+#include "net/remoting/header_fields.h"
+#include "net/server/broker_reactor.h"
 #include "uringmq/version.h"
 
 namespace uringmq::net {

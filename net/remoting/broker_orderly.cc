@@ -8,9 +8,9 @@
 #include <optional>
 #include <set>
 
-#include "net/server/broker_reactor.h"
 #include "net/common/json.h"
 #include "net/common/log.h"
+#include "net/server/broker_reactor.h"
 
 namespace uringmq::net {
 namespace {

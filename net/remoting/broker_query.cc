@@ -7,8 +7,8 @@
 
 #include "engine/log/message_codec.h"
 #include "io/assert.h"
-#include "net/server/broker_reactor.h"
 #include "net/remoting/header_fields.h"
+#include "net/server/broker_reactor.h"
 
 namespace uringmq::net {
 namespace {

@@ -12,9 +12,9 @@
 #include "engine/delivery/transactions.h"
 #include "engine/log/properties.h"
 #include "engine/log/property_names.h"
-#include "net/server/broker_reactor.h"
-#include "net/remoting/header_fields.h"
 #include "net/common/log.h"
+#include "net/remoting/header_fields.h"
+#include "net/server/broker_reactor.h"
 
 namespace uringmq::net {
 

@@ -1,4 +1,5 @@
-// Remoting frame codec (net/remoting/remoting.h; layout, limits and reasons in net/remoting/FORMAT.md).
+// Remoting frame codec (net/remoting/remoting.h; layout, limits and reasons in
+// net/remoting/FORMAT.md).
 
 #include "net/remoting/remoting.h"
 

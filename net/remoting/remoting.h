@@ -1,5 +1,6 @@
 #pragma once
-// RocketMQ remoting frame codec (the 4.x TCP protocol; layout and limits in net/remoting/FORMAT.md):
+// RocketMQ remoting frame codec (the 4.x TCP protocol; layout and limits in
+// net/remoting/FORMAT.md):
 //   int32 totalLength | int32 (serializeType << 24 | headerLength) | header | body
 // with the header either JSON (type 0, what ali-ons sends and the only type it can read back)
 // or the ROCKETMQ binary header (type 1). All integers big-endian.

@@ -37,9 +37,9 @@
 #include <string_view>
 #include <vector>
 
+#include "net/remoting/remoting.h"
 #include "net/security/acl_rules.h"
 #include "net/security/acl_signer.h"
-#include "net/remoting/remoting.h"
 
 namespace uringmq::net {
 

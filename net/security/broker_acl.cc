@@ -1,6 +1,6 @@
-// The broker's plain ACL (net/security/acl_validator.h): the rules loaded at start, every request checked
-// on the reactor thread before it is dispatched, and aclFilePath polled once a second (stat on
-// the reactor's timer: no thread, no watch) so that a changed file takes effect within about a
+// The broker's plain ACL (net/security/acl_validator.h): the rules loaded at start, every request
+// checked on the reactor thread before it is dispatched, and aclFilePath polled once a second (stat
+// on the reactor's timer: no thread, no watch) so that a changed file takes effect within about a
 // second; the new rules replace the old ones between two requests, on the reactor thread. A file
 // that no longer parses leaves the old rules in force, logged once per change.
 
@@ -9,8 +9,8 @@
 #include <cerrno>
 #include <cstring>
 
-#include "net/server/broker_reactor.h"
 #include "net/common/log.h"
+#include "net/server/broker_reactor.h"
 
 namespace uringmq::net {
 namespace {

@@ -23,28 +23,28 @@
 #include "io/clock.h"
 #include "io/net_ring.h"
 #include "io/waker.h"
-#include "net/security/acl_validator.h"
-#include "net/ops/broker_admin.h"
-#include "net/ops/broker_config.h"
-#include "net/core/client_table.h"
-#include "net/core/consumer_groups.h"
 #include "net/cluster/ha_client.h"
 #include "net/cluster/ha_server.h"
-#include "net/common/json.h"
-#include "net/core/lock_table.h"
-#include "net/remoting/message_batch.h"
-#include "net/ops/metrics.h"
-#include "net/ops/metrics_server.h"
 #include "net/cluster/namesrv_registrar.h"
-#include "net/core/presented_broker.h"
 #include "net/cluster/remote_brokers.h"
-#include "net/remoting/remoting.h"
 #include "net/cluster/slave_sync.h"
-#include "net/server/socket_slot.h"
+#include "net/common/json.h"
+#include "net/core/client_table.h"
+#include "net/core/consumer_groups.h"
+#include "net/core/lock_table.h"
+#include "net/core/presented_broker.h"
 #include "net/core/subscription_groups.h"
-#include "net/security/tls.h"
 #include "net/core/topic_table.h"
 #include "net/core/wire_offset.h"
+#include "net/ops/broker_admin.h"
+#include "net/ops/broker_config.h"
+#include "net/ops/metrics.h"
+#include "net/ops/metrics_server.h"
+#include "net/remoting/message_batch.h"
+#include "net/remoting/remoting.h"
+#include "net/security/acl_validator.h"
+#include "net/security/tls.h"
+#include "net/server/socket_slot.h"
 #include "sched/slot_pool.h"
 
 namespace uringmq::net {
@@ -246,8 +246,8 @@ struct BrokerListeners {
   }
   ~BrokerListeners();
 };
-// Binds the presented brokers of a `shard_count`-shard process (net/core/presented_broker.h) and the
-// NameServer port; errors name the address that failed.
+// Binds the presented brokers of a `shard_count`-shard process (net/core/presented_broker.h) and
+// the NameServer port; errors name the address that failed.
 io::Status bind_listeners(const BrokerConfig& config, uint32_t shard_count, BrokerListeners* out);
 
 // putTps / getTransferedTps of one presented broker: its counters at the previous

@@ -9,8 +9,8 @@
 #include <string>
 
 #include "io/assert.h"
-#include "net/server/broker_reactor.h"
 #include "net/common/log.h"
+#include "net/server/broker_reactor.h"
 
 namespace uringmq::net {
 namespace {

@@ -1,7 +1,7 @@
-// Goal: the four offset kinds (include/uringmq/offsets.h, net/core/wire_offset.h) are distinct types:
-// none converts implicitly to another or to or from its raw integer, the APIs that take one kind
-// refuse the others, and only the arithmetic that means something exists. The named conversions
-// (store offset <-> (shard, log offset), store offset <-> wire offset) round-trip.
+// Goal: the four offset kinds (include/uringmq/offsets.h, net/core/wire_offset.h) are distinct
+// types: none converts implicitly to another or to or from its raw integer, the APIs that take one
+// kind refuse the others, and only the arithmetic that means something exists. The named
+// conversions (store offset <-> (shard, log offset), store offset <-> wire offset) round-trip.
 // Method: compile-time checks (static_assert on std::is_convertible_v, std::is_constructible_v,
 // std::is_invocable_v and requires-expressions: a mix-up that compiled again would fail this
 // file's build), then runtime checks of the arithmetic and the conversions at their edges.

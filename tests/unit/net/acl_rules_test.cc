@@ -1,6 +1,6 @@
-// Goal: plain_acl.yml reads as RocketMQ 4.9.8 reads it (net/security/acl_yaml.h, net/security/acl_rules.h), and a
-// malformed file is an error naming its line; remote address patterns match as Java's
-// RemoteAddressStrategyFactory matches them (net/security/acl_address.h).
+// Goal: plain_acl.yml reads as RocketMQ 4.9.8 reads it (net/security/acl_yaml.h,
+// net/security/acl_rules.h), and a malformed file is an error naming its line; remote address
+// patterns match as Java's RemoteAddressStrategyFactory matches them (net/security/acl_address.h).
 // Method: parse the file RocketMQ ships (conf/plain_acl.yml's shape) and small variants, compare
 // the rules and the exact error messages; match addresses inside and just outside each pattern.
 #include <gtest/gtest.h>

@@ -1,9 +1,10 @@
 // Goal: requests are signed and checked as RocketMQ 4.9.8 signs and checks them
-// (net/security/acl_signer.h, net/security/acl_validator.h), and refused with the Java broker's exact remarks.
-// Method: the signatures and remarks expected here were produced by the real Java pieces
-// (AclClientRPCHook, PlainAccessValidator.parse + validate, RemotingHelper.exceptionSimpleDesc
-// of rocketmq-acl 4.9.8, run once on the same fields, body and plain_acl.yml); each request is
-// built and signed here as the Java client builds it and checked against them.
+// (net/security/acl_signer.h, net/security/acl_validator.h), and refused with the Java broker's
+// exact remarks. Method: the signatures and remarks expected here were produced by the real Java
+// pieces (AclClientRPCHook, PlainAccessValidator.parse + validate,
+// RemotingHelper.exceptionSimpleDesc of rocketmq-acl 4.9.8, run once on the same fields, body and
+// plain_acl.yml); each request is built and signed here as the Java client builds it and checked
+// against them.
 #include <gtest/gtest.h>
 
 #include <string>

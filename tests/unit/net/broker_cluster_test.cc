@@ -12,10 +12,10 @@
 #include <string>
 #include <thread>
 
-#include "net/common/json.h"
 #include "net/cluster/namesrv_protocol.h"
-#include "net/remoting/remoting.h"
+#include "net/common/json.h"
 #include "net/core/topic_table.h"
+#include "net/remoting/remoting.h"
 #include "tests/support/broker_harness.h"
 #include "tests/support/temp_dir.h"
 

@@ -1,7 +1,7 @@
-// Goal: broker.conf parses as documented in net/ops/broker_config.h: defaults, every key mapped onto
-// BrokerConfig/StoreOptions, ignored RocketMQ keys listed, and each kind of error (unknown key,
-// bad value, duplicate, no '=', strict numbers, cross-key checks) naming the file, line and key.
-// The annotated example tools/broker.conf must parse. Method: parse strings and compare fields
+// Goal: broker.conf parses as documented in net/ops/broker_config.h: defaults, every key mapped
+// onto BrokerConfig/StoreOptions, ignored RocketMQ keys listed, and each kind of error (unknown
+// key, bad value, duplicate, no '=', strict numbers, cross-key checks) naming the file, line and
+// key. The annotated example tools/broker.conf must parse. Method: parse strings and compare fields
 // and exact error messages; open a real Store with parsed options (the derived CommitLog options
 // pass its own validation).
 #include <gtest/gtest.h>

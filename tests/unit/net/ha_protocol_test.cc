@@ -1,9 +1,9 @@
 // The classic HA wire and the master's chunking rules (net/cluster/ha_protocol.h). Method: a fake
 // CommitLog of small segments (records of several sizes, each sealed segment ending with a blank
 // record followed by stale bytes, as a recycled uringmq segment has) is streamed through the
-// planner exactly as net/cluster/ha_server.cc drives it, with reads served from the fake log; the bytes
-// that would go to the slave are collected per offset and compared with what a slave must get:
-// the log's bytes up to each blank + 8, zeros after it, chunks within the batch size and never
+// planner exactly as net/cluster/ha_server.cc drives it, with reads served from the fake log; the
+// bytes that would go to the slave are collected per offset and compared with what a slave must
+// get: the log's bytes up to each blank + 8, zeros after it, chunks within the batch size and never
 // across a segment. Resumes at a record boundary and inside a record must give the same bytes.
 #include "net/cluster/ha_protocol.h"
 #include "engine/log/byte_order.h"

@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "net/common/json.h"
 #include "net/cluster/namesrv_protocol.h"
 #include "net/cluster/remote_brokers.h"
+#include "net/common/json.h"
 
 namespace uringmq::net {
 namespace {

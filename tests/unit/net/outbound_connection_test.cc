@@ -1,5 +1,5 @@
-// OutboundConnection (net/cluster/outbound_connection.h), the parts that need no socket: the ring user
-// data it writes and reads back, a closed connection's completions recognised as stale, and
+// OutboundConnection (net/cluster/outbound_connection.h), the parts that need no socket: the ring
+// user data it writes and reads back, a closed connection's completions recognised as stale, and
 // the reconnect backoff (doubling from 1 s up to the owner's cap, reset on success).
 #include "net/cluster/outbound_connection.h"
 

@@ -9,8 +9,8 @@
 #include <gtest/gtest.h>
 
 #include "io/clock.h"
-#include "net/core/client_table.h"
 #include "net/common/json.h"
+#include "net/core/client_table.h"
 #include "testing/sim_disk.h"
 
 namespace uringmq::net {
