@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
+#include <variant>
 
 #include "engine/delivery/redelivery.h"
 #include "engine/log/byte_order.h"
@@ -615,79 +616,87 @@ bool Shard::drain_requests() {
   return worked;
 }
 
-// False when the log is busy: the request is kept and retried after the next poll.
+namespace {
+// A visitor from one lambda per request kind (std::visit fails to compile if a kind is missing).
+template <typename... Handlers>
+struct PerKind : Handlers... {
+  using Handlers::operator()...;
+};
+}  // namespace
+
 bool Shard::handle(uint32_t slot_index, const ShardRequest& request) {
-  const bool appends = request.kind == ShardRequest::Kind::append ||
-                       request.kind == ShardRequest::Kind::append_batch ||
-                       request.kind == ShardRequest::Kind::end_transaction;
-  if (options_.replica && appends) {  // a replica's log is its master's copy: nothing of its own
-    Completion refused;
-    refused.tag = request.tag;
-    refused.code = io::Code::invalid_argument;
-    post(slot_index, refused);
+  namespace sr = shard_request;
+  const uint32_t s = slot_index;
+  return std::visit(
+      PerKind{
+          [&](const sr::Append& r) { return refused_on_replica(s, r.tag) || handle_append(s, r); },
+          [&](const sr::AppendBatch& r) {
+            return refused_on_replica(s, r.tag) || handle_append_batch(s, r);
+          },
+          [&](const sr::EndTransaction& r) {
+            return refused_on_replica(s, r.tag) || handle_end_transaction(s, r);
+          },
+          [&](const sr::Read& r) { return handle_read(s, r); },
+          [&](const sr::Pull& r) { return start_pull(s, r); },
+          [&](const sr::SearchOffset& r) { return start_search(s, r); },
+          [&](const sr::QueryIndex& r) { return start_index_query(s, r); },
+          [&](const sr::ViewRecord& r) { return start_view_record(s, r); },
+          [&](const sr::Replicate& r) { return handle_replicate(s, r); },
+          // Every other kind is answered at once, by its overload of answer().
+          [&](const auto& r) {
+            answer(s, r);
+            return true;
+          },
+      },
+      request);
+}
+
+bool Shard::refused_on_replica(uint32_t slot_index, uint64_t tag) {
+  if (!options_.replica) return false;
+  Completion refused;
+  refused.tag = tag;
+  refused.code = io::Code::invalid_argument;
+  post(slot_index, refused);
+  return true;
+}
+
+bool Shard::handle_read(uint32_t slot_index, const shard_request::Read& request) {
+  Completion done;
+  done.tag = request.tag;
+  // Bytes the write buffers still hold are copied: a replica streaming the log's tail reads
+  // what was just written, which direct IO left out of the page cache (a file read of it
+  // waited 5 ms on average, 43 ms at worst, behind the writer's fdatasyncs).
+  if (log_->read_memory(request.local_offset, request.size_bytes, request.dest)) {
+    done.size_bytes = request.size_bytes;
+    post(slot_index, done);
     return true;
   }
-  switch (request.kind) {
-    case ShardRequest::Kind::append:
-      return handle_append(slot_index, request);
-    case ShardRequest::Kind::append_batch:
-      return handle_append_batch(slot_index, request);
-    case ShardRequest::Kind::read: {
-      Completion done;
-      done.tag = request.tag;
-      // Bytes the write buffers still hold are copied: a replica streaming the log's tail reads
-      // what was just written, which direct IO left out of the page cache (a file read of it
-      // waited 5 ms on average, 43 ms at worst, behind the writer's fdatasyncs).
-      if (log_->read_memory(request.local_offset, request.size_bytes, request.dest)) {
-        done.size_bytes = request.size_bytes;
-        post(slot_index, done);
-        return true;
-      }
-      if (read_pool_.full()) return false;
-      uint32_t id = *read_pool_.peek();
-      io::Status s = log_->read(request.local_offset, request.size_bytes, request.dest, id);
-      if (s.code() == io::Code::busy) return false;
-      if (s.is_ok()) {
-        (void)read_pool_.acquire();
-        pending_reads_[id] = PendingAppend{slot_index, request.tag, 0, request.size_bytes, 0, 0, 0};
-        return true;
-      }
-      done.code = s.code();
-      post(slot_index, done);
-      return true;
-    }
-    case ShardRequest::Kind::pull:
-      return start_pull(slot_index, request);
-    case ShardRequest::Kind::search_offset:
-      return start_search(slot_index, request);
-    case ShardRequest::Kind::query_index:
-    case ShardRequest::Kind::view_record:
-      return start_index_query(slot_index, request);
-    case ShardRequest::Kind::end_transaction:
-      return handle_end_transaction(slot_index, request);
-    case ShardRequest::Kind::transaction_checks:
-      answer_transaction_checks(slot_index, request);
-      return true;
-    case ShardRequest::Kind::list_offsets: {
-      Completion done;
-      done.tag = request.tag;
-      request.offsets_out->clear();
-      for (engine::ConsumerOffsets::Entry& e : offsets_->entries()) {
-        request.offsets_out->push_back(ConsumerOffsetEntry{.group = std::move(e.group),
-                                                           .topic = std::move(e.topic),
-                                                           .queue_id = e.queue_id,
-                                                           .offset = e.offset});
-      }
-      done.message_count = static_cast<uint32_t>(request.offsets_out->size());
-      post(slot_index, done);
-      return true;
-    }
-    case ShardRequest::Kind::replicate:
-      return handle_replicate(slot_index, request);
-    default:
-      handle_queue_request(slot_index, request);
-      return true;
+  if (read_pool_.full()) return false;
+  uint32_t id = *read_pool_.peek();
+  io::Status s = log_->read(request.local_offset, request.size_bytes, request.dest, id);
+  if (s.code() == io::Code::busy) return false;
+  if (s.is_ok()) {
+    (void)read_pool_.acquire();
+    pending_reads_[id] = PendingAppend{slot_index, request.tag, 0, request.size_bytes, 0, 0, 0};
+    return true;
   }
+  done.code = s.code();
+  post(slot_index, done);
+  return true;
+}
+
+void Shard::answer(uint32_t slot_index, const shard_request::ListOffsets& request) {
+  Completion done;
+  done.tag = request.tag;
+  request.out->clear();
+  for (engine::ConsumerOffsets::Entry& e : offsets_->entries()) {
+    request.out->push_back(ConsumerOffsetEntry{.group = std::move(e.group),
+                                               .topic = std::move(e.topic),
+                                               .queue_id = e.queue_id,
+                                               .offset = e.offset});
+  }
+  done.message_count = static_cast<uint32_t>(request.out->size());
+  post(slot_index, done);
 }
 
 io::Result<engine::QueueIndex> Shard::queue_for_append(std::string_view topic, int32_t queue_id) {
@@ -703,7 +712,7 @@ io::Result<engine::QueueIndex> Shard::queue_for_append(std::string_view topic, i
   return queue;
 }
 
-bool Shard::handle_append(uint32_t slot_index, const ShardRequest& request) {
+bool Shard::handle_append(uint32_t slot_index, const shard_request::Append& request) {
   Completion done;
   done.tag = request.tag;
   if (pending_pool_.full()) return false;
@@ -786,7 +795,25 @@ io::Code Shard::append_pending(uint32_t slot, uint64_t tag, const engine::Messag
   return io::Code::ok;
 }
 
-bool Shard::handle_append_batch(uint32_t slot_index, const ShardRequest& request) {
+namespace {
+// A batch message as the log appends it: the batch's queue and store host, the message's fields.
+engine::MessageInput batch_input(const shard_request::AppendBatch& request, const Message& m) {
+  engine::MessageInput in;
+  in.topic = request.topic;
+  in.queue_id = request.queue_id;
+  in.store_host = request.store_host;
+  in.flag = m.flag;
+  in.body = m.body;
+  in.properties = m.properties;
+  in.sys_flag = m.sys_flag;
+  in.born_timestamp_ms = m.born_timestamp_ms;
+  in.born_host = m.born_host;
+  in.reconsume_times = m.reconsume_times;
+  return in;
+}
+}  // namespace
+
+bool Shard::handle_append_batch(uint32_t slot_index, const shard_request::AppendBatch& request) {
   if (open_batch_ == kNoBatch) {
     if (batch_pool_.full()) return false;
     Completion refused;
@@ -800,20 +827,12 @@ bool Shard::handle_append_batch(uint32_t slot_index, const ShardRequest& request
     batches_[open_batch_] = BatchAck{};
     batches_[open_batch_].slot = slot_index;
     batches_[open_batch_].tag = request.tag;
-    batches_[open_batch_].offsets = request.batch_offsets;
+    batches_[open_batch_].offsets = request.offsets;
     open_batch_next_ = 0;
   }
   BatchAck& b = batches_[open_batch_];
-  for (; open_batch_next_ < request.batch.size(); open_batch_next_++) {
-    const Message& m = request.batch[open_batch_next_];
-    engine::MessageInput in = request.input;
-    in.flag = m.flag;
-    in.body = m.body;
-    in.properties = m.properties;
-    in.sys_flag = m.sys_flag;
-    in.born_timestamp_ms = m.born_timestamp_ms;
-    in.born_host = m.born_host;
-    in.reconsume_times = m.reconsume_times;
+  for (; open_batch_next_ < request.messages.size(); open_batch_next_++) {
+    const engine::MessageInput in = batch_input(request, request.messages[open_batch_next_]);
     const io::Code c =
         append_pending(slot_index, request.tag, in, std::nullopt, open_batch_, open_batch_next_);
     if (c == io::Code::busy) return false;  // resumes here: nothing else is taken meanwhile
@@ -833,13 +852,9 @@ bool Shard::handle_append_batch(uint32_t slot_index, const ShardRequest& request
 }
 
 // Every message fits the codec's limits: a batch is refused whole rather than cut short.
-io::Code Shard::check_batch(const ShardRequest& request) const {
-  for (const Message& m : request.batch) {
-    engine::MessageInput in = request.input;
-    in.body = m.body;
-    in.properties = m.properties;
-    in.born_host = m.born_host;
-    io::Result<uint32_t> size = engine::encoded_size(in, options_.log.limits);
+io::Code Shard::check_batch(const shard_request::AppendBatch& request) const {
+  for (const Message& m : request.messages) {
+    io::Result<uint32_t> size = engine::encoded_size(batch_input(request, m), options_.log.limits);
     if (!size.is_ok()) return size.status().code();
   }
   return io::Code::ok;
@@ -879,52 +894,59 @@ void Shard::finish_batch(uint32_t batch) {
   batch_pool_.release(batch);
 }
 
-void Shard::handle_queue_request(uint32_t slot_index, const ShardRequest& request) {
+void Shard::answer(uint32_t slot_index, const shard_request::QueryQueue& request) {
   Completion done;
   done.tag = request.tag;
-  const engine::MessageInput& in = request.input;
-  switch (request.kind) {
-    case ShardRequest::Kind::query_queue: {
-      io::Result<engine::QueueIndex> queue = cq_->queue(in.topic, in.queue_id, false);
-      if (queue.is_ok()) {
-        done.min_offset = cq_->min_offset(*queue);
-        done.max_offset = visible_max_offset(*queue);
-      } else if (queue.status().code() != io::Code::not_found) {
-        done.code = queue.status().code();
-      }
-      break;
-    }
-    case ShardRequest::Kind::commit_offset:
-      done.code =
-          offsets_->commit(request.group, in.topic, in.queue_id, request.queue_offset).code();
-      break;
-    case ShardRequest::Kind::flush_offsets: {
-      // Everything committed so far is in the table: done when a cycle that starts after now
-      // completes (or the one under way, if nothing changed since it started).
-      uint64_t cycles = offsets_->persisted_cycles() + (offsets_->persisting() ? 1 : 0);
-      if (offsets_->dirty()) {
-        cycles++;
-        offsets_->request_persist();
-      }
-      if (offsets_->fail_stopped()) {
-        done.code = io::Code::fail_stopped;
-        break;
-      }
-      flush_waiters_.push_back(FlushWaiter{slot_index, request.tag, cycles});
-      answer_flushes();
-      return;
-    }
-    case ShardRequest::Kind::release_held:
-      release_held_pulls(slot_index);
-      break;
-    case ShardRequest::Kind::query_offset: {
-      std::optional<QueueOffset> offset = offsets_->query(request.group, in.topic, in.queue_id);
-      done.queue_offset = offset.value_or(QueueOffset{-1});
-      break;
-    }
-    default:
-      UMQ_ASSERT_MSG(false, "not a queue request");
+  io::Result<engine::QueueIndex> queue = cq_->queue(request.topic, request.queue_id, false);
+  if (queue.is_ok()) {
+    done.min_offset = cq_->min_offset(*queue);
+    done.max_offset = visible_max_offset(*queue);
+  } else if (queue.status().code() != io::Code::not_found) {
+    done.code = queue.status().code();
   }
+  post(slot_index, done);
+}
+
+void Shard::answer(uint32_t slot_index, const shard_request::CommitOffset& request) {
+  Completion done;
+  done.tag = request.tag;
+  done.code =
+      offsets_->commit(request.group, request.topic, request.queue_id, request.queue_offset).code();
+  post(slot_index, done);
+}
+
+void Shard::answer(uint32_t slot_index, const shard_request::QueryOffset& request) {
+  Completion done;
+  done.tag = request.tag;
+  std::optional<QueueOffset> offset =
+      offsets_->query(request.group, request.topic, request.queue_id);
+  done.queue_offset = offset.value_or(QueueOffset{-1});
+  post(slot_index, done);
+}
+
+void Shard::answer(uint32_t slot_index, const shard_request::FlushOffsets& request) {
+  // Everything committed so far is in the table: done when a cycle that starts after now
+  // completes (or the one under way, if nothing changed since it started).
+  uint64_t cycles = offsets_->persisted_cycles() + (offsets_->persisting() ? 1 : 0);
+  if (offsets_->dirty()) {
+    cycles++;
+    offsets_->request_persist();
+  }
+  if (offsets_->fail_stopped()) {
+    Completion done;
+    done.tag = request.tag;
+    done.code = io::Code::fail_stopped;
+    post(slot_index, done);
+    return;
+  }
+  flush_waiters_.push_back(FlushWaiter{slot_index, request.tag, cycles});
+  answer_flushes();
+}
+
+void Shard::answer(uint32_t slot_index, const shard_request::ReleaseHeld& request) {
+  release_held_pulls(slot_index);
+  Completion done;
+  done.tag = request.tag;
   post(slot_index, done);
 }
 
@@ -1047,7 +1069,8 @@ io::Code Shard::rewrite_commit_copy(const engine::PropertyScan& scan, engine::Me
 
 // END_TRANSACTION: the outcome record is appended for the client (its completion is the
 // record's acknowledgement); a half not pending is answered not_found at once.
-bool Shard::handle_end_transaction(uint32_t slot_index, const ShardRequest& request) {
+bool Shard::handle_end_transaction(uint32_t slot_index,
+                                   const shard_request::EndTransaction& request) {
   if (pending_pool_.full()) return false;
   Completion done;
   done.tag = request.tag;
@@ -1059,9 +1082,9 @@ bool Shard::handle_end_transaction(uint32_t slot_index, const ShardRequest& requ
     if (record.empty()) done.code = io::Code::busy;  // not there: the caller reads and resends
   }
   if (done.code == io::Code::ok) {
-    done.code =
-        txn_.prepare_end(request.local_offset.value, record, request.end, &copy, &half,
-                         request.group, request.group.empty() ? -1 : request.queue_offset.value);
+    done.code = txn_.prepare_end(request.local_offset.value, record, request.end, &copy, &half,
+                                 request.producer_group,
+                                 request.producer_group.empty() ? -1 : request.queue_offset.value);
   }
   std::optional<int64_t> tags_code;  // a timed commit copy's: its deliver time
   engine::PropertyScan scan;
@@ -1114,7 +1137,7 @@ std::span<const std::byte> Shard::half_in_memory(LogOffset offset) {
   return std::span<const std::byte>(txn_half_.data(), size);
 }
 
-void Shard::answer_transaction_checks(uint32_t slot_index, const ShardRequest& request) {
+void Shard::answer(uint32_t slot_index, const shard_request::TransactionChecks& request) {
   Completion done;
   done.tag = request.tag;
   done.message_count = static_cast<uint32_t>(txn_.take_checks(clock_->now_ms(), request.checks));

@@ -21,6 +21,8 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <type_traits>
+#include <variant>
 #include <vector>
 
 #include "engine/delivery/delivery_host.h"
@@ -53,56 +55,135 @@
 
 namespace uringmq {
 
-// A value crossing from a session to a shard. Views point into the session's memory.
-struct ShardRequest {
-  enum class Kind : uint8_t {
-    append,
-    read,
-    pull,
-    query_queue,
-    search_offset,
-    commit_offset,
-    query_offset,
-    flush_offsets,
-    release_held,
-    append_batch,
-    query_index,  // records whose KEYS or UNIQ_KEY is `group` (engine/shard_index.cc)
-    view_record,  // the record at local_offset, checked
-    // Transactional messages: the half at local_offset (its bytes in `record`) ended by `end`;
-    // the due halves into `checks`.
-    end_transaction,
-    transaction_checks,
-    list_offsets,  // every consumer offset of the shard into `offsets_out`
-    // A replica's raw log bytes from its master at local_offset (in `record`); empty: only asks
-    // for the log's ends (engine/shard_replica.cc).
-    replicate
-  };
-  Kind kind = Kind::append;
+// Requests crossing from a session to a shard: one struct per kind, holding exactly the fields
+// its handler reads (and the tag its completion carries), so a handler cannot read a field its
+// kind never set. ShardRequest is the variant of them, copied by value through the SPSC rings
+// (trivially copyable, as large as the largest kind: no allocation per request). Views point
+// into the session's memory, which outlives the request's completion.
+namespace shard_request {
+
+struct Append {
   uint64_t tag = 0;
-  engine::MessageInput input;   // append; topic and queue_id for every queue request
-  LogOffset local_offset;       // read
-  uint32_t size_bytes = 0;      // read
-  std::byte* dest = nullptr;    // read
-  std::string_view group;       // commit_offset, query_offset
-  std::string_view tag_filter;  // pull
-  // pull: PullRequest::sql_filter
-  const engine::SqlFilter* sql_filter = nullptr;
-  std::span<std::byte> buffer;  // pull
-  QueueOffset queue_offset;     // pull: the first wanted; commit: the offset
-  int64_t value = 0;            // search: timestamp
-  uint32_t max_messages = 0;    // pull
-  int64_t wait_ms = 0;          // pull
-  // append_batch: the messages (one queue: input's topic and queue_id) and where each one's
-  // store-wide offset is written before the completion (Session::send_batch_async).
-  std::span<const Message> batch;
-  std::span<StoreOffset> batch_offsets;
-  int64_t end_ms = 0;  // query_index: stored at or before (value: at or after)
-  // end_transaction: the half's bytes and how it ends; transaction_checks: where due halves go.
+  engine::MessageInput input;
+};
+// Every message into one queue (Session::send_batch_async); each one's store-wide offset is
+// written into offsets before the completion.
+struct AppendBatch {
+  uint64_t tag = 0;
+  std::string_view topic;
+  int32_t queue_id = 0;
+  engine::HostAddress store_host;
+  std::span<const Message> messages;
+  std::span<StoreOffset> offsets;
+};
+struct Read {
+  uint64_t tag = 0;
+  LogOffset local_offset;
+  uint32_t size_bytes = 0;
+  std::byte* dest = nullptr;
+};
+struct Pull {
+  uint64_t tag = 0;
+  std::string_view topic;
+  int32_t queue_id = 0;
+  QueueOffset queue_offset;  // the first wanted
+  uint32_t max_messages = 0;
+  std::string_view tag_filter;
+  const engine::SqlFilter* sql_filter = nullptr;  // PullRequest::sql_filter
+  std::span<std::byte> buffer;
+  int64_t wait_ms = 0;
+};
+struct QueryQueue {
+  uint64_t tag = 0;
+  std::string_view topic;
+  int32_t queue_id = 0;
+};
+// The first queue offset stored at or after timestamp_ms.
+struct SearchOffset {
+  uint64_t tag = 0;
+  std::string_view topic;
+  int32_t queue_id = 0;
+  int64_t timestamp_ms = 0;
+};
+struct CommitOffset {
+  uint64_t tag = 0;
+  std::string_view group;
+  std::string_view topic;
+  int32_t queue_id = 0;
+  QueueOffset queue_offset;
+};
+struct QueryOffset {
+  uint64_t tag = 0;
+  std::string_view group;
+  std::string_view topic;
+  int32_t queue_id = 0;
+};
+// Done once every offset committed before it is persisted.
+struct FlushOffsets {
+  uint64_t tag = 0;
+};
+// The session's held long polls answered now.
+struct ReleaseHeld {
+  uint64_t tag = 0;
+};
+// Records whose KEYS or UNIQ_KEY is key, stored in [begin_ms, end_ms] (engine/shard_index.cc).
+struct QueryIndex {
+  uint64_t tag = 0;
+  std::string_view topic;
+  std::string_view key;
+  int64_t begin_ms = 0;
+  int64_t end_ms = 0;
+  uint32_t max_messages = 0;
+  std::span<std::byte> buffer;
+};
+// The record at local_offset, checked, into buffer.
+struct ViewRecord {
+  uint64_t tag = 0;
+  LogOffset local_offset;
+  std::span<std::byte> buffer;
+};
+// Transactional messages: the half at local_offset (its bytes in record; empty: the shard looks
+// in its log's memory) ended by end; producer_group and queue_offset are RocketMQ's check
+// fields (empty group: none).
+struct EndTransaction {
+  uint64_t tag = 0;
+  LogOffset local_offset;
   std::span<const std::byte> record;
   TransactionEnd end = TransactionEnd::commit;
-  std::span<TransactionCheck> checks;
-  std::vector<ConsumerOffsetEntry>* offsets_out = nullptr;  // list_offsets
+  std::string_view producer_group;
+  QueueOffset queue_offset;
 };
+// The due halves into checks.
+struct TransactionChecks {
+  uint64_t tag = 0;
+  std::span<TransactionCheck> checks;
+};
+// Every consumer offset of the shard into *out.
+struct ListOffsets {
+  uint64_t tag = 0;
+  std::vector<ConsumerOffsetEntry>* out = nullptr;
+};
+// A replica's raw log bytes from its master at local_offset; empty: only asks for the log's ends
+// (engine/shard_replica.cc).
+struct Replicate {
+  uint64_t tag = 0;
+  LogOffset local_offset;
+  std::span<const std::byte> bytes;
+};
+
+}  // namespace shard_request
+
+struct ShardRequest
+    : std::variant<shard_request::Append, shard_request::AppendBatch, shard_request::Read,
+                   shard_request::Pull, shard_request::QueryQueue, shard_request::SearchOffset,
+                   shard_request::CommitOffset, shard_request::QueryOffset,
+                   shard_request::FlushOffsets, shard_request::ReleaseHeld,
+                   shard_request::QueryIndex, shard_request::ViewRecord,
+                   shard_request::EndTransaction, shard_request::TransactionChecks,
+                   shard_request::ListOffsets, shard_request::Replicate> {
+  using variant::variant;
+};
+static_assert(std::is_trivially_copyable_v<ShardRequest>);
 
 // A session's rings: one to each shard, one back from each shard.
 struct SessionSlot {
@@ -258,16 +339,28 @@ class Shard final : private engine::DeliveryHost {
   // The CommitLog's checkpoint stays below every record recovery would still need.
   void limit_checkpoint();
   bool drain_requests();
+  // Each request to its kind's handler. False when the log is busy: the request is kept and
+  // retried first after the next poll.
   bool handle(uint32_t slot_index, const ShardRequest& request);
-  bool handle_append(uint32_t slot_index, const ShardRequest& request);
+  // A replica's log is its master's copy: an append of its own is refused (true: refused).
+  bool refused_on_replica(uint32_t slot_index, uint64_t tag);
+  bool handle_append(uint32_t slot_index, const shard_request::Append& request);
+  bool handle_read(uint32_t slot_index, const shard_request::Read& request);
   // A batch: every record appended before any other request is taken (a busy log stalls the
   // request, which resumes at open_batch_next_) and no delivery is appended meanwhile, so its
   // queue offsets are consecutive. False: stalled (retried first).
-  bool handle_append_batch(uint32_t slot_index, const ShardRequest& request);
-  io::Code check_batch(const ShardRequest& request) const;
+  bool handle_append_batch(uint32_t slot_index, const shard_request::AppendBatch& request);
+  io::Code check_batch(const shard_request::AppendBatch& request) const;
   void batch_acked(const PendingAppend& pending, LogOffset log_offset, bool ok);
   void finish_batch(uint32_t batch);  // posts its completion once closed and acknowledged
-  void handle_queue_request(uint32_t slot_index, const ShardRequest& request);
+  // The kinds answered at once (a flush once the offsets are persisted), never stalled.
+  void answer(uint32_t slot_index, const shard_request::QueryQueue& request);
+  void answer(uint32_t slot_index, const shard_request::CommitOffset& request);
+  void answer(uint32_t slot_index, const shard_request::QueryOffset& request);
+  void answer(uint32_t slot_index, const shard_request::FlushOffsets& request);
+  void answer(uint32_t slot_index, const shard_request::ReleaseHeld& request);
+  void answer(uint32_t slot_index, const shard_request::ListOffsets& request);
+  void answer(uint32_t slot_index, const shard_request::TransactionChecks& request);
   void post(uint32_t slot_index, const Completion& completion);
   void notify_sessions();
   void deliver_acks();
@@ -300,8 +393,7 @@ class Shard final : private engine::DeliveryHost {
   io::Code check_half_delivery(const engine::PropertyScan& scan) const;
   io::Code rewrite_commit_copy(const engine::PropertyScan& scan, engine::MessageInput* copy,
                                std::optional<int64_t>* tags_code);
-  bool handle_end_transaction(uint32_t slot_index, const ShardRequest& request);
-  void answer_transaction_checks(uint32_t slot_index, const ShardRequest& request);
+  bool handle_end_transaction(uint32_t slot_index, const shard_request::EndTransaction& request);
   void commit_transaction_progress();
   std::span<const std::byte> half_in_memory(LogOffset offset);
   std::vector<std::byte> txn_half_;  // a half read from memory for its end (sized at open)
@@ -309,8 +401,8 @@ class Shard final : private engine::DeliveryHost {
   io::Result<engine::QueueIndex> queue_for_append(std::string_view topic, int32_t queue_id);
 
   // Pulls and searches (shard_consumer.cc).
-  bool start_pull(uint32_t slot_index, const ShardRequest& request);
-  bool start_search(uint32_t slot_index, const ShardRequest& request);
+  bool start_pull(uint32_t slot_index, const shard_request::Pull& request);
+  bool start_search(uint32_t slot_index, const shard_request::SearchOffset& request);
   void run_pull(uint32_t op_index);
   void pull_units_ready(uint32_t op_index);
   void pull_read_done(uint32_t op_index, int64_t result);
@@ -335,7 +427,8 @@ class Shard final : private engine::DeliveryHost {
   void release_held_pulls(uint32_t slot_index);
   int64_t next_held_deadline_ms() const;
   void release_op(uint32_t op_index);
-  uint32_t acquire_op(PullOp::Kind kind, uint32_t slot_index, const ShardRequest& request);
+  uint32_t acquire_op(PullOp::Kind kind, uint32_t slot_index, uint64_t tag, std::string_view topic,
+                      int32_t queue_id);
   // The end of the queue as consumers see it: its max offset, or its first held copy (held_).
   QueueOffset visible_max_offset(engine::QueueIndex queue) const {
     return QueueOffset{held_.visible_end(queue, cq_->max_offset(queue).value)};
@@ -377,7 +470,7 @@ class Shard final : private engine::DeliveryHost {
   // Replica (shard_replica.cc): raw bytes from a master appended at the log's end; whole
   // records are dispatched once durable (ConsumeQueues, index); a request is answered once its
   // bytes are durable, with the log's appended and durable ends.
-  bool handle_replicate(uint32_t slot_index, const ShardRequest& request);
+  bool handle_replicate(uint32_t slot_index, const shard_request::Replicate& request);
   void replica_advance();
   // False: the index has no room yet (dispatched on a later iteration).
   bool replica_dispatch(uint64_t log_offset, const engine::MessageView& record);
@@ -472,7 +565,10 @@ class Shard final : private engine::DeliveryHost {
   io::Status open_index(uint64_t first_scanned);
   io::Status rescan_index(uint64_t from);
   void index_recovered_record(uint64_t offset, const engine::MessageView& record);
-  bool start_index_query(uint32_t slot_index, const ShardRequest& request);
+  bool start_index_query(uint32_t slot_index, const shard_request::QueryIndex& request);
+  bool start_view_record(uint32_t slot_index, const shard_request::ViewRecord& request);
+  // A free query reset for (slot, tag, buffer), or index_queries_.size() when all are busy.
+  uint32_t claim_index_query(uint32_t slot_index, uint64_t tag, std::span<std::byte> buffer);
   void index_lookups_ready();
   void index_read_next(uint32_t id);
   void index_read_done(uint32_t id, int64_t result);

@@ -36,18 +36,19 @@ void Shard::release_op(uint32_t op_index) {
 
 // Takes a free op (the caller checked op_pool_) for a request of kind, filled with what every
 // kind shares: where to answer and which queue.
-uint32_t Shard::acquire_op(PullOp::Kind kind, uint32_t slot_index, const ShardRequest& request) {
+uint32_t Shard::acquire_op(PullOp::Kind kind, uint32_t slot_index, uint64_t tag,
+                           std::string_view topic, int32_t queue_id) {
   const uint32_t index = *op_pool_.acquire();
   PullOp& op = ops_[index];
   op.kind = kind;
   op.slot = slot_index;
-  op.tag = request.tag;
-  op.topic = request.input.topic;
-  op.queue_id = request.input.queue_id;
+  op.tag = tag;
+  op.topic = topic;
+  op.queue_id = queue_id;
   return index;
 }
 
-bool Shard::start_pull(uint32_t slot_index, const ShardRequest& request) {
+bool Shard::start_pull(uint32_t slot_index, const shard_request::Pull& request) {
   if (op_pool_.full()) {
     Completion busy;
     busy.tag = request.tag;
@@ -55,7 +56,8 @@ bool Shard::start_pull(uint32_t slot_index, const ShardRequest& request) {
     post(slot_index, busy);
     return true;
   }
-  const uint32_t index = acquire_op(PullOp::Kind::pull, slot_index, request);
+  const uint32_t index =
+      acquire_op(PullOp::Kind::pull, slot_index, request.tag, request.topic, request.queue_id);
   PullOp& op = ops_[index];
   op.offset = request.queue_offset;
   op.max_messages = std::max<uint32_t>(1, request.max_messages);
@@ -412,11 +414,10 @@ int64_t Shard::next_held_deadline_ms() const {
 
 // ---- Offset search by store time (SEARCH_OFFSET_BY_TIMESTAMP) ----
 
-bool Shard::start_search(uint32_t slot_index, const ShardRequest& request) {
+bool Shard::start_search(uint32_t slot_index, const shard_request::SearchOffset& request) {
   Completion done;
   done.tag = request.tag;
-  io::Result<engine::QueueIndex> queue =
-      cq_->queue(request.input.topic, request.input.queue_id, false);
+  io::Result<engine::QueueIndex> queue = cq_->queue(request.topic, request.queue_id, false);
   if (!queue.is_ok() || op_pool_.full()) {
     done.code = queue.is_ok() || queue.status().code() == io::Code::not_found
                     ? io::Code::ok
@@ -426,12 +427,13 @@ bool Shard::start_search(uint32_t slot_index, const ShardRequest& request) {
     post(slot_index, done);
     return true;
   }
-  const uint32_t index = acquire_op(PullOp::Kind::search, slot_index, request);
+  const uint32_t index =
+      acquire_op(PullOp::Kind::search, slot_index, request.tag, request.topic, request.queue_id);
   PullOp& op = ops_[index];
   op.queue = *queue;
   op.lo = cq_->min_offset(op.queue);
   op.hi = visible_max_offset(op.queue);
-  op.target_ms = request.value;
+  op.target_ms = request.timestamp_ms;
   search_step(index);
   return true;
 }

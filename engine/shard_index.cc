@@ -87,33 +87,45 @@ io::Code Shard::index_prepare(const engine::PropertyScan* scan, uint32_t* keys) 
   return msg_index_->prepare(*keys).code();
 }
 
-bool Shard::start_index_query(uint32_t slot_index, const ShardRequest& request) {
+uint32_t Shard::claim_index_query(uint32_t slot_index, uint64_t tag, std::span<std::byte> buffer) {
   uint32_t id = 0;
   while (id < index_queries_.size() && index_queries_[id].stage != IndexQuery::Stage::idle) id++;
-  if (id == index_queries_.size()) return false;  // all busy: the request waits in its ring
+  if (id == index_queries_.size()) return id;
   IndexQuery& q = index_queries_[id];
   q = IndexQuery{};
   q.slot = slot_index;
-  q.tag = request.tag;
-  q.buffer = request.buffer;
-  q.by_offset = request.kind == ShardRequest::Kind::view_record;
+  q.tag = tag;
+  q.buffer = buffer;
+  return id;
+}
+
+bool Shard::start_view_record(uint32_t slot_index, const shard_request::ViewRecord& request) {
+  const uint32_t id = claim_index_query(slot_index, request.tag, request.buffer);
+  if (id == index_queries_.size()) return false;  // all busy: the request waits in its ring
+  IndexQuery& q = index_queries_[id];
+  q.by_offset = true;
+  q.max_messages = 1;
+  q.stage = IndexQuery::Stage::size;
+  q.offsets[0] = request.local_offset.value;
+  q.candidates = 1;
+  index_read_next(id);
+  return true;
+}
+
+bool Shard::start_index_query(uint32_t slot_index, const shard_request::QueryIndex& request) {
+  const uint32_t id = claim_index_query(slot_index, request.tag, request.buffer);
+  if (id == index_queries_.size()) return false;  // all busy: the request waits in its ring
+  IndexQuery& q = index_queries_[id];
   q.max_messages =
       std::min<uint32_t>(std::max<uint32_t>(request.max_messages, 1), engine::kIndexMaxHits);
-  if (q.by_offset) {
-    q.stage = IndexQuery::Stage::size;
-    q.offsets[0] = request.local_offset.value;
-    q.candidates = 1;
-    index_read_next(id);
-    return true;
-  }
   if (msg_index_ == nullptr) {
     q.stage = IndexQuery::Stage::lookup;
     answer_index_query(id, io::Code::not_found);
     return true;
   }
-  q.topic = request.input.topic;
-  q.key = request.group;
-  q.begin_ms = request.value;
+  q.topic = request.topic;
+  q.key = request.key;
+  q.begin_ms = request.begin_ms;
   q.end_ms = request.end_ms;
   q.stage = IndexQuery::Stage::lookup;
   io::Status s =

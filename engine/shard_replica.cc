@@ -35,12 +35,12 @@ void Shard::replica_answer(uint32_t slot_index, uint64_t tag, io::Code code) {
 }
 
 // False: the log is busy (the request is retried first, from replica_progress_).
-bool Shard::handle_replicate(uint32_t slot_index, const ShardRequest& request) {
+bool Shard::handle_replicate(uint32_t slot_index, const shard_request::Replicate& request) {
   if (!options_.replica) {
     replica_answer(slot_index, request.tag, io::Code::invalid_argument);
     return true;
   }
-  const std::span<const std::byte> bytes = request.record;
+  const std::span<const std::byte> bytes = request.bytes;
   uint64_t at = request.local_offset.value + replica_progress_;
   if (replica_progress_ == 0 && !bytes.empty() && at != log_->appended_offset().value &&
       log_->appended_offset() == log_->min_offset()) {

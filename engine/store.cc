@@ -93,14 +93,6 @@ io::Status prepare_data_dir(StoreOptions& options) {
   return io::Status::ok();
 }
 
-// A request of `kind` completing with `tag`; the caller fills what its kind needs.
-ShardRequest tagged_request(ShardRequest::Kind kind, uint64_t tag) {
-  ShardRequest request;
-  request.kind = kind;
-  request.tag = tag;
-  return request;
-}
-
 }  // namespace
 
 Store::Store(const StoreOptions& options) : options_(options) {}
@@ -346,7 +338,8 @@ uint32_t Session::queue_shard(std::string_view topic, int32_t queue_id, uint32_t
 }
 
 io::Status Session::send_async(const Message& message, uint64_t tag, uint32_t shard) {
-  ShardRequest request = tagged_request(ShardRequest::Kind::append, tag);
+  shard_request::Append request;
+  request.tag = tag;
   engine::MessageInput& in = request.input;
   in.topic = message.topic;
   in.queue_id = message.queue_id;
@@ -363,7 +356,7 @@ io::Status Session::send_async(const Message& message, uint64_t tag, uint32_t sh
   // send a cancel to (a caller that names the shard keeps the cancel there).
   if (shard == kShardByHash && store_.shards_.size() > 1 &&
       engine::timer_cancel_key(engine::scan_properties(message.properties)).has_value()) {
-    return send_to_every_shard(request);
+    return send_to_every_shard(request, tag, store_.shard_for(message.topic, message.queue_id));
   }
   return post(target, request);
 }
@@ -402,19 +395,18 @@ io::Status Session::send_batch_async(std::span<const Message> messages,
                     "): a transactional message is not supported for batching");
     }
   }
-  ShardRequest request = tagged_request(ShardRequest::Kind::append_batch, tag);
-  request.input.topic = first.topic;
-  request.input.queue_id = first.queue_id;
   const uint32_t target = queue_shard(first.topic, first.queue_id, shard);
-  request.input.store_host = store_.store_host_of(target);
-  request.batch = messages;
-  request.batch_offsets = offsets_out;
-  return post(target, request);
+  return post(target, shard_request::AppendBatch{.tag = tag,
+                                                 .topic = first.topic,
+                                                 .queue_id = first.queue_id,
+                                                 .store_host = store_.store_host_of(target),
+                                                 .messages = messages,
+                                                 .offsets = offsets_out});
 }
 
-io::Status Session::send_to_every_shard(const ShardRequest& request) {
-  for (const auto& [tag, f] : fan_outs_) {
-    if (tag == request.tag) {
+io::Status Session::send_to_every_shard(const ShardRequest& request, uint64_t tag, uint32_t owner) {
+  for (const auto& [outstanding_tag, f] : fan_outs_) {
+    if (outstanding_tag == tag) {
       return io::Status::error(io::Code::invalid_argument,
                                "a cancel with this tag is already outstanding");
     }
@@ -427,13 +419,13 @@ io::Status Session::send_to_every_shard(const ShardRequest& request) {
     }
   }
   FanOut f;
-  f.owner = store_.shard_for(request.input.topic, request.input.queue_id);
+  f.owner = owner;
   for (uint32_t shard = 0; shard < shards; shard++) {
     if (post(shard, request).is_ok()) f.waiting++;  // room was checked: only a full ring fails
   }
   if (f.waiting == 0) return io::Status::error(io::Code::busy, "no shard took the cancel");
   if (f.waiting < shards) f.failed = io::Code::busy;
-  fan_outs_.emplace_back(request.tag, f);
+  fan_outs_.emplace_back(tag, f);
   return io::Status::ok();
 }
 
@@ -454,52 +446,35 @@ bool Session::absorb(uint32_t shard, Completion& c) {
   return true;
 }
 
-// Posts a request about the record at store_offset to the shard that holds it, with the
-// record's offset in that shard's log.
-io::Status Session::post_to_holder(StoreOffset store_offset, ShardRequest& request) {
+io::Status Session::post_to_holder(StoreOffset store_offset, const ShardRequest& request) {
   const uint32_t shard = shard_of_offset(store_offset);
   if (shard >= store_.shards_.size()) {
     return io::Status::error(io::Code::invalid_argument,
                              "offset names shard " + std::to_string(shard));
   }
-  request.local_offset = local_offset(store_offset);
   return post(shard, request);
 }
 
 io::Status Session::read_async(StoreOffset store_offset, uint32_t size_bytes, std::byte* dest,
                                uint64_t tag) {
-  ShardRequest request = tagged_request(ShardRequest::Kind::read, tag);
-  request.size_bytes = size_bytes;
-  request.dest = dest;
-  return post_to_holder(store_offset, request);
-}
-
-namespace {
-
-// A request about one queue; the caller fills what its kind needs and posts it to the owner.
-ShardRequest queue_request(ShardRequest::Kind kind, std::string_view topic, int32_t queue_id,
-                           uint64_t tag) {
-  ShardRequest request = tagged_request(kind, tag);
-  request.input.topic = topic;
-  request.input.queue_id = queue_id;
-  return request;
-}
-
-}  // namespace
-
-io::Status Session::post_to_owner(const ShardRequest& request, uint32_t shard) {
-  return post(queue_shard(request.input.topic, request.input.queue_id, shard), request);
+  return post_to_holder(store_offset,
+                        shard_request::Read{.tag = tag,
+                                            .local_offset = local_offset(store_offset),
+                                            .size_bytes = size_bytes,
+                                            .dest = dest});
 }
 
 io::Status Session::pull_async(const PullRequest& pull, uint64_t tag, uint32_t shard) {
-  ShardRequest request = queue_request(ShardRequest::Kind::pull, pull.topic, pull.queue_id, tag);
-  request.queue_offset = pull.queue_offset;
-  request.max_messages = pull.max_messages;
-  request.tag_filter = pull.tag_filter;
-  request.sql_filter = pull.sql_filter;
-  request.buffer = pull.buffer;
-  request.wait_ms = pull.wait_ms;
-  return post_to_owner(request, shard);
+  return post(queue_shard(pull.topic, pull.queue_id, shard),
+              shard_request::Pull{.tag = tag,
+                                  .topic = pull.topic,
+                                  .queue_id = pull.queue_id,
+                                  .queue_offset = pull.queue_offset,
+                                  .max_messages = pull.max_messages,
+                                  .tag_filter = pull.tag_filter,
+                                  .sql_filter = pull.sql_filter,
+                                  .buffer = pull.buffer,
+                                  .wait_ms = pull.wait_ms});
 }
 
 io::Status Session::query_index_async(uint32_t shard, const IndexQueryRequest& query,
@@ -507,13 +482,13 @@ io::Status Session::query_index_async(uint32_t shard, const IndexQueryRequest& q
   if (shard >= store_.shards_.size()) {
     return io::Status::error(io::Code::invalid_argument, "no shard " + std::to_string(shard));
   }
-  ShardRequest request = queue_request(ShardRequest::Kind::query_index, query.topic, 0, tag);
-  request.group = query.key;
-  request.value = query.begin_ms;
-  request.end_ms = query.end_ms;
-  request.max_messages = query.max_messages;
-  request.buffer = query.buffer;
-  return post(shard, request);
+  return post(shard, shard_request::QueryIndex{.tag = tag,
+                                               .topic = query.topic,
+                                               .key = query.key,
+                                               .begin_ms = query.begin_ms,
+                                               .end_ms = query.end_ms,
+                                               .max_messages = query.max_messages,
+                                               .buffer = query.buffer});
 }
 
 io::Status Session::end_transaction_async(StoreOffset half_offset,
@@ -526,13 +501,12 @@ io::Status Session::end_transaction_async(StoreOffset half_offset,
     return io::Status::error(io::Code::invalid_argument,
                              "the half's offset names shard " + std::to_string(shard));
   }
-  ShardRequest request = tagged_request(ShardRequest::Kind::end_transaction, tag);
-  request.local_offset = local_offset(half_offset);
-  request.record = half_record;
-  request.end = end;
-  request.group = producer_group;
-  request.queue_offset = queue_offset;
-  return post(shard, request);
+  return post(shard, shard_request::EndTransaction{.tag = tag,
+                                                   .local_offset = local_offset(half_offset),
+                                                   .record = half_record,
+                                                   .end = end,
+                                                   .producer_group = producer_group,
+                                                   .queue_offset = queue_offset});
 }
 
 io::Status Session::take_transaction_checks_async(uint32_t shard, std::span<TransactionCheck> out,
@@ -540,9 +514,7 @@ io::Status Session::take_transaction_checks_async(uint32_t shard, std::span<Tran
   if (shard >= store_.shards_.size()) {
     return io::Status::error(io::Code::invalid_argument, "no shard " + std::to_string(shard));
   }
-  ShardRequest request = tagged_request(ShardRequest::Kind::transaction_checks, tag);
-  request.checks = out;
-  return post(shard, request);
+  return post(shard, shard_request::TransactionChecks{.tag = tag, .checks = out});
 }
 
 io::Status Session::replicate_async(uint32_t shard, LogOffset offset,
@@ -553,52 +525,51 @@ io::Status Session::replicate_async(uint32_t shard, LogOffset offset,
   if (!store_.options_.replica) {
     return io::Status::error(io::Code::invalid_argument, "the store is not a replica");
   }
-  ShardRequest request = tagged_request(ShardRequest::Kind::replicate, tag);
-  request.local_offset = offset;
-  request.record = bytes;
-  return post(shard, request);
+  return post(shard, shard_request::Replicate{.tag = tag, .local_offset = offset, .bytes = bytes});
 }
 
 io::Status Session::view_record_async(StoreOffset store_offset, std::span<std::byte> buffer,
                                       uint64_t tag) {
-  ShardRequest request = tagged_request(ShardRequest::Kind::view_record, tag);
-  request.max_messages = 1;
-  request.buffer = buffer;
-  return post_to_holder(store_offset, request);
+  return post_to_holder(
+      store_offset, shard_request::ViewRecord{
+                        .tag = tag, .local_offset = local_offset(store_offset), .buffer = buffer});
 }
 
 io::Status Session::query_queue_async(std::string_view topic, int32_t queue_id, uint64_t tag,
                                       uint32_t shard) {
-  return post_to_owner(queue_request(ShardRequest::Kind::query_queue, topic, queue_id, tag), shard);
+  return post(queue_shard(topic, queue_id, shard),
+              shard_request::QueryQueue{.tag = tag, .topic = topic, .queue_id = queue_id});
 }
 
 io::Status Session::search_offset_async(std::string_view topic, int32_t queue_id,
                                         int64_t timestamp_ms, uint64_t tag, uint32_t shard) {
-  ShardRequest request = queue_request(ShardRequest::Kind::search_offset, topic, queue_id, tag);
-  request.value = timestamp_ms;
-  return post_to_owner(request, shard);
+  return post(queue_shard(topic, queue_id, shard),
+              shard_request::SearchOffset{
+                  .tag = tag, .topic = topic, .queue_id = queue_id, .timestamp_ms = timestamp_ms});
 }
 
 io::Status Session::commit_offset_async(std::string_view group, std::string_view topic,
                                         int32_t queue_id, QueueOffset offset, uint64_t tag,
                                         uint32_t shard) {
-  ShardRequest request = queue_request(ShardRequest::Kind::commit_offset, topic, queue_id, tag);
-  request.group = group;
-  request.queue_offset = offset;
-  return post_to_owner(request, shard);
+  return post(queue_shard(topic, queue_id, shard),
+              shard_request::CommitOffset{.tag = tag,
+                                          .group = group,
+                                          .topic = topic,
+                                          .queue_id = queue_id,
+                                          .queue_offset = offset});
 }
 
 io::Status Session::query_offset_async(std::string_view group, std::string_view topic,
                                        int32_t queue_id, uint64_t tag, uint32_t shard) {
-  ShardRequest request = queue_request(ShardRequest::Kind::query_offset, topic, queue_id, tag);
-  request.group = group;
-  return post_to_owner(request, shard);
+  return post(
+      queue_shard(topic, queue_id, shard),
+      shard_request::QueryOffset{.tag = tag, .group = group, .topic = topic, .queue_id = queue_id});
 }
 
 io::Status Session::flush_offsets_async(std::string_view topic, int32_t queue_id, uint64_t tag,
                                         uint32_t shard) {
-  return post_to_owner(queue_request(ShardRequest::Kind::flush_offsets, topic, queue_id, tag),
-                       shard);
+  // Only the owner's table holds the queue's offsets: the shard needs no more than the tag.
+  return post(queue_shard(topic, queue_id, shard), shard_request::FlushOffsets{.tag = tag});
 }
 
 io::Status Session::list_offsets_async(uint32_t shard, std::vector<ConsumerOffsetEntry>* out,
@@ -606,9 +577,7 @@ io::Status Session::list_offsets_async(uint32_t shard, std::vector<ConsumerOffse
   if (shard >= outstanding_per_shard_.size()) {
     return io::Status::error(io::Code::invalid_argument, "no such shard");
   }
-  ShardRequest request = tagged_request(ShardRequest::Kind::list_offsets, tag);
-  request.offsets_out = out;
-  return post(shard, request);
+  return post(shard, shard_request::ListOffsets{.tag = tag, .out = out});
 }
 
 bool is_internal_topic(std::string_view topic) {
@@ -687,7 +656,7 @@ Completion Session::send_back(std::string_view group, std::span<const std::byte>
 }
 
 io::Status Session::release_held_pulls_async(uint64_t tag) {
-  ShardRequest request = tagged_request(ShardRequest::Kind::release_held, tag);
+  const ShardRequest request = shard_request::ReleaseHeld{.tag = tag};
   for (uint32_t shard = 0; shard < store_.shards_.size(); shard++) {
     UMQ_RETURN_IF_ERROR(post(shard, request));
   }

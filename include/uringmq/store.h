@@ -328,10 +328,11 @@ class Session {
   Session(Store& store, SessionSlot& slot, uint32_t shards)
       : store_(store), slot_(slot), outstanding_per_shard_(shards, 0), wake_pending_(shards, 0) {}
   io::Status post(uint32_t shard, const struct ShardRequest& request);
-  io::Status post_to_owner(const struct ShardRequest& request, uint32_t shard);
   // The shard a queue request goes to: `shard`, or the queue's hash owner for kShardByHash.
   uint32_t queue_shard(std::string_view topic, int32_t queue_id, uint32_t shard) const;
-  io::Status post_to_holder(StoreOffset store_offset, struct ShardRequest& request);
+  // Posts a request about the record at store_offset (the request carries its local offset) to
+  // the shard that holds it.
+  io::Status post_to_holder(StoreOffset store_offset, const struct ShardRequest& request);
   Store& store_;
   SessionSlot& slot_;
   uint64_t outstanding_ = 0;
@@ -352,7 +353,7 @@ class Session {
     io::Code failed = io::Code::ok;
   };
   std::vector<std::pair<uint64_t, FanOut>> fan_outs_;
-  io::Status send_to_every_shard(const struct ShardRequest& request);
+  io::Status send_to_every_shard(const struct ShardRequest& request, uint64_t tag, uint32_t owner);
   bool absorb(uint32_t shard, Completion& c);  // false: a fan-out part, not surfaced (yet)
 };
 

@@ -107,8 +107,7 @@ class IndexSim {
     const std::string n = std::to_string(puts_.size() - 1);
     p.properties = "KEYS\x01k" + n + " all\x02UNIQ_KEY\x01u" + n + "\x02";
     p.body = "body " + n;
-    ShardRequest r;
-    r.kind = ShardRequest::Kind::append;
+    shard_request::Append r;
     r.tag = puts_.size() - 1;
     r.input.topic = "IndexSim";
     r.input.queue_id = static_cast<int32_t>(rng_.below(3));
@@ -117,7 +116,7 @@ class IndexSim {
     r.input.born_timestamp_ms = clock_.now_ms();
     r.input.born_host = engine::HostAddress::ipv4(127, 0, 0, 1, 40000);
     r.input.store_host = engine::HostAddress::ipv4(127, 0, 0, 1, 10911);
-    UMQ_ASSERT(slots_[0]->to_shard[0]->push(r));
+    UMQ_ASSERT(slots_[0]->to_shard[0]->push(ShardRequest(r)));
     outstanding_++;
   }
   void take() {
@@ -143,15 +142,13 @@ class IndexSim {
   }
   // The UNIQ_KEYs of what a lookup of `key` returns ("!" entries: a failure).
   std::vector<std::string> lookup(const std::string& key) {
-    ShardRequest r;
-    r.kind = ShardRequest::Kind::query_index;
-    r.tag = kQueryTag;
-    r.input.topic = "IndexSim";
-    r.group = key;
-    r.value = 0;
-    r.end_ms = INT64_MAX;
-    r.max_messages = 32;
-    r.buffer = buffer_;
+    const ShardRequest r = shard_request::QueryIndex{.tag = kQueryTag,
+                                                     .topic = "IndexSim",
+                                                     .key = key,
+                                                     .begin_ms = 0,
+                                                     .end_ms = INT64_MAX,
+                                                     .max_messages = 32,
+                                                     .buffer = buffer_};
     UMQ_ASSERT(slots_[0]->to_shard[0]->push(r));
     outstanding_++;
     query_done_ = false;

@@ -433,14 +433,13 @@ struct SteppedTimerShard {
     properties.clear();
     engine::append_property(properties, "TIMER_DELIVER_MS", std::to_string(deliver_ms));
     bodies.push_back(body);
-    ShardRequest request;
-    request.kind = ShardRequest::Kind::append;
+    shard_request::Append request;
     request.tag = 7;
     request.input.topic = "TimedTopic";
     request.input.properties = properties;
     request.input.body = std::as_bytes(std::span(bodies.back()));
     request.input.born_timestamp_ms = clock.now_ms();
-    ASSERT_TRUE(session().to_shard[0]->push(request));
+    ASSERT_TRUE(session().to_shard[0]->push(ShardRequest(request)));
   }
   std::string properties;
   std::deque<std::string> bodies;  // the puts' bodies, alive until the shard copies them

@@ -126,8 +126,7 @@ class TxnSim {
     engine::append_property(k.properties, "K", std::to_string(key));
     engine::append_property(k.properties, "TRAN_MSG", "true");
     engine::append_property(k.properties, "PGROUP", "sim");
-    ShardRequest r;
-    r.kind = ShardRequest::Kind::append;
+    shard_request::Append r;
     r.tag = key;
     r.input.topic = kTopic;
     r.input.queue_id = static_cast<int32_t>(key % 3);
@@ -146,13 +145,12 @@ class TxnSim {
     auto read = std::make_unique<Read>();
     read->log_offset = log_offset;
     read->bytes.resize(size);
-    ShardRequest r;
-    r.kind = ShardRequest::Kind::read;
-    r.tag = kReadTag + next_read_;
-    r.local_offset = LogOffset{log_offset};
-    r.size_bytes = size;
-    r.dest = read->bytes.data();
-    if (!push(r)) return;
+    if (!push(shard_request::Read{.tag = kReadTag + next_read_,
+                                  .local_offset = LogOffset{log_offset},
+                                  .size_bytes = size,
+                                  .dest = read->bytes.data()})) {
+      return;
+    }
     reads_[next_read_++] = std::move(read);
   }
 
@@ -175,8 +173,7 @@ class TxnSim {
     if (decision == Decision::none) {
       decision = rng_.below(5) < 3 ? Decision::commit : Decision::rollback;
     }
-    ShardRequest r;
-    r.kind = ShardRequest::Kind::end_transaction;
+    shard_request::EndTransaction r;
     r.tag = kEndTag + id;
     r.local_offset = LogOffset{read.log_offset};
     r.record = read.bytes;
@@ -187,11 +184,7 @@ class TxnSim {
   void ask_checks() {
     if (asking_) return;
     checks_.assign(32, TransactionCheck{});
-    ShardRequest r;
-    r.kind = ShardRequest::Kind::transaction_checks;
-    r.tag = kCheckTag;
-    r.checks = checks_;
-    asking_ = push(r);
+    asking_ = push(shard_request::TransactionChecks{.tag = kCheckTag, .checks = checks_});
   }
 
   void take_completions() {

@@ -328,8 +328,7 @@ void SteppedShardSim::put() {
   SimPut& p = puts_.emplace_back();
   p.key = puts_.size() - 1;
   make_put(p);
-  ShardRequest request;
-  request.kind = ShardRequest::Kind::append;
+  shard_request::Append request;
   request.tag = p.key;
   request.input.topic = p.topic;
   request.input.queue_id = p.queue_id;
@@ -338,7 +337,7 @@ void SteppedShardSim::put() {
   request.input.born_timestamp_ms = clock_.now_ms();
   request.input.born_host = engine::HostAddress::ipv4(127, 0, 0, 1, 40000);
   request.input.store_host = engine::HostAddress::ipv4(127, 0, 0, 1, 10911);
-  UMQ_ASSERT(slots_[0]->to_shard[0]->push(request));
+  UMQ_ASSERT(slots_[0]->to_shard[0]->push(ShardRequest(request)));
   outstanding_++;
 }
 
@@ -444,11 +443,10 @@ void SteppedShardSim::query_queues() {
   const uint32_t queues = static_cast<uint32_t>(layout_.queues);
   queries_.assign(layout_.topics.size() * queues, Completion{});
   for (uint32_t i = 0; i < queries_.size(); i++) {
-    ShardRequest request;
-    request.kind = ShardRequest::Kind::query_queue;
-    request.tag = kQueryTag + i;
-    request.input.topic = layout_.topics[i / queues];
-    request.input.queue_id = static_cast<int32_t>(i % queues);
+    const ShardRequest request =
+        shard_request::QueryQueue{.tag = kQueryTag + i,
+                                  .topic = layout_.topics[i / queues],
+                                  .queue_id = static_cast<int32_t>(i % queues)};
     UMQ_ASSERT(slots_[0]->to_shard[0]->push(request));
     outstanding_++;
   }
