@@ -225,7 +225,11 @@ BrokerReactor::BrokerReactor(const BrokerConfig& config, Store& store, io::Waker
       clock_(config.store.clock != nullptr ? config.store.clock : &system_clock_),
       store_waker_(&store_waker),
       stop_waker_(&stop_waker),
-      conn_pool_(config.max_connections) {
+      conn_pool_(config.max_connections),
+      config_disk_(config_),
+      topics_(config_, config_disk_, *clock_, [this] {
+        if (registrar_) registrar_->topics_changed();
+      }) {
   limits_.max_frame_bytes = std::max<uint32_t>(limits_.max_frame_bytes,
                                                config.store.log.limits.max_body_bytes + (1u << 20));
   bound_ = std::move(listeners);
@@ -249,14 +253,11 @@ io::Status BrokerReactor::start() {
   session_->set_completion_waker(store_waker_);
   session_->defer_wakes(true);  // woken once per loop turn (poll_once)
   // The topic table is loaded through a disk of this (the opening) thread; changes go through
-  // the reactor thread's own (config_disk()).
+  // the reactor thread's own (config_disk_.get()).
   {
-    io::Result<std::unique_ptr<io::Disk>> disk = make_config_disk();
+    io::Result<std::unique_ptr<io::Disk>> disk = config_disk_.make();
     if (!disk.is_ok()) return disk.status();
-    io::Result<std::unique_ptr<TopicTable>> topics =
-        TopicTable::open(**disk, *clock_, io::path_join(config_.store.data_dir, "config"));
-    if (!topics.is_ok()) return topics.status();
-    topics_ = std::move(*topics);
+    UMQ_RETURN_IF_ERROR(topics_.open(**disk));
     UMQ_RETURN_IF_ERROR(open_admin_state(**disk));
   }
   UMQ_RETURN_IF_ERROR(open_acl());
@@ -276,25 +277,6 @@ io::Status BrokerReactor::start() {
   UMQ_RETURN_IF_ERROR(open_ha_server());
   UMQ_RETURN_IF_ERROR(open_ha_client());
   return open_metrics_server();
-}
-
-io::Result<std::unique_ptr<io::Disk>> BrokerReactor::make_config_disk() const {
-  io::UringDiskOptions options;
-  options.queue_depth_entries = 8;
-  options.file_mode = config_.store.file_mode;
-  options.dir_mode = config_.store.dir_mode;
-  io::Result<std::unique_ptr<io::UringDisk>> disk = io::UringDisk::create(options);
-  if (!disk.is_ok()) return disk.status();
-  return std::unique_ptr<io::Disk>(std::move(*disk));
-}
-
-io::Result<io::Disk*> BrokerReactor::config_disk() {
-  if (!config_disk_) {
-    io::Result<std::unique_ptr<io::Disk>> disk = make_config_disk();
-    if (!disk.is_ok()) return disk.status();
-    config_disk_ = std::move(*disk);
-  }
-  return config_disk_.get();
 }
 
 // ---- BrokerReactor: the loop ----

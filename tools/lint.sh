@@ -12,6 +12,9 @@
 #              tools/lint_class_size.py, a scanner checked against clang's AST. The classes in
 #              tools/lint_class_size_allow.txt are printed as "allowed (to split)" and do not
 #              fail; that list only shrinks, and an entry within the limits fails until removed.
+#   layers     net/core/ includes no header of net/remoting/ (nor net/server/): the broker core
+#              knows no wire, so a second protocol is a second adapter over it. Every file
+#              in net/ also stays within 1,000 lines (net/README.md, "Layout").
 #   columns    no line over 100 columns (characters) in *.h, *.cc, *.sh, *.js, *.py and
 #              CMakeLists.txt. Markdown is not checked: its tables and links may be long, and
 #              its prose is reviewed as prose.
@@ -75,6 +78,12 @@ class_out=$(python3 tools/lint_class_size.py --max-methods "$MAX_METHODS" \
   --max-fields "$MAX_FIELDS" --allow tools/lint_class_size_allow.txt "${cxx_non_test[@]}")
 check classes "$(grep -v '^allowed (to split): ' <<<"$class_out")"
 grep '^allowed (to split): ' <<<"$class_out" | sed 's/^/  /'
+
+# layers
+check layers "$( (git grep -n -E '#include "net/(remoting|server)/' -- 'net/core/*' || true)
+  for f in $(git ls-files 'net/*.h' 'net/*.cc'); do
+    [ -f "$f" ] && [ "$(wc -l <"$f")" -gt 1000 ] && echo "$f: $(wc -l <"$f") lines (max 1000)"
+  done)"
 
 # columns
 check columns "$(python3 - "$MAX_COLUMNS" "${text[@]}" <<'EOF'

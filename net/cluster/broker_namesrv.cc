@@ -38,7 +38,7 @@ io::Status BrokerReactor::open_registrar() {
   options.namesrvs = config_.namesrv_addrs;
   options.period_ms = config_.register_namesrv_period_ms;
   options.event = static_cast<uint8_t>(Event::registrar);
-  options.initial_version = topics_->data_version();
+  options.initial_version = topics_.table().data_version();
   for (size_t i = 0; i < brokers_.size(); i++) {
     options.brokers.push_back(BrokerIdentity{config_.cluster_name, brokers_[i].name, advertised_[i],
                                              ha_host + ":" + std::to_string(brokers_[i].ha_port()),
@@ -53,8 +53,8 @@ io::Status BrokerReactor::open_registrar() {
 
 std::string BrokerReactor::registration_table() const {
   std::vector<TopicConfig> topics;
-  for (const auto& [name, config] : topics_->table()) topics.push_back(config);
-  if (config_.auto_create_topic_enable && topics_->find(kAutoCreateTopic) == nullptr) {
+  for (const auto& [name, config] : topics_.table().table()) topics.push_back(config);
+  if (config_.auto_create_topic_enable && topics_.table().find(kAutoCreateTopic) == nullptr) {
     TopicConfig tbw;
     tbw.name = std::string(kAutoCreateTopic);
     tbw.read_queue_nums = tbw.write_queue_nums = config_.default_topic_queue_nums;
@@ -65,7 +65,7 @@ std::string BrokerReactor::registration_table() const {
   for (const std::string& group : clients_.known_groups()) {
     for (std::string_view prefix : {kRetryTopicPrefix, kDlqTopicPrefix}) {
       std::string name = std::string(prefix) + group;
-      if (topics_->find(name) != nullptr) continue;
+      if (topics_.table().find(name) != nullptr) continue;
       TopicConfig t;
       t.name = std::move(name);
       t.read_queue_nums = t.write_queue_nums = 1;

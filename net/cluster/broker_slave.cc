@@ -136,7 +136,7 @@ void BrokerReactor::apply_slave_sync(const SlaveSyncAnswer& a) {
              (topics.is_ok() ? groups.status().message() : topics.status().message()));
   }
   if (!a.delay.empty() && a.delay != synced_delay_) {  // the master's text (string2File)
-    io::Result<io::Disk*> disk = config_disk();
+    io::Result<io::Disk*> disk = config_disk_.get();
     const std::string dir = io::path_join(config_.store.data_dir, "config");
     io::Status s = disk.is_ok() ? replace_config_file(
                                       **disk, dir, io::path_join(dir, "delayOffset.json"), a.delay)
@@ -151,28 +151,17 @@ void BrokerReactor::apply_slave_sync(const SlaveSyncAnswer& a) {
 void BrokerReactor::apply_synced_topics(const JsonValue& doc) {
   const JsonValue* table = doc.is_object() ? doc.find("topicConfigTable") : nullptr;
   if (table == nullptr || !table->is_object()) return;
-  std::set<std::string> names;
+  std::vector<TopicConfig> topics;
   for (const JsonValue::Member& m : table->members()) {
     io::Result<TopicConfig> c = TopicTableSpec::parse_entry(m.first, m.second);
-    if (!c.is_ok()) continue;
-    names.insert(c->name);
-    io::Status s = put_topic(*c);
-    if (!s.is_ok()) log_warn("slave sync: topic " + m.first + ": " + s.to_string());
+    if (c.is_ok()) topics.push_back(std::move(*c));
   }
-  std::vector<std::string> gone;
-  for (const auto& [name, config] : topics_->table()) {
-    if (!names.contains(name)) gone.push_back(name);
-  }
-  io::Result<io::Disk*> disk = config_disk();
-  for (const std::string& name : gone) {
-    if (disk.is_ok()) (void)topics_->erase(**disk, name);
-  }
-  if (!gone.empty() && registrar_) registrar_->topics_changed();
+  topics_.replace_all(topics);
 }
 
 void BrokerReactor::apply_synced_groups(const JsonValue& doc) {
   const JsonValue* table = doc.is_object() ? doc.find("subscriptionGroupTable") : nullptr;
-  io::Result<io::Disk*> disk = config_disk();
+  io::Result<io::Disk*> disk = config_disk_.get();
   if (table == nullptr || !table->is_object() || !disk.is_ok()) return;
   for (const JsonValue::Member& m : table->members()) {
     io::Result<SubscriptionGroupConfig> c = SubscriptionGroupSpec::parse_entry(m.first, m.second);

@@ -30,8 +30,6 @@ inline constexpr int32_t kUnregisterBrokerCode = 104;
 // The request version registrations carry: MQVersion V4_9_8's ordinal (a NameServer reads the
 // old body form below V3_0_11).
 inline constexpr int32_t kRegisterRequestVersion = 409;
-// The topic RocketMQ producers fetch the route of for a topic no broker has yet.
-inline constexpr std::string_view kAutoCreateTopic = "TBW102";
 
 // Who registers: one presented broker.
 struct BrokerIdentity {

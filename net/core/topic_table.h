@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "io/status.h"
 #include "net/common/json.h"
@@ -31,6 +32,12 @@ inline constexpr int32_t kPermRead = 4;
 inline constexpr int32_t kPermReadWrite = kPermRead | kPermWrite;
 // Queue numbers a topic may have (RocketMQ's admin tools allow up to 1024 per broker).
 inline constexpr int32_t kMaxTopicQueueNums = 1024;
+// The topic RocketMQ producers fetch the route of for a topic no broker has yet.
+inline constexpr std::string_view kAutoCreateTopic = "TBW102";
+// Retry and dead-letter topics: %RETRY%<group>, %DLQ%<group>.
+inline constexpr std::string_view kRetryPrefix = "%RETRY%";
+inline constexpr std::string_view kDlqPrefix = "%DLQ%";
+inline constexpr uint32_t kMaxTopicChars = 127;
 // Topics the table holds at most: a put beyond is refused (busy), naming the limit.
 inline constexpr size_t kMaxTopics = 65536;
 

@@ -29,7 +29,6 @@ using Step = AdminQuery::Step;
 using What = AdminQuery::What;
 
 constexpr int32_t kConsumerNotOnline = 206;  // ResponseCode.CONSUMER_NOT_ONLINE
-constexpr std::string_view kRetryPrefix = "%RETRY%";
 // Queues one admin request may ask about (a group's topics times their queues): past it the
 // request is refused, naming the limit, rather than holding an unbounded list.
 constexpr size_t kMaxAdminQueues = 65536;
@@ -278,7 +277,7 @@ void BrokerReactor::send_reset_to_clients(const AdminQuery& q, const std::string
 
 void BrokerReactor::handle_topic_list(uint32_t conn, const RemotingCommand& request) {
   std::set<std::string, std::less<>> topics;
-  for (const auto& [name, config] : topics_->table()) topics.insert(name);
+  for (const auto& [name, config] : topics_.table().table()) topics.insert(name);
   // Java lists a group's retry topic once the group heartbeats (it creates its config then).
   for (const std::string& group : clients_.known_groups()) {
     topics.insert(std::string(kRetryPrefix) + group);
@@ -306,7 +305,7 @@ void BrokerReactor::handle_consumed_by(uint32_t conn, const RemotingCommand& req
 void BrokerReactor::handle_topic_stats(uint32_t conn, const RemotingCommand& request) {
   const std::string* topic = request.ext("topic");
   const std::optional<TopicShape> shape =
-      topic != nullptr && !is_internal_topic(*topic) ? topic_shape(*topic) : std::nullopt;
+      topic != nullptr && !is_internal_topic(*topic) ? topics_.shape(*topic) : std::nullopt;
   if (!shape ||
       (!shape->configured && !topic->starts_with(kRetryPrefix) && !topic->starts_with("%DLQ%"))) {
     return reply_code(conn, request, rc::kTopicNotExist,
@@ -336,7 +335,7 @@ void BrokerReactor::handle_consume_stats(uint32_t conn, const RemotingCommand& r
   q->what = What::consume_stats;
   q->group = *group;
   for (const std::string& t : topics) {
-    const std::optional<TopicShape> shape = is_internal_topic(t) ? std::nullopt : topic_shape(t);
+    const std::optional<TopicShape> shape = is_internal_topic(t) ? std::nullopt : topics_.shape(t);
     if (!shape) continue;
     // Java: an online group that does not subscribe to the topic has no figures for it.
     if (online != nullptr && !online->subscriptions.empty() && !online->subscriptions.contains(t)) {
@@ -365,7 +364,7 @@ void BrokerReactor::handle_reset_offset(uint32_t conn, const RemotingCommand& re
                       "INVOKE_BROKER_TO_RESET_OFFSET needs topic, group, timestamp");
   }
   const std::optional<TopicShape> shape =
-      is_internal_topic(*topic) ? std::nullopt : topic_shape(*topic);
+      is_internal_topic(*topic) ? std::nullopt : topics_.shape(*topic);
   if (!shape) {
     return reply_code(
         conn, request, rc::kSystemError,

@@ -195,7 +195,7 @@ void BrokerReactor::handle_update_broker_config(uint32_t conn, const RemotingCom
   if (!error.empty()) return reply_code(conn, request, rc::kSystemError, error);
   std::map<std::string, std::string, std::less<>> next = config_overlay_;
   for (const auto& [key, value] : changes) next[key] = value;
-  io::Result<io::Disk*> disk = config_disk();
+  io::Result<io::Disk*> disk = config_disk_.get();
   const std::string dir = io::path_join(config_.store.data_dir, "config");
   io::Status s = disk.is_ok() ? replace_config_file(**disk, dir, io::path_join(dir, kOverlayFile),
                                                     overlay_text(next))
@@ -224,7 +224,7 @@ void BrokerReactor::handle_put_subscription_group(uint32_t conn, const RemotingC
     return reply_code(conn, request, rc::kNoPermission,
                       "the group " + config->group_name + " is internal to the broker");
   }
-  io::Result<io::Disk*> disk = config_disk();
+  io::Result<io::Disk*> disk = config_disk_.get();
   io::Status s = disk.is_ok() ? subscription_groups_->put(**disk, *config) : disk.status();
   if (!s.is_ok()) return reply_code(conn, request, rc::kSystemError, s.message());
   log_info("subscription group " + config->group_name + " set (retryMaxTimes " +
@@ -243,7 +243,7 @@ void BrokerReactor::handle_delete_subscription_group(uint32_t conn,
   if (group == nullptr || group->empty()) {
     return reply_code(conn, request, rc::kSystemError, "DELETE_SUBSCRIPTIONGROUP needs groupName");
   }
-  io::Result<io::Disk*> disk = config_disk();
+  io::Result<io::Disk*> disk = config_disk_.get();
   io::Status s = disk.is_ok() ? subscription_groups_->erase(**disk, *group) : disk.status();
   // Java answers 0 for a group it does not have (it logs a warning).
   if (!s.is_ok() && s.code() != io::Code::not_found) {

@@ -16,6 +16,7 @@
 #include "io/assert.h"
 #include "net/common/json.h"
 #include "net/common/log.h"
+#include "net/remoting/faults.h"
 #include "net/remoting/header_fields.h"
 #include "net/server/broker_reactor.h"
 #include "uringmq/version.h"
@@ -35,22 +36,10 @@ constexpr uint32_t kKeptOpBuffers = 64;
 constexpr uint32_t kMaxPullMessages = 64;
 // A free op keeps room for this many batch messages; a larger batch's room goes back.
 constexpr size_t kKeptBatchMessages = 1024;
-constexpr uint32_t kMaxTopicChars = 127;
-constexpr std::string_view kRetryPrefix = "%RETRY%";
-constexpr std::string_view kDlqPrefix = "%DLQ%";
 
 // SEND_MESSAGE_V2 abbreviates the SEND_MESSAGE header's field names to single letters.
 const std::string* send_field(const RemotingCommand& c, std::string_view v2, std::string_view v1) {
   return c.code == req::kSendMessageV2 || c.code == req::kSendBatchMessage ? c.ext(v2) : c.ext(v1);
-}
-
-// Java's TopicValidator: 1..127 characters of [%|a-zA-Z0-9_-].
-bool valid_topic(std::string_view topic) {
-  if (topic.empty() || topic.size() > kMaxTopicChars) return false;
-  return std::all_of(topic.begin(), topic.end(), [](char ch) {
-    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-           ch == '%' || ch == '|' || ch == '_' || ch == '-';
-  });
 }
 
 int32_t pull_code(PullStatus status) {
@@ -69,40 +58,12 @@ int32_t pull_code(PullStatus status) {
   return rc::kSystemError;
 }
 
-// How a store request that was not carried out is answered, by the store's Code: the response
-// code and the remark. A Code not listed: SYSTEM_ERROR, "store error".
-struct StoreErrorAnswer {
-  io::Code code;
-  int32_t response_code;
-  const char* remark;
-};
-constexpr StoreErrorAnswer kStoreErrorAnswers[] = {
-    {io::Code::invalid_argument, rc::kMessageIllegal, "invalid message"},
-    {io::Code::too_large, rc::kMessageIllegal, "message too large (maxMessageSize)"},
-    {io::Code::busy, rc::kSystemBusy, "the store is busy, try again"},
-    {io::Code::no_space, rc::kServiceNotAvailable, "the disk is full: the message was not stored"},
-    {io::Code::fail_stopped, rc::kServiceNotAvailable,
-     "the store stopped after a disk error: the message may or may not be stored"},
-    {io::Code::shut_down, rc::kServiceNotAvailable, "the broker is stopping"},
-    {io::Code::not_found, rc::kSystemError, "not found"},
-    {io::Code::corruption, rc::kSystemError,
-     "a stored message this needs is damaged (failed its CRC check; see the broker log)"},
-};
-
-const StoreErrorAnswer& store_error_answer(io::Code code) {
-  static constexpr StoreErrorAnswer kOther{io::Code::io_error, rc::kSystemError, "store error"};
-  for (const StoreErrorAnswer& answer : kStoreErrorAnswers) {
-    if (answer.code == code) return answer;
-  }
-  return kOther;
-}
-
 int32_t error_code(io::Code code) {
-  return store_error_answer(code).response_code;
+  return remoting_code(store_refusal(code).fault);
 }
 
 std::string code_text(io::Code code) {
-  return store_error_answer(code).remark;
+  return store_refusal(code).reason;
 }
 
 // A client may name uringmq's internal properties only to cancel timers (__UMQ_CANCEL_KEY);
@@ -139,11 +100,6 @@ std::string client_properties(std::string_view text) {
 // the store appends (a \x02 and the record CRC property).
 constexpr uint32_t kMaxClientPropertiesBytes =
     engine::kMaxPropertiesBytes - 1 - engine::kRecordCrcPropertyBytes;
-
-struct Refusal {
-  int32_t code = 0;
-  std::string remark;
-};
 
 // The SEND_MESSAGE header, checked as Java's decodeCommandCustomHeader and msgCheck do.
 struct SendHeader {
@@ -183,7 +139,7 @@ std::optional<Refusal> read_send_header(const RemotingCommand& request, SendHead
        {"g", "bornTimestamp"}}};
   for (const auto& [v2, v1] : kRequired) {
     if (send_field(request, v2, v1) == nullptr) {
-      return Refusal{rc::kSystemError, "the custom field <" + std::string(v1) + "> is null"};
+      return Refusal{Fault::bad_request, "the custom field <" + std::string(v1) + "> is null"};
     }
   }
   const bool v2 = request.code == req::kSendMessageV2 || request.code == req::kSendBatchMessage;
@@ -198,14 +154,14 @@ std::optional<Refusal> read_send_header(const RemotingCommand& request, SendHead
   out->flag = i32("h", "flag").value_or(0);
   out->reconsume_times = i32("j", "reconsumeTimes").value_or(0);
   out->max_reconsume_times = i32("l", "maxReconsumeTimes").value_or(16);
-  if (!fields.ok()) return Refusal{rc::kSystemError, fields.error()};
+  if (!fields.ok()) return Refusal{Fault::bad_request, fields.error()};
   const std::string* topic = send_field(request, "b", "topic");
-  if (!valid_topic(*topic)) {
-    return Refusal{rc::kMessageIllegal,
+  if (!valid_topic_name(*topic)) {
+    return Refusal{Fault::illegal_message,
                    "the topic is missing or invalid (1-127 characters of [%|a-zA-Z0-9_-])"};
   }
   if (is_internal_topic(*topic)) {
-    return Refusal{rc::kNoPermission, "Sending message to topic[" + *topic +
+    return Refusal{Fault::no_permission, "Sending message to topic[" + *topic +
                                           "] is forbidden: it is internal to the broker"};
   }
   out->topic = *topic;
@@ -213,7 +169,7 @@ std::optional<Refusal> read_send_header(const RemotingCommand& request, SendHead
   out->properties = props ? std::string_view(*props) : std::string_view();
   const std::string* batch = send_field(request, "m", "batch");
   if (batch != nullptr && *batch == "true" && request.code != req::kSendBatchMessage) {
-    return Refusal{rc::kMessageIllegal, "a batch goes as SEND_BATCH_MESSAGE (320)"};
+    return Refusal{Fault::illegal_message, "a batch goes as SEND_BATCH_MESSAGE (320)"};
   }
   return std::nullopt;
 }
@@ -316,6 +272,11 @@ void BrokerReactor::submit(uint32_t index, Post&& post) {
   free_op(index);
 }
 
+void BrokerReactor::reply_refusal(uint32_t conn, const RemotingCommand& request,
+                                  const Refusal& refusal) {
+  reply_code(conn, request, remoting_code(refusal.fault), refusal.reason);
+}
+
 void BrokerReactor::reply_code(uint32_t conn, const RemotingCommand& request, int32_t code,
                                std::string remark) {
   if (request.is_oneway()) return;
@@ -328,84 +289,6 @@ WireOffset BrokerReactor::wire_offset(StoreOffset store_offset) const {
 
 StoreOffset BrokerReactor::store_offset_of_wire(WireOffset wire, uint32_t shard) const {
   return store_offset_of(wire, shard);
-}
-
-std::optional<TopicShape> BrokerReactor::topic_shape(std::string_view topic) const {
-  if (const TopicConfig* c = topics_->find(topic)) {
-    return TopicShape{c->read_queue_nums, c->write_queue_nums, c->perm, true};
-  }
-  if (topic.starts_with(kRetryPrefix) || topic.starts_with(kDlqPrefix)) {
-    return TopicShape{1, 1, kPermReadWrite, false};
-  }
-  if (!config_.auto_create_topic_enable) return std::nullopt;
-  const int32_t n = config_.default_topic_queue_nums;
-  // TBW102 inherits (perm 7): clients send a new topic through its route (net/README.md).
-  return TopicShape{n, n, topic == kAutoCreateTopic ? 7 : kPermReadWrite, false};
-}
-
-io::Status BrokerReactor::put_topic(const TopicConfig& config) {
-  io::Result<io::Disk*> disk = config_disk();
-  if (!disk.is_ok()) return disk.status();
-  if (registrar_) registrar_->topics_changed();
-  return topics_->put(**disk, config);
-}
-
-std::optional<std::pair<int32_t, std::string>> BrokerReactor::pick_write_queue(
-    const std::string& topic, int64_t* queue_id, int32_t client_queue_nums) {
-  std::optional<TopicShape> shape = topic_shape(topic);
-  if (!shape) {  // Java's msgCheck answer, and how to fix it
-    return std::pair{rc::kTopicNotExist,
-                     "topic[" + topic +
-                         "] not exist, apply first please! (autoCreateTopicEnable is false: "
-                         "create it with UPDATE_AND_CREATE_TOPIC, mqadmin updateTopic)"};
-  }
-  if (!shape->configured && !topic.starts_with(kRetryPrefix) && !topic.starts_with(kDlqPrefix)) {
-    create_topic_by_send(topic, client_queue_nums, &*shape);
-  }
-  if ((shape->perm & kPermWrite) == 0) {
-    return std::pair{rc::kNoPermission, "the topic[" + topic +
-                                            "] sending message is forbidden: its perm " +
-                                            std::to_string(shape->perm) + " has no write bit (2)"};
-  }
-  const int64_t nums = shape->write_queue_nums;
-  if (*queue_id < 0 && nums > 0) *queue_id = static_cast<int64_t>(std::random_device{}() % nums);
-  if (*queue_id < 0 || *queue_id >= nums) {
-    return std::pair{rc::kSystemError,
-                     "queueId " + std::to_string(*queue_id) + " is illegal: topic " + topic +
-                         " has " + std::to_string(nums) + " queues (0.." +
-                         std::to_string(nums - 1) + ") for sending (writeQueueNums)"};
-  }
-  return std::nullopt;
-}
-
-// A topic's first send creates it (autoCreateTopicEnable), kept in the table and registered
-// with the NameServers as Java's createTopicInSendMessageMethod does: min(the client's
-// defaultTopicQueueNums, TBW102's writeQueueNums) queues, TBW102's perm without the inherit
-// bit. Until it is in the table its route answers TOPIC_NOT_EXIST, and clients send it through
-// TBW102's route. Retry and dead-letter topics stay implicit.
-void BrokerReactor::create_topic_by_send(const std::string& topic, int32_t client_queue_nums,
-                                         TopicShape* shape) {
-  // Only reached with autoCreateTopicEnable (else an unconfigured topic has no shape), where
-  // TBW102 always has one: its table entry or the implicit one.
-  const std::optional<TopicShape> tbw102 = topic_shape(kAutoCreateTopic);
-  UMQ_ASSERT(tbw102.has_value());
-  TopicConfig created;
-  created.name = topic;
-  created.read_queue_nums = created.write_queue_nums =
-      client_queue_nums > 0 ? std::min(client_queue_nums, tbw102->write_queue_nums)
-                            : tbw102->write_queue_nums;
-  created.perm = tbw102->perm & kPermReadWrite;
-  shape->read_queue_nums = shape->write_queue_nums = created.write_queue_nums;
-  shape->perm = created.perm;
-  if (io::Status s = put_topic(created); !s.is_ok()) {
-    log_warn("topic " + topic + " was not added to the topic table (it works with " +
-             std::to_string(created.write_queue_nums) +
-             " queues until a restart): " + s.to_string());
-    return;
-  }
-  shape->configured = true;
-  log_info("topic " + topic + " created by its first send (autoCreateTopicEnable), " +
-           std::to_string(created.write_queue_nums) + " queues");
 }
 
 // ---- dispatch by request code ----
@@ -486,46 +369,18 @@ void BrokerReactor::handle(uint32_t conn, RemotingCommand& request,
 
 void BrokerReactor::handle_create_topic(uint32_t conn, const RemotingCommand& request) {
   HeaderFields fields(request);
-  const std::optional<int32_t> read = fields.int32("readQueueNums");
-  const std::optional<int32_t> write = fields.int32("writeQueueNums");
-  const std::optional<int32_t> perm = fields.int32("perm");
-  const int32_t sys_flag = fields.int32("topicSysFlag").value_or(0);
+  TopicConfig c;
+  c.read_queue_nums = fields.int32("readQueueNums").value_or(-1);  // -1: missing, refused
+  c.write_queue_nums = fields.int32("writeQueueNums").value_or(-1);
+  c.perm = fields.int32("perm").value_or(-1);
+  c.topic_sys_flag = fields.int32("topicSysFlag").value_or(0);
   if (!fields.ok()) return reply_code(conn, request, rc::kSystemError, fields.error());
   const std::string* topic = request.ext("topic");
-  if (topic == nullptr || !valid_topic(*topic)) {
-    return reply_code(conn, request, rc::kSystemError,
-                      "The specified topic is blank, too long or contains illegal characters "
-                      "(1-127 characters of [%|a-zA-Z0-9_-]): \"" +
-                          (topic ? topic->substr(0, kMaxTopicChars) : std::string()) + "\"");
-  }
-  if (is_internal_topic(*topic)) {
-    return reply_code(conn, request, rc::kNoPermission,
-                      "the topic[" + *topic + "] is internal to the broker");
-  }
-  auto in_range = [](std::optional<int32_t> v, int32_t high) {
-    return v.has_value() && *v >= 0 && *v <= high;
-  };
-  if (!in_range(read, kMaxTopicQueueNums) || !in_range(write, kMaxTopicQueueNums) ||
-      !in_range(perm, 7)) {
-    return reply_code(conn, request, rc::kSystemError,
-                      "UPDATE_AND_CREATE_TOPIC needs readQueueNums and writeQueueNums in 0.." +
-                          std::to_string(kMaxTopicQueueNums) + " and perm in 0..7 (2 write, " +
-                          "4 read, 6 both) for topic " + *topic);
-  }
-  TopicConfig c;
-  c.name = *topic;
-  c.read_queue_nums = *read;
-  c.write_queue_nums = *write;
-  c.perm = *perm;
-  c.topic_sys_flag = sys_flag;
+  c.name = topic != nullptr ? *topic : std::string();
   const std::string* order = request.ext("order");
   c.order = order != nullptr && *order == "true";
-  if (io::Status s = put_topic(c); !s.is_ok()) {
-    return reply_code(conn, request, rc::kSystemError, s.message());
-  }
-  log_info("topic " + c.name + " configured: readQueueNums " + std::to_string(c.read_queue_nums) +
-           ", writeQueueNums " + std::to_string(c.write_queue_nums) + ", perm " +
-           std::to_string(c.perm));
+  if (std::optional<Refusal> refused = topics_.configure(c))
+    return reply_refusal(conn, request, *refused);
   reply_code(conn, request, rc::kSuccess, {});
 }
 
@@ -536,7 +391,7 @@ void BrokerReactor::handle_create_topic(uint32_t conn, const RemotingCommand& re
 void BrokerReactor::handle_delete_topic(uint32_t conn, const RemotingCommand& request) {
   const bool in_namesrv = request.code == req::kDeleteTopicInNamesrv;
   const std::string* topic = request.ext("topic");
-  if (topic == nullptr || !valid_topic(*topic)) {
+  if (topic == nullptr || !valid_topic_name(*topic)) {
     return reply_code(
         conn, request, rc::kSystemError,
         std::string(in_namesrv ? "DELETE_TOPIC_IN_NAMESRV" : "DELETE_TOPIC_IN_BROKER") +
@@ -548,23 +403,15 @@ void BrokerReactor::handle_delete_topic(uint32_t conn, const RemotingCommand& re
     }
     return reply_code(conn, request, rc::kSuccess, {});
   }
-  if (is_internal_topic(*topic)) {
-    return reply_code(conn, request, rc::kNoPermission,
-                      "the topic[" + *topic + "] is internal to the broker");
+  if (std::optional<Refusal> refused = topics_.remove(*topic)) {
+    return reply_refusal(conn, request, *refused);
   }
-  io::Result<io::Disk*> disk = config_disk();
-  io::Status s = disk.is_ok() ? topics_->erase(**disk, *topic) : disk.status();
-  if (!s.is_ok() && s.code() != io::Code::not_found) {  // absent: nothing to do, as Java
-    return reply_code(conn, request, rc::kSystemError, s.message());
-  }
-  if (s.is_ok()) log_info("topic " + *topic + " deleted from the topic table");
-  if (s.is_ok() && registrar_) registrar_->topics_changed();
   reply_code(conn, request, rc::kSuccess, {});
 }
 
 std::string BrokerReactor::topic_config_json(uint32_t shard) const {
   UMQ_ASSERT(shard < brokers_.size());
-  return topics_->to_json();
+  return topics_.table().to_json();
 }
 
 void BrokerReactor::handle_all_topic_config(uint32_t conn, const RemotingCommand& request) {
@@ -620,8 +467,9 @@ void BrokerReactor::handle_route(uint32_t conn, const RemotingCommand& request) 
   const std::string* topic = request.ext("topic");
   // Internal topics have no route: clients may neither send to them nor pull them.
   std::optional<TopicShape> shape =
-      topic != nullptr && valid_topic(*topic) && !is_internal_topic(*topic) ? topic_shape(*topic)
-                                                                            : std::nullopt;
+      topic != nullptr && valid_topic_name(*topic) && !is_internal_topic(*topic)
+          ? topics_.shape(*topic)
+          : std::nullopt;
   // As the Java NameServer: a topic no broker holds has no route (TOPIC_NOT_EXIST), so clients
   // send a new topic through TBW102's and the first send creates it; a deleted topic's route is
   // gone. TBW102 and the retry and dead-letter topics keep their implicit routes.
@@ -639,7 +487,7 @@ void BrokerReactor::handle_route(uint32_t conn, const RemotingCommand& request) 
   }
   // One queueData and one brokerData per presented broker: the topic table is the process's,
   // so every broker has the topic's queues (a topic of 4 queues on 2 shards shows 8).
-  const TopicConfig* configured = topics_->find(*topic);
+  const TopicConfig* configured = topics_.table().find(*topic);
   std::string body = "{\"queueDatas\":[";
   for (uint32_t i = 0; i < brokers_.size(); i++) {
     body += i > 0 ? ",{\"brokerName\":" : "{\"brokerName\":";
@@ -666,7 +514,7 @@ void BrokerReactor::handle_send(uint32_t conn, RemotingCommand& request,
                                 std::span<const std::byte> body) {
   SendHeader header;
   if (std::optional<Refusal> refused = read_send_header(request, &header)) {
-    return reply_code(conn, request, refused->code, std::move(refused->remark));
+    return reply_refusal(conn, request, *refused);
   }
   if (body.size() > config_.store.log.limits.max_body_bytes) {
     return reply_code(conn, request, rc::kMessageIllegal,
@@ -695,8 +543,8 @@ void BrokerReactor::handle_send(uint32_t conn, RemotingCommand& request,
     properties = std::move(kept);
     queue_id = 0;
   }
-  if (auto refused = pick_write_queue(topic, &queue_id, header.default_topic_queue_nums)) {
-    return reply_code(conn, request, refused->first, std::move(refused->second));
+  if (auto refused = topics_.check_send(topic, &queue_id, header.default_topic_queue_nums)) {
+    return reply_refusal(conn, request, *refused);
   }
   uint32_t index = new_send_op(conn, request, std::move(topic), queue_id, body);
   BrokerOp& op = *ops_[index];
@@ -733,7 +581,7 @@ void BrokerReactor::handle_send_batch(uint32_t conn, RemotingCommand& request,
                                       std::span<const std::byte> body) {
   SendHeader header;
   if (std::optional<Refusal> refused = read_send_header(request, &header)) {
-    return reply_code(conn, request, refused->code, std::move(refused->remark));
+    return reply_refusal(conn, request, *refused);
   }
   // The Java client refuses both before sending (MessageBatch.generateFromList); its broker
   // answers a delayed batch MESSAGE_ILLEGAL (CommitLog.asyncPutMessages).
@@ -762,8 +610,8 @@ void BrokerReactor::handle_send_batch(uint32_t conn, RemotingCommand& request,
                       std::string("the batch's own properties: ") + why);
   }
   int64_t queue_id = header.queue_id.value_or(-1);
-  if (auto refused = pick_write_queue(header.topic, &queue_id, header.default_topic_queue_nums)) {
-    return reply_code(conn, request, refused->first, std::move(refused->second));
+  if (auto refused = topics_.check_send(header.topic, &queue_id, header.default_topic_queue_nums)) {
+    return reply_refusal(conn, request, *refused);
   }
   uint32_t index = new_send_op(conn, request, std::move(header.topic), queue_id, body);
   BrokerOp& op = *ops_[index];
@@ -922,34 +770,12 @@ void BrokerReactor::handle_pull(uint32_t conn, RemotingCommand& request) {
   const std::optional<int64_t> suspend_ms = fields.int64("suspendTimeoutMillis");
   (void)fields.int64("subVersion");
   if (!fields.ok()) return reply_code(conn, request, rc::kSystemError, fields.error());
-  if (topic == nullptr || !valid_topic(*topic) || group == nullptr || !queue_id || !offset) {
+  if (topic == nullptr || !valid_topic_name(*topic) || group == nullptr || !queue_id || !offset) {
     return reply_code(conn, request, rc::kSystemError,
                       "PULL_MESSAGE needs topic, consumerGroup, queueId and queueOffset");
   }
-  if (is_internal_topic(*topic)) {
-    return reply_code(
-        conn, request, rc::kNoPermission,
-        "the topic[" + *topic + "] pulling message is forbidden: it is internal to the broker");
-  }
-  // With autoCreateTopicEnable a topic not in the table is pulled as its implicit shape, where
-  // Java's PullMessageProcessor answers TOPIC_NOT_EXIST: a promoted slave whose table lagged its
-  // master's still serves the replicated messages (clients pull only what a route names).
-  const std::optional<TopicShape> shape = topic_shape(*topic);
-  if (!shape) {
-    return reply_code(conn, request, rc::kTopicNotExist,
-                      "topic[" + *topic + "] not exist, apply first please!");
-  }
-  if ((shape->perm & kPermRead) == 0) {
-    return reply_code(conn, request, rc::kNoPermission,
-                      "the topic[" + *topic + "] pulling message is forbidden: its perm " +
-                          std::to_string(shape->perm) + " has no read bit (4)");
-  }
-  const int32_t nums = shape->read_queue_nums;
-  if (*queue_id < 0 || *queue_id >= nums) {
-    return reply_code(conn, request, rc::kSystemError,
-                      "queueId " + std::to_string(*queue_id) + " is illegal: topic " + *topic +
-                          " has " + std::to_string(nums) + " queues (0.." +
-                          std::to_string(nums - 1) + ") for reading (readQueueNums)");
+  if (std::optional<Refusal> refused = topics_.check_pull(*topic, *queue_id)) {
+    return reply_refusal(conn, request, *refused);
   }
   std::shared_ptr<const engine::SqlFilter> sql_filter;
   if (!pull_sql_filter(conn, request, *group, *topic, sys_flag, &sql_filter)) return;
@@ -1086,7 +912,7 @@ void BrokerReactor::handle_queue_query(uint32_t conn, RemotingCommand& request) 
   const bool needs_group = request.code == req::kQueryConsumerOffset;
   std::optional<int64_t> timestamp = fields.int64("timestamp");
   if (!fields.ok()) return reply_code(conn, request, rc::kSystemError, fields.error());
-  if (topic == nullptr || !valid_topic(*topic) || !queue_id || *queue_id < 0 ||
+  if (topic == nullptr || !valid_topic_name(*topic) || !queue_id || *queue_id < 0 ||
       (needs_group && group == nullptr) ||
       (request.code == req::kSearchOffsetByTimestamp && !timestamp)) {
     return reply_code(conn, request, rc::kSystemError,
@@ -1161,7 +987,7 @@ void BrokerReactor::handle_offset_update(uint32_t conn, RemotingCommand& request
   std::optional<int32_t> queue_id = fields.int32("queueId");
   std::optional<int64_t> offset = fields.int64("commitOffset");
   if (!fields.ok()) return reply_code(conn, request, rc::kSystemError, fields.error());
-  if (topic == nullptr || !valid_topic(*topic) || group == nullptr || !queue_id || !offset ||
+  if (topic == nullptr || !valid_topic_name(*topic) || group == nullptr || !queue_id || !offset ||
       *queue_id < 0) {
     return reply_code(conn, request, rc::kSystemError,
                       "UPDATE_CONSUMER_OFFSET needs topic, consumerGroup, queueId, commitOffset");
@@ -1259,7 +1085,7 @@ void BrokerReactor::handle_send_back(uint32_t conn, RemotingCommand& request) {
                       "CONSUMER_SEND_MSG_BACK needs offset and group");
   }
   // The copy goes to %RETRY%<group> (or %DLQ%<group>): the group must make a valid topic name.
-  if (!valid_topic(std::string(kRetryPrefix) + *group)) {
+  if (!valid_topic_name(std::string(kRetryPrefix) + *group)) {
     return reply_code(conn, request, rc::kSystemError,
                       "group \"" + group->substr(0, kMaxTopicChars) +
                           "\" is invalid: its retry topic %RETRY%<group> must be 1-127 "

@@ -35,6 +35,7 @@
 #include "net/core/presented_broker.h"
 #include "net/core/subscription_groups.h"
 #include "net/core/topic_table.h"
+#include "net/core/topics.h"
 #include "net/core/wire_offset.h"
 #include "net/ops/broker_admin.h"
 #include "net/ops/broker_config.h"
@@ -260,14 +261,6 @@ struct TpsSample {
   double got_tps = 0;
 };
 
-// A topic's queue numbers and permission as requests see them (TopicTable, or implicit).
-struct TopicShape {
-  int32_t read_queue_nums = 0;
-  int32_t write_queue_nums = 0;
-  int32_t perm = kPermReadWrite;
-  bool configured = false;  // in the topic table (else implicit: retry, dead letter, auto)
-};
-
 // A consumer group's SQL92 subscription to a topic, from its heartbeats: what its pulls without
 // an expression (the push consumer's) are filtered by (net/remoting/broker_filters.cc).
 struct SqlSubscription {
@@ -350,6 +343,7 @@ class BrokerReactor {
   void handle(uint32_t conn, RemotingCommand& request, std::span<const std::byte> body);
   void reply(uint32_t conn, const RemotingCommand& response, std::span<const std::byte> body = {});
   void reply_code(uint32_t conn, const RemotingCommand& request, int32_t code, std::string remark);
+  void reply_refusal(uint32_t conn, const RemotingCommand& request, const Refusal& refusal);
   void handle_route(uint32_t conn, const RemotingCommand& request);
   void handle_create_topic(uint32_t conn, const RemotingCommand& request);
   void handle_delete_topic(uint32_t conn, const RemotingCommand& request);
@@ -359,21 +353,6 @@ class BrokerReactor {
   // with NameServers use. The topic table is the process's, so every broker's is the same.
   std::string topic_config_json(uint32_t shard) const;
   void handle_cluster_info(uint32_t conn, const RemotingCommand& request);
-  // The topic's configuration: its table entry, or the implicit one (a %RETRY% or %DLQ% topic:
-  // 1 queue; another: defaultTopicQueueNums when autoCreateTopicEnable); nullopt: unknown.
-  std::optional<TopicShape> topic_shape(std::string_view topic) const;
-  io::Result<std::unique_ptr<io::Disk>> make_config_disk() const;
-  io::Result<io::Disk*> config_disk();
-  // Adds or replaces a topic in the table (persisted first).
-  io::Status put_topic(const TopicConfig& config);
-  // A send's topic and queue checked (known or created, writable, queue in range) and a queue
-  // picked when queue_id < 0; the refusal's code and remark otherwise. client_queue_nums: the
-  // send's defaultTopicQueueNums (0: none), for a topic the send creates.
-  std::optional<std::pair<int32_t, std::string>> pick_write_queue(const std::string& topic,
-                                                                  int64_t* queue_id,
-                                                                  int32_t client_queue_nums);
-  // Adds the topic of a first send to the table; *shape becomes the created topic's.
-  void create_topic_by_send(const std::string& topic, int32_t client_queue_nums, TopicShape* shape);
   void handle_send(uint32_t conn, RemotingCommand& request, std::span<const std::byte> body);
   uint32_t new_send_op(uint32_t conn, const RemotingCommand& request, std::string topic,
                        int64_t queue_id, std::span<const std::byte> body);
@@ -594,20 +573,18 @@ class BrokerReactor {
   sched::SlotPool op_pool_;  // which of ops_ are in use (grows with ops_)
   uint32_t sends_in_flight_ = 0;
   int64_t next_sweep_ms_ = 0;
-  int64_t mono_ms_ = 0;             // monotonic ms, read once per turn of the loop
-  int64_t next_conn_sweep_ms_ = 0;  // monotonic: idle and incomplete-frame checks
-  uint64_t buffer_bytes_ = 0;       // all open connections' accounted_bytes together
-  uint64_t orphan_bytes_ = 0;       // reserved by ops whose connection closed
-  uint32_t kept_op_buffers_ = 0;    // free ops that keep a (small) data buffer
-  uint64_t refused_ = 0;            // connections refused at maxConnections, not yet logged
-  int64_t refusal_log_ms_ = 0;      // monotonic: next time a refusal count may be logged
-  uint64_t accepted_total_ = 0;     // connections accepted (metrics)
-  uint64_t refused_total_ = 0;      // connections refused at maxConnections (metrics)
-  BrokerMetrics metrics_;           // what the metrics endpoint reports of requests
-  // The topic table's changes: a disk of the reactor thread, made at the first change (an
-  // io_uring disk belongs to the thread that first submits to it).
-  std::unique_ptr<io::Disk> config_disk_;
-  std::unique_ptr<TopicTable> topics_;
+  int64_t mono_ms_ = 0;                  // monotonic ms, read once per turn of the loop
+  int64_t next_conn_sweep_ms_ = 0;       // monotonic: idle and incomplete-frame checks
+  uint64_t buffer_bytes_ = 0;            // all open connections' accounted_bytes together
+  uint64_t orphan_bytes_ = 0;            // reserved by ops whose connection closed
+  uint32_t kept_op_buffers_ = 0;         // free ops that keep a (small) data buffer
+  uint64_t refused_ = 0;                 // connections refused at maxConnections, not yet logged
+  int64_t refusal_log_ms_ = 0;           // monotonic: next time a refusal count may be logged
+  uint64_t accepted_total_ = 0;          // connections accepted (metrics)
+  uint64_t refused_total_ = 0;           // connections refused at maxConnections (metrics)
+  BrokerMetrics metrics_;                // what the metrics endpoint reports of requests
+  ConfigDisk config_disk_;               // config files' changes: the reactor thread's disk
+  Topics topics_;                        // the topic table and its rules (net/core/topics.h)
   std::vector<std::string> advertised_;  // per presented broker: "ip:port" put in routes
   ConsumerGroups groups_;                // members from heartbeats, and where to reach them
   LockTable locks_;                      // orderly consumers' queue locks (monotonic ms)
