@@ -540,7 +540,10 @@ class BrokerReactor {
   size_t largest_pull_bytes() const;
   // Posts through `post` (a Session call with the op's tag); on failure answers and frees.
   template <typename Post>
-  void submit(uint32_t index, Post&& post);
+  void submit(uint32_t index, Post&& post) {
+    if (io::Status s = post(uint64_t{index}); !s.is_ok()) submit_failed(index, s);
+  }
+  void submit_failed(uint32_t index, const io::Status& s);  // answers the error, frees the op
   bool op_connection_alive(const BrokerOp& op) const;
 
   BrokerConfig config_;  // a copy: UPDATE_BROKER_CONFIG changes the run-time keys
