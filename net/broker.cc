@@ -260,7 +260,7 @@ io::Status BrokerReactor::start() {
     UMQ_RETURN_IF_ERROR(topics_.open(**disk));
     UMQ_RETURN_IF_ERROR(open_admin_state(**disk));
   }
-  UMQ_RETURN_IF_ERROR(open_acl());
+  UMQ_RETURN_IF_ERROR(acl_.open());
 
   std::string host = config_.advertised_address;
   if (host.empty()) host = config_.bind_address == "0.0.0.0" ? "127.0.0.1" : config_.bind_address;
@@ -309,7 +309,7 @@ io::Status BrokerReactor::run() {
 io::Status BrokerReactor::poll_once(int64_t timeout_ms) {
   drain_store();
   if (ha_server_) ha_server_->poll(*ring_, mono_ms_);  // what the completions made durable
-  if (!notify_groups_.empty()) send_notices();
+  if (membership_.notices_waiting()) send_notices();
   for (uint32_t i = 0; i < conns_.size(); i++) {
     if (conns_[i].open && output_waiting(conns_[i])) flush_out(i);
   }
@@ -358,6 +358,7 @@ void BrokerReactor::on_net_completion(const io::NetCompletion& c) {
       return;
     case Event::stop_wake:
       stopping_ = true;
+      membership_.stop();
       return;
     case Event::cancel:
       return;
@@ -600,11 +601,9 @@ void BrokerReactor::close_connection(uint32_t index, const std::string& why) {
   conn.closing = true;
   // Members heard on it leave their groups (their queue locks stay until they expire, as in
   // RocketMQ: the client may still be consuming).
-  std::vector<std::string> left;
-  groups_.connection_closed({index, conn.generation}, &left);
+  membership_.connection_closed({index, conn.generation});
   clients_.connection_closed({index, conn.generation});
   remote_connection_closed(index);
-  members_gone(left);
   account(index);                   // its buffers are freed once the kernel lets go of them
   orphan_bytes_ += conn.ops_bytes;  // its ops' buffers, until the store answers them
   conn.ops_bytes = 0;
@@ -667,11 +666,12 @@ void BrokerReactor::sweep(int64_t now) {
   }
   if (refused_ > 0 && mono_ms_ >= refusal_log_ms_) log_refusals();
   // Consumers that stopped heartbeating leave their groups; expired queue locks go.
-  sweep_members_and_locks(now);
+  membership_.sweep(now, mono_ms_);
+  clients_.expire(now, config_.client_expire_ms);
   expire_sql_subscriptions(now);
   run_transaction_checks(now);
   expire_remote_brokers(now);
-  if (acl_ != nullptr) poll_acl_file();
+  acl_.poll(mono_ms_);
 }
 
 // ---- BrokerReactor: bounds on connections ----

@@ -207,7 +207,7 @@ void BrokerReactor::render_metrics(std::string& out) {
         config_.connection_buffers_max_bytes);
   gauge(w, "uringmq_sends_in_flight", "Sends waiting for the store.", sends_in_flight_);
   gauge(w, "uringmq_consumer_group_members", "Consumer group members known from heartbeats.",
-        groups_.member_count());
+        membership_.groups().member_count());
   counter(w, "uringmq_metrics_scrapes_total", "Scrapes answered before this one.",
           metrics_server_ ? metrics_server_->scrapes() : 0);
 }

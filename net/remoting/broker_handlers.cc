@@ -148,7 +148,11 @@ void BrokerReactor::handle(uint32_t conn, RemotingCommand& request,
   if (stopping_) {
     return reply_code(conn, request, rc::kServiceNotAvailable, "the broker is stopping");
   }
-  if (acl_ != nullptr && acl_refused(conn, request, body)) return;
+  if (acl_.enabled()) {
+    if (std::optional<std::string> refused = acl_.refusal(request, body, conns_[conn].peer_ip)) {
+      return reply_code(conn, request, rc::kSystemError, std::move(*refused));
+    }
+  }
   if (is_slave() && slave_refused(conn, request)) return;
   switch (request.code) {
     case req::kGetRouteInfoByTopic:
@@ -376,11 +380,11 @@ void BrokerReactor::handle_heartbeat(uint32_t conn, const RemotingCommand& reque
     for (const JsonValue& consumer : set->items()) {
       const JsonValue* group = consumer.find("groupName");
       if (group == nullptr || !group->is_string() || group->text().empty()) continue;
-      if (!join_group(conn, group->text(), client->text(), now)) {
-        return reply_code(
-            conn, request, rc::kSystemBusy,
-            "the broker's consumer table is full (" + std::to_string(groups_.max_members()) +
-                " members): " + client->text() + " cannot join group " + group->text());
+      if (!membership_.join(group->text(), client->text(), {conn, conns_[conn].generation}, now)) {
+        return reply_code(conn, request, rc::kSystemBusy,
+                          "the broker's consumer table is full (" +
+                              std::to_string(membership_.groups().max_members()) + " members): " +
+                              client->text() + " cannot join group " + group->text());
       }
       note_sql_subscriptions(group->text(), consumer, now);
     }
@@ -393,7 +397,7 @@ void BrokerReactor::handle_heartbeat(uint32_t conn, const RemotingCommand& reque
 void BrokerReactor::handle_unregister(uint32_t conn, const RemotingCommand& request) {
   const std::string* client = request.ext("clientID");
   const std::string* group = request.ext("consumerGroup");
-  if (client != nullptr && group != nullptr) leave_group(*group, *client);
+  if (client != nullptr && group != nullptr) membership_.leave(*group, *client);
   if (client != nullptr) clients_.unregister(group, request.ext("producerGroup"), *client);
   const std::string* producer_group = request.ext("producerGroup");
   if (client != nullptr && producer_group != nullptr) forget_producer(*producer_group, *client);
@@ -402,7 +406,7 @@ void BrokerReactor::handle_unregister(uint32_t conn, const RemotingCommand& requ
 
 void BrokerReactor::handle_consumer_list(uint32_t conn, const RemotingCommand& request) {
   const std::string* group = request.ext("consumerGroup");
-  const ConsumerGroups::Members* members = group ? groups_.members(*group) : nullptr;
+  const ConsumerGroups::Members* members = group ? membership_.groups().members(*group) : nullptr;
   if (members == nullptr || members->empty()) {
     return reply_code(conn, request, rc::kSystemError, "no consumer for this group");
   }
@@ -449,8 +453,8 @@ void BrokerReactor::handle_runtime_info(uint32_t conn, const RemotingCommand& re
   add("segmentsDeleted", std::to_string(stats.segments_deleted));
   add("messagesDeletedUnconsumed", std::to_string(stats.messages_deleted_unconsumed));
   add("connections", std::to_string(open_conns_));
-  add("consumerGroupMembers", std::to_string(groups_.member_count()));
-  add("queueLocks", std::to_string(locks_.size()));
+  add("consumerGroupMembers", std::to_string(membership_.groups().member_count()));
+  add("queueLocks", std::to_string(membership_.locks().size()));
   add("consumerNoticesSent", std::to_string(notices_sent_));
   add("consumerNoticesDropped", std::to_string(notices_dropped_));
   add("corruptReadsRefused", std::to_string(stats.corrupt_reads_refused));

@@ -18,9 +18,6 @@ namespace {
 namespace rc = response_code;
 namespace req = request_code;
 
-// Orphan locks (of groups with no live member left) are reclaimed this often, monotonic ms.
-constexpr int64_t kLockReclaimIntervalMs = 1000;
-
 // LockBatchRequestBody / UnlockBatchRequestBody (fastjson): {"consumerGroup", "clientId",
 // "onlyThisBroker", "mqSet":[{"topic","brokerName","queueId"}]}.
 struct LockRequest {
@@ -106,14 +103,9 @@ void BrokerReactor::handle_lock_batch(uint32_t conn, const RemotingCommand& requ
     return reply_code(conn, request, rc::kSystemError, *error);
   }
   std::vector<size_t> locked;
-  io::Status s = locks_.lock_batch(lock.group, lock.queues, lock.client, mono_ms_, &locked);
-  if (!s.is_ok()) {
-    // One line when the table fills, not one per refused request.
-    if (!lock_table_full_logged_) log_warn("refusing LOCK_BATCH_MQ: " + s.message());
-    lock_table_full_logged_ = true;
-    return reply_code(conn, request, rc::kSystemBusy, s.message());
+  if (auto refused = membership_.lock(lock.group, lock.queues, lock.client, mono_ms_, &locked)) {
+    return reply_refusal(conn, request, *refused);
   }
-  lock_table_full_logged_ = false;
   std::string answer = "{\"lockOKMQSet\":";
   append_json_list(&answer, '[', ']', locked,
                    [&](std::string* out, size_t i) { append_queue(out, lock.queues[i]); });
@@ -128,68 +120,18 @@ void BrokerReactor::handle_unlock_batch(uint32_t conn, const RemotingCommand& re
   if (auto error = read_lock_body(request, body, limits_.json, &unlock)) {
     return reply_code(conn, request, rc::kSystemError, *error);
   }
-  // A member refused one of these queues waits for it: it rebalances (and locks) now rather
-  // than at its next periodic rebalance.
-  if (locks_.unlock_batch(unlock.group, unlock.queues, unlock.client)) {
-    notify_group_later(unlock.group);
-  }
+  membership_.unlock(unlock.group, unlock.queues, unlock.client);
   reply_code(conn, request, rc::kSuccess, {});
 }
 
-// ---- membership ----
-
-bool BrokerReactor::join_group(uint32_t conn, std::string_view group, std::string_view client,
-                               int64_t now_ms) {
-  const ConnectionRef ref{conn, conns_[conn].generation};
-  switch (groups_.heartbeat(group, client, ref, now_ms)) {
-    case ConsumerGroups::Heartbeat::renewed:
-      return true;
-    case ConsumerGroups::Heartbeat::joined:
-      log_debug("consumer " + std::string(client) + " joined group " + std::string(group));
-      notify_group_later(group);
-      return true;
-    case ConsumerGroups::Heartbeat::refused:
-      return false;
-  }
-  return false;
-}
-
-void BrokerReactor::leave_group(std::string_view group, std::string_view client) {
-  if (groups_.unregister(group, client)) notify_group_later(group);
-}
-
-void BrokerReactor::members_gone(const std::vector<std::string>& groups) {
-  for (const std::string& group : groups) notify_group_later(group);
-}
-
-void BrokerReactor::sweep_members_and_locks(int64_t now_ms) {
-  std::vector<std::string> changed;
-  groups_.expire(now_ms, config_.client_expire_ms, &changed);
-  clients_.expire(now_ms, config_.client_expire_ms);
-  if (mono_ms_ >= next_lock_reclaim_ms_) {
-    next_lock_reclaim_ms_ = mono_ms_ + kLockReclaimIntervalMs;
-    locks_.reclaim_expired(mono_ms_, &changed);
-  }
-  members_gone(changed);
-}
-
 // ---- NOTIFY_CONSUMER_IDS_CHANGED ----
-
-void BrokerReactor::notify_group_later(std::string_view group) {
-  if (!config_.notify_consumer_ids_changed_enable || stopping_) return;
-  // At most one entry per group (so bounded by the membership table): notices are coalesced
-  // per turn of the loop.
-  if (!notify_groups_.contains(group)) notify_groups_.emplace(group);
-}
 
 // One oneway request per live member of each group noted this turn, on the connection of its
 // last heartbeat, through that connection's bounded output: a member whose replies already
 // fill it gets no notice (it still rebalances every 20 s).
 void BrokerReactor::send_notices() {
-  std::set<std::string, std::less<>> groups;
-  groups.swap(notify_groups_);
-  for (const std::string& group : groups) {
-    const ConsumerGroups::Members* members = groups_.members(group);
+  for (const std::string& group : membership_.take_notices()) {
+    const ConsumerGroups::Members* members = membership_.groups().members(group);
     if (members == nullptr) continue;
     RemotingCommand notice;
     notice.code = req::kNotifyConsumerIdsChanged;

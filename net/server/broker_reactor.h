@@ -32,6 +32,7 @@
 #include "net/core/client_table.h"
 #include "net/core/consumer_groups.h"
 #include "net/core/lock_table.h"
+#include "net/core/membership.h"
 #include "net/core/presented_broker.h"
 #include "net/core/subscription_groups.h"
 #include "net/core/topic_table.h"
@@ -43,7 +44,7 @@
 #include "net/ops/metrics_server.h"
 #include "net/remoting/message_batch.h"
 #include "net/remoting/remoting.h"
-#include "net/security/acl_validator.h"
+#include "net/security/acl_gate.h"
 #include "net/security/tls.h"
 #include "net/server/socket_slot.h"
 #include "sched/slot_pool.h"
@@ -375,14 +376,8 @@ class BrokerReactor {
                          std::span<const std::byte> body);
   void handle_unlock_batch(uint32_t conn, const RemotingCommand& request,
                            std::span<const std::byte> body);
-  // A heartbeat's group entry; false when the membership table is full (not joined).
-  bool join_group(uint32_t conn, std::string_view group, std::string_view client, int64_t now_ms);
-  void leave_group(std::string_view group, std::string_view client);
-  void members_gone(const std::vector<std::string>& groups);
-  void sweep_members_and_locks(int64_t now_ms);
-  // NOTIFY_CONSUMER_IDS_CHANGED to the group's members, sent (coalesced) by send_notices at the
-  // next turn of the loop; nothing when notifyConsumerIdsChangedEnable is false.
-  void notify_group_later(std::string_view group);
+  // NOTIFY_CONSUMER_IDS_CHANGED to the members of the groups Membership names (coalesced per
+  // turn of the loop).
   void send_notices();
   void handle_runtime_info(uint32_t conn, const RemotingCommand& request);
   // ---- admin requests: mqadmin's and the dashboard's (broker_admin*.cc) ----
@@ -499,11 +494,6 @@ class BrokerReactor {
   // Merges the remote brokers' queue and broker data for `topic` into a route body built for
   // this process's own brokers (`local`: whether those are listed).
   std::string merge_remote_route(std::string_view topic, std::string local_body, bool local) const;
-  // ---- plain ACL (broker_acl.cc) ----
-  io::Status open_acl();  // with aclEnable: the rules, or the error that stops the start
-  // True when ACL refused the request (answered SYSTEM_ERROR with Java's remark unless oneway).
-  bool acl_refused(uint32_t conn, const RemotingCommand& request, std::span<const std::byte> body);
-  void poll_acl_file();  // at most once a second: re-reads aclFilePath when it changed
   // ---- replication, master side (broker_ha.cc; net/cluster/ha_server.h) ----
   io::Status open_ha_server();  // the HA ports, unless brokerRole=SLAVE
   // A send's success answer: at once, or under SYNC_MASTER once a slave has its record's end
@@ -589,12 +579,8 @@ class BrokerReactor {
   ConfigDisk config_disk_;               // config files' changes: the reactor thread's disk
   Topics topics_;                        // the topic table and its rules (net/core/topics.h)
   std::vector<std::string> advertised_;  // per presented broker: "ip:port" put in routes
-  ConsumerGroups groups_;                // members from heartbeats, and where to reach them
-  LockTable locks_;                      // orderly consumers' queue locks (monotonic ms)
-  bool lock_table_full_logged_ = false;
-  int64_t next_lock_reclaim_ms_ = 0;                  // monotonic
-  std::set<std::string, std::less<>> notify_groups_;  // groups to notify this turn
-  uint32_t next_request_opaque_ = 1;                  // opaques of the broker's own requests
+  Membership membership_{config_};       // groups' members and queue locks (net/core/membership.h)
+  uint32_t next_request_opaque_ = 1;     // opaques of the broker's own requests
   uint64_t notices_sent_ = 0;
   uint64_t notices_dropped_ = 0;           // a member's output was full
   std::vector<BatchEntry> batch_entries_;  // scratch of handle_send_batch (capacity kept)
@@ -617,9 +603,7 @@ class BrokerReactor {
   uint32_t next_producer_ = 0;  // round robin over a group's connections
   uint64_t txn_checks_sent_ = 0;
   uint64_t txn_checks_no_producer_ = 0;
-  std::unique_ptr<AclValidator> acl_;        // null without aclEnable
-  std::array<int64_t, 4> acl_file_stamp_{};  // aclFilePath's mtime s, ns, size, inode
-  int64_t next_acl_poll_ms_ = 0;             // monotonic
+  AclGate acl_{config_};  // plain ACL (net/security/acl_gate.h)
   std::array<Completion, 256> completions_{};
   std::array<io::NetCompletion, 256> events_{};
 };
