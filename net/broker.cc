@@ -246,12 +246,12 @@ BrokerReactor::~BrokerReactor() {
 io::Status BrokerReactor::start() {
   io::Result<std::unique_ptr<Session>> session = store_.open_session();
   if (!session.is_ok()) return session.status();
-  session_ = std::move(*session);
+  calls_.set_session(std::move(*session));
   io::Result<std::unique_ptr<io::NetRing>> ring = io::NetRing::create(kRingEntries);
   if (!ring.is_ok()) return ring.status();
   ring_ = std::move(*ring);
-  session_->set_completion_waker(store_waker_);
-  session_->defer_wakes(true);  // woken once per loop turn (poll_once)
+  calls_.session().set_completion_waker(store_waker_);
+  calls_.session().defer_wakes(true);  // woken once per loop turn (poll_once)
   // The topic table is loaded through a disk of this (the opening) thread; changes go through
   // the reactor thread's own (config_disk_.get()).
   {
@@ -314,16 +314,16 @@ io::Status BrokerReactor::poll_once(int64_t timeout_ms) {
     if (conns_[i].open && output_waiting(conns_[i])) flush_out(i);
   }
   if (buffer_bytes_ > config_.connection_buffers_max_bytes) enforce_buffer_budget();
-  const bool may_sleep = session_->begin_wait();
+  const bool may_sleep = calls_.session().begin_wait();
   const bool ha_may_sleep = !ha_client_ || ha_client_->begin_wait();
   io::Result<size_t> n =
       ring_->wait(events_.data(), events_.size(), may_sleep && ha_may_sleep ? timeout_ms : 0);
-  session_->end_wait();
+  calls_.session().end_wait();
   if (ha_client_) ha_client_->end_wait();
   if (!n.is_ok()) return n.status();
   mono_ms_ = clock_->monotonic_ns() / 1'000'000;
   for (size_t i = 0; i < *n; i++) on_net_completion(events_[i]);
-  session_->wake_shards();  // the requests these completions posted, one wake per shard
+  calls_.session().wake_shards();  // the requests these completions posted, one wake per shard
   if (buffer_bytes_ > config_.connection_buffers_max_bytes) enforce_buffer_budget();
   return io::Status::ok();
 }
@@ -331,7 +331,7 @@ io::Status BrokerReactor::poll_once(int64_t timeout_ms) {
 int64_t BrokerReactor::wait_timeout_ms() const {
   // Sends waiting for fdatasync are checked against syncFlushTimeout every 50 ms; otherwise the
   // loop wakes only for the heartbeat-expiry sweep.
-  const int64_t timeout_ms = sends_in_flight_ > 0 ? 50 : 1000;
+  const int64_t timeout_ms = calls_.sends_in_flight() > 0 ? 50 : 1000;
   return ha_server_ ? ha_server_->wait_timeout_ms(timeout_ms) : timeout_ms;
 }
 
@@ -580,15 +580,15 @@ void BrokerReactor::retry_deferred(uint32_t conn_index) {
     if (held > 0 && held + largest > kConnectionOutputMaxBytes) return;
     const uint32_t index = conn.deferred.front();
     conn.deferred.erase(conn.deferred.begin());
-    BrokerOp& op = *ops_[index];
+    BrokerOp& op = calls_.op(index);
     op.data.resize(largest);
-    set_reserved(index, largest);
+    calls_.reserve(index, largest);
     op.pull.buffer = op.data;
     op.pull.wait_ms = 0;
-    io::Status s = session_->pull_async(op.pull, index, op.shard);
+    io::Status s = calls_.session().pull_async(op.pull, index, op.shard);
     if (!s.is_ok()) {
-      reply_code(op.conn, op.request, response_code::kSystemError, s.message());
-      free_op(index);
+      reply_code(op.ticket.conn, request_of(op.ticket), response_code::kSystemError, s.message());
+      calls_.end(index);
     }
   }
 }
@@ -609,7 +609,7 @@ void BrokerReactor::close_connection(uint32_t index, const std::string& why) {
   conn.ops_bytes = 0;
   std::vector<uint32_t> deferred;
   deferred.swap(conn.deferred);
-  for (uint32_t op : deferred) free_op(op);
+  for (uint32_t op : deferred) calls_.end(op);
   if (conn.recv_armed || conn.send_armed) {
     ring_->cancel_fd(conn.fd, pack(static_cast<uint8_t>(Event::cancel), 0, 0));
   }
@@ -642,7 +642,7 @@ void BrokerReactor::reply(uint32_t index, const RemotingCommand& response,
 
 void BrokerReactor::drain_store() {
   for (;;) {
-    size_t n = session_->take_completions(completions_, false);
+    size_t n = calls_.session().take_completions(completions_, false);
     for (size_t i = 0; i < n; i++) on_store_completion(completions_[i]);
     if (n < completions_.size()) return;
   }
@@ -652,17 +652,16 @@ void BrokerReactor::sweep(int64_t now) {
   next_sweep_ms_ = now + 50;
   // Sends past syncFlushTimeout are answered FLUSH_DISK_TIMEOUT (RocketMQ's answer when the
   // flush did not complete in time; the message may still become durable).
-  if (sends_in_flight_ > 0) {
-    for (auto& op : ops_) {
-      if (!op->in_use || op->kind != BrokerOp::Kind::send || op->replied) continue;
-      if (now < op->deadline_ms) continue;
-      op->replied = true;
-      if (op_connection_alive(*op)) {
-        reply_code(op->conn, op->request, 10 /* FLUSH_DISK_TIMEOUT */,
+  if (calls_.sends_in_flight() > 0) {
+    calls_.for_each_in_use([&](BrokerOp& op) {
+      if (op.kind != BrokerOp::Kind::send || op.replied || now < op.deadline_ms) return;
+      op.replied = true;
+      if (calls_.caller_alive(op)) {
+        reply_code(op.ticket.conn, request_of(op.ticket), 10 /* FLUSH_DISK_TIMEOUT */,
                    "the flush did not complete within syncFlushTimeout " +
                        std::to_string(config_.sync_flush_timeout_ms) + " ms");
       }
-    }
+    });
   }
   if (refused_ > 0 && mono_ms_ >= refusal_log_ms_) log_refusals();
   // Consumers that stopped heartbeating leave their groups; expired queue locks go.
@@ -777,10 +776,10 @@ io::Status BrokerReactor::shut_down() {
   if (ha_server_) ha_server_->stop(*ring_);
   if (ha_client_) ha_client_->stop(*ring_);
   uint32_t release = new_op(BrokerOp::Kind::release, UINT32_MAX, RemotingCommand{});
-  ops_[release]->queue_id = static_cast<int32_t>(store_.shard_count());
-  if (!session_->release_held_pulls_async(release).is_ok()) free_op(release);
+  calls_.op(release).queue_id = static_cast<int32_t>(store_.shard_count());
+  if (!calls_.session().release_held_pulls_async(release).is_ok()) calls_.end(release);
   const int64_t deadline = clock_->now_ms() + kShutdownDrainMs;
-  while (session_->outstanding() > 0 && clock_->now_ms() < deadline) {
+  while (calls_.session().outstanding() > 0 && clock_->now_ms() < deadline) {
     if (!poll_once(50).is_ok()) break;
   }
   // Give the last replies a moment to leave, then close everything.
@@ -788,7 +787,7 @@ io::Status BrokerReactor::shut_down() {
   for (uint32_t i = 0; i < conns_.size(); i++) {
     if (conns_[i].open) close_connection(i, "broker stopping");
   }
-  session_.reset();
+  calls_.set_session(nullptr);
   return io::Status::ok();
 }
 

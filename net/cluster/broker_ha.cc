@@ -58,7 +58,7 @@ io::Status BrokerReactor::open_ha_server() {
     reply(wait.conn, wait.response);
   };
   io::Result<std::unique_ptr<HaServer>> server =
-      HaServer::open(std::move(options), store_, *session_, std::move(answer));
+      HaServer::open(std::move(options), store_, calls_.session(), std::move(answer));
   if (!server.is_ok()) return server.status();
   ha_server_ = std::move(*server);
   return io::Status::ok();
@@ -72,18 +72,15 @@ std::vector<uint16_t> BrokerReactor::ha_ports() const {
 
 void BrokerReactor::reply_stored(const BrokerOp& op, RemotingCommand response,
                                  uint64_t end_offset) {
-  if (config_.ha.role != BrokerRole::sync_master || !ha_server_) return reply(op.conn, response);
   // A message sent with WAIT=false does not wait for its replica (RocketMQ's isWaitStoreMsgOK).
-  if (const std::string* wait = op.request.ext("properties");
-      wait != nullptr && wait->find("WAIT\x01"
-                                    "false") != std::string::npos) {
-    return reply(op.conn, response);
+  if (config_.ha.role != BrokerRole::sync_master || !ha_server_ || !op.wait_replica) {
+    return reply(op.ticket.conn, response);
   }
   HaServer::Wait wait;
   wait.shard = op.shard;
   wait.end_offset = end_offset;
-  wait.conn = op.conn;
-  wait.conn_generation = op.conn_generation;
+  wait.conn = op.ticket.conn;
+  wait.conn_generation = op.ticket.generation;
   wait.response = std::move(response);
   ha_server_->wait_for_slave(std::move(wait), mono_ms_);
 }
@@ -95,13 +92,13 @@ bool BrokerReactor::handle_slave_sync(uint32_t conn, const RemotingCommand& requ
     case kGetAllConsumerOffset:
     case kGetAllDelayOffset: {
       const uint32_t index = new_op(BrokerOp::Kind::offset_table, conn, request);
-      BrokerOp& op = *ops_[index];
+      BrokerOp& op = calls_.op(index);
       op.shard = conns_[conn].shard;
-      const io::Status posted = session_->list_offsets_async(op.shard, &op.offsets, index);
+      const io::Status posted = calls_.session().list_offsets_async(op.shard, &op.offsets, index);
       if (!posted.is_ok()) {
         reply_code(conn, request, rc::kSystemError,
                    "listing the consumer offsets failed: " + posted.to_string());
-        free_op(index);
+        calls_.end(index);
       }
       return true;
     }
@@ -127,12 +124,12 @@ bool BrokerReactor::handle_slave_sync(uint32_t conn, const RemotingCommand& requ
 // progress groups; 45: delayOffset.json's text, {"offsetTable":{level:next offset,...}}. Integer
 // keys unquoted, as fastjson writes them (and reads them back).
 void BrokerReactor::complete_offset_table(BrokerOp& op, const Completion& c) {
-  if (!op_connection_alive(op)) return;
+  if (!calls_.caller_alive(op)) return;
   if (c.code != io::Code::ok) {
-    return reply_code(op.conn, op.request, rc::kSystemError,
+    return reply_code(op.ticket.conn, request_of(op.ticket), rc::kSystemError,
                       std::string("listing the consumer offsets failed: ") + io::code_name(c.code));
   }
-  const bool delay = op.request.code == kGetAllDelayOffset;
+  const bool delay = request_of(op.ticket).code == kGetAllDelayOffset;
   std::map<std::string, std::map<int32_t, int64_t>> table;
   for (const ConsumerOffsetEntry& e : op.offsets) {
     if (delay) {
@@ -167,7 +164,8 @@ void BrokerReactor::complete_offset_table(BrokerOp& op, const Completion& c) {
   body += '}';
   append_data_version(&body, clock_->now_ms());
   op.offsets = {};
-  reply(op.conn, make_response(op.request, rc::kSuccess), std::as_bytes(std::span(body)));
+  reply(op.ticket.conn, make_response(request_of(op.ticket), rc::kSuccess),
+        std::as_bytes(std::span(body)));
 }
 
 }  // namespace uringmq::net

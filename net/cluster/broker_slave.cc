@@ -189,15 +189,16 @@ void BrokerReactor::apply_synced_offsets(uint32_t broker, const JsonValue& doc) 
       if (!added && it->second == *offset) continue;
       it->second = *offset;
       uint32_t c = new_op(BrokerOp::Kind::commit_silent, UINT32_MAX, RemotingCommand{});
-      BrokerOp& op = *ops_[c];
+      BrokerOp& op = calls_.op(c);
       op.topic = topic;
       op.group = group;
       op.shard = broker;
       const auto qid = static_cast<int32_t>(*queue_id);
       // The op's index is the store request's tag (as submit() posts it); busy: next sync.
-      if (!session_->commit_offset_async(op.group, op.topic, qid, QueueOffset{*offset}, c, broker)
+      if (!calls_.session()
+               .commit_offset_async(op.group, op.topic, qid, QueueOffset{*offset}, c, broker)
                .is_ok()) {
-        free_op(c);
+        calls_.end(c);
         synced_offsets_.erase(it);
       }
     }

@@ -120,39 +120,40 @@ void append_message_queue_key(std::string* out, std::string_view broker_name,
 void BrokerReactor::start_admin(uint32_t conn, const RemotingCommand& request,
                                 std::unique_ptr<AdminQuery> query) {
   const uint32_t index = new_op(BrokerOp::Kind::admin, conn, request);
-  BrokerOp& op = *ops_[index];
+  BrokerOp& op = calls_.op(index);
   op.admin = std::move(query);
   if (op.admin->queues.empty()) {
     finish_admin(op);
-    return free_op(index);
+    return calls_.end(index);
   }
   post_or_fail(index, post_admin_step(index));
 }
 
 io::Status BrokerReactor::post_admin_step(uint32_t index) {
-  BrokerOp& op = *ops_[index];
+  BrokerOp& op = calls_.op(index);
   AdminQuery& q = *op.admin;
   AdminQueue& queue = q.queues[q.next];
   switch (q.step) {
     case Step::queue_range:
-      return session_->query_queue_async(queue.topic, queue.queue_id, index, op.shard);
+      return calls_.session().query_queue_async(queue.topic, queue.queue_id, index, op.shard);
     case Step::last_record: {
       const int64_t at =
           q.what == What::topic_stats ? queue.max_offset - 1 : queue.consumer_offset - 1;
       if (op.data.size() < largest_pull_bytes()) op.data.resize(largest_pull_bytes());
-      set_reserved(index, op.data.size());
+      calls_.reserve(index, op.data.size());
       op.pull =
           PullRequest{queue.topic, queue.queue_id, QueueOffset{at}, 1, {}, nullptr, op.data, 0};
-      return session_->pull_async(op.pull, index, op.shard);
+      return calls_.session().pull_async(op.pull, index, op.shard);
     }
     case Step::consumer_offset:
-      return session_->query_offset_async(q.group, queue.topic, queue.queue_id, index, op.shard);
+      return calls_.session().query_offset_async(q.group, queue.topic, queue.queue_id, index,
+                                                 op.shard);
     case Step::search:
-      return session_->search_offset_async(queue.topic, queue.queue_id, q.timestamp_ms, index,
-                                           op.shard);
+      return calls_.session().search_offset_async(queue.topic, queue.queue_id, q.timestamp_ms,
+                                                  index, op.shard);
     case Step::commit:
-      return session_->commit_offset_async(q.group, queue.topic, queue.queue_id,
-                                           QueueOffset{queue.reset_offset}, index, op.shard);
+      return calls_.session().commit_offset_async(q.group, queue.topic, queue.queue_id,
+                                                  QueueOffset{queue.reset_offset}, index, op.shard);
     case Step::done:
       break;
   }
@@ -160,12 +161,12 @@ io::Status BrokerReactor::post_admin_step(uint32_t index) {
 }
 
 bool BrokerReactor::complete_admin(uint32_t index, const Completion& c) {
-  BrokerOp& op = *ops_[index];
-  if (!op_connection_alive(op)) return true;
+  BrokerOp& op = calls_.op(index);
+  if (!calls_.caller_alive(op)) return true;
   AdminQuery& q = *op.admin;
   AdminQueue& queue = q.queues[q.next];
   if (c.code != io::Code::ok && q.step != Step::last_record) {
-    reply_code(op.conn, op.request, store_error_code(c.code),
+    reply_code(op.ticket.conn, request_of(op.ticket), store_error_code(c.code),
                "the store answered " + std::string(io::code_name(c.code)) + " for " + queue.topic +
                    " queue " + std::to_string(queue.queue_id));
     return true;
@@ -207,12 +208,13 @@ bool BrokerReactor::complete_admin(uint32_t index, const Completion& c) {
   }
   const io::Status posted = post_admin_step(index);
   if (posted.is_ok()) return false;
-  reply_code(op.conn, op.request, store_error_code(posted.code()), posted.message());
+  reply_code(op.ticket.conn, request_of(op.ticket), store_error_code(posted.code()),
+             posted.message());
   return true;
 }
 
 void BrokerReactor::finish_admin(BrokerOp& op) {
-  if (!op_connection_alive(op)) return;
+  if (!calls_.caller_alive(op)) return;
   const AdminQuery& q = *op.admin;
   std::string body = q.what == What::consume_stats ? "{\"consumeTps\":0.0,\"offsetTable\":{"
                                                    : "{\"offsetTable\":{";
@@ -240,7 +242,8 @@ void BrokerReactor::finish_admin(BrokerOp& op) {
   }
   body += "}}";
   if (q.what == What::reset_offset) send_reset_to_clients(q, body);
-  reply(op.conn, make_response(op.request, rc::kSuccess), std::as_bytes(std::span(body)));
+  reply(op.ticket.conn, make_response(request_of(op.ticket), rc::kSuccess),
+        std::as_bytes(std::span(body)));
 }
 
 // RESET_CONSUMER_CLIENT_OFFSET, oneway, to every online member of the group (Broker2Client):

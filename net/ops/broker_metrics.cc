@@ -163,7 +163,8 @@ io::Status BrokerReactor::open_metrics_server() {
 
 void BrokerReactor::note_metrics(const BrokerOp& op, const Completion& c) {
   if (c.code != io::Code::ok) return;
-  if (op.kind == BrokerOp::Kind::send && op.request.code == request_code::kSendBatchMessage) {
+  if (op.kind == BrokerOp::Kind::send &&
+      request_of(op.ticket).code == request_code::kSendBatchMessage) {
     uint64_t bytes = 0;
     for (const Message& m : op.batch) bytes += m.body.size();
     metrics_.on_send(op.topic, MessageType::normal, op.batch.size(), bytes);
@@ -205,7 +206,7 @@ void BrokerReactor::render_metrics(std::string& out) {
         "Buffers of all connections and their requests in flight.", buffer_bytes_ + orphan_bytes_);
   gauge(w, "uringmq_connection_buffer_limit_bytes", "connectionBuffersMaxBytes.",
         config_.connection_buffers_max_bytes);
-  gauge(w, "uringmq_sends_in_flight", "Sends waiting for the store.", sends_in_flight_);
+  gauge(w, "uringmq_sends_in_flight", "Sends waiting for the store.", calls_.sends_in_flight());
   gauge(w, "uringmq_consumer_group_members", "Consumer group members known from heartbeats.",
         membership_.groups().member_count());
   counter(w, "uringmq_metrics_scrapes_total", "Scrapes answered before this one.",

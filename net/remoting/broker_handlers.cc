@@ -18,6 +18,7 @@
 #include "net/common/log.h"
 #include "net/remoting/handler_limits.h"
 #include "net/remoting/header_fields.h"
+#include "net/remoting/tickets.h"
 #include "net/server/broker_reactor.h"
 #include "uringmq/version.h"
 
@@ -32,94 +33,55 @@ namespace req = request_code;
 // ---- ops ----
 
 uint32_t BrokerReactor::new_op(BrokerOp::Kind kind, uint32_t conn, const RemotingCommand& request) {
-  // Ops are bounded by the connections (kMaxOpsPerConnection each), not by a size fixed at
-  // start: the pool grows with the load, and a fresh index is the next one past ops_.
-  if (op_pool_.full()) op_pool_.grow(std::max<uint32_t>(64, op_pool_.capacity() * 2));
-  const uint32_t index = *op_pool_.acquire();
-  if (index == ops_.size()) ops_.push_back(std::make_unique<BrokerOp>());
-  UMQ_ASSERT(index < ops_.size());
-  BrokerOp& op = *ops_[index];
-  op.kind = kind;
-  op.in_use = true;
-  op.replied = false;
-  op.conn = conn;
-  op.conn_generation = conn < conns_.size() ? conns_[conn].generation : 0;
+  const bool has_conn = conn < conns_.size();
   // The presented broker the request came in on: its queues and log (ops of the broker's own,
   // with no connection, set theirs).
-  op.shard = conn < conns_.size() ? conns_[conn].shard : 0;
-  // The reply needs the request's identity only (code, opaque, flag, serialize type): its ext
-  // fields stay behind, so no per-request copy of them is made.
-  op.request.code = request.code;
-  op.request.opaque = request.opaque;
-  op.request.flag = request.flag;
-  op.request.version = request.version;
-  op.request.serialize_type = request.serialize_type;
-  op.copy.reset();
-  op.reserved_bytes = 0;
-  if (op.data.capacity() > 0) kept_op_buffers_--;
-  if (conn < conns_.size()) conns_[conn].ops_pending++;
-  return index;
-}
-
-void BrokerReactor::set_reserved(uint32_t index, uint64_t bytes) {
-  BrokerOp& op = *ops_[index];
-  if (op_connection_alive(op)) {
-    Connection& conn = conns_[op.conn];
-    UMQ_ASSERT(conn.ops_bytes >= op.reserved_bytes);
-    conn.ops_bytes = conn.ops_bytes - op.reserved_bytes + bytes;
-    account(op.conn);
-  } else {
-    UMQ_ASSERT(orphan_bytes_ >= op.reserved_bytes);
-    orphan_bytes_ = orphan_bytes_ - op.reserved_bytes + bytes;
-  }
-  op.reserved_bytes = bytes;
+  return calls_.start(kind, ticket_of(conn, has_conn ? conns_[conn].generation : 0, request),
+                      has_conn ? conns_[conn].shard : 0);
 }
 
 size_t BrokerReactor::largest_pull_bytes() const {
   return config_.store.log.limits.max_body_bytes + (64u << 10);
 }
 
-void BrokerReactor::free_op(uint32_t index) {
-  BrokerOp& op = *ops_[index];
-  UMQ_ASSERT(op.in_use);
-  if (op.kind == BrokerOp::Kind::send) sends_in_flight_--;
-  set_reserved(index, 0);
-  if (op_connection_alive(op)) {
-    Connection& conn = conns_[op.conn];
-    conn.ops_pending--;
-    // Reading resumes from the loop, never from inside a completion (decode is not reentrant).
-    conn.resume = true;
-  }
-  op.in_use = false;
-  // Idle ops keep no large buffer, and only a few keep a small one (memory goes back to the
-  // allocator once the load that needed it is gone).
-  // (Swapped with an empty vector: `op.data = {}` would keep the capacity.)
-  if (op.data.capacity() > kPullBufferBytes || kept_op_buffers_ >= kKeptOpBuffers) {
-    OpBuffer().swap(op.data);
-  }
-  if (op.data.capacity() > 0) kept_op_buffers_++;
-  if (op.batch.capacity() > kKeptBatchMessages) {
-    std::vector<Message>().swap(op.batch);
-    std::vector<StoreOffset>().swap(op.batch_offsets);
-  }
-  op.copy.reset();
-  op.admin.reset();
-  op.sql_filter.reset();
-  op_pool_.release(index);
+// ---- CallerLedger: the connections' accounts of their ops ----
+
+bool BrokerReactor::alive(const Ticket& ticket) const {
+  return ticket.conn < conns_.size() && conns_[ticket.conn].open && !conns_[ticket.conn].closing &&
+         conns_[ticket.conn].generation == ticket.generation;
 }
 
-bool BrokerReactor::op_connection_alive(const BrokerOp& op) const {
-  return op.conn < conns_.size() && conns_[op.conn].open && !conns_[op.conn].closing &&
-         conns_[op.conn].generation == op.conn_generation;
+void BrokerReactor::op_started(const Ticket& ticket) {
+  if (ticket.conn < conns_.size()) conns_[ticket.conn].ops_pending++;
+}
+
+void BrokerReactor::op_ended(const Ticket& ticket) {
+  if (!alive(ticket)) return;
+  Connection& conn = conns_[ticket.conn];
+  conn.ops_pending--;
+  // Reading resumes from the loop, never from inside a completion (decode is not reentrant).
+  conn.resume = true;
+}
+
+void BrokerReactor::reserve(const Ticket& ticket, uint64_t before, uint64_t after) {
+  if (alive(ticket)) {
+    Connection& conn = conns_[ticket.conn];
+    UMQ_ASSERT(conn.ops_bytes >= before);
+    conn.ops_bytes = conn.ops_bytes - before + after;
+    account(ticket.conn);
+  } else {
+    UMQ_ASSERT(orphan_bytes_ >= before);
+    orphan_bytes_ = orphan_bytes_ - before + after;
+  }
 }
 
 void BrokerReactor::submit_failed(uint32_t index, const io::Status& s) {
-  BrokerOp& op = *ops_[index];
-  if (op_connection_alive(op) && op.kind != BrokerOp::Kind::commit_silent &&
+  BrokerOp& op = calls_.op(index);
+  if (calls_.caller_alive(op) && op.kind != BrokerOp::Kind::commit_silent &&
       op.kind != BrokerOp::Kind::release) {
-    reply_code(op.conn, op.request, error_code(s.code()), s.message());
+    reply_code(op.ticket.conn, request_of(op.ticket), error_code(s.code()), s.message());
   }
-  free_op(index);
+  calls_.end(index);
 }
 
 void BrokerReactor::reply_refusal(uint32_t conn, const RemotingCommand& request,
@@ -496,9 +458,8 @@ void BrokerReactor::handle_runtime_info(uint32_t conn, const RemotingCommand& re
 
 void BrokerReactor::on_store_completion(const Completion& c) {
   if (HaServer::owns(c.tag)) return ha_server_->on_store_completion(*ring_, c, mono_ms_);
-  UMQ_ASSERT(c.tag < ops_.size());
   const uint32_t index = static_cast<uint32_t>(c.tag);
-  BrokerOp& op = *ops_[index];
+  BrokerOp& op = calls_.op(index);
   UMQ_ASSERT(op.in_use);
   note_metrics(op, c);
   switch (op.kind) {
@@ -510,9 +471,10 @@ void BrokerReactor::on_store_completion(const Completion& c) {
       complete_pull(op, c);
       break;
     case BrokerOp::Kind::query_offset:
-      if (c.code == io::Code::ok && c.queue_offset < QueueOffset{0} && op_connection_alive(op)) {
+      if (c.code == io::Code::ok && c.queue_offset < QueueOffset{0} && calls_.caller_alive(op)) {
         op.kind = BrokerOp::Kind::query_offset_min;
-        if (session_->query_queue_async(op.topic, op.queue_id, index, op.shard).is_ok()) return;
+        if (calls_.session().query_queue_async(op.topic, op.queue_id, index, op.shard).is_ok())
+          return;
         op.kind = BrokerOp::Kind::query_offset;
       }
       complete_query(op, c);
@@ -554,7 +516,7 @@ void BrokerReactor::on_store_completion(const Completion& c) {
       complete_query(op, c);
       break;
   }
-  free_op(index);
+  calls_.end(index);
 }
 
 }  // namespace uringmq::net

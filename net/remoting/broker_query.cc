@@ -30,11 +30,12 @@ int32_t store_error_code(io::Code code) {
 // A request the store refused (busy: its window is full) is answered at once.
 void BrokerReactor::post_or_fail(uint32_t index, const io::Status& posted) {
   if (posted.is_ok()) return;
-  BrokerOp& op = *ops_[index];
-  if (op_connection_alive(op)) {
-    reply_code(op.conn, op.request, store_error_code(posted.code()), posted.message());
+  BrokerOp& op = calls_.op(index);
+  if (calls_.caller_alive(op)) {
+    reply_code(op.ticket.conn, request_of(op.ticket), store_error_code(posted.code()),
+               posted.message());
   }
-  free_op(index);
+  calls_.end(index);
 }
 
 void BrokerReactor::handle_query_message(uint32_t conn, RemotingCommand& request) {
@@ -53,50 +54,50 @@ void BrokerReactor::handle_query_message(uint32_t conn, RemotingCommand& request
   int32_t wanted = unique != nullptr && *unique == "true" ? kDefaultQueryMaxNum : *max_num;
   wanted = std::clamp(wanted, 1, kMaxMsgsNumBatch);
   const uint32_t index = new_op(BrokerOp::Kind::query_message, conn, request);
-  BrokerOp& op = *ops_[index];
+  BrokerOp& op = calls_.op(index);
   op.topic = *topic;
   op.group = *key;
   op.max_reconsume_times = wanted;
-  op.index_timestamp_ms = 0;
-  op.index_wire_offset = 0;
+  op.index.timestamp_ms = 0;
+  op.index.wire_offset = 0;
   // Only the shard of the broker asked (its index): each shard is one presented broker, and a
   // client asks every broker of the topic's route (net/README.md, "Shard = broker"). One
   // pull's worth of buffer; a record larger than it ends the answer.
   op.data.resize(largest_pull_bytes());
-  set_reserved(index, op.data.size());
-  op.parts.assign(1, {0, 0});
+  calls_.reserve(index, op.data.size());
+  op.index.parts.assign(1, {0, 0});
   op.queue_id = 1;  // shards still to answer
   IndexQueryRequest q{op.topic, op.group, *begin, *end, static_cast<uint32_t>(wanted), op.data};
-  post_or_fail(index, session_->query_index_async(op.shard, q, index));
+  post_or_fail(index, calls_.session().query_index_async(op.shard, q, index));
 }
 
 bool BrokerReactor::complete_query_message(uint32_t index, const Completion& c) {
-  BrokerOp& op = *ops_[index];
-  if (c.code == io::Code::ok) op.parts[0] = {c.message_count, c.size_bytes};
-  if (c.store_timestamp_ms > op.index_timestamp_ms) op.index_timestamp_ms = c.store_timestamp_ms;
+  BrokerOp& op = calls_.op(index);
+  if (c.code == io::Code::ok) op.index.parts[0] = {c.message_count, c.size_bytes};
+  if (c.store_timestamp_ms > op.index.timestamp_ms) op.index.timestamp_ms = c.store_timestamp_ms;
   if (local_offset(c.offset).value > 0) {
-    op.index_wire_offset = std::max(op.index_wire_offset, wire_offset(c.offset).value);
+    op.index.wire_offset = std::max(op.index.wire_offset, wire_offset(c.offset).value);
   }
   if (--op.queue_id > 0) return false;
-  if (op.replied || !op_connection_alive(op)) return true;
+  if (op.replied || !calls_.caller_alive(op)) return true;
   // The shard's records, newest first.
   uint32_t messages = 0;
   const auto wanted = static_cast<uint32_t>(op.max_reconsume_times);
-  std::span<std::byte> part(op.data.data(), op.parts[0].second);
+  std::span<std::byte> part(op.data.data(), op.index.parts[0].second);
   size_t take = 0;
-  for (uint32_t m = 0; m < op.parts[0].first && messages < wanted; m++, messages++) {
+  for (uint32_t m = 0; m < op.index.parts[0].first && messages < wanted; m++, messages++) {
     take += engine::record_total_size(part.subspan(take));
   }
   const size_t out = client_records(op.shard, part.first(take));
   if (messages == 0) {
-    return reply_code(op.conn, op.request, rc::kQueryNotFound,
+    return reply_code(op.ticket.conn, request_of(op.ticket), rc::kQueryNotFound,
                       "can not find message, maybe time range not correct"),
            true;
   }
-  RemotingCommand response = make_response(op.request, rc::kSuccess);
-  response.set_ext("indexLastUpdateTimestamp", std::to_string(op.index_timestamp_ms));
-  response.set_ext("indexLastUpdatePhyoffset", std::to_string(op.index_wire_offset));
-  reply(op.conn, response, std::span(op.data).first(out));
+  RemotingCommand response = make_response(request_of(op.ticket), rc::kSuccess);
+  response.set_ext("indexLastUpdateTimestamp", std::to_string(op.index.timestamp_ms));
+  response.set_ext("indexLastUpdatePhyoffset", std::to_string(op.index.wire_offset));
+  reply(op.ticket.conn, response, std::span(op.data).first(out));
   return true;
 }
 
@@ -108,22 +109,22 @@ void BrokerReactor::handle_view_message(uint32_t conn, RemotingCommand& request)
     return reply_code(conn, request, rc::kSystemError, "VIEW_MESSAGE_BY_ID needs offset");
   }
   const uint32_t index = new_op(BrokerOp::Kind::view_message, conn, request);
-  BrokerOp& op = *ops_[index];
+  BrokerOp& op = calls_.op(index);
   op.store_offset = store_offset_of_wire(WireOffset{static_cast<uint64_t>(*offset)}, op.shard);
   op.data.resize(largest_pull_bytes());
-  set_reserved(index, op.data.size());
-  post_or_fail(index, session_->view_record_async(op.store_offset, op.data, index));
+  calls_.reserve(index, op.data.size());
+  post_or_fail(index, calls_.session().view_record_async(op.store_offset, op.data, index));
 }
 
 void BrokerReactor::complete_view_message(BrokerOp& op, const Completion& c) {
-  if (!op_connection_alive(op)) return;
+  if (!calls_.caller_alive(op)) return;
   if (c.code != io::Code::ok || c.message_count == 0) {
-    return reply_code(op.conn, op.request, rc::kSystemError,
+    return reply_code(op.ticket.conn, request_of(op.ticket), rc::kSystemError,
                       "can not find message by the offset, " +
                           std::to_string(wire_offset(op.store_offset).value));
   }
   std::span<std::byte> record(op.data.data(), c.size_bytes);
-  reply(op.conn, make_response(op.request, rc::kSuccess),
+  reply(op.ticket.conn, make_response(request_of(op.ticket), rc::kSuccess),
         record.first(client_records(shard_of_offset(op.store_offset), record)));
 }
 
@@ -137,19 +138,19 @@ void BrokerReactor::handle_earliest_time(uint32_t conn, RemotingCommand& request
                       "GET_EARLIEST_MSG_STORETIME needs topic, queueId");
   }
   const uint32_t index = new_op(BrokerOp::Kind::earliest_min, conn, request);
-  BrokerOp& op = *ops_[index];
+  BrokerOp& op = calls_.op(index);
   op.topic = *topic;
   op.queue_id = *queue_id;
-  post_or_fail(index, session_->query_queue_async(op.topic, op.queue_id, index, op.shard));
+  post_or_fail(index, calls_.session().query_queue_async(op.topic, op.queue_id, index, op.shard));
 }
 
 // The queue's min offset, then one record pulled from there: its store time (-1 when the queue
 // is empty, as Java's getEarliestMessageTime).
 bool BrokerReactor::complete_earliest(uint32_t index, const Completion& c) {
-  BrokerOp& op = *ops_[index];
-  if (!op_connection_alive(op)) return true;
+  BrokerOp& op = calls_.op(index);
+  if (!calls_.caller_alive(op)) return true;
   if (c.code != io::Code::ok) {
-    reply_code(op.conn, op.request, store_error_code(c.code),
+    reply_code(op.ticket.conn, request_of(op.ticket), store_error_code(c.code),
                "the store answered " + std::string(code_name(c.code)));
     return true;
   }
@@ -158,18 +159,18 @@ bool BrokerReactor::complete_earliest(uint32_t index, const Completion& c) {
     if (c.min_offset < c.max_offset) {
       op.kind = BrokerOp::Kind::earliest_record;
       op.data.resize(largest_pull_bytes());
-      set_reserved(index, op.data.size());
+      calls_.reserve(index, op.data.size());
       op.pull = PullRequest{op.topic, op.queue_id, c.min_offset, 1, {}, nullptr, op.data, 0};
-      if (session_->pull_async(op.pull, index, op.shard).is_ok()) return false;
-      reply_code(op.conn, op.request, rc::kSystemBusy, "the store is busy");
+      if (calls_.session().pull_async(op.pull, index, op.shard).is_ok()) return false;
+      reply_code(op.ticket.conn, request_of(op.ticket), rc::kSystemBusy, "the store is busy");
       return true;
     }
   } else if (c.pull_status == PullStatus::found && c.size_bytes > 0) {
     timestamp = engine::record_store_timestamp_ms(std::span(op.data).first(c.size_bytes));
   }
-  RemotingCommand response = make_response(op.request, rc::kSuccess);
+  RemotingCommand response = make_response(request_of(op.ticket), rc::kSuccess);
   response.set_ext("timestamp", std::to_string(timestamp));
-  reply(op.conn, response);
+  reply(op.ticket.conn, response);
   return true;
 }
 

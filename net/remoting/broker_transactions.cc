@@ -109,38 +109,39 @@ void BrokerReactor::handle_end_transaction(uint32_t conn, RemotingCommand& reque
   // First the shard looks for the half in the log's memory (a commit soon after its half: one
   // store request); when it is gone, or does not match, the half is read back and checked here.
   const uint32_t index = new_op(BrokerOp::Kind::end_store, conn, request);
-  BrokerOp& op = *ops_[index];
+  BrokerOp& op = calls_.op(index);
   op.store_offset = store_offset_of_wire(WireOffset{static_cast<uint64_t>(*log_offset)}, op.shard);
-  op.txn_end = *type == engine::kSysFlagTransactionCommit ? TransactionEnd::commit
+  op.txn.end = *type == engine::kSysFlagTransactionCommit ? TransactionEnd::commit
                                                           : TransactionEnd::rollback;
   op.group = *group;
-  op.check.queue_offset = QueueOffset{*table_offset};
-  op.txn_from_memory = true;
-  post_or_fail(index, session_->end_transaction_async(op.store_offset, {}, op.txn_end, index,
-                                                      op.group, op.check.queue_offset));
+  op.txn.check.queue_offset = QueueOffset{*table_offset};
+  op.txn.from_memory = true;
+  post_or_fail(index, calls_.session().end_transaction_async(op.store_offset, {}, op.txn.end, index,
+                                                             op.group, op.txn.check.queue_offset));
 }
 
 // The half was not in memory, or did not match: read it back (complete_end_view names what
 // does not match, or ends it with its bytes). False when the read was posted.
 bool BrokerReactor::read_half_back(uint32_t index) {
-  BrokerOp& op = *ops_[index];
-  op.txn_from_memory = false;
+  BrokerOp& op = calls_.op(index);
+  op.txn.from_memory = false;
   op.kind = BrokerOp::Kind::end_view;
   op.data.resize(kHalfReadBytes);
-  set_reserved(index, op.data.size());
-  io::Status s = session_->view_record_async(op.store_offset, op.data, index);
+  calls_.reserve(index, op.data.size());
+  io::Status s = calls_.session().view_record_async(op.store_offset, op.data, index);
   if (s.is_ok()) return false;
-  if (op_connection_alive(op)) reply_code(op.conn, op.request, rc::kSystemError, s.to_string());
+  if (calls_.caller_alive(op))
+    reply_code(op.ticket.conn, request_of(op.ticket), rc::kSystemError, s.to_string());
   return true;
 }
 
 bool BrokerReactor::complete_transaction(uint32_t index, const Completion& c) {
-  BrokerOp& op = *ops_[index];
+  BrokerOp& op = calls_.op(index);
   switch (op.kind) {
     case BrokerOp::Kind::end_view:
       return complete_end_view(index, c);
     case BrokerOp::Kind::end_store:
-      if (op.txn_from_memory &&
+      if (op.txn.from_memory &&
           (c.code == io::Code::busy || c.code == io::Code::invalid_argument)) {
         return read_half_back(index);
       }
@@ -148,12 +149,12 @@ bool BrokerReactor::complete_transaction(uint32_t index, const Completion& c) {
         log_debug("END_TRANSACTION of an ended half at " +
                   std::to_string(wire_offset(op.store_offset).value) + ": nothing stored");
       }
-      if (!op_connection_alive(op)) return true;
+      if (!calls_.caller_alive(op)) return true;
       if (c.code == io::Code::ok || c.code == io::Code::not_found) {
-        reply_code(op.conn, op.request, rc::kSuccess, {});
+        reply_code(op.ticket.conn, request_of(op.ticket), rc::kSuccess, {});
       } else {
         reply_code(
-            op.conn, op.request, rc::kSystemError,
+            op.ticket.conn, request_of(op.ticket), rc::kSystemError,
             io::Status::error(c.code, "the transaction's outcome was not stored").to_string());
       }
       return true;
@@ -170,7 +171,7 @@ bool BrokerReactor::complete_transaction(uint32_t index, const Completion& c) {
       if (c.code == io::Code::ok) {
         log_warn("transactional half at offset " +
                  std::to_string(wire_offset(op.store_offset).value) + " discarded after " +
-                 std::to_string(op.check.checks) + " checks (transactionCheckMax) to " +
+                 std::to_string(op.txn.check.checks) + " checks (transactionCheckMax) to " +
                  std::string(engine::kTransCheckMaxTopic));
       }
       return true;
@@ -179,15 +180,16 @@ bool BrokerReactor::complete_transaction(uint32_t index, const Completion& c) {
 
 // The half read back: checked against the request (Java's checkPrepareMessage), then ended.
 bool BrokerReactor::complete_end_view(uint32_t index, const Completion& c) {
-  BrokerOp& op = *ops_[index];
+  BrokerOp& op = calls_.op(index);
   auto refuse = [&](std::string remark) {  // only to the connection that asked
-    if (op_connection_alive(op)) reply_code(op.conn, op.request, rc::kSystemError, remark);
+    if (calls_.caller_alive(op))
+      reply_code(op.ticket.conn, request_of(op.ticket), rc::kSystemError, remark);
     return true;
   };
   if (c.code == io::Code::not_found && op.data.size() < largest_pull_bytes()) {
     op.data.resize(largest_pull_bytes());  // perhaps larger than the first read
-    set_reserved(index, op.data.size());
-    return !session_->view_record_async(op.store_offset, op.data, index).is_ok();
+    calls_.reserve(index, op.data.size());
+    return !calls_.session().view_record_async(op.store_offset, op.data, index).is_ok();
   }
   const std::string where = std::to_string(wire_offset(op.store_offset).value);
   if (c.code != io::Code::ok || c.message_count == 0) {
@@ -201,15 +203,15 @@ bool BrokerReactor::complete_end_view(uint32_t index, const Completion& c) {
     problem = "The producer group wrong: the half at offset " + where + " belongs to group " +
               std::string(property_or(r.view.user_properties, engine::kPropertyProducerGroup)) +
               ", not " + op.group;
-  } else if (r.view.queue_offset != op.check.queue_offset.value) {
+  } else if (r.view.queue_offset != op.txn.check.queue_offset.value) {
     problem = "The transaction state table offset wrong: the half at offset " + where + " is at " +
               std::to_string(r.view.queue_offset) + ", not " +
-              std::to_string(op.check.queue_offset.value);
+              std::to_string(op.txn.check.queue_offset.value);
   }
   if (!problem.empty()) return refuse(std::move(problem));
   op.kind = BrokerOp::Kind::end_store;
-  io::Status s = session_->end_transaction_async(
-      op.store_offset, std::span<const std::byte>(op.data.data(), c.size_bytes), op.txn_end, index);
+  io::Status s = calls_.session().end_transaction_async(
+      op.store_offset, std::span<const std::byte>(op.data.data(), c.size_bytes), op.txn.end, index);
   if (s.is_ok()) return false;
   return refuse(s.to_string());
 }
@@ -225,14 +227,14 @@ void BrokerReactor::run_transaction_checks(int64_t now) {
   RemotingCommand none;
   for (uint32_t shard = 0; shard < store_.shard_count(); shard++) {
     const uint32_t index = new_op(BrokerOp::Kind::txn_checks, UINT32_MAX, none);
-    BrokerOp& op = *ops_[index];
+    BrokerOp& op = calls_.op(index);
     op.shard = shard;
-    op.checks.resize(kChecksPerShard);
+    op.txn.checks.resize(kChecksPerShard);
     txn_ops_in_flight_++;
-    io::Status s = session_->take_transaction_checks_async(shard, op.checks, index);
+    io::Status s = calls_.session().take_transaction_checks_async(shard, op.txn.checks, index);
     if (!s.is_ok()) {
       txn_ops_in_flight_--;
-      free_op(index);
+      calls_.end(index);
     }
   }
 }
@@ -240,33 +242,34 @@ void BrokerReactor::run_transaction_checks(int64_t now) {
 void BrokerReactor::complete_check_list(BrokerOp& op, const Completion& c) {
   if (c.code != io::Code::ok) return;
   RemotingCommand none;
-  for (uint32_t i = 0; i < c.message_count && i < op.checks.size(); i++) {
-    const TransactionCheck check = op.checks[i];
+  for (uint32_t i = 0; i < c.message_count && i < op.txn.checks.size(); i++) {
+    const TransactionCheck check = op.txn.checks[i];
     const uint32_t index = new_op(BrokerOp::Kind::check_view, UINT32_MAX, none);
-    BrokerOp& view = *ops_[index];
-    view.check = check;
+    BrokerOp& view = calls_.op(index);
+    view.txn.check = check;
     view.store_offset = check.offset;
     view.shard = shard_of_offset(check.offset);
     view.data.resize(std::max<uint32_t>(check.size_bytes, 64));
     txn_ops_in_flight_++;
-    if (!session_->view_record_async(view.store_offset, view.data, index).is_ok()) {
+    if (!calls_.session().view_record_async(view.store_offset, view.data, index).is_ok()) {
       txn_ops_in_flight_--;
-      free_op(index);
+      calls_.end(index);
     }
   }
 }
 
 // A due half read back: discarded (its shard stores the copy) or asked about.
 bool BrokerReactor::complete_check_view(uint32_t index, const Completion& c) {
-  BrokerOp& op = *ops_[index];
+  BrokerOp& op = calls_.op(index);
   if (c.code != io::Code::ok || c.message_count == 0) return true;  // asked again next time
   const std::span<const std::byte> record(op.data.data(), c.size_bytes);
-  if (!op.check.discard) {
+  if (!op.txn.check.discard) {
     send_check(op, record);
     return true;
   }
   op.kind = BrokerOp::Kind::check_discard;
-  return !session_->end_transaction_async(op.store_offset, record, TransactionEnd::discard, index)
+  return !calls_.session()
+              .end_transaction_async(op.store_offset, record, TransactionEnd::discard, index)
               .is_ok();
 }
 
@@ -307,7 +310,7 @@ void BrokerReactor::send_check(const BrokerOp& op, std::span<const std::byte> re
         engine::append_property(properties, name, value);
       });
   engine::append_property(properties, engine::kPropertyTransactionCheckTimes,
-                          std::to_string(op.check.checks + 1));
+                          std::to_string(op.txn.check.checks + 1));
   in.topic = real.topic;
   in.queue_id = static_cast<int32_t>(std::max<int64_t>(real.queue_id, 0));
   in.properties = properties;

@@ -77,16 +77,16 @@ void BrokerReactor::handle_pull(uint32_t conn, RemotingCommand& request) {
     }
     metrics_.on_commit(*group, *topic, *queue_id, commit);
     uint32_t c = new_op(BrokerOp::Kind::commit_silent, conn, request);
-    BrokerOp& cop = *ops_[c];
+    BrokerOp& cop = calls_.op(c);
     cop.topic = *topic;
     cop.group = *group;
     submit(c, [&](uint64_t tag) {
-      return session_->commit_offset_async(cop.group, cop.topic, *queue_id, QueueOffset{commit},
-                                           tag, cop.shard);
+      return calls_.session().commit_offset_async(cop.group, cop.topic, *queue_id,
+                                                  QueueOffset{commit}, tag, cop.shard);
     });
   }
   uint32_t index = new_op(BrokerOp::Kind::pull, conn, request);
-  BrokerOp& op = *ops_[index];
+  BrokerOp& op = calls_.op(index);
   op.topic = *topic;
   op.group = *group;  // for the metrics
   const std::string* sub = request.ext("subscription");
@@ -104,7 +104,7 @@ void BrokerReactor::handle_pull(uint32_t conn, RemotingCommand& request) {
           ? kPullBufferBytes
           : kSmallPullBufferBytes;
   op.data.resize(buffer);
-  set_reserved(index, buffer);
+  calls_.reserve(index, buffer);
   op.pull = PullRequest{};
   op.pull.topic = op.topic;
   op.pull.queue_id = op.queue_id;
@@ -117,35 +117,35 @@ void BrokerReactor::handle_pull(uint32_t conn, RemotingCommand& request) {
   if ((sys_flag & 2) != 0 && !over_budget) {
     op.pull.wait_ms = std::clamp<int64_t>(suspend_ms.value_or(15000), 0, config_.max_suspend_ms);
   }
-  submit(index, [&](uint64_t tag) { return session_->pull_async(op.pull, tag, op.shard); });
+  submit(index, [&](uint64_t tag) { return calls_.session().pull_async(op.pull, tag, op.shard); });
 }
 
 // A record bigger than the pull buffer: the pull is asked again with room for the largest
 // message (rare; most pulls keep the small buffer). It waits, its buffer released, until its
 // connection's replies leave that room (retry_deferred, from the loop).
 bool BrokerReactor::pull_again_larger(uint32_t index) {
-  BrokerOp& op = *ops_[index];
-  if (op.data.size() >= largest_pull_bytes() || !op_connection_alive(op)) return false;
-  set_reserved(index, 0);
+  BrokerOp& op = calls_.op(index);
+  if (op.data.size() >= largest_pull_bytes() || !calls_.caller_alive(op)) return false;
+  calls_.reserve(index, 0);
   OpBuffer().swap(op.data);
-  Connection& conn = conns_[op.conn];
+  Connection& conn = conns_[op.ticket.conn];
   conn.deferred.push_back(index);
   conn.resume = true;
   return true;
 }
 
 void BrokerReactor::complete_pull(BrokerOp& op, const Completion& c) {
-  if (!op_connection_alive(op)) return;
+  if (!calls_.caller_alive(op)) return;
   if (c.code != io::Code::ok) {
-    return reply_code(op.conn, op.request, error_code(c.code), code_text(c.code));
+    return reply_code(op.ticket.conn, request_of(op.ticket), error_code(c.code), code_text(c.code));
   }
   if (c.pull_status == PullStatus::corrupt) {  // never served; the consumer retries (net/README)
-    return reply_code(op.conn, op.request, pull_code(c.pull_status),
+    return reply_code(op.ticket.conn, request_of(op.ticket), pull_code(c.pull_status),
                       "damaged message at queue offset " + std::to_string(c.queue_offset.value) +
                           " (physical offset " + std::to_string(wire_offset(c.offset).value) +
                           ") failed its CRC check and is not served; see the broker log");
   }
-  RemotingCommand response = make_response(op.request, pull_code(c.pull_status));
+  RemotingCommand response = make_response(request_of(op.ticket), pull_code(c.pull_status));
   response.set_ext("suggestWhichBrokerId", "0");
   response.set_ext("nextBeginOffset", std::to_string(c.next_offset.value));
   response.set_ext("minOffset", std::to_string(c.min_offset.value));
@@ -153,7 +153,7 @@ void BrokerReactor::complete_pull(BrokerOp& op, const Completion& c) {
   std::span<std::byte> records(op.data.data(),
                                c.pull_status == PullStatus::found ? c.size_bytes : 0);
   if (c.pull_status == PullStatus::found) messages_pulled_[op.shard] += c.message_count;
-  reply(op.conn, response, records.first(client_records(op.shard, records)));
+  reply(op.ticket.conn, response, records.first(client_records(op.shard, records)));
 }
 
 // The pulled records as clients receive them, compacted in place: each without uringmq's
@@ -214,26 +214,27 @@ void BrokerReactor::handle_queue_query(uint32_t conn, RemotingCommand& request) 
                             ? BrokerOp::Kind::search
                             : BrokerOp::Kind::query_offset;
   uint32_t index = new_op(kind, conn, request);
-  BrokerOp& op = *ops_[index];
+  BrokerOp& op = calls_.op(index);
   op.topic = *topic;
   op.group = group ? *group : std::string();
   op.queue_id = *queue_id;
   submit(index, [&](uint64_t tag) {
     switch (op.kind) {
       case BrokerOp::Kind::search:
-        return session_->search_offset_async(op.topic, op.queue_id, *timestamp, tag, op.shard);
+        return calls_.session().search_offset_async(op.topic, op.queue_id, *timestamp, tag,
+                                                    op.shard);
       case BrokerOp::Kind::query_offset:
-        return session_->query_offset_async(op.group, op.topic, op.queue_id, tag, op.shard);
+        return calls_.session().query_offset_async(op.group, op.topic, op.queue_id, tag, op.shard);
       default:
-        return session_->query_queue_async(op.topic, op.queue_id, tag, op.shard);
+        return calls_.session().query_queue_async(op.topic, op.queue_id, tag, op.shard);
     }
   });
 }
 
 void BrokerReactor::complete_query(BrokerOp& op, const Completion& c) {
-  if (!op_connection_alive(op)) return;
+  if (!calls_.caller_alive(op)) return;
   if (c.code != io::Code::ok) {
-    return reply_code(op.conn, op.request, error_code(c.code), code_text(c.code));
+    return reply_code(op.ticket.conn, request_of(op.ticket), error_code(c.code), code_text(c.code));
   }
   int64_t value = 0;
   switch (op.kind) {
@@ -253,19 +254,19 @@ void BrokerReactor::complete_query(BrokerOp& op, const Completion& c) {
       // Java: a group that never committed starts at 0 while nothing was deleted from the
       // queue; otherwise QUERY_NOT_FOUND and the client decides (consumeFromWhere).
       if (c.min_offset > QueueOffset{0}) {
-        return reply_code(op.conn, op.request, rc::kQueryNotFound,
+        return reply_code(op.ticket.conn, request_of(op.ticket), rc::kQueryNotFound,
                           "Not found, maybe this group consumer boot first");
       }
       value = 0;
       break;
     case BrokerOp::Kind::commit:
-      return reply_code(op.conn, op.request, rc::kSuccess, {});
+      return reply_code(op.ticket.conn, request_of(op.ticket), rc::kSuccess, {});
     default:
       UMQ_ASSERT_MSG(false, "not a query op");
   }
-  RemotingCommand response = make_response(op.request, rc::kSuccess);
+  RemotingCommand response = make_response(request_of(op.ticket), rc::kSuccess);
   response.set_ext("offset", std::to_string(value));
-  reply(op.conn, response);
+  reply(op.ticket.conn, response);
 }
 
 void BrokerReactor::handle_offset_update(uint32_t conn, RemotingCommand& request) {
@@ -290,13 +291,13 @@ void BrokerReactor::handle_offset_update(uint32_t conn, RemotingCommand& request
   clients_.note_commit(*group, *topic);
   metrics_.on_commit(*group, *topic, *queue_id, *offset);
   uint32_t index = new_op(BrokerOp::Kind::commit, conn, request);
-  BrokerOp& op = *ops_[index];
+  BrokerOp& op = calls_.op(index);
   op.topic = *topic;
   op.group = *group;
   op.queue_id = *queue_id;
   submit(index, [&](uint64_t tag) {
-    return session_->commit_offset_async(op.group, op.topic, op.queue_id, QueueOffset{*offset}, tag,
-                                         op.shard);
+    return calls_.session().commit_offset_async(op.group, op.topic, op.queue_id,
+                                                QueueOffset{*offset}, tag, op.shard);
   });
 }
 

@@ -61,6 +61,12 @@ std::string client_properties(std::string_view text) {
   return out;
 }
 
+// RocketMQ's isWaitStoreMsgOK: a message whose WAIT property is "false" is answered without
+// waiting for its replica under SYNC_MASTER.
+bool waits_for_replica(std::string_view properties) {
+  return engine::find_property(properties, "WAIT") != std::optional<std::string_view>("false");
+}
+
 // The longest property string a client may send: RocketMQ's limit (Short.MAX_VALUE) less what
 // the store appends (a \x02 and the record CRC property).
 constexpr uint32_t kMaxClientPropertiesBytes =
@@ -180,13 +186,15 @@ void BrokerReactor::handle_send(uint32_t conn, RemotingCommand& request,
     return reply_refusal(conn, request, *refused);
   }
   uint32_t index = new_send_op(conn, request, std::move(topic), queue_id, body);
-  BrokerOp& op = *ops_[index];
+  BrokerOp& op = calls_.op(index);
+  op.wait_replica = waits_for_replica(properties);
   op.properties = std::move(properties);
   op.message.body = op.data;
   op.message.properties = op.properties;
   op.message.flag = header.flag;
   set_header_fields(op.message, header, clock_->now_ms(), conns_[conn].peer);
-  submit(index, [&](uint64_t tag) { return session_->send_async(op.message, tag, op.shard); });
+  submit(index,
+         [&](uint64_t tag) { return calls_.session().send_async(op.message, tag, op.shard); });
 }
 
 // A send op (single or batch) holding a copy of the body, its topic and queue in op.message.
@@ -194,13 +202,12 @@ uint32_t BrokerReactor::new_send_op(uint32_t conn, const RemotingCommand& reques
                                     std::string topic, int64_t queue_id,
                                     std::span<const std::byte> body) {
   uint32_t index = new_op(BrokerOp::Kind::send, conn, request);
-  BrokerOp& op = *ops_[index];
-  sends_in_flight_++;
+  BrokerOp& op = calls_.op(index);
   op.deadline_ms = clock_->now_ms() + config_.sync_flush_timeout_ms;
   op.topic = std::move(topic);
   op.queue_id = static_cast<int32_t>(queue_id);
   op.data.assign(body.begin(), body.end());
-  set_reserved(index, body.size());
+  calls_.reserve(index, body.size());
   op.message = Message{};
   op.message.topic = op.topic;
   op.message.queue_id = op.queue_id;
@@ -247,15 +254,16 @@ void BrokerReactor::handle_send_batch(uint32_t conn, RemotingCommand& request,
     return reply_refusal(conn, request, *refused);
   }
   uint32_t index = new_send_op(conn, request, std::move(header.topic), queue_id, body);
-  BrokerOp& op = *ops_[index];
+  BrokerOp& op = calls_.op(index);
+  op.wait_replica = waits_for_replica(batch_properties);
   // The batch's fields, copied into each message.
   set_header_fields(op.message, header, clock_->now_ms(), conns_[conn].peer);
   if (auto refused = build_batch(index, batch_properties)) {
     reply_code(conn, request, refused->first, std::move(refused->second));
-    return free_op(index);
+    return calls_.end(index);
   }
   submit(index, [&](uint64_t tag) {
-    return session_->send_batch_async(op.batch, op.batch_offsets, tag, op.shard);
+    return calls_.session().send_batch_async(op.batch, op.batch_offsets, tag, op.shard);
   });
 }
 
@@ -264,7 +272,7 @@ void BrokerReactor::handle_send_batch(uint32_t conn, RemotingCommand& request,
 // nothing is added; else into one arena (op.properties) sized first, so it never moves.
 std::optional<std::pair<int32_t, std::string>> BrokerReactor::build_batch(
     uint32_t index, std::string_view batch_properties) {
-  BrokerOp& op = *ops_[index];
+  BrokerOp& op = calls_.op(index);
   io::Status s = decode_message_batch(op.data, kMaxBatchMessages, &batch_entries_);
   if (!s.is_ok()) return std::pair{rc::kMessageIllegal, s.message()};
   size_t arena = 0;
@@ -326,7 +334,7 @@ std::optional<std::pair<int32_t, std::string>> BrokerReactor::build_batch(
 // One reply for the batch: its records' offset msgIds joined by commas (Java's
 // AppendMessageResult for a batch), the queue and the first queue offset.
 void BrokerReactor::reply_batch(BrokerOp& op, const Completion& c) {
-  RemotingCommand response = make_response(op.request, rc::kSuccess);
+  RemotingCommand response = make_response(request_of(op.ticket), rc::kSuccess);
   std::string ids;
   ids.reserve(op.batch_offsets.size() * 33);
   for (size_t i = 0; i < op.batch_offsets.size(); i++) {
@@ -337,23 +345,23 @@ void BrokerReactor::reply_batch(BrokerOp& op, const Completion& c) {
   response.set_ext("msgId", std::move(ids));
   response.set_ext("queueId", std::to_string(op.queue_id));
   response.set_ext("queueOffset", std::to_string(c.queue_offset.value));
-  if (!op.request.is_oneway()) {
+  if (!request_of(op.ticket).is_oneway()) {
     reply_stored(op, std::move(response), local_offset(c.offset).value + c.size_bytes);
   }
 }
 
 void BrokerReactor::complete_send(BrokerOp& op, const Completion& c) {
-  if (op.replied || !op_connection_alive(op)) return;
+  if (op.replied || !calls_.caller_alive(op)) return;
   op.replied = true;
-  if (c.code == io::Code::too_large && op.request.code == req::kSendBatchMessage) {
-    return reply_code(op.conn, op.request, error_code(c.code),
+  if (c.code == io::Code::too_large && request_of(op.ticket).code == req::kSendBatchMessage) {
+    return reply_code(op.ticket.conn, request_of(op.ticket), error_code(c.code),
                       "a message of the batch is over the store's limits (its body over "
                       "maxMessageSize, or its record over the segment): nothing was stored");
   }
   if (c.code == io::Code::too_large) {
     // The body and the client's properties were checked before; what is left is a delayed or
     // timed message whose properties grew past the limit with the fields the store adds.
-    return reply_code(op.conn, op.request, error_code(c.code),
+    return reply_code(op.ticket.conn, request_of(op.ticket), error_code(c.code),
                       "the message properties, with the fields the broker adds to a delayed or "
                       "timed message (REAL_TOPIC, REAL_QID, DELAY, TIMER_OUT_MS), exceed " +
                           std::to_string(engine::kMaxPropertiesBytes) + " bytes");
@@ -364,7 +372,7 @@ void BrokerReactor::complete_send(BrokerOp& op, const Completion& c) {
     // The two refusals only a prepared message meets (engine/README.md, "Transactional
     // messages"), named so that an operator can tell them from a plain busy or bad message.
     return reply_code(
-        op.conn, op.request, error_code(c.code),
+        op.ticket.conn, request_of(op.ticket), error_code(c.code),
         c.code == io::Code::busy
             ? "the store is busy, or the queue's shard holds " +
                   std::to_string(config_.store.transaction_window_max) +
@@ -375,16 +383,16 @@ void BrokerReactor::complete_send(BrokerOp& op, const Completion& c) {
                           "property, which its commit could not take)"));
   }
   if (c.code != io::Code::ok) {
-    return reply_code(op.conn, op.request, error_code(c.code), code_text(c.code));
+    return reply_code(op.ticket.conn, request_of(op.ticket), error_code(c.code), code_text(c.code));
   }
-  if (op.request.code == req::kSendBatchMessage) return reply_batch(op, c);
-  RemotingCommand response = make_response(op.request, rc::kSuccess);
+  if (request_of(op.ticket).code == req::kSendBatchMessage) return reply_batch(op, c);
+  RemotingCommand response = make_response(request_of(op.ticket), rc::kSuccess);
   response.set_ext("msgId",
                    engine::offset_message_id(store_.store_host_of(op.shard),
                                              static_cast<int64_t>(wire_offset(c.offset).value)));
   response.set_ext("queueId", std::to_string(op.queue_id));
   response.set_ext("queueOffset", std::to_string(c.queue_offset.value));
-  if (!op.request.is_oneway()) {
+  if (!request_of(op.ticket).is_oneway()) {
     reply_stored(op, std::move(response), local_offset(c.offset).value + c.size_bytes);
   }
 }
@@ -410,7 +418,7 @@ void BrokerReactor::handle_send_back(uint32_t conn, RemotingCommand& request) {
                           "characters of [%|a-zA-Z0-9_-]");
   }
   uint32_t index = new_op(BrokerOp::Kind::send_back_header, conn, request);
-  BrokerOp& op = *ops_[index];
+  BrokerOp& op = calls_.op(index);
   op.group = *group;
   op.store_offset = store_offset_of_wire(WireOffset{static_cast<uint64_t>(*offset)}, op.shard);
   op.delay_level = delay_level.value_or(0);
@@ -420,26 +428,26 @@ void BrokerReactor::handle_send_back(uint32_t conn, RemotingCommand& request) {
   op.max_reconsume_times =
       max_reconsume.value_or(group_config != nullptr ? group_config->retry_max_times : 16);
   // Room for the record and its copy, until the record's size is known.
-  set_reserved(index, 2 * (config_.store.log.limits.max_body_bytes + (1u << 20)));
+  calls_.reserve(index, 2 * (config_.store.log.limits.max_body_bytes + (1u << 20)));
   op.data.resize(4);
   submit(index, [&](uint64_t tag) {
-    return session_->read_async(op.store_offset, 4, op.data.data(), tag);
+    return calls_.session().read_async(op.store_offset, 4, op.data.data(), tag);
   });
 }
 
 void BrokerReactor::complete_send_back(uint32_t index, const Completion& c) {
-  BrokerOp& op = *ops_[index];
-  const bool alive = op_connection_alive(op);
+  BrokerOp& op = calls_.op(index);
+  const bool alive = calls_.caller_alive(op);
   if (c.code != io::Code::ok) {
     if (alive) {
       const std::string at = std::to_string(wire_offset(op.store_offset).value);
-      reply_code(op.conn, op.request, rc::kSystemError,
+      reply_code(op.ticket.conn, request_of(op.ticket), rc::kSystemError,
                  op.kind == BrokerOp::Kind::send_back_store
                      ? "storing the retry copy of the message at offset " + at + " for group " +
                            op.group + " failed: " + code_text(c.code)
                      : "no message at offset " + at + ": " + code_text(c.code));
     }
-    return free_op(index);
+    return calls_.end(index);
   }
   io::Status s = io::Status::ok();
   if (op.kind == BrokerOp::Kind::send_back_header) {
@@ -450,9 +458,9 @@ void BrokerReactor::complete_send_back(uint32_t index, const Completion& c) {
           "no message starts at offset " + std::to_string(wire_offset(op.store_offset).value));
     } else {
       op.kind = BrokerOp::Kind::send_back_record;
-      set_reserved(index, 2 * uint64_t{size});
+      calls_.reserve(index, 2 * uint64_t{size});
       op.data.resize(size);
-      s = session_->read_async(op.store_offset, size, op.data.data(), index);
+      s = calls_.session().read_async(op.store_offset, size, op.data.data(), index);
     }
   } else if (op.kind == BrokerOp::Kind::send_back_record) {
     op.copy = std::make_unique<SendBackCopy>();
@@ -461,15 +469,15 @@ void BrokerReactor::complete_send_back(uint32_t index, const Completion& c) {
         static_cast<int32_t>(op.max_reconsume_times), config_.store.log.limits, op.copy.get());
     if (s.is_ok()) {
       op.kind = BrokerOp::Kind::send_back_store;
-      s = session_->send_async(op.copy->message, index, op.shard);
+      s = calls_.session().send_async(op.copy->message, index, op.shard);
     }
   } else {
-    if (alive) reply_code(op.conn, op.request, rc::kSuccess, {});
-    return free_op(index);
+    if (alive) reply_code(op.ticket.conn, request_of(op.ticket), rc::kSuccess, {});
+    return calls_.end(index);
   }
   if (!s.is_ok()) {
-    if (alive) reply_code(op.conn, op.request, rc::kSystemError, s.message());
-    free_op(index);
+    if (alive) reply_code(op.ticket.conn, request_of(op.ticket), rc::kSystemError, s.message());
+    calls_.end(index);
   }
 }
 

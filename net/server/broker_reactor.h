@@ -34,6 +34,7 @@
 #include "net/core/lock_table.h"
 #include "net/core/membership.h"
 #include "net/core/presented_broker.h"
+#include "net/core/store_calls.h"
 #include "net/core/subscription_groups.h"
 #include "net/core/topic_table.h"
 #include "net/core/topics.h"
@@ -44,6 +45,7 @@
 #include "net/ops/metrics_server.h"
 #include "net/remoting/message_batch.h"
 #include "net/remoting/remoting.h"
+#include "net/remoting/tickets.h"
 #include "net/security/acl_gate.h"
 #include "net/security/tls.h"
 #include "net/server/socket_slot.h"
@@ -124,93 +126,6 @@ inline uint64_t output_bytes(const Connection& conn) {
 inline bool output_waiting(const Connection& conn) {
   return !conn.out_pending.empty() || (conn.tls && conn.tls->has_output());
 }
-// An allocator whose resize leaves the bytes it adds as they are (no zeroing). An op's buffer is
-// written by the shard or the socket before it is read, and only the bytes they report are read:
-// zeroing a pull's 256 KiB record buffer for each pull (a kept buffer last held a send's body)
-// was a tenth of the reactor thread's time under a consumer load (bench/RESULTS.md).
-template <typename T>
-struct UninitializedAllocator : std::allocator<T> {
-  using value_type = T;
-  UninitializedAllocator() = default;
-  template <typename U>
-  UninitializedAllocator(const UninitializedAllocator<U>&) noexcept {}
-  template <typename U>
-  void construct(U* p) noexcept(std::is_nothrow_default_constructible_v<U>) {
-    ::new (static_cast<void*>(p)) U;
-  }
-  template <typename U, typename... Args>
-  void construct(U* p, Args&&... args) {
-    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
-  }
-};
-using OpBuffer = std::vector<std::byte, UninitializedAllocator<std::byte>>;
-
-// A request waiting for the store. Owns every byte the store reads or writes for it.
-struct BrokerOp {
-  enum class Kind : uint8_t {
-    send,
-    pull,
-    query_max,
-    query_min,
-    search,
-    query_offset,
-    query_offset_min,
-    commit,
-    commit_silent,
-    send_back_header,
-    send_back_record,
-    send_back_store,
-    release,
-    admin,            // an admin request's store queries, one at a time (net/ops/broker_admin.cc)
-    query_message,    // QUERY_MESSAGE: one request per shard (net/remoting/broker_query.cc)
-    view_message,     // VIEW_MESSAGE_BY_ID
-    earliest_min,     // GET_EARLIEST_MSG_STORETIME: the queue's min offset, then
-    earliest_record,  // its record's store time
-    end_view,         // END_TRANSACTION: the half read, then
-    end_store,        // its outcome stored (net/remoting/broker_transactions.cc)
-    txn_checks,       // the check service: one shard's due halves, then for each
-    check_view,       // its record read, then CHECK_TRANSACTION_STATE sent, or
-    check_discard,    // its discarded copy stored
-    offset_table      // GET_ALL_CONSUMER_OFFSET / GET_ALL_DELAY_OFFSET (net/cluster/broker_ha.cc)
-  };
-  Kind kind = Kind::send;
-  bool in_use = false;
-  bool replied = false;  // a send answered FLUSH_DISK_TIMEOUT before its completion
-  uint32_t conn = 0;
-  uint32_t conn_generation = 0;
-  uint64_t reserved_bytes = 0;  // counted in its connection's ops_bytes while it is alive
-  RemotingCommand request;      // the request's code, opaque, flag and serialize type (no ext)
-  int64_t deadline_ms = 0;      // send: when FLUSH_DISK_TIMEOUT is answered
-  std::string topic;
-  std::string group;
-  std::string properties;
-  std::string tag_filter;
-  OpBuffer data;  // send: body; pull: records; send back: the record
-  int32_t queue_id = 0;
-  uint32_t shard = 0;
-  StoreOffset store_offset;
-  int64_t delay_level = 0;           // send back
-  int64_t max_reconsume_times = 16;  // send back
-  Message message;
-  PullRequest pull;
-  std::shared_ptr<const engine::SqlFilter> sql_filter;  // pull: held until its completion
-  std::unique_ptr<SendBackCopy> copy;
-  // SEND_BATCH_MESSAGE: its messages (views into data and properties) and their offsets.
-  std::vector<Message> batch;
-  std::vector<StoreOffset> batch_offsets;
-  // query_message: per shard (messages, bytes) answered; its newest index entry over shards.
-  std::vector<std::pair<uint32_t, uint32_t>> parts;
-  int64_t index_timestamp_ms = 0;
-  uint64_t index_wire_offset = 0;
-  std::unique_ptr<AdminQuery> admin;  // Kind::admin: the queues asked about and their answers
-  // Transactional messages: how the half ends, the check it belongs to, the due halves.
-  TransactionEnd txn_end = TransactionEnd::commit;
-  bool txn_from_memory = false;  // END_TRANSACTION's first try: the shard finds the half itself
-  TransactionCheck check;
-  std::vector<TransactionCheck> checks;
-  std::vector<ConsumerOffsetEntry> offsets;  // offset_table: the shard's consumer offsets
-};
-
 // A producer connection of a group, from its heartbeats (the check service asks one of them).
 // A client heartbeats to every presented broker: one entry per (client, broker), and a half of
 // shard s is checked over a connection to broker s (the client answers the address it asked).
@@ -272,7 +187,7 @@ struct SqlSubscription {
   int64_t seen_ms = 0;                              // the last heartbeat that named it
 };
 
-class BrokerReactor {
+class BrokerReactor final : private CallerLedger {
  public:
   // The wakers belong to the Broker and outlive the reactor and the store.
   BrokerReactor(const BrokerConfig& config, Store& store, io::Waker& store_waker,
@@ -523,24 +438,25 @@ class BrokerReactor {
   void append_broker_data(std::string* body, uint32_t shard) const;
 
   // ---- ops ----
+  // An op of `kind` for the request on `conn` (UINT32_MAX: the broker's own).
   uint32_t new_op(BrokerOp::Kind kind, uint32_t conn, const RemotingCommand& request);
-  void free_op(uint32_t index);
-  // Sets what op `index` holds for its connection's replies or request (ops_bytes).
-  void set_reserved(uint32_t index, uint64_t bytes);
   size_t largest_pull_bytes() const;
+  // CallerLedger: ops' accounts on their connections (orphan_bytes_ once a connection closed).
+  bool alive(const Ticket& ticket) const override;
+  void op_started(const Ticket& ticket) override;
+  void op_ended(const Ticket& ticket) override;
+  void reserve(const Ticket& ticket, uint64_t before, uint64_t after) override;
   // Posts through `post` (a Session call with the op's tag); on failure answers and frees.
   template <typename Post>
   void submit(uint32_t index, Post&& post) {
     if (io::Status s = post(uint64_t{index}); !s.is_ok()) submit_failed(index, s);
   }
   void submit_failed(uint32_t index, const io::Status& s);  // answers the error, frees the op
-  bool op_connection_alive(const BrokerOp& op) const;
 
   BrokerConfig config_;  // a copy: UPDATE_BROKER_CONFIG changes the run-time keys
   Store& store_;
   io::SystemClock system_clock_;
   io::Clock* clock_;  // the store's clock (StoreOptions::clock), else the system clock
-  std::unique_ptr<Session> session_;
   // Before ring_: the ring (and what the kernel holds of its buffers) goes first.
   std::unique_ptr<MetricsServer> metrics_server_;
   std::unique_ptr<NamesrvRegistrar> registrar_;  // namesrvAddr's registrations
@@ -562,15 +478,12 @@ class BrokerReactor {
   std::vector<Connection> conns_;
   sched::SlotPool conn_pool_;  // which of conns_ are in use (capacity maxConnections)
   uint32_t open_conns_ = 0;
-  std::vector<std::unique_ptr<BrokerOp>> ops_;
-  sched::SlotPool op_pool_;  // which of ops_ are in use (grows with ops_)
-  uint32_t sends_in_flight_ = 0;
+  StoreCalls calls_{*this};  // requests to the store in flight (net/core/store_calls.h)
   int64_t next_sweep_ms_ = 0;
   int64_t mono_ms_ = 0;                  // monotonic ms, read once per turn of the loop
   int64_t next_conn_sweep_ms_ = 0;       // monotonic: idle and incomplete-frame checks
   uint64_t buffer_bytes_ = 0;            // all open connections' accounted_bytes together
   uint64_t orphan_bytes_ = 0;            // reserved by ops whose connection closed
-  uint32_t kept_op_buffers_ = 0;         // free ops that keep a (small) data buffer
   uint64_t refused_ = 0;                 // connections refused at maxConnections, not yet logged
   int64_t refusal_log_ms_ = 0;           // monotonic: next time a refusal count may be logged
   uint64_t accepted_total_ = 0;          // connections accepted (metrics)
