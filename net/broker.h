@@ -12,7 +12,7 @@
 //
 // Why one reactor and not sockets in every shard's loop: the shards' loops
 // stay disk-only and keep their sleep/wake contract, and on the 2-core machines this runs on
-// a shard per core plus one network thread is the measured best split (net/README.md). A
+// a shard per core plus one network thread is the measured best split (net/server/README.md). A
 // request crosses to its queue's shard through the same bounded SPSC rings an embedder uses.
 //
 // Hostile input: frames and headers are bounded (RemotingLimits), a connection that sends a
@@ -20,7 +20,7 @@
 // served, and per-connection buffers and in-flight requests are bounded (reading pauses at
 // 8 MiB of replies held or reserved). All connections' buffers together are capped
 // (connectionBuffersMaxBytes); idle connections and incomplete frames are closed after
-// serverChannelMaxIdleTimeSeconds and incompleteFrameTimeoutSeconds (net/README.md).
+// serverChannelMaxIdleTimeSeconds and incompleteFrameTimeoutSeconds (net/server/README.md).
 //
 // Threading: open() and run() on one thread; request_stop() from any thread or a signal handler.
 

@@ -1,6 +1,6 @@
 // NameServer membership: the registrar that registers this process's brokers with namesrvAddr's
 // NameServers, and the built-in NameServer role's answers to other brokers' registrations
-// (net/README.md, "Cluster").
+// (net/cluster/README.md, "Cluster membership").
 
 #include <algorithm>
 #include <set>

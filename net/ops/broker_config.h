@@ -109,7 +109,7 @@ struct BrokerConfig {
   HaConfig ha;  // brokerRole, brokerId, haMasterAddress, slaveTimeout, ha* (above)
   // The Prometheus endpoint (RocketMQ 5's keys): metricsExporterType PROM serves GET /metrics
   // on metricsPromExporterHost (empty: bindAddress) : metricsPromExporterPort from the broker's
-  // network loop; DISABLE (the default) serves nothing. net/README.md, "Metrics".
+  // network loop; DISABLE (the default) serves nothing. net/ops/README.md, "Metrics".
   bool metrics_prom = false;
   std::string metrics_prom_host;
   uint16_t metrics_prom_port = 5557;  // 0: any free port (tests)

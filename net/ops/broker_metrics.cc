@@ -2,7 +2,7 @@
 // the store's figures (Store::stats(), delay levels, timers, recovery) and the connections',
 // rendered in the Prometheus text format when a scraper asks (net/ops/metrics_server.h). The
 // store's figures are relaxed loads of counters each shard keeps for itself: a scrape costs the
-// shards nothing (net/README.md, "Metrics").
+// shards nothing (net/ops/README.md, "Metrics").
 
 #include <string>
 

@@ -5,7 +5,7 @@
 //
 // Names and labels follow RocketMQ 5's BrokerMetricsManager where it has the figure
 // (rocketmq_messages_in_total{topic,message_type,is_system}, ..., every series with cluster,
-// node_type and node_id); uringmq's own are uringmq_* (net/README.md, "Metrics").
+// node_type and node_id); uringmq's own are uringmq_* (net/ops/README.md, "Metrics").
 //
 // Bounded: at most kMaxTopics topics, kMaxGroupTopics (group, topic) pairs and kMaxQueues
 // queues are tracked; what comes after is not (uringmq_metrics_series_dropped_total counts

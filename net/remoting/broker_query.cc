@@ -1,6 +1,6 @@
 // Requests on the message index and on single records: QUERY_MESSAGE (12) by key or unique
 // key, VIEW_MESSAGE_BY_ID (33) by the offset an offsetMsgId carries, GET_EARLIEST_MSG_STORETIME
-// (32). Answers as Java's QueryMessageProcessor and AdminBrokerProcessor (net/README.md).
+// (32). Answers as Java's QueryMessageProcessor and AdminBrokerProcessor (net/remoting/README.md).
 
 #include <algorithm>
 #include <cstring>

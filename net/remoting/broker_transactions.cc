@@ -1,4 +1,4 @@
-// Transactional messages in the broker (net/README.md, "Transactional messages"): END_TRANSACTION
+// Transactional messages in the broker (net/remoting/README.md, "Requests", 37 and 39): END_TRANSACTION
 // (37) reads the half it names and has its shard store the outcome (engine/delivery/
 // transactions.h); the check service asks each shard for its due halves and sends
 // CHECK_TRANSACTION_STATE (39) to one live producer connection of the half's PGROUP, or has a

@@ -55,7 +55,7 @@ namespace uringmq::net {
 
 // What one connection may hold for replies: encoded replies not yet sent plus the room reserved
 // by its requests in flight (a pull's record buffer, a send's body). Past it the connection is
-// not read until its client reads (net/README.md, "Hostile input").
+// not read until its client reads (net/server/README.md, "Hostile input").
 inline constexpr uint64_t kConnectionOutputMaxBytes = 8u << 20;
 
 // A connection's received bytes. Unlike a vector, resizing copies only the bytes kept and leaves

@@ -1,7 +1,7 @@
 // The message index over the wire: QUERY_MESSAGE (12) by key, by unique key and outside the
 // time range, VIEW_MESSAGE_BY_ID (33) by the wire offset a record carries, and
 // GET_EARLIEST_MSG_STORETIME (32), against the broker in process over a loopback socket.
-// Each answers as RocketMQ's broker does (net/README.md); before the index the three were
+// Each answers as RocketMQ's broker does (net/remoting/README.md); before the index the three were
 // answered 3 REQUEST_CODE_NOT_SUPPORTED.
 
 #include <gtest/gtest.h>
