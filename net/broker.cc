@@ -12,6 +12,7 @@
 #include "io/thread.h"
 #include "io/uring_disk.h"
 #include "net/common/log.h"
+#include "net/server/broker_parts.h"
 #include "net/server/broker_reactor.h"
 
 namespace uringmq::net {
@@ -220,23 +221,48 @@ void Broker::request_stop() {
 
 BrokerReactor::BrokerReactor(const BrokerConfig& config, Store& store, io::Waker& store_waker,
                              io::Waker& stop_waker, BrokerListeners listeners)
-    : config_(config),
-      store_(store),
-      clock_(config.store.clock != nullptr ? config.store.clock : &system_clock_),
+    : core_(config, store, *this,
+            [this] {
+              if (registrar_) registrar_->topics_changed();
+            }),
       store_waker_(&store_waker),
       stop_waker_(&stop_waker),
       conn_pool_(config.max_connections),
-      config_disk_(config_),
-      topics_(config_, config_disk_, *clock_, [this] {
-        if (registrar_) registrar_->topics_changed();
-      }) {
+      acl_(core_.config) {
   limits_.max_frame_bytes = std::max<uint32_t>(limits_.max_frame_bytes,
                                                config.store.log.limits.max_body_bytes + (1u << 20));
   bound_ = std::move(listeners);
-  broker_port_ = brokers_.empty() ? 0 : brokers_[0].port;
+  broker_port_ = bound_.brokers.empty() ? 0 : bound_.brokers[0].port;
   namesrv_port_ = bound_.namesrv_port;
-  messages_pulled_.assign(brokers_.size(), 0);
-  tps_.assign(brokers_.size(), TpsSample{});
+  parts_ = std::make_unique<BrokerParts>(*this);
+  parts_->shared.messages_pulled.assign(bound_.brokers.size(), 0);
+  parts_->admin.start_figures(bound_.brokers.size());
+}
+
+// A decoded request: refused while stopping, by the ACL or by a slave; else the handlers'.
+void BrokerReactor::dispatch(uint32_t conn, RemotingCommand& request,
+                             std::span<const std::byte> body) {
+  auto refuse = [&](int32_t code, std::string remark) {
+    if (!request.is_oneway()) reply(conn, make_response(request, code, std::move(remark)));
+  };
+  if (stopping_) return refuse(response_code::kServiceNotAvailable, "the broker is stopping");
+  if (acl_.enabled()) {
+    if (std::optional<std::string> refused = acl_.refusal(request, body, conns_[conn].peer_ip)) {
+      return refuse(response_code::kSystemError, std::move(*refused));
+    }
+  }
+  if (core_.config.ha.role == BrokerRole::slave && parts_->slave.slave_refused(conn, request)) {
+    return;
+  }
+  parts_->remoting.handle(conn, request, body);
+}
+
+uint16_t BrokerReactor::metrics_port() const {
+  return metrics_server_ ? metrics_server_->port() : 0;
+}
+
+std::vector<uint16_t> BrokerReactor::ha_ports() const {
+  return parts_->master.ha_ports();
 }
 
 BrokerReactor::~BrokerReactor() {
@@ -244,61 +270,62 @@ BrokerReactor::~BrokerReactor() {
 }
 
 io::Status BrokerReactor::start() {
-  io::Result<std::unique_ptr<Session>> session = store_.open_session();
+  io::Result<std::unique_ptr<Session>> session = core_.store.open_session();
   if (!session.is_ok()) return session.status();
-  calls_.set_session(std::move(*session));
+  core_.calls.set_session(std::move(*session));
   io::Result<std::unique_ptr<io::NetRing>> ring = io::NetRing::create(kRingEntries);
   if (!ring.is_ok()) return ring.status();
   ring_ = std::move(*ring);
-  calls_.session().set_completion_waker(store_waker_);
-  calls_.session().defer_wakes(true);  // woken once per loop turn (poll_once)
+  core_.calls.session().set_completion_waker(store_waker_);
+  core_.calls.session().defer_wakes(true);  // woken once per loop turn (poll_once)
   // The topic table is loaded through a disk of this (the opening) thread; changes go through
-  // the reactor thread's own (config_disk_.get()).
+  // the reactor thread's own (core_.config_disk.get()).
   {
-    io::Result<std::unique_ptr<io::Disk>> disk = config_disk_.make();
+    io::Result<std::unique_ptr<io::Disk>> disk = core_.config_disk.make();
     if (!disk.is_ok()) return disk.status();
-    UMQ_RETURN_IF_ERROR(topics_.open(**disk));
-    UMQ_RETURN_IF_ERROR(open_admin_state(**disk));
+    UMQ_RETURN_IF_ERROR(core_.topics.open(**disk));
+    UMQ_RETURN_IF_ERROR(parts_->admin.open_admin_state(**disk));
   }
   UMQ_RETURN_IF_ERROR(acl_.open());
 
-  std::string host = config_.advertised_address;
-  if (host.empty()) host = config_.bind_address == "0.0.0.0" ? "127.0.0.1" : config_.bind_address;
-  for (const PresentedBroker& b : brokers_)
+  std::string host = core_.config.advertised_address;
+  if (host.empty())
+    host = core_.config.bind_address == "0.0.0.0" ? "127.0.0.1" : core_.config.bind_address;
+  for (const PresentedBroker& b : bound_.brokers)
     advertised_.push_back(host + ":" + std::to_string(b.port));
-  if (brokers_.size() != store_.shard_count()) {
+  if (bound_.brokers.size() != core_.store.shard_count()) {
     return io::Status::error(io::Code::invalid_argument,
-                             "the store has " + std::to_string(store_.shard_count()) +
-                                 " shards but " + std::to_string(brokers_.size()) +
+                             "the store has " + std::to_string(core_.store.shard_count()) +
+                                 " shards but " + std::to_string(bound_.brokers.size()) +
                                  " presented brokers were bound");
   }
-  UMQ_RETURN_IF_ERROR(open_tls());
-  UMQ_RETURN_IF_ERROR(open_registrar());
-  UMQ_RETURN_IF_ERROR(open_ha_server());
-  UMQ_RETURN_IF_ERROR(open_ha_client());
-  return open_metrics_server();
+  UMQ_RETURN_IF_ERROR(open_server_tls(core_.config, &tls_context_));
+  UMQ_RETURN_IF_ERROR(parts_->namesrv.open_registrar());
+  UMQ_RETURN_IF_ERROR(parts_->master.open_ha_server());
+  UMQ_RETURN_IF_ERROR(parts_->slave.open_ha_client());
+  return parts_->admin.open_metrics_server();
 }
 
 // ---- BrokerReactor: the loop ----
 
 io::Status BrokerReactor::run() {
   UMQ_RETURN_IF_ERROR(ring_->enable());
-  for (size_t i = 0; i < listeners_.size(); i++) arm_accept(static_cast<int>(i));
+  for (size_t i = 0; i < bound_.sockets.size(); i++) arm_accept(static_cast<int>(i));
   if (metrics_server_) metrics_server_->start(*ring_);
   if (ha_server_) ha_server_->start(*ring_);
   ring_->read(store_waker_->fd(), &store_wake_value_, sizeof(store_wake_value_),
               pack(static_cast<uint8_t>(Event::store_wake), 0, 0));
   ring_->read(stop_waker_->fd(), &stop_wake_value_, sizeof(stop_wake_value_),
               pack(static_cast<uint8_t>(Event::stop_wake), 0, 0));
-  mono_ms_ = clock_->monotonic_ns() / 1'000'000;
+  mono_ms_ = core_.clock->monotonic_ns() / 1'000'000;
   while (!stopping_) {
-    const int64_t now = clock_->now_ms();
+    const int64_t now = core_.clock->now_ms();
     if (now >= next_sweep_ms_) sweep(now);
     if (mono_ms_ >= next_conn_sweep_ms_) close_stale_connections();
     resume_connections();
     if (registrar_) registrar_->poll(*ring_, mono_ms_, now);
     if (ha_client_) ha_client_->poll(*ring_, mono_ms_);
-    if (slave_sync_) poll_slave_sync();
+    if (parts_->slave.syncing()) parts_->slave.poll_slave_sync();
     UMQ_RETURN_IF_ERROR(poll_once(wait_timeout_ms()));
   }
   return shut_down();
@@ -309,29 +336,29 @@ io::Status BrokerReactor::run() {
 io::Status BrokerReactor::poll_once(int64_t timeout_ms) {
   drain_store();
   if (ha_server_) ha_server_->poll(*ring_, mono_ms_);  // what the completions made durable
-  if (membership_.notices_waiting()) send_notices();
+  if (core_.membership.notices_waiting()) parts_->remoting.send_notices();
   for (uint32_t i = 0; i < conns_.size(); i++) {
     if (conns_[i].open && output_waiting(conns_[i])) flush_out(i);
   }
-  if (buffer_bytes_ > config_.connection_buffers_max_bytes) enforce_buffer_budget();
-  const bool may_sleep = calls_.session().begin_wait();
+  if (buffer_bytes_ > core_.config.connection_buffers_max_bytes) enforce_buffer_budget();
+  const bool may_sleep = core_.calls.session().begin_wait();
   const bool ha_may_sleep = !ha_client_ || ha_client_->begin_wait();
   io::Result<size_t> n =
       ring_->wait(events_.data(), events_.size(), may_sleep && ha_may_sleep ? timeout_ms : 0);
-  calls_.session().end_wait();
+  core_.calls.session().end_wait();
   if (ha_client_) ha_client_->end_wait();
   if (!n.is_ok()) return n.status();
-  mono_ms_ = clock_->monotonic_ns() / 1'000'000;
+  mono_ms_ = core_.clock->monotonic_ns() / 1'000'000;
   for (size_t i = 0; i < *n; i++) on_net_completion(events_[i]);
-  calls_.session().wake_shards();  // the requests these completions posted, one wake per shard
-  if (buffer_bytes_ > config_.connection_buffers_max_bytes) enforce_buffer_budget();
+  core_.calls.session().wake_shards();  // the requests these completions posted, one wake per shard
+  if (buffer_bytes_ > core_.config.connection_buffers_max_bytes) enforce_buffer_budget();
   return io::Status::ok();
 }
 
 int64_t BrokerReactor::wait_timeout_ms() const {
   // Sends waiting for fdatasync are checked against syncFlushTimeout every 50 ms; otherwise the
   // loop wakes only for the heartbeat-expiry sweep.
-  const int64_t timeout_ms = calls_.sends_in_flight() > 0 ? 50 : 1000;
+  const int64_t timeout_ms = core_.calls.sends_in_flight() > 0 ? 50 : 1000;
   return ha_server_ ? ha_server_->wait_timeout_ms(timeout_ms) : timeout_ms;
 }
 
@@ -358,7 +385,7 @@ void BrokerReactor::on_net_completion(const io::NetCompletion& c) {
       return;
     case Event::stop_wake:
       stopping_ = true;
-      membership_.stop();
+      core_.membership.stop();
       return;
     case Event::cancel:
       return;
@@ -378,19 +405,19 @@ void BrokerReactor::on_net_completion(const io::NetCompletion& c) {
 }
 
 void BrokerReactor::arm_accept(int which) {
-  listeners_[which].armed = true;
-  ring_->accept_multishot(listeners_[which].fd, pack(static_cast<uint8_t>(Event::accept), 0,
-                                                     static_cast<uint32_t>(which)));
+  bound_.sockets[which].armed = true;
+  ring_->accept_multishot(bound_.sockets[which].fd, pack(static_cast<uint8_t>(Event::accept), 0,
+                                                         static_cast<uint32_t>(which)));
 }
 
 void BrokerReactor::on_accept(int which, const io::NetCompletion& c) {
-  if (which < 0 || static_cast<size_t>(which) >= listeners_.size()) return;
-  if (!c.more) listeners_[which].armed = false;
+  if (which < 0 || static_cast<size_t>(which) >= bound_.sockets.size()) return;
+  if (!c.more) bound_.sockets[which].armed = false;
   if (c.result < 0) {
     if (c.result != -ECANCELED) log_warn("accept: " + std::string(std::strerror(-c.result)));
-  } else if (stopping_ || open_conns_ >= config_.max_connections) {
+  } else if (stopping_ || open_conns_ >= core_.config.max_connections) {
     io::close_fd(c.result);
-    if (!stopping_) note_refusal();
+    if (!stopping_) refusals_.note(core_.config.max_connections, mono_ms_);
   } else {
     // open_conns_ < max_connections: a slot is free. A fresh pool hands out 0, 1, 2, ...
     // (reused ones first), so conns_ grows by one entry at most, up to max_connections.
@@ -407,20 +434,21 @@ void BrokerReactor::on_accept(int which, const io::NetCompletion& c) {
     conn.open = true;
     conn.peer = io_peer_address(c.result);
     conn.peer_ip = ip_text(conn.peer);
-    conn.shard = listeners_[which].shard;
+    conn.shard = bound_.sockets[which].shard;
     conn.in.resize(kRecvInitialBytes, 0);
     conn.active_ms = mono_ms_;
     io::set_no_delay(conn.fd);
     open_conns_++;
-    accepted_total_++;
+    refusals_.accepted_total++;
     account(index);
     log_debug("connection " + std::to_string(index) + " accepted");
     arm_recv(index);
   }
-  if (!listeners_[which].armed && !stopping_ && listeners_[which].fd >= 0) arm_accept(which);
+  if (!bound_.sockets[which].armed && !stopping_ && bound_.sockets[which].fd >= 0)
+    arm_accept(which);
 }
 
-bool BrokerReactor::reading_paused(const Connection& conn) const {
+bool reading_paused(const Connection& conn) {
   return conn.ops_pending >= kMaxOpsPerConnection ||
          output_bytes(conn) >= kConnectionOutputMaxBytes || !conn.deferred.empty();
 }
@@ -428,7 +456,7 @@ bool BrokerReactor::reading_paused(const Connection& conn) const {
 // Room for the next recv. The buffer doubles when nearly full, but never past the frame being
 // received once its length is known: a length prefix alone allocates nothing, and a frame's
 // buffer grows with the bytes that actually arrive.
-void BrokerReactor::grow_input(Connection& conn) {
+void grow_input(Connection& conn) {
   const bool nearly_full = conn.in.size() - conn.in_bytes < kRecvMinFreeBytes;
   const bool burst = conn.recv_filled && conn.in.size() < kRecvBurstBytes;
   if (!nearly_full && !burst) return;
@@ -441,11 +469,11 @@ void BrokerReactor::grow_input(Connection& conn) {
 
 // After decoding: when the incomplete frame began (for incompleteFrameTimeoutSeconds), and a
 // large buffer goes back to the initial size once what is left fits it.
-void BrokerReactor::fit_input(Connection& conn, bool partial) {
+void fit_input(Connection& conn, bool partial, int64_t mono_ms) {
   if (!partial) {
     conn.partial_since_ms = 0;
   } else if (conn.partial_since_ms == 0) {
-    conn.partial_since_ms = mono_ms_;
+    conn.partial_since_ms = mono_ms;
   }
   if (conn.in.size() <= kRecvShrinkAboveBytes || conn.in_bytes > kRecvInitialBytes / 2 ||
       conn.frame_need_bytes > kRecvInitialBytes) {
@@ -504,7 +532,7 @@ void BrokerReactor::decode_frames(uint32_t index) {
       break;
     }
     consumed += frame.frame_bytes;
-    if (!frame.command.is_response()) handle(index, frame.command, frame.body);
+    if (!frame.command.is_response()) dispatch(index, frame.command, frame.body);
   }
   Connection& conn = conns_[index];
   if (consumed > 0) {
@@ -513,7 +541,7 @@ void BrokerReactor::decode_frames(uint32_t index) {
     conn.partial_since_ms = 0;  // a frame completed: the incomplete one began in this read
   }
   if (!partial) conn.frame_need_bytes = 0;
-  fit_input(conn, partial);
+  fit_input(conn, partial, mono_ms_);
   account(index);
 }
 
@@ -572,7 +600,7 @@ void BrokerReactor::resume_connections() {
 // Deferred pulls go again, oldest first, with room for the largest message, while the
 // connection's replies leave that room (or it holds nothing at all, so one always goes).
 void BrokerReactor::retry_deferred(uint32_t conn_index) {
-  const size_t largest = largest_pull_bytes();
+  const size_t largest = largest_pull_bytes(core_.config);
   while (conns_[conn_index].open && !conns_[conn_index].closing &&
          !conns_[conn_index].deferred.empty()) {
     Connection& conn = conns_[conn_index];
@@ -580,15 +608,16 @@ void BrokerReactor::retry_deferred(uint32_t conn_index) {
     if (held > 0 && held + largest > kConnectionOutputMaxBytes) return;
     const uint32_t index = conn.deferred.front();
     conn.deferred.erase(conn.deferred.begin());
-    BrokerOp& op = calls_.op(index);
+    BrokerOp& op = core_.calls.op(index);
     op.data.resize(largest);
-    calls_.reserve(index, largest);
+    core_.calls.reserve(index, largest);
     op.pull.buffer = op.data;
     op.pull.wait_ms = 0;
-    io::Status s = calls_.session().pull_async(op.pull, index, op.shard);
+    io::Status s = core_.calls.session().pull_async(op.pull, index, op.shard);
     if (!s.is_ok()) {
-      reply_code(op.ticket.conn, request_of(op.ticket), response_code::kSystemError, s.message());
-      calls_.end(index);
+      reply(op.ticket.conn,
+            make_response(request_of(op.ticket), response_code::kSystemError, s.message()));
+      core_.calls.end(index);
     }
   }
 }
@@ -601,15 +630,15 @@ void BrokerReactor::close_connection(uint32_t index, const std::string& why) {
   conn.closing = true;
   // Members heard on it leave their groups (their queue locks stay until they expire, as in
   // RocketMQ: the client may still be consuming).
-  membership_.connection_closed({index, conn.generation});
-  clients_.connection_closed({index, conn.generation});
-  remote_connection_closed(index);
+  core_.membership.connection_closed({index, conn.generation});
+  core_.clients.connection_closed({index, conn.generation});
+  parts_->namesrv.remote_connection_closed(index);
   account(index);                   // its buffers are freed once the kernel lets go of them
   orphan_bytes_ += conn.ops_bytes;  // its ops' buffers, until the store answers them
   conn.ops_bytes = 0;
   std::vector<uint32_t> deferred;
   deferred.swap(conn.deferred);
-  for (uint32_t op : deferred) calls_.end(op);
+  for (uint32_t op : deferred) core_.calls.end(op);
   if (conn.recv_armed || conn.send_armed) {
     ring_->cancel_fd(conn.fd, pack(static_cast<uint8_t>(Event::cancel), 0, 0));
   }
@@ -642,8 +671,8 @@ void BrokerReactor::reply(uint32_t index, const RemotingCommand& response,
 
 void BrokerReactor::drain_store() {
   for (;;) {
-    size_t n = calls_.session().take_completions(completions_, false);
-    for (size_t i = 0; i < n; i++) on_store_completion(completions_[i]);
+    size_t n = core_.calls.session().take_completions(completions_, false);
+    for (size_t i = 0; i < n; i++) parts_->remoting.on_store_completion(completions_[i]);
     if (n < completions_.size()) return;
   }
 }
@@ -652,24 +681,25 @@ void BrokerReactor::sweep(int64_t now) {
   next_sweep_ms_ = now + 50;
   // Sends past syncFlushTimeout are answered FLUSH_DISK_TIMEOUT (RocketMQ's answer when the
   // flush did not complete in time; the message may still become durable).
-  if (calls_.sends_in_flight() > 0) {
-    calls_.for_each_in_use([&](BrokerOp& op) {
+  if (core_.calls.sends_in_flight() > 0) {
+    core_.calls.for_each_in_use([&](BrokerOp& op) {
       if (op.kind != BrokerOp::Kind::send || op.replied || now < op.deadline_ms) return;
       op.replied = true;
-      if (calls_.caller_alive(op)) {
-        reply_code(op.ticket.conn, request_of(op.ticket), 10 /* FLUSH_DISK_TIMEOUT */,
-                   "the flush did not complete within syncFlushTimeout " +
-                       std::to_string(config_.sync_flush_timeout_ms) + " ms");
+      if (core_.calls.caller_alive(op)) {
+        reply(op.ticket.conn,
+              make_response(request_of(op.ticket), 10 /* FLUSH_DISK_TIMEOUT */,
+                            "the flush did not complete within syncFlushTimeout " +
+                                std::to_string(core_.config.sync_flush_timeout_ms) + " ms"));
       }
     });
   }
-  if (refused_ > 0 && mono_ms_ >= refusal_log_ms_) log_refusals();
+  refusals_.log_if_due(core_.config.max_connections, mono_ms_);
   // Consumers that stopped heartbeating leave their groups; expired queue locks go.
-  membership_.sweep(now, mono_ms_);
-  clients_.expire(now, config_.client_expire_ms);
-  expire_sql_subscriptions(now);
-  run_transaction_checks(now);
-  expire_remote_brokers(now);
+  core_.membership.sweep(now, mono_ms_);
+  core_.clients.expire(now, core_.config.client_expire_ms);
+  parts_->filters.expire_sql_subscriptions(now);
+  parts_->transactions.run_transaction_checks(now);
+  parts_->namesrv.expire_remote_brokers(now);
   acl_.poll(mono_ms_);
 }
 
@@ -690,7 +720,7 @@ void BrokerReactor::account(uint32_t index) {
 // Over connectionBuffersMaxBytes: the connections holding the most are closed until the rest
 // fit (a closed connection's buffers go once the kernel lets go of them).
 void BrokerReactor::enforce_buffer_budget() {
-  while (buffer_bytes_ > config_.connection_buffers_max_bytes) {
+  while (buffer_bytes_ > core_.config.connection_buffers_max_bytes) {
     uint32_t biggest = UINT32_MAX;
     for (uint32_t i = 0; i < conns_.size(); i++) {
       if (!conns_[i].open || conns_[i].closing) continue;
@@ -703,7 +733,7 @@ void BrokerReactor::enforce_buffer_budget() {
              std::to_string(conns_[biggest].accounted_bytes) +
              " bytes of buffers, and all connections together " + std::to_string(buffer_bytes_) +
              ", over connectionBuffersMaxBytes " +
-             std::to_string(config_.connection_buffers_max_bytes));
+             std::to_string(core_.config.connection_buffers_max_bytes));
     close_connection(biggest, "over connectionBuffersMaxBytes");
   }
 }
@@ -714,15 +744,15 @@ void BrokerReactor::enforce_buffer_budget() {
 void BrokerReactor::close_stale_connections() {
   next_conn_sweep_ms_ = mono_ms_ + kConnSweepIntervalMs;
   if (metrics_server_) metrics_server_->sweep(*ring_, mono_ms_);
-  const int64_t idle_ms = config_.idle_timeout_sec * 1000;
-  const int64_t frame_ms = config_.incomplete_frame_timeout_sec * 1000;
+  const int64_t idle_ms = core_.config.idle_timeout_sec * 1000;
+  const int64_t frame_ms = core_.config.incomplete_frame_timeout_sec * 1000;
   for (uint32_t i = 0; i < conns_.size(); i++) {
     Connection& conn = conns_[i];
     if (!conn.open || conn.closing) continue;
     if (conn.partial_since_ms > 0 && mono_ms_ - conn.partial_since_ms >= frame_ms) {
       if (const std::string tls = tls_stall(conn); !tls.empty()) {
         log_warn("closing the connection from " + peer_text(conn.peer) + ": " + tls + " in " +
-                 std::to_string(config_.incomplete_frame_timeout_sec) +
+                 std::to_string(core_.config.incomplete_frame_timeout_sec) +
                  " s (incompleteFrameTimeoutSeconds)");
         close_connection(i, "incomplete TLS handshake or record");
         continue;
@@ -732,54 +762,61 @@ void BrokerReactor::close_stale_connections() {
                                     : "a frame's length field";
       log_warn("closing the connection from " + peer_text(conn.peer) + ": only " +
                std::to_string(conn.in_bytes) + " bytes of " + frame + " arrived in " +
-               std::to_string(config_.incomplete_frame_timeout_sec) +
+               std::to_string(core_.config.incomplete_frame_timeout_sec) +
                " s (incompleteFrameTimeoutSeconds)");
       close_connection(i, "incomplete frame");
       continue;
     }
     const bool waiting_for_store = conn.ops_pending > conn.deferred.size();
     if (!waiting_for_store && mono_ms_ - conn.active_ms >= idle_ms) {
-      close_connection(i, "idle for " + std::to_string(config_.idle_timeout_sec) +
+      close_connection(i, "idle for " + std::to_string(core_.config.idle_timeout_sec) +
                               " s (serverChannelMaxIdleTimeSeconds)");
     }
   }
 }
 
 // One line for the first refusal, then at most one per interval with the count.
-void BrokerReactor::note_refusal() {
-  refused_total_++;
-  if (refused_ == 0 && mono_ms_ >= refusal_log_ms_) {
-    log_warn("refusing connections: maxConnections " + std::to_string(config_.max_connections) +
+void ConnectionRefusals::note(uint32_t max_connections, int64_t mono_ms) {
+  total++;
+  if (pending == 0 && mono_ms >= log_ms) {
+    log_warn("refusing connections: maxConnections " + std::to_string(max_connections) +
              " are open (refusals are counted and logged every 10 s)");
-    refusal_log_ms_ = mono_ms_ + kRefusalLogIntervalMs;
+    log_ms = mono_ms + kRefusalLogIntervalMs;
     return;
   }
-  refused_++;
+  pending++;
 }
 
-void BrokerReactor::log_refusals() {
-  log_warn("refused " + std::to_string(refused_) +
-           " connection(s) in the last 10 s: maxConnections " +
-           std::to_string(config_.max_connections) + " are open");
-  refused_ = 0;
-  refusal_log_ms_ = mono_ms_ + kRefusalLogIntervalMs;
+void ConnectionRefusals::log_if_due(uint32_t max_connections, int64_t mono_ms) {
+  if (pending == 0 || mono_ms < log_ms) return;
+  log_warn("refused " + std::to_string(pending) +
+           " connection(s) in the last 10 s: maxConnections " + std::to_string(max_connections) +
+           " are open");
+  pending = 0;
+  log_ms = mono_ms + kRefusalLogIntervalMs;
 }
 
 io::Status BrokerReactor::shut_down() {
   log_info("stopping: closing listeners, answering held pulls, finishing sends in flight");
-  unregister_from_namesrvs();
-  for (Listener& l : listeners_) {
+  if (parts_->namesrv.start_unregistering()) {
+    const int64_t deadline = mono_ms_ + kUnregisterWaitMs;
+    while (!parts_->namesrv.unregistered() && mono_ms_ < deadline) {
+      if (!poll_once(50).is_ok()) break;
+    }
+    parts_->namesrv.stop_registering();
+  }
+  for (Listener& l : bound_.sockets) {
     io::close_fd(l.fd);
     l.fd = -1;
   }
   if (metrics_server_) metrics_server_->stop(*ring_);
   if (ha_server_) ha_server_->stop(*ring_);
   if (ha_client_) ha_client_->stop(*ring_);
-  uint32_t release = new_op(BrokerOp::Kind::release, UINT32_MAX, RemotingCommand{});
-  calls_.op(release).queue_id = static_cast<int32_t>(store_.shard_count());
-  if (!calls_.session().release_held_pulls_async(release).is_ok()) calls_.end(release);
-  const int64_t deadline = clock_->now_ms() + kShutdownDrainMs;
-  while (calls_.session().outstanding() > 0 && clock_->now_ms() < deadline) {
+  uint32_t release = core_.calls.start(BrokerOp::Kind::release, Ticket{}, 0);
+  core_.calls.op(release).queue_id = static_cast<int32_t>(core_.store.shard_count());
+  if (!core_.calls.session().release_held_pulls_async(release).is_ok()) core_.calls.end(release);
+  const int64_t deadline = core_.clock->now_ms() + kShutdownDrainMs;
+  while (core_.calls.session().outstanding() > 0 && core_.clock->now_ms() < deadline) {
     if (!poll_once(50).is_ok()) break;
   }
   // Give the last replies a moment to leave, then close everything.
@@ -787,8 +824,39 @@ io::Status BrokerReactor::shut_down() {
   for (uint32_t i = 0; i < conns_.size(); i++) {
     if (conns_[i].open) close_connection(i, "broker stopping");
   }
-  calls_.set_session(nullptr);
+  core_.calls.set_session(nullptr);
   return io::Status::ok();
+}
+
+// ---- CallerLedger: the connections' accounts of their ops ----
+
+bool BrokerReactor::alive(const Ticket& ticket) const {
+  return ticket.conn < conns_.size() && conns_[ticket.conn].open && !conns_[ticket.conn].closing &&
+         conns_[ticket.conn].generation == ticket.generation;
+}
+
+void BrokerReactor::op_started(const Ticket& ticket) {
+  if (ticket.conn < conns_.size()) conns_[ticket.conn].ops_pending++;
+}
+
+void BrokerReactor::op_ended(const Ticket& ticket) {
+  if (!alive(ticket)) return;
+  Connection& conn = conns_[ticket.conn];
+  conn.ops_pending--;
+  // Reading resumes from the loop, never from inside a completion (decode is not reentrant).
+  conn.resume = true;
+}
+
+void BrokerReactor::reserve(const Ticket& ticket, uint64_t before, uint64_t after) {
+  if (alive(ticket)) {
+    Connection& conn = conns_[ticket.conn];
+    UMQ_ASSERT(conn.ops_bytes >= before);
+    conn.ops_bytes = conn.ops_bytes - before + after;
+    account(ticket.conn);
+  } else {
+    UMQ_ASSERT(orphan_bytes_ >= before);
+    orphan_bytes_ = orphan_bytes_ - before + after;
+  }
 }
 
 }  // namespace uringmq::net

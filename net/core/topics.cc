@@ -59,7 +59,8 @@ std::optional<TopicShape> Topics::shape(std::string_view topic) const {
   }
   if (!config_.auto_create_topic_enable) return std::nullopt;
   const int32_t n = config_.default_topic_queue_nums;
-  // TBW102 inherits (perm 7): clients send a new topic through its route (net/remoting/README.md, "Requests", 105).
+  // TBW102 inherits (perm 7): clients send a new topic through its route (net/remoting/README.md,
+  // "Requests", 105).
   return TopicShape{n, n, topic == kAutoCreateTopic ? 7 : kPermReadWrite, false};
 }
 

@@ -17,6 +17,8 @@
 #include "net/common/log.h"
 #include "net/remoting/handler_limits.h"
 #include "net/remoting/header_fields.h"
+#include "net/remoting/message_handlers.h"
+#include "net/server/broker_parts.h"
 #include "net/server/broker_reactor.h"
 #include "uringmq/version.h"
 
@@ -46,7 +48,7 @@ int32_t pull_code(PullStatus status) {
 
 // ---- PULL_MESSAGE ----
 
-void BrokerReactor::handle_pull(uint32_t conn, RemotingCommand& request) {
+void MessageHandlers::handle_pull(uint32_t conn, RemotingCommand& request) {
   const std::string* topic = request.ext("topic");
   const std::string* group = request.ext("consumerGroup");
   HeaderFields fields(request);
@@ -66,7 +68,7 @@ void BrokerReactor::handle_pull(uint32_t conn, RemotingCommand& request) {
     return reply_refusal(conn, request, *refused);
   }
   std::shared_ptr<const engine::SqlFilter> sql_filter;
-  if (!pull_sql_filter(conn, request, *group, *topic, sys_flag, &sql_filter)) return;
+  if (!parts_.filters.pull_sql_filter(conn, request, *group, *topic, sys_flag, &sql_filter)) return;
   // A slave does not store the offset a pull carries (RocketMQ's PullMessageProcessor).
   if ((sys_flag & 1) != 0 && commit >= 0 && !is_slave()) {
     if (is_internal_group(*group)) {
@@ -123,7 +125,7 @@ void BrokerReactor::handle_pull(uint32_t conn, RemotingCommand& request) {
 // A record bigger than the pull buffer: the pull is asked again with room for the largest
 // message (rare; most pulls keep the small buffer). It waits, its buffer released, until its
 // connection's replies leave that room (retry_deferred, from the loop).
-bool BrokerReactor::pull_again_larger(uint32_t index) {
+bool MessageHandlers::pull_again_larger(uint32_t index) {
   BrokerOp& op = calls_.op(index);
   if (op.data.size() >= largest_pull_bytes() || !calls_.caller_alive(op)) return false;
   calls_.reserve(index, 0);
@@ -134,7 +136,7 @@ bool BrokerReactor::pull_again_larger(uint32_t index) {
   return true;
 }
 
-void BrokerReactor::complete_pull(BrokerOp& op, const Completion& c) {
+void MessageHandlers::complete_pull(BrokerOp& op, const Completion& c) {
   if (!calls_.caller_alive(op)) return;
   if (c.code != io::Code::ok) {
     return reply_code(op.ticket.conn, request_of(op.ticket), error_code(c.code), code_text(c.code));
@@ -160,7 +162,7 @@ void BrokerReactor::complete_pull(BrokerOp& op, const Completion& c) {
 // internal properties and record CRC, and with PHYSICALOFFSET in its wire form (the stored one is
 // shard-local; clients echo it back in CONSUMER_SEND_MSG_BACK and build msgIds from it).
 // Returns the bytes kept.
-size_t BrokerReactor::client_records(uint32_t shard, std::span<std::byte> records) const {
+size_t MessageHandlers::client_records(uint32_t shard, std::span<std::byte> records) const {
   size_t read = 0;
   size_t written = 0;
   while (read + engine::kRecordPhysicalOffsetAt + 8 <= records.size()) {
@@ -192,7 +194,7 @@ size_t BrokerReactor::client_records(uint32_t shard, std::span<std::byte> record
 
 // ---- offsets and queue figures ----
 
-void BrokerReactor::handle_queue_query(uint32_t conn, RemotingCommand& request) {
+void MessageHandlers::handle_queue_query(uint32_t conn, RemotingCommand& request) {
   const std::string* topic = request.ext("topic");
   HeaderFields fields(request);
   std::optional<int32_t> queue_id = fields.int32("queueId");
@@ -231,7 +233,7 @@ void BrokerReactor::handle_queue_query(uint32_t conn, RemotingCommand& request) 
   });
 }
 
-void BrokerReactor::complete_query(BrokerOp& op, const Completion& c) {
+void MessageHandlers::complete_query(BrokerOp& op, const Completion& c) {
   if (!calls_.caller_alive(op)) return;
   if (c.code != io::Code::ok) {
     return reply_code(op.ticket.conn, request_of(op.ticket), error_code(c.code), code_text(c.code));
@@ -269,7 +271,7 @@ void BrokerReactor::complete_query(BrokerOp& op, const Completion& c) {
   reply(op.ticket.conn, response);
 }
 
-void BrokerReactor::handle_offset_update(uint32_t conn, RemotingCommand& request) {
+void MessageHandlers::handle_offset_update(uint32_t conn, RemotingCommand& request) {
   const std::string* topic = request.ext("topic");
   const std::string* group = request.ext("consumerGroup");
   HeaderFields fields(request);

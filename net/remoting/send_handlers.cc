@@ -17,6 +17,8 @@
 #include "net/common/log.h"
 #include "net/remoting/handler_limits.h"
 #include "net/remoting/header_fields.h"
+#include "net/remoting/message_handlers.h"
+#include "net/server/broker_parts.h"
 #include "net/server/broker_reactor.h"
 #include "uringmq/version.h"
 
@@ -149,8 +151,8 @@ std::optional<Refusal> read_send_header(const RemotingCommand& request, SendHead
 
 // ---- SEND_MESSAGE / SEND_MESSAGE_V2 ----
 
-void BrokerReactor::handle_send(uint32_t conn, RemotingCommand& request,
-                                std::span<const std::byte> body) {
+void MessageHandlers::handle_send(uint32_t conn, RemotingCommand& request,
+                                  std::span<const std::byte> body) {
   SendHeader header;
   if (std::optional<Refusal> refused = read_send_header(request, &header)) {
     return reply_refusal(conn, request, *refused);
@@ -198,9 +200,9 @@ void BrokerReactor::handle_send(uint32_t conn, RemotingCommand& request,
 }
 
 // A send op (single or batch) holding a copy of the body, its topic and queue in op.message.
-uint32_t BrokerReactor::new_send_op(uint32_t conn, const RemotingCommand& request,
-                                    std::string topic, int64_t queue_id,
-                                    std::span<const std::byte> body) {
+uint32_t MessageHandlers::new_send_op(uint32_t conn, const RemotingCommand& request,
+                                      std::string topic, int64_t queue_id,
+                                      std::span<const std::byte> body) {
   uint32_t index = new_op(BrokerOp::Kind::send, conn, request);
   BrokerOp& op = calls_.op(index);
   op.deadline_ms = clock_->now_ms() + config_.sync_flush_timeout_ms;
@@ -217,8 +219,8 @@ uint32_t BrokerReactor::new_send_op(uint32_t conn, const RemotingCommand& reques
 // ---- SEND_BATCH_MESSAGE: one queue, consecutive offsets, one reply (SendMessageProcessor
 // .asyncSendBatchMessage, CommitLog.asyncPutMessages) ----
 
-void BrokerReactor::handle_send_batch(uint32_t conn, RemotingCommand& request,
-                                      std::span<const std::byte> body) {
+void MessageHandlers::handle_send_batch(uint32_t conn, RemotingCommand& request,
+                                        std::span<const std::byte> body) {
   SendHeader header;
   if (std::optional<Refusal> refused = read_send_header(request, &header)) {
     return reply_refusal(conn, request, *refused);
@@ -270,7 +272,7 @@ void BrokerReactor::handle_send_batch(uint32_t conn, RemotingCommand& request,
 // Each message's record properties: its own (less the internal ones a client may not send) and
 // then the batch's, as Java's MessageExtBatchEncoder appends them. Views into op.data when
 // nothing is added; else into one arena (op.properties) sized first, so it never moves.
-std::optional<std::pair<int32_t, std::string>> BrokerReactor::build_batch(
+std::optional<std::pair<int32_t, std::string>> MessageHandlers::build_batch(
     uint32_t index, std::string_view batch_properties) {
   BrokerOp& op = calls_.op(index);
   io::Status s = decode_message_batch(op.data, kMaxBatchMessages, &batch_entries_);
@@ -333,7 +335,7 @@ std::optional<std::pair<int32_t, std::string>> BrokerReactor::build_batch(
 
 // One reply for the batch: its records' offset msgIds joined by commas (Java's
 // AppendMessageResult for a batch), the queue and the first queue offset.
-void BrokerReactor::reply_batch(BrokerOp& op, const Completion& c) {
+void MessageHandlers::reply_batch(BrokerOp& op, const Completion& c) {
   RemotingCommand response = make_response(request_of(op.ticket), rc::kSuccess);
   std::string ids;
   ids.reserve(op.batch_offsets.size() * 33);
@@ -346,11 +348,12 @@ void BrokerReactor::reply_batch(BrokerOp& op, const Completion& c) {
   response.set_ext("queueId", std::to_string(op.queue_id));
   response.set_ext("queueOffset", std::to_string(c.queue_offset.value));
   if (!request_of(op.ticket).is_oneway()) {
-    reply_stored(op, std::move(response), local_offset(c.offset).value + c.size_bytes);
+    parts_.master.reply_stored(op, std::move(response),
+                               local_offset(c.offset).value + c.size_bytes);
   }
 }
 
-void BrokerReactor::complete_send(BrokerOp& op, const Completion& c) {
+void MessageHandlers::complete_send(BrokerOp& op, const Completion& c) {
   if (op.replied || !calls_.caller_alive(op)) return;
   op.replied = true;
   if (c.code == io::Code::too_large && request_of(op.ticket).code == req::kSendBatchMessage) {
@@ -393,13 +396,14 @@ void BrokerReactor::complete_send(BrokerOp& op, const Completion& c) {
   response.set_ext("queueId", std::to_string(op.queue_id));
   response.set_ext("queueOffset", std::to_string(c.queue_offset.value));
   if (!request_of(op.ticket).is_oneway()) {
-    reply_stored(op, std::move(response), local_offset(c.offset).value + c.size_bytes);
+    parts_.master.reply_stored(op, std::move(response),
+                               local_offset(c.offset).value + c.size_bytes);
   }
 }
 
 // ---- CONSUMER_SEND_MSG_BACK: read the record (its size, then all of it), store the copy ----
 
-void BrokerReactor::handle_send_back(uint32_t conn, RemotingCommand& request) {
+void MessageHandlers::handle_send_back(uint32_t conn, RemotingCommand& request) {
   HeaderFields fields(request);
   std::optional<int64_t> offset = fields.int64("offset");
   const std::optional<int32_t> delay_level = fields.int32("delayLevel");
@@ -435,7 +439,7 @@ void BrokerReactor::handle_send_back(uint32_t conn, RemotingCommand& request) {
   });
 }
 
-void BrokerReactor::complete_send_back(uint32_t index, const Completion& c) {
+void MessageHandlers::complete_send_back(uint32_t index, const Completion& c) {
   BrokerOp& op = calls_.op(index);
   const bool alive = calls_.caller_alive(op);
   if (c.code != io::Code::ok) {

@@ -29,6 +29,7 @@
 #include "net/cluster/remote_brokers.h"
 #include "net/cluster/slave_sync.h"
 #include "net/common/json.h"
+#include "net/core/broker_core.h"
 #include "net/core/client_table.h"
 #include "net/core/consumer_groups.h"
 #include "net/core/lock_table.h"
@@ -117,6 +118,21 @@ struct Connection : SocketSlot<uint32_t> {  // its generation wraps at 24 bits
 // conns_ grows while the kernel writes into `in`: growing must move the buffers, not copy them.
 static_assert(std::is_nothrow_move_constructible_v<Connection>);
 
+// A connection is not read while it has kMaxOpsPerConnection ops in flight, its output is full
+// or a pull of it waits for room (net/server/README.md, "Hostile input").
+bool reading_paused(const Connection& conn);
+// Room for the next recv: the buffer doubles when nearly full, never past the frame being
+// received once its length is known.
+void grow_input(Connection& conn);
+// After decoding: when the incomplete frame began (monotonic), and a large buffer back to the
+// initial size once what is left fits it.
+void fit_input(Connection& conn, bool partial, int64_t mono_ms);
+// Why a TLS connection's incomplete input is not a frame ("its TLS handshake did not
+// complete"); "" when it is (or the connection is plain).
+std::string tls_stall(const Connection& conn);
+// The server's TLS context when tls.server.mode is not disabled (net/server/broker_tls.cc).
+io::Status open_server_tls(const BrokerConfig& config, std::unique_ptr<TlsContext>* out);
+
 // Bytes of replies a connection holds or has reserved (compared with kConnectionOutputMaxBytes).
 inline uint64_t output_bytes(const Connection& conn) {
   return conn.out_pending.size() + conn.out_inflight.size() + conn.ops_bytes;
@@ -126,14 +142,14 @@ inline uint64_t output_bytes(const Connection& conn) {
 inline bool output_waiting(const Connection& conn) {
   return !conn.out_pending.empty() || (conn.tls && conn.tls->has_output());
 }
-// A producer connection of a group, from its heartbeats (the check service asks one of them).
-// A client heartbeats to every presented broker: one entry per (client, broker), and a half of
-// shard s is checked over a connection to broker s (the client answers the address it asked).
-struct ProducerConnection {
-  ConnectionRef connection;
-  std::string client;
-  int64_t seen_ms = 0;
-  uint32_t shard = 0;
+// Connections refused at maxConnections: counted, and logged at most once a while.
+struct ConnectionRefusals {
+  void note(uint32_t max_connections, int64_t mono_ms);        // logged at once, or counted
+  void log_if_due(uint32_t max_connections, int64_t mono_ms);  // every 10 s while counting
+  uint64_t pending = 0;                                        // not yet logged
+  int64_t log_ms = 0;           // monotonic: next time a count may be logged
+  uint64_t accepted_total = 0;  // connections accepted (metrics)
+  uint64_t total = 0;           // refused (metrics)
 };
 
 // A listening socket: a presented broker's main or VIP port, or the NameServer's.
@@ -167,25 +183,21 @@ struct BrokerListeners {
 // the NameServer port; errors name the address that failed.
 io::Status bind_listeners(const BrokerConfig& config, uint32_t shard_count, BrokerListeners* out);
 
-// putTps / getTransferedTps of one presented broker: its counters at the previous
-// GET_BROKER_RUNTIME_INFO (at least 1 s before) and the rates over the interval before.
-struct TpsSample {
-  int64_t ms = 0;
-  uint64_t put = 0;
-  uint64_t got = 0;
-  double put_tps = 0;
-  double got_tps = 0;
+// What a completion on the reactor's ring is for (its tag's event byte).
+enum class ReactorEvent : uint8_t {
+  accept = 1,
+  recv,
+  send,
+  store_wake,
+  stop_wake,
+  cancel,
+  metrics,
+  registrar,
+  ha,        // the HA ports' listeners and slave connections (net/cluster/ha_server.h)
+  ha_client  // a slave's HA streams (net/cluster/ha_client.h)
 };
 
-// A consumer group's SQL92 subscription to a topic, from its heartbeats: what its pulls without
-// an expression (the push consumer's) are filtered by (net/remoting/broker_filters.cc).
-struct SqlSubscription {
-  std::string expression;
-  int64_t version = 0;                              // subVersion
-  std::shared_ptr<const engine::SqlFilter> filter;  // null when the expression did not compile
-  std::string error;                                // why it did not
-  int64_t seen_ms = 0;                              // the last heartbeat that named it
-};
+struct BrokerParts;
 
 class BrokerReactor final : private CallerLedger {
  public:
@@ -198,22 +210,14 @@ class BrokerReactor final : private CallerLedger {
   uint16_t broker_port() const { return broker_port_; }
   const BrokerListeners& bound() const { return bound_; }
   uint16_t namesrv_port() const { return namesrv_port_; }
-  uint16_t metrics_port() const { return metrics_server_ ? metrics_server_->port() : 0; }
+  uint16_t metrics_port() const;
   std::vector<uint16_t> ha_ports() const;  // per presented broker; empty without HA server
 
  private:
-  enum class Event : uint8_t {
-    accept = 1,
-    recv,
-    send,
-    store_wake,
-    stop_wake,
-    cancel,
-    metrics,
-    registrar,
-    ha,        // the HA ports' listeners and slave connections (net/cluster/ha_server.h)
-    ha_client  // a slave's HA streams (net/cluster/ha_client.h)
-  };
+  friend class BrokerPart;
+  friend class AdminHandlers;     // the metrics endpoint reports the connections' figures
+  friend class RemotingHandlers;  // runtime figures: connections open
+  using Event = ReactorEvent;
 
   // ---- reactor (broker.cc) ----
   void arm_accept(int which);
@@ -226,15 +230,11 @@ class BrokerReactor final : private CallerLedger {
   void decode_frames(uint32_t index);
   void close_connection(uint32_t index, const std::string& why);
   void maybe_free(uint32_t index);
-  bool reading_paused(const Connection& conn) const;
-  void grow_input(Connection& conn);
-  void fit_input(Connection& conn, bool partial);
   void drain_store();
   void resume_connections();
   void retry_deferred(uint32_t index);
   void sweep(int64_t now_ms);
   // ---- TLS on the remoting ports (broker_tls.cc) ----
-  io::Status open_tls();
   // The first bytes received pick plain or TLS (tls.server.mode); false when it closed.
   bool choose_transport(uint32_t index, size_t received_bytes);
   void on_tls_recv(uint32_t index, size_t received_bytes);
@@ -242,221 +242,24 @@ class BrokerReactor final : private CallerLedger {
   void tls_pump(uint32_t index);
   // Encrypts out_pending (after any handshake output) into out_inflight; false: nothing to send.
   bool seal_output(uint32_t index);
-  // Why a TLS connection's incomplete input is not a frame ("its TLS handshake did not
-  // complete"); "" when it is (or the connection is plain).
-  static std::string tls_stall(const Connection& conn);
   // ---- bounds on connections (broker.cc) ----
   void account(uint32_t index);  // recomputes the connection's share of buffer_bytes_
   void enforce_buffer_budget();
   void close_stale_connections();
-  void note_refusal();
-  void log_refusals();
   io::Status poll_once(int64_t timeout_ms);
   int64_t wait_timeout_ms() const;
   io::Status shut_down();
 
-  // ---- requests (broker_handlers.cc) ----
-  void handle(uint32_t conn, RemotingCommand& request, std::span<const std::byte> body);
+  void dispatch(uint32_t conn, RemotingCommand& request, std::span<const std::byte> body);
+  // Queues an answer on a connection (nothing when it is gone).
   void reply(uint32_t conn, const RemotingCommand& response, std::span<const std::byte> body = {});
-  void reply_code(uint32_t conn, const RemotingCommand& request, int32_t code, std::string remark);
-  void reply_refusal(uint32_t conn, const RemotingCommand& request, const Refusal& refusal);
-  void handle_route(uint32_t conn, const RemotingCommand& request);
-  void handle_create_topic(uint32_t conn, const RemotingCommand& request);
-  void handle_delete_topic(uint32_t conn, const RemotingCommand& request);
-  void handle_all_topic_config(uint32_t conn, const RemotingCommand& request);
-  // Presented broker `shard`'s "topicConfigTable" with its "dataVersion" (Java's
-  // TopicConfigSerializeWrapper): the one rendering GET_ALL_TOPIC_CONFIG and a registration
-  // with NameServers use. The topic table is the process's, so every broker's is the same.
-  std::string topic_config_json(uint32_t shard) const;
-  void handle_cluster_info(uint32_t conn, const RemotingCommand& request);
-  void handle_send(uint32_t conn, RemotingCommand& request, std::span<const std::byte> body);
-  uint32_t new_send_op(uint32_t conn, const RemotingCommand& request, std::string topic,
-                       int64_t queue_id, std::span<const std::byte> body);
-  void handle_send_batch(uint32_t conn, RemotingCommand& request, std::span<const std::byte> body);
-  // Decodes the batch op `index` holds (its data) into op.batch; a refusal names the cause.
-  std::optional<std::pair<int32_t, std::string>> build_batch(uint32_t index,
-                                                             std::string_view batch_properties);
-  void reply_batch(BrokerOp& op, const Completion& c);
-  void handle_pull(uint32_t conn, RemotingCommand& request);
-  size_t client_records(uint32_t shard, std::span<std::byte> records) const;
-  void handle_queue_query(uint32_t conn, RemotingCommand& request);
-  void handle_offset_update(uint32_t conn, RemotingCommand& request);
-  void handle_heartbeat(uint32_t conn, const RemotingCommand& request,
-                        std::span<const std::byte> body);
-  void handle_unregister(uint32_t conn, const RemotingCommand& request);
-  void handle_consumer_list(uint32_t conn, const RemotingCommand& request);
-  void handle_send_back(uint32_t conn, RemotingCommand& request);
-  // ---- orderly consumers and rebalancing (broker_orderly.cc) ----
-  void handle_lock_batch(uint32_t conn, const RemotingCommand& request,
-                         std::span<const std::byte> body);
-  void handle_unlock_batch(uint32_t conn, const RemotingCommand& request,
-                           std::span<const std::byte> body);
-  // NOTIFY_CONSUMER_IDS_CHANGED to the members of the groups Membership names (coalesced per
-  // turn of the loop).
-  void send_notices();
-  void handle_runtime_info(uint32_t conn, const RemotingCommand& request);
-  // ---- admin requests: mqadmin's and the dashboard's (broker_admin*.cc) ----
-  // True when `code` is an admin request it answered.
-  bool handle_admin(uint32_t conn, RemotingCommand& request, std::span<const std::byte> body);
-  void handle_topic_list(uint32_t conn, const RemotingCommand& request);
-  void handle_consumed_by(uint32_t conn, const RemotingCommand& request);
-  void handle_topic_stats(uint32_t conn, const RemotingCommand& request);
-  void handle_consume_stats(uint32_t conn, const RemotingCommand& request);
-  void handle_consumer_connections(uint32_t conn, const RemotingCommand& request);
-  void handle_producer_connections(uint32_t conn, const RemotingCommand& request);
-  void handle_reset_offset(uint32_t conn, const RemotingCommand& request);
-  void handle_put_subscription_group(uint32_t conn, const RemotingCommand& request,
-                                     std::span<const std::byte> body);
-  void handle_all_subscription_groups(uint32_t conn, const RemotingCommand& request);
-  void handle_delete_subscription_group(uint32_t conn, const RemotingCommand& request);
-  void handle_get_broker_config(uint32_t conn, const RemotingCommand& request);
-  void handle_update_broker_config(uint32_t conn, const RemotingCommand& request,
-                                   std::span<const std::byte> body);
-  // What a heartbeat says about its client (ClientTable).
-  void note_heartbeat_clients(uint32_t conn, const RemotingCommand& request,
-                              const JsonValue& heartbeat);
-  // Loads the subscription groups and applies the run-time overlay (at start).
-  io::Status open_admin_state(io::Disk& disk);
-  void start_admin(uint32_t conn, const RemotingCommand& request,
-                   std::unique_ptr<AdminQuery> query);
-  io::Status post_admin_step(uint32_t index);
-  // False while the chain goes on (the op stays).
-  bool complete_admin(uint32_t index, const Completion& c);
-  void finish_admin(BrokerOp& op);
-  void send_reset_to_clients(const AdminQuery& query, const std::string& body);
-  // The figures Java's GET_BROKER_RUNTIME_INFO has that mqadmin clusterList and brokerStatus
-  // and the dashboard read (putTps, getTransferedTps, msgPutTotalTodayNow, commitLogDiskRatio,
-  // ...), each passed to `add` (key, value).
-  void add_java_runtime_figures(
-      uint32_t shard, const StoreStats& stats,
-      const std::function<void(std::string_view, const std::string&)>& add);
-  // ---- SQL92 filters (broker_filters.cc) ----
-  void handle_check_client_config(uint32_t conn, const RemotingCommand& request,
-                                  std::span<const std::byte> body);
-  void note_sql_subscriptions(const std::string& group, const JsonValue& consumer, int64_t now);
-  // The SQL92 filter a pull is served with (*filter null: none); false when it answered an
-  // error instead.
-  bool pull_sql_filter(uint32_t conn, const RemotingCommand& request, const std::string& group,
-                       const std::string& topic, int32_t sys_flag,
-                       std::shared_ptr<const engine::SqlFilter>* filter);
-  bool registered_sql_filter(uint32_t conn, const RemotingCommand& request,
-                             const std::string& group, const std::string& topic,
-                             const SqlSubscription* registered,
-                             std::shared_ptr<const engine::SqlFilter>* filter);
-  void expire_sql_subscriptions(int64_t now);
-  // ---- transactional messages (broker_transactions.cc) ----
-  void handle_end_transaction(uint32_t conn, RemotingCommand& request);
-  void note_producers(uint32_t conn, const std::string& client, const JsonValue& heartbeat,
-                      int64_t now);
-  void forget_producer(std::string_view group, std::string_view client);
-  void expire_producers(int64_t now);
-  // Asks every shard for its due halves, every min(transactionTimeOut, transactionCheckInterval).
-  void run_transaction_checks(int64_t now);
-  // False when the op moved to its next step (the op stays).
-  bool complete_transaction(uint32_t index, const Completion& c);
-  bool complete_end_view(uint32_t index, const Completion& c);
-  bool read_half_back(uint32_t index);
-  void complete_check_list(BrokerOp& op, const Completion& c);
-  bool complete_check_view(uint32_t index, const Completion& c);
-  void send_check(const BrokerOp& op, std::span<const std::byte> record);
-  // ---- the message index (broker_query.cc) ----
-  void handle_query_message(uint32_t conn, RemotingCommand& request);
-  void handle_view_message(uint32_t conn, RemotingCommand& request);
-  void handle_earliest_time(uint32_t conn, RemotingCommand& request);
-  // False while other shards of a query_message have not answered (the op stays).
-  bool complete_query_message(uint32_t index, const Completion& c);
-  void complete_view_message(BrokerOp& op, const Completion& c);
-  // False when the op moved to its next step (the op stays).
-  bool complete_earliest(uint32_t index, const Completion& c);
-  void post_or_fail(uint32_t index, const io::Status& posted);
-  // ---- NameServer membership (broker_namesrv.cc) ----
-  // (brokerName, "ip:port") of each broker this process presents (net/core/presented_broker.h).
-  std::vector<std::pair<std::string, std::string>> own_broker_addrs() const;
-  // The registrar for namesrvAddr (none without it), made at start.
-  io::Status open_registrar();
-  // The topicConfigTable registrations carry: the topic table, TBW102 (perm 7 with
-  // autoCreateTopicEnable) and %RETRY% and %DLQ% of the groups heard of.
-  std::string registration_table() const;
-  // Stops registering: UNREGISTER_BROKER to every NameServer, answered or 3 s at most.
-  void unregister_from_namesrvs();
-  // ---- a slave (broker_slave.cc) ----
-  io::Status open_ha_client();
-  io::Result<std::vector<std::string>> ha_master_addresses() const;
-  // A SLAVE refuses what would append (sends, send-backs, transaction ends) as RocketMQ's
-  // slave does; true when it answered.
-  bool slave_refused(uint32_t conn, const RemotingCommand& request);
-  bool is_slave() const { return config_.ha.role == BrokerRole::slave; }
-  // SlaveSynchronize: hands SlaveSync the masters the NameServers name and applies its answers.
-  void poll_slave_sync();
-  void apply_slave_sync(const SlaveSyncAnswer& answer);
-  void apply_synced_topics(const JsonValue& doc);
-  void apply_synced_groups(const JsonValue& doc);
-  void apply_synced_offsets(uint32_t broker, const JsonValue& doc);
-  std::unique_ptr<SlaveSync> slave_sync_;
-  std::vector<std::string> sync_masters_;          // the addresses SlaveSync has
-  std::vector<std::string> sync_errors_;           // the last failure logged, per broker
-  std::string synced_delay_;                       // delayOffset.json as last written
-  std::map<std::string, int64_t> synced_offsets_;  // "broker/topic@group/queue" -> offset
-  void handle_register_broker(uint32_t conn, const RemotingCommand& request,
-                              std::span<const std::byte> body);
-  void handle_unregister_broker(uint32_t conn, const RemotingCommand& request);
-  void handle_wipe_write_perm(uint32_t conn, const RemotingCommand& request);
-  // The master (id 0) of group `name`, this process's or a registered one: its address and HA
-  // address; nullopt when none is known.
-  std::optional<std::pair<std::string, std::string>> master_of(std::string_view name) const;
-  void remote_connection_closed(uint32_t conn);
-  void expire_remote_brokers(int64_t now_ms);
-  // Merges the remote brokers' queue and broker data for `topic` into a route body built for
-  // this process's own brokers (`local`: whether those are listed).
-  std::string merge_remote_route(std::string_view topic, std::string local_body, bool local) const;
-  // ---- replication, master side (broker_ha.cc; net/cluster/ha_server.h) ----
-  io::Status open_ha_server();  // the HA ports, unless brokerRole=SLAVE
-  // A send's success answer: at once, or under SYNC_MASTER once a slave has its record's end
-  // (`end_offset` in the shard's log), else SLAVE_NOT_AVAILABLE / FLUSH_SLAVE_TIMEOUT.
-  void reply_stored(const BrokerOp& op, RemotingCommand response, uint64_t end_offset);
-  // What a slave's SlaveSynchronize asks (43, 45, 402, 60, 61); false for other codes.
-  bool handle_slave_sync(uint32_t conn, const RemotingCommand& request);
-  void complete_offset_table(BrokerOp& op, const Completion& c);
-  // ---- metrics (broker_metrics.cc) ----
-  io::Status open_metrics_server();
-  // Counts what a store completion did (messages in, out, queue ends) for the metrics.
-  void note_metrics(const BrokerOp& op, const Completion& c);
-  void render_metrics(std::string& out);
-  void on_store_completion(const Completion& c);
-  void complete_send(BrokerOp& op, const Completion& c);
-  void complete_pull(BrokerOp& op, const Completion& c);
-  void complete_query(BrokerOp& op, const Completion& c);
-  void complete_send_back(uint32_t index, const Completion& c);
-  bool pull_again_larger(uint32_t index);
-  // Physical offsets on the wire: the shard's log offset (net/core/wire_offset.h); a wire offset is
-  // turned back on the shard of the connection that sent it.
-  WireOffset wire_offset(StoreOffset store_offset) const;
-  StoreOffset store_offset_of_wire(WireOffset wire, uint32_t shard) const;
-  // A presented broker's name and "ip:port" (routes, cluster info, admin answers).
-  const std::string& broker_name_of(uint32_t shard) const { return brokers_[shard].name; }
-  // One broker's entry of a route's or cluster info's brokerDatas / brokerAddrTable.
-  void append_broker_data(std::string* body, uint32_t shard) const;
-
-  // ---- ops ----
-  // An op of `kind` for the request on `conn` (UINT32_MAX: the broker's own).
-  uint32_t new_op(BrokerOp::Kind kind, uint32_t conn, const RemotingCommand& request);
-  size_t largest_pull_bytes() const;
   // CallerLedger: ops' accounts on their connections (orphan_bytes_ once a connection closed).
   bool alive(const Ticket& ticket) const override;
   void op_started(const Ticket& ticket) override;
   void op_ended(const Ticket& ticket) override;
   void reserve(const Ticket& ticket, uint64_t before, uint64_t after) override;
-  // Posts through `post` (a Session call with the op's tag); on failure answers and frees.
-  template <typename Post>
-  void submit(uint32_t index, Post&& post) {
-    if (io::Status s = post(uint64_t{index}); !s.is_ok()) submit_failed(index, s);
-  }
-  void submit_failed(uint32_t index, const io::Status& s);  // answers the error, frees the op
 
-  BrokerConfig config_;  // a copy: UPDATE_BROKER_CONFIG changes the run-time keys
-  Store& store_;
-  io::SystemClock system_clock_;
-  io::Clock* clock_;  // the store's clock (StoreOptions::clock), else the system clock
+  BrokerCore core_;
   // Before ring_: the ring (and what the kernel holds of its buffers) goes first.
   std::unique_ptr<MetricsServer> metrics_server_;
   std::unique_ptr<NamesrvRegistrar> registrar_;  // namesrvAddr's registrations
@@ -468,8 +271,6 @@ class BrokerReactor final : private CallerLedger {
   uint64_t store_wake_value_ = 0;
   uint64_t stop_wake_value_ = 0;
   BrokerListeners bound_;  // the presented brokers and the listening sockets
-  std::vector<PresentedBroker>& brokers_ = bound_.brokers;
-  std::vector<Listener>& listeners_ = bound_.sockets;
   uint16_t broker_port_ = 0;
   uint16_t namesrv_port_ = 0;
   bool stopping_ = false;
@@ -478,45 +279,15 @@ class BrokerReactor final : private CallerLedger {
   std::vector<Connection> conns_;
   sched::SlotPool conn_pool_;  // which of conns_ are in use (capacity maxConnections)
   uint32_t open_conns_ = 0;
-  StoreCalls calls_{*this};  // requests to the store in flight (net/core/store_calls.h)
   int64_t next_sweep_ms_ = 0;
   int64_t mono_ms_ = 0;                  // monotonic ms, read once per turn of the loop
   int64_t next_conn_sweep_ms_ = 0;       // monotonic: idle and incomplete-frame checks
   uint64_t buffer_bytes_ = 0;            // all open connections' accounted_bytes together
   uint64_t orphan_bytes_ = 0;            // reserved by ops whose connection closed
-  uint64_t refused_ = 0;                 // connections refused at maxConnections, not yet logged
-  int64_t refusal_log_ms_ = 0;           // monotonic: next time a refusal count may be logged
-  uint64_t accepted_total_ = 0;          // connections accepted (metrics)
-  uint64_t refused_total_ = 0;           // connections refused at maxConnections (metrics)
-  BrokerMetrics metrics_;                // what the metrics endpoint reports of requests
-  ConfigDisk config_disk_;               // config files' changes: the reactor thread's disk
-  Topics topics_;                        // the topic table and its rules (net/core/topics.h)
+  ConnectionRefusals refusals_;          // connections refused at maxConnections
   std::vector<std::string> advertised_;  // per presented broker: "ip:port" put in routes
-  Membership membership_{config_};       // groups' members and queue locks (net/core/membership.h)
-  uint32_t next_request_opaque_ = 1;     // opaques of the broker's own requests
-  uint64_t notices_sent_ = 0;
-  uint64_t notices_dropped_ = 0;           // a member's output was full
-  std::vector<BatchEntry> batch_entries_;  // scratch of handle_send_batch (capacity kept)
-  std::vector<uint32_t> batch_props_at_;   // scratch: each message's properties in the arena
-  // (consumer group, topic) -> its SQL92 subscription; at most kMaxSqlSubscriptions.
-  std::map<std::pair<std::string, std::string>, SqlSubscription> sql_subscriptions_;
-  ClientTable clients_;           // what heartbeats say about clients (admin listings)
-  RemoteBrokers remote_brokers_;  // brokers registered with the built-in NameServer role
-  std::unique_ptr<SubscriptionGroups> subscription_groups_;
-  // Run-time changes to the configuration (UPDATE_BROKER_CONFIG), as persisted: key -> value.
-  std::map<std::string, std::string, std::less<>> config_overlay_;
-  // Per presented broker: messages answered to pulls (getTransferedTps), and its rates.
-  std::vector<uint64_t> messages_pulled_;
-  std::vector<TpsSample> tps_;
-  // group -> its producer connections (at most kMaxProducerGroups groups, kMaxProducersPerGroup
-  // each); the check service's state.
-  std::map<std::string, std::vector<ProducerConnection>, std::less<>> producers_;
-  int64_t next_txn_check_ms_ = 0;
-  uint32_t txn_ops_in_flight_ = 0;
-  uint32_t next_producer_ = 0;  // round robin over a group's connections
-  uint64_t txn_checks_sent_ = 0;
-  uint64_t txn_checks_no_producer_ = 0;
-  AclGate acl_{config_};  // plain ACL (net/security/acl_gate.h)
+  AclGate acl_;                          // plain ACL (net/security/acl_gate.h)
+  std::unique_ptr<BrokerParts> parts_;   // what answers requests (net/server/broker_parts.h)
   std::array<Completion, 256> completions_{};
   std::array<io::NetCompletion, 256> events_{};
 };

@@ -24,13 +24,13 @@ std::string peer_of(const Connection& conn) {
 
 }  // namespace
 
-io::Status BrokerReactor::open_tls() {
-  if (config_.tls.mode == TlsMode::disabled) return io::Status::ok();
-  io::Result<std::unique_ptr<TlsContext>> context = TlsContext::create(config_.tls);
+io::Status open_server_tls(const BrokerConfig& config, std::unique_ptr<TlsContext>* out) {
+  if (config.tls.mode == TlsMode::disabled) return io::Status::ok();
+  io::Result<std::unique_ptr<TlsContext>> context = TlsContext::create(config.tls);
   if (!context.is_ok()) return context.status();
-  tls_context_ = std::move(*context);
+  *out = std::move(*context);
   log_info(std::string("TLS on the broker and NameServer ports: tls.server.mode ") +
-           tls_mode_name(config_.tls.mode) + ", certificate " + config_.tls.cert_path +
+           tls_mode_name(config.tls.mode) + ", certificate " + config.tls.cert_path +
            " (the metrics port too)");
   return io::Status::ok();
 }
@@ -40,7 +40,7 @@ bool BrokerReactor::choose_transport(uint32_t index, size_t received_bytes) {
   UMQ_ASSERT(received_bytes > 0);
   conn.transport_chosen = true;
   const bool tls_hello = static_cast<uint8_t>(conn.in.data()[conn.in_bytes]) == kTlsHandshakeByte;
-  const TlsMode mode = config_.tls.mode;
+  const TlsMode mode = core_.config.tls.mode;
   if (tls_hello && mode == TlsMode::disabled) {
     log_warn("closing the connection from " + peer_of(conn) +
              ": it opens with a TLS handshake and tls.server.mode is disabled");
@@ -110,7 +110,7 @@ void BrokerReactor::tls_pump(uint32_t index) {
   account(index);
 }
 
-std::string BrokerReactor::tls_stall(const Connection& conn) {
+std::string tls_stall(const Connection& conn) {
   if (!conn.tls) return {};
   if (!conn.tls->handshake_done()) return "its TLS handshake did not complete";
   if (conn.in_bytes == 0) return "a TLS record stayed incomplete";

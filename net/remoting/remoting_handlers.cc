@@ -18,7 +18,9 @@
 #include "net/common/log.h"
 #include "net/remoting/handler_limits.h"
 #include "net/remoting/header_fields.h"
+#include "net/remoting/remoting_handlers.h"
 #include "net/remoting/tickets.h"
+#include "net/server/broker_parts.h"
 #include "net/server/broker_reactor.h"
 #include "uringmq/version.h"
 
@@ -30,109 +32,27 @@ namespace req = request_code;
 
 }  // namespace
 
-// ---- ops ----
-
-uint32_t BrokerReactor::new_op(BrokerOp::Kind kind, uint32_t conn, const RemotingCommand& request) {
-  const bool has_conn = conn < conns_.size();
-  // The presented broker the request came in on: its queues and log (ops of the broker's own,
-  // with no connection, set theirs).
-  return calls_.start(kind, ticket_of(conn, has_conn ? conns_[conn].generation : 0, request),
-                      has_conn ? conns_[conn].shard : 0);
-}
-
-size_t BrokerReactor::largest_pull_bytes() const {
-  return config_.store.log.limits.max_body_bytes + (64u << 10);
-}
-
-// ---- CallerLedger: the connections' accounts of their ops ----
-
-bool BrokerReactor::alive(const Ticket& ticket) const {
-  return ticket.conn < conns_.size() && conns_[ticket.conn].open && !conns_[ticket.conn].closing &&
-         conns_[ticket.conn].generation == ticket.generation;
-}
-
-void BrokerReactor::op_started(const Ticket& ticket) {
-  if (ticket.conn < conns_.size()) conns_[ticket.conn].ops_pending++;
-}
-
-void BrokerReactor::op_ended(const Ticket& ticket) {
-  if (!alive(ticket)) return;
-  Connection& conn = conns_[ticket.conn];
-  conn.ops_pending--;
-  // Reading resumes from the loop, never from inside a completion (decode is not reentrant).
-  conn.resume = true;
-}
-
-void BrokerReactor::reserve(const Ticket& ticket, uint64_t before, uint64_t after) {
-  if (alive(ticket)) {
-    Connection& conn = conns_[ticket.conn];
-    UMQ_ASSERT(conn.ops_bytes >= before);
-    conn.ops_bytes = conn.ops_bytes - before + after;
-    account(ticket.conn);
-  } else {
-    UMQ_ASSERT(orphan_bytes_ >= before);
-    orphan_bytes_ = orphan_bytes_ - before + after;
-  }
-}
-
-void BrokerReactor::submit_failed(uint32_t index, const io::Status& s) {
-  BrokerOp& op = calls_.op(index);
-  if (calls_.caller_alive(op) && op.kind != BrokerOp::Kind::commit_silent &&
-      op.kind != BrokerOp::Kind::release) {
-    reply_code(op.ticket.conn, request_of(op.ticket), error_code(s.code()), s.message());
-  }
-  calls_.end(index);
-}
-
-void BrokerReactor::reply_refusal(uint32_t conn, const RemotingCommand& request,
-                                  const Refusal& refusal) {
-  reply_code(conn, request, remoting_code(refusal.fault), refusal.reason);
-}
-
-void BrokerReactor::reply_code(uint32_t conn, const RemotingCommand& request, int32_t code,
-                               std::string remark) {
-  if (request.is_oneway()) return;
-  reply(conn, make_response(request, code, std::move(remark)));
-}
-
-WireOffset BrokerReactor::wire_offset(StoreOffset store_offset) const {
-  return wire_offset_of(store_offset);
-}
-
-StoreOffset BrokerReactor::store_offset_of_wire(WireOffset wire, uint32_t shard) const {
-  return store_offset_of(wire, shard);
-}
-
 // ---- dispatch by request code ----
 
-void BrokerReactor::handle(uint32_t conn, RemotingCommand& request,
-                           std::span<const std::byte> body) {
-  if (stopping_) {
-    return reply_code(conn, request, rc::kServiceNotAvailable, "the broker is stopping");
-  }
-  if (acl_.enabled()) {
-    if (std::optional<std::string> refused = acl_.refusal(request, body, conns_[conn].peer_ip)) {
-      return reply_code(conn, request, rc::kSystemError, std::move(*refused));
-    }
-  }
-  if (is_slave() && slave_refused(conn, request)) return;
+void RemotingHandlers::handle(uint32_t conn, RemotingCommand& request,
+                              std::span<const std::byte> body) {
   switch (request.code) {
     case req::kGetRouteInfoByTopic:
       return handle_route(conn, request);
     case req::kSendMessage:
     case req::kSendMessageV2:
-      return handle_send(conn, request, body);
+      return parts_.messages.handle_send(conn, request, body);
     case req::kSendBatchMessage:
-      return handle_send_batch(conn, request, body);
+      return parts_.messages.handle_send_batch(conn, request, body);
     case req::kPullMessage:
-      return handle_pull(conn, request);
+      return parts_.messages.handle_pull(conn, request);
     case req::kQueryConsumerOffset:
     case req::kGetMaxOffset:
     case req::kGetMinOffset:
     case req::kSearchOffsetByTimestamp:
-      return handle_queue_query(conn, request);
+      return parts_.messages.handle_queue_query(conn, request);
     case req::kUpdateConsumerOffset:
-      return handle_offset_update(conn, request);
+      return parts_.messages.handle_offset_update(conn, request);
     case req::kHeartBeat:
       return handle_heartbeat(conn, request, body);
     case req::kUnregisterClient:
@@ -140,7 +60,7 @@ void BrokerReactor::handle(uint32_t conn, RemotingCommand& request,
     case req::kGetConsumerListByGroup:
       return handle_consumer_list(conn, request);
     case req::kConsumerSendMsgBack:
-      return handle_send_back(conn, request);
+      return parts_.messages.handle_send_back(conn, request);
     case req::kLockBatchMq:
       return handle_lock_batch(conn, request, body);
     case req::kUnlockBatchMq:
@@ -157,24 +77,24 @@ void BrokerReactor::handle(uint32_t conn, RemotingCommand& request,
     case req::kGetBrokerClusterInfo:
       return handle_cluster_info(conn, request);
     case kRegisterBrokerCode:
-      return handle_register_broker(conn, request, body);
+      return parts_.namesrv.handle_register_broker(conn, request, body);
     case kUnregisterBrokerCode:
-      return handle_unregister_broker(conn, request);
+      return parts_.namesrv.handle_unregister_broker(conn, request);
     case req::kWipeWritePermOfBroker:
-      return handle_wipe_write_perm(conn, request);
+      return parts_.namesrv.handle_wipe_write_perm(conn, request);
     case req::kCheckClientConfig:
-      return handle_check_client_config(conn, request, body);
+      return parts_.filters.handle_check_client_config(conn, request, body);
     case req::kQueryMessage:
-      return handle_query_message(conn, request);
+      return parts_.queries.handle_query_message(conn, request);
     case req::kViewMessageById:
-      return handle_view_message(conn, request);
+      return parts_.queries.handle_view_message(conn, request);
     case req::kGetEarliestMsgStoretime:
-      return handle_earliest_time(conn, request);
+      return parts_.queries.handle_earliest_time(conn, request);
     case req::kEndTransaction:
-      return handle_end_transaction(conn, request);
+      return parts_.transactions.handle_end_transaction(conn, request);
     default:
-      if (handle_admin(conn, request, body)) return;
-      if (handle_slave_sync(conn, request)) return;
+      if (parts_.admin.handle_admin(conn, request, body)) return;
+      if (parts_.master.handle_slave_sync(conn, request)) return;
       return reply_code(conn, request, rc::kRequestCodeNotSupported,
                         "request type " + std::to_string(request.code) + " not supported");
   }
@@ -183,7 +103,7 @@ void BrokerReactor::handle(uint32_t conn, RemotingCommand& request,
 // ---- Topics: UPDATE_AND_CREATE_TOPIC, DELETE_TOPIC_IN_BROKER, GET_ALL_TOPIC_CONFIG
 // (AdminBrokerProcessor) ----
 
-void BrokerReactor::handle_create_topic(uint32_t conn, const RemotingCommand& request) {
+void RemotingHandlers::handle_create_topic(uint32_t conn, const RemotingCommand& request) {
   HeaderFields fields(request);
   TopicConfig c;
   c.read_queue_nums = fields.int32("readQueueNums").value_or(-1);  // -1: missing, refused
@@ -204,7 +124,7 @@ void BrokerReactor::handle_create_topic(uint32_t conn, const RemotingCommand& re
 // messages stay until retention deletes them (and with autoCreateTopicEnable a later send creates
 // it again). DELETE_TOPIC_IN_NAMESRV, the NameServer's side: this process's own routes come from
 // its topic table, so only registered brokers' lists lose the topic.
-void BrokerReactor::handle_delete_topic(uint32_t conn, const RemotingCommand& request) {
+void RemotingHandlers::handle_delete_topic(uint32_t conn, const RemotingCommand& request) {
   const bool in_namesrv = request.code == req::kDeleteTopicInNamesrv;
   const std::string* topic = request.ext("topic");
   if (topic == nullptr || !valid_topic_name(*topic)) {
@@ -225,12 +145,12 @@ void BrokerReactor::handle_delete_topic(uint32_t conn, const RemotingCommand& re
   reply_code(conn, request, rc::kSuccess, {});
 }
 
-std::string BrokerReactor::topic_config_json(uint32_t shard) const {
+std::string RemotingHandlers::topic_config_json(uint32_t shard) const {
   UMQ_ASSERT(shard < brokers_.size());
   return topics_.table().to_json();
 }
 
-void BrokerReactor::handle_all_topic_config(uint32_t conn, const RemotingCommand& request) {
+void RemotingHandlers::handle_all_topic_config(uint32_t conn, const RemotingCommand& request) {
   const std::string body = topic_config_json(conns_[conn].shard);
   reply(conn, make_response(request, rc::kSuccess), std::as_bytes(std::span(body)));
 }
@@ -238,7 +158,7 @@ void BrokerReactor::handle_all_topic_config(uint32_t conn, const RemotingCommand
 // ---- NameServer: GET_BROKER_CLUSTER_INFO (mqadmin finds the broker of a cluster by it) ----
 
 // {"cluster":...,"brokerName":...,"brokerAddrs":{"0":"ip:port"}}: Java's BrokerData.
-void BrokerReactor::append_broker_data(std::string* body, uint32_t shard) const {
+void RemotingHandlers::append_broker_data(std::string* body, uint32_t shard) const {
   *body += "{\"cluster\":";
   append_json_string(body, config_.cluster_name);
   *body += ",\"brokerName\":";
@@ -249,7 +169,7 @@ void BrokerReactor::append_broker_data(std::string* body, uint32_t shard) const 
 }
 
 // Every presented broker (one per shard) is a broker of the cluster.
-void BrokerReactor::handle_cluster_info(uint32_t conn, const RemotingCommand& request) {
+void RemotingHandlers::handle_cluster_info(uint32_t conn, const RemotingCommand& request) {
   // This process's brokers, then those registered with it (a cluster).
   RemoteBrokers::AddrTable brokers;
   std::map<std::string, std::set<std::string>> clusters;
@@ -279,7 +199,7 @@ void BrokerReactor::handle_cluster_info(uint32_t conn, const RemotingCommand& re
 
 // ---- NameServer: GET_ROUTEINFO_BY_TOPIC ----
 
-void BrokerReactor::handle_route(uint32_t conn, const RemotingCommand& request) {
+void RemotingHandlers::handle_route(uint32_t conn, const RemotingCommand& request) {
   const std::string* topic = request.ext("topic");
   // Internal topics have no route: clients may neither send to them nor pull them.
   std::optional<TopicShape> shape =
@@ -298,7 +218,7 @@ void BrokerReactor::handle_route(uint32_t conn, const RemotingCommand& request) 
         "No topic route info in name server for the topic: " + (topic ? *topic : std::string()));
   }
   if (!shape) {
-    const std::string body = merge_remote_route(*topic, {}, false);
+    const std::string body = parts_.namesrv.merge_remote_route(*topic, {}, false);
     return reply(conn, make_response(request, rc::kSuccess), as_bytes(body));
   }
   // One queueData and one brokerData per presented broker: the topic table is the process's,
@@ -320,14 +240,14 @@ void BrokerReactor::handle_route(uint32_t conn, const RemotingCommand& request) 
     append_broker_data(&body, i);
   }
   body += "],\"filterServerTable\":{}}";
-  body = merge_remote_route(*topic, std::move(body), true);
+  body = parts_.namesrv.merge_remote_route(*topic, std::move(body), true);
   reply(conn, make_response(request, rc::kSuccess), std::as_bytes(std::span(body)));
 }
 
 // ---- clients: HEART_BEAT, UNREGISTER_CLIENT, GET_CONSUMER_LIST_BY_GROUP ----
 
-void BrokerReactor::handle_heartbeat(uint32_t conn, const RemotingCommand& request,
-                                     std::span<const std::byte> body) {
+void RemotingHandlers::handle_heartbeat(uint32_t conn, const RemotingCommand& request,
+                                        std::span<const std::byte> body) {
   if (registrar_) registrar_->topics_changed();  // a new group's %RETRY% topic is registered
   std::string_view text(reinterpret_cast<const char*>(body.data()), body.size());
   io::Result<JsonValue> json = parse_json(text, limits_.json);
@@ -348,25 +268,26 @@ void BrokerReactor::handle_heartbeat(uint32_t conn, const RemotingCommand& reque
                               std::to_string(membership_.groups().max_members()) + " members): " +
                               client->text() + " cannot join group " + group->text());
       }
-      note_sql_subscriptions(group->text(), consumer, now);
+      parts_.filters.note_sql_subscriptions(group->text(), consumer, now);
     }
   }
-  note_heartbeat_clients(conn, request, *json);
-  note_producers(conn, client->text(), *json, now);
+  parts_.admin.note_heartbeat_clients(conn, request, *json);
+  parts_.transactions.note_producers(conn, client->text(), *json, now);
   reply_code(conn, request, rc::kSuccess, {});
 }
 
-void BrokerReactor::handle_unregister(uint32_t conn, const RemotingCommand& request) {
+void RemotingHandlers::handle_unregister(uint32_t conn, const RemotingCommand& request) {
   const std::string* client = request.ext("clientID");
   const std::string* group = request.ext("consumerGroup");
   if (client != nullptr && group != nullptr) membership_.leave(*group, *client);
   if (client != nullptr) clients_.unregister(group, request.ext("producerGroup"), *client);
   const std::string* producer_group = request.ext("producerGroup");
-  if (client != nullptr && producer_group != nullptr) forget_producer(*producer_group, *client);
+  if (client != nullptr && producer_group != nullptr)
+    parts_.transactions.forget_producer(*producer_group, *client);
   reply_code(conn, request, rc::kSuccess, {});
 }
 
-void BrokerReactor::handle_consumer_list(uint32_t conn, const RemotingCommand& request) {
+void RemotingHandlers::handle_consumer_list(uint32_t conn, const RemotingCommand& request) {
   const std::string* group = request.ext("consumerGroup");
   const ConsumerGroups::Members* members = group ? membership_.groups().members(*group) : nullptr;
   if (members == nullptr || members->empty()) {
@@ -385,7 +306,7 @@ void BrokerReactor::handle_consumer_list(uint32_t conn, const RemotingCommand& r
 
 // ---- GET_BROKER_RUNTIME_INFO: store and delay-level figures ----
 
-void BrokerReactor::handle_runtime_info(uint32_t conn, const RemotingCommand& request) {
+void RemotingHandlers::handle_runtime_info(uint32_t conn, const RemotingCommand& request) {
   // Written straight into the JSON body: no table of pairs (g++ 12 at -O3 warned falsely on
   // the vector's growth, -Warray-bounds, which -Werror turns into a Release build failure).
   std::string body = "{\"table\":{";
@@ -414,7 +335,7 @@ void BrokerReactor::handle_runtime_info(uint32_t conn, const RemotingCommand& re
   add("fdatasyncs", std::to_string(stats.fdatasyncs));
   add("segmentsDeleted", std::to_string(stats.segments_deleted));
   add("messagesDeletedUnconsumed", std::to_string(stats.messages_deleted_unconsumed));
-  add("connections", std::to_string(open_conns_));
+  add("connections", std::to_string(reactor_.open_conns_));
   add("consumerGroupMembers", std::to_string(membership_.groups().member_count()));
   add("queueLocks", std::to_string(membership_.locks().size()));
   add("consumerNoticesSent", std::to_string(notices_sent_));
@@ -429,10 +350,10 @@ void BrokerReactor::handle_runtime_info(uint32_t conn, const RemotingCommand& re
   add("transactionRolledBack", std::to_string(txn.rolled_back));
   add("transactionChecked", std::to_string(txn.checked));
   add("transactionDiscarded", std::to_string(txn.discarded));
-  add("transactionChecksSent", std::to_string(txn_checks_sent_));
-  add("transactionChecksNoProducer", std::to_string(txn_checks_no_producer_));
+  add("transactionChecksSent", std::to_string(parts_.transactions.checks_sent()));
+  add("transactionChecksNoProducer", std::to_string(parts_.transactions.checks_no_producer()));
   add("scrubsFinished", std::to_string(stats.scrubs_finished));
-  add_java_runtime_figures(shard, stats, add);
+  parts_.admin.add_java_runtime_figures(shard, stats, add);
   for (const DelayLevelStats& level : store_.delay_level_stats(shard)) {
     const std::string key = "delayLevel." + std::to_string(level.level) + ".";
     add(key + "pending", std::to_string(level.pending));
@@ -456,19 +377,19 @@ void BrokerReactor::handle_runtime_info(uint32_t conn, const RemotingCommand& re
 
 // ---- store completions ----
 
-void BrokerReactor::on_store_completion(const Completion& c) {
+void RemotingHandlers::on_store_completion(const Completion& c) {
   if (HaServer::owns(c.tag)) return ha_server_->on_store_completion(*ring_, c, mono_ms_);
   const uint32_t index = static_cast<uint32_t>(c.tag);
   BrokerOp& op = calls_.op(index);
   UMQ_ASSERT(op.in_use);
-  note_metrics(op, c);
+  parts_.admin.note_metrics(op, c);
   switch (op.kind) {
     case BrokerOp::Kind::send:
-      complete_send(op, c);
+      parts_.messages.complete_send(op, c);
       break;
     case BrokerOp::Kind::pull:
-      if (c.code == io::Code::too_large && pull_again_larger(index)) return;
-      complete_pull(op, c);
+      if (c.code == io::Code::too_large && parts_.messages.pull_again_larger(index)) return;
+      parts_.messages.complete_pull(op, c);
       break;
     case BrokerOp::Kind::query_offset:
       if (c.code == io::Code::ok && c.queue_offset < QueueOffset{0} && calls_.caller_alive(op)) {
@@ -477,29 +398,29 @@ void BrokerReactor::on_store_completion(const Completion& c) {
           return;
         op.kind = BrokerOp::Kind::query_offset;
       }
-      complete_query(op, c);
+      parts_.messages.complete_query(op, c);
       break;
     case BrokerOp::Kind::send_back_header:
     case BrokerOp::Kind::send_back_record:
     case BrokerOp::Kind::send_back_store:
-      return complete_send_back(index, c);
+      return parts_.messages.complete_send_back(index, c);
     case BrokerOp::Kind::commit_silent:
       break;
     case BrokerOp::Kind::query_message:
-      if (!complete_query_message(index, c)) return;
+      if (!parts_.queries.complete_query_message(index, c)) return;
       break;
     case BrokerOp::Kind::view_message:
-      complete_view_message(op, c);
+      parts_.queries.complete_view_message(op, c);
       break;
     case BrokerOp::Kind::earliest_min:
     case BrokerOp::Kind::earliest_record:
-      if (!complete_earliest(index, c)) return;
+      if (!parts_.queries.complete_earliest(index, c)) return;
       break;
     case BrokerOp::Kind::admin:
-      if (!complete_admin(index, c)) return;
+      if (!parts_.admin.complete_admin(index, c)) return;
       break;
     case BrokerOp::Kind::offset_table:
-      complete_offset_table(op, c);
+      parts_.master.complete_offset_table(op, c);
       break;
     case BrokerOp::Kind::release:
       // One completion per shard.
@@ -510,10 +431,10 @@ void BrokerReactor::on_store_completion(const Completion& c) {
     case BrokerOp::Kind::txn_checks:
     case BrokerOp::Kind::check_view:
     case BrokerOp::Kind::check_discard:
-      if (!complete_transaction(index, c)) return;
+      if (!parts_.transactions.complete_transaction(index, c)) return;
       break;
     default:
-      complete_query(op, c);
+      parts_.messages.complete_query(op, c);
       break;
   }
   calls_.end(index);

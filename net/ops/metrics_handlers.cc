@@ -7,6 +7,8 @@
 #include <string>
 
 #include "net/common/log.h"
+#include "net/ops/admin_handlers.h"
+#include "net/server/broker_parts.h"
 #include "net/server/broker_reactor.h"
 
 namespace uringmq::net {
@@ -144,24 +146,25 @@ void write_ha(PromWriter& w, const HaServer& ha) {
 
 }  // namespace
 
-io::Status BrokerReactor::open_metrics_server() {
+io::Status AdminHandlers::open_metrics_server() {
   if (!config_.metrics_prom) return io::Status::ok();
   const std::string& host =
       config_.metrics_prom_host.empty() ? config_.bind_address : config_.metrics_prom_host;
   io::Result<std::unique_ptr<MetricsServer>> server = MetricsServer::open(
-      host, config_.metrics_prom_port, static_cast<uint8_t>(Event::metrics),
-      [this](std::string& out) { render_metrics(out); }, config_.tls.mode, tls_context_.get());
+      host, config_.metrics_prom_port, static_cast<uint8_t>(ReactorEvent::metrics),
+      [this](std::string& out) { render_metrics(out); }, config_.tls.mode,
+      reactor_.tls_context_.get());
   if (!server.is_ok()) return server.status();
-  metrics_server_ = std::move(*server);
+  reactor_.metrics_server_ = std::move(*server);
   const char* scheme = config_.tls.mode == TlsMode::enforcing    ? "https://"
                        : config_.tls.mode == TlsMode::permissive ? "http(s)://"
                                                                  : "http://";
   log_info(std::string("metrics: Prometheus text at ") + scheme + host + ":" +
-           std::to_string(metrics_server_->port()) + "/metrics");
+           std::to_string(reactor_.metrics_server_->port()) + "/metrics");
   return io::Status::ok();
 }
 
-void BrokerReactor::note_metrics(const BrokerOp& op, const Completion& c) {
+void AdminHandlers::note_metrics(const BrokerOp& op, const Completion& c) {
   if (c.code != io::Code::ok) return;
   if (op.kind == BrokerOp::Kind::send &&
       request_of(op.ticket).code == request_code::kSendBatchMessage) {
@@ -190,7 +193,7 @@ void BrokerReactor::note_metrics(const BrokerOp& op, const Completion& c) {
   }
 }
 
-void BrokerReactor::render_metrics(std::string& out) {
+void AdminHandlers::render_metrics(std::string& out) {
   PromWriter w(&out, label("cluster", config_.cluster_name) + "," + label("node_type", "broker") +
                          "," + label("node_id", config_.broker_name));
   metrics_.write(w);
@@ -198,10 +201,11 @@ void BrokerReactor::render_metrics(std::string& out) {
   write_delays(w, store_.delay_level_stats(), store_.timer_stats());
   write_recovery(w, store_.recovery_reports());
   if (ha_server_) write_ha(w, *ha_server_);
-  gauge(w, "uringmq_connections", "Client connections open.", open_conns_);
-  counter(w, "uringmq_connections_accepted_total", "Client connections accepted.", accepted_total_);
+  gauge(w, "uringmq_connections", "Client connections open.", reactor_.open_conns_);
+  counter(w, "uringmq_connections_accepted_total", "Client connections accepted.",
+          reactor_.refusals_.accepted_total);
   counter(w, "uringmq_connections_refused_total", "Connections refused at maxConnections.",
-          refused_total_);
+          reactor_.refusals_.total);
   gauge(w, "uringmq_connection_buffer_bytes",
         "Buffers of all connections and their requests in flight.", buffer_bytes_ + orphan_bytes_);
   gauge(w, "uringmq_connection_buffer_limit_bytes", "connectionBuffersMaxBytes.",
@@ -210,7 +214,7 @@ void BrokerReactor::render_metrics(std::string& out) {
   gauge(w, "uringmq_consumer_group_members", "Consumer group members known from heartbeats.",
         membership_.groups().member_count());
   counter(w, "uringmq_metrics_scrapes_total", "Scrapes answered before this one.",
-          metrics_server_ ? metrics_server_->scrapes() : 0);
+          reactor_.metrics_server_ ? reactor_.metrics_server_->scrapes() : 0);
 }
 
 }  // namespace uringmq::net

@@ -7,7 +7,10 @@
 
 #include "engine/log/message_codec.h"
 #include "io/assert.h"
+#include "net/remoting/handler_limits.h"
 #include "net/remoting/header_fields.h"
+#include "net/remoting/query_handlers.h"
+#include "net/server/broker_parts.h"
 #include "net/server/broker_reactor.h"
 
 namespace uringmq::net {
@@ -21,24 +24,9 @@ constexpr std::string_view kUniqueKeyQueryFlag = "_UNIQUE_KEY_QUERY";
 constexpr int32_t kDefaultQueryMaxNum = 32;
 constexpr int32_t kMaxMsgsNumBatch = 64;
 
-int32_t store_error_code(io::Code code) {
-  return code == io::Code::busy ? rc::kSystemBusy : rc::kSystemError;
-}
-
 }  // namespace
 
-// A request the store refused (busy: its window is full) is answered at once.
-void BrokerReactor::post_or_fail(uint32_t index, const io::Status& posted) {
-  if (posted.is_ok()) return;
-  BrokerOp& op = calls_.op(index);
-  if (calls_.caller_alive(op)) {
-    reply_code(op.ticket.conn, request_of(op.ticket), store_error_code(posted.code()),
-               posted.message());
-  }
-  calls_.end(index);
-}
-
-void BrokerReactor::handle_query_message(uint32_t conn, RemotingCommand& request) {
+void QueryHandlers::handle_query_message(uint32_t conn, RemotingCommand& request) {
   const std::string* topic = request.ext("topic");
   const std::string* key = request.ext("key");
   HeaderFields fields(request);
@@ -71,7 +59,7 @@ void BrokerReactor::handle_query_message(uint32_t conn, RemotingCommand& request
   post_or_fail(index, calls_.session().query_index_async(op.shard, q, index));
 }
 
-bool BrokerReactor::complete_query_message(uint32_t index, const Completion& c) {
+bool QueryHandlers::complete_query_message(uint32_t index, const Completion& c) {
   BrokerOp& op = calls_.op(index);
   if (c.code == io::Code::ok) op.index.parts[0] = {c.message_count, c.size_bytes};
   if (c.store_timestamp_ms > op.index.timestamp_ms) op.index.timestamp_ms = c.store_timestamp_ms;
@@ -88,7 +76,7 @@ bool BrokerReactor::complete_query_message(uint32_t index, const Completion& c) 
   for (uint32_t m = 0; m < op.index.parts[0].first && messages < wanted; m++, messages++) {
     take += engine::record_total_size(part.subspan(take));
   }
-  const size_t out = client_records(op.shard, part.first(take));
+  const size_t out = parts_.messages.client_records(op.shard, part.first(take));
   if (messages == 0) {
     return reply_code(op.ticket.conn, request_of(op.ticket), rc::kQueryNotFound,
                       "can not find message, maybe time range not correct"),
@@ -101,7 +89,7 @@ bool BrokerReactor::complete_query_message(uint32_t index, const Completion& c) 
   return true;
 }
 
-void BrokerReactor::handle_view_message(uint32_t conn, RemotingCommand& request) {
+void QueryHandlers::handle_view_message(uint32_t conn, RemotingCommand& request) {
   HeaderFields fields(request);
   std::optional<int64_t> offset = fields.int64("offset");
   if (!fields.ok()) return reply_code(conn, request, rc::kSystemError, fields.error());
@@ -116,7 +104,7 @@ void BrokerReactor::handle_view_message(uint32_t conn, RemotingCommand& request)
   post_or_fail(index, calls_.session().view_record_async(op.store_offset, op.data, index));
 }
 
-void BrokerReactor::complete_view_message(BrokerOp& op, const Completion& c) {
+void QueryHandlers::complete_view_message(BrokerOp& op, const Completion& c) {
   if (!calls_.caller_alive(op)) return;
   if (c.code != io::Code::ok || c.message_count == 0) {
     return reply_code(op.ticket.conn, request_of(op.ticket), rc::kSystemError,
@@ -125,10 +113,10 @@ void BrokerReactor::complete_view_message(BrokerOp& op, const Completion& c) {
   }
   std::span<std::byte> record(op.data.data(), c.size_bytes);
   reply(op.ticket.conn, make_response(request_of(op.ticket), rc::kSuccess),
-        record.first(client_records(shard_of_offset(op.store_offset), record)));
+        record.first(parts_.messages.client_records(shard_of_offset(op.store_offset), record)));
 }
 
-void BrokerReactor::handle_earliest_time(uint32_t conn, RemotingCommand& request) {
+void QueryHandlers::handle_earliest_time(uint32_t conn, RemotingCommand& request) {
   const std::string* topic = request.ext("topic");
   HeaderFields fields(request);
   std::optional<int32_t> queue_id = fields.int32("queueId");
@@ -146,11 +134,11 @@ void BrokerReactor::handle_earliest_time(uint32_t conn, RemotingCommand& request
 
 // The queue's min offset, then one record pulled from there: its store time (-1 when the queue
 // is empty, as Java's getEarliestMessageTime).
-bool BrokerReactor::complete_earliest(uint32_t index, const Completion& c) {
+bool QueryHandlers::complete_earliest(uint32_t index, const Completion& c) {
   BrokerOp& op = calls_.op(index);
   if (!calls_.caller_alive(op)) return true;
   if (c.code != io::Code::ok) {
-    reply_code(op.ticket.conn, request_of(op.ticket), store_error_code(c.code),
+    reply_code(op.ticket.conn, request_of(op.ticket), query_error_code(c.code),
                "the store answered " + std::string(code_name(c.code)));
     return true;
   }

@@ -9,6 +9,8 @@
 
 #include "net/common/log.h"
 #include "net/remoting/header_fields.h"
+#include "net/remoting/sql_filter_handlers.h"
+#include "net/server/broker_parts.h"
 #include "net/server/broker_reactor.h"
 
 namespace uringmq::net {
@@ -47,8 +49,8 @@ io::Result<std::shared_ptr<const engine::SqlFilter>> compile(std::string_view ex
 
 // ---- CHECK_CLIENT_CONFIG: a consumer's start-up check of its SQL92 subscriptions ----
 
-void BrokerReactor::handle_check_client_config(uint32_t conn, const RemotingCommand& request,
-                                               std::span<const std::byte> body) {
+void SqlFilterHandlers::handle_check_client_config(uint32_t conn, const RemotingCommand& request,
+                                                   std::span<const std::byte> body) {
   std::string_view text(reinterpret_cast<const char*>(body.data()), body.size());
   io::Result<JsonValue> json = parse_json(text, limits_.json);
   if (!json.is_ok()) {
@@ -79,8 +81,8 @@ void BrokerReactor::handle_check_client_config(uint32_t conn, const RemotingComm
 
 // ---- heartbeats: a group's SQL92 subscriptions, compiled once ----
 
-void BrokerReactor::note_sql_subscriptions(const std::string& group, const JsonValue& consumer,
-                                           int64_t now) {
+void SqlFilterHandlers::note_sql_subscriptions(const std::string& group, const JsonValue& consumer,
+                                               int64_t now) {
   const JsonValue* set = consumer.find("subscriptionDataSet");
   if (set == nullptr || !set->is_array()) return;
   for (const JsonValue& sub : set->items()) {
@@ -129,7 +131,7 @@ void BrokerReactor::note_sql_subscriptions(const std::string& group, const JsonV
   }
 }
 
-void BrokerReactor::expire_sql_subscriptions(int64_t now) {
+void SqlFilterHandlers::expire_sql_subscriptions(int64_t now) {
   std::erase_if(sql_subscriptions_, [&](const auto& entry) {
     return now - entry.second.seen_ms > config_.client_expire_ms;
   });
@@ -141,10 +143,10 @@ void BrokerReactor::expire_sql_subscriptions(int64_t now) {
 // heartbeats (`registered`, null when none). Its pulls name the expression type: a SQL92 one
 // whose expression no heartbeat brought yet (a broker restarted since) waits for it, rather than
 // getting every message.
-bool BrokerReactor::registered_sql_filter(uint32_t conn, const RemotingCommand& request,
-                                          const std::string& group, const std::string& topic,
-                                          const SqlSubscription* registered,
-                                          std::shared_ptr<const engine::SqlFilter>* filter) {
+bool SqlFilterHandlers::registered_sql_filter(uint32_t conn, const RemotingCommand& request,
+                                              const std::string& group, const std::string& topic,
+                                              const SqlSubscription* registered,
+                                              std::shared_ptr<const engine::SqlFilter>* filter) {
   if (registered == nullptr) {
     if (is_tag_type(request.ext("expressionType"))) return true;
     reply_code(conn, request, rc::kSubscriptionNotExist,
@@ -171,10 +173,10 @@ bool BrokerReactor::registered_sql_filter(uint32_t conn, const RemotingCommand& 
   return true;
 }
 
-bool BrokerReactor::pull_sql_filter(uint32_t conn, const RemotingCommand& request,
-                                    const std::string& group, const std::string& topic,
-                                    int32_t sys_flag,
-                                    std::shared_ptr<const engine::SqlFilter>* filter) {
+bool SqlFilterHandlers::pull_sql_filter(uint32_t conn, const RemotingCommand& request,
+                                        const std::string& group, const std::string& topic,
+                                        int32_t sys_flag,
+                                        std::shared_ptr<const engine::SqlFilter>* filter) {
   filter->reset();
   const std::string* type = request.ext("expressionType");
   const bool carried = (sys_flag & kPullFlagSubscription) != 0;

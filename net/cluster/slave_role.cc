@@ -4,9 +4,11 @@
 // SERVICE_NOT_AVAILABLE 14; a consumer send-back fails with SYSTEM_ERROR 1; an END_TRANSACTION
 // is answered SLAVE_NOT_AVAILABLE 11).
 
+#include "net/cluster/slave_role.h"
 #include "net/common/log.h"
 #include "net/remoting/header_fields.h"
 #include "net/remoting/remoting_client.h"
+#include "net/server/broker_parts.h"
 #include "net/server/broker_reactor.h"
 
 namespace uringmq::net {
@@ -16,7 +18,7 @@ namespace req = request_code;
 
 // haMasterAddress names presented broker 0's master; with several shards presented broker i's
 // master is shardPortStride * i above it (the master presents its brokers the same way).
-io::Result<std::vector<std::string>> BrokerReactor::ha_master_addresses() const {
+io::Result<std::vector<std::string>> SlaveRole::ha_master_addresses() const {
   std::vector<std::string> out;
   const std::string& first = config_.ha.master_address;
   if (first.empty()) return out;
@@ -39,7 +41,7 @@ io::Result<std::vector<std::string>> BrokerReactor::ha_master_addresses() const 
   return out;
 }
 
-io::Status BrokerReactor::open_ha_client() {
+io::Status SlaveRole::open_ha_client() {
   if (!is_slave()) return io::Status::ok();
   io::Result<std::vector<std::string>> fixed = ha_master_addresses();
   if (!fixed.is_ok()) return fixed.status();
@@ -47,7 +49,7 @@ io::Status BrokerReactor::open_ha_client() {
   for (const PresentedBroker& b : brokers_) options.broker_names.push_back(b.name);
   options.heartbeat_interval_ms = config_.ha.heartbeat_interval_ms;
   options.housekeeping_interval_ms = config_.ha.housekeeping_interval_ms;
-  options.event = static_cast<uint8_t>(Event::ha_client);
+  options.event = static_cast<uint8_t>(ReactorEvent::ha_client);
   io::Result<std::unique_ptr<HaClient>> c =
       HaClient::create(store_, store_waker_, std::move(options),
                        [this, masters = std::move(*fixed)](uint32_t broker) {
@@ -66,7 +68,7 @@ io::Status BrokerReactor::open_ha_client() {
   return io::Status::ok();
 }
 
-bool BrokerReactor::slave_refused(uint32_t conn, const RemotingCommand& request) {
+bool SlaveRole::slave_refused(uint32_t conn, const RemotingCommand& request) {
   const std::string who = "broker " + brokers_.at(conns_[conn].shard).name + " is a SLAVE";
   switch (request.code) {
     case req::kSendMessage:
@@ -94,7 +96,7 @@ namespace uringmq::net {
 
 // ---- SlaveSynchronize (net/cluster/slave_sync.h) ----
 
-void BrokerReactor::poll_slave_sync() {
+void SlaveRole::poll_slave_sync() {
   for (uint32_t b = 0; b < brokers_.size(); b++) {
     const std::string master = registrar_ ? registrar_->master_address(b) : std::string();
     if (master != sync_masters_[b]) {
@@ -105,7 +107,7 @@ void BrokerReactor::poll_slave_sync() {
   for (const SlaveSyncAnswer& answer : slave_sync_->take()) apply_slave_sync(answer);
 }
 
-void BrokerReactor::apply_slave_sync(const SlaveSyncAnswer& a) {
+void SlaveRole::apply_slave_sync(const SlaveSyncAnswer& a) {
   if (!a.error.empty()) {
     if (a.error != sync_errors_[a.broker]) {
       log_warn("slave sync of broker " + brokers_[a.broker].name + " from master " + a.master +
@@ -148,7 +150,7 @@ void BrokerReactor::apply_slave_sync(const SlaveSyncAnswer& a) {
 
 // The master's topic table replaces the slave's (RocketMQ's slave takes it when its
 // DataVersion differs; a put of an equal topic is a no-op here, so the text decides).
-void BrokerReactor::apply_synced_topics(const JsonValue& doc) {
+void SlaveRole::apply_synced_topics(const JsonValue& doc) {
   const JsonValue* table = doc.is_object() ? doc.find("topicConfigTable") : nullptr;
   if (table == nullptr || !table->is_object()) return;
   std::vector<TopicConfig> topics;
@@ -159,7 +161,7 @@ void BrokerReactor::apply_synced_topics(const JsonValue& doc) {
   topics_.replace_all(topics);
 }
 
-void BrokerReactor::apply_synced_groups(const JsonValue& doc) {
+void SlaveRole::apply_synced_groups(const JsonValue& doc) {
   const JsonValue* table = doc.is_object() ? doc.find("subscriptionGroupTable") : nullptr;
   io::Result<io::Disk*> disk = config_disk_.get();
   if (table == nullptr || !table->is_object() || !disk.is_ok()) return;
@@ -171,7 +173,7 @@ void BrokerReactor::apply_synced_groups(const JsonValue& doc) {
 
 // {"offsetTable":{"Topic@Group":{0:12,1:40}}}: each offset that changed is committed to the
 // broker's shard (RocketMQ's putAll: nothing is deleted).
-void BrokerReactor::apply_synced_offsets(uint32_t broker, const JsonValue& doc) {
+void SlaveRole::apply_synced_offsets(uint32_t broker, const JsonValue& doc) {
   const JsonValue* table = doc.is_object() ? doc.find("offsetTable") : nullptr;
   if (table == nullptr || !table->is_object()) return;
   for (const JsonValue::Member& m : table->members()) {

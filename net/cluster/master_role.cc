@@ -8,8 +8,10 @@
 #include "engine/queues/dispatch.h"
 #include "engine/store.h"
 #include "io/assert.h"
+#include "net/cluster/master_role.h"
 #include "net/common/json.h"
 #include "net/common/log.h"
+#include "net/server/broker_parts.h"
 #include "net/server/broker_reactor.h"
 
 namespace uringmq::net {
@@ -35,7 +37,7 @@ void append_data_version(std::string* out, int64_t now_ms) {
 
 }  // namespace
 
-io::Status BrokerReactor::open_ha_server() {
+io::Status MasterRole::open_ha_server() {
   if (config_.ha.role == BrokerRole::slave) return io::Status::ok();
   HaServer::Options options;
   options.ha = config_.ha;
@@ -46,7 +48,7 @@ io::Status BrokerReactor::open_ha_server() {
     options.ports.push_back(config_.listen_port == 0 ? 0 : b.ha_port());
     options.names.push_back(b.name);
   }
-  options.event = static_cast<uint8_t>(Event::ha);
+  options.event = static_cast<uint8_t>(ReactorEvent::ha);
   options.waker = store_waker_;
   options.clock = clock_;
   auto answer = [this](HaServer::Wait& wait, int32_t code) {
@@ -64,14 +66,13 @@ io::Status BrokerReactor::open_ha_server() {
   return io::Status::ok();
 }
 
-std::vector<uint16_t> BrokerReactor::ha_ports() const {
+std::vector<uint16_t> MasterRole::ha_ports() const {
   std::vector<uint16_t> ports;
   for (uint32_t i = 0; ha_server_ && i < brokers_.size(); i++) ports.push_back(ha_server_->port(i));
   return ports;
 }
 
-void BrokerReactor::reply_stored(const BrokerOp& op, RemotingCommand response,
-                                 uint64_t end_offset) {
+void MasterRole::reply_stored(const BrokerOp& op, RemotingCommand response, uint64_t end_offset) {
   // A message sent with WAIT=false does not wait for its replica (RocketMQ's isWaitStoreMsgOK).
   if (config_.ha.role != BrokerRole::sync_master || !ha_server_ || !op.wait_replica) {
     return reply(op.ticket.conn, response);
@@ -85,7 +86,7 @@ void BrokerReactor::reply_stored(const BrokerOp& op, RemotingCommand response,
   ha_server_->wait_for_slave(std::move(wait), mono_ms_);
 }
 
-bool BrokerReactor::handle_slave_sync(uint32_t conn, const RemotingCommand& request) {
+bool MasterRole::handle_slave_sync(uint32_t conn, const RemotingCommand& request) {
   const int64_t now = clock_->now_ms();
   std::string body;
   switch (request.code) {
@@ -123,7 +124,7 @@ bool BrokerReactor::handle_slave_sync(uint32_t conn, const RemotingCommand& requ
 // 43: {"offsetTable":{"Topic@Group":{0:12,...}},"dataVersion":{...}} without the store's own
 // progress groups; 45: delayOffset.json's text, {"offsetTable":{level:next offset,...}}. Integer
 // keys unquoted, as fastjson writes them (and reads them back).
-void BrokerReactor::complete_offset_table(BrokerOp& op, const Completion& c) {
+void MasterRole::complete_offset_table(BrokerOp& op, const Completion& c) {
   if (!calls_.caller_alive(op)) return;
   if (c.code != io::Code::ok) {
     return reply_code(op.ticket.conn, request_of(op.ticket), rc::kSystemError,

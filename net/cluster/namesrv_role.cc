@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <set>
 
+#include "net/cluster/namesrv_role.h"
 #include "net/common/log.h"
 #include "net/core/presented_broker.h"
+#include "net/server/broker_parts.h"
 #include "net/server/broker_reactor.h"
 
 namespace uringmq::net {
@@ -15,21 +17,20 @@ namespace {
 namespace rc = response_code;
 constexpr std::string_view kRetryTopicPrefix = "%RETRY%";
 constexpr std::string_view kDlqTopicPrefix = "%DLQ%";
-constexpr int64_t kUnregisterWaitMs = 3000;
 constexpr std::string_view kEmptyRoute =
     R"({"queueDatas":[],"brokerDatas":[],"filterServerTable":{}})";
 
 }  // namespace
 
 // The "ip:port" clients reach each presented broker at (brokerIP1 and its bound port).
-std::vector<std::pair<std::string, std::string>> BrokerReactor::own_broker_addrs() const {
+std::vector<std::pair<std::string, std::string>> NamesrvRole::own_broker_addrs() const {
   std::vector<std::pair<std::string, std::string>> out;
   for (size_t i = 0; i < brokers_.size(); i++) out.emplace_back(brokers_[i].name, advertised_[i]);
   return out;
 }
 
 // Called by start() once the presented brokers are bound (brokers_, advertised_).
-io::Status BrokerReactor::open_registrar() {
+io::Status NamesrvRole::open_registrar() {
   if (config_.namesrv_addrs.empty()) return io::Status::ok();
   const std::string& addr0 = advertised_.at(0);
   const std::string host = addr0.substr(0, addr0.rfind(':'));
@@ -37,7 +38,7 @@ io::Status BrokerReactor::open_registrar() {
   NamesrvRegistrar::Options options;
   options.namesrvs = config_.namesrv_addrs;
   options.period_ms = config_.register_namesrv_period_ms;
-  options.event = static_cast<uint8_t>(Event::registrar);
+  options.event = static_cast<uint8_t>(ReactorEvent::registrar);
   options.initial_version = topics_.table().data_version();
   for (size_t i = 0; i < brokers_.size(); i++) {
     options.brokers.push_back(BrokerIdentity{config_.cluster_name, brokers_[i].name, advertised_[i],
@@ -51,7 +52,7 @@ io::Status BrokerReactor::open_registrar() {
   return io::Status::ok();
 }
 
-std::string BrokerReactor::registration_table() const {
+std::string NamesrvRole::registration_table() const {
   std::vector<TopicConfig> topics;
   for (const auto& [name, config] : topics_.table().table()) topics.push_back(config);
   if (config_.auto_create_topic_enable && topics_.table().find(kAutoCreateTopic) == nullptr) {
@@ -75,13 +76,18 @@ std::string BrokerReactor::registration_table() const {
   return topic_config_table_json(topics);
 }
 
-void BrokerReactor::unregister_from_namesrvs() {
-  if (!registrar_) return;
+bool NamesrvRole::start_unregistering() {
+  if (!registrar_) return false;
   registrar_->unregister_all(*ring_);
-  const int64_t deadline = mono_ms_ + kUnregisterWaitMs;
-  while (!registrar_->unregistered() && mono_ms_ < deadline) {
-    if (!poll_once(50).is_ok()) break;
-  }
+  return true;
+}
+
+bool NamesrvRole::unregistered() const {
+  return !registrar_ || registrar_->unregistered();
+}
+
+void NamesrvRole::stop_registering() {
+  if (!registrar_) return;
   log_info(registrar_->unregistered()
                ? "unregistered from every NameServer"
                : "some NameServers did not answer UNREGISTER_BROKER within 3 s");
@@ -90,8 +96,8 @@ void BrokerReactor::unregister_from_namesrvs() {
 
 // ---- the built-in NameServer role: REGISTER_BROKER, UNREGISTER_BROKER ----
 
-void BrokerReactor::handle_register_broker(uint32_t conn, const RemotingCommand& request,
-                                           std::span<const std::byte> body) {
+void NamesrvRole::handle_register_broker(uint32_t conn, const RemotingCommand& request,
+                                         std::span<const std::byte> body) {
   io::Result<Registration> r = read_registration(request, body);
   if (!r.is_ok()) return reply_code(conn, request, rc::kSystemError, r.status().message());
   const BrokerIdentity who = r->broker;
@@ -125,7 +131,7 @@ void BrokerReactor::handle_register_broker(uint32_t conn, const RemotingCommand&
   reply(conn, response, as_bytes(answer));
 }
 
-std::optional<std::pair<std::string, std::string>> BrokerReactor::master_of(
+std::optional<std::pair<std::string, std::string>> NamesrvRole::master_of(
     std::string_view name) const {
   for (size_t i = 0; i < brokers_.size(); i++) {
     if (brokers_[i].name != name || config_.ha.role == BrokerRole::slave) continue;
@@ -142,7 +148,7 @@ std::optional<std::pair<std::string, std::string>> BrokerReactor::master_of(
 // RocketMQ's fencing step before a slave is promoted (mqadmin wipeWritePerm): routes keep the
 // group's queues readable, producers no longer write to it. Only registered brokers' topics are
 // wiped; this process's own brokers are fenced by stopping them.
-void BrokerReactor::handle_wipe_write_perm(uint32_t conn, const RemotingCommand& request) {
+void NamesrvRole::handle_wipe_write_perm(uint32_t conn, const RemotingCommand& request) {
   const std::string* name = request.ext("brokerName");
   if (name == nullptr || name->empty()) {
     return reply_code(conn, request, rc::kSystemError,
@@ -157,7 +163,7 @@ void BrokerReactor::handle_wipe_write_perm(uint32_t conn, const RemotingCommand&
   reply(conn, response, {});
 }
 
-void BrokerReactor::handle_unregister_broker(uint32_t conn, const RemotingCommand& request) {
+void NamesrvRole::handle_unregister_broker(uint32_t conn, const RemotingCommand& request) {
   io::Result<BrokerIdentity> who = read_unregistration(request);
   if (!who.is_ok()) return reply_code(conn, request, rc::kSystemError, who.status().message());
   if (remote_brokers_.unregister(*who)) {
@@ -166,7 +172,7 @@ void BrokerReactor::handle_unregister_broker(uint32_t conn, const RemotingComman
   reply_code(conn, request, rc::kSuccess, {});
 }
 
-void BrokerReactor::remote_connection_closed(uint32_t conn) {
+void NamesrvRole::remote_connection_closed(uint32_t conn) {
   if (remote_brokers_.empty()) return;
   for (const std::string& addr :
        remote_brokers_.connection_closed({conn, conns_[conn].generation})) {
@@ -174,7 +180,7 @@ void BrokerReactor::remote_connection_closed(uint32_t conn) {
   }
 }
 
-void BrokerReactor::expire_remote_brokers(int64_t now_ms) {
+void NamesrvRole::expire_remote_brokers(int64_t now_ms) {
   if (remote_brokers_.empty()) return;
   for (const std::string& addr : remote_brokers_.expire(now_ms)) {
     log_warn("broker " + addr + " expired: no registration for " +
@@ -183,8 +189,8 @@ void BrokerReactor::expire_remote_brokers(int64_t now_ms) {
 }
 
 // The local route's queueDatas and brokerDatas arrays get the remote brokers' entries appended.
-std::string BrokerReactor::merge_remote_route(std::string_view topic, std::string local_body,
-                                              bool local) const {
+std::string NamesrvRole::merge_remote_route(std::string_view topic, std::string local_body,
+                                            bool local) const {
   if (!local) local_body = std::string(kEmptyRoute);
   if (remote_brokers_.empty() || !remote_brokers_.has_topic(topic)) return local_body;
   const size_t queues_end = local_body.find("],\"brokerDatas\":[");

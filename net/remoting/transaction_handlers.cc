@@ -1,6 +1,6 @@
-// Transactional messages in the broker (net/remoting/README.md, "Requests", 37 and 39): END_TRANSACTION
-// (37) reads the half it names and has its shard store the outcome (engine/delivery/
-// transactions.h); the check service asks each shard for its due halves and sends
+// Transactional messages in the broker (net/remoting/README.md, "Requests", 37 and 39):
+// END_TRANSACTION (37) reads the half it names and has its shard store the outcome
+// (engine/delivery/ transactions.h); the check service asks each shard for its due halves and sends
 // CHECK_TRANSACTION_STATE (39) to one live producer connection of the half's PGROUP, or has a
 // half checked transactionCheckMax times discarded to TRANS_CHECK_MAX_TIME_TOPIC. Producer
 // connections come from heartbeats (producerDataSet) and leave with UNREGISTER_CLIENT, their
@@ -14,6 +14,8 @@
 #include "engine/log/property_names.h"
 #include "net/common/log.h"
 #include "net/remoting/header_fields.h"
+#include "net/remoting/transaction_handlers.h"
+#include "net/server/broker_parts.h"
 #include "net/server/broker_reactor.h"
 
 namespace uringmq::net {
@@ -36,8 +38,8 @@ std::string_view property_or(std::string_view properties, std::string_view name)
 
 // ---- producers, from heartbeats ----
 
-void BrokerReactor::note_producers(uint32_t conn, const std::string& client,
-                                   const JsonValue& heartbeat, int64_t now) {
+void TransactionHandlers::note_producers(uint32_t conn, const std::string& client,
+                                         const JsonValue& heartbeat, int64_t now) {
   const JsonValue* set = heartbeat.find("producerDataSet");
   if (set == nullptr || !set->is_array()) return;
   const ConnectionRef ref{conn, conns_[conn].generation};
@@ -62,14 +64,14 @@ void BrokerReactor::note_producers(uint32_t conn, const std::string& client,
   }
 }
 
-void BrokerReactor::forget_producer(std::string_view group, std::string_view client) {
+void TransactionHandlers::forget_producer(std::string_view group, std::string_view client) {
   auto it = producers_.find(group);
   if (it == producers_.end()) return;
   std::erase_if(it->second, [&](const ProducerConnection& p) { return p.client == client; });
   if (it->second.empty()) producers_.erase(it);
 }
 
-void BrokerReactor::expire_producers(int64_t now) {
+void TransactionHandlers::expire_producers(int64_t now) {
   for (auto it = producers_.begin(); it != producers_.end();) {
     std::erase_if(it->second, [&](const ProducerConnection& p) {
       const ConnectionRef& ref = p.connection;
@@ -84,7 +86,7 @@ void BrokerReactor::expire_producers(int64_t now) {
 
 // ---- END_TRANSACTION ----
 
-void BrokerReactor::handle_end_transaction(uint32_t conn, RemotingCommand& request) {
+void TransactionHandlers::handle_end_transaction(uint32_t conn, RemotingCommand& request) {
   HeaderFields fields(request);
   std::optional<int64_t> log_offset = fields.int64("commitLogOffset");
   std::optional<int64_t> table_offset = fields.int64("tranStateTableOffset");
@@ -122,7 +124,7 @@ void BrokerReactor::handle_end_transaction(uint32_t conn, RemotingCommand& reque
 
 // The half was not in memory, or did not match: read it back (complete_end_view names what
 // does not match, or ends it with its bytes). False when the read was posted.
-bool BrokerReactor::read_half_back(uint32_t index) {
+bool TransactionHandlers::read_half_back(uint32_t index) {
   BrokerOp& op = calls_.op(index);
   op.txn.from_memory = false;
   op.kind = BrokerOp::Kind::end_view;
@@ -135,7 +137,7 @@ bool BrokerReactor::read_half_back(uint32_t index) {
   return true;
 }
 
-bool BrokerReactor::complete_transaction(uint32_t index, const Completion& c) {
+bool TransactionHandlers::complete_transaction(uint32_t index, const Completion& c) {
   BrokerOp& op = calls_.op(index);
   switch (op.kind) {
     case BrokerOp::Kind::end_view:
@@ -179,7 +181,7 @@ bool BrokerReactor::complete_transaction(uint32_t index, const Completion& c) {
 }
 
 // The half read back: checked against the request (Java's checkPrepareMessage), then ended.
-bool BrokerReactor::complete_end_view(uint32_t index, const Completion& c) {
+bool TransactionHandlers::complete_end_view(uint32_t index, const Completion& c) {
   BrokerOp& op = calls_.op(index);
   auto refuse = [&](std::string remark) {  // only to the connection that asked
     if (calls_.caller_alive(op))
@@ -218,7 +220,7 @@ bool BrokerReactor::complete_end_view(uint32_t index, const Completion& c) {
 
 // ---- the check service ----
 
-void BrokerReactor::run_transaction_checks(int64_t now) {
+void TransactionHandlers::run_transaction_checks(int64_t now) {
   if (now < next_txn_check_ms_ || txn_ops_in_flight_ > 0) return;
   const StoreOptions& o = config_.store;
   next_txn_check_ms_ = now + std::max<int64_t>(50, std::min(o.transaction_timeout_ms,
@@ -239,7 +241,7 @@ void BrokerReactor::run_transaction_checks(int64_t now) {
   }
 }
 
-void BrokerReactor::complete_check_list(BrokerOp& op, const Completion& c) {
+void TransactionHandlers::complete_check_list(BrokerOp& op, const Completion& c) {
   if (c.code != io::Code::ok) return;
   RemotingCommand none;
   for (uint32_t i = 0; i < c.message_count && i < op.txn.checks.size(); i++) {
@@ -259,7 +261,7 @@ void BrokerReactor::complete_check_list(BrokerOp& op, const Completion& c) {
 }
 
 // A due half read back: discarded (its shard stores the copy) or asked about.
-bool BrokerReactor::complete_check_view(uint32_t index, const Completion& c) {
+bool TransactionHandlers::complete_check_view(uint32_t index, const Completion& c) {
   BrokerOp& op = calls_.op(index);
   if (c.code != io::Code::ok || c.message_count == 0) return true;  // asked again next time
   const std::span<const std::byte> record(op.data.data(), c.size_bytes);
@@ -276,7 +278,7 @@ bool BrokerReactor::complete_check_view(uint32_t index, const Completion& c) {
 // CHECK_TRANSACTION_STATE (oneway, as Java's Broker2Client.checkProducerTransactionState) to one
 // live producer connection of the half's group; the body is the half as Java's
 // MessageDecoder.encode writes it, with its real topic and queue restored.
-void BrokerReactor::send_check(const BrokerOp& op, std::span<const std::byte> record) {
+void TransactionHandlers::send_check(const BrokerOp& op, std::span<const std::byte> record) {
   engine::DecodeResult r = engine::decode(record, {});
   if (r.outcome != engine::DecodeOutcome::ok) return;
   const std::string_view group =

@@ -15,6 +15,8 @@
 #include "net/common/json.h"
 #include "net/common/log.h"
 #include "net/core/config_file.h"
+#include "net/ops/admin_handlers.h"
+#include "net/server/broker_parts.h"
 #include "net/server/broker_reactor.h"
 
 namespace uringmq::net {
@@ -112,21 +114,21 @@ std::string overlay_text(const std::map<std::string, std::string, std::less<>>& 
 
 }  // namespace
 
-bool BrokerReactor::handle_admin(uint32_t conn, RemotingCommand& request,
+bool AdminHandlers::handle_admin(uint32_t conn, RemotingCommand& request,
                                  std::span<const std::byte> body) {
   // The admin requests answered from their header alone, each by its handler.
-  using HeaderHandler = void (BrokerReactor::*)(uint32_t, const RemotingCommand&);
+  using HeaderHandler = void (AdminHandlers::*)(uint32_t, const RemotingCommand&);
   static constexpr std::pair<int32_t, HeaderHandler> kHeaderOnly[] = {
-      {req::kGetAllTopicListFromNameserver, &BrokerReactor::handle_topic_list},
-      {req::kQueryTopicConsumeByWho, &BrokerReactor::handle_consumed_by},
-      {req::kGetTopicStatsInfo, &BrokerReactor::handle_topic_stats},
-      {req::kGetConsumeStats, &BrokerReactor::handle_consume_stats},
-      {req::kGetConsumerConnectionList, &BrokerReactor::handle_consumer_connections},
-      {req::kGetProducerConnectionList, &BrokerReactor::handle_producer_connections},
-      {req::kInvokeBrokerToResetOffset, &BrokerReactor::handle_reset_offset},
-      {req::kGetAllSubscriptionGroupConfig, &BrokerReactor::handle_all_subscription_groups},
-      {req::kDeleteSubscriptionGroup, &BrokerReactor::handle_delete_subscription_group},
-      {req::kGetBrokerConfig, &BrokerReactor::handle_get_broker_config},
+      {req::kGetAllTopicListFromNameserver, &AdminHandlers::handle_topic_list},
+      {req::kQueryTopicConsumeByWho, &AdminHandlers::handle_consumed_by},
+      {req::kGetTopicStatsInfo, &AdminHandlers::handle_topic_stats},
+      {req::kGetConsumeStats, &AdminHandlers::handle_consume_stats},
+      {req::kGetConsumerConnectionList, &AdminHandlers::handle_consumer_connections},
+      {req::kGetProducerConnectionList, &AdminHandlers::handle_producer_connections},
+      {req::kInvokeBrokerToResetOffset, &AdminHandlers::handle_reset_offset},
+      {req::kGetAllSubscriptionGroupConfig, &AdminHandlers::handle_all_subscription_groups},
+      {req::kDeleteSubscriptionGroup, &AdminHandlers::handle_delete_subscription_group},
+      {req::kGetBrokerConfig, &AdminHandlers::handle_get_broker_config},
   };
   for (const auto& [code, handler] : kHeaderOnly) {
     if (code != request.code) continue;
@@ -143,7 +145,7 @@ bool BrokerReactor::handle_admin(uint32_t conn, RemotingCommand& request,
   return true;
 }
 
-io::Status BrokerReactor::open_admin_state(io::Disk& disk) {
+io::Status AdminHandlers::open_admin_state(io::Disk& disk) {
   const std::string dir = io::path_join(config_.store.data_dir, "config");
   io::Result<std::unique_ptr<SubscriptionGroups>> groups =
       SubscriptionGroups::open(disk, *clock_, dir);
@@ -169,7 +171,7 @@ io::Status BrokerReactor::open_admin_state(io::Disk& disk) {
 
 // ---- GET_BROKER_CONFIG, UPDATE_BROKER_CONFIG ----
 
-void BrokerReactor::handle_get_broker_config(uint32_t conn, const RemotingCommand& request) {
+void AdminHandlers::handle_get_broker_config(uint32_t conn, const RemotingCommand& request) {
   std::string text = describe_broker_config(config_);
   std::string body;
   size_t start = 0;
@@ -186,7 +188,7 @@ void BrokerReactor::handle_get_broker_config(uint32_t conn, const RemotingComman
   reply(conn, response, std::as_bytes(std::span(body)));
 }
 
-void BrokerReactor::handle_update_broker_config(uint32_t conn, const RemotingCommand& request,
+void AdminHandlers::handle_update_broker_config(uint32_t conn, const RemotingCommand& request,
                                                 std::span<const std::byte> body) {
   std::string_view text(reinterpret_cast<const char*>(body.data()), body.size());
   std::map<std::string, std::string, std::less<>> changes;
@@ -209,7 +211,7 @@ void BrokerReactor::handle_update_broker_config(uint32_t conn, const RemotingCom
 
 // ---- subscription groups ----
 
-void BrokerReactor::handle_put_subscription_group(uint32_t conn, const RemotingCommand& request,
+void AdminHandlers::handle_put_subscription_group(uint32_t conn, const RemotingCommand& request,
                                                   std::span<const std::byte> body) {
   std::string_view text(reinterpret_cast<const char*>(body.data()), body.size());
   io::Result<JsonValue> json = parse_json(text, limits_.json);
@@ -232,12 +234,12 @@ void BrokerReactor::handle_put_subscription_group(uint32_t conn, const RemotingC
   reply_code(conn, request, rc::kSuccess, {});
 }
 
-void BrokerReactor::handle_all_subscription_groups(uint32_t conn, const RemotingCommand& request) {
+void AdminHandlers::handle_all_subscription_groups(uint32_t conn, const RemotingCommand& request) {
   const std::string body = subscription_groups_->to_json();
   reply(conn, make_response(request, rc::kSuccess), std::as_bytes(std::span(body)));
 }
 
-void BrokerReactor::handle_delete_subscription_group(uint32_t conn,
+void AdminHandlers::handle_delete_subscription_group(uint32_t conn,
                                                      const RemotingCommand& request) {
   const std::string* group = request.ext("groupName");
   if (group == nullptr || group->empty()) {

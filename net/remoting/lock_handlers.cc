@@ -10,6 +10,8 @@
 
 #include "net/common/json.h"
 #include "net/common/log.h"
+#include "net/remoting/remoting_handlers.h"
+#include "net/server/broker_parts.h"
 #include "net/server/broker_reactor.h"
 
 namespace uringmq::net {
@@ -96,8 +98,8 @@ void append_queue(std::string* body, const LockedQueue& queue) {
 
 // ---- LOCK_BATCH_MQ, UNLOCK_BATCH_MQ ----
 
-void BrokerReactor::handle_lock_batch(uint32_t conn, const RemotingCommand& request,
-                                      std::span<const std::byte> body) {
+void RemotingHandlers::handle_lock_batch(uint32_t conn, const RemotingCommand& request,
+                                         std::span<const std::byte> body) {
   LockRequest lock;
   if (auto error = read_lock_body(request, body, limits_.json, &lock)) {
     return reply_code(conn, request, rc::kSystemError, *error);
@@ -114,8 +116,8 @@ void BrokerReactor::handle_lock_batch(uint32_t conn, const RemotingCommand& requ
   reply(conn, make_response(request, rc::kSuccess), std::as_bytes(std::span(answer)));
 }
 
-void BrokerReactor::handle_unlock_batch(uint32_t conn, const RemotingCommand& request,
-                                        std::span<const std::byte> body) {
+void RemotingHandlers::handle_unlock_batch(uint32_t conn, const RemotingCommand& request,
+                                           std::span<const std::byte> body) {
   LockRequest unlock;
   if (auto error = read_lock_body(request, body, limits_.json, &unlock)) {
     return reply_code(conn, request, rc::kSystemError, *error);
@@ -129,7 +131,7 @@ void BrokerReactor::handle_unlock_batch(uint32_t conn, const RemotingCommand& re
 // One oneway request per live member of each group noted this turn, on the connection of its
 // last heartbeat, through that connection's bounded output: a member whose replies already
 // fill it gets no notice (it still rebalances every 20 s).
-void BrokerReactor::send_notices() {
+void RemotingHandlers::send_notices() {
   for (const std::string& group : membership_.take_notices()) {
     const ConsumerGroups::Members* members = membership_.groups().members(group);
     if (members == nullptr) continue;

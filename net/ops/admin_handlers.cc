@@ -17,7 +17,10 @@
 #include "engine/log/message_codec.h"
 #include "net/common/json.h"
 #include "net/common/log.h"
+#include "net/ops/admin_handlers.h"
+#include "net/remoting/handler_limits.h"
 #include "net/remoting/header_fields.h"
+#include "net/server/broker_parts.h"
 #include "net/server/broker_reactor.h"
 
 namespace uringmq::net {
@@ -35,10 +38,6 @@ constexpr size_t kMaxAdminQueues = 65536;
 
 int64_t ms_value(QueueOffset o) {
   return o.value;
-}
-
-int32_t store_error_code(io::Code code) {
-  return code == io::Code::busy ? rc::kSystemBusy : rc::kSystemError;
 }
 
 // The step after `done` for this query and queue, skipping those that do not apply.
@@ -117,7 +116,7 @@ void append_message_queue_key(std::string* out, std::string_view broker_name,
 
 // ---- the chain of store queries ----
 
-void BrokerReactor::start_admin(uint32_t conn, const RemotingCommand& request,
+void AdminHandlers::start_admin(uint32_t conn, const RemotingCommand& request,
                                 std::unique_ptr<AdminQuery> query) {
   const uint32_t index = new_op(BrokerOp::Kind::admin, conn, request);
   BrokerOp& op = calls_.op(index);
@@ -129,7 +128,7 @@ void BrokerReactor::start_admin(uint32_t conn, const RemotingCommand& request,
   post_or_fail(index, post_admin_step(index));
 }
 
-io::Status BrokerReactor::post_admin_step(uint32_t index) {
+io::Status AdminHandlers::post_admin_step(uint32_t index) {
   BrokerOp& op = calls_.op(index);
   AdminQuery& q = *op.admin;
   AdminQueue& queue = q.queues[q.next];
@@ -160,13 +159,13 @@ io::Status BrokerReactor::post_admin_step(uint32_t index) {
   return io::Status::error(io::Code::invalid_argument, "no admin step to post");
 }
 
-bool BrokerReactor::complete_admin(uint32_t index, const Completion& c) {
+bool AdminHandlers::complete_admin(uint32_t index, const Completion& c) {
   BrokerOp& op = calls_.op(index);
   if (!calls_.caller_alive(op)) return true;
   AdminQuery& q = *op.admin;
   AdminQueue& queue = q.queues[q.next];
   if (c.code != io::Code::ok && q.step != Step::last_record) {
-    reply_code(op.ticket.conn, request_of(op.ticket), store_error_code(c.code),
+    reply_code(op.ticket.conn, request_of(op.ticket), query_error_code(c.code),
                "the store answered " + std::string(io::code_name(c.code)) + " for " + queue.topic +
                    " queue " + std::to_string(queue.queue_id));
     return true;
@@ -208,12 +207,12 @@ bool BrokerReactor::complete_admin(uint32_t index, const Completion& c) {
   }
   const io::Status posted = post_admin_step(index);
   if (posted.is_ok()) return false;
-  reply_code(op.ticket.conn, request_of(op.ticket), store_error_code(posted.code()),
+  reply_code(op.ticket.conn, request_of(op.ticket), query_error_code(posted.code()),
              posted.message());
   return true;
 }
 
-void BrokerReactor::finish_admin(BrokerOp& op) {
+void AdminHandlers::finish_admin(BrokerOp& op) {
   if (!calls_.caller_alive(op)) return;
   const AdminQuery& q = *op.admin;
   std::string body = q.what == What::consume_stats ? "{\"consumeTps\":0.0,\"offsetTable\":{"
@@ -248,7 +247,7 @@ void BrokerReactor::finish_admin(BrokerOp& op) {
 
 // RESET_CONSUMER_CLIENT_OFFSET, oneway, to every online member of the group (Broker2Client):
 // the 4.x client drops its queues' pulled messages and takes the offsets in the body.
-void BrokerReactor::send_reset_to_clients(const AdminQuery& q, const std::string& body) {
+void AdminHandlers::send_reset_to_clients(const AdminQuery& q, const std::string& body) {
   const ConsumerGroupInfo* group = clients_.consumer(q.group);
   if (group == nullptr) return;
   RemotingCommand notice;
@@ -278,7 +277,7 @@ void BrokerReactor::send_reset_to_clients(const AdminQuery& q, const std::string
 
 // ---- GET_ALL_TOPIC_LIST_FROM_NAMESERVER, GET_TOPIC_STATS_INFO, GET_CONSUME_STATS ----
 
-void BrokerReactor::handle_topic_list(uint32_t conn, const RemotingCommand& request) {
+void AdminHandlers::handle_topic_list(uint32_t conn, const RemotingCommand& request) {
   std::set<std::string, std::less<>> topics;
   for (const auto& [name, config] : topics_.table().table()) topics.insert(name);
   // Java lists a group's retry topic once the group heartbeats (it creates its config then).
@@ -292,7 +291,7 @@ void BrokerReactor::handle_topic_list(uint32_t conn, const RemotingCommand& requ
 
 // QUERY_TOPIC_CONSUME_BY_WHO (mqadmin queryMsgById's message tracks): the groups that
 // subscribe to the topic or committed offsets in it.
-void BrokerReactor::handle_consumed_by(uint32_t conn, const RemotingCommand& request) {
+void AdminHandlers::handle_consumed_by(uint32_t conn, const RemotingCommand& request) {
   const std::string* topic = request.ext("topic");
   if (topic == nullptr) {
     return reply_code(conn, request, rc::kSystemError, "QUERY_TOPIC_CONSUME_BY_WHO needs topic");
@@ -305,7 +304,7 @@ void BrokerReactor::handle_consumed_by(uint32_t conn, const RemotingCommand& req
   reply(conn, make_response(request, rc::kSuccess), std::as_bytes(std::span(body)));
 }
 
-void BrokerReactor::handle_topic_stats(uint32_t conn, const RemotingCommand& request) {
+void AdminHandlers::handle_topic_stats(uint32_t conn, const RemotingCommand& request) {
   const std::string* topic = request.ext("topic");
   const std::optional<TopicShape> shape =
       topic != nullptr && !is_internal_topic(*topic) ? topics_.shape(*topic) : std::nullopt;
@@ -321,7 +320,7 @@ void BrokerReactor::handle_topic_stats(uint32_t conn, const RemotingCommand& req
   start_admin(conn, request, std::move(q));
 }
 
-void BrokerReactor::handle_consume_stats(uint32_t conn, const RemotingCommand& request) {
+void AdminHandlers::handle_consume_stats(uint32_t conn, const RemotingCommand& request) {
   const std::string* group = request.ext("consumerGroup");
   if (group == nullptr || group->empty()) {
     return reply_code(conn, request, rc::kSystemError, "GET_CONSUME_STATS needs consumerGroup");
@@ -356,7 +355,7 @@ void BrokerReactor::handle_consume_stats(uint32_t conn, const RemotingCommand& r
 
 // ---- INVOKE_BROKER_TO_RESET_OFFSET ----
 
-void BrokerReactor::handle_reset_offset(uint32_t conn, const RemotingCommand& request) {
+void AdminHandlers::handle_reset_offset(uint32_t conn, const RemotingCommand& request) {
   const std::string* topic = request.ext("topic");
   const std::string* group = request.ext("group");
   HeaderFields fields(request);
@@ -397,7 +396,7 @@ void BrokerReactor::handle_reset_offset(uint32_t conn, const RemotingCommand& re
 
 // ---- GET_CONSUMER_CONNECTION_LIST, GET_PRODUCER_CONNECTION_LIST ----
 
-void BrokerReactor::handle_consumer_connections(uint32_t conn, const RemotingCommand& request) {
+void AdminHandlers::handle_consumer_connections(uint32_t conn, const RemotingCommand& request) {
   const std::string* group = request.ext("consumerGroup");
   const ConsumerGroupInfo* info = group != nullptr ? clients_.consumer(*group) : nullptr;
   if (info == nullptr) {
@@ -424,7 +423,7 @@ void BrokerReactor::handle_consumer_connections(uint32_t conn, const RemotingCom
   reply(conn, make_response(request, rc::kSuccess), std::as_bytes(std::span(body)));
 }
 
-void BrokerReactor::handle_producer_connections(uint32_t conn, const RemotingCommand& request) {
+void AdminHandlers::handle_producer_connections(uint32_t conn, const RemotingCommand& request) {
   const std::string* group = request.ext("producerGroup");
   const auto* producers = group != nullptr ? clients_.producers(*group) : nullptr;
   if (producers == nullptr) {
@@ -439,7 +438,7 @@ void BrokerReactor::handle_producer_connections(uint32_t conn, const RemotingCom
 
 // What a heartbeat says about its client: its consumer groups (with their subscriptions) and
 // producer groups, its address, language and version.
-void BrokerReactor::note_heartbeat_clients(uint32_t conn, const RemotingCommand& request,
+void AdminHandlers::note_heartbeat_clients(uint32_t conn, const RemotingCommand& request,
                                            const JsonValue& heartbeat) {
   const JsonValue* client = heartbeat.find("clientID");
   if (client == nullptr || !client->is_string()) return;
@@ -467,7 +466,7 @@ void BrokerReactor::note_heartbeat_clients(uint32_t conn, const RemotingCommand&
 
 namespace uringmq::net {
 
-void BrokerReactor::add_java_runtime_figures(
+void AdminHandlers::add_java_runtime_figures(
     uint32_t shard, const StoreStats& stats,
     const std::function<void(std::string_view, const std::string&)>& add) {
   const int64_t now = mono_ms_;

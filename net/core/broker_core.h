@@ -1,0 +1,52 @@
+#pragma once
+// BrokerCore: the broker's state that no wire owns: its configuration (the run-time keys change
+// through UPDATE_BROKER_CONFIG), the store and the requests to it in flight, topics, groups'
+// members and locks, clients, subscription groups, and the disk config files are rewritten
+// through. Every wire adapter and the reactor share one; it includes no protocol header.
+//
+// Threading: the reactor thread.
+
+#include <cstdint>
+#include <memory>
+
+#include "engine/store.h"
+#include "io/clock.h"
+#include "net/core/client_table.h"
+#include "net/core/membership.h"
+#include "net/core/store_calls.h"
+#include "net/core/subscription_groups.h"
+#include "net/core/topics.h"
+#include "net/ops/broker_config.h"
+
+namespace uringmq::net {
+
+// The largest buffer a pull may need: one message of maxMessageSize with its record's fields.
+inline size_t largest_pull_bytes(const BrokerConfig& config) {
+  return config.store.log.limits.max_body_bytes + (64u << 10);
+}
+
+struct BrokerCore {
+  // `changed` runs after every change of the topic table (registration with NameServers).
+  BrokerCore(const BrokerConfig& broker_config, Store& the_store, CallerLedger& ledger,
+             std::function<void()> topics_changed)
+      : config(broker_config),
+        store(the_store),
+        clock(config.store.clock != nullptr ? config.store.clock : &system_clock),
+        calls(ledger),
+        config_disk(config),
+        topics(config, config_disk, *clock, std::move(topics_changed)),
+        membership(config) {}
+
+  BrokerConfig config;  // a copy: UPDATE_BROKER_CONFIG changes the run-time keys
+  Store& store;
+  io::SystemClock system_clock;
+  io::Clock* clock;  // the store's clock (StoreOptions::clock), else the system clock
+  StoreCalls calls;  // requests to the store in flight
+  ConfigDisk config_disk;
+  Topics topics;
+  Membership membership;
+  ClientTable clients;  // what heartbeats say about clients (admin listings)
+  std::unique_ptr<SubscriptionGroups> subscription_groups;
+};
+
+}  // namespace uringmq::net

@@ -1,0 +1,43 @@
+#pragma once
+// BrokerParts: the parts of the broker that answer requests, each a BrokerPart owning the state
+// only it uses, and what they share (SharedFigures). The reactor holds one and hands it decoded
+// requests (RemotingHandlers::handle) and store completions (on_store_completion).
+
+#include "net/cluster/master_role.h"
+#include "net/cluster/namesrv_role.h"
+#include "net/cluster/slave_role.h"
+#include "net/ops/admin_handlers.h"
+#include "net/remoting/message_handlers.h"
+#include "net/remoting/query_handlers.h"
+#include "net/remoting/remoting_handlers.h"
+#include "net/remoting/sql_filter_handlers.h"
+#include "net/remoting/transaction_handlers.h"
+#include "net/server/broker_part.h"
+
+namespace uringmq::net {
+
+struct BrokerParts {
+  explicit BrokerParts(BrokerReactor& reactor)
+      : remoting(reactor, *this),
+        messages(reactor, *this),
+        filters(reactor, *this),
+        transactions(reactor, *this),
+        queries(reactor, *this),
+        admin(reactor, *this),
+        namesrv(reactor, *this),
+        slave(reactor, *this),
+        master(reactor, *this) {}
+
+  SharedFigures shared;  // first: the parts refer to it
+  RemotingHandlers remoting;
+  MessageHandlers messages;
+  SqlFilterHandlers filters;
+  TransactionHandlers transactions;
+  QueryHandlers queries;
+  AdminHandlers admin;
+  NamesrvRole namesrv;
+  SlaveRole slave;
+  MasterRole master;
+};
+
+}  // namespace uringmq::net
