@@ -29,9 +29,9 @@ inline constexpr std::string_view kParkedScheduleTopic = "SCHEDULE_PARKED_XXXX";
 
 // Topics the store keeps for itself: the delay levels' SCHEDULE_TOPIC_XXXX, the parked topic,
 // the timer wheel's rmq_sys_wheel_timer and the transactional half and op topics. The broker
-// refuses client SENDs and PULLs of them (net/core/README.md, "Internal topics"); the store's own deliveries and the
-// offline tools use them. One list: a new internal topic is added here. %RETRY% and %DLQ%
-// topics are not internal (clients use them).
+// refuses client SENDs and PULLs of them (net/core/README.md, "Internal topics"); the store's
+// own deliveries and the offline tools use them. One list: a new internal topic is added here.
+// %RETRY% and %DLQ% topics are not internal (clients use them).
 bool is_internal_topic(std::string_view topic);
 // Consumer groups the store keeps progress and timer cancels under (in the consumer-offsets
 // table): delay-level progress, timer-slot progress and timer cancels. The broker refuses client

@@ -2,7 +2,8 @@
 """Writes the seed corpus of the remoting_frame fuzz target (fuzz/corpus/remoting_frame/).
 
 Run from anywhere; the files are committed, this script says how they were made.
-Frames follow net/remoting/FORMAT.md: int32 totalLength, int32 (type << 24 | headerLength), header, body.
+Frames follow net/remoting/FORMAT.md: int32 totalLength, int32 (type << 24 | headerLength),
+header, body.
 """
 import os
 import struct

@@ -215,7 +215,8 @@ net::RemotingCommand request(int32_t code,
 }
 
 // Pulled records carry no whole-record CRC (the broker strips it with the other internal
-// properties, net/remoting/README.md): BODYCRC, every length and the keyed-hash payload are checked.
+// properties, net/remoting/README.md): BODYCRC, every length and the keyed-hash payload are
+// checked.
 engine::DecodeOptions wire_decode_options() {
   engine::DecodeOptions options;
   options.require_record_crc = false;
