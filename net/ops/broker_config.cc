@@ -499,24 +499,24 @@ const KeySetter kSetters[] = {
          return std::string("is not an exporter uringmq serves: PROM (Prometheus text on "
                             "metricsPromExporterPort) or DISABLE");
        }
-       c.metrics_prom = v == "PROM";
+       c.metrics.prom = v == "PROM";
        return std::string();
      }},
     {"metricsPromExporterHost",
      [](BrokerConfig& c, std::string_view v) {
        if (v.empty()) return std::string();  // empty: bindAddress
-       return set_ipv4(c.metrics_prom_host, v, true);
+       return set_ipv4(c.metrics.host, v, true);
      }},
     {"metricsPromExporterPort",
      [](BrokerConfig& c, std::string_view v) {
-       return set_number<uint16_t>(c.metrics_prom_port, v, 0, 65535, "a port (0: any free one)");
+       return set_number<uint16_t>(c.metrics.port, v, 0, 65535, "a port (0: any free one)");
      }},
     // Plain ACL (RocketMQ's keys; net/security/acl_validator.h).
-    {"aclEnable", [](BrokerConfig& c, std::string_view v) { return set_bool(c.acl_enable, v); }},
+    {"aclEnable", [](BrokerConfig& c, std::string_view v) { return set_bool(c.acl.enable, v); }},
     {"aclFilePath",
      [](BrokerConfig& c, std::string_view v) {
        if (v.empty()) return std::string("is empty (a plain_acl.yml path)");
-       c.acl_file_path = std::string(v);
+       c.acl.file_path = std::string(v);
        return std::string();
      }},
 };
@@ -603,9 +603,9 @@ io::Status finish(BrokerConfig& c, std::string_view source,
     return config_error(source, line_of("tls.server.mode", "tls.server.certPath"), tls);
   }
   c.advertised_address = effective_advertised_address(c);
-  if (c.acl_file_path.empty()) {  // plain_acl.yml beside broker.conf
+  if (c.acl.file_path.empty()) {  // plain_acl.yml beside broker.conf
     const size_t slash = source.rfind('/');
-    c.acl_file_path = (slash == std::string_view::npos ? std::string(".")
+    c.acl.file_path = (slash == std::string_view::npos ? std::string(".")
                                                        : std::string(source.substr(0, slash))) +
                       "/plain_acl.yml";
   }
@@ -801,12 +801,11 @@ std::string describe_broker_config(const BrokerConfig& c) {
   add("connectionBuffersMaxBytes", num(c.connection_buffers_max_bytes));
   add("enablePropertyFilter", c.enable_property_filter ? "true" : "false");
   add("logLevel", c.log_level);
-  add("metricsExporterType", c.metrics_prom ? "PROM" : "DISABLE");
-  add("metricsPromExporterHost",
-      c.metrics_prom_host.empty() ? c.bind_address : c.metrics_prom_host);
-  add("metricsPromExporterPort", num(c.metrics_prom_port));
-  add("aclEnable", c.acl_enable ? "true" : "false");
-  add("aclFilePath", c.acl_file_path);
+  add("metricsExporterType", c.metrics.prom ? "PROM" : "DISABLE");
+  add("metricsPromExporterHost", c.metrics.host.empty() ? c.bind_address : c.metrics.host);
+  add("metricsPromExporterPort", num(c.metrics.port));
+  add("aclEnable", c.acl.enable ? "true" : "false");
+  add("aclFilePath", c.acl.file_path);
   out += describe_tls_config(c.tls);
   for (const std::string& key : c.ignored_keys) out.append("ignored: ").append(key).append("\n");
   return out;

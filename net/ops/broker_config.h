@@ -50,6 +50,22 @@ struct HaConfig {
   uint64_t slave_fallbehind_max_bytes = 256ull << 20;  // haSlaveFallbehindMax: then 11
 };
 
+// The Prometheus endpoint (RocketMQ 5's keys): metricsExporterType PROM serves GET /metrics on
+// metricsPromExporterHost (empty: bindAddress) : metricsPromExporterPort from the broker's
+// network loop; DISABLE (the default) serves nothing. net/ops/README.md, "Metrics".
+struct MetricsConfig {
+  bool prom = false;
+  std::string host;
+  uint16_t port = 5557;  // 0: any free port (tests)
+};
+
+// Plain ACL (aclEnable, RocketMQ's key): every request is checked against the rules of
+// aclFilePath (default: plain_acl.yml beside broker.conf), re-read when it changes.
+struct AclConfig {
+  bool enable = false;
+  std::string file_path;
+};
+
 struct BrokerConfig {
   // The store: data_dir (storePathRootDir, "./data"), shard_count (shardCount, 0 = one per CPU),
   // log (mappedFileSizeCommitLog, flushDiskType, flushIntervalCommitLog, maxMessageSize),
@@ -106,17 +122,9 @@ struct BrokerConfig {
   int64_t register_namesrv_period_ms = 30000;
   // The HA address registrations carry (brokerIP2; empty: brokerIP1).
   std::string ha_address;
-  HaConfig ha;  // brokerRole, brokerId, haMasterAddress, slaveTimeout, ha* (above)
-  // The Prometheus endpoint (RocketMQ 5's keys): metricsExporterType PROM serves GET /metrics
-  // on metricsPromExporterHost (empty: bindAddress) : metricsPromExporterPort from the broker's
-  // network loop; DISABLE (the default) serves nothing. net/ops/README.md, "Metrics".
-  bool metrics_prom = false;
-  std::string metrics_prom_host;
-  uint16_t metrics_prom_port = 5557;  // 0: any free port (tests)
-  // Plain ACL (aclEnable, RocketMQ's key): every request is checked against the rules of
-  // aclFilePath (default: plain_acl.yml beside broker.conf), re-read when it changes.
-  bool acl_enable = false;
-  std::string acl_file_path;
+  HaConfig ha;            // brokerRole, brokerId, haMasterAddress, slaveTimeout, ha* (above)
+  MetricsConfig metrics;  // metricsExporterType, metricsPromExporterHost, metricsPromExporterPort
+  AclConfig acl;          // aclEnable, aclFilePath
   // TLS on the broker and NameServer ports (tls.server.*, RocketMQ's names; net/security/tls.h).
   TlsConfig tls;
   // Keys present in the file that were accepted and ignored, in file order (describe lists them).

@@ -147,11 +147,11 @@ void write_ha(PromWriter& w, const HaServer& ha) {
 }  // namespace
 
 io::Status AdminHandlers::open_metrics_server() {
-  if (!config_.metrics_prom) return io::Status::ok();
+  if (!config_.metrics.prom) return io::Status::ok();
   const std::string& host =
-      config_.metrics_prom_host.empty() ? config_.bind_address : config_.metrics_prom_host;
+      config_.metrics.host.empty() ? config_.bind_address : config_.metrics.host;
   io::Result<std::unique_ptr<MetricsServer>> server = MetricsServer::open(
-      host, config_.metrics_prom_port, static_cast<uint8_t>(ReactorEvent::metrics),
+      host, config_.metrics.port, static_cast<uint8_t>(ReactorEvent::metrics),
       [this](std::string& out) { render_metrics(out); }, config_.tls.mode,
       reactor_.tls_context_.get());
   if (!server.is_ok()) return server.status();

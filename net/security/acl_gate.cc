@@ -28,13 +28,13 @@ std::string rules_summary(const AclRules& rules) {
 }  // namespace
 
 io::Status AclGate::open() {
-  if (!config_.acl_enable) return {};
-  file_stamp_ = file_stamp(config_.acl_file_path);
-  io::Result<AclRules> rules = load_acl_rules(config_.acl_file_path);
+  if (!config_.acl.enable) return {};
+  file_stamp_ = file_stamp(config_.acl.file_path);
+  io::Result<AclRules> rules = load_acl_rules(config_.acl.file_path);
   if (!rules.is_ok()) {
     return io::Status::error(rules.status().code(), "aclEnable=true: " + rules.status().message());
   }
-  log_info("ACL: " + config_.acl_file_path + ": " + rules_summary(*rules));
+  log_info("ACL: " + config_.acl.file_path + ": " + rules_summary(*rules));
   validator_ = std::make_unique<AclValidator>(std::move(*rules));
   return {};
 }
@@ -53,15 +53,15 @@ std::optional<std::string> AclGate::refusal(const RemotingCommand& request,
 void AclGate::poll(int64_t mono_ms) {
   if (validator_ == nullptr || mono_ms < next_poll_ms_) return;
   next_poll_ms_ = mono_ms + 1000;
-  const std::array<int64_t, 4> stamp = file_stamp(config_.acl_file_path);
+  const std::array<int64_t, 4> stamp = file_stamp(config_.acl.file_path);
   if (stamp == file_stamp_) return;
   file_stamp_ = stamp;
-  io::Result<AclRules> rules = load_acl_rules(config_.acl_file_path);
+  io::Result<AclRules> rules = load_acl_rules(config_.acl.file_path);
   if (!rules.is_ok()) {
     log_error("ACL: " + rules.status().message() + "; the rules loaded before stay in force");
     return;
   }
-  log_info("ACL: reloaded " + config_.acl_file_path + ": " + rules_summary(*rules));
+  log_info("ACL: reloaded " + config_.acl.file_path + ": " + rules_summary(*rules));
   validator_->replace(std::move(*rules));
 }
 

@@ -197,20 +197,20 @@ TEST(BrokerConfigTest, EnablePropertyFilter) {
 }
 
 TEST(BrokerConfigTest, MetricsKeys) {
-  EXPECT_FALSE(BrokerConfig{}.metrics_prom);
+  EXPECT_FALSE(BrokerConfig{}.metrics.prom);
   io::Result<BrokerConfig> on = parse_broker_config(
       "metricsExporterType=PROM\nmetricsPromExporterPort=9100\nmetricsPromExporterHost=0.0.0.0\n",
       "f");
   ASSERT_TRUE(on.is_ok()) << on.status().to_string();
-  EXPECT_TRUE(on->metrics_prom);
-  EXPECT_EQ(on->metrics_prom_port, 9100);
-  EXPECT_EQ(on->metrics_prom_host, "0.0.0.0");
+  EXPECT_TRUE(on->metrics.prom);
+  EXPECT_EQ(on->metrics.port, 9100);
+  EXPECT_EQ(on->metrics.host, "0.0.0.0");
   const std::string described = describe_broker_config(*on);
   EXPECT_NE(described.find("metricsExporterType=PROM\n"), std::string::npos) << described;
   EXPECT_NE(described.find("metricsPromExporterPort=9100\n"), std::string::npos);
   io::Result<BrokerConfig> off = parse_broker_config("metricsExporterType=DISABLE\n", "f");
   ASSERT_TRUE(off.is_ok());
-  EXPECT_FALSE(off->metrics_prom);
+  EXPECT_FALSE(off->metrics.prom);
   EXPECT_EQ(error_of("metricsExporterType=GRPC"),
             "broker.conf:1: metricsExporterType 'GRPC' is not an exporter uringmq serves: PROM "
             "(Prometheus text on metricsPromExporterPort) or DISABLE");

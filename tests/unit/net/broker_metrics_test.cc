@@ -156,8 +156,8 @@ size_t pull_until(RemotingClient& client, int queue, size_t want) {
 TEST(BrokerMetricsTest, ScrapeMatchesWhatTheTestDid) {
   uringmq::testing::TempDir dir;
   RunningBroker broker(dir.path(), [](BrokerConfig& c) {
-    c.metrics_prom = true;
-    c.metrics_prom_port = 0;
+    c.metrics.prom = true;
+    c.metrics.port = 0;
   });
   ASSERT_NE(broker.metrics_port(), 0);
   auto client = broker.client();
@@ -286,8 +286,8 @@ TEST(BrokerMetricsTest, ScrapeMatchesWhatTheTestDid) {
 TEST(BrokerMetricsTest, ErrorsAndASilentScraper) {
   uringmq::testing::TempDir dir;
   RunningBroker broker(dir.path(), [](BrokerConfig& c) {
-    c.metrics_prom = true;
-    c.metrics_prom_port = 0;
+    c.metrics.prom = true;
+    c.metrics.port = 0;
   });
   const uint16_t port = broker.metrics_port();
   const int silent = connect_to(port);  // connects and never sends: holds one slot only
@@ -304,8 +304,8 @@ TEST(BrokerMetricsTest, ErrorsAndASilentScraper) {
 TEST(BrokerMetricsTest, LagAfterARestartFromOffsetQueries) {
   uringmq::testing::TempDir dir;
   auto adjust = [](BrokerConfig& c) {
-    c.metrics_prom = true;
-    c.metrics_prom_port = 0;
+    c.metrics.prom = true;
+    c.metrics.port = 0;
   };
   const Fields queue0 = {{"topic", "MT"}, {"consumerGroup", "CG"}, {"queueId", "0"}};
   {
@@ -338,8 +338,8 @@ TEST(BrokerMetricsTest, SilentScrapersAreClosedAfterTheTimeout) {
   uringmq::testing::TempDir dir;
   io::ManualClock clock;
   RunningBroker broker(dir.path(), [&](BrokerConfig& c) {
-    c.metrics_prom = true;
-    c.metrics_prom_port = 0;
+    c.metrics.prom = true;
+    c.metrics.port = 0;
     c.store.clock = &clock;
   });
   const uint16_t port = broker.metrics_port();

@@ -300,8 +300,8 @@ TEST_F(BrokerTlsTest, TheMetricsEndpointFollowsTheTlsMode) {
     TempDir store;
     RunningBroker broker(store.path(), [&](BrokerConfig& c) {
       if (mode != TlsMode::disabled) use_server_tls(c, certs_, mode);
-      c.metrics_prom = true;
-      c.metrics_prom_port = 0;
+      c.metrics.prom = true;
+      c.metrics.port = 0;
     });
     const std::string over_tls = scrape(broker.metrics_port(), true);
     const std::string plain = scrape(broker.metrics_port(), false);
@@ -326,8 +326,8 @@ TEST_F(BrokerTlsTest, TheMetricsEndpointFollowsTheTlsMode) {
 TEST_F(BrokerTlsTest, ATlsClientThatNeverReadsStaysWithinTheOutputLimit) {
   RunningBroker broker(store_dir_.path(), [&](BrokerConfig& c) {
     use_server_tls(c, certs_, TlsMode::enforcing);
-    c.metrics_prom = true;
-    c.metrics_prom_port = 0;
+    c.metrics.prom = true;
+    c.metrics.port = 0;
   });
   auto good = broker.client(tls_client());
   const std::string big(1 << 20, 'x');
