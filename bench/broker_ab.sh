@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # bench/broker_ab.sh: the broker's CPU cost per message, build B against build A of uringmq (a
 # refactor of the broker should cost no more than 5% more CPU per message: B/A <= 1.05),
-# interleaved: each round runs every workload on A, then on B, each run a fresh broker on a
-# fresh store (bench/peer_lib.sh, the pieces bench/peer.sh uses for its uringmq side; no Java
-# broker here).
+# interleaved: each round runs every workload on A and on B (A first in odd rounds, B first in
+# even ones), each run a fresh broker on a fresh store (bench/peer_lib.sh, the pieces
+# bench/peer.sh uses for its uringmq side; no Java broker here).
 #
 # Workloads, FLUSH (SYNC_FLUSH), 128 B messages, topic BenchTopic with 8 queues:
 #   netbench  uringmq-net-bench (CONNS connections x PIPELINE sends in flight): cheaper per
@@ -70,8 +70,12 @@ trap 'cluster_kill_all; rm -rf "$work/store"' EXIT
 dat=$work/broker_ab.dat
 : >"$dat"
 for round in $(seq 1 "$ROUNDS"); do
+  # Odd rounds run A first, even rounds B first: a warm page cache or a neighbour's burst does
+  # not always favour the same build.
+  order="A B"
+  [ $((round % 2)) -eq 0 ] && order="B A"
   for workload in $WORKLOADS; do
-    for side in A B; do
+    for side in $order; do
       build=$build_a
       [ "$side" = B ] && build=$build_b
       echo "round $round $workload $side: load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
