@@ -13,6 +13,7 @@
 #include "io/clock.h"
 #include "net/core/client_table.h"
 #include "net/core/membership.h"
+#include "net/core/messaging.h"
 #include "net/core/store_calls.h"
 #include "net/core/subscription_groups.h"
 #include "net/core/topics.h"
@@ -35,7 +36,8 @@ struct BrokerCore {
         calls(ledger),
         config_disk(config),
         topics(config, config_disk, *clock, std::move(topics_changed)),
-        membership(config) {}
+        membership(config),
+        messaging(config, *clock, calls, topics) {}
 
   BrokerConfig config;  // a copy: UPDATE_BROKER_CONFIG changes the run-time keys
   Store& store;
@@ -45,6 +47,7 @@ struct BrokerCore {
   ConfigDisk config_disk;
   Topics topics;
   Membership membership;
+  Messaging messaging;  // sends: checked, posted, their outcomes
   ClientTable clients;  // what heartbeats say about clients (admin listings)
   std::unique_ptr<SubscriptionGroups> subscription_groups;
 };

@@ -20,14 +20,9 @@
 
 #include "io/status.h"
 
-namespace uringmq::net {
+#include "net/core/messaging.h"
 
-// One message of a batch: views into the batch body.
-struct BatchEntry {
-  int32_t flag = 0;
-  std::span<const std::byte> body;
-  std::string_view properties;
-};
+namespace uringmq::net {
 
 // The fixed bytes of an entry: TOTALSIZE, MAGICCODE, BODYCRC, FLAG, BODY LEN, PROPS LEN.
 inline constexpr uint32_t kBatchEntryFixedBytes = 4 + 4 + 4 + 4 + 4 + 2;

@@ -41,9 +41,8 @@ void RemotingHandlers::handle(uint32_t conn, RemotingCommand& request,
       return handle_route(conn, request);
     case req::kSendMessage:
     case req::kSendMessageV2:
-      return parts_.messages.handle_send(conn, request, body);
     case req::kSendBatchMessage:
-      return parts_.messages.handle_send_batch(conn, request, body);
+      return parts_.messages.handle_send(conn, request, body);
     case req::kPullMessage:
       return parts_.messages.handle_pull(conn, request);
     case req::kQueryConsumerOffset:

@@ -16,6 +16,7 @@ BrokerPart::BrokerPart(BrokerReactor& reactor, BrokerParts& parts)
       clock_(reactor.core_.clock),
       calls_(reactor.core_.calls),
       topics_(reactor.core_.topics),
+      messaging_(reactor.core_.messaging),
       membership_(reactor.core_.membership),
       clients_(reactor.core_.clients),
       subscription_groups_(reactor.core_.subscription_groups),

@@ -80,6 +80,7 @@ class BrokerPart {
   io::Clock* const clock_;
   StoreCalls& calls_;
   Topics& topics_;
+  Messaging& messaging_;
   Membership& membership_;
   ClientTable& clients_;
   std::unique_ptr<SubscriptionGroups>& subscription_groups_;

@@ -1,0 +1,285 @@
+#include "net/core/messaging.h"
+
+#include "engine/delivery/timer_message.h"
+#include "engine/delivery/transactions.h"
+#include "engine/log/message_codec.h"
+#include "engine/log/properties.h"
+#include "io/assert.h"
+
+namespace uringmq::net {
+namespace {
+
+// A client may name uringmq's internal properties only to cancel timers (__UMQ_CANCEL_KEY);
+// the others are the store's to write (a delivery marker a client sent would be read back by
+// recovery as the store's own, the record CRC is the store's).
+bool client_may_send(std::string_view name) {
+  return name == engine::kPropertyTimerCancelKey || !engine::is_internal_property(name);
+}
+
+// True when a client's property text holds no internal property (kept as it is).
+bool only_client_properties(std::string_view text) {
+  bool clean = true;
+  engine::for_each_property(text, [&](std::string_view name, std::string_view) {
+    clean = clean && client_may_send(name);
+  });
+  return clean;
+}
+
+// Client-sent properties, minus the internal ones the store writes itself.
+std::string client_properties(std::string_view text) {
+  if (only_client_properties(text)) return std::string(text);
+  std::string out;
+  engine::for_each_property(text, [&](std::string_view name, std::string_view value) {
+    if (client_may_send(name)) engine::append_property(out, name, value);
+  });
+  return out;
+}
+
+// RocketMQ's isWaitStoreMsgOK: a message whose WAIT property is "false" is answered without
+// waiting for its replica under SYNC_MASTER.
+bool waits_for_replica(std::string_view properties) {
+  return engine::find_property(properties, "WAIT") != std::optional<std::string_view>("false");
+}
+
+// The longest property string a client may send: RocketMQ's limit (Short.MAX_VALUE) less what
+// the store appends (a \x02 and the record CRC property).
+constexpr uint32_t kMaxClientPropertiesBytes =
+    engine::kMaxPropertiesBytes - 1 - engine::kRecordCrcPropertyBytes;
+
+// The fields of a message a send gives (a single message, or the batch's fields copied into
+// each of its messages). Only the compression and transaction bits of sys_flag are the
+// client's to set; the host-family bits describe the stored record and are the store's.
+void set_call_fields(Message& message, const SendCall& call, int64_t now_ms) {
+  message.sys_flag = call.sys_flag & ~(engine::kSysFlagBornHostV6 | engine::kSysFlagStoreHostV6);
+  message.born_timestamp_ms = call.born_timestamp_ms.value_or(now_ms);
+  message.born_host = call.born_host;
+  message.reconsume_times = call.reconsume_times;
+}
+
+// The topic of any send: a valid name, not internal.
+std::optional<Refusal> check_topic_name(const std::string& topic) {
+  if (!valid_topic_name(topic)) {
+    return Refusal{Fault::illegal_message,
+                   "the topic is missing or invalid (1-127 characters of [%|a-zA-Z0-9_-])"};
+  }
+  if (is_internal_topic(topic)) {
+    return Refusal{Fault::no_permission, "Sending message to topic[" + topic +
+                                             "] is forbidden: it is internal to the broker"};
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+uint32_t Messaging::start_send(const Ticket& ticket, uint32_t shard, std::string topic,
+                               int64_t queue_id, std::span<const std::byte> body) {
+  uint32_t index = calls_.start(BrokerOp::Kind::send, ticket, shard);
+  BrokerOp& op = calls_.op(index);
+  op.deadline_ms = clock_.now_ms() + config_.sync_flush_timeout_ms;
+  op.topic = std::move(topic);
+  op.queue_id = static_cast<int32_t>(queue_id);
+  op.data.assign(body.begin(), body.end());
+  calls_.reserve(index, body.size());
+  op.message = Message{};
+  op.message.topic = op.topic;
+  op.message.queue_id = op.queue_id;
+  op.batch.clear();
+  return index;
+}
+
+std::optional<Refusal> Messaging::post(uint32_t index, const io::Status& posted) {
+  if (posted.is_ok()) return std::nullopt;
+  calls_.end(index);
+  return Refusal{store_refusal(posted.code()).fault, posted.message()};
+}
+
+std::optional<Refusal> Messaging::send(const Ticket& ticket, uint32_t shard, const SendCall& call) {
+  if (auto refused = check_topic_name(call.topic)) return refused;
+  const uint32_t max_body = config_.store.log.limits.max_body_bytes;
+  if (call.body.size() > max_body) {
+    return Refusal{Fault::illegal_message,
+                   "the message body is " + std::to_string(call.body.size()) +
+                       " bytes, over maxMessageSize " + std::to_string(max_body)};
+  }
+  std::string properties = client_properties(call.properties);
+  if (properties.size() > kMaxClientPropertiesBytes) {
+    return Refusal{Fault::illegal_message,
+                   "the message properties are " + std::to_string(properties.size()) +
+                       " bytes, over the limit of " + std::to_string(kMaxClientPropertiesBytes) +
+                       " (RocketMQ's " + std::to_string(engine::kMaxPropertiesBytes) +
+                       ", Short.MAX_VALUE, less the record CRC the broker adds)"};
+  }
+  std::string topic = call.topic;
+  int64_t queue_id = call.queue_id;
+  // A retry copy that used up its attempts goes to the dead-letter topic (Java's
+  // handleRetryAndDLQ), with no delay.
+  if (topic.starts_with(kRetryPrefix) && call.reconsume_times >= call.max_reconsume_times) {
+    topic = std::string(kDlqPrefix) + topic.substr(kRetryPrefix.size());
+    std::string kept;
+    engine::for_each_property(properties, [&](std::string_view name, std::string_view value) {
+      if (name != engine::kPropertyDelayTimeLevel) engine::append_property(kept, name, value);
+    });
+    properties = std::move(kept);
+    queue_id = 0;
+  }
+  if (auto refused = topics_.check_send(topic, &queue_id, call.client_queue_nums)) return refused;
+  uint32_t index = start_send(ticket, shard, std::move(topic), queue_id, call.body);
+  BrokerOp& op = calls_.op(index);
+  op.wait_replica = waits_for_replica(properties);
+  op.properties = std::move(properties);
+  op.message.body = op.data;
+  op.message.properties = op.properties;
+  op.message.flag = call.flag;
+  set_call_fields(op.message, call, clock_.now_ms());
+  return post(index, calls_.session().send_async(op.message, index, op.shard));
+}
+
+// One queue, consecutive offsets, one answer (Java's SendMessageProcessor.asyncSendBatchMessage,
+// CommitLog.asyncPutMessages).
+std::optional<Refusal> Messaging::send_batch(const Ticket& ticket, uint32_t shard,
+                                             const SendCall& call, BatchDecoder decode) {
+  if (auto refused = check_topic_name(call.topic)) return refused;
+  // The Java client refuses both before sending (MessageBatch.generateFromList); its broker
+  // answers a delayed batch MESSAGE_ILLEGAL (CommitLog.asyncPutMessages).
+  if (call.topic.starts_with(kRetryPrefix)) {
+    return Refusal{Fault::illegal_message,
+                   "Retry Group is not supported for batching: topic " + call.topic};
+  }
+  // Java's CommitLog.asyncPutMessages answers MESSAGE_ILLEGAL for a batch whose sysFlag has
+  // transaction bits; stored, its messages would be visible before any commit.
+  if (const int32_t bits = call.sys_flag & engine::kSysFlagTransactionMask; bits != 0) {
+    return Refusal{Fault::illegal_message,
+                   "a transactional message (sysFlag transaction bits " + std::to_string(bits) +
+                       ") is not supported for batching: send each one alone; topic " + call.topic};
+  }
+  const uint32_t max_body = config_.store.log.limits.max_body_bytes;
+  if (call.body.size() > max_body) {
+    return Refusal{Fault::illegal_message,
+                   "the batch body is " + std::to_string(call.body.size()) +
+                       " bytes, over maxMessageSize " + std::to_string(max_body) +
+                       " (the limit applies to the whole batch, as in RocketMQ)"};
+  }
+  std::string batch_properties = client_properties(call.properties);
+  if (const char* why = engine::batch_property_refusal(batch_properties)) {
+    return Refusal{Fault::illegal_message, std::string("the batch's own properties: ") + why};
+  }
+  int64_t queue_id = call.queue_id;
+  if (auto refused = topics_.check_send(call.topic, &queue_id, call.client_queue_nums)) {
+    return refused;
+  }
+  uint32_t index = start_send(ticket, shard, call.topic, queue_id, call.body);
+  BrokerOp& op = calls_.op(index);
+  op.wait_replica = waits_for_replica(batch_properties);
+  // The batch's fields, copied into each message.
+  set_call_fields(op.message, call, clock_.now_ms());
+  if (auto refused = build_batch(index, batch_properties, decode)) {
+    calls_.end(index);
+    return refused;
+  }
+  return post(index,
+              calls_.session().send_batch_async(op.batch, op.batch_offsets, index, op.shard));
+}
+
+// Each message's record properties: its own (less the internal ones a client may not send) and
+// then the batch's, as Java's MessageExtBatchEncoder appends them. Views into op.data when
+// nothing is added; else into one arena (op.properties) sized first, so it never moves.
+std::optional<Refusal> Messaging::build_batch(uint32_t index, std::string_view batch_properties,
+                                              BatchDecoder decode) {
+  BrokerOp& op = calls_.op(index);
+  io::Status s = decode(op.data, kMaxBatchMessages, &batch_entries_);
+  if (!s.is_ok()) return Refusal{Fault::illegal_message, s.message()};
+  size_t arena = 0;
+  bool views = batch_properties.empty();
+  for (const BatchEntry& e : batch_entries_) {
+    if (views && !only_client_properties(e.properties)) views = false;
+    arena += e.properties.size() + 1 + batch_properties.size();
+  }
+  op.properties.clear();
+  if (!views) op.properties.reserve(arena);
+  batch_props_at_.clear();
+  for (size_t i = 0; i < batch_entries_.size(); i++) {
+    const BatchEntry& e = batch_entries_[i];
+    if (const char* why = engine::batch_property_refusal(e.properties)) {
+      return Refusal{Fault::illegal_message,
+                     "message " + std::to_string(i) + " of the batch: " + why};
+    }
+    size_t size = e.properties.size();
+    if (!views) {
+      batch_props_at_.push_back(static_cast<uint32_t>(op.properties.size()));
+      const size_t before = op.properties.size();
+      engine::for_each_property(e.properties, [&](std::string_view name, std::string_view value) {
+        if (!client_may_send(name)) return;
+        if (op.properties.size() > before) op.properties.push_back('\x02');
+        op.properties.append(name);
+        op.properties.push_back('\x01');
+        op.properties.append(value);
+      });
+      if (!batch_properties.empty()) {
+        if (op.properties.size() > before) op.properties.push_back('\x02');
+        op.properties += batch_properties;
+      }
+      size = op.properties.size() - before;
+    }
+    if (size > kMaxClientPropertiesBytes) {
+      return Refusal{Fault::illegal_message, "message " + std::to_string(i) + " of the batch has " +
+                                                 std::to_string(size) +
+                                                 " bytes of properties, over the limit of " +
+                                                 std::to_string(kMaxClientPropertiesBytes)};
+    }
+  }
+  UMQ_ASSERT(views || op.properties.size() <= arena);  // the arena never moved
+  batch_props_at_.push_back(static_cast<uint32_t>(op.properties.size()));
+  op.batch.resize(batch_entries_.size());
+  op.batch_offsets.assign(batch_entries_.size(), StoreOffset{});
+  for (size_t i = 0; i < batch_entries_.size(); i++) {
+    Message& m = op.batch[i];
+    m = op.message;
+    m.flag = batch_entries_[i].flag;
+    m.body = batch_entries_[i].body;
+    m.properties =
+        views ? batch_entries_[i].properties
+              : std::string_view(op.properties)
+                    .substr(batch_props_at_[i], batch_props_at_[i + 1] - batch_props_at_[i]);
+  }
+  return std::nullopt;
+}
+
+std::variant<Refusal, SendReceipt> Messaging::send_outcome(const BrokerOp& op,
+                                                           const Completion& c) const {
+  const bool batch = !op.batch.empty();
+  if (c.code == io::Code::too_large && batch) {
+    return Refusal{Fault::illegal_message,
+                   "a message of the batch is over the store's limits (its body over "
+                   "maxMessageSize, or its record over the segment): nothing was stored"};
+  }
+  if (c.code == io::Code::too_large) {
+    // The body and the client's properties were checked before; what is left is a delayed or
+    // timed message whose properties grew past the limit with the fields the store adds.
+    return Refusal{Fault::illegal_message,
+                   "the message properties, with the fields the broker adds to a delayed or "
+                   "timed message (REAL_TOPIC, REAL_QID, DELAY, TIMER_OUT_MS), exceed " +
+                       std::to_string(engine::kMaxPropertiesBytes) + " bytes"};
+  }
+  const bool prepared = (op.message.sys_flag & engine::kSysFlagTransactionMask) ==
+                        engine::kSysFlagTransactionPrepared;
+  if (prepared && c.code == io::Code::busy) {
+    // The two refusals only a prepared message meets (engine/README.md, "Transactional
+    // messages"), named so that an operator can tell them from a plain busy or bad message.
+    return Refusal{Fault::busy, "the store is busy, or the queue's shard holds " +
+                                    std::to_string(config_.store.transaction_window_max) +
+                                    " half messages from its oldest one not ended (commit or "
+                                    "roll back open transactions): the half was not stored, "
+                                    "try again"};
+  }
+  if (prepared && c.code == io::Code::invalid_argument) {
+    return Refusal{Fault::illegal_message,
+                   "invalid message (for a prepared message, also: a DELAY that is not a "
+                   "number, or a malformed or too distant timer property, which its commit "
+                   "could not take)"};
+  }
+  if (c.code != io::Code::ok) return store_refusal(c.code);
+  return SendReceipt{op.queue_id, c.queue_offset, c.offset,
+                     local_offset(c.offset).value + c.size_bytes};
+}
+
+}  // namespace uringmq::net

@@ -1,0 +1,96 @@
+#pragma once
+// Messaging: the broker core's sends as typed calls. A send (one message, or a batch into one
+// queue) is checked against the topic rules and the store's limits, its properties cleaned of
+// what only the store may write, posted to the store through StoreCalls, and its completion
+// turned into a receipt or a Refusal. Wire adapters decode their requests into SendCalls and
+// encode the receipts; they never check a message themselves.
+//
+// Threading: the reactor thread.
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "engine/store.h"
+#include "io/clock.h"
+#include "net/core/faults.h"
+#include "net/core/store_calls.h"
+#include "net/core/topics.h"
+#include "net/ops/broker_config.h"
+
+namespace uringmq::net {
+
+// One message of a batch: views into the batch body.
+struct BatchEntry {
+  int32_t flag = 0;
+  std::span<const std::byte> body;
+  std::string_view properties;
+};
+
+// Decodes a batch body into its messages (the remoting MessageBatch format, say); a bad body is
+// an error naming the cause.
+using BatchDecoder = io::Status (*)(std::span<const std::byte> body, uint32_t max_messages,
+                                    std::vector<BatchEntry>* out);
+
+// A send: the message's fields as its producer set them.
+struct SendCall {
+  std::string topic;
+  int64_t queue_id = -1;  // < 0: a queue picked by the broker
+  int32_t sys_flag = 0;
+  std::optional<int64_t> born_timestamp_ms;  // none: the broker's clock
+  engine::HostAddress born_host;
+  int32_t flag = 0;
+  int32_t reconsume_times = 0;
+  int32_t max_reconsume_times = 16;
+  // The queue count a topic this send creates gets (0: TBW102's).
+  int32_t client_queue_nums = 0;
+  std::string_view properties;  // RocketMQ's encoding: name \x01 value, \x02 between
+  std::span<const std::byte> body;
+};
+
+// A send stored: its queue, the queue offset of its (first) message, and the end of its (last)
+// record in the shard's log (what a slave must hold before SYNC_MASTER answers).
+struct SendReceipt {
+  int32_t queue_id = 0;
+  QueueOffset queue_offset;
+  StoreOffset offset;    // the (first) record
+  uint64_t log_end = 0;  // shard-local
+};
+
+class Messaging {
+ public:
+  Messaging(const BrokerConfig& config, io::Clock& clock, StoreCalls& calls, Topics& topics)
+      : config_(config), clock_(clock), calls_(calls), topics_(topics) {}
+
+  // Checks and posts a send for `ticket` on presented broker `shard`; nullopt once posted (the
+  // op's completion carries the outcome: send_outcome), else why it was not.
+  std::optional<Refusal> send(const Ticket& ticket, uint32_t shard, const SendCall& call);
+  // The same for a batch: `call.body` holds the messages, decoded by `decode`; every message is
+  // stored in one queue at consecutive queue offsets.
+  std::optional<Refusal> send_batch(const Ticket& ticket, uint32_t shard, const SendCall& call,
+                                    BatchDecoder decode);
+  // A send op's completion: its receipt, or why it was not stored.
+  std::variant<Refusal, SendReceipt> send_outcome(const BrokerOp& op, const Completion& c) const;
+
+ private:
+  // A send op holding a copy of the body, its topic and queue in op.message.
+  uint32_t start_send(const Ticket& ticket, uint32_t shard, std::string topic, int64_t queue_id,
+                      std::span<const std::byte> body);
+  // Decodes the batch op `index` holds into op.batch; a refusal names the cause.
+  std::optional<Refusal> build_batch(uint32_t index, std::string_view batch_properties,
+                                     BatchDecoder decode);
+  std::optional<Refusal> post(uint32_t index, const io::Status& posted);
+
+  const BrokerConfig& config_;
+  io::Clock& clock_;
+  StoreCalls& calls_;
+  Topics& topics_;
+  std::vector<BatchEntry> batch_entries_;  // scratch of send_batch (capacity kept)
+  std::vector<uint32_t> batch_props_at_;   // scratch: each message's properties in the arena
+};
+
+}  // namespace uringmq::net
