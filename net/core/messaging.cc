@@ -1,10 +1,14 @@
 #include "net/core/messaging.h"
 
+#include <algorithm>
+#include <cstring>
+
 #include "engine/delivery/timer_message.h"
 #include "engine/delivery/transactions.h"
 #include "engine/log/message_codec.h"
 #include "engine/log/properties.h"
 #include "io/assert.h"
+#include "net/common/log.h"
 
 namespace uringmq::net {
 namespace {
@@ -280,6 +284,87 @@ std::variant<Refusal, SendReceipt> Messaging::send_outcome(const BrokerOp& op,
   if (c.code != io::Code::ok) return store_refusal(c.code);
   return SendReceipt{op.queue_id, c.queue_offset, c.offset,
                      local_offset(c.offset).value + c.size_bytes};
+}
+
+std::optional<Refusal> Messaging::pull(const Ticket& ticket, uint32_t shard, PullCall call) {
+  if (!valid_topic_name(call.topic)) {
+    return Refusal{Fault::bad_request, "the topic is missing or invalid"};
+  }
+  if (auto refused = topics_.check_pull(call.topic, call.queue_id)) return refused;
+  uint32_t index = calls_.start(BrokerOp::Kind::pull, ticket, shard);
+  BrokerOp& op = calls_.op(index);
+  op.topic = std::move(call.topic);
+  op.group = std::move(call.group);  // for the metrics
+  op.tag_filter = call.sql_filter == nullptr ? std::move(call.tag_filter) : std::string("*");
+  op.sql_filter = std::move(call.sql_filter);
+  op.queue_id = call.queue_id;
+  // The answer's room is reserved now, so a pipelined batch of pulls stops at the caller's
+  // output limit before their answers exist.
+  op.data.resize(call.buffer_bytes);
+  calls_.reserve(index, call.buffer_bytes);
+  op.pull = PullRequest{};
+  op.pull.topic = op.topic;
+  op.pull.queue_id = op.queue_id;
+  op.pull.queue_offset = QueueOffset{call.queue_offset};
+  op.pull.max_messages =
+      static_cast<uint32_t>(std::clamp<int64_t>(call.max_messages, 1, kMaxPullMessages));
+  op.pull.tag_filter = op.tag_filter;
+  op.pull.sql_filter = op.sql_filter.get();
+  op.pull.buffer = op.data;
+  if (call.hold_ms >= 0) op.pull.wait_ms = std::min(call.hold_ms, config_.max_suspend_ms);
+  return post(index, calls_.session().pull_async(op.pull, index, op.shard));
+}
+
+std::variant<Refusal, PullResult> Messaging::pull_outcome(BrokerOp& op, const Completion& c) const {
+  if (c.code != io::Code::ok) return store_refusal(c.code);
+  if (c.pull_status == PullStatus::corrupt) {  // never served; the consumer retries
+    return Refusal{Fault::system, "damaged message at queue offset " +
+                                      std::to_string(c.queue_offset.value) + " (physical offset " +
+                                      std::to_string(wire_offset_of(c.offset).value) +
+                                      ") failed its CRC check and is not served; see the broker "
+                                      "log"};
+  }
+  PullResult result;
+  result.status = c.pull_status;
+  result.next_offset = c.next_offset;
+  result.min_offset = c.min_offset;
+  result.max_offset = c.max_offset;
+  if (c.pull_status == PullStatus::found) {
+    result.message_count = c.message_count;
+    std::span<std::byte> records(op.data.data(), c.size_bytes);
+    result.records = records.first(client_records(op.shard, records));
+  }
+  return result;
+}
+
+size_t client_records(uint32_t shard, std::span<std::byte> records) {
+  size_t read = 0;
+  size_t written = 0;
+  while (read + engine::kRecordPhysicalOffsetAt + 8 <= records.size()) {
+    const uint32_t size = engine::record_total_size(records.subspan(read));
+    if (size == 0 || read + size > records.size()) break;
+    const uint64_t local = engine::record_physical_offset(records.subspan(read));
+    uint32_t kept = engine::write_client_record(
+        records.subspan(read, size),
+        static_cast<int64_t>(wire_offset_of(make_store_offset(shard, LogOffset{local})).value),
+        records.data() + written);
+    if (kept == 0) {
+      // Lengths that do not add up (damaged on disk after the store checked them): the record
+      // goes as it is stored, and the client's decoder judges it.
+      log_warn("a pulled record of shard " + std::to_string(shard) + " at offset " +
+               std::to_string(local) + ": its length fields do not add up; sent unchanged");
+      std::memmove(records.data() + written, records.data() + read, size);
+      kept = size;
+    }
+    read += size;
+    written += kept;
+  }
+  // Bytes that do not start a whole record go as they are.
+  if (read < records.size()) {
+    std::memmove(records.data() + written, records.data() + read, records.size() - read);
+    written += records.size() - read;
+  }
+  return written;
 }
 
 }  // namespace uringmq::net

@@ -1,13 +1,15 @@
 #pragma once
-// Messaging: the broker core's sends as typed calls. A send (one message, or a batch into one
-// queue) is checked against the topic rules and the store's limits, its properties cleaned of
-// what only the store may write, posted to the store through StoreCalls, and its completion
-// turned into a receipt or a Refusal. Wire adapters decode their requests into SendCalls and
-// encode the receipts; they never check a message themselves.
+// Messaging: the broker core's sends and pulls as typed calls. A send (one message, or a batch
+// into one queue) is checked against the topic rules and the store's limits, its properties
+// cleaned of what only the store may write, posted to the store through StoreCalls, and its
+// completion turned into a receipt or a Refusal. A pull is checked the same way and its records
+// are rewritten as clients receive them. Wire adapters decode their requests into calls and
+// encode the results; they never check a message themselves.
 //
 // Threading: the reactor thread.
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -15,11 +17,13 @@
 #include <variant>
 #include <vector>
 
+#include "engine/queues/sql_filter.h"
 #include "engine/store.h"
 #include "io/clock.h"
 #include "net/core/faults.h"
 #include "net/core/store_calls.h"
 #include "net/core/topics.h"
+#include "net/core/wire_offset.h"
 #include "net/ops/broker_config.h"
 
 namespace uringmq::net {
@@ -61,6 +65,41 @@ struct SendReceipt {
   uint64_t log_end = 0;  // shard-local
 };
 
+// The most messages one pull answers.
+inline constexpr uint32_t kMaxPullMessages = 64;
+
+// A pull: one queue of a topic from a queue offset, for a consumer group.
+struct PullCall {
+  std::string topic;
+  std::string group;
+  int32_t queue_id = 0;
+  int64_t queue_offset = 0;
+  int32_t max_messages = 32;  // clamped to 1..kMaxPullMessages
+  std::string tag_filter = "*";
+  std::shared_ptr<const engine::SqlFilter> sql_filter;  // null: the tag filter applies
+  // How long the store may hold the pull for new messages, ms (clamped to maxPullSuspendMillis);
+  // < 0: not held.
+  int64_t hold_ms = -1;
+  uint32_t buffer_bytes = kPullBufferBytes;  // room for the records of one answer
+};
+
+// A pull answered: what was found, where the consumer goes on from, the queue's range, and the
+// records as clients receive them (views into the op's buffer).
+struct PullResult {
+  PullStatus status = PullStatus::no_new_message;
+  QueueOffset next_offset;
+  QueueOffset min_offset;
+  QueueOffset max_offset;
+  uint32_t message_count = 0;
+  std::span<const std::byte> records;
+};
+
+// The pulled records as clients receive them, compacted in place: each without uringmq's
+// internal properties and record CRC, and with PHYSICALOFFSET in its wire form (the stored one is
+// shard-local; clients echo it back in a send-back and build msgIds from it). Returns the bytes
+// kept.
+size_t client_records(uint32_t shard, std::span<std::byte> records);
+
 class Messaging {
  public:
   Messaging(const BrokerConfig& config, io::Clock& clock, StoreCalls& calls, Topics& topics)
@@ -75,6 +114,12 @@ class Messaging {
                                     BatchDecoder decode);
   // A send op's completion: its receipt, or why it was not stored.
   std::variant<Refusal, SendReceipt> send_outcome(const BrokerOp& op, const Completion& c) const;
+  // Checks and posts a pull; nullopt once posted (pull_outcome reads its completion).
+  std::optional<Refusal> pull(const Ticket& ticket, uint32_t shard, PullCall call);
+  // A pull op's completion: its result (records rewritten for clients in the op's buffer), or
+  // why it failed. A record larger than the buffer is the caller's to ask again with room
+  // (Code too_large).
+  std::variant<Refusal, PullResult> pull_outcome(BrokerOp& op, const Completion& c) const;
 
  private:
   // A send op holding a copy of the body, its topic and queue in op.message.

@@ -9,9 +9,6 @@
 
 namespace uringmq::net {
 
-// The most messages one pull answers.
-constexpr uint32_t kMaxPullMessages = 64;
-
 // A store request not carried out, answered by the store's Code: the response code and the
 // remark (net/core/faults.h).
 inline int32_t error_code(io::Code code) {

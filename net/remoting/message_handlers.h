@@ -14,7 +14,6 @@ class MessageHandlers final : public BrokerPart {
   void handle_send(uint32_t conn, RemotingCommand& request, std::span<const std::byte> body);
   void reply_batch(BrokerOp& op, const SendReceipt& receipt);
   void handle_pull(uint32_t conn, RemotingCommand& request);
-  size_t client_records(uint32_t shard, std::span<std::byte> records) const;
   void handle_queue_query(uint32_t conn, RemotingCommand& request);
   void handle_offset_update(uint32_t conn, RemotingCommand& request);
   void handle_send_back(uint32_t conn, RemotingCommand& request);

@@ -67,16 +67,39 @@ void MessageHandlers::handle_pull(uint32_t conn, RemotingCommand& request) {
   if (std::optional<Refusal> refused = topics_.check_pull(*topic, *queue_id)) {
     return reply_refusal(conn, request, *refused);
   }
-  std::shared_ptr<const engine::SqlFilter> sql_filter;
-  if (!parts_.filters.pull_sql_filter(conn, request, *group, *topic, sys_flag, &sql_filter)) return;
+  PullCall call;
+  if (!parts_.filters.pull_sql_filter(conn, request, *group, *topic, sys_flag, &call.sql_filter)) {
+    return;
+  }
+  if ((sys_flag & 1) != 0 && commit >= 0 && !is_slave() && is_internal_group(*group)) {
+    return reply_code(conn, request, rc::kNoPermission,
+                      "consumer group " + *group +
+                          " is internal to the broker: its offsets are not the client's to "
+                          "commit");
+  }
+  call.topic = *topic;
+  call.group = *group;
+  call.queue_id = *queue_id;
+  call.queue_offset = *offset;
+  call.max_messages = max_msg_nums.value_or(32);
+  if (const std::string* sub = request.ext("subscription")) call.tag_filter = *sub;
+  // Past connectionBuffersMaxBytes, counting the buffers of held pulls whose connections
+  // closed (the shard owns them until the hold ends), pulls are small and not held: a client
+  // that opens, holds pulls and closes again and again cannot pile them up.
+  const bool over_budget = buffer_bytes_ + orphan_bytes_ > config_.connection_buffers_max_bytes;
+  call.buffer_bytes =
+      !over_budget && output_bytes(conns_[conn]) + kPullBufferBytes <= kConnectionOutputMaxBytes / 2
+          ? kPullBufferBytes
+          : kSmallPullBufferBytes;
+  if ((sys_flag & 2) != 0 && !over_budget)
+    call.hold_ms = std::max<int64_t>(suspend_ms.value_or(15000), 0);
+  const Ticket ticket = ticket_of(conn, conns_[conn].generation, request);
+  if (std::optional<Refusal> refused =
+          messaging_.pull(ticket, conns_[conn].shard, std::move(call))) {
+    return reply_refusal(conn, request, *refused);
+  }
   // A slave does not store the offset a pull carries (RocketMQ's PullMessageProcessor).
   if ((sys_flag & 1) != 0 && commit >= 0 && !is_slave()) {
-    if (is_internal_group(*group)) {
-      return reply_code(conn, request, rc::kNoPermission,
-                        "consumer group " + *group +
-                            " is internal to the broker: its offsets "
-                            "are not the client's to commit");
-    }
     metrics_.on_commit(*group, *topic, *queue_id, commit);
     uint32_t c = new_op(BrokerOp::Kind::commit_silent, conn, request);
     BrokerOp& cop = calls_.op(c);
@@ -87,39 +110,6 @@ void MessageHandlers::handle_pull(uint32_t conn, RemotingCommand& request) {
                                                   QueueOffset{commit}, tag, cop.shard);
     });
   }
-  uint32_t index = new_op(BrokerOp::Kind::pull, conn, request);
-  BrokerOp& op = calls_.op(index);
-  op.topic = *topic;
-  op.group = *group;  // for the metrics
-  const std::string* sub = request.ext("subscription");
-  op.tag_filter = sub != nullptr && sql_filter == nullptr ? *sub : std::string("*");
-  op.sql_filter = std::move(sql_filter);
-  op.queue_id = static_cast<int32_t>(*queue_id);
-  // The reply's room is reserved now, so a pipelined batch of pulls stops at the connection's
-  // output limit before their replies exist.
-  // Past connectionBuffersMaxBytes, counting the buffers of held pulls whose connections
-  // closed (the shard owns them until the hold ends), pulls are small and not held: a client
-  // that opens, holds pulls and closes again and again cannot pile them up.
-  const bool over_budget = buffer_bytes_ + orphan_bytes_ > config_.connection_buffers_max_bytes;
-  const size_t buffer =
-      !over_budget && output_bytes(conns_[conn]) + kPullBufferBytes <= kConnectionOutputMaxBytes / 2
-          ? kPullBufferBytes
-          : kSmallPullBufferBytes;
-  op.data.resize(buffer);
-  calls_.reserve(index, buffer);
-  op.pull = PullRequest{};
-  op.pull.topic = op.topic;
-  op.pull.queue_id = op.queue_id;
-  op.pull.queue_offset = QueueOffset{*offset};
-  op.pull.max_messages =
-      static_cast<uint32_t>(std::clamp<int64_t>(max_msg_nums.value_or(32), 1, kMaxPullMessages));
-  op.pull.tag_filter = op.tag_filter;
-  op.pull.sql_filter = op.sql_filter.get();
-  op.pull.buffer = op.data;
-  if ((sys_flag & 2) != 0 && !over_budget) {
-    op.pull.wait_ms = std::clamp<int64_t>(suspend_ms.value_or(15000), 0, config_.max_suspend_ms);
-  }
-  submit(index, [&](uint64_t tag) { return calls_.session().pull_async(op.pull, tag, op.shard); });
 }
 
 // A record bigger than the pull buffer: the pull is asked again with room for the largest
@@ -138,58 +128,19 @@ bool MessageHandlers::pull_again_larger(uint32_t index) {
 
 void MessageHandlers::complete_pull(BrokerOp& op, const Completion& c) {
   if (!calls_.caller_alive(op)) return;
-  if (c.code != io::Code::ok) {
-    return reply_code(op.ticket.conn, request_of(op.ticket), error_code(c.code), code_text(c.code));
+  const RemotingCommand request = request_of(op.ticket);
+  std::variant<Refusal, PullResult> outcome = messaging_.pull_outcome(op, c);
+  if (const Refusal* refused = std::get_if<Refusal>(&outcome)) {
+    return reply_refusal(op.ticket.conn, request, *refused);
   }
-  if (c.pull_status == PullStatus::corrupt) {  // never served; the consumer retries (net/README)
-    return reply_code(op.ticket.conn, request_of(op.ticket), pull_code(c.pull_status),
-                      "damaged message at queue offset " + std::to_string(c.queue_offset.value) +
-                          " (physical offset " + std::to_string(wire_offset(c.offset).value) +
-                          ") failed its CRC check and is not served; see the broker log");
-  }
-  RemotingCommand response = make_response(request_of(op.ticket), pull_code(c.pull_status));
+  const PullResult& result = std::get<PullResult>(outcome);
+  RemotingCommand response = make_response(request, pull_code(result.status));
   response.set_ext("suggestWhichBrokerId", "0");
-  response.set_ext("nextBeginOffset", std::to_string(c.next_offset.value));
-  response.set_ext("minOffset", std::to_string(c.min_offset.value));
-  response.set_ext("maxOffset", std::to_string(c.max_offset.value));
-  std::span<std::byte> records(op.data.data(),
-                               c.pull_status == PullStatus::found ? c.size_bytes : 0);
-  if (c.pull_status == PullStatus::found) messages_pulled_[op.shard] += c.message_count;
-  reply(op.ticket.conn, response, records.first(client_records(op.shard, records)));
-}
-
-// The pulled records as clients receive them, compacted in place: each without uringmq's
-// internal properties and record CRC, and with PHYSICALOFFSET in its wire form (the stored one is
-// shard-local; clients echo it back in CONSUMER_SEND_MSG_BACK and build msgIds from it).
-// Returns the bytes kept.
-size_t MessageHandlers::client_records(uint32_t shard, std::span<std::byte> records) const {
-  size_t read = 0;
-  size_t written = 0;
-  while (read + engine::kRecordPhysicalOffsetAt + 8 <= records.size()) {
-    const uint32_t size = engine::record_total_size(records.subspan(read));
-    if (size == 0 || read + size > records.size()) break;
-    const uint64_t local = engine::record_physical_offset(records.subspan(read));
-    uint32_t kept = engine::write_client_record(
-        records.subspan(read, size),
-        static_cast<int64_t>(wire_offset(make_store_offset(shard, LogOffset{local})).value),
-        records.data() + written);
-    if (kept == 0) {
-      // Lengths that do not add up (damaged on disk after the store checked them): the record
-      // goes as it is stored, and the client's decoder judges it.
-      log_warn("a pulled record of shard " + std::to_string(shard) + " at offset " +
-               std::to_string(local) + ": its length fields do not add up; sent unchanged");
-      std::memmove(records.data() + written, records.data() + read, size);
-      kept = size;
-    }
-    read += size;
-    written += kept;
-  }
-  // Bytes that do not start a whole record go as they are, as before this rewrite.
-  if (read < records.size()) {
-    std::memmove(records.data() + written, records.data() + read, records.size() - read);
-    written += records.size() - read;
-  }
-  return written;
+  response.set_ext("nextBeginOffset", std::to_string(result.next_offset.value));
+  response.set_ext("minOffset", std::to_string(result.min_offset.value));
+  response.set_ext("maxOffset", std::to_string(result.max_offset.value));
+  messages_pulled_[op.shard] += result.message_count;
+  reply(op.ticket.conn, response, result.records);
 }
 
 // ---- offsets and queue figures ----

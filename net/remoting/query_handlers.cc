@@ -76,7 +76,7 @@ bool QueryHandlers::complete_query_message(uint32_t index, const Completion& c) 
   for (uint32_t m = 0; m < op.index.parts[0].first && messages < wanted; m++, messages++) {
     take += engine::record_total_size(part.subspan(take));
   }
-  const size_t out = parts_.messages.client_records(op.shard, part.first(take));
+  const size_t out = client_records(op.shard, part.first(take));
   if (messages == 0) {
     return reply_code(op.ticket.conn, request_of(op.ticket), rc::kQueryNotFound,
                       "can not find message, maybe time range not correct"),
@@ -113,7 +113,7 @@ void QueryHandlers::complete_view_message(BrokerOp& op, const Completion& c) {
   }
   std::span<std::byte> record(op.data.data(), c.size_bytes);
   reply(op.ticket.conn, make_response(request_of(op.ticket), rc::kSuccess),
-        record.first(parts_.messages.client_records(shard_of_offset(op.store_offset), record)));
+        record.first(client_records(shard_of_offset(op.store_offset), record)));
 }
 
 void QueryHandlers::handle_earliest_time(uint32_t conn, RemotingCommand& request) {
