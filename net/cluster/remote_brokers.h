@@ -14,7 +14,7 @@
 //   registration (expire(), from the reactor's sweep; times come from the caller's clock).
 // - Bounded: kMaxRemoteBrokers addresses; a registration of a new one beyond is refused (busy).
 // Routes and cluster listings merge these entries with the process's own brokers
-// (net/cluster/broker_namesrv.cc). Threading: the reactor's; not locked.
+// (net/cluster/namesrv_role.cc). Threading: the reactor's; not locked.
 
 #include <cstdint>
 #include <functional>

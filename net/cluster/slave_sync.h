@@ -4,7 +4,7 @@
 // GET_ALL_CONSUMER_OFFSET (43), GET_ALL_DELAY_OFFSET (45) and GET_ALL_SUBSCRIPTIONGROUP_CONFIG
 // (201) from the master of each presented broker (masterAddr in the NameServer's answer). The
 // bodies are fastjson (integer keys unquoted, `{0:12}`); the reactor applies them
-// (broker_slave.cc).
+// (slave_role.cc).
 //
 // Threading: the four requests are blocking remoting calls (RemotingClient, 3 s timeouts) made
 // on a thread of its own, so the reactor never waits on a master; the reactor hands it the

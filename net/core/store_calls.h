@@ -98,17 +98,17 @@ struct BrokerOp {
     send_back_record,
     send_back_store,
     release,
-    admin,            // an admin request's store queries, one at a time (net/ops/broker_admin.cc)
-    query_message,    // QUERY_MESSAGE: one request per shard (net/remoting/broker_query.cc)
+    admin,            // an admin request's store queries, one at a time (net/ops/admin_handlers.cc)
+    query_message,    // QUERY_MESSAGE: one request per shard (net/remoting/query_handlers.cc)
     view_message,     // VIEW_MESSAGE_BY_ID
     earliest_min,     // GET_EARLIEST_MSG_STORETIME: the queue's min offset, then
     earliest_record,  // its record's store time
     end_view,         // END_TRANSACTION: the half read, then
-    end_store,        // its outcome stored (net/remoting/broker_transactions.cc)
+    end_store,        // its outcome stored (net/remoting/transaction_handlers.cc)
     txn_checks,       // the check service: one shard's due halves, then for each
     check_view,       // its record read, then CHECK_TRANSACTION_STATE sent, or
     check_discard,    // its discarded copy stored
-    offset_table      // GET_ALL_CONSUMER_OFFSET / GET_ALL_DELAY_OFFSET (net/cluster/broker_ha.cc)
+    offset_table      // GET_ALL_CONSUMER_OFFSET / GET_ALL_DELAY_OFFSET (net/cluster/master_role.cc)
   };
   Kind kind = Kind::send;
   bool in_use = false;

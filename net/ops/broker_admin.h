@@ -1,6 +1,6 @@
 #pragma once
 // Admin requests (mqadmin, rocketmq-dashboard, the RocketMQ exporter): the per-queue figures some
-// of them gather from the store, one store query at a time per request (net/ops/broker_admin.cc),
+// of them gather from the store, one store query at a time per request (net/ops/admin_handlers.cc),
 // and the answers' JSON in Java's fastjson form. Internal to net/broker*.cc.
 
 #include <cstdint>

@@ -77,7 +77,7 @@ inline constexpr int32_t kWipeWritePermOfBroker = 205;  // a NameServer request
 inline constexpr int32_t kGetKvConfigByValue = 217;
 inline constexpr int32_t kSendMessageV2 = 310;
 inline constexpr int32_t kSendBatchMessage = 320;
-// Admin requests (mqadmin, rocketmq-dashboard; net/broker_admin*.cc).
+// Admin requests (mqadmin, rocketmq-dashboard; net/ops/admin_handlers.cc).
 inline constexpr int32_t kUpdateBrokerConfig = 25;
 inline constexpr int32_t kGetBrokerConfig = 26;
 inline constexpr int32_t kUpdateAndCreateSubscriptionGroup = 200;

@@ -12,7 +12,7 @@
 namespace uringmq::net {
 
 // A consumer group's SQL92 subscription to a topic, from its heartbeats: what its pulls without
-// an expression (the push consumer's) are filtered by (net/remoting/broker_filters.cc).
+// an expression (the push consumer's) are filtered by (net/remoting/sql_filter_handlers.cc).
 struct SqlSubscription {
   std::string expression;
   int64_t version = 0;                              // subVersion

@@ -47,7 +47,7 @@ namespace uringmq::net {
 inline constexpr int32_t kAclAdminCodes[] = {
     // Java's Permission.ADMIN_CODE:
     17, 25, 215, 200, 207,
-    // uringmq's other admin requests (net/broker_admin*.cc):
+    // uringmq's other admin requests (net/ops/admin_handlers.cc):
     26, 201, 202, 203, 204, 208, 222, 300};
 // Requests a NameServer answers (never checked), other brokers' registrations included.
 inline constexpr int32_t kAclNamesrvCodes[] = {103, 104, 105, 106, 205, 206, 216};
