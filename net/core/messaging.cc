@@ -367,4 +367,92 @@ size_t client_records(uint32_t shard, std::span<std::byte> records) {
   return written;
 }
 
+std::optional<Refusal> Messaging::query(const Ticket& ticket, uint32_t shard, QueueQuery query) {
+  if (!valid_topic_name(query.topic) || query.queue_id < 0) {
+    return Refusal{Fault::bad_request, "a queue query needs a valid topic and a queueId >= 0"};
+  }
+  BrokerOp::Kind kind = BrokerOp::Kind::query_offset;
+  switch (query.question) {
+    case QueueQuestion::max_offset:
+      kind = BrokerOp::Kind::query_max;
+      break;
+    case QueueQuestion::min_offset:
+      kind = BrokerOp::Kind::query_min;
+      break;
+    case QueueQuestion::offset_at_time:
+      kind = BrokerOp::Kind::search;
+      break;
+    case QueueQuestion::committed_offset:
+      break;
+  }
+  uint32_t index = calls_.start(kind, ticket, shard);
+  BrokerOp& op = calls_.op(index);
+  op.topic = std::move(query.topic);
+  op.group = std::move(query.group);
+  op.queue_id = query.queue_id;
+  Session& session = calls_.session();
+  switch (kind) {
+    case BrokerOp::Kind::search:
+      return post(index, session.search_offset_async(op.topic, op.queue_id, query.timestamp_ms,
+                                                     index, op.shard));
+    case BrokerOp::Kind::query_offset:
+      return post(index,
+                  session.query_offset_async(op.group, op.topic, op.queue_id, index, op.shard));
+    default:
+      return post(index, session.query_queue_async(op.topic, op.queue_id, index, op.shard));
+  }
+}
+
+std::optional<std::variant<Refusal, int64_t>> Messaging::query_outcome(uint32_t index,
+                                                                       const Completion& c) {
+  BrokerOp& op = calls_.op(index);
+  if (c.code != io::Code::ok) return store_refusal(c.code);
+  switch (op.kind) {
+    case BrokerOp::Kind::query_max:
+      return c.max_offset.value;
+    case BrokerOp::Kind::query_min:
+      return c.min_offset.value;
+    case BrokerOp::Kind::search:
+      return c.queue_offset.value;
+    case BrokerOp::Kind::query_offset:
+      if (c.queue_offset >= QueueOffset{0} || !calls_.caller_alive(op)) return c.queue_offset.value;
+      op.kind = BrokerOp::Kind::query_offset_min;
+      if (calls_.session().query_queue_async(op.topic, op.queue_id, index, op.shard).is_ok()) {
+        return std::nullopt;
+      }
+      op.kind = BrokerOp::Kind::query_offset;
+      return c.queue_offset.value;
+    case BrokerOp::Kind::query_offset_min:
+      // Java: a group that never committed starts at 0 while nothing was deleted from the
+      // queue; otherwise QUERY_NOT_FOUND and the client decides (consumeFromWhere).
+      if (c.min_offset > QueueOffset{0}) {
+        return Refusal{Fault::not_found, "Not found, maybe this group consumer boot first"};
+      }
+      return int64_t{0};
+    case BrokerOp::Kind::commit:
+      return int64_t{0};
+    default:
+      UMQ_ASSERT_MSG(false, "not a query op");
+      return Refusal{Fault::system, "not a query"};
+  }
+}
+
+std::optional<Refusal> Messaging::commit(const Ticket& ticket, uint32_t shard,
+                                         const std::string& group, const std::string& topic,
+                                         int32_t queue_id, int64_t offset, bool answered) {
+  if (is_internal_topic(topic) || is_internal_group(group)) {
+    return Refusal{Fault::no_permission,
+                   "the offsets of group " + group + " on topic " + topic +
+                       " are internal to the broker: not the client's to commit"};
+  }
+  uint32_t index = calls_.start(answered ? BrokerOp::Kind::commit : BrokerOp::Kind::commit_silent,
+                                ticket, shard);
+  BrokerOp& op = calls_.op(index);
+  op.topic = topic;
+  op.group = group;
+  op.queue_id = queue_id;
+  return post(index, calls_.session().commit_offset_async(op.group, op.topic, op.queue_id,
+                                                          QueueOffset{offset}, index, op.shard));
+}
+
 }  // namespace uringmq::net

@@ -100,6 +100,18 @@ struct PullResult {
 // kept.
 size_t client_records(uint32_t shard, std::span<std::byte> records);
 
+// What a queue query asks: the queue's max or min offset, the first queue offset stored at or
+// after a time, or a consumer group's committed offset.
+enum class QueueQuestion : uint8_t { max_offset, min_offset, offset_at_time, committed_offset };
+
+struct QueueQuery {
+  QueueQuestion question = QueueQuestion::max_offset;
+  std::string topic;
+  int32_t queue_id = 0;
+  std::string group;         // committed_offset
+  int64_t timestamp_ms = 0;  // offset_at_time
+};
+
 class Messaging {
  public:
   Messaging(const BrokerConfig& config, io::Clock& clock, StoreCalls& calls, Topics& topics)
@@ -120,6 +132,18 @@ class Messaging {
   // why it failed. A record larger than the buffer is the caller's to ask again with room
   // (Code too_large).
   std::variant<Refusal, PullResult> pull_outcome(BrokerOp& op, const Completion& c) const;
+  // Posts a queue query; nullopt once posted (query_outcome reads its completion).
+  std::optional<Refusal> query(const Ticket& ticket, uint32_t shard, QueueQuery query);
+  // A query op's completion: the offset asked for, or why not; nullopt while the op goes on (a
+  // group that never committed: the queue's min offset is asked next, as Java answers 0 while
+  // the queue lost nothing to retention, else QUERY_NOT_FOUND).
+  std::optional<std::variant<Refusal, int64_t>> query_outcome(uint32_t index, const Completion& c);
+  // Commits a consumer group's offset in a queue (offset >= 0). `answered`: the completion is
+  // the caller's answer (query_outcome: 0), else nobody waits for it (a pull's piggybacked
+  // commit).
+  std::optional<Refusal> commit(const Ticket& ticket, uint32_t shard, const std::string& group,
+                                const std::string& topic, int32_t queue_id, int64_t offset,
+                                bool answered);
 
  private:
   // A send op holding a copy of the body, its topic and queue in op.message.

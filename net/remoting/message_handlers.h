@@ -19,7 +19,8 @@ class MessageHandlers final : public BrokerPart {
   void handle_send_back(uint32_t conn, RemotingCommand& request);
   void complete_send(BrokerOp& op, const Completion& c);
   void complete_pull(BrokerOp& op, const Completion& c);
-  void complete_query(BrokerOp& op, const Completion& c);
+  // False while the query goes on (the op stays).
+  bool complete_query(uint32_t index, const Completion& c);
   void complete_send_back(uint32_t index, const Completion& c);
   bool pull_again_larger(uint32_t index);
 };

@@ -101,14 +101,8 @@ void MessageHandlers::handle_pull(uint32_t conn, RemotingCommand& request) {
   // A slave does not store the offset a pull carries (RocketMQ's PullMessageProcessor).
   if ((sys_flag & 1) != 0 && commit >= 0 && !is_slave()) {
     metrics_.on_commit(*group, *topic, *queue_id, commit);
-    uint32_t c = new_op(BrokerOp::Kind::commit_silent, conn, request);
-    BrokerOp& cop = calls_.op(c);
-    cop.topic = *topic;
-    cop.group = *group;
-    submit(c, [&](uint64_t tag) {
-      return calls_.session().commit_offset_async(cop.group, cop.topic, *queue_id,
-                                                  QueueOffset{commit}, tag, cop.shard);
-    });
+    // Nobody waits for it: a commit the store refuses is the next pull's to carry.
+    (void)messaging_.commit(ticket, conns_[conn].shard, *group, *topic, *queue_id, commit, false);
   }
 }
 
@@ -161,65 +155,40 @@ void MessageHandlers::handle_queue_query(uint32_t conn, RemotingCommand& request
                           (needs_group ? ", consumerGroup" : "") +
                           (request.code == req::kSearchOffsetByTimestamp ? ", timestamp" : ""));
   }
-  BrokerOp::Kind kind = request.code == req::kGetMaxOffset   ? BrokerOp::Kind::query_max
-                        : request.code == req::kGetMinOffset ? BrokerOp::Kind::query_min
-                        : request.code == req::kSearchOffsetByTimestamp
-                            ? BrokerOp::Kind::search
-                            : BrokerOp::Kind::query_offset;
-  uint32_t index = new_op(kind, conn, request);
-  BrokerOp& op = calls_.op(index);
-  op.topic = *topic;
-  op.group = group ? *group : std::string();
-  op.queue_id = *queue_id;
-  submit(index, [&](uint64_t tag) {
-    switch (op.kind) {
-      case BrokerOp::Kind::search:
-        return calls_.session().search_offset_async(op.topic, op.queue_id, *timestamp, tag,
-                                                    op.shard);
-      case BrokerOp::Kind::query_offset:
-        return calls_.session().query_offset_async(op.group, op.topic, op.queue_id, tag, op.shard);
-      default:
-        return calls_.session().query_queue_async(op.topic, op.queue_id, tag, op.shard);
-    }
-  });
+  QueueQuery query;
+  query.question = request.code == req::kGetMaxOffset   ? QueueQuestion::max_offset
+                   : request.code == req::kGetMinOffset ? QueueQuestion::min_offset
+                   : request.code == req::kSearchOffsetByTimestamp
+                       ? QueueQuestion::offset_at_time
+                       : QueueQuestion::committed_offset;
+  query.topic = *topic;
+  query.queue_id = *queue_id;
+  query.group = group ? *group : std::string();
+  query.timestamp_ms = timestamp.value_or(0);
+  const Ticket ticket = ticket_of(conn, conns_[conn].generation, request);
+  if (auto refused = messaging_.query(ticket, conns_[conn].shard, std::move(query))) {
+    reply_refusal(conn, request, *refused);
+  }
 }
 
-void MessageHandlers::complete_query(BrokerOp& op, const Completion& c) {
-  if (!calls_.caller_alive(op)) return;
-  if (c.code != io::Code::ok) {
-    return reply_code(op.ticket.conn, request_of(op.ticket), error_code(c.code), code_text(c.code));
+bool MessageHandlers::complete_query(uint32_t index, const Completion& c) {
+  std::optional<std::variant<Refusal, int64_t>> outcome = messaging_.query_outcome(index, c);
+  if (!outcome) return false;
+  BrokerOp& op = calls_.op(index);
+  if (!calls_.caller_alive(op)) return true;
+  const RemotingCommand request = request_of(op.ticket);
+  if (const Refusal* refused = std::get_if<Refusal>(&*outcome)) {
+    reply_refusal(op.ticket.conn, request, *refused);
+    return true;
   }
-  int64_t value = 0;
-  switch (op.kind) {
-    case BrokerOp::Kind::query_max:
-      value = c.max_offset.value;
-      break;
-    case BrokerOp::Kind::query_min:
-      value = c.min_offset.value;
-      break;
-    case BrokerOp::Kind::search:
-      value = c.queue_offset.value;
-      break;
-    case BrokerOp::Kind::query_offset:
-      value = c.queue_offset.value;
-      break;
-    case BrokerOp::Kind::query_offset_min:
-      // Java: a group that never committed starts at 0 while nothing was deleted from the
-      // queue; otherwise QUERY_NOT_FOUND and the client decides (consumeFromWhere).
-      if (c.min_offset > QueueOffset{0}) {
-        return reply_code(op.ticket.conn, request_of(op.ticket), rc::kQueryNotFound,
-                          "Not found, maybe this group consumer boot first");
-      }
-      value = 0;
-      break;
-    case BrokerOp::Kind::commit:
-      return reply_code(op.ticket.conn, request_of(op.ticket), rc::kSuccess, {});
-    default:
-      UMQ_ASSERT_MSG(false, "not a query op");
+  if (op.kind == BrokerOp::Kind::commit) {
+    reply_code(op.ticket.conn, request, rc::kSuccess, {});
+    return true;
   }
-  RemotingCommand response = make_response(request_of(op.ticket), rc::kSuccess);
-  response.set_ext("offset", std::to_string(value));
+  RemotingCommand response = make_response(request, rc::kSuccess);
+  response.set_ext("offset", std::to_string(std::get<int64_t>(*outcome)));
   reply(op.ticket.conn, response);
+  return true;
 }
 
 void MessageHandlers::handle_offset_update(uint32_t conn, RemotingCommand& request) {
@@ -234,24 +203,15 @@ void MessageHandlers::handle_offset_update(uint32_t conn, RemotingCommand& reque
     return reply_code(conn, request, rc::kSystemError,
                       "UPDATE_CONSUMER_OFFSET needs topic, consumerGroup, queueId, commitOffset");
   }
-  if (is_internal_topic(*topic) || is_internal_group(*group)) {
-    return reply_code(conn, request, rc::kNoPermission,
-                      "the offsets of group " + *group + " on topic " + *topic +
-                          " are internal to the broker: not the client's to commit");
-  }
   // ali-ons commits -1 for a queue it has not consumed from; a negative offset is ignored.
   if (*offset < 0) return reply_code(conn, request, rc::kSuccess, {});
   clients_.note_commit(*group, *topic);
   metrics_.on_commit(*group, *topic, *queue_id, *offset);
-  uint32_t index = new_op(BrokerOp::Kind::commit, conn, request);
-  BrokerOp& op = calls_.op(index);
-  op.topic = *topic;
-  op.group = *group;
-  op.queue_id = *queue_id;
-  submit(index, [&](uint64_t tag) {
-    return calls_.session().commit_offset_async(op.group, op.topic, op.queue_id,
-                                                QueueOffset{*offset}, tag, op.shard);
-  });
+  const Ticket ticket = ticket_of(conn, conns_[conn].generation, request);
+  if (auto refused =
+          messaging_.commit(ticket, conns_[conn].shard, *group, *topic, *queue_id, *offset, true)) {
+    reply_refusal(conn, request, *refused);
+  }
 }
 
 }  // namespace uringmq::net

@@ -390,14 +390,13 @@ void RemotingHandlers::on_store_completion(const Completion& c) {
       if (c.code == io::Code::too_large && parts_.messages.pull_again_larger(index)) return;
       parts_.messages.complete_pull(op, c);
       break;
+    case BrokerOp::Kind::query_max:
+    case BrokerOp::Kind::query_min:
+    case BrokerOp::Kind::search:
     case BrokerOp::Kind::query_offset:
-      if (c.code == io::Code::ok && c.queue_offset < QueueOffset{0} && calls_.caller_alive(op)) {
-        op.kind = BrokerOp::Kind::query_offset_min;
-        if (calls_.session().query_queue_async(op.topic, op.queue_id, index, op.shard).is_ok())
-          return;
-        op.kind = BrokerOp::Kind::query_offset;
-      }
-      parts_.messages.complete_query(op, c);
+    case BrokerOp::Kind::query_offset_min:
+    case BrokerOp::Kind::commit:
+      if (!parts_.messages.complete_query(index, c)) return;
       break;
     case BrokerOp::Kind::send_back_header:
     case BrokerOp::Kind::send_back_record:
@@ -431,9 +430,6 @@ void RemotingHandlers::on_store_completion(const Completion& c) {
     case BrokerOp::Kind::check_view:
     case BrokerOp::Kind::check_discard:
       if (!parts_.transactions.complete_transaction(index, c)) return;
-      break;
-    default:
-      parts_.messages.complete_query(op, c);
       break;
   }
   calls_.end(index);
