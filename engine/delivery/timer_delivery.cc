@@ -118,7 +118,7 @@ io::Code TimerDelivery::rewrite(const MessageInput& in, const PropertyScan& scan
   out->queue_id = static_cast<int32_t>(
       wheel_->slot_of_bucket(wheel_->placement_bucket(r.deliver_ms, now, sweep_bucket_)));
   out->properties = properties_;
-  stat_accepted_.fetch_add(1, std::memory_order_relaxed);
+  stats_.accepted.fetch_add(1, std::memory_order_relaxed);
   return io::Code::ok;
 }
 
@@ -285,7 +285,7 @@ void TimerDelivery::skip_deleted_units(uint32_t slot) {
   const int64_t min = host_.queues().min_offset(s.queue).value;
   if (s.scanned >= min || s.progress != s.scanned) return;
   UMQ_ASSERT_MSG(min > s.progress, "a slot's progress moved back to a deleted unit");
-  stat_deleted_.fetch_add(static_cast<uint64_t>(min - s.scanned), std::memory_order_relaxed);
+  stats_.deleted.fetch_add(static_cast<uint64_t>(min - s.scanned), std::memory_order_relaxed);
   for (int64_t offset = s.scanned; offset < min; offset++) {
     wheel_->examine(slot);
     s.recovered.erase(offset);
@@ -378,7 +378,7 @@ void TimerDelivery::start_batch() {
     }
     if (e.log_offset < host_.log().min_offset().value) {
       // Its record went with a forced clean while it waited in the window: it cannot come.
-      stat_deleted_.fetch_add(1, std::memory_order_relaxed);
+      stats_.deleted.fetch_add(1, std::memory_order_relaxed);
       done(e.slot, e.queue_offset);
       continue;
     }
@@ -494,7 +494,7 @@ bool TimerDelivery::deliver(const TimerEntry& e, bool roll, std::span<const std:
     if (!durable_.wait(skip, e.size_bytes, e.log_offset, host_.log().durable_offset().value)) {
       acked(skip, e.log_offset, true);
     }
-    stat_cancelled_.fetch_add(1, std::memory_order_relaxed);
+    stats_.cancelled.fetch_add(1, std::memory_order_relaxed);
     return true;
   }
   MessageInput in;
@@ -544,13 +544,13 @@ bool TimerDelivery::deliver(const TimerEntry& e, bool roll, std::span<const std:
   }
   force_park_ = false;
   if (!roll && !parked) {
-    lateness_ms_.observe(
+    stats_.lateness_ms.observe(
         static_cast<uint64_t>(std::max<int64_t>(0, host_.wall_ms() - e.deliver_ms)));
   }
   if (parked) {
-    stat_parked_.fetch_add(1, std::memory_order_relaxed);
+    stats_.parked.fetch_add(1, std::memory_order_relaxed);
   } else if (roll) {
-    stat_rolled_.fetch_add(1, std::memory_order_relaxed);
+    stats_.rolled.fetch_add(1, std::memory_order_relaxed);
   }
   return true;
 }
@@ -610,7 +610,7 @@ bool TimerDelivery::acked(uint64_t tag, uint64_t log_offset, bool ok) {
   UMQ_ASSERT_MSG(slot < wheel_->slot_count(), "a timer's copy acknowledged for no slot");
   hold_slot(slot, log_offset);
   if ((tag & kRollBit) == 0) {
-    stat_delivered_.fetch_add(1, std::memory_order_relaxed);
+    stats_.delivered.fetch_add(1, std::memory_order_relaxed);
   }
   done(slot, queue_offset);
   return true;
@@ -644,17 +644,11 @@ int64_t TimerDelivery::due_wall_ms() const {
 }
 
 void TimerDelivery::publish_stats() {
-  if (wheel_) stat_in_memory_.store(wheel_->size(), std::memory_order_relaxed);
+  if (wheel_) stats_.in_memory.store(wheel_->size(), std::memory_order_relaxed);
 }
 
 void TimerDelivery::add_stats(TimerStats& out) const {
-  out.accepted += stat_accepted_.load(std::memory_order_relaxed);
-  out.in_memory += stat_in_memory_.load(std::memory_order_relaxed);
-  out.delivered += stat_delivered_.load(std::memory_order_relaxed);
-  out.rolled += stat_rolled_.load(std::memory_order_relaxed);
-  out.cancelled += stat_cancelled_.load(std::memory_order_relaxed);
-  out.parked += stat_parked_.load(std::memory_order_relaxed);
-  out.deleted += stat_deleted_.load(std::memory_order_relaxed);
+  stats_.add_to(out);
 }
 
 }  // namespace uringmq::engine

@@ -49,6 +49,7 @@
 #include "engine/delivery/delivery_host.h"
 #include "engine/delivery/durable_acks.h"
 #include "engine/delivery/take_horizon.h"
+#include "engine/delivery/timer_counters.h"
 #include "engine/log/message_codec.h"
 #include "engine/log/property_scan.h"
 #include "engine/metrics_histogram.h"
@@ -119,7 +120,7 @@ class TimerDelivery {
   void publish_stats();
   void add_stats(TimerStats& out) const;
   // Adds how far behind their deliver times deliveries were appended (any thread).
-  void add_lateness(StoreHistogram& out) const { lateness_ms_.add_to(out); }
+  void add_lateness(StoreHistogram& out) const { stats_.lateness_ms.add_to(out); }
 
  private:
   enum class Stage : uint8_t { none, unit, record };
@@ -174,9 +175,7 @@ class TimerDelivery {
   uint64_t cancels_ = 0;  // cancels recorded (none: nothing to check)
   QueueIndex cancel_queue_ = UINT32_MAX;
   std::vector<RecoveredCancel> recovered_cancels_;  // found by recovery's scan, applied at load
-  std::atomic<uint64_t> stat_accepted_{0}, stat_in_memory_{0}, stat_delivered_{0}, stat_rolled_{0},
-      stat_cancelled_{0}, stat_parked_{0}, stat_deleted_{0};
-  AtomicHistogram lateness_ms_{kLatenessBoundsMs};  // real-queue deliveries only
+  TimerCounters stats_;                             // the figures (any thread reads them)
 };
 
 }  // namespace uringmq::engine

@@ -9,11 +9,11 @@
 // End (END_TRANSACTION, or the check service giving up): commit appends the half's copy to its
 // real queue (real topic and queue, TRAN_MSG and REAL_* gone, transaction bits 0x8,
 // TRAN_PREPARED_QUEUE_OFFSET set as Java does; the shard then applies the half's DELAY or timer
-// property to it, as a plain send's: Shard::rewrite_commit_copy); rollback appends an op record to
-// RMQ_SYS_TRANS_OP_HALF_TOPIC queue 0 (body: the half's queue offset, tags "d", as Java);
-// discard appends the copy to TRANS_CHECK_MAX_TIME_TOPIC. Each of these records carries the
-// marker __UMQ_TXN = "<half queue offset>": it IS the durable outcome. A half is ended once its
-// outcome record is durable; a second end of it stores nothing (not_found).
+// property to it, as a plain send's: ShardTransactions::rewrite_commit_copy); rollback appends
+// an op record to RMQ_SYS_TRANS_OP_HALF_TOPIC queue 0 (body: the half's queue offset, tags "d",
+// as Java); discard appends the copy to TRANS_CHECK_MAX_TIME_TOPIC. Each of these records
+// carries the marker __UMQ_TXN = "<half queue offset>": it IS the durable outcome. A half is
+// ended once its outcome record is durable; a second end of it stores nothing (not_found).
 //
 // Exactly once across crashes: low_water() keeps the CommitLog's checkpoint at or below the
 // oldest half that is not ended, so recovery's scan sees every pending half and every outcome

@@ -313,6 +313,40 @@ struct FileRef {
 
 enum class CyclePhase : uint8_t { idle, writing, syncing };
 
+// A flush cycle: the units appended by its start written, their files fdatasynced and the new
+// directory entries fsynced; then durable_dispatched moves to where dispatch was at its start.
+// One at a time; the next starts on the persist interval, on request, or early once enough
+// units wait.
+struct FlushCycle {
+  CyclePhase phase = CyclePhase::idle;
+  uint64_t dispatched = 0;                              // dispatched at its start
+  std::vector<std::pair<QueueIndex, int64_t>> targets;  // queue, max_offset at start
+  std::vector<FileRef> syncs;                           // fdatasyncs still to submit
+  std::vector<std::string> dirs;                        // fsyncs still to submit
+  uint32_t outstanding = 0;
+  int64_t last_ms = 0;
+  bool flush_requested = false;
+  uint64_t units_since = 0;  // units appended since the last one started
+};
+
+// q's file at `base` (nullptr: none).
+CqFile* find_file(Queue& q, int64_t base) {
+  for (auto it = q.files.rbegin(); it != q.files.rend(); ++it) {
+    if (it->base == base) return &*it;
+    if (it->base < base) break;
+  }
+  return nullptr;
+}
+
+// A file operation on q's file at `base` completed: the file, no longer counting it.
+CqFile& file_op_done(Queue& q, int64_t base) {
+  CqFile* f = find_file(q, base);
+  UMQ_ASSERT(f != nullptr);
+  UMQ_ASSERT(f->ops_in_flight > 0);
+  f->ops_in_flight--;
+  return *f;
+}
+
 }  // namespace
 
 struct CqStore::Impl {
@@ -335,21 +369,6 @@ struct CqStore::Impl {
   }
   std::string file_path(const Queue& q, int64_t base) const {
     return io::path_join(q.dir, file_name(base));
-  }
-  static CqFile* find_file(Queue& q, int64_t base) {
-    for (auto it = q.files.rbegin(); it != q.files.rend(); ++it) {
-      if (it->base == base) return &*it;
-      if (it->base < base) break;
-    }
-    return nullptr;
-  }
-  // A file operation on q's file at `base` completed: the file, no longer counting it.
-  static CqFile& file_op_done(Queue& q, int64_t base) {
-    CqFile* f = find_file(q, base);
-    UMQ_ASSERT(f != nullptr);
-    UMQ_ASSERT(f->ops_in_flight > 0);
-    f->ops_in_flight--;
-    return *f;
   }
   // The error of an operation on q's file at `base` that failed (result < 0) or fell short.
   io::Status file_op_error(std::string_view verb, const Queue& q, int64_t base, int64_t result,
@@ -401,7 +420,7 @@ struct CqStore::Impl {
   std::string lookup_key;  // queue(): the by_name key being looked up (capacity kept)
 
   std::vector<QueueIndex> dirty_queues;  // queues that may have units not yet written
-  std::vector<FileRef> dirty_files;      // files with dirty set, not yet in cycle_syncs
+  std::vector<FileRef> dirty_files;      // files with dirty set, not yet in cycle.syncs
   std::set<std::string> pending_dirs;    // directories that gained an entry since taken
 
   std::vector<OpSlot> ops;
@@ -412,15 +431,7 @@ struct CqStore::Impl {
   uint32_t reads_in_flight = 0;
   std::vector<CqReadCompletion> ready_reads;
 
-  CyclePhase phase = CyclePhase::idle;
-  uint64_t cycle_dispatched = 0;
-  std::vector<std::pair<QueueIndex, int64_t>> cycle_targets;  // queue, max_offset at start
-  std::vector<FileRef> cycle_syncs;                           // fdatasyncs still to submit
-  std::vector<std::string> cycle_dirs;                        // fsyncs still to submit
-  uint32_t cycle_outstanding = 0;
-  int64_t last_cycle_ms = 0;
-  bool flush_requested = false;
-  uint64_t units_since_cycle = 0;
+  FlushCycle cycle;
 
   uint64_t dispatched = 0;
   uint64_t durable_dispatched = 0;
@@ -454,7 +465,7 @@ io::Result<std::unique_ptr<CqStore>> CqStore::open(io::Disk& disk, io::Clock& cl
   auto impl = std::make_unique<Impl>(disk, clock, options);
   impl->dispatched = log_end;
   impl->durable_dispatched = log_end;
-  impl->last_cycle_ms = impl->now_ms();
+  impl->cycle.last_ms = impl->now_ms();
   io::Result<std::vector<std::string>> topics = disk.list_dir(options.dir);
   if (!topics.is_ok()) return topics.status();
   for (const std::string& topic : *topics) {
@@ -728,8 +739,8 @@ io::Status CqStore::Impl::reset_for_rebuild(QueueIndex qi, const std::string& wh
   q.files.clear();
   auto of_queue = [qi](const FileRef& ref) { return ref.queue == qi; };
   std::erase_if(dirty_files, of_queue);
-  std::erase_if(cycle_syncs, of_queue);
-  std::erase_if(cycle_targets, [qi](const auto& t) { return t.first == qi; });
+  std::erase_if(cycle.syncs, of_queue);
+  std::erase_if(cycle.targets, [qi](const auto& t) { return t.first == qi; });
   std::erase(dirty_queues, qi);
   q.listed_dirty = false;
   io::Result<std::vector<std::string>> names = disk.list_dir(q.dir);
@@ -951,7 +962,7 @@ io::Status CqStore::append(QueueIndex queue, QueueOffset queue_at, const CqUnit&
   f.last_log_end = end_of(unit);
   q.last_log_end = end_of(unit);
   q.max_offset++;
-  m.units_since_cycle++;
+  m.cycle.units_since++;
   if (!q.listed_dirty) {
     q.listed_dirty = true;
     m.dirty_queues.push_back(queue);
@@ -992,7 +1003,7 @@ io::Status CqStore::read_units(QueueIndex queue, QueueOffset queue_at, uint32_t 
   const int64_t base = queue_offset - queue_offset % m.upf();
   const int64_t n =
       std::min<int64_t>({count, q.written_upto - queue_offset, base + m.upf() - queue_offset});
-  CqFile* f = Impl::find_file(q, base);
+  CqFile* f = find_file(q, base);
   if (f == nullptr) return io::Status::error(io::Code::not_found, m.file_path(q, base));
   if (m.read_pool.full()) return io::Status::error(io::Code::busy, "too many reads in flight");
   io::Result<io::FileHandle> handle = m.handle_of(q, *f);
@@ -1181,7 +1192,7 @@ void CqStore::Impl::on_write_done(uint32_t slot, int64_t result) {
 // ---- Flush cycles ----
 
 bool CqStore::Impl::early_cycle_due() const {
-  return units_since_cycle >= kFlushAfterUnits * std::max<uint64_t>(1, dirty_files.size());
+  return cycle.units_since >= kFlushAfterUnits * std::max<uint64_t>(1, dirty_files.size());
 }
 
 bool CqStore::Impl::has_unsynced_work() const {
@@ -1190,47 +1201,47 @@ bool CqStore::Impl::has_unsynced_work() const {
 }
 
 void CqStore::Impl::maybe_start_cycle() {
-  if (phase != CyclePhase::idle || !fail_status.is_ok()) return;
-  const bool due = flush_requested || closing ||
-                   now_ms() - last_cycle_ms >= options.flush_interval_ms || early_cycle_due();
+  if (cycle.phase != CyclePhase::idle || !fail_status.is_ok()) return;
+  const bool due = cycle.flush_requested || closing ||
+                   now_ms() - cycle.last_ms >= options.flush_interval_ms || early_cycle_due();
   if (!due || !has_unsynced_work()) return;
-  flush_requested = false;
-  units_since_cycle = 0;
-  last_cycle_ms = now_ms();
-  cycle_dispatched = dispatched;
-  cycle_targets.clear();
+  cycle.flush_requested = false;
+  cycle.units_since = 0;
+  cycle.last_ms = now_ms();
+  cycle.dispatched = dispatched;
+  cycle.targets.clear();
   for (QueueIndex qi : dirty_queues) {
     const Queue& q = queues[qi];
-    if (q.written_upto < q.max_offset) cycle_targets.emplace_back(qi, q.max_offset);
+    if (q.written_upto < q.max_offset) cycle.targets.emplace_back(qi, q.max_offset);
   }
-  phase = CyclePhase::writing;
+  cycle.phase = CyclePhase::writing;
 }
 
 void CqStore::Impl::advance_cycle() {
-  if (phase == CyclePhase::writing) {
-    std::erase_if(cycle_targets, [&](const std::pair<QueueIndex, int64_t>& t) {
+  if (cycle.phase == CyclePhase::writing) {
+    std::erase_if(cycle.targets, [&](const std::pair<QueueIndex, int64_t>& t) {
       return queues[t.first].written_upto >= t.second;
     });
-    if (!cycle_targets.empty() || !fail_status.is_ok()) return;
+    if (!cycle.targets.empty() || !fail_status.is_ok()) return;
     // Every write this cycle covers has completed: what needs an fdatasync now is known.
-    UMQ_ASSERT(cycle_syncs.empty());
-    UMQ_ASSERT(cycle_dirs.empty());
-    cycle_syncs.swap(dirty_files);
-    cycle_dirs.assign(pending_dirs.begin(), pending_dirs.end());
+    UMQ_ASSERT(cycle.syncs.empty());
+    UMQ_ASSERT(cycle.dirs.empty());
+    cycle.syncs.swap(dirty_files);
+    cycle.dirs.assign(pending_dirs.begin(), pending_dirs.end());
     pending_dirs.clear();
-    phase = CyclePhase::syncing;
+    cycle.phase = CyclePhase::syncing;
   }
-  if (phase != CyclePhase::syncing || !fail_status.is_ok()) return;
-  if (!submit_cycle_syncs() || cycle_outstanding > 0) return;
-  UMQ_ASSERT(cycle_dispatched >= durable_dispatched);
-  durable_dispatched = cycle_dispatched;
-  phase = CyclePhase::idle;
+  if (cycle.phase != CyclePhase::syncing || !fail_status.is_ok()) return;
+  if (!submit_cycle_syncs() || cycle.outstanding > 0) return;
+  UMQ_ASSERT(cycle.dispatched >= durable_dispatched);
+  durable_dispatched = cycle.dispatched;
+  cycle.phase = CyclePhase::idle;
 }
 
 // Submits the cycle's fdatasyncs and directory fsyncs; true when all are submitted.
 bool CqStore::Impl::submit_cycle_syncs() {
-  while (!cycle_syncs.empty()) {
-    const FileRef ref = cycle_syncs.back();
+  while (!cycle.syncs.empty()) {
+    const FileRef ref = cycle.syncs.back();
     Queue& q = queues[ref.queue];
     CqFile* f = find_file(q, ref.base);
     UMQ_ASSERT(f != nullptr);  // delete_below leaves dirty files alone
@@ -1239,12 +1250,12 @@ bool CqStore::Impl::submit_cycle_syncs() {
     req.kind = io::OpKind::fdatasync;
     if (!submit_file_op(CqOp::sync, ref.queue, *f, req)) return false;
     f->dirty = false;  // writes completing from now on need the next cycle's fdatasync
-    cycle_outstanding++;
-    cycle_syncs.pop_back();
+    cycle.outstanding++;
+    cycle.syncs.pop_back();
   }
-  while (!cycle_dirs.empty()) {
+  while (!cycle.dirs.empty()) {
     if (op_pool.full()) return false;
-    const std::string& path = cycle_dirs.back();
+    const std::string& path = cycle.dirs.back();
     io::Result<io::FileHandle> dir = disk.open(path, io::OpenMode::directory);
     if (!dir.is_ok()) {
       fail_stop(dir.status());
@@ -1260,8 +1271,8 @@ bool CqStore::Impl::submit_cycle_syncs() {
     }
     ops[*slot].dir = *dir;
     ops[*slot].dir_path = path;
-    cycle_outstanding++;
-    cycle_dirs.pop_back();
+    cycle.outstanding++;
+    cycle.dirs.pop_back();
   }
   return true;
 }
@@ -1278,8 +1289,8 @@ void CqStore::Impl::on_sync_done(uint32_t slot, int64_t result) {
     if (result < 0) what = "fsync directory " + op.dir_path;
   }
   release_op_slot(slot);
-  UMQ_ASSERT(cycle_outstanding > 0);
-  cycle_outstanding--;
+  UMQ_ASSERT(cycle.outstanding > 0);
+  cycle.outstanding--;
   if (result < 0) fail_stop(io::Status::from_errno(static_cast<int>(-result), what));
 }
 
@@ -1300,7 +1311,7 @@ LogOffset CqStore::durable_dispatched() const {
 }
 
 void CqStore::request_flush() {
-  impl_->flush_requested = true;
+  impl_->cycle.flush_requested = true;
 }
 
 // ---- Reactor integration ----
@@ -1343,10 +1354,10 @@ bool CqStore::owns(uint64_t user_data) {
 
 int64_t CqStore::next_deadline_ms() const {
   const Impl& m = *impl_;
-  if (m.closed || m.phase != CyclePhase::idle || !m.fail_status.is_ok()) return INT64_MAX;
+  if (m.closed || m.cycle.phase != CyclePhase::idle || !m.fail_status.is_ok()) return INT64_MAX;
   if (!m.has_unsynced_work()) return INT64_MAX;
-  if (m.flush_requested || m.early_cycle_due()) return m.now_ms();
-  return m.last_cycle_ms + m.options.flush_interval_ms;
+  if (m.cycle.flush_requested || m.early_cycle_due()) return m.now_ms();
+  return m.cycle.last_ms + m.options.flush_interval_ms;
 }
 
 size_t CqStore::pending_work() const {
@@ -1429,7 +1440,7 @@ io::Status CqStore::delete_below(LogOffset min_log_at) {
 // ---- Clean stop ----
 
 bool CqStore::Impl::close_done() const {
-  if (phase != CyclePhase::idle || ops_in_flight > 0 || reads_in_flight > 0) return false;
+  if (cycle.phase != CyclePhase::idle || ops_in_flight > 0 || reads_in_flight > 0) return false;
   for (QueueIndex qi : dirty_queues) {
     if (queues[qi].written_upto < queues[qi].max_offset) return false;
   }
