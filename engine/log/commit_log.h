@@ -40,6 +40,13 @@
 //     of this run lies further than that past the durable point; recovery relies on it to tell a
 //     torn tail from corruption (engine/README.md).
 //
+// Parts (engine/log/README.md, "The CommitLog's parts"): this class is the facade the engine
+// uses; it owns the parts below, each with its own state, and routes the loop and the
+// completions to them. LogState (shared ends, lifecycle, requests in flight), AckQueue,
+// SegmentFiles (the segments, the spare, retention), SegmentPreparer (the next segment, the
+// zeros ahead), LogWriter (buffers and writes), LogFlush (fdatasync rounds, durable),
+// CheckpointWriter, LogReads.
+//
 // Threading: one thread (the shard's) calls every method. Not thread-safe.
 
 #include <cstddef>
@@ -55,7 +62,16 @@
 #include <uringmq/options.h>
 #include <uringmq/recovery_report.h>
 
+#include "engine/log/ack_queue.h"
+#include "engine/log/checkpoint_writer.h"
+#include "engine/log/log_flush.h"
+#include "engine/log/log_reads.h"
+#include "engine/log/log_state.h"
+#include "engine/log/log_types.h"
+#include "engine/log/log_writer.h"
 #include "engine/log/message_codec.h"
+#include "engine/log/segment_files.h"
+#include "engine/log/segment_preparer.h"
 #include "io/clock.h"
 #include "io/disk.h"
 #include "io/status.h"
@@ -65,47 +81,11 @@ namespace uringmq::engine {
 
 class AtomicHistogram;  // engine/metrics_histogram.h
 
-// A byte position in the CommitLog stream (RocketMQ's PHYSICALOFFSET). Not a file offset.
-// Defined with the other offset kinds in include/uringmq/offsets.h.
-using uringmq::LogOffset;
-
 // FlushMode and CommitLogOptions: include/uringmq/options.h.
 
 // RecoveryReport (what recovery found at open): include/uringmq/recovery_report.h.
 
-struct AppendResult {
-  LogOffset offset;         // PHYSICALOFFSET of the record
-  uint32_t size_bytes = 0;  // TOTALSIZE
-  int64_t store_timestamp_ms = 0;
-};
-
-enum class AckOutcome : uint8_t {
-  ok,             // stored as the flush mode promises
-  indeterminate,  // the log fail-stopped first: the record may or may not have survived
-};
-
-struct Ack {
-  uint64_t tag = 0;  // the caller's tag given to append()
-  LogOffset offset;
-  AckOutcome outcome = AckOutcome::ok;
-};
-
-struct ReadCompletion {
-  uint64_t tag = 0;
-  int64_t result = 0;  // bytes read, or -errno
-};
-
-struct CommitLogStats {
-  uint64_t appends = 0;
-  uint64_t writes_submitted = 0;
-  uint64_t bytes_submitted = 0;  // bytes of those writes (direct mode: rewritten blocks too)
-  uint64_t writes_held = 0;      // times a small write waited for the one in flight
-  uint64_t fdatasyncs_completed = 0;
-  uint64_t acks_ok = 0;
-  uint64_t segments_prepared = 0;  // recycled ones included
-  uint64_t segments_recycled = 0;  // of those, retired segments renamed into place
-  uint64_t checkpoints_written = 0;
-};
+// AppendResult, Ack, ReadCompletion, CommitLogStats: engine/log/log_types.h.
 
 // A participant of the shard's loop (sched/participant.h): it drains while busy, and closes last.
 class CommitLog final : public sched::Participant {
@@ -195,205 +175,62 @@ class CommitLog final : public sched::Participant {
   // After close() only the destructor may be called.
   io::Status close() override;
 
-  LogOffset appended_offset() const { return LogOffset{appended_}; }
-  LogOffset written_offset() const { return LogOffset{written_}; }
-  LogOffset durable_offset() const { return LogOffset{durable_}; }
+  LogOffset appended_offset() const { return LogOffset{state_.appended()}; }
+  LogOffset written_offset() const { return LogOffset{state_.written()}; }
+  LogOffset durable_offset() const { return LogOffset{state_.durable()}; }
   LogOffset min_offset() const;
-  bool fail_stopped() const { return !fail_status_.is_ok(); }
-  const io::Status& fail_status() const { return fail_status_; }
-  const CommitLogStats& stats() const { return stats_; }
+  bool fail_stopped() const { return state_.fail_stopped(); }
+  const io::Status& fail_status() const { return state_.fail_status(); }
+  const CommitLogStats& stats() const { return state_.stats(); }
   // Where each completed round of fdatasyncs is observed: its latency (us, from submission to
   // the last completion) and the records appended since the previous round. Both outlive the
   // log (the shard's); null: not observed.
   void set_sync_metrics(AtomicHistogram* latency_us, AtomicHistogram* records) {
-    sync_latency_us_ = latency_us;
-    sync_records_ = records;
+    flush_.set_metrics(latency_us, records);
   }
-  const CommitLogOptions& options() const { return options_; }
+  const CommitLogOptions& options() const { return state_.options(); }
   // Pending acknowledgements plus IO in flight: 0 means poll() has nothing left to do.
   size_t pending_work() const;
 
   // The 20-digit file name of the segment starting at `base_offset`.
   static std::string segment_name(uint64_t base_offset);
 
-  struct Segment {
-    uint64_t base = 0;
-    io::FileHandle file;       // opened in options.io_mode, for writes and fdatasync
-    io::FileHandle read_file;  // buffered, opened on the first read
-    bool dirty = false;        // a write completed since the last fdatasync was submitted
-  };
-  struct WriteBuffer {
-    std::byte* data = nullptr;
-    int32_t index = 0;          // registered-buffer index, or -1 when registration was refused
-    uint64_t log_start = 0;     // log offset of data[0]; a multiple of align_bytes_
-    uint64_t segment_base = 0;  // the segment all of its bytes belong to
-    uint64_t fill = 0;          // bytes encoded
-    uint64_t submitted = 0;     // bytes handed to the disk
-    uint64_t seal_end = 0;      // when non-zero, its last write completes the segment up to here
-    uint32_t writes_in_flight = 0;
-  };
-  struct WriteSlot {
-    uint32_t buffer = 0;
-    uint64_t file_offset = 0;
-    uint64_t length = 0;
-    uint64_t log_data_end = 0;  // written_ moves here when this and all earlier slots are done
-    std::byte* data = nullptr;
-    uint64_t segment_base = 0;
-    io::FileHandle file;
-    bool done = false;
-  };
-  struct PendingAck {
-    uint64_t end = 0;  // log offset just past the record
-    uint64_t tag = 0;
-    uint64_t offset = 0;
-  };
-  enum class AllocStep : uint8_t { idle, fallocating, zeroing, syncing, dir_syncing, ready };
-  static constexpr std::string_view kRecycledFile = "recycled";
-
+ private:
   CommitLog(io::Disk& disk, io::Clock& clock, const CommitLogOptions& options);
   io::Status start(uint64_t end_offset, int64_t last_store_timestamp_ms,
                    uint64_t checkpoint_offset);
-  io::Status reserve(uint32_t size_bytes);
+  // The writer's segment at open: created when recovery left none for it, and the prepared
+  // next one when a clean stop kept it.
+  io::Status start_segments();
+  // The abort file (present while open) and the directory handles.
+  io::Status start_files();
+  // Room for a record of `size_bytes`: the writer rolls to the next segment if this one
+  // cannot hold it plus the blank record, and the current buffer has room.
+  io::Status reserve(uint32_t size_bytes) {
+    const uint64_t appended = state_.appended();
+    if (appended + size_bytes + kBlankRecordBytes > state_.segment_end(appended)) {
+      UMQ_RETURN_IF_ERROR(roll_segment());
+    }
+    return writer_.ensure_buffer_room(size_bytes);
+  }
   io::Status roll_segment();
-  io::Status roll_raw();
-  // Ok when the prepared next segment is ready to take over; busy (the roll waits) or the
-  // preparation's error otherwise.
-  io::Status prepared_segment_ready();
-  // The prepared segment (based at alloc_base_) becomes the writer's.
+  // The prepared segment becomes the writer's (appended is at its base).
   void adopt_prepared_segment();
-  io::Status check_open() const;
-  // The current write buffer takes `size_bytes` more of the writer's segment, or the next one
-  // does (switch_buffer).
-  io::Status ensure_buffer_room(uint64_t size_bytes);
-  io::Status switch_buffer();
-  Segment* find_segment(uint64_t base);
-  void submit_writes();
-  bool submit_range(WriteBuffer& buffer);
-  void maybe_sync();
-  void maybe_checkpoint();
-  void advance_allocator();
-  void start_allocation();
-  bool start_recycled_allocation();
-  io::Status adopt_spare();
-  io::Status retire_segment(const std::string& path);
-  void on_write_done(uint32_t slot, int64_t result);
-  void on_sync_done(int64_t result);
-  void on_allocator_done(int64_t result);
-  void continue_zero_fill();
-  void maybe_zero_ahead();
-  void on_zero_ahead_done(int64_t result);
-  bool zero_fill_should_wait() const;
-  bool quiet() const;
-  static constexpr int64_t kQuietNs = 2'000'000;
-  void on_checkpoint_done(int64_t result);
-  void allocation_failed(io::Status status);
-  bool close_done() const;
-  uint64_t checkpoint_offset() const;
   void release_acks();
-  void fail_stop(io::Status status);
-  bool submit_slot_write(uint32_t index);
-  bool submit_op(const io::IoRequest& request);
-  io::Result<Segment*> segment_for_read(uint64_t offset);
-  void set_written(uint64_t offset);
-  void set_durable(uint64_t offset);
-  bool flush_pending() const;
-  int64_t now_ms() const { return clock_.monotonic_ns() / 1'000'000; }
-  int64_t last_write_ns_ = 0;  // monotonic: the last append write submitted (quiet())
-  uint64_t segment_end(uint64_t offset) const;
-  void set_segment_path(uint64_t base, std::string& out) const;
+  bool close_done() const;
 
-  io::Disk& disk_;
-  io::Clock& clock_;
-  CommitLogOptions options_;
-  uint64_t align_bytes_ = 1;  // 1 (buffered) or io::kDirectAlignment (direct)
-  std::string segment_dir_;
-  // Paths the steady state uses, built at construction so that no poll() allocates: the
-  // checkpoint's temporary and final files, and the segment being prepared (rewritten in place
-  // for each segment: the same length every time, so its capacity is reused).
-  std::string checkpoint_temp_path_;
-  std::string checkpoint_path_;
-  std::string alloc_path_;
-  std::string spare_path_;      // commitlog/recycled
-  bool spare_present_ = false;  // spare_path_ holds a whole retired segment
-
-  uint64_t appended_ = 0;
-  uint64_t written_ = 0;
-  uint64_t durable_ = 0;
-  int64_t last_store_timestamp_ms_ = 0;
-  int64_t durable_store_timestamp_ms_ = 0;
-  uint64_t writer_segment_ = 0;  // base of the segment appends go to
-
-  std::vector<Segment> segments_;  // every open segment, ascending base
-  std::byte* memory_ = nullptr;    // write buffers, then the zero-fill chunk; 4 KiB aligned
+  // Declared in construction order: every part refers to the state and to the parts above it
+  // (the writer also to the preparer below: it asks only, never during construction).
+  AckQueue acks_;
+  LogState state_;
+  SegmentFiles files_;
+  LogReads reads_;
+  LogFlush flush_;
+  LogWriter writer_;
+  SegmentPreparer preparer_;
+  CheckpointWriter checkpoint_;
+  std::byte* memory_ = nullptr;  // write buffers, zero-fill chunk, checkpoint block; aligned
   size_t memory_bytes_ = 0;
-  std::byte* zero_chunk_ = nullptr;
-  std::vector<WriteBuffer> buffers_;  // used in ring order: log order = ring order
-  uint32_t current_buffer_ = 0;       // receives appends
-  uint32_t oldest_unsubmitted_ = 0;   // first buffer in ring order with bytes to submit
-  std::vector<WriteSlot> slots_;      // ring of writes in flight, in log order
-  uint32_t slot_head_ = 0;
-  uint32_t slot_count_ = 0;
-  std::vector<PendingAck> acks_;  // ring of appends awaiting acknowledgement, in log order
-  uint32_t ack_head_ = 0;
-  uint32_t ack_count_ = 0;
-  std::vector<Ack> ready_acks_;  // ring of acknowledgements for take_acks()
-  uint32_t ready_head_ = 0;
-  uint32_t ready_count_ = 0;
-  std::vector<ReadCompletion> ready_reads_;
-  uint32_t ops_in_flight_ = 0;
-
-  uint32_t syncs_outstanding_ = 0;
-  bool sync_failed_ = false;
-  uint64_t sync_target_ = 0;
-  int64_t sync_target_timestamp_ms_ = 0;
-  int64_t last_sync_ms_ = 0;
-  AtomicHistogram* sync_latency_us_ = nullptr;
-  AtomicHistogram* sync_records_ = nullptr;
-  int64_t sync_started_ns_ = 0;      // monotonic: the round in flight was submitted
-  uint64_t sync_round_records_ = 0;  // records appended between the previous round and it
-  uint64_t appends_at_sync_ = 0;     // stats_.appends when the round in flight was submitted
-
-  AllocStep alloc_step_ = AllocStep::idle;
-  uint64_t alloc_base_ = 0;
-  io::FileHandle alloc_file_;
-  uint64_t alloc_zeroed_ = 0;
-  uint32_t alloc_writes_in_flight_ = 0;
-  int64_t alloc_retry_at_ms_ = 0;
-  bool roll_waiting_ = false;       // an append needed the next segment before it was ready
-  bool alloc_zero_paused_ = false;  // zeroing waits for the writer (zero_fill_should_wait)
-  bool alloc_recycled_ = false;     // the segment being prepared is the recycled spare
-  io::Status alloc_status_;         // no_space while allocation is failing for lack of space
-  // Zeros written just ahead of the writer in its own segment (SegmentFill::zeroed; a segment
-  // created unwritten at open). front: file offset up to which they are written.
-  struct ZeroAhead {
-    bool active = false;
-    uint64_t base = 0;
-    uint64_t front = 0;
-    bool in_flight = false;
-    uint64_t in_flight_from = 0;
-  };
-  ZeroAhead ahead_;
-  io::FileHandle segment_dir_handle_;
-
-  enum class CheckpointStep : uint8_t { idle, writing, syncing, renaming, dir_syncing };
-  CheckpointStep checkpoint_step_ = CheckpointStep::idle;
-  io::FileHandle checkpoint_file_;
-  io::FileHandle root_dir_handle_;
-  std::byte* checkpoint_bytes_ = nullptr;  // 4 KiB aligned, inside memory_
-  uint64_t checkpoint_target_ = 0;
-  uint64_t checkpoint_limit_ = UINT64_MAX;
-  uint32_t reads_in_flight_ = 0;
-  bool retention_sync_in_flight_ = false;
-  uint64_t checkpoint_written_ = 0;  // bytes of the checkpoint write completed
-  int64_t last_checkpoint_ms_ = 0;
-
-  enum class RebaseSync : uint8_t { none, wanted, in_flight };
-  RebaseSync rebase_sync_ = RebaseSync::none;  // rebase_empty()'s directory fsync
-
-  io::Status fail_status_;
-  bool closing_ = false;
-  bool closed_ = false;
-  CommitLogStats stats_;
 };
 
 }  // namespace uringmq::engine
