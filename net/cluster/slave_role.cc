@@ -1,4 +1,4 @@
-// BrokerReactor, the slave's parts (brokerRole=SLAVE): the HA streams that copy each presented
+// SlaveRole (brokerRole=SLAVE): the HA streams that copy each presented
 // broker's log from its master (net/cluster/ha_client.h), and the refusal of everything that would
 // append, as RocketMQ's slave answers it (its store refuses puts: SendMessageProcessor answers
 // SERVICE_NOT_AVAILABLE 14; a consumer send-back fails with SYSTEM_ERROR 1; an END_TRANSACTION
