@@ -150,7 +150,6 @@ class StoreCalls {
   explicit StoreCalls(CallerLedger& ledger) : ledger_(ledger) {}
   void set_session(std::unique_ptr<Session> session) { session_ = std::move(session); }
   Session& session() { return *session_; }
-  bool has_session() const { return session_ != nullptr; }
 
   // A new op of `kind` for `ticket`, addressing presented broker `shard`.
   uint32_t start(BrokerOp::Kind kind, const Ticket& ticket, uint32_t shard);

@@ -178,8 +178,8 @@ void MessageHandlers::complete_send_back(uint32_t index, const Completion& c) {
       reply_code(op.ticket.conn, request_of(op.ticket), rc::kSystemError,
                  op.kind == BrokerOp::Kind::send_back_store
                      ? "storing the retry copy of the message at offset " + at + " for group " +
-                           op.group + " failed: " + code_text(c.code)
-                     : "no message at offset " + at + ": " + code_text(c.code));
+                           op.group + " failed: " + store_refusal(c.code).reason
+                     : "no message at offset " + at + ": " + store_refusal(c.code).reason);
     }
     return calls_.end(index);
   }

@@ -64,7 +64,8 @@ void BrokerPart::submit_failed(uint32_t index, const io::Status& s) {
   BrokerOp& op = calls_.op(index);
   if (calls_.caller_alive(op) && op.kind != BrokerOp::Kind::commit_silent &&
       op.kind != BrokerOp::Kind::release) {
-    reply_code(op.ticket.conn, request_of(op.ticket), error_code(s.code()), s.message());
+    reply_refusal(op.ticket.conn, request_of(op.ticket),
+                  Refusal{store_refusal(s.code()).fault, s.message()});
   }
   calls_.end(index);
 }
