@@ -1,10 +1,11 @@
 #pragma once
-// Messaging: the broker core's sends and pulls as typed calls. A send (one message, or a batch
-// into one queue) is checked against the topic rules and the store's limits, its properties
-// cleaned of what only the store may write, posted to the store through StoreCalls, and its
-// completion turned into a receipt or a Refusal. A pull is checked the same way and its records
-// are rewritten as clients receive them. Wire adapters decode their requests into calls and
-// encode the results; they never check a message themselves.
+// Messaging: the broker core's sends, pulls and send-backs as typed calls. A send (one message,
+// or a batch into one queue) is checked against the topic rules and the store's limits, its
+// properties cleaned of what only the store may write, posted to the store through StoreCalls,
+// and its completion turned into a receipt or a Refusal. A pull is checked the same way and its
+// records are rewritten as clients receive them. A send-back reads a consumed record and stores
+// its retry copy or dead letter. Wire adapters decode their requests into calls and encode the
+// results; they never check a message themselves.
 //
 // Threading: the reactor thread.
 
