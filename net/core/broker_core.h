@@ -13,6 +13,7 @@
 #include "io/clock.h"
 #include "net/core/client_table.h"
 #include "net/core/membership.h"
+#include "net/core/message_queries.h"
 #include "net/core/messaging.h"
 #include "net/core/store_calls.h"
 #include "net/core/subscription_groups.h"
@@ -37,7 +38,8 @@ struct BrokerCore {
         config_disk(config),
         topics(config, config_disk, *clock, std::move(topics_changed)),
         membership(config),
-        messaging(config, *clock, calls, topics) {}
+        messaging(config, *clock, calls, topics, subscription_groups),
+        message_queries(config, calls) {}
 
   BrokerConfig config;  // a copy: UPDATE_BROKER_CONFIG changes the run-time keys
   Store& store;
@@ -47,8 +49,9 @@ struct BrokerCore {
   ConfigDisk config_disk;
   Topics topics;
   Membership membership;
-  Messaging messaging;  // sends: checked, posted, their outcomes
-  ClientTable clients;  // what heartbeats say about clients (admin listings)
+  Messaging messaging;  // sends, pulls, offsets, send-backs: checked, posted, their outcomes
+  MessageQueries message_queries;  // the message index, records by offset, earliest store time
+  ClientTable clients;             // what heartbeats say about clients (admin listings)
   std::unique_ptr<SubscriptionGroups> subscription_groups;
 };
 

@@ -73,6 +73,11 @@ std::optional<Refusal> check_topic_name(const std::string& topic) {
   return std::nullopt;
 }
 
+// The largest record a send-back reads: a message of maxMessageSize with room for its fields.
+uint64_t max_send_back_record_bytes(const BrokerConfig& config) {
+  return uint64_t{config.store.log.limits.max_body_bytes} + (1u << 20);
+}
+
 }  // namespace
 
 uint32_t Messaging::start_send(const Ticket& ticket, uint32_t shard, std::string topic,
@@ -453,6 +458,81 @@ std::optional<Refusal> Messaging::commit(const Ticket& ticket, uint32_t shard,
   op.queue_id = queue_id;
   return post(index, calls_.session().commit_offset_async(op.group, op.topic, op.queue_id,
                                                           QueueOffset{offset}, index, op.shard));
+}
+
+// ---- send-back: the original record's size, then the record, then its copy stored ----
+
+std::optional<Refusal> Messaging::send_back(const Ticket& ticket, uint32_t shard,
+                                            const SendBackCall& call) {
+  // The copy goes to %RETRY%<group> (or %DLQ%<group>): the group must make a valid topic name.
+  if (call.group.empty() || !valid_topic_name(std::string(kRetryPrefix) + call.group)) {
+    return Refusal{Fault::bad_request, "group \"" + call.group.substr(0, kMaxTopicChars) +
+                                           "\" is invalid: its retry topic %RETRY%<group> must "
+                                           "be 1-127 characters of [%|a-zA-Z0-9_-]"};
+  }
+  // The copy is stored in the shard that holds the original (net/README.md, "Shard = broker").
+  UMQ_ASSERT(shard_of_offset(call.offset) == shard);
+  const uint32_t index = calls_.start(BrokerOp::Kind::send_back_header, ticket, shard);
+  BrokerOp& op = calls_.op(index);
+  op.group = call.group;
+  op.store_offset = call.offset;
+  op.delay_level = call.delay_level;
+  // The call's maxReconsumeTimes wins (Java, for clients since 3.4.9); without it, the group's
+  // retryMaxTimes (updateSubGroup -r), 16 by default.
+  const SubscriptionGroupConfig* configured =
+      groups_ != nullptr ? groups_->find(call.group) : nullptr;
+  op.max_reconsume_times =
+      call.max_reconsume_times.value_or(configured != nullptr ? configured->retry_max_times : 16);
+  // Room for the record and its copy, until the record's size is known.
+  calls_.reserve(index, 2 * max_send_back_record_bytes(config_));
+  op.data.resize(4);
+  return post(index, calls_.session().read_async(op.store_offset, 4, op.data.data(), index));
+}
+
+std::optional<std::variant<Refusal, SendBackReceipt>> Messaging::send_back_outcome(
+    uint32_t index, const Completion& c) {
+  BrokerOp& op = calls_.op(index);
+  if (c.code != io::Code::ok) {
+    const std::string at = std::to_string(wire_offset_of(op.store_offset).value);
+    return Refusal{Fault::system,
+                   op.kind == BrokerOp::Kind::send_back_store
+                       ? "storing the retry copy of the message at offset " + at + " for group " +
+                             op.group + " failed: " + store_refusal(c.code).reason
+                       : "no message at offset " + at + ": " + store_refusal(c.code).reason};
+  }
+  if (op.kind == BrokerOp::Kind::send_back_store) {
+    return SendBackReceipt{op.copy->topic, op.copy->dead_letter, c.queue_offset, c.offset};
+  }
+  if (io::Status s = send_back_step(index); !s.is_ok()) {
+    return Refusal{Fault::system, s.message()};
+  }
+  return std::nullopt;
+}
+
+io::Status Messaging::send_back_step(uint32_t index) {
+  BrokerOp& op = calls_.op(index);
+  if (op.kind == BrokerOp::Kind::send_back_header) {
+    const uint32_t size = engine::record_total_size(op.data);
+    if (size < 64 || size > max_send_back_record_bytes(config_)) {
+      return io::Status::error(
+          io::Code::invalid_argument,
+          "no message starts at offset " + std::to_string(wire_offset_of(op.store_offset).value));
+    }
+    op.kind = BrokerOp::Kind::send_back_record;
+    calls_.reserve(index, 2 * uint64_t{size});
+    op.data.resize(size);
+    return calls_.session().read_async(op.store_offset, size, op.data.data(), index);
+  }
+  UMQ_ASSERT(op.kind == BrokerOp::Kind::send_back_record);
+  op.copy = std::make_unique<SendBackCopy>();
+  // The copy's ORIGIN_MESSAGE_ID names the original by its wire offset, as clients know it.
+  io::Status s = make_send_back(op.group, op.data, wire_offset_of(op.store_offset).value,
+                                static_cast<int32_t>(op.delay_level),
+                                static_cast<int32_t>(op.max_reconsume_times),
+                                config_.store.log.limits, op.copy.get());
+  if (!s.is_ok()) return s;
+  op.kind = BrokerOp::Kind::send_back_store;
+  return calls_.session().send_async(op.copy->message, index, op.shard);
 }
 
 }  // namespace uringmq::net

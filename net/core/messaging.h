@@ -1,10 +1,11 @@
 #pragma once
-// Messaging: the broker core's sends and pulls as typed calls. A send (one message, or a batch
-// into one queue) is checked against the topic rules and the store's limits, its properties
-// cleaned of what only the store may write, posted to the store through StoreCalls, and its
-// completion turned into a receipt or a Refusal. A pull is checked the same way and its records
-// are rewritten as clients receive them. Wire adapters decode their requests into calls and
-// encode the results; they never check a message themselves.
+// Messaging: the broker core's sends, pulls and send-backs as typed calls. A send (one message,
+// or a batch into one queue) is checked against the topic rules and the store's limits, its
+// properties cleaned of what only the store may write, posted to the store through StoreCalls,
+// and its completion turned into a receipt or a Refusal. A pull is checked the same way and its
+// records are rewritten as clients receive them. A send-back reads a consumed record and stores
+// its retry copy or dead letter. Wire adapters decode their requests into calls and encode the
+// results; they never check a message themselves.
 //
 // Threading: the reactor thread.
 
@@ -22,6 +23,7 @@
 #include "io/clock.h"
 #include "net/core/faults.h"
 #include "net/core/store_calls.h"
+#include "net/core/subscription_groups.h"
 #include "net/core/topics.h"
 #include "net/core/wire_offset.h"
 #include "net/ops/broker_config.h"
@@ -112,10 +114,33 @@ struct QueueQuery {
   int64_t timestamp_ms = 0;  // offset_at_time
 };
 
+// A consumed message handed back by its consumer group for a later try (RocketMQ's
+// CONSUMER_SEND_MSG_BACK; RocketMQ 5's POP, when a message's invisibility ends or its client
+// nacks it): the original record is read, and its copy stored in %RETRY%<group>, or in
+// %DLQ%<group> once its reconsume times reach the maximum (make_send_back, uringmq/store.h).
+struct SendBackCall {
+  std::string group;
+  StoreOffset offset;  // the original record, in the shard of the broker asked
+  // > 0: that delay level; 0: level 3 + its reconsume times; < 0: straight to the DLQ.
+  int32_t delay_level = 0;
+  // none: the group's retryMaxTimes (SubscriptionGroups), 16 for a group not configured.
+  std::optional<int32_t> max_reconsume_times;
+};
+
+// A send-back stored: the copy's topic (%RETRY%<group> or %DLQ%<group>), queue offset and record.
+struct SendBackReceipt {
+  std::string topic;
+  bool dead_letter = false;
+  QueueOffset queue_offset;
+  StoreOffset offset;
+};
+
 class Messaging {
  public:
-  Messaging(const BrokerConfig& config, io::Clock& clock, StoreCalls& calls, Topics& topics)
-      : config_(config), clock_(clock), calls_(calls), topics_(topics) {}
+  // `groups` is read at each send-back (the table is opened after the core is built).
+  Messaging(const BrokerConfig& config, io::Clock& clock, StoreCalls& calls, Topics& topics,
+            const std::unique_ptr<SubscriptionGroups>& groups)
+      : config_(config), clock_(clock), calls_(calls), topics_(topics), groups_(groups) {}
 
   // Checks and posts a send for `ticket` on presented broker `shard`; nullopt once posted (the
   // op's completion carries the outcome: send_outcome), else why it was not.
@@ -144,6 +169,14 @@ class Messaging {
   std::optional<Refusal> commit(const Ticket& ticket, uint32_t shard, const std::string& group,
                                 const std::string& topic, int32_t queue_id, int64_t offset,
                                 bool answered);
+  // Checks and posts a send-back (its first step: the original record's size); nullopt once
+  // posted, else why not (a group that cannot make a %RETRY% topic, the store busy).
+  std::optional<Refusal> send_back(const Ticket& ticket, uint32_t shard, const SendBackCall& call);
+  // A send-back op's completion: nullopt while it goes on (the record read, then its copy
+  // stored), else the copy's receipt or why it was not stored. Carried on whether or not its
+  // caller is still there: the consumer counts on the retry.
+  std::optional<std::variant<Refusal, SendBackReceipt>> send_back_outcome(uint32_t index,
+                                                                          const Completion& c);
 
  private:
   // A send op holding a copy of the body, its topic and queue in op.message.
@@ -153,11 +186,14 @@ class Messaging {
   std::optional<Refusal> build_batch(uint32_t index, std::string_view batch_properties,
                                      BatchDecoder decode);
   std::optional<Refusal> post(uint32_t index, const io::Status& posted);
+  // The send-back's next step once its record's size (or whole record) is read.
+  io::Status send_back_step(uint32_t index);
 
   const BrokerConfig& config_;
   io::Clock& clock_;
   StoreCalls& calls_;
   Topics& topics_;
+  const std::unique_ptr<SubscriptionGroups>& groups_;
   std::vector<BatchEntry> batch_entries_;  // scratch of send_batch (capacity kept)
   std::vector<uint32_t> batch_props_at_;   // scratch: each message's properties in the arena
 };

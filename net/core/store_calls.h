@@ -46,11 +46,14 @@ class CallerLedger {
   virtual void reserve(const Ticket& ticket, uint64_t before, uint64_t after) = 0;
 };
 
-// QUERY_MESSAGE: per shard (messages, bytes) answered; its newest index entry over shards.
+// A key query (MessageQueries): per shard (messages, bytes) answered; its newest index entry
+// over shards; the most records it answers; the shards still to answer.
 struct IndexQueryState {
   std::vector<std::pair<uint32_t, uint32_t>> parts;
   int64_t timestamp_ms = 0;
   uint64_t wire_offset = 0;
+  uint32_t max_messages = 0;
+  uint32_t shards_left = 0;
 };
 
 // Transactional messages: how the half ends, the check it belongs to, the due halves.
@@ -94,14 +97,14 @@ struct BrokerOp {
     query_offset_min,
     commit,
     commit_silent,
-    send_back_header,
-    send_back_record,
-    send_back_store,
+    send_back_header,  // a send-back (Messaging): the record's size, then
+    send_back_record,  // the record, then
+    send_back_store,   // its copy stored
     release,
     admin,            // an admin request's store queries, one at a time (net/ops/admin_handlers.cc)
-    query_message,    // QUERY_MESSAGE: one request per shard (net/remoting/query_handlers.cc)
-    view_message,     // VIEW_MESSAGE_BY_ID
-    earliest_min,     // GET_EARLIEST_MSG_STORETIME: the queue's min offset, then
+    query_message,    // a key query: one request per shard asked (net/core/message_queries.h)
+    view_message,     // a record by offset
+    earliest_min,     // a queue's earliest store time: the queue's min offset, then
     earliest_record,  // its record's store time
     end_view,         // END_TRANSACTION: the half read, then
     end_store,        // its outcome stored (net/remoting/transaction_handlers.cc)

@@ -21,7 +21,8 @@ class MessageHandlers final : public BrokerPart {
   void complete_pull(BrokerOp& op, const Completion& c);
   // False while the query goes on (the op stays).
   bool complete_query(uint32_t index, const Completion& c);
-  void complete_send_back(uint32_t index, const Completion& c);
+  // False while the send-back goes on (the op stays).
+  bool complete_send_back(uint32_t index, const Completion& c);
   bool pull_again_larger(uint32_t index);
 };
 

@@ -401,14 +401,15 @@ void RemotingHandlers::on_store_completion(const Completion& c) {
     case BrokerOp::Kind::send_back_header:
     case BrokerOp::Kind::send_back_record:
     case BrokerOp::Kind::send_back_store:
-      return parts_.messages.complete_send_back(index, c);
+      if (!parts_.messages.complete_send_back(index, c)) return;
+      break;
     case BrokerOp::Kind::commit_silent:
       break;
     case BrokerOp::Kind::query_message:
       if (!parts_.queries.complete_query_message(index, c)) return;
       break;
     case BrokerOp::Kind::view_message:
-      parts_.queries.complete_view_message(op, c);
+      parts_.queries.complete_view_message(index, c);
       break;
     case BrokerOp::Kind::earliest_min:
     case BrokerOp::Kind::earliest_record:

@@ -131,7 +131,8 @@ void MessageHandlers::complete_send(BrokerOp& op, const Completion& c) {
   if (!request.is_oneway()) parts_.master.reply_stored(op, std::move(response), receipt.log_end);
 }
 
-// ---- CONSUMER_SEND_MSG_BACK: read the record (its size, then all of it), store the copy ----
+// ---- CONSUMER_SEND_MSG_BACK: the header into a SendBackCall; the core reads the record and
+// stores its copy (Messaging::send_back) ----
 
 void MessageHandlers::handle_send_back(uint32_t conn, RemotingCommand& request) {
   HeaderFields fields(request);
@@ -144,75 +145,32 @@ void MessageHandlers::handle_send_back(uint32_t conn, RemotingCommand& request) 
     return reply_code(conn, request, rc::kSystemError,
                       "CONSUMER_SEND_MSG_BACK needs offset and group");
   }
-  // The copy goes to %RETRY%<group> (or %DLQ%<group>): the group must make a valid topic name.
-  if (!valid_topic_name(std::string(kRetryPrefix) + *group)) {
-    return reply_code(conn, request, rc::kSystemError,
-                      "group \"" + group->substr(0, kMaxTopicChars) +
-                          "\" is invalid: its retry topic %RETRY%<group> must be 1-127 "
-                          "characters of [%|a-zA-Z0-9_-]");
+  const uint32_t shard = conns_[conn].shard;
+  SendBackCall call;
+  call.group = *group;
+  // The offset is the wire's: the record's in the log of the broker (shard) asked.
+  call.offset = store_offset_of_wire(WireOffset{static_cast<uint64_t>(*offset)}, shard);
+  call.delay_level = delay_level.value_or(0);
+  call.max_reconsume_times = max_reconsume;
+  const Ticket ticket = ticket_of(conn, conns_[conn].generation, request);
+  if (std::optional<Refusal> refused = messaging_.send_back(ticket, shard, call)) {
+    reply_refusal(conn, request, *refused);
   }
-  uint32_t index = new_op(BrokerOp::Kind::send_back_header, conn, request);
-  BrokerOp& op = calls_.op(index);
-  op.group = *group;
-  op.store_offset = store_offset_of_wire(WireOffset{static_cast<uint64_t>(*offset)}, op.shard);
-  op.delay_level = delay_level.value_or(0);
-  // The request's maxReconsumeTimes wins (Java, for clients since 3.4.9); without it, the
-  // group's retryMaxTimes (updateSubGroup -r), 16 by default.
-  const SubscriptionGroupConfig* group_config = subscription_groups_->find(*group);
-  op.max_reconsume_times =
-      max_reconsume.value_or(group_config != nullptr ? group_config->retry_max_times : 16);
-  // Room for the record and its copy, until the record's size is known.
-  calls_.reserve(index, 2 * (config_.store.log.limits.max_body_bytes + (1u << 20)));
-  op.data.resize(4);
-  submit(index, [&](uint64_t tag) {
-    return calls_.session().read_async(op.store_offset, 4, op.data.data(), tag);
-  });
 }
 
-void MessageHandlers::complete_send_back(uint32_t index, const Completion& c) {
-  BrokerOp& op = calls_.op(index);
-  const bool alive = calls_.caller_alive(op);
-  if (c.code != io::Code::ok) {
-    if (alive) {
-      const std::string at = std::to_string(wire_offset(op.store_offset).value);
-      reply_code(op.ticket.conn, request_of(op.ticket), rc::kSystemError,
-                 op.kind == BrokerOp::Kind::send_back_store
-                     ? "storing the retry copy of the message at offset " + at + " for group " +
-                           op.group + " failed: " + store_refusal(c.code).reason
-                     : "no message at offset " + at + ": " + store_refusal(c.code).reason);
-    }
-    return calls_.end(index);
-  }
-  io::Status s = io::Status::ok();
-  if (op.kind == BrokerOp::Kind::send_back_header) {
-    const uint32_t size = engine::record_total_size(op.data);
-    if (size < 64 || size > config_.store.log.limits.max_body_bytes + (1u << 20)) {
-      s = io::Status::error(
-          io::Code::invalid_argument,
-          "no message starts at offset " + std::to_string(wire_offset(op.store_offset).value));
-    } else {
-      op.kind = BrokerOp::Kind::send_back_record;
-      calls_.reserve(index, 2 * uint64_t{size});
-      op.data.resize(size);
-      s = calls_.session().read_async(op.store_offset, size, op.data.data(), index);
-    }
-  } else if (op.kind == BrokerOp::Kind::send_back_record) {
-    op.copy = std::make_unique<SendBackCopy>();
-    s = make_send_back(
-        op.group, op.data, wire_offset(op.store_offset).value, static_cast<int32_t>(op.delay_level),
-        static_cast<int32_t>(op.max_reconsume_times), config_.store.log.limits, op.copy.get());
-    if (s.is_ok()) {
-      op.kind = BrokerOp::Kind::send_back_store;
-      s = calls_.session().send_async(op.copy->message, index, op.shard);
-    }
+bool MessageHandlers::complete_send_back(uint32_t index, const Completion& c) {
+  std::optional<std::variant<Refusal, SendBackReceipt>> outcome =
+      messaging_.send_back_outcome(index, c);
+  if (!outcome) return false;
+  const BrokerOp& op = calls_.op(index);
+  if (!calls_.caller_alive(op)) return true;
+  const RemotingCommand request = request_of(op.ticket);
+  if (const Refusal* refused = std::get_if<Refusal>(&*outcome)) {
+    reply_refusal(op.ticket.conn, request, *refused);
   } else {
-    if (alive) reply_code(op.ticket.conn, request_of(op.ticket), rc::kSuccess, {});
-    return calls_.end(index);
+    reply_code(op.ticket.conn, request, rc::kSuccess, {});
   }
-  if (!s.is_ok()) {
-    if (alive) reply_code(op.ticket.conn, request_of(op.ticket), rc::kSystemError, s.message());
-    calls_.end(index);
-  }
+  return true;
 }
 
 }  // namespace uringmq::net

@@ -17,6 +17,7 @@ BrokerPart::BrokerPart(BrokerReactor& reactor, BrokerParts& parts)
       calls_(reactor.core_.calls),
       topics_(reactor.core_.topics),
       messaging_(reactor.core_.messaging),
+      message_queries_(reactor.core_.message_queries),
       membership_(reactor.core_.membership),
       clients_(reactor.core_.clients),
       subscription_groups_(reactor.core_.subscription_groups),

@@ -81,6 +81,7 @@ class BrokerPart {
   StoreCalls& calls_;
   Topics& topics_;
   Messaging& messaging_;
+  MessageQueries& message_queries_;
   Membership& membership_;
   ClientTable& clients_;
   std::unique_ptr<SubscriptionGroups>& subscription_groups_;
