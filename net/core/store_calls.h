@@ -17,7 +17,7 @@
 
 #include "engine/queues/sql_filter.h"
 #include "engine/store.h"
-#include "net/ops/broker_admin.h"
+#include "net/core/admin_query.h"
 #include "sched/slot_pool.h"
 
 namespace uringmq::net {
@@ -98,7 +98,7 @@ struct BrokerOp {
     send_back_record,
     send_back_store,
     release,
-    admin,            // an admin request's store queries, one at a time (net/ops/admin_handlers.cc)
+    admin,            // an admin call's store queries, one at a time (net/core/admin.h)
     query_message,    // QUERY_MESSAGE: one request per shard (net/remoting/query_handlers.cc)
     view_message,     // VIEW_MESSAGE_BY_ID
     earliest_min,     // GET_EARLIEST_MSG_STORETIME: the queue's min offset, then
