@@ -2,8 +2,10 @@
 // operators read them, with no wire: the refusals of the calls that gather figures from the
 // store, an empty call answered at once, the listings from the client table, the subscription
 // groups, the run-time configuration (refused keys named, a change persisted and applied at the
-// next start), and the replication state with no HA part. Method: the core's objects over a
-// temporary directory (the config disk is the real one), driven directly; no store is posted to.
+// next start), the replication state with no HA part, and the chain of store queries giving
+// each queue's range, last store time, committed and reset offsets. Method: the core's objects
+// over a temporary directory (the config disk is the real one), driven directly; the chain runs
+// on a real one-shard Store whose completions the test hands to queue_figures_outcome.
 
 #include "net/core/admin.h"
 
@@ -14,6 +16,8 @@
 #include "io/clock.h"
 #include "net/cluster/ha_replication_view.h"
 #include "net/core/broker_settings.h"
+#include "tests/support/log_fixture.h"
+#include "tests/support/store_options.h"
 
 namespace uringmq::net {
 namespace {
@@ -48,7 +52,11 @@ class CoreAdminTest : public ::testing::Test {
     t.write_queue_nums = 2;
     ASSERT_FALSE(topics_.configure(t).has_value());
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
+  void TearDown() override {
+    calls_.set_session(nullptr);  // the store closes before its directory goes
+    store_.reset();
+    std::filesystem::remove_all(dir_);
+  }
 
   // A consumer of group G subscribed to T, on connection 1.
   void heartbeat() {
@@ -61,6 +69,8 @@ class CoreAdminTest : public ::testing::Test {
   BrokerConfig config_;
   io::ManualClock clock_;
   NoLedger ledger_;
+  io::ManualClock store_clock_{1'700'000'000'000};  // outlives store_
+  std::unique_ptr<Store> store_;                    // outlives calls_'s session
   StoreCalls calls_{ledger_};
   ConfigDisk config_disk_{config_};
   Topics topics_{config_, config_disk_, clock_, [] {}};
@@ -75,6 +85,81 @@ Refusal refusal_of(const AdminOutcome& outcome) {
     return {};
   }
   return std::get<Refusal>(*outcome);
+}
+
+// Hands the store's completions to the op's step function until it has a value.
+AdminOutcome run_chain(Admin& admin, StoreCalls& calls, AdminOutcome outcome) {
+  while (!outcome) {
+    std::array<Completion, 1> c;
+    if (calls.session().take_completions(c, /*wait_at_least_one=*/true) == 0) continue;
+    const auto index = static_cast<uint32_t>(c[0].tag);
+    outcome = admin.queue_figures_outcome(index, c[0]);
+    if (outcome) calls.end(index);
+  }
+  return outcome;
+}
+
+template <typename Result>
+const Result& result_of(const AdminOutcome& outcome) {
+  EXPECT_TRUE(outcome.has_value());
+  if (const Refusal* refused = std::get_if<Refusal>(&*outcome)) {
+    ADD_FAILURE() << "refused: " << refused->reason;
+  }
+  return std::get<Result>(std::get<QueueFiguresResult>(*outcome));
+}
+
+TEST_F(CoreAdminTest, ChainOfStoreQueriesGivesEachQueuesFigures) {
+  StoreOptions options = testing::store_test_options((dir_ / "store").string(), 1);
+  options.log = testing::small_log_options("");
+  options.clock = &store_clock_;
+  auto store = Store::open(options);
+  ASSERT_TRUE(store.is_ok()) << store.status().to_string();
+  store_ = std::move(*store);
+  auto sender = store_->open_session();
+  auto session = store_->open_session();
+  ASSERT_TRUE(sender.is_ok());
+  ASSERT_TRUE(session.is_ok());
+  calls_.set_session(std::move(*session));
+  // Three messages in T's queue 0, the last stored 2 s after the first; queue 1 stays empty.
+  std::vector<testing::TestMessage> kept;
+  for (uint64_t seq = 0; seq < 3; seq++) {
+    kept.push_back(testing::make_message(1, seq, 100));
+    Message m;
+    m.topic = "T";
+    m.queue_id = 0;
+    m.body = kept.back().body;
+    m.properties = kept.back().properties;
+    ASSERT_EQ((*sender)->send(m).code, io::Code::ok);
+    store_clock_.advance_ms(1000);
+  }
+  const int64_t last_stored_ms = 1'700'000'002'000;
+
+  AdminOutcome stats = run_chain(admin_, calls_, admin_.topic_stats({}, 0, "T"));
+  const auto& queues = result_of<TopicStats>(stats).queues;
+  ASSERT_EQ(queues.size(), 2u);
+  EXPECT_EQ(queues[0].min_offset, 0);
+  EXPECT_EQ(queues[0].max_offset, 3);
+  EXPECT_EQ(queues[0].timestamp_ms, last_stored_ms);
+  EXPECT_EQ(queues[1].max_offset, 0);
+  EXPECT_EQ(queues[1].timestamp_ms, 0);
+
+  // A reset to the queues' ends commits them and names the online client to tell.
+  heartbeat();
+  AdminOutcome reset = run_chain(admin_, calls_, admin_.reset_offset({}, 0, {"T", "G", -1, true}));
+  const ResetResult& moved = result_of<ResetResult>(reset);
+  ASSERT_EQ(moved.queues.size(), 2u);
+  EXPECT_EQ(moved.queues[0].reset_offset, 3);
+  EXPECT_EQ(moved.queues[1].reset_offset, 0);
+  ASSERT_EQ(moved.notify.size(), 1u);
+  EXPECT_EQ(moved.notify[0].client_id, "c1");
+
+  // The group's progress: offset 3 committed, the last consumed message stored last.
+  AdminOutcome consume = run_chain(admin_, calls_, admin_.consume_stats({}, 0, "G", ""));
+  const auto& progress = result_of<ConsumeStats>(consume).queues;
+  ASSERT_EQ(progress.size(), 2u);
+  EXPECT_EQ(progress[0].consumer_offset, 3);
+  EXPECT_EQ(progress[0].max_offset, 3);
+  EXPECT_EQ(progress[0].timestamp_ms, last_stored_ms);
 }
 
 TEST_F(CoreAdminTest, FiguresCallsRefuseNamingTheCause) {
