@@ -90,6 +90,12 @@ uint64_t HaClient::bytes_replicated(uint32_t broker) const {
 uint64_t HaClient::reported_offset(uint32_t broker) const {
   return streams_[broker]->reported;
 }
+const std::string& HaClient::name(uint32_t broker) const {
+  return streams_[broker]->name;
+}
+const std::string& HaClient::master_address(uint32_t broker) const {
+  return streams_[broker]->master;
+}
 
 void HaClient::poll(io::NetRing& ring, int64_t mono_ms) {
   drain_store(ring, mono_ms);

@@ -67,6 +67,10 @@ class HaClient final : public OutboundOwner {
   // Figures (tests, logs): bytes handed to the store, and the last durable offset reported.
   uint64_t bytes_replicated(uint32_t broker) const;
   uint64_t reported_offset(uint32_t broker) const;
+  uint32_t broker_count() const { return static_cast<uint32_t>(streams_.size()); }
+  const std::string& name(uint32_t broker) const;
+  // The master's HA address in use ("ip:port"; empty: not known yet).
+  const std::string& master_address(uint32_t broker) const;
 
  private:
   struct Stream;

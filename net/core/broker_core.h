@@ -1,8 +1,9 @@
 #pragma once
 // BrokerCore: the broker's state that no wire owns: its configuration (the run-time keys change
-// through UPDATE_BROKER_CONFIG), the store and the requests to it in flight, topics, groups'
-// members and locks, clients, subscription groups, and the disk config files are rewritten
-// through. Every wire adapter and the reactor share one; it includes no protocol header.
+// through BrokerSettings), the store and the requests to it in flight, topics, groups' members
+// and locks, clients, subscription groups, the disk config files are rewritten through, and the
+// calls clients and operators make (Messaging, Admin, RuntimeFigures, the replication state).
+// Every wire adapter and the reactor share one; it includes no protocol header.
 //
 // Threading: the reactor thread.
 
@@ -11,10 +12,14 @@
 
 #include "engine/store.h"
 #include "io/clock.h"
+#include "net/core/admin.h"
+#include "net/core/broker_settings.h"
 #include "net/core/client_table.h"
 #include "net/core/membership.h"
 #include "net/core/message_queries.h"
 #include "net/core/messaging.h"
+#include "net/core/replication.h"
+#include "net/core/runtime_figures.h"
 #include "net/core/store_calls.h"
 #include "net/core/subscription_groups.h"
 #include "net/core/topics.h"
@@ -39,7 +44,10 @@ struct BrokerCore {
         topics(config, config_disk, *clock, std::move(topics_changed)),
         membership(config),
         messaging(config, *clock, calls, topics, subscription_groups),
-        message_queries(config, calls) {}
+        message_queries(config, calls),
+        settings(config, config_disk),
+        admin(config, calls, topics, clients, subscription_groups, config_disk),
+        figures(config, store, membership) {}
 
   BrokerConfig config;  // a copy: UPDATE_BROKER_CONFIG changes the run-time keys
   Store& store;
@@ -53,6 +61,11 @@ struct BrokerCore {
   MessageQueries message_queries;  // the message index, records by offset, earliest store time
   ClientTable clients;             // what heartbeats say about clients (admin listings)
   std::unique_ptr<SubscriptionGroups> subscription_groups;
+  BrokerSettings settings;  // the configuration as operators read and change it
+  Admin admin;              // operators' calls: per-queue figures, listings, groups
+  RuntimeFigures figures;   // what each presented broker reports of itself
+  // Replication as the cluster layer sees it (net/cluster/); null until it is set up.
+  const ReplicationView* replication = nullptr;
 };
 
 }  // namespace uringmq::net

@@ -18,6 +18,7 @@ enum class Fault : uint8_t {
   busy,             // the store or a table is full: try again
   unavailable,      // stopping, the disk full or failed
   not_found,        // nothing matches (an offset never committed, a message by key)
+  not_online,       // a consumer group with no client connected (an operator's call needs one)
   system,           // anything else, named by the reason
 };
 

@@ -17,7 +17,7 @@
 
 #include "engine/queues/sql_filter.h"
 #include "engine/store.h"
-#include "net/ops/broker_admin.h"
+#include "net/core/admin_query.h"
 #include "sched/slot_pool.h"
 
 namespace uringmq::net {
@@ -101,7 +101,7 @@ struct BrokerOp {
     send_back_record,  // the record, then
     send_back_store,   // its copy stored
     release,
-    admin,            // an admin request's store queries, one at a time (net/ops/admin_handlers.cc)
+    admin,            // an admin call's store queries, one at a time (net/core/admin.h)
     query_message,    // a key query: one request per shard asked (net/core/message_queries.h)
     view_message,     // a record by offset
     earliest_min,     // a queue's earliest store time: the queue's min offset, then

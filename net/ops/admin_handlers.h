@@ -1,29 +1,23 @@
 #pragma once
-// AdminHandlers: mqadmin's and the dashboard's requests (admin_handlers.cc), the run-time
-// configuration (admin_config.cc), and the metrics endpoint's rendering (metrics_handlers.cc).
+// AdminHandlers: the remoting adapter of operators' calls (net/core/admin.h,
+// net/core/broker_settings.h): mqadmin's and the dashboard's requests (admin_handlers.cc), the
+// run-time configuration and subscription groups (admin_config.cc), and the metrics endpoint's
+// rendering (metrics_handlers.cc). Each handler decodes its request, calls the core and encodes
+// the answer as Java's broker does.
 
-#include <map>
 #include <string>
-#include <vector>
+#include <variant>
 
+#include "net/cluster/ha_replication_view.h"
 #include "net/ops/broker_admin.h"
 #include "net/server/broker_part.h"
 
 namespace uringmq::net {
 
-// putTps / getTransferedTps of one presented broker: its counters at the previous
-// GET_BROKER_RUNTIME_INFO (at least 1 s before) and the rates over the interval before.
-struct TpsSample {
-  int64_t ms = 0;
-  uint64_t put = 0;
-  uint64_t got = 0;
-  double put_tps = 0;
-  double got_tps = 0;
-};
-
 class AdminHandlers final : public BrokerPart {
  public:
-  using BrokerPart::BrokerPart;
+  // Sets the core's replication view (BrokerCore::replication) to this part's.
+  AdminHandlers(BrokerReactor& reactor, BrokerParts& parts);
   // True when `code` is an admin request it answered.
   bool handle_admin(uint32_t conn, RemotingCommand& request, std::span<const std::byte> body);
   void handle_topic_list(uint32_t conn, const RemotingCommand& request);
@@ -45,21 +39,10 @@ class AdminHandlers final : public BrokerPart {
                               const JsonValue& heartbeat);
   // Loads the subscription groups and applies the run-time overlay (at start).
   io::Status open_admin_state(io::Disk& disk);
-  void start_admin(uint32_t conn, const RemotingCommand& request,
-                   std::unique_ptr<AdminQuery> query);
-  io::Status post_admin_step(uint32_t index);
-  // False while the chain goes on (the op stays).
+  // An admin op's completion (BrokerOp::Kind::admin); false while the chain goes on.
   bool complete_admin(uint32_t index, const Completion& c);
-  void finish_admin(BrokerOp& op);
-  void send_reset_to_clients(const AdminQuery& query, const std::string& body);
-  // The figures Java's GET_BROKER_RUNTIME_INFO has that mqadmin clusterList and brokerStatus
-  // and the dashboard read (putTps, getTransferedTps, msgPutTotalTodayNow, commitLogDiskRatio,
-  // ...), each passed to `add` (key, value).
-  void add_java_runtime_figures(
-      uint32_t shard, const StoreStats& stats,
-      const std::function<void(std::string_view, const std::string&)>& add);
   // Per presented broker: the putTps / getTransferedTps samples start empty.
-  void start_figures(size_t brokers) { tps_.assign(brokers, TpsSample{}); }
+  void start_figures(size_t brokers);
   // ---- metrics (metrics_handlers.cc) ----
   io::Status open_metrics_server();
   // Counts what a store completion did (messages in, out, queue ends) for the metrics.
@@ -67,9 +50,12 @@ class AdminHandlers final : public BrokerPart {
   void render_metrics(std::string& out);
 
  private:
-  // Run-time changes to the configuration (UPDATE_BROKER_CONFIG), as persisted: key -> value.
-  std::map<std::string, std::string, std::less<>> config_overlay_;
-  std::vector<TpsSample> tps_;  // per presented broker: its putTps / getTransferedTps
+  // Answers a call's figures (or why not) on its caller's connection.
+  void answer_figures(const Ticket& ticket, uint32_t shard,
+                      std::variant<Refusal, QueueFiguresResult> outcome);
+  void send_reset_to_clients(const ResetResult& reset, const std::string& body);
+
+  HaReplicationView replication_;  // the HA server's and client's state, for the core
 };
 
 }  // namespace uringmq::net

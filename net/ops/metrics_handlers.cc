@@ -1,8 +1,8 @@
 // The broker's metrics endpoint (metricsExporterType=PROM): what requests did (BrokerMetrics),
-// the store's figures (Store::stats(), delay levels, timers, recovery) and the connections',
-// rendered in the Prometheus text format when a scraper asks (net/ops/metrics_server.h). The
-// store's figures are relaxed loads of counters each shard keeps for itself: a scrape costs the
-// shards nothing (net/ops/README.md, "Metrics").
+// the store's figures (Store::stats(), delay levels, timers, recovery), replication (the core's
+// ReplicationState) and the connections', rendered in the Prometheus text format when a scraper
+// asks (net/ops/metrics_server.h). The store's figures are relaxed loads of counters each shard
+// keeps for itself: a scrape costs the shards nothing (net/ops/README.md, "Metrics").
 
 #include <string>
 
@@ -130,17 +130,17 @@ void write_recovery(PromWriter& w, const std::vector<engine::RecoveryReport>& re
 }
 
 // Replication, master side: per presented broker, its slaves and the lag histogram.
-void write_ha(PromWriter& w, const HaServer& ha) {
+void write_ha(PromWriter& w, const std::vector<MasterReplication>& brokers) {
   w.family("uringmq_ha_slaves", "gauge", "Slaves streaming from the presented broker.");
-  for (uint32_t i = 0; i < ha.broker_count(); i++) {
-    w.sample("uringmq_ha_slaves", label("broker", ha.name(i)), uint64_t{ha.slaves(i)});
+  for (const MasterReplication& b : brokers) {
+    w.sample("uringmq_ha_slaves", label("broker", b.name), uint64_t{b.slaves});
   }
   constexpr std::string_view kLag = "uringmq_ha_replication_lag_seconds";
   w.family(kLag, "histogram",
            "Replication: from the master's HA server seeing bytes written to a slave's "
            "acknowledgement covering them (sampled).");
-  for (uint32_t i = 0; i < ha.broker_count(); i++) {
-    w.histogram(kLag, label("broker", ha.name(i)), ha.lag_us(i), kLagBoundsUs, 1e-6);
+  for (const MasterReplication& b : brokers) {
+    w.histogram(kLag, label("broker", b.name), b.lag_us, kLagBoundsUs, 1e-6);
   }
 }
 
@@ -200,7 +200,10 @@ void AdminHandlers::render_metrics(std::string& out) {
   write_store(w, store_.stats());
   write_delays(w, store_.delay_level_stats(), store_.timer_stats());
   write_recovery(w, store_.recovery_reports());
-  if (ha_server_) write_ha(w, *ha_server_);
+  if (const ReplicationView* replication = reactor_.core_.replication) {
+    const ReplicationState state = replication->replication_state();
+    if (!state.masters.empty()) write_ha(w, state.masters);
+  }
   gauge(w, "uringmq_connections", "Client connections open.", reactor_.open_conns_);
   counter(w, "uringmq_connections_accepted_total", "Client connections accepted.",
           reactor_.refusals_.accepted_total);

@@ -25,6 +25,8 @@ constexpr int32_t remoting_code(Fault fault) {
       return response_code::kServiceNotAvailable;
     case Fault::not_found:
       return response_code::kQueryNotFound;
+    case Fault::not_online:
+      return response_code::kConsumerNotOnline;
     case Fault::system:
       return response_code::kSystemError;
   }

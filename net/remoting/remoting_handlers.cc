@@ -22,7 +22,6 @@
 #include "net/remoting/tickets.h"
 #include "net/server/broker_parts.h"
 #include "net/server/broker_reactor.h"
-#include "uringmq/version.h"
 
 namespace uringmq::net {
 namespace {
@@ -309,10 +308,8 @@ void RemotingHandlers::handle_runtime_info(uint32_t conn, const RemotingCommand&
   // Written straight into the JSON body: no table of pairs (g++ 12 at -O3 warned falsely on
   // the vector's growth, -Warray-bounds, which -Werror turns into a Release build failure).
   std::string body = "{\"table\":{";
-  bool first = true;
-  auto add = [&](std::string_view key, const std::string& value) {
-    if (!first) body += ',';
-    first = false;
+  auto add = [&body](std::string_view key, const std::string& value) {
+    if (body.back() != '{') body += ',';
     append_json_string(&body, key);
     body += ':';
     append_json_string(&body, value);
@@ -320,56 +317,14 @@ void RemotingHandlers::handle_runtime_info(uint32_t conn, const RemotingCommand&
   // The figures of the presented broker asked (its shard), so that mqadmin clusterList and
   // brokerStatus sum correctly over a process's brokers.
   const uint32_t shard = conns_[conn].shard;
-  const StoreStats stats = store_.stats(shard);
-  add("brokerVersionDesc", std::string("uringmq ") + kVersion);
-  add("brokerName", brokers_[shard].name);
-  add("shardCount", std::to_string(store_.shard_count()));
-  // Java's keys for the log's bounds (mqadmin brokerStatus; uringmq-ctl ha lag compares them):
-  // the end is what acknowledgements cover, durable under SYNC_FLUSH.
-  const LogEnds ends = store_.log_ends(shard);
-  add("commitLogMinOffset", std::to_string(ends.min_offset));
-  add("commitLogMaxOffset", std::to_string(ends.stream_end));
-  add("putMessageTimesTotal", std::to_string(stats.appends));
-  add("acksOk", std::to_string(stats.acks_ok));
-  add("fdatasyncs", std::to_string(stats.fdatasyncs));
-  add("segmentsDeleted", std::to_string(stats.segments_deleted));
-  add("messagesDeletedUnconsumed", std::to_string(stats.messages_deleted_unconsumed));
-  add("connections", std::to_string(reactor_.open_conns_));
-  add("consumerGroupMembers", std::to_string(membership_.groups().member_count()));
-  add("queueLocks", std::to_string(membership_.locks().size()));
-  add("consumerNoticesSent", std::to_string(notices_sent_));
-  add("consumerNoticesDropped", std::to_string(notices_dropped_));
-  add("corruptReadsRefused", std::to_string(stats.corrupt_reads_refused));
-  add("corruptRecordsReported", std::to_string(stats.corrupt_records_reported));
-  add("scrubBytesChecked", std::to_string(stats.scrub_bytes_checked));
-  add("scrubCorruptRecords", std::to_string(stats.scrub_corrupt_records));
-  const TransactionStats txn = store_.transaction_stats(shard);
-  add("transactionHalfPending", std::to_string(txn.half_pending));
-  add("transactionCommitted", std::to_string(txn.committed));
-  add("transactionRolledBack", std::to_string(txn.rolled_back));
-  add("transactionChecked", std::to_string(txn.checked));
-  add("transactionDiscarded", std::to_string(txn.discarded));
-  add("transactionChecksSent", std::to_string(parts_.transactions.checks_sent()));
-  add("transactionChecksNoProducer", std::to_string(parts_.transactions.checks_no_producer()));
-  add("scrubsFinished", std::to_string(stats.scrubs_finished));
-  parts_.admin.add_java_runtime_figures(shard, stats, add);
-  for (const DelayLevelStats& level : store_.delay_level_stats(shard)) {
-    const std::string key = "delayLevel." + std::to_string(level.level) + ".";
-    add(key + "pending", std::to_string(level.pending));
-    add(key + "nextDeliverMs", level.next_deliver_ms == INT64_MAX
-                                   ? std::string("-1")
-                                   : std::to_string(level.next_deliver_ms));
-    add(key + "delivered", std::to_string(level.delivered));
-    add(key + "parked", std::to_string(level.parked));
-  }
-  const TimerStats timers = store_.timer_stats(shard);
-  add("timer.accepted", std::to_string(timers.accepted));
-  add("timer.inMemory", std::to_string(timers.in_memory));
-  add("timer.delivered", std::to_string(timers.delivered));
-  add("timer.rolled", std::to_string(timers.rolled));
-  add("timer.cancelled", std::to_string(timers.cancelled));
-  add("timer.parked", std::to_string(timers.parked));
-  add("timer.deleted", std::to_string(timers.deleted));
+  WireFigures wire;
+  wire.connections = reactor_.open_conns_;
+  wire.consumer_notices_sent = notices_sent_;
+  wire.consumer_notices_dropped = notices_dropped_;
+  wire.transaction_checks_sent = parts_.transactions.checks_sent();
+  wire.transaction_checks_no_producer = parts_.transactions.checks_no_producer();
+  wire.messages_pulled = messages_pulled_[shard];
+  reactor_.core_.figures.figures(shard, brokers_[shard].name, wire, mono_ms_, add);
   body += "}}";
   reply(conn, make_response(request, rc::kSuccess), std::as_bytes(std::span(body)));
 }
