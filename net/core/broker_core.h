@@ -1,8 +1,9 @@
 #pragma once
 // BrokerCore: the broker's state that no wire owns: its configuration (the run-time keys change
 // through UPDATE_BROKER_CONFIG), the store and the requests to it in flight, topics, groups'
-// members and locks, clients, subscription groups, and the disk config files are rewritten
-// through. Every wire adapter and the reactor share one; it includes no protocol header.
+// members and locks, clients (heartbeats, SQL92 subscriptions, transactional producers),
+// subscription groups, and the disk config files are rewritten through. Every wire adapter and
+// the reactor share one; it includes no protocol header.
 //
 // Threading: the reactor thread.
 
@@ -11,12 +12,15 @@
 
 #include "engine/store.h"
 #include "io/clock.h"
+#include "net/core/client_sessions.h"
 #include "net/core/client_table.h"
 #include "net/core/membership.h"
 #include "net/core/messaging.h"
+#include "net/core/sql_subscriptions.h"
 #include "net/core/store_calls.h"
 #include "net/core/subscription_groups.h"
 #include "net/core/topics.h"
+#include "net/core/transactions.h"
 #include "net/ops/broker_config.h"
 
 namespace uringmq::net {
@@ -37,7 +41,10 @@ struct BrokerCore {
         config_disk(config),
         topics(config, config_disk, *clock, std::move(topics_changed)),
         membership(config),
-        messaging(config, *clock, calls, topics) {}
+        messaging(config, *clock, calls, topics),
+        sql_subscriptions(config),
+        transactions(config, store, calls),
+        sessions(membership, clients, sql_subscriptions, transactions) {}
 
   BrokerConfig config;  // a copy: UPDATE_BROKER_CONFIG changes the run-time keys
   Store& store;
@@ -47,8 +54,11 @@ struct BrokerCore {
   ConfigDisk config_disk;
   Topics topics;
   Membership membership;
-  Messaging messaging;  // sends: checked, posted, their outcomes
-  ClientTable clients;  // what heartbeats say about clients (admin listings)
+  Messaging messaging;                 // sends: checked, posted, their outcomes
+  ClientTable clients;                 // what heartbeats say about clients (admin listings)
+  SqlSubscriptions sql_subscriptions;  // groups' SQL92 subscriptions, compiled
+  Transactions transactions;           // END_TRANSACTION, producers, the check service
+  ClientSessions sessions;             // heartbeats and unregistering, over the tables above
   std::unique_ptr<SubscriptionGroups> subscription_groups;
 };
 

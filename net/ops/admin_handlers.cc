@@ -66,12 +66,6 @@ Step next_step(const AdminQuery& q, const AdminQueue& queue, Step done) {
   return Step::done;
 }
 
-std::string client_address(const engine::HostAddress& a) {
-  return std::to_string(a.address[0]) + "." + std::to_string(a.address[1]) + "." +
-         std::to_string(a.address[2]) + "." + std::to_string(a.address[3]) + ":" +
-         std::to_string(a.port);
-}
-
 void append_connections(std::string* out,
                         const std::map<std::string, ClientInfo, std::less<>>& clients) {
   *out += "\"connectionSet\":[";
@@ -434,32 +428,6 @@ void AdminHandlers::handle_producer_connections(uint32_t conn, const RemotingCom
   append_connections(&body, *producers);
   body += "}";
   reply(conn, make_response(request, rc::kSuccess), std::as_bytes(std::span(body)));
-}
-
-// What a heartbeat says about its client: its consumer groups (with their subscriptions) and
-// producer groups, its address, language and version.
-void AdminHandlers::note_heartbeat_clients(uint32_t conn, const RemotingCommand& request,
-                                           const JsonValue& heartbeat) {
-  const JsonValue* client = heartbeat.find("clientID");
-  if (client == nullptr || !client->is_string()) return;
-  ClientInfo info;
-  info.address = client_address(conns_[conn].peer);
-  info.language = request.language;
-  info.version = request.version;
-  info.connection = {conn, conns_[conn].generation};
-  info.heartbeat_ms = clock_->now_ms();
-  if (const JsonValue* set = heartbeat.find("consumerDataSet"); set && set->is_array()) {
-    for (const JsonValue& consumer : set->items()) {
-      clients_.consumer_heartbeat(consumer, client->text(), info);
-    }
-  }
-  if (const JsonValue* set = heartbeat.find("producerDataSet"); set && set->is_array()) {
-    for (const JsonValue& producer : set->items()) {
-      const JsonValue* group = producer.find("groupName");
-      if (group == nullptr || !group->is_string()) continue;
-      clients_.producer_heartbeat(group->text(), client->text(), info);
-    }
-  }
 }
 
 }  // namespace uringmq::net

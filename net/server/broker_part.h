@@ -83,6 +83,9 @@ class BrokerPart {
   Messaging& messaging_;
   Membership& membership_;
   ClientTable& clients_;
+  ClientSessions& sessions_;
+  SqlSubscriptions& sql_subscriptions_;
+  Transactions& transactions_;
   std::unique_ptr<SubscriptionGroups>& subscription_groups_;
   ConfigDisk& config_disk_;
   std::vector<Connection>& conns_;
