@@ -43,7 +43,7 @@ struct BrokerCore {
         membership(config),
         messaging(config, *clock, calls, topics),
         sql_subscriptions(config),
-        transactions(config, store, calls),
+        transactions(config, store.shard_count(), calls),
         sessions(membership, clients, sql_subscriptions, transactions) {}
 
   BrokerConfig config;  // a copy: UPDATE_BROKER_CONFIG changes the run-time keys

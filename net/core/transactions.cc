@@ -172,7 +172,7 @@ void Transactions::run_checks(int64_t now_ms) {
   next_check_ms_ = now_ms + std::max<int64_t>(50, std::min(o.transaction_timeout_ms,
                                                            o.transaction_check_interval_ms));
   expire_producers(now_ms);
-  for (uint32_t shard = 0; shard < store_.shard_count(); shard++) {
+  for (uint32_t shard = 0; shard < shard_count_; shard++) {
     const uint32_t index = calls_.start(BrokerOp::Kind::txn_checks, Ticket{}, shard);
     BrokerOp& op = calls_.op(index);
     op.txn.checks.resize(kChecksPerShard);

@@ -78,8 +78,9 @@ using CheckSink = std::function<bool(const ProducerCheck&)>;
 
 class Transactions {
  public:
-  Transactions(const BrokerConfig& config, Store& store, StoreCalls& calls)
-      : config_(config), store_(store), calls_(calls) {}
+  // `shard_count`: the store's shards, each asked for its due halves.
+  Transactions(const BrokerConfig& config, uint32_t shard_count, StoreCalls& calls)
+      : config_(config), shard_count_(shard_count), calls_(calls) {}
 
   // ---- producers ----
   void note_producers(const Heartbeat& heartbeat, int64_t now_ms);
@@ -115,7 +116,7 @@ class Transactions {
   void ask_producer(const BrokerOp& op, std::span<const std::byte> record);
 
   const BrokerConfig& config_;
-  Store& store_;
+  const uint32_t shard_count_;
   StoreCalls& calls_;
   CheckSink sink_;
   // group -> its producer connections.
