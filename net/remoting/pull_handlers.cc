@@ -74,7 +74,7 @@ void MessageHandlers::handle_pull(uint32_t conn, RemotingCommand& request) {
   // The SQL92 filter it is served with, after the topic's checks (Java answers 17 first).
   const std::string* type = request.ext("expressionType");
   const std::string* expression = request.ext("subscription");
-  PullFilter filter = sql_subscriptions_.pull_filter(
+  PullFilter filter = core_.sql_subscriptions.pull_filter(
       SqlPullQuery{*group, *topic, (sys_flag & kPullFlagSubscription) != 0,
                    type != nullptr ? std::string_view(*type) : std::string_view(),
                    expression != nullptr ? std::string_view(*expression) : std::string_view(),

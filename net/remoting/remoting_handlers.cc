@@ -269,7 +269,7 @@ void RemotingHandlers::handle_heartbeat(uint32_t conn, const RemotingCommand& re
   heartbeat.address = client_address(conns_[conn].peer);
   heartbeat.language = request.language;
   heartbeat.version = request.version;
-  if (std::optional<Refusal> refused = sessions_.heartbeat(heartbeat, clock_->now_ms())) {
+  if (std::optional<Refusal> refused = core_.sessions.heartbeat(heartbeat, clock_->now_ms())) {
     return reply_refusal(conn, request, *refused);
   }
   reply_code(conn, request, rc::kSuccess, {});
@@ -277,7 +277,7 @@ void RemotingHandlers::handle_heartbeat(uint32_t conn, const RemotingCommand& re
 
 void RemotingHandlers::handle_unregister(uint32_t conn, const RemotingCommand& request) {
   if (const std::string* client = request.ext("clientID")) {
-    sessions_.unregister(*client, request.ext("consumerGroup"), request.ext("producerGroup"));
+    core_.sessions.unregister(*client, request.ext("consumerGroup"), request.ext("producerGroup"));
   }
   reply_code(conn, request, rc::kSuccess, {});
 }
@@ -285,7 +285,7 @@ void RemotingHandlers::handle_unregister(uint32_t conn, const RemotingCommand& r
 void RemotingHandlers::handle_consumer_list(uint32_t conn, const RemotingCommand& request) {
   const std::string* group = request.ext("consumerGroup");
   std::variant<Refusal, std::vector<std::string>> members =
-      sessions_.consumers(group != nullptr ? std::string_view(*group) : std::string_view());
+      core_.sessions.consumers(group != nullptr ? std::string_view(*group) : std::string_view());
   if (const Refusal* refused = std::get_if<Refusal>(&members)) {
     return reply_refusal(conn, request, *refused);
   }
@@ -311,7 +311,7 @@ void RemotingHandlers::handle_check_client_config(uint32_t conn, const RemotingC
   const JsonValue* type = sub->find("expressionType");
   const JsonValue* expression = sub->find("subString");
   const bool has_expression = expression != nullptr && expression->is_string();
-  if (std::optional<Refusal> refused = sql_subscriptions_.check(
+  if (std::optional<Refusal> refused = core_.sql_subscriptions.check(
           type != nullptr && type->is_string() ? std::string_view(type->text())
                                                : std::string_view(),
           has_expression ? &expression->text() : nullptr)) {
@@ -366,8 +366,8 @@ void RemotingHandlers::handle_runtime_info(uint32_t conn, const RemotingCommand&
   add("transactionRolledBack", std::to_string(txn.rolled_back));
   add("transactionChecked", std::to_string(txn.checked));
   add("transactionDiscarded", std::to_string(txn.discarded));
-  add("transactionChecksSent", std::to_string(transactions_.checks_sent()));
-  add("transactionChecksNoProducer", std::to_string(transactions_.checks_no_producer()));
+  add("transactionChecksSent", std::to_string(core_.transactions.checks_sent()));
+  add("transactionChecksNoProducer", std::to_string(core_.transactions.checks_no_producer()));
   add("scrubsFinished", std::to_string(stats.scrubs_finished));
   parts_.admin.add_java_runtime_figures(shard, stats, add);
   for (const DelayLevelStats& level : store_.delay_level_stats(shard)) {
@@ -448,7 +448,7 @@ void RemotingHandlers::on_store_completion(const Completion& c) {
     case BrokerOp::Kind::txn_checks:
     case BrokerOp::Kind::check_view:
     case BrokerOp::Kind::check_discard:
-      if (!transactions_.complete_check(index, c)) return;
+      if (!core_.transactions.complete_check(index, c)) return;
       break;
   }
   calls_.end(index);

@@ -31,7 +31,8 @@ std::string_view property_or(std::string_view properties, std::string_view name)
 
 TransactionHandlers::TransactionHandlers(BrokerReactor& reactor, BrokerParts& parts)
     : BrokerPart(reactor, parts) {
-  transactions_.set_check_sink([this](const ProducerCheck& check) { return send_check(check); });
+  core_.transactions.set_check_sink(
+      [this](const ProducerCheck& check) { return send_check(check); });
 }
 
 // ---- END_TRANSACTION ----
@@ -64,14 +65,14 @@ void TransactionHandlers::handle_end_transaction(uint32_t conn, RemotingCommand&
   call.queue_offset = QueueOffset{*table_offset};
   call.end = *type == engine::kSysFlagTransactionCommit ? TransactionEnd::commit
                                                         : TransactionEnd::rollback;
-  if (std::optional<Refusal> refused = transactions_.end(
+  if (std::optional<Refusal> refused = core_.transactions.end(
           ticket_of(conn, conns_[conn].generation, request), conns_[conn].shard, call)) {
     reply_refusal(conn, request, *refused);
   }
 }
 
 bool TransactionHandlers::complete_end(uint32_t index, const Completion& c) {
-  std::optional<EndOutcome> outcome = transactions_.end_outcome(index, c);
+  std::optional<EndOutcome> outcome = core_.transactions.end_outcome(index, c);
   if (!outcome) return false;
   const BrokerOp& op = calls_.op(index);
   if (!calls_.caller_alive(op)) return true;  // only to the connection that asked

@@ -11,6 +11,7 @@ namespace uringmq::net {
 BrokerPart::BrokerPart(BrokerReactor& reactor, BrokerParts& parts)
     : reactor_(reactor),
       parts_(parts),
+      core_(reactor.core_),
       config_(reactor.core_.config),
       store_(reactor.core_.store),
       clock_(reactor.core_.clock),
@@ -19,9 +20,6 @@ BrokerPart::BrokerPart(BrokerReactor& reactor, BrokerParts& parts)
       messaging_(reactor.core_.messaging),
       membership_(reactor.core_.membership),
       clients_(reactor.core_.clients),
-      sessions_(reactor.core_.sessions),
-      sql_subscriptions_(reactor.core_.sql_subscriptions),
-      transactions_(reactor.core_.transactions),
       subscription_groups_(reactor.core_.subscription_groups),
       config_disk_(reactor.core_.config_disk),
       conns_(reactor.conns_),
