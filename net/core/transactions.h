@@ -69,7 +69,7 @@ struct ProducerCheck {
   uint32_t shard = 0;
   StoreOffset offset;               // the half's record
   uint32_t checks = 0;              // times it was asked about before
-  const engine::MessageView* half;  // the half's record, decoded
+  const engine::MessageView* half = nullptr;  // the half's record, decoded
 };
 
 // Sends a check to its producer; false when it was not sent (the half is asked about again at
