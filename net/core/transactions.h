@@ -67,8 +67,8 @@ using EndOutcome = std::variant<Refusal, TransactionEnded>;
 struct ProducerCheck {
   ConnectionRef producer;
   uint32_t shard = 0;
-  StoreOffset offset;               // the half's record
-  uint32_t checks = 0;              // times it was asked about before
+  StoreOffset offset;                         // the half's record
+  uint32_t checks = 0;                        // times it was asked about before
   const engine::MessageView* half = nullptr;  // the half's record, decoded
 };
 
