@@ -630,8 +630,7 @@ void BrokerReactor::close_connection(uint32_t index, const std::string& why) {
   conn.closing = true;
   // Members heard on it leave their groups (their queue locks stay until they expire, as in
   // RocketMQ: the client may still be consuming).
-  core_.membership.connection_closed({index, conn.generation});
-  core_.clients.connection_closed({index, conn.generation});
+  core_.sessions.connection_closed({index, conn.generation});
   parts_->namesrv.remote_connection_closed(index);
   account(index);                   // its buffers are freed once the kernel lets go of them
   orphan_bytes_ += conn.ops_bytes;  // its ops' buffers, until the store answers them
@@ -695,10 +694,8 @@ void BrokerReactor::sweep(int64_t now) {
   }
   refusals_.log_if_due(core_.config.max_connections, mono_ms_);
   // Consumers that stopped heartbeating leave their groups; expired queue locks go.
-  core_.membership.sweep(now, mono_ms_);
-  core_.clients.expire(now, core_.config.client_expire_ms);
-  parts_->filters.expire_sql_subscriptions(now);
-  parts_->transactions.run_transaction_checks(now);
+  core_.sessions.sweep(now, mono_ms_, core_.config.client_expire_ms);
+  core_.transactions.run_checks(now);
   parts_->namesrv.expire_remote_brokers(now);
   acl_.poll(mono_ms_);
 }

@@ -1,9 +1,10 @@
 #pragma once
 // BrokerCore: the broker's state that no wire owns: its configuration (the run-time keys change
 // through BrokerSettings), the store and the requests to it in flight, topics, groups' members
-// and locks, clients, subscription groups, the disk config files are rewritten through, and the
-// calls clients and operators make (Messaging, Admin, RuntimeFigures, the replication state).
-// Every wire adapter and the reactor share one; it includes no protocol header.
+// and locks, clients (heartbeats, SQL92 subscriptions, transactional producers), subscription
+// groups, the disk config files are rewritten through, and the calls clients and operators make
+// (Messaging, MessageQueries, Admin, RuntimeFigures, the replication state). Every wire adapter
+// and the reactor share one; it includes no protocol header.
 //
 // Threading: the reactor thread.
 
@@ -14,15 +15,18 @@
 #include "io/clock.h"
 #include "net/core/admin.h"
 #include "net/core/broker_settings.h"
+#include "net/core/client_sessions.h"
 #include "net/core/client_table.h"
 #include "net/core/membership.h"
 #include "net/core/message_queries.h"
 #include "net/core/messaging.h"
 #include "net/core/replication.h"
 #include "net/core/runtime_figures.h"
+#include "net/core/sql_subscriptions.h"
 #include "net/core/store_calls.h"
 #include "net/core/subscription_groups.h"
 #include "net/core/topics.h"
+#include "net/core/transactions.h"
 #include "net/ops/broker_config.h"
 
 namespace uringmq::net {
@@ -45,6 +49,9 @@ struct BrokerCore {
         membership(config),
         messaging(config, *clock, calls, topics, subscription_groups),
         message_queries(config, calls),
+        sql_subscriptions(config),
+        transactions(config, store.shard_count(), calls),
+        sessions(membership, clients, sql_subscriptions, transactions),
         settings(config, config_disk),
         admin(config, calls, topics, clients, subscription_groups, config_disk),
         figures(config, store, membership) {}
@@ -58,8 +65,11 @@ struct BrokerCore {
   Topics topics;
   Membership membership;
   Messaging messaging;  // sends, pulls, offsets, send-backs: checked, posted, their outcomes
-  MessageQueries message_queries;  // the message index, records by offset, earliest store time
-  ClientTable clients;             // what heartbeats say about clients (admin listings)
+  MessageQueries message_queries;      // the message index, records by offset, earliest time
+  ClientTable clients;                 // what heartbeats say about clients (admin listings)
+  SqlSubscriptions sql_subscriptions;  // groups' SQL92 subscriptions, compiled
+  Transactions transactions;           // END_TRANSACTION, producers, the check service
+  ClientSessions sessions;             // heartbeats and unregistering, over the tables above
   std::unique_ptr<SubscriptionGroups> subscription_groups;
   BrokerSettings settings;  // the configuration as operators read and change it
   Admin admin;              // operators' calls: per-queue figures, listings, groups

@@ -3,36 +3,49 @@
 namespace uringmq::net {
 namespace {
 
-std::string text_or(const JsonValue& object, std::string_view key, std::string fallback) {
-  const JsonValue* v = object.find(key);
-  return v != nullptr && v->is_string() && !v->text().empty() ? v->text() : fallback;
+void set_if_said(std::string* field, const std::string& said) {
+  if (!said.empty()) *field = said;
 }
 
 }  // namespace
 
-void ClientTable::consumer_heartbeat(const JsonValue& consumer, std::string_view client_id,
+std::string subscription_json(const SubscriptionEntry& sub) {
+  std::string json = "{\"classFilterMode\":";
+  json += sub.class_filter_mode ? "true" : "false";
+  json += ",\"codeSet\":";
+  append_json_list(&json, '[', ']', sub.codes,
+                   [](std::string* o, int32_t code) { *o += std::to_string(code); });
+  if (!sub.expression_type.empty()) {
+    json += ",\"expressionType\":";
+    append_json_string(&json, sub.expression_type);
+  }
+  json += ",\"subString\":";
+  append_json_string(&json, sub.expression);
+  json += ",\"subVersion\":" + std::to_string(sub.version) + ",\"tagsSet\":";
+  append_json_list(&json, '[', ']', sub.tags,
+                   [](std::string* o, const std::string& tag) { append_json_string(o, tag); });
+  json += ",\"topic\":";
+  append_json_string(&json, sub.topic);
+  json += '}';
+  return json;
+}
+
+void ClientTable::consumer_heartbeat(const ConsumerEntry& consumer, std::string_view client_id,
                                      const ClientInfo& info) {
-  const JsonValue* name = consumer.find("groupName");
-  if (name == nullptr || !name->is_string() || name->text().empty()) return;
-  auto group = consumers_.find(name->text());
+  if (consumer.group.empty()) return;
+  auto group = consumers_.find(consumer.group);
   if (group == consumers_.end()) {
     if (clients_ >= kMaxClientEntries) return;
-    group = consumers_.emplace(name->text(), ConsumerGroupInfo{}).first;
+    group = consumers_.emplace(consumer.group, ConsumerGroupInfo{}).first;
   }
   ConsumerGroupInfo& g = group->second;
-  g.consume_type = text_or(consumer, "consumeType", g.consume_type);
-  g.message_model = text_or(consumer, "messageModel", g.message_model);
-  g.consume_from_where = text_or(consumer, "consumeFromWhere", g.consume_from_where);
-  if (const JsonValue* subs = consumer.find("subscriptionDataSet"); subs && subs->is_array()) {
-    g.subscriptions.clear();
-    for (const JsonValue& sub : subs->items()) {
-      const JsonValue* topic = sub.find("topic");
-      if (topic == nullptr || !topic->is_string()) continue;
-      if (g.subscriptions.size() >= kMaxGroupSubscriptions) break;
-      std::string json;
-      append_json(&json, sub);
-      g.subscriptions[topic->text()] = std::move(json);
-    }
+  set_if_said(&g.consume_type, consumer.consume_type);
+  set_if_said(&g.message_model, consumer.message_model);
+  set_if_said(&g.consume_from_where, consumer.consume_from_where);
+  g.subscriptions.clear();
+  for (const SubscriptionEntry& sub : consumer.subscriptions) {
+    if (g.subscriptions.size() >= kMaxGroupSubscriptions) break;
+    g.subscriptions[sub.topic] = subscription_json(sub);
   }
   auto client = g.clients.find(client_id);
   if (client == g.clients.end()) {

@@ -2,16 +2,16 @@
 // ClientTable: what heartbeats say about each client, for the admin requests that list them
 // (GET_CONSUMER_CONNECTION_LIST, GET_PRODUCER_CONNECTION_LIST, GET_CONSUME_STATS, the
 // consumerProgress and topicList views; RocketMQ's ConsumerManager and ProducerManager). Per
-// consumer group: its consume type, message model, where it starts and its subscriptions (as the
-// heartbeat's SubscriptionData JSON); per group, consumer or producer, its clients: address,
-// language, version, the connection and time of the last heartbeat. A client leaves when its
-// connection closes, on UNREGISTER_CLIENT, or when it has not heartbeated for the expiry time.
-// Consumer groups also remember the topics their offsets were committed in (until restart), so
-// that GET_CONSUME_STATS without a topic finds an offline group's topics.
-// Bounded: at most kMaxClientEntries clients in all, kMaxGroupSubscriptions subscriptions per
-// group and kMaxCommittedTopics remembered topics per group; past them new ones are not recorded
-// (the listing is incomplete, nothing else changes).
-// Owned by the broker's reactor thread; not thread-safe.
+// consumer group: its consume type, message model, where it starts and its subscriptions (as
+// RocketMQ's SubscriptionData JSON, rendered from the heartbeat's typed entries); per group,
+// consumer or producer, its clients: address, language, version, the connection and time of the
+// last heartbeat. A client leaves when its connection closes, on UNREGISTER_CLIENT, or when it has
+// not heartbeated for the expiry time. Consumer groups also remember the topics their offsets were
+// committed in (until restart), so that GET_CONSUME_STATS without a topic finds an offline group's
+// topics. Bounded: at most kMaxClientEntries clients in all, kMaxGroupSubscriptions subscriptions
+// per group and kMaxCommittedTopics remembered topics per group; past them new ones are not
+// recorded (the listing is incomplete, nothing else changes). Owned by the broker's reactor thread;
+// not thread-safe.
 
 #include <cstdint>
 #include <map>
@@ -22,6 +22,7 @@
 
 #include "net/common/json.h"
 #include "net/core/consumer_groups.h"
+#include "net/core/heartbeat.h"
 
 namespace uringmq::net {
 
@@ -46,10 +47,14 @@ struct ConsumerGroupInfo {
   std::map<std::string, ClientInfo, std::less<>> clients;         // client id -> client
 };
 
+// RocketMQ's SubscriptionData JSON of a subscription, its fields in fastjson's (sorted) order as
+// the Java client writes them; no expressionType when none was given.
+std::string subscription_json(const SubscriptionEntry& sub);
+
 class ClientTable {
  public:
-  // One consumerDataSet entry of a heartbeat (an object with groupName).
-  void consumer_heartbeat(const JsonValue& consumer, std::string_view client_id,
+  // One consumer group entry of a heartbeat.
+  void consumer_heartbeat(const ConsumerEntry& consumer, std::string_view client_id,
                           const ClientInfo& info);
   void producer_heartbeat(std::string_view group, std::string_view client_id,
                           const ClientInfo& info);

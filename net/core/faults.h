@@ -20,6 +20,11 @@ enum class Fault : uint8_t {
   not_found,        // nothing matches (an offset never committed, a message by key)
   not_online,       // a consumer group with no client connected (an operator's call needs one)
   system,           // anything else, named by the reason
+  // SQL92 subscriptions (net/core/sql_subscriptions.h):
+  subscription_parse_failed,  // the expression does not compile, or its type is unknown
+  subscription_not_exist,     // a pull relies on a subscription no heartbeat brought yet
+  subscription_not_latest,    // the pull's subscription is newer than the one registered
+  filter_data_not_exist,      // the registered expression did not compile
 };
 
 struct Refusal {

@@ -56,13 +56,13 @@ io::Status AdminHandlers::open_admin_state(io::Disk& disk) {
       SubscriptionGroups::open(disk, *clock_, io::path_join(config_.store.data_dir, "config"));
   if (!groups.is_ok()) return groups.status();
   subscription_groups_ = std::move(*groups);
-  return reactor_.core_.settings.open(disk);
+  return core_.settings.open(disk);
 }
 
 // ---- GET_BROKER_CONFIG, UPDATE_BROKER_CONFIG ----
 
 void AdminHandlers::handle_get_broker_config(uint32_t conn, const RemotingCommand& request) {
-  const ConfigListing listing = reactor_.core_.settings.describe();
+  const ConfigListing listing = core_.settings.describe();
   std::string body;
   for (const auto& [key, value] : listing.entries)
     body.append(key).append("=").append(value) += '\n';
@@ -75,7 +75,7 @@ void AdminHandlers::handle_get_broker_config(uint32_t conn, const RemotingComman
 void AdminHandlers::handle_update_broker_config(uint32_t conn, const RemotingCommand& request,
                                                 std::span<const std::byte> body) {
   const std::string_view text(reinterpret_cast<const char*>(body.data()), body.size());
-  if (std::optional<Refusal> refused = reactor_.core_.settings.update(text)) {
+  if (std::optional<Refusal> refused = core_.settings.update(text)) {
     return reply_refusal(conn, request, *refused);
   }
   reply_code(conn, request, rc::kSuccess, {});
@@ -94,14 +94,14 @@ void AdminHandlers::handle_put_subscription_group(uint32_t conn, const RemotingC
                       "UPDATE_AND_CREATE_SUBSCRIPTIONGROUP body is not a subscription group: " +
                           config.status().message());
   }
-  if (std::optional<Refusal> refused = reactor_.core_.admin.put_subscription_group(*config)) {
+  if (std::optional<Refusal> refused = core_.admin.put_subscription_group(*config)) {
     return reply_refusal(conn, request, *refused);
   }
   reply_code(conn, request, rc::kSuccess, {});
 }
 
 void AdminHandlers::handle_all_subscription_groups(uint32_t conn, const RemotingCommand& request) {
-  const std::string body = reactor_.core_.admin.subscription_groups().to_json();
+  const std::string body = core_.admin.subscription_groups().to_json();
   reply(conn, make_response(request, rc::kSuccess), std::as_bytes(std::span(body)));
 }
 
@@ -111,7 +111,7 @@ void AdminHandlers::handle_delete_subscription_group(uint32_t conn,
   if (group == nullptr || group->empty()) {
     return reply_code(conn, request, rc::kSystemError, "DELETE_SUBSCRIPTIONGROUP needs groupName");
   }
-  if (std::optional<Refusal> refused = reactor_.core_.admin.delete_subscription_group(*group)) {
+  if (std::optional<Refusal> refused = core_.admin.delete_subscription_group(*group)) {
     return reply_refusal(conn, request, *refused);
   }
   reply_code(conn, request, rc::kSuccess, {});

@@ -23,12 +23,6 @@ namespace {
 namespace rc = response_code;
 namespace req = request_code;
 
-std::string client_address(const engine::HostAddress& a) {
-  return std::to_string(a.address[0]) + "." + std::to_string(a.address[1]) + "." +
-         std::to_string(a.address[2]) + "." + std::to_string(a.address[3]) + ":" +
-         std::to_string(a.port);
-}
-
 void append_connections(std::string* out, const ClientMap& clients) {
   *out += "\"connectionSet\":[";
   bool first = true;
@@ -114,15 +108,15 @@ std::string figures_body(std::string_view broker, const ResetResult& reset) {
 
 AdminHandlers::AdminHandlers(BrokerReactor& reactor, BrokerParts& parts)
     : BrokerPart(reactor, parts), replication_(config_.ha.role, ha_server_, ha_client_) {
-  reactor_.core_.replication = &replication_;
+  core_.replication = &replication_;
 }
 
 void AdminHandlers::start_figures(size_t brokers) {
-  reactor_.core_.figures.start(brokers);
+  core_.figures.start(brokers);
 }
 
 bool AdminHandlers::complete_admin(uint32_t index, const Completion& c) {
-  AdminOutcome outcome = reactor_.core_.admin.queue_figures_outcome(index, c);
+  AdminOutcome outcome = core_.admin.queue_figures_outcome(index, c);
   if (!outcome) return false;
   const BrokerOp& op = calls_.op(index);
   answer_figures(op.ticket, op.shard, std::move(*outcome));
@@ -178,7 +172,7 @@ void AdminHandlers::send_reset_to_clients(const ResetResult& reset, const std::s
 // ---- GET_ALL_TOPIC_LIST_FROM_NAMESERVER, QUERY_TOPIC_CONSUME_BY_WHO ----
 
 void AdminHandlers::handle_topic_list(uint32_t conn, const RemotingCommand& request) {
-  std::set<std::string, std::less<>> topics = reactor_.core_.admin.topic_list();
+  std::set<std::string, std::less<>> topics = core_.admin.topic_list();
   remote_brokers_.collect_topics(&topics);  // brokers registered here (a cluster)
   const std::string body = json_name_list("topicList", topics);
   reply(conn, make_response(request, rc::kSuccess), std::as_bytes(std::span(body)));
@@ -191,7 +185,7 @@ void AdminHandlers::handle_consumed_by(uint32_t conn, const RemotingCommand& req
   if (topic == nullptr) {
     return reply_code(conn, request, rc::kSystemError, "QUERY_TOPIC_CONSUME_BY_WHO needs topic");
   }
-  const std::string body = json_name_list("groupList", reactor_.core_.admin.consumed_by(*topic));
+  const std::string body = json_name_list("groupList", core_.admin.consumed_by(*topic));
   reply(conn, make_response(request, rc::kSuccess), std::as_bytes(std::span(body)));
 }
 
@@ -202,7 +196,7 @@ void AdminHandlers::handle_topic_stats(uint32_t conn, const RemotingCommand& req
   const Ticket ticket = ticket_of(conn, conns_[conn].generation, request);
   const uint32_t shard = conns_[conn].shard;
   AdminOutcome outcome =
-      reactor_.core_.admin.topic_stats(ticket, shard, topic != nullptr ? *topic : std::string());
+      core_.admin.topic_stats(ticket, shard, topic != nullptr ? *topic : std::string());
   if (outcome) answer_figures(ticket, shard, std::move(*outcome));
 }
 
@@ -214,8 +208,8 @@ void AdminHandlers::handle_consume_stats(uint32_t conn, const RemotingCommand& r
   const std::string* topic = request.ext("topic");
   const Ticket ticket = ticket_of(conn, conns_[conn].generation, request);
   const uint32_t shard = conns_[conn].shard;
-  AdminOutcome outcome = reactor_.core_.admin.consume_stats(
-      ticket, shard, *group, topic != nullptr ? *topic : std::string());
+  AdminOutcome outcome =
+      core_.admin.consume_stats(ticket, shard, *group, topic != nullptr ? *topic : std::string());
   if (outcome) answer_figures(ticket, shard, std::move(*outcome));
 }
 
@@ -233,7 +227,7 @@ void AdminHandlers::handle_reset_offset(uint32_t conn, const RemotingCommand& re
   const ResetCall call{*topic, *group, *timestamp, force == nullptr || *force != "false"};
   const Ticket ticket = ticket_of(conn, conns_[conn].generation, request);
   const uint32_t shard = conns_[conn].shard;
-  AdminOutcome outcome = reactor_.core_.admin.reset_offset(ticket, shard, call);
+  AdminOutcome outcome = core_.admin.reset_offset(ticket, shard, call);
   if (outcome) answer_figures(ticket, shard, std::move(*outcome));
 }
 
@@ -241,7 +235,7 @@ void AdminHandlers::handle_reset_offset(uint32_t conn, const RemotingCommand& re
 
 void AdminHandlers::handle_consumer_connections(uint32_t conn, const RemotingCommand& request) {
   const std::string* group = request.ext("consumerGroup");
-  auto found = reactor_.core_.admin.consumer_connections(group != nullptr ? *group : std::string());
+  auto found = core_.admin.consumer_connections(group != nullptr ? *group : std::string());
   if (const Refusal* refused = std::get_if<Refusal>(&found)) {
     return reply_refusal(conn, request, *refused);
   }
@@ -268,7 +262,7 @@ void AdminHandlers::handle_consumer_connections(uint32_t conn, const RemotingCom
 
 void AdminHandlers::handle_producer_connections(uint32_t conn, const RemotingCommand& request) {
   const std::string* group = request.ext("producerGroup");
-  auto found = reactor_.core_.admin.producer_connections(group != nullptr ? *group : std::string());
+  auto found = core_.admin.producer_connections(group != nullptr ? *group : std::string());
   if (const Refusal* refused = std::get_if<Refusal>(&found)) {
     return reply_refusal(conn, request, *refused);
   }
@@ -276,32 +270,6 @@ void AdminHandlers::handle_producer_connections(uint32_t conn, const RemotingCom
   append_connections(&body, *std::get<const ClientMap*>(found));
   body += "}";
   reply(conn, make_response(request, rc::kSuccess), std::as_bytes(std::span(body)));
-}
-
-// What a heartbeat says about its client: its consumer groups (with their subscriptions) and
-// producer groups, its address, language and version.
-void AdminHandlers::note_heartbeat_clients(uint32_t conn, const RemotingCommand& request,
-                                           const JsonValue& heartbeat) {
-  const JsonValue* client = heartbeat.find("clientID");
-  if (client == nullptr || !client->is_string()) return;
-  ClientInfo info;
-  info.address = client_address(conns_[conn].peer);
-  info.language = request.language;
-  info.version = request.version;
-  info.connection = {conn, conns_[conn].generation};
-  info.heartbeat_ms = clock_->now_ms();
-  if (const JsonValue* set = heartbeat.find("consumerDataSet"); set && set->is_array()) {
-    for (const JsonValue& consumer : set->items()) {
-      clients_.consumer_heartbeat(consumer, client->text(), info);
-    }
-  }
-  if (const JsonValue* set = heartbeat.find("producerDataSet"); set && set->is_array()) {
-    for (const JsonValue& producer : set->items()) {
-      const JsonValue* group = producer.find("groupName");
-      if (group == nullptr || !group->is_string()) continue;
-      clients_.producer_heartbeat(group->text(), client->text(), info);
-    }
-  }
 }
 
 }  // namespace uringmq::net

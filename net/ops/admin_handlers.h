@@ -34,9 +34,6 @@ class AdminHandlers final : public BrokerPart {
   void handle_get_broker_config(uint32_t conn, const RemotingCommand& request);
   void handle_update_broker_config(uint32_t conn, const RemotingCommand& request,
                                    std::span<const std::byte> body);
-  // What a heartbeat says about its client (ClientTable).
-  void note_heartbeat_clients(uint32_t conn, const RemotingCommand& request,
-                              const JsonValue& heartbeat);
   // Loads the subscription groups and applies the run-time overlay (at start).
   io::Status open_admin_state(io::Disk& disk);
   // An admin op's completion (BrokerOp::Kind::admin); false while the chain goes on.

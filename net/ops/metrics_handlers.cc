@@ -200,7 +200,7 @@ void AdminHandlers::render_metrics(std::string& out) {
   write_store(w, store_.stats());
   write_delays(w, store_.delay_level_stats(), store_.timer_stats());
   write_recovery(w, store_.recovery_reports());
-  if (const ReplicationView* replication = reactor_.core_.replication) {
+  if (const ReplicationView* replication = core_.replication) {
     const ReplicationState state = replication->replication_state();
     if (!state.masters.empty()) write_ha(w, state.masters);
   }

@@ -29,6 +29,14 @@ constexpr int32_t remoting_code(Fault fault) {
       return response_code::kConsumerNotOnline;
     case Fault::system:
       return response_code::kSystemError;
+    case Fault::subscription_parse_failed:
+      return response_code::kSubscriptionParseFailed;
+    case Fault::subscription_not_exist:
+      return response_code::kSubscriptionNotExist;
+    case Fault::subscription_not_latest:
+      return response_code::kSubscriptionNotLatest;
+    case Fault::filter_data_not_exist:
+      return response_code::kFilterDataNotExist;
   }
   return response_code::kSystemError;
 }

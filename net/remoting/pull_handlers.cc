@@ -28,6 +28,9 @@ namespace {
 namespace rc = response_code;
 namespace req = request_code;
 
+// PullSysFlag: the pull carries its subscription expression.
+constexpr int32_t kPullFlagSubscription = 4;
+
 int32_t pull_code(PullStatus status) {
   switch (status) {
     case PullStatus::found:
@@ -58,7 +61,7 @@ void MessageHandlers::handle_pull(uint32_t conn, RemotingCommand& request) {
   const int32_t sys_flag = fields.int32("sysFlag").value_or(0);
   const int64_t commit = fields.int64("commitOffset").value_or(-1);
   const std::optional<int64_t> suspend_ms = fields.int64("suspendTimeoutMillis");
-  (void)fields.int64("subVersion");
+  const int64_t sub_version = fields.int64("subVersion").value_or(0);
   if (!fields.ok()) return reply_code(conn, request, rc::kSystemError, fields.error());
   if (topic == nullptr || !valid_topic_name(*topic) || group == nullptr || !queue_id || !offset) {
     return reply_code(conn, request, rc::kSystemError,
@@ -68,9 +71,19 @@ void MessageHandlers::handle_pull(uint32_t conn, RemotingCommand& request) {
     return reply_refusal(conn, request, *refused);
   }
   PullCall call;
-  if (!parts_.filters.pull_sql_filter(conn, request, *group, *topic, sys_flag, &call.sql_filter)) {
-    return;
+  // The SQL92 filter it is served with, after the topic's checks (Java answers 17 first).
+  const std::string* type = request.ext("expressionType");
+  const std::string* expression = request.ext("subscription");
+  PullFilter filter = core_.sql_subscriptions.pull_filter(
+      SqlPullQuery{*group, *topic, (sys_flag & kPullFlagSubscription) != 0,
+                   type != nullptr ? std::string_view(*type) : std::string_view(),
+                   expression != nullptr ? std::string_view(*expression) : std::string_view(),
+                   sub_version},
+      clock_->now_ms());
+  if (const Refusal* refused = std::get_if<Refusal>(&filter)) {
+    return reply_refusal(conn, request, *refused);
   }
+  call.sql_filter = std::move(std::get<std::shared_ptr<const engine::SqlFilter>>(filter));
   if ((sys_flag & 1) != 0 && commit >= 0 && !is_slave() && is_internal_group(*group)) {
     return reply_code(conn, request, rc::kNoPermission,
                       "consumer group " + *group +

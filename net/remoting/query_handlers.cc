@@ -39,13 +39,13 @@ void QueryHandlers::handle_query_message(uint32_t conn, RemotingCommand& request
                        *begin,
                        *end};
   const Ticket ticket = ticket_of(conn, conns_[conn].generation, request);
-  if (auto refused = message_queries_.query_by_key(ticket, conns_[conn].shard, query)) {
+  if (auto refused = core_.message_queries.query_by_key(ticket, conns_[conn].shard, query)) {
     reply_refusal(conn, request, *refused);
   }
 }
 
 bool QueryHandlers::complete_query_message(uint32_t index, const Completion& c) {
-  auto outcome = message_queries_.key_query_outcome(index, c);
+  auto outcome = core_.message_queries.key_query_outcome(index, c);
   if (!outcome) return false;
   const BrokerOp& op = calls_.op(index);
   if (op.replied || !calls_.caller_alive(op)) return true;
@@ -73,13 +73,13 @@ void QueryHandlers::handle_view_message(uint32_t conn, RemotingCommand& request)
   const StoreOffset at =
       store_offset_of_wire(WireOffset{static_cast<uint64_t>(*offset)}, conns_[conn].shard);
   const Ticket ticket = ticket_of(conn, conns_[conn].generation, request);
-  if (auto refused = message_queries_.view(ticket, at)) reply_refusal(conn, request, *refused);
+  if (auto refused = core_.message_queries.view(ticket, at)) reply_refusal(conn, request, *refused);
 }
 
 void QueryHandlers::complete_view_message(uint32_t index, const Completion& c) {
   const BrokerOp& op = calls_.op(index);
   if (!calls_.caller_alive(op)) return;
-  auto outcome = message_queries_.view_outcome(index, c);
+  auto outcome = core_.message_queries.view_outcome(index, c);
   const RemotingCommand request = request_of(op.ticket);
   if (const Refusal* refused = std::get_if<Refusal>(&outcome)) {
     return reply_refusal(op.ticket.conn, request, *refused);
@@ -98,8 +98,8 @@ void QueryHandlers::handle_earliest_time(uint32_t conn, RemotingCommand& request
                       "GET_EARLIEST_MSG_STORETIME needs topic, queueId");
   }
   const Ticket ticket = ticket_of(conn, conns_[conn].generation, request);
-  if (auto refused =
-          message_queries_.earliest_store_time(ticket, conns_[conn].shard, *topic, *queue_id)) {
+  if (auto refused = core_.message_queries.earliest_store_time(ticket, conns_[conn].shard, *topic,
+                                                               *queue_id)) {
     reply_refusal(conn, request, *refused);
   }
 }
@@ -107,7 +107,7 @@ void QueryHandlers::handle_earliest_time(uint32_t conn, RemotingCommand& request
 bool QueryHandlers::complete_earliest(uint32_t index, const Completion& c) {
   const BrokerOp& op = calls_.op(index);
   if (!calls_.caller_alive(op)) return true;
-  auto outcome = message_queries_.earliest_outcome(index, c);
+  auto outcome = core_.message_queries.earliest_outcome(index, c);
   if (!outcome) return false;
   const RemotingCommand request = request_of(op.ticket);
   if (const Refusal* refused = std::get_if<Refusal>(&*outcome)) {

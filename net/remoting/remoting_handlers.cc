@@ -18,6 +18,7 @@
 #include "net/common/log.h"
 #include "net/remoting/handler_limits.h"
 #include "net/remoting/header_fields.h"
+#include "net/remoting/heartbeat_json.h"
 #include "net/remoting/remoting_handlers.h"
 #include "net/remoting/tickets.h"
 #include "net/server/broker_parts.h"
@@ -28,6 +29,13 @@ namespace {
 
 namespace rc = response_code;
 namespace req = request_code;
+
+// "ip:port" of a client's connection, as Java's ClientChannelInfo shows it.
+std::string client_address(const engine::HostAddress& a) {
+  return std::to_string(a.address[0]) + "." + std::to_string(a.address[1]) + "." +
+         std::to_string(a.address[2]) + "." + std::to_string(a.address[3]) + ":" +
+         std::to_string(a.port);
+}
 
 }  // namespace
 
@@ -81,7 +89,7 @@ void RemotingHandlers::handle(uint32_t conn, RemotingCommand& request,
     case req::kWipeWritePermOfBroker:
       return parts_.namesrv.handle_wipe_write_perm(conn, request);
     case req::kCheckClientConfig:
-      return parts_.filters.handle_check_client_config(conn, request, body);
+      return handle_check_client_config(conn, request, body);
     case req::kQueryMessage:
       return parts_.queries.handle_query_message(conn, request);
     case req::kViewMessageById:
@@ -249,57 +257,66 @@ void RemotingHandlers::handle_heartbeat(uint32_t conn, const RemotingCommand& re
   if (registrar_) registrar_->topics_changed();  // a new group's %RETRY% topic is registered
   std::string_view text(reinterpret_cast<const char*>(body.data()), body.size());
   io::Result<JsonValue> json = parse_json(text, limits_.json);
-  const JsonValue* client = json.is_ok() ? json->find("clientID") : nullptr;
-  if (client == nullptr || !client->is_string()) {
+  Heartbeat heartbeat;
+  if (!json.is_ok() || !heartbeat_from_json(*json, &heartbeat)) {
     return reply_code(conn, request, rc::kSystemError,
                       "HEART_BEAT body is not a heartbeat (JSON with clientID)" +
                           (json.is_ok() ? std::string() : ": " + json.status().message()));
   }
-  const int64_t now = clock_->now_ms();
-  if (const JsonValue* set = json->find("consumerDataSet"); set != nullptr && set->is_array()) {
-    for (const JsonValue& consumer : set->items()) {
-      const JsonValue* group = consumer.find("groupName");
-      if (group == nullptr || !group->is_string() || group->text().empty()) continue;
-      if (!membership_.join(group->text(), client->text(), {conn, conns_[conn].generation}, now)) {
-        return reply_code(conn, request, rc::kSystemBusy,
-                          "the broker's consumer table is full (" +
-                              std::to_string(membership_.groups().max_members()) + " members): " +
-                              client->text() + " cannot join group " + group->text());
-      }
-      parts_.filters.note_sql_subscriptions(group->text(), consumer, now);
-    }
+  heartbeat.connection = {conn, conns_[conn].generation};
+  heartbeat.shard = conns_[conn].shard;
+  heartbeat.address = client_address(conns_[conn].peer);
+  heartbeat.language = request.language;
+  heartbeat.version = request.version;
+  if (std::optional<Refusal> refused = core_.sessions.heartbeat(heartbeat, clock_->now_ms())) {
+    return reply_refusal(conn, request, *refused);
   }
-  parts_.admin.note_heartbeat_clients(conn, request, *json);
-  parts_.transactions.note_producers(conn, client->text(), *json, now);
   reply_code(conn, request, rc::kSuccess, {});
 }
 
 void RemotingHandlers::handle_unregister(uint32_t conn, const RemotingCommand& request) {
-  const std::string* client = request.ext("clientID");
-  const std::string* group = request.ext("consumerGroup");
-  if (client != nullptr && group != nullptr) membership_.leave(*group, *client);
-  if (client != nullptr) clients_.unregister(group, request.ext("producerGroup"), *client);
-  const std::string* producer_group = request.ext("producerGroup");
-  if (client != nullptr && producer_group != nullptr)
-    parts_.transactions.forget_producer(*producer_group, *client);
+  if (const std::string* client = request.ext("clientID")) {
+    core_.sessions.unregister(*client, request.ext("consumerGroup"), request.ext("producerGroup"));
+  }
   reply_code(conn, request, rc::kSuccess, {});
 }
 
 void RemotingHandlers::handle_consumer_list(uint32_t conn, const RemotingCommand& request) {
   const std::string* group = request.ext("consumerGroup");
-  const ConsumerGroups::Members* members = group ? membership_.groups().members(*group) : nullptr;
-  if (members == nullptr || members->empty()) {
-    return reply_code(conn, request, rc::kSystemError, "no consumer for this group");
+  std::variant<Refusal, std::vector<std::string>> members =
+      core_.sessions.consumers(group != nullptr ? std::string_view(*group) : std::string_view());
+  if (const Refusal* refused = std::get_if<Refusal>(&members)) {
+    return reply_refusal(conn, request, *refused);
   }
-  std::string body = "{\"consumerIdList\":[";
-  bool first = true;
-  for (const auto& [client, member] : *members) {
-    if (!first) body += ',';
-    first = false;
-    append_json_string(&body, client);
-  }
-  body += "]}";
+  std::string body = "{\"consumerIdList\":";
+  append_json_list(
+      &body, '[', ']', std::get<std::vector<std::string>>(members),
+      [](std::string* o, const std::string& client) { append_json_string(o, client); });
+  body += '}';
   reply(conn, make_response(request, rc::kSuccess), std::as_bytes(std::span(body)));
+}
+
+// CHECK_CLIENT_CONFIG: a consumer's start-up check of its SQL92 subscription.
+void RemotingHandlers::handle_check_client_config(uint32_t conn, const RemotingCommand& request,
+                                                  std::span<const std::byte> body) {
+  std::string_view text(reinterpret_cast<const char*>(body.data()), body.size());
+  io::Result<JsonValue> json = parse_json(text, limits_.json);
+  if (!json.is_ok()) {
+    return reply_code(conn, request, rc::kSystemError,
+                      "CHECK_CLIENT_CONFIG body is not JSON: " + json.status().message());
+  }
+  const JsonValue* sub = json->find("subscriptionData");
+  if (sub == nullptr || !sub->is_object()) return reply_code(conn, request, rc::kSuccess, {});
+  const JsonValue* type = sub->find("expressionType");
+  const JsonValue* expression = sub->find("subString");
+  const bool has_expression = expression != nullptr && expression->is_string();
+  if (std::optional<Refusal> refused = core_.sql_subscriptions.check(
+          type != nullptr && type->is_string() ? std::string_view(type->text())
+                                               : std::string_view(),
+          has_expression ? &expression->text() : nullptr)) {
+    return reply_refusal(conn, request, *refused);
+  }
+  reply_code(conn, request, rc::kSuccess, {});
 }
 
 // ---- GET_BROKER_RUNTIME_INFO: store and delay-level figures ----
@@ -321,10 +338,10 @@ void RemotingHandlers::handle_runtime_info(uint32_t conn, const RemotingCommand&
   wire.connections = reactor_.open_conns_;
   wire.consumer_notices_sent = notices_sent_;
   wire.consumer_notices_dropped = notices_dropped_;
-  wire.transaction_checks_sent = parts_.transactions.checks_sent();
-  wire.transaction_checks_no_producer = parts_.transactions.checks_no_producer();
+  wire.transaction_checks_sent = core_.transactions.checks_sent();
+  wire.transaction_checks_no_producer = core_.transactions.checks_no_producer();
   wire.messages_pulled = messages_pulled_[shard];
-  reactor_.core_.figures.figures(shard, brokers_[shard].name, wire, mono_ms_, add);
+  core_.figures.figures(shard, brokers_[shard].name, wire, mono_ms_, add);
   body += "}}";
   reply(conn, make_response(request, rc::kSuccess), std::as_bytes(std::span(body)));
 }
@@ -382,10 +399,12 @@ void RemotingHandlers::on_store_completion(const Completion& c) {
       break;
     case BrokerOp::Kind::end_view:
     case BrokerOp::Kind::end_store:
+      if (!parts_.transactions.complete_end(index, c)) return;
+      break;
     case BrokerOp::Kind::txn_checks:
     case BrokerOp::Kind::check_view:
     case BrokerOp::Kind::check_discard:
-      if (!parts_.transactions.complete_transaction(index, c)) return;
+      if (!core_.transactions.complete_check(index, c)) return;
       break;
   }
   calls_.end(index);

@@ -1,6 +1,7 @@
 #pragma once
 // RemotingHandlers: the remoting adapter's entry: a request's dispatch by code, and the requests
-// of topics, routes, cluster info, clients' heartbeats and queue locks, and runtime figures
+// of topics, routes, cluster info, clients (heartbeats, unregistering, consumer lists,
+// CHECK_CLIENT_CONFIG) and queue locks, and runtime figures
 // (remoting_handlers.cc, lock_handlers.cc). Sends and pulls are MessageHandlers'.
 
 #include "net/server/broker_part.h"
@@ -29,6 +30,8 @@ class RemotingHandlers final : public BrokerPart {
                         std::span<const std::byte> body);
   void handle_unregister(uint32_t conn, const RemotingCommand& request);
   void handle_consumer_list(uint32_t conn, const RemotingCommand& request);
+  void handle_check_client_config(uint32_t conn, const RemotingCommand& request,
+                                  std::span<const std::byte> body);
   // ---- orderly consumers and rebalancing (lock_handlers.cc) ----
   void handle_lock_batch(uint32_t conn, const RemotingCommand& request,
                          std::span<const std::byte> body);

@@ -10,7 +10,6 @@
 #include "net/remoting/message_handlers.h"
 #include "net/remoting/query_handlers.h"
 #include "net/remoting/remoting_handlers.h"
-#include "net/remoting/sql_filter_handlers.h"
 #include "net/remoting/transaction_handlers.h"
 #include "net/server/broker_part.h"
 
@@ -20,7 +19,6 @@ struct BrokerParts {
   explicit BrokerParts(BrokerReactor& reactor)
       : remoting(reactor, *this),
         messages(reactor, *this),
-        filters(reactor, *this),
         transactions(reactor, *this),
         queries(reactor, *this),
         admin(reactor, *this),
@@ -31,7 +29,6 @@ struct BrokerParts {
   SharedFigures shared;  // first: the parts refer to it
   RemotingHandlers remoting;
   MessageHandlers messages;
-  SqlFilterHandlers filters;
   TransactionHandlers transactions;
   QueryHandlers queries;
   AdminHandlers admin;

@@ -60,9 +60,11 @@ class CoreAdminTest : public ::testing::Test {
 
   // A consumer of group G subscribed to T, on connection 1.
   void heartbeat() {
-    auto consumer = parse_json(R"({"groupName":"G","subscriptionDataSet":[{"topic":"T"}]})");
-    ASSERT_TRUE(consumer.is_ok());
-    clients_.consumer_heartbeat(*consumer, "c1", ClientInfo{"10.0.0.1:1", "JAVA", 409, {1, 1}, 0});
+    ConsumerEntry consumer;
+    consumer.group = "G";
+    consumer.subscriptions.resize(1);
+    consumer.subscriptions[0].topic = "T";
+    clients_.consumer_heartbeat(consumer, "c1", ClientInfo{"10.0.0.1:1", "JAVA", 409, {1, 1}, 0});
   }
 
   std::filesystem::path dir_;

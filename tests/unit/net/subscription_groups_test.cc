@@ -92,14 +92,18 @@ TEST(SubscriptionGroupsTest, JavaJsonAndADamagedFileNamed) {
 
 TEST(ClientTableTest, ListsFromHeartbeatsAndForgets) {
   ClientTable table;
-  auto consumer =
-      parse_json(R"({"groupName":"G","consumeType":"CONSUME_PASSIVELY","subscriptionDataSet":)"
-                 R"([{"topic":"T","subString":"*"},{"topic":"%RETRY%G","subString":"*"}]})");
-  ASSERT_TRUE(consumer.is_ok());
+  ConsumerEntry consumer;
+  consumer.group = "G";
+  consumer.consume_type = "CONSUME_PASSIVELY";
+  consumer.subscriptions.resize(2);
+  consumer.subscriptions[0].topic = "T";
+  consumer.subscriptions[0].expression = "*";
+  consumer.subscriptions[1].topic = "%RETRY%G";
+  consumer.subscriptions[1].expression = "*";
   const ClientInfo a{"10.0.0.1:1", "JAVA", 409, {1, 1}, 1000};
   const ClientInfo b{"10.0.0.2:2", "JAVA", 409, {2, 1}, 5000};
-  table.consumer_heartbeat(*consumer, "a", a);
-  table.consumer_heartbeat(*consumer, "b", b);
+  table.consumer_heartbeat(consumer, "a", a);
+  table.consumer_heartbeat(consumer, "b", b);
   table.producer_heartbeat("P", "a", a);
   ASSERT_NE(table.consumer("G"), nullptr);
   EXPECT_EQ(table.consumer("G")->clients.size(), 2u);
