@@ -9,10 +9,6 @@ void open_item(std::string* out) {
 
 }  // namespace
 
-bool implicit_route_in_cluster(std::string_view topic) {
-  return topic == kAutoCreateTopic || topic.starts_with("%RETRY%") || topic.starts_with("%DLQ%");
-}
-
 void append_broker_data_json(std::string* out, std::string_view cluster, std::string_view name,
                              const std::map<int64_t, std::string>& addrs) {
   *out += "{\"cluster\":";

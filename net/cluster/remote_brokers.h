@@ -88,11 +88,6 @@ class RemoteBrokers {
   std::map<std::string, Topics, std::less<>> group_topics_;  // by brokerName
 };
 
-// A topic this process routes without having it configured while brokers are registered with
-// it (a cluster): only what every broker has (TBW102, a group's retry and dead-letter topics).
-// A new topic then goes through TBW102's route, to every broker.
-bool implicit_route_in_cluster(std::string_view topic);
-
 // A TopicRouteData brokerData object: {"cluster","brokerName","brokerAddrs":{"<id>":addr}}.
 void append_broker_data_json(std::string* out, std::string_view cluster, std::string_view name,
                              const std::map<int64_t, std::string>& addrs);

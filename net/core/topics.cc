@@ -52,7 +52,7 @@ io::Status Topics::open(io::Disk& disk) {
 
 std::optional<TopicShape> Topics::shape(std::string_view topic) const {
   if (const TopicConfig* c = table_->find(topic)) {
-    return TopicShape{c->read_queue_nums, c->write_queue_nums, c->perm, true};
+    return TopicShape{c->read_queue_nums, c->write_queue_nums, c->perm, true, c->topic_sys_flag};
   }
   if (topic.starts_with(kRetryPrefix) || topic.starts_with(kDlqPrefix)) {
     return TopicShape{1, 1, kPermReadWrite, false};
@@ -62,6 +62,18 @@ std::optional<TopicShape> Topics::shape(std::string_view topic) const {
   // TBW102 inherits (perm 7): clients send a new topic through its route (net/remoting/README.md,
   // "Requests", 105).
   return TopicShape{n, n, topic == kAutoCreateTopic ? 7 : kPermReadWrite, false};
+}
+
+bool implicit_route_in_cluster(std::string_view topic) {
+  return topic == kAutoCreateTopic || topic.starts_with(kRetryPrefix) ||
+         topic.starts_with(kDlqPrefix);
+}
+
+std::optional<TopicShape> Topics::route(std::string_view topic) const {
+  if (!valid_topic_name(topic) || is_internal_topic(topic)) return std::nullopt;
+  std::optional<TopicShape> found = shape(topic);
+  if (found && !found->configured && !implicit_route_in_cluster(topic)) return std::nullopt;
+  return found;
 }
 
 io::Status Topics::put(const TopicConfig& config) {

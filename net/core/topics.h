@@ -32,7 +32,13 @@ struct TopicShape {
   int32_t write_queue_nums = 0;
   int32_t perm = kPermReadWrite;
   bool configured = false;  // in the topic table (else implicit: retry, dead letter, auto)
+  int32_t topic_sys_flag = 0;
 };
+
+// A topic this process routes without having it configured while brokers are registered with
+// it (a cluster): only what every broker has (TBW102, a group's retry and dead-letter topics).
+// A new topic then goes through TBW102's route, to every broker.
+bool implicit_route_in_cluster(std::string_view topic);
 
 // Java's TopicValidator: 1..127 characters of [%|a-zA-Z0-9_-].
 bool valid_topic_name(std::string_view topic);
@@ -63,6 +69,12 @@ class Topics {
   // The topic's configuration: its table entry, or the implicit one (a %RETRY% or %DLQ% topic:
   // 1 queue; another: defaultTopicQueueNums when autoCreateTopicEnable); nullopt: unknown.
   std::optional<TopicShape> shape(std::string_view topic) const;
+  // The shape a route query for the topic gives, every presented broker holding it: a valid
+  // name, not internal (clients may neither send to nor pull those), and configured, or TBW102,
+  // a retry or a dead-letter topic (as the Java NameServer, a topic no broker holds has no route:
+  // clients send a new topic through TBW102's and the first send creates it). nullopt: this
+  // broker has no route for it (other brokers of a cluster may).
+  std::optional<TopicShape> route(std::string_view topic) const;
   // A send's topic and queue: known or created (a first send, autoCreateTopicEnable), writable,
   // the queue in range, or picked at random when *queue_id < 0. client_queue_nums: the send's
   // defaultTopicQueueNums (0: none), for a topic the send creates.

@@ -207,15 +207,7 @@ void RemotingHandlers::handle_cluster_info(uint32_t conn, const RemotingCommand&
 
 void RemotingHandlers::handle_route(uint32_t conn, const RemotingCommand& request) {
   const std::string* topic = request.ext("topic");
-  // Internal topics have no route: clients may neither send to them nor pull them.
-  std::optional<TopicShape> shape =
-      topic != nullptr && valid_topic_name(*topic) && !is_internal_topic(*topic)
-          ? topics_.shape(*topic)
-          : std::nullopt;
-  // As the Java NameServer: a topic no broker holds has no route (TOPIC_NOT_EXIST), so clients
-  // send a new topic through TBW102's and the first send creates it; a deleted topic's route is
-  // gone. TBW102 and the retry and dead-letter topics keep their implicit routes.
-  if (shape && !shape->configured && !implicit_route_in_cluster(*topic)) shape.reset();
+  std::optional<TopicShape> shape = topic != nullptr ? topics_.route(*topic) : std::nullopt;
   const bool remote = shape.has_value() || (topic != nullptr && !is_internal_topic(*topic) &&
                                             remote_brokers_.has_topic(*topic));
   if (!remote) {
@@ -229,7 +221,6 @@ void RemotingHandlers::handle_route(uint32_t conn, const RemotingCommand& reques
   }
   // One queueData and one brokerData per presented broker: the topic table is the process's,
   // so every broker has the topic's queues (a topic of 4 queues on 2 shards shows 8).
-  const TopicConfig* configured = topics_.table().find(*topic);
   std::string body = "{\"queueDatas\":[";
   for (uint32_t i = 0; i < brokers_.size(); i++) {
     body += i > 0 ? ",{\"brokerName\":" : "{\"brokerName\":";
@@ -237,8 +228,7 @@ void RemotingHandlers::handle_route(uint32_t conn, const RemotingCommand& reques
     body += ",\"readQueueNums\":" + std::to_string(shape->read_queue_nums) +
             ",\"writeQueueNums\":" + std::to_string(shape->write_queue_nums) +
             ",\"perm\":" + std::to_string(shape->perm) +
-            ",\"topicSysFlag\":" + std::to_string(configured ? configured->topic_sys_flag : 0) +
-            "}";
+            ",\"topicSysFlag\":" + std::to_string(shape->topic_sys_flag) + "}";
   }
   body += "],\"brokerDatas\":[";
   for (uint32_t i = 0; i < brokers_.size(); i++) {
