@@ -154,7 +154,12 @@ constexpr uint32_t kMaxSlotsPerThread = 1u << 16;  // the slot index lives in th
 
 enum class Workload : uint8_t { append, read, consume, lag, recovery, delay };
 
-struct Args {
+// The command line, one group of flags per concern. Args derives from the groups, so every flag
+// is still a direct member (a.queues) and kFieldFlags' &Args::x pointers reach the groups' fields
+// (a pointer to a base's member converts to a pointer to Args' member).
+
+// What runs and how hard: the workload, its load and its length.
+struct RunFlags {
   Workload workload = Workload::append;
   uint32_t message_bytes = 1024;  // body bytes
   uint32_t shards = 1;
@@ -164,6 +169,11 @@ struct Args {
   uint64_t messages = 0;
   double seconds = 0;
   std::string data_dir = "./bench-data";
+  bool json = false;
+};
+
+// The store's files: CommitLog segments, writes, the index and retention.
+struct LogFlags {
   uint64_t segment_mib = 1024;
   io::IoMode io_mode = engine::CommitLogOptions{}.io_mode;
   int64_t min_write_kib = -1;       // -1: the CommitLog default
@@ -173,8 +183,10 @@ struct Args {
   engine::SegmentFill segment_fill = engine::CommitLogOptions{}.segment_fill;
   bool recycle = engine::CommitLogOptions{}.recycle_segments;
   bool expire_segments = false;  // retention deletes (or recycles) every segment behind the writer
-  bool json = false;
-  // ---- consume, lag, recovery ----
+};
+
+// The consume, lag and recovery workloads (rate and preload_rate serve delay too).
+struct ConsumeFlags {
   uint32_t queues = 0;           // 0: 64 for append/read, 4 for consume/lag/recovery
   uint32_t queue_run = 1;        // consecutive sends to one queue before the next queue
   uint64_t backlog_mib = 4096;   // consume: record bytes appended before the cold read
@@ -184,13 +196,18 @@ struct Args {
   bool drop_cache = true;        // consume/recovery: drop the page cache before the reopen
   double rate = 0;               // lag: sends per second; delay: run rate (0: half the maximum)
   double preload_rate = 0;       // delay: preload sends per second (0: as fast as acked)
-  // ---- delay ----
+};
+
+// The delay workload.
+struct DelayFlags {
   uint64_t pending = 1'000'000;       // delayed messages preloaded over every level
   uint64_t rss_pending = 10'000'000;  // pending when RSS is measured again (0: skip)
   double intake_seconds = 2;          // each of the 2 plain and 2 delayed intake bursts
   std::string delay_levels;           // "": the workload's own table (delay_workloads.inc)
   int64_t delivery_lead_ms = -1;      // -1: the store's default
 };
+
+struct Args : RunFlags, LogFlags, ConsumeFlags, DelayFlags {};
 
 [[noreturn]] void usage(const std::string& why) {
   exit_usage("uringmq-bench", why,

@@ -155,21 +155,35 @@ struct Lookup {
 
 }  // namespace
 
-struct IndexStore::Impl {
-  io::Disk& disk;
-  io::Clock& clock;
-  IndexOptions opt;
-  std::vector<IndexFile> files;  // by name; the last is active when `active`
-  bool active = false;
-  struct FreeSlots {
+namespace {
+
+// The active file's slot table: the newest entry of each hash slot, big-endian as on disk, and
+// which 4 KiB blocks of it changed since they were last written.
+struct SlotTable {
+  struct Free {
     void operator()(std::byte* p) const { std::free(p); }
   };
-  // The active file's slot table, big-endian; calloc: pages are touched as slots are used.
-  std::unique_ptr<std::byte[], FreeSlots> slots;
-  bool slots_used = false;
+  // calloc: pages are touched as slots are used.
+  std::unique_ptr<std::byte[], Free> table;
+  bool used = false;            // a file was built on it (create_file clears it before reuse)
   std::vector<uint64_t> dirty;  // bit per block of slots
   uint32_t blocks = 0;
   size_t dirty_count = 0;
+
+  uint32_t value(uint32_t slot) const { return get_u32(table.get() + size_t{slot} * 4); }
+  void set(uint32_t slot, uint32_t entry) { put_u32(table.get() + size_t{slot} * 4, entry); }
+  void mark_dirty(uint32_t slot) {
+    const uint32_t b = static_cast<uint32_t>(uint64_t{slot} * 4 / kBlockBytes);
+    uint64_t& word = dirty[b / 64];
+    if ((word & (uint64_t{1} << (b % 64))) == 0) dirty_count++;
+    word |= uint64_t{1} << (b % 64);
+  }
+};
+
+// The active file's entries on their way to disk: the write-back ring of the newest entries and
+// the durability tiers of the file's entry numbers, count >= submitted >= written >=
+// durable_count (each "entries below it").
+struct EntryWindow {
   std::unique_ptr<std::byte[]> ring;
   uint32_t ring_cap = 0;
   uint32_t count = 1;          // the active file's next entry
@@ -177,40 +191,68 @@ struct IndexStore::Impl {
   uint32_t submitted = 1;      // entries below are being written or written
   uint32_t durable_count = 1;  // entries below are durable (header written)
   uint32_t ring_from = 1;      // entries at or above it (and within ring_cap of count) are in ring
+
+  void reset(uint32_t next) { count = written = submitted = durable_count = ring_from = next; }
+  std::span<std::byte, kIndexEntryBytes> entry(uint32_t e) {
+    return std::span<std::byte, kIndexEntryBytes>(ring.get() + size_t{e % ring_cap} * 20, 20);
+  }
+};
+
+// The flush cycle: what asked for one, and where the running one stands. A cycle writes the
+// entries below `count` and the dirty slot blocks, fdatasyncs, writes the header naming them and
+// `dispatched`, fdatasyncs it and, when `dir`, fsyncs the directory.
+struct FlushCycle {
+  bool seal_wanted = false;
+  bool flush_requested = false;
+  bool dir_dirty = false;  // a file was created or removed since the directory was last synced
+  int64_t next_flush_ms = 0;
+  Stage stage = Stage::idle;
+  uint32_t count = 0;       // the running cycle's entries (those below it)
+  uint64_t dispatched = 0;  // the log offset its header names as the index's end
+  bool dir = false;         // it syncs the directory
+  uint32_t writes_in_flight = 0;
+  uint32_t block_cursor = 0;
+  std::array<std::byte, kIndexHeaderBytes> header_buf{};
+};
+
+// The lookups by id, and the finished ones waiting for take_lookups.
+struct LookupTable {
+  std::array<Lookup, kIndexMaxLookups> slot;
+  std::array<IndexLookupResult, kIndexMaxLookups> done;
+  uint32_t done_count = 0;
+  uint32_t active_count = 0;
+};
+
+}  // namespace
+
+struct IndexStore::Impl {
+  io::Disk& disk;
+  io::Clock& clock;
+  IndexOptions opt;
+  std::vector<IndexFile> files;  // by name; the last is active when `active`
+  bool active = false;
+  SlotTable slots;
+  EntryWindow entries;
+  FlushCycle cycle;
+  LookupTable lookups;
+  // What the index holds: dispatched (every record below it is in), durable (every record below
+  // it is covered by a durable header), the newest entry's record.
   uint64_t dispatched = 0, durable = 0;
   int64_t last_ts = 0;
   uint64_t last_offset = 0;
   bool have_last = false;
-  bool seal_wanted = false;
-  bool flush_requested = false;
-  bool dir_dirty = false;
-  int64_t next_flush_ms = 0;
-  Stage stage = Stage::idle;
-  uint32_t cycle_count = 0;
-  uint64_t cycle_dispatched = 0;
-  bool cycle_dir = false;
-  uint32_t writes_in_flight = 0;
-  uint32_t block_cursor = 0;
   uint32_t in_flight = 0;
   io::FileHandle dir_handle;
-  std::array<std::byte, kIndexHeaderBytes> header_buf{};
   io::Status fail;
-  std::array<Lookup, kIndexMaxLookups> lookups;
-  std::array<IndexLookupResult, kIndexMaxLookups> done;
-  uint32_t done_count = 0;
-  uint32_t active_lookups = 0;
   uint64_t recovered_end = 0;
   uint64_t rebuild_from = UINT64_MAX;
 
   Impl(io::Disk& d, io::Clock& c, const IndexOptions& o) : disk(d), clock(c), opt(o) {}
   int64_t now_ms() const { return clock.monotonic_ns() / 1'000'000; }
   IndexFile& file() { return files.back(); }
-  uint32_t slot_value(uint32_t slot) const { return get_u32(slots.get() + size_t{slot} * 4); }
   bool entry_in_ring(uint32_t e) const {
-    return active && e >= ring_from && e < count && count - e <= ring_cap;
-  }
-  std::span<std::byte, kIndexEntryBytes> ring_entry(uint32_t e) {
-    return std::span<std::byte, kIndexEntryBytes>(ring.get() + size_t{e % ring_cap} * 20, 20);
+    return active && e >= entries.ring_from && e < entries.count &&
+           entries.count - e <= entries.ring_cap;
   }
   void fail_stop(io::Status s) {
     if (fail.is_ok()) {
@@ -219,23 +261,17 @@ struct IndexStore::Impl {
       fail = std::move(s);
     }
   }
-  void mark_dirty(uint32_t slot) {
-    const uint32_t b = static_cast<uint32_t>(uint64_t{slot} * 4 / kBlockBytes);
-    uint64_t& word = dirty[b / 64];
-    if ((word & (uint64_t{1} << (b % 64))) == 0) dirty_count++;
-    word |= uint64_t{1} << (b % 64);
-  }
   io::Status create_file();
   // The header on disk counts every entry, covers them all (its end above the last one), and
   // no slot or directory change waits.
   bool covered() const {
-    return count == durable_count && dirty_count == 0 && !dir_dirty &&
+    return entries.count == entries.durable_count && slots.dirty_count == 0 && !cycle.dir_dirty &&
            (!have_last || uint64_t(files.back().header.end_log_offset) > last_offset);
   }
   bool sealable() const { return covered(); }
   // Nothing to write but a header end the log has not reached yet.
   bool waiting_for_log() const {
-    return count == durable_count && dirty_count == 0 && !dir_dirty &&
+    return entries.count == entries.durable_count && slots.dirty_count == 0 && !cycle.dir_dirty &&
            uint64_t(files.back().header.end_log_offset) >= dispatched;
   }
   io::Status load(const std::vector<std::string>& names);
@@ -283,16 +319,17 @@ io::Result<std::unique_ptr<IndexStore>> IndexStore::open(io::Disk& disk, io::Clo
   io::Result<io::FileHandle> dir = disk.open(options.dir, io::OpenMode::directory);
   if (!dir.is_ok()) return dir.status();
   impl->dir_handle = *dir;
-  impl->ring_cap = options.memory_entries;
-  impl->ring = std::make_unique<std::byte[]>(size_t{impl->ring_cap} * kIndexEntryBytes);
-  impl->slots.reset(
+  impl->entries.ring_cap = options.memory_entries;
+  impl->entries.ring =
+      std::make_unique<std::byte[]>(size_t{impl->entries.ring_cap} * kIndexEntryBytes);
+  impl->slots.table.reset(
       static_cast<std::byte*>(std::calloc(size_t{options.hash_slots}, kIndexSlotBytes)));
-  if (impl->slots == nullptr) {
+  if (impl->slots.table == nullptr) {
     return io::Status::error(io::Code::no_space, "no memory for the index slot table");
   }
-  impl->blocks =
+  impl->slots.blocks =
       static_cast<uint32_t>((uint64_t{options.hash_slots} * 4 + kBlockBytes - 1) / kBlockBytes);
-  impl->dirty.assign((impl->blocks + 63) / 64, 0);
+  impl->slots.dirty.assign((impl->slots.blocks + 63) / 64, 0);
   io::Result<std::vector<std::string>> names = disk.list_dir(options.dir);
   if (!names.is_ok()) return names.status();
   UMQ_RETURN_IF_ERROR(impl->load(*names));
@@ -302,7 +339,7 @@ io::Result<std::unique_ptr<IndexStore>> IndexStore::open(io::Disk& disk, io::Clo
   }
   const uint64_t start = impl->recovered_end == UINT64_MAX ? 0 : impl->recovered_end;
   impl->dispatched = impl->durable = start;
-  impl->next_flush_ms = impl->now_ms() + options.flush_interval_ms;
+  impl->cycle.next_flush_ms = impl->now_ms() + options.flush_interval_ms;
   return std::unique_ptr<IndexStore>(new IndexStore(std::move(impl)));
 }
 
@@ -355,7 +392,7 @@ io::Status IndexStore::Impl::load(const std::vector<std::string>& names) {
     f.capacity = static_cast<uint32_t>(cap);
     files.push_back(std::move(f));
   }
-  if (!damage.empty()) dir_dirty = true;
+  if (!damage.empty()) cycle.dir_dirty = true;
   if (!files.empty() && (uint32_t(files.back().header.hash_slots) != opt.hash_slots ||
                          files.back().capacity != opt.max_entries)) {
     // The last file may not have been sealed (its slots may run ahead of its header) and cannot
@@ -369,7 +406,7 @@ io::Status IndexStore::Impl::load(const std::vector<std::string>& names) {
                  f.path.c_str());
     files.pop_back();
     rebuild_from = files.empty() ? 0 : uint64_t(files.back().header.end_log_offset);
-    dir_dirty = true;
+    cycle.dir_dirty = true;
   }
   if (files.empty()) return io::Status::ok();
   const IndexFile& last = files.back();
@@ -400,7 +437,7 @@ io::Status IndexStore::Impl::load_active() {
   active = true;
   const auto end = static_cast<uint64_t>(f.header.end_log_offset);
   uint32_t kept = 1;
-  slots_used = true;
+  slots.used = true;
   constexpr uint32_t kChunk = 16384;
   std::vector<std::byte> chunk(size_t{kChunk} * kIndexEntryBytes);
   const auto durable = static_cast<uint32_t>(f.header.entry_count);
@@ -414,25 +451,25 @@ io::Status IndexStore::Impl::load_active() {
           std::span<const std::byte, kIndexEntryBytes>(part.data() + size_t{i} * 20, 20));
       if (entry.log_offset >= end) break;
       const uint32_t slot = static_cast<uint32_t>(entry.key_hash) % opt.hash_slots;
-      put_u32(slots.get() + size_t{slot} * 4, e + i);
+      slots.set(slot, e + i);
       last_offset = entry.log_offset;
       have_last = true;
       kept = e + i + 1;
     }
   }
-  count = written = submitted = durable_count = ring_from = kept;
+  entries.reset(kept);
   if (kept < durable) {
     f.header.entry_count = static_cast<int32_t>(kept);
     if (kept == 1) f.header.end_timestamp_ms = f.header.begin_timestamp_ms;
-    encode_index_header(f.header, header_buf);
-    UMQ_RETURN_IF_ERROR(io::write_exact(disk, f.handle, 0, header_buf, "write " + f.path));
+    encode_index_header(f.header, cycle.header_buf);
+    UMQ_RETURN_IF_ERROR(io::write_exact(disk, f.handle, 0, cycle.header_buf, "write " + f.path));
     UMQ_RETURN_IF_ERROR(io::fdatasync_sync(disk, f.handle, "fdatasync " + f.path));
   }
   if (kept == 1) have_last = false;
   // The slots on disk may hold torn or newer values: the first cycle rewrites them all.
-  std::fill(dirty.begin(), dirty.end(), ~uint64_t{0});
-  dirty_count = blocks;
-  if (blocks % 64 != 0) dirty.back() = (uint64_t{1} << (blocks % 64)) - 1;
+  std::fill(slots.dirty.begin(), slots.dirty.end(), ~uint64_t{0});
+  slots.dirty_count = slots.blocks;
+  if (slots.blocks % 64 != 0) slots.dirty.back() = (uint64_t{1} << (slots.blocks % 64)) - 1;
   return io::Status::ok();
 }
 
@@ -461,7 +498,7 @@ uint64_t IndexStore::last_update_log_offset() const {
   return impl_->last_offset;
 }
 void IndexStore::request_flush() {
-  impl_->flush_requested = true;
+  impl_->cycle.flush_requested = true;
 }
 
 void IndexStore::set_dispatched(uint64_t dispatched) {
@@ -484,12 +521,12 @@ io::Status IndexStore::Impl::create_file() {
   f.header.entry_count = 1;
   files.push_back(std::move(f));
   active = true;
-  count = written = submitted = durable_count = ring_from = 1;
-  if (slots_used) std::memset(slots.get(), 0, size_t{opt.hash_slots} * 4);
-  slots_used = true;
-  std::fill(dirty.begin(), dirty.end(), 0);
-  dirty_count = 0;
-  dir_dirty = true;
+  entries.reset(1);
+  if (slots.used) std::memset(slots.table.get(), 0, size_t{opt.hash_slots} * 4);
+  slots.used = true;
+  std::fill(slots.dirty.begin(), slots.dirty.end(), 0);
+  slots.dirty_count = 0;
+  cycle.dir_dirty = true;
   return io::Status::ok();
 }
 
@@ -499,18 +536,18 @@ io::Status IndexStore::prepare(uint32_t keys) {
   if (keys == 0) return io::Status::ok();
   keys = std::min(keys, kIndexMaxKeysPerRecord);
   if (!m.active) {
-    if (m.stage != Stage::idle) return io::Status::error(io::Code::busy, "index sealing");
+    if (m.cycle.stage != Stage::idle) return io::Status::error(io::Code::busy, "index sealing");
     io::Status s = m.create_file();
     if (!s.is_ok()) {
       return io::Status::error(s.code(), "creating a message index file: " + s.to_string());
     }
   }
-  if (m.count + keys > m.file().capacity) {
-    m.seal_wanted = true;
+  if (m.entries.count + keys > m.file().capacity) {
+    m.cycle.seal_wanted = true;
     return io::Status::error(io::Code::busy, "index file full: sealing");
   }
-  if (m.count + keys - m.written > m.ring_cap) {
-    m.flush_requested = true;
+  if (m.entries.count + keys - m.entries.written > m.entries.ring_cap) {
+    m.cycle.flush_requested = true;
     return io::Status::error(io::Code::busy, "index write-back window full");
   }
   return io::Status::ok();
@@ -535,9 +572,9 @@ void IndexStore::Impl::add_entries(std::string_view topic, const PropertyScan& p
   IndexFile& f = file();
   const uint32_t added = for_each_index_key(properties, [&](std::string_view key) {
     UMQ_ASSERT(active);
-    UMQ_ASSERT(count < f.capacity);
-    UMQ_ASSERT(count - written < ring_cap);
-    if (count == 1) {
+    UMQ_ASSERT(entries.count < f.capacity);
+    UMQ_ASSERT(entries.count - entries.written < entries.ring_cap);
+    if (entries.count == 1) {
       f.header.begin_timestamp_ms = ts;
       f.header.begin_log_offset = static_cast<int64_t>(offset);
     }
@@ -547,11 +584,11 @@ void IndexStore::Impl::add_entries(std::string_view topic, const PropertyScan& p
     const int64_t diff = std::max<int64_t>(0, sat_sub(ts, f.header.begin_timestamp_ms) / 1000);
     e.time_diff_s = static_cast<int32_t>(std::min<int64_t>(diff, INT32_MAX));
     const uint32_t slot = static_cast<uint32_t>(e.key_hash) % opt.hash_slots;
-    e.prev = static_cast<int32_t>(slot_value(slot));
-    encode_index_entry(e, ring_entry(count));
-    put_u32(slots.get() + size_t{slot} * 4, count);
-    mark_dirty(slot);
-    count++;
+    e.prev = static_cast<int32_t>(slots.value(slot));
+    encode_index_entry(e, entries.entry(entries.count));
+    slots.set(slot, entries.count);
+    slots.mark_dirty(slot);
+    entries.count++;
   });
   if (added > 0) {
     last_ts = ts;
@@ -574,31 +611,31 @@ bool IndexStore::Impl::submit_io(const io::IoRequest& r) {
 
 // Writes the cycle's entries from the ring (a wrap splits them); false while some wait.
 bool IndexStore::Impl::submit_entries() {
-  while (submitted < cycle_count && writes_in_flight < kMaxWritesInFlight) {
-    const uint32_t at = submitted % ring_cap;
-    const uint32_t n = std::min(cycle_count - submitted, ring_cap - at);
+  while (entries.submitted < cycle.count && cycle.writes_in_flight < kMaxWritesInFlight) {
+    const uint32_t at = entries.submitted % entries.ring_cap;
+    const uint32_t n = std::min(cycle.count - entries.submitted, entries.ring_cap - at);
     io::IoRequest r;
     r.kind = io::OpKind::write;
     r.file = file().handle;
-    r.file_offset = entry_position(opt.hash_slots, submitted);
+    r.file_offset = entry_position(opt.hash_slots, entries.submitted);
     r.length_bytes = uint64_t{n} * kIndexEntryBytes;
-    r.buffer = ring.get() + size_t{at} * kIndexEntryBytes;
+    r.buffer = entries.ring.get() + size_t{at} * kIndexEntryBytes;
     r.user_data = tag_of(Op::entries, 0);
     if (!submit_io(r)) return false;
-    writes_in_flight++;
-    submitted += n;
+    cycle.writes_in_flight++;
+    entries.submitted += n;
   }
-  return submitted == cycle_count;
+  return entries.submitted == cycle.count;
 }
 
 void IndexStore::Impl::start_cycle() {
-  cycle_count = count;
-  cycle_dispatched = dispatched;
-  cycle_dir = dir_dirty;
-  dir_dirty = false;
-  flush_requested = false;
-  stage = Stage::writing;
-  block_cursor = 0;
+  cycle.count = entries.count;
+  cycle.dispatched = dispatched;
+  cycle.dir = cycle.dir_dirty;
+  cycle.dir_dirty = false;
+  cycle.flush_requested = false;
+  cycle.stage = Stage::writing;
+  cycle.block_cursor = 0;
   submit_blocks();
 }
 
@@ -607,14 +644,15 @@ void IndexStore::Impl::start_cycle() {
 // file's slots, and a sealed file's last cycle runs with no insert).
 void IndexStore::Impl::submit_blocks() {
   if (!submit_entries()) return;
-  while (block_cursor < blocks && writes_in_flight < kMaxWritesInFlight && fail.is_ok()) {
-    const uint32_t b = block_cursor;
-    uint64_t& word = dirty[b / 64];
+  while (cycle.block_cursor < slots.blocks && cycle.writes_in_flight < kMaxWritesInFlight &&
+         fail.is_ok()) {
+    const uint32_t b = cycle.block_cursor;
+    uint64_t& word = slots.dirty[b / 64];
     if (word == 0 && b % 64 == 0) {
-      block_cursor += 64;
+      cycle.block_cursor += 64;
       continue;
     }
-    block_cursor++;
+    cycle.block_cursor++;
     if ((word & (uint64_t{1} << (b % 64))) == 0) continue;
     const uint64_t start = uint64_t{b} * kBlockBytes;
     const uint64_t len = std::min<uint64_t>(kBlockBytes, uint64_t{opt.hash_slots} * 4 - start);
@@ -623,64 +661,65 @@ void IndexStore::Impl::submit_blocks() {
     r.file = file().handle;
     r.file_offset = kIndexHeaderBytes + start;
     r.length_bytes = len;
-    r.buffer = slots.get() + start;
+    r.buffer = slots.table.get() + start;
     r.user_data = tag_of(Op::block, b);
     if (!submit_io(r)) {
-      block_cursor--;
+      cycle.block_cursor--;
       return;
     }
     word &= ~(uint64_t{1} << (b % 64));
-    dirty_count--;
-    writes_in_flight++;
+    slots.dirty_count--;
+    cycle.writes_in_flight++;
   }
-  if (stage == Stage::writing && writes_in_flight == 0 && block_cursor >= blocks) {
+  if (cycle.stage == Stage::writing && cycle.writes_in_flight == 0 &&
+      cycle.block_cursor >= slots.blocks) {
     io::IoRequest r;
     r.kind = io::OpKind::fdatasync;
     r.file = file().handle;
     r.user_data = tag_of(Op::sync, 0);
-    if (submit_io(r)) stage = Stage::syncing;
+    if (submit_io(r)) cycle.stage = Stage::syncing;
   }
 }
 
 void IndexStore::Impl::cycle_step_done() {
   io::IoRequest r;
   r.file = file().handle;
-  switch (stage) {
+  switch (cycle.stage) {
     case Stage::syncing: {
       IndexHeader h = file().header;
-      h.entry_count = static_cast<int32_t>(cycle_count);
-      h.end_log_offset = static_cast<int64_t>(cycle_dispatched);
-      if (cycle_count > 1) h.end_timestamp_ms = last_ts;
-      encode_index_header(h, header_buf);
+      h.entry_count = static_cast<int32_t>(cycle.count);
+      h.end_log_offset = static_cast<int64_t>(cycle.dispatched);
+      if (cycle.count > 1) h.end_timestamp_ms = last_ts;
+      encode_index_header(h, cycle.header_buf);
       r.kind = io::OpKind::write;
-      r.buffer = header_buf.data();
+      r.buffer = cycle.header_buf.data();
       r.length_bytes = kIndexHeaderBytes;
       r.user_data = tag_of(Op::header, 0);
-      if (submit_io(r)) stage = Stage::header;
+      if (submit_io(r)) cycle.stage = Stage::header;
       return;
     }
     case Stage::header:
       r.kind = io::OpKind::fdatasync;
       r.user_data = tag_of(Op::header_sync, 0);
-      if (submit_io(r)) stage = Stage::header_sync;
+      if (submit_io(r)) cycle.stage = Stage::header_sync;
       return;
     case Stage::header_sync:
-      if (cycle_dir) {
+      if (cycle.dir) {
         r.kind = io::OpKind::fsync;
         r.file = dir_handle;
         r.user_data = tag_of(Op::dir_sync, 0);
-        if (submit_io(r)) stage = Stage::dir_sync;
+        if (submit_io(r)) cycle.stage = Stage::dir_sync;
         return;
       }
       [[fallthrough]];
     case Stage::dir_sync: {
-      stage = Stage::idle;
-      durable_count = cycle_count;
-      file().header.entry_count = static_cast<int32_t>(cycle_count);
-      file().header.end_log_offset = static_cast<int64_t>(cycle_dispatched);
-      durable = std::max(durable, cycle_dispatched);
-      next_flush_ms = now_ms() + opt.flush_interval_ms;
-      if (seal_wanted && sealable()) roll();
+      cycle.stage = Stage::idle;
+      entries.durable_count = cycle.count;
+      file().header.entry_count = static_cast<int32_t>(cycle.count);
+      file().header.end_log_offset = static_cast<int64_t>(cycle.dispatched);
+      durable = std::max(durable, cycle.dispatched);
+      cycle.next_flush_ms = now_ms() + opt.flush_interval_ms;
+      if (cycle.seal_wanted && sealable()) roll();
       return;
     }
     default:
@@ -691,38 +730,39 @@ void IndexStore::Impl::cycle_step_done() {
 // The active file is durable whole: it is sealed; the next insert creates the next file.
 void IndexStore::Impl::roll() {
   active = false;
-  seal_wanted = false;
+  cycle.seal_wanted = false;
 }
 
 void IndexStore::submit_work() {
   Impl& m = *impl_;
-  for (uint32_t id = 0; id < kIndexMaxLookups && m.active_lookups > 0; id++) {
-    if (!m.lookups[id].retry) continue;
-    m.lookups[id].retry = false;
+  for (uint32_t id = 0; id < kIndexMaxLookups && m.lookups.active_count > 0; id++) {
+    if (!m.lookups.slot[id].retry) continue;
+    m.lookups.slot[id].retry = false;
     m.advance(id);
   }
   if (!m.fail.is_ok()) return;
-  if (m.stage == Stage::writing) {
+  if (m.cycle.stage == Stage::writing) {
     m.submit_blocks();
     return;
   }
-  if (m.stage != Stage::idle) return;
-  const bool want = m.flush_requested || m.seal_wanted || m.now_ms() >= m.next_flush_ms;
+  if (m.cycle.stage != Stage::idle) return;
+  const bool want =
+      m.cycle.flush_requested || m.cycle.seal_wanted || m.now_ms() >= m.cycle.next_flush_ms;
   if (!want) return;
   if (!m.active || m.covered()) {
     // Nothing new in the files and the header covers every entry: every record dispatched so
     // far is covered already (records without keys need no write).
     m.durable = std::max(m.durable, m.dispatched);
-    m.flush_requested = false;
-    m.next_flush_ms = m.now_ms() + m.opt.flush_interval_ms;
-    if (m.seal_wanted && m.active && m.sealable()) m.roll();
+    m.cycle.flush_requested = false;
+    m.cycle.next_flush_ms = m.now_ms() + m.opt.flush_interval_ms;
+    if (m.cycle.seal_wanted && m.active && m.sealable()) m.roll();
     return;
   }
   if (m.waiting_for_log()) {
     // The header is as far as the log's durable end allows; the entries above it belong to
     // records not yet durable (a full file is sealed once they are). A cycle would only repeat.
-    m.flush_requested = false;
-    m.next_flush_ms = m.now_ms() + m.opt.flush_interval_ms;
+    m.cycle.flush_requested = false;
+    m.cycle.next_flush_ms = m.now_ms() + m.opt.flush_interval_ms;
     return;
   }
   m.start_cycle();
@@ -736,7 +776,7 @@ void IndexStore::complete(const io::IoCompletion& c) {
   const Op op = op_of(c.user_data);
   if (op == Op::read) {
     const uint32_t id = static_cast<uint32_t>(c.user_data & 0xFFFF);
-    Lookup& l = m.lookups[id];
+    Lookup& l = m.lookups.slot[id];
     l.in_flight = false;
     m.files[size_t(l.file)].reads_in_flight--;
     const int64_t want = l.want_slot ? kIndexSlotBytes : kIndexEntryBytes;
@@ -764,8 +804,9 @@ void IndexStore::complete(const io::IoCompletion& c) {
     return;
   }
   if (op == Op::entries || op == Op::block) {
-    m.writes_in_flight--;
-    if (m.writes_in_flight == 0 && m.stage == Stage::writing) m.written = m.submitted;
+    m.cycle.writes_in_flight--;
+    if (m.cycle.writes_in_flight == 0 && m.cycle.stage == Stage::writing)
+      m.entries.written = m.entries.submitted;
     m.submit_blocks();
     return;
   }
@@ -774,18 +815,19 @@ void IndexStore::complete(const io::IoCompletion& c) {
 
 int64_t IndexStore::next_deadline_ms() const {
   const Impl& m = *impl_;
-  if (m.stage != Stage::idle || !m.active) return INT64_MAX;
-  if (m.count == m.durable_count && m.dirty_count == 0 && m.durable >= m.dispatched) {
+  if (m.cycle.stage != Stage::idle || !m.active) return INT64_MAX;
+  if (m.entries.count == m.entries.durable_count && m.slots.dirty_count == 0 &&
+      m.durable >= m.dispatched) {
     return INT64_MAX;
   }
-  return m.next_flush_ms;
+  return m.cycle.next_flush_ms;
 }
 
 size_t IndexStore::pending_work() const {
   const Impl& m = *impl_;
-  size_t n = m.in_flight + (m.stage != Stage::idle ? 1 : 0);
-  for (const Lookup& l : m.lookups) n += l.retry ? 1 : 0;
-  if (m.flush_requested || m.seal_wanted) {
+  size_t n = m.in_flight + (m.cycle.stage != Stage::idle ? 1 : 0);
+  for (const Lookup& l : m.lookups.slot) n += l.retry ? 1 : 0;
+  if (m.cycle.flush_requested || m.cycle.seal_wanted) {
     if (m.active && !m.covered() && !m.waiting_for_log()) n++;
     if (m.durable < m.dispatched) n++;
   }
@@ -798,12 +840,12 @@ io::Status IndexStore::settle(io::Disk& disk) {
   for (uint64_t guard = 0;; guard++) {
     UMQ_ASSERT_MSG(guard < 100'000'000, "index writes do not finish");
     if (!m.fail.is_ok()) return m.fail;
-    if (m.stage == Stage::idle && m.in_flight == 0) {
+    if (m.cycle.stage == Stage::idle && m.in_flight == 0) {
       // A seal waits for the log (its records durable): settle does not wait for it.
-      const bool seal_blocked = !m.seal_wanted || m.dispatched <= m.last_offset;
+      const bool seal_blocked = !m.cycle.seal_wanted || m.dispatched <= m.last_offset;
       if ((!m.active || m.covered()) && m.durable >= m.dispatched && seal_blocked) break;
       if (m.active && !m.covered() && m.waiting_for_log()) break;
-      m.flush_requested = true;
+      m.cycle.flush_requested = true;
     }
     submit_work();
     if (m.in_flight == 0) continue;
@@ -843,7 +885,7 @@ io::Status IndexStore::close(io::Disk& disk) {
 
 io::Status IndexStore::delete_below(uint64_t min_log_offset) {
   Impl& m = *impl_;
-  if (m.active_lookups > 0) return io::Status::ok();
+  if (m.lookups.active_count > 0) return io::Status::ok();
   while (m.files.size() > 1 || (m.files.size() == 1 && !m.active)) {
     IndexFile& f = m.files.front();
     if (m.files.size() == 1 && m.active) break;
@@ -854,7 +896,7 @@ io::Status IndexStore::delete_below(uint64_t min_log_offset) {
     std::fprintf(stderr, "uringmq: deleted index file %s (its records are below log offset %llu)\n",
                  f.path.c_str(), static_cast<unsigned long long>(min_log_offset));
     m.files.erase(m.files.begin());
-    m.dir_dirty = true;
+    m.cycle.dir_dirty = true;
   }
   return io::Status::ok();
 }
@@ -865,7 +907,7 @@ io::Status IndexStore::start_lookup(uint32_t lookup, std::string_view topic, std
                                     int64_t begin_ms, int64_t end_ms, uint32_t max_hits) {
   Impl& m = *impl_;
   UMQ_ASSERT(lookup < kIndexMaxLookups);
-  Lookup& l = m.lookups[lookup];
+  Lookup& l = m.lookups.slot[lookup];
   UMQ_ASSERT_MSG(!l.active, "an index lookup id in use");
   l = Lookup{};
   l.active = true;
@@ -875,22 +917,22 @@ io::Status IndexStore::start_lookup(uint32_t lookup, std::string_view topic, std
   l.max_hits = std::min(max_hits, kIndexMaxHits);
   l.file = static_cast<int64_t>(m.files.size()) - 1;
   l.result.lookup = lookup;
-  m.active_lookups++;
+  m.lookups.active_count++;
   m.advance(lookup);
   return io::Status::ok();
 }
 
 void IndexStore::Impl::finish_lookup(uint32_t id, io::Status s) {
-  Lookup& l = lookups[id];
-  UMQ_ASSERT(done_count < done.size());
+  Lookup& l = lookups.slot[id];
+  UMQ_ASSERT(lookups.done_count < lookups.done.size());
   l.result.status = std::move(s);
-  done[done_count++] = l.result;
+  lookups.done[lookups.done_count++] = l.result;
   l.active = false;
-  active_lookups--;
+  lookups.active_count--;
 }
 
 void IndexStore::Impl::examine(uint32_t id, const IndexEntry& e) {
-  Lookup& l = lookups[id];
+  Lookup& l = lookups.slot[id];
   const IndexFile& f = files[size_t(l.file)];
   const int64_t t = sat_add(f.header.begin_timestamp_ms, int64_t{e.time_diff_s} * 1000);
   // The entry keeps whole seconds: the record was stored in [t, t + 999].
@@ -909,7 +951,7 @@ void IndexStore::Impl::examine(uint32_t id, const IndexEntry& e) {
 }
 
 void IndexStore::Impl::advance(uint32_t id) {
-  Lookup& l = lookups[id];
+  Lookup& l = lookups.slot[id];
   while (true) {
     if (l.result.count >= l.max_hits || l.file < 0) {
       finish_lookup(id, io::Status::ok());
@@ -917,7 +959,7 @@ void IndexStore::Impl::advance(uint32_t id) {
     }
     IndexFile& f = files[size_t(l.file)];
     const bool is_active = active && size_t(l.file) + 1 == files.size();
-    const uint32_t n = is_active ? count : uint32_t(f.header.entry_count);
+    const uint32_t n = is_active ? entries.count : uint32_t(f.header.entry_count);
     const uint32_t slots_n = uint32_t(f.header.hash_slots);
     const int64_t end_ts = is_active ? last_ts : f.header.end_timestamp_ms;
     io::IoRequest r;
@@ -932,7 +974,7 @@ void IndexStore::Impl::advance(uint32_t id) {
       }
       const uint32_t slot = static_cast<uint32_t>(l.hash) % slots_n;
       if (is_active) {
-        l.entry = static_cast<int32_t>(slot_value(slot));
+        l.entry = static_cast<int32_t>(slots.value(slot));
         if (l.entry == 0) l.file--;
         continue;
       }
@@ -947,7 +989,7 @@ void IndexStore::Impl::advance(uint32_t id) {
         continue;
       }
       if (is_active && entry_in_ring(e)) {
-        examine(id, decode_index_entry(ring_entry(e)));
+        examine(id, decode_index_entry(entries.entry(e)));
         continue;
       }
       r.file_offset = entry_position(slots_n, e);
@@ -970,10 +1012,10 @@ void IndexStore::Impl::advance(uint32_t id) {
 
 size_t IndexStore::take_lookups(std::span<IndexLookupResult> out) {
   Impl& m = *impl_;
-  const size_t n = std::min<size_t>(out.size(), m.done_count);
-  for (size_t i = 0; i < n; i++) out[i] = m.done[i];
-  for (size_t i = n; i < m.done_count; i++) m.done[i - n] = m.done[i];
-  m.done_count -= static_cast<uint32_t>(n);
+  const size_t n = std::min<size_t>(out.size(), m.lookups.done_count);
+  for (size_t i = 0; i < n; i++) out[i] = m.lookups.done[i];
+  for (size_t i = n; i < m.lookups.done_count; i++) m.lookups.done[i - n] = m.lookups.done[i];
+  m.lookups.done_count -= static_cast<uint32_t>(n);
   return n;
 }
 

@@ -1,5 +1,7 @@
 #pragma once
-// uringmq public API: the options of a Store (StoreOptions) and the option types it holds.
+// uringmq public API: the options of a Store (StoreOptions), the option groups it is made of
+// (ShardOptions, RetentionOptions, DelayOptions, TimerOptions, TransactionOptions,
+// BrokerRoleOptions) and the option types it holds.
 // The engine defines nothing of these itself: engine/log/commit_log.h,
 // engine/queues/consume_queue.h, engine/log/message_codec.h, io/disk.h, io/fs_space.h and
 // sched/delay_levels.h include this header. The types keep the namespace of the module that uses
@@ -180,32 +182,35 @@ struct IndexOptions {
 
 namespace uringmq {
 
-struct StoreOptions {
-  // Root directory of the store; created if absent.
-  std::string data_dir = "./data";
+// StoreOptions is assembled from the option groups below, one concern each; it derives from them
+// so that every option is still a direct member (options.shard_count, options.delivery_lead_ms)
+// and code written against the flat struct compiles unchanged. A group may also be filled on its
+// own and assigned into a StoreOptions (options.retention() = my_retention). Every group is a
+// plain aggregate; designated initializers name one group's fields (a StoreOptions has bases, so
+// it takes none of them directly).
+
+// Threads and the requests they take: shards, rings, sessions, the clock.
+struct ShardOptions {
   // Number of shards (threads, CommitLogs). 0 = one per CPU this process may use. A store keeps
   // its count: reopening with another is invalid_argument (queues would change owners).
   uint32_t shard_count = 0;
   // Pin shard i to the i-th CPU of the process's affinity set.
   bool pin_threads = true;
-  // CommitLog options for every shard (dir is set per shard). Defaults: 1 GiB segments,
-  // SYNC_FLUSH, 4 x 8 MiB aligned write buffers, 4 MiB maxMessageSize.
-  engine::CommitLogOptions log;
   // Requests one Session may have outstanding per shard (power of two).
   uint32_t session_window = 1024;
   // Sessions that may exist at once.
   uint32_t max_sessions = 64;
   // io_uring submission queue entries per shard.
   uint32_t ring_entries = 256;
-  // ConsumeQueue options for every shard (dir is set per shard).
-  engine::CqStoreOptions consume_queue;
-  // Message index options for every shard (dir is set per shard).
-  engine::IndexOptions index;
-  // Consumer offsets: persist interval, ms (RocketMQ's flushConsumerOffsetInterval is 5000).
-  int64_t consumer_offsets_persist_interval_ms = 1000;
   // Pulls (including held long polls) and offset searches one shard runs at once.
   uint32_t max_pulls = 256;
-  // ---- Retention (RocketMQ's CleanCommitLogService) ----
+  // The clock every shard uses (store times, flush intervals, retention). Null: the system
+  // clock. Tests pass an io::ManualClock; it must outlive the store.
+  io::Clock* clock = nullptr;
+};
+
+// Retention (RocketMQ's CleanCommitLogService) and the disk-space limits on sends.
+struct RetentionOptions {
   // A segment expires when its newest message is older than this, hours (fileReservedTime).
   int64_t file_reserved_time_hours = 72;
   // Expired segments are deleted during this hour of the day, UTC (deleteWhen "04"), or at any
@@ -229,7 +234,11 @@ struct StoreOptions {
   std::function<io::Result<io::FsSpace>(std::string_view path)> space_probe;
   int64_t clean_interval_ms = 10'000;  // cleanResourceInterval
   uint32_t delete_max_files_per_pass = 10;
-  // ---- Delay levels (RocketMQ's ScheduleMessageService) ----
+};
+
+// Delay levels (RocketMQ's ScheduleMessageService) and the delivery lead that delayed and timed
+// deliveries share.
+struct DelayOptions {
   // messageDelayLevel: level L in 1..N delays a message with property DELAY=L by the L-th entry;
   // units ms, s, m, h, d; a level above N is clamped to N. A bad table is invalid_argument.
   std::string message_delay_level = std::string(sched::kDefaultDelayLevels);
@@ -249,9 +258,11 @@ struct StoreOptions {
   // they speed up (engine/delivery/take_horizon.h). The costs above then apply up to this long.
   // At or below delivery_lead_ms: the lead is fixed. deliveryLeadMaxMs, 0..1000.
   int64_t delivery_lead_max_ms = 100;
-  // ---- Timed messages (RocketMQ 5's timer; engine/delivery/timer_message.h,
-  // sched/timer_wheel.h) ---- timerMaxDelaySec: a deliver time further ahead than this is
-  // rejected (invalid_argument).
+};
+
+// Timed messages (RocketMQ 5's timer; engine/delivery/timer_message.h, sched/timer_wheel.h).
+struct TimerOptions {
+  // timerMaxDelaySec: a deliver time further ahead than this is rejected (invalid_argument).
   int64_t timer_max_delay_sec = 30 * 86'400;
   // The wheel's slots on disk: each covers timer_bucket_ms; timers beyond the horizon
   // ((timer_slot_count - 2) * timer_bucket_ms) are rolled forward (re-appended) when their slot
@@ -261,7 +272,10 @@ struct StoreOptions {
   uint32_t timer_slot_count = 256;
   // Timers kept in memory at most (the near window); beyond it loading waits (late, never early).
   uint32_t timer_window_entries_max = 1u << 20;
-  // ---- Transactional messages (engine/delivery/transactions.h) ----
+};
+
+// Transactional messages (engine/delivery/transactions.h).
+struct TransactionOptions {
   // transactionTimeOut: a half is first checked this long after it was stored (unless its
   // CHECK_IMMUNITY_TIME_IN_SECONDS says longer); transactionCheckInterval: then again every
   // this long; transactionCheckMax: after this many checks it is discarded to
@@ -271,14 +285,11 @@ struct StoreOptions {
   int64_t transaction_check_interval_ms = 60'000;
   uint32_t transaction_check_max = 15;
   uint32_t transaction_window_max = 1u << 16;
-  // The clock every shard uses (store times, flush intervals, retention). Null: the system
-  // clock. Tests pass an io::ManualClock; it must outlive the store.
-  io::Clock* clock = nullptr;
-  // ---- Integrity ----
-  // The background scrub reads the segments recovery did not rescan (those below the
-  // checkpoint's segment) once after open, at most this many bytes per second, and reports every
-  // damaged record (engine/README.md, "Scrub"). 0: no scrub.
-  uint64_t scrub_bytes_per_second = 32ULL << 20;
+};
+
+// What a broker sets about the store's place in it (its address, who places queues, its role);
+// an embedder may leave the defaults.
+struct BrokerRoleOptions {
   // STOREHOST written into every record (and so into offset msgIds): the broker sets its own
   // address and listen port; embedders may leave RocketMQ's default.
   engine::HostAddress store_host = engine::HostAddress::ipv4(127, 0, 0, 1, 10911);
@@ -297,10 +308,49 @@ struct StoreOptions {
   // a Java master's). Store::open sets log.limits.foreign_records and
   // consume_queue.start_anywhere from it.
   bool replica = false;
+};
+
+// The options of a Store: where and how it keeps its files (its own members) and the groups.
+struct StoreOptions : ShardOptions,
+                      RetentionOptions,
+                      DelayOptions,
+                      TimerOptions,
+                      TransactionOptions,
+                      BrokerRoleOptions {
+  // Root directory of the store; created if absent.
+  std::string data_dir = "./data";
+  // CommitLog options for every shard (dir is set per shard). Defaults: 1 GiB segments,
+  // SYNC_FLUSH, 4 x 8 MiB aligned write buffers, 4 MiB maxMessageSize.
+  engine::CommitLogOptions log;
+  // ConsumeQueue options for every shard (dir is set per shard).
+  engine::CqStoreOptions consume_queue;
+  // Message index options for every shard (dir is set per shard).
+  engine::IndexOptions index;
+  // Consumer offsets: persist interval, ms (RocketMQ's flushConsumerOffsetInterval is 5000).
+  int64_t consumer_offsets_persist_interval_ms = 1000;
+  // ---- Integrity ----
+  // The background scrub reads the segments recovery did not rescan (those below the
+  // checkpoint's segment) once after open, at most this many bytes per second, and reports every
+  // damaged record (engine/README.md, "Scrub"). 0: no scrub.
+  uint64_t scrub_bytes_per_second = 32ULL << 20;
   // Permission bits of every file and directory the store creates, set exactly (the umask
   // neither widens nor narrows them). Files a store already holds keep theirs.
   uint32_t file_mode = 0640;
   uint32_t dir_mode = 0750;
+
+  // Each group of this store's options, to read or assign whole.
+  ShardOptions& shards() { return *this; }
+  const ShardOptions& shards() const { return *this; }
+  RetentionOptions& retention() { return *this; }
+  const RetentionOptions& retention() const { return *this; }
+  DelayOptions& delay() { return *this; }
+  const DelayOptions& delay() const { return *this; }
+  TimerOptions& timer() { return *this; }
+  const TimerOptions& timer() const { return *this; }
+  TransactionOptions& transactions() { return *this; }
+  const TransactionOptions& transactions() const { return *this; }
+  BrokerRoleOptions& broker_role() { return *this; }
+  const BrokerRoleOptions& broker_role() const { return *this; }
 };
 
 // The option types under the names an embedder uses.
