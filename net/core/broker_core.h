@@ -47,7 +47,7 @@ struct BrokerCore {
         config_disk(config),
         topics(config, config_disk, *clock, std::move(topics_changed)),
         membership(config),
-        messaging(config, *clock, calls, topics, subscription_groups),
+        messaging(config, *clock, calls, topics, subscription_groups, sql_subscriptions),
         message_queries(config, calls),
         sql_subscriptions(config),
         transactions(config, store.shard_count(), calls),

@@ -296,12 +296,26 @@ std::optional<Refusal> Messaging::pull(const Ticket& ticket, uint32_t shard, Pul
     return Refusal{Fault::bad_request, "the topic is missing or invalid"};
   }
   if (auto refused = topics_.check_pull(call.topic, call.queue_id)) return refused;
+  PullFilter filter = sql_.pull_filter(
+      SqlPullQuery{call.group, call.topic, call.carries_expression, call.expression_type,
+                   call.tag_filter, call.subscription_version},
+      clock_.now_ms());
+  if (Refusal* refused = std::get_if<Refusal>(&filter)) return std::move(*refused);
+  const bool commits = call.commit_offset >= 0 && config_.ha.role != BrokerRole::slave;
+  if (commits && is_internal_group(call.group)) {
+    return Refusal{Fault::no_permission,
+                   "consumer group " + call.group +
+                       " is internal to the broker: its offsets are not the client's to commit"};
+  }
+  const Ticket commit_ticket = ticket;
+  const std::string commit_group = commits ? call.group : std::string();
+  const std::string commit_topic = commits ? call.topic : std::string();
   uint32_t index = calls_.start(BrokerOp::Kind::pull, ticket, shard);
   BrokerOp& op = calls_.op(index);
   op.topic = std::move(call.topic);
   op.group = std::move(call.group);  // for the metrics
-  op.tag_filter = call.sql_filter == nullptr ? std::move(call.tag_filter) : std::string("*");
-  op.sql_filter = std::move(call.sql_filter);
+  op.sql_filter = std::move(std::get<std::shared_ptr<const engine::SqlFilter>>(filter));
+  op.tag_filter = op.sql_filter == nullptr ? std::move(call.tag_filter) : std::string("*");
   op.queue_id = call.queue_id;
   // The answer's room is reserved now, so a pipelined batch of pulls stops at the caller's
   // output limit before their answers exist.
@@ -317,7 +331,17 @@ std::optional<Refusal> Messaging::pull(const Ticket& ticket, uint32_t shard, Pul
   op.pull.sql_filter = op.sql_filter.get();
   op.pull.buffer = op.data;
   if (call.hold_ms >= 0) op.pull.wait_ms = std::min(call.hold_ms, config_.max_suspend_ms);
-  return post(index, calls_.session().pull_async(op.pull, index, op.shard));
+  const uint32_t queue_id = op.queue_id;
+  if (std::optional<Refusal> refused =
+          post(index, calls_.session().pull_async(op.pull, index, op.shard))) {
+    return refused;
+  }
+  if (commits) {
+    // Nobody waits for it: a commit the store refuses is the next pull's to carry.
+    (void)commit(commit_ticket, shard, commit_group, commit_topic, queue_id, call.commit_offset,
+                 false);
+  }
+  return std::nullopt;
 }
 
 std::variant<Refusal, PullResult> Messaging::pull_outcome(BrokerOp& op, const Completion& c) const {

@@ -22,6 +22,7 @@
 #include "engine/store.h"
 #include "io/clock.h"
 #include "net/core/faults.h"
+#include "net/core/sql_subscriptions.h"
 #include "net/core/store_calls.h"
 #include "net/core/subscription_groups.h"
 #include "net/core/topics.h"
@@ -77,8 +78,16 @@ struct PullCall {
   int32_t queue_id = 0;
   int64_t queue_offset = 0;
   int32_t max_messages = 32;  // clamped to 1..kMaxPullMessages
+  // The pull's subscription expression: tags ("*", "a || b"), or SQL92 text when it carries
+  // one (`carries_expression`) of that type; without one, the group's SQL92 subscription from
+  // its heartbeats applies, if any (SqlSubscriptions).
   std::string tag_filter = "*";
-  std::shared_ptr<const engine::SqlFilter> sql_filter;  // null: the tag filter applies
+  bool carries_expression = false;
+  std::string expression_type;  // empty: TAG
+  int64_t subscription_version = 0;
+  // The consumer's offset in the queue, committed with the pull (not on a slave; nobody waits
+  // for it: a commit the store refuses is the next pull's to carry); < 0: none.
+  int64_t commit_offset = -1;
   // How long the store may hold the pull for new messages, ms (clamped to maxPullSuspendMillis);
   // < 0: not held.
   int64_t hold_ms = -1;
@@ -139,8 +148,13 @@ class Messaging {
  public:
   // `groups` is read at each send-back (the table is opened after the core is built).
   Messaging(const BrokerConfig& config, io::Clock& clock, StoreCalls& calls, Topics& topics,
-            const std::unique_ptr<SubscriptionGroups>& groups)
-      : config_(config), clock_(clock), calls_(calls), topics_(topics), groups_(groups) {}
+            const std::unique_ptr<SubscriptionGroups>& groups, SqlSubscriptions& sql)
+      : config_(config),
+        clock_(clock),
+        calls_(calls),
+        topics_(topics),
+        groups_(groups),
+        sql_(sql) {}
 
   // Checks and posts a send for `ticket` on presented broker `shard`; nullopt once posted (the
   // op's completion carries the outcome: send_outcome), else why it was not.
@@ -151,7 +165,9 @@ class Messaging {
                                     BatchDecoder decode);
   // A send op's completion: its receipt, or why it was not stored.
   std::variant<Refusal, SendReceipt> send_outcome(const BrokerOp& op, const Completion& c) const;
-  // Checks and posts a pull; nullopt once posted (pull_outcome reads its completion).
+  // Checks a pull (its topic and queue, then its SQL92 subscription: a missing topic is
+  // answered before any subscription error, as Java does; a commit under an internal group is
+  // refused), posts it and its commit; nullopt once posted (pull_outcome reads its completion).
   std::optional<Refusal> pull(const Ticket& ticket, uint32_t shard, PullCall call);
   // A pull op's completion: its result (records rewritten for clients in the op's buffer), or
   // why it failed. A record larger than the buffer is the caller's to ask again with room
@@ -194,6 +210,7 @@ class Messaging {
   StoreCalls& calls_;
   Topics& topics_;
   const std::unique_ptr<SubscriptionGroups>& groups_;
+  SqlSubscriptions& sql_;                  // the groups' SQL92 subscriptions a pull is served with
   std::vector<BatchEntry> batch_entries_;  // scratch of send_batch (capacity kept)
   std::vector<uint32_t> batch_props_at_;   // scratch: each message's properties in the arena
 };

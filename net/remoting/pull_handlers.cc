@@ -28,7 +28,8 @@ namespace {
 namespace rc = response_code;
 namespace req = request_code;
 
-// PullSysFlag: the pull carries its subscription expression.
+// PullSysFlag: the pull carries the consumer's offset to commit, its subscription expression.
+constexpr int32_t kPullFlagCommitOffset = 1;
 constexpr int32_t kPullFlagSubscription = 4;
 
 int32_t pull_code(PullStatus status) {
@@ -67,35 +68,17 @@ void MessageHandlers::handle_pull(uint32_t conn, RemotingCommand& request) {
     return reply_code(conn, request, rc::kSystemError,
                       "PULL_MESSAGE needs topic, consumerGroup, queueId and queueOffset");
   }
-  if (std::optional<Refusal> refused = topics_.check_pull(*topic, *queue_id)) {
-    return reply_refusal(conn, request, *refused);
-  }
   PullCall call;
-  // The SQL92 filter it is served with, after the topic's checks (Java answers 17 first).
-  const std::string* type = request.ext("expressionType");
-  const std::string* expression = request.ext("subscription");
-  PullFilter filter = core_.sql_subscriptions.pull_filter(
-      SqlPullQuery{*group, *topic, (sys_flag & kPullFlagSubscription) != 0,
-                   type != nullptr ? std::string_view(*type) : std::string_view(),
-                   expression != nullptr ? std::string_view(*expression) : std::string_view(),
-                   sub_version},
-      clock_->now_ms());
-  if (const Refusal* refused = std::get_if<Refusal>(&filter)) {
-    return reply_refusal(conn, request, *refused);
-  }
-  call.sql_filter = std::move(std::get<std::shared_ptr<const engine::SqlFilter>>(filter));
-  if ((sys_flag & 1) != 0 && commit >= 0 && !is_slave() && is_internal_group(*group)) {
-    return reply_code(conn, request, rc::kNoPermission,
-                      "consumer group " + *group +
-                          " is internal to the broker: its offsets are not the client's to "
-                          "commit");
-  }
   call.topic = *topic;
   call.group = *group;
   call.queue_id = *queue_id;
   call.queue_offset = *offset;
   call.max_messages = max_msg_nums.value_or(32);
   if (const std::string* sub = request.ext("subscription")) call.tag_filter = *sub;
+  call.carries_expression = (sys_flag & kPullFlagSubscription) != 0;
+  if (const std::string* type = request.ext("expressionType")) call.expression_type = *type;
+  call.subscription_version = sub_version;
+  if ((sys_flag & kPullFlagCommitOffset) != 0) call.commit_offset = commit;
   // Past connectionBuffersMaxBytes, counting the buffers of held pulls whose connections
   // closed (the shard owns them until the hold ends), pulls are small and not held: a client
   // that opens, holds pulls and closes again and again cannot pile them up.
@@ -112,10 +95,8 @@ void MessageHandlers::handle_pull(uint32_t conn, RemotingCommand& request) {
     return reply_refusal(conn, request, *refused);
   }
   // A slave does not store the offset a pull carries (RocketMQ's PullMessageProcessor).
-  if ((sys_flag & 1) != 0 && commit >= 0 && !is_slave()) {
+  if ((sys_flag & kPullFlagCommitOffset) != 0 && commit >= 0 && !is_slave()) {
     metrics_.on_commit(*group, *topic, *queue_id, commit);
-    // Nobody waits for it: a commit the store refuses is the next pull's to carry.
-    (void)messaging_.commit(ticket, conns_[conn].shard, *group, *topic, *queue_id, commit, false);
   }
 }
 

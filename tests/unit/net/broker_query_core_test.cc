@@ -131,7 +131,8 @@ class CoreCallsTest : public ::testing::Test {
   std::unique_ptr<SubscriptionGroups> groups_;
   ConfigDisk config_disk_{config_};
   Topics topics_{config_, config_disk_, clock_, [] {}};
-  Messaging messaging_{config_, clock_, calls_, topics_, groups_};
+  SqlSubscriptions sql_{config_};
+  Messaging messaging_{config_, clock_, calls_, topics_, groups_, sql_};
   MessageQueries queries_{config_, calls_};
 };
 
@@ -188,6 +189,48 @@ TEST_F(CoreCallsTest, SendBackRefusals) {
   EXPECT_EQ(std::get<Refusal>(none).fault, Fault::system);
   EXPECT_TRUE(std::get<Refusal>(none).reason.starts_with("no message "))
       << std::get<Refusal>(none).reason;
+  EXPECT_EQ(ledger_.started, ledger_.ended);
+}
+
+// A pull is checked in Java's order: its topic, then its SQL92 subscription, then the commit it
+// carries; one that passes is posted and answered.
+TEST_F(CoreCallsTest, PullChecksTopicThenSubscriptionThenCommit) {
+  PullCall call;
+  call.topic = "TQ";
+  call.group = "G";
+  call.carries_expression = true;
+  call.expression_type = "SQL92";
+  call.tag_filter = "a >";  // does not compile
+  auto disk = config_disk_.make();
+  ASSERT_TRUE(disk.is_ok()) << disk.status().to_string();
+  ASSERT_TRUE(topics_.open(**disk).is_ok());
+  config_.auto_create_topic_enable = false;
+  std::optional<Refusal> refused = messaging_.pull(Ticket{}, 0, call);
+  ASSERT_TRUE(refused.has_value());
+  EXPECT_EQ(refused->fault, Fault::topic_not_exist) << refused->reason;
+  config_.auto_create_topic_enable = true;
+  refused = messaging_.pull(Ticket{}, 0, call);
+  ASSERT_TRUE(refused.has_value());
+  EXPECT_EQ(refused->fault, Fault::subscription_parse_failed) << refused->reason;
+
+  call.carries_expression = false;
+  call.expression_type.clear();
+  call.tag_filter = "*";
+  call.group = "%SCHEDULE_PROGRESS%";
+  call.commit_offset = 1;
+  refused = messaging_.pull(Ticket{}, 0, call);
+  ASSERT_TRUE(refused.has_value());
+  EXPECT_EQ(refused->fault, Fault::no_permission) << refused->reason;
+
+  store_message("m", "");
+  call.group = "G";
+  call.commit_offset = -1;
+  ASSERT_FALSE(messaging_.pull(Ticket{}, 0, call).has_value());
+  auto answer = drive<std::variant<Refusal, PullResult>>([&](uint32_t i, const Completion& c) {
+    return std::optional(messaging_.pull_outcome(calls_.op(i), c));
+  });
+  ASSERT_TRUE(std::holds_alternative<PullResult>(answer));
+  EXPECT_EQ(std::get<PullResult>(answer).message_count, 1u);
   EXPECT_EQ(ledger_.started, ledger_.ended);
 }
 
