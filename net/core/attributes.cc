@@ -1,5 +1,6 @@
 #include "net/core/attributes.h"
 
+#include <algorithm>
 #include <array>
 #include <utility>
 
