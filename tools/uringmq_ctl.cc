@@ -173,7 +173,8 @@ void add_topic(CLI::App& app, Commands& c) {
   create
       ->add_option("--attribute,-a", t.attributes,
                    "RocketMQ 5 attribute change, repeatable: +message.type=NORMAL|FIFO|DELAY|"
-                   "TRANSACTION|MIXED sets it, -message.type removes it (only + at creation)")
+                   "TRANSACTION|MIXED sets it, --attribute=-message.type removes it (only + at "
+                   "creation)")
       ->allow_extra_args(false);
   sub("delete", "delete a topic (DELETE_TOPIC_IN_BROKER, DELETE_TOPIC_IN_NAMESRV)",
       run_topic_delete);
