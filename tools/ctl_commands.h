@@ -72,6 +72,9 @@ struct TopicOptions {
   int32_t write_queues = 8;
   int32_t perm = 6;
   bool order = false;
+  // create: RocketMQ 5 attribute changes, each "+key=value" or "-key" (+message.type=FIFO),
+  // sent joined by ',' in the `attributes` header; none sent when empty (a 4.9 broker's request).
+  std::vector<std::string> attributes;
 };
 
 struct GroupOptions {
@@ -82,6 +85,12 @@ struct GroupOptions {
   int64_t offset = -1;  // reset --offset
   int32_t queue = -1;   // reset --offset: one queue; -1: every queue of the route
   bool force = true;    // reset --time: also move offsets forward
+  // create: the SubscriptionGroupConfig sent (RocketMQ's defaults otherwise)
+  bool orderly = false;          // consumeMessageOrderly (RocketMQ 5: a FIFO group for POP)
+  bool consume_enable = true;    // consumeEnable
+  bool broadcast = true;         // consumeBroadcastEnable
+  int32_t retry_queues = 1;      // retryQueueNums
+  int32_t retry_max_times = 16;  // retryMaxTimes
 };
 
 struct MessageOptions {
@@ -119,6 +128,7 @@ int run_topic_delete(const TopicOptions& o);
 int run_topic_route(const TopicOptions& o);
 int run_topic_status(const TopicOptions& o);
 int run_group_list(const GroupOptions& o);
+int run_group_create(const GroupOptions& o);
 int run_group_lag(const GroupOptions& o);
 int run_group_reset(const GroupOptions& o);
 int run_message_id(const MessageOptions& o);

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # uringmq-ctl against a real uringmq-broker: produce (plain, delayed, with keys), consume with
 # and without commit, committed offsets after a broker restart, stats, the admin commands the
-# broker serves (topic create/list/route/status/delete, group lag and reset by offset and by
-# time, message by id and by key, broker status), --version, and offline verify of the stopped
-# store. Usage: ctl_online_test.sh <uringmq-broker> <uringmq-ctl> [admin|tls]
+# broker serves (topic create, with RocketMQ 5 attributes too, list/route/status/delete, group
+# lag and reset by offset and by time, message by id and by key, broker status), --version, and
+# offline verify of the stopped store.
+# Usage: ctl_online_test.sh <uringmq-broker> <uringmq-ctl> [admin|tls]
 # With "tls": the broker in tls.server.mode=enforcing with a test certificate; produce and
 # consume with --tls, and a plain produce refused.
-# With "admin": only the commands that need the broker's admin requests (201 subscription
-# groups, 208 consume stats without a topic, 26/25 broker config with logLevel at run time).
+# With "admin": only the commands that need the broker's admin requests (200 and 201
+# subscription groups, consumeMessageOrderly too, 208 consume stats without a topic, 26/25
+# broker config with logLevel at run time).
 set -euo pipefail
 broker=$1
 ctl=$2
@@ -71,6 +73,10 @@ if [[ $part == admin ]]; then
   out=$("$ctl" group lag --addr "$addr" --group AG)
   grep -Eq "^T +\S+ +0 +1 +1 +0$" <<< "$out" || fail "group lag (GET_CONSUME_STATS): $out"
   "$ctl" group list --addr "$addr" | grep "^#group" > /dev/null || fail "group list"
+  out=$("$ctl" group create --addr "$addr" -g OG --orderly --retry-max-times 3)
+  grep -q "group OG: .*retryMaxTimes 3, orderly" <<< "$out" || fail "group create: $out"
+  out=$("$ctl" group list --addr "$addr")
+  grep -Eq "^OG +true +true +1 +3 +true$" <<< "$out" || fail "group list lacks orderly OG: $out"
   "$ctl" broker config get --addr "$addr" | grep -x "listenPort=$port" > /dev/null ||
     fail "config get"
   "$ctl" broker config set --addr "$addr" logLevel=debug > /dev/null
@@ -124,6 +130,18 @@ passed=$((passed + 1))
 out=$("$ctl" topic create --addr "$addr" --topic Adm --read-queues 3 --write-queues 3)
 grep -q "topic Adm: 3 read / 3 write" <<< "$out" || fail "topic create: $out"
 "$ctl" topic list --addr "$addr" | grep -x "Adm" > /dev/null || fail "topic list lacks Adm"
+# RocketMQ 5 attributes: set at creation, removed by a change (it was stored); a removal of what
+# is not set and a value outside the enum are refused.
+out=$("$ctl" topic create --addr "$addr" --topic Fifo --attribute +message.type=FIFO)
+grep -q "topic Fifo: .*attributes +message.type=FIFO" <<< "$out" || fail "topic create -a: $out"
+"$ctl" topic create --addr "$addr" --topic Fifo --attribute=-message.type > /dev/null ||
+  fail "removing the stored message.type"
+out=$("$ctl" topic create --addr "$addr" --topic Fifo --attribute=-message.type 2>&1) &&
+  fail "removed a message.type that is not set: $out"
+grep -q "attempt to delete a nonexistent key: message.type" <<< "$out" || fail "remark: $out"
+out=$("$ctl" topic create --addr "$addr" --topic Fifo -a +message.type=LIFO 2>&1) &&
+  fail "message.type LIFO taken: $out"
+grep -q "not in set" <<< "$out" || fail "remark: $out"
 out=$("$ctl" topic route --addr "$addr" --topic Adm)
 grep -Eq "^\S+ +3 +3 +6 +\S+:$port" <<< "$out" || fail "topic route: $out"
 id1=$("$ctl" produce --addr "$addr" --topic Adm --queue 1 --keys order-7 one |

@@ -170,6 +170,12 @@ void add_topic(CLI::App& app, Commands& c) {
   create->add_option("--perm,-p", t.perm, "2 write, 4 read, 6 both")
       ->check(CLI::IsMember({2, 4, 6}));
   create->add_flag("--order,-o", t.order, "ordered topic");
+  create
+      ->add_option("--attribute,-a", t.attributes,
+                   "RocketMQ 5 attribute change, repeatable: +message.type=NORMAL|FIFO|DELAY|"
+                   "TRANSACTION|MIXED sets it, --attribute=-message.type removes it (only + at "
+                   "creation)")
+      ->allow_extra_args(false);
   sub("delete", "delete a topic (DELETE_TOPIC_IN_BROKER, DELETE_TOPIC_IN_NAMESRV)",
       run_topic_delete);
   sub("route", "the topic's brokers and queues (GET_ROUTEINFO_BY_TOPIC)", run_topic_route);
@@ -184,6 +190,24 @@ void add_group(CLI::App& app, Commands& c) {
       group->add_subcommand("list", "subscription groups (GET_ALL_SUBSCRIPTIONGROUP_CONFIG)");
   add_target(list, g.target);
   list->callback([&c] { c.rc = run_group_list(c.group); });
+  CLI::App* create =
+      group->add_subcommand("create",
+                            "create or change a subscription group, as mqadmin updateSubGroup "
+                            "(UPDATE_AND_CREATE_SUBSCRIPTIONGROUP)");
+  add_target(create, g.target);
+  create->add_option("--group,-g", g.group)->required();
+  create->add_flag("--orderly", g.orderly,
+                   "consumeMessageOrderly: a FIFO group (RocketMQ 5 POP consumption)");
+  create->add_flag("!--no-consume", g.consume_enable,
+                   "consumeEnable=false: the group may not pull");
+  create->add_flag("!--no-broadcast", g.broadcast, "consumeBroadcastEnable=false");
+  create->add_option("--retry-queues", g.retry_queues, "retryQueueNums")
+      ->check(CLI::Range(0, 1024));
+  create
+      ->add_option("--retry-max-times", g.retry_max_times,
+                   "retryMaxTimes: send-backs before the dead-letter topic")
+      ->check(CLI::Range(0, 10000));
+  create->callback([&c] { c.rc = run_group_create(c.group); });
   CLI::App* lag = group->add_subcommand(
       "lag", "per-queue broker offset, committed offset and their difference (GET_CONSUME_STATS)");
   add_target(lag, g.target);

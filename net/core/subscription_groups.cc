@@ -68,6 +68,10 @@ io::Result<SubscriptionGroupConfig> parse_subscription_group(const JsonValue& va
       read_int(value, "whichBrokerWhenConsumeSlowly", &c.which_broker_when_consume_slowly));
   UMQ_RETURN_IF_ERROR(
       read_bool(value, "notifyConsumerIdsChangedEnable", &c.notify_consumer_ids_changed_enable));
+  UMQ_RETURN_IF_ERROR(read_bool(value, "consumeMessageOrderly", &c.consume_message_orderly));
+  io::Result<Attributes> attributes = read_attributes(value, "attributes");
+  if (!attributes.is_ok()) return field_error("attributes", "an object of strings");
+  c.attributes = std::move(*attributes);
   return c;
 }
 
@@ -82,7 +86,10 @@ void append_subscription_group(std::string* out, const SubscriptionGroupConfig& 
           ",\"retryMaxTimes\":" + std::to_string(c.retry_max_times) +
           ",\"brokerId\":" + std::to_string(c.broker_id) + ",\"whichBrokerWhenConsumeSlowly\":" +
           std::to_string(c.which_broker_when_consume_slowly) +
-          ",\"notifyConsumerIdsChangedEnable\":" + flag(c.notify_consumer_ids_changed_enable) + "}";
+          ",\"notifyConsumerIdsChangedEnable\":" + flag(c.notify_consumer_ids_changed_enable) +
+          ",\"consumeMessageOrderly\":" + flag(c.consume_message_orderly);
+  append_attributes(out, c.attributes);
+  *out += '}';
 }
 
 io::Result<SubscriptionGroupConfig> SubscriptionGroupSpec::parse_entry(const std::string& name,

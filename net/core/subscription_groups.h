@@ -7,7 +7,12 @@
 //   {"subscriptionGroupTable":{"G":{"groupName":"G","consumeEnable":true,
 //    "consumeFromMinEnable":true,"consumeBroadcastEnable":true,"retryQueueNums":1,
 //    "retryMaxTimes":16,"brokerId":0,"whichBrokerWhenConsumeSlowly":1,
-//    "notifyConsumerIdsChangedEnable":true}, ...},"dataVersion":{"timestamp":<ms>,"counter":<n>}}
+//    "notifyConsumerIdsChangedEnable":true,"consumeMessageOrderly":false}, ...},
+//    "dataVersion":{"timestamp":<ms>,"counter":<n>}}
+// RocketMQ 5's members: consumeMessageOrderly (a FIFO group: POP consumption delivers a queue's
+// messages in order) is always written, and "attributes" (a map of strings, kept and listed as
+// given; net/core/attributes.h) when not empty; a 4.9 client ignores both, and a file or body
+// without them takes false and none.
 // rewritten whole on each change (net/core/config_file.h: a crash leaves the old table or the new);
 // a failed write leaves the table in memory unchanged. A damaged file stops the broker with an
 // error naming it. A group not in the table has Java's defaults (auto-created groups).
@@ -18,6 +23,7 @@
 
 #include "io/status.h"
 #include "net/common/json.h"
+#include "net/core/attributes.h"
 #include "net/core/config_file.h"
 
 namespace uringmq::net {
@@ -34,6 +40,8 @@ struct SubscriptionGroupConfig {
   int64_t broker_id = 0;
   int64_t which_broker_when_consume_slowly = 1;
   bool notify_consumer_ids_changed_enable = true;
+  bool consume_message_orderly = false;  // RocketMQ 5: a FIFO group for POP consumption
+  Attributes attributes;                 // RocketMQ 5: kept and listed as given
   friend bool operator==(const SubscriptionGroupConfig&, const SubscriptionGroupConfig&) = default;
 };
 

@@ -37,6 +37,11 @@ io::Result<TopicConfig> TopicTableSpec::parse_entry(const std::string& name,
   }
   const JsonValue* order = value.find("order");
   c.order = order != nullptr && order->is_bool() && order->as_bool();
+  io::Result<Attributes> attributes = read_attributes(value, "attributes");
+  if (!attributes.is_ok()) {
+    return io::Status::error(io::Code::corruption, attributes.status().message());
+  }
+  c.attributes = std::move(*attributes);
   return c;
 }
 
@@ -48,7 +53,9 @@ void TopicTableSpec::append_entry(std::string* out, const TopicConfig& c) {
       ",\"writeQueueNums\":" + std::to_string(c.write_queue_nums) +
       ",\"perm\":" + std::to_string(c.perm) +
       ",\"topicFilterType\":\"SINGLE_TAG\",\"topicSysFlag\":" + std::to_string(c.topic_sys_flag) +
-      ",\"order\":" + (c.order ? "true" : "false") + "}";
+      ",\"order\":" + (c.order ? "true" : "false");
+  append_attributes(out, c.attributes);
+  *out += '}';
 }
 
 }  // namespace uringmq::net

@@ -6,6 +6,9 @@
 //   {"topicConfigTable":{"T":{"topicName":"T","readQueueNums":8,"writeQueueNums":8,"perm":6,
 //    "topicFilterType":"SINGLE_TAG","topicSysFlag":0,"order":false}, ...},
 //    "dataVersion":{"timestamp":<ms>,"counter":<changes>}}
+// A topic with RocketMQ 5 attributes (net/core/attributes.h) has them as the last member,
+// "attributes":{"message.type":"FIFO"}; without any the member is left out, as 4.9 writes it,
+// and a file without it (older, or 4.9's) loads with none.
 // Durability: every change writes the whole table to topics.json.tmp, fdatasyncs it, renames it
 // over topics.json and fsyncs the directory before the change is visible (a crash leaves the old
 // table or the new one, never a mix); a failed write leaves the table in memory unchanged. A
@@ -22,6 +25,7 @@
 
 #include "io/status.h"
 #include "net/common/json.h"
+#include "net/core/attributes.h"
 #include "net/core/config_file.h"
 
 namespace uringmq::net {
@@ -48,6 +52,7 @@ struct TopicConfig {
   int32_t perm = kPermReadWrite;
   int32_t topic_sys_flag = 0;
   bool order = false;
+  Attributes attributes;  // RocketMQ 5's: message.type (net/core/attributes.h)
   friend bool operator==(const TopicConfig&, const TopicConfig&) = default;
 };
 

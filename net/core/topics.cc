@@ -169,7 +169,16 @@ void Topics::create_by_send(const std::string& topic, int32_t client_queue_nums,
            std::to_string(created.write_queue_nums) + " queues");
 }
 
-std::optional<Refusal> Topics::configure(const TopicConfig& c) {
+TopicMessageType Topics::message_type(std::string_view topic) const {
+  const TopicConfig* c = table_->find(topic);
+  return c != nullptr ? topic_message_type(c->attributes) : TopicMessageType::unspecified;
+}
+
+std::optional<Refusal> Topics::configure(const TopicConfig& config,
+                                         std::string_view attribute_changes) {
+  const TopicConfig* current = table_->find(config.name);
+  TopicConfig c = config;
+  c.attributes = current != nullptr ? current->attributes : Attributes{};
   if (!valid_topic_name(c.name)) {
     return Refusal{Fault::bad_request,
                    "The specified topic is blank, too long or contains illegal characters "
@@ -187,10 +196,15 @@ std::optional<Refusal> Topics::configure(const TopicConfig& c) {
                        std::to_string(kMaxTopicQueueNums) + " and perm in 0..7 (2 write, " +
                        "4 read, 6 both) for topic " + c.name};
   }
+  io::Result<Attributes> attributes =
+      alter_topic_attributes(current == nullptr, c.attributes, attribute_changes);
+  if (!attributes.is_ok()) return Refusal{Fault::system, attributes.status().message()};
+  c.attributes = std::move(*attributes);
   if (io::Status s = put(c); !s.is_ok()) return Refusal{Fault::system, s.message()};
+  const std::string_view type = topic_message_type_name(topic_message_type(c.attributes));
   log_info("topic " + c.name + " configured: readQueueNums " + std::to_string(c.read_queue_nums) +
            ", writeQueueNums " + std::to_string(c.write_queue_nums) + ", perm " +
-           std::to_string(c.perm));
+           std::to_string(c.perm) + (type.empty() ? "" : ", message.type " + std::string(type)));
   return std::nullopt;
 }
 

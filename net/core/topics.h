@@ -6,8 +6,10 @@
 // refusals are Faults with the reason an operator reads.
 //
 // Threading: the reactor thread (changes write the table through the config disk of the thread
-// that calls them). The configuration is the broker's live one: autoCreateTopicEnable and
-// defaultTopicQueueNums change at run time (UPDATE_BROKER_CONFIG).
+// that calls them). A topic's RocketMQ 5 attributes (message.type) are set only by configure
+// and kept through every other change of the topic (net/core/attributes.h). The configuration is
+// the broker's live one: autoCreateTopicEnable and defaultTopicQueueNums change at run time
+// (UPDATE_BROKER_CONFIG).
 
 #include <cstdint>
 #include <functional>
@@ -82,8 +84,15 @@ class Topics {
                                     int32_t client_queue_nums);
   // A pull's topic and queue: not internal, known, readable, the queue in range.
   std::optional<Refusal> check_pull(const std::string& topic, int64_t queue_id) const;
+  // The topic's message.type (RocketMQ 5): unspecified for a topic without the attribute
+  // (created by a first send, implicit, unknown), which accepts every message type.
+  TopicMessageType message_type(std::string_view topic) const;
   // Creates or changes a topic (an operator's UPDATE_AND_CREATE_TOPIC), persisted first.
-  std::optional<Refusal> configure(const TopicConfig& config);
+  // `attribute_changes`: the request's attributes ("+message.type=FIFO,-key", empty: none),
+  // applied to the topic's current attributes (config.attributes is not read); a bad one is
+  // refused (Fault::system, as Java's broker answers SYSTEM_ERROR) and nothing changes.
+  std::optional<Refusal> configure(const TopicConfig& config,
+                                   std::string_view attribute_changes = {});
   // Takes a topic out of the table (its messages stay until retention); absent is no error.
   std::optional<Refusal> remove(const std::string& topic);
   // Makes the table `topics` (a slave's copy of its master's), persisted; what fails is logged.

@@ -1,11 +1,12 @@
 // Goal: operators' calls in the broker core answer with typed results and name their refusals as
 // operators read them, with no wire: the refusals of the calls that gather figures from the
 // store, an empty call answered at once, the listings from the client table, the subscription
-// groups, the run-time configuration (refused keys named, a change persisted and applied at the
-// next start), the replication state with no HA part, and the chain of store queries giving
-// each queue's range, last store time, committed and reset offsets. Method: the core's objects
-// over a temporary directory (the config disk is the real one), driven directly; the chain runs
-// on a real one-shard Store whose completions the test hands to queue_figures_outcome.
+// groups, a topic's message type from its attributes, the run-time configuration (refused keys
+// named, a change persisted and applied at the next start), the replication state with no HA
+// part, and the chain of store queries giving each queue's range, last store time, committed and
+// reset offsets. Method: the core's objects over a temporary directory (the config disk is the
+// real one), driven directly; the chain runs on a real one-shard Store whose completions the
+// test hands to queue_figures_outcome.
 
 #include "net/core/admin.h"
 
@@ -236,6 +237,23 @@ TEST_F(CoreAdminTest, SubscriptionGroupsPutListDelete) {
   EXPECT_EQ(admin_.subscription_groups().find("G1"), nullptr);
   // Deleting a group that is not there is no error (Java answers success).
   EXPECT_FALSE(admin_.delete_subscription_group("G1").has_value());
+}
+
+// Topics::message_type: unspecified until message.type is set (also for an unknown topic); a
+// configure without attribute changes keeps it, a refused change leaves it.
+TEST_F(CoreAdminTest, TopicMessageTypeFromItsAttributes) {
+  EXPECT_EQ(topics_.message_type("T"), TopicMessageType::unspecified);
+  EXPECT_EQ(topics_.message_type("Unknown"), TopicMessageType::unspecified);
+  TopicConfig t = *topics_.table().find("T");
+  ASSERT_FALSE(topics_.configure(t, "+message.type=DELAY").has_value());
+  EXPECT_EQ(topics_.message_type("T"), TopicMessageType::delay);
+  ASSERT_FALSE(topics_.configure(t).has_value());
+  EXPECT_EQ(topics_.message_type("T"), TopicMessageType::delay);
+  std::optional<Refusal> refused = topics_.configure(t, "+message.type=SOMETIMES");
+  ASSERT_TRUE(refused.has_value());
+  EXPECT_EQ(refused->fault, Fault::system);
+  EXPECT_NE(refused->reason.find("SOMETIMES"), std::string::npos) << refused->reason;
+  EXPECT_EQ(topics_.message_type("T"), TopicMessageType::delay);
 }
 
 TEST_F(CoreAdminTest, SettingsRefuseNamingTheKeyAndPersistChanges) {

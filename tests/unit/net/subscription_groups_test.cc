@@ -90,6 +90,48 @@ TEST(SubscriptionGroupsTest, JavaJsonAndADamagedFileNamed) {
   EXPECT_NE(reopened.status().message().find(path), std::string::npos);
 }
 
+// RocketMQ 5's consumeMessageOrderly and attributes: false and none by default (a 4.9 body or
+// file), written always and when set, kept through a reload.
+TEST(SubscriptionGroupsTest, OrderlyAndAttributesRoundTrip) {
+  auto old = parse_json(R"({"groupName":"Old","retryMaxTimes":2})");
+  ASSERT_TRUE(old.is_ok());
+  auto parsed = parse_subscription_group(*old);
+  ASSERT_TRUE(parsed.is_ok());
+  EXPECT_FALSE(parsed->consume_message_orderly);
+  EXPECT_TRUE(parsed->attributes.empty());
+  std::string json;
+  append_subscription_group(&json, *parsed);
+  EXPECT_NE(json.find(R"("consumeMessageOrderly":false})"), std::string::npos) << json;
+
+  io::SimDisk disk(io::SimDiskOptions{.seed = 3});
+  ASSERT_TRUE(disk.make_dir_tree_durable(kDir).is_ok());
+  io::ManualClock clock;
+  SubscriptionGroupConfig fifo = group("Fifo", 16);
+  fifo.consume_message_orderly = true;
+  fifo.attributes = {{"a", "1"}, {"b", "two"}};
+  {
+    auto t = SubscriptionGroups::open(disk, clock, std::string(kDir));
+    ASSERT_TRUE(t.is_ok());
+    ASSERT_TRUE((*t)->put(disk, fifo).is_ok());
+    EXPECT_NE(
+        (*t)->to_json().find(R"("consumeMessageOrderly":true,"attributes":{"a":"1","b":"two"}})"),
+        std::string::npos)
+        << (*t)->to_json();
+  }
+  auto t = SubscriptionGroups::open(disk, clock, std::string(kDir));
+  ASSERT_TRUE(t.is_ok());
+  ASSERT_NE((*t)->find("Fifo"), nullptr);
+  EXPECT_EQ(*(*t)->find("Fifo"), fifo);
+
+  for (const char* bad :
+       {R"({"groupName":"B","consumeMessageOrderly":3})",
+        R"({"groupName":"B","attributes":{"a":1}})", R"({"groupName":"B","attributes":[]})"}) {
+    auto doc = parse_json(bad);
+    ASSERT_TRUE(doc.is_ok());
+    EXPECT_FALSE(parse_subscription_group(*doc).is_ok()) << bad;
+  }
+}
+
 TEST(ClientTableTest, ListsFromHeartbeatsAndForgets) {
   ClientTable table;
   ConsumerEntry consumer;

@@ -116,6 +116,40 @@ TEST(TopicTableTest, ADamagedFileIsAClearErrorNamingIt) {
   }
 }
 
+// RocketMQ 5's attributes: the last member of a topic's object when it has any, none when a
+// file has no "attributes" (4.9's), kept through a reload.
+TEST(TopicTableTest, AttributesRoundTripAndOldFilesLoad) {
+  io::SimDisk disk(io::SimDiskOptions{.seed = 4});
+  ASSERT_TRUE(disk.make_dir_tree_durable(kDir).is_ok());
+  io::ManualClock clock;
+  const std::string_view old = R"({"topicConfigTable":{"Old":{"topicName":"Old",)"
+                               R"("readQueueNums":2,"writeQueueNums":2,"perm":6}}})";
+  auto file = disk.open("/data/config/topics.json", io::OpenMode::create_exclusive);
+  ASSERT_TRUE(file.is_ok());
+  ASSERT_TRUE(io::write_exact(disk, *file, 0, std::as_bytes(std::span(old)), "t").is_ok());
+  disk.close(*file);
+  TopicConfig fifo = topic("F", 4, 4, 6);
+  fifo.attributes = {{"message.type", "FIFO"}};
+  {
+    auto t = open_table(disk, clock);
+    ASSERT_NE(t, nullptr);
+    ASSERT_NE(t->find("Old"), nullptr);
+    EXPECT_TRUE(t->find("Old")->attributes.empty());
+    ASSERT_TRUE(t->put(disk, fifo).is_ok());
+    const std::string json = t->to_json();
+    EXPECT_NE(json.find(R"("order":false,"attributes":{"message.type":"FIFO"}})"),
+              std::string::npos)
+        << json;
+    EXPECT_NE(json.find(R"("topicName":"Old",)"), std::string::npos) << json;
+    EXPECT_EQ(json.find(R"("order":false,"attributes":{}})"), std::string::npos) << json;
+  }
+  auto t = open_table(disk, clock);
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(*t->find("F"), fifo);
+  EXPECT_EQ(topic_message_type(t->find("F")->attributes), TopicMessageType::fifo);
+  EXPECT_EQ(topic_message_type(t->find("Old")->attributes), TopicMessageType::unspecified);
+}
+
 TEST(TopicTableTest, AFailedWriteLeavesTheTableAsItWas) {
   io::SimDisk disk(io::SimDiskOptions{.seed = 2});
   ASSERT_TRUE(disk.make_dir_tree_durable("/data").is_ok());
