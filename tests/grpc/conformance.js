@@ -13,7 +13,9 @@
 // Every field of every message reachable from MessagingService is set to a distinct non-default
 // value somewhere (checked by `write`), and every oneof alternative is set in some case, so a
 // field with a wrong number, name or type in our .proto shows up as an unknown field or a value
-// under another name.
+// under another name. An enum value's number is not visible in the bytes' decoding (protoc
+// prints an unknown value as its number, which is what the client's object holds), so the
+// `descriptors` check compares the declarations too.
 const fs = require('fs');
 const path = require('path');
 
@@ -83,7 +85,9 @@ const customized = () => make('CustomizedBackoff', { setNextList: [dur(), dur(),
 const ua = () => make('UA', {
   setLanguage: v2.Language.NODE_JS, setVersion: str(), setPlatform: str(), setHostname: str(),
 });
-const metric = () => make('Metric', { setOn: true, setEndpoints: endpoints(v2.AddressScheme.IPV6) });
+const metric = () => make('Metric', {
+  setOn: true, setEndpoints: endpoints(v2.AddressScheme.IPV6),
+});
 const publishing = () => make('Publishing', {
   setTopicsList: [resource(), resource()], setMaxBodySize: num(), setValidateMessageType: true,
 });

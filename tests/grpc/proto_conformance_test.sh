@@ -9,7 +9,8 @@
 # unknown field (it prints those as bare field numbers) and its text must hold exactly the
 # client's values under the same names. The text is encoded again by protoc, and the client's
 # classes must read those bytes back to the same message. Last, our declarations are compared
-# with those of the .proto files the client ships (types the bytes cannot tell apart). Exits 77 (skipped) when node, npm,
+# with those of the .proto files the client ships (which catches what the bytes cannot tell
+# apart: an int32 for an int64, an enum value's number). Exits 77 (skipped) when node, npm,
 # protoc or the protobuf well-known types are missing (tools/install-deps.sh installs them).
 set -euo pipefail
 
