@@ -85,6 +85,8 @@ io::Result<Attributes> alter_topic_attributes(bool create, const Attributes& cur
                                               std::string_view changes) {
   Attributes result = current;
   Attributes seen;
+  // Java splits the text on commas, which drops empty entries at its end (not elsewhere).
+  while (changes.ends_with(',')) changes.remove_suffix(1);
   size_t at = 0;
   while (!changes.empty() && at <= changes.size()) {
     size_t end = changes.find(',', at);

@@ -37,6 +37,10 @@ TEST(TopicAttributesTest, SetsChangesAndRemovesMessageType) {
   EXPECT_TRUE(removed->empty());
   EXPECT_EQ(topic_message_type(*removed), TopicMessageType::unspecified);
   EXPECT_TRUE(alter_topic_attributes(true, {}, "").is_ok());
+  // Empty entries at the end are dropped, as Java's split drops them.
+  io::Result<Attributes> trailing = alter_topic_attributes(true, {}, "+message.type=DELAY,,");
+  ASSERT_TRUE(trailing.is_ok()) << trailing.status().to_string();
+  EXPECT_EQ(topic_message_type(*trailing), TopicMessageType::delay);
 }
 
 TEST(TopicAttributesTest, EveryMessageTypeNamesItself) {
@@ -72,7 +76,10 @@ TEST(TopicAttributesTest, BadModificationsAreRefusedNamingTheProblem) {
             std::string::npos);
   EXPECT_NE(refusal(false, fifo, "message.type").find("delete attribute format is wrong"),
             std::string::npos);
-  EXPECT_NE(refusal(false, fifo, "+message.type=FIFO,").find("delete attribute format is wrong"),
+  EXPECT_NE(refusal(false, fifo, ",+message.type=FIFO").find("delete attribute format is wrong"),
+            std::string::npos);
+  EXPECT_NE(refusal(false, fifo, "+message.type=FIFO,,-message.type")
+                .find("delete attribute format is wrong"),
             std::string::npos);
   EXPECT_NE(refusal(true, {}, "-message.type").find("only add attribute is supported"),
             std::string::npos);
