@@ -3,9 +3,9 @@
 // (or dead letter) and answers a typed receipt, the group's retryMaxTimes is its default limit,
 // and each failure is a Refusal with its fault and reason; a key query, a view by offset and a
 // queue's earliest store time answer typed results, not_found or -1 when nothing is there.
-// Method: a one-shard Store opened in a temp dir, the core objects over a StoreCalls whose
-// caller ledger is a stub, their store requests completed by taking the session's completions
-// and handing each to the call's outcome, as the reactor does.
+// Method: a one-shard Store opened in a temp dir, the core objects over a StoreCalls with a
+// TestLedger, their store requests completed by taking the session's completions and handing
+// each to the call's outcome, as the reactor does.
 
 #include <gtest/gtest.h>
 
@@ -25,20 +25,12 @@
 #include "testing/sim_disk.h"
 #include "tests/support/store_options.h"
 #include "tests/support/temp_dir.h"
+#include "tests/support/test_ledger.h"
 
 namespace uringmq::net {
 namespace {
 
 // Every caller is alive; the counts show that each op ends once.
-class StubLedger final : public CallerLedger {
- public:
-  bool alive(const Ticket&) const override { return true; }
-  void op_started(const Ticket&) override { started++; }
-  void op_ended(const Ticket&) override { ended++; }
-  void reserve(const Ticket&, uint64_t, uint64_t) override {}
-  int started = 0;
-  int ended = 0;
-};
 
 // Decodes a record as clients receive it (without the store's record CRC).
 engine::DecodeResult decode_client(std::span<const std::byte> bytes) {
@@ -124,7 +116,7 @@ class CoreCallsTest : public ::testing::Test {
   testing::TempDir dir_;
   BrokerConfig config_ = core_config(dir_.path());
   std::unique_ptr<Store> store_;
-  StubLedger ledger_;
+  testing::TestLedger ledger_;
   StoreCalls calls_{ledger_};
   io::ManualClock clock_;
   io::SimDisk sim_disk_{io::SimDiskOptions{.seed = 1}};

@@ -5,6 +5,7 @@
 // a closed connection and expiry undo it; the consumer list and its refusal for an empty group.
 
 #include "net/core/client_sessions.h"
+#include "tests/support/test_ledger.h"
 
 #include <gtest/gtest.h>
 
@@ -14,14 +15,6 @@
 
 namespace uringmq::net {
 namespace {
-
-class NoCallers final : public CallerLedger {
- public:
-  bool alive(const Ticket&) const override { return false; }
-  void op_started(const Ticket&) override {}
-  void op_ended(const Ticket&) override {}
-  void reserve(const Ticket&, uint64_t, uint64_t) override {}
-};
 
 Heartbeat heartbeat_of(std::string client, ConnectionRef connection, uint32_t shard) {
   Heartbeat h;
@@ -57,7 +50,7 @@ Heartbeat heartbeat_of(std::string client, ConnectionRef connection, uint32_t sh
 class ClientSessionsTest : public ::testing::Test {
  protected:
   BrokerConfig config_;
-  NoCallers ledger_;
+  testing::TestLedger ledger_{false};
   StoreCalls calls_{ledger_};
   Membership membership_{config_};
   ClientTable clients_;

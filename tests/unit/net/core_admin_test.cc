@@ -19,17 +19,10 @@
 #include "net/core/broker_settings.h"
 #include "tests/support/log_fixture.h"
 #include "tests/support/store_options.h"
+#include "tests/support/test_ledger.h"
 
 namespace uringmq::net {
 namespace {
-
-class NoLedger final : public CallerLedger {
- public:
-  bool alive(const Ticket&) const override { return true; }
-  void op_started(const Ticket&) override {}
-  void op_ended(const Ticket&) override {}
-  void reserve(const Ticket&, uint64_t, uint64_t) override {}
-};
 
 class CoreAdminTest : public ::testing::Test {
  protected:
@@ -71,7 +64,7 @@ class CoreAdminTest : public ::testing::Test {
   std::filesystem::path dir_;
   BrokerConfig config_;
   io::ManualClock clock_;
-  NoLedger ledger_;
+  testing::TestLedger ledger_;
   io::ManualClock store_clock_{1'700'000'000'000};  // outlives store_
   std::unique_ptr<Store> store_;                    // outlives calls_'s session
   StoreCalls calls_{ledger_};

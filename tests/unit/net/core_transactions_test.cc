@@ -20,17 +20,10 @@
 #include "tests/support/log_fixture.h"
 #include "tests/support/store_options.h"
 #include "tests/support/temp_dir.h"
+#include "tests/support/test_ledger.h"
 
 namespace uringmq::net {
 namespace {
-
-class NoCallers final : public CallerLedger {
- public:
-  bool alive(const Ticket&) const override { return false; }
-  void op_started(const Ticket&) override {}
-  void op_ended(const Ticket&) override {}
-  void reserve(const Ticket&, uint64_t, uint64_t) override {}
-};
 
 class TransactionsTest : public ::testing::Test {
  protected:
@@ -101,7 +94,7 @@ class TransactionsTest : public ::testing::Test {
   testing::TempDir dir_;
   io::ManualClock clock_{1'700'000'000'000};
   BrokerConfig config_;
-  NoCallers ledger_;
+  testing::TestLedger ledger_{false};
   std::unique_ptr<Store> store_;  // before calls_: its session closes first
   StoreCalls calls_{ledger_};
   std::unique_ptr<Transactions> transactions_;
