@@ -85,6 +85,10 @@ bool SlaveRole::slave_refused(uint32_t conn, const RemotingCommand& request) {
       reply_code(conn, request, rc::kSlaveNotAvailable,
                  who + ": a transaction is ended on its master");
       return true;
+    case req::kRecallMessage:
+      reply_code(conn, request, rc::kSlaveNotAvailable,
+                 "recall failed, " + who + ": recall on its master");
+      return true;
     default:
       return false;
   }

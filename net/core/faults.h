@@ -25,6 +25,7 @@ enum class Fault : uint8_t {
   subscription_not_exist,     // a pull relies on a subscription no heartbeat brought yet
   subscription_not_latest,    // the pull's subscription is newer than the one registered
   filter_data_not_exist,      // the registered expression did not compile
+  illegal_operation,  // a request this broker cannot carry out as asked (a bad recall handle)
 };
 
 struct Refusal {

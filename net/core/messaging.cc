@@ -560,3 +560,47 @@ io::Status Messaging::send_back_step(uint32_t index) {
 }
 
 }  // namespace uringmq::net
+
+namespace uringmq::net {
+
+// RocketMQ 5.3's RecallMessageProcessor: the recall is a message on the handle's topic, queue 0,
+// tagged _RECALL_TAG_, whose TIMER_DEL_UNIQKEY names the delayed message; the store turns it
+// into a cancel (engine/delivery/timer_message.h), never delivered itself.
+std::optional<Refusal> Messaging::recall(const Ticket& ticket, uint32_t shard,
+                                         std::string_view broker_name, const RecallCall& call) {
+  // Java's selectTopicConfig: the topic table, not a topic a send would create.
+  const std::optional<TopicShape> shape = topics_.shape(call.topic);
+  if (!shape || !shape->configured) {
+    return Refusal{Fault::topic_not_exist,
+                   "recall failed, the topic[" + call.topic + "] not exist"};
+  }
+  std::variant<Refusal, RecallHandle> decoded = decode_recall_handle(call.handle);
+  if (const Refusal* refused = std::get_if<Refusal>(&decoded)) return *refused;
+  const RecallHandle& handle = std::get<RecallHandle>(decoded);
+  if (auto refused = check_recall(call, handle, broker_name, clock_.now_ms(),
+                                  config_.store.timer_max_delay_sec * 1000)) {
+    return refused;
+  }
+  std::string properties;
+  engine::append_property(properties, engine::kPropertyTags, "_RECALL_TAG_");
+  engine::append_property(properties, engine::kPropertyTimerDelUniqKey, handle.unique_key);
+  engine::append_property(properties, engine::kPropertyUniqClientMessageIdKeyidx,
+                          handle.unique_key);
+  engine::append_property(properties, engine::kPropertyTimerDeliverMs, handle.deliver_ms);
+  if (!call.producer_group.empty()) {
+    engine::append_property(properties, engine::kPropertyProducerGroup, call.producer_group);
+  }
+  static constexpr std::byte kBody[] = {std::byte{'0'}};
+  SendCall send_call;
+  send_call.topic = handle.topic;
+  send_call.queue_id = 0;
+  send_call.properties = properties;
+  send_call.body = kBody;
+  return send(ticket, shard, send_call);
+}
+
+std::string_view Messaging::recalled_key(const BrokerOp& op) {
+  return engine::find_property(op.properties, engine::kPropertyTimerDelUniqKey).value_or("");
+}
+
+}  // namespace uringmq::net

@@ -22,6 +22,7 @@
 #include "engine/store.h"
 #include "io/clock.h"
 #include "net/core/faults.h"
+#include "net/core/recall.h"
 #include "net/core/sql_subscriptions.h"
 #include "net/core/store_calls.h"
 #include "net/core/subscription_groups.h"
@@ -185,6 +186,13 @@ class Messaging {
   std::optional<Refusal> commit(const Ticket& ticket, uint32_t shard, const std::string& group,
                                 const std::string& topic, int32_t queue_id, int64_t offset,
                                 bool answered);
+  // Checks a recall (net/core/recall.h) against presented broker `shard`, named `broker_name`,
+  // and posts its cancel record as a send; nullopt once posted (send_outcome reads its
+  // completion; the recalled message's unique key is recalled_key(op)).
+  std::optional<Refusal> recall(const Ticket& ticket, uint32_t shard, std::string_view broker_name,
+                                const RecallCall& call);
+  // The unique key a recall op cancels.
+  static std::string_view recalled_key(const BrokerOp& op);
   // Checks and posts a send-back (its first step: the original record's size); nullopt once
   // posted, else why not (a group that cannot make a %RETRY% topic, the store busy).
   std::optional<Refusal> send_back(const Ticket& ticket, uint32_t shard, const SendBackCall& call);

@@ -37,6 +37,8 @@ constexpr int32_t remoting_code(Fault fault) {
       return response_code::kSubscriptionNotLatest;
     case Fault::filter_data_not_exist:
       return response_code::kFilterDataNotExist;
+    case Fault::illegal_operation:
+      return response_code::kIllegalOperation;
   }
   return response_code::kSystemError;
 }

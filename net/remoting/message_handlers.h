@@ -17,6 +17,8 @@ class MessageHandlers final : public BrokerPart {
   void handle_queue_query(uint32_t conn, RemotingCommand& request);
   void handle_offset_update(uint32_t conn, RemotingCommand& request);
   void handle_send_back(uint32_t conn, RemotingCommand& request);
+  // RECALL_MESSAGE (RocketMQ 5.3.2): header producerGroup, topic, recallHandle; reply msgId.
+  void handle_recall(uint32_t conn, RemotingCommand& request);
   void complete_send(BrokerOp& op, const Completion& c);
   void complete_pull(BrokerOp& op, const Completion& c);
   // False while the query goes on (the op stays).

@@ -91,6 +91,8 @@ inline constexpr int32_t kGetConsumeStats = 208;
 inline constexpr int32_t kResetConsumerClientOffset = 220;  // broker -> client
 inline constexpr int32_t kInvokeBrokerToResetOffset = 222;
 inline constexpr int32_t kQueryTopicConsumeByWho = 300;
+// RocketMQ 5.3.2: cancel a delayed message by the handle its send returned.
+inline constexpr int32_t kRecallMessage = 370;
 }  // namespace request_code
 
 namespace response_code {
@@ -116,6 +118,8 @@ inline constexpr int32_t kSubscriptionGroupNotExist = 26;
 inline constexpr int32_t kFilterDataNotExist = 27;
 // A reset by time while no consumer of the group is connected.
 inline constexpr int32_t kConsumerNotOnline = 206;
+// RocketMQ 5: a request the broker cannot carry out as asked (a bad recall handle).
+inline constexpr int32_t kIllegalOperation = 604;
 }  // namespace response_code
 
 struct RemotingCommand {

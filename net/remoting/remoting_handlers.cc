@@ -67,6 +67,8 @@ void RemotingHandlers::handle(uint32_t conn, RemotingCommand& request,
       return handle_consumer_list(conn, request);
     case req::kConsumerSendMsgBack:
       return parts_.messages.handle_send_back(conn, request);
+    case req::kRecallMessage:
+      return parts_.messages.handle_recall(conn, request);
     case req::kLockBatchMq:
       return handle_lock_batch(conn, request, body);
     case req::kUnlockBatchMq:

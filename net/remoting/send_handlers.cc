@@ -122,6 +122,12 @@ void MessageHandlers::complete_send(BrokerOp& op, const Completion& c) {
   }
   const SendReceipt& receipt = std::get<SendReceipt>(outcome);
   if (request.code == req::kSendBatchMessage) return reply_batch(op, receipt);
+  if (request.code == req::kRecallMessage) {
+    RemotingCommand response = make_response(request, rc::kSuccess);
+    response.set_ext("msgId", std::string(Messaging::recalled_key(op)));
+    if (!request.is_oneway()) parts_.master.reply_stored(op, std::move(response), receipt.log_end);
+    return;
+  }
   RemotingCommand response = make_response(request, rc::kSuccess);
   response.set_ext(
       "msgId", engine::offset_message_id(store_.store_host_of(op.shard),
@@ -129,6 +135,27 @@ void MessageHandlers::complete_send(BrokerOp& op, const Completion& c) {
   response.set_ext("queueId", std::to_string(receipt.queue_id));
   response.set_ext("queueOffset", std::to_string(receipt.queue_offset.value));
   if (!request.is_oneway()) parts_.master.reply_stored(op, std::move(response), receipt.log_end);
+}
+
+// ---- RECALL_MESSAGE: the header into a RecallCall; the core checks the handle and stores the
+// cancel as a send (Messaging::recall); the answer is the send's, with the recalled msgId ----
+
+void MessageHandlers::handle_recall(uint32_t conn, RemotingCommand& request) {
+  const std::string* topic = request.ext("topic");
+  const std::string* handle = request.ext("recallHandle");
+  if (topic == nullptr || handle == nullptr) {
+    return reply_code(conn, request, rc::kSystemError,
+                      "RECALL_MESSAGE needs topic and recallHandle");
+  }
+  RecallCall call;
+  call.topic = *topic;
+  call.handle = *handle;
+  if (const std::string* group = request.ext("producerGroup")) call.producer_group = *group;
+  const uint32_t shard = conns_[conn].shard;
+  if (auto refused = messaging_.recall(ticket_of(conn, conns_[conn].generation, request), shard,
+                                       broker_name_of(shard), call)) {
+    return reply_refusal(conn, request, *refused);
+  }
 }
 
 // ---- CONSUMER_SEND_MSG_BACK: the header into a SendBackCall; the core reads the record and

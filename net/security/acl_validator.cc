@@ -118,6 +118,9 @@ std::optional<std::string> AclValidator::collect(const RemotingCommand& request,
     case req::kConsumerSendMsgBack:
       add(true, field(request, "group"), kAclSub);
       break;
+    case req::kRecallMessage:  // RocketMQ 5.3's authorization: the topic's PUB
+      add(false, field(request, "topic"), kAclPub);
+      break;
     case req::kPullMessage:
       add(false, field(request, "topic"), kAclSub);
       add(true, field(request, "consumerGroup"), kAclSub);
