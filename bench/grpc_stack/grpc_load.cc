@@ -45,15 +45,24 @@ bool parse_options(int argc, char** argv, Options* options) {
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string name = argv[i];
     const char* value = argv[i + 1];
-    if (name == "--target") options->target = value;
-    else if (name == "--connections") options->connections = std::atoi(value);
-    else if (name == "--streams") options->streams = std::atoi(value);
-    else if (name == "--seconds") options->seconds = std::atof(value);
-    else if (name == "--warmup") options->warmup = std::atof(value);
-    else if (name == "--body-bytes") options->body_bytes = std::atoi(value);
-    else if (name == "--threads") options->threads = std::atoi(value);
-    else if (name == "--server-pid") options->server_pid = std::atol(value);
-    else return false;
+    if (name == "--target")
+      options->target = value;
+    else if (name == "--connections")
+      options->connections = std::atoi(value);
+    else if (name == "--streams")
+      options->streams = std::atoi(value);
+    else if (name == "--seconds")
+      options->seconds = std::atof(value);
+    else if (name == "--warmup")
+      options->warmup = std::atof(value);
+    else if (name == "--body-bytes")
+      options->body_bytes = std::atoi(value);
+    else if (name == "--threads")
+      options->threads = std::atoi(value);
+    else if (name == "--server-pid")
+      options->server_pid = std::atol(value);
+    else
+      return false;
   }
   return argc % 2 == 1 && !options->target.empty() && options->connections > 0 &&
          options->streams > 0 && options->seconds > 0 && options->threads > 0 &&
@@ -155,8 +164,8 @@ std::vector<std::unique_ptr<v2::MessagingService::Stub>> make_stubs(const Option
     // A channel of its own subchannel pool and a distinct argument: one TCP connection each.
     arguments.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
     arguments.SetInt("uringmq.bench.connection", i);
-    auto channel = grpc::CreateCustomChannel(options.target, grpc::InsecureChannelCredentials(),
-                                             arguments);
+    auto channel =
+        grpc::CreateCustomChannel(options.target, grpc::InsecureChannelCredentials(), arguments);
     stubs.push_back(v2::MessagingService::NewStub(channel));
   }
   return stubs;
@@ -171,7 +180,8 @@ void sleep_seconds(double seconds) {
 int main(int argc, char** argv) {
   Options options;
   if (!parse_options(argc, argv, &options)) {
-    std::fprintf(stderr, "usage: %s --target HOST:PORT [--connections N] [--streams N] "
+    std::fprintf(stderr,
+                 "usage: %s --target HOST:PORT [--connections N] [--streams N] "
                  "[--seconds S] [--warmup S] [--body-bytes N] [--threads N] [--server-pid P]\n",
                  argv[0]);
     return 2;
@@ -216,9 +226,10 @@ int main(int argc, char** argv) {
   }
   double cpu_per_call =
       calls_window > 0 && cpu_before >= 0 ? (cpu_after - cpu_before) / calls_window : -1;
-  std::printf("calls_per_s=%.0f cpu_us_per_call=%.2f cpu_pct=%.1f rss_kib=%ld threads=%ld "
-              "errors=%llu\n",
-              calls_window / elapsed, cpu_per_call, (cpu_after - cpu_before) / elapsed / 1e4,
-              rss_kib, server_threads, static_cast<unsigned long long>(counters.errors.load()));
+  std::printf(
+      "calls_per_s=%.0f cpu_us_per_call=%.2f cpu_pct=%.1f rss_kib=%ld threads=%ld "
+      "errors=%llu\n",
+      calls_window / elapsed, cpu_per_call, (cpu_after - cpu_before) / elapsed / 1e4, rss_kib,
+      server_threads, static_cast<unsigned long long>(counters.errors.load()));
   return counters.errors.load() == 0 && calls_window > 0 ? 0 : 1;
 }

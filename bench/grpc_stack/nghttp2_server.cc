@@ -96,8 +96,8 @@ int on_header(nghttp2_session* session, const nghttp2_frame* frame, const uint8_
       static_cast<Stream*>(nghttp2_session_get_stream_user_data(session, frame->hd.stream_id));
   std::string_view header(reinterpret_cast<const char*>(name), name_bytes);
   if (stream != nullptr && header == ":path") {
-    stream->send_path = std::string_view(reinterpret_cast<const char*>(value), value_bytes) ==
-                        kSendPath;
+    stream->send_path =
+        std::string_view(reinterpret_cast<const char*>(value), value_bytes) == kSendPath;
   }
   return 0;
 }
@@ -288,8 +288,8 @@ void on_recv(Server* server, Connection* connection, int result) {
   connection->recv_in_flight = false;
   if (connection->closing) return close_when_idle(connection);
   if (result <= 0) return close_when_idle(connection);
-  ssize_t used = nghttp2_session_mem_recv(connection->session, connection->recv_buffer.get(),
-                                          size_t(result));
+  ssize_t used =
+      nghttp2_session_mem_recv(connection->session, connection->recv_buffer.get(), size_t(result));
   if (used < 0) {
     std::fprintf(stderr, "uringmq-nghttp2-server: closing a connection: %s\n",
                  nghttp2_strerror(int(used)));
@@ -342,9 +342,15 @@ int listen_on(int port) {
       ++seen;
       auto* op = static_cast<Op*>(io_uring_cqe_get_data(cqe));
       switch (op->kind) {
-        case OpKind::accept: on_accept(server, cqe->res); break;
-        case OpKind::recv: on_recv(server, op->connection, cqe->res); break;
-        case OpKind::send: on_send(server, op->connection, cqe->res); break;
+        case OpKind::accept:
+          on_accept(server, cqe->res);
+          break;
+        case OpKind::recv:
+          on_recv(server, op->connection, cqe->res);
+          break;
+        case OpKind::send:
+          on_send(server, op->connection, cqe->res);
+          break;
       }
     }
     io_uring_cq_advance(&server->ring, seen);
