@@ -29,6 +29,8 @@
 namespace {
 
 namespace v2 = apache::rocketmq::v2;
+// The generated client class of MessagingService (one a connection here).
+using Client = decltype(v2::MessagingService::NewStub({}))::element_type;
 
 struct Options {
   std::string target;
@@ -87,7 +89,7 @@ v2::SendMessageRequest make_request(int body_bytes) {
 
 // One call slot: it is always either in flight or being restarted.
 struct Call {
-  v2::MessagingService::Stub* stub = nullptr;
+  Client* client = nullptr;
   std::unique_ptr<grpc::ClientContext> context;
   v2::SendMessageResponse response;
   grpc::Status status;
@@ -103,7 +105,7 @@ struct Counters {
 void start_call(Call* call, const v2::SendMessageRequest& request, grpc::CompletionQueue* queue) {
   call->context = std::make_unique<grpc::ClientContext>();
   call->response.Clear();
-  call->reader = call->stub->AsyncSendMessage(call->context.get(), request, queue);
+  call->reader = call->client->AsyncSendMessage(call->context.get(), request, queue);
   call->reader->Finish(&call->response, &call->status, call);
 }
 
@@ -157,8 +159,8 @@ long process_status_field(long pid, const std::string& name) {
   return -1;
 }
 
-std::vector<std::unique_ptr<v2::MessagingService::Stub>> make_stubs(const Options& options) {
-  std::vector<std::unique_ptr<v2::MessagingService::Stub>> stubs;
+std::vector<std::unique_ptr<Client>> make_clients(const Options& options) {
+  std::vector<std::unique_ptr<Client>> clients;
   for (int i = 0; i < options.connections; ++i) {
     grpc::ChannelArguments arguments;
     // A channel of its own subchannel pool and a distinct argument: one TCP connection each.
@@ -166,9 +168,9 @@ std::vector<std::unique_ptr<v2::MessagingService::Stub>> make_stubs(const Option
     arguments.SetInt("uringmq.bench.connection", i);
     auto channel =
         grpc::CreateCustomChannel(options.target, grpc::InsecureChannelCredentials(), arguments);
-    stubs.push_back(v2::MessagingService::NewStub(channel));
+    clients.push_back(v2::MessagingService::NewStub(channel));
   }
-  return stubs;
+  return clients;
 }
 
 void sleep_seconds(double seconds) {
@@ -187,14 +189,14 @@ int main(int argc, char** argv) {
     return 2;
   }
   const v2::SendMessageRequest request = make_request(options.body_bytes);
-  auto stubs = make_stubs(options);
+  auto clients = make_clients(options);
   std::vector<std::unique_ptr<grpc::CompletionQueue>> queues(options.threads);
   for (auto& queue : queues) queue = std::make_unique<grpc::CompletionQueue>();
   std::vector<Call> calls(static_cast<size_t>(options.connections) * options.streams);
   std::vector<size_t> in_flight(options.threads, 0);
   for (size_t i = 0; i < calls.size(); ++i) {
     size_t connection = i % options.connections;
-    calls[i].stub = stubs[connection].get();
+    calls[i].client = clients[connection].get();
     size_t thread = connection % options.threads;
     start_call(&calls[i], request, queues[thread].get());
     ++in_flight[thread];
