@@ -6,7 +6,8 @@
 // length) before each message, grpc-status in the trailers.
 // Bounds (what a client can make it hold): a request message of at most 4 MiB (larger: the
 // stream is reset), at most 256 concurrent streams a connection (SETTINGS), at most 64 KiB of
-// frames taken from nghttp2 per send; a connection that errs in HTTP/2 is closed.
+// frames taken from nghttp2 per send; a connection that errs in HTTP/2 is closed. A client
+// that never reads holds at most 256 answers here: a stream stays open until its answer is sent.
 // Usage: uringmq-nghttp2-server PORT   (runs until killed)
 
 #include <arpa/inet.h>
