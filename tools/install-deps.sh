@@ -8,13 +8,17 @@
 #               dpkg-dev, whose dpkg-shlibdeps the .deb (cpack) needs
 #   interop:    Node.js >= 18 with npm (tests/interop runs the npm client ali-ons)
 #   grpc:       protoc (protobuf-compiler; libprotobuf-dev has the well-known types' .proto),
-#               with which tests/grpc checks net/grpc/proto against the official client
+#               with which tests/grpc checks net/grpc/proto against the official client;
+#               libnghttp2-dev (the HTTP/2 codec), libgrpc++-dev and protobuf-compiler-grpc
+#               (grpc++ and its protoc plugin: bench/grpc_stack's comparison server and load
+#               generator, built only where these are found)
 #   benchmarks: fio, gnuplot, redis-server and beanstalkd (peers the broker is compared with)
 set -euo pipefail
 
 packages=(build-essential cmake pkg-config liburing-dev libjemalloc-dev libisal-dev
           libgtest-dev libbenchmark-dev libsystemd-dev libcli11-dev libssl-dev openssl clang
           clang-format fio protobuf-compiler libprotobuf-dev
+          libnghttp2-dev libgrpc++-dev protobuf-compiler-grpc
           gnuplot-nox python3 redis-server beanstalkd)
 
 # Node.js: keep an existing node >= 18 (e.g. NodeSource's, which bundles npm); Debian's nodejs

@@ -1,0 +1,237 @@
+// uringmq-grpc-load: the load generator of bench/grpc_stack.sh. grpc++ async unary calls of
+// MessagingService/SendMessage, one message with a body of --body-bytes a call, over
+// --connections HTTP/2 connections with --streams calls in flight on each (a call completes,
+// the next one starts on the same connection). After --warmup seconds it counts completed calls
+// for --seconds and, given --server-pid, reads that process's CPU time (user + system, every
+// thread, /proc/PID/stat) at both ends of the window, and its RSS and thread count at the end.
+// Prints one line: "calls_per_s=... cpu_us_per_call=... rss_kib=... threads=... errors=...".
+// The client is the same for both servers, so what differs is the server's stack.
+// Usage: uringmq-grpc-load --target HOST:PORT [--connections 2] [--streams 32] [--seconds 5]
+//          [--warmup 1] [--body-bytes 128] [--threads 1] [--server-pid PID]
+
+#include <grpcpp/grpcpp.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "apache/rocketmq/v2/service.grpc.pb.h"
+
+namespace {
+
+namespace v2 = apache::rocketmq::v2;
+// The generated client class of MessagingService (one a connection here).
+using Client = decltype(v2::MessagingService::NewStub({}))::element_type;
+
+struct Options {
+  std::string target;
+  int connections = 2;
+  int streams = 32;
+  double seconds = 5;
+  double warmup = 1;
+  int body_bytes = 128;
+  int threads = 1;
+  long server_pid = 0;
+};
+
+bool parse_options(int argc, char** argv, Options* options) {
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string name = argv[i];
+    const char* value = argv[i + 1];
+    if (name == "--target")
+      options->target = value;
+    else if (name == "--connections")
+      options->connections = std::atoi(value);
+    else if (name == "--streams")
+      options->streams = std::atoi(value);
+    else if (name == "--seconds")
+      options->seconds = std::atof(value);
+    else if (name == "--warmup")
+      options->warmup = std::atof(value);
+    else if (name == "--body-bytes")
+      options->body_bytes = std::atoi(value);
+    else if (name == "--threads")
+      options->threads = std::atoi(value);
+    else if (name == "--server-pid")
+      options->server_pid = std::atol(value);
+    else
+      return false;
+  }
+  return argc % 2 == 1 && !options->target.empty() && options->connections > 0 &&
+         options->streams > 0 && options->seconds > 0 && options->threads > 0 &&
+         options->body_bytes >= 0;
+}
+
+v2::SendMessageRequest make_request(int body_bytes) {
+  v2::SendMessageRequest request;
+  v2::Message* message = request.add_messages();
+  message->mutable_topic()->set_name("BenchTopic");
+  v2::SystemProperties* system = message->mutable_system_properties();
+  system->set_tag("TagA");
+  system->set_message_id("01AABBCCDDEEFF00112233445566");
+  system->set_message_type(v2::NORMAL);
+  system->set_born_host("bench-client");
+  system->mutable_born_timestamp()->set_seconds(1796428800);
+  system->mutable_body_digest()->set_type(v2::CRC32);
+  system->mutable_body_digest()->set_checksum("00000000");
+  message->set_body(std::string(body_bytes, 'x'));
+  return request;
+}
+
+// One call slot: it is always either in flight or being restarted.
+struct Call {
+  Client* client = nullptr;
+  std::unique_ptr<grpc::ClientContext> context;
+  v2::SendMessageResponse response;
+  grpc::Status status;
+  std::unique_ptr<grpc::ClientAsyncResponseReader<v2::SendMessageResponse>> reader;
+};
+
+struct Counters {
+  std::atomic<uint64_t> completed{0};
+  std::atomic<uint64_t> errors{0};
+  std::atomic<bool> stop{false};
+};
+
+void start_call(Call* call, const v2::SendMessageRequest& request, grpc::CompletionQueue* queue) {
+  call->context = std::make_unique<grpc::ClientContext>();
+  call->response.Clear();
+  call->reader = call->client->AsyncSendMessage(call->context.get(), request, queue);
+  call->reader->Finish(&call->response, &call->status, call);
+}
+
+// Drains one completion queue: counts each finished call and starts the next in its slot.
+void drive(grpc::CompletionQueue* queue, const v2::SendMessageRequest& request, size_t in_flight,
+           Counters* counters) {
+  void* tag = nullptr;
+  bool ok = false;
+  while (in_flight > 0 && queue->Next(&tag, &ok)) {
+    auto* call = static_cast<Call*>(tag);
+    bool good = ok && call->status.ok() && call->response.entries_size() == 1;
+    if (good) {
+      counters->completed.fetch_add(1, std::memory_order_relaxed);
+    } else if (counters->errors.fetch_add(1, std::memory_order_relaxed) == 0) {
+      std::fprintf(stderr, "uringmq-grpc-load: call failed: %d %s\n",
+                   static_cast<int>(call->status.error_code()),
+                   call->status.error_message().c_str());
+    }
+    if (counters->stop.load(std::memory_order_relaxed)) {
+      --in_flight;
+    } else {
+      start_call(call, request, queue);
+    }
+  }
+}
+
+// CPU time (user + system) of every thread of PID, in microseconds; -1 when unreadable.
+double process_cpu_us(long pid) {
+  std::ifstream file("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  size_t paren = text.rfind(')');
+  if (paren == std::string::npos) return -1;
+  std::istringstream fields(text.substr(paren + 2));
+  std::string field;
+  unsigned long long utime = 0, stime = 0;
+  // After the command name: state is field 3; utime and stime are fields 14 and 15.
+  for (int index = 3; index <= 15 && fields >> field; ++index) {
+    if (index == 14) utime = std::stoull(field);
+    if (index == 15) stime = std::stoull(field);
+  }
+  return static_cast<double>(utime + stime) * 1e6 / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+// A "Name:   value kB" line of /proc/PID/status; -1 when missing.
+long process_status_field(long pid, const std::string& name) {
+  std::ifstream file("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(file, line)) {
+    if (line.rfind(name + ":", 0) == 0) return std::atol(line.c_str() + name.size() + 1);
+  }
+  return -1;
+}
+
+std::vector<std::unique_ptr<Client>> make_clients(const Options& options) {
+  std::vector<std::unique_ptr<Client>> clients;
+  for (int i = 0; i < options.connections; ++i) {
+    grpc::ChannelArguments arguments;
+    // A channel of its own subchannel pool and a distinct argument: one TCP connection each.
+    arguments.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+    arguments.SetInt("uringmq.bench.connection", i);
+    auto channel =
+        grpc::CreateCustomChannel(options.target, grpc::InsecureChannelCredentials(), arguments);
+    clients.push_back(v2::MessagingService::NewStub(channel));
+  }
+  return clients;
+}
+
+void sleep_seconds(double seconds) {
+  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options options;
+  if (!parse_options(argc, argv, &options)) {
+    std::fprintf(stderr,
+                 "usage: %s --target HOST:PORT [--connections N] [--streams N] "
+                 "[--seconds S] [--warmup S] [--body-bytes N] [--threads N] [--server-pid P]\n",
+                 argv[0]);
+    return 2;
+  }
+  const v2::SendMessageRequest request = make_request(options.body_bytes);
+  auto clients = make_clients(options);
+  std::vector<std::unique_ptr<grpc::CompletionQueue>> queues(options.threads);
+  for (auto& queue : queues) queue = std::make_unique<grpc::CompletionQueue>();
+  std::vector<Call> calls(static_cast<size_t>(options.connections) * options.streams);
+  std::vector<size_t> in_flight(options.threads, 0);
+  for (size_t i = 0; i < calls.size(); ++i) {
+    size_t connection = i % options.connections;
+    calls[i].client = clients[connection].get();
+    size_t thread = connection % options.threads;
+    start_call(&calls[i], request, queues[thread].get());
+    ++in_flight[thread];
+  }
+  Counters counters;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < options.threads; ++t) {
+    threads.emplace_back(drive, queues[t].get(), std::cref(request), in_flight[t], &counters);
+  }
+  sleep_seconds(options.warmup);
+  uint64_t calls_before = counters.completed.load();
+  double cpu_before = options.server_pid ? process_cpu_us(options.server_pid) : -1;
+  auto start = std::chrono::steady_clock::now();
+  sleep_seconds(options.seconds);
+  uint64_t calls_window = counters.completed.load() - calls_before;
+  double cpu_after = options.server_pid ? process_cpu_us(options.server_pid) : -1;
+  double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  long rss_kib = options.server_pid ? process_status_field(options.server_pid, "VmRSS") : -1;
+  long server_threads =
+      options.server_pid ? process_status_field(options.server_pid, "Threads") : -1;
+  counters.stop = true;
+  for (auto& thread : threads) thread.join();
+  for (auto& queue : queues) {
+    queue->Shutdown();
+    void* tag = nullptr;
+    bool ok = false;
+    while (queue->Next(&tag, &ok)) {
+    }
+  }
+  double cpu_per_call =
+      calls_window > 0 && cpu_before >= 0 ? (cpu_after - cpu_before) / calls_window : -1;
+  std::printf(
+      "calls_per_s=%.0f cpu_us_per_call=%.2f cpu_pct=%.1f rss_kib=%ld threads=%ld "
+      "errors=%llu\n",
+      calls_window / elapsed, cpu_per_call, (cpu_after - cpu_before) / elapsed / 1e4, rss_kib,
+      server_threads, static_cast<unsigned long long>(counters.errors.load()));
+  return counters.errors.load() == 0 && calls_window > 0 ? 0 : 1;
+}
