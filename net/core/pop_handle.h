@@ -5,10 +5,12 @@
 //   <ck offset> <pop time ms> <invisible ms> <revive queue id> <retry flag> <broker name>
 //   <queue id> <queue offset>
 // Java fills the first and fourth with its checkpoint's position in its revive topic; uringmq
-// has no revive topic and puts there what finds the in-flight entry at once: the first is the
-// entry's handing id (unique per hand-out, so a handle of an earlier hand-out of the same
-// message is recognised as stale), the fourth the entry's slot in PopTable. The retry flag is
-// "0" (uringmq redelivers in place, never from a %RETRY% topic).
+// has no revive topic and puts there what finds the in-flight entry at once: the fourth is the
+// entry's slot in PopTable, the first a handing id (unique per hand-out, for logs: Java's client
+// rebuilds the handle after a change with the message's offset there). A handle is current when
+// its pop time + invisible time is its entry's deadline: every hand-out and change sets a later
+// one, so a handle of an earlier hand-out is recognised as stale. The retry flag is "0"
+// (uringmq redelivers in place, never from a %RETRY% topic).
 //
 // Threading: none (values).
 

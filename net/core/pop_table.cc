@@ -109,6 +109,7 @@ void PopTable::hand_out(uint32_t slot, int64_t now_ms, int64_t invisible_ms, Pop
   push_due(s.deadline_ms, slot);
   taken->queue = s.queue;
   taken->queue_offset = s.queue_offset;
+  taken->store_offset = s.store_offset;
   taken->attempt = s.attempt;
   taken->handle = PopHandle{s.handing_id,  now_ms,         invisible_ms,  slot,
                             std::string(), q.key.queue_id, s.queue_offset};
@@ -148,13 +149,14 @@ int64_t PopTable::begin_read(uint32_t queue) {
   return q.cursor;
 }
 
-std::optional<PopTaken> PopTable::take_new(uint32_t queue, int64_t queue_offset, int64_t now_ms,
+std::optional<PopTaken> PopTable::take_new(uint32_t queue, int64_t queue_offset,
+                                           uint64_t store_offset, int64_t now_ms,
                                            int64_t invisible_ms) {
   Queue& q = queues_[queue];
   UMQ_ASSERT(queue_offset >= q.cursor);
   std::optional<uint32_t> slot = allocate_slot();
   if (!slot) return std::nullopt;
-  slots_[*slot] = Slot{queue_offset, 0, 0, queue, 0, SlotState::free, 0};
+  slots_[*slot] = Slot{queue_offset, store_offset, 0, 0, queue, 0, SlotState::free, 0};
   live_slots_++;
   q.outstanding++;
   q.figures.in_flight = q.outstanding;
@@ -206,7 +208,12 @@ int64_t PopTable::committed_offset(uint32_t queue) const {
 std::variant<Refusal, uint32_t> PopTable::check_handle(const PopHandle& h, int64_t now_ms) const {
   if (h.slot >= slots_.size()) return expired_handle(h);
   const Slot& s = slots_[h.slot];
-  if (s.state != SlotState::invisible || s.handing_id != h.handing_id) return expired_handle(h);
+  // The deadline names the hand-out (each hand-out or change sets a later one); the handing id
+  // is not compared: Java's remoting client rebuilds the handle after a change with the
+  // message's offset in its place.
+  if (s.state != SlotState::invisible || s.deadline_ms != h.deadline_ms()) {
+    return expired_handle(h);
+  }
   if (s.queue_offset != h.queue_offset || queues_[s.queue].key.queue_id != h.queue_id) {
     return Refusal{Fault::bad_request, "receipt handle does not match its message: queue " +
                                            std::to_string(h.queue_id) + " offset " +
@@ -222,7 +229,7 @@ std::variant<Refusal, PopEnded> PopTable::ack(const PopHandle& handle, int64_t n
   uint32_t slot = std::get<uint32_t>(checked);
   Slot& s = slots_[slot];
   Queue& q = queues_[s.queue];
-  PopEnded ended{s.queue, slot, s.queue_offset, s.attempt, false};
+  PopEnded ended{s.queue, slot, s.queue_offset, s.store_offset, s.attempt, false};
   q.invisible--;
   q.figures.acks++;
   release_slot(slot);
@@ -253,7 +260,7 @@ std::variant<Refusal, PopEnded> PopTable::forward_dead(const PopHandle& handle, 
   queues_[s.queue].invisible--;
   s.state = SlotState::dead;
   s.handing_id = 0;
-  return PopEnded{s.queue, slot, s.queue_offset, s.attempt, true};
+  return PopEnded{s.queue, slot, s.queue_offset, s.store_offset, s.attempt, true};
 }
 
 void PopTable::end_dead(uint32_t slot) {
@@ -287,7 +294,7 @@ void PopTable::expire(int64_t now_ms, std::vector<PopEnded>* out) {
       s.state = SlotState::waiting;
       q.waiting.push_back(due.slot);
     }
-    out->push_back(PopEnded{s.queue, due.slot, s.queue_offset, s.attempt, dead});
+    out->push_back(PopEnded{s.queue, due.slot, s.queue_offset, s.store_offset, s.attempt, dead});
   }
   // Entries of changed or acked messages pile up under heavy change traffic: rebuilt when they
   // outnumber the live ones.
@@ -319,8 +326,8 @@ size_t PopTable::memory_bytes() const {
 }
 
 std::optional<Refusal> PopTable::restore_taken(uint32_t queue, uint32_t slot, int64_t queue_offset,
-                                               uint32_t attempt, uint64_t handing_id,
-                                               int64_t deadline_ms) {
+                                               uint64_t store_offset, uint32_t attempt,
+                                               uint64_t handing_id, int64_t deadline_ms) {
   if (slot >= kMaxSlots)
     return Refusal{Fault::system,
                    "POP journal names slot " + std::to_string(slot) + ", past the table"};
@@ -336,6 +343,7 @@ std::optional<Refusal> PopTable::restore_taken(uint32_t queue, uint32_t slot, in
   }
   Queue& q = queues_[queue];
   slots_[slot] = Slot{queue_offset,
+                      store_offset,
                       deadline_ms,
                       handing_id,
                       queue,

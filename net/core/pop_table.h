@@ -6,7 +6,7 @@
 // committed offset). It knows no store and no wire: Pop (net/core/pop.h) reads the messages and
 // journals every change before answering; replaying the journal into a fresh table rebuilds it.
 //
-// Memory: one 32-byte slot per message handed out and not ended, one 16-byte deadline entry
+// Memory: one 40-byte slot per message handed out and not ended, one 16-byte deadline entry
 // (a binary heap, stale entries dropped as they surface), one bit per queue offset between the
 // queue's committed offset and its cursor, 4 bytes per free slot; no node per message.
 //
@@ -47,6 +47,7 @@ struct PopQueueOptions {
 struct PopTaken {
   uint32_t queue = 0;
   int64_t queue_offset = 0;
+  uint64_t store_offset = 0;  // the record (a StoreOffset's value)
   uint32_t attempt = 1;
   PopHandle handle;
 };
@@ -56,6 +57,7 @@ struct PopEnded {
   uint32_t queue = 0;
   uint32_t slot = 0;
   int64_t queue_offset = 0;
+  uint64_t store_offset = 0;
   uint32_t attempt = 0;
   bool dead = false;  // expiry: its attempts are spent, its dead letter is the caller's to store
 };
@@ -94,8 +96,8 @@ class PopTable {
   int64_t begin_read(uint32_t queue);
   // A message the read found at `queue_offset` (>= the read's start, increasing), handed out.
   // nullopt: the table is full (busy).
-  std::optional<PopTaken> take_new(uint32_t queue, int64_t queue_offset, int64_t now_ms,
-                                   int64_t invisible_ms);
+  std::optional<PopTaken> take_new(uint32_t queue, int64_t queue_offset, uint64_t store_offset,
+                                   int64_t now_ms, int64_t invisible_ms);
   // Ends the read: the cursor moves to `next_offset` (messages skipped by the filter are ended
   // with it); a failed read passes the offset it began at.
   void end_read(uint32_t queue, int64_t next_offset);
@@ -114,6 +116,7 @@ class PopTable {
   // The caller stores its dead letter, then calls end_dead (or back_to_waiting if it failed).
   std::variant<Refusal, PopEnded> forward_dead(const PopHandle& handle, int64_t now_ms);
   void end_dead(uint32_t slot);
+  uint32_t queue_of(uint32_t slot) const { return slots_[slot].queue; }
   void back_to_waiting(uint32_t slot);
 
   // Every message whose deadline is <= now: back to its queue's waiting list, or dead (its
@@ -131,7 +134,8 @@ class PopTable {
   // Replay (journal recovery): a message handed out before a restart, at its old slot and
   // handing id, so the handles issued then stay valid. The cursor moves past it.
   std::optional<Refusal> restore_taken(uint32_t queue, uint32_t slot, int64_t queue_offset,
-                                       uint32_t attempt, uint64_t handing_id, int64_t deadline_ms);
+                                       uint64_t store_offset, uint32_t attempt, uint64_t handing_id,
+                                       int64_t deadline_ms);
   // The next handing id is above every one issued before (journal recovery).
   void restore_handing_id(uint64_t at_least);
 
@@ -139,6 +143,7 @@ class PopTable {
   enum class SlotState : uint8_t { free, invisible, waiting, dead };
   struct Slot {
     int64_t queue_offset = 0;
+    uint64_t store_offset = 0;
     int64_t deadline_ms = 0;
     uint64_t handing_id = 0;
     uint32_t queue = 0;
@@ -146,7 +151,7 @@ class PopTable {
     SlotState state = SlotState::free;
     uint8_t pad = 0;
   };
-  static_assert(sizeof(Slot) == 32);
+  static_assert(sizeof(Slot) == 40);
   struct Due {
     int64_t deadline_ms;
     uint32_t slot;

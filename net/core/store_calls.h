@@ -111,7 +111,8 @@ struct BrokerOp {
     txn_checks,       // the check service: one shard's due halves, then for each
     check_view,       // its record read, then CHECK_TRANSACTION_STATE sent, or
     check_discard,    // its discarded copy stored
-    offset_table      // GET_ALL_CONSUMER_OFFSET / GET_ALL_DELAY_OFFSET (net/cluster/master_role.cc)
+    offset_table,     // GET_ALL_CONSUMER_OFFSET / GET_ALL_DELAY_OFFSET (net/cluster/master_role.cc)
+    pop_receive       // a POP receive's steps (net/core/pop.h)
   };
   Kind kind = Kind::send;
   bool in_use = false;

@@ -91,6 +91,14 @@ inline constexpr int32_t kGetConsumeStats = 208;
 inline constexpr int32_t kResetConsumerClientOffset = 220;  // broker -> client
 inline constexpr int32_t kInvokeBrokerToResetOffset = 222;
 inline constexpr int32_t kQueryTopicConsumeByWho = 300;
+// RocketMQ 5's POP consumption (net/remoting/pop_handlers.cc).
+inline constexpr int32_t kPopMessage = 200050;
+inline constexpr int32_t kAckMessage = 200051;
+inline constexpr int32_t kPeekMessage = 200052;
+inline constexpr int32_t kChangeMessageInvisibleTime = 200053;
+inline constexpr int32_t kNotification = 200054;
+inline constexpr int32_t kPollingInfo = 200055;
+inline constexpr int32_t kBatchAckMessage = 200151;
 }  // namespace request_code
 
 namespace response_code {
@@ -109,6 +117,8 @@ inline constexpr int32_t kPullNotFound = 19;
 inline constexpr int32_t kPullRetryImmediately = 20;
 inline constexpr int32_t kPullOffsetMoved = 21;
 inline constexpr int32_t kQueryNotFound = 22;
+inline constexpr int32_t kPollingFull = 209;     // POP: too many receives wait
+inline constexpr int32_t kPollingTimeout = 210;  // POP: nothing came within the poll time
 inline constexpr int32_t kSubscriptionParseFailed = 23;
 inline constexpr int32_t kSubscriptionNotExist = 24;
 inline constexpr int32_t kSubscriptionNotLatest = 25;

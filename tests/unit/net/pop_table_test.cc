@@ -30,7 +30,7 @@ std::vector<PopTaken> read(PopTable& t, uint32_t q, std::vector<int64_t> offsets
   t.begin_read(q);
   std::vector<PopTaken> out;
   for (int64_t o : offsets) {
-    auto taken = t.take_new(q, o, now, invisible);
+    auto taken = t.take_new(q, o, 1000 + o, now, invisible);
     EXPECT_TRUE(taken.has_value());
     out.push_back(*taken);
   }
@@ -232,8 +232,8 @@ TEST(PopTableTest, TwoConsumersShareAQueueWithoutSharingMessages) {
   uint32_t q = open(t);
   t.begin_read(q);
   EXPECT_FALSE(t.can_read(q));  // a second receive does not read the same offsets
-  auto a = t.take_new(q, 0, 0, kInvisible);
-  auto b = t.take_new(q, 1, 0, kInvisible);
+  auto a = t.take_new(q, 0, 0, 0, kInvisible);
+  auto b = t.take_new(q, 1, 0, 0, kInvisible);
   t.end_read(q, 2);
   auto c = read(t, q, {2, 3}, 4, 1);
   ASSERT_TRUE(a && b);
@@ -262,7 +262,8 @@ TEST(PopTableTest, RestoredMessagesKeepTheirHandles) {
   uint32_t q2 = open(after);
   for (int i : {0, 2}) {
     const PopHandle& h = taken[i].handle;
-    EXPECT_FALSE(after.restore_taken(q2, h.slot, h.queue_offset, 1, h.handing_id, h.deadline_ms()));
+    EXPECT_FALSE(
+        after.restore_taken(q2, h.slot, h.queue_offset, 0, 1, h.handing_id, h.deadline_ms()));
   }
   EXPECT_EQ(after.committed_offset(q2), 0);
   EXPECT_EQ(after.cursor(q2), 3);
@@ -286,7 +287,7 @@ TEST(PopTableTest, AMillionInFlightFitIn64MiB) {
   for (int32_t id = 0; id < static_cast<int32_t>(kQueues); id++) {
     uint32_t q = open(t, id);
     t.begin_read(q);
-    for (int64_t o = 0; o < kPerQueue; o++) ASSERT_TRUE(t.take_new(q, o, 0, kInvisible));
+    for (int64_t o = 0; o < kPerQueue; o++) ASSERT_TRUE(t.take_new(q, o, 0, 0, kInvisible));
     t.end_read(q, kPerQueue);
   }
   size_t bytes = t.memory_bytes();

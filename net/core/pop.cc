@@ -1,0 +1,530 @@
+#include "net/core/pop.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "engine/log/byte_order.h"
+#include "engine/log/message_codec.h"
+#include "io/assert.h"
+#include "net/common/log.h"
+#include "net/core/wire_offset.h"
+
+namespace uringmq::net {
+
+namespace {
+
+constexpr std::string_view kPopCkProperty = "POP_CK";
+// Java's MessageDecoder reads the properties length as a short.
+constexpr size_t kMaxPropertiesBytes = 32767;
+// The most bytes one receive's answer holds: its records are copied from the pulls' buffers.
+constexpr size_t kMaxAnswerBytes = 4u << 20;
+
+// Where a client record's RECONSUMETIMES and PROPERTIES LENGTH fields are; nullopt when its
+// length fields do not add up.
+struct RecordFields {
+  size_t reconsume_at = 0;
+  size_t properties_length_at = 0;
+};
+std::optional<RecordFields> locate(std::span<const std::byte> record) {
+  using engine::get_u16;
+  using engine::get_u32;
+  if (record.size() < engine::kRecordBornHostAt + 2 * engine::kRecordHostBytesIpv6 + 32) {
+    return std::nullopt;
+  }
+  const int32_t sys_flag = engine::record_sys_flag(record);
+  const size_t born = (sys_flag & engine::kSysFlagBornHostV6) != 0 ? engine::kRecordHostBytesIpv6
+                                                                   : engine::kRecordHostBytesIpv4;
+  const size_t store = (sys_flag & engine::kSysFlagStoreHostV6) != 0 ? engine::kRecordHostBytesIpv6
+                                                                     : engine::kRecordHostBytesIpv4;
+  RecordFields f;
+  f.reconsume_at = engine::kRecordBornHostAt + born + 8 + store;
+  size_t at = f.reconsume_at + 4 + 8;  // BODY LENGTH
+  if (at + 4 > record.size()) return std::nullopt;
+  at += 4 + uint64_t{get_u32(record.data() + at)};
+  if (at + 1 > record.size()) return std::nullopt;
+  at += 1 + static_cast<uint8_t>(record[at]);
+  if (at + 2 > record.size()) return std::nullopt;
+  if (at + 2 + get_u16(record.data() + at) != record.size()) return std::nullopt;
+  f.properties_length_at = at;
+  return f;
+}
+
+}  // namespace
+
+// A receive in progress: its call, the queues it may take from, where it is, its answer.
+struct Pop::Receive {
+  enum class Step : uint8_t { start_committed, start_range, pull, view };
+  ReceiveCall call;
+  uint32_t shard = 0;
+  int64_t now_ms = 0;  // the pop time of every message it hands out
+  std::vector<int32_t> queues;
+  size_t next = 0;  // the queue being taken from
+  uint32_t table_queue = 0;
+  Step step = Step::pull;
+  bool held = false;  // its long-polling pull was posted
+  int64_t committed = -1;
+  std::vector<PopTaken> to_view;  // handed out again: their records to read
+  size_t viewed = 0;
+  std::shared_ptr<const engine::SqlFilter> sql;
+  std::optional<Refusal> failure;
+  std::vector<std::byte> answer;
+  ReceiveResult result;
+};
+
+Pop::Pop(const BrokerConfig& config, io::Clock& clock, StoreCalls& calls, Topics& topics,
+         const std::unique_ptr<SubscriptionGroups>& groups, SqlSubscriptions& sql,
+         Messaging& messaging)
+    : config_(config),
+      clock_(clock),
+      calls_(calls),
+      topics_(topics),
+      groups_(groups),
+      sql_(sql),
+      messaging_(messaging) {}
+
+Pop::~Pop() = default;
+
+void Pop::set_broker_names(std::vector<std::string> names) {
+  names_ = std::move(names);
+  while (tables_.size() < names_.size()) tables_.push_back(std::make_unique<PopTable>());
+  committed_.resize(tables_.size());
+}
+
+PopQueueOptions Pop::options_for(const std::string& group, bool order) const {
+  PopQueueOptions o;
+  const SubscriptionGroupConfig* c = groups_ ? groups_->find(group) : nullptr;
+  o.fifo = order || (c != nullptr && c->consume_message_orderly);
+  // Java's Proxy: maxDeliveryAttempts = retryMaxTimes + 1.
+  o.max_attempts = static_cast<uint32_t>(std::max(0, c != nullptr ? c->retry_max_times : 16)) + 1;
+  return o;
+}
+
+std::optional<Refusal> Pop::check_receive(const ReceiveCall& call, std::vector<int32_t>* queues) {
+  if (call.group.empty() || !valid_topic_name(std::string(kRetryPrefix) + call.group)) {
+    return Refusal{Fault::bad_request,
+                   "consumer group \"" + call.group.substr(0, 127) + "\" is missing or invalid"};
+  }
+  if (is_internal_group(call.group)) {
+    return Refusal{Fault::no_permission, "consumer group " + call.group + " is internal"};
+  }
+  if (!valid_topic_name(call.topic)) {
+    return Refusal{Fault::bad_request, "the topic is missing or invalid"};
+  }
+  if (call.invisible_ms < kMinInvisibleMs || call.invisible_ms > kMaxInvisibleMs) {
+    return Refusal{Fault::bad_request, "invisible time " + std::to_string(call.invisible_ms) +
+                                           " ms is out of range (1000..43200000)"};
+  }
+  if (call.max_messages == 0 || call.max_messages > kMaxPopMessages) {
+    return Refusal{Fault::bad_request, "max messages " + std::to_string(call.max_messages) +
+                                           " is out of range (1..32)"};
+  }
+  if (auto refused = topics_.check_pull(call.topic, std::max(call.queue_id, 0))) return refused;
+  if (call.queue_id >= 0) {
+    queues->push_back(call.queue_id);
+    return std::nullopt;
+  }
+  const int32_t count = topics_.shape(call.topic)->read_queue_nums;
+  uint32_t& start = rotation_[call.group + '\x01' + call.topic];
+  for (int32_t i = 0; i < count; i++) {
+    queues->push_back(static_cast<int32_t>((start + static_cast<uint32_t>(i)) % count));
+  }
+  start++;
+  return std::nullopt;
+}
+
+std::variant<Refusal, Pop::Started> Pop::receive(const Ticket& ticket, uint32_t shard,
+                                                 ReceiveCall call) {
+  UMQ_ASSERT(shard < tables_.size());
+  auto r = std::make_unique<Receive>();
+  if (auto refused = check_receive(call, &r->queues)) return std::move(*refused);
+  if (call.expression_type == "SQL92") {
+    PullFilter filter = sql_.pull_filter(
+        SqlPullQuery{call.group, call.topic, true, call.expression_type, call.tag_filter, 0},
+        clock_.now_ms());
+    if (Refusal* refused = std::get_if<Refusal>(&filter)) return std::move(*refused);
+    r->sql = std::get<std::shared_ptr<const engine::SqlFilter>>(filter);
+    call.tag_filter = "*";
+  }
+  r->call = std::move(call);
+  r->shard = shard;
+  r->now_ms = clock_.now_ms();
+  r->result.pop_time_ms = r->now_ms;
+  r->result.invisible_ms = r->call.invisible_ms;
+  const uint32_t index = calls_.start(BrokerOp::Kind::pop_receive, ticket, shard);
+  receives_[index] = std::move(r);
+  return Started{index, step(index)};
+}
+
+std::optional<std::variant<Refusal, const ReceiveResult*>> Pop::step(uint32_t index) {
+  Receive& r = *receives_.at(index);
+  while (r.next < r.queues.size() && r.result.messages.size() < r.call.max_messages &&
+         r.answer.size() < kMaxAnswerBytes && !r.failure) {
+    if (step_queue(index, r)) return std::nullopt;
+  }
+  if (r.failure && r.result.messages.empty()) return *r.failure;
+  if (r.result.messages.empty() && !r.failure && !r.held && r.call.poll_ms > 0) {
+    r.held = true;
+    if (post_hold(index, r)) return std::nullopt;
+  }
+  return finish(r);
+}
+
+bool Pop::step_queue(uint32_t index, Receive& r) {
+  PopTable& table = *tables_[r.shard];
+  const PopQueueKey key{r.call.group, r.call.topic, r.queues[r.next]};
+  std::optional<uint32_t> q = table.find_queue(key);
+  if (!q) return post_start(index, r);
+  r.table_queue = *q;
+  // The group's options may have changed since the queue was opened.
+  (void)table.open_queue(key, 0, options_for(r.call.group, r.call.order));
+  const auto room = static_cast<uint32_t>(r.call.max_messages - r.result.messages.size());
+  r.to_view.clear();
+  r.viewed = 0;
+  if (table.take_waiting(*q, room, r.now_ms, r.call.invisible_ms, &r.to_view) > 0) {
+    return post_view(index, r);
+  }
+  if (table.can_read(*q)) {
+    table.begin_read(*q);
+    return post_pull(index, r, -1);
+  }
+  r.next++;
+  return false;
+}
+
+bool Pop::posted(Receive& r, const io::Status& s) {
+  if (s.is_ok()) return true;
+  r.failure = Refusal{store_refusal(s.code()).fault, s.message()};
+  return false;
+}
+
+bool Pop::post_start(uint32_t index, Receive& r) {
+  BrokerOp& op = calls_.op(index);
+  op.kind = BrokerOp::Kind::pop_receive;
+  r.step = Receive::Step::start_committed;
+  op.topic = r.call.topic;
+  op.group = r.call.group;
+  op.queue_id = r.queues[r.next];
+  return posted(
+      r, calls_.session().query_offset_async(op.group, op.topic, op.queue_id, index, r.shard));
+}
+
+bool Pop::post_pull(uint32_t index, Receive& r, int64_t hold_ms) {
+  PopTable& table = *tables_[r.shard];
+  BrokerOp& op = calls_.op(index);
+  r.step = Receive::Step::pull;
+  op.topic = r.call.topic;
+  op.queue_id = r.queues[r.next];
+  op.tag_filter = r.call.tag_filter;
+  op.sql_filter = r.sql;
+  op.data.resize(kPullBufferBytes);
+  calls_.reserve(index, kPullBufferBytes + r.answer.size());
+  op.pull = PullRequest{};
+  op.pull.topic = op.topic;
+  op.pull.queue_id = op.queue_id;
+  op.pull.queue_offset = QueueOffset{table.cursor(r.table_queue)};
+  op.pull.max_messages = static_cast<uint32_t>(r.call.max_messages - r.result.messages.size());
+  op.pull.tag_filter = op.tag_filter;
+  op.pull.sql_filter = op.sql_filter.get();
+  op.pull.buffer = op.data;
+  if (hold_ms > 0) op.pull.wait_ms = std::min(hold_ms, config_.max_suspend_ms);
+  if (posted(r, calls_.session().pull_async(op.pull, index, r.shard))) return true;
+  table.end_read(r.table_queue, table.cursor(r.table_queue));
+  return false;
+}
+
+bool Pop::post_view(uint32_t index, Receive& r) {
+  BrokerOp& op = calls_.op(index);
+  r.step = Receive::Step::view;
+  const PopTaken& taken = r.to_view[r.viewed];
+  op.data.resize(config_.store.log.limits.max_body_bytes + (64u << 10));
+  calls_.reserve(index, op.data.size() + r.answer.size());
+  return posted(
+      r, calls_.session().view_record_async(StoreOffset{taken.store_offset}, op.data, index));
+}
+
+bool Pop::post_hold(uint32_t index, Receive& r) {
+  PopTable& table = *tables_[r.shard];
+  for (size_t i = 0; i < r.queues.size(); i++) {
+    std::optional<uint32_t> q = table.find_queue({r.call.group, r.call.topic, r.queues[i]});
+    if (!q || !table.can_read(*q)) continue;
+    r.next = i;
+    r.table_queue = *q;
+    table.begin_read(*q);
+    r.result.polled = true;
+    return post_pull(index, r, r.call.poll_ms);
+  }
+  return false;
+}
+
+std::optional<std::variant<Refusal, const ReceiveResult*>> Pop::receive_outcome(
+    uint32_t index, const Completion& c) {
+  Receive& r = *receives_.at(index);
+  switch (r.step) {
+    case Receive::Step::start_committed:
+    case Receive::Step::start_range:
+      if (opened(index, r, c)) return std::nullopt;
+      break;
+    case Receive::Step::pull:
+      pulled(index, r, c);
+      if (r.held) return finish(r);
+      break;
+    case Receive::Step::view:
+      viewed(index, r, c);
+      if (r.viewed < r.to_view.size() && post_view(index, r)) return std::nullopt;
+      break;
+  }
+  return step(index);
+}
+
+void Pop::receive_ended(uint32_t index) {
+  receives_.erase(index);
+}
+
+bool Pop::opened(uint32_t index, Receive& r, const Completion& c) {
+  if (c.code != io::Code::ok) {
+    r.failure = store_refusal(c.code);
+    return false;
+  }
+  int64_t start = 0;
+  if (r.step == Receive::Step::start_committed) {
+    if (c.queue_offset.value >= 0) {
+      start = c.queue_offset.value;
+    } else {
+      r.step = Receive::Step::start_range;
+      BrokerOp& op = calls_.op(index);
+      return posted(r, calls_.session().query_queue_async(op.topic, op.queue_id, index, r.shard));
+    }
+  } else if (r.call.init_mode == PopInitMode::min || c.min_offset.value <= 0) {
+    // Java's MAX starts at the first message while the queue lost none to retention
+    // (initPopOffsetByCheckMsgInMem), else at the last one.
+    start = c.min_offset.value;
+  } else {
+    start = std::max<int64_t>(c.max_offset.value - 1, c.min_offset.value);
+  }
+  std::variant<Refusal, uint32_t> q =
+      tables_[r.shard]->open_queue({r.call.group, r.call.topic, r.queues[r.next]}, start,
+                                   options_for(r.call.group, r.call.order));
+  if (Refusal* refused = std::get_if<Refusal>(&q)) r.failure = std::move(*refused);
+  return false;
+}
+
+void Pop::pulled(uint32_t index, Receive& r, const Completion& c) {
+  PopTable& table = *tables_[r.shard];
+  const uint32_t q = r.table_queue;
+  r.next++;
+  if (c.code != io::Code::ok || c.pull_status == PullStatus::corrupt) {
+    table.end_read(q, table.cursor(q));
+    r.failure = c.code != io::Code::ok
+                    ? store_refusal(c.code)
+                    : Refusal{Fault::system, "damaged message at queue offset " +
+                                                 std::to_string(c.queue_offset.value) +
+                                                 " is not served; see the broker log"};
+    return;
+  }
+  int64_t next = c.next_offset.value;
+  if (c.pull_status == PullStatus::found) {
+    BrokerOp& op = calls_.op(index);
+    std::span<std::byte> records(op.data.data(), c.size_bytes);
+    records = records.first(client_records(r.shard, records));
+    size_t at = 0;
+    while (at + engine::kRecordPhysicalOffsetAt + 8 <= records.size()) {
+      const uint32_t size = engine::record_total_size(records.subspan(at));
+      if (size == 0 || at + size > records.size()) break;
+      std::span<const std::byte> record = records.subspan(at, size);
+      const int64_t queue_offset = engine::record_queue_offset(record);
+      const StoreOffset stored =
+          store_offset_of(WireOffset{engine::record_physical_offset(record)}, r.shard);
+      std::optional<PopTaken> taken =
+          table.take_new(q, queue_offset, stored.value, r.now_ms, r.call.invisible_ms);
+      if (!taken) {  // the table is full: the rest is read again later
+        next = queue_offset;
+        break;
+      }
+      append_message(r, record, *taken);
+      at += size;
+    }
+  }
+  table.end_read(q, next);
+  commit_progress(r.shard, q);
+}
+
+void Pop::viewed(uint32_t index, Receive& r, const Completion& c) {
+  const PopTaken& taken = r.to_view[r.viewed++];
+  if (c.code != io::Code::ok) {
+    // The record is gone (retention) or damaged: the message cannot be delivered again.
+    log_warn("POP: the record of " + r.call.topic + " queue " +
+             std::to_string(taken.handle.queue_id) + " offset " +
+             std::to_string(taken.queue_offset) + " cannot be read (" +
+             std::string(io::code_name(c.code)) + "); it is ended");
+    (void)tables_[r.shard]->ack(taken.handle, r.now_ms);
+    commit_progress(r.shard, taken.queue);
+    return;
+  }
+  BrokerOp& op = calls_.op(index);
+  std::span<std::byte> record(op.data.data(), c.size_bytes);
+  record = record.first(client_records(r.shard, record));
+  append_message(r, record, taken);
+}
+
+void Pop::append_message(Receive& r, std::span<const std::byte> record, const PopTaken& taken) {
+  ReceivedMessage m;
+  m.handle = taken.handle;
+  m.handle.broker_name = names_[r.shard];
+  m.handle_text = format_pop_handle(m.handle);
+  m.attempt = taken.attempt;
+  m.queue_id = taken.handle.queue_id;
+  m.queue_offset = taken.queue_offset;
+  m.record_at = static_cast<uint32_t>(r.answer.size());
+  std::optional<RecordFields> f = locate(record);
+  r.answer.insert(r.answer.end(), record.begin(), record.end());
+  std::byte* out = r.answer.data() + m.record_at;
+  if (f) {
+    engine::put_u32(out + f->reconsume_at, taken.attempt - 1);
+    const size_t props = engine::get_u16(out + f->properties_length_at);
+    std::string added;
+    if (props > 0) added += engine::kPropertySeparator;
+    added += kPopCkProperty;
+    added += engine::kNameValueSeparator;
+    added += m.handle_text;
+    if (props + added.size() <= kMaxPropertiesBytes) {
+      engine::put_u16(out + f->properties_length_at, static_cast<uint16_t>(props + added.size()));
+      engine::put_u32(out, static_cast<uint32_t>(record.size() + added.size()));
+      const auto* bytes = reinterpret_cast<const std::byte*>(added.data());
+      r.answer.insert(r.answer.end(), bytes, bytes + added.size());
+    }
+  }
+  m.record_bytes = static_cast<uint32_t>(r.answer.size() - m.record_at);
+  r.result.messages.push_back(std::move(m));
+}
+
+const ReceiveResult* Pop::finish(Receive& r) {
+  r.result.records = r.answer;
+  return &r.result;
+}
+
+std::variant<Refusal, PopHandle> Pop::handle_of(uint32_t shard, const HandleCall& call) const {
+  std::variant<Refusal, PopHandle> h = parse_pop_handle(call.handle);
+  if (const PopHandle* handle = std::get_if<PopHandle>(&h)) {
+    if (handle->broker_name != names_[shard]) {
+      return Refusal{Fault::bad_request, "receipt handle names broker " + handle->broker_name +
+                                             ", not " + names_[shard]};
+    }
+    std::optional<uint32_t> q =
+        tables_[shard]->find_queue({call.group, call.topic, handle->queue_id});
+    if (!q) {
+      return Refusal{Fault::not_found, "receipt handle expired: group " + call.group +
+                                           " holds no message of " + call.topic + " queue " +
+                                           std::to_string(handle->queue_id)};
+    }
+  }
+  return h;
+}
+
+std::optional<Refusal> Pop::ack(uint32_t shard, const HandleCall& call) {
+  std::variant<Refusal, PopHandle> h = handle_of(shard, call);
+  if (Refusal* refused = std::get_if<Refusal>(&h)) return std::move(*refused);
+  std::variant<Refusal, PopEnded> ended =
+      tables_[shard]->ack(std::get<PopHandle>(h), clock_.now_ms());
+  if (Refusal* refused = std::get_if<Refusal>(&ended)) return std::move(*refused);
+  commit_progress(shard, std::get<PopEnded>(ended).queue);
+  return std::nullopt;
+}
+
+std::variant<Refusal, std::string> Pop::change_invisible(uint32_t shard, const HandleCall& call) {
+  if (call.invisible_ms < 0 || call.invisible_ms > kMaxInvisibleMs) {
+    return Refusal{Fault::bad_request, "invisible time " + std::to_string(call.invisible_ms) +
+                                           " ms is out of range (0..43200000)"};
+  }
+  std::variant<Refusal, PopHandle> h = handle_of(shard, call);
+  if (Refusal* refused = std::get_if<Refusal>(&h)) return std::move(*refused);
+  std::variant<Refusal, PopHandle> fresh =
+      tables_[shard]->change_invisible(std::get<PopHandle>(h), call.invisible_ms, clock_.now_ms());
+  if (Refusal* refused = std::get_if<Refusal>(&fresh)) return std::move(*refused);
+  return format_pop_handle(std::get<PopHandle>(fresh));
+}
+
+std::optional<Refusal> Pop::forward_dead_letter(uint32_t shard, const HandleCall& call) {
+  std::variant<Refusal, PopHandle> h = handle_of(shard, call);
+  if (Refusal* refused = std::get_if<Refusal>(&h)) return std::move(*refused);
+  std::variant<Refusal, PopEnded> dead =
+      tables_[shard]->forward_dead(std::get<PopHandle>(h), clock_.now_ms());
+  if (Refusal* refused = std::get_if<Refusal>(&dead)) return std::move(*refused);
+  post_dead_letter(shard, std::get<PopEnded>(dead));
+  return std::nullopt;
+}
+
+void Pop::commit_progress(uint32_t shard, uint32_t queue) {
+  std::vector<int64_t>& last = committed_[shard];
+  if (last.size() <= queue) last.resize(queue + 1, -1);
+  const PopTable& table = *tables_[shard];
+  const int64_t offset = table.committed_offset(queue);
+  if (offset == last[queue]) return;
+  const PopQueueKey& key = table.key(queue);
+  // Nobody waits for it: a commit the store refuses is the next change's to carry.
+  if (!messaging_.commit(Ticket{}, shard, key.group, key.topic, key.queue_id, offset, false)) {
+    last[queue] = offset;
+  }
+}
+
+void Pop::post_dead_letter(uint32_t shard, const PopEnded& ended) {
+  const PopQueueKey& key = tables_[shard]->key(ended.queue);
+  Ticket ticket;
+  ticket.wire[0] = kDeadLetterMark;
+  ticket.wire[1] = static_cast<int32_t>(ended.slot);
+  SendBackCall call{key.group, StoreOffset{ended.store_offset}, -1, std::nullopt};
+  if (std::optional<Refusal> refused = messaging_.send_back(ticket, shard, call)) {
+    log_warn("POP: the dead letter of " + key.topic + " queue " + std::to_string(key.queue_id) +
+             " offset " + std::to_string(ended.queue_offset) + " for group " + key.group +
+             " was not stored (" + refused->reason + "); it is handed out again");
+    tables_[shard]->back_to_waiting(ended.slot);
+  }
+}
+
+bool Pop::dead_letter_outcome(uint32_t index, const Completion& c) {
+  std::optional<std::variant<Refusal, SendBackReceipt>> outcome =
+      messaging_.send_back_outcome(index, c);
+  if (!outcome) return false;
+  const BrokerOp& op = calls_.op(index);
+  const auto slot = static_cast<uint32_t>(op.ticket.wire[1]);
+  PopTable& table = *tables_[op.shard];
+  if (const Refusal* refused = std::get_if<Refusal>(&*outcome)) {
+    log_warn("POP: a dead letter for group " + op.group + " was not stored (" + refused->reason +
+             "); its message is handed out again");
+    table.back_to_waiting(slot);
+    return true;
+  }
+  const uint32_t queue = table.queue_of(slot);
+  table.end_dead(slot);
+  commit_progress(op.shard, queue);
+  return true;
+}
+
+void Pop::tick(int64_t now_ms) {
+  for (uint32_t shard = 0; shard < tables_.size(); shard++) {
+    expired_.clear();
+    tables_[shard]->expire(now_ms, &expired_);
+    for (const PopEnded& e : expired_) {
+      if (e.dead) post_dead_letter(shard, e);
+    }
+  }
+}
+
+std::optional<int64_t> Pop::next_deadline_ms() const {
+  std::optional<int64_t> next;
+  for (const auto& table : tables_) {
+    std::optional<int64_t> d = table->next_deadline();
+    if (d && (!next || *d < *next)) next = d;
+  }
+  return next;
+}
+
+std::vector<PopQueueReport> Pop::figures(uint32_t shard) const {
+  std::vector<PopQueueReport> out;
+  const PopTable& table = *tables_[shard];
+  for (uint32_t q = 0; q < table.queue_count(); q++) {
+    out.push_back(PopQueueReport{table.key(q), table.committed_offset(q), table.figures(q)});
+  }
+  return out;
+}
+
+}  // namespace uringmq::net
