@@ -28,9 +28,7 @@ struct RecordFields {
 std::optional<RecordFields> locate(std::span<const std::byte> record) {
   using engine::get_u16;
   using engine::get_u32;
-  if (record.size() < engine::kRecordBornHostAt + 2 * engine::kRecordHostBytesIpv6 + 32) {
-    return std::nullopt;
-  }
+  if (record.size() < engine::kRecordSysFlagAt + 4) return std::nullopt;
   const int32_t sys_flag = engine::record_sys_flag(record);
   const size_t born = (sys_flag & engine::kSysFlagBornHostV6) != 0 ? engine::kRecordHostBytesIpv6
                                                                    : engine::kRecordHostBytesIpv4;
@@ -135,6 +133,8 @@ std::optional<Refusal> Pop::check_receive(const ReceiveCall& call, std::vector<i
 std::variant<Refusal, Pop::Started> Pop::receive(const Ticket& ticket, uint32_t shard,
                                                  ReceiveCall call) {
   UMQ_ASSERT(shard < tables_.size());
+  // Deadlines that passed since the loop last looked: those messages are this receive's too.
+  tick(clock_.now_ms());
   auto r = std::make_unique<Receive>();
   if (auto refused = check_receive(call, &r->queues)) return std::move(*refused);
   if (call.expression_type == "SQL92") {
