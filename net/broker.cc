@@ -304,6 +304,7 @@ io::Status BrokerReactor::start() {
     for (const PresentedBroker& b : bound_.brokers) names.push_back(b.name);
     core_.pop.set_broker_names(std::move(names));  // POP handles name their broker
   }
+  UMQ_RETURN_IF_ERROR(core_.pop.recover(core_.calls.session()));
   UMQ_RETURN_IF_ERROR(open_server_tls(core_.config, &tls_context_));
   UMQ_RETURN_IF_ERROR(parts_->namesrv.open_registrar());
   UMQ_RETURN_IF_ERROR(parts_->master.open_ha_server());
@@ -709,6 +710,7 @@ void BrokerReactor::sweep(int64_t now) {
   // Consumers that stopped heartbeating leave their groups; expired queue locks go.
   core_.sessions.sweep(now, mono_ms_, core_.config.client_expire_ms);
   core_.transactions.run_checks(now);
+  core_.pop.advance_low_water(now);
   parts_->namesrv.expire_remote_brokers(now);
   acl_.poll(mono_ms_);
 }

@@ -1,10 +1,13 @@
 #include "net/core/pop.h"
 
+#include "net/core/pop_journal.h"
+
 #include <algorithm>
 #include <cstring>
 
 #include "engine/log/byte_order.h"
 #include "engine/log/message_codec.h"
+#include "engine/store.h"
 #include "io/assert.h"
 #include "net/common/log.h"
 #include "net/core/wire_offset.h"
@@ -51,7 +54,7 @@ std::optional<RecordFields> locate(std::span<const std::byte> record) {
 
 // A receive in progress: its call, the queues it may take from, where it is, its answer.
 struct Pop::Receive {
-  enum class Step : uint8_t { start_committed, start_range, pull, view };
+  enum class Step : uint8_t { start_committed, start_range, pull, view, journal };
   ReceiveCall call;
   uint32_t shard = 0;
   int64_t now_ms = 0;  // the pop time of every message it hands out
@@ -65,6 +68,8 @@ struct Pop::Receive {
   size_t viewed = 0;
   std::shared_ptr<const engine::SqlFilter> sql;
   std::optional<Refusal> failure;
+  std::vector<uint32_t> journal_queues;  // the table queues whose TAKE records are stored
+  size_t journaled = 0;
   std::vector<std::byte> answer;
   ReceiveResult result;
 };
@@ -86,6 +91,9 @@ void Pop::set_broker_names(std::vector<std::string> names) {
   names_ = std::move(names);
   while (tables_.size() < names_.size()) tables_.push_back(std::make_unique<PopTable>());
   committed_.resize(tables_.size());
+  journal_end_.resize(tables_.size(), 0);
+  low_water_.resize(tables_.size(), 0);
+  low_water_posted_.resize(tables_.size(), false);
 }
 
 PopQueueOptions Pop::options_for(const std::string& group, bool order) const {
@@ -166,7 +174,54 @@ std::optional<std::variant<Refusal, const ReceiveResult*>> Pop::step(uint32_t in
     r.held = true;
     if (post_hold(index, r)) return std::nullopt;
   }
-  return finish(r);
+  return conclude(index, r);
+}
+
+std::optional<std::variant<Refusal, const ReceiveResult*>> Pop::conclude(uint32_t index,
+                                                                         Receive& r) {
+  if (r.result.messages.empty()) return finish(r);
+  if (r.step != Receive::Step::journal) {
+    r.step = Receive::Step::journal;
+    for (const ReceivedMessage& m : r.result.messages) {
+      const uint32_t q = *tables_[r.shard]->find_queue({r.call.group, r.call.topic, m.queue_id});
+      if (std::find(r.journal_queues.begin(), r.journal_queues.end(), q) ==
+          r.journal_queues.end()) {
+        r.journal_queues.push_back(q);
+      }
+    }
+  }
+  if (r.journaled == r.journal_queues.size()) return finish(r);
+  // A TAKE record per queue: the receive is answered once they are all stored.
+  const PopTable& table = *tables_[r.shard];
+  const uint32_t q = r.journal_queues[r.journaled];
+  JournalRecord record{JournalKind::take, table.key(q), table.cursor(q), {}};
+  for (const ReceivedMessage& m : r.result.messages) {
+    if (m.queue_id != record.key.queue_id) continue;
+    record.entries.push_back(
+        JournalEntry{m.handle.slot,
+                     {m.queue_offset, m.store_offset, static_cast<uint16_t>(m.attempt),
+                      m.handle.handing_id, m.handle.deadline_ms(), 0}});
+  }
+  io::Status s = append_journal(index, r.shard, record);
+  if (s.is_ok()) return std::nullopt;
+  return Refusal{store_refusal(s.code()).fault,
+                 "the POP journal did not take the receive: " + s.message()};
+}
+
+io::Status Pop::append_journal(uint32_t index, uint32_t shard, const JournalRecord& record) {
+  BrokerOp& op = calls_.op(index);
+  std::vector<std::byte> body = encode_journal(record);
+  op.properties.assign(reinterpret_cast<const char*>(body.data()), body.size());
+  op.message = Message{};
+  op.message.topic = kPopJournalTopic;
+  op.message.queue_id = 0;
+  op.message.body = std::as_bytes(std::span(op.properties));
+  op.message.born_timestamp_ms = clock_.now_ms();
+  return calls_.session().send_async(op.message, index, shard);
+}
+
+void Pop::journal_stored(uint32_t shard, const Completion& c) {
+  journal_end_[shard] = std::max(journal_end_[shard], c.queue_offset.value + 1);
 }
 
 bool Pop::step_queue(uint32_t index, Receive& r) {
@@ -266,8 +321,22 @@ std::optional<std::variant<Refusal, const ReceiveResult*>> Pop::receive_outcome(
       break;
     case Receive::Step::pull:
       pulled(index, r, c);
-      if (r.held) return finish(r);
+      if (r.held) return conclude(index, r);
       break;
+    case Receive::Step::journal: {
+      if (c.code != io::Code::ok) {
+        return Refusal{store_refusal(c.code).fault, "the POP journal did not store the receive: " +
+                                                        std::string(io::code_name(c.code))};
+      }
+      journal_stored(r.shard, c);
+      PopTable& table = *tables_[r.shard];
+      const int32_t queue_id = table.key(r.journal_queues[r.journaled]).queue_id;
+      for (const ReceivedMessage& m : r.result.messages) {
+        if (m.queue_id == queue_id) table.set_journal_offset(m.handle.slot, c.queue_offset.value);
+      }
+      r.journaled++;
+      return conclude(index, r);
+    }
     case Receive::Step::view:
       viewed(index, r, c);
       if (r.viewed < r.to_view.size() && post_view(index, r)) return std::nullopt;
@@ -374,6 +443,7 @@ void Pop::append_message(Receive& r, std::span<const std::byte> record, const Po
   m.attempt = taken.attempt;
   m.queue_id = taken.handle.queue_id;
   m.queue_offset = taken.queue_offset;
+  m.store_offset = taken.store_offset;
   m.record_at = static_cast<uint32_t>(r.answer.size());
   std::optional<RecordFields> f = locate(record);
   r.answer.insert(r.answer.end(), record.begin(), record.end());
@@ -420,27 +490,61 @@ std::variant<Refusal, PopHandle> Pop::handle_of(uint32_t shard, const HandleCall
   return h;
 }
 
-std::optional<Refusal> Pop::ack(uint32_t shard, const HandleCall& call) {
+std::optional<Refusal> Pop::post_handle_record(const Ticket& ticket, uint32_t shard,
+                                               const JournalRecord& record, HandleAnswer answer,
+                                               std::string handle) {
+  const uint32_t index = calls_.start(BrokerOp::Kind::pop_journal, ticket, shard);
+  BrokerOp& op = calls_.op(index);
+  op.delay_level = static_cast<int64_t>(answer);
+  op.tag_filter = std::move(handle);
+  io::Status s = append_journal(index, shard, record);
+  if (s.is_ok()) return std::nullopt;
+  calls_.end(index);
+  return Refusal{store_refusal(s.code()).fault,
+                 "the POP journal did not take the change: " + s.message()};
+}
+
+std::variant<Refusal, Pop::HandleDone> Pop::handle_outcome(uint32_t index, const Completion& c) {
+  const BrokerOp& op = calls_.op(index);
+  if (c.code != io::Code::ok) {
+    return Refusal{store_refusal(c.code).fault, "the POP journal did not store the change: " +
+                                                    std::string(io::code_name(c.code))};
+  }
+  journal_stored(op.shard, c);
+  return HandleDone{static_cast<HandleAnswer>(op.delay_level), op.tag_filter};
+}
+
+std::optional<Refusal> Pop::ack(const Ticket& ticket, uint32_t shard, const HandleCall& call) {
   std::variant<Refusal, PopHandle> h = handle_of(shard, call);
   if (Refusal* refused = std::get_if<Refusal>(&h)) return std::move(*refused);
   std::variant<Refusal, PopEnded> ended =
       tables_[shard]->ack(std::get<PopHandle>(h), clock_.now_ms());
   if (Refusal* refused = std::get_if<Refusal>(&ended)) return std::move(*refused);
-  commit_progress(shard, std::get<PopEnded>(ended).queue);
-  return std::nullopt;
+  const PopEnded& e = std::get<PopEnded>(ended);
+  commit_progress(shard, e.queue);
+  JournalRecord record{JournalKind::end, tables_[shard]->key(e.queue), -1, {}};
+  record.entries.push_back(JournalEntry{e.slot, {e.queue_offset, 0, 0, 0, 0, 0}});
+  return post_handle_record(ticket, shard, record, HandleAnswer::acked, {});
 }
 
-std::variant<Refusal, std::string> Pop::change_invisible(uint32_t shard, const HandleCall& call) {
+std::optional<Refusal> Pop::change_invisible(const Ticket& ticket, uint32_t shard,
+                                             const HandleCall& call) {
   if (call.invisible_ms < 0 || call.invisible_ms > kMaxInvisibleMs) {
     return Refusal{Fault::bad_request, "invisible time " + std::to_string(call.invisible_ms) +
                                            " ms is out of range (0..43200000)"};
   }
   std::variant<Refusal, PopHandle> h = handle_of(shard, call);
   if (Refusal* refused = std::get_if<Refusal>(&h)) return std::move(*refused);
-  std::variant<Refusal, PopHandle> fresh =
-      tables_[shard]->change_invisible(std::get<PopHandle>(h), call.invisible_ms, clock_.now_ms());
-  if (Refusal* refused = std::get_if<Refusal>(&fresh)) return std::move(*refused);
-  return format_pop_handle(std::get<PopHandle>(fresh));
+  const PopHandle& old = std::get<PopHandle>(h);
+  std::variant<Refusal, PopHandle> changed =
+      tables_[shard]->change_invisible(old, call.invisible_ms, clock_.now_ms());
+  if (Refusal* refused = std::get_if<Refusal>(&changed)) return std::move(*refused);
+  const PopHandle& fresh = std::get<PopHandle>(changed);
+  const uint32_t queue = tables_[shard]->queue_of(fresh.slot);
+  JournalRecord record{JournalKind::change, tables_[shard]->key(queue), -1, {}};
+  record.entries.push_back(JournalEntry{
+      fresh.slot, {fresh.queue_offset, 0, 0, fresh.handing_id, fresh.deadline_ms(), 0}});
+  return post_handle_record(ticket, shard, record, HandleAnswer::changed, format_pop_handle(fresh));
 }
 
 std::optional<Refusal> Pop::forward_dead_letter(uint32_t shard, const HandleCall& call) {
@@ -494,8 +598,12 @@ bool Pop::dead_letter_outcome(uint32_t index, const Completion& c) {
     return true;
   }
   const uint32_t queue = table.queue_of(slot);
+  JournalRecord record{JournalKind::end, table.key(queue), -1, {}};
+  record.entries.push_back(JournalEntry{slot, {table.offset_of(slot), 0, 0, 0, 0, 0}});
   table.end_dead(slot);
   commit_progress(op.shard, queue);
+  // Nobody waits for it; lost in a crash, the message comes back and is dead-lettered again.
+  (void)post_handle_record(Ticket{}, op.shard, record, HandleAnswer::dead_lettered, {});
   return true;
 }
 
@@ -525,6 +633,125 @@ std::vector<PopQueueReport> Pop::figures(uint32_t shard) const {
     out.push_back(PopQueueReport{table.key(q), table.committed_offset(q), table.figures(q)});
   }
   return out;
+}
+
+void Pop::advance_low_water(int64_t now_ms) {
+  if (now_ms < next_low_water_ms_) return;
+  next_low_water_ms_ = now_ms + kLowWaterIntervalMs;
+  for (uint32_t shard = 0; shard < tables_.size(); shard++) {
+    if (low_water_posted_[shard]) continue;
+    const PopTable& table = *tables_[shard];
+    // The journal before the mark is replayed no more: every queue's cursor must be in the
+    // store's committed offsets (the lowest offset not ended is committed; with nothing in
+    // flight it is the cursor), and those must be durable before the mark moves.
+    bool committed = true;
+    for (uint32_t q = 0; q < table.queue_count(); q++) {
+      commit_progress(shard, q);
+      committed = committed && committed_[shard].size() > q &&
+                  committed_[shard][q] == table.committed_offset(q);
+    }
+    const int64_t mark = table.min_journal_offset().value_or(journal_end_[shard]);
+    if (!committed || mark < 0 || mark <= low_water_[shard]) continue;
+    const uint32_t index = calls_.start(BrokerOp::Kind::pop_low_water, Ticket{}, shard);
+    BrokerOp& op = calls_.op(index);
+    op.delay_level = mark;
+    op.queue_id = 0;  // first the flush, then the commit
+    if (!calls_.session().flush_offsets_async(kPopJournalTopic, 0, index, shard).is_ok()) {
+      calls_.end(index);
+      continue;
+    }
+    low_water_posted_[shard] = true;
+  }
+}
+
+bool Pop::low_water_outcome(uint32_t index, const Completion& c) {
+  BrokerOp& op = calls_.op(index);
+  const uint32_t shard = op.shard;
+  if (c.code == io::Code::ok && op.queue_id == 0) {
+    op.queue_id = 1;
+    if (calls_.session()
+            .commit_offset_async(kPopJournalGroup, kPopJournalTopic, 0, QueueOffset{op.delay_level},
+                                 index, shard)
+            .is_ok()) {
+      return false;
+    }
+  } else if (c.code == io::Code::ok) {
+    low_water_[shard] = op.delay_level;
+  }
+  low_water_posted_[shard] = false;
+  return true;
+}
+
+io::Status Pop::recover(Session& session) {
+  std::vector<std::byte> buffer(kPullBufferBytes);
+  engine::DecodeOptions decode_options;
+  decode_options.require_record_crc = false;
+  decode_options.limits = config_.store.log.limits;
+  for (uint32_t shard = 0; shard < tables_.size(); shard++) {
+    UMQ_RETURN_IF_ERROR(
+        session.query_offset_async(kPopJournalGroup, kPopJournalTopic, 0, 0, shard));
+    Completion c = session.wait_for(0);
+    int64_t from = c.queue_offset.value;
+    if (from < 0) {
+      UMQ_RETURN_IF_ERROR(session.query_queue_async(kPopJournalTopic, 0, 0, shard));
+      from = std::max<int64_t>(session.wait_for(0).min_offset.value, 0);
+    }
+    low_water_[shard] = from;
+    uint64_t records = 0;
+    for (;;) {
+      PullRequest pull;
+      pull.topic = kPopJournalTopic;
+      pull.queue_offset = QueueOffset{from};
+      pull.max_messages = kMaxPullMessages;
+      pull.tag_filter = "*";
+      pull.buffer = buffer;
+      UMQ_RETURN_IF_ERROR(session.pull_async(pull, 0, shard));
+      c = session.wait_for(0);
+      if (c.code != io::Code::ok) {
+        return io::Status::error(c.code, "POP journal of shard " + std::to_string(shard) +
+                                             " could not be read at " + std::to_string(from));
+      }
+      if (c.pull_status == PullStatus::found) {
+        records += replay(shard, std::span(buffer).first(c.size_bytes), decode_options);
+      }
+      if (c.pull_status != PullStatus::found || c.next_offset.value <= from) break;
+      from = c.next_offset.value;
+    }
+    tables_[shard]->finish_restore();
+    journal_end_[shard] = from;
+    log_info("POP: shard " + std::to_string(shard) + " replayed " + std::to_string(records) +
+             " journal records from offset " + std::to_string(low_water_[shard]) + "; " +
+             std::to_string(tables_[shard]->in_flight()) + " messages in flight");
+  }
+  return io::Status::ok();
+}
+
+uint64_t Pop::replay(uint32_t shard, std::span<const std::byte> records,
+                     const engine::DecodeOptions& options) {
+  uint64_t applied = 0;
+  size_t at = 0;
+  while (at < records.size()) {
+    engine::DecodeResult d = engine::decode(records.subspan(at), options);
+    if (d.outcome != engine::DecodeOutcome::ok) {
+      log_warn("POP journal of shard " + std::to_string(shard) + ": a record does not decode (" +
+               d.reason + "); the rest of this read is skipped");
+      break;
+    }
+    JournalRecord record;
+    io::Status s = decode_journal(d.view.body, &record);
+    if (s.is_ok()) {
+      s = apply_journal(record, d.view.queue_offset, options_for(record.key.group, false),
+                        tables_[shard].get());
+    }
+    if (!s.is_ok()) {
+      log_warn("POP journal of shard " + std::to_string(shard) + " at " +
+               std::to_string(d.view.queue_offset) + ": " + s.message() + "; skipped");
+    } else {
+      applied++;
+    }
+    at += d.size;
+  }
+  return applied;
 }
 
 }  // namespace uringmq::net

@@ -24,6 +24,7 @@
 #include <variant>
 #include <vector>
 
+#include "engine/log/message_codec.h"
 #include "io/clock.h"
 #include "net/core/faults.h"
 #include "net/core/messaging.h"
@@ -35,6 +36,8 @@
 #include "net/ops/broker_config.h"
 
 namespace uringmq::net {
+
+struct JournalRecord;
 
 // The most messages one receive answers (Java's PopMessageRequestHeader maxMsgNums).
 inline constexpr uint32_t kMaxPopMessages = 32;
@@ -68,6 +71,7 @@ struct ReceivedMessage {
   uint32_t attempt = 1;
   int32_t queue_id = 0;
   int64_t queue_offset = 0;
+  uint64_t store_offset = 0;  // its record (a StoreOffset's value)
 };
 
 // A receive answered: the records as clients receive them, each with the POP_CK property (its
@@ -124,14 +128,25 @@ class Pop {
   // The op ended (answered or its caller gone): its state is let go.
   void receive_ended(uint32_t index);
 
-  // Ends the message for good (answered at once: the state is the reactor's). A handle that
-  // expired (its message came back), was replaced by a change, or is unknown: not_found,
-  // "receipt handle expired ...".
-  std::optional<Refusal> ack(uint32_t shard, const HandleCall& call);
-  // Moves the message's deadline to now + invisible_ms; the new handle's text.
-  std::variant<Refusal, std::string> change_invisible(uint32_t shard, const HandleCall& call);
-  // Stores the message in %DLQ%<group> and ends it (a client gave up on it).
+  // Ends the message for good. A handle that expired (its message came back), was replaced
+  // by a change, or is unknown: not_found, "receipt handle expired ...". nullopt once its END
+  // record is posted to the journal: handle_outcome gives the answer once it is stored.
+  std::optional<Refusal> ack(const Ticket& ticket, uint32_t shard, const HandleCall& call);
+  // Moves the message's deadline to now + invisible_ms; handle_outcome gives the new handle's
+  // text once the CHANGE record is stored. Refused as ack.
+  std::optional<Refusal> change_invisible(const Ticket& ticket, uint32_t shard,
+                                          const HandleCall& call);
+  // Stores the message in %DLQ%<group> and ends it (a client gave up on it); nullopt once its
+  // dead letter is posted (answered at once: the message is no longer the client's).
   std::optional<Refusal> forward_dead_letter(uint32_t shard, const HandleCall& call);
+  // A journal op's completion (BrokerOp::Kind::pop_journal): the answer of the call that
+  // posted it, or why its record was not stored.
+  enum class HandleAnswer : uint8_t { acked, changed, dead_lettered };
+  struct HandleDone {
+    HandleAnswer answer = HandleAnswer::acked;
+    std::string handle;  // changed: the new handle's text
+  };
+  std::variant<Refusal, HandleDone> handle_outcome(uint32_t index, const Completion& c);
 
   // The dead-letter sends Pop posts itself carry this ticket mark; their completions come to
   // dead_letter_outcome, not to a wire.
@@ -143,6 +158,15 @@ class Pop {
   void tick(int64_t now_ms);
   // When tick has something to do next (none: nothing is invisible).
   std::optional<int64_t> next_deadline_ms() const;
+
+  // Moves each shard's journal low-water mark (at most every 10 s; from the reactor's sweep):
+  // the committed offsets made durable first, then the mark committed under %POP_JOURNAL%.
+  void advance_low_water(int64_t now_ms);
+  // A low-water op's completion (BrokerOp::Kind::pop_low_water): false while it goes on.
+  bool low_water_outcome(uint32_t index, const Completion& c);
+  // Rebuilds every shard's state from its journal, from the low-water mark: before the ports
+  // answer, with nothing else in flight on `session`.
+  io::Status recover(Session& session);
 
   std::vector<PopQueueReport> figures(uint32_t shard) const;
   const PopTable& table(uint32_t shard) const { return *tables_[shard]; }
@@ -169,6 +193,17 @@ class Pop {
   // Appends a record (client form) with its POP_CK and attempt to the answer.
   void append_message(Receive& r, std::span<const std::byte> record, const PopTaken& taken);
   const ReceiveResult* finish(Receive& r);
+  // Applies the journal records of one pulled buffer; how many applied.
+  uint64_t replay(uint32_t shard, std::span<const std::byte> records,
+                  const engine::DecodeOptions& options);
+  // Stores the receive's TAKE records, one queue at a time, then answers.
+  std::optional<std::variant<Refusal, const ReceiveResult*>> conclude(uint32_t index, Receive& r);
+  // Posts `record` to the shard's journal queue with op `index` (its body kept in the op).
+  io::Status append_journal(uint32_t index, uint32_t shard, const JournalRecord& record);
+  void journal_stored(uint32_t shard, const Completion& c);
+  std::optional<Refusal> post_handle_record(const Ticket& ticket, uint32_t shard,
+                                            const JournalRecord& record, HandleAnswer answer,
+                                            std::string handle);
   PopQueueOptions options_for(const std::string& group, bool order) const;
   std::variant<Refusal, PopHandle> handle_of(uint32_t shard, const HandleCall& call) const;
   void commit_progress(uint32_t shard, uint32_t queue);
@@ -188,6 +223,11 @@ class Pop {
   std::vector<PopEnded> expired_;                       // tick's scratch
   // Per presented broker and table queue: the offset last committed to the store.
   std::vector<std::vector<int64_t>> committed_;
+  static constexpr int64_t kLowWaterIntervalMs = 10'000;
+  std::vector<int64_t> journal_end_;
+  std::vector<int64_t> low_water_;      // per shard: the mark last committed
+  std::vector<bool> low_water_posted_;  // per shard: a low-water op is in flight
+  int64_t next_low_water_ms_ = 0;       // per shard: the journal queue offset after the last record
 };
 
 }  // namespace uringmq::net

@@ -87,7 +87,6 @@ void PopTable::release_slot(uint32_t slot) {
   q.outstanding--;
   q.figures.in_flight = q.outstanding;
   s.state = SlotState::free;
-  s.handing_id = 0;
   free_.push_back(slot);
   live_slots_--;
 }
@@ -102,7 +101,7 @@ void PopTable::hand_out(uint32_t slot, int64_t now_ms, int64_t invisible_ms, Pop
   Queue& q = queues_[s.queue];
   s.state = SlotState::invisible;
   s.attempt++;
-  s.handing_id = next_handing_id_++;
+  const uint64_t handing_id = next_handing_id_++;
   s.deadline_ms = now_ms + invisible_ms;
   q.invisible++;
   q.figures.deliveries_by_attempt[bucket_of(s.attempt)]++;
@@ -111,7 +110,7 @@ void PopTable::hand_out(uint32_t slot, int64_t now_ms, int64_t invisible_ms, Pop
   taken->queue_offset = s.queue_offset;
   taken->store_offset = s.store_offset;
   taken->attempt = s.attempt;
-  taken->handle = PopHandle{s.handing_id,  now_ms,         invisible_ms,  slot,
+  taken->handle = PopHandle{handing_id,    now_ms,         invisible_ms,  slot,
                             std::string(), q.key.queue_id, s.queue_offset};
 }
 
@@ -156,7 +155,7 @@ std::optional<PopTaken> PopTable::take_new(uint32_t queue, int64_t queue_offset,
   UMQ_ASSERT(queue_offset >= q.cursor);
   std::optional<uint32_t> slot = allocate_slot();
   if (!slot) return std::nullopt;
-  slots_[*slot] = Slot{queue_offset, store_offset, 0, 0, queue, 0, SlotState::free, 0};
+  slots_[*slot] = Slot{queue_offset, store_offset, 0, -1, queue, 0, SlotState::free, 0};
   live_slots_++;
   q.outstanding++;
   q.figures.in_flight = q.outstanding;
@@ -242,11 +241,10 @@ std::variant<Refusal, PopHandle> PopTable::change_invisible(const PopHandle& han
   if (auto* r = std::get_if<Refusal>(&checked)) return std::move(*r);
   uint32_t slot = std::get<uint32_t>(checked);
   Slot& s = slots_[slot];
-  s.handing_id = next_handing_id_++;
   s.deadline_ms = now_ms + invisible_ms;
   push_due(s.deadline_ms, slot);
   PopHandle fresh = handle;
-  fresh.handing_id = s.handing_id;
+  fresh.handing_id = next_handing_id_++;
   fresh.pop_time_ms = now_ms;
   fresh.invisible_ms = invisible_ms;
   return fresh;
@@ -259,7 +257,6 @@ std::variant<Refusal, PopEnded> PopTable::forward_dead(const PopHandle& handle, 
   Slot& s = slots_[slot];
   queues_[s.queue].invisible--;
   s.state = SlotState::dead;
-  s.handing_id = 0;
   return PopEnded{s.queue, slot, s.queue_offset, s.store_offset, s.attempt, true};
 }
 
@@ -286,7 +283,6 @@ void PopTable::expire(int64_t now_ms, std::vector<PopEnded>* out) {
     Queue& q = queues_[s.queue];
     q.invisible--;
     q.figures.expiries++;
-    s.handing_id = 0;
     bool dead = s.attempt >= q.options.max_attempts;
     if (dead) {
       s.state = SlotState::dead;
@@ -325,44 +321,88 @@ size_t PopTable::memory_bytes() const {
   return bytes;
 }
 
-std::optional<Refusal> PopTable::restore_taken(uint32_t queue, uint32_t slot, int64_t queue_offset,
-                                               uint64_t store_offset, uint32_t attempt,
-                                               uint64_t handing_id, int64_t deadline_ms) {
-  if (slot >= kMaxSlots)
+std::optional<Refusal> PopTable::restore_taken(uint32_t queue, uint32_t slot,
+                                               const RestoredMessage& m) {
+  if (slot >= kMaxSlots) {
     return Refusal{Fault::system,
                    "POP journal names slot " + std::to_string(slot) + ", past the table"};
-  if (slots_.size() <= slot) {
-    for (auto i = static_cast<uint32_t>(slots_.size()); i < slot; i++) free_.push_back(i);
-    slots_.resize(slot + 1);
-  } else {
-    if (slots_[slot].state != SlotState::free) {
-      return Refusal{Fault::system,
-                     "POP journal hands out slot " + std::to_string(slot) + " twice"};
-    }
-    std::erase(free_, slot);
   }
+  if (slots_.size() <= slot) slots_.resize(slot + 1);
+  Slot& s = slots_[slot];
   Queue& q = queues_[queue];
-  slots_[slot] = Slot{queue_offset,
-                      store_offset,
-                      deadline_ms,
-                      handing_id,
-                      queue,
-                      static_cast<uint16_t>(attempt),
-                      SlotState::invisible,
-                      0};
-  live_slots_++;
-  q.outstanding++;
-  q.invisible++;
-  q.figures.in_flight = q.outstanding;
-  while (queue_offset < q.base) {
-    q.bits.push_front(0);
-    q.base -= 64;
+  if (s.state != SlotState::free) {
+    // The same message handed out again (it came back, not journaled, and was taken again).
+    if (s.queue != queue || s.queue_offset != m.queue_offset) {
+      return Refusal{Fault::system,
+                     "POP journal hands out slot " + std::to_string(slot) + " to two messages"};
+    }
+    if (s.state != SlotState::invisible) q.invisible++;
+  } else {
+    live_slots_++;
+    q.outstanding++;
+    q.invisible++;
+    q.figures.in_flight = q.outstanding;
+    while (m.queue_offset < q.base) {
+      q.bits.push_front(0);
+      q.base -= 64;
+    }
+    set_bit(q, m.queue_offset);
   }
-  set_bit(q, queue_offset);
-  q.cursor = std::max(q.cursor, queue_offset + 1);
-  push_due(deadline_ms, slot);
-  restore_handing_id(handing_id + 1);
+  s = Slot{m.queue_offset, m.store_offset, m.deadline_ms,        m.journal_offset,
+           queue,          m.attempt,      SlotState::invisible, 0};
+  q.cursor = std::max(q.cursor, m.queue_offset + 1);
+  push_due(m.deadline_ms, slot);
+  restore_handing_id(m.handing_id + 1);
   return std::nullopt;
+}
+
+bool PopTable::holds(uint32_t slot, uint32_t queue, int64_t queue_offset) const {
+  return slot < slots_.size() && slots_[slot].state != SlotState::free &&
+         slots_[slot].queue == queue && slots_[slot].queue_offset == queue_offset;
+}
+
+void PopTable::restore_end(uint32_t slot, uint32_t queue, int64_t queue_offset) {
+  if (!holds(slot, queue, queue_offset)) return;  // ended before the replay's start
+  Slot& s = slots_[slot];
+  if (s.state == SlotState::invisible) queues_[queue].invisible--;
+  clear_bit(queues_[queue], s.queue_offset);
+  queues_[queue].outstanding--;
+  queues_[queue].figures.in_flight = queues_[queue].outstanding;
+  s.state = SlotState::free;
+  live_slots_--;
+}
+
+void PopTable::restore_change(uint32_t slot, uint32_t queue, const RestoredMessage& m) {
+  if (!holds(slot, queue, m.queue_offset)) return;
+  Slot& s = slots_[slot];
+  s.deadline_ms = m.deadline_ms;
+  push_due(m.deadline_ms, slot);
+  restore_handing_id(m.handing_id + 1);
+}
+
+void PopTable::restore_cursor(uint32_t queue, int64_t next_offset) {
+  Queue& q = queues_[queue];
+  q.cursor = std::max(q.cursor, next_offset);
+  clear_bit(q, q.cursor);
+}
+
+void PopTable::finish_restore() {
+  free_.clear();
+  for (size_t i = slots_.size(); i > 0; i--) {
+    if (slots_[i - 1].state == SlotState::free) free_.push_back(static_cast<uint32_t>(i - 1));
+  }
+}
+
+void PopTable::set_journal_offset(uint32_t slot, int64_t journal_offset) {
+  slots_[slot].journal_offset = journal_offset;
+}
+
+std::optional<int64_t> PopTable::min_journal_offset() const {
+  std::optional<int64_t> low;
+  for (const Slot& s : slots_) {
+    if (s.state != SlotState::free && (!low || s.journal_offset < *low)) low = s.journal_offset;
+  }
+  return low;
 }
 
 void PopTable::restore_handing_id(uint64_t at_least) {

@@ -84,6 +84,7 @@ class PopTable {
   std::optional<uint32_t> find_queue(const PopQueueKey& key) const;
   const PopQueueKey& key(uint32_t queue) const { return queues_[queue].key; }
   size_t queue_count() const { return queues_.size(); }
+  size_t in_flight() const { return live_slots_; }
 
   // Hands out up to `max` of the queue's waiting messages again, lowest offset first, each
   // invisible until now + invisible_ms with its attempt counted (none on a FIFO queue while a
@@ -117,6 +118,7 @@ class PopTable {
   std::variant<Refusal, PopEnded> forward_dead(const PopHandle& handle, int64_t now_ms);
   void end_dead(uint32_t slot);
   uint32_t queue_of(uint32_t slot) const { return slots_[slot].queue; }
+  int64_t offset_of(uint32_t slot) const { return slots_[slot].queue_offset; }
   void back_to_waiting(uint32_t slot);
 
   // Every message whose deadline is <= now: back to its queue's waiting list, or dead (its
@@ -131,11 +133,30 @@ class PopTable {
   // The bytes the table holds for messages in flight (slots, deadlines, free list, offset bits).
   size_t memory_bytes() const;
 
-  // Replay (journal recovery): a message handed out before a restart, at its old slot and
-  // handing id, so the handles issued then stay valid. The cursor moves past it.
-  std::optional<Refusal> restore_taken(uint32_t queue, uint32_t slot, int64_t queue_offset,
-                                       uint64_t store_offset, uint32_t attempt, uint64_t handing_id,
-                                       int64_t deadline_ms);
+  // Journal: where the record of a message's last hand-out is (a change's record follows it,
+  // so replaying from the hand-out covers both), and the lowest such position of every message
+  // not ended: the journal before it is no longer needed (PopJournal, pop_journal.h).
+  void set_journal_offset(uint32_t slot, int64_t journal_offset);
+  std::optional<int64_t> min_journal_offset() const;
+
+  // Replay (journal recovery), in the journal's order: a message handed out (again), at its old
+  // slot, handing id and deadline, so the handles issued before the restart stay valid; its end
+  // (ack or dead letter) and its deadline's change, ignored for a slot that no longer holds it
+  // (ended before the replay's start); the cursor after a read; then finish_restore.
+  struct RestoredMessage {
+    int64_t queue_offset = 0;
+    uint64_t store_offset = 0;
+    uint16_t attempt = 1;
+    uint64_t handing_id = 0;
+    int64_t deadline_ms = 0;
+    int64_t journal_offset = 0;
+  };
+  std::optional<Refusal> restore_taken(uint32_t queue, uint32_t slot, const RestoredMessage& m);
+  void restore_end(uint32_t slot, uint32_t queue, int64_t queue_offset);
+  void restore_change(uint32_t slot, uint32_t queue, const RestoredMessage& m);
+  void restore_cursor(uint32_t queue, int64_t next_offset);
+  void finish_restore();
+  bool holds(uint32_t slot, uint32_t queue, int64_t queue_offset) const;
   // The next handing id is above every one issued before (journal recovery).
   void restore_handing_id(uint64_t at_least);
 
@@ -145,7 +166,7 @@ class PopTable {
     int64_t queue_offset = 0;
     uint64_t store_offset = 0;
     int64_t deadline_ms = 0;
-    uint64_t handing_id = 0;
+    int64_t journal_offset = -1;
     uint32_t queue = 0;
     uint16_t attempt = 0;
     SlotState state = SlotState::free;

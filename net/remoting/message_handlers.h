@@ -31,6 +31,8 @@ class MessageHandlers final : public BrokerPart {
   void handle_change_invisible(uint32_t conn, RemotingCommand& request);
   // False while the receive goes on (the op stays).
   bool complete_pop(uint32_t index, const Completion& c);
+  // An ack's or a change's journal record stored (or not): its answer.
+  void complete_pop_journal(uint32_t index, const Completion& c);
   void reply_pop(const Ticket& ticket, const std::variant<Refusal, const ReceiveResult*>& done);
 };
 

@@ -122,11 +122,11 @@ void MessageHandlers::handle_ack(uint32_t conn, RemotingCommand& request) {
     return reply_code(conn, request, rc::kSystemError,
                       "ACK_MESSAGE needs topic, consumerGroup and extraInfo");
   }
+  const Ticket ticket = ticket_of(conn, conns_[conn].generation, request);
   if (std::optional<Refusal> refused =
-          core_.pop.ack(conns_[conn].shard, HandleCall{*group, *topic, *extra, 0})) {
+          core_.pop.ack(ticket, conns_[conn].shard, HandleCall{*group, *topic, *extra, 0})) {
     return reply_refusal(conn, request, *refused);
   }
-  reply_code(conn, request, rc::kSuccess, {});
 }
 
 void MessageHandlers::handle_change_invisible(uint32_t conn, RemotingCommand& request) {
@@ -141,19 +141,33 @@ void MessageHandlers::handle_change_invisible(uint32_t conn, RemotingCommand& re
                       "CHANGE_MESSAGE_INVISIBLETIME needs topic, consumerGroup, extraInfo and "
                       "invisibleTime");
   }
-  std::variant<Refusal, std::string> changed = core_.pop.change_invisible(
-      conns_[conn].shard, HandleCall{*group, *topic, *extra, *invisible});
-  if (const Refusal* refused = std::get_if<Refusal>(&changed)) {
+  const Ticket ticket = ticket_of(conn, conns_[conn].generation, request);
+  if (std::optional<Refusal> refused = core_.pop.change_invisible(
+          ticket, conns_[conn].shard, HandleCall{*group, *topic, *extra, *invisible})) {
     return reply_refusal(conn, request, *refused);
   }
+}
+
+void MessageHandlers::complete_pop_journal(uint32_t index, const Completion& c) {
+  std::variant<Refusal, Pop::HandleDone> outcome = core_.pop.handle_outcome(index, c);
+  const BrokerOp& op = calls_.op(index);
+  if (!calls_.caller_alive(op)) return;
+  const RemotingCommand request = request_of(op.ticket);
+  if (const Refusal* refused = std::get_if<Refusal>(&outcome)) {
+    return reply_refusal(op.ticket.conn, request, *refused);
+  }
+  const Pop::HandleDone& done = std::get<Pop::HandleDone>(outcome);
+  if (done.answer != Pop::HandleAnswer::changed) {
+    return reply_code(op.ticket.conn, request, rc::kSuccess, {});
+  }
   // The client builds the new handle from these (ExtraInfoUtil.buildExtraInfo).
-  std::variant<Refusal, PopHandle> fresh = parse_pop_handle(std::get<std::string>(changed));
+  std::variant<Refusal, PopHandle> fresh = parse_pop_handle(done.handle);
   const PopHandle& h = std::get<PopHandle>(fresh);
   RemotingCommand response = make_response(request, rc::kSuccess);
   response.set_ext("popTime", std::to_string(h.pop_time_ms));
   response.set_ext("invisibleTime", std::to_string(h.invisible_ms));
   response.set_ext("reviveQid", std::to_string(h.slot));
-  reply(conn, response);
+  reply(op.ticket.conn, response);
 }
 
 }  // namespace uringmq::net

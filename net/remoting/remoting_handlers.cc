@@ -381,6 +381,12 @@ void RemotingHandlers::on_store_completion(const Completion& c) {
     case BrokerOp::Kind::pop_receive:
       if (!parts_.messages.complete_pop(index, c)) return;
       break;
+    case BrokerOp::Kind::pop_journal:
+      parts_.messages.complete_pop_journal(index, c);
+      break;
+    case BrokerOp::Kind::pop_low_water:
+      if (!core_.pop.low_water_outcome(index, c)) return;
+      break;
     case BrokerOp::Kind::commit_silent:
       break;
     case BrokerOp::Kind::query_message:

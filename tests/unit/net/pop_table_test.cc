@@ -262,9 +262,12 @@ TEST(PopTableTest, RestoredMessagesKeepTheirHandles) {
   uint32_t q2 = open(after);
   for (int i : {0, 2}) {
     const PopHandle& h = taken[i].handle;
-    EXPECT_FALSE(
-        after.restore_taken(q2, h.slot, h.queue_offset, 0, 1, h.handing_id, h.deadline_ms()));
+    EXPECT_FALSE(after.restore_taken(
+        q2, h.slot, PopTable::RestoredMessage{h.queue_offset, 0, 1, h.handing_id, h.deadline_ms(), 7}));
   }
+  after.restore_cursor(q2, 3);
+  after.finish_restore();
+  EXPECT_EQ(after.min_journal_offset(), 7);
   EXPECT_EQ(after.committed_offset(q2), 0);
   EXPECT_EQ(after.cursor(q2), 3);
   EXPECT_TRUE(std::holds_alternative<PopEnded>(after.ack(taken[0].handle, 2)));
