@@ -50,6 +50,11 @@ std::optional<RecordFields> locate(std::span<const std::byte> record) {
   return f;
 }
 
+// A journal record stored: the journal queue's end moves past it.
+void note_stored(int64_t* journal_end, const Completion& c) {
+  *journal_end = std::max(*journal_end, c.queue_offset.value + 1);
+}
+
 }  // namespace
 
 // A receive in progress: its call, the queues it may take from, where it is, its answer.
@@ -220,10 +225,6 @@ io::Status Pop::append_journal(uint32_t index, uint32_t shard, const JournalReco
   return calls_.session().send_async(op.message, index, shard);
 }
 
-void Pop::journal_stored(uint32_t shard, const Completion& c) {
-  journal_end_[shard] = std::max(journal_end_[shard], c.queue_offset.value + 1);
-}
-
 bool Pop::step_queue(uint32_t index, Receive& r) {
   PopTable& table = *tables_[r.shard];
   const PopQueueKey key{r.call.group, r.call.topic, r.queues[r.next]};
@@ -328,7 +329,7 @@ std::optional<std::variant<Refusal, const ReceiveResult*>> Pop::receive_outcome(
         return Refusal{store_refusal(c.code).fault, "the POP journal did not store the receive: " +
                                                         std::string(io::code_name(c.code))};
       }
-      journal_stored(r.shard, c);
+      note_stored(&journal_end_[r.shard], c);
       PopTable& table = *tables_[r.shard];
       const int32_t queue_id = table.key(r.journal_queues[r.journaled]).queue_id;
       for (const ReceivedMessage& m : r.result.messages) {
@@ -510,7 +511,7 @@ std::variant<Refusal, Pop::HandleDone> Pop::handle_outcome(uint32_t index, const
     return Refusal{store_refusal(c.code).fault, "the POP journal did not store the change: " +
                                                     std::string(io::code_name(c.code))};
   }
-  journal_stored(op.shard, c);
+  note_stored(&journal_end_[op.shard], c);
   return HandleDone{static_cast<HandleAnswer>(op.delay_level), op.tag_filter};
 }
 

@@ -200,7 +200,6 @@ class Pop {
   std::optional<std::variant<Refusal, const ReceiveResult*>> conclude(uint32_t index, Receive& r);
   // Posts `record` to the shard's journal queue with op `index` (its body kept in the op).
   io::Status append_journal(uint32_t index, uint32_t shard, const JournalRecord& record);
-  void journal_stored(uint32_t shard, const Completion& c);
   std::optional<Refusal> post_handle_record(const Ticket& ticket, uint32_t shard,
                                             const JournalRecord& record, HandleAnswer answer,
                                             std::string handle);

@@ -352,7 +352,7 @@ std::optional<Refusal> PopTable::restore_taken(uint32_t queue, uint32_t slot,
            queue,          m.attempt,      SlotState::invisible, 0};
   q.cursor = std::max(q.cursor, m.queue_offset + 1);
   push_due(m.deadline_ms, slot);
-  restore_handing_id(m.handing_id + 1);
+  next_handing_id_ = std::max(next_handing_id_, m.handing_id + 1);
   return std::nullopt;
 }
 
@@ -377,7 +377,7 @@ void PopTable::restore_change(uint32_t slot, uint32_t queue, const RestoredMessa
   Slot& s = slots_[slot];
   s.deadline_ms = m.deadline_ms;
   push_due(m.deadline_ms, slot);
-  restore_handing_id(m.handing_id + 1);
+  next_handing_id_ = std::max(next_handing_id_, m.handing_id + 1);
 }
 
 void PopTable::restore_cursor(uint32_t queue, int64_t next_offset) {
@@ -403,10 +403,6 @@ std::optional<int64_t> PopTable::min_journal_offset() const {
     if (s.state != SlotState::free && (!low || s.journal_offset < *low)) low = s.journal_offset;
   }
   return low;
-}
-
-void PopTable::restore_handing_id(uint64_t at_least) {
-  next_handing_id_ = std::max(next_handing_id_, at_least);
 }
 
 }  // namespace uringmq::net

@@ -157,8 +157,6 @@ class PopTable {
   void restore_cursor(uint32_t queue, int64_t next_offset);
   void finish_restore();
   bool holds(uint32_t slot, uint32_t queue, int64_t queue_offset) const;
-  // The next handing id is above every one issued before (journal recovery).
-  void restore_handing_id(uint64_t at_least);
 
  private:
   enum class SlotState : uint8_t { free, invisible, waiting, dead };

@@ -263,7 +263,8 @@ TEST(PopTableTest, RestoredMessagesKeepTheirHandles) {
   for (int i : {0, 2}) {
     const PopHandle& h = taken[i].handle;
     EXPECT_FALSE(after.restore_taken(
-        q2, h.slot, PopTable::RestoredMessage{h.queue_offset, 0, 1, h.handing_id, h.deadline_ms(), 7}));
+        q2, h.slot,
+        PopTable::RestoredMessage{h.queue_offset, 0, 1, h.handing_id, h.deadline_ms(), 7}));
   }
   after.restore_cursor(q2, 3);
   after.finish_restore();
