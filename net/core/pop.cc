@@ -299,6 +299,8 @@ bool Pop::post_view(uint32_t index, Receive& r) {
 }
 
 bool Pop::post_hold(uint32_t index, Receive& r) {
+  // Each waiting receive holds a pull buffer: past the cap, one is answered at once.
+  if (held_receives_ >= kMaxHeldReceives) return false;
   PopTable& table = *tables_[r.shard];
   for (size_t i = 0; i < r.queues.size(); i++) {
     std::optional<uint32_t> q = table.find_queue({r.call.group, r.call.topic, r.queues[i]});
@@ -307,7 +309,9 @@ bool Pop::post_hold(uint32_t index, Receive& r) {
     r.table_queue = *q;
     table.begin_read(*q);
     r.result.polled = true;
-    return post_pull(index, r, r.call.poll_ms);
+    if (!post_pull(index, r, r.call.poll_ms)) return false;
+    held_receives_++;
+    return true;
   }
   return false;
 }
@@ -322,7 +326,10 @@ std::optional<std::variant<Refusal, const ReceiveResult*>> Pop::receive_outcome(
       break;
     case Receive::Step::pull:
       pulled(index, r, c);
-      if (r.held) return conclude(index, r);
+      if (r.held) {
+        held_receives_--;
+        return conclude(index, r);
+      }
       break;
     case Receive::Step::journal: {
       if (c.code != io::Code::ok) {

@@ -223,6 +223,10 @@ class Pop {
   // Per presented broker and table queue: the offset last committed to the store.
   std::vector<std::vector<int64_t>> committed_;
   static constexpr int64_t kLowWaterIntervalMs = 10'000;
+  // Receives waiting in a held pull, all connections together (each holds a 256 KiB buffer; a
+  // connection's own ops and buffered bytes are bounded by the reactor as for pulls).
+  static constexpr uint32_t kMaxHeldReceives = 4096;
+  uint32_t held_receives_ = 0;
   std::vector<int64_t> journal_end_;
   std::vector<int64_t> low_water_;      // per shard: the mark last committed
   std::vector<bool> low_water_posted_;  // per shard: a low-water op is in flight

@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 #include <thread>
@@ -38,7 +39,7 @@ void send(RemotingClient& c, const std::string& body, int queue = 0) {
 }
 
 RemotingResponse pop(RemotingClient& c, int queue, int64_t invisible_ms = 30'000,
-                     int64_t poll_ms = 0) {
+                     int64_t poll_ms = 0, bool order = false) {
   return call(c, request(req::kPopMessage, {{"consumerGroup", "G"},
                                             {"topic", "T"},
                                             {"queueId", std::to_string(queue)},
@@ -46,7 +47,8 @@ RemotingResponse pop(RemotingClient& c, int queue, int64_t invisible_ms = 30'000
                                             {"invisibleTime", std::to_string(invisible_ms)},
                                             {"pollTime", std::to_string(poll_ms)},
                                             {"bornTime", "0"},
-                                            {"initMode", "0"}}));
+                                            {"initMode", "0"},
+                                            {"order", order ? "true" : "false"}}));
 }
 
 std::string property(const engine::MessageView& v, std::string_view name) {
@@ -204,6 +206,78 @@ TEST_F(BrokerPopTest, BadRequestsAreRefusedNamingTheField) {
                                                 {"maxMsgNums", "1"},
                                                 {"invisibleTime", "30000"}}));
   EXPECT_EQ(internal.command.code, rc::kNoPermission) << remark(internal);
+}
+
+TEST_F(BrokerPopTest, EveryQueueOfTheTopic) {
+  for (int q = 0; q < 4; q++) send(*client_, "q" + std::to_string(q), q);
+  RemotingResponse r = pop(*client_, -1);
+  ASSERT_EQ(r.command.code, rc::kSuccess) << remark(r);
+  std::vector<engine::MessageView> got = decode_all(r.body);
+  ASSERT_EQ(got.size(), 4u);
+  std::vector<int> queues;
+  for (const auto& v : got) queues.push_back(v.queue_id);
+  std::sort(queues.begin(), queues.end());
+  EXPECT_EQ(queues, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(std::count(r.command.ext("startOffsetInfo")->begin(),
+                       r.command.ext("startOffsetInfo")->end(), ';'),
+            3);
+  EXPECT_EQ(pop(*client_, -1).command.code, rc::kPullNotFound);
+}
+
+TEST_F(BrokerPopTest, OrderedPopHandsOutOneBatchAtATime) {
+  send(*client_, "m0");
+  send(*client_, "m1");
+  send(*client_, "m2");
+  RemotingResponse first = pop(*client_, 0, 30'000, 0, true);
+  ASSERT_EQ(first.command.code, rc::kSuccess) << remark(first);
+  std::vector<engine::MessageView> batch = decode_all(first.body);
+  ASSERT_EQ(batch.size(), 3u);
+  send(*client_, "m3");
+  EXPECT_EQ(pop(*client_, 0, 30'000, 0, true).command.code, rc::kPullNotFound);
+  EXPECT_EQ(ack(*client_, property(batch[0], "POP_CK")).command.code, rc::kSuccess);
+  EXPECT_EQ(ack(*client_, property(batch[1], "POP_CK")).command.code, rc::kSuccess);
+  EXPECT_EQ(pop(*client_, 0, 30'000, 0, true).command.code, rc::kPullNotFound);
+  // The rest of the batch comes back first, alone, its attempt counted.
+  clock_.advance_ms(30'000);
+  RemotingResponse again = pop(*client_, 0, 30'000, 0, true);
+  ASSERT_EQ(again.command.code, rc::kSuccess) << remark(again);
+  std::vector<engine::MessageView> rest = decode_all(again.body);
+  ASSERT_EQ(rest.size(), 1u);
+  EXPECT_EQ(body_text(rest[0]), "m2");
+  EXPECT_EQ(rest[0].reconsume_times, 1);
+  EXPECT_EQ(ack(*client_, property(rest[0], "POP_CK")).command.code, rc::kSuccess);
+  RemotingResponse next = pop(*client_, 0, 30'000, 0, true);
+  ASSERT_EQ(next.command.code, rc::kSuccess) << remark(next);
+  std::vector<engine::MessageView> after = decode_all(next.body);
+  ASSERT_EQ(after.size(), 1u);
+  EXPECT_EQ(body_text(after[0]), "m3");
+}
+
+TEST_F(BrokerPopTest, DeadLetteredAfterTheLastAttempt) {
+  send(*client_, "doomed");
+  // retryMaxTimes 16 for a group not configured: 17 deliveries, then %DLQ%G.
+  for (int attempt = 1; attempt <= 17; attempt++) {
+    RemotingResponse r = pop(*client_, 0);
+    ASSERT_EQ(r.command.code, rc::kSuccess) << "attempt " << attempt << ": " << remark(r);
+    std::vector<engine::MessageView> got = decode_all(r.body);
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_EQ(got[0].reconsume_times, attempt - 1);
+    clock_.advance_ms(30'000);
+  }
+  EXPECT_EQ(pop(*client_, 0).command.code, rc::kPullNotFound);
+  int64_t stored = -1;
+  for (int i = 0; i < 500 && stored < 1; i++) {
+    stored = max_offset(*client_, "%DLQ%G", 0);
+    if (stored < 1) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(stored, 1);
+  RemotingResponse dead = call(*client_, request(req::kPullMessage, pull_fields("%DLQ%G", 0, 0)));
+  ASSERT_EQ(dead.command.code, rc::kSuccess) << remark(dead);
+  std::vector<engine::MessageView> letters = decode_all(dead.body);
+  ASSERT_EQ(letters.size(), 1u);
+  EXPECT_EQ(body_text(letters[0]), "doomed");
+  clock_.advance_ms(60'000);
+  EXPECT_EQ(pop(*client_, 0).command.code, rc::kPullNotFound);
 }
 
 }  // namespace
