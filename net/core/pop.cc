@@ -111,6 +111,10 @@ PopQueueOptions Pop::options_for(const std::string& group, bool order) const {
 }
 
 std::optional<Refusal> Pop::check_receive(const ReceiveCall& call, std::vector<int32_t>* queues) {
+  // A slave's store is its master's copy: the journal and the hand-outs are the master's.
+  if (config_.ha.role == BrokerRole::slave) {
+    return Refusal{Fault::unavailable, "POP is served by the master, not by a slave"};
+  }
   if (call.group.empty() || !valid_topic_name(std::string(kRetryPrefix) + call.group)) {
     return Refusal{Fault::bad_request,
                    "consumer group \"" + call.group.substr(0, 127) + "\" is missing or invalid"};
@@ -481,6 +485,9 @@ const ReceiveResult* Pop::finish(Receive& r) {
 }
 
 std::variant<Refusal, PopHandle> Pop::handle_of(uint32_t shard, const HandleCall& call) const {
+  if (config_.ha.role == BrokerRole::slave) {
+    return Refusal{Fault::unavailable, "POP is served by the master, not by a slave"};
+  }
   std::variant<Refusal, PopHandle> h = parse_pop_handle(call.handle);
   if (const PopHandle* handle = std::get_if<PopHandle>(&h)) {
     if (handle->broker_name != names_[shard]) {
