@@ -55,6 +55,47 @@ void note_stored(int64_t* journal_end, const Completion& c) {
   *journal_end = std::max(*journal_end, c.queue_offset.value + 1);
 }
 
+// A queue's options from its group's configuration (or the receive's order flag).
+PopQueueOptions pop_options(const SubscriptionGroups* groups, const std::string& group,
+                            bool order) {
+  PopQueueOptions o;
+  const SubscriptionGroupConfig* c = groups != nullptr ? groups->find(group) : nullptr;
+  o.fifo = order || (c != nullptr && c->consume_message_orderly);
+  // Java's Proxy: maxDeliveryAttempts = retryMaxTimes + 1.
+  o.max_attempts = static_cast<uint32_t>(std::max(0, c != nullptr ? c->retry_max_times : 16)) + 1;
+  return o;
+}
+
+// Applies the journal records of one pulled buffer of shard `shard`; how many applied.
+uint64_t replay(uint32_t shard, std::span<const std::byte> records,
+                const engine::DecodeOptions& options, const SubscriptionGroups* groups,
+                PopTable* table) {
+  uint64_t applied = 0;
+  size_t at = 0;
+  while (at < records.size()) {
+    engine::DecodeResult d = engine::decode(records.subspan(at), options);
+    if (d.outcome != engine::DecodeOutcome::ok) {
+      log_warn("POP journal of shard " + std::to_string(shard) + ": a record does not decode (" +
+               d.reason + "); the rest of this read is skipped");
+      break;
+    }
+    JournalRecord record;
+    io::Status s = decode_journal(d.view.body, &record);
+    if (s.is_ok()) {
+      s = apply_journal(record, d.view.queue_offset, pop_options(groups, record.key.group, false),
+                        table);
+    }
+    if (!s.is_ok()) {
+      log_warn("POP journal of shard " + std::to_string(shard) + " at " +
+               std::to_string(d.view.queue_offset) + ": " + s.message() + "; skipped");
+    } else {
+      applied++;
+    }
+    at += d.size;
+  }
+  return applied;
+}
+
 }  // namespace
 
 // A receive in progress: its call, the queues it may take from, where it is, its answer.
@@ -67,7 +108,9 @@ struct Pop::Receive {
   size_t next = 0;  // the queue being taken from
   uint32_t table_queue = 0;
   Step step = Step::pull;
-  bool held = false;  // its long-polling pull was posted
+  uint64_t id = 0;       // names it to its watches (op indexes are reused)
+  bool held = false;     // it waited once: it does not wait again
+  bool waiting = false;  // parked: its watches are held pulls on its queues
   int64_t committed = -1;
   std::vector<PopTaken> to_view;  // handed out again: their records to read
   size_t viewed = 0;
@@ -77,7 +120,55 @@ struct Pop::Receive {
   size_t journaled = 0;
   std::vector<std::byte> answer;
   ReceiveResult result;
+
+  // Appends a record (client form) with its POP_CK and attempt to the answer.
+  void append(std::span<const std::byte> record, const PopTaken& taken,
+              const std::string& broker_name);
+  const ReceiveResult* finish() {
+    result.records = answer;
+    return &result;
+  }
+  // A store request posted (true), or the failure noted.
+  bool posted(const io::Status& s) {
+    if (s.is_ok()) return true;
+    failure = Refusal{store_refusal(s.code()).fault, s.message()};
+    return false;
+  }
 };
+
+void Pop::Receive::append(std::span<const std::byte> record, const PopTaken& taken,
+                          const std::string& broker_name) {
+  Receive& r = *this;
+  ReceivedMessage m;
+  m.handle = taken.handle;
+  m.handle.broker_name = broker_name;
+  m.handle_text = format_pop_handle(m.handle);
+  m.attempt = taken.attempt;
+  m.queue_id = taken.handle.queue_id;
+  m.queue_offset = taken.queue_offset;
+  m.store_offset = taken.store_offset;
+  m.record_at = static_cast<uint32_t>(r.answer.size());
+  std::optional<RecordFields> f = locate(record);
+  r.answer.insert(r.answer.end(), record.begin(), record.end());
+  std::byte* out = r.answer.data() + m.record_at;
+  if (f) {
+    engine::put_u32(out + f->reconsume_at, taken.attempt - 1);
+    const size_t props = engine::get_u16(out + f->properties_length_at);
+    std::string added;
+    if (props > 0) added += engine::kPropertySeparator;
+    added += kPopCkProperty;
+    added += engine::kNameValueSeparator;
+    added += m.handle_text;
+    if (props + added.size() <= kMaxPropertiesBytes) {
+      engine::put_u16(out + f->properties_length_at, static_cast<uint16_t>(props + added.size()));
+      engine::put_u32(out, static_cast<uint32_t>(record.size() + added.size()));
+      const auto* bytes = reinterpret_cast<const std::byte*>(added.data());
+      r.answer.insert(r.answer.end(), bytes, bytes + added.size());
+    }
+  }
+  m.record_bytes = static_cast<uint32_t>(r.answer.size() - m.record_at);
+  r.result.messages.push_back(std::move(m));
+}
 
 Pop::Pop(const BrokerConfig& config, io::Clock& clock, StoreCalls& calls, Topics& topics,
          const std::unique_ptr<SubscriptionGroups>& groups, SqlSubscriptions& sql,
@@ -99,15 +190,6 @@ void Pop::set_broker_names(std::vector<std::string> names) {
   journal_end_.resize(tables_.size(), 0);
   low_water_.resize(tables_.size(), 0);
   low_water_posted_.resize(tables_.size(), false);
-}
-
-PopQueueOptions Pop::options_for(const std::string& group, bool order) const {
-  PopQueueOptions o;
-  const SubscriptionGroupConfig* c = groups_ ? groups_->find(group) : nullptr;
-  o.fifo = order || (c != nullptr && c->consume_message_orderly);
-  // Java's Proxy: maxDeliveryAttempts = retryMaxTimes + 1.
-  o.max_attempts = static_cast<uint32_t>(std::max(0, c != nullptr ? c->retry_max_times : 16)) + 1;
-  return o;
 }
 
 std::optional<Refusal> Pop::check_receive(const ReceiveCall& call, std::vector<int32_t>* queues) {
@@ -167,6 +249,7 @@ std::variant<Refusal, Pop::Started> Pop::receive(const Ticket& ticket, uint32_t 
   r->now_ms = clock_.now_ms();
   r->result.pop_time_ms = r->now_ms;
   r->result.invisible_ms = r->call.invisible_ms;
+  r->id = next_receive_id_++;
   const uint32_t index = calls_.start(BrokerOp::Kind::pop_receive, ticket, shard);
   receives_[index] = std::move(r);
   return Started{index, step(index)};
@@ -181,14 +264,14 @@ std::optional<std::variant<Refusal, const ReceiveResult*>> Pop::step(uint32_t in
   if (r.failure && r.result.messages.empty()) return *r.failure;
   if (r.result.messages.empty() && !r.failure && !r.held && r.call.poll_ms > 0) {
     r.held = true;
-    if (post_hold(index, r)) return std::nullopt;
+    if (start_waiting(index, r)) return std::nullopt;
   }
   return conclude(index, r);
 }
 
 std::optional<std::variant<Refusal, const ReceiveResult*>> Pop::conclude(uint32_t index,
                                                                          Receive& r) {
-  if (r.result.messages.empty()) return finish(r);
+  if (r.result.messages.empty()) return r.finish();
   if (r.step != Receive::Step::journal) {
     r.step = Receive::Step::journal;
     for (const ReceivedMessage& m : r.result.messages) {
@@ -199,7 +282,7 @@ std::optional<std::variant<Refusal, const ReceiveResult*>> Pop::conclude(uint32_
       }
     }
   }
-  if (r.journaled == r.journal_queues.size()) return finish(r);
+  if (r.journaled == r.journal_queues.size()) return r.finish();
   // A TAKE record per queue: the receive is answered once they are all stored.
   const PopTable& table = *tables_[r.shard];
   const uint32_t q = r.journal_queues[r.journaled];
@@ -236,7 +319,7 @@ bool Pop::step_queue(uint32_t index, Receive& r) {
   if (!q) return post_start(index, r);
   r.table_queue = *q;
   // The group's options may have changed since the queue was opened.
-  (void)table.open_queue(key, 0, options_for(r.call.group, r.call.order));
+  (void)table.open_queue(key, 0, pop_options(groups_.get(), r.call.group, r.call.order));
   const auto room = static_cast<uint32_t>(r.call.max_messages - r.result.messages.size());
   r.to_view.clear();
   r.viewed = 0;
@@ -251,12 +334,6 @@ bool Pop::step_queue(uint32_t index, Receive& r) {
   return false;
 }
 
-bool Pop::posted(Receive& r, const io::Status& s) {
-  if (s.is_ok()) return true;
-  r.failure = Refusal{store_refusal(s.code()).fault, s.message()};
-  return false;
-}
-
 bool Pop::post_start(uint32_t index, Receive& r) {
   BrokerOp& op = calls_.op(index);
   op.kind = BrokerOp::Kind::pop_receive;
@@ -264,8 +341,8 @@ bool Pop::post_start(uint32_t index, Receive& r) {
   op.topic = r.call.topic;
   op.group = r.call.group;
   op.queue_id = r.queues[r.next];
-  return posted(
-      r, calls_.session().query_offset_async(op.group, op.topic, op.queue_id, index, r.shard));
+  return r.posted(
+      calls_.session().query_offset_async(op.group, op.topic, op.queue_id, index, r.shard));
 }
 
 bool Pop::post_pull(uint32_t index, Receive& r, int64_t hold_ms) {
@@ -287,7 +364,7 @@ bool Pop::post_pull(uint32_t index, Receive& r, int64_t hold_ms) {
   op.pull.sql_filter = op.sql_filter.get();
   op.pull.buffer = op.data;
   if (hold_ms > 0) op.pull.wait_ms = std::min(hold_ms, config_.max_suspend_ms);
-  if (posted(r, calls_.session().pull_async(op.pull, index, r.shard))) return true;
+  if (r.posted(calls_.session().pull_async(op.pull, index, r.shard))) return true;
   table.end_read(r.table_queue, table.cursor(r.table_queue));
   return false;
 }
@@ -298,26 +375,90 @@ bool Pop::post_view(uint32_t index, Receive& r) {
   const PopTaken& taken = r.to_view[r.viewed];
   op.data.resize(config_.store.log.limits.max_body_bytes + (64u << 10));
   calls_.reserve(index, op.data.size() + r.answer.size());
-  return posted(
-      r, calls_.session().view_record_async(StoreOffset{taken.store_offset}, op.data, index));
+  return r.posted(
+      calls_.session().view_record_async(StoreOffset{taken.store_offset}, op.data, index));
 }
 
-bool Pop::post_hold(uint32_t index, Receive& r) {
-  // Each waiting receive holds a pull buffer: past the cap, one is answered at once.
-  if (held_receives_ >= kMaxHeldReceives) return false;
+bool Pop::start_waiting(uint32_t index, Receive& r) {
+  // Each watch holds a small pull buffer: past the caps, a receive is answered at once.
+  if (waiting_.size() >= kMaxWaitingReceives) return false;
   PopTable& table = *tables_[r.shard];
-  for (size_t i = 0; i < r.queues.size(); i++) {
-    std::optional<uint32_t> q = table.find_queue({r.call.group, r.call.topic, r.queues[i]});
-    if (!q || !table.can_read(*q)) continue;
-    r.next = i;
-    r.table_queue = *q;
-    table.begin_read(*q);
-    r.result.polled = true;
-    if (!post_pull(index, r, r.call.poll_ms)) return false;
-    held_receives_++;
-    return true;
+  uint32_t posted = 0;
+  for (int32_t queue_id : r.queues) {
+    if (watches_ >= kMaxWatches) break;
+    std::optional<uint32_t> q = table.find_queue({r.call.group, r.call.topic, queue_id});
+    if (!q || !table.can_read(*q)) continue;  // a FIFO queue waits for its batch, not for news
+    const uint32_t watch =
+        calls_.start(BrokerOp::Kind::pop_watch, calls_.op(index).ticket, r.shard);
+    BrokerOp& op = calls_.op(watch);
+    op.delay_level = static_cast<int64_t>(r.id);
+    op.topic = r.call.topic;
+    op.queue_id = queue_id;
+    op.tag_filter = r.call.tag_filter;
+    op.sql_filter = r.sql;
+    op.data.resize(kSmallPullBufferBytes);
+    calls_.reserve(watch, kSmallPullBufferBytes);
+    op.pull = PullRequest{};
+    op.pull.topic = op.topic;
+    op.pull.queue_id = queue_id;
+    op.pull.queue_offset = QueueOffset{table.cursor(*q)};
+    op.pull.max_messages = 1;
+    op.pull.tag_filter = op.tag_filter;
+    op.pull.sql_filter = op.sql_filter.get();
+    op.pull.buffer = op.data;
+    op.pull.wait_ms = std::min(r.call.poll_ms, config_.max_suspend_ms);
+    if (!calls_.session().pull_async(op.pull, watch, r.shard).is_ok()) {
+      calls_.end(watch);
+      continue;
+    }
+    watches_++;
+    posted++;
   }
-  return false;
+  if (posted == 0) return false;
+  r.waiting = true;
+  r.result.polled = true;
+  waiting_[r.id] = index;
+  return true;
+}
+
+void Pop::watch_outcome(uint32_t index, const Completion& c) {
+  (void)c;  // a message, a timeout or an error: the receive looks again either way
+  UMQ_ASSERT(watches_ > 0);
+  watches_--;
+  auto it = waiting_.find(static_cast<uint64_t>(calls_.op(index).delay_level));
+  if (it != waiting_.end()) wake(it->second);
+}
+
+void Pop::wake(uint32_t index) {
+  Receive& r = *receives_.at(index);
+  UMQ_ASSERT(r.waiting);
+  waiting_.erase(r.id);
+  r.waiting = false;
+  r.next = 0;
+  r.now_ms = clock_.now_ms();
+  r.result.pop_time_ms = r.now_ms;
+  std::optional<std::variant<Refusal, const ReceiveResult*>> done = step(index);
+  if (!done) return;  // its store requests answer it (receive_outcome)
+  if (sink_ != nullptr) sink_->answer(calls_.op(index), *done);
+  receives_.erase(index);
+  calls_.end(index);
+}
+
+void Pop::wake_waiting(const std::vector<PopEnded>& expired, uint32_t shard) {
+  if (waiting_.empty()) return;
+  std::vector<uint32_t> woken;
+  for (const auto& [id, index] : waiting_) {
+    const Receive& r = *receives_.at(index);
+    if (r.shard != shard) continue;
+    for (const PopEnded& e : expired) {
+      const PopQueueKey& key = tables_[shard]->key(e.queue);
+      if (!e.dead && key.group == r.call.group && key.topic == r.call.topic) {
+        woken.push_back(index);
+        break;
+      }
+    }
+  }
+  for (uint32_t index : woken) wake(index);
 }
 
 std::optional<std::variant<Refusal, const ReceiveResult*>> Pop::receive_outcome(
@@ -330,10 +471,6 @@ std::optional<std::variant<Refusal, const ReceiveResult*>> Pop::receive_outcome(
       break;
     case Receive::Step::pull:
       pulled(index, r, c);
-      if (r.held) {
-        held_receives_--;
-        return conclude(index, r);
-      }
       break;
     case Receive::Step::journal: {
       if (c.code != io::Code::ok) {
@@ -358,6 +495,8 @@ std::optional<std::variant<Refusal, const ReceiveResult*>> Pop::receive_outcome(
 }
 
 void Pop::receive_ended(uint32_t index) {
+  auto it = receives_.find(index);
+  if (it != receives_.end() && it->second->waiting) waiting_.erase(it->second->id);
   receives_.erase(index);
 }
 
@@ -373,7 +512,7 @@ bool Pop::opened(uint32_t index, Receive& r, const Completion& c) {
     } else {
       r.step = Receive::Step::start_range;
       BrokerOp& op = calls_.op(index);
-      return posted(r, calls_.session().query_queue_async(op.topic, op.queue_id, index, r.shard));
+      return r.posted(calls_.session().query_queue_async(op.topic, op.queue_id, index, r.shard));
     }
   } else if (r.call.init_mode == PopInitMode::min || c.min_offset.value <= 0) {
     // Java's MAX starts at the first message while the queue lost none to retention
@@ -384,7 +523,7 @@ bool Pop::opened(uint32_t index, Receive& r, const Completion& c) {
   }
   std::variant<Refusal, uint32_t> q =
       tables_[r.shard]->open_queue({r.call.group, r.call.topic, r.queues[r.next]}, start,
-                                   options_for(r.call.group, r.call.order));
+                                   pop_options(groups_.get(), r.call.group, r.call.order));
   if (Refusal* refused = std::get_if<Refusal>(&q)) r.failure = std::move(*refused);
   return false;
 }
@@ -421,7 +560,7 @@ void Pop::pulled(uint32_t index, Receive& r, const Completion& c) {
         next = queue_offset;
         break;
       }
-      append_message(r, record, *taken);
+      r.append(record, *taken, names_[r.shard]);
       at += size;
     }
   }
@@ -444,44 +583,7 @@ void Pop::viewed(uint32_t index, Receive& r, const Completion& c) {
   BrokerOp& op = calls_.op(index);
   std::span<std::byte> record(op.data.data(), c.size_bytes);
   record = record.first(client_records(r.shard, record));
-  append_message(r, record, taken);
-}
-
-void Pop::append_message(Receive& r, std::span<const std::byte> record, const PopTaken& taken) {
-  ReceivedMessage m;
-  m.handle = taken.handle;
-  m.handle.broker_name = names_[r.shard];
-  m.handle_text = format_pop_handle(m.handle);
-  m.attempt = taken.attempt;
-  m.queue_id = taken.handle.queue_id;
-  m.queue_offset = taken.queue_offset;
-  m.store_offset = taken.store_offset;
-  m.record_at = static_cast<uint32_t>(r.answer.size());
-  std::optional<RecordFields> f = locate(record);
-  r.answer.insert(r.answer.end(), record.begin(), record.end());
-  std::byte* out = r.answer.data() + m.record_at;
-  if (f) {
-    engine::put_u32(out + f->reconsume_at, taken.attempt - 1);
-    const size_t props = engine::get_u16(out + f->properties_length_at);
-    std::string added;
-    if (props > 0) added += engine::kPropertySeparator;
-    added += kPopCkProperty;
-    added += engine::kNameValueSeparator;
-    added += m.handle_text;
-    if (props + added.size() <= kMaxPropertiesBytes) {
-      engine::put_u16(out + f->properties_length_at, static_cast<uint16_t>(props + added.size()));
-      engine::put_u32(out, static_cast<uint32_t>(record.size() + added.size()));
-      const auto* bytes = reinterpret_cast<const std::byte*>(added.data());
-      r.answer.insert(r.answer.end(), bytes, bytes + added.size());
-    }
-  }
-  m.record_bytes = static_cast<uint32_t>(r.answer.size() - m.record_at);
-  r.result.messages.push_back(std::move(m));
-}
-
-const ReceiveResult* Pop::finish(Receive& r) {
-  r.result.records = r.answer;
-  return &r.result;
+  r.append(record, taken, names_[r.shard]);
 }
 
 std::variant<Refusal, PopHandle> Pop::handle_of(uint32_t shard, const HandleCall& call) const {
@@ -629,6 +731,8 @@ void Pop::tick(int64_t now_ms) {
     for (const PopEnded& e : expired_) {
       if (e.dead) post_dead_letter(shard, e);
     }
+    // Messages came back: the receives waiting for their group and topic take them now.
+    if (!expired_.empty()) wake_waiting(expired_, shard);
   }
 }
 
@@ -727,7 +831,8 @@ io::Status Pop::recover(Session& session) {
                                              " could not be read at " + std::to_string(from));
       }
       if (c.pull_status == PullStatus::found) {
-        records += replay(shard, std::span(buffer).first(c.size_bytes), decode_options);
+        records += replay(shard, std::span(buffer).first(c.size_bytes), decode_options,
+                          groups_.get(), tables_[shard].get());
       }
       if (c.pull_status != PullStatus::found || c.next_offset.value <= from) break;
       from = c.next_offset.value;
@@ -739,34 +844,6 @@ io::Status Pop::recover(Session& session) {
              std::to_string(tables_[shard]->in_flight()) + " messages in flight");
   }
   return io::Status::ok();
-}
-
-uint64_t Pop::replay(uint32_t shard, std::span<const std::byte> records,
-                     const engine::DecodeOptions& options) {
-  uint64_t applied = 0;
-  size_t at = 0;
-  while (at < records.size()) {
-    engine::DecodeResult d = engine::decode(records.subspan(at), options);
-    if (d.outcome != engine::DecodeOutcome::ok) {
-      log_warn("POP journal of shard " + std::to_string(shard) + ": a record does not decode (" +
-               d.reason + "); the rest of this read is skipped");
-      break;
-    }
-    JournalRecord record;
-    io::Status s = decode_journal(d.view.body, &record);
-    if (s.is_ok()) {
-      s = apply_journal(record, d.view.queue_offset, options_for(record.key.group, false),
-                        tables_[shard].get());
-    }
-    if (!s.is_ok()) {
-      log_warn("POP journal of shard " + std::to_string(shard) + " at " +
-               std::to_string(d.view.queue_offset) + ": " + s.message() + "; skipped");
-    } else {
-      applied++;
-    }
-    at += d.size;
-  }
-  return applied;
 }
 
 }  // namespace uringmq::net

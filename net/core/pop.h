@@ -11,7 +11,10 @@
 // A receive is an op (BrokerOp::Kind::pop_receive) that steps through the store: the start of
 // a queue the group never popped (its committed offset, else the queue's range), the reads of
 // messages coming back, a pull of new ones, and, when nothing was found and the call may wait,
-// one held pull (long polling). receive_outcome says when it is done.
+// held pulls on its queues (long polling: each wakes it when a message arrives in its queue, or
+// its poll time is up; a message coming back wakes it too). receive_outcome says when a store
+// request finished it; a receive woken from waiting that needs no store request is answered
+// through the ReceiveSink.
 //
 // Threading: the reactor thread.
 
@@ -100,6 +103,15 @@ struct PopQueueReport {
   PopQueueFigures figures;
 };
 
+// Where a receive that finished without a store completion of its own (woken from waiting)
+// is answered: the wire of its op's ticket. The op ends after the call.
+class ReceiveSink {
+ public:
+  virtual ~ReceiveSink() = default;
+  virtual void answer(const BrokerOp& op,
+                      const std::variant<Refusal, const ReceiveResult*>& outcome) = 0;
+};
+
 class Pop {
  public:
   // `names` are the presented brokers' names (a handle names its broker); `groups` is read at
@@ -111,6 +123,7 @@ class Pop {
   Pop(const Pop&) = delete;
   Pop& operator=(const Pop&) = delete;
   void set_broker_names(std::vector<std::string> names);
+  void set_sink(ReceiveSink* sink) { sink_ = sink; }
 
   // Checks and starts a receive for `ticket` on presented broker `shard`: a Refusal when it was
   // not started, else its op's index and, when it needed nothing from the store (every queue
@@ -127,6 +140,9 @@ class Pop {
                                                                              const Completion& c);
   // The op ended (answered or its caller gone): its state is let go.
   void receive_ended(uint32_t index);
+  // A watch's completion (BrokerOp::Kind::pop_watch; the op then ends): its receive, if still
+  // waiting, looks again and is answered (receive_outcome or the sink).
+  void watch_outcome(uint32_t index, const Completion& c);
 
   // Ends the message for good. A handle that expired (its message came back), was replaced
   // by a change, or is unknown: not_found, "receipt handle expired ...". nullopt once its END
@@ -169,7 +185,6 @@ class Pop {
   io::Status recover(Session& session);
 
   std::vector<PopQueueReport> figures(uint32_t shard) const;
-  const PopTable& table(uint32_t shard) const { return *tables_[shard]; }
 
  private:
   static constexpr int32_t kDeadLetterMark = 0x504f50;  // "POP"
@@ -182,20 +197,15 @@ class Pop {
   bool step_queue(uint32_t index, Receive& r);
   bool post_view(uint32_t index, Receive& r);
   // The long-polling pull, on a queue that may be read: posted (true) or none possible.
-  bool post_hold(uint32_t index, Receive& r);
+  bool start_waiting(uint32_t index, Receive& r);
+  void wake(uint32_t index);
+  void wake_waiting(const std::vector<PopEnded>& expired, uint32_t shard);
   bool post_start(uint32_t index, Receive& r);
   bool post_pull(uint32_t index, Receive& r, int64_t hold_ms);
-  bool posted(Receive& r, const io::Status& s);
   // The queue's start read: true when another request was posted.
   bool opened(uint32_t index, Receive& r, const Completion& c);
   void pulled(uint32_t index, Receive& r, const Completion& c);
   void viewed(uint32_t index, Receive& r, const Completion& c);
-  // Appends a record (client form) with its POP_CK and attempt to the answer.
-  void append_message(Receive& r, std::span<const std::byte> record, const PopTaken& taken);
-  const ReceiveResult* finish(Receive& r);
-  // Applies the journal records of one pulled buffer; how many applied.
-  uint64_t replay(uint32_t shard, std::span<const std::byte> records,
-                  const engine::DecodeOptions& options);
   // Stores the receive's TAKE records, one queue at a time, then answers.
   std::optional<std::variant<Refusal, const ReceiveResult*>> conclude(uint32_t index, Receive& r);
   // Posts `record` to the shard's journal queue with op `index` (its body kept in the op).
@@ -203,7 +213,6 @@ class Pop {
   std::optional<Refusal> post_handle_record(const Ticket& ticket, uint32_t shard,
                                             const JournalRecord& record, HandleAnswer answer,
                                             std::string handle);
-  PopQueueOptions options_for(const std::string& group, bool order) const;
   std::variant<Refusal, PopHandle> handle_of(uint32_t shard, const HandleCall& call) const;
   void commit_progress(uint32_t shard, uint32_t queue);
   void post_dead_letter(uint32_t shard, const PopEnded& ended);
@@ -223,14 +232,18 @@ class Pop {
   // Per presented broker and table queue: the offset last committed to the store.
   std::vector<std::vector<int64_t>> committed_;
   static constexpr int64_t kLowWaterIntervalMs = 10'000;
-  // Receives waiting in a held pull, all connections together (each holds a 256 KiB buffer; a
-  // connection's own ops and buffered bytes are bounded by the reactor as for pulls).
-  static constexpr uint32_t kMaxHeldReceives = 4096;
-  uint32_t held_receives_ = 0;
-  std::vector<int64_t> journal_end_;
+  // Receives waiting, and their watches, all connections together: each watch holds a 32 KiB
+  // pull buffer, counted to its connection as its other ops are.
+  static constexpr size_t kMaxWaitingReceives = 4096;
+  static constexpr uint32_t kMaxWatches = 16384;
+  std::unordered_map<uint64_t, uint32_t> waiting_;  // receive id -> op index
+  uint32_t watches_ = 0;
+  uint64_t next_receive_id_ = 1;
+  ReceiveSink* sink_ = nullptr;
+  std::vector<int64_t> journal_end_;    // per shard: the journal queue offset after its last record
   std::vector<int64_t> low_water_;      // per shard: the mark last committed
   std::vector<bool> low_water_posted_;  // per shard: a low-water op is in flight
-  int64_t next_low_water_ms_ = 0;       // per shard: the journal queue offset after the last record
+  int64_t next_low_water_ms_ = 0;
 };
 
 }  // namespace uringmq::net

@@ -114,6 +114,7 @@ struct BrokerOp {
     offset_table,     // GET_ALL_CONSUMER_OFFSET / GET_ALL_DELAY_OFFSET (net/cluster/master_role.cc)
     pop_receive,      // a POP receive's steps (net/core/pop.h)
     pop_journal,      // a POP ack's, change's or dead letter's journal record
+    pop_watch,        // a held pull a waiting POP receive is woken by
     pop_low_water     // the POP journal's low-water mark: offsets flushed, then it is committed
   };
   Kind kind = Kind::send;

@@ -8,9 +8,12 @@
 
 namespace uringmq::net {
 
-class MessageHandlers final : public BrokerPart {
+class MessageHandlers final : public BrokerPart, public ReceiveSink {
  public:
   using BrokerPart::BrokerPart;
+  // A POP receive woken from waiting, answered (ReceiveSink).
+  void answer(const BrokerOp& op,
+              const std::variant<Refusal, const ReceiveResult*>& outcome) override;
   // SEND_MESSAGE(_V2) and SEND_BATCH_MESSAGE.
   void handle_send(uint32_t conn, RemotingCommand& request, std::span<const std::byte> body);
   void reply_batch(BrokerOp& op, const SendReceipt& receipt);

@@ -79,6 +79,11 @@ void MessageHandlers::handle_pop(uint32_t conn, RemotingCommand& request) {
   calls_.end(s.index);
 }
 
+void MessageHandlers::answer(const BrokerOp& op,
+                             const std::variant<Refusal, const ReceiveResult*>& outcome) {
+  if (calls_.caller_alive(op)) reply_pop(op.ticket, outcome);
+}
+
 bool MessageHandlers::complete_pop(uint32_t index, const Completion& c) {
   std::optional<std::variant<Refusal, const ReceiveResult*>> done =
       core_.pop.receive_outcome(index, c);

@@ -381,6 +381,9 @@ void RemotingHandlers::on_store_completion(const Completion& c) {
     case BrokerOp::Kind::pop_receive:
       if (!parts_.messages.complete_pop(index, c)) return;
       break;
+    case BrokerOp::Kind::pop_watch:
+      core_.pop.watch_outcome(index, c);
+      break;
     case BrokerOp::Kind::pop_journal:
       parts_.messages.complete_pop_journal(index, c);
       break;

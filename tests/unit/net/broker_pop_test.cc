@@ -186,6 +186,53 @@ TEST_F(BrokerPopTest, LongPollingIsAnsweredWhenAMessageArrives) {
   EXPECT_LT(waited, std::chrono::milliseconds(1400));
 }
 
+TEST_F(BrokerPopTest, LongPollingOverEveryQueueWakesOnAnyOfThem) {
+  std::unique_ptr<RemotingClient> sender = broker_->client();
+  for (int q = 0; q < 4; q++) send(*sender, "old" + std::to_string(q), q);
+  ASSERT_EQ(decode_all(pop(*client_, -1).body).size(), 4u);
+  for (int q = 0; q < 4; q++) {
+    std::thread later([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      send(*sender, "late" + std::to_string(q), q);
+    });
+    const auto start = std::chrono::steady_clock::now();
+    RemotingResponse polled = pop(*client_, -1, 30'000, 1800);
+    const auto waited = std::chrono::steady_clock::now() - start;
+    later.join();
+    ASSERT_EQ(polled.command.code, rc::kSuccess) << "queue " << q << ": " << remark(polled);
+    std::vector<engine::MessageView> got = decode_all(polled.body);
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_EQ(body_text(got[0]), "late" + std::to_string(q));
+    EXPECT_LT(waited, std::chrono::milliseconds(1500)) << "queue " << q;
+  }
+  // Nothing arrives: answered once the poll time is up (the store's clock), POLLING_TIMEOUT.
+  std::thread tick([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    clock_.advance_ms(400);
+  });
+  EXPECT_EQ(pop(*client_, -1, 30'000, 300).command.code, rc::kPollingTimeout);
+  tick.join();
+}
+
+TEST_F(BrokerPopTest, LongPollingWakesWhenAMessageComesBack) {
+  send(*client_, "m0");
+  ASSERT_EQ(decode_all(pop(*client_, 0).body).size(), 1u);  // invisible for 30 s
+  std::unique_ptr<RemotingClient> poller = broker_->client();
+  std::thread later([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    clock_.advance_ms(30'000);  // the loop acts on the deadline within its next wait
+  });
+  const auto start = std::chrono::steady_clock::now();
+  RemotingResponse polled = pop(*poller, 0, 30'000, 5000);
+  const auto waited = std::chrono::steady_clock::now() - start;
+  later.join();
+  ASSERT_EQ(polled.command.code, rc::kSuccess) << remark(polled);
+  std::vector<engine::MessageView> got = decode_all(polled.body);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].reconsume_times, 1);
+  EXPECT_LT(waited, std::chrono::milliseconds(2500));
+}
+
 TEST_F(BrokerPopTest, BadRequestsAreRefusedNamingTheField) {
   send(*client_, "m0");
   RemotingResponse no_group = call(*client_, request(req::kPopMessage, {{"topic", "T"}}));
