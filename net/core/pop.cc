@@ -434,7 +434,11 @@ void Pop::wake(uint32_t index) {
   UMQ_ASSERT(r.waiting);
   waiting_.erase(r.id);
   r.waiting = false;
-  r.next = 0;
+  // A caller gone takes nothing (what it took would stay invisible for nobody).
+  if (!calls_.caller_alive(calls_.op(index)))
+    r.next = r.queues.size();
+  else
+    r.next = 0;
   r.now_ms = clock_.now_ms();
   r.result.pop_time_ms = r.now_ms;
   std::optional<std::variant<Refusal, const ReceiveResult*>> done = step(index);
