@@ -77,6 +77,14 @@ inline constexpr int32_t kWipeWritePermOfBroker = 205;  // a NameServer request
 inline constexpr int32_t kGetKvConfigByValue = 217;
 inline constexpr int32_t kSendMessageV2 = 310;
 inline constexpr int32_t kSendBatchMessage = 320;
+// RocketMQ 5's POP consumption (net/remoting/pop_handlers.cc).
+inline constexpr int32_t kPopMessage = 200050;
+inline constexpr int32_t kAckMessage = 200051;
+inline constexpr int32_t kPeekMessage = 200052;
+inline constexpr int32_t kChangeMessageInvisibleTime = 200053;
+inline constexpr int32_t kNotification = 200054;
+inline constexpr int32_t kPollingInfo = 200055;
+inline constexpr int32_t kBatchAckMessage = 200151;
 // Admin requests (mqadmin, rocketmq-dashboard; net/ops/admin_handlers.cc).
 inline constexpr int32_t kUpdateBrokerConfig = 25;
 inline constexpr int32_t kGetBrokerConfig = 26;
@@ -91,14 +99,6 @@ inline constexpr int32_t kGetConsumeStats = 208;
 inline constexpr int32_t kResetConsumerClientOffset = 220;  // broker -> client
 inline constexpr int32_t kInvokeBrokerToResetOffset = 222;
 inline constexpr int32_t kQueryTopicConsumeByWho = 300;
-// RocketMQ 5's POP consumption (net/remoting/pop_handlers.cc).
-inline constexpr int32_t kPopMessage = 200050;
-inline constexpr int32_t kAckMessage = 200051;
-inline constexpr int32_t kPeekMessage = 200052;
-inline constexpr int32_t kChangeMessageInvisibleTime = 200053;
-inline constexpr int32_t kNotification = 200054;
-inline constexpr int32_t kPollingInfo = 200055;
-inline constexpr int32_t kBatchAckMessage = 200151;
 }  // namespace request_code
 
 namespace response_code {
