@@ -583,12 +583,13 @@ io::Status Session::list_offsets_async(uint32_t shard, std::vector<ConsumerOffse
 bool is_internal_topic(std::string_view topic) {
   return topic == engine::kScheduleTopic || topic == kParkedScheduleTopic ||
          topic == engine::kTimerTopic || topic == engine::kTransHalfTopic ||
-         topic == engine::kTransOpTopic;
+         topic == engine::kTransOpTopic || topic == kPopJournalTopic;
 }
 
 bool is_internal_group(std::string_view group) {
   return group == kScheduleProgressGroup || group == kTimerProgressGroup ||
-         group == kTimerCancelGroup || group == kTransactionProgressGroup;
+         group == kTimerCancelGroup || group == kTransactionProgressGroup ||
+         group == kPopJournalGroup;
 }
 
 io::Status make_send_back(std::string_view group, std::span<const std::byte> record,

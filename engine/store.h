@@ -33,6 +33,10 @@ inline constexpr std::string_view kParkedScheduleTopic = "SCHEDULE_PARKED_XXXX";
 // own deliveries and the offline tools use them. One list: a new internal topic is added here.
 // %RETRY% and %DLQ% topics are not internal (clients use them).
 bool is_internal_topic(std::string_view topic);
+// The broker's POP journal (net/core/pop_journal.h): one queue (0) per shard, and the group
+// whose committed offset in it is the oldest record a restart replays.
+inline constexpr std::string_view kPopJournalTopic = "rmq_sys_pop_journal";
+inline constexpr std::string_view kPopJournalGroup = "%POP_JOURNAL%";
 // Consumer groups the store keeps progress and timer cancels under (in the consumer-offsets
 // table): delay-level progress, timer-slot progress and timer cancels. The broker refuses client
 // offset commits for them.

@@ -299,6 +299,13 @@ io::Status BrokerReactor::start() {
                                  " shards but " + std::to_string(bound_.brokers.size()) +
                                  " presented brokers were bound");
   }
+  {
+    std::vector<std::string> names;
+    for (const PresentedBroker& b : bound_.brokers) names.push_back(b.name);
+    core_.pop.set_broker_names(std::move(names));  // POP handles name their broker
+    core_.pop.set_sink(&parts_->messages);         // receives woken from waiting are answered there
+  }
+  UMQ_RETURN_IF_ERROR(core_.pop.recover(core_.calls.session()));
   UMQ_RETURN_IF_ERROR(open_server_tls(core_.config, &tls_context_));
   UMQ_RETURN_IF_ERROR(parts_->namesrv.open_registrar());
   UMQ_RETURN_IF_ERROR(parts_->master.open_ha_server());
@@ -321,6 +328,10 @@ io::Status BrokerReactor::run() {
   while (!stopping_) {
     const int64_t now = core_.clock->now_ms();
     if (now >= next_sweep_ms_) sweep(now);
+    // POP: invisible times that ran out (the loop's wait ends at the next one).
+    if (std::optional<int64_t> due = core_.pop.next_deadline_ms(); due && now >= *due) {
+      core_.pop.tick(now);
+    }
     if (mono_ms_ >= next_conn_sweep_ms_) close_stale_connections();
     resume_connections();
     if (registrar_) registrar_->poll(*ring_, mono_ms_, now);
@@ -358,7 +369,11 @@ io::Status BrokerReactor::poll_once(int64_t timeout_ms) {
 int64_t BrokerReactor::wait_timeout_ms() const {
   // Sends waiting for fdatasync are checked against syncFlushTimeout every 50 ms; otherwise the
   // loop wakes only for the heartbeat-expiry sweep.
-  const int64_t timeout_ms = core_.calls.sends_in_flight() > 0 ? 50 : 1000;
+  int64_t timeout_ms = core_.calls.sends_in_flight() > 0 ? 50 : 1000;
+  if (std::optional<int64_t> due = core_.pop.next_deadline_ms()) {
+    // Rounded up: woken at the deadline, never before it.
+    timeout_ms = std::clamp<int64_t>(*due - core_.clock->now_ms() + 1, 0, timeout_ms);
+  }
   return ha_server_ ? ha_server_->wait_timeout_ms(timeout_ms) : timeout_ms;
 }
 
@@ -696,6 +711,7 @@ void BrokerReactor::sweep(int64_t now) {
   // Consumers that stopped heartbeating leave their groups; expired queue locks go.
   core_.sessions.sweep(now, mono_ms_, core_.config.client_expire_ms);
   core_.transactions.run_checks(now);
+  core_.pop.advance_low_water(now);
   parts_->namesrv.expire_remote_brokers(now);
   acl_.poll(mono_ms_);
 }

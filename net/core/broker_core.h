@@ -20,6 +20,7 @@
 #include "net/core/membership.h"
 #include "net/core/message_queries.h"
 #include "net/core/messaging.h"
+#include "net/core/pop.h"
 #include "net/core/replication.h"
 #include "net/core/runtime_figures.h"
 #include "net/core/sql_subscriptions.h"
@@ -54,7 +55,8 @@ struct BrokerCore {
         sessions(membership, clients, sql_subscriptions, transactions),
         settings(config, config_disk),
         admin(config, calls, topics, clients, subscription_groups, config_disk),
-        figures(config, store, membership) {}
+        figures(config, store, membership),
+        pop(config, *clock, calls, topics, subscription_groups, sql_subscriptions, messaging) {}
 
   BrokerConfig config;  // a copy: UPDATE_BROKER_CONFIG changes the run-time keys
   Store& store;
@@ -74,6 +76,7 @@ struct BrokerCore {
   BrokerSettings settings;  // the configuration as operators read and change it
   Admin admin;              // operators' calls: per-queue figures, listings, groups
   RuntimeFigures figures;   // what each presented broker reports of itself
+  Pop pop;                  // RocketMQ 5's POP consumption: receive, ack, invisibility, expiry
   // Replication as the cluster layer sees it (net/cluster/); null until it is set up.
   const ReplicationView* replication = nullptr;
 };

@@ -111,7 +111,11 @@ struct BrokerOp {
     txn_checks,       // the check service: one shard's due halves, then for each
     check_view,       // its record read, then CHECK_TRANSACTION_STATE sent, or
     check_discard,    // its discarded copy stored
-    offset_table      // GET_ALL_CONSUMER_OFFSET / GET_ALL_DELAY_OFFSET (net/cluster/master_role.cc)
+    offset_table,     // GET_ALL_CONSUMER_OFFSET / GET_ALL_DELAY_OFFSET (net/cluster/master_role.cc)
+    pop_receive,      // a POP receive's steps (net/core/pop.h)
+    pop_journal,      // a POP ack's, change's or dead letter's journal record
+    pop_watch,        // a held pull a waiting POP receive is woken by
+    pop_low_water     // the POP journal's low-water mark: offsets flushed, then it is committed
   };
   Kind kind = Kind::send;
   bool in_use = false;

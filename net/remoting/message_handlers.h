@@ -1,15 +1,19 @@
 #pragma once
 // MessageHandlers: SEND_MESSAGE(_V2), SEND_BATCH_MESSAGE, CONSUMER_SEND_MSG_BACK
-// (send_handlers.cc), PULL_MESSAGE and the offset requests (pull_handlers.cc).
+// (send_handlers.cc), PULL_MESSAGE and the offset requests (pull_handlers.cc), RocketMQ 5's
+// POP_MESSAGE, ACK_MESSAGE and CHANGE_MESSAGE_INVISIBLETIME (pop_handlers.cc).
 
 #include "net/remoting/message_batch.h"
 #include "net/server/broker_part.h"
 
 namespace uringmq::net {
 
-class MessageHandlers final : public BrokerPart {
+class MessageHandlers final : public BrokerPart, public ReceiveSink {
  public:
   using BrokerPart::BrokerPart;
+  // A POP receive woken from waiting, answered (ReceiveSink).
+  void answer(const BrokerOp& op,
+              const std::variant<Refusal, const ReceiveResult*>& outcome) override;
   // SEND_MESSAGE(_V2) and SEND_BATCH_MESSAGE.
   void handle_send(uint32_t conn, RemotingCommand& request, std::span<const std::byte> body);
   void reply_batch(BrokerOp& op, const SendReceipt& receipt);
@@ -26,6 +30,15 @@ class MessageHandlers final : public BrokerPart {
   // False while the send-back goes on (the op stays).
   bool complete_send_back(uint32_t index, const Completion& c);
   bool pull_again_larger(uint32_t index);
+  // ---- POP (pop_handlers.cc) ----
+  void handle_pop(uint32_t conn, RemotingCommand& request);
+  void handle_ack(uint32_t conn, RemotingCommand& request);
+  void handle_change_invisible(uint32_t conn, RemotingCommand& request);
+  // False while the receive goes on (the op stays).
+  bool complete_pop(uint32_t index, const Completion& c);
+  // An ack's or a change's journal record stored (or not): its answer.
+  void complete_pop_journal(uint32_t index, const Completion& c);
+  void reply_pop(const Ticket& ticket, const std::variant<Refusal, const ReceiveResult*>& done);
 };
 
 }  // namespace uringmq::net

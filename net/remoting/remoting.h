@@ -77,6 +77,14 @@ inline constexpr int32_t kWipeWritePermOfBroker = 205;  // a NameServer request
 inline constexpr int32_t kGetKvConfigByValue = 217;
 inline constexpr int32_t kSendMessageV2 = 310;
 inline constexpr int32_t kSendBatchMessage = 320;
+// RocketMQ 5's POP consumption (net/remoting/pop_handlers.cc).
+inline constexpr int32_t kPopMessage = 200050;
+inline constexpr int32_t kAckMessage = 200051;
+inline constexpr int32_t kPeekMessage = 200052;
+inline constexpr int32_t kChangeMessageInvisibleTime = 200053;
+inline constexpr int32_t kNotification = 200054;
+inline constexpr int32_t kPollingInfo = 200055;
+inline constexpr int32_t kBatchAckMessage = 200151;
 // Admin requests (mqadmin, rocketmq-dashboard; net/ops/admin_handlers.cc).
 inline constexpr int32_t kUpdateBrokerConfig = 25;
 inline constexpr int32_t kGetBrokerConfig = 26;
@@ -111,6 +119,8 @@ inline constexpr int32_t kPullNotFound = 19;
 inline constexpr int32_t kPullRetryImmediately = 20;
 inline constexpr int32_t kPullOffsetMoved = 21;
 inline constexpr int32_t kQueryNotFound = 22;
+inline constexpr int32_t kPollingFull = 209;     // POP: too many receives wait
+inline constexpr int32_t kPollingTimeout = 210;  // POP: nothing came within the poll time
 inline constexpr int32_t kSubscriptionParseFailed = 23;
 inline constexpr int32_t kSubscriptionNotExist = 24;
 inline constexpr int32_t kSubscriptionNotLatest = 25;

@@ -100,6 +100,12 @@ void RemotingHandlers::handle(uint32_t conn, RemotingCommand& request,
       return parts_.queries.handle_earliest_time(conn, request);
     case req::kEndTransaction:
       return parts_.transactions.handle_end_transaction(conn, request);
+    case req::kPopMessage:
+      return parts_.messages.handle_pop(conn, request);
+    case req::kAckMessage:
+      return parts_.messages.handle_ack(conn, request);
+    case req::kChangeMessageInvisibleTime:
+      return parts_.messages.handle_change_invisible(conn, request);
     default:
       if (parts_.admin.handle_admin(conn, request, body)) return;
       if (parts_.master.handle_slave_sync(conn, request)) return;
@@ -368,7 +374,23 @@ void RemotingHandlers::on_store_completion(const Completion& c) {
     case BrokerOp::Kind::send_back_header:
     case BrokerOp::Kind::send_back_record:
     case BrokerOp::Kind::send_back_store:
+      if (Pop::owns(op.ticket)) {
+        if (!core_.pop.dead_letter_outcome(index, c)) return;
+        break;
+      }
       if (!parts_.messages.complete_send_back(index, c)) return;
+      break;
+    case BrokerOp::Kind::pop_receive:
+      if (!parts_.messages.complete_pop(index, c)) return;
+      break;
+    case BrokerOp::Kind::pop_watch:
+      core_.pop.watch_outcome(index, c);
+      break;
+    case BrokerOp::Kind::pop_journal:
+      parts_.messages.complete_pop_journal(index, c);
+      break;
+    case BrokerOp::Kind::pop_low_water:
+      if (!core_.pop.low_water_outcome(index, c)) return;
       break;
     case BrokerOp::Kind::commit_silent:
       break;

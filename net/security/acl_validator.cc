@@ -128,6 +128,12 @@ std::optional<std::string> AclValidator::collect(const RemotingCommand& request,
     case req::kQueryMessage:
       add(false, field(request, "topic"), kAclSub);
       break;
+    case req::kPopMessage:
+    case req::kAckMessage:
+    case req::kChangeMessageInvisibleTime:
+      add(false, field(request, "topic"), kAclSub);
+      add(true, field(request, "consumerGroup"), kAclSub);
+      break;
     case req::kUnregisterClient:
     case req::kGetConsumerListByGroup:
       add(true, field(request, "consumerGroup"), kAclSub);

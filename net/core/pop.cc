@@ -1,0 +1,853 @@
+#include "net/core/pop.h"
+
+#include "net/core/pop_journal.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "engine/log/byte_order.h"
+#include "engine/log/message_codec.h"
+#include "engine/store.h"
+#include "io/assert.h"
+#include "net/common/log.h"
+#include "net/core/wire_offset.h"
+
+namespace uringmq::net {
+
+namespace {
+
+constexpr std::string_view kPopCkProperty = "POP_CK";
+// Java's MessageDecoder reads the properties length as a short.
+constexpr size_t kMaxPropertiesBytes = 32767;
+// The most bytes one receive's answer holds: its records are copied from the pulls' buffers.
+constexpr size_t kMaxAnswerBytes = 4u << 20;
+
+// Where a client record's RECONSUMETIMES and PROPERTIES LENGTH fields are; nullopt when its
+// length fields do not add up.
+struct RecordFields {
+  size_t reconsume_at = 0;
+  size_t properties_length_at = 0;
+};
+std::optional<RecordFields> locate(std::span<const std::byte> record) {
+  using engine::get_u16;
+  using engine::get_u32;
+  if (record.size() < engine::kRecordSysFlagAt + 4) return std::nullopt;
+  const int32_t sys_flag = engine::record_sys_flag(record);
+  const size_t born = (sys_flag & engine::kSysFlagBornHostV6) != 0 ? engine::kRecordHostBytesIpv6
+                                                                   : engine::kRecordHostBytesIpv4;
+  const size_t store = (sys_flag & engine::kSysFlagStoreHostV6) != 0 ? engine::kRecordHostBytesIpv6
+                                                                     : engine::kRecordHostBytesIpv4;
+  RecordFields f;
+  f.reconsume_at = engine::kRecordBornHostAt + born + 8 + store;
+  size_t at = f.reconsume_at + 4 + 8;  // BODY LENGTH
+  if (at + 4 > record.size()) return std::nullopt;
+  at += 4 + uint64_t{get_u32(record.data() + at)};
+  if (at + 1 > record.size()) return std::nullopt;
+  at += 1 + static_cast<uint8_t>(record[at]);
+  if (at + 2 > record.size()) return std::nullopt;
+  if (at + 2 + get_u16(record.data() + at) != record.size()) return std::nullopt;
+  f.properties_length_at = at;
+  return f;
+}
+
+// A journal record stored: the journal queue's end moves past it.
+void note_stored(int64_t* journal_end, const Completion& c) {
+  *journal_end = std::max(*journal_end, c.queue_offset.value + 1);
+}
+
+// A queue's options from its group's configuration (or the receive's order flag).
+PopQueueOptions pop_options(const SubscriptionGroups* groups, const std::string& group,
+                            bool order) {
+  PopQueueOptions o;
+  const SubscriptionGroupConfig* c = groups != nullptr ? groups->find(group) : nullptr;
+  o.fifo = order || (c != nullptr && c->consume_message_orderly);
+  // Java's Proxy: maxDeliveryAttempts = retryMaxTimes + 1.
+  o.max_attempts = static_cast<uint32_t>(std::max(0, c != nullptr ? c->retry_max_times : 16)) + 1;
+  return o;
+}
+
+// Applies the journal records of one pulled buffer of shard `shard`; how many applied.
+uint64_t replay(uint32_t shard, std::span<const std::byte> records,
+                const engine::DecodeOptions& options, const SubscriptionGroups* groups,
+                PopTable* table) {
+  uint64_t applied = 0;
+  size_t at = 0;
+  while (at < records.size()) {
+    engine::DecodeResult d = engine::decode(records.subspan(at), options);
+    if (d.outcome != engine::DecodeOutcome::ok) {
+      log_warn("POP journal of shard " + std::to_string(shard) + ": a record does not decode (" +
+               d.reason + "); the rest of this read is skipped");
+      break;
+    }
+    JournalRecord record;
+    io::Status s = decode_journal(d.view.body, &record);
+    if (s.is_ok()) {
+      s = apply_journal(record, d.view.queue_offset, pop_options(groups, record.key.group, false),
+                        table);
+    }
+    if (!s.is_ok()) {
+      log_warn("POP journal of shard " + std::to_string(shard) + " at " +
+               std::to_string(d.view.queue_offset) + ": " + s.message() + "; skipped");
+    } else {
+      applied++;
+    }
+    at += d.size;
+  }
+  return applied;
+}
+
+}  // namespace
+
+// A receive in progress: its call, the queues it may take from, where it is, its answer.
+struct Pop::Receive {
+  enum class Step : uint8_t { start_committed, start_range, pull, view, journal };
+  ReceiveCall call;
+  uint32_t shard = 0;
+  int64_t now_ms = 0;  // the pop time of every message it hands out
+  std::vector<int32_t> queues;
+  size_t next = 0;  // the queue being taken from
+  uint32_t table_queue = 0;
+  Step step = Step::pull;
+  uint64_t id = 0;       // names it to its watches (op indexes are reused)
+  bool held = false;     // it waited once: it does not wait again
+  bool waiting = false;  // parked: its watches are held pulls on its queues
+  int64_t committed = -1;
+  std::vector<PopTaken> to_view;  // handed out again: their records to read
+  size_t viewed = 0;
+  std::shared_ptr<const engine::SqlFilter> sql;
+  std::optional<Refusal> failure;
+  std::vector<uint32_t> journal_queues;  // the table queues whose TAKE records are stored
+  size_t journaled = 0;
+  std::vector<std::byte> answer;
+  ReceiveResult result;
+
+  // Appends a record (client form) with its POP_CK and attempt to the answer.
+  void append(std::span<const std::byte> record, const PopTaken& taken,
+              const std::string& broker_name);
+  const ReceiveResult* finish() {
+    result.records = answer;
+    return &result;
+  }
+  // A store request posted (true), or the failure noted.
+  bool posted(const io::Status& s) {
+    if (s.is_ok()) return true;
+    failure = Refusal{store_refusal(s.code()).fault, s.message()};
+    return false;
+  }
+};
+
+void Pop::Receive::append(std::span<const std::byte> record, const PopTaken& taken,
+                          const std::string& broker_name) {
+  Receive& r = *this;
+  ReceivedMessage m;
+  m.handle = taken.handle;
+  m.handle.broker_name = broker_name;
+  m.handle_text = format_pop_handle(m.handle);
+  m.attempt = taken.attempt;
+  m.queue_id = taken.handle.queue_id;
+  m.queue_offset = taken.queue_offset;
+  m.store_offset = taken.store_offset;
+  m.record_at = static_cast<uint32_t>(r.answer.size());
+  std::optional<RecordFields> f = locate(record);
+  r.answer.insert(r.answer.end(), record.begin(), record.end());
+  std::byte* out = r.answer.data() + m.record_at;
+  if (f) {
+    engine::put_u32(out + f->reconsume_at, taken.attempt - 1);
+    const size_t props = engine::get_u16(out + f->properties_length_at);
+    std::string added;
+    if (props > 0) added += engine::kPropertySeparator;
+    added += kPopCkProperty;
+    added += engine::kNameValueSeparator;
+    added += m.handle_text;
+    if (props + added.size() <= kMaxPropertiesBytes) {
+      engine::put_u16(out + f->properties_length_at, static_cast<uint16_t>(props + added.size()));
+      engine::put_u32(out, static_cast<uint32_t>(record.size() + added.size()));
+      const auto* bytes = reinterpret_cast<const std::byte*>(added.data());
+      r.answer.insert(r.answer.end(), bytes, bytes + added.size());
+    }
+  }
+  m.record_bytes = static_cast<uint32_t>(r.answer.size() - m.record_at);
+  r.result.messages.push_back(std::move(m));
+}
+
+Pop::Pop(const BrokerConfig& config, io::Clock& clock, StoreCalls& calls, Topics& topics,
+         const std::unique_ptr<SubscriptionGroups>& groups, SqlSubscriptions& sql,
+         Messaging& messaging)
+    : config_(config),
+      clock_(clock),
+      calls_(calls),
+      topics_(topics),
+      groups_(groups),
+      sql_(sql),
+      messaging_(messaging) {}
+
+Pop::~Pop() = default;
+
+void Pop::set_broker_names(std::vector<std::string> names) {
+  names_ = std::move(names);
+  while (tables_.size() < names_.size()) tables_.push_back(std::make_unique<PopTable>());
+  committed_.resize(tables_.size());
+  journal_end_.resize(tables_.size(), 0);
+  low_water_.resize(tables_.size(), 0);
+  low_water_posted_.resize(tables_.size(), false);
+}
+
+std::optional<Refusal> Pop::check_receive(const ReceiveCall& call, std::vector<int32_t>* queues) {
+  // A slave's store is its master's copy: the journal and the hand-outs are the master's.
+  if (config_.ha.role == BrokerRole::slave) {
+    return Refusal{Fault::unavailable, "POP is served by the master, not by a slave"};
+  }
+  if (call.group.empty() || !valid_topic_name(std::string(kRetryPrefix) + call.group)) {
+    return Refusal{Fault::bad_request,
+                   "consumer group \"" + call.group.substr(0, 127) + "\" is missing or invalid"};
+  }
+  if (is_internal_group(call.group)) {
+    return Refusal{Fault::no_permission, "consumer group " + call.group + " is internal"};
+  }
+  if (!valid_topic_name(call.topic)) {
+    return Refusal{Fault::bad_request, "the topic is missing or invalid"};
+  }
+  if (call.invisible_ms < kMinInvisibleMs || call.invisible_ms > kMaxInvisibleMs) {
+    return Refusal{Fault::bad_request, "invisible time " + std::to_string(call.invisible_ms) +
+                                           " ms is out of range (1000..43200000)"};
+  }
+  if (call.max_messages == 0 || call.max_messages > kMaxPopMessages) {
+    return Refusal{Fault::bad_request, "max messages " + std::to_string(call.max_messages) +
+                                           " is out of range (1..32)"};
+  }
+  if (auto refused = topics_.check_pull(call.topic, std::max(call.queue_id, 0))) return refused;
+  if (call.queue_id >= 0) {
+    queues->push_back(call.queue_id);
+    return std::nullopt;
+  }
+  const int32_t count = topics_.shape(call.topic)->read_queue_nums;
+  uint32_t& start = rotation_[call.group + '\x01' + call.topic];
+  for (int32_t i = 0; i < count; i++) {
+    queues->push_back(static_cast<int32_t>((start + static_cast<uint32_t>(i)) % count));
+  }
+  start++;
+  return std::nullopt;
+}
+
+std::variant<Refusal, Pop::Started> Pop::receive(const Ticket& ticket, uint32_t shard,
+                                                 ReceiveCall call) {
+  UMQ_ASSERT(shard < tables_.size());
+  // Deadlines that passed since the loop last looked: those messages are this receive's too.
+  tick(clock_.now_ms());
+  auto r = std::make_unique<Receive>();
+  if (auto refused = check_receive(call, &r->queues)) return std::move(*refused);
+  if (call.expression_type == "SQL92") {
+    PullFilter filter = sql_.pull_filter(
+        SqlPullQuery{call.group, call.topic, true, call.expression_type, call.tag_filter, 0},
+        clock_.now_ms());
+    if (Refusal* refused = std::get_if<Refusal>(&filter)) return std::move(*refused);
+    r->sql = std::get<std::shared_ptr<const engine::SqlFilter>>(filter);
+    call.tag_filter = "*";
+  }
+  r->call = std::move(call);
+  r->shard = shard;
+  r->now_ms = clock_.now_ms();
+  r->result.pop_time_ms = r->now_ms;
+  r->result.invisible_ms = r->call.invisible_ms;
+  r->id = next_receive_id_++;
+  const uint32_t index = calls_.start(BrokerOp::Kind::pop_receive, ticket, shard);
+  receives_[index] = std::move(r);
+  return Started{index, step(index)};
+}
+
+std::optional<std::variant<Refusal, const ReceiveResult*>> Pop::step(uint32_t index) {
+  Receive& r = *receives_.at(index);
+  while (r.next < r.queues.size() && r.result.messages.size() < r.call.max_messages &&
+         r.answer.size() < kMaxAnswerBytes && !r.failure) {
+    if (step_queue(index, r)) return std::nullopt;
+  }
+  if (r.failure && r.result.messages.empty()) return *r.failure;
+  if (r.result.messages.empty() && !r.failure && !r.held && r.call.poll_ms > 0) {
+    r.held = true;
+    if (start_waiting(index, r)) return std::nullopt;
+  }
+  return conclude(index, r);
+}
+
+std::optional<std::variant<Refusal, const ReceiveResult*>> Pop::conclude(uint32_t index,
+                                                                         Receive& r) {
+  if (r.result.messages.empty()) return r.finish();
+  if (r.step != Receive::Step::journal) {
+    r.step = Receive::Step::journal;
+    for (const ReceivedMessage& m : r.result.messages) {
+      const uint32_t q = *tables_[r.shard]->find_queue({r.call.group, r.call.topic, m.queue_id});
+      if (std::find(r.journal_queues.begin(), r.journal_queues.end(), q) ==
+          r.journal_queues.end()) {
+        r.journal_queues.push_back(q);
+      }
+    }
+  }
+  if (r.journaled == r.journal_queues.size()) return r.finish();
+  // A TAKE record per queue: the receive is answered once they are all stored.
+  const PopTable& table = *tables_[r.shard];
+  const uint32_t q = r.journal_queues[r.journaled];
+  JournalRecord record{JournalKind::take, table.key(q), table.cursor(q), {}};
+  for (const ReceivedMessage& m : r.result.messages) {
+    if (m.queue_id != record.key.queue_id) continue;
+    record.entries.push_back(
+        JournalEntry{m.handle.slot,
+                     {m.queue_offset, m.store_offset, static_cast<uint16_t>(m.attempt),
+                      m.handle.handing_id, m.handle.deadline_ms(), 0}});
+  }
+  io::Status s = append_journal(index, r.shard, record);
+  if (s.is_ok()) return std::nullopt;
+  return Refusal{store_refusal(s.code()).fault,
+                 "the POP journal did not take the receive: " + s.message()};
+}
+
+io::Status Pop::append_journal(uint32_t index, uint32_t shard, const JournalRecord& record) {
+  BrokerOp& op = calls_.op(index);
+  std::vector<std::byte> body = encode_journal(record);
+  op.properties.assign(reinterpret_cast<const char*>(body.data()), body.size());
+  op.message = Message{};
+  op.message.topic = kPopJournalTopic;
+  op.message.queue_id = 0;
+  op.message.body = std::as_bytes(std::span(op.properties));
+  op.message.born_timestamp_ms = clock_.now_ms();
+  return calls_.session().send_async(op.message, index, shard);
+}
+
+bool Pop::step_queue(uint32_t index, Receive& r) {
+  PopTable& table = *tables_[r.shard];
+  const PopQueueKey key{r.call.group, r.call.topic, r.queues[r.next]};
+  std::optional<uint32_t> q = table.find_queue(key);
+  if (!q) return post_start(index, r);
+  r.table_queue = *q;
+  // The group's options may have changed since the queue was opened.
+  (void)table.open_queue(key, 0, pop_options(groups_.get(), r.call.group, r.call.order));
+  const auto room = static_cast<uint32_t>(r.call.max_messages - r.result.messages.size());
+  r.to_view.clear();
+  r.viewed = 0;
+  if (table.take_waiting(*q, room, r.now_ms, r.call.invisible_ms, &r.to_view) > 0) {
+    return post_view(index, r);
+  }
+  if (table.can_read(*q)) {
+    table.begin_read(*q);
+    return post_pull(index, r, -1);
+  }
+  r.next++;
+  return false;
+}
+
+bool Pop::post_start(uint32_t index, Receive& r) {
+  BrokerOp& op = calls_.op(index);
+  op.kind = BrokerOp::Kind::pop_receive;
+  r.step = Receive::Step::start_committed;
+  op.topic = r.call.topic;
+  op.group = r.call.group;
+  op.queue_id = r.queues[r.next];
+  return r.posted(
+      calls_.session().query_offset_async(op.group, op.topic, op.queue_id, index, r.shard));
+}
+
+bool Pop::post_pull(uint32_t index, Receive& r, int64_t hold_ms) {
+  PopTable& table = *tables_[r.shard];
+  BrokerOp& op = calls_.op(index);
+  r.step = Receive::Step::pull;
+  op.topic = r.call.topic;
+  op.queue_id = r.queues[r.next];
+  op.tag_filter = r.call.tag_filter;
+  op.sql_filter = r.sql;
+  op.data.resize(kPullBufferBytes);
+  calls_.reserve(index, kPullBufferBytes + r.answer.size());
+  op.pull = PullRequest{};
+  op.pull.topic = op.topic;
+  op.pull.queue_id = op.queue_id;
+  op.pull.queue_offset = QueueOffset{table.cursor(r.table_queue)};
+  op.pull.max_messages = static_cast<uint32_t>(r.call.max_messages - r.result.messages.size());
+  op.pull.tag_filter = op.tag_filter;
+  op.pull.sql_filter = op.sql_filter.get();
+  op.pull.buffer = op.data;
+  if (hold_ms > 0) op.pull.wait_ms = std::min(hold_ms, config_.max_suspend_ms);
+  if (r.posted(calls_.session().pull_async(op.pull, index, r.shard))) return true;
+  table.end_read(r.table_queue, table.cursor(r.table_queue));
+  return false;
+}
+
+bool Pop::post_view(uint32_t index, Receive& r) {
+  BrokerOp& op = calls_.op(index);
+  r.step = Receive::Step::view;
+  const PopTaken& taken = r.to_view[r.viewed];
+  op.data.resize(config_.store.log.limits.max_body_bytes + (64u << 10));
+  calls_.reserve(index, op.data.size() + r.answer.size());
+  return r.posted(
+      calls_.session().view_record_async(StoreOffset{taken.store_offset}, op.data, index));
+}
+
+bool Pop::start_waiting(uint32_t index, Receive& r) {
+  // Each watch holds a small pull buffer: past the caps, a receive is answered at once.
+  if (waiting_.size() >= kMaxWaitingReceives) return false;
+  PopTable& table = *tables_[r.shard];
+  uint32_t posted = 0;
+  for (int32_t queue_id : r.queues) {
+    if (watches_ >= kMaxWatches) break;
+    std::optional<uint32_t> q = table.find_queue({r.call.group, r.call.topic, queue_id});
+    if (!q || !table.can_read(*q)) continue;  // a FIFO queue waits for its batch, not for news
+    const uint32_t watch =
+        calls_.start(BrokerOp::Kind::pop_watch, calls_.op(index).ticket, r.shard);
+    BrokerOp& op = calls_.op(watch);
+    op.delay_level = static_cast<int64_t>(r.id);
+    op.topic = r.call.topic;
+    op.queue_id = queue_id;
+    op.tag_filter = r.call.tag_filter;
+    op.sql_filter = r.sql;
+    op.data.resize(kSmallPullBufferBytes);
+    calls_.reserve(watch, kSmallPullBufferBytes);
+    op.pull = PullRequest{};
+    op.pull.topic = op.topic;
+    op.pull.queue_id = queue_id;
+    op.pull.queue_offset = QueueOffset{table.cursor(*q)};
+    op.pull.max_messages = 1;
+    op.pull.tag_filter = op.tag_filter;
+    op.pull.sql_filter = op.sql_filter.get();
+    op.pull.buffer = op.data;
+    op.pull.wait_ms = std::min(r.call.poll_ms, config_.max_suspend_ms);
+    if (!calls_.session().pull_async(op.pull, watch, r.shard).is_ok()) {
+      calls_.end(watch);
+      continue;
+    }
+    watches_++;
+    posted++;
+  }
+  if (posted == 0) return false;
+  r.waiting = true;
+  r.result.polled = true;
+  waiting_[r.id] = index;
+  return true;
+}
+
+void Pop::watch_outcome(uint32_t index, const Completion& c) {
+  (void)c;  // a message, a timeout or an error: the receive looks again either way
+  UMQ_ASSERT(watches_ > 0);
+  watches_--;
+  auto it = waiting_.find(static_cast<uint64_t>(calls_.op(index).delay_level));
+  if (it != waiting_.end()) wake(it->second);
+}
+
+void Pop::wake(uint32_t index) {
+  Receive& r = *receives_.at(index);
+  UMQ_ASSERT(r.waiting);
+  waiting_.erase(r.id);
+  r.waiting = false;
+  // A caller gone takes nothing (what it took would stay invisible for nobody).
+  if (!calls_.caller_alive(calls_.op(index)))
+    r.next = r.queues.size();
+  else
+    r.next = 0;
+  r.now_ms = clock_.now_ms();
+  r.result.pop_time_ms = r.now_ms;
+  std::optional<std::variant<Refusal, const ReceiveResult*>> done = step(index);
+  if (!done) return;  // its store requests answer it (receive_outcome)
+  if (sink_ != nullptr) sink_->answer(calls_.op(index), *done);
+  receives_.erase(index);
+  calls_.end(index);
+}
+
+void Pop::wake_waiting(const std::vector<PopEnded>& expired, uint32_t shard) {
+  if (waiting_.empty()) return;
+  std::vector<uint32_t> woken;
+  for (const auto& [id, index] : waiting_) {
+    const Receive& r = *receives_.at(index);
+    if (r.shard != shard) continue;
+    for (const PopEnded& e : expired) {
+      const PopQueueKey& key = tables_[shard]->key(e.queue);
+      if (!e.dead && key.group == r.call.group && key.topic == r.call.topic) {
+        woken.push_back(index);
+        break;
+      }
+    }
+  }
+  for (uint32_t index : woken) wake(index);
+}
+
+std::optional<std::variant<Refusal, const ReceiveResult*>> Pop::receive_outcome(
+    uint32_t index, const Completion& c) {
+  Receive& r = *receives_.at(index);
+  switch (r.step) {
+    case Receive::Step::start_committed:
+    case Receive::Step::start_range:
+      if (opened(index, r, c)) return std::nullopt;
+      break;
+    case Receive::Step::pull:
+      pulled(index, r, c);
+      break;
+    case Receive::Step::journal: {
+      if (c.code != io::Code::ok) {
+        return Refusal{store_refusal(c.code).fault, "the POP journal did not store the receive: " +
+                                                        std::string(io::code_name(c.code))};
+      }
+      note_stored(&journal_end_[r.shard], c);
+      PopTable& table = *tables_[r.shard];
+      const int32_t queue_id = table.key(r.journal_queues[r.journaled]).queue_id;
+      for (const ReceivedMessage& m : r.result.messages) {
+        if (m.queue_id == queue_id) table.set_journal_offset(m.handle.slot, c.queue_offset.value);
+      }
+      r.journaled++;
+      return conclude(index, r);
+    }
+    case Receive::Step::view:
+      viewed(index, r, c);
+      if (r.viewed < r.to_view.size() && post_view(index, r)) return std::nullopt;
+      break;
+  }
+  return step(index);
+}
+
+void Pop::receive_ended(uint32_t index) {
+  auto it = receives_.find(index);
+  if (it != receives_.end() && it->second->waiting) waiting_.erase(it->second->id);
+  receives_.erase(index);
+}
+
+bool Pop::opened(uint32_t index, Receive& r, const Completion& c) {
+  if (c.code != io::Code::ok) {
+    r.failure = store_refusal(c.code);
+    return false;
+  }
+  int64_t start = 0;
+  if (r.step == Receive::Step::start_committed) {
+    if (c.queue_offset.value >= 0) {
+      start = c.queue_offset.value;
+    } else {
+      r.step = Receive::Step::start_range;
+      BrokerOp& op = calls_.op(index);
+      return r.posted(calls_.session().query_queue_async(op.topic, op.queue_id, index, r.shard));
+    }
+  } else if (r.call.init_mode == PopInitMode::min || c.min_offset.value <= 0) {
+    // Java's MAX starts at the first message while the queue lost none to retention
+    // (initPopOffsetByCheckMsgInMem), else at the last one.
+    start = c.min_offset.value;
+  } else {
+    start = std::max<int64_t>(c.max_offset.value - 1, c.min_offset.value);
+  }
+  std::variant<Refusal, uint32_t> q =
+      tables_[r.shard]->open_queue({r.call.group, r.call.topic, r.queues[r.next]}, start,
+                                   pop_options(groups_.get(), r.call.group, r.call.order));
+  if (Refusal* refused = std::get_if<Refusal>(&q)) r.failure = std::move(*refused);
+  return false;
+}
+
+void Pop::pulled(uint32_t index, Receive& r, const Completion& c) {
+  PopTable& table = *tables_[r.shard];
+  const uint32_t q = r.table_queue;
+  r.next++;
+  if (c.code != io::Code::ok || c.pull_status == PullStatus::corrupt) {
+    table.end_read(q, table.cursor(q));
+    r.failure = c.code != io::Code::ok
+                    ? store_refusal(c.code)
+                    : Refusal{Fault::system, "damaged message at queue offset " +
+                                                 std::to_string(c.queue_offset.value) +
+                                                 " is not served; see the broker log"};
+    return;
+  }
+  int64_t next = c.next_offset.value;
+  if (c.pull_status == PullStatus::found) {
+    BrokerOp& op = calls_.op(index);
+    std::span<std::byte> records(op.data.data(), c.size_bytes);
+    records = records.first(client_records(r.shard, records));
+    size_t at = 0;
+    while (at + engine::kRecordPhysicalOffsetAt + 8 <= records.size()) {
+      const uint32_t size = engine::record_total_size(records.subspan(at));
+      if (size == 0 || at + size > records.size()) break;
+      std::span<const std::byte> record = records.subspan(at, size);
+      const int64_t queue_offset = engine::record_queue_offset(record);
+      const StoreOffset stored =
+          store_offset_of(WireOffset{engine::record_physical_offset(record)}, r.shard);
+      std::optional<PopTaken> taken =
+          table.take_new(q, queue_offset, stored.value, r.now_ms, r.call.invisible_ms);
+      if (!taken) {  // the table is full: the rest is read again later
+        next = queue_offset;
+        break;
+      }
+      r.append(record, *taken, names_[r.shard]);
+      at += size;
+    }
+  }
+  table.end_read(q, next);
+  commit_progress(r.shard, q);
+}
+
+void Pop::viewed(uint32_t index, Receive& r, const Completion& c) {
+  const PopTaken& taken = r.to_view[r.viewed++];
+  if (c.code != io::Code::ok) {
+    // The record is gone (retention) or damaged: the message cannot be delivered again.
+    log_warn("POP: the record of " + r.call.topic + " queue " +
+             std::to_string(taken.handle.queue_id) + " offset " +
+             std::to_string(taken.queue_offset) + " cannot be read (" +
+             std::string(io::code_name(c.code)) + "); it is ended");
+    (void)tables_[r.shard]->ack(taken.handle, r.now_ms);
+    commit_progress(r.shard, taken.queue);
+    return;
+  }
+  BrokerOp& op = calls_.op(index);
+  std::span<std::byte> record(op.data.data(), c.size_bytes);
+  record = record.first(client_records(r.shard, record));
+  r.append(record, taken, names_[r.shard]);
+}
+
+std::variant<Refusal, PopHandle> Pop::handle_of(uint32_t shard, const HandleCall& call) const {
+  if (config_.ha.role == BrokerRole::slave) {
+    return Refusal{Fault::unavailable, "POP is served by the master, not by a slave"};
+  }
+  std::variant<Refusal, PopHandle> h = parse_pop_handle(call.handle);
+  if (const PopHandle* handle = std::get_if<PopHandle>(&h)) {
+    if (handle->broker_name != names_[shard]) {
+      return Refusal{Fault::bad_request, "receipt handle names broker " + handle->broker_name +
+                                             ", not " + names_[shard]};
+    }
+    std::optional<uint32_t> q =
+        tables_[shard]->find_queue({call.group, call.topic, handle->queue_id});
+    if (!q) {
+      return Refusal{Fault::not_found, "receipt handle expired: group " + call.group +
+                                           " holds no message of " + call.topic + " queue " +
+                                           std::to_string(handle->queue_id)};
+    }
+  }
+  return h;
+}
+
+std::optional<Refusal> Pop::post_handle_record(const Ticket& ticket, uint32_t shard,
+                                               const JournalRecord& record, HandleAnswer answer,
+                                               std::string handle) {
+  const uint32_t index = calls_.start(BrokerOp::Kind::pop_journal, ticket, shard);
+  BrokerOp& op = calls_.op(index);
+  op.delay_level = static_cast<int64_t>(answer);
+  op.tag_filter = std::move(handle);
+  io::Status s = append_journal(index, shard, record);
+  if (s.is_ok()) return std::nullopt;
+  calls_.end(index);
+  return Refusal{store_refusal(s.code()).fault,
+                 "the POP journal did not take the change: " + s.message()};
+}
+
+std::variant<Refusal, Pop::HandleDone> Pop::handle_outcome(uint32_t index, const Completion& c) {
+  const BrokerOp& op = calls_.op(index);
+  if (c.code != io::Code::ok) {
+    return Refusal{store_refusal(c.code).fault, "the POP journal did not store the change: " +
+                                                    std::string(io::code_name(c.code))};
+  }
+  note_stored(&journal_end_[op.shard], c);
+  return HandleDone{static_cast<HandleAnswer>(op.delay_level), op.tag_filter};
+}
+
+std::optional<Refusal> Pop::ack(const Ticket& ticket, uint32_t shard, const HandleCall& call) {
+  std::variant<Refusal, PopHandle> h = handle_of(shard, call);
+  if (Refusal* refused = std::get_if<Refusal>(&h)) return std::move(*refused);
+  std::variant<Refusal, PopEnded> ended =
+      tables_[shard]->ack(std::get<PopHandle>(h), clock_.now_ms());
+  if (Refusal* refused = std::get_if<Refusal>(&ended)) return std::move(*refused);
+  const PopEnded& e = std::get<PopEnded>(ended);
+  commit_progress(shard, e.queue);
+  JournalRecord record{JournalKind::end, tables_[shard]->key(e.queue), -1, {}};
+  record.entries.push_back(JournalEntry{e.slot, {e.queue_offset, 0, 0, 0, 0, 0}});
+  return post_handle_record(ticket, shard, record, HandleAnswer::acked, {});
+}
+
+std::optional<Refusal> Pop::change_invisible(const Ticket& ticket, uint32_t shard,
+                                             const HandleCall& call) {
+  if (call.invisible_ms < 0 || call.invisible_ms > kMaxInvisibleMs) {
+    return Refusal{Fault::bad_request, "invisible time " + std::to_string(call.invisible_ms) +
+                                           " ms is out of range (0..43200000)"};
+  }
+  std::variant<Refusal, PopHandle> h = handle_of(shard, call);
+  if (Refusal* refused = std::get_if<Refusal>(&h)) return std::move(*refused);
+  const PopHandle& old = std::get<PopHandle>(h);
+  std::variant<Refusal, PopHandle> changed =
+      tables_[shard]->change_invisible(old, call.invisible_ms, clock_.now_ms());
+  if (Refusal* refused = std::get_if<Refusal>(&changed)) return std::move(*refused);
+  const PopHandle& fresh = std::get<PopHandle>(changed);
+  const uint32_t queue = tables_[shard]->queue_of(fresh.slot);
+  JournalRecord record{JournalKind::change, tables_[shard]->key(queue), -1, {}};
+  record.entries.push_back(JournalEntry{
+      fresh.slot, {fresh.queue_offset, 0, 0, fresh.handing_id, fresh.deadline_ms(), 0}});
+  return post_handle_record(ticket, shard, record, HandleAnswer::changed, format_pop_handle(fresh));
+}
+
+std::optional<Refusal> Pop::forward_dead_letter(uint32_t shard, const HandleCall& call) {
+  std::variant<Refusal, PopHandle> h = handle_of(shard, call);
+  if (Refusal* refused = std::get_if<Refusal>(&h)) return std::move(*refused);
+  std::variant<Refusal, PopEnded> dead =
+      tables_[shard]->forward_dead(std::get<PopHandle>(h), clock_.now_ms());
+  if (Refusal* refused = std::get_if<Refusal>(&dead)) return std::move(*refused);
+  post_dead_letter(shard, std::get<PopEnded>(dead));
+  return std::nullopt;
+}
+
+void Pop::commit_progress(uint32_t shard, uint32_t queue) {
+  std::vector<int64_t>& last = committed_[shard];
+  if (last.size() <= queue) last.resize(queue + 1, -1);
+  const PopTable& table = *tables_[shard];
+  const int64_t offset = table.committed_offset(queue);
+  if (offset == last[queue]) return;
+  const PopQueueKey& key = table.key(queue);
+  // Nobody waits for it: a commit the store refuses is the next change's to carry.
+  if (!messaging_.commit(Ticket{}, shard, key.group, key.topic, key.queue_id, offset, false)) {
+    last[queue] = offset;
+  }
+}
+
+void Pop::post_dead_letter(uint32_t shard, const PopEnded& ended) {
+  const PopQueueKey& key = tables_[shard]->key(ended.queue);
+  Ticket ticket;
+  ticket.wire[0] = kDeadLetterMark;
+  ticket.wire[1] = static_cast<int32_t>(ended.slot);
+  SendBackCall call{key.group, StoreOffset{ended.store_offset}, -1, std::nullopt};
+  if (std::optional<Refusal> refused = messaging_.send_back(ticket, shard, call)) {
+    log_warn("POP: the dead letter of " + key.topic + " queue " + std::to_string(key.queue_id) +
+             " offset " + std::to_string(ended.queue_offset) + " for group " + key.group +
+             " was not stored (" + refused->reason + "); it is handed out again");
+    tables_[shard]->back_to_waiting(ended.slot);
+  }
+}
+
+bool Pop::dead_letter_outcome(uint32_t index, const Completion& c) {
+  std::optional<std::variant<Refusal, SendBackReceipt>> outcome =
+      messaging_.send_back_outcome(index, c);
+  if (!outcome) return false;
+  const BrokerOp& op = calls_.op(index);
+  const auto slot = static_cast<uint32_t>(op.ticket.wire[1]);
+  PopTable& table = *tables_[op.shard];
+  if (const Refusal* refused = std::get_if<Refusal>(&*outcome)) {
+    log_warn("POP: a dead letter for group " + op.group + " was not stored (" + refused->reason +
+             "); its message is handed out again");
+    table.back_to_waiting(slot);
+    return true;
+  }
+  const uint32_t queue = table.queue_of(slot);
+  JournalRecord record{JournalKind::end, table.key(queue), -1, {}};
+  record.entries.push_back(JournalEntry{slot, {table.offset_of(slot), 0, 0, 0, 0, 0}});
+  table.end_dead(slot);
+  commit_progress(op.shard, queue);
+  // Nobody waits for it; lost in a crash, the message comes back and is dead-lettered again.
+  (void)post_handle_record(Ticket{}, op.shard, record, HandleAnswer::dead_lettered, {});
+  return true;
+}
+
+void Pop::tick(int64_t now_ms) {
+  for (uint32_t shard = 0; shard < tables_.size(); shard++) {
+    expired_.clear();
+    tables_[shard]->expire(now_ms, &expired_);
+    for (const PopEnded& e : expired_) {
+      if (e.dead) post_dead_letter(shard, e);
+    }
+    // Messages came back: the receives waiting for their group and topic take them now.
+    if (!expired_.empty()) wake_waiting(expired_, shard);
+  }
+}
+
+std::optional<int64_t> Pop::next_deadline_ms() const {
+  std::optional<int64_t> next;
+  for (const auto& table : tables_) {
+    std::optional<int64_t> d = table->next_deadline();
+    if (d && (!next || *d < *next)) next = d;
+  }
+  return next;
+}
+
+std::vector<PopQueueReport> Pop::figures(uint32_t shard) const {
+  std::vector<PopQueueReport> out;
+  const PopTable& table = *tables_[shard];
+  for (uint32_t q = 0; q < table.queue_count(); q++) {
+    out.push_back(PopQueueReport{table.key(q), table.committed_offset(q), table.figures(q)});
+  }
+  return out;
+}
+
+void Pop::advance_low_water(int64_t now_ms) {
+  if (now_ms < next_low_water_ms_) return;
+  next_low_water_ms_ = now_ms + kLowWaterIntervalMs;
+  for (uint32_t shard = 0; shard < tables_.size(); shard++) {
+    if (low_water_posted_[shard]) continue;
+    const PopTable& table = *tables_[shard];
+    // The journal before the mark is replayed no more: every queue's cursor must be in the
+    // store's committed offsets (the lowest offset not ended is committed; with nothing in
+    // flight it is the cursor), and those must be durable before the mark moves.
+    bool committed = true;
+    for (uint32_t q = 0; q < table.queue_count(); q++) {
+      commit_progress(shard, q);
+      committed = committed && committed_[shard].size() > q &&
+                  committed_[shard][q] == table.committed_offset(q);
+    }
+    const int64_t mark = table.min_journal_offset().value_or(journal_end_[shard]);
+    if (!committed || mark < 0 || mark <= low_water_[shard]) continue;
+    const uint32_t index = calls_.start(BrokerOp::Kind::pop_low_water, Ticket{}, shard);
+    BrokerOp& op = calls_.op(index);
+    op.delay_level = mark;
+    op.queue_id = 0;  // first the flush, then the commit
+    if (!calls_.session().flush_offsets_async(kPopJournalTopic, 0, index, shard).is_ok()) {
+      calls_.end(index);
+      continue;
+    }
+    low_water_posted_[shard] = true;
+  }
+}
+
+bool Pop::low_water_outcome(uint32_t index, const Completion& c) {
+  BrokerOp& op = calls_.op(index);
+  const uint32_t shard = op.shard;
+  if (c.code == io::Code::ok && op.queue_id == 0) {
+    op.queue_id = 1;
+    if (calls_.session()
+            .commit_offset_async(kPopJournalGroup, kPopJournalTopic, 0, QueueOffset{op.delay_level},
+                                 index, shard)
+            .is_ok()) {
+      return false;
+    }
+  } else if (c.code == io::Code::ok) {
+    low_water_[shard] = op.delay_level;
+  }
+  low_water_posted_[shard] = false;
+  return true;
+}
+
+io::Status Pop::recover(Session& session) {
+  std::vector<std::byte> buffer(kPullBufferBytes);
+  engine::DecodeOptions decode_options;
+  decode_options.require_record_crc = false;
+  decode_options.limits = config_.store.log.limits;
+  for (uint32_t shard = 0; shard < tables_.size(); shard++) {
+    UMQ_RETURN_IF_ERROR(
+        session.query_offset_async(kPopJournalGroup, kPopJournalTopic, 0, 0, shard));
+    Completion c = session.wait_for(0);
+    int64_t from = c.queue_offset.value;
+    if (from < 0) {
+      UMQ_RETURN_IF_ERROR(session.query_queue_async(kPopJournalTopic, 0, 0, shard));
+      from = std::max<int64_t>(session.wait_for(0).min_offset.value, 0);
+    }
+    low_water_[shard] = from;
+    uint64_t records = 0;
+    for (;;) {
+      PullRequest pull;
+      pull.topic = kPopJournalTopic;
+      pull.queue_offset = QueueOffset{from};
+      pull.max_messages = kMaxPullMessages;
+      pull.tag_filter = "*";
+      pull.buffer = buffer;
+      UMQ_RETURN_IF_ERROR(session.pull_async(pull, 0, shard));
+      c = session.wait_for(0);
+      if (c.code != io::Code::ok) {
+        return io::Status::error(c.code, "POP journal of shard " + std::to_string(shard) +
+                                             " could not be read at " + std::to_string(from));
+      }
+      if (c.pull_status == PullStatus::found) {
+        records += replay(shard, std::span(buffer).first(c.size_bytes), decode_options,
+                          groups_.get(), tables_[shard].get());
+      }
+      if (c.pull_status != PullStatus::found || c.next_offset.value <= from) break;
+      from = c.next_offset.value;
+    }
+    tables_[shard]->finish_restore();
+    journal_end_[shard] = from;
+    log_info("POP: shard " + std::to_string(shard) + " replayed " + std::to_string(records) +
+             " journal records from offset " + std::to_string(low_water_[shard]) + "; " +
+             std::to_string(tables_[shard]->in_flight()) + " messages in flight");
+  }
+  return io::Status::ok();
+}
+
+}  // namespace uringmq::net

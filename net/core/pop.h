@@ -1,0 +1,249 @@
+#pragma once
+// Pop: RocketMQ 5's POP consumption as core calls, for every wire (remoting's POP_MESSAGE,
+// ACK_MESSAGE, CHANGE_MESSAGE_INVISIBLETIME; gRPC's ReceiveMessage, AckMessage,
+// ChangeInvisibleDuration, ForwardMessageToDeadLetterQueue). A receive takes up to N messages of
+// a topic's queues that the consumer group has not taken yet (or that came back), each
+// invisible to the group's other receives until its deadline; an ack ends a message; a change
+// moves its deadline; a message not acked comes back after its deadline with its attempt
+// counted, or goes to %DLQ%<group> once its attempts reach the group's retryMaxTimes + 1.
+// The state is PopTable's, one per presented broker; the records are read from the store.
+//
+// A receive is an op (BrokerOp::Kind::pop_receive) that steps through the store: the start of
+// a queue the group never popped (its committed offset, else the queue's range), the reads of
+// messages coming back, a pull of new ones, and, when nothing was found and the call may wait,
+// held pulls on its queues (long polling: each wakes it when a message arrives in its queue, or
+// its poll time is up; a message coming back wakes it too). receive_outcome says when a store
+// request finished it; a receive woken from waiting that needs no store request is answered
+// through the ReceiveSink.
+//
+// Threading: the reactor thread.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <variant>
+#include <vector>
+
+#include "engine/log/message_codec.h"
+#include "io/clock.h"
+#include "net/core/faults.h"
+#include "net/core/messaging.h"
+#include "net/core/pop_handle.h"
+#include "net/core/pop_table.h"
+#include "net/core/store_calls.h"
+#include "net/core/subscription_groups.h"
+#include "net/core/topics.h"
+#include "net/ops/broker_config.h"
+
+namespace uringmq::net {
+
+struct JournalRecord;
+
+// The most messages one receive answers (Java's PopMessageRequestHeader maxMsgNums).
+inline constexpr uint32_t kMaxPopMessages = 32;
+// Invisible times a receive or a change may ask, ms.
+inline constexpr int64_t kMinInvisibleMs = 1'000;
+inline constexpr int64_t kMaxInvisibleMs = 12LL * 3600 * 1000;
+
+// Where a group starts in a queue it never consumed (Java's ConsumeInitMode).
+enum class PopInitMode : uint8_t { min, max };
+
+struct ReceiveCall {
+  std::string group;
+  std::string topic;
+  int32_t queue_id = -1;  // < 0: every readable queue of the topic, from a rotating start
+  uint32_t max_messages = kMaxPopMessages;
+  int64_t invisible_ms = 60'000;
+  // How long a receive that finds nothing may wait for a message, ms (0: answered at once).
+  int64_t poll_ms = 0;
+  std::string tag_filter = "*";  // TAG expression, or SQL92 text when expression_type says so
+  std::string expression_type;   // empty or "TAG": tags; "SQL92"
+  bool order = false;            // FIFO, also when the group is consumeMessageOrderly
+  PopInitMode init_mode = PopInitMode::max;
+};
+
+// One message of a receive's answer.
+struct ReceivedMessage {
+  uint32_t record_at = 0;  // its record in ReceiveResult::records
+  uint32_t record_bytes = 0;
+  PopHandle handle;  // broker name filled in
+  std::string handle_text;
+  uint32_t attempt = 1;
+  int32_t queue_id = 0;
+  int64_t queue_offset = 0;
+  uint64_t store_offset = 0;  // its record (a StoreOffset's value)
+};
+
+// A receive answered: the records as clients receive them, each with the POP_CK property (its
+// handle text) and RECONSUMETIMES = attempt - 1; empty when nothing came within the poll time.
+struct ReceiveResult {
+  std::span<const std::byte> records;
+  std::vector<ReceivedMessage> messages;
+  int64_t pop_time_ms = 0;
+  int64_t invisible_ms = 0;
+  bool polled = false;  // it waited (long polling) before being answered
+};
+
+// An ack, a change of invisibility or a forward to the dead-letter queue names a message by
+// its handle, as the receive gave it.
+struct HandleCall {
+  std::string group;
+  std::string topic;
+  std::string handle;        // the handle's text
+  int64_t invisible_ms = 0;  // change_invisible
+};
+
+// What operators read: per (group, topic, queue) of one presented broker.
+struct PopQueueReport {
+  PopQueueKey key;
+  int64_t committed_offset = 0;
+  PopQueueFigures figures;
+};
+
+// Where a receive that finished without a store completion of its own (woken from waiting)
+// is answered: the wire of its op's ticket. The op ends after the call.
+class ReceiveSink {
+ public:
+  virtual ~ReceiveSink() = default;
+  virtual void answer(const BrokerOp& op,
+                      const std::variant<Refusal, const ReceiveResult*>& outcome) = 0;
+};
+
+class Pop {
+ public:
+  // `names` are the presented brokers' names (a handle names its broker); `groups` is read at
+  // each receive (the table is opened after the core is built).
+  Pop(const BrokerConfig& config, io::Clock& clock, StoreCalls& calls, Topics& topics,
+      const std::unique_ptr<SubscriptionGroups>& groups, SqlSubscriptions& sql,
+      Messaging& messaging);
+  ~Pop();
+  Pop(const Pop&) = delete;
+  Pop& operator=(const Pop&) = delete;
+  void set_broker_names(std::vector<std::string> names);
+  void set_sink(ReceiveSink* sink) { sink_ = sink; }
+
+  // Checks and starts a receive for `ticket` on presented broker `shard`: a Refusal when it was
+  // not started, else its op's index and, when it needed nothing from the store (every queue
+  // blocked, say), its outcome at once (the wire answers it, then receive_ended and ends the op);
+  // otherwise receive_outcome reads its completions.
+  struct Started {
+    uint32_t index = 0;
+    std::optional<std::variant<Refusal, const ReceiveResult*>> done;
+  };
+  std::variant<Refusal, Started> receive(const Ticket& ticket, uint32_t shard, ReceiveCall call);
+  // A receive op's completion: nullopt while it goes on, else its answer (valid until the op
+  // ends) or why it failed.
+  std::optional<std::variant<Refusal, const ReceiveResult*>> receive_outcome(uint32_t index,
+                                                                             const Completion& c);
+  // The op ended (answered or its caller gone): its state is let go.
+  void receive_ended(uint32_t index);
+  // A watch's completion (BrokerOp::Kind::pop_watch; the op then ends): its receive, if still
+  // waiting, looks again and is answered (receive_outcome or the sink).
+  void watch_outcome(uint32_t index, const Completion& c);
+
+  // Ends the message for good. A handle that expired (its message came back), was replaced
+  // by a change, or is unknown: not_found, "receipt handle expired ...". nullopt once its END
+  // record is posted to the journal: handle_outcome gives the answer once it is stored.
+  std::optional<Refusal> ack(const Ticket& ticket, uint32_t shard, const HandleCall& call);
+  // Moves the message's deadline to now + invisible_ms; handle_outcome gives the new handle's
+  // text once the CHANGE record is stored. Refused as ack.
+  std::optional<Refusal> change_invisible(const Ticket& ticket, uint32_t shard,
+                                          const HandleCall& call);
+  // Stores the message in %DLQ%<group> and ends it (a client gave up on it); nullopt once its
+  // dead letter is posted (answered at once: the message is no longer the client's).
+  std::optional<Refusal> forward_dead_letter(uint32_t shard, const HandleCall& call);
+  // A journal op's completion (BrokerOp::Kind::pop_journal): the answer of the call that
+  // posted it, or why its record was not stored.
+  enum class HandleAnswer : uint8_t { acked, changed, dead_lettered };
+  struct HandleDone {
+    HandleAnswer answer = HandleAnswer::acked;
+    std::string handle;  // changed: the new handle's text
+  };
+  std::variant<Refusal, HandleDone> handle_outcome(uint32_t index, const Completion& c);
+
+  // The dead-letter sends Pop posts itself carry this ticket mark; their completions come to
+  // dead_letter_outcome, not to a wire.
+  static bool owns(const Ticket& ticket) { return ticket.wire[0] == kDeadLetterMark; }
+  // A dead-letter send-back's completion: false while it goes on.
+  bool dead_letter_outcome(uint32_t index, const Completion& c);
+
+  // Acts on every deadline that passed: messages come back, or go to their dead-letter queue.
+  void tick(int64_t now_ms);
+  // When tick has something to do next (none: nothing is invisible).
+  std::optional<int64_t> next_deadline_ms() const;
+
+  // Moves each shard's journal low-water mark (at most every 10 s; from the reactor's sweep):
+  // the committed offsets made durable first, then the mark committed under %POP_JOURNAL%.
+  void advance_low_water(int64_t now_ms);
+  // A low-water op's completion (BrokerOp::Kind::pop_low_water): false while it goes on.
+  bool low_water_outcome(uint32_t index, const Completion& c);
+  // Rebuilds every shard's state from its journal, from the low-water mark: before the ports
+  // answer, with nothing else in flight on `session`.
+  io::Status recover(Session& session);
+
+  std::vector<PopQueueReport> figures(uint32_t shard) const;
+
+ private:
+  static constexpr int32_t kDeadLetterMark = 0x504f50;  // "POP"
+  struct Receive;
+  std::optional<Refusal> check_receive(const ReceiveCall& call, std::vector<int32_t>* queues);
+  // Runs the receive's next step: nullopt once a store request is posted, else it is done
+  // (a Refusal, or an answer with what it holds).
+  std::optional<std::variant<Refusal, const ReceiveResult*>> step(uint32_t index);
+  // One queue's next step: posted (true), or this queue is done (false); r.failure on error.
+  bool step_queue(uint32_t index, Receive& r);
+  bool post_view(uint32_t index, Receive& r);
+  // The long-polling pull, on a queue that may be read: posted (true) or none possible.
+  bool start_waiting(uint32_t index, Receive& r);
+  void wake(uint32_t index);
+  void wake_waiting(const std::vector<PopEnded>& expired, uint32_t shard);
+  bool post_start(uint32_t index, Receive& r);
+  bool post_pull(uint32_t index, Receive& r, int64_t hold_ms);
+  // The queue's start read: true when another request was posted.
+  bool opened(uint32_t index, Receive& r, const Completion& c);
+  void pulled(uint32_t index, Receive& r, const Completion& c);
+  void viewed(uint32_t index, Receive& r, const Completion& c);
+  // Stores the receive's TAKE records, one queue at a time, then answers.
+  std::optional<std::variant<Refusal, const ReceiveResult*>> conclude(uint32_t index, Receive& r);
+  // Posts `record` to the shard's journal queue with op `index` (its body kept in the op).
+  io::Status append_journal(uint32_t index, uint32_t shard, const JournalRecord& record);
+  std::optional<Refusal> post_handle_record(const Ticket& ticket, uint32_t shard,
+                                            const JournalRecord& record, HandleAnswer answer,
+                                            std::string handle);
+  std::variant<Refusal, PopHandle> handle_of(uint32_t shard, const HandleCall& call) const;
+  void commit_progress(uint32_t shard, uint32_t queue);
+  void post_dead_letter(uint32_t shard, const PopEnded& ended);
+
+  const BrokerConfig& config_;
+  io::Clock& clock_;
+  StoreCalls& calls_;
+  Topics& topics_;
+  const std::unique_ptr<SubscriptionGroups>& groups_;
+  SqlSubscriptions& sql_;
+  Messaging& messaging_;
+  std::vector<std::string> names_;
+  std::vector<std::unique_ptr<PopTable>> tables_;                    // per presented broker
+  std::unordered_map<uint32_t, std::unique_ptr<Receive>> receives_;  // by op index
+  std::unordered_map<std::string, uint32_t> rotation_;  // group/topic: the next start queue
+  std::vector<PopEnded> expired_;                       // tick's scratch
+  // Per presented broker and table queue: the offset last committed to the store.
+  std::vector<std::vector<int64_t>> committed_;
+  static constexpr int64_t kLowWaterIntervalMs = 10'000;
+  // Receives waiting, and their watches, all connections together: each watch holds a 32 KiB
+  // pull buffer, counted to its connection as its other ops are.
+  static constexpr size_t kMaxWaitingReceives = 4096;
+  static constexpr uint32_t kMaxWatches = 16384;
+  std::unordered_map<uint64_t, uint32_t> waiting_;  // receive id -> op index
+  uint32_t watches_ = 0;
+  uint64_t next_receive_id_ = 1;
+  ReceiveSink* sink_ = nullptr;
+  std::vector<int64_t> journal_end_;    // per shard: the journal queue offset after its last record
+  std::vector<int64_t> low_water_;      // per shard: the mark last committed
+  std::vector<bool> low_water_posted_;  // per shard: a low-water op is in flight
+  int64_t next_low_water_ms_ = 0;
+};
+
+}  // namespace uringmq::net
