@@ -7,14 +7,16 @@
 #               (libFuzzer targets), clang-format (tools/lint.sh); build-essential brings
 #               dpkg-dev, whose dpkg-shlibdeps the .deb (cpack) needs
 #   interop:    Node.js >= 18 with npm (tests/interop runs the npm client ali-ons)
-#   grpc:       protoc (protobuf-compiler; libprotobuf-dev has the well-known types' .proto),
-#               with which tests/grpc checks net/grpc/proto against the official client
+#   grpc:       protoc (protobuf-compiler; libprotobuf-dev has the well-known types' .proto and
+#               the runtime the generated code links), with which the build generates
+#               net/grpc/proto's code and tests/grpc checks it against the official client;
+#               nghttp2 (libnghttp2-dev), the gRPC endpoint's HTTP/2
 #   benchmarks: fio, gnuplot, redis-server and beanstalkd (peers the broker is compared with)
 set -euo pipefail
 
 packages=(build-essential cmake pkg-config liburing-dev libjemalloc-dev libisal-dev
           libgtest-dev libbenchmark-dev libsystemd-dev libcli11-dev libssl-dev openssl clang
-          clang-format fio protobuf-compiler libprotobuf-dev
+          clang-format fio protobuf-compiler libprotobuf-dev libnghttp2-dev
           gnuplot-nox python3 redis-server beanstalkd)
 
 # Node.js: keep an existing node >= 18 (e.g. NodeSource's, which bundles npm); Debian's nodejs

@@ -40,6 +40,7 @@
 #include "net/core/topic_table.h"
 #include "net/core/topics.h"
 #include "net/core/wire_offset.h"
+#include "net/grpc/grpc_session.h"
 #include "net/ops/broker_admin.h"
 #include "net/ops/broker_config.h"
 #include "net/ops/metrics.h"
@@ -114,6 +115,9 @@ struct Connection : SocketSlot<uint32_t> {  // its generation wraps at 24 bits
   // `in` holds plaintext and out_inflight ciphertext.
   bool transport_chosen = false;
   std::unique_ptr<TlsChannel> tls;
+  // A connection accepted on the gRPC port: its HTTP/2 session, for its whole life
+  // (net/server/grpc_connection.cc); null on the remoting ports.
+  std::unique_ptr<GrpcSession> grpc;
 };
 // conns_ grows while the kernel writes into `in`: growing must move the buffers, not copy them.
 static_assert(std::is_nothrow_move_constructible_v<Connection>);
@@ -140,7 +144,8 @@ inline uint64_t output_bytes(const Connection& conn) {
 
 // Replies, or TLS records of its own (handshake), waiting for the next send.
 inline bool output_waiting(const Connection& conn) {
-  return !conn.out_pending.empty() || (conn.tls && conn.tls->has_output());
+  return !conn.out_pending.empty() || (conn.tls && conn.tls->has_output()) ||
+         (conn.grpc && conn.grpc->wants_write());
 }
 // Connections refused at maxConnections: counted, and logged at most once a while.
 struct ConnectionRefusals {
@@ -158,6 +163,7 @@ struct Listener {
   uint16_t port = 0;
   uint32_t shard = 0;  // the presented broker its connections address
   bool armed = false;
+  bool grpc = false;  // the gRPC port (grpcServerPort): its connections speak HTTP/2
 };
 
 // What Broker::open binds before the store opens (the store's STOREHOSTs need the ports): the
@@ -168,6 +174,7 @@ struct BrokerListeners {
   std::vector<uint16_t> vip_ports;
   std::vector<Listener> sockets;
   uint16_t namesrv_port = 0;
+  uint16_t grpc_port = 0;  // 0: grpcServerPort is 0
   BrokerListeners() = default;
   BrokerListeners(BrokerListeners&& other) noexcept { *this = std::move(other); }
   BrokerListeners& operator=(BrokerListeners&& other) noexcept {
@@ -175,6 +182,7 @@ struct BrokerListeners {
     std::swap(vip_ports, other.vip_ports);
     std::swap(sockets, other.sockets);
     std::swap(namesrv_port, other.namesrv_port);
+    std::swap(grpc_port, other.grpc_port);
     return *this;
   }
   ~BrokerListeners();
@@ -210,6 +218,7 @@ class BrokerReactor final : private CallerLedger {
   uint16_t broker_port() const { return broker_port_; }
   const BrokerListeners& bound() const { return bound_; }
   uint16_t namesrv_port() const { return namesrv_port_; }
+  uint16_t grpc_port() const { return bound_.grpc_port; }
   uint16_t metrics_port() const;
   std::vector<uint16_t> ha_ports() const;  // per presented broker; empty without HA server
 
@@ -242,6 +251,10 @@ class BrokerReactor final : private CallerLedger {
   void tls_pump(uint32_t index);
   // Encrypts out_pending (after any handshake output) into out_inflight; false: nothing to send.
   bool seal_output(uint32_t index);
+  // ---- gRPC connections (grpc_connection.cc) ----
+  void grpc_accepted(uint32_t index);
+  void grpc_receive(uint32_t index);  // the received bytes into the HTTP/2 session
+  void grpc_output(uint32_t index);   // the session's frames into out_pending, bounded
   // ---- bounds on connections (broker.cc) ----
   void account(uint32_t index);  // recomputes the connection's share of buffer_bytes_
   void enforce_buffer_budget();
