@@ -2,6 +2,7 @@
 // How the core's refusals read on the gRPC wire: apache.rocketmq.v2.Code values in each
 // response's Status (the one place the gRPC adapter maps Faults).
 
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -45,6 +46,9 @@ inline apache::rocketmq::v2::Code grpc_code_of(Fault fault) {
 inline std::string grpc_producer_group(std::string_view topic) {
   return "PID_GRPC_" + std::string(topic);
 }
+
+// The body's digest (MD5) in a message sent to a client (grpc_send.cc).
+void set_body_digest(apache::rocketmq::v2::SystemProperties* sys, std::span<const std::byte> body);
 
 inline void set_status(apache::rocketmq::v2::Status* status, apache::rocketmq::v2::Code code,
                        std::string message) {

@@ -2,6 +2,8 @@
 // (net/grpc/grpc_service.h): a RocketMQ 5 Message becomes the core's SendCall with RocketMQ's
 // property names, so a message sent over gRPC reads the same to a remoting consumer.
 
+#include <openssl/evp.h>
+
 #include <charconv>
 #include <cstdio>
 
@@ -150,6 +152,22 @@ bool system_property(std::string_view name) {
 }
 
 }  // namespace
+
+// The body's digest as RocketMQ 5 clients check it (MessageView): MD5, uppercase hex. Clients
+// fail to read a message without one.
+void set_body_digest(apache::rocketmq::v2::SystemProperties* sys, std::span<const std::byte> body) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int n = 0;
+  UMQ_ASSERT(EVP_Digest(body.data(), body.size(), md, &n, EVP_md5(), nullptr) == 1);
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string hex;
+  for (unsigned int i = 0; i < n; i++) {
+    hex += kHex[md[i] >> 4];
+    hex += kHex[md[i] & 15];
+  }
+  sys->mutable_body_digest()->set_type(apache::rocketmq::v2::MD5);
+  sys->mutable_body_digest()->set_checksum(std::move(hex));
+}
 
 std::pair<uint32_t, int32_t> GrpcService::pick_queue(const std::string& topic,
                                                      const std::string* group) {
@@ -367,6 +385,7 @@ bool GrpcService::send_check(const ProducerCheck& check) {
   sys->set_message_type(v2::TRANSACTION);
   sys->set_queue_id(half.queue_id);
   sys->set_body_encoding(v2::IDENTITY);
+  set_body_digest(sys, half.body);
   sys->mutable_born_timestamp()->set_seconds(half.born_timestamp_ms / 1000);
   engine::for_each_property(half.user_properties, [&](std::string_view name,
                                                       std::string_view value) {

@@ -106,7 +106,7 @@ void GrpcService::on_half_close(GrpcSession& session, GrpcStream& stream) {
   const bool telemetry = stream.path == std::string(kServicePrefix) + "Telemetry";
   if (telemetry) {
     session.finish(stream.id, GrpcStatus::ok, "");
-  } else if (!stream.finished && !stream.headers_sent) {
+  } else if (stream.messages == 0 && !stream.finished) {
     session.finish(stream.id, GrpcStatus::internal, "the request carried no message");
   }
 }
@@ -223,6 +223,7 @@ void GrpcService::heartbeat(GrpcSession& session, GrpcStream& stream, std::strin
   if (std::optional<Refusal> refused = core_.sessions.heartbeat(hb, clock_->now_ms())) {
     set_refusal(response.mutable_status(), *refused);
   } else {
+    note_on_other_shards(hb);
     set_status(response.mutable_status(), v2::OK, "OK");
   }
   answer(conn, stream.id, response);
@@ -316,7 +317,19 @@ void GrpcService::note_producer(GrpcSession& session, const GrpcStream& stream) 
   for (const std::string& topic : it->second.topics) {
     hb.producer_groups.push_back(grpc_producer_group(topic));
   }
-  (void)core_.sessions.heartbeat(hb, clock_->now_ms());
+  if (!core_.sessions.heartbeat(hb, clock_->now_ms())) note_on_other_shards(hb);
+}
+
+// One gRPC connection serves every presented broker: its producer is noted on each, so a half
+// on any shard finds it for its check.
+void GrpcService::note_on_other_shards(Heartbeat hb) {
+  if (hb.producer_groups.empty()) return;
+  const uint32_t own = hb.shard;
+  for (const PresentedBroker& broker : brokers_) {
+    if (broker.shard == own) continue;
+    hb.shard = broker.shard;
+    core_.transactions.note_producers(hb, clock_->now_ms());
+  }
 }
 
 }  // namespace uringmq::net

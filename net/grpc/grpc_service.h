@@ -60,6 +60,7 @@ class GrpcService final : public BrokerPart, public GrpcHandler {
   void not_yet(GrpcSession& session, GrpcStream& stream, std::string_view bytes);
   // Notes the connection's publishing topics as producer groups (transaction checks find it).
   void note_producer(GrpcSession& session, const GrpcStream& stream);
+  void note_on_other_shards(Heartbeat hb);
   bool send_check(const ProducerCheck& check);
   // ---- grpc_send.cc: SendMessage, RecallMessage, EndTransaction ----
   void send_message(GrpcSession& session, GrpcStream& stream, std::string_view bytes);

@@ -255,6 +255,7 @@ void GrpcSession::deliver(GrpcStream& s, std::span<const uint8_t> data) {
                         std::to_string(limits_.max_message_bytes) + " bytes");
     }
     if (s.input.size() - at - kPrefixBytes < length) break;
+    s.messages++;
     handler_.on_message(*this, s, std::string_view(p + kPrefixBytes, length));
     at += kPrefixBytes + length;
   }

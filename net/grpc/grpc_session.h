@@ -58,6 +58,7 @@ struct GrpcStream {
   std::string encoding;   // grpc-encoding
   std::string http_method;
   size_t header_bytes = 0;
+  uint32_t messages = 0;  // request messages delivered
   std::string content_type;
   int trailer_status = 0;
   std::string trailer_message;
