@@ -215,7 +215,7 @@ io::Result<std::unique_ptr<Broker>> Broker::open(const BrokerConfig& config) {
   broker->presented_ = broker->reactor_->bound().brokers;
   broker->vip_ports_ = broker->reactor_->bound().vip_ports;
   broker->namesrv_port_ = broker->reactor_->namesrv_port();
-  broker->grpc_port_ = broker->reactor_->grpc_port();
+  broker->grpc_port_ = broker->reactor_->bound().grpc_port;
   broker->metrics_port_ = broker->reactor_->metrics_port();
   broker->ha_ports_ = broker->reactor_->ha_ports();
   return io::Result<std::unique_ptr<Broker>>(std::move(broker));
@@ -458,7 +458,8 @@ void BrokerReactor::on_accept(int which, const io::NetCompletion& c) {
     conn.shard = bound_.sockets[which].shard;
     conn.in.resize(kRecvInitialBytes, 0);
     conn.active_ms = mono_ms_;
-    if (bound_.sockets[which].grpc) grpc_accepted(index);
+    if (bound_.sockets[which].grpc)
+      conn.grpc = make_grpc_session(core_.config, parts_->grpc, index);
     io::set_no_delay(conn.fd);
     open_conns_++;
     refusals_.accepted_total++;
@@ -534,7 +535,14 @@ void BrokerReactor::on_recv(uint32_t index, int32_t result) {
 }
 
 void BrokerReactor::decode_frames(uint32_t index) {
-  if (conns_[index].grpc) return grpc_receive(index);
+  if (conns_[index].grpc) {  // every byte goes to the HTTP/2 session (grpc_connection.cc)
+    std::string error;
+    if (!grpc_receive(conns_[index], mono_ms_, &error)) {
+      log_warn("closing the gRPC connection from " + peer_text(conns_[index].peer) + ": " + error);
+      return close_connection(index, "gRPC: " + error);
+    }
+    return account(index);
+  }
   size_t consumed = 0;
   bool partial = false;
   for (;;) {
@@ -569,8 +577,12 @@ void BrokerReactor::decode_frames(uint32_t index) {
 }
 
 void BrokerReactor::flush_out(uint32_t index) {
-  if (conns_[index].grpc) grpc_output(index);
   Connection& conn = conns_[index];
+  std::string error;
+  if (conn.grpc && !grpc_output(conn, &error)) {
+    log_warn("closing the gRPC connection from " + peer_text(conn.peer) + ": " + error);
+    return close_connection(index, "gRPC: " + error);
+  }
   const bool waiting = !conn.out_pending.empty() || (conn.tls && conn.tls->has_output());
   if (conn.send_armed || conn.closing || !waiting) return;
   if (conn.tls) {
@@ -700,7 +712,8 @@ void BrokerReactor::drain_store() {
     size_t n = core_.calls.session().take_completions(completions_, false);
     for (size_t i = 0; i < n; i++) {
       const Completion& c = completions_[i];
-      if (!HaServer::owns(c.tag) && is_grpc_ticket(core_.calls.op(static_cast<uint32_t>(c.tag)).ticket)) {
+      if (!HaServer::owns(c.tag) &&
+          is_grpc_ticket(core_.calls.op(static_cast<uint32_t>(c.tag)).ticket)) {
         parts_->grpc.on_store_completion(c);
       } else {
         parts_->remoting.on_store_completion(c);
@@ -801,8 +814,8 @@ void BrokerReactor::close_stale_connections() {
       continue;
     }
     // An open gRPC stream (Telemetry, a receive in progress) is not idle.
-    const bool waiting_for_store = conn.ops_pending > conn.deferred.size() ||
-                                   (conn.grpc && conn.grpc->open_streams() > 0);
+    const bool waiting_for_store =
+        conn.ops_pending > conn.deferred.size() || (conn.grpc && conn.grpc->open_streams() > 0);
     if (!waiting_for_store && mono_ms_ - conn.active_ms >= idle_ms) {
       close_connection(i, "idle for " + std::to_string(core_.config.idle_timeout_sec) +
                               " s (serverChannelMaxIdleTimeSeconds)");

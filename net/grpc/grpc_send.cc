@@ -30,8 +30,7 @@ struct BadMessage {
 };
 
 bool has_separator(std::string_view text) {
-  return text.find('\x01') != std::string_view::npos ||
-         text.find('\x02') != std::string_view::npos;
+  return text.find('\x01') != std::string_view::npos || text.find('\x02') != std::string_view::npos;
 }
 
 // The message's properties in RocketMQ's encoding; a bad key or value is named.
@@ -65,8 +64,8 @@ std::optional<BadMessage> encode_properties(const v2::Message& m, std::string_vi
     engine::append_property(*out, name, value);
   }
   if (sys.has_delivery_timestamp()) {
-    const int64_t ms = sys.delivery_timestamp().seconds() * 1000 +
-                       sys.delivery_timestamp().nanos() / 1'000'000;
+    const int64_t ms =
+        sys.delivery_timestamp().seconds() * 1000 + sys.delivery_timestamp().nanos() / 1'000'000;
     engine::append_property(*out, engine::kPropertyTimerDeliverMs, std::to_string(ms));
   }
   if (sys.message_type() == v2::TRANSACTION) {
@@ -242,8 +241,8 @@ void GrpcService::complete_send(BrokerOp& op, const Completion& c) {
   entry->set_message_id(uniq);
   entry->set_offset(receipt.queue_offset.value);
   if (engine::find_property(props, engine::kPropertyTransactionPrepared)) {
-    entry->set_transaction_id(transaction_id(op.shard, wire_offset(receipt.offset).value,
-                                             receipt.queue_offset.value));
+    entry->set_transaction_id(
+        transaction_id(op.shard, wire_offset(receipt.offset).value, receipt.queue_offset.value));
   }
   if (engine::find_property(props, engine::kPropertyTimerDeliverMs)) {
     entry->set_recall_handle(recall_handle(op.shard, op.topic, uniq));
@@ -255,8 +254,7 @@ void GrpcService::complete_send(BrokerOp& op, const Completion& c) {
 
 // ---- RecallMessage: a cancel of the delayed message (TIMER_DEL_UNIQKEY) on its shard ----
 
-void GrpcService::recall_message(GrpcSession& session, GrpcStream& stream,
-                                 std::string_view bytes) {
+void GrpcService::recall_message(GrpcSession& session, GrpcStream& stream, std::string_view bytes) {
   v2::RecallMessageRequest request;
   v2::RecallMessageResponse response;
   if (!request.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
@@ -378,8 +376,9 @@ bool GrpcService::send_check(const ProducerCheck& check) {
   v2::RecoverOrphanedTransactionCommand* recover =
       command.mutable_recover_orphaned_transaction_command();
   v2::Message* m = recover->mutable_message();
-  m->mutable_topic()->set_name(std::string(
-      engine::find_property(half.user_properties, engine::kPropertyRealTopic).value_or(half.topic)));
+  m->mutable_topic()->set_name(
+      std::string(engine::find_property(half.user_properties, engine::kPropertyRealTopic)
+                      .value_or(half.topic)));
   m->set_body(reinterpret_cast<const char*>(half.body.data()), half.body.size());
   v2::SystemProperties* sys = m->mutable_system_properties();
   sys->set_message_type(v2::TRANSACTION);
@@ -387,20 +386,20 @@ bool GrpcService::send_check(const ProducerCheck& check) {
   sys->set_body_encoding(v2::IDENTITY);
   set_body_digest(sys, half.body);
   sys->mutable_born_timestamp()->set_seconds(half.born_timestamp_ms / 1000);
-  engine::for_each_property(half.user_properties, [&](std::string_view name,
-                                                      std::string_view value) {
-    if (name == engine::kPropertyTags) {
-      sys->set_tag(std::string(value));
-    } else if (name == engine::kPropertyUniqClientMessageIdKeyidx) {
-      sys->set_message_id(std::string(value));
-    } else if (name == engine::kPropertyKeys) {
-      sys->add_keys(std::string(value));
-    } else if (!system_property(name)) {
-      (*m->mutable_user_properties())[std::string(name)] = std::string(value);
-    }
-  });
-  recover->set_transaction_id(transaction_id(check.shard, wire_offset(check.offset).value,
-                                             half.queue_offset));
+  engine::for_each_property(
+      half.user_properties, [&](std::string_view name, std::string_view value) {
+        if (name == engine::kPropertyTags) {
+          sys->set_tag(std::string(value));
+        } else if (name == engine::kPropertyUniqClientMessageIdKeyidx) {
+          sys->set_message_id(std::string(value));
+        } else if (name == engine::kPropertyKeys) {
+          sys->add_keys(std::string(value));
+        } else if (!system_property(name)) {
+          (*m->mutable_user_properties())[std::string(name)] = std::string(value);
+        }
+      });
+  recover->set_transaction_id(
+      transaction_id(check.shard, wire_offset(check.offset).value, half.queue_offset));
   return session->send_message(it->second.telemetry_stream, command);
 }
 

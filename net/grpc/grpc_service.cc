@@ -63,8 +63,7 @@ void add_accepted_types(v2::MessageQueue* queue, TopicMessageType type) {
 
 }  // namespace
 
-GrpcService::GrpcService(BrokerReactor& reactor, BrokerParts& parts)
-    : BrokerPart(reactor, parts) {
+GrpcService::GrpcService(BrokerReactor& reactor, BrokerParts& parts) : BrokerPart(reactor, parts) {
   // Built after TransactionHandlers: checks of producers connected over gRPC go on their
   // Telemetry streams, the others to remoting's sink.
   remoting_checks_ = core_.transactions.check_sink();
@@ -234,8 +233,7 @@ void GrpcService::notify_termination(GrpcSession& session, GrpcStream& stream,
   v2::NotifyClientTerminationRequest request;
   v2::NotifyClientTerminationResponse response;
   if (!request.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
-    session.finish(stream.id, GrpcStatus::invalid_argument,
-                          "bad NotifyClientTerminationRequest");
+    session.finish(stream.id, GrpcStatus::invalid_argument, "bad NotifyClientTerminationRequest");
     return;
   }
   const std::string* client = stream.header("x-mq-client-id");
@@ -271,8 +269,7 @@ void GrpcService::telemetry(GrpcSession& session, GrpcStream& stream, std::strin
   if (asked.has_client_type()) settings->set_client_type(asked.client_type());
   if (asked.has_publishing()) {
     // RocketMQ's Proxy: the client's attempts, backoff 10 ms doubling up to 1 s.
-    const int32_t attempts =
-        asked.has_backoff_policy() ? asked.backoff_policy().max_attempts() : 3;
+    const int32_t attempts = asked.has_backoff_policy() ? asked.backoff_policy().max_attempts() : 3;
     set_backoff(settings->mutable_backoff_policy(), attempts, 10, 1000);
     v2::Publishing* publishing = settings->mutable_publishing();
     *publishing->mutable_topics() = asked.publishing().topics();

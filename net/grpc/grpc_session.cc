@@ -61,8 +61,7 @@ struct GrpcCallbacks {
   }
 
   static int on_header(nghttp2_session*, const nghttp2_frame* frame, const uint8_t* name,
-                       size_t namelen, const uint8_t* value, size_t valuelen, uint8_t,
-                       void* user) {
+                       size_t namelen, const uint8_t* value, size_t valuelen, uint8_t, void* user) {
     GrpcStream* s = of(user).stream(frame->hd.stream_id);
     if (s == nullptr || frame->hd.type != NGHTTP2_HEADERS) return 0;
     s->header_bytes += namelen + valuelen + 32;  // HTTP/2's header list size
@@ -91,8 +90,8 @@ struct GrpcCallbacks {
     if (s == nullptr) return 0;
     if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST) {
       if (s->http_method != "POST") {
-        session.refuse(*s, GrpcStatus::unimplemented, "gRPC requests are POST, not " +
-                                                          s->http_method);
+        session.refuse(*s, GrpcStatus::unimplemented,
+                       "gRPC requests are POST, not " + s->http_method);
       } else if (s->content_type.rfind("application/grpc", 0) != 0) {
         session.refuse(*s, GrpcStatus::internal,
                        "content-type " + s->content_type + " is not application/grpc");
@@ -112,8 +111,8 @@ struct GrpcCallbacks {
     return 0;
   }
 
-  static int on_data(nghttp2_session*, uint8_t, int32_t stream_id, const uint8_t* data,
-                     size_t len, void* user) {
+  static int on_data(nghttp2_session*, uint8_t, int32_t stream_id, const uint8_t* data, size_t len,
+                     void* user) {
     GrpcSession& session = of(user);
     GrpcStream* s = session.stream(stream_id);
     if (s == nullptr || s->discarding) return 0;

@@ -53,9 +53,9 @@ struct GrpcStream {
   bool remote_closed = false;  // the client ended its side
   bool finished = false;       // trailers submitted
   bool headers_sent = false;
-  std::string output;     // response bytes, taken by nghttp2 from output_at on
+  std::string output;  // response bytes, taken by nghttp2 from output_at on
   size_t output_at = 0;
-  std::string encoding;   // grpc-encoding
+  std::string encoding;  // grpc-encoding
   std::string http_method;
   size_t header_bytes = 0;
   uint32_t messages = 0;  // request messages delivered

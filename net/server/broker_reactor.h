@@ -134,6 +134,14 @@ void fit_input(Connection& conn, bool partial, int64_t mono_ms);
 // Why a TLS connection's incomplete input is not a frame ("its TLS handshake did not
 // complete"); "" when it is (or the connection is plain).
 std::string tls_stall(const Connection& conn);
+// ---- gRPC connections (net/server/grpc_connection.cc) ----
+// The HTTP/2 session of a connection accepted on the gRPC port (connection `index`).
+std::unique_ptr<GrpcSession> make_grpc_session(const BrokerConfig& config, GrpcHandler& handler,
+                                               uint32_t index);
+// The received bytes into the connection's session; false: it must close (*error says why).
+bool grpc_receive(Connection& conn, int64_t mono_ms, std::string* error);
+// The session's frames into out_pending, bounded; false: it must close (*error says why).
+bool grpc_output(Connection& conn, std::string* error);
 // The server's TLS context when tls.server.mode is not disabled (net/server/broker_tls.cc).
 io::Status open_server_tls(const BrokerConfig& config, std::unique_ptr<TlsContext>* out);
 
@@ -218,7 +226,6 @@ class BrokerReactor final : private CallerLedger {
   uint16_t broker_port() const { return broker_port_; }
   const BrokerListeners& bound() const { return bound_; }
   uint16_t namesrv_port() const { return namesrv_port_; }
-  uint16_t grpc_port() const { return bound_.grpc_port; }
   uint16_t metrics_port() const;
   std::vector<uint16_t> ha_ports() const;  // per presented broker; empty without HA server
 
@@ -251,10 +258,6 @@ class BrokerReactor final : private CallerLedger {
   void tls_pump(uint32_t index);
   // Encrypts out_pending (after any handshake output) into out_inflight; false: nothing to send.
   bool seal_output(uint32_t index);
-  // ---- gRPC connections (grpc_connection.cc) ----
-  void grpc_accepted(uint32_t index);
-  void grpc_receive(uint32_t index);  // the received bytes into the HTTP/2 session
-  void grpc_output(uint32_t index);   // the session's frames into out_pending, bounded
   // ---- bounds on connections (broker.cc) ----
   void account(uint32_t index);  // recomputes the connection's share of buffer_bytes_
   void enforce_buffer_budget();

@@ -5,8 +5,6 @@
 
 #include <string>
 
-#include "net/common/log.h"
-#include "net/server/broker_parts.h"
 #include "net/server/broker_reactor.h"
 
 namespace uringmq::net {
@@ -18,37 +16,25 @@ constexpr size_t kGrpcOutPendingMaxBytes = kConnectionOutputMaxBytes / 2;
 
 }  // namespace
 
-void BrokerReactor::grpc_accepted(uint32_t index) {
+std::unique_ptr<GrpcSession> make_grpc_session(const BrokerConfig& config, GrpcHandler& handler,
+                                               uint32_t index) {
   GrpcLimits limits;
-  limits.max_message_bytes = core_.config.store.log.limits.max_body_bytes + (1u << 20);
-  conns_[index].grpc = std::make_unique<GrpcSession>(parts_->grpc, limits, index);
+  limits.max_message_bytes = config.store.log.limits.max_body_bytes + (1u << 20);
+  return std::make_unique<GrpcSession>(handler, limits, index);
 }
 
-void BrokerReactor::grpc_receive(uint32_t index) {
-  Connection& conn = conns_[index];
-  std::string error;
-  const bool ok = conn.grpc->receive({conn.in.data(), conn.in_bytes}, &error);
+bool grpc_receive(Connection& conn, int64_t mono_ms, std::string* error) {
+  const bool ok = conn.grpc->receive({conn.in.data(), conn.in_bytes}, error);
   // The handlers never accept connections: conns_ did not move.
   conn.in_bytes = 0;
   conn.frame_need_bytes = 0;
-  if (!ok) {
-    log_warn("closing the gRPC connection from " + conn.peer_ip + ":" +
-             std::to_string(conn.peer.port) + ": " + error);
-    return close_connection(index, "gRPC: " + error);
-  }
-  fit_input(conn, false, mono_ms_);
-  account(index);
+  if (ok) fit_input(conn, false, mono_ms);
+  return ok;
 }
 
-void BrokerReactor::grpc_output(uint32_t index) {
-  Connection& conn = conns_[index];
-  if (conn.closing || !conn.grpc->wants_write()) return;
-  std::string error;
-  if (!conn.grpc->produce(&conn.out_pending, kGrpcOutPendingMaxBytes, &error)) {
-    log_warn("closing the gRPC connection from " + conn.peer_ip + ": " + error);
-    return close_connection(index, "gRPC: " + error);
-  }
-  account(index);
+bool grpc_output(Connection& conn, std::string* error) {
+  if (conn.closing || !conn.grpc->wants_write()) return true;
+  return conn.grpc->produce(&conn.out_pending, kGrpcOutPendingMaxBytes, error);
 }
 
 }  // namespace uringmq::net

@@ -41,7 +41,9 @@ async function withRaw(addr, fn) {
 
 async function createTopic(broker, topic, attributes) {
   await withRaw(broker.brokerAddr, async raw => {
-    const ext = { topic, readQueueNums: 4, writeQueueNums: 4, perm: 6, topicFilterType: 'SINGLE_TAG' };
+    const ext = {
+      topic, readQueueNums: 4, writeQueueNums: 4, perm: 6, topicFilterType: 'SINGLE_TAG',
+    };
     if (attributes) ext.attributes = attributes;
     const r = await raw.request(Code.UPDATE_AND_CREATE_TOPIC, ext);
     assert.equal(r.code, 0, `creating ${topic}: ${r.remark}`);
@@ -52,7 +54,8 @@ async function createTopic(broker, topic, attributes) {
 async function pullEverywhere(broker, topic) {
   const out = [];
   for (const addr of broker.brokerAddrs) {
-    out.push(...await withRaw(addr, async raw => (await pullAll(raw, topic, 'CG_GRPC_TEST')).messages));
+    const pulled = await withRaw(addr, raw => pullAll(raw, topic, 'CG_GRPC_TEST'));
+    out.push(...pulled.messages);
   }
   return out;
 }

@@ -51,14 +51,15 @@ class Client {
     nghttp2_session_callbacks_set_on_header_callback(
         cb, [](nghttp2_session*, const nghttp2_frame* frame, const uint8_t* name, size_t namelen,
                const uint8_t* value, size_t valuelen, uint8_t, void* user) {
-          static_cast<Client*>(user)->replies[frame->hd.stream_id].headers[std::string(
-              reinterpret_cast<const char*>(name), namelen)] =
+          static_cast<Client*>(user)
+              ->replies[frame->hd.stream_id]
+              .headers[std::string(reinterpret_cast<const char*>(name), namelen)] =
               std::string(reinterpret_cast<const char*>(value), valuelen);
           return 0;
         });
     nghttp2_session_callbacks_set_on_data_chunk_recv_callback(
-        cb, [](nghttp2_session*, uint8_t, int32_t stream, const uint8_t* data, size_t len,
-               void* user) {
+        cb,
+        [](nghttp2_session*, uint8_t, int32_t stream, const uint8_t* data, size_t len, void* user) {
           static_cast<Client*>(user)->replies[stream].data.append(
               reinterpret_cast<const char*>(data), len);
           return 0;
@@ -87,14 +88,14 @@ class Client {
                       type = "application/grpc", te = "trailers";
     auto nv = [](const std::string& n, const std::string& v) {
       return nghttp2_nv{reinterpret_cast<uint8_t*>(const_cast<char*>(n.data())),
-                        reinterpret_cast<uint8_t*>(const_cast<char*>(v.data())), n.size(),
-                        v.size(), NGHTTP2_NV_FLAG_NONE};
+                        reinterpret_cast<uint8_t*>(const_cast<char*>(v.data())), n.size(), v.size(),
+                        NGHTTP2_NV_FLAG_NONE};
     };
     const std::string k_method = ":method", k_path = ":path", k_scheme = ":scheme",
                       k_authority = ":authority", k_type = "content-type", k_te = "te";
-    const nghttp2_nv headers[] = {nv(k_method, method),       nv(k_path, path),
-                                  nv(k_scheme, scheme),       nv(k_authority, authority),
-                                  nv(k_type, type),           nv(k_te, te)};
+    const nghttp2_nv headers[] = {nv(k_method, method), nv(k_path, path),
+                                  nv(k_scheme, scheme), nv(k_authority, authority),
+                                  nv(k_type, type),     nv(k_te, te)};
     return nghttp2_submit_request(session_, nullptr, headers, 6, &provider, nullptr);
   }
 
@@ -112,8 +113,7 @@ class Client {
       std::string in;
       if (!server.produce(&in, 1 << 20, error)) return false;
       if (!in.empty()) {
-        nghttp2_session_mem_recv(session_, reinterpret_cast<const uint8_t*>(in.data()),
-                                 in.size());
+        nghttp2_session_mem_recv(session_, reinterpret_cast<const uint8_t*>(in.data()), in.size());
       }
       if (out.empty() && in.empty()) return true;
     }
@@ -206,8 +206,7 @@ TEST(GrpcSessionTest, CompressedMessageIsRefusedNamingTheEncoding) {
   std::string error;
   ASSERT_TRUE(client.pump(session, &error)) << error;
   EXPECT_EQ(client.replies[id].headers.at("grpc-status"), "12");
-  EXPECT_NE(client.replies[id].headers.at("grpc-message").find("grpc-encoding"),
-            std::string::npos);
+  EXPECT_NE(client.replies[id].headers.at("grpc-message").find("grpc-encoding"), std::string::npos);
 }
 
 TEST(GrpcSessionTest, PercentEncodingOfGrpcMessage) {
