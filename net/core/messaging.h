@@ -144,6 +144,17 @@ struct SendBackReceipt {
   StoreOffset offset;
 };
 
+// A delayed message's recall handle (RocketMQ 5's recall): the presented broker (shard) that
+// holds it, its topic and unique key (UNIQ_KEY). Clients treat the text as opaque.
+struct RecallHandle {
+  uint32_t shard = 0;
+  std::string topic;
+  std::string uniq_key;
+};
+std::string encode_recall_handle(const RecallHandle& handle);
+// nullopt: not a handle this broker issued.
+std::optional<RecallHandle> parse_recall_handle(std::string_view text);
+
 class Messaging {
  public:
   // `groups` is read at each send-back (the table is opened after the core is built).
@@ -163,6 +174,11 @@ class Messaging {
   // stored in one queue at consecutive queue offsets.
   std::optional<Refusal> send_batch(const Ticket& ticket, uint32_t shard, const SendCall& call,
                                     BatchDecoder decode);
+  // Recalls a delayed message not yet delivered (net/core/recall.cc): a cancel of its unique key
+  // stored on the handle's shard as a send; send_outcome reads its completion. The cancel is
+  // effective at once and is never delivered; a message already delivered stays delivered.
+  std::optional<Refusal> recall(const Ticket& ticket, const RecallHandle& handle,
+                                engine::HostAddress born_host);
   // A send op's completion: its receipt, or why it was not stored.
   std::variant<Refusal, SendReceipt> send_outcome(const BrokerOp& op, const Completion& c) const;
   // Checks a pull (its topic and queue, then its SQL92 subscription: a missing topic is

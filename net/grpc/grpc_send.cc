@@ -127,11 +127,6 @@ bool parse_transaction_id(std::string_view text, uint32_t* shard, uint64_t* wire
   return r3.ec == std::errc() && r3.ptr == end;
 }
 
-// A recall handle names the delayed message: its shard, topic and unique key.
-std::string recall_handle(uint32_t shard, std::string_view topic, std::string_view uniq) {
-  return "1 " + std::to_string(shard) + " " + std::string(topic) + " " + std::string(uniq);
-}
-
 uint64_t stable_hash(std::string_view text) {
   uint64_t h = 1469598103934665603ull;  // FNV-1a: the same queue for a group in every run
   for (char c : text) h = (h ^ static_cast<uint8_t>(c)) * 1099511628211ull;
@@ -226,6 +221,9 @@ void GrpcService::complete_send(BrokerOp& op, const Completion& c) {
   op.replied = true;
   GrpcSession* session = session_of(op.ticket);
   if (session == nullptr) return;
+  if (engine::find_property(op.properties, engine::kPropertyTimerDelUniqKey)) {
+    return complete_recall(op, c);
+  }
   v2::SendMessageResponse response;
   v2::SendResultEntry* entry = response.add_entries();
   std::variant<Refusal, SendReceipt> outcome = messaging_.send_outcome(op, c);
@@ -245,7 +243,7 @@ void GrpcService::complete_send(BrokerOp& op, const Completion& c) {
         transaction_id(op.shard, wire_offset(receipt.offset).value, receipt.queue_offset.value));
   }
   if (engine::find_property(props, engine::kPropertyTimerDeliverMs)) {
-    entry->set_recall_handle(recall_handle(op.shard, op.topic, uniq));
+    entry->set_recall_handle(encode_recall_handle({op.shard, op.topic, uniq}));
   }
   set_status(entry->mutable_status(), v2::OK, "OK");
   set_status(response.mutable_status(), v2::OK, "OK");
@@ -261,33 +259,33 @@ void GrpcService::recall_message(GrpcSession& session, GrpcStream& stream, std::
     session.finish(stream.id, GrpcStatus::invalid_argument, "bad RecallMessageRequest");
     return;
   }
-  char topic[256] = {};
-  char uniq[256] = {};
-  unsigned version = 0;
-  unsigned shard = 0;
-  if (std::sscanf(request.recall_handle().c_str(), "%u %u %255s %255s", &version, &shard, topic,
-                  uniq) != 4 ||
-      version != 1 || shard >= brokers_.size() || request.topic().name() != topic) {
+  const std::optional<RecallHandle> handle = parse_recall_handle(request.recall_handle());
+  if (!handle || handle->shard >= brokers_.size() || handle->topic != request.topic().name()) {
     set_status(response.mutable_status(), v2::BAD_REQUEST,
                "recall handle '" + request.recall_handle() + "' is not one of topic " +
                    request.topic().name());
     return answer(session.user(), stream.id, response);
   }
-  std::string properties;
-  engine::append_property(properties, engine::kPropertyTimerDelUniqKey,
-                          std::string(topic) + "+" + uniq);
-  engine::append_property(properties, engine::kPropertyUniqClientMessageIdKeyidx, uniq);
-  static constexpr char kBody[] = "0";
-  SendCall call;
-  call.topic = topic;
-  call.properties = properties;
-  call.born_host = conns_[session.user()].peer;
-  call.body = std::as_bytes(std::span(kBody, 1));
-  const Ticket ticket = grpc_ticket(session.user(), conns_[session.user()].generation, stream.id);
-  if (std::optional<Refusal> refused = messaging_.send(ticket, shard, call)) {
+  const uint32_t conn = session.user();
+  const Ticket ticket = grpc_ticket(conn, conns_[conn].generation, stream.id);
+  if (std::optional<Refusal> refused = messaging_.recall(ticket, *handle, conns_[conn].peer)) {
     set_refusal(response.mutable_status(), *refused);
-    answer(session.user(), stream.id, response);
+    answer(conn, stream.id, response);
   }
+}
+
+void GrpcService::complete_recall(BrokerOp& op, const Completion& c) {
+  v2::RecallMessageResponse response;
+  std::variant<Refusal, SendReceipt> outcome = messaging_.send_outcome(op, c);
+  if (const Refusal* refused = std::get_if<Refusal>(&outcome)) {
+    set_refusal(response.mutable_status(), *refused);
+  } else {
+    set_status(response.mutable_status(), v2::OK, "OK");
+    response.set_message_id(
+        std::string(engine::find_property(op.properties, engine::kPropertyUniqClientMessageIdKeyidx)
+                        .value_or("")));
+  }
+  answer(op.ticket.conn, grpc_stream_of(op.ticket), response);
 }
 
 // ---- EndTransaction: the core's Transactions::end on the half the transaction id names ----

@@ -67,6 +67,7 @@ class GrpcService final : public BrokerPart, public GrpcHandler {
   void recall_message(GrpcSession& session, GrpcStream& stream, std::string_view bytes);
   void end_transaction(GrpcSession& session, GrpcStream& stream, std::string_view bytes);
   void complete_send(BrokerOp& op, const Completion& c);
+  void complete_recall(BrokerOp& op, const Completion& c);
   bool complete_end(uint32_t index, const Completion& c);
   // The queue a send goes to: FIFO by its group's hash, else round robin over every shard's
   // queues (as RocketMQ's Proxy picks, not the client).

@@ -12,6 +12,9 @@ class MessageHandlers final : public BrokerPart {
   using BrokerPart::BrokerPart;
   // SEND_MESSAGE(_V2) and SEND_BATCH_MESSAGE.
   void handle_send(uint32_t conn, RemotingCommand& request, std::span<const std::byte> body);
+  // RECALL_MESSAGE (RecallMessageRequestHeader: producerGroup, topic, recallHandle, brokerName;
+  // the reply's msgId is the recalled message's): the core's recall, as gRPC's RecallMessage.
+  void handle_recall(uint32_t conn, RemotingCommand& request);
   void reply_batch(BrokerOp& op, const SendReceipt& receipt);
   void handle_pull(uint32_t conn, RemotingCommand& request);
   void handle_queue_query(uint32_t conn, RemotingCommand& request);

@@ -77,6 +77,7 @@ inline constexpr int32_t kWipeWritePermOfBroker = 205;  // a NameServer request
 inline constexpr int32_t kGetKvConfigByValue = 217;
 inline constexpr int32_t kSendMessageV2 = 310;
 inline constexpr int32_t kSendBatchMessage = 320;
+inline constexpr int32_t kRecallMessage = 370;  // RocketMQ 5.3.2: a delayed message's recall
 // Admin requests (mqadmin, rocketmq-dashboard; net/ops/admin_handlers.cc).
 inline constexpr int32_t kUpdateBrokerConfig = 25;
 inline constexpr int32_t kGetBrokerConfig = 26;

@@ -96,6 +96,8 @@ void RemotingHandlers::handle(uint32_t conn, RemotingCommand& request,
       return parts_.queries.handle_view_message(conn, request);
     case req::kGetEarliestMsgStoretime:
       return parts_.queries.handle_earliest_time(conn, request);
+    case req::kRecallMessage:
+      return parts_.messages.handle_recall(conn, request);
     case req::kEndTransaction:
       return parts_.transactions.handle_end_transaction(conn, request);
     default:

@@ -93,6 +93,29 @@ void MessageHandlers::handle_send(uint32_t conn, RemotingCommand& request,
   if (refused) reply_refusal(conn, request, *refused);
 }
 
+// ---- RECALL_MESSAGE: the recall handle into the core's recall ----
+
+void MessageHandlers::handle_recall(uint32_t conn, RemotingCommand& request) {
+  const std::string* topic = request.ext("topic");
+  const std::string* text = request.ext("recallHandle");
+  if (topic == nullptr || text == nullptr) {
+    return reply_code(conn, request, rc::kSystemError,
+                      "RECALL_MESSAGE needs topic and recallHandle");
+  }
+  const std::optional<RecallHandle> handle = parse_recall_handle(*text);
+  const std::string* broker = request.ext("brokerName");
+  if (!handle || handle->shard >= brokers_.size() || handle->topic != *topic ||
+      (broker != nullptr && !broker->empty() && *broker != broker_name_of(handle->shard))) {
+    return reply_code(
+        conn, request, rc::kSystemError,
+        "recall handle '" + *text + "' is not one of topic " + *topic + " on this broker");
+  }
+  const Ticket ticket = ticket_of(conn, conns_[conn].generation, request);
+  if (std::optional<Refusal> refused = messaging_.recall(ticket, *handle, conns_[conn].peer)) {
+    reply_refusal(conn, request, *refused);
+  }
+}
+
 // One reply for the batch: its records' offset msgIds joined by commas (Java's
 // AppendMessageResult for a batch), the queue and the first queue offset.
 void MessageHandlers::reply_batch(BrokerOp& op, const SendReceipt& receipt) {
@@ -122,6 +145,14 @@ void MessageHandlers::complete_send(BrokerOp& op, const Completion& c) {
   }
   const SendReceipt& receipt = std::get<SendReceipt>(outcome);
   if (request.code == req::kSendBatchMessage) return reply_batch(op, receipt);
+  if (request.code == req::kRecallMessage) {
+    RemotingCommand response = make_response(request, rc::kSuccess);
+    response.set_ext(
+        "msgId",
+        std::string(engine::find_property(op.properties, engine::kPropertyUniqClientMessageIdKeyidx)
+                        .value_or("")));
+    return reply(op.ticket.conn, response);
+  }
   RemotingCommand response = make_response(request, rc::kSuccess);
   response.set_ext(
       "msgId", engine::offset_message_id(store_.store_host_of(op.shard),
