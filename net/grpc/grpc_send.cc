@@ -192,6 +192,9 @@ void GrpcService::send_message(GrpcSession& session, GrpcStream& stream, std::st
   }
   const v2::Message& m = request.messages(0);
   const std::string& topic = m.topic().name();
+  if (auto denied = acl_refusal(session, stream, topic, kAclPub)) {
+    return refuse(v2::FORBIDDEN, denied->reason);
+  }
   if (auto bad = check_type(type_of(m), topics_.message_type(topic), topic)) {
     return refuse(bad->code, bad->reason);
   }

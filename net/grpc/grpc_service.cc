@@ -91,11 +91,8 @@ const std::map<std::string_view, GrpcService::Rpc, std::less<>>& GrpcService::rp
 
 void GrpcService::on_message(GrpcSession& session, GrpcStream& stream, std::string_view bytes) {
   const std::string_view path = stream.path;
-  if (config_.acl.enable) {
-    // The plain ACL's accounts are not checked on this port yet: refused rather than open.
-    session.finish(stream.id, GrpcStatus::unauthenticated,
-                   "aclEnable is set and the gRPC port does not check ACL signatures yet: "
-                   "use the remoting port");
+  if (std::optional<AclGrpcRefusal> refused = acl_refusal(session, stream, {}, 0)) {
+    session.finish(stream.id, GrpcStatus::unauthenticated, refused->reason);
     return;
   }
   if (path.substr(0, kServicePrefix.size()) == kServicePrefix) {
@@ -141,6 +138,17 @@ GrpcSession* GrpcService::session_of(const Ticket& ticket) {
   Connection& conn = conns_[ticket.conn];
   if (!conn.open || conn.closing || conn.generation != ticket.generation) return nullptr;
   return conn.grpc.get();
+}
+
+std::optional<AclGrpcRefusal> GrpcService::acl_refusal(GrpcSession& session,
+                                                       const GrpcStream& stream,
+                                                       std::string_view topic, uint8_t perm) {
+  const AclRules* rules = reactor_.acl_.rules();
+  if (rules == nullptr) return std::nullopt;
+  const std::string* authorization = stream.header("authorization");
+  const std::string* date_time = stream.header("x-mq-date-time");
+  return check_grpc_acl(*rules, authorization ? *authorization : "", date_time ? *date_time : "",
+                        conns_[session.user()].peer_ip, topic, perm);
 }
 
 void GrpcService::not_yet(GrpcSession& session, GrpcStream& stream, std::string_view) {

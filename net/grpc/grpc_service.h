@@ -23,6 +23,7 @@
 
 #include "net/core/transactions.h"
 #include "net/grpc/grpc_session.h"
+#include "net/security/acl_grpc.h"
 #include "net/server/broker_part.h"
 
 namespace apache::rocketmq::v2 {
@@ -76,6 +77,10 @@ class GrpcService final : public BrokerPart, public GrpcHandler {
   // Answers a unary RPC: the response message, then status OK trailers.
   void answer(uint32_t conn, int32_t stream, const google::protobuf::MessageLite& response);
   GrpcSession* session_of(const Ticket& ticket);
+  // With aclEnable: why the stream's request is refused (the signature; `perm` on `topic`
+  // unless it is empty); nullopt when it may go on.
+  std::optional<AclGrpcRefusal> acl_refusal(GrpcSession& session, const GrpcStream& stream,
+                                            std::string_view topic, uint8_t perm);
 
   uint16_t port_ = 0;
   uint64_t next_queue_ = 0;  // round robin of non-FIFO sends

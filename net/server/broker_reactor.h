@@ -233,6 +233,7 @@ class BrokerReactor final : private CallerLedger {
   friend class BrokerPart;
   friend class AdminHandlers;     // the metrics endpoint reports the connections' figures
   friend class RemotingHandlers;  // runtime figures: connections open
+  friend class GrpcService;       // the plain ACL's rules
   using Event = ReactorEvent;
 
   // ---- reactor (broker.cc) ----

@@ -189,6 +189,32 @@ async function transactions(broker, endpoints) {
   console.log('ok: transactions committed, rolled back, and an orphan resolved by a check');
 }
 
+// The plain ACL on the gRPC port: signed requests of a known account pass, a wrong secret is
+// refused, and a topic the account may not publish to refuses the send.
+async function acl(broker, endpoints) {
+  const good = { accessKey: 'grpcUser', accessSecret: 'grpcSecret1' };
+  const producer = new Producer({
+    endpoints, topic: 'GrpcNormal', logger: quiet, sessionCredentials: good,
+    requestTimeout: 5000,
+  });
+  await producer.startup();
+  try {
+    const receipt = await producer.send({ topic: 'GrpcNormal', body: Buffer.from('signed') });
+    assert.ok(receipt.messageId, 'the signed send was stored');
+    await assert.rejects(producer.send({ topic: 'GrpcFromRemoting', body: Buffer.from('denied') }),
+      /No permission for topic:GrpcFromRemoting/);
+  } finally {
+    await producer.shutdown();
+  }
+  const wrong = new Producer({
+    endpoints, topic: 'GrpcNormal', logger: quiet, requestTimeout: 3000,
+    sessionCredentials: { accessKey: 'grpcUser', accessSecret: 'wrong' },
+  });
+  await assert.rejects(wrong.startup());
+  await wrong.shutdown().catch(() => {});
+  console.log('ok: ACL: signed requests pass, a wrong secret and a denied topic are refused');
+}
+
 async function main() {
   const work = process.argv[2];
   const grpcServerPort = await freePort();
@@ -205,6 +231,18 @@ async function main() {
     await routeOfRemotingTopic(broker, endpoints);
     await delayedAndRecalled(broker, endpoints);
     await transactions(broker, endpoints);
+    // Again with aclEnable (the topics stay).
+    await broker.stop();
+    fs.writeFileSync(path.join(work, 'broker', 'plain_acl.yml'), [
+      'globalWhiteRemoteAddresses:', '  - 10.254.254.*', 'accounts:',
+      '  - accessKey: grpcUser', '    secretKey: grpcSecret1', '    admin: false',
+      '    defaultTopicPerm: DENY', '    defaultGroupPerm: SUB', '    topicPerms:',
+      '      - GrpcNormal=PUB|SUB', '',
+    ].join('\n'));
+    fs.appendFileSync(file, 'aclEnable=true\n');
+    broker.start();
+    await broker.waitReady();
+    await acl(broker, endpoints);
   } catch (e) {
     console.error(`broker output:\n${broker.output}`);
     throw e;
