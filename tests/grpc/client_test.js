@@ -2,8 +2,10 @@
 // The broker's gRPC endpoint against the official RocketMQ 5 Node.js client
 // (rocketmq-client-nodejs 1.0.8): a producer's sends read back through remoting with their tag,
 // keys and properties; routes of a topic remoting wrote; a delayed message never early; a
-// recalled one never delivered; transactions committed, rolled back, and an orphan the broker's
-// check (over Telemetry) resolves. Run by client_test.sh (CTest grpc_client_test).
+// recalled one (over gRPC or remoting's RECALL_MESSAGE) never delivered; transactions
+// committed, rolled back, and an orphan the broker's check (over Telemetry) resolves; garbage
+// on the port; the plain ACL's signatures and topic permissions. Run by client_test.sh (CTest
+// grpc_client_test).
 //
 //   node client_test.js <work-dir>     (URINGMQ_BROKER_BIN: the broker executable)
 
@@ -215,6 +217,23 @@ async function acl(broker, endpoints) {
   console.log('ok: ACL: signed requests pass, a wrong secret and a denied topic are refused');
 }
 
+// Garbage on the gRPC port closes that connection with a WARN naming the cause; the port
+// goes on serving.
+async function garbage(broker, port, endpoints) {
+  await new Promise((resolve, reject) => {
+    const s = net.connect({ host: '127.0.0.1', port }, () => s.write('GET / HTTP/1.1\r\n\r\n'));
+    s.on('data', () => {});
+    s.once('error', reject);
+    s.once('close', resolve);
+    s.setTimeout(5000, () => reject(new Error('the connection was not closed')));
+  });
+  assert.match(broker.output, /WARN closing the gRPC connection from .*HTTP\/2 client preface/);
+  const producer = await startProducer(endpoints, 'GrpcNormal');
+  await producer.send({ topic: 'GrpcNormal', body: Buffer.from('after garbage') });
+  await producer.shutdown();
+  console.log('ok: a bad preface closes only its connection, with a WARN naming it');
+}
+
 async function main() {
   const work = process.argv[2];
   const grpcServerPort = await freePort();
@@ -231,6 +250,7 @@ async function main() {
     await routeOfRemotingTopic(broker, endpoints);
     await delayedAndRecalled(broker, endpoints);
     await transactions(broker, endpoints);
+    await garbage(broker, grpcServerPort, endpoints);
     // Again with aclEnable (the topics stay).
     await broker.stop();
     fs.writeFileSync(path.join(work, 'broker', 'plain_acl.yml'), [
