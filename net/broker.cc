@@ -867,8 +867,21 @@ io::Status BrokerReactor::shut_down() {
   while (core_.calls.session().outstanding() > 0 && core_.clock->now_ms() < deadline) {
     if (!poll_once(50).is_ok()) break;
   }
-  // Give the last replies a moment to leave, then close everything.
+  // gRPC streams end and GOAWAY goes (a Telemetry stream lives as long as its client).
+  for (Connection& conn : conns_) {
+    if (conn.open && !conn.closing && conn.grpc) conn.grpc->shut_down();
+  }
+  // Give the last replies a moment to leave (up to 50 ms more while some are on their way),
+  // then close everything.
   (void)poll_once(0);
+  for (int i = 0; i < 5 && std::any_of(conns_.begin(), conns_.end(),
+                                       [](const Connection& c) {
+                                         return c.open && !c.closing &&
+                                                (c.send_armed || output_waiting(c));
+                                       });
+       i++) {
+    if (!poll_once(10).is_ok()) break;
+  }
   for (uint32_t i = 0; i < conns_.size(); i++) {
     if (conns_[i].open) close_connection(i, "broker stopping");
   }

@@ -285,6 +285,21 @@ void GrpcSession::submit_headers(GrpcStream& s) {
   UMQ_ASSERT(nghttp2_submit_response(session_, s.id, headers, 2, &body) == 0);
 }
 
+void GrpcSession::shut_down() {
+  for (auto& [id, s] : streams_) {
+    if (s.finished) continue;
+    if (s.headers_sent) {
+      finish(id, GrpcStatus::ok, "");
+    } else {
+      finish(id, GrpcStatus::unavailable, "the broker is stopping");
+    }
+  }
+  // A GOAWAY that lets the streams' last frames go first (terminate_session would drop them).
+  (void)nghttp2_submit_goaway(session_, NGHTTP2_FLAG_NONE,
+                              nghttp2_session_get_last_proc_stream_id(session_), NGHTTP2_NO_ERROR,
+                              nullptr, 0);
+}
+
 bool GrpcSession::send_message(int32_t stream_id, const google::protobuf::MessageLite& message) {
   GrpcStream* s = stream(stream_id);
   if (s == nullptr || s->finished) return false;

@@ -114,6 +114,10 @@ class GrpcSession {
   // message was sent (a trailers-only answer).
   bool finish(int32_t stream_id, GrpcStatus status, std::string_view message);
   size_t open_streams() const { return streams_.size(); }
+  // The broker stops: every open stream ends (OK when it answered already, as a Telemetry
+  // stream has; UNAVAILABLE when not) and GOAWAY follows, so clients see the streams end
+  // rather than a reset connection.
+  void shut_down();
   // Bytes buffered for requests and responses (the reactor's connection budget).
   uint64_t buffered_bytes() const { return buffered_in_ + buffered_out_; }
 
