@@ -12,6 +12,7 @@
 #include "io/thread.h"
 #include "io/uring_disk.h"
 #include "net/common/log.h"
+#include "net/grpc/grpc_ticket.h"
 #include "net/server/broker_parts.h"
 #include "net/server/broker_reactor.h"
 
@@ -143,6 +144,24 @@ io::Status bind_listeners(const BrokerConfig& config, uint32_t shard_count, Brok
         listen_retrying(config.bind_address, config.namesrv_listen_port, 256, &l.fd, &l.port));
     out->namesrv_port = l.port;
   }
+  // The gRPC port serves every presented broker (net/grpc/README.md).
+  if (config.grpc_server_port != 0) {
+    Listener l;
+    l.grpc = true;
+    const uint16_t wanted = ephemeral ? 0 : config.grpc_server_port;
+    io::Status s = config.grpc_server_port_defaulted
+                       ? listen_on(config.bind_address, wanted, 1024, &l.fd, &l.port)
+                       : listen_retrying(config.bind_address, wanted, 1024, &l.fd, &l.port);
+    if (!s.is_ok() && config.grpc_server_port_defaulted && s.sys_errno() == EADDRINUSE) {
+      io::close_fd(l.fd);
+      log_warn("no gRPC port: the default grpcServerPort " + std::to_string(wanted) +
+               " is in use (set grpcServerPort to another port, or 0)");
+      return io::Status::ok();
+    }
+    out->sockets.push_back(l);
+    UMQ_RETURN_IF_ERROR(s);
+    out->grpc_port = l.port;
+  }
   return io::Status::ok();
 }
 
@@ -196,6 +215,7 @@ io::Result<std::unique_ptr<Broker>> Broker::open(const BrokerConfig& config) {
   broker->presented_ = broker->reactor_->bound().brokers;
   broker->vip_ports_ = broker->reactor_->bound().vip_ports;
   broker->namesrv_port_ = broker->reactor_->namesrv_port();
+  broker->grpc_port_ = broker->reactor_->bound().grpc_port;
   broker->metrics_port_ = broker->reactor_->metrics_port();
   broker->ha_ports_ = broker->reactor_->ha_ports();
   return io::Result<std::unique_ptr<Broker>>(std::move(broker));
@@ -307,6 +327,7 @@ io::Status BrokerReactor::start() {
   }
   UMQ_RETURN_IF_ERROR(core_.pop.recover(core_.calls.session()));
   UMQ_RETURN_IF_ERROR(open_server_tls(core_.config, &tls_context_));
+  parts_->grpc.set_port(bound_.grpc_port);
   UMQ_RETURN_IF_ERROR(parts_->namesrv.open_registrar());
   UMQ_RETURN_IF_ERROR(parts_->master.open_ha_server());
   UMQ_RETURN_IF_ERROR(parts_->slave.open_ha_client());
@@ -452,6 +473,8 @@ void BrokerReactor::on_accept(int which, const io::NetCompletion& c) {
     conn.shard = bound_.sockets[which].shard;
     conn.in.resize(kRecvInitialBytes, 0);
     conn.active_ms = mono_ms_;
+    if (bound_.sockets[which].grpc)
+      conn.grpc = make_grpc_session(core_.config, parts_->grpc, index);
     io::set_no_delay(conn.fd);
     open_conns_++;
     refusals_.accepted_total++;
@@ -527,6 +550,14 @@ void BrokerReactor::on_recv(uint32_t index, int32_t result) {
 }
 
 void BrokerReactor::decode_frames(uint32_t index) {
+  if (conns_[index].grpc) {  // every byte goes to the HTTP/2 session (grpc_connection.cc)
+    std::string error;
+    if (!grpc_receive(conns_[index], mono_ms_, &error)) {
+      log_warn("closing the gRPC connection from " + peer_text(conns_[index].peer) + ": " + error);
+      return close_connection(index, "gRPC: " + error);
+    }
+    return account(index);
+  }
   size_t consumed = 0;
   bool partial = false;
   for (;;) {
@@ -562,7 +593,13 @@ void BrokerReactor::decode_frames(uint32_t index) {
 
 void BrokerReactor::flush_out(uint32_t index) {
   Connection& conn = conns_[index];
-  if (conn.send_armed || conn.closing || !output_waiting(conn)) return;
+  std::string error;
+  if (conn.grpc && !grpc_output(conn, &error)) {
+    log_warn("closing the gRPC connection from " + peer_text(conn.peer) + ": " + error);
+    return close_connection(index, "gRPC: " + error);
+  }
+  const bool waiting = !conn.out_pending.empty() || (conn.tls && conn.tls->has_output());
+  if (conn.send_armed || conn.closing || !waiting) return;
   if (conn.tls) {
     if (!seal_output(index)) return;
   } else {
@@ -646,6 +683,7 @@ void BrokerReactor::close_connection(uint32_t index, const std::string& why) {
   // Members heard on it leave their groups (their queue locks stay until they expire, as in
   // RocketMQ: the client may still be consuming).
   core_.sessions.connection_closed({index, conn.generation});
+  if (conn.grpc) parts_->grpc.connection_closed(index);
   parts_->namesrv.remote_connection_closed(index);
   account(index);                   // its buffers are freed once the kernel lets go of them
   orphan_bytes_ += conn.ops_bytes;  // its ops' buffers, until the store answers them
@@ -671,6 +709,7 @@ void BrokerReactor::maybe_free(uint32_t index) {
   std::string().swap(conn.out_inflight);
   std::vector<uint32_t>().swap(conn.deferred);
   conn.tls.reset();
+  conn.grpc.reset();
   open_conns_--;
   conn_pool_.release(index);
 }
@@ -686,7 +725,15 @@ void BrokerReactor::reply(uint32_t index, const RemotingCommand& response,
 void BrokerReactor::drain_store() {
   for (;;) {
     size_t n = core_.calls.session().take_completions(completions_, false);
-    for (size_t i = 0; i < n; i++) parts_->remoting.on_store_completion(completions_[i]);
+    for (size_t i = 0; i < n; i++) {
+      const Completion& c = completions_[i];
+      if (!HaServer::owns(c.tag) &&
+          is_grpc_ticket(core_.calls.op(static_cast<uint32_t>(c.tag)).ticket)) {
+        parts_->grpc.on_store_completion(c);
+      } else {
+        parts_->remoting.on_store_completion(c);
+      }
+    }
     if (n < completions_.size()) return;
   }
 }
@@ -698,6 +745,7 @@ void BrokerReactor::sweep(int64_t now) {
   if (core_.calls.sends_in_flight() > 0) {
     core_.calls.for_each_in_use([&](BrokerOp& op) {
       if (op.kind != BrokerOp::Kind::send || op.replied || now < op.deadline_ms) return;
+      if (is_grpc_ticket(op.ticket)) return;  // answered when the store completes it
       op.replied = true;
       if (core_.calls.caller_alive(op)) {
         reply(op.ticket.conn,
@@ -723,7 +771,8 @@ void BrokerReactor::account(uint32_t index) {
   const uint64_t bytes = conn.open && !conn.closing
                              ? conn.in.size() + conn.out_pending.capacity() +
                                    conn.out_inflight.capacity() + conn.ops_bytes +
-                                   (conn.tls ? conn.tls->buffered_bytes() : 0)
+                                   (conn.tls ? conn.tls->buffered_bytes() : 0) +
+                                   (conn.grpc ? conn.grpc->buffered_bytes() : 0)
                              : 0;
   UMQ_ASSERT(buffer_bytes_ >= conn.accounted_bytes);
   buffer_bytes_ = buffer_bytes_ - conn.accounted_bytes + bytes;
@@ -780,7 +829,9 @@ void BrokerReactor::close_stale_connections() {
       close_connection(i, "incomplete frame");
       continue;
     }
-    const bool waiting_for_store = conn.ops_pending > conn.deferred.size();
+    // An open gRPC stream (Telemetry, a receive in progress) is not idle.
+    const bool waiting_for_store =
+        conn.ops_pending > conn.deferred.size() || (conn.grpc && conn.grpc->open_streams() > 0);
     if (!waiting_for_store && mono_ms_ - conn.active_ms >= idle_ms) {
       close_connection(i, "idle for " + std::to_string(core_.config.idle_timeout_sec) +
                               " s (serverChannelMaxIdleTimeSeconds)");
@@ -832,8 +883,21 @@ io::Status BrokerReactor::shut_down() {
   while (core_.calls.session().outstanding() > 0 && core_.clock->now_ms() < deadline) {
     if (!poll_once(50).is_ok()) break;
   }
-  // Give the last replies a moment to leave, then close everything.
+  // gRPC streams end and GOAWAY goes (a Telemetry stream lives as long as its client).
+  for (Connection& conn : conns_) {
+    if (conn.open && !conn.closing && conn.grpc) conn.grpc->shut_down();
+  }
+  // Give the last replies a moment to leave (up to 50 ms more while some are on their way),
+  // then close everything.
   (void)poll_once(0);
+  for (int i = 0; i < 5 && std::any_of(conns_.begin(), conns_.end(),
+                                       [](const Connection& c) {
+                                         return c.open && !c.closing &&
+                                                (c.send_armed || output_waiting(c));
+                                       });
+       i++) {
+    if (!poll_once(10).is_ok()) break;
+  }
   for (uint32_t i = 0; i < conns_.size(); i++) {
     if (conns_[i].open) close_connection(i, "broker stopping");
   }

@@ -61,6 +61,8 @@ class Broker {
   const std::vector<uint16_t>& vip_ports() const { return vip_ports_; }
   uint16_t namesrv_port() const { return namesrv_port_; }  // 0 when the NameServer role is off
   uint16_t metrics_port() const { return metrics_port_; }  // 0 unless metricsExporterType=PROM
+  // The gRPC port (grpcServerPort, or a free one with listenPort 0); 0 when it is off.
+  uint16_t grpc_port() const { return grpc_port_; }
   // Each presented broker's HA port (port + 1, or a free one with listenPort 0); none on a
   // SLAVE (net/cluster/ha_server.h).
   const std::vector<uint16_t>& ha_ports() const { return ha_ports_; }
@@ -79,6 +81,7 @@ class Broker {
   std::vector<PresentedBroker> presented_;
   std::vector<uint16_t> vip_ports_;
   uint16_t namesrv_port_ = 0;
+  uint16_t grpc_port_ = 0;
   uint16_t metrics_port_ = 0;
   std::vector<uint16_t> ha_ports_;
 };

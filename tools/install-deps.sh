@@ -7,11 +7,12 @@
 #               (libFuzzer targets), clang-format (tools/lint.sh); build-essential brings
 #               dpkg-dev, whose dpkg-shlibdeps the .deb (cpack) needs
 #   interop:    Node.js >= 18 with npm (tests/interop runs the npm client ali-ons)
-#   grpc:       protoc (protobuf-compiler; libprotobuf-dev has the well-known types' .proto),
-#               with which tests/grpc checks net/grpc/proto against the official client;
-#               libnghttp2-dev (the HTTP/2 codec), libgrpc++-dev and protobuf-compiler-grpc
-#               (grpc++ and its protoc plugin: bench/grpc_stack's comparison server and load
-#               generator, built only where these are found)
+#   grpc:       protoc (protobuf-compiler; libprotobuf-dev has the well-known types' .proto and
+#               the runtime the generated code links), with which the build generates
+#               net/grpc/proto's code and tests/grpc checks it against the official client;
+#               nghttp2 (libnghttp2-dev), the gRPC endpoint's HTTP/2; libgrpc++-dev and
+#               protobuf-compiler-grpc (grpc++ and its protoc plugin: bench/grpc_stack's
+#               comparison server and load generator, built only where these are found)
 #   benchmarks: fio, gnuplot, redis-server and beanstalkd (peers the broker is compared with)
 set -euo pipefail
 

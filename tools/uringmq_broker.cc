@@ -120,6 +120,9 @@ int main(int argc, char** argv) {
   }
   std::string ready = "uringmq-broker ready: broker " + config->bind_address + ":" +
                       std::to_string((*broker)->broker_port());
+  if ((*broker)->grpc_port() != 0) {
+    ready += ", grpc " + config->bind_address + ":" + std::to_string((*broker)->grpc_port());
+  }
   if ((*broker)->namesrv_port() != 0) {
     ready += ", namesrv " + config->bind_address + ":" + std::to_string((*broker)->namesrv_port());
   }

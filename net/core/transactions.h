@@ -98,6 +98,8 @@ class Transactions {
 
   // ---- the check service ----
   void set_check_sink(CheckSink sink) { sink_ = std::move(sink); }
+  // The sink set so far (a wire adapter set later passes on the checks it does not serve).
+  const CheckSink& check_sink() const { return sink_; }
   // Every min(transactionTimeOut, transactionCheckInterval), after the last round ended: asks
   // every shard for its due halves.
   void run_checks(int64_t now_ms);

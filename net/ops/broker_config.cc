@@ -319,6 +319,11 @@ const KeySetter kSetters[] = {
      [](BrokerConfig& c, std::string_view v) {
        return set_number<uint16_t>(c.namesrv_listen_port, v, 0, 65535, "a port or 0");
      }},
+    {"grpcServerPort",
+     [](BrokerConfig& c, std::string_view v) {
+       c.grpc_server_port_defaulted = false;
+       return set_number<uint16_t>(c.grpc_server_port, v, 0, 65535, "a port or 0");
+     }},
     {"shardPortStride",
      [](BrokerConfig& c, std::string_view v) {
        return set_number<uint16_t>(c.shard_port_stride, v, 4, 1000, "a port stride");
@@ -748,6 +753,7 @@ std::string describe_broker_config(const BrokerConfig& c) {
   add("brokerIP1", effective_advertised_address(c));
   add("listenPort", num(c.listen_port));
   add("namesrvListenPort", num(c.namesrv_listen_port));
+  add("grpcServerPort", num(c.grpc_server_port));
   add("shardPortStride", num(c.shard_port_stride));
   std::string namesrvs;
   for (const std::string& a : c.namesrv_addrs) namesrvs += (namesrvs.empty() ? "" : ";") + a;

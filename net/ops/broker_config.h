@@ -82,6 +82,10 @@ struct BrokerConfig {
   std::string bind_address = "127.0.0.1";
   uint16_t listen_port = 10911;         // listenPort
   uint16_t namesrv_listen_port = 9876;  // namesrvListenPort; 0 = no NameServer listener
+  uint16_t grpc_server_port = 8081;     // grpcServerPort (RocketMQ 5's gRPC); 0 = off
+  // grpcServerPort was not set: the default port in use by another process is a WARN and no
+  // gRPC port, not a failed start (several brokers of one host, tests run side by side).
+  bool grpc_server_port_defaulted = true;
   // With several shards each shard is one RocketMQ broker (brokerName-i) listening on
   // listenPort + i * shardPortStride (shardPortStride, 4..1000): its VIP port is 2 below and its
   // HA port 1 above, so a stride under 4 would overlap them.

@@ -93,6 +93,8 @@ void MessageHandlers::handle_send(uint32_t conn, RemotingCommand& request,
   if (refused) reply_refusal(conn, request, *refused);
 }
 
+// ---- RECALL_MESSAGE: the recall handle into the core's recall ----
+
 // One reply for the batch: its records' offset msgIds joined by commas (Java's
 // AppendMessageResult for a batch), the queue and the first queue offset.
 void MessageHandlers::reply_batch(BrokerOp& op, const SendReceipt& receipt) {

@@ -25,6 +25,8 @@ class AclGate {
   // With aclEnable: the rules, or the error that stops the start. Without: nothing to check.
   io::Status open();
   bool enabled() const { return validator_ != nullptr; }
+  // The rules in force (null without aclEnable): the gRPC port checks them (acl_grpc.h).
+  const AclRules* rules() const { return validator_ ? &validator_->rules() : nullptr; }
   // Why the request from `peer_ip` is refused (Java's remark); nullopt when it may go on.
   std::optional<std::string> refusal(const RemotingCommand& request,
                                      std::span<const std::byte> body, const std::string& peer_ip);

@@ -203,6 +203,21 @@ std::string describe_tls_config(const TlsConfig& c) {
 
 // ---- TlsContext ----
 
+// ALPN: "h2" when the client offers it (gRPC clients over TLS require it; the gRPC port speaks
+// HTTP/2 only); otherwise no protocol is chosen and the handshake goes on (remoting clients
+// offer none).
+static int select_h2(SSL*, const unsigned char** out, unsigned char* outlen,
+                     const unsigned char* in, unsigned int inlen, void*) {
+  static constexpr unsigned char kH2[] = {2, 'h', '2'};
+  unsigned char* chosen = nullptr;
+  if (SSL_select_next_proto(&chosen, outlen, kH2, sizeof(kH2), in, inlen) !=
+      OPENSSL_NPN_NEGOTIATED) {
+    return SSL_TLSEXT_ERR_NOACK;
+  }
+  *out = chosen;
+  return SSL_TLSEXT_ERR_OK;
+}
+
 io::Result<std::unique_ptr<TlsContext>> TlsContext::create(const TlsConfig& config) {
   const std::string problem = check_tls_config(config);
   if (!problem.empty()) return tls_error(problem);
@@ -220,6 +235,7 @@ io::Result<std::unique_ptr<TlsContext>> TlsContext::create(const TlsConfig& conf
   // TLS 1.2 sessions kept for resumption are bounded (TLS 1.3 resumes with tickets the server
   // does not keep).
   SSL_CTX_sess_set_cache_size(ctx, kSessionCacheEntries);
+  SSL_CTX_set_alpn_select_cb(ctx, select_h2, nullptr);
   UMQ_RETURN_IF_ERROR(load_key_pair(ctx, config));
   UMQ_RETURN_IF_ERROR(set_client_auth(ctx, config));
   return context;

@@ -6,6 +6,7 @@
 #include "net/cluster/master_role.h"
 #include "net/cluster/namesrv_role.h"
 #include "net/cluster/slave_role.h"
+#include "net/grpc/grpc_service.h"
 #include "net/ops/admin_handlers.h"
 #include "net/remoting/message_handlers.h"
 #include "net/remoting/query_handlers.h"
@@ -24,7 +25,8 @@ struct BrokerParts {
         admin(reactor, *this),
         namesrv(reactor, *this),
         slave(reactor, *this),
-        master(reactor, *this) {}
+        master(reactor, *this),
+        grpc(reactor, *this) {}
 
   SharedFigures shared;  // first: the parts refer to it
   RemotingHandlers remoting;
@@ -35,6 +37,7 @@ struct BrokerParts {
   NamesrvRole namesrv;
   SlaveRole slave;
   MasterRole master;
+  GrpcService grpc;  // after `transactions`: it passes remoting producers' checks on to it
 };
 
 }  // namespace uringmq::net

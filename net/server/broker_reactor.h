@@ -40,6 +40,7 @@
 #include "net/core/topic_table.h"
 #include "net/core/topics.h"
 #include "net/core/wire_offset.h"
+#include "net/grpc/grpc_session.h"
 #include "net/ops/broker_admin.h"
 #include "net/ops/broker_config.h"
 #include "net/ops/metrics.h"
@@ -114,6 +115,9 @@ struct Connection : SocketSlot<uint32_t> {  // its generation wraps at 24 bits
   // `in` holds plaintext and out_inflight ciphertext.
   bool transport_chosen = false;
   std::unique_ptr<TlsChannel> tls;
+  // A connection accepted on the gRPC port: its HTTP/2 session, for its whole life
+  // (net/server/grpc_connection.cc); null on the remoting ports.
+  std::unique_ptr<GrpcSession> grpc;
 };
 // conns_ grows while the kernel writes into `in`: growing must move the buffers, not copy them.
 static_assert(std::is_nothrow_move_constructible_v<Connection>);
@@ -130,6 +134,14 @@ void fit_input(Connection& conn, bool partial, int64_t mono_ms);
 // Why a TLS connection's incomplete input is not a frame ("its TLS handshake did not
 // complete"); "" when it is (or the connection is plain).
 std::string tls_stall(const Connection& conn);
+// ---- gRPC connections (net/server/grpc_connection.cc) ----
+// The HTTP/2 session of a connection accepted on the gRPC port (connection `index`).
+std::unique_ptr<GrpcSession> make_grpc_session(const BrokerConfig& config, GrpcHandler& handler,
+                                               uint32_t index);
+// The received bytes into the connection's session; false: it must close (*error says why).
+bool grpc_receive(Connection& conn, int64_t mono_ms, std::string* error);
+// The session's frames into out_pending, bounded; false: it must close (*error says why).
+bool grpc_output(Connection& conn, std::string* error);
 // The server's TLS context when tls.server.mode is not disabled (net/server/broker_tls.cc).
 io::Status open_server_tls(const BrokerConfig& config, std::unique_ptr<TlsContext>* out);
 
@@ -140,7 +152,8 @@ inline uint64_t output_bytes(const Connection& conn) {
 
 // Replies, or TLS records of its own (handshake), waiting for the next send.
 inline bool output_waiting(const Connection& conn) {
-  return !conn.out_pending.empty() || (conn.tls && conn.tls->has_output());
+  return !conn.out_pending.empty() || (conn.tls && conn.tls->has_output()) ||
+         (conn.grpc && conn.grpc->wants_write());
 }
 // Connections refused at maxConnections: counted, and logged at most once a while.
 struct ConnectionRefusals {
@@ -158,6 +171,7 @@ struct Listener {
   uint16_t port = 0;
   uint32_t shard = 0;  // the presented broker its connections address
   bool armed = false;
+  bool grpc = false;  // the gRPC port (grpcServerPort): its connections speak HTTP/2
 };
 
 // What Broker::open binds before the store opens (the store's STOREHOSTs need the ports): the
@@ -168,6 +182,7 @@ struct BrokerListeners {
   std::vector<uint16_t> vip_ports;
   std::vector<Listener> sockets;
   uint16_t namesrv_port = 0;
+  uint16_t grpc_port = 0;  // 0: grpcServerPort is 0
   BrokerListeners() = default;
   BrokerListeners(BrokerListeners&& other) noexcept { *this = std::move(other); }
   BrokerListeners& operator=(BrokerListeners&& other) noexcept {
@@ -175,6 +190,7 @@ struct BrokerListeners {
     std::swap(vip_ports, other.vip_ports);
     std::swap(sockets, other.sockets);
     std::swap(namesrv_port, other.namesrv_port);
+    std::swap(grpc_port, other.grpc_port);
     return *this;
   }
   ~BrokerListeners();
@@ -217,6 +233,7 @@ class BrokerReactor final : private CallerLedger {
   friend class BrokerPart;
   friend class AdminHandlers;     // the metrics endpoint reports the connections' figures
   friend class RemotingHandlers;  // runtime figures: connections open
+  friend class GrpcService;       // the plain ACL's rules
   using Event = ReactorEvent;
 
   // ---- reactor (broker.cc) ----
