@@ -323,7 +323,7 @@ io::Status BrokerReactor::start() {
     std::vector<std::string> names;
     for (const PresentedBroker& b : bound_.brokers) names.push_back(b.name);
     core_.pop.set_broker_names(std::move(names));  // POP handles name their broker
-    core_.pop.set_sink(&parts_->messages);         // receives woken from waiting are answered there
+    core_.pop.set_sink(&parts_->woken);  // receives woken from waiting: back to their wire
   }
   UMQ_RETURN_IF_ERROR(core_.pop.recover(core_.calls.session()));
   UMQ_RETURN_IF_ERROR(open_server_tls(core_.config, &tls_context_));

@@ -148,6 +148,9 @@ void RemotingHandlers::send_notices() {
       if (ref.index >= conns_.size()) continue;
       Connection& conn = conns_[ref.index];
       if (!conn.open || conn.closing || conn.generation != ref.generation) continue;
+      // A RocketMQ 5 client on the gRPC port rebalances nothing (POP): no remoting frame goes
+      // into its HTTP/2 stream.
+      if (conn.grpc) continue;
       if (output_bytes(conn) + frame.size() > kConnectionOutputMaxBytes) {
         notices_dropped_++;
         log_debug("no NOTIFY_CONSUMER_IDS_CHANGED to " + client + ": its output is full");

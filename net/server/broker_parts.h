@@ -6,7 +6,9 @@
 #include "net/cluster/master_role.h"
 #include "net/cluster/namesrv_role.h"
 #include "net/cluster/slave_role.h"
+#include "net/grpc/grpc_receive.h"
 #include "net/grpc/grpc_service.h"
+#include "net/grpc/grpc_ticket.h"
 #include "net/ops/admin_handlers.h"
 #include "net/remoting/message_handlers.h"
 #include "net/remoting/query_handlers.h"
@@ -15,6 +17,21 @@
 #include "net/server/broker_part.h"
 
 namespace uringmq::net {
+
+// The core's POP receives woken from waiting go back to the wire their ticket names.
+class WokenReceives final : public ReceiveSink {
+ public:
+  WokenReceives(MessageHandlers& remoting, GrpcReceive& grpc) : remoting_(remoting), grpc_(grpc) {}
+  void answer(const BrokerOp& op,
+              const std::variant<Refusal, const ReceiveResult*>& outcome) override {
+    if (is_grpc_ticket(op.ticket)) return grpc_.answer(op, outcome);
+    remoting_.answer(op, outcome);
+  }
+
+ private:
+  MessageHandlers& remoting_;
+  GrpcReceive& grpc_;
+};
 
 struct BrokerParts {
   explicit BrokerParts(BrokerReactor& reactor)
@@ -26,7 +43,9 @@ struct BrokerParts {
         namesrv(reactor, *this),
         slave(reactor, *this),
         master(reactor, *this),
-        grpc(reactor, *this) {}
+        grpc(reactor, *this),
+        grpc_receive(reactor, *this),
+        woken(messages, grpc_receive) {}
 
   SharedFigures shared;  // first: the parts refer to it
   RemotingHandlers remoting;
@@ -37,7 +56,9 @@ struct BrokerParts {
   NamesrvRole namesrv;
   SlaveRole slave;
   MasterRole master;
-  GrpcService grpc;  // after `transactions`: it passes remoting producers' checks on to it
+  GrpcService grpc;          // after `transactions`: it passes remoting producers' checks on to it
+  GrpcReceive grpc_receive;  // gRPC's consumer side over POP
+  WokenReceives woken;       // the core's POP ReceiveSink
 };
 
 }  // namespace uringmq::net

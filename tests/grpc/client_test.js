@@ -130,7 +130,10 @@ async function delayedAndRecalled(broker, endpoints) {
     const viaRemoting = await producer.send({
       topic, body: Buffer.from('recalled by remoting'), deliveryTimestamp: new Date(due),
     });
-    await withRaw(broker.brokerAddr, async raw => {
+    // A recall goes to the broker its handle names (RocketMQ's "v1 topic brokerName ..." form).
+    const named = Buffer.from(viaRemoting.recallHandle, 'base64url').toString().split(' ')[2];
+    const at = broker.brokerAddrs.length === 1 ? 0 : Number(named.split('-').pop());
+    await withRaw(broker.brokerAddrs[at], async raw => {
       const r = await raw.request(370, {
         producerGroup: 'PG_REMOTING', topic, recallHandle: viaRemoting.recallHandle,
       });

@@ -4,7 +4,9 @@
 # the producer's cases (sends read back through remoting, routes, delayed and recalled
 # messages, transactions with a check over Telemetry).
 #
-#   tests/grpc/client_test.sh <uringmq-broker> [work-dir]
+#   tests/grpc/client_test.sh <uringmq-broker> [work-dir] [script.js]
+#
+# A third argument runs that script of this folder instead (consumer_test.js: POP consumption).
 #
 # Exits 77 (skipped) when node or npm is missing (tools/install-deps.sh installs them).
 set -euo pipefail
@@ -35,4 +37,4 @@ else
   work=$(mktemp -d "${TMPDIR:-/tmp}/uringmq-grpc-client.XXXXXX")
   trap 'rm -rf "$work"' EXIT
 fi
-exec node client_test.js "$work"
+exec node "${3:-client_test.js}" "$work"
