@@ -128,7 +128,12 @@ async function pushRetryToDlq(broker, endpoints, producer) {
   const consumer = await started(new PushConsumer({
     endpoints, consumerGroup: group, subscriptions: new Map([[topic, '*']]), logger: quiet,
     requestTimeout: 5000, awaitDuration: 2000,
-    messageListener: { consume(m) { attempts.push(m.deliveryAttempt); return ConsumeResult.FAILURE; } },
+    messageListener: {
+      consume(m) {
+        attempts.push(m.deliveryAttempt);
+        return ConsumeResult.FAILURE;
+      },
+    },
   }));
   try {
     await sendAll(producer, topic, 1, 'push');
@@ -169,7 +174,8 @@ async function fifoGroups(broker, endpoints, producer) {
       if (batch.length > 0) {
         const extra = await consumer.receive(16, 3000);
         for (const m of extra) {
-          assert.ok(!groups.has(m.messageGroup), `${m.body} handed out while ${[...groups]} in flight`);
+          assert.ok(!groups.has(m.messageGroup),
+            `${m.body} handed out while ${[...groups]} in flight`);
           seen[m.messageGroup].push(m.body.toString());
           await consumer.ack(m);
         }
