@@ -193,6 +193,68 @@ void AdminHandlers::note_metrics(const BrokerOp& op, const Completion& c) {
   }
 }
 
+namespace {
+
+// POP consumption (net/core/pop.h), per presented broker, consumer group, topic and queue:
+// messages in flight, acks, invisible times that ran out, dead letters; and per group the
+// deliveries by attempt (1..16, 17, 18 = more).
+void write_pop(PromWriter& w, const std::vector<std::string>& brokers, const Pop& pop) {
+  struct Figure {
+    std::string_view name;
+    std::string_view type;
+    std::string_view help;
+    uint64_t PopQueueFigures::*value;
+  };
+  static constexpr Figure kFigures[] = {
+      {"uringmq_pop_in_flight_messages", "gauge",
+       "Messages received and not yet acked (invisible, back and waiting, or dead-lettering).",
+       &PopQueueFigures::in_flight},
+      {"uringmq_pop_acks_total", "counter", "Messages acked.", &PopQueueFigures::acks},
+      {"uringmq_pop_expiries_total", "counter",
+       "Messages whose invisible time ran out before an ack (they came back).",
+       &PopQueueFigures::expiries},
+      {"uringmq_pop_dead_lettered_total", "counter",
+       "Messages sent to %DLQ%<group> (attempts used up, or forwarded by the client).",
+       &PopQueueFigures::dead_lettered},
+  };
+  std::vector<std::pair<std::string, std::vector<PopQueueReport>>> reports;
+  for (uint32_t shard = 0; shard < brokers.size(); shard++) {
+    reports.emplace_back(brokers[shard], pop.figures(shard));
+  }
+  for (const Figure& f : kFigures) {
+    w.family(f.name, f.type, f.help);
+    for (const auto& [broker, queues] : reports) {
+      for (const PopQueueReport& r : queues) {
+        w.sample(f.name,
+                 label("broker", broker) + "," + label("group", r.key.group) + "," +
+                     label("topic", r.key.topic) + "," +
+                     label("queue_id", std::to_string(r.key.queue_id)),
+                 r.figures.*f.value);
+      }
+    }
+  }
+  constexpr std::string_view kAttempts = "uringmq_pop_deliveries_total";
+  w.family(kAttempts, "counter", "POP deliveries by attempt (18: more than 17).");
+  std::map<std::pair<std::string, std::string>, std::array<uint64_t, 18>> by_group;
+  for (const auto& [broker, queues] : reports) {
+    for (const PopQueueReport& r : queues) {
+      auto& sums = by_group[{r.key.group, r.key.topic}];
+      for (size_t a = 0; a < sums.size(); a++) sums[a] += r.figures.deliveries_by_attempt[a];
+    }
+  }
+  for (const auto& [key, sums] : by_group) {
+    for (size_t a = 0; a < sums.size(); a++) {
+      if (sums[a] == 0) continue;
+      w.sample(kAttempts,
+               label("group", key.first) + "," + label("topic", key.second) + "," +
+                   label("attempt", std::to_string(a + 1)),
+               sums[a]);
+    }
+  }
+}
+
+}  // namespace
+
 void AdminHandlers::render_metrics(std::string& out) {
   PromWriter w(&out, label("cluster", config_.cluster_name) + "," + label("node_type", "broker") +
                          "," + label("node_id", config_.broker_name));
@@ -200,6 +262,9 @@ void AdminHandlers::render_metrics(std::string& out) {
   write_store(w, store_.stats());
   write_delays(w, store_.delay_level_stats(), store_.timer_stats());
   write_recovery(w, store_.recovery_reports());
+  std::vector<std::string> names;
+  for (const PresentedBroker& b : brokers_) names.push_back(b.name);
+  write_pop(w, names, core_.pop);
   if (const ReplicationView* replication = core_.replication) {
     const ReplicationState state = replication->replication_state();
     if (!state.masters.empty()) write_ha(w, state.masters);

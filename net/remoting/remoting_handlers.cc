@@ -343,6 +343,18 @@ void RemotingHandlers::handle_runtime_info(uint32_t conn, const RemotingCommand&
   wire.transaction_checks_no_producer = core_.transactions.checks_no_producer();
   wire.messages_pulled = messages_pulled_[shard];
   core_.figures.figures(shard, brokers_[shard].name, wire, mono_ms_, add);
+  // POP consumption of this broker, all groups and queues together (per queue: the metrics).
+  PopQueueFigures pop;
+  for (const PopQueueReport& r : core_.pop.figures(shard)) {
+    pop.in_flight += r.figures.in_flight;
+    pop.acks += r.figures.acks;
+    pop.expiries += r.figures.expiries;
+    pop.dead_lettered += r.figures.dead_lettered;
+  }
+  add("popInFlightMessages", std::to_string(pop.in_flight));
+  add("popAckTotal", std::to_string(pop.acks));
+  add("popExpiryTotal", std::to_string(pop.expiries));
+  add("popDeadLetterTotal", std::to_string(pop.dead_lettered));
   body += "}}";
   reply(conn, make_response(request, rc::kSuccess), std::as_bytes(std::span(body)));
 }

@@ -13,7 +13,7 @@ const assert = require('node:assert/strict');
 const { Producer, SimpleConsumer, PushConsumer, ConsumeResult } = require('rocketmq-client-nodejs');
 const { sleep } = require('../interop/broker.js');
 const {
-  quiet, startBroker, createTopic, createGroup, pullEverywhere, sendByRemoting,
+  quiet, startBroker, withRaw, createTopic, createGroup, pullEverywhere, sendByRemoting,
 } = require('./lib.js');
 
 async function started(client) {
@@ -94,6 +94,17 @@ async function receiveAckExpire(broker, endpoints, producer) {
     await assert.rejects(consumer.ack(late[0].m));
     // Nothing else comes.
     assert.equal((await receiveUntil(consumer, 1, 3000, 1000)).length, 0);
+    // The brokers' runtime tables count it: 7 acks and 4 expiries over both, none in flight.
+    const table = { popAckTotal: 0, popExpiryTotal: 0, popInFlightMessages: 0 };
+    for (const addr of broker.brokerAddrs) {
+      await withRaw(addr, async raw => {
+        const r = await raw.request(28, {});
+        assert.equal(r.code, 0, `GET_BROKER_RUNTIME_INFO: ${r.remark}`);
+        const t = JSON.parse(r.body.toString()).table;
+        for (const k of Object.keys(table)) table[k] += Number(t[k]);
+      });
+    }
+    assert.deepEqual(table, { popAckTotal: 7, popExpiryTotal: 4, popInFlightMessages: 0 });
   } finally {
     await consumer.shutdown().catch(() => {});
   }
