@@ -50,7 +50,8 @@ async function main() {
   const sends = [];
   for (let i = 0; i < count; i++) {
     const at = Date.now() + 1000 + Math.floor(Math.random() * spread);
-    const p = producer.send({ topic, body: Buffer.from(String(i)), deliveryTimestamp: new Date(at) })
+    const message = { topic, body: Buffer.from(String(i)), deliveryTimestamp: new Date(at) };
+    const p = producer.send(message)
       .then(r => due.set(r.messageId, at));
     sends.push(p);
     if (sends.length >= 64) await Promise.all(sends.splice(0));

@@ -27,7 +27,8 @@ results=$repo/bench/results
 pidfiles=()
 pull=$build/bench/uringmq-pull-drain
 pop=$build/bench/grpc_stack/uringmq-grpc-pop-drain
-for bin in tools/uringmq-broker tools/uringmq-ctl bench/uringmq-net-bench bench/uringmq-pull-drain; do
+for bin in tools/uringmq-broker tools/uringmq-ctl bench/uringmq-net-bench \
+  bench/uringmq-pull-drain; do
   [ -x "$build/$bin" ] || { echo "$me: $build/$bin is missing (build it)"; exit 2; }
 done
 [ -x "$pop" ] || { echo "$me: $pop is missing (it needs grpc++: tools/install-deps.sh)"; exit 2; }
@@ -52,7 +53,8 @@ for round in $(seq 1 "$ROUNDS"); do
   for side in $order; do
     echo "round $round $side: load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
     if [ "$side" = pull ]; then
-      line=$("$pull" --port "$bport" --group "PullDrain$round" --batch "$BATCH" --threads "$THREADS")
+      line=$("$pull" --port "$bport" --group "PullDrain$round" --batch "$BATCH" \
+        --threads "$THREADS")
     else
       line=$("$pop" --target "127.0.0.1:$gport" --group "PopDrain$round" --batch "$BATCH" \
         --threads "$THREADS")
@@ -86,7 +88,8 @@ out = [f"# POP over gRPC / remoting pulls (bench/pop_drain.sh; 128 B backlog of 
        f"{runs['pull'][1][0]:,} messages; batch {batch}; {threads} connections; medians of "
        f"{len(runs['pull'])} rounds)", "",
        "| read | msgs/s |", "|---|---|",
-       f"| remoting pulls | {med('pull'):,.0f} |", f"| gRPC receive + ack | {med('pop'):,.0f} |", "",
+       f"| remoting pulls | {med('pull'):,.0f} |",
+       f"| gRPC receive + ack | {med('pop'):,.0f} |", "",
        f"receive + ack / pull: {ratio:.2f} (each round: {each}); target at least 0.5: "
        f"{'met' if ratio >= 0.5 else 'not met'}"]
 held = int(held)
