@@ -25,7 +25,7 @@ function summary(values) {
 async function consume(consumer, want, onMessage, ms) {
   const end = Date.now() + ms;
   let got = 0;
-  // Several receives in flight, as a consumer with threads would have: each long-polls.
+  // RECEIVES receives in flight (1 by default), each long-polling.
   const loop = async () => {
     while (got < want && Date.now() < end) {
       for (const m of await consumer.receive(32, 30000)) {
@@ -34,7 +34,7 @@ async function consume(consumer, want, onMessage, ms) {
       }
     }
   };
-  await Promise.all([loop(), loop(), loop(), loop()]);
+  await Promise.all(Array.from({ length: Number(process.env.RECEIVES || 1) }, loop));
   return got;
 }
 
