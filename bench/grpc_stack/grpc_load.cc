@@ -24,13 +24,13 @@
 #include <thread>
 #include <vector>
 
-#include "apache/rocketmq/v2/service.grpc.pb.h"
+#include "bench/grpc_stack/messaging_calls.h"
 
 namespace {
 
 namespace v2 = apache::rocketmq::v2;
-// The generated client class of MessagingService (one a connection here).
-using Client = decltype(v2::MessagingService::NewStub({}))::element_type;
+// One connection's calls.
+using Client = uringmq::bench::MessagingCalls;
 
 struct Options {
   std::string target;
@@ -105,7 +105,7 @@ struct Counters {
 void start_call(Call* call, const v2::SendMessageRequest& request, grpc::CompletionQueue* queue) {
   call->context = std::make_unique<grpc::ClientContext>();
   call->response.Clear();
-  call->reader = call->client->AsyncSendMessage(call->context.get(), request, queue);
+  call->reader = call->client->send_async(call->context.get(), request, queue);
   call->reader->Finish(&call->response, &call->status, call);
 }
 
@@ -168,7 +168,7 @@ std::vector<std::unique_ptr<Client>> make_clients(const Options& options) {
     arguments.SetInt("uringmq.bench.connection", i);
     auto channel =
         grpc::CreateCustomChannel(options.target, grpc::InsecureChannelCredentials(), arguments);
-    clients.push_back(v2::MessagingService::NewStub(channel));
+    clients.push_back(std::make_unique<Client>(channel));
   }
   return clients;
 }

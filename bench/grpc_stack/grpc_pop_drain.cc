@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-#include "apache/rocketmq/v2/service.grpc.pb.h"
+#include "bench/grpc_stack/messaging_calls.h"
 
 namespace {
 
@@ -66,7 +66,7 @@ void drain(const Options& o, int index, std::atomic<uint64_t>* total, std::atomi
   grpc::ChannelArguments arguments;
   arguments.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   arguments.SetInt("uringmq.bench.connection", index);
-  auto stub = v2::MessagingService::NewStub(
+  uringmq::bench::MessagingCalls calls(
       grpc::CreateCustomChannel(o.target, grpc::InsecureChannelCredentials(), arguments));
   v2::ReceiveMessageRequest request;
   request.mutable_group()->set_name(o.group);
@@ -84,7 +84,7 @@ void drain(const Options& o, int index, std::atomic<uint64_t>* total, std::atomi
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
     context.AddMetadata("x-mq-client-id", "pop-drain-" + std::to_string(index));
-    auto reader = stub->ReceiveMessage(&context, request);
+    auto reader = calls.receive(&context, request);
     v2::ReceiveMessageResponse response;
     v2::AckMessageRequest ack;
     ack.mutable_group()->set_name(o.group);
@@ -114,7 +114,7 @@ void drain(const Options& o, int index, std::atomic<uint64_t>* total, std::atomi
     grpc::ClientContext ack_context;
     ack_context.AddMetadata("x-mq-client-id", "pop-drain-" + std::to_string(index));
     v2::AckMessageResponse acked;
-    const grpc::Status s = stub->AckMessage(&ack_context, ack, &acked);
+    const grpc::Status s = calls.ack(&ack_context, ack, &acked);
     if (!s.ok() || acked.status().code() != v2::OK) {
       std::fprintf(stderr, "uringmq-grpc-pop-drain: ack: %s %s\n", s.error_message().c_str(),
                    acked.status().message().c_str());
