@@ -63,14 +63,32 @@ std::optional<int64_t> grpc_timeout_ms(const GrpcStream& stream) {
   }
 }
 
-// Names the RocketMQ 5 client reads from their own fields, not from user properties.
+// Names the RocketMQ 5 client reads from their own fields, and RocketMQ's own bookkeeping of a
+// message (transactions, delays, POP): not user properties.
 bool system_name(std::string_view name) {
-  return name == engine::kPropertyTags || name == engine::kPropertyKeys ||
-         name == engine::kPropertyUniqClientMessageIdKeyidx || name == "__SHARDINGKEY" ||
-         name == "POP_CK" || name == "TRACE_ON" || name == engine::kPropertyTimerDeliverMs ||
-         name == "TIMER_OUT_MS" || name == engine::kPropertyRealTopic || name == "REAL_QID" ||
-         name == "RECONSUME_TIME" || name == "MAX_RECONSUME_TIMES" || name == "TRAN_MSG" ||
-         name == "PGROUP" || name == "DELAY" || name == "MSG_REGION" || name == "WAIT";
+  for (std::string_view system : {engine::kPropertyTags,
+                                  engine::kPropertyKeys,
+                                  engine::kPropertyUniqClientMessageIdKeyidx,
+                                  engine::kPropertyTimerDeliverMs,
+                                  engine::kPropertyRealTopic,
+                                  engine::kPropertyRealQueueId,
+                                  engine::kPropertyTransactionPrepared,
+                                  engine::kPropertyProducerGroup,
+                                  engine::kPropertyPreparedQueueOffset,
+                                  engine::kPropertyTransactionCheckTimes,
+                                  engine::kPropertyWaitStoreMsgOk,
+                                  engine::kPropertyCheckImmunitySec,
+                                  std::string_view("__SHARDINGKEY"),
+                                  std::string_view("POP_CK"),
+                                  std::string_view("TRACE_ON"),
+                                  std::string_view("TIMER_OUT_MS"),
+                                  std::string_view("RECONSUME_TIME"),
+                                  std::string_view("MAX_RECONSUME_TIMES"),
+                                  std::string_view("DELAY"),
+                                  std::string_view("MSG_REGION")}) {
+    if (name == system) return true;
+  }
+  return engine::is_internal_property(name);
 }
 
 std::string host_text(const engine::HostAddress& h) {

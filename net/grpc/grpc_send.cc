@@ -14,6 +14,7 @@
 #include "io/assert.h"
 #include "net/common/log.h"
 #include "net/grpc/grpc_codes.h"
+#include "net/grpc/grpc_receive.h"
 #include "net/grpc/grpc_service.h"
 #include "net/grpc/grpc_ticket.h"
 #include "net/server/broker_parts.h"
@@ -139,18 +140,6 @@ uint64_t stable_hash(std::string_view text) {
   uint64_t h = 1469598103934665603ull;  // FNV-1a: the same queue for a group in every run
   for (char c : text) h = (h ^ static_cast<uint8_t>(c)) * 1099511628211ull;
   return h;
-}
-
-// Properties of a half that are RocketMQ's own, not the producer's.
-bool system_property(std::string_view name) {
-  for (std::string_view system :
-       {engine::kPropertyTransactionPrepared, engine::kPropertyProducerGroup,
-        engine::kPropertyRealTopic, engine::kPropertyRealQueueId,
-        engine::kPropertyPreparedQueueOffset, engine::kPropertyTransactionCheckTimes,
-        engine::kPropertyWaitStoreMsgOk, engine::kPropertyCheckImmunitySec}) {
-    if (name == system) return true;
-  }
-  return engine::is_internal_property(name);
 }
 
 }  // namespace
@@ -398,35 +387,14 @@ bool GrpcService::send_check(const ProducerCheck& check) {
       check.half == nullptr) {
     return false;
   }
-  const engine::MessageView& half = *check.half;
   v2::TelemetryCommand command;
   v2::RecoverOrphanedTransactionCommand* recover =
       command.mutable_recover_orphaned_transaction_command();
-  v2::Message* m = recover->mutable_message();
-  m->mutable_topic()->set_name(
-      std::string(engine::find_property(half.user_properties, engine::kPropertyRealTopic)
-                      .value_or(half.topic)));
-  m->set_body(reinterpret_cast<const char*>(half.body.data()), half.body.size());
-  v2::SystemProperties* sys = m->mutable_system_properties();
-  sys->set_message_type(v2::TRANSACTION);
-  sys->set_queue_id(half.queue_id);
-  sys->set_body_encoding(v2::IDENTITY);
-  set_body_digest(sys, half.body);
-  sys->mutable_born_timestamp()->set_seconds(half.born_timestamp_ms / 1000);
-  engine::for_each_property(
-      half.user_properties, [&](std::string_view name, std::string_view value) {
-        if (name == engine::kPropertyTags) {
-          sys->set_tag(std::string(value));
-        } else if (name == engine::kPropertyUniqClientMessageIdKeyidx) {
-          sys->set_message_id(std::string(value));
-        } else if (name == engine::kPropertyKeys) {
-          sys->add_keys(std::string(value));
-        } else if (!system_property(name)) {
-          (*m->mutable_user_properties())[std::string(name)] = std::string(value);
-        }
-      });
+  // The half as a receiver would see it (fill_grpc_message), typed TRANSACTION.
+  fill_grpc_message(*check.half, recover->mutable_message());
+  recover->mutable_message()->mutable_system_properties()->set_message_type(v2::TRANSACTION);
   recover->set_transaction_id(
-      transaction_id(check.shard, wire_offset(check.offset).value, half.queue_offset));
+      transaction_id(check.shard, wire_offset(check.offset).value, check.half->queue_offset));
   return session->send_message(it->second.telemetry_stream, command);
 }
 
