@@ -5,9 +5,10 @@
 # One broker (1 shard, SYNC_FLUSH, BenchTopic with 8 queues, grpcServerPort), a backlog of 128 B
 # messages sent by uringmq-net-bench for PRELOAD_SECONDS; then ROUNDS rounds, each reading the
 # whole backlog once with remoting pulls (uringmq-pull-drain: PULL_MESSAGE, BATCH a pull,
-# THREADS connections) and once with POP over gRPC (uringmq-grpc-pop-drain: ReceiveMessage of
-# BATCH, then one AckMessage of them, THREADS connections), each under a group of its own, the
-# order alternating. Target: receive + ack at least 0.5 x the pull rate.
+# THREADS connections) and once with POP over gRPC (uringmq-grpc-bench pop-drain: on each of
+# THREADS connections one ReceiveMessage of BATCH at a time, each followed by one AckMessage of
+# what it got, sent without waiting, as a consumer acks while it receives the next batch), each
+# under a group of its own, the order alternating. Target: receive + ack at least 0.5 x the pull rate.
 # Then memory: a fresh group receives INFLIGHT messages and acks none (invisible 600 s); the
 # broker's RSS before and after, per message in flight. Target: 1,000,000 in flight cost at most
 # 64 MiB.
@@ -26,12 +27,11 @@ work=$base/pop_drain
 results=$repo/bench/results
 pidfiles=()
 pull=$build/bench/uringmq-pull-drain
-pop=$build/bench/grpc_stack/uringmq-grpc-pop-drain
+pop=$build/bench/uringmq-grpc-bench
 for bin in tools/uringmq-broker tools/uringmq-ctl bench/uringmq-net-bench \
-  bench/uringmq-pull-drain; do
+  bench/uringmq-pull-drain bench/uringmq-grpc-bench; do
   [ -x "$build/$bin" ] || { echo "$me: $build/$bin is missing (build it)"; exit 2; }
 done
-[ -x "$pop" ] || { echo "$me: $pop is missing (it needs grpc++: tools/install-deps.sh)"; exit 2; }
 # shellcheck source=bench/peer_lib.sh
 source "$repo/bench/peer_lib.sh"  # free_port, start_uringmq_broker, bench_topic, stop_broker
 rm -rf "$work" && mkdir -p "$work" "$results"
@@ -56,8 +56,8 @@ for round in $(seq 1 "$ROUNDS"); do
       line=$("$pull" --port "$bport" --group "PullDrain$round" --batch "$BATCH" \
         --threads "$THREADS")
     else
-      line=$("$pop" --target "127.0.0.1:$gport" --group "PopDrain$round" --batch "$BATCH" \
-        --threads "$THREADS")
+      line=$("$pop" pop-drain --target "127.0.0.1:$gport" --group "PopDrain$round" \
+        --batch "$BATCH" --connections "$THREADS" --streams 1)
     fi
     echo "$side $round $(field "$line" messages) $(field "$line" msgs_per_s)" >>"$dat"
   done
@@ -65,8 +65,8 @@ done
 rss0=0 rss1=0 held=0
 if [ "$INFLIGHT" -gt 0 ]; then
   rss0=$(awk '/^VmRSS:/ {print $2}' "/proc/$bpid/status")
-  line=$("$pop" --target "127.0.0.1:$gport" --group PopHold --batch 32 --threads "$THREADS" \
-    --no-ack 1 --limit "$INFLIGHT")
+  line=$("$pop" pop-drain --target "127.0.0.1:$gport" --group PopHold --batch 32 \
+    --connections "$THREADS" --streams 1 --no-ack 1 --limit "$INFLIGHT")
   held=$(field "$line" messages)
   sleep 2  # jemalloc's background purge
   rss1=$(awk '/^VmRSS:/ {print $2}' "/proc/$bpid/status")
