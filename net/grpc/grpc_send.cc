@@ -171,8 +171,9 @@ std::pair<uint32_t, int32_t> GrpcService::pick_queue(const std::string& topic,
 }
 
 void GrpcService::send_message(GrpcSession& session, GrpcStream& stream, std::string_view bytes) {
-  v2::SendMessageRequest request;
-  v2::SendMessageResponse response;
+  v2::SendMessageRequest& request = send_request_;
+  v2::SendMessageResponse& response = send_response_;
+  response.Clear();
   if (!request.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
     session.finish(stream.id, GrpcStatus::invalid_argument, "bad SendMessageRequest");
     return;
@@ -224,7 +225,8 @@ void GrpcService::complete_send(BrokerOp& op, const Completion& c) {
   if (engine::find_property(op.properties, engine::kPropertyTimerDelUniqKey)) {
     return complete_recall(op, c);
   }
-  v2::SendMessageResponse response;
+  v2::SendMessageResponse& response = send_response_;
+  response.Clear();
   v2::SendResultEntry* entry = response.add_entries();
   std::variant<Refusal, SendReceipt> outcome = messaging_.send_outcome(op, c);
   if (const Refusal* refused = std::get_if<Refusal>(&outcome)) {

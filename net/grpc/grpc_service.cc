@@ -106,7 +106,9 @@ void GrpcService::on_message(GrpcSession& session, GrpcStream& stream, std::stri
 
 void GrpcService::on_half_close(GrpcSession& session, GrpcStream& stream) {
   // Telemetry ends when its client ends it; a unary request without a message is refused.
-  const bool telemetry = stream.path == std::string(kServicePrefix) + "Telemetry";
+  const std::string_view path = stream.path;
+  const bool telemetry = path.size() == kServicePrefix.size() + 9 &&
+                         path.starts_with(kServicePrefix) && path.ends_with("Telemetry");
   if (telemetry) {
     session.finish(stream.id, GrpcStatus::ok, "");
   } else if (stream.messages == 0 && !stream.finished) {

@@ -20,6 +20,7 @@
 #include <string_view>
 #include <utility>
 
+#include "apache/rocketmq/v2/service.pb.h"
 #include "net/core/transactions.h"
 #include "net/grpc/grpc_session.h"
 #include "net/security/acl_grpc.h"
@@ -92,6 +93,11 @@ class GrpcService final : public BrokerPart, public GrpcHandler {
   };
   std::map<uint32_t, Client> clients_by_conn_;
   CheckSink remoting_checks_;  // the remoting producers' checks (TransactionHandlers)
+  // SendMessage's request and response, reused call after call (Clear keeps their strings'
+  // and repeated fields' memory): a send allocates nothing of its own to decode or answer.
+  apache::rocketmq::v2::SendMessageRequest send_request_;
+  apache::rocketmq::v2::SendMessageResponse
+      send_response_;  // the remoting producers' checks (TransactionHandlers)
 };
 
 }  // namespace uringmq::net

@@ -55,8 +55,7 @@ struct GrpcCallbacks {
 
   static int begin_headers(nghttp2_session*, const nghttp2_frame* frame, void* user) {
     if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;
-    GrpcStream& s = of(user).streams_[frame->hd.stream_id];
-    s.id = frame->hd.stream_id;
+    of(user).open_stream(frame->hd.stream_id);
     return 0;
   }
 
@@ -69,17 +68,17 @@ struct GrpcCallbacks {
       return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;  // the stream is reset
     }
     std::string_view n(reinterpret_cast<const char*>(name), namelen);
-    std::string v(reinterpret_cast<const char*>(value), valuelen);
+    std::string_view v(reinterpret_cast<const char*>(value), valuelen);
     if (n == ":path") {
-      s->path = std::move(v);
+      s->path = v;
     } else if (n == ":method") {
-      s->http_method = std::move(v);
+      s->http_method = v;
     } else if (n == "content-type") {
-      s->content_type = std::move(v);
+      s->content_type = v;
     } else if (n == "grpc-encoding") {
-      s->encoding = std::move(v);
+      s->encoding = v;
     } else if (!n.empty() && n[0] != ':') {
-      s->metadata[std::string(n)] = std::move(v);
+      s->add_header(n, v);
     }
     return 0;
   }
@@ -122,11 +121,11 @@ struct GrpcCallbacks {
 
   static int on_close(nghttp2_session*, int32_t stream_id, uint32_t, void* user) {
     GrpcSession& session = of(user);
-    auto it = session.streams_.find(stream_id);
-    if (it == session.streams_.end()) return 0;
-    session.buffered_in_ -= it->second.input.size();
-    session.buffered_out_ -= it->second.output.size();
-    session.streams_.erase(it);
+    GrpcStream* s = session.stream(stream_id);
+    if (s == nullptr) return 0;
+    session.buffered_in_ -= s->input.size();
+    session.buffered_out_ -= s->output.size();
+    session.close_stream(stream_id);
     session.handler_.on_stream_closed(session, stream_id);
     return 0;
   }
@@ -171,6 +170,10 @@ GrpcSession::GrpcSession(GrpcHandler& handler, GrpcLimits limits, uint32_t user)
   nghttp2_option* option = nullptr;
   UMQ_ASSERT(nghttp2_option_new(&option) == 0);
   nghttp2_option_set_max_send_header_block_length(option, kMaxHeaderListBytes);
+  // gRPC's rules are checked here (POST, content-type, the path names a method), so nghttp2's
+  // HTTP/1-semantics checks of every header field and content-length are skipped: they cost
+  // more per call than the rest of the request's HTTP/2 handling.
+  nghttp2_option_set_no_http_messaging(option, 1);
   UMQ_ASSERT(nghttp2_session_server_new2(&session_, cb, this, option) == 0);
   nghttp2_option_del(option);
   nghttp2_session_callbacks_del(cb);
@@ -188,9 +191,88 @@ GrpcSession::~GrpcSession() {
   nghttp2_session_del(session_);
 }
 
+void GrpcStream::add_header(std::string_view name, std::string_view value) {
+  for (size_t i = 0; i < metadata_count; i++) {
+    if (metadata[i].first == name) {  // a repeated header: the last one counts
+      metadata[i].second = value;
+      return;
+    }
+  }
+  if (metadata_count == metadata.size()) metadata.emplace_back();
+  metadata[metadata_count].first = name;
+  metadata[metadata_count].second = value;
+  metadata_count++;
+}
+
+void GrpcStream::reset() {
+  id = 0;
+  path.clear();
+  input.clear();
+  discarding = remote_closed = finished = headers_sent = false;
+  output.clear();
+  output_at = 0;
+  encoding.clear();
+  http_method.clear();
+  header_bytes = 0;
+  messages = 0;
+  content_type.clear();
+  trailer_status = 0;
+  trailer_message.clear();
+  metadata_count = 0;
+}
+
+namespace {
+
+// Spare streams kept, and the largest buffer a spare stream may keep.
+constexpr size_t kSpareStreams = 64;
+constexpr size_t kSpareBufferBytes = 16u << 10;
+
+bool by_id(const std::pair<int32_t, std::unique_ptr<GrpcStream>>& entry, int32_t id) {
+  return entry.first < id;
+}
+
+}  // namespace
+
+GrpcStream& GrpcSession::open_stream(int32_t id) {
+  std::unique_ptr<GrpcStream> s;
+  if (spare_.empty()) {
+    s = std::make_unique<GrpcStream>();
+  } else {
+    s = std::move(spare_.back());
+    spare_.pop_back();
+  }
+  s->id = id;
+  GrpcStream& opened = *s;
+  if (streams_.empty() || streams_.back().first < id) {
+    streams_.emplace_back(id, std::move(s));
+  } else {  // ids ascend; kept sorted all the same
+    auto at = std::lower_bound(streams_.begin(), streams_.end(), id, by_id);
+    streams_.emplace(at, id, std::move(s));
+  }
+  last_ = &opened;
+  return opened;
+}
+
+void GrpcSession::close_stream(int32_t id) {
+  auto at = std::lower_bound(streams_.begin(), streams_.end(), id, by_id);
+  if (at == streams_.end() || at->first != id) return;
+  std::unique_ptr<GrpcStream> s = std::move(at->second);
+  streams_.erase(at);
+  if (last_ == s.get()) last_ = nullptr;
+  const bool large =
+      s->input.capacity() > kSpareBufferBytes || s->output.capacity() > kSpareBufferBytes;
+  if (spare_.size() < kSpareStreams && !large) {
+    s->reset();
+    spare_.push_back(std::move(s));
+  }
+}
+
 GrpcStream* GrpcSession::stream(int32_t id) {
-  auto it = streams_.find(id);
-  return it == streams_.end() ? nullptr : &it->second;
+  if (last_ != nullptr && last_->id == id) return last_;
+  auto at = std::lower_bound(streams_.begin(), streams_.end(), id, by_id);
+  if (at == streams_.end() || at->first != id) return nullptr;
+  last_ = at->second.get();
+  return last_;
 }
 
 bool GrpcSession::receive(std::span<const std::byte> bytes, std::string* error) {
@@ -286,7 +368,8 @@ void GrpcSession::submit_headers(GrpcStream& s) {
 }
 
 void GrpcSession::shut_down() {
-  for (auto& [id, s] : streams_) {
+  for (auto& [id, stream] : streams_) {
+    const GrpcStream& s = *stream;
     if (s.finished) continue;
     if (s.headers_sent) {
       finish(id, GrpcStatus::ok, "");

@@ -16,11 +16,12 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 struct nghttp2_session;
 
@@ -43,11 +44,11 @@ enum class GrpcStatus : int {
   unauthenticated = 16,
 };
 
-// What a request stream carried in its headers.
+// What a request stream carried in its headers. Streams are reused (GrpcSession keeps a few
+// spare), so their strings keep their capacity from call to call.
 struct GrpcStream {
   int32_t id = 0;
-  std::string path;  // "/apache.rocketmq.v2.MessagingService/SendMessage"
-  std::map<std::string, std::string, std::less<>> metadata;  // x-mq-*, authorization
+  std::string path;            // "/apache.rocketmq.v2.MessagingService/SendMessage"
   std::string input;           // request bytes of the message being received
   bool discarding = false;     // refused: the rest of its request is dropped
   bool remote_closed = false;  // the client ended its side
@@ -63,9 +64,20 @@ struct GrpcStream {
   int trailer_status = 0;
   std::string trailer_message;
   const std::string* header(std::string_view name) const {
-    auto it = metadata.find(name);
-    return it == metadata.end() ? nullptr : &it->second;
+    for (size_t i = 0; i < metadata_count; i++) {
+      if (metadata[i].first == name) return &metadata[i].second;
+    }
+    return nullptr;
   }
+  void add_header(std::string_view name, std::string_view value);
+  // Ready for another request: fields reset, strings emptied (their capacity kept).
+  void reset();
+
+ private:
+  // The headers that are not pseudo-headers (x-mq-*, authorization, grpc-timeout...), in
+  // arrival order; entries past metadata_count are spare strings.
+  std::vector<std::pair<std::string, std::string>> metadata;
+  size_t metadata_count = 0;
 };
 
 class GrpcSession;
@@ -126,12 +138,18 @@ class GrpcSession {
   void submit_headers(GrpcStream& s);
   void deliver(GrpcStream& s, std::span<const uint8_t> data);
   void refuse(GrpcStream& s, GrpcStatus status, std::string message);
+  GrpcStream& open_stream(int32_t id);
+  void close_stream(int32_t id);
 
   GrpcHandler& handler_;
   GrpcLimits limits_;
   uint32_t user_;
   nghttp2_session* session_ = nullptr;
-  std::map<int32_t, GrpcStream> streams_;
+  // Open streams by id, ascending (a client opens them in increasing order); the stream last
+  // looked up is remembered, as nghttp2 names the same stream in several callbacks in a row.
+  std::vector<std::pair<int32_t, std::unique_ptr<GrpcStream>>> streams_;
+  std::vector<std::unique_ptr<GrpcStream>> spare_;  // closed streams kept for reuse
+  GrpcStream* last_ = nullptr;
   uint64_t buffered_in_ = 0;
   uint64_t buffered_out_ = 0;
   std::string fatal_;  // set by a callback: the connection must close
