@@ -1,7 +1,8 @@
 #pragma once
 // Pop: RocketMQ 5's POP consumption as core calls, for every wire (remoting's POP_MESSAGE,
-// ACK_MESSAGE, CHANGE_MESSAGE_INVISIBLETIME; gRPC's ReceiveMessage, AckMessage,
-// ChangeInvisibleDuration, ForwardMessageToDeadLetterQueue). A receive takes up to N messages of
+// ACK_MESSAGE, CHANGE_MESSAGE_INVISIBLETIME, PEEK_MESSAGE, NOTIFICATION, POLLING_INFO,
+// BATCH_ACK_MESSAGE; gRPC's ReceiveMessage, AckMessage, ChangeInvisibleDuration,
+// ForwardMessageToDeadLetterQueue). A receive takes up to N messages of
 // a topic's queues that the consumer group has not taken yet (or that came back), each
 // invisible to the group's other receives until its deadline; an ack ends a message; a change
 // moves its deadline; a message not acked comes back after its deadline with its attempt
@@ -63,6 +64,9 @@ struct ReceiveCall {
   std::string expression_type;   // empty or "TAG": tags; "SQL92"
   bool order = false;            // FIFO, also when the group is consumeMessageOrderly
   PopInitMode init_mode = PopInitMode::max;
+  // NOTIFICATION: looks whether a message could be taken now, takes none (no journal record);
+  // waits as a receive does. The answer is ReceiveResult::has_message.
+  bool probe_only = false;
 };
 
 // One message of a receive's answer.
@@ -84,7 +88,35 @@ struct ReceiveResult {
   std::vector<ReceivedMessage> messages;
   int64_t pop_time_ms = 0;
   int64_t invisible_ms = 0;
-  bool polled = false;  // it waited (long polling) before being answered
+  bool polled = false;       // it waited (long polling) before being answered
+  bool has_message = false;  // probe_only: a message could be taken now
+};
+
+// PEEK_MESSAGE: up to max_messages of a topic's queues (queue_id < 0: every readable queue)
+// from the group's POP position (the cursor; for a queue the group never popped, its committed
+// offset, else the queue's first), read and not taken: nothing becomes invisible.
+struct PeekCall {
+  std::string group;
+  std::string topic;
+  int32_t queue_id = -1;
+  uint32_t max_messages = kMaxPopMessages;
+};
+struct PeekResult {
+  std::span<const std::byte> records;  // as clients receive them
+  uint32_t messages = 0;
+  int64_t rest = 0;  // messages after the POP positions of the queues read, all together
+};
+
+// BATCH_ACK_MESSAGE's BatchAck: messages of one queue named by their offsets, handed out at
+// pop_time_ms for invisible_ms (the receive's, or the last change's). One that is not handed
+// out under that pop time and invisible time now is left as it is.
+struct PositionAck {
+  std::string group;
+  std::string topic;
+  int32_t queue_id = 0;
+  int64_t pop_time_ms = 0;
+  int64_t invisible_ms = 0;
+  std::vector<int64_t> offsets;
 };
 
 // An ack, a change of invisibility or a forward to the dead-letter queue names a message by
@@ -186,6 +218,32 @@ class Pop {
 
   std::vector<PopQueueReport> figures(uint32_t shard) const;
 
+  // PEEK_MESSAGE (pop_peek.cc): a Kind::pop_peek op's index, or why it was not started;
+  // peek_outcome gives the answer (valid until peek_ended) once its reads are done.
+  std::variant<Refusal, uint32_t> peek(const Ticket& ticket, uint32_t shard, PeekCall call);
+  std::optional<std::variant<Refusal, const PeekResult*>> peek_outcome(uint32_t index,
+                                                                       const Completion& c);
+  void peek_ended(uint32_t index);
+
+  // POLLING_INFO: the receives and notifications of (group, topic, queue_id as they asked, -1
+  // for every queue) waiting now on presented broker `shard`; refused as a receive's checks.
+  std::variant<Refusal, uint32_t> waiting_count(uint32_t shard, const std::string& group,
+                                                const std::string& topic, int32_t queue_id);
+
+  // BATCH_ACK_MESSAGE (pop_ack.cc): ends every message named that is handed out under the
+  // entry's pop time and invisible time, as ack does, and skips the others (expired, changed,
+  // unknown). Started::acked of them; when it is not 0 their END records (one per queue) are
+  // posted on a Kind::pop_batch_ack op, and batch_ack_outcome answers once all are stored.
+  struct BatchAckStarted {
+    uint32_t acked = 0;
+    std::optional<uint32_t> index;  // the op, when records were posted
+  };
+  std::variant<Refusal, BatchAckStarted> ack_batch(const Ticket& ticket, uint32_t shard,
+                                                   const std::vector<PositionAck>& acks);
+  // nullopt while records remain; else the messages ended, or why a record was not stored.
+  std::optional<std::variant<Refusal, uint32_t>> batch_ack_outcome(uint32_t index,
+                                                                   const Completion& c);
+
  private:
   static constexpr int32_t kDeadLetterMark = 0x504f50;  // "POP"
   struct Receive;
@@ -214,6 +272,20 @@ class Pop {
                                             const JournalRecord& record, HandleAnswer answer,
                                             std::string handle);
   std::variant<Refusal, PopHandle> handle_of(uint32_t shard, const HandleCall& call) const;
+  // The one way a message is acked (ACK_MESSAGE, gRPC's AckMessage, BATCH_ACK_MESSAGE): the
+  // table ends it, the group's committed offset follows, its END entry is added to `record`
+  // (whose key is set from the message's queue when it has none).
+  std::variant<Refusal, PopEnded> end_message(uint32_t shard, const PopHandle& handle,
+                                              JournalRecord* record);
+  struct Peek;
+  struct BatchEnd;
+  std::optional<Refusal> check_probe(const std::string& group, const std::string& topic,
+                                     int32_t queue_id) const;
+  bool probe_queue(uint32_t index, Receive& r, uint32_t queue);
+  // The peek's next request: posted (true), or it is done (false; p.failure on error).
+  bool peek_step(uint32_t index, Peek& p);
+  bool post_peek_pull(uint32_t index, Peek& p);
+  bool post_batch_record(uint32_t index, BatchEnd& b);
   void commit_progress(uint32_t shard, uint32_t queue);
   void post_dead_letter(uint32_t shard, const PopEnded& ended);
 
@@ -225,8 +297,10 @@ class Pop {
   SqlSubscriptions& sql_;
   Messaging& messaging_;
   std::vector<std::string> names_;
-  std::vector<std::unique_ptr<PopTable>> tables_;                    // per presented broker
-  std::unordered_map<uint32_t, std::unique_ptr<Receive>> receives_;  // by op index
+  std::vector<std::unique_ptr<PopTable>> tables_;                       // per presented broker
+  std::unordered_map<uint32_t, std::unique_ptr<Receive>> receives_;     // by op index
+  std::unordered_map<uint32_t, std::unique_ptr<Peek>> peeks_;           // by op index
+  std::unordered_map<uint32_t, std::unique_ptr<BatchEnd>> batch_ends_;  // by op index
   std::unordered_map<std::string, uint32_t> rotation_;  // group/topic: the next start queue
   std::vector<PopEnded> expired_;                       // tick's scratch
   // Per presented broker and table queue: the offset last committed to the store.

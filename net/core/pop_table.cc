@@ -89,6 +89,35 @@ void PopTable::release_slot(uint32_t slot) {
   s.state = SlotState::free;
   free_.push_back(slot);
   live_slots_--;
+  trim_offset_index(q);
+}
+
+void PopTable::trim_offset_index(Queue& q) {
+  if (!q.indexed || q.by_offset.size() <= 2 * size_t{q.outstanding} + 64) return;
+  const auto queue = static_cast<uint32_t>(&q - queues_.data());
+  std::erase_if(q.by_offset, [&](const std::pair<int64_t, uint32_t>& e) {
+    return !holds(e.second, queue, e.first);
+  });
+}
+
+std::optional<uint32_t> PopTable::slot_at(uint32_t queue, int64_t queue_offset) {
+  Queue& q = queues_[queue];
+  if (!q.indexed) {
+    q.indexed = true;
+    for (uint32_t slot = 0; slot < slots_.size(); slot++) {
+      if (slots_[slot].state != SlotState::free && slots_[slot].queue == queue) {
+        q.by_offset.emplace_back(slots_[slot].queue_offset, slot);
+      }
+    }
+    std::sort(q.by_offset.begin(), q.by_offset.end());
+  }
+  const std::vector<std::pair<int64_t, uint32_t>>& index = q.by_offset;
+  auto it = std::lower_bound(index.begin(), index.end(), std::make_pair(queue_offset, uint32_t{0}));
+  // Ended entries stay until trimmed: the slot must still hold this message.
+  for (; it != index.end() && it->first == queue_offset; ++it) {
+    if (holds(it->second, queue, queue_offset)) return it->second;
+  }
+  return std::nullopt;
 }
 
 void PopTable::push_due(int64_t deadline_ms, uint32_t slot) {
@@ -141,6 +170,11 @@ bool PopTable::has_waiting(uint32_t queue) const {
   return !queues_[queue].waiting.empty();
 }
 
+bool PopTable::can_take_waiting(uint32_t queue) const {
+  const Queue& q = queues_[queue];
+  return !q.waiting.empty() && (!q.options.fifo || q.outstanding == q.waiting.size());
+}
+
 int64_t PopTable::begin_read(uint32_t queue) {
   Queue& q = queues_[queue];
   UMQ_ASSERT(!q.reading);
@@ -161,6 +195,7 @@ std::optional<PopTaken> PopTable::take_new(uint32_t queue, int64_t queue_offset,
   q.figures.in_flight = q.outstanding;
   set_bit(q, queue_offset);
   q.cursor = queue_offset + 1;
+  if (q.indexed) q.by_offset.emplace_back(queue_offset, *slot);
   PopTaken taken;
   hand_out(*slot, now_ms, invisible_ms, &taken);
   return taken;
@@ -316,7 +351,8 @@ size_t PopTable::memory_bytes() const {
   size_t bytes = slots_.capacity() * sizeof(Slot) + free_.capacity() * sizeof(uint32_t) +
                  due_.capacity() * sizeof(Due);
   for (const Queue& q : queues_) {
-    bytes += q.bits.size() * sizeof(uint64_t) + q.waiting.capacity() * sizeof(uint32_t);
+    bytes += q.bits.size() * sizeof(uint64_t) + q.waiting.capacity() * sizeof(uint32_t) +
+             q.by_offset.capacity() * sizeof(q.by_offset[0]);
   }
   return bytes;
 }
@@ -390,6 +426,10 @@ void PopTable::finish_restore() {
   free_.clear();
   for (size_t i = slots_.size(); i > 0; i--) {
     if (slots_[i - 1].state == SlotState::free) free_.push_back(static_cast<uint32_t>(i - 1));
+  }
+  for (Queue& q : queues_) {  // built again at the next batch ack
+    q.by_offset.clear();
+    q.indexed = false;
   }
 }
 
