@@ -206,13 +206,27 @@ std::optional<Refusal> Pop::check_probe(const std::string& group, const std::str
   if (is_internal_group(group)) {
     return Refusal{Fault::no_permission, "consumer group " + group + " is internal"};
   }
-  if (!valid_topic_name(topic))
+  if (!valid_topic_name(topic)) {
     return Refusal{Fault::bad_request, "the topic is missing or invalid"};
+  }
   return topics_.check_pull(topic, std::max(queue_id, 0));
 }
 
+std::optional<Refusal> Pop::check_looking(const std::string& group, const std::string& topic,
+                                          int32_t queue_id) const {
+  // Java's Peek, Notification and PollingInfo processors answer TOPIC_NOT_EXIST for a topic
+  // not configured, where a POP receive takes one autoCreateTopicEnable would create.
+  if (valid_topic_name(topic) && !is_internal_topic(topic) && !topics_.route(topic)) {
+    return Refusal{Fault::topic_not_exist, "topic[" + topic + "] not exist, apply first please!"};
+  }
+  return check_probe(group, topic, queue_id);
+}
+
 std::optional<Refusal> Pop::check_receive(const ReceiveCall& call, std::vector<int32_t>* queues) {
-  if (auto refused = check_probe(call.group, call.topic, call.queue_id)) return refused;
+  if (auto refused = call.probe_only ? check_looking(call.group, call.topic, call.queue_id)
+                                     : check_probe(call.group, call.topic, call.queue_id)) {
+    return refused;
+  }
   if (call.invisible_ms < kMinInvisibleMs || call.invisible_ms > kMaxInvisibleMs) {
     return Refusal{Fault::bad_request, "invisible time " + std::to_string(call.invisible_ms) +
                                            " ms is out of range (1000..43200000)"};
@@ -530,7 +544,7 @@ bool Pop::probe_queue(uint32_t index, Receive& r, uint32_t queue) {
 
 std::variant<Refusal, uint32_t> Pop::waiting_count(uint32_t shard, const std::string& group,
                                                    const std::string& topic, int32_t queue_id) {
-  if (auto refused = check_probe(group, topic, queue_id)) return std::move(*refused);
+  if (auto refused = check_looking(group, topic, queue_id)) return std::move(*refused);
   uint32_t waiting = 0;
   for (const auto& [id, index] : waiting_) {
     const ReceiveCall& call = receives_.at(index)->call;

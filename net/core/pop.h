@@ -279,8 +279,12 @@ class Pop {
                                               JournalRecord* record);
   struct Peek;
   struct BatchEnd;
+  // A receive's checks of its group, topic and queue; check_looking: those of a peek,
+  // notification or polling info, which also refuse a topic not configured.
   std::optional<Refusal> check_probe(const std::string& group, const std::string& topic,
                                      int32_t queue_id) const;
+  std::optional<Refusal> check_looking(const std::string& group, const std::string& topic,
+                                       int32_t queue_id) const;
   bool probe_queue(uint32_t index, Receive& r, uint32_t queue);
   // The peek's next request: posted (true), or it is done (false; p.failure on error).
   bool peek_step(uint32_t index, Peek& p);

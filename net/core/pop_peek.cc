@@ -20,7 +20,7 @@ constexpr size_t kMaxPeekBytes = 4u << 20;
 
 std::variant<Refusal, uint32_t> Pop::peek(const Ticket& ticket, uint32_t shard, PeekCall call) {
   UMQ_ASSERT(shard < tables_.size());
-  if (auto refused = check_probe(call.group, call.topic, call.queue_id)) return *refused;
+  if (auto refused = check_looking(call.group, call.topic, call.queue_id)) return *refused;
   if (call.max_messages == 0) {
     return Refusal{Fault::bad_request, "maxMsgNums must be at least 1"};
   }
