@@ -1,7 +1,6 @@
 #include "net/core/pop.h"
 
 #include "net/core/pop_journal.h"
-#include "net/core/pop_state.h"
 
 #include <algorithm>
 #include <cstring>
@@ -193,10 +192,11 @@ void Pop::set_broker_names(std::vector<std::string> names) {
   low_water_posted_.resize(tables_.size(), false);
 }
 
-std::optional<Refusal> Pop::check_probe(const std::string& group, const std::string& topic,
-                                        int32_t queue_id) const {
+std::optional<Refusal> check_pop_target(const BrokerConfig& config, const Topics& topics,
+                                        const std::string& group, const std::string& topic,
+                                        int32_t queue_id, PopTopicRule rule) {
   // A slave's store is its master's copy: the journal and the hand-outs are the master's.
-  if (config_.ha.role == BrokerRole::slave) {
+  if (config.ha.role == BrokerRole::slave) {
     return Refusal{Fault::unavailable, "POP is served by the master, not by a slave"};
   }
   if (group.empty() || !valid_topic_name(std::string(kRetryPrefix) + group)) {
@@ -209,22 +209,16 @@ std::optional<Refusal> Pop::check_probe(const std::string& group, const std::str
   if (!valid_topic_name(topic)) {
     return Refusal{Fault::bad_request, "the topic is missing or invalid"};
   }
-  return topics_.check_pull(topic, std::max(queue_id, 0));
-}
-
-std::optional<Refusal> Pop::check_looking(const std::string& group, const std::string& topic,
-                                          int32_t queue_id) const {
-  // Java's Peek, Notification and PollingInfo processors answer TOPIC_NOT_EXIST for a topic
-  // not configured, where a POP receive takes one autoCreateTopicEnable would create.
-  if (valid_topic_name(topic) && !is_internal_topic(topic) && !topics_.route(topic)) {
+  if (rule == PopTopicRule::configured && !is_internal_topic(topic) && !topics.route(topic)) {
     return Refusal{Fault::topic_not_exist, "topic[" + topic + "] not exist, apply first please!"};
   }
-  return check_probe(group, topic, queue_id);
+  return topics.check_pull(topic, std::max(queue_id, 0));
 }
 
 std::optional<Refusal> Pop::check_receive(const ReceiveCall& call, std::vector<int32_t>* queues) {
-  if (auto refused = call.probe_only ? check_looking(call.group, call.topic, call.queue_id)
-                                     : check_probe(call.group, call.topic, call.queue_id)) {
+  const PopTopicRule rule = call.probe_only ? PopTopicRule::configured : PopTopicRule::readable;
+  if (auto refused =
+          check_pop_target(config_, topics_, call.group, call.topic, call.queue_id, rule)) {
     return refused;
   }
   if (call.invisible_ms < kMinInvisibleMs || call.invisible_ms > kMaxInvisibleMs) {
@@ -340,7 +334,18 @@ bool Pop::step_queue(uint32_t index, Receive& r) {
   r.table_queue = *q;
   // The group's options may have changed since the queue was opened.
   (void)table.open_queue(key, 0, pop_options(groups_.get(), r.call.group, r.call.order));
-  if (r.call.probe_only) return probe_queue(index, r, *q);
+  if (r.call.probe_only) {  // NOTIFICATION: a message came back, or one is past the cursor?
+    r.result.has_message = table.has_waiting(*q);
+    if (r.result.has_message || !table.can_read(*q)) {
+      r.next += r.result.has_message ? 0 : 1;
+      return false;
+    }
+    r.step = Receive::Step::probe;
+    BrokerOp& op = calls_.op(index);
+    op.topic = r.call.topic;
+    op.queue_id = r.queues[r.next];
+    return r.posted(calls_.session().query_queue_async(op.topic, op.queue_id, index, r.shard));
+  }
   const auto room = static_cast<uint32_t>(r.call.max_messages - r.result.messages.size());
   r.to_view.clear();
   r.viewed = 0;
@@ -525,26 +530,12 @@ std::optional<std::variant<Refusal, const ReceiveResult*>> Pop::receive_outcome(
   return step(index);
 }
 
-bool Pop::probe_queue(uint32_t index, Receive& r, uint32_t queue) {
-  PopTable& table = *tables_[r.shard];
-  if (table.can_take_waiting(queue)) {
-    r.result.has_message = true;
-    return false;
-  }
-  if (!table.can_read(queue)) {  // a FIFO queue's batch is out, or a receive reads it now
-    r.next++;
-    return false;
-  }
-  r.step = Receive::Step::probe;
-  BrokerOp& op = calls_.op(index);
-  op.topic = r.call.topic;
-  op.queue_id = r.queues[r.next];
-  return r.posted(calls_.session().query_queue_async(op.topic, op.queue_id, index, r.shard));
-}
-
 std::variant<Refusal, uint32_t> Pop::waiting_count(uint32_t shard, const std::string& group,
                                                    const std::string& topic, int32_t queue_id) {
-  if (auto refused = check_looking(group, topic, queue_id)) return std::move(*refused);
+  if (auto refused =
+          check_pop_target(config_, topics_, group, topic, queue_id, PopTopicRule::configured)) {
+    return std::move(*refused);
+  }
   uint32_t waiting = 0;
   for (const auto& [id, index] : waiting_) {
     const ReceiveCall& call = receives_.at(index)->call;
@@ -696,9 +687,19 @@ std::variant<Refusal, Pop::HandleDone> Pop::handle_outcome(uint32_t index, const
 std::optional<Refusal> Pop::ack(const Ticket& ticket, uint32_t shard, const HandleCall& call) {
   std::variant<Refusal, PopHandle> h = handle_of(shard, call);
   if (Refusal* refused = std::get_if<Refusal>(&h)) return std::move(*refused);
-  JournalRecord record{JournalKind::end, {}, -1, {}};
-  std::variant<Refusal, PopEnded> ended = end_message(shard, std::get<PopHandle>(h), &record);
+  PopHandle& handle = std::get<PopHandle>(h);
+  if (handle.slot == PopHandle::kSlotByOffset) {  // BATCH_ACK_MESSAGE: the offset names it
+    const PopQueueKey key{call.group, call.topic, handle.queue_id};
+    std::optional<uint32_t> slot =
+        tables_[shard]->slot_at(*tables_[shard]->find_queue(key), handle.queue_offset);
+    if (slot) handle.slot = *slot;
+  }
+  std::variant<Refusal, PopEnded> ended = tables_[shard]->ack(handle, clock_.now_ms());
   if (Refusal* refused = std::get_if<Refusal>(&ended)) return std::move(*refused);
+  const PopEnded& e = std::get<PopEnded>(ended);
+  commit_progress(shard, e.queue);
+  JournalRecord record{JournalKind::end, tables_[shard]->key(e.queue), -1, {}};
+  record.entries.push_back(JournalEntry{e.slot, {e.queue_offset, 0, 0, 0, 0, 0}});
   return post_handle_record(ticket, shard, record, HandleAnswer::acked, {});
 }
 

@@ -2,8 +2,8 @@
 // Pop: RocketMQ 5's POP consumption as core calls, for every wire (remoting's POP_MESSAGE,
 // ACK_MESSAGE, CHANGE_MESSAGE_INVISIBLETIME, PEEK_MESSAGE, NOTIFICATION, POLLING_INFO,
 // BATCH_ACK_MESSAGE; gRPC's ReceiveMessage, AckMessage, ChangeInvisibleDuration,
-// ForwardMessageToDeadLetterQueue). A receive takes up to N messages of
-// a topic's queues that the consumer group has not taken yet (or that came back), each
+// ForwardMessageToDeadLetterQueue; PEEK_MESSAGE is PopPeek's, pop_peek.h). A receive takes up to N
+// messages of a topic's queues that the consumer group has not taken yet (or that came back), each
 // invisible to the group's other receives until its deadline; an ack ends a message; a change
 // moves its deadline; a message not acked comes back after its deadline with its attempt
 // counted, or goes to %DLQ%<group> once its attempts reach the group's retryMaxTimes + 1.
@@ -92,33 +92,6 @@ struct ReceiveResult {
   bool has_message = false;  // probe_only: a message could be taken now
 };
 
-// PEEK_MESSAGE: up to max_messages of a topic's queues (queue_id < 0: every readable queue)
-// from the group's POP position (the cursor; for a queue the group never popped, its committed
-// offset, else the queue's first), read and not taken: nothing becomes invisible.
-struct PeekCall {
-  std::string group;
-  std::string topic;
-  int32_t queue_id = -1;
-  uint32_t max_messages = kMaxPopMessages;
-};
-struct PeekResult {
-  std::span<const std::byte> records;  // as clients receive them
-  uint32_t messages = 0;
-  int64_t rest = 0;  // messages after the POP positions of the queues read, all together
-};
-
-// BATCH_ACK_MESSAGE's BatchAck: messages of one queue named by their offsets, handed out at
-// pop_time_ms for invisible_ms (the receive's, or the last change's). One that is not handed
-// out under that pop time and invisible time now is left as it is.
-struct PositionAck {
-  std::string group;
-  std::string topic;
-  int32_t queue_id = 0;
-  int64_t pop_time_ms = 0;
-  int64_t invisible_ms = 0;
-  std::vector<int64_t> offsets;
-};
-
 // An ack, a change of invisibility or a forward to the dead-letter queue names a message by
 // its handle, as the receive gave it.
 struct HandleCall {
@@ -134,6 +107,17 @@ struct PopQueueReport {
   int64_t committed_offset = 0;
   PopQueueFigures figures;
 };
+
+// What a POP request's topic must be: readable (a receive: a topic autoCreateTopicEnable would
+// create is taken), or also configured (PEEK_MESSAGE, NOTIFICATION, POLLING_INFO: Java's
+// processors answer TOPIC_NOT_EXIST for a topic not in its table).
+enum class PopTopicRule : uint8_t { readable, configured };
+// The checks every POP request makes of its group, topic and queue (queue_id < 0: every
+// queue): served by a master, a valid group not internal, a valid topic readable and the queue
+// in range.
+std::optional<Refusal> check_pop_target(const BrokerConfig& config, const Topics& topics,
+                                        const std::string& group, const std::string& topic,
+                                        int32_t queue_id, PopTopicRule rule);
 
 // Where a receive that finished without a store completion of its own (woken from waiting)
 // is answered: the wire of its op's ticket. The op ends after the call.
@@ -218,31 +202,12 @@ class Pop {
 
   std::vector<PopQueueReport> figures(uint32_t shard) const;
 
-  // PEEK_MESSAGE (pop_peek.cc): a Kind::pop_peek op's index, or why it was not started;
-  // peek_outcome gives the answer (valid until peek_ended) once its reads are done.
-  std::variant<Refusal, uint32_t> peek(const Ticket& ticket, uint32_t shard, PeekCall call);
-  std::optional<std::variant<Refusal, const PeekResult*>> peek_outcome(uint32_t index,
-                                                                       const Completion& c);
-  void peek_ended(uint32_t index);
-
   // POLLING_INFO: the receives and notifications of (group, topic, queue_id as they asked, -1
-  // for every queue) waiting now on presented broker `shard`; refused as a receive's checks.
+  // for every queue) waiting now on presented broker `shard`; refused as a notification.
   std::variant<Refusal, uint32_t> waiting_count(uint32_t shard, const std::string& group,
                                                 const std::string& topic, int32_t queue_id);
-
-  // BATCH_ACK_MESSAGE (pop_ack.cc): ends every message named that is handed out under the
-  // entry's pop time and invisible time, as ack does, and skips the others (expired, changed,
-  // unknown). Started::acked of them; when it is not 0 their END records (one per queue) are
-  // posted on a Kind::pop_batch_ack op, and batch_ack_outcome answers once all are stored.
-  struct BatchAckStarted {
-    uint32_t acked = 0;
-    std::optional<uint32_t> index;  // the op, when records were posted
-  };
-  std::variant<Refusal, BatchAckStarted> ack_batch(const Ticket& ticket, uint32_t shard,
-                                                   const std::vector<PositionAck>& acks);
-  // nullopt while records remain; else the messages ended, or why a record was not stored.
-  std::optional<std::variant<Refusal, uint32_t>> batch_ack_outcome(uint32_t index,
-                                                                   const Completion& c);
+  // Presented broker `shard`'s table (PEEK_MESSAGE reads the group's positions).
+  const PopTable& table(uint32_t shard) const { return *tables_[shard]; }
 
  private:
   static constexpr int32_t kDeadLetterMark = 0x504f50;  // "POP"
@@ -272,24 +237,6 @@ class Pop {
                                             const JournalRecord& record, HandleAnswer answer,
                                             std::string handle);
   std::variant<Refusal, PopHandle> handle_of(uint32_t shard, const HandleCall& call) const;
-  // The one way a message is acked (ACK_MESSAGE, gRPC's AckMessage, BATCH_ACK_MESSAGE): the
-  // table ends it, the group's committed offset follows, its END entry is added to `record`
-  // (whose key is set from the message's queue when it has none).
-  std::variant<Refusal, PopEnded> end_message(uint32_t shard, const PopHandle& handle,
-                                              JournalRecord* record);
-  struct Peek;
-  struct BatchEnd;
-  // A receive's checks of its group, topic and queue; check_looking: those of a peek,
-  // notification or polling info, which also refuse a topic not configured.
-  std::optional<Refusal> check_probe(const std::string& group, const std::string& topic,
-                                     int32_t queue_id) const;
-  std::optional<Refusal> check_looking(const std::string& group, const std::string& topic,
-                                       int32_t queue_id) const;
-  bool probe_queue(uint32_t index, Receive& r, uint32_t queue);
-  // The peek's next request: posted (true), or it is done (false; p.failure on error).
-  bool peek_step(uint32_t index, Peek& p);
-  bool post_peek_pull(uint32_t index, Peek& p);
-  bool post_batch_record(uint32_t index, BatchEnd& b);
   void commit_progress(uint32_t shard, uint32_t queue);
   void post_dead_letter(uint32_t shard, const PopEnded& ended);
 
@@ -301,10 +248,8 @@ class Pop {
   SqlSubscriptions& sql_;
   Messaging& messaging_;
   std::vector<std::string> names_;
-  std::vector<std::unique_ptr<PopTable>> tables_;                       // per presented broker
-  std::unordered_map<uint32_t, std::unique_ptr<Receive>> receives_;     // by op index
-  std::unordered_map<uint32_t, std::unique_ptr<Peek>> peeks_;           // by op index
-  std::unordered_map<uint32_t, std::unique_ptr<BatchEnd>> batch_ends_;  // by op index
+  std::vector<std::unique_ptr<PopTable>> tables_;                    // per presented broker
+  std::unordered_map<uint32_t, std::unique_ptr<Receive>> receives_;  // by op index
   std::unordered_map<std::string, uint32_t> rotation_;  // group/topic: the next start queue
   std::vector<PopEnded> expired_;                       // tick's scratch
   // Per presented broker and table queue: the offset last committed to the store.

@@ -1,13 +1,8 @@
-// Pop's PEEK_MESSAGE: a topic's queues read from the group's POP positions, nothing taken.
-// Each queue is a step or two: where the group is (the cursor of a queue it popped; else its
-// committed offset, else the queue's first offset, as Java's getPopOffset), then a pull of what
-// is still wanted from there. Nothing is journaled and no message becomes invisible.
+#include "net/core/pop_peek.h"
 
 #include <algorithm>
 
 #include "io/assert.h"
-#include "net/core/pop.h"
-#include "net/core/pop_state.h"
 
 namespace uringmq::net {
 
@@ -18,9 +13,32 @@ constexpr size_t kMaxPeekBytes = 4u << 20;
 
 }  // namespace
 
-std::variant<Refusal, uint32_t> Pop::peek(const Ticket& ticket, uint32_t shard, PeekCall call) {
-  UMQ_ASSERT(shard < tables_.size());
-  if (auto refused = check_looking(call.group, call.topic, call.queue_id)) return *refused;
+// A peek in progress: the queues it reads, where it is, what it read.
+struct PopPeek::Peek {
+  enum class Step : uint8_t { committed, range, pull };
+  PeekCall call;
+  uint32_t shard = 0;
+  std::vector<int32_t> queues;
+  size_t next = 0;  // the queue being read
+  Step step = Step::pull;
+  int64_t position = 0;
+  bool moved = false;  // the position was below the queue's first offset: read again once
+  std::optional<Refusal> failure;
+  std::vector<std::byte> answer;
+  PeekResult result;
+};
+
+PopPeek::PopPeek(const BrokerConfig& config, StoreCalls& calls, const Topics& topics,
+                 const Pop& pop)
+    : config_(config), calls_(calls), topics_(topics), pop_(pop) {}
+
+PopPeek::~PopPeek() = default;
+
+std::variant<Refusal, uint32_t> PopPeek::peek(const Ticket& ticket, uint32_t shard, PeekCall call) {
+  if (auto refused = check_pop_target(config_, topics_, call.group, call.topic, call.queue_id,
+                                      PopTopicRule::configured)) {
+    return *refused;
+  }
   if (call.max_messages == 0) {
     return Refusal{Fault::bad_request, "maxMsgNums must be at least 1"};
   }
@@ -38,14 +56,14 @@ std::variant<Refusal, uint32_t> Pop::peek(const Ticket& ticket, uint32_t shard, 
   const uint32_t index = calls_.start(BrokerOp::Kind::pop_peek, ticket, shard);
   Peek& peek = *p;
   peeks_[index] = std::move(p);
-  if (peek_step(index, peek)) return index;
+  if (step(index, peek)) return index;
   Refusal refused = peek.failure.value_or(Refusal{Fault::system, "the peek read nothing"});
   peeks_.erase(index);
   calls_.end(index);
   return refused;
 }
 
-bool Pop::peek_step(uint32_t index, Peek& p) {
+bool PopPeek::step(uint32_t index, Peek& p) {
   if (p.next >= p.queues.size() || p.result.messages >= p.call.max_messages ||
       p.answer.size() >= kMaxPeekBytes || p.failure) {
     return false;
@@ -55,10 +73,10 @@ bool Pop::peek_step(uint32_t index, Peek& p) {
   op.group = p.call.group;
   op.queue_id = p.queues[p.next];
   p.moved = false;
-  const PopTable& table = *tables_[p.shard];
+  const PopTable& table = pop_.table(p.shard);
   if (std::optional<uint32_t> q = table.find_queue({op.group, op.topic, op.queue_id})) {
     p.position = table.cursor(*q);
-    return post_peek_pull(index, p);
+    return post_pull(index, p);
   }
   p.step = Peek::Step::committed;
   io::Status s =
@@ -68,7 +86,7 @@ bool Pop::peek_step(uint32_t index, Peek& p) {
   return false;
 }
 
-bool Pop::post_peek_pull(uint32_t index, Peek& p) {
+bool PopPeek::post_pull(uint32_t index, Peek& p) {
   BrokerOp& op = calls_.op(index);
   p.step = Peek::Step::pull;
   op.data.resize(kPullBufferBytes);
@@ -87,8 +105,8 @@ bool Pop::post_peek_pull(uint32_t index, Peek& p) {
   return false;
 }
 
-std::optional<std::variant<Refusal, const PeekResult*>> Pop::peek_outcome(uint32_t index,
-                                                                          const Completion& c) {
+std::optional<std::variant<Refusal, const PeekResult*>> PopPeek::peek_outcome(uint32_t index,
+                                                                              const Completion& c) {
   Peek& p = *peeks_.at(index);
   BrokerOp& op = calls_.op(index);
   if (c.code != io::Code::ok) {
@@ -101,12 +119,12 @@ std::optional<std::variant<Refusal, const PeekResult*>> Pop::peek_outcome(uint32
   } else if (p.step != Peek::Step::pull) {
     p.position = p.step == Peek::Step::committed ? c.queue_offset.value
                                                  : std::max<int64_t>(c.min_offset.value, 0);
-    if (post_peek_pull(index, p)) return std::nullopt;
+    if (post_pull(index, p)) return std::nullopt;
   } else if (c.pull_status == PullStatus::offset_moved && !p.moved &&
              c.next_offset.value > p.position) {
     p.moved = true;  // below the queue's first offset (retention): read from there, as Java
     p.position = c.next_offset.value;
-    if (post_peek_pull(index, p)) return std::nullopt;
+    if (post_pull(index, p)) return std::nullopt;
   } else if (c.pull_status == PullStatus::corrupt) {
     p.failure = Refusal{Fault::system, "damaged message at queue offset " +
                                            std::to_string(c.queue_offset.value) +
@@ -121,13 +139,13 @@ std::optional<std::variant<Refusal, const PeekResult*>> Pop::peek_outcome(uint32
     p.result.rest += std::max<int64_t>(c.max_offset.value - p.position, 0);
     p.next++;
   }
-  if (!p.failure && peek_step(index, p)) return std::nullopt;
+  if (!p.failure && step(index, p)) return std::nullopt;
   if (p.failure && p.result.messages == 0) return *p.failure;
   p.result.records = p.answer;
   return &p.result;
 }
 
-void Pop::peek_ended(uint32_t index) {
+void PopPeek::peek_ended(uint32_t index) {
   peeks_.erase(index);
 }
 

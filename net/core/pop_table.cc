@@ -28,6 +28,14 @@ size_t bucket_of(uint32_t attempt) {
   return std::min<size_t>(attempt, PopQueueFigures::kAttemptBuckets - 1);
 }
 
+// Whether `slot` of `slots` holds the message at (queue, offset): not free, the same message.
+template <typename Slots>
+bool holds(const Slots& slots, uint32_t slot, uint32_t queue, int64_t queue_offset) {
+  if (slot >= slots.size()) return false;
+  const auto& s = slots[slot];
+  return s.state != decltype(s.state)::free && s.queue == queue && s.queue_offset == queue_offset;
+}
+
 }  // namespace
 
 std::string PopTable::index_key(const PopQueueKey& key) {
@@ -89,15 +97,12 @@ void PopTable::release_slot(uint32_t slot) {
   s.state = SlotState::free;
   free_.push_back(slot);
   live_slots_--;
-  trim_offset_index(q);
-}
-
-void PopTable::trim_offset_index(Queue& q) {
-  if (!q.indexed || q.by_offset.size() <= 2 * size_t{q.outstanding} + 64) return;
-  const auto queue = static_cast<uint32_t>(&q - queues_.data());
-  std::erase_if(q.by_offset, [&](const std::pair<int64_t, uint32_t>& e) {
-    return !holds(e.second, queue, e.first);
-  });
+  // The offset index keeps ended entries until they outnumber the live ones.
+  if (q.indexed && q.by_offset.size() > 2 * size_t{q.outstanding} + 64) {
+    std::erase_if(q.by_offset, [&](const std::pair<int64_t, uint32_t>& e) {
+      return !holds(slots_, e.second, s.queue, e.first);
+    });
+  }
 }
 
 std::optional<uint32_t> PopTable::slot_at(uint32_t queue, int64_t queue_offset) {
@@ -115,7 +120,7 @@ std::optional<uint32_t> PopTable::slot_at(uint32_t queue, int64_t queue_offset) 
   auto it = std::lower_bound(index.begin(), index.end(), std::make_pair(queue_offset, uint32_t{0}));
   // Ended entries stay until trimmed: the slot must still hold this message.
   for (; it != index.end() && it->first == queue_offset; ++it) {
-    if (holds(it->second, queue, queue_offset)) return it->second;
+    if (holds(slots_, it->second, queue, queue_offset)) return it->second;
   }
   return std::nullopt;
 }
@@ -167,10 +172,6 @@ bool PopTable::can_read(uint32_t queue) const {
 }
 
 bool PopTable::has_waiting(uint32_t queue) const {
-  return !queues_[queue].waiting.empty();
-}
-
-bool PopTable::can_take_waiting(uint32_t queue) const {
   const Queue& q = queues_[queue];
   return !q.waiting.empty() && (!q.options.fifo || q.outstanding == q.waiting.size());
 }
@@ -392,13 +393,8 @@ std::optional<Refusal> PopTable::restore_taken(uint32_t queue, uint32_t slot,
   return std::nullopt;
 }
 
-bool PopTable::holds(uint32_t slot, uint32_t queue, int64_t queue_offset) const {
-  return slot < slots_.size() && slots_[slot].state != SlotState::free &&
-         slots_[slot].queue == queue && slots_[slot].queue_offset == queue_offset;
-}
-
 void PopTable::restore_end(uint32_t slot, uint32_t queue, int64_t queue_offset) {
-  if (!holds(slot, queue, queue_offset)) return;  // ended before the replay's start
+  if (!holds(slots_, slot, queue, queue_offset)) return;  // ended before the replay's start
   Slot& s = slots_[slot];
   if (s.state == SlotState::invisible) queues_[queue].invisible--;
   clear_bit(queues_[queue], s.queue_offset);
@@ -409,7 +405,7 @@ void PopTable::restore_end(uint32_t slot, uint32_t queue, int64_t queue_offset) 
 }
 
 void PopTable::restore_change(uint32_t slot, uint32_t queue, const RestoredMessage& m) {
-  if (!holds(slot, queue, m.queue_offset)) return;
+  if (!holds(slots_, slot, queue, m.queue_offset)) return;
   Slot& s = slots_[slot];
   s.deadline_ms = m.deadline_ms;
   push_due(m.deadline_ms, slot);

@@ -105,9 +105,8 @@ class PopTable {
   // with it); a failed read passes the offset it began at.
   void end_read(uint32_t queue, int64_t next_offset);
   int64_t cursor(uint32_t queue) const { return queues_[queue].cursor; }
-  bool has_waiting(uint32_t queue) const;
   // Whether take_waiting would hand a message out now (a FIFO queue: none is invisible).
-  bool can_take_waiting(uint32_t queue) const;
+  bool has_waiting(uint32_t queue) const;
   // The slot of the queue's message at `queue_offset` while it is handed out and not ended
   // (a message keeps its slot from its first hand-out to its end): how a batch ack that names
   // messages by offset finds them. The queue's offset index is built at its first call and
@@ -165,7 +164,6 @@ class PopTable {
   void restore_change(uint32_t slot, uint32_t queue, const RestoredMessage& m);
   void restore_cursor(uint32_t queue, int64_t next_offset);
   void finish_restore();
-  bool holds(uint32_t slot, uint32_t queue, int64_t queue_offset) const;
 
  private:
   enum class SlotState : uint8_t { free, invisible, waiting, dead };
@@ -213,7 +211,6 @@ class PopTable {
   void set_bit(Queue& q, int64_t offset);
   void clear_bit(Queue& q, int64_t offset);
   static std::string index_key(const PopQueueKey& key);
-  void trim_offset_index(Queue& q);
 
   std::vector<Queue> queues_;
   std::unordered_map<std::string, uint32_t> queue_index_;

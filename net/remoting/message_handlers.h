@@ -4,10 +4,16 @@
 // POP_MESSAGE, ACK_MESSAGE and CHANGE_MESSAGE_INVISIBLETIME (pop_handlers.cc), PEEK_MESSAGE,
 // NOTIFICATION, POLLING_INFO and BATCH_ACK_MESSAGE (pop_code_handlers.cc).
 
+#include <map>
+#include <tuple>
+#include <vector>
+
 #include "net/remoting/message_batch.h"
 #include "net/server/broker_part.h"
 
 namespace uringmq::net {
+
+struct BatchAckEntry;  // pop_code_handlers.cc
 
 class MessageHandlers final : public BrokerPart, public ReceiveSink {
  public:
@@ -51,8 +57,19 @@ class MessageHandlers final : public BrokerPart, public ReceiveSink {
                           const std::variant<Refusal, const ReceiveResult*>& done);
   void handle_polling_info(uint32_t conn, RemotingCommand& request);
   void handle_batch_ack(uint32_t conn, RemotingCommand& request, std::span<const std::byte> body);
-  // False while the batch's records are being stored (the op stays).
-  bool complete_batch_ack(uint32_t index, const Completion& c);
+  void start_batch_ack(uint32_t conn, const RemotingCommand& request,
+                       const std::vector<BatchAckEntry>& acks);
+  // One of a batch ack's END records stored (or not): answered after the last.
+  void complete_batch_ack(uint32_t index, const Completion& c);
+
+ private:
+  // A BATCH_ACK_MESSAGE whose acks' records are being stored: how many, the first failure.
+  struct BatchAckState {
+    uint32_t pending = 0;
+    std::optional<Refusal> failure;
+  };
+  // By (connection, generation, opaque); each entry lives until its last record completes.
+  std::map<std::tuple<uint32_t, uint32_t, int32_t>, BatchAckState> batch_acks_;
 };
 
 }  // namespace uringmq::net

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "io/assert.h"
 #include "net/common/json.h"
 #include "net/remoting/header_fields.h"
 #include "net/remoting/message_handlers.h"
@@ -16,14 +17,27 @@
 #include "net/server/broker_reactor.h"
 
 namespace uringmq::net {
+
+// One BatchAck: messages of one queue by offset, with the pop time and invisible time of their
+// hand-out.
+struct BatchAckEntry {
+  std::string group;
+  std::string topic;
+  int32_t queue_id = 0;
+  int64_t pop_time_ms = 0;
+  int64_t invisible_ms = 0;
+  std::vector<int64_t> offsets;
+};
+
 namespace {
 
 namespace rc = response_code;
 
 // A BatchAck's bit set as fastjson2 writes a java.util.BitSet: BitSet.toByteArray() as a JSON
 // array of signed bytes, bit i of byte k naming offset startOffset + 8k + i.
-constexpr size_t kMaxBitSetBytes = 128;  // 1024 messages an entry (a journal record's most)
-constexpr size_t kMaxBatchAcks = 256;    // entries a request
+constexpr size_t kMaxBitSetBytes = 128;     // 1024 offsets an entry
+constexpr size_t kMaxBatchAcks = 256;       // entries a request
+constexpr size_t kMaxBatchMessages = 1024;  // messages a request: each is an ack in flight
 
 // BatchAck's fields by their short JSON names, or the long ones fastjson also reads.
 const JsonValue* field(const JsonValue& ack, std::string_view short_name,
@@ -74,7 +88,7 @@ bool bit_offsets(const JsonValue* bits, int64_t start, std::vector<int64_t>* out
 
 // One BatchAck; false (error set) when a field is missing or wrong. A retry flag "1" names
 // Java's %RETRY% topic, which uringmq never hands out from: the entry names nothing.
-bool read_batch_ack(const JsonValue& ack, PositionAck* out, std::string* error) {
+bool read_batch_ack(const JsonValue& ack, BatchAckEntry* out, std::string* error) {
   if (!ack.is_object()) {
     *error = "each of acks must be a BatchAck object";
     return false;
@@ -116,7 +130,7 @@ void MessageHandlers::handle_peek(uint32_t conn, RemotingCommand& request) {
   }
   PeekCall call{*group, *topic, *queue_id, static_cast<uint32_t>(std::max(*max, 0))};
   const Ticket ticket = ticket_of(conn, conns_[conn].generation, request);
-  std::variant<Refusal, uint32_t> started = core_.pop.peek(ticket, conns_[conn].shard, call);
+  std::variant<Refusal, uint32_t> started = core_.pop_peek.peek(ticket, conns_[conn].shard, call);
   if (const Refusal* refused = std::get_if<Refusal>(&started)) {
     // PeekMessageProcessor answers a queueId past the topic's with INVALID_PARAMETER.
     const bool bad_queue =
@@ -127,7 +141,8 @@ void MessageHandlers::handle_peek(uint32_t conn, RemotingCommand& request) {
 }
 
 bool MessageHandlers::complete_peek(uint32_t index, const Completion& c) {
-  std::optional<std::variant<Refusal, const PeekResult*>> done = core_.pop.peek_outcome(index, c);
+  std::optional<std::variant<Refusal, const PeekResult*>> done =
+      core_.pop_peek.peek_outcome(index, c);
   if (!done) return false;
   const BrokerOp& op = calls_.op(index);
   if (calls_.caller_alive(op)) {
@@ -147,7 +162,7 @@ bool MessageHandlers::complete_peek(uint32_t index, const Completion& c) {
       reply(op.ticket.conn, response, result.records);
     }
   }
-  core_.pop.peek_ended(index);
+  core_.pop_peek.peek_ended(index);
   return true;
 }
 
@@ -228,7 +243,7 @@ void MessageHandlers::handle_batch_ack(uint32_t conn, RemotingCommand& request,
         conn, request, rc::kSystemError,
         "BATCH_ACK_MESSAGE names more than " + std::to_string(kMaxBatchAcks) + " BatchAck entries");
   }
-  std::vector<PositionAck> acks(list->items().size());
+  std::vector<BatchAckEntry> acks(list->items().size());
   std::string error;
   for (size_t i = 0; i < acks.size(); i++) {
     if (!read_batch_ack(list->items()[i], &acks[i], &error)) {
@@ -236,28 +251,70 @@ void MessageHandlers::handle_batch_ack(uint32_t conn, RemotingCommand& request,
                         "acks[" + std::to_string(i) + "]: " + error);
     }
   }
-  const Ticket ticket = ticket_of(conn, conns_[conn].generation, request);
-  std::variant<Refusal, Pop::BatchAckStarted> started =
-      core_.pop.ack_batch(ticket, conns_[conn].shard, acks);
-  if (const Refusal* refused = std::get_if<Refusal>(&started)) {
-    return reply_refusal(conn, request, *refused);
+  size_t messages = 0;
+  for (const BatchAckEntry& a : acks) messages += a.offsets.size();
+  if (messages > kMaxBatchMessages) {
+    return reply_code(conn, request, rc::kSystemError,
+                      "BATCH_ACK_MESSAGE names " + std::to_string(messages) +
+                          " messages, more than " + std::to_string(kMaxBatchMessages));
   }
-  // Nothing to store (every message named expired or unknown): answered at once, as Java.
-  if (!std::get<Pop::BatchAckStarted>(started).index) reply_code(conn, request, rc::kSuccess, {});
+  start_batch_ack(conn, request, acks);
 }
 
-bool MessageHandlers::complete_batch_ack(uint32_t index, const Completion& c) {
-  std::optional<std::variant<Refusal, uint32_t>> done = core_.pop.batch_ack_outcome(index, c);
-  if (!done) return false;
-  const BrokerOp& op = calls_.op(index);
-  if (!calls_.caller_alive(op)) return true;
-  const RemotingCommand request = request_of(op.ticket);
-  if (const Refusal* refused = std::get_if<Refusal>(&*done)) {
-    reply_refusal(op.ticket.conn, request, *refused);
-  } else {
-    reply_code(op.ticket.conn, request, rc::kSuccess, {});
+// Each message named is acked as ACK_MESSAGE acks it (Pop::ack, one END record each), by a
+// handle that names it by offset; the answer waits for all of their records.
+void MessageHandlers::start_batch_ack(uint32_t conn, const RemotingCommand& request,
+                                      const std::vector<BatchAckEntry>& acks) {
+  const Ticket ticket = ticket_of(conn, conns_[conn].generation, request);
+  const uint32_t shard = conns_[conn].shard;
+  BatchAckState state;
+  for (const BatchAckEntry& a : acks) {
+    for (int64_t offset : a.offsets) {
+      const PopHandle handle{0,
+                             a.pop_time_ms,
+                             a.invisible_ms,
+                             PopHandle::kSlotByOffset,
+                             broker_name_of(shard),
+                             a.queue_id,
+                             offset};
+      std::optional<Refusal> refused =
+          core_.pop.ack(ticket, shard, HandleCall{a.group, a.topic, format_pop_handle(handle), 0});
+      if (!refused) {
+        state.pending++;
+      } else if (refused->fault != Fault::not_found && refused->fault != Fault::bad_request &&
+                 !state.failure) {
+        state.failure = std::move(refused);  // the broker's trouble, not a stale ack
+      }
+    }
   }
-  return true;
+  if (state.pending > 0) {
+    batch_acks_[{conn, ticket.generation, request.opaque}] = std::move(state);
+  } else if (state.failure) {
+    reply_refusal(conn, request, *state.failure);
+  } else {  // nothing to store (every message named expired or unknown): 0 at once, as Java
+    reply_code(conn, request, rc::kSuccess, {});
+  }
+}
+
+void MessageHandlers::complete_batch_ack(uint32_t index, const Completion& c) {
+  std::variant<Refusal, Pop::HandleDone> outcome = core_.pop.handle_outcome(index, c);
+  const Ticket& ticket = calls_.op(index).ticket;
+  auto it = batch_acks_.find({ticket.conn, ticket.generation, ticket.wire[1]});
+  UMQ_ASSERT(it != batch_acks_.end());
+  BatchAckState& state = it->second;
+  if (const Refusal* refused = std::get_if<Refusal>(&outcome); refused && !state.failure) {
+    state.failure = *refused;
+  }
+  if (--state.pending > 0) return;
+  if (calls_.caller_alive(calls_.op(index))) {
+    const RemotingCommand request = request_of(ticket);
+    if (state.failure) {
+      reply_refusal(ticket.conn, request, *state.failure);
+    } else {
+      reply_code(ticket.conn, request, rc::kSuccess, {});
+    }
+  }
+  batch_acks_.erase(it);
 }
 
 }  // namespace uringmq::net

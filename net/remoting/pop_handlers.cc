@@ -159,6 +159,9 @@ void MessageHandlers::handle_change_invisible(uint32_t conn, RemotingCommand& re
 }
 
 void MessageHandlers::complete_pop_journal(uint32_t index, const Completion& c) {
+  if (calls_.op(index).ticket.wire[0] == request_code::kBatchAckMessage) {
+    return complete_batch_ack(index, c);
+  }
   std::variant<Refusal, Pop::HandleDone> outcome = core_.pop.handle_outcome(index, c);
   const BrokerOp& op = calls_.op(index);
   if (!calls_.caller_alive(op)) return;

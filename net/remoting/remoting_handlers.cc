@@ -415,9 +415,6 @@ void RemotingHandlers::on_store_completion(const Completion& c) {
     case BrokerOp::Kind::pop_peek:
       if (!parts_.messages.complete_peek(index, c)) return;
       break;
-    case BrokerOp::Kind::pop_batch_ack:
-      if (!parts_.messages.complete_batch_ack(index, c)) return;
-      break;
     case BrokerOp::Kind::commit_silent:
       break;
     case BrokerOp::Kind::query_message:
