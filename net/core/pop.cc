@@ -335,9 +335,12 @@ bool Pop::step_queue(uint32_t index, Receive& r) {
   // The group's options may have changed since the queue was opened.
   (void)table.open_queue(key, 0, pop_options(groups_.get(), r.call.group, r.call.order));
   if (r.call.probe_only) {  // NOTIFICATION: a message came back, or one is past the cursor?
-    r.result.has_message = table.has_waiting(*q);
-    if (r.result.has_message || !table.can_read(*q)) {
-      r.next += r.result.has_message ? 0 : 1;
+    if (table.has_waiting(*q)) {
+      r.result.has_message = true;
+      return false;
+    }
+    if (!table.can_read(*q)) {  // a FIFO queue's batch is out, or another receive reads it
+      r.next++;
       return false;
     }
     r.step = Receive::Step::probe;

@@ -1,12 +1,12 @@
 #pragma once
 // Pop: RocketMQ 5's POP consumption as core calls, for every wire (remoting's POP_MESSAGE,
-// ACK_MESSAGE, CHANGE_MESSAGE_INVISIBLETIME, PEEK_MESSAGE, NOTIFICATION, POLLING_INFO,
-// BATCH_ACK_MESSAGE; gRPC's ReceiveMessage, AckMessage, ChangeInvisibleDuration,
-// ForwardMessageToDeadLetterQueue; PEEK_MESSAGE is PopPeek's, pop_peek.h). A receive takes up to N
-// messages of a topic's queues that the consumer group has not taken yet (or that came back), each
-// invisible to the group's other receives until its deadline; an ack ends a message; a change
-// moves its deadline; a message not acked comes back after its deadline with its attempt
-// counted, or goes to %DLQ%<group> once its attempts reach the group's retryMaxTimes + 1.
+// ACK_MESSAGE, CHANGE_MESSAGE_INVISIBLETIME, NOTIFICATION, POLLING_INFO, BATCH_ACK_MESSAGE;
+// gRPC's ReceiveMessage, AckMessage, ChangeInvisibleDuration, ForwardMessageToDeadLetterQueue;
+// PEEK_MESSAGE is PopPeek's, pop_peek.h). A receive takes up to N messages of a topic's queues
+// that the consumer group has not taken yet (or that came back), each invisible to the group's
+// other receives until its deadline; an ack ends a message; a change moves its deadline; a
+// message not acked comes back after its deadline with its attempt counted, or goes to
+// %DLQ%<group> once its attempts reach the group's retryMaxTimes + 1.
 // The state is PopTable's, one per presented broker; the records are read from the store.
 //
 // A receive is an op (BrokerOp::Kind::pop_receive) that steps through the store: the start of

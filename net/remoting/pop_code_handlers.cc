@@ -266,6 +266,12 @@ void MessageHandlers::handle_batch_ack(uint32_t conn, RemotingCommand& request,
 void MessageHandlers::start_batch_ack(uint32_t conn, const RemotingCommand& request,
                                       const std::vector<BatchAckEntry>& acks) {
   const Ticket ticket = ticket_of(conn, conns_[conn].generation, request);
+  if (batch_acks_.contains({conn, ticket.generation, request.opaque})) {
+    // Its answer is found by (connection, opaque): a second one in flight could not be told.
+    return reply_code(conn, request, rc::kSystemError,
+                      "a BATCH_ACK_MESSAGE with opaque " + std::to_string(request.opaque) +
+                          " is still being stored on this connection");
+  }
   const uint32_t shard = conns_[conn].shard;
   BatchAckState state;
   for (const BatchAckEntry& a : acks) {
