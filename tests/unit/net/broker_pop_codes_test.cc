@@ -5,7 +5,8 @@
 // false once its poll time is up, and true as soon as a message arrives while it waits (the
 // wait ends early); POLLING_INFO counts a POP receive that waits; BATCH_ACK_MESSAGE (a
 // BatchAckMessageRequestBody naming messages by queue offset with their pop time and invisible
-// time) ends them as ACK_MESSAGE does, ignores stale ones, and its acks survive a restart.
+// time) ends them as ACK_MESSAGE does, ignores stale ones, and its acks survive a restart; a
+// slave refuses them all.
 
 #include <gtest/gtest.h>
 
@@ -292,6 +293,25 @@ TEST_F(BrokerPopCodesTest, BatchAckedMessagesNeverReturnAfterARestart) {
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(body_text(got[0]), "q0m1");
   EXPECT_EQ(pop(*client_, 1).command.code, rc::kPullNotFound);
+}
+
+// A slave's store is its master's copy: every POP code is refused there, as POP_MESSAGE is.
+TEST(BrokerPopCodesSlaveTest, EveryCodeIsRefusedOnASlave) {
+  uringmq::testing::TempDir dir;
+  RunningBroker slave(dir.path(), [](BrokerConfig& c) {
+    c.store.shard_count = 1;
+    c.store.replica = true;
+    c.ha.role = BrokerRole::slave;
+    c.ha.broker_id = 1;
+    c.ha.master_address = "127.0.0.1:" + std::to_string(free_port());  // nobody there
+  });
+  std::unique_ptr<RemotingClient> c = slave.client();
+  EXPECT_EQ(pop(*c, 0).command.code, rc::kServiceNotAvailable);
+  EXPECT_EQ(peek(*c, 0).command.code, rc::kServiceNotAvailable);
+  EXPECT_EQ(notification(*c, 0, 0).command.code, rc::kServiceNotAvailable);
+  EXPECT_EQ(polling_info(*c, 0).command.code, rc::kServiceNotAvailable);
+  RemotingResponse acked = batch_ack(*c, batch_ack_body(0, 0, {0}, "1", "30000"));
+  EXPECT_EQ(acked.command.code, rc::kServiceNotAvailable) << remark(acked);
 }
 
 }  // namespace
