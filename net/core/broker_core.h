@@ -21,6 +21,7 @@
 #include "net/core/message_queries.h"
 #include "net/core/messaging.h"
 #include "net/core/pop.h"
+#include "net/core/pop_peek.h"
 #include "net/core/replication.h"
 #include "net/core/runtime_figures.h"
 #include "net/core/sql_subscriptions.h"
@@ -56,7 +57,8 @@ struct BrokerCore {
         settings(config, config_disk),
         admin(config, calls, topics, clients, subscription_groups, config_disk),
         figures(config, store, membership),
-        pop(config, *clock, calls, topics, subscription_groups, sql_subscriptions, messaging) {}
+        pop(config, *clock, calls, topics, subscription_groups, sql_subscriptions, messaging),
+        pop_peek(config, calls, topics, pop) {}
 
   BrokerConfig config;  // a copy: UPDATE_BROKER_CONFIG changes the run-time keys
   Store& store;
@@ -77,6 +79,7 @@ struct BrokerCore {
   Admin admin;              // operators' calls: per-queue figures, listings, groups
   RuntimeFigures figures;   // what each presented broker reports of itself
   Pop pop;                  // RocketMQ 5's POP consumption: receive, ack, invisibility, expiry
+  PopPeek pop_peek;         // RocketMQ 5's PEEK_MESSAGE: a group's next messages, not taken
   // Replication as the cluster layer sees it (net/cluster/); null until it is set up.
   const ReplicationView* replication = nullptr;
 };

@@ -100,7 +100,7 @@ uint64_t replay(uint32_t shard, std::span<const std::byte> records,
 
 // A receive in progress: its call, the queues it may take from, where it is, its answer.
 struct Pop::Receive {
-  enum class Step : uint8_t { start_committed, start_range, pull, view, journal };
+  enum class Step : uint8_t { start_committed, start_range, pull, view, journal, probe };
   ReceiveCall call;
   uint32_t shard = 0;
   int64_t now_ms = 0;  // the pop time of every message it hands out
@@ -192,20 +192,34 @@ void Pop::set_broker_names(std::vector<std::string> names) {
   low_water_posted_.resize(tables_.size(), false);
 }
 
-std::optional<Refusal> Pop::check_receive(const ReceiveCall& call, std::vector<int32_t>* queues) {
+std::optional<Refusal> check_pop_target(const BrokerConfig& config, const Topics& topics,
+                                        const std::string& group, const std::string& topic,
+                                        int32_t queue_id, PopTopicRule rule) {
   // A slave's store is its master's copy: the journal and the hand-outs are the master's.
-  if (config_.ha.role == BrokerRole::slave) {
+  if (config.ha.role == BrokerRole::slave) {
     return Refusal{Fault::unavailable, "POP is served by the master, not by a slave"};
   }
-  if (call.group.empty() || !valid_topic_name(std::string(kRetryPrefix) + call.group)) {
+  if (group.empty() || !valid_topic_name(std::string(kRetryPrefix) + group)) {
     return Refusal{Fault::bad_request,
-                   "consumer group \"" + call.group.substr(0, 127) + "\" is missing or invalid"};
+                   "consumer group \"" + group.substr(0, 127) + "\" is missing or invalid"};
   }
-  if (is_internal_group(call.group)) {
-    return Refusal{Fault::no_permission, "consumer group " + call.group + " is internal"};
+  if (is_internal_group(group)) {
+    return Refusal{Fault::no_permission, "consumer group " + group + " is internal"};
   }
-  if (!valid_topic_name(call.topic)) {
+  if (!valid_topic_name(topic)) {
     return Refusal{Fault::bad_request, "the topic is missing or invalid"};
+  }
+  if (rule == PopTopicRule::configured && !is_internal_topic(topic) && !topics.route(topic)) {
+    return Refusal{Fault::topic_not_exist, "topic[" + topic + "] not exist, apply first please!"};
+  }
+  return topics.check_pull(topic, std::max(queue_id, 0));
+}
+
+std::optional<Refusal> Pop::check_receive(const ReceiveCall& call, std::vector<int32_t>* queues) {
+  const PopTopicRule rule = call.probe_only ? PopTopicRule::configured : PopTopicRule::readable;
+  if (auto refused =
+          check_pop_target(config_, topics_, call.group, call.topic, call.queue_id, rule)) {
+    return refused;
   }
   if (call.invisible_ms < kMinInvisibleMs || call.invisible_ms > kMaxInvisibleMs) {
     return Refusal{Fault::bad_request, "invisible time " + std::to_string(call.invisible_ms) +
@@ -215,7 +229,6 @@ std::optional<Refusal> Pop::check_receive(const ReceiveCall& call, std::vector<i
     return Refusal{Fault::bad_request, "max messages " + std::to_string(call.max_messages) +
                                            " is out of range (1..32)"};
   }
-  if (auto refused = topics_.check_pull(call.topic, std::max(call.queue_id, 0))) return refused;
   if (call.queue_id >= 0) {
     queues->push_back(call.queue_id);
     return std::nullopt;
@@ -258,11 +271,12 @@ std::variant<Refusal, Pop::Started> Pop::receive(const Ticket& ticket, uint32_t 
 std::optional<std::variant<Refusal, const ReceiveResult*>> Pop::step(uint32_t index) {
   Receive& r = *receives_.at(index);
   while (r.next < r.queues.size() && r.result.messages.size() < r.call.max_messages &&
-         r.answer.size() < kMaxAnswerBytes && !r.failure) {
+         r.answer.size() < kMaxAnswerBytes && !r.failure && !r.result.has_message) {
     if (step_queue(index, r)) return std::nullopt;
   }
   if (r.failure && r.result.messages.empty()) return *r.failure;
-  if (r.result.messages.empty() && !r.failure && !r.held && r.call.poll_ms > 0) {
+  if (r.result.messages.empty() && !r.result.has_message && !r.failure && !r.held &&
+      r.call.poll_ms > 0) {
     r.held = true;
     if (start_waiting(index, r)) return std::nullopt;
   }
@@ -320,6 +334,21 @@ bool Pop::step_queue(uint32_t index, Receive& r) {
   r.table_queue = *q;
   // The group's options may have changed since the queue was opened.
   (void)table.open_queue(key, 0, pop_options(groups_.get(), r.call.group, r.call.order));
+  if (r.call.probe_only) {  // NOTIFICATION: a message came back, or one is past the cursor?
+    if (table.has_waiting(*q)) {
+      r.result.has_message = true;
+      return false;
+    }
+    if (!table.can_read(*q)) {  // a FIFO queue's batch is out, or another receive reads it
+      r.next++;
+      return false;
+    }
+    r.step = Receive::Step::probe;
+    BrokerOp& op = calls_.op(index);
+    op.topic = r.call.topic;
+    op.queue_id = r.queues[r.next];
+    return r.posted(calls_.session().query_queue_async(op.topic, op.queue_id, index, r.shard));
+  }
   const auto room = static_cast<uint32_t>(r.call.max_messages - r.result.messages.size());
   r.to_view.clear();
   r.viewed = 0;
@@ -494,8 +523,31 @@ std::optional<std::variant<Refusal, const ReceiveResult*>> Pop::receive_outcome(
       viewed(index, r, c);
       if (r.viewed < r.to_view.size() && post_view(index, r)) return std::nullopt;
       break;
+    case Receive::Step::probe:  // the queue's range: a message past the cursor?
+      if (c.code != io::Code::ok) r.failure = store_refusal(c.code);
+      r.result.has_message =
+          c.code == io::Code::ok && c.max_offset.value > tables_[r.shard]->cursor(r.table_queue);
+      r.next++;
+      break;
   }
   return step(index);
+}
+
+std::variant<Refusal, uint32_t> Pop::waiting_count(uint32_t shard, const std::string& group,
+                                                   const std::string& topic, int32_t queue_id) {
+  if (auto refused =
+          check_pop_target(config_, topics_, group, topic, queue_id, PopTopicRule::configured)) {
+    return std::move(*refused);
+  }
+  uint32_t waiting = 0;
+  for (const auto& [id, index] : waiting_) {
+    const ReceiveCall& call = receives_.at(index)->call;
+    if (receives_.at(index)->shard == shard && call.group == group && call.topic == topic &&
+        std::max(call.queue_id, -1) == std::max(queue_id, -1)) {
+      waiting++;
+    }
+  }
+  return waiting;
 }
 
 void Pop::receive_ended(uint32_t index) {
@@ -638,8 +690,14 @@ std::variant<Refusal, Pop::HandleDone> Pop::handle_outcome(uint32_t index, const
 std::optional<Refusal> Pop::ack(const Ticket& ticket, uint32_t shard, const HandleCall& call) {
   std::variant<Refusal, PopHandle> h = handle_of(shard, call);
   if (Refusal* refused = std::get_if<Refusal>(&h)) return std::move(*refused);
-  std::variant<Refusal, PopEnded> ended =
-      tables_[shard]->ack(std::get<PopHandle>(h), clock_.now_ms());
+  PopHandle& handle = std::get<PopHandle>(h);
+  if (handle.slot == PopHandle::kSlotByOffset) {  // BATCH_ACK_MESSAGE: the offset names it
+    const PopQueueKey key{call.group, call.topic, handle.queue_id};
+    std::optional<uint32_t> slot =
+        tables_[shard]->slot_at(*tables_[shard]->find_queue(key), handle.queue_offset);
+    if (slot) handle.slot = *slot;
+  }
+  std::variant<Refusal, PopEnded> ended = tables_[shard]->ack(handle, clock_.now_ms());
   if (Refusal* refused = std::get_if<Refusal>(&ended)) return std::move(*refused);
   const PopEnded& e = std::get<PopEnded>(ended);
   commit_progress(shard, e.queue);

@@ -1,11 +1,12 @@
 #pragma once
 // Pop: RocketMQ 5's POP consumption as core calls, for every wire (remoting's POP_MESSAGE,
-// ACK_MESSAGE, CHANGE_MESSAGE_INVISIBLETIME; gRPC's ReceiveMessage, AckMessage,
-// ChangeInvisibleDuration, ForwardMessageToDeadLetterQueue). A receive takes up to N messages of
-// a topic's queues that the consumer group has not taken yet (or that came back), each
-// invisible to the group's other receives until its deadline; an ack ends a message; a change
-// moves its deadline; a message not acked comes back after its deadline with its attempt
-// counted, or goes to %DLQ%<group> once its attempts reach the group's retryMaxTimes + 1.
+// ACK_MESSAGE, CHANGE_MESSAGE_INVISIBLETIME, NOTIFICATION, POLLING_INFO, BATCH_ACK_MESSAGE;
+// gRPC's ReceiveMessage, AckMessage, ChangeInvisibleDuration, ForwardMessageToDeadLetterQueue;
+// PEEK_MESSAGE is PopPeek's, pop_peek.h). A receive takes up to N messages of a topic's queues
+// that the consumer group has not taken yet (or that came back), each invisible to the group's
+// other receives until its deadline; an ack ends a message; a change moves its deadline; a
+// message not acked comes back after its deadline with its attempt counted, or goes to
+// %DLQ%<group> once its attempts reach the group's retryMaxTimes + 1.
 // The state is PopTable's, one per presented broker; the records are read from the store.
 //
 // A receive is an op (BrokerOp::Kind::pop_receive) that steps through the store: the start of
@@ -63,6 +64,9 @@ struct ReceiveCall {
   std::string expression_type;   // empty or "TAG": tags; "SQL92"
   bool order = false;            // FIFO, also when the group is consumeMessageOrderly
   PopInitMode init_mode = PopInitMode::max;
+  // NOTIFICATION: looks whether a message could be taken now, takes none (no journal record);
+  // waits as a receive does. The answer is ReceiveResult::has_message.
+  bool probe_only = false;
 };
 
 // One message of a receive's answer.
@@ -84,7 +88,8 @@ struct ReceiveResult {
   std::vector<ReceivedMessage> messages;
   int64_t pop_time_ms = 0;
   int64_t invisible_ms = 0;
-  bool polled = false;  // it waited (long polling) before being answered
+  bool polled = false;       // it waited (long polling) before being answered
+  bool has_message = false;  // probe_only: a message could be taken now
 };
 
 // An ack, a change of invisibility or a forward to the dead-letter queue names a message by
@@ -102,6 +107,17 @@ struct PopQueueReport {
   int64_t committed_offset = 0;
   PopQueueFigures figures;
 };
+
+// What a POP request's topic must be: readable (a receive: a topic autoCreateTopicEnable would
+// create is taken), or also configured (PEEK_MESSAGE, NOTIFICATION, POLLING_INFO: Java's
+// processors answer TOPIC_NOT_EXIST for a topic not in its table).
+enum class PopTopicRule : uint8_t { readable, configured };
+// The checks every POP request makes of its group, topic and queue (queue_id < 0: every
+// queue): served by a master, a valid group not internal, a valid topic readable and the queue
+// in range.
+std::optional<Refusal> check_pop_target(const BrokerConfig& config, const Topics& topics,
+                                        const std::string& group, const std::string& topic,
+                                        int32_t queue_id, PopTopicRule rule);
 
 // Where a receive that finished without a store completion of its own (woken from waiting)
 // is answered: the wire of its op's ticket. The op ends after the call.
@@ -185,6 +201,13 @@ class Pop {
   io::Status recover(Session& session);
 
   std::vector<PopQueueReport> figures(uint32_t shard) const;
+
+  // POLLING_INFO: the receives and notifications of (group, topic, queue_id as they asked, -1
+  // for every queue) waiting now on presented broker `shard`; refused as a notification.
+  std::variant<Refusal, uint32_t> waiting_count(uint32_t shard, const std::string& group,
+                                                const std::string& topic, int32_t queue_id);
+  // Presented broker `shard`'s table (PEEK_MESSAGE reads the group's positions).
+  const PopTable& table(uint32_t shard) const { return *tables_[shard]; }
 
  private:
   static constexpr int32_t kDeadLetterMark = 0x504f50;  // "POP"

@@ -24,6 +24,9 @@
 namespace uringmq::net {
 
 struct PopHandle {
+  // A slot that names no in-flight entry: the message is found by its queue offset instead
+  // (BATCH_ACK_MESSAGE names messages by offset; its revive queue id is no message's slot).
+  static constexpr uint32_t kSlotByOffset = UINT32_MAX;
   uint64_t handing_id = 0;  // ck offset: this hand-out of the message
   int64_t pop_time_ms = 0;  // when it was handed out (or its invisibility last changed)
   int64_t invisible_ms = 0;

@@ -28,6 +28,14 @@ size_t bucket_of(uint32_t attempt) {
   return std::min<size_t>(attempt, PopQueueFigures::kAttemptBuckets - 1);
 }
 
+// Whether `slot` of `slots` holds the message at (queue, offset): not free, the same message.
+template <typename Slots>
+bool holds(const Slots& slots, uint32_t slot, uint32_t queue, int64_t queue_offset) {
+  if (slot >= slots.size()) return false;
+  const auto& s = slots[slot];
+  return s.state != decltype(s.state)::free && s.queue == queue && s.queue_offset == queue_offset;
+}
+
 }  // namespace
 
 std::string PopTable::index_key(const PopQueueKey& key) {
@@ -89,6 +97,32 @@ void PopTable::release_slot(uint32_t slot) {
   s.state = SlotState::free;
   free_.push_back(slot);
   live_slots_--;
+  // The offset index keeps ended entries until they outnumber the live ones.
+  if (q.indexed && q.by_offset.size() > 2 * size_t{q.outstanding} + 64) {
+    std::erase_if(q.by_offset, [&](const std::pair<int64_t, uint32_t>& e) {
+      return !holds(slots_, e.second, s.queue, e.first);
+    });
+  }
+}
+
+std::optional<uint32_t> PopTable::slot_at(uint32_t queue, int64_t queue_offset) {
+  Queue& q = queues_[queue];
+  if (!q.indexed) {
+    q.indexed = true;
+    for (uint32_t slot = 0; slot < slots_.size(); slot++) {
+      if (slots_[slot].state != SlotState::free && slots_[slot].queue == queue) {
+        q.by_offset.emplace_back(slots_[slot].queue_offset, slot);
+      }
+    }
+    std::sort(q.by_offset.begin(), q.by_offset.end());
+  }
+  const std::vector<std::pair<int64_t, uint32_t>>& index = q.by_offset;
+  auto it = std::lower_bound(index.begin(), index.end(), std::make_pair(queue_offset, uint32_t{0}));
+  // Ended entries stay until trimmed: the slot must still hold this message.
+  for (; it != index.end() && it->first == queue_offset; ++it) {
+    if (holds(slots_, it->second, queue, queue_offset)) return it->second;
+  }
+  return std::nullopt;
 }
 
 void PopTable::push_due(int64_t deadline_ms, uint32_t slot) {
@@ -138,7 +172,8 @@ bool PopTable::can_read(uint32_t queue) const {
 }
 
 bool PopTable::has_waiting(uint32_t queue) const {
-  return !queues_[queue].waiting.empty();
+  const Queue& q = queues_[queue];
+  return !q.waiting.empty() && (!q.options.fifo || q.outstanding == q.waiting.size());
 }
 
 int64_t PopTable::begin_read(uint32_t queue) {
@@ -161,6 +196,7 @@ std::optional<PopTaken> PopTable::take_new(uint32_t queue, int64_t queue_offset,
   q.figures.in_flight = q.outstanding;
   set_bit(q, queue_offset);
   q.cursor = queue_offset + 1;
+  if (q.indexed) q.by_offset.emplace_back(queue_offset, *slot);
   PopTaken taken;
   hand_out(*slot, now_ms, invisible_ms, &taken);
   return taken;
@@ -316,7 +352,8 @@ size_t PopTable::memory_bytes() const {
   size_t bytes = slots_.capacity() * sizeof(Slot) + free_.capacity() * sizeof(uint32_t) +
                  due_.capacity() * sizeof(Due);
   for (const Queue& q : queues_) {
-    bytes += q.bits.size() * sizeof(uint64_t) + q.waiting.capacity() * sizeof(uint32_t);
+    bytes += q.bits.size() * sizeof(uint64_t) + q.waiting.capacity() * sizeof(uint32_t) +
+             q.by_offset.capacity() * sizeof(q.by_offset[0]);
   }
   return bytes;
 }
@@ -356,13 +393,8 @@ std::optional<Refusal> PopTable::restore_taken(uint32_t queue, uint32_t slot,
   return std::nullopt;
 }
 
-bool PopTable::holds(uint32_t slot, uint32_t queue, int64_t queue_offset) const {
-  return slot < slots_.size() && slots_[slot].state != SlotState::free &&
-         slots_[slot].queue == queue && slots_[slot].queue_offset == queue_offset;
-}
-
 void PopTable::restore_end(uint32_t slot, uint32_t queue, int64_t queue_offset) {
-  if (!holds(slot, queue, queue_offset)) return;  // ended before the replay's start
+  if (!holds(slots_, slot, queue, queue_offset)) return;  // ended before the replay's start
   Slot& s = slots_[slot];
   if (s.state == SlotState::invisible) queues_[queue].invisible--;
   clear_bit(queues_[queue], s.queue_offset);
@@ -373,7 +405,7 @@ void PopTable::restore_end(uint32_t slot, uint32_t queue, int64_t queue_offset) 
 }
 
 void PopTable::restore_change(uint32_t slot, uint32_t queue, const RestoredMessage& m) {
-  if (!holds(slot, queue, m.queue_offset)) return;
+  if (!holds(slots_, slot, queue, m.queue_offset)) return;
   Slot& s = slots_[slot];
   s.deadline_ms = m.deadline_ms;
   push_due(m.deadline_ms, slot);
@@ -390,6 +422,10 @@ void PopTable::finish_restore() {
   free_.clear();
   for (size_t i = slots_.size(); i > 0; i--) {
     if (slots_[i - 1].state == SlotState::free) free_.push_back(static_cast<uint32_t>(i - 1));
+  }
+  for (Queue& q : queues_) {  // built again at the next batch ack
+    q.by_offset.clear();
+    q.indexed = false;
   }
 }
 

@@ -8,7 +8,9 @@
 //
 // Memory: one 40-byte slot per message handed out and not ended, one 16-byte deadline entry
 // (a binary heap, stale entries dropped as they surface), one bit per queue offset between the
-// queue's committed offset and its cursor, 4 bytes per free slot; no node per message.
+// queue's committed offset and its cursor, 4 bytes per free slot; no node per message. A queue
+// whose messages a batch ack named by offset also keeps an offset index: 16 bytes per entry,
+// at most twice its messages in flight and 64 more.
 //
 // Invariants: a message is in at most one slot; a slot is invisible (handed out, its deadline
 // in the future or not yet expired), waiting (came back, to be handed out again) or dead
@@ -103,7 +105,13 @@ class PopTable {
   // with it); a failed read passes the offset it began at.
   void end_read(uint32_t queue, int64_t next_offset);
   int64_t cursor(uint32_t queue) const { return queues_[queue].cursor; }
+  // Whether take_waiting would hand a message out now (a FIFO queue: none is invisible).
   bool has_waiting(uint32_t queue) const;
+  // The slot of the queue's message at `queue_offset` while it is handed out and not ended
+  // (a message keeps its slot from its first hand-out to its end): how a batch ack that names
+  // messages by offset finds them. The queue's offset index is built at its first call and
+  // kept from then on.
+  std::optional<uint32_t> slot_at(uint32_t queue, int64_t queue_offset);
 
   // Ends a handed-out message for good. Refused (not_found) when the handle is unknown, stale
   // (the message was handed out again or its invisibility changed) or expired (now >= its
@@ -156,7 +164,6 @@ class PopTable {
   void restore_change(uint32_t slot, uint32_t queue, const RestoredMessage& m);
   void restore_cursor(uint32_t queue, int64_t next_offset);
   void finish_restore();
-  bool holds(uint32_t slot, uint32_t queue, int64_t queue_offset) const;
 
  private:
   enum class SlotState : uint8_t { free, invisible, waiting, dead };
@@ -188,6 +195,11 @@ class PopTable {
     uint32_t invisible = 0;
     bool reading = false;
     PopQueueFigures figures;
+    // Once a batch ack asked (indexed): (offset, slot) of its messages in flight, by offset
+    // (new ones come in offset order); entries of ended messages are dropped when they
+    // outnumber the live ones.
+    std::vector<std::pair<int64_t, uint32_t>> by_offset;
+    bool indexed = false;
   };
 
   std::optional<uint32_t> allocate_slot();

@@ -66,6 +66,10 @@ void MessageHandlers::handle_pop(uint32_t conn, RemotingCommand& request) {
   const std::string* order = request.ext("order");
   call.order = order != nullptr && *order == "true";
   call.init_mode = init_mode.value_or(1) == 0 ? PopInitMode::min : PopInitMode::max;
+  start_receive(conn, request, std::move(call));
+}
+
+void MessageHandlers::start_receive(uint32_t conn, RemotingCommand& request, ReceiveCall call) {
   const Ticket ticket = ticket_of(conn, conns_[conn].generation, request);
   std::variant<Refusal, Pop::Started> started =
       core_.pop.receive(ticket, conns_[conn].shard, std::move(call));
@@ -96,6 +100,7 @@ bool MessageHandlers::complete_pop(uint32_t index, const Completion& c) {
 
 void MessageHandlers::reply_pop(const Ticket& ticket,
                                 const std::variant<Refusal, const ReceiveResult*>& done) {
+  if (ticket.wire[0] == request_code::kNotification) return reply_notification(ticket, done);
   const RemotingCommand request = request_of(ticket);
   if (const Refusal* refused = std::get_if<Refusal>(&done)) {
     return reply_refusal(ticket.conn, request, *refused);
@@ -154,6 +159,9 @@ void MessageHandlers::handle_change_invisible(uint32_t conn, RemotingCommand& re
 }
 
 void MessageHandlers::complete_pop_journal(uint32_t index, const Completion& c) {
+  if (calls_.op(index).ticket.wire[0] == request_code::kBatchAckMessage) {
+    return complete_batch_ack(index, c);
+  }
   std::variant<Refusal, Pop::HandleDone> outcome = core_.pop.handle_outcome(index, c);
   const BrokerOp& op = calls_.op(index);
   if (!calls_.caller_alive(op)) return;

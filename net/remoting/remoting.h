@@ -126,6 +126,8 @@ inline constexpr int32_t kSubscriptionNotExist = 24;
 inline constexpr int32_t kSubscriptionNotLatest = 25;
 inline constexpr int32_t kSubscriptionGroupNotExist = 26;
 inline constexpr int32_t kFilterDataNotExist = 27;
+inline constexpr int32_t kInvalidParameter = 29;  // PEEK_MESSAGE: a queueId past the topic's
+inline constexpr int32_t kNoMessage = 208;        // BATCH_ACK_MESSAGE: a body without acks
 // A reset by time while no consumer of the group is connected.
 inline constexpr int32_t kConsumerNotOnline = 206;
 // RocketMQ 5: a request the broker cannot carry out as asked (a bad recall handle).

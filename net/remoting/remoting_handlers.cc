@@ -106,6 +106,14 @@ void RemotingHandlers::handle(uint32_t conn, RemotingCommand& request,
       return parts_.messages.handle_ack(conn, request);
     case req::kChangeMessageInvisibleTime:
       return parts_.messages.handle_change_invisible(conn, request);
+    case req::kPeekMessage:
+      return parts_.messages.handle_peek(conn, request);
+    case req::kNotification:
+      return parts_.messages.handle_notification(conn, request);
+    case req::kPollingInfo:
+      return parts_.messages.handle_polling_info(conn, request);
+    case req::kBatchAckMessage:
+      return parts_.messages.handle_batch_ack(conn, request, body);
     default:
       if (parts_.admin.handle_admin(conn, request, body)) return;
       if (parts_.master.handle_slave_sync(conn, request)) return;
@@ -403,6 +411,9 @@ void RemotingHandlers::on_store_completion(const Completion& c) {
       break;
     case BrokerOp::Kind::pop_low_water:
       if (!core_.pop.low_water_outcome(index, c)) return;
+      break;
+    case BrokerOp::Kind::pop_peek:
+      if (!parts_.messages.complete_peek(index, c)) return;
       break;
     case BrokerOp::Kind::commit_silent:
       break;

@@ -131,9 +131,28 @@ std::optional<std::string> AclValidator::collect(const RemotingCommand& request,
     case req::kPopMessage:
     case req::kAckMessage:
     case req::kChangeMessageInvisibleTime:
+    case req::kPeekMessage:
+    case req::kNotification:
+    case req::kPollingInfo:
       add(false, field(request, "topic"), kAclSub);
       add(true, field(request, "consumerGroup"), kAclSub);
       break;
+    case req::kBatchAckMessage: {  // each BatchAck's topic and group (short or long names)
+      std::string_view text(reinterpret_cast<const char*>(body.data()), body.size());
+      io::Result<JsonValue> parsed = parse_json(text);
+      if (!parsed.is_ok() || !parsed->is_object()) break;  // the handler refuses it
+      heartbeat_ = std::move(*parsed);
+      const JsonValue* acks = heartbeat_.find("acks");
+      if (acks == nullptr || !acks->is_array()) break;
+      for (const JsonValue& ack : acks->items()) {
+        for (std::string_view key : {"t", "topic", "c", "consumerGroup"}) {
+          const JsonValue* name = ack.is_object() ? ack.find(key) : nullptr;
+          if (name != nullptr && name->is_string())
+            add(key.starts_with('c'), name->text(), kAclSub);
+        }
+      }
+      break;
+    }
     case req::kUnregisterClient:
     case req::kGetConsumerListByGroup:
       add(true, field(request, "consumerGroup"), kAclSub);

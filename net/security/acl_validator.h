@@ -88,7 +88,7 @@ class AclValidator {
   AclSigner signer_;
   std::vector<Resource> resources_;  // scratch, capacity kAclMaxResources
   bool overflow_ = false;            // the request named more than kAclMaxResources
-  JsonValue heartbeat_;              // the heartbeat being checked
+  JsonValue heartbeat_;              // the heartbeat (or batch ack body) being checked
 };
 
 }  // namespace uringmq::net

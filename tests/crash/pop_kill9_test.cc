@@ -4,6 +4,7 @@
 // still acks its message, and a changed deadline holds. Method: the real uringmq-broker
 // process (SYNC_FLUSH), POP_MESSAGE / ACK_MESSAGE / CHANGE_MESSAGE_INVISIBLETIME over remoting,
 // SIGKILL right after the last answer, restart on the same store, check.
+// BATCH_ACK_MESSAGE's acks survive it the same way (a second test).
 // Limit: kill -9 keeps the page cache (power loss is the store's own tests' concern).
 
 #include <gtest/gtest.h>
@@ -169,6 +170,59 @@ TEST(PopKill9Test, AckedNeverReturnUnackedReturnAfterTheirDeadline) {
   EXPECT_EQ(views[0].reconsume_times, 1);
   EXPECT_EQ(ack(**client, pop_ck(views[0])), rc::kSuccess);
   EXPECT_EQ(pop(**client, 30'000).command.code, rc::kPullNotFound);
+}
+
+// A batch ack answered before the kill: the messages it named never come back, the one it left
+// out does once its deadline passes.
+TEST(PopKill9Test, BatchAckedNeverReturn) {
+  testing::TempDir dir;
+  const uint16_t port = testing::free_broker_port(1);
+  ASSERT_NE(port, 0);
+  const std::string conf = dir.path() + "/broker.conf";
+  {
+    std::ofstream out(conf);
+    out << "storePathRootDir=" << dir.path() << "/store\nlistenPort=" << port
+        << "\nnamesrvListenPort=0\nmappedFileSizeCommitLog=1048576\n"
+        << "maxMessageSize=65536\ndiskSpaceWarningLevelRatio=100\nflushDiskType=SYNC_FLUSH\n";
+  }
+  constexpr int64_t kInvisibleMs = 3000;
+  std::chrono::steady_clock::time_point popped;
+  {
+    Process broker(conf, dir.path() + "/broker-0.err");
+    ASSERT_TRUE(broker.start()) << testing::file_text(dir.path() + "/broker-0.err");
+    auto client = net::RemotingClient::connect("127.0.0.1", port, 2000);
+    ASSERT_TRUE(client.is_ok());
+    for (int i = 0; i < 4; i++) {
+      auto r = testing::call(
+          **client,
+          testing::request(req::kSendMessageV2, testing::send_v2_fields("T", "0", "TAGS\x01t\x02")),
+          "m" + std::to_string(i));
+      ASSERT_EQ(r.command.code, rc::kSuccess) << testing::remark(r);
+    }
+    net::RemotingResponse got = pop(**client, kInvisibleMs);
+    popped = std::chrono::steady_clock::now();
+    ASSERT_EQ(got.command.code, rc::kSuccess) << testing::remark(got);
+    ASSERT_EQ(testing::decode_all(got.body).size(), 4u);
+    // BatchAck of offsets 0, 1 and 2 (bits 0b0111) under the receive's pop time.
+    const std::string body =
+        "{\"acks\":[{\"c\":\"G\",\"t\":\"T\",\"r\":\"0\",\"so\":0,"
+        "\"q\":0,\"rq\":0,\"pt\":" +
+        *got.command.ext("popTime") + ",\"it\":" + std::to_string(kInvisibleMs) + ",\"b\":[7]}]}";
+    auto acked = testing::call(**client, testing::request(req::kBatchAckMessage, {}), body);
+    ASSERT_EQ(acked.command.code, rc::kSuccess) << testing::remark(acked);
+    broker.kill9();
+  }
+  Process broker(conf, dir.path() + "/broker-1.err");
+  ASSERT_TRUE(broker.start()) << testing::file_text(dir.path() + "/broker-1.err");
+  auto client = net::RemotingClient::connect("127.0.0.1", port, 2000);
+  ASSERT_TRUE(client.is_ok());
+  std::this_thread::sleep_until(popped + std::chrono::milliseconds(kInvisibleMs + 200));
+  net::RemotingResponse back = pop(**client, 30'000);
+  ASSERT_EQ(back.command.code, rc::kSuccess) << testing::remark(back);
+  std::vector<engine::MessageView> views = testing::decode_all(back.body);
+  ASSERT_EQ(views.size(), 1u);
+  EXPECT_EQ(body_text(views[0]), "m3");
+  EXPECT_EQ(views[0].reconsume_times, 1);
 }
 
 }  // namespace

@@ -314,6 +314,22 @@ TEST_F(AclValidatorTest, PermissionTable) {
             "OK");
 }
 
+// RocketMQ 5's POP requests need SUB on the topic and the group, as a pull; a batch ack on the
+// topic and group of each BatchAck of its body.
+TEST_F(AclValidatorTest, PopRequestsNeedSub) {
+  auto ok = [&](int32_t code, Fields fields, std::string_view body = {}) {
+    return check(signed_request(code, std::move(fields), "RocketMQ", "12345678", body), body);
+  };
+  for (int32_t code : {200050, 200051, 200052, 200053, 200054, 200055}) {
+    EXPECT_EQ(ok(code, {{"consumerGroup", "g"}, {"topic", "TopicA"}}), "OK") << code;
+    EXPECT_NE(ok(code, {{"consumerGroup", "g"}, {"topic", "TopicB"}}), "OK") << code;
+    EXPECT_NE(ok(code, {{"consumerGroup", "groupD"}, {"topic", "TopicA"}}), "OK") << code;
+  }
+  EXPECT_EQ(ok(200151, {}, R"({"acks":[{"c":"g","t":"TopicA","b":[1]}]})"), "OK");
+  EXPECT_NE(ok(200151, {}, R"({"acks":[{"c":"g","t":"TopicA"},{"c":"g","t":"TopicB"}]})"), "OK");
+  EXPECT_NE(ok(200151, {}, R"({"acks":[{"consumerGroup":"groupD","topic":"TopicA"}]})"), "OK");
+}
+
 TEST_F(AclValidatorTest, UniqueKeyQuerySignedEitherWay) {
   const Fields q = {{"topic", "TopicA"}, {"key", "k"}, {"_UNIQUE_KEY_QUERY", "true"}};
   EXPECT_EQ(check(signed_request(12, q, "RocketMQ", "12345678")), "OK");

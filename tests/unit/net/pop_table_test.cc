@@ -284,6 +284,37 @@ TEST(PopTableTest, RestoredMessagesKeepTheirHandles) {
   EXPECT_GT(fresh[0].handle.handing_id, taken[2].handle.handing_id);
 }
 
+// A batch ack names messages by offset: slot_at finds a message's slot while it is handed out
+// (again, too: it keeps its slot), not once it is ended, and the index stays bounded.
+TEST(PopTableTest, SlotAtFindsMessagesInFlightByOffset) {
+  PopTable t;
+  uint32_t q = open(t);
+  auto taken = read(t, q, {0, 1, 2, 5}, 6, 1000);  // 3 and 4 skipped by the filter
+  ASSERT_EQ(t.slot_at(q, 1), taken[1].handle.slot);
+  ASSERT_EQ(t.slot_at(q, 5), taken[3].handle.slot);
+  EXPECT_FALSE(t.slot_at(q, 3).has_value());
+  EXPECT_FALSE(t.slot_at(q, 6).has_value());
+  ASSERT_TRUE(std::holds_alternative<PopEnded>(t.ack(taken[1].handle, 2000)));
+  EXPECT_FALSE(t.slot_at(q, 1).has_value());
+  // New messages after the index was built are found; a slot reused by one is not mistaken.
+  auto more = read(t, q, {6}, 7, 3000);
+  EXPECT_EQ(t.slot_at(q, 6), more[0].handle.slot);
+  EXPECT_FALSE(t.slot_at(q, 1).has_value());
+  // Handed out again after its deadline: the same slot.
+  std::vector<PopEnded> expired;
+  t.expire(1000 + kInvisible, &expired);
+  std::vector<PopTaken> again;
+  ASSERT_EQ(t.take_waiting(q, 32, 40'000, kInvisible, &again), 3u);
+  EXPECT_EQ(t.slot_at(q, 0), taken[0].handle.slot);
+  // Ended entries are dropped once they outnumber the live ones.
+  for (int64_t o = 7; o < 1007; o++) {
+    auto one = read(t, q, {o}, o + 1, 50'000);
+    ASSERT_TRUE(std::holds_alternative<PopEnded>(t.ack(one[0].handle, 50'000)));
+  }
+  EXPECT_EQ(t.slot_at(q, 2), again[1].handle.slot);
+  EXPECT_LE(t.memory_bytes(), size_t{64} << 10);
+}
+
 TEST(PopTableTest, AMillionInFlightFitIn64MiB) {
   PopTable t;
   constexpr uint32_t kQueues = 8;
