@@ -687,23 +687,56 @@ std::variant<Refusal, Pop::HandleDone> Pop::handle_outcome(uint32_t index, const
   return HandleDone{static_cast<HandleAnswer>(op.delay_level), op.tag_filter};
 }
 
-std::optional<Refusal> Pop::ack(const Ticket& ticket, uint32_t shard, const HandleCall& call) {
-  std::variant<Refusal, PopHandle> h = handle_of(shard, call);
-  if (Refusal* refused = std::get_if<Refusal>(&h)) return std::move(*refused);
-  PopHandle& handle = std::get<PopHandle>(h);
-  if (handle.slot == PopHandle::kSlotByOffset) {  // BATCH_ACK_MESSAGE: the offset names it
-    const PopQueueKey key{call.group, call.topic, handle.queue_id};
-    std::optional<uint32_t> slot =
-        tables_[shard]->slot_at(*tables_[shard]->find_queue(key), handle.queue_offset);
-    if (slot) handle.slot = *slot;
+AcksStarted Pop::ack(const Ticket& ticket, uint32_t shard, const AckCall& call) {
+  AcksStarted out;
+  PopTable& table = *tables_[shard];
+  const int64_t now = clock_.now_ms();
+  std::vector<JournalRecord> records;  // one per table queue, in the order first named
+  std::vector<uint32_t> record_queues;
+  for (const std::string& text : call.handles) {
+    std::variant<Refusal, PopHandle> h = handle_of(shard, HandleCall{call.group, call.topic, text});
+    if (Refusal* refused = std::get_if<Refusal>(&h)) {
+      out.each.emplace_back(std::move(*refused));
+      continue;
+    }
+    PopHandle& handle = std::get<PopHandle>(h);
+    if (handle.slot == PopHandle::kSlotByOffset) {  // BATCH_ACK_MESSAGE: the offset names it
+      const PopQueueKey key{call.group, call.topic, handle.queue_id};
+      std::optional<uint32_t> slot = table.slot_at(*table.find_queue(key), handle.queue_offset);
+      if (slot) handle.slot = *slot;
+    }
+    std::variant<Refusal, PopEnded> ended = table.ack(handle, now);
+    if (Refusal* refused = std::get_if<Refusal>(&ended)) {
+      out.each.emplace_back(std::move(*refused));
+      continue;
+    }
+    const PopEnded& e = std::get<PopEnded>(ended);
+    auto at = std::find(record_queues.begin(), record_queues.end(), e.queue);
+    if (at == record_queues.end()) {
+      record_queues.push_back(e.queue);
+      records.push_back(JournalRecord{JournalKind::end, table.key(e.queue), -1, {}});
+      at = record_queues.end() - 1;
+    }
+    const auto number = static_cast<int32_t>(at - record_queues.begin());
+    records[number].entries.push_back(JournalEntry{e.slot, {e.queue_offset, 0, 0, 0, 0, 0}});
+    out.each.emplace_back(call.first_record + number);
   }
-  std::variant<Refusal, PopEnded> ended = tables_[shard]->ack(handle, clock_.now_ms());
-  if (Refusal* refused = std::get_if<Refusal>(&ended)) return std::move(*refused);
-  const PopEnded& e = std::get<PopEnded>(ended);
-  commit_progress(shard, e.queue);
-  JournalRecord record{JournalKind::end, tables_[shard]->key(e.queue), -1, {}};
-  record.entries.push_back(JournalEntry{e.slot, {e.queue_offset, 0, 0, 0, 0, 0}});
-  return post_handle_record(ticket, shard, record, HandleAnswer::acked, {});
+  for (size_t r = 0; r < records.size(); r++) {
+    commit_progress(shard, record_queues[r]);
+    Ticket t = ticket;
+    const auto number = call.first_record + static_cast<int32_t>(r);
+    if (call.record_wire) t.wire[*call.record_wire] = number;
+    std::optional<Refusal> refused =
+        post_handle_record(t, shard, records[r], HandleAnswer::acked, {});
+    if (!refused) {
+      out.records++;
+      continue;
+    }
+    for (std::variant<Refusal, int32_t>& each : out.each) {
+      if (const int32_t* n = std::get_if<int32_t>(&each); n && *n == number) each = *refused;
+    }
+  }
+  return out;
 }
 
 std::optional<Refusal> Pop::change_invisible(const Ticket& ticket, uint32_t shard,

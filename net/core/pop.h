@@ -101,6 +101,25 @@ struct HandleCall {
   int64_t invisible_ms = 0;  // change_invisible
 };
 
+// An ack of messages of one group and topic, each named by its handle's text.
+struct AckCall {
+  std::string group;
+  std::string topic;
+  std::vector<std::string> handles;
+  // The ticket's wire slot that gets each END record's number (none: the caller counts
+  // completions only), and the number of the first.
+  std::optional<size_t> record_wire;
+  int32_t first_record = 0;
+};
+
+// What an ack started: per handle, why it was not acked (a handle that expired (its message
+// came back), was replaced by a change, or is unknown: not_found, "receipt handle expired
+// ...") or the number of the END record that acks it; and how many records were posted.
+struct AcksStarted {
+  std::vector<std::variant<Refusal, int32_t>> each;
+  uint32_t records = 0;
+};
+
 // What operators read: per (group, topic, queue) of one presented broker.
 struct PopQueueReport {
   PopQueueKey key;
@@ -160,10 +179,11 @@ class Pop {
   // waiting, looks again and is answered (receive_outcome or the sink).
   void watch_outcome(uint32_t index, const Completion& c);
 
-  // Ends the message for good. A handle that expired (its message came back), was replaced
-  // by a change, or is unknown: not_found, "receipt handle expired ...". nullopt once its END
-  // record is posted to the journal: handle_outcome gives the answer once it is stored.
-  std::optional<Refusal> ack(const Ticket& ticket, uint32_t shard, const HandleCall& call);
+  // Ends the messages for good: one END record per queue they are in, so acking a batch
+  // costs a journal write per queue, not per message. Each record is a pop_journal op of
+  // `ticket` (with wire[call.record_wire] = call.first_record + its number, where the caller
+  // asks for it); handle_outcome gives each record's answer once it is stored.
+  AcksStarted ack(const Ticket& ticket, uint32_t shard, const AckCall& call);
   // Moves the message's deadline to now + invisible_ms; handle_outcome gives the new handle's
   // text once the CHANGE record is stored. Refused as ack.
   std::optional<Refusal> change_invisible(const Ticket& ticket, uint32_t shard,

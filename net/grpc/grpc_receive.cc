@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <map>
 
 #include "apache/rocketmq/v2/service.pb.h"
 #include "engine/log/properties.h"
@@ -342,25 +343,40 @@ void GrpcReceive::ack_message(GrpcSession& session, GrpcStream& stream, std::str
   pending->ticket = grpc_ticket(conn, conns_[conn].generation, stream.id);
   PendingAck& p = *pending;
   acks_[key] = std::move(pending);
+  // The entries by the presented broker their handles name: one Pop::ack a broker, with one
+  // END record per queue, numbered across the brokers (the ticket's wire[2]).
+  std::map<uint32_t, std::vector<int>> by_shard;
+  p.record_of.assign(static_cast<size_t>(request.entries_size()), -1);
   for (int i = 0; i < request.entries_size(); i++) {
     const v2::AckMessageEntry& entry = request.entries(i);
     v2::AckMessageResultEntry* result = p.response.add_entries();
     result->set_message_id(entry.message_id());
     result->set_receipt_handle(entry.receipt_handle());
-    HandleCall call{request.group().name(), request.topic().name(), entry.receipt_handle(), 0};
     std::variant<Refusal, PopHandle> parsed = parse_pop_handle(entry.receipt_handle());
     std::optional<uint32_t> shard;
     if (const PopHandle* h = std::get_if<PopHandle>(&parsed)) shard = shard_named(h->broker_name);
-    Ticket ticket = p.ticket;
-    ticket.wire[2] = i;
-    std::optional<Refusal> refused =
-        shard ? core_.pop.ack(ticket, *shard, call)
-              : std::optional<Refusal>(Refusal{Fault::not_found, "receipt handle is invalid"});
-    if (refused) {
-      set_status(result->mutable_status(), handle_code(*refused), refused->reason);
+    if (shard) {
+      by_shard[*shard].push_back(i);
     } else {
-      p.remaining++;
+      set_status(result->mutable_status(), v2::INVALID_RECEIPT_HANDLE, "receipt handle is invalid");
     }
+  }
+  int32_t records = 0;
+  for (const auto& [shard, entries] : by_shard) {
+    AckCall call{request.group().name(), request.topic().name(), {}, size_t{2}, records};
+    for (int i : entries) call.handles.push_back(request.entries(i).receipt_handle());
+    const AcksStarted started = core_.pop.ack(p.ticket, shard, call);
+    for (size_t k = 0; k < entries.size(); k++) {
+      const int i = entries[k];
+      if (const Refusal* refused = std::get_if<Refusal>(&started.each[k])) {
+        set_status(p.response.mutable_entries(i)->mutable_status(), handle_code(*refused),
+                   refused->reason);
+      } else {
+        p.record_of[static_cast<size_t>(i)] = std::get<int32_t>(started.each[k]);
+        records = std::max(records, std::get<int32_t>(started.each[k]) + 1);
+      }
+    }
+    p.remaining += static_cast<int>(started.records);
   }
   if (p.remaining == 0) finish_ack(key);
 }
@@ -507,9 +523,10 @@ bool GrpcReceive::complete_journal(uint32_t index, const Completion& c) {
     return true;
   }
   PendingAck& p = *it->second;
-  const int entry = ticket.wire[2];
-  if (entry >= 0 && entry < p.response.entries_size()) {
-    v2::Status* status = p.response.mutable_entries(entry)->mutable_status();
+  const int32_t record = ticket.wire[2];
+  for (size_t i = 0; i < p.record_of.size(); i++) {
+    if (p.record_of[i] != record) continue;
+    v2::Status* status = p.response.mutable_entries(static_cast<int>(i))->mutable_status();
     if (const Refusal* refused = std::get_if<Refusal>(&outcome)) {
       set_status(status, handle_code(*refused), refused->reason);
     } else {

@@ -42,7 +42,8 @@ class GrpcReceive final : public BrokerPart {
   struct PendingAck {
     Ticket ticket;
     apache::rocketmq::v2::AckMessageResponse response;
-    int remaining = 0;
+    std::vector<int32_t> record_of;  // per entry: its END record's number, -1 when none
+    int remaining = 0;               // records not yet stored
   };
   // The presented broker a request names (its queue's broker), else shard 0 with one broker.
   std::optional<uint32_t> shard_named(std::string_view name) const;

@@ -261,8 +261,8 @@ void MessageHandlers::handle_batch_ack(uint32_t conn, RemotingCommand& request,
   start_batch_ack(conn, request, acks);
 }
 
-// Each message named is acked as ACK_MESSAGE acks it (Pop::ack, one END record each), by a
-// handle that names it by offset; the answer waits for all of their records.
+// Each message named is acked as ACK_MESSAGE acks it (Pop::ack: one END record per queue of
+// each BatchAck), by a handle that names it by offset; the answer waits for all the records.
 void MessageHandlers::start_batch_ack(uint32_t conn, const RemotingCommand& request,
                                       const std::vector<BatchAckEntry>& acks) {
   const Ticket ticket = ticket_of(conn, conns_[conn].generation, request);
@@ -275,6 +275,7 @@ void MessageHandlers::start_batch_ack(uint32_t conn, const RemotingCommand& requ
   const uint32_t shard = conns_[conn].shard;
   BatchAckState state;
   for (const BatchAckEntry& a : acks) {
+    AckCall call{a.group, a.topic, {}, {}, 0};
     for (int64_t offset : a.offsets) {
       const PopHandle handle{0,
                              a.pop_time_ms,
@@ -283,13 +284,15 @@ void MessageHandlers::start_batch_ack(uint32_t conn, const RemotingCommand& requ
                              broker_name_of(shard),
                              a.queue_id,
                              offset};
-      std::optional<Refusal> refused =
-          core_.pop.ack(ticket, shard, HandleCall{a.group, a.topic, format_pop_handle(handle), 0});
-      if (!refused) {
-        state.pending++;
-      } else if (refused->fault != Fault::not_found && refused->fault != Fault::bad_request &&
-                 !state.failure) {
-        state.failure = std::move(refused);  // the broker's trouble, not a stale ack
+      call.handles.push_back(format_pop_handle(handle));
+    }
+    AcksStarted started = core_.pop.ack(ticket, shard, call);
+    state.pending += started.records;
+    for (const std::variant<Refusal, int32_t>& each : started.each) {
+      const Refusal* refused = std::get_if<Refusal>(&each);
+      if (refused != nullptr && refused->fault != Fault::not_found &&
+          refused->fault != Fault::bad_request && !state.failure) {
+        state.failure = *refused;  // the broker's trouble, not a stale ack
       }
     }
   }

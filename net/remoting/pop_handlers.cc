@@ -133,8 +133,9 @@ void MessageHandlers::handle_ack(uint32_t conn, RemotingCommand& request) {
                       "ACK_MESSAGE needs topic, consumerGroup and extraInfo");
   }
   const Ticket ticket = ticket_of(conn, conns_[conn].generation, request);
-  if (std::optional<Refusal> refused =
-          core_.pop.ack(ticket, conns_[conn].shard, HandleCall{*group, *topic, *extra, 0})) {
+  AcksStarted started =
+      core_.pop.ack(ticket, conns_[conn].shard, AckCall{*group, *topic, {*extra}, {}, 0});
+  if (const Refusal* refused = std::get_if<Refusal>(&started.each[0])) {
     return reply_refusal(conn, request, *refused);
   }
 }

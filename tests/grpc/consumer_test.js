@@ -2,7 +2,8 @@
 // The broker's POP consumption against the official RocketMQ 5 Node.js client
 // (rocketmq-client-nodejs 1.0.8) over gRPC: SimpleConsumer receive and ack, a message not acked
 // coming back after its invisible time (never before) with its attempt counted,
-// ChangeInvisibleDuration, a remoting producer read by a gRPC consumer, PushConsumer retries
+// ChangeInvisibleDuration, one AckMessage of many entries, a remoting producer read by a gRPC
+// consumer, PushConsumer retries
 // ending in the group's DLQ, FIFO message groups, and kill -9 of the broker with messages in
 // flight (acked ones never return, unacked ones do). Run by consumer_test.sh (CTest
 // grpc_consumer_test).
@@ -12,6 +13,9 @@
 const assert = require('node:assert/strict');
 const { Producer, SimpleConsumer, PushConsumer, ConsumeResult } = require('rocketmq-client-nodejs');
 const { sleep } = require('../interop/broker.js');
+const v2 = Object.assign({},
+  require('rocketmq-client-nodejs/proto/apache/rocketmq/v2/definition_pb.js'),
+  require('rocketmq-client-nodejs/proto/apache/rocketmq/v2/service_pb.js'));
 const {
   quiet, startBroker, withRaw, createTopic, createGroup, pullEverywhere, sendByRemoting,
 } = require('./lib.js');
@@ -105,6 +109,45 @@ async function receiveAckExpire(broker, endpoints, producer) {
       });
     }
     assert.deepEqual(table, { popAckTotal: 7, popExpiryTotal: 4, popInFlightMessages: 0 });
+  } finally {
+    await consumer.shutdown().catch(() => {});
+  }
+}
+
+// One AckMessage of many entries over both brokers' queues, one of them a bogus handle: every
+// real entry OK, the bogus one INVALID_RECEIPT_HANDLE, the whole MULTIPLE_RESULTS; the acked
+// messages never come back.
+async function batchAck(endpoints, producer) {
+  console.log('one AckMessage of many entries');
+  const topic = 'GrpcBatchAck';
+  const consumer = await simpleConsumer(endpoints, 'G_BATCH_ACK', topic);
+  try {
+    await sendAll(producer, topic, 12, 'b');
+    const invisible = 2000;
+    const got = await receiveUntil(consumer, 12, 15000, invisible);
+    assert.equal(got.length, 12);
+    // Each broker's messages in one request to that broker (a handle names its broker).
+    const byEndpoints = new Map();
+    for (const { m } of got) {
+      const key = m.endpoints.toString();
+      if (!byEndpoints.has(key)) byEndpoints.set(key, { endpoints: m.endpoints, views: [] });
+      byEndpoints.get(key).views.push(m);
+    }
+    for (const { endpoints: at, views } of byEndpoints.values()) {
+      const request = new v2.AckMessageRequest()
+        .setGroup(new v2.Resource().setName('G_BATCH_ACK'))
+        .setTopic(new v2.Resource().setName(topic));
+      for (const m of views) request.addEntries().setMessageId(m.messageId).setReceiptHandle(m.receiptHandle);
+      request.addEntries().setMessageId('bogus').setReceiptHandle('not a handle');
+      const res = (await consumer.rpcClientManager.ackMessage(at, request, 5000)).toObject();
+      assert.equal(res.status.code, v2.Code.MULTIPLE_RESULTS, JSON.stringify(res.status));
+      assert.equal(res.entriesList.length, views.length + 1);
+      res.entriesList.forEach((e, i) => assert.equal(
+        e.status.code, i < views.length ? v2.Code.OK : v2.Code.INVALID_RECEIPT_HANDLE,
+        `entry ${i}: ${JSON.stringify(e.status)}`));
+    }
+    assert.equal((await receiveUntil(consumer, 1, invisible + 2000, 1000)).length, 0,
+      'an acked message came back');
   } finally {
     await consumer.shutdown().catch(() => {});
   }
@@ -245,15 +288,16 @@ async function main() {
   const { broker, endpoints } = await startBroker(process.argv[2]);
   let producer;
   try {
-    for (const t of ['GrpcPop', 'GrpcPush', 'GrpcKill']) await createTopic(broker, t);
+    for (const t of ['GrpcPop', 'GrpcBatchAck', 'GrpcPush', 'GrpcKill']) await createTopic(broker, t);
     await createTopic(broker, 'GrpcFifo', '+message.type=FIFO');
     producer = await started(new Producer({ endpoints, logger: quiet, requestTimeout: 5000 }));
     await receiveAckExpire(broker, endpoints, producer);
+    await batchAck(endpoints, producer);
     await remotingToGrpc(broker, endpoints);
     await pushRetryToDlq(broker, endpoints, producer);
     await fifoGroups(broker, endpoints, producer);
     await killNine(broker, endpoints, producer);
-    console.log('grpc_consumer: 6 cases passed');
+    console.log('grpc_consumer: 7 cases passed');
   } catch (e) {
     console.error(`broker output:\n${broker.output}`);
     throw e;
