@@ -29,7 +29,9 @@ bool parse_number(std::string_view field, T* out) {
 std::string format_pop_handle(const PopHandle& handle) {
   std::string text;
   text.reserve(96 + handle.broker_name.size());
-  text += std::to_string(handle.handing_id);
+  // The ck offset: the message's own queue offset, so a Java client or Proxy that batches acks
+  // (BatchAck: start offset = this field, bit = queue offset - start offset) gets bit 0.
+  text += std::to_string(handle.queue_offset);
   text += ' ';
   text += std::to_string(handle.pop_time_ms);
   text += ' ';
@@ -65,7 +67,8 @@ std::variant<Refusal, PopHandle> parse_pop_handle(std::string_view text) {
                    "receipt handle has " + std::to_string(count) + " fields, not 8"};
   }
   PopHandle h;
-  if (!parse_number(fields[0], &h.handing_id)) return bad_field(0, text);
+  uint64_t ck_offset = 0;  // not read: the slot and the deadline find the hand-out
+  if (!parse_number(fields[0], &ck_offset)) return bad_field(0, text);
   if (!parse_number(fields[1], &h.pop_time_ms) || h.pop_time_ms < 0) return bad_field(1, text);
   if (!parse_number(fields[2], &h.invisible_ms) || h.invisible_ms < 0) return bad_field(2, text);
   if (!parse_number(fields[3], &h.slot)) return bad_field(3, text);

