@@ -6,15 +6,19 @@
 # store (bench/peer_lib.sh). The target: gRPC at most 1.5 x remoting's CPU per message.
 #
 # Loads: SYNC_FLUSH (FLUSH), 128 B bodies, BenchTopic with 8 queues, CONNS connections x
-# PIPELINE requests in flight on each:
+# PIPELINE requests in flight on each, one shard (shardCount=1: a remoting producer connected to
+# one presented broker and a gRPC producer, whose sends the broker spreads over all of them,
+# then load the same CommitLog):
 #   remoting  uringmq-net-bench --protocol remoting
-#   grpc      uringmq-grpc-load (bench/grpc_stack/: grpc++ async unary calls)
+#   grpc      uringmq-grpc-bench send (one thread on nghttp2, about 3 us a call: grpc++'s client
+#             spent tens and capped the rate, so the broker was measured at a rate too low to
+#             batch its flushes)
 # Broker CPU is user + system of every thread of the broker process over the window
 # (/proc/<pid>/stat), per message stored. Both load generators run on the same machine.
 # Rows go to bench/results/grpc_send.dat ("load round msgs/s cpu_us_per_msg rss_mib"); the
 # medians and the ratio to bench/results/grpc_send.md, printed too.
 # Usage: bench/grpc_send.sh [BUILD_DIR]   (default ./build: tools/uringmq-broker,
-#          tools/uringmq-ctl, bench/uringmq-net-bench, bench/grpc_stack/uringmq-grpc-load)
+#          tools/uringmq-ctl, bench/uringmq-net-bench, bench/uringmq-grpc-bench)
 # Env: ROUNDS (3), SECONDS_ (10), WARMUP (3), CONNS (4), PIPELINE (32), FLUSH (SYNC_FLUSH),
 #      DATA (./bench-data).
 set -euo pipefail
@@ -27,14 +31,11 @@ base=$(mkdir -p "${DATA:-$repo/bench-data}" && cd "${DATA:-$repo/bench-data}" &&
 work=$base/grpc_send
 results=$repo/bench/results
 pidfiles=()
-load_bin=$build/bench/grpc_stack/uringmq-grpc-load
-for bin in tools/uringmq-broker tools/uringmq-ctl bench/uringmq-net-bench; do
+load_bin=$build/bench/uringmq-grpc-bench
+for bin in tools/uringmq-broker tools/uringmq-ctl bench/uringmq-net-bench \
+  bench/uringmq-grpc-bench; do
   [ -x "$build/$bin" ] || { echo "$me: $build/$bin is missing (build it)"; exit 2; }
 done
-[ -x "$load_bin" ] || {
-  echo "$me: $load_bin is missing (it needs grpc++: tools/install-deps.sh, then build)"
-  exit 2
-}
 # shellcheck source=bench/peer_lib.sh
 source "$repo/bench/peer_lib.sh"  # start_uringmq_broker, bench_topic, measure, stop_broker
 rm -rf "$work" && mkdir -p "$work" "$results"
@@ -45,7 +46,7 @@ trap 'for f in "${pidfiles[@]}"; do [ -f "$f" ] && kill -9 "$(cat "$f")" 2>/dev/
 # "msgs_per_s cpu_us_per_msg rss_mib".
 grpc_measure() {
   local line
-  line=$("$load_bin" --target "127.0.0.1:$gport" --connections "$CONNS" --streams "$PIPELINE" \
+  line=$("$load_bin" send --target "127.0.0.1:$gport" --connections "$CONNS" --streams "$PIPELINE" \
     --seconds "$SECONDS_" --warmup "$WARMUP" --body-bytes 128 --server-pid "$bpid")
   python3 - "$line" <<'PY'
 import sys
@@ -65,7 +66,8 @@ for round in $(seq 1 "$ROUNDS"); do
   for load in $order; do
     echo "round $round $load: load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
     gport=$(free_port)
-    UMQ_CONF="grpcServerPort=$gport" start_uringmq_broker "$FLUSH"
+    UMQ_CONF="grpcServerPort=$gport
+shardCount=1" start_uringmq_broker "$FLUSH"
     bench_topic
     if [ "$load" = remoting ]; then
       row=$(measure netbench)
