@@ -3,6 +3,8 @@
 
 #include "net/grpc/grpc_service.h"
 
+#include <type_traits>
+
 #include "apache/rocketmq/v2/service.pb.h"
 #include "engine/log/properties.h"
 #include "engine/log/property_names.h"
@@ -18,6 +20,30 @@ namespace {
 
 namespace v2 = apache::rocketmq::v2;
 constexpr std::string_view kServicePrefix = "/apache.rocketmq.v2.MessagingService/";
+
+// The topic and group a consumer call names (both empty when its request does not parse: the
+// RPC refuses it then).
+template <typename Request>
+std::pair<std::string, std::string> topic_and_group(std::string_view bytes) {
+  Request request;
+  if (!request.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) return {};
+  if constexpr (std::is_same_v<Request, v2::ReceiveMessageRequest>) {
+    return {request.message_queue().topic().name(), request.group().name()};
+  } else {
+    return {request.topic().name(), request.group().name()};
+  }
+}
+
+std::pair<std::string, std::string> consumer_names(std::string_view method,
+                                                   std::string_view bytes) {
+  if (method == "QueryAssignment") return topic_and_group<v2::QueryAssignmentRequest>(bytes);
+  if (method == "ReceiveMessage") return topic_and_group<v2::ReceiveMessageRequest>(bytes);
+  if (method == "AckMessage") return topic_and_group<v2::AckMessageRequest>(bytes);
+  if (method == "ChangeInvisibleDuration") {
+    return topic_and_group<v2::ChangeInvisibleDurationRequest>(bytes);
+  }
+  return topic_and_group<v2::ForwardMessageToDeadLetterQueueRequest>(bytes);
+}
 
 void set_duration(google::protobuf::Duration* d, int64_t ms) {
   d->set_seconds(ms / 1000);
@@ -144,18 +170,29 @@ GrpcSession* GrpcService::session_of(const Ticket& ticket) {
 
 std::optional<AclGrpcRefusal> GrpcService::acl_refusal(GrpcSession& session,
                                                        const GrpcStream& stream,
-                                                       std::string_view topic, uint8_t perm) {
+                                                       std::string_view topic, uint8_t perm,
+                                                       std::string_view group) {
   const AclRules* rules = reactor_.acl_.rules();
   if (rules == nullptr) return std::nullopt;
   const std::string* authorization = stream.header("authorization");
   const std::string* date_time = stream.header("x-mq-date-time");
   return check_grpc_acl(*rules, authorization ? *authorization : "", date_time ? *date_time : "",
-                        conns_[session.user()].peer_ip, topic, perm);
+                        conns_[session.user()].peer_ip, topic, perm, group);
 }
 
 void GrpcService::consume(GrpcSession& session, GrpcStream& stream, std::string_view bytes) {
   GrpcReceive& r = parts_.grpc_receive;
   const std::string_view method = std::string_view(stream.path).substr(kServicePrefix.size());
+  if (reactor_.acl_.rules() != nullptr) {
+    // SUB on the topic and on the group, as the Proxy checks a consumer's calls. Every
+    // consumer response has its Status as field 1, so one with only the status answers any.
+    const std::pair<std::string, std::string> names = consumer_names(method, bytes);
+    if (auto denied = acl_refusal(session, stream, names.first, kAclSub, names.second)) {
+      v2::AckMessageResponse response;
+      set_status(response.mutable_status(), v2::FORBIDDEN, denied->reason);
+      return answer(session.user(), stream.id, response);
+    }
+  }
   if (method == "QueryAssignment") return r.query_assignment(session, stream, bytes, port_);
   if (method == "ReceiveMessage") return r.receive_message(session, stream, bytes);
   if (method == "AckMessage") return r.ack_message(session, stream, bytes);

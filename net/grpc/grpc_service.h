@@ -80,8 +80,10 @@ class GrpcService final : public BrokerPart, public GrpcHandler {
   GrpcSession* session_of(const Ticket& ticket);
   // With aclEnable: why the stream's request is refused (the signature; `perm` on `topic`
   // unless it is empty); nullopt when it may go on.
+  // `group` given: the SUB of a consumer's call, on the topic and the group.
   std::optional<AclGrpcRefusal> acl_refusal(GrpcSession& session, const GrpcStream& stream,
-                                            std::string_view topic, uint8_t perm);
+                                            std::string_view topic, uint8_t perm,
+                                            std::string_view group = {});
 
   uint16_t port_ = 0;
   uint64_t next_queue_ = 0;  // round robin of non-FIFO sends

@@ -47,7 +47,8 @@ bool signature_matches(std::string_view secret, std::string_view date_time,
 
 std::optional<AclGrpcRefusal> check_grpc_acl(const AclRules& rules, std::string_view authorization,
                                              std::string_view date_time, std::string_view peer_ip,
-                                             std::string_view topic, uint8_t perm) {
+                                             std::string_view topic, uint8_t perm,
+                                             std::string_view group) {
   for (const AclAddressPattern& white : rules.global_white_remote_addresses) {
     if (white.matches(peer_ip)) return std::nullopt;
   }
@@ -71,8 +72,15 @@ std::optional<AclGrpcRefusal> check_grpc_acl(const AclRules& rules, std::string_
   if (a.admin && a.topic_perms.empty() && a.group_perms.empty()) return std::nullopt;
   const auto it = a.topic_perms.find(topic);
   const uint8_t have = it != a.topic_perms.end() ? it->second : a.default_topic_perm;
-  if (acl_permits(perm, have)) return std::nullopt;
-  return AclGrpcRefusal{false, "No permission for topic:" + std::string(topic)};
+  if (!acl_permits(perm, have)) {
+    return AclGrpcRefusal{false, "No permission for topic:" + std::string(topic)};
+  }
+  if (group.empty()) return std::nullopt;
+  const auto g = a.group_perms.find(group);
+  if (acl_permits(perm, g != a.group_perms.end() ? g->second : a.default_group_perm)) {
+    return std::nullopt;
+  }
+  return AclGrpcRefusal{false, "No permission for group:" + std::string(group)};
 }
 
 }  // namespace uringmq::net

@@ -21,9 +21,11 @@ struct AclGrpcRefusal {
   std::string reason;
 };
 
-// `topic` empty: authentication only; else `perm` (kAclPub, kAclSub) on it.
+// `topic` empty: authentication only; else `perm` (kAclPub, kAclSub) on it, and on `group`
+// where one is given (a consumer's SUB, as the Proxy checks both).
 std::optional<AclGrpcRefusal> check_grpc_acl(const AclRules& rules, std::string_view authorization,
                                              std::string_view date_time, std::string_view peer_ip,
-                                             std::string_view topic, uint8_t perm);
+                                             std::string_view topic, uint8_t perm,
+                                             std::string_view group = {});
 
 }  // namespace uringmq::net

@@ -13,7 +13,7 @@ const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const net = require('node:net');
 const path = require('node:path');
-const { Producer } = require('rocketmq-client-nodejs');
+const { Producer, SimpleConsumer } = require('rocketmq-client-nodejs');
 const { TransactionResolution } = require(
   'rocketmq-client-nodejs/proto/apache/rocketmq/v2/definition_pb');
 const { Broker, makeConf, sleep } = require('../interop/broker.js');
@@ -195,7 +195,8 @@ async function transactions(broker, endpoints) {
 }
 
 // The plain ACL on the gRPC port: signed requests of a known account pass, a wrong secret is
-// refused, and a topic the account may not publish to refuses the send.
+// refused, a topic the account may not publish to refuses the send, and a consumer needs SUB
+// on its topic and its group.
 async function acl(broker, endpoints) {
   const good = { accessKey: 'grpcUser', accessSecret: 'grpcSecret1' };
   const producer = new Producer({
@@ -211,13 +212,31 @@ async function acl(broker, endpoints) {
   } finally {
     await producer.shutdown();
   }
+  // Consumers need SUB on the topic and on the group: a denied topic, a denied group refused.
+  const consume = async (topic, group) => {
+    const consumer = new SimpleConsumer({
+      endpoints, consumerGroup: group, subscriptions: new Map([[topic, '*']]), awaitDuration: 1000,
+      logger: quiet, requestTimeout: 5000, sessionCredentials: good,
+    });
+    await consumer.startup();
+    try {
+      return await consumer.receive(32, 30000);
+    } finally {
+      await consumer.shutdown().catch(() => {});
+    }
+  };
+  const got = await consume('GrpcNormal', 'G_ACL_OK');
+  assert.ok(got.some(m => m.body.toString() === 'signed'), 'the permitted consumer received');
+  await assert.rejects(consume('GrpcFromRemoting', 'G_ACL_OK'),
+    /No permission for topic:GrpcFromRemoting/);
+  await assert.rejects(consume('GrpcNormal', 'G_ACL_DENIED'), /No permission for group:G_ACL_DENIED/);
   const wrong = new Producer({
     endpoints, topic: 'GrpcNormal', logger: quiet, requestTimeout: 3000,
     sessionCredentials: { accessKey: 'grpcUser', accessSecret: 'wrong' },
   });
   await assert.rejects(wrong.startup());
   await wrong.shutdown().catch(() => {});
-  console.log('ok: ACL: signed requests pass, a wrong secret and a denied topic are refused');
+  console.log('ok: ACL: signed requests pass; a wrong secret, a denied topic or group refused');
 }
 
 // Garbage on the gRPC port closes that connection with a WARN naming the cause; the port
@@ -260,7 +279,7 @@ async function main() {
       'globalWhiteRemoteAddresses:', '  - 10.254.254.*', 'accounts:',
       '  - accessKey: grpcUser', '    secretKey: grpcSecret1', '    admin: false',
       '    defaultTopicPerm: DENY', '    defaultGroupPerm: SUB', '    topicPerms:',
-      '      - GrpcNormal=PUB|SUB', '',
+      '      - GrpcNormal=PUB|SUB', '    groupPerms:', '      - G_ACL_DENIED=DENY', '',
     ].join('\n'));
     fs.appendFileSync(file, 'aclEnable=true\n');
     broker.start();
