@@ -88,6 +88,8 @@ class HaServer {
     uint32_t conn = 0;
     uint32_t conn_generation = 0;
     RemotingCommand response;
+    // Set by a wire with answers of its own (gRPC): it gets the code, `response` is not used.
+    std::function<void(int32_t code)> answer;
   };
   using Answer = std::function<void(Wait& wait, int32_t code)>;
 

@@ -56,6 +56,7 @@ io::Status MasterRole::open_ha_server() {
         conns_[wait.conn].generation != wait.conn_generation) {
       return;
     }
+    if (wait.answer) return wait.answer(code);
     if (code != rc::kSuccess) wait.response.code = code;
     reply(wait.conn, wait.response);
   };
@@ -83,6 +84,20 @@ void MasterRole::reply_stored(const BrokerOp& op, RemotingCommand response, uint
   wait.conn = op.ticket.conn;
   wait.conn_generation = op.ticket.generation;
   wait.response = std::move(response);
+  ha_server_->wait_for_slave(std::move(wait), mono_ms_);
+}
+
+void MasterRole::when_replicated(const BrokerOp& op, uint64_t end_offset,
+                                 std::function<void(int32_t code)> answer) {
+  if (config_.ha.role != BrokerRole::sync_master || !ha_server_ || !op.wait_replica) {
+    return answer(rc::kSuccess);
+  }
+  HaServer::Wait wait;
+  wait.shard = op.shard;
+  wait.end_offset = end_offset;
+  wait.conn = op.ticket.conn;
+  wait.conn_generation = op.ticket.generation;
+  wait.answer = std::move(answer);
   ha_server_->wait_for_slave(std::move(wait), mono_ms_);
 }
 

@@ -265,7 +265,26 @@ void GrpcService::complete_send(BrokerOp& op, const Completion& c) {
   }
   set_status(entry->mutable_status(), v2::OK, "OK");
   set_status(response.mutable_status(), v2::OK, "OK");
-  answer(op.ticket.conn, grpc_stream_of(op.ticket), response);
+  if (config_.ha.role != BrokerRole::sync_master || !op.wait_replica) {
+    return answer(op.ticket.conn, grpc_stream_of(op.ticket), response);
+  }
+  // SYNC_MASTER: answered once a slave has the record, else with the Proxy's codes for
+  // SLAVE_NOT_AVAILABLE and FLUSH_SLAVE_TIMEOUT (the message is stored either way).
+  parts_.master.when_replicated(
+      op, receipt.log_end,
+      [this, ticket = op.ticket, held = response.SerializeAsString()](int32_t code) {
+        v2::SendMessageResponse replicated;
+        replicated.ParseFromString(held);
+        if (code != 0) {
+          const bool none = code == kSlaveNotAvailable;
+          const v2::Code c = none ? v2::HA_NOT_AVAILABLE : v2::SLAVE_PERSISTENCE_TIMEOUT;
+          const std::string why = none ? "no slave is available to replicate the message"
+                                       : "the slave did not have the message in time";
+          set_status(replicated.mutable_status(), c, why);
+          set_status(replicated.mutable_entries(0)->mutable_status(), c, why);
+        }
+        answer(ticket.conn, grpc_stream_of(ticket), replicated);
+      });
 }
 
 // ---- RecallMessage: a cancel of the delayed message (TIMER_DEL_UNIQKEY) on its shard ----
