@@ -112,6 +112,7 @@ struct Pop::Receive {
   bool held = false;          // it may not wait (again): answered with what it finds
   bool waiting = false;       // parked (pop_waits.h)
   int64_t wait_until_ms = 0;  // its poll time ends (wall clock)
+  bool prompt = false;        // woken by a queue: answered with what that queue gives
   int64_t committed = -1;
   std::vector<PopTaken> to_view;  // handed out again: their records to read
   size_t viewed = 0;
@@ -261,6 +262,8 @@ std::optional<std::variant<Refusal, const ReceiveResult*>> Pop::step(uint32_t in
   Receive& r = *receives_.at(index);
   while (r.next < r.queues.size() && r.result.messages.size() < r.call.max_messages &&
          r.answer.size() < kMaxAnswerBytes && !r.failure) {
+    // Woken for a message: answered with it now, not after a pull of every other queue.
+    if (r.prompt && !r.result.messages.empty()) break;
     if (step_queue(index, r)) return std::nullopt;
   }
   if (r.failure && r.result.messages.empty()) return *r.failure;
@@ -514,6 +517,7 @@ void Pop::wake(uint32_t index, std::optional<uint32_t> first, WakeKind kind) {
     r.held = true;
   } else {
     r.next = 0;
+    r.prompt = first.has_value();
     if (first) {  // the queue that woke it is looked at first
       auto it = std::find(r.queues.begin(), r.queues.end(), tables_[r.shard]->key(*first).queue_id);
       if (it != r.queues.end()) std::rotate(r.queues.begin(), it, r.queues.end());
