@@ -369,7 +369,8 @@ bool Pop::post_pull(uint32_t index, Receive& r, int64_t hold_ms) {
   op.pull.buffer = op.data;
   if (hold_ms > 0) op.pull.wait_ms = std::min(hold_ms, config_.max_suspend_ms);
   if (r.posted(calls_.session().pull_async(op.pull, index, r.shard))) return true;
-  end_read(r.shard, r.table_queue, table.cursor(r.table_queue));
+  table.end_read(r.table_queue, table.cursor(r.table_queue));
+  arm_pop_watch(waits_, calls_, table, r.shard, r.table_queue, PopWaits::limits(config_, clock_));
   return false;
 }
 
@@ -383,29 +384,25 @@ bool Pop::post_view(uint32_t index, Receive& r) {
       calls_.session().view_record_async(StoreOffset{taken.store_offset}, op.data, index));
 }
 
-uint32_t Pop::max_watches() const {
-  // Half a shard's pull slots: the rest stays for the receives' own pulls and remoting's.
-  return std::max<uint32_t>(1, config_.store.max_pulls / 2);
-}
-
 bool Pop::start_waiting(uint32_t index, Receive& r) {
   if (waits_.full()) return false;  // past the cap, a receive is answered at once
   const PopTable& table = *tables_[r.shard];
+  // A FIFO queue waits for its batch to end, not for news: not waited on. Another queue that
+  // cannot be read now is being read: its watch is armed when that read ends.
+  const bool fifo = pop_options(groups_.get(), r.call.group, r.call.order).fifo;
   PopWaits::Waiter waiter{index, r.shard, r.wait_until_ms, {}};
   for (int32_t queue_id : r.queues) {
     std::optional<uint32_t> q = table.find_queue({r.call.group, r.call.topic, queue_id});
-    // A FIFO queue waits for its batch to end, not for news: not waited on.
-    if (q && (table.can_read(*q) || table.reading(*q))) waiter.queues.push_back(*q);
+    if (q && (!fifo || table.can_read(*q))) waiter.queues.push_back(*q);
   }
   if (waiter.queues.empty()) return false;
   const std::vector<uint32_t> queues = waiter.queues;
   waits_.park(r.id, std::move(waiter));
-  // Watched: a queue's watch is armed, or will be once the read in progress on it ends.
   bool watched = false;
   for (uint32_t q : queues) {
-    arm_watch(r.shard, q);
+    arm_pop_watch(waits_, calls_, table, r.shard, q, PopWaits::limits(config_, clock_));
     const PopWaits::Watch* w = waits_.find_watch(r.shard, q);
-    watched = watched || (w != nullptr && w->armed) || table.reading(q);
+    watched = watched || (w != nullptr && w->armed) || !table.can_read(q);
   }
   if (!watched) {  // every watch slot of the shard is taken: answered at once
     (void)waits_.unpark(r.id);
@@ -420,89 +417,43 @@ bool Pop::start_waiting(uint32_t index, Receive& r) {
   return true;
 }
 
-void Pop::arm_watch(uint32_t shard, uint32_t queue) {
-  const PopWaits::Watch* w = waits_.find_watch(shard, queue);
-  if (w == nullptr || w->armed || w->waiters.empty()) return;
-  const PopTable& table = *tables_[shard];
-  if (!table.can_read(queue) || waits_.armed(shard) >= max_watches()) return;
-  const int64_t now = clock_.now_ms();
-  // Held until the last of its waiters is due; a waiter that comes later arms it again.
-  constexpr int64_t kMinHoldMs = 10;
-  const int64_t hold = std::min(std::max(waits_.latest_deadline(shard, queue) - now, kMinHoldMs),
-                                std::max(config_.max_suspend_ms, kMinHoldMs));
-  const PopQueueKey& key = table.key(queue);
-  const uint32_t watch = calls_.start(BrokerOp::Kind::pop_watch, Ticket{}, shard);
-  BrokerOp& op = calls_.op(watch);
-  op.delay_level = queue;
-  op.topic = key.topic;
-  op.queue_id = key.queue_id;
-  // Any message wakes a waiter: its own pull applies its filter and moves the cursor.
-  op.tag_filter = "*";
-  op.sql_filter = nullptr;
-  op.data.resize(kSmallPullBufferBytes);
-  calls_.reserve(watch, kSmallPullBufferBytes);
-  op.pull = PullRequest{};
-  op.pull.topic = op.topic;
-  op.pull.queue_id = key.queue_id;
-  op.pull.queue_offset = QueueOffset{table.cursor(queue)};
-  op.pull.max_messages = 1;
-  op.pull.tag_filter = op.tag_filter;
-  op.pull.buffer = op.data;
-  op.pull.wait_ms = hold;
-  if (!calls_.session().pull_async(op.pull, watch, shard).is_ok()) {
-    calls_.end(watch);
-    return;
-  }
-  waits_.set_armed(shard, queue, true, now + hold);
-}
-
-void Pop::end_read(uint32_t shard, uint32_t queue, int64_t next_offset) {
-  tables_[shard]->end_read(queue, next_offset);
-  arm_watch(shard, queue);  // receives parked on the queue while it was read
-}
-
 void Pop::watch_outcome(uint32_t index, const Completion& c) {
   const BrokerOp& op = calls_.op(index);
   const uint32_t shard = op.shard;
   const auto queue = static_cast<uint32_t>(op.delay_level);
-  const PopWaits::Watch* w = waits_.find_watch(shard, queue);
-  UMQ_ASSERT(w != nullptr);
-  UMQ_ASSERT(w->armed);
-  const int64_t hold_until_ms = w->hold_until_ms;
+  const PopWaits::Watch* armed = waits_.find_watch(shard, queue);
+  UMQ_ASSERT(armed != nullptr);
+  UMQ_ASSERT(armed->armed);
+  const int64_t hold_until_ms = armed->hold_until_ms;
   waits_.set_armed(shard, queue, false, 0);
-  if (c.code != io::Code::ok && c.code != io::Code::too_large) {
-    // The store could not hold it: its waiters look once more and are answered.
-    return wake_queue(shard, queue, WakeKind::last, true);
-  }
-  if (c.code == io::Code::too_large || c.pull_status != PullStatus::no_new_message) {
-    return wake_queue(shard, queue, WakeKind::again, false);  // a message arrived
-  }
-  // Released well before its time (the broker stops): its waiters are answered now.
-  constexpr int64_t kEarlyMarginMs = 100;
-  if (clock_.now_ms() + kEarlyMarginMs < hold_until_ms) {
-    return wake_queue(shard, queue, WakeKind::last, true);
-  }
-  arm_watch(shard, queue);  // the hold ran out: again for the waiters still there
-}
-
-void Pop::wake_queue(uint32_t shard, uint32_t queue, WakeKind kind, bool all) {
   PopWaits::Watch* w = waits_.find_watch(shard, queue);
   if (w == nullptr || w->waiters.empty()) return;
+  // The store could not hold it, or released it well before its time (the broker stops): its
+  // waiters look once more and are answered.
+  constexpr int64_t kEarlyMarginMs = 100;
+  const bool failed = c.code != io::Code::ok && c.code != io::Code::too_large;
+  const bool arrived =
+      !failed && (c.code == io::Code::too_large || c.pull_status != PullStatus::no_new_message);
+  const PopWaits::WatchLimits limits = PopWaits::limits(config_, clock_);
+  if (!failed && !arrived && limits.now_ms + kEarlyMarginMs >= hold_until_ms) {
+    return arm_pop_watch(waits_, calls_, *tables_[shard], shard, queue, limits);  // again
+  }
   std::vector<uint64_t> woken;
-  if (all) {
-    woken.assign(w->waiters.begin(), w->waiters.end());
-  } else {
+  WakeKind kind = WakeKind::last;
+  if (arrived) {  // a message: the oldest waiter looks
     // The last wake at this cursor took nothing (a message no waiter can take, the table
     // full): this waiter is answered with what it finds, so no wake repeats for ever.
     const int64_t cursor = tables_[shard]->cursor(queue);
-    if (w->woke_cursor == cursor) kind = WakeKind::last;
+    if (w->woke_cursor != cursor) kind = WakeKind::message;
     w->woke_cursor = cursor;
     woken.push_back(w->waiters.front());
+  } else {
+    woken.assign(w->waiters.begin(), w->waiters.end());
   }
   for (uint64_t id : woken) {
     if (const PopWaits::Waiter* waiter = waits_.find(id)) wake(waiter->op, queue, kind);
   }
-  arm_watch(shard, queue);
+  arm_pop_watch(waits_, calls_, *tables_[shard], shard, queue, PopWaits::limits(config_, clock_));
 }
 
 void Pop::wake(uint32_t index, std::optional<uint32_t> first, WakeKind kind) {
@@ -517,7 +468,7 @@ void Pop::wake(uint32_t index, std::optional<uint32_t> first, WakeKind kind) {
     r.held = true;
   } else {
     r.next = 0;
-    r.prompt = first.has_value();
+    r.prompt = kind == WakeKind::message;
     if (first) {  // the queue that woke it is looked at first
       auto it = std::find(r.queues.begin(), r.queues.end(), tables_[r.shard]->key(*first).queue_id);
       if (it != r.queues.end()) std::rotate(r.queues.begin(), it, r.queues.end());
@@ -552,23 +503,7 @@ void Pop::wake_waiting(const std::vector<PopEnded>& expired, uint32_t shard) {
         break;
       }
     }
-    if (first) wake(waiter->op, first, WakeKind::again);
-  }
-}
-
-void Pop::answer_due(int64_t now_ms) {
-  std::vector<uint64_t> due;
-  waits_.due(now_ms, &due);
-  for (uint64_t id : due) {
-    std::optional<PopWaits::Waiter> waiter = waits_.unpark(id);
-    if (!waiter) continue;
-    Receive& r = *receives_.at(waiter->op);
-    r.waiting = false;
-    std::optional<std::variant<Refusal, const ReceiveResult*>> done = conclude(waiter->op, r);
-    UMQ_ASSERT(done.has_value());  // it holds no message: nothing to journal
-    if (sink_ != nullptr) sink_->answer(calls_.op(waiter->op), *done);
-    receives_.erase(waiter->op);
-    calls_.end(waiter->op);
+    if (first) wake(waiter->op, first, WakeKind::came_back);
   }
 }
 
@@ -644,7 +579,8 @@ void Pop::pulled(uint32_t index, Receive& r, const Completion& c) {
   const uint32_t q = r.table_queue;
   r.next++;
   if (c.code != io::Code::ok || c.pull_status == PullStatus::corrupt) {
-    end_read(r.shard, q, table.cursor(q));
+    table.end_read(q, table.cursor(q));
+    arm_pop_watch(waits_, calls_, table, r.shard, q, PopWaits::limits(config_, clock_));
     r.failure = c.code != io::Code::ok
                     ? store_refusal(c.code)
                     : Refusal{Fault::system, "damaged message at queue offset " +
@@ -675,7 +611,9 @@ void Pop::pulled(uint32_t index, Receive& r, const Completion& c) {
       at += size;
     }
   }
-  end_read(r.shard, q, next);
+  table.end_read(q, next);
+  // Receives parked on the queue while it was read: its watch goes now.
+  arm_pop_watch(waits_, calls_, table, r.shard, q, PopWaits::limits(config_, clock_));
   commit_progress(r.shard, q);
 }
 
@@ -845,7 +783,20 @@ void Pop::tick(int64_t now_ms) {
     // Messages came back: the receives waiting for their group and topic take them now.
     if (!expired_.empty()) wake_waiting(expired_, shard);
   }
-  answer_due(now_ms);
+  // Parked receives whose poll time is up are answered (empty).
+  std::vector<uint64_t> due;
+  waits_.due(now_ms, &due);
+  for (uint64_t id : due) {
+    std::optional<PopWaits::Waiter> waiter = waits_.unpark(id);
+    if (!waiter) continue;
+    Receive& r = *receives_.at(waiter->op);
+    r.waiting = false;
+    std::optional<std::variant<Refusal, const ReceiveResult*>> done = conclude(waiter->op, r);
+    UMQ_ASSERT(done.has_value());  // it holds no message: nothing to journal
+    if (sink_ != nullptr) sink_->answer(calls_.op(waiter->op), *done);
+    receives_.erase(waiter->op);
+    calls_.end(waiter->op);
+  }
 }
 
 std::optional<int64_t> Pop::next_deadline_ms() const {

@@ -200,21 +200,14 @@ class Pop {
   // One queue's next step: posted (true), or this queue is done (false); r.failure on error.
   bool step_queue(uint32_t index, Receive& r);
   bool post_view(uint32_t index, Receive& r);
-  // Parks the receive on its queues that may be read (pop_waits.h): true, or none possible.
+  // Parks the receive on its queues (pop_waits.h): true, or it cannot wait.
   bool start_waiting(uint32_t index, Receive& r);
-  // Arms the queue's watch when receives wait on it, it is not armed and the queue may be read.
-  void arm_watch(uint32_t shard, uint32_t queue);
-  // The queue's read ended: its watch may go again.
-  void end_read(uint32_t shard, uint32_t queue, int64_t next_offset);
-  // A parked receive looks again (`first`: the queue to look at first); with `last` it is
-  // answered even when it finds nothing. The queue's watch is armed again after it.
-  enum class WakeKind : uint8_t { again, last };
+  // A parked receive looks again, at `first` first. `message`: a message arrived there, and
+  // the receive answers with what that queue gives; `came_back`: messages came back, it takes
+  // from every queue; `last`: it is answered even when it finds nothing.
+  enum class WakeKind : uint8_t { message, came_back, last };
   void wake(uint32_t index, std::optional<uint32_t> first, WakeKind kind);
-  void wake_queue(uint32_t shard, uint32_t queue, WakeKind kind, bool all);
   void wake_waiting(const std::vector<PopEnded>& expired, uint32_t shard);
-  // Parked receives whose poll time is up are answered (empty).
-  void answer_due(int64_t now_ms);
-  uint32_t max_watches() const;
   bool post_start(uint32_t index, Receive& r);
   bool post_pull(uint32_t index, Receive& r, int64_t hold_ms);
   // The queue's start read: true when another request was posted.

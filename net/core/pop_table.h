@@ -94,7 +94,6 @@ class PopTable {
   // Whether new messages may be read now (no other read of this queue in progress; a FIFO
   // queue: nothing outstanding). begin_read marks the read and gives the offset to read from.
   bool can_read(uint32_t queue) const;
-  bool reading(uint32_t queue) const { return queues_[queue].reading; }
   int64_t begin_read(uint32_t queue);
   // A message the read found at `queue_offset` (>= the read's start, increasing), handed out.
   // nullopt: the table is full (busy).

@@ -3,6 +3,9 @@
 #include <algorithm>
 
 #include "io/assert.h"
+#include "net/core/pop_table.h"
+#include "net/core/store_calls.h"
+#include "net/ops/broker_config.h"
 
 namespace uringmq::net {
 
@@ -89,6 +92,48 @@ void PopWaits::parked_on(uint32_t shard, std::vector<uint64_t>* out) const {
 void PopWaits::forget_if_idle(uint64_t key) {
   auto it = watches_.find(key);
   if (it != watches_.end() && !it->second.armed && it->second.waiters.empty()) watches_.erase(it);
+}
+
+PopWaits::WatchLimits PopWaits::limits(const BrokerConfig& config, io::Clock& clock) {
+  // Half a shard's pull slots: the rest stays for the receives' own pulls and remoting's.
+  return WatchLimits{clock.now_ms(), config.max_suspend_ms,
+                     std::max<uint32_t>(1, config.store.max_pulls / 2)};
+}
+
+// The watch is owned by no connection: it serves every waiter of its queue.
+void arm_pop_watch(PopWaits& waits, StoreCalls& calls, const PopTable& table, uint32_t shard,
+                   uint32_t queue, const PopWaits::WatchLimits& limits) {
+  const PopWaits::Watch* w = waits.find_watch(shard, queue);
+  if (w == nullptr || w->armed || w->waiters.empty()) return;
+  if (!table.can_read(queue) || waits.armed(shard) >= limits.max_watches) return;
+  constexpr int64_t kMinHoldMs = 10;
+  const int64_t hold =
+      std::min(std::max(waits.latest_deadline(shard, queue) - limits.now_ms, kMinHoldMs),
+               std::max(limits.max_hold_ms, kMinHoldMs));
+  const PopQueueKey& key = table.key(queue);
+  const uint32_t watch = calls.start(BrokerOp::Kind::pop_watch, Ticket{}, shard);
+  BrokerOp& op = calls.op(watch);
+  op.delay_level = queue;
+  op.topic = key.topic;
+  op.queue_id = key.queue_id;
+  // Any message wakes a waiter: its own pull applies its filter and moves the cursor.
+  op.tag_filter = "*";
+  op.sql_filter = nullptr;
+  op.data.resize(kSmallPullBufferBytes);
+  calls.reserve(watch, kSmallPullBufferBytes);
+  op.pull = PullRequest{};
+  op.pull.topic = op.topic;
+  op.pull.queue_id = key.queue_id;
+  op.pull.queue_offset = QueueOffset{table.cursor(queue)};
+  op.pull.max_messages = 1;
+  op.pull.tag_filter = op.tag_filter;
+  op.pull.buffer = op.data;
+  op.pull.wait_ms = hold;
+  if (!calls.session().pull_async(op.pull, watch, shard).is_ok()) {
+    calls.end(watch);
+    return;
+  }
+  waits.set_armed(shard, queue, true, limits.now_ms + hold);
 }
 
 }  // namespace uringmq::net

@@ -6,7 +6,7 @@
 // max_pulls per shard, shared with remoting's long polls and every pull) then bound the
 // watches by the queues waited on, not by the receives in flight. A message arriving in the
 // queue completes the watch and wakes the queue's first waiter (the oldest); the watch is
-// armed again for the next one. Bookkeeping only: Pop (pop.h) posts the pulls and answers.
+// armed again for the next one. Pop (pop.h) wakes and answers; arm_pop_watch posts a watch.
 //
 // Invariants: a receive is parked at most once; it is in the waiter list of each queue it
 // waits on and in the deadline set, and in none of them once unparked; a watch is armed at
@@ -23,7 +23,13 @@
 #include <utility>
 #include <vector>
 
+#include "io/clock.h"
+
 namespace uringmq::net {
+
+struct BrokerConfig;
+class PopTable;
+class StoreCalls;
 
 class PopWaits {
  public:
@@ -42,6 +48,16 @@ class PopWaits {
     int64_t woke_cursor = -1;      // the queue's cursor when it last woke a waiter
     std::deque<uint64_t> waiters;  // receive ids, oldest first
   };
+
+  // What arming a watch needs besides its queue: now, the longest hold, the most watches armed
+  // per presented broker (half its pull slots: the rest stays for the receives' own pulls and
+  // remoting's).
+  struct WatchLimits {
+    int64_t now_ms = 0;
+    int64_t max_hold_ms = 0;
+    uint32_t max_watches = 0;
+  };
+  static WatchLimits limits(const BrokerConfig& config, io::Clock& clock);
 
   bool full() const { return waiters_.size() >= kMaxWaiters; }
   size_t size() const { return waiters_.size(); }
@@ -77,5 +93,11 @@ class PopWaits {
   std::set<std::pair<int64_t, uint64_t>> deadlines_;
   std::vector<uint32_t> armed_;  // per presented broker
 };
+
+// Arms the queue's watch when receives wait on it, it is not armed, the queue may be read and the
+// shard has a watch slot: a held pull (BrokerOp::Kind::pop_watch, no caller) of one message of
+// any tag from the group's cursor, held until the last of its waiters is due.
+void arm_pop_watch(PopWaits& waits, StoreCalls& calls, const PopTable& table, uint32_t shard,
+                   uint32_t queue, const PopWaits::WatchLimits& limits);
 
 }  // namespace uringmq::net
