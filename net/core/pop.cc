@@ -113,6 +113,8 @@ struct Pop::Receive {
   bool waiting = false;       // parked (pop_waits.h)
   int64_t wait_until_ms = 0;  // its poll time ends (wall clock)
   bool prompt = false;        // woken by a queue: answered with what that queue gives
+  bool pull_new = true;       // false: woken for messages that came back, it takes only those
+  bool rescanned = false;     // it looked again for messages that came back before parking
   int64_t committed = -1;
   std::vector<PopTaken> to_view;  // handed out again: their records to read
   size_t viewed = 0;
@@ -268,6 +270,19 @@ std::optional<std::variant<Refusal, const ReceiveResult*>> Pop::step(uint32_t in
   }
   if (r.failure && r.result.messages.empty()) return *r.failure;
   if (r.result.messages.empty() && !r.failure && !r.held && clock_.now_ms() < r.wait_until_ms) {
+    // Messages that came back while it looked at other queues woke nobody (it was not parked):
+    // it takes them now, once, rather than park beside them until the next wake.
+    const PopTable& table = *tables_[r.shard];
+    auto came_back = [&](int32_t queue_id) {
+      std::optional<uint32_t> q = table.find_queue({r.call.group, r.call.topic, queue_id});
+      return q && table.has_waiting(*q);
+    };
+    if (!r.rescanned && std::any_of(r.queues.begin(), r.queues.end(), came_back)) {
+      r.rescanned = true;
+      r.next = 0;
+      r.pull_new = false;
+      return step(index);
+    }
     if (start_waiting(index, r)) return std::nullopt;
   }
   return conclude(index, r);
@@ -330,7 +345,7 @@ bool Pop::step_queue(uint32_t index, Receive& r) {
   if (table.take_waiting(*q, room, r.now_ms, r.call.invisible_ms, &r.to_view) > 0) {
     return post_view(index, r);
   }
-  if (table.can_read(*q)) {
+  if (r.pull_new && table.can_read(*q)) {
     table.begin_read(*q);
     return post_pull(index, r, -1);
   }
@@ -469,6 +484,10 @@ void Pop::wake(uint32_t index, std::optional<uint32_t> first, WakeKind kind) {
   } else {
     r.next = 0;
     r.prompt = kind == WakeKind::message;
+    // Messages that came back are taken without a store read to find them; a new message
+    // wakes a waiter through its queue's watch (armed again when it parks).
+    r.pull_new = kind != WakeKind::came_back;
+    r.rescanned = false;
     if (first) {  // the queue that woke it is looked at first
       auto it = std::find(r.queues.begin(), r.queues.end(), tables_[r.shard]->key(*first).queue_id);
       if (it != r.queues.end()) std::rotate(r.queues.begin(), it, r.queues.end());

@@ -204,7 +204,8 @@ class Pop {
   bool start_waiting(uint32_t index, Receive& r);
   // A parked receive looks again, at `first` first. `message`: a message arrived there, and
   // the receive answers with what that queue gives; `came_back`: messages came back, it takes
-  // from every queue; `last`: it is answered even when it finds nothing.
+  // those of every queue (no pull of new ones); `last`: it is answered even when it finds
+  // nothing.
   enum class WakeKind : uint8_t { message, came_back, last };
   void wake(uint32_t index, std::optional<uint32_t> first, WakeKind kind);
   void wake_waiting(const std::vector<PopEnded>& expired, uint32_t shard);
