@@ -392,8 +392,11 @@ int64_t BrokerReactor::wait_timeout_ms() const {
   // loop wakes only for the heartbeat-expiry sweep.
   int64_t timeout_ms = core_.calls.sends_in_flight() > 0 ? 50 : 1000;
   if (std::optional<int64_t> due = core_.pop.next_deadline_ms()) {
-    // Rounded up: woken at the deadline, never before it.
-    timeout_ms = std::clamp<int64_t>(*due - core_.clock->now_ms() + 1, 0, timeout_ms);
+    // To the deadline's millisecond, rounded up from the clock's nanoseconds: woken as it
+    // begins, never before it (counted from the clock's whole millisecond, the wake fell up
+    // to 2 ms after it).
+    const int64_t left_ns = *due * 1'000'000 - core_.clock->now_ns();
+    timeout_ms = std::clamp<int64_t>((left_ns + 999'999) / 1'000'000, 0, timeout_ms);
   }
   return ha_server_ ? ha_server_->wait_timeout_ms(timeout_ms) : timeout_ms;
 }

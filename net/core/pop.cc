@@ -108,9 +108,13 @@ struct Pop::Receive {
   size_t next = 0;  // the queue being taken from
   uint32_t table_queue = 0;
   Step step = Step::pull;
-  uint64_t id = 0;       // names it to its watches (op indexes are reused)
-  bool held = false;     // it waited once: it does not wait again
-  bool waiting = false;  // parked: its watches are held pulls on its queues
+  uint64_t id = 0;            // names it while parked (op indexes are reused)
+  bool held = false;          // it may not wait (again): answered with what it finds
+  bool waiting = false;       // parked (pop_waits.h)
+  int64_t wait_until_ms = 0;  // its poll time ends (wall clock)
+  bool prompt = false;        // woken by a queue: answered with what that queue gives
+  bool pull_new = true;       // false: woken for messages that came back, it takes only those
+  bool rescanned = false;     // it looked again for messages that came back before parking
   int64_t committed = -1;
   std::vector<PopTaken> to_view;  // handed out again: their records to read
   size_t viewed = 0;
@@ -263,6 +267,7 @@ std::variant<Refusal, Pop::Started> Pop::receive(const Ticket& ticket, uint32_t 
   r->result.pop_time_ms = r->now_ms;
   r->result.invisible_ms = r->call.invisible_ms;
   r->id = next_receive_id_++;
+  r->wait_until_ms = r->now_ms + r->call.poll_ms;
   const uint32_t index = calls_.start(BrokerOp::Kind::pop_receive, ticket, shard);
   receives_[index] = std::move(r);
   return Started{index, step(index)};
@@ -272,12 +277,26 @@ std::optional<std::variant<Refusal, const ReceiveResult*>> Pop::step(uint32_t in
   Receive& r = *receives_.at(index);
   while (r.next < r.queues.size() && r.result.messages.size() < r.call.max_messages &&
          r.answer.size() < kMaxAnswerBytes && !r.failure && !r.result.has_message) {
+    // Woken for a message: answered with it now, not after a pull of every other queue.
+    if (r.prompt && !r.result.messages.empty()) break;
     if (step_queue(index, r)) return std::nullopt;
   }
   if (r.failure && r.result.messages.empty()) return *r.failure;
   if (r.result.messages.empty() && !r.result.has_message && !r.failure && !r.held &&
-      r.call.poll_ms > 0) {
-    r.held = true;
+      clock_.now_ms() < r.wait_until_ms) {
+    // Messages that came back while it looked at other queues woke nobody (it was not parked):
+    // it takes them now, once, rather than park beside them until the next wake.
+    const PopTable& table = *tables_[r.shard];
+    auto came_back = [&](int32_t queue_id) {
+      std::optional<uint32_t> q = table.find_queue({r.call.group, r.call.topic, queue_id});
+      return q && table.has_waiting(*q);
+    };
+    if (!r.rescanned && std::any_of(r.queues.begin(), r.queues.end(), came_back)) {
+      r.rescanned = true;
+      r.next = 0;
+      r.pull_new = false;
+      return step(index);
+    }
     if (start_waiting(index, r)) return std::nullopt;
   }
   return conclude(index, r);
@@ -355,7 +374,7 @@ bool Pop::step_queue(uint32_t index, Receive& r) {
   if (table.take_waiting(*q, room, r.now_ms, r.call.invisible_ms, &r.to_view) > 0) {
     return post_view(index, r);
   }
-  if (table.can_read(*q)) {
+  if (r.pull_new && table.can_read(*q)) {
     table.begin_read(*q);
     return post_pull(index, r, -1);
   }
@@ -395,6 +414,7 @@ bool Pop::post_pull(uint32_t index, Receive& r, int64_t hold_ms) {
   if (hold_ms > 0) op.pull.wait_ms = std::min(hold_ms, config_.max_suspend_ms);
   if (r.posted(calls_.session().pull_async(op.pull, index, r.shard))) return true;
   table.end_read(r.table_queue, table.cursor(r.table_queue));
+  arm_pop_watch(waits_, calls_, table, r.shard, r.table_queue, PopWaits::limits(config_, clock_));
   return false;
 }
 
@@ -409,89 +429,130 @@ bool Pop::post_view(uint32_t index, Receive& r) {
 }
 
 bool Pop::start_waiting(uint32_t index, Receive& r) {
-  // Each watch holds a small pull buffer: past the caps, a receive is answered at once.
-  if (waiting_.size() >= kMaxWaitingReceives) return false;
-  PopTable& table = *tables_[r.shard];
-  uint32_t posted = 0;
+  if (waits_.full()) return false;  // past the cap, a receive is answered at once
+  const PopTable& table = *tables_[r.shard];
+  // A FIFO queue waits for its batch to end, not for news: not waited on. Another queue that
+  // cannot be read now is being read: its watch is armed when that read ends.
+  const bool fifo = pop_options(groups_.get(), r.call.group, r.call.order).fifo;
+  PopWaits::Waiter waiter{index, r.shard, r.wait_until_ms, {}};
   for (int32_t queue_id : r.queues) {
-    if (watches_ >= kMaxWatches) break;
     std::optional<uint32_t> q = table.find_queue({r.call.group, r.call.topic, queue_id});
-    if (!q || !table.can_read(*q)) continue;  // a FIFO queue waits for its batch, not for news
-    const uint32_t watch =
-        calls_.start(BrokerOp::Kind::pop_watch, calls_.op(index).ticket, r.shard);
-    BrokerOp& op = calls_.op(watch);
-    op.delay_level = static_cast<int64_t>(r.id);
-    op.topic = r.call.topic;
-    op.queue_id = queue_id;
-    op.tag_filter = r.call.tag_filter;
-    op.sql_filter = r.sql;
-    op.data.resize(kSmallPullBufferBytes);
-    calls_.reserve(watch, kSmallPullBufferBytes);
-    op.pull = PullRequest{};
-    op.pull.topic = op.topic;
-    op.pull.queue_id = queue_id;
-    op.pull.queue_offset = QueueOffset{table.cursor(*q)};
-    op.pull.max_messages = 1;
-    op.pull.tag_filter = op.tag_filter;
-    op.pull.sql_filter = op.sql_filter.get();
-    op.pull.buffer = op.data;
-    op.pull.wait_ms = std::min(r.call.poll_ms, config_.max_suspend_ms);
-    if (!calls_.session().pull_async(op.pull, watch, r.shard).is_ok()) {
-      calls_.end(watch);
-      continue;
-    }
-    watches_++;
-    posted++;
+    if (q && (!fifo || table.can_read(*q))) waiter.queues.push_back(*q);
   }
-  if (posted == 0) return false;
+  if (waiter.queues.empty()) return false;
+  const std::vector<uint32_t> queues = waiter.queues;
+  waits_.park(r.id, std::move(waiter));
+  bool watched = false;
+  for (uint32_t q : queues) {
+    arm_pop_watch(waits_, calls_, table, r.shard, q, PopWaits::limits(config_, clock_));
+    const PopWaits::Watch* w = waits_.find_watch(r.shard, q);
+    watched = watched || (w != nullptr && w->armed) || !table.can_read(q);
+  }
+  if (!watched) {  // every watch slot of the shard is taken: answered at once
+    (void)waits_.unpark(r.id);
+    return false;
+  }
   r.waiting = true;
   r.result.polled = true;
-  waiting_[r.id] = index;
+  // Parked, it holds no pull buffer: thousands may wait; the next look allocates one.
+  BrokerOp& op = calls_.op(index);
+  OpBuffer().swap(op.data);
+  calls_.reserve(index, r.answer.size());
   return true;
 }
 
 void Pop::watch_outcome(uint32_t index, const Completion& c) {
-  (void)c;  // a message, a timeout or an error: the receive looks again either way
-  UMQ_ASSERT(watches_ > 0);
-  watches_--;
-  auto it = waiting_.find(static_cast<uint64_t>(calls_.op(index).delay_level));
-  if (it != waiting_.end()) wake(it->second);
+  const BrokerOp& op = calls_.op(index);
+  const uint32_t shard = op.shard;
+  const auto queue = static_cast<uint32_t>(op.delay_level);
+  const PopWaits::Watch* armed = waits_.find_watch(shard, queue);
+  UMQ_ASSERT(armed != nullptr);
+  UMQ_ASSERT(armed->armed);
+  const int64_t hold_until_ms = armed->hold_until_ms;
+  waits_.set_armed(shard, queue, false, 0);
+  PopWaits::Watch* w = waits_.find_watch(shard, queue);
+  if (w == nullptr || w->waiters.empty()) return;
+  // The store could not hold it, or released it well before its time (the broker stops): its
+  // waiters look once more and are answered.
+  constexpr int64_t kEarlyMarginMs = 100;
+  const bool failed = c.code != io::Code::ok && c.code != io::Code::too_large;
+  const bool arrived =
+      !failed && (c.code == io::Code::too_large || c.pull_status != PullStatus::no_new_message);
+  const PopWaits::WatchLimits limits = PopWaits::limits(config_, clock_);
+  if (!failed && !arrived && limits.now_ms + kEarlyMarginMs >= hold_until_ms) {
+    return arm_pop_watch(waits_, calls_, *tables_[shard], shard, queue, limits);  // again
+  }
+  std::vector<uint64_t> woken;
+  WakeKind kind = WakeKind::last;
+  if (arrived) {  // a message: the oldest waiter looks
+    // The last wake at this cursor took nothing (a message no waiter can take, the table
+    // full): this waiter is answered with what it finds, so no wake repeats for ever.
+    const int64_t cursor = tables_[shard]->cursor(queue);
+    if (w->woke_cursor != cursor) kind = WakeKind::message;
+    w->woke_cursor = cursor;
+    woken.push_back(w->waiters.front());
+  } else {
+    woken.assign(w->waiters.begin(), w->waiters.end());
+  }
+  for (uint64_t id : woken) {
+    if (const PopWaits::Waiter* waiter = waits_.find(id)) wake(waiter->op, queue, kind);
+  }
+  arm_pop_watch(waits_, calls_, *tables_[shard], shard, queue, PopWaits::limits(config_, clock_));
 }
 
-void Pop::wake(uint32_t index) {
+void Pop::wake(uint32_t index, std::optional<uint32_t> first, WakeKind kind) {
   Receive& r = *receives_.at(index);
   UMQ_ASSERT(r.waiting);
-  waiting_.erase(r.id);
+  (void)waits_.unpark(r.id);
   r.waiting = false;
+  if (kind == WakeKind::last) r.held = true;
   // A caller gone takes nothing (what it took would stay invisible for nobody).
-  if (!calls_.caller_alive(calls_.op(index)))
+  if (!calls_.caller_alive(calls_.op(index))) {
     r.next = r.queues.size();
-  else
+    r.held = true;
+  } else {
     r.next = 0;
+    r.prompt = kind == WakeKind::message;
+    // Messages that came back are taken without a store read to find them; a new message
+    // wakes a waiter through its queue's watch (armed again when it parks).
+    r.pull_new = kind != WakeKind::came_back;
+    r.rescanned = false;
+    if (first) {  // the queue that woke it is looked at first
+      auto it = std::find(r.queues.begin(), r.queues.end(), tables_[r.shard]->key(*first).queue_id);
+      if (it != r.queues.end()) std::rotate(r.queues.begin(), it, r.queues.end());
+    }
+  }
   r.now_ms = clock_.now_ms();
   r.result.pop_time_ms = r.now_ms;
   std::optional<std::variant<Refusal, const ReceiveResult*>> done = step(index);
-  if (!done) return;  // its store requests answer it (receive_outcome)
+  if (!done) return;  // its store requests answer it (receive_outcome), or it parked again
   if (sink_ != nullptr) sink_->answer(calls_.op(index), *done);
   receives_.erase(index);
   calls_.end(index);
 }
 
 void Pop::wake_waiting(const std::vector<PopEnded>& expired, uint32_t shard) {
-  if (waiting_.empty()) return;
-  std::vector<uint32_t> woken;
-  for (const auto& [id, index] : waiting_) {
-    const Receive& r = *receives_.at(index);
-    if (r.shard != shard) continue;
+  if (waits_.size() == 0) return;
+  std::vector<uint64_t> parked;
+  waits_.parked_on(shard, &parked);
+  const PopTable& table = *tables_[shard];
+  // Waiters of the messages' group and topic, one at a time while any of them is left to take
+  // (a waiter takes what came back without a store request first).
+  for (uint64_t id : parked) {
+    const PopWaits::Waiter* waiter = waits_.find(id);
+    if (waiter == nullptr) continue;
+    const Receive& r = *receives_.at(waiter->op);
+    std::optional<uint32_t> first;
     for (const PopEnded& e : expired) {
-      const PopQueueKey& key = tables_[shard]->key(e.queue);
-      if (!e.dead && key.group == r.call.group && key.topic == r.call.topic) {
-        woken.push_back(index);
+      const PopQueueKey& key = table.key(e.queue);
+      if (!e.dead && table.has_waiting(e.queue) && key.group == r.call.group &&
+          key.topic == r.call.topic) {
+        first = e.queue;
         break;
       }
     }
+    if (first) wake(waiter->op, first, WakeKind::came_back);
   }
-  for (uint32_t index : woken) wake(index);
 }
 
 std::optional<std::variant<Refusal, const ReceiveResult*>> Pop::receive_outcome(
@@ -540,9 +601,13 @@ std::variant<Refusal, uint32_t> Pop::waiting_count(uint32_t shard, const std::st
     return std::move(*refused);
   }
   uint32_t waiting = 0;
-  for (const auto& [id, index] : waiting_) {
-    const ReceiveCall& call = receives_.at(index)->call;
-    if (receives_.at(index)->shard == shard && call.group == group && call.topic == topic &&
+  std::vector<uint64_t> parked;
+  waits_.parked_on(shard, &parked);
+  for (uint64_t id : parked) {
+    const PopWaits::Waiter* w = waits_.find(id);
+    if (w == nullptr) continue;
+    const ReceiveCall& call = receives_.at(w->op)->call;
+    if (call.group == group && call.topic == topic &&
         std::max(call.queue_id, -1) == std::max(queue_id, -1)) {
       waiting++;
     }
@@ -552,7 +617,7 @@ std::variant<Refusal, uint32_t> Pop::waiting_count(uint32_t shard, const std::st
 
 void Pop::receive_ended(uint32_t index) {
   auto it = receives_.find(index);
-  if (it != receives_.end() && it->second->waiting) waiting_.erase(it->second->id);
+  if (it != receives_.end() && it->second->waiting) (void)waits_.unpark(it->second->id);
   receives_.erase(index);
 }
 
@@ -590,6 +655,7 @@ void Pop::pulled(uint32_t index, Receive& r, const Completion& c) {
   r.next++;
   if (c.code != io::Code::ok || c.pull_status == PullStatus::corrupt) {
     table.end_read(q, table.cursor(q));
+    arm_pop_watch(waits_, calls_, table, r.shard, q, PopWaits::limits(config_, clock_));
     r.failure = c.code != io::Code::ok
                     ? store_refusal(c.code)
                     : Refusal{Fault::system, "damaged message at queue offset " +
@@ -621,6 +687,8 @@ void Pop::pulled(uint32_t index, Receive& r, const Completion& c) {
     }
   }
   table.end_read(q, next);
+  // Receives parked on the queue while it was read: its watch goes now.
+  arm_pop_watch(waits_, calls_, table, r.shard, q, PopWaits::limits(config_, clock_));
   commit_progress(r.shard, q);
 }
 
@@ -829,10 +897,24 @@ void Pop::tick(int64_t now_ms) {
     // Messages came back: the receives waiting for their group and topic take them now.
     if (!expired_.empty()) wake_waiting(expired_, shard);
   }
+  // Parked receives whose poll time is up are answered (empty).
+  std::vector<uint64_t> due;
+  waits_.due(now_ms, &due);
+  for (uint64_t id : due) {
+    std::optional<PopWaits::Waiter> waiter = waits_.unpark(id);
+    if (!waiter) continue;
+    Receive& r = *receives_.at(waiter->op);
+    r.waiting = false;
+    std::optional<std::variant<Refusal, const ReceiveResult*>> done = conclude(waiter->op, r);
+    UMQ_ASSERT(done.has_value());  // it holds no message: nothing to journal
+    if (sink_ != nullptr) sink_->answer(calls_.op(waiter->op), *done);
+    receives_.erase(waiter->op);
+    calls_.end(waiter->op);
+  }
 }
 
 std::optional<int64_t> Pop::next_deadline_ms() const {
-  std::optional<int64_t> next;
+  std::optional<int64_t> next = waits_.next_deadline();
   for (const auto& table : tables_) {
     std::optional<int64_t> d = table->next_deadline();
     if (d && (!next || *d < *next)) next = d;

@@ -12,10 +12,11 @@
 // A receive is an op (BrokerOp::Kind::pop_receive) that steps through the store: the start of
 // a queue the group never popped (its committed offset, else the queue's range), the reads of
 // messages coming back, a pull of new ones, and, when nothing was found and the call may wait,
-// held pulls on its queues (long polling: each wakes it when a message arrives in its queue, or
-// its poll time is up; a message coming back wakes it too). receive_outcome says when a store
-// request finished it; a receive woken from waiting that needs no store request is answered
-// through the ReceiveSink.
+// parking until its poll time is up (long polling, pop_waits.h: one shared watch per queue wakes
+// the queue's oldest waiter when a message arrives; a message coming back wakes the waiters of
+// its group and topic; a waiter that then finds nothing parks again). receive_outcome says when
+// a store request finished it; a receive woken from waiting that needs no store request is
+// answered through the ReceiveSink.
 //
 // Threading: the reactor thread.
 
@@ -34,6 +35,7 @@
 #include "net/core/messaging.h"
 #include "net/core/pop_handle.h"
 #include "net/core/pop_table.h"
+#include "net/core/pop_waits.h"
 #include "net/core/store_calls.h"
 #include "net/core/subscription_groups.h"
 #include "net/core/topics.h"
@@ -175,8 +177,9 @@ class Pop {
                                                                              const Completion& c);
   // The op ended (answered or its caller gone): its state is let go.
   void receive_ended(uint32_t index);
-  // A watch's completion (BrokerOp::Kind::pop_watch; the op then ends): its receive, if still
-  // waiting, looks again and is answered (receive_outcome or the sink).
+  // A watch's completion (BrokerOp::Kind::pop_watch, no caller; the op then ends): a message
+  // arrived and the queue's oldest waiter looks again (answered through receive_outcome or the
+  // sink, or parked again), or the hold ran out and the watch goes again for its waiters.
   void watch_outcome(uint32_t index, const Completion& c);
 
   // Ends the messages for good: one END record per queue they are in, so acking a batch
@@ -206,9 +209,10 @@ class Pop {
   // A dead-letter send-back's completion: false while it goes on.
   bool dead_letter_outcome(uint32_t index, const Completion& c);
 
-  // Acts on every deadline that passed: messages come back, or go to their dead-letter queue.
+  // Acts on every deadline that passed: messages come back, or go to their dead-letter queue;
+  // parked receives whose poll time is up are answered.
   void tick(int64_t now_ms);
-  // When tick has something to do next (none: nothing is invisible).
+  // When tick has something to do next (none: nothing is invisible, no receive waits).
   std::optional<int64_t> next_deadline_ms() const;
 
   // Moves each shard's journal low-water mark (at most every 10 s; from the reactor's sweep):
@@ -239,9 +243,14 @@ class Pop {
   // One queue's next step: posted (true), or this queue is done (false); r.failure on error.
   bool step_queue(uint32_t index, Receive& r);
   bool post_view(uint32_t index, Receive& r);
-  // The long-polling pull, on a queue that may be read: posted (true) or none possible.
+  // Parks the receive on its queues (pop_waits.h): true, or it cannot wait.
   bool start_waiting(uint32_t index, Receive& r);
-  void wake(uint32_t index);
+  // A parked receive looks again, at `first` first. `message`: a message arrived there, and
+  // the receive answers with what that queue gives; `came_back`: messages came back, it takes
+  // those of every queue (no pull of new ones); `last`: it is answered even when it finds
+  // nothing.
+  enum class WakeKind : uint8_t { message, came_back, last };
+  void wake(uint32_t index, std::optional<uint32_t> first, WakeKind kind);
   void wake_waiting(const std::vector<PopEnded>& expired, uint32_t shard);
   bool post_start(uint32_t index, Receive& r);
   bool post_pull(uint32_t index, Receive& r, int64_t hold_ms);
@@ -275,12 +284,9 @@ class Pop {
   // Per presented broker and table queue: the offset last committed to the store.
   std::vector<std::vector<int64_t>> committed_;
   static constexpr int64_t kLowWaterIntervalMs = 10'000;
-  // Receives waiting, and their watches, all connections together: each watch holds a 32 KiB
-  // pull buffer, counted to its connection as its other ops are.
-  static constexpr size_t kMaxWaitingReceives = 4096;
-  static constexpr uint32_t kMaxWatches = 16384;
-  std::unordered_map<uint64_t, uint32_t> waiting_;  // receive id -> op index
-  uint32_t watches_ = 0;
+  // Receives parked and the shared watches that wake them (a watch holds a 32 KiB pull
+  // buffer, counted to the broker, not to a connection: it serves every waiter of its queue).
+  PopWaits waits_;
   uint64_t next_receive_id_ = 1;
   ReceiveSink* sink_ = nullptr;
   std::vector<int64_t> journal_end_;    // per shard: the journal queue offset after its last record

@@ -3,8 +3,9 @@
 // (rocketmq-client-nodejs 1.0.8) over gRPC: SimpleConsumer receive and ack, a message not acked
 // coming back after its invisible time (never before) with its attempt counted,
 // ChangeInvisibleDuration, one AckMessage of many entries, a remoting producer read by a gRPC
-// consumer, PushConsumer retries
-// ending in the group's DLQ, FIFO message groups, and kill -9 of the broker with messages in
+// consumer, PushConsumer retries ending in the group's DLQ, FIFO message groups, several
+// receives of one group long polling side by side while their acks are answered, and kill -9
+// of the broker with messages in
 // flight (acked ones never return, unacked ones do). Run by consumer_test.sh (CTest
 // grpc_consumer_test).
 //
@@ -153,6 +154,75 @@ async function batchAck(endpoints, producer) {
   }
 }
 
+// Two SimpleConsumers of one group, eight receives in flight between them, long polling side by
+// side: every message is received, left unacked, comes back after its invisible time (waking
+// the waiting receives) and is then acked on its consumer's own connection while that
+// consumer's other receives wait. Every message arrives twice (attempts 1 and 2) and no more,
+// every receive and ack is answered without error and promptly: no TOO_MANY_REQUESTS and no
+// stalled connection, however many wake-ups (the waits share one watch per queue, so neither
+// the store's pull slots nor a connection's bounds grow with the receives or their wake-ups).
+async function concurrentLongPolls(endpoints, producer) {
+  console.log('concurrent long polls');
+  const topic = 'GrpcPoll';
+  const awaitDuration = 5000;
+  const invisible = 2000;
+  const consumers = [await simpleConsumer(endpoints, 'G_POLL', topic, awaitDuration),
+                     await simpleConsumer(endpoints, 'G_POLL', topic, awaitDuration)];
+  const n = 400;
+  const attempts = new Map();
+  const firstAt = new Map();
+  const errors = [];
+  const late = [];
+  const ackMs = [];
+  let acked = 0;
+  let stop = false;
+  const take = async (consumer, m) => {
+    const body = m.body.toString();
+    attempts.set(body, [...(attempts.get(body) || []), m.deliveryAttempt]);
+    if (m.deliveryAttempt === 1) {
+      firstAt.set(body, Date.now());
+      return;  // left to come back
+    }
+    late.push(Date.now() - firstAt.get(body) - invisible);
+    const t0 = Date.now();
+    try {
+      await consumer.ack(m);
+      ackMs.push(Date.now() - t0);
+      acked++;
+    } catch (e) {
+      errors.push(`ack: ${e.message}`);
+    }
+  };
+  const loop = async consumer => {
+    while (!stop) {
+      try {
+        for (const m of await consumer.receive(4, invisible)) await take(consumer, m);
+      } catch (e) {
+        errors.push(`receive: ${e.message}`);
+        return;
+      }
+    }
+  };
+  try {
+    const loops = [0, 0, 0, 0, 1, 1, 1, 1].map(i => loop(consumers[i]));
+    await sleep(500);  // every receive waiting
+    for (let i = 0; i < n; i++) await producer.send({ topic, body: Buffer.from(`poll-${i}`) });
+    const end = Date.now() + 30000;
+    while (acked < n && Date.now() < end && errors.length === 0) await sleep(100);
+    stop = true;
+    await Promise.all(loops);
+    assert.deepEqual(errors, []);
+    assert.equal(acked, n, `${acked} of ${n} messages came back and were acked`);
+    for (const [body, seen] of attempts) assert.deepEqual(seen, [1, 2], `${body}: attempts`);
+    const worst = Math.max(...late);
+    assert.ok(worst < awaitDuration / 2, `a message came back ${worst} ms late`);
+    assert.ok(Math.max(...ackMs) < 2000, `an ack took ${Math.max(...ackMs)} ms`);
+  } finally {
+    stop = true;
+    for (const c of consumers) await c.shutdown().catch(() => {});
+  }
+}
+
 // A message a remoting producer sent is received over gRPC with its tag.
 async function remotingToGrpc(broker, endpoints) {
   console.log('remoting to gRPC');
@@ -288,7 +358,9 @@ async function main() {
   const { broker, endpoints } = await startBroker(process.argv[2]);
   let producer;
   try {
-    for (const t of ['GrpcPop', 'GrpcBatchAck', 'GrpcPush', 'GrpcKill']) await createTopic(broker, t);
+    for (const t of ['GrpcPop', 'GrpcBatchAck', 'GrpcPush', 'GrpcKill', 'GrpcPoll']) {
+      await createTopic(broker, t);
+    }
     await createTopic(broker, 'GrpcFifo', '+message.type=FIFO');
     producer = await started(new Producer({ endpoints, logger: quiet, requestTimeout: 5000 }));
     await receiveAckExpire(broker, endpoints, producer);
@@ -296,8 +368,9 @@ async function main() {
     await remotingToGrpc(broker, endpoints);
     await pushRetryToDlq(broker, endpoints, producer);
     await fifoGroups(broker, endpoints, producer);
+    await concurrentLongPolls(endpoints, producer);
     await killNine(broker, endpoints, producer);
-    console.log('grpc_consumer: 7 cases passed');
+    console.log('grpc_consumer: 8 cases passed');
   } catch (e) {
     console.error(`broker output:\n${broker.output}`);
     throw e;
