@@ -8,7 +8,8 @@
 # THREADS connections) and once with POP over gRPC (uringmq-grpc-bench pop-drain: on each of
 # THREADS connections one ReceiveMessage of BATCH at a time, each followed by one AckMessage of
 # what it got, sent without waiting, as a consumer acks while it receives the next batch), each
-# under a group of its own, the order alternating. Target: receive + ack at least 0.5 x the pull rate.
+# under a group of its own, the order alternating. Target: receive + ack at least 0.5 x the
+# pull rate.
 # Then memory: a fresh group receives INFLIGHT messages and acks none (invisible 600 s); the
 # broker's RSS before and after, per message in flight. Target: 1,000,000 in flight cost at most
 # 64 MiB.

@@ -229,7 +229,8 @@ async function acl(broker, endpoints) {
   assert.ok(Array.isArray(got), 'the permitted consumer is answered');  // messages or none
   await assert.rejects(consume('GrpcFromRemoting', 'G_ACL_OK'),
     /No permission for topic:GrpcFromRemoting/);
-  await assert.rejects(consume('GrpcNormal', 'G_ACL_DENIED'), /No permission for group:G_ACL_DENIED/);
+  await assert.rejects(consume('GrpcNormal', 'G_ACL_DENIED'),
+    /No permission for group:G_ACL_DENIED/);
   const wrong = new Producer({
     endpoints, topic: 'GrpcNormal', logger: quiet, requestTimeout: 3000,
     sessionCredentials: { accessKey: 'grpcUser', accessSecret: 'wrong' },

@@ -138,7 +138,9 @@ async function batchAck(endpoints, producer) {
       const request = new v2.AckMessageRequest()
         .setGroup(new v2.Resource().setName('G_BATCH_ACK'))
         .setTopic(new v2.Resource().setName(topic));
-      for (const m of views) request.addEntries().setMessageId(m.messageId).setReceiptHandle(m.receiptHandle);
+      for (const m of views) {
+        request.addEntries().setMessageId(m.messageId).setReceiptHandle(m.receiptHandle);
+      }
       request.addEntries().setMessageId('bogus').setReceiptHandle('not a handle');
       const res = (await consumer.rpcClientManager.ackMessage(at, request, 5000)).toObject();
       assert.equal(res.status.code, v2.Code.MULTIPLE_RESULTS, JSON.stringify(res.status));
