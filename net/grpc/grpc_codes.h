@@ -49,9 +49,6 @@ inline std::string grpc_producer_group(std::string_view topic) {
   return "PID_GRPC_" + std::string(topic);
 }
 
-// The body's digest (MD5) in a message sent to a client (grpc_send.cc).
-void set_body_digest(apache::rocketmq::v2::SystemProperties* sys, std::span<const std::byte> body);
-
 inline void set_status(apache::rocketmq::v2::Status* status, apache::rocketmq::v2::Code code,
                        std::string message) {
   status->set_code(code);

@@ -13,6 +13,7 @@
 #include "net/common/log.h"
 #include "net/grpc/grpc_codes.h"
 #include "net/grpc/grpc_ticket.h"
+#include "net/grpc/message_bytes.h"
 #include "net/server/broker_parts.h"
 #include "net/server/broker_reactor.h"
 
@@ -64,55 +65,6 @@ std::optional<int64_t> grpc_timeout_ms(const GrpcStream& stream) {
   }
 }
 
-// Names the RocketMQ 5 client reads from their own fields, and RocketMQ's own bookkeeping of a
-// message (transactions, delays, POP): not user properties.
-bool system_name(std::string_view name) {
-  for (std::string_view system : {engine::kPropertyTags,
-                                  engine::kPropertyKeys,
-                                  engine::kPropertyUniqClientMessageIdKeyidx,
-                                  engine::kPropertyTimerDeliverMs,
-                                  engine::kPropertyRealTopic,
-                                  engine::kPropertyRealQueueId,
-                                  engine::kPropertyTransactionPrepared,
-                                  engine::kPropertyProducerGroup,
-                                  engine::kPropertyPreparedQueueOffset,
-                                  engine::kPropertyTransactionCheckTimes,
-                                  engine::kPropertyWaitStoreMsgOk,
-                                  engine::kPropertyCheckImmunitySec,
-                                  std::string_view("__SHARDINGKEY"),
-                                  std::string_view("POP_CK"),
-                                  std::string_view("TRACE_ON"),
-                                  std::string_view("TIMER_OUT_MS"),
-                                  std::string_view("RECONSUME_TIME"),
-                                  std::string_view("MAX_RECONSUME_TIMES"),
-                                  std::string_view("DELAY"),
-                                  std::string_view("MSG_REGION")}) {
-    if (name == system) return true;
-  }
-  return engine::is_internal_property(name);
-}
-
-std::string host_text(const engine::HostAddress& h) {
-  std::string out;
-  if (h.is_ipv6()) {
-    static constexpr char kHex[] = "0123456789abcdef";
-    for (size_t i = 0; i < 16; i += 2) {
-      if (i > 0) out += ':';
-      for (size_t k = i; k < i + 2; k++) {
-        out += kHex[h.address[k] >> 4];
-        out += kHex[h.address[k] & 15];
-      }
-    }
-    out = "[" + out + "]";
-  } else {
-    for (size_t i = 0; i < 4; i++) {
-      if (i > 0) out += '.';
-      out += std::to_string(static_cast<unsigned>(h.address[i]));
-    }
-  }
-  return out + ":" + std::to_string(h.port);
-}
-
 uint64_t ack_key(uint32_t conn, int32_t stream) {
   return (uint64_t{conn} << 32) | static_cast<uint32_t>(stream);
 }
@@ -124,52 +76,9 @@ v2::Code handle_code(const Refusal& r) {
 }  // namespace
 
 void fill_grpc_message(const engine::MessageView& record, v2::Message* out) {
-  out->mutable_topic()->set_name(
-      std::string(engine::find_property(record.user_properties, engine::kPropertyRealTopic)
-                      .value_or(record.topic)));
-  out->set_body(reinterpret_cast<const char*>(record.body.data()), record.body.size());
-  v2::SystemProperties* sys = out->mutable_system_properties();
-  set_body_digest(sys, record.body);
-  sys->set_body_encoding(v2::IDENTITY);
-  sys->set_queue_id(record.queue_id);
-  sys->set_queue_offset(record.queue_offset);
-  set_timestamp(sys->mutable_born_timestamp(), record.born_timestamp_ms);
-  set_timestamp(sys->mutable_store_timestamp(), record.store_timestamp_ms);
-  sys->set_born_host(host_text(record.born_host));
-  sys->set_store_host(host_text(record.store_host));
-  v2::MessageType type = v2::NORMAL;
-  engine::for_each_property(
-      record.user_properties, [&](std::string_view name, std::string_view value) {
-        if (name == engine::kPropertyTags) {
-          sys->set_tag(std::string(value));
-        } else if (name == engine::kPropertyKeys) {
-          size_t at = 0;
-          while (at <= value.size()) {
-            const size_t space = std::min(value.find(' ', at), value.size());
-            if (space > at) sys->add_keys(std::string(value.substr(at, space - at)));
-            at = space + 1;
-          }
-        } else if (name == engine::kPropertyUniqClientMessageIdKeyidx) {
-          sys->set_message_id(std::string(value));
-        } else if (name == "__SHARDINGKEY") {
-          sys->set_message_group(std::string(value));
-          type = v2::FIFO;
-        } else if (name == engine::kPropertyTimerDeliverMs || name == "TIMER_OUT_MS") {
-          int64_t ms = 0;
-          if (std::from_chars(value.data(), value.data() + value.size(), ms).ec == std::errc()) {
-            set_timestamp(sys->mutable_delivery_timestamp(), ms);
-            type = v2::DELAY;
-          }
-        } else if (name == "TRAN_MSG" && value == "true") {
-          type = v2::TRANSACTION;
-        } else if (name == "POP_CK") {
-          sys->set_receipt_handle(std::string(value));
-        } else if (!system_name(name)) {
-          (*out->mutable_user_properties())[std::string(name)] = std::string(value);
-        }
-      });
-  sys->set_message_type(type);
-  sys->set_delivery_attempt(record.reconsume_times + 1);
+  std::string bytes;
+  encode_grpc_message(record, nullptr, &bytes);
+  UMQ_ASSERT(out->ParseFromString(bytes));
 }
 
 std::optional<uint32_t> GrpcReceive::shard_named(std::string_view name) const {
@@ -308,19 +217,19 @@ void GrpcReceive::answer_receive(const Ticket& ticket,
   session->send_message(stream, response);
   engine::DecodeOptions options;
   options.require_record_crc = false;
+  std::string message;
+  std::string bytes;
   for (const ReceivedMessage& m : result.messages) {
     engine::DecodeResult d =
         engine::decode(result.records.subspan(m.record_at, m.record_bytes), options);
     if (d.outcome != engine::DecodeOutcome::ok) continue;  // checked when it was read
-    response.Clear();
-    fill_grpc_message(d.view, response.mutable_message());
-    v2::SystemProperties* sys = response.mutable_message()->mutable_system_properties();
-    sys->set_receipt_handle(m.handle_text);
-    sys->set_delivery_attempt(static_cast<int32_t>(m.attempt));
-    sys->mutable_invisible_duration()->set_seconds(result.invisible_ms / 1000);
-    sys->mutable_invisible_duration()->set_nanos(
-        static_cast<int32_t>((result.invisible_ms % 1000) * 1'000'000));
-    session->send_message(stream, response);
+    const ReceivedFields received{m.handle_text, static_cast<int32_t>(m.attempt),
+                                  result.invisible_ms};
+    message.clear();
+    encode_grpc_message(d.view, &received, &message);
+    bytes.clear();
+    put_bytes_field(&bytes, 2, message);  // ReceiveMessageResponse.message
+    session->send_serialized(stream, bytes);
   }
   messages_pulled_[conns_[ticket.conn].shard] += result.messages.size();
   response.Clear();

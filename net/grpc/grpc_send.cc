@@ -144,36 +144,6 @@ uint64_t stable_hash(std::string_view text) {
 
 }  // namespace
 
-// The body's digest as RocketMQ 5 clients check it (MessageView): MD5, uppercase hex. Clients
-// fail to read a message without one.
-void set_body_digest(apache::rocketmq::v2::SystemProperties* sys, std::span<const std::byte> body) {
-  // The algorithm fetched and the context made once: OpenSSL 3 looks MD5 up in its provider
-  // tables at every EVP_Digest, which cost more than hashing a small body.
-  struct Md5 {
-    EVP_MD* md = EVP_MD_fetch(nullptr, "MD5", nullptr);
-    EVP_MD_CTX* ctx = EVP_MD_CTX_new();
-    ~Md5() {
-      EVP_MD_CTX_free(ctx);
-      EVP_MD_free(md);
-    }
-  };
-  static thread_local Md5 md5;
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int n = 0;
-  UMQ_ASSERT(md5.md != nullptr && md5.ctx != nullptr);
-  UMQ_ASSERT(EVP_DigestInit_ex2(md5.ctx, md5.md, nullptr) == 1 &&
-             EVP_DigestUpdate(md5.ctx, body.data(), body.size()) == 1 &&
-             EVP_DigestFinal_ex(md5.ctx, md, &n) == 1);
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string hex(size_t{n} * 2, '\0');
-  for (unsigned int i = 0; i < n; i++) {
-    hex[2 * i] = kHex[md[i] >> 4];
-    hex[2 * i + 1] = kHex[md[i] & 15];
-  }
-  sys->mutable_body_digest()->set_type(apache::rocketmq::v2::MD5);
-  sys->mutable_body_digest()->set_checksum(std::move(hex));
-}
-
 std::pair<uint32_t, int32_t> GrpcService::pick_queue(const std::string& topic,
                                                      const std::string* group) {
   const std::optional<TopicShape> shape = topics_.shape(topic);

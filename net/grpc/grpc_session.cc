@@ -383,11 +383,10 @@ void GrpcSession::shut_down() {
                               nullptr, 0);
 }
 
-bool GrpcSession::send_message(int32_t stream_id, const google::protobuf::MessageLite& message) {
+char* GrpcSession::frame_message(int32_t stream_id, size_t size) {
   GrpcStream* s = stream(stream_id);
-  if (s == nullptr || s->finished) return false;
+  if (s == nullptr || s->finished) return nullptr;
   if (!s->headers_sent) submit_headers(*s);
-  const size_t size = message.ByteSizeLong();
   const size_t before = s->output.size();
   s->output.resize(before + kPrefixBytes + size);
   char* p = s->output.data() + before;
@@ -396,9 +395,23 @@ bool GrpcSession::send_message(int32_t stream_id, const google::protobuf::Messag
   p[2] = static_cast<char>(size >> 16);
   p[3] = static_cast<char>(size >> 8);
   p[4] = static_cast<char>(size);
-  message.SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(p + kPrefixBytes));
   buffered_out_ += kPrefixBytes + size;
   nghttp2_session_resume_data(session_, stream_id);
+  return p + kPrefixBytes;
+}
+
+bool GrpcSession::send_message(int32_t stream_id, const google::protobuf::MessageLite& message) {
+  const size_t size = message.ByteSizeLong();
+  char* at = frame_message(stream_id, size);
+  if (at == nullptr) return false;
+  message.SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(at));
+  return true;
+}
+
+bool GrpcSession::send_serialized(int32_t stream_id, std::string_view message) {
+  char* at = frame_message(stream_id, message.size());
+  if (at == nullptr) return false;
+  std::memcpy(at, message.data(), message.size());
   return true;
 }
 

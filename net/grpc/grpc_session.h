@@ -122,6 +122,8 @@ class GrpcSession {
   GrpcStream* stream(int32_t id);
   // A response message on an open stream; false when the stream is gone or finished.
   bool send_message(int32_t stream_id, const google::protobuf::MessageLite& message);
+  // The same for a message already encoded (its protobuf bytes).
+  bool send_serialized(int32_t stream_id, std::string_view message);
   // The trailers: grpc-status and grpc-message (percent-encoded). Headers first when no
   // message was sent (a trailers-only answer).
   bool finish(int32_t stream_id, GrpcStatus status, std::string_view message);
@@ -136,6 +138,9 @@ class GrpcSession {
  private:
   friend struct GrpcCallbacks;
   void submit_headers(GrpcStream& s);
+  // Room for a `size`-byte message framed on the stream's output (headers submitted first);
+  // nullptr when the stream is gone or finished.
+  char* frame_message(int32_t stream_id, size_t size);
   void deliver(GrpcStream& s, std::span<const uint8_t> data);
   void refuse(GrpcStream& s, GrpcStatus status, std::string message);
   GrpcStream& open_stream(int32_t id);
