@@ -2,8 +2,6 @@
 // (net/grpc/grpc_service.h): a RocketMQ 5 Message becomes the core's SendCall with RocketMQ's
 // property names, so a message sent over gRPC reads the same to a remoting consumer.
 
-#include <openssl/evp.h>
-
 #include <charconv>
 #include <cstdio>
 

@@ -143,7 +143,8 @@ TEST_F(BrokerPopCodesTest, PeekShowsMessagesAndLeavesThemToPop) {
   EXPECT_EQ(after.command.code, rc::kPullNotFound) << remark(after);
   EXPECT_EQ(*after.command.ext("restNum"), "0");
   send(*client_, "m3");
-  std::vector<engine::MessageView> next = decode_all(peek(*client_, 0).body);
+  const RemotingResponse again = peek(*client_, 0);  // the views point into its body
+  std::vector<engine::MessageView> next = decode_all(again.body);
   ASSERT_EQ(next.size(), 1u);
   EXPECT_EQ(body_text(next[0]), "m3");
   RemotingResponse bad_queue = peek(*client_, 9);
@@ -202,7 +203,8 @@ TEST_F(BrokerPopCodesTest, NotificationWaitEndsWhenAMessageArrives) {
   EXPECT_EQ(*r.command.ext("hasMsg"), "true");
   EXPECT_GE(waited, std::chrono::milliseconds(150));   // it did wait for the send
   EXPECT_LT(waited, std::chrono::milliseconds(1500));  // and ended before its poll time
-  std::vector<engine::MessageView> got = decode_all(pop(*client_, 1).body);
+  const RemotingResponse popped = pop(*client_, 1);  // the views point into its body
+  std::vector<engine::MessageView> got = decode_all(popped.body);
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(body_text(got[0]), "new");
 }
