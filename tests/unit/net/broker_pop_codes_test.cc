@@ -203,7 +203,7 @@ TEST_F(BrokerPopCodesTest, NotificationWaitEndsWhenAMessageArrives) {
   EXPECT_EQ(*r.command.ext("hasMsg"), "true");
   EXPECT_GE(waited, std::chrono::milliseconds(150));   // it did wait for the send
   EXPECT_LT(waited, std::chrono::milliseconds(1500));  // and ended before its poll time
-  const RemotingResponse popped = pop(*client_, 1);  // the views point into its body
+  const RemotingResponse popped = pop(*client_, 1);    // the views point into its body
   std::vector<engine::MessageView> got = decode_all(popped.body);
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(body_text(got[0]), "new");
