@@ -3,12 +3,14 @@
 // Header-only, each program is one translation unit.
 
 #include <time.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <limits>
 #include <optional>
 #include <string>
@@ -37,6 +39,36 @@ inline int64_t process_cpu_ns() {
   timespec ts{};
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
   return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+// CPU time (user + system, every thread) of process `pid` in microseconds, from
+// /proc/<pid>/stat; -1 when unreadable.
+inline double process_cpu_us(long pid) {
+  std::ifstream file("/proc/" + std::to_string(pid) + "/stat");
+  const std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  const size_t paren = text.rfind(')');
+  if (paren == std::string::npos) return -1;
+  unsigned long long utime = 0;
+  unsigned long long stime = 0;
+  // After the command name: the state is field 3; utime and stime are fields 14 and 15.
+  if (std::sscanf(text.c_str() + paren + 2, "%*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %llu %llu",
+                  &utime, &stime) != 2) {
+    return -1;
+  }
+  return static_cast<double>(utime + stime) * 1e6 / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+// A "Name:   value" line of /proc/<pid>/status (VmRSS in KiB, Threads); -1 when missing.
+inline long process_status_field(long pid, std::string_view name) {
+  std::ifstream file("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(file, line)) {
+    if (line.size() > name.size() && line.compare(0, name.size(), name) == 0 &&
+        line[name.size()] == ':') {
+      return std::atol(line.c_str() + name.size() + 1);
+    }
+  }
+  return -1;
 }
 
 // Monotonic us, fractional (latencies of single requests).

@@ -22,7 +22,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -106,31 +105,6 @@ bool parse(int argc, char** argv, Options* o) {
          o->connections > 0 && o->streams > 0 && o->batch > 0 && o->body_bytes >= 0;
 }
 
-// CPU time (user + system) of every thread of PID, in microseconds; -1 when unreadable.
-double process_cpu_us(long pid) {
-  std::ifstream file("/proc/" + std::to_string(pid) + "/stat");
-  std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-  const size_t paren = text.rfind(')');
-  if (paren == std::string::npos) return -1;
-  unsigned long long utime = 0;
-  unsigned long long stime = 0;
-  // After the command name: the state is field 3; utime and stime are fields 14 and 15.
-  if (std::sscanf(text.c_str() + paren + 2, "%*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %llu %llu",
-                  &utime, &stime) != 2) {
-    return -1;
-  }
-  return static_cast<double>(utime + stime) * 1e6 / static_cast<double>(sysconf(_SC_CLK_TCK));
-}
-
-long process_rss_kib(long pid) {
-  std::ifstream file("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(file, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::atol(line.c_str() + 6);
-  }
-  return -1;
-}
-
 std::string send_request(int body_bytes) {
   v2::SendMessageRequest request;
   v2::Message* message = request.add_messages();
@@ -212,20 +186,21 @@ int send_load(const Options& o) {
   }
   bool ok = run_for(run, o.warmup);
   const uint64_t before = run.completed;
-  const double cpu0 = o.server_pid ? process_cpu_us(o.server_pid) : -1;
+  const double cpu0 = o.server_pid ? uringmq::bench::process_cpu_us(o.server_pid) : -1;
   const int64_t self0 = uringmq::bench::process_cpu_ns();
   const auto start = std::chrono::steady_clock::now();
   ok = ok && run_for(run, o.seconds);
   const double elapsed = seconds_since(start);
   const uint64_t calls = run.completed - before;
-  const double cpu1 = o.server_pid ? process_cpu_us(o.server_pid) : -1;
+  const double cpu1 = o.server_pid ? uringmq::bench::process_cpu_us(o.server_pid) : -1;
   const double self_us = double(uringmq::bench::process_cpu_ns() - self0) / 1e3;
   if (!ok) std::fprintf(stderr, "uringmq-grpc-bench: %s\n", run.error.c_str());
   std::printf(
       "calls_per_s=%.0f cpu_us_per_call=%.2f cpu_pct=%.1f rss_kib=%ld client_us_per_call=%.2f "
       "errors=%llu\n",
       double(calls) / elapsed, calls > 0 && cpu0 >= 0 ? (cpu1 - cpu0) / double(calls) : -1,
-      (cpu1 - cpu0) / elapsed / 1e4, o.server_pid ? process_rss_kib(o.server_pid) : -1,
+      (cpu1 - cpu0) / elapsed / 1e4,
+      o.server_pid ? uringmq::bench::process_status_field(o.server_pid, "VmRSS") : -1,
       calls > 0 ? self_us / double(calls) : -1, static_cast<unsigned long long>(run.errors));
   return ok && run.errors == 0 && calls > 0 ? 0 : 1;
 }

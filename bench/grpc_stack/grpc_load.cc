@@ -17,18 +17,19 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "bench/bench_util.h"
 #include "bench/grpc_stack/messaging_calls.h"
 
 namespace {
 
 namespace v2 = apache::rocketmq::v2;
+using uringmq::bench::process_cpu_us;
+using uringmq::bench::process_status_field;
 // One connection's calls.
 using Client = uringmq::bench::MessagingCalls;
 
@@ -130,33 +131,6 @@ void drive(grpc::CompletionQueue* queue, const v2::SendMessageRequest& request, 
       start_call(call, request, queue);
     }
   }
-}
-
-// CPU time (user + system) of every thread of PID, in microseconds; -1 when unreadable.
-double process_cpu_us(long pid) {
-  std::ifstream file("/proc/" + std::to_string(pid) + "/stat");
-  std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-  size_t paren = text.rfind(')');
-  if (paren == std::string::npos) return -1;
-  std::istringstream fields(text.substr(paren + 2));
-  std::string field;
-  unsigned long long utime = 0, stime = 0;
-  // After the command name: state is field 3; utime and stime are fields 14 and 15.
-  for (int index = 3; index <= 15 && fields >> field; ++index) {
-    if (index == 14) utime = std::stoull(field);
-    if (index == 15) stime = std::stoull(field);
-  }
-  return static_cast<double>(utime + stime) * 1e6 / static_cast<double>(sysconf(_SC_CLK_TCK));
-}
-
-// A "Name:   value kB" line of /proc/PID/status; -1 when missing.
-long process_status_field(long pid, const std::string& name) {
-  std::ifstream file("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(file, line)) {
-    if (line.rfind(name + ":", 0) == 0) return std::atol(line.c_str() + name.size() + 1);
-  }
-  return -1;
 }
 
 std::vector<std::unique_ptr<Client>> make_clients(const Options& options) {

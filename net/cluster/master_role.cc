@@ -73,30 +73,31 @@ std::vector<uint16_t> MasterRole::ha_ports() const {
   return ports;
 }
 
-void MasterRole::reply_stored(const BrokerOp& op, RemotingCommand response, uint64_t end_offset) {
+bool MasterRole::answers_at_once(const BrokerOp& op) const {
   // A message sent with WAIT=false does not wait for its replica (RocketMQ's isWaitStoreMsgOK).
-  if (config_.ha.role != BrokerRole::sync_master || !ha_server_ || !op.wait_replica) {
-    return reply(op.ticket.conn, response);
-  }
+  return config_.ha.role != BrokerRole::sync_master || !ha_server_ || !op.wait_replica;
+}
+
+HaServer::Wait MasterRole::wait_of(const BrokerOp& op, uint64_t end_offset) {
   HaServer::Wait wait;
   wait.shard = op.shard;
   wait.end_offset = end_offset;
   wait.conn = op.ticket.conn;
   wait.conn_generation = op.ticket.generation;
+  return wait;
+}
+
+void MasterRole::reply_stored(const BrokerOp& op, RemotingCommand response, uint64_t end_offset) {
+  if (answers_at_once(op)) return reply(op.ticket.conn, response);
+  HaServer::Wait wait = wait_of(op, end_offset);
   wait.response = std::move(response);
   ha_server_->wait_for_slave(std::move(wait), mono_ms_);
 }
 
 void MasterRole::when_replicated(const BrokerOp& op, uint64_t end_offset,
                                  std::function<void(int32_t code)> answer) {
-  if (config_.ha.role != BrokerRole::sync_master || !ha_server_ || !op.wait_replica) {
-    return answer(rc::kSuccess);
-  }
-  HaServer::Wait wait;
-  wait.shard = op.shard;
-  wait.end_offset = end_offset;
-  wait.conn = op.ticket.conn;
-  wait.conn_generation = op.ticket.generation;
+  if (answers_at_once(op)) return answer(rc::kSuccess);
+  HaServer::Wait wait = wait_of(op, end_offset);
   wait.answer = std::move(answer);
   ha_server_->wait_for_slave(std::move(wait), mono_ms_);
 }

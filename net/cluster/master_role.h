@@ -23,6 +23,10 @@ class MasterRole final : public BrokerPart {
   bool handle_slave_sync(uint32_t conn, const RemotingCommand& request);
   void complete_offset_table(BrokerOp& op, const Completion& c);
   std::vector<uint16_t> ha_ports() const;  // per presented broker; empty without HA server
+
+ private:
+  bool answers_at_once(const BrokerOp& op) const;  // no slave to wait for
+  static HaServer::Wait wait_of(const BrokerOp& op, uint64_t end_offset);
 };
 
 }  // namespace uringmq::net
