@@ -28,6 +28,7 @@
 
 #include "apache/rocketmq/v2/service.pb.h"
 #include "bench/bench_util.h"
+#include "bench/grpc_send_request.h"
 #include "bench/h2_client.h"
 
 namespace {
@@ -105,22 +106,6 @@ bool parse(int argc, char** argv, Options* o) {
          o->connections > 0 && o->streams > 0 && o->batch > 0 && o->body_bytes >= 0;
 }
 
-std::string send_request(int body_bytes) {
-  v2::SendMessageRequest request;
-  v2::Message* message = request.add_messages();
-  message->mutable_topic()->set_name("BenchTopic");
-  v2::SystemProperties* system = message->mutable_system_properties();
-  system->set_tag("TagA");
-  system->set_message_id("01AABBCCDDEEFF00112233445566");
-  system->set_message_type(v2::NORMAL);
-  system->set_born_host("bench-client");
-  system->mutable_born_timestamp()->set_seconds(1796428800);
-  system->mutable_body_digest()->set_type(v2::CRC32);
-  system->mutable_body_digest()->set_checksum("00000000");
-  message->set_body(std::string(body_bytes, 'x'));
-  return request.SerializeAsString();
-}
-
 struct Run {
   std::vector<std::unique_ptr<H2Connection>> connections;
   std::vector<H2Connection*> polled;
@@ -180,7 +165,7 @@ int send_load(const Options& o) {
     std::fprintf(stderr, "uringmq-grpc-bench: %s\n", run.error.c_str());
     return 1;
   }
-  const std::string request = send_request(o.body_bytes);
+  const std::string request = uringmq::bench::bench_send_request(o.body_bytes).SerializeAsString();
   for (auto& c : run.connections) {
     for (int s = 0; s < o.streams; s++) start_send(run, *c, request);
   }

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "bench/bench_util.h"
+#include "bench/grpc_send_request.h"
 #include "bench/grpc_stack/messaging_calls.h"
 
 namespace {
@@ -70,22 +71,6 @@ bool parse_options(int argc, char** argv, Options* options) {
   return argc % 2 == 1 && !options->target.empty() && options->connections > 0 &&
          options->streams > 0 && options->seconds > 0 && options->threads > 0 &&
          options->body_bytes >= 0;
-}
-
-v2::SendMessageRequest make_request(int body_bytes) {
-  v2::SendMessageRequest request;
-  v2::Message* message = request.add_messages();
-  message->mutable_topic()->set_name("BenchTopic");
-  v2::SystemProperties* system = message->mutable_system_properties();
-  system->set_tag("TagA");
-  system->set_message_id("01AABBCCDDEEFF00112233445566");
-  system->set_message_type(v2::NORMAL);
-  system->set_born_host("bench-client");
-  system->mutable_born_timestamp()->set_seconds(1796428800);
-  system->mutable_body_digest()->set_type(v2::CRC32);
-  system->mutable_body_digest()->set_checksum("00000000");
-  message->set_body(std::string(body_bytes, 'x'));
-  return request;
 }
 
 // One call slot: it is always either in flight or being restarted.
@@ -162,7 +147,7 @@ int main(int argc, char** argv) {
                  argv[0]);
     return 2;
   }
-  const v2::SendMessageRequest request = make_request(options.body_bytes);
+  const v2::SendMessageRequest request = uringmq::bench::bench_send_request(options.body_bytes);
   auto clients = make_clients(options);
   std::vector<std::unique_ptr<grpc::CompletionQueue>> queues(options.threads);
   for (auto& queue : queues) queue = std::make_unique<grpc::CompletionQueue>();

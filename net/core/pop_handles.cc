@@ -52,8 +52,10 @@ AcksStarted Pop::ack(const Ticket& ticket, uint32_t shard, const AckCall& call) 
   const int64_t now = clock_.now_ms();
   std::vector<JournalRecord> records;  // one per table queue, in the order first named
   std::vector<uint32_t> record_queues;
+  HandleCall each{call.group, call.topic, {}};  // its handle's string reused, handle by handle
   for (const std::string& text : call.handles) {
-    std::variant<Refusal, PopHandle> h = handle_of(shard, HandleCall{call.group, call.topic, text});
+    each.handle = text;
+    std::variant<Refusal, PopHandle> h = handle_of(shard, each);
     if (Refusal* refused = std::get_if<Refusal>(&h)) {
       out.each.emplace_back(std::move(*refused));
       continue;
