@@ -128,6 +128,8 @@ struct Pop::Receive {
   // Appends a record (client form) with its POP_CK and attempt to the answer.
   void append(std::span<const std::byte> record, const PopTaken& taken,
               const std::string& broker_name);
+  // The POP_CK property added to the record just appended at `at`.
+  void add_pop_ck(size_t at, const RecordFields& f, std::string_view handle_text);
   const ReceiveResult* finish() {
     result.records = answer;
     return &result;
@@ -154,24 +156,30 @@ void Pop::Receive::append(std::span<const std::byte> record, const PopTaken& tak
   m.record_at = static_cast<uint32_t>(r.answer.size());
   std::optional<RecordFields> f = locate(record);
   r.answer.insert(r.answer.end(), record.begin(), record.end());
-  std::byte* out = r.answer.data() + m.record_at;
   if (f) {
-    engine::put_u32(out + f->reconsume_at, taken.attempt - 1);
-    const size_t props = engine::get_u16(out + f->properties_length_at);
-    std::string added;
-    if (props > 0) added += engine::kPropertySeparator;
-    added += kPopCkProperty;
-    added += engine::kNameValueSeparator;
-    added += m.handle_text;
-    if (props + added.size() <= kMaxPropertiesBytes) {
-      engine::put_u16(out + f->properties_length_at, static_cast<uint16_t>(props + added.size()));
-      engine::put_u32(out, static_cast<uint32_t>(record.size() + added.size()));
-      const auto* bytes = reinterpret_cast<const std::byte*>(added.data());
-      r.answer.insert(r.answer.end(), bytes, bytes + added.size());
-    }
+    engine::put_u32(r.answer.data() + m.record_at + f->reconsume_at, taken.attempt - 1);
+    if (r.call.handle_in_record) r.add_pop_ck(m.record_at, *f, m.handle_text);
   }
   m.record_bytes = static_cast<uint32_t>(r.answer.size() - m.record_at);
   r.result.messages.push_back(std::move(m));
+}
+
+void Pop::Receive::add_pop_ck(size_t at, const RecordFields& f, std::string_view handle_text) {
+  std::byte* out = answer.data() + at;
+  const size_t record_size = answer.size() - at;
+  const size_t props = engine::get_u16(out + f.properties_length_at);
+  const size_t added = (props > 0 ? 1 : 0) + kPopCkProperty.size() + 1 + handle_text.size();
+  if (props + added > kMaxPropertiesBytes) return;
+  engine::put_u16(out + f.properties_length_at, static_cast<uint16_t>(props + added));
+  engine::put_u32(out, static_cast<uint32_t>(record_size + added));
+  auto put = [&](std::string_view text) {
+    const auto* bytes = reinterpret_cast<const std::byte*>(text.data());
+    answer.insert(answer.end(), bytes, bytes + text.size());
+  };
+  if (props > 0) put(std::string_view(&engine::kPropertySeparator, 1));
+  put(kPopCkProperty);
+  put(std::string_view(&engine::kNameValueSeparator, 1));
+  put(handle_text);
 }
 
 Pop::Pop(const BrokerConfig& config, io::Clock& clock, StoreCalls& calls, Topics& topics,
@@ -288,7 +296,7 @@ std::optional<std::variant<Refusal, const ReceiveResult*>> Pop::step(uint32_t in
     // it takes them now, once, rather than park beside them until the next wake.
     const PopTable& table = *tables_[r.shard];
     auto came_back = [&](int32_t queue_id) {
-      std::optional<uint32_t> q = table.find_queue({r.call.group, r.call.topic, queue_id});
+      std::optional<uint32_t> q = table.find_queue(r.call.group, r.call.topic, queue_id);
       return q && table.has_waiting(*q);
     };
     if (!r.rescanned && std::any_of(r.queues.begin(), r.queues.end(), came_back)) {
@@ -308,7 +316,7 @@ std::optional<std::variant<Refusal, const ReceiveResult*>> Pop::conclude(uint32_
   if (r.step != Receive::Step::journal) {
     r.step = Receive::Step::journal;
     for (const ReceivedMessage& m : r.result.messages) {
-      const uint32_t q = *tables_[r.shard]->find_queue({r.call.group, r.call.topic, m.queue_id});
+      const uint32_t q = *tables_[r.shard]->find_queue(r.call.group, r.call.topic, m.queue_id);
       if (std::find(r.journal_queues.begin(), r.journal_queues.end(), q) ==
           r.journal_queues.end()) {
         r.journal_queues.push_back(q);
@@ -436,7 +444,7 @@ bool Pop::start_waiting(uint32_t index, Receive& r) {
   const bool fifo = pop_options(groups_.get(), r.call.group, r.call.order).fifo;
   PopWaits::Waiter waiter{index, r.shard, r.wait_until_ms, {}};
   for (int32_t queue_id : r.queues) {
-    std::optional<uint32_t> q = table.find_queue({r.call.group, r.call.topic, queue_id});
+    std::optional<uint32_t> q = table.find_queue(r.call.group, r.call.topic, queue_id);
     if (q && (!fifo || table.can_read(*q))) waiter.queues.push_back(*q);
   }
   if (waiter.queues.empty()) return false;

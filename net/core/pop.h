@@ -69,6 +69,9 @@ struct ReceiveCall {
   // NOTIFICATION: looks whether a message could be taken now, takes none (no journal record);
   // waits as a receive does. The answer is ReceiveResult::has_message.
   bool probe_only = false;
+  // Each record answered carries its handle as the POP_CK property (remoting's POP_MESSAGE
+  // sends the records as they are); false where the wire sends the handle apart (gRPC).
+  bool handle_in_record = true;
 };
 
 // One message of a receive's answer.
@@ -83,8 +86,9 @@ struct ReceivedMessage {
   uint64_t store_offset = 0;  // its record (a StoreOffset's value)
 };
 
-// A receive answered: the records as clients receive them, each with the POP_CK property (its
-// handle text) and RECONSUMETIMES = attempt - 1; empty when nothing came within the poll time.
+// A receive answered: the records as clients receive them, each with RECONSUMETIMES =
+// attempt - 1 and (ReceiveCall::handle_in_record) the POP_CK property, its handle text; empty when
+// nothing came within the poll time.
 struct ReceiveResult {
   std::span<const std::byte> records;
   std::vector<ReceivedMessage> messages;

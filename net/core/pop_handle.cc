@@ -1,5 +1,6 @@
 #include "net/core/pop_handle.h"
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 
@@ -27,24 +28,41 @@ bool parse_number(std::string_view field, T* out) {
 }  // namespace
 
 std::string format_pop_handle(const PopHandle& handle) {
-  std::string text;
-  text.reserve(96 + handle.broker_name.size());
+  // Seven numbers of at most 20 characters each, their separators and the retry flag: the
+  // text is built in place, without a string per number.
+  constexpr size_t kNumbersBytes = 7 * 21 + 2;
+  std::string text(kNumbersBytes + handle.broker_name.size(), '\0');
+  char* p = text.data();
+  char* const end = p + text.size();
+  auto number = [&](auto v) {
+    p = std::to_chars(p, end, v).ptr;
+    *p++ = ' ';
+  };
   // The ck offset: the message's own queue offset, so a Java client or Proxy that batches acks
   // (BatchAck: start offset = this field, bit = queue offset - start offset) gets bit 0.
-  text += std::to_string(handle.queue_offset);
-  text += ' ';
-  text += std::to_string(handle.pop_time_ms);
-  text += ' ';
-  text += std::to_string(handle.invisible_ms);
-  text += ' ';
-  text += std::to_string(handle.slot);
-  text += " 0 ";
-  text += handle.broker_name;
-  text += ' ';
-  text += std::to_string(handle.queue_id);
-  text += ' ';
-  text += std::to_string(handle.queue_offset);
+  number(handle.queue_offset);
+  number(handle.pop_time_ms);
+  number(handle.invisible_ms);
+  number(handle.slot);
+  *p++ = '0';
+  *p++ = ' ';
+  p = std::copy(handle.broker_name.begin(), handle.broker_name.end(), p);
+  *p++ = ' ';
+  number(handle.queue_id);
+  p = std::to_chars(p, end, handle.queue_offset).ptr;
+  text.resize(static_cast<size_t>(p - text.data()));
   return text;
+}
+
+std::string_view pop_handle_broker(std::string_view text) {
+  constexpr size_t kBrokerField = 5;
+  size_t start = 0;
+  for (size_t field = 0; field < kBrokerField; field++) {
+    const size_t space = text.find(' ', start);
+    if (space == std::string_view::npos) return {};
+    start = space + 1;
+  }
+  return text.substr(start, text.find(' ', start) - start);
 }
 
 std::variant<Refusal, PopHandle> parse_pop_handle(std::string_view text) {

@@ -45,6 +45,10 @@ struct PopHandle {
 // The handle as its text (the POP_CK property, extraInfo, gRPC's receipt_handle).
 std::string format_pop_handle(const PopHandle& handle);
 
+// The broker name a handle's text gives (its sixth field), without reading the rest; empty when
+// it has fewer fields. Enough to route an ack; parse_pop_handle checks the whole.
+std::string_view pop_handle_broker(std::string_view text);
+
 // Parses a handle's text; a Refusal (bad_request) names the field that is wrong. Longer than
 // 512 bytes is refused before it is read.
 std::variant<Refusal, PopHandle> parse_pop_handle(std::string_view text);

@@ -22,7 +22,7 @@ std::variant<Refusal, PopHandle> Pop::handle_of(uint32_t shard, const HandleCall
                                              ", not " + names_[shard]};
     }
     std::optional<uint32_t> q =
-        tables_[shard]->find_queue({call.group, call.topic, handle->queue_id});
+        tables_[shard]->find_queue(call.group, call.topic, handle->queue_id);
     if (!q) {
       return Refusal{Fault::not_found, "receipt handle expired: group " + call.group +
                                            " holds no message of " + call.topic + " queue " +

@@ -74,7 +74,7 @@ bool PopPeek::step(uint32_t index, Peek& p) {
   op.queue_id = p.queues[p.next];
   p.moved = false;
   const PopTable& table = pop_.table(p.shard);
-  if (std::optional<uint32_t> q = table.find_queue({op.group, op.topic, op.queue_id})) {
+  if (std::optional<uint32_t> q = table.find_queue(op.group, op.topic, op.queue_id)) {
     p.position = table.cursor(*q);
     return post_pull(index, p);
   }

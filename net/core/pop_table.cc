@@ -2,12 +2,31 @@
 
 #include <algorithm>
 #include <bit>
+#include <charconv>
 #include <functional>
 
 #include "io/assert.h"
 
 namespace uringmq::net {
 namespace {
+
+// The index key of (group, topic, queue id), written into *out.
+void write_index_key(std::string_view group, std::string_view topic, int32_t queue_id,
+                     std::string* out) {
+  out->assign(group);
+  *out += '\x01';
+  out->append(topic);
+  *out += '\x01';
+  char digits[16];
+  char* end = std::to_chars(digits, digits + sizeof digits, queue_id).ptr;
+  out->append(digits, static_cast<size_t>(end - digits));
+}
+
+std::string index_key(const PopQueueKey& key) {
+  std::string k;
+  write_index_key(key.group, key.topic, key.queue_id, &k);
+  return k;
+}
 
 // The heap keeps its earliest deadline on top.
 struct Later {
@@ -38,15 +57,6 @@ bool holds(const Slots& slots, uint32_t slot, uint32_t queue, int64_t queue_offs
 
 }  // namespace
 
-std::string PopTable::index_key(const PopQueueKey& key) {
-  std::string k = key.group;
-  k += '\x01';
-  k += key.topic;
-  k += '\x01';
-  k += std::to_string(key.queue_id);
-  return k;
-}
-
 std::variant<Refusal, uint32_t> PopTable::open_queue(const PopQueueKey& key, int64_t start_offset,
                                                      PopQueueOptions options) {
   std::string k = index_key(key);
@@ -71,7 +81,13 @@ std::variant<Refusal, uint32_t> PopTable::open_queue(const PopQueueKey& key, int
 }
 
 std::optional<uint32_t> PopTable::find_queue(const PopQueueKey& key) const {
-  auto it = queue_index_.find(index_key(key));
+  return find_queue(key.group, key.topic, key.queue_id);
+}
+
+std::optional<uint32_t> PopTable::find_queue(std::string_view group, std::string_view topic,
+                                             int32_t queue_id) const {
+  write_index_key(group, topic, queue_id, &lookup_key_);
+  auto it = queue_index_.find(lookup_key_);
   if (it == queue_index_.end()) return std::nullopt;
   return it->second;
 }

@@ -84,6 +84,9 @@ class PopTable {
   std::variant<Refusal, uint32_t> open_queue(const PopQueueKey& key, int64_t start_offset,
                                              PopQueueOptions options);
   std::optional<uint32_t> find_queue(const PopQueueKey& key) const;
+  // The same without a key built: no allocation once the table has looked up a key this long.
+  std::optional<uint32_t> find_queue(std::string_view group, std::string_view topic,
+                                     int32_t queue_id) const;
   const PopQueueKey& key(uint32_t queue) const { return queues_[queue].key; }
   size_t queue_count() const { return queues_.size(); }
   size_t in_flight() const { return live_slots_; }
@@ -210,10 +213,10 @@ class PopTable {
   std::variant<Refusal, uint32_t> check_handle(const PopHandle& handle, int64_t now_ms) const;
   void set_bit(Queue& q, int64_t offset);
   void clear_bit(Queue& q, int64_t offset);
-  static std::string index_key(const PopQueueKey& key);
 
   std::vector<Queue> queues_;
   std::unordered_map<std::string, uint32_t> queue_index_;
+  mutable std::string lookup_key_;  // find_queue's key, its buffer kept
   std::vector<Slot> slots_;
   std::vector<uint32_t> free_;
   std::vector<Due> due_;  // a min-heap on deadline

@@ -161,7 +161,8 @@ void GrpcReceive::receive_message(GrpcSession& session, GrpcStream& stream,
   ReceiveCall call;
   call.group = request.group().name();
   call.topic = request.message_queue().topic().name();
-  call.queue_id = -1;  // the broker spreads over the queues (the Proxy's POP mode)
+  call.queue_id = -1;             // the broker spreads over the queues (the Proxy's POP mode)
+  call.handle_in_record = false;  // the answer carries it as receipt_handle
   call.max_messages =
       static_cast<uint32_t>(std::clamp<int32_t>(request.batch_size(), 1, kMaxPopMessages));
   call.invisible_ms =
@@ -217,19 +218,22 @@ void GrpcReceive::answer_receive(const Ticket& ticket,
   session->send_message(stream, response);
   engine::DecodeOptions options;
   options.require_record_crc = false;
-  std::string message;
-  std::string bytes;
   for (const ReceivedMessage& m : result.messages) {
     engine::DecodeResult d =
         engine::decode(result.records.subspan(m.record_at, m.record_bytes), options);
     if (d.outcome != engine::DecodeOutcome::ok) continue;  // checked when it was read
     const ReceivedFields received{m.handle_text, static_cast<int32_t>(m.attempt),
                                   result.invisible_ms};
-    message.clear();
-    encode_grpc_message(d.view, &received, &message);
-    bytes.clear();
-    put_bytes_field(&bytes, 2, message);  // ReceiveMessageResponse.message
-    session->send_serialized(stream, bytes);
+    size_t prefix_at = 0;
+    std::string* out = session->open_message(stream, &prefix_at);
+    if (out == nullptr) return;
+    {
+      ProtoWriter writer(out);
+      const size_t begun = writer.begin(2);  // ReceiveMessageResponse.message
+      encode_grpc_message(d.view, &received, &writer);
+      writer.end(begun);
+    }
+    session->close_message(stream, prefix_at);
   }
   messages_pulled_[conns_[ticket.conn].shard] += result.messages.size();
   response.Clear();
@@ -261,9 +265,10 @@ void GrpcReceive::ack_message(GrpcSession& session, GrpcStream& stream, std::str
     v2::AckMessageResultEntry* result = p.response.add_entries();
     result->set_message_id(entry.message_id());
     result->set_receipt_handle(entry.receipt_handle());
-    std::variant<Refusal, PopHandle> parsed = parse_pop_handle(entry.receipt_handle());
+    // The broker the handle names routes it; Pop::ack reads and checks the whole handle.
+    const std::string_view broker = pop_handle_broker(entry.receipt_handle());
     std::optional<uint32_t> shard;
-    if (const PopHandle* h = std::get_if<PopHandle>(&parsed)) shard = shard_named(h->broker_name);
+    if (!broker.empty()) shard = shard_named(broker);
     if (shard) {
       by_shard[*shard].push_back(i);
     } else {
@@ -278,8 +283,10 @@ void GrpcReceive::ack_message(GrpcSession& session, GrpcStream& stream, std::str
     for (size_t k = 0; k < entries.size(); k++) {
       const int i = entries[k];
       if (const Refusal* refused = std::get_if<Refusal>(&started.each[k])) {
-        set_status(p.response.mutable_entries(i)->mutable_status(), handle_code(*refused),
-                   refused->reason);
+        // A handle that does not parse is as invalid as one that expired.
+        const v2::Code code = refused->fault == Fault::bad_request ? v2::INVALID_RECEIPT_HANDLE
+                                                                   : handle_code(*refused);
+        set_status(p.response.mutable_entries(i)->mutable_status(), code, refused->reason);
       } else {
         p.record_of[static_cast<size_t>(i)] = std::get<int32_t>(started.each[k]);
         records = std::max(records, std::get<int32_t>(started.each[k]) + 1);

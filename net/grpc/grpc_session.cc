@@ -383,13 +383,20 @@ void GrpcSession::shut_down() {
                               nullptr, 0);
 }
 
-char* GrpcSession::frame_message(int32_t stream_id, size_t size) {
+std::string* GrpcSession::open_message(int32_t stream_id, size_t* prefix_at) {
   GrpcStream* s = stream(stream_id);
   if (s == nullptr || s->finished) return nullptr;
   if (!s->headers_sent) submit_headers(*s);
-  const size_t before = s->output.size();
-  s->output.resize(before + kPrefixBytes + size);
-  char* p = s->output.data() + before;
+  *prefix_at = s->output.size();
+  s->output.resize(*prefix_at + kPrefixBytes);
+  return &s->output;
+}
+
+void GrpcSession::close_message(int32_t stream_id, size_t prefix_at) {
+  GrpcStream* s = stream(stream_id);
+  UMQ_ASSERT(s != nullptr && prefix_at + kPrefixBytes <= s->output.size());
+  const size_t size = s->output.size() - prefix_at - kPrefixBytes;
+  char* p = s->output.data() + prefix_at;
   p[0] = 0;
   p[1] = static_cast<char>(size >> 24);
   p[2] = static_cast<char>(size >> 16);
@@ -397,7 +404,15 @@ char* GrpcSession::frame_message(int32_t stream_id, size_t size) {
   p[4] = static_cast<char>(size);
   buffered_out_ += kPrefixBytes + size;
   nghttp2_session_resume_data(session_, stream_id);
-  return p + kPrefixBytes;
+}
+
+char* GrpcSession::frame_message(int32_t stream_id, size_t size) {
+  size_t prefix_at = 0;
+  std::string* out = open_message(stream_id, &prefix_at);
+  if (out == nullptr) return nullptr;
+  out->resize(out->size() + size);
+  close_message(stream_id, prefix_at);
+  return out->data() + prefix_at + kPrefixBytes;
 }
 
 bool GrpcSession::send_message(int32_t stream_id, const google::protobuf::MessageLite& message) {

@@ -124,6 +124,12 @@ class GrpcSession {
   bool send_message(int32_t stream_id, const google::protobuf::MessageLite& message);
   // The same for a message already encoded (its protobuf bytes).
   bool send_serialized(int32_t stream_id, std::string_view message);
+  // A message written in place at the end of the stream's output (a ProtoWriter over the
+  // string given, trimmed before closing): `open_message` leaves the gRPC prefix's 5 bytes and
+  // says where they are, `close_message` fills them for what follows. nullptr when the stream
+  // is gone or finished.
+  std::string* open_message(int32_t stream_id, size_t* prefix_at);
+  void close_message(int32_t stream_id, size_t prefix_at);
   // The trailers: grpc-status and grpc-message (percent-encoded). Headers first when no
   // message was sent (a trailers-only answer).
   bool finish(int32_t stream_id, GrpcStatus status, std::string_view message);

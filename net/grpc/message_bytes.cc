@@ -2,7 +2,9 @@
 
 #include <openssl/evp.h>
 
+#include <algorithm>
 #include <charconv>
+#include <cstring>
 #include <vector>
 
 #include "engine/log/properties.h"
@@ -22,24 +24,34 @@ constexpr uint64_t kEncodingIdentity = 1;
 
 constexpr uint32_t kVarint = 0;
 constexpr uint32_t kLengthDelimited = 2;
+constexpr size_t kLengthRoom = 2;  // a nested message's length: two bytes below 16 KiB
 
-void put_tag(std::string* out, uint32_t field, uint32_t wire_type) {
-  put_varint(out, (uint64_t{field} << 3) | wire_type);
+size_t varint_size(uint64_t v) {
+  size_t n = 1;
+  while (v >= 0x80) {
+    v >>= 7;
+    n++;
+  }
+  return n;
 }
 
-void put_varint_field(std::string* out, uint32_t field, uint64_t v) {
-  put_tag(out, field, kVarint);
-  put_varint(out, v);
+char* write_varint(char* p, uint64_t v) {
+  while (v >= 0x80) {
+    *p++ = static_cast<char>((v & 0x7F) | 0x80);
+    v >>= 7;
+  }
+  *p++ = static_cast<char>(v);
+  return p;
 }
 
 // google.protobuf.Timestamp and Duration: seconds = 1, nanos = 2, zeros left out.
-void put_time_field(std::string* out, uint32_t field, int64_t ms) {
-  std::string t;
+void put_time_field(ProtoWriter* out, uint32_t field, int64_t ms) {
   const int64_t seconds = ms / 1000;
   const auto nanos = static_cast<int32_t>((ms % 1000) * 1'000'000);
-  if (seconds != 0) put_varint_field(&t, 1, static_cast<uint64_t>(seconds));
-  if (nanos != 0) put_varint_field(&t, 2, static_cast<uint64_t>(static_cast<int64_t>(nanos)));
-  put_bytes_field(out, field, t);
+  const size_t begun = out->begin(field);
+  if (seconds != 0) out->varint_field(1, static_cast<uint64_t>(seconds));
+  if (nanos != 0) out->varint_field(2, static_cast<uint64_t>(static_cast<int64_t>(nanos)));
+  out->end(begun);
 }
 
 // Names the RocketMQ 5 client reads from their own fields, and RocketMQ's own bookkeeping of a
@@ -70,7 +82,7 @@ bool system_name(std::string_view name) {
   return engine::is_internal_property(name);
 }
 
-void put_host_field(std::string* out, uint32_t field, const engine::HostAddress& h) {
+void put_host_field(ProtoWriter* out, uint32_t field, const engine::HostAddress& h) {
   // "[" 8 groups of 4 hex digits "]:" port: 48 bytes at most; to_chars is bounded 16 short of
   // the end so the separators after it always fit.
   char text[96];
@@ -93,12 +105,12 @@ void put_host_field(std::string* out, uint32_t field, const engine::HostAddress&
   }
   *p++ = ':';
   p = std::to_chars(p, end, h.port).ptr;
-  put_bytes_field(out, field, std::string_view(text, static_cast<size_t>(p - text)));
+  out->bytes_field(field, std::string_view(text, static_cast<size_t>(p - text)));
 }
 
 // The body's digest as RocketMQ 5 clients check it (MessageView): MD5, uppercase hex. Clients
 // fail to read a message without one.
-void put_digest_field(std::string* out, uint32_t field, std::span<const std::byte> body) {
+void put_digest_field(ProtoWriter* out, uint32_t field, std::span<const std::byte> body) {
   // The algorithm fetched and the context made once: OpenSSL 3 looks MD5 up in its provider
   // tables at every EVP_Digest, which cost more than hashing a small body.
   struct Md5 {
@@ -122,10 +134,10 @@ void put_digest_field(std::string* out, uint32_t field, std::span<const std::byt
     hex[2 * i] = kHex[md[i] >> 4];
     hex[2 * i + 1] = kHex[md[i] & 15];
   }
-  std::string digest;
-  put_varint_field(&digest, 1, kDigestMd5);
-  put_bytes_field(&digest, 2, std::string_view(hex, size_t{n} * 2));
-  put_bytes_field(out, field, digest);
+  const size_t begun = out->begin(field);
+  out->varint_field(1, kDigestMd5);
+  out->bytes_field(2, std::string_view(hex, size_t{n} * 2));
+  out->end(begun);
 }
 
 // What the record's properties say, in the order the SystemProperties fields need them.
@@ -169,82 +181,109 @@ PropertyFields read_properties(std::string_view properties) {
   return f;
 }
 
-void put_system_properties(std::string* sys, const engine::MessageView& record,
+void put_system_properties(ProtoWriter* sys, const engine::MessageView& record,
                            const PropertyFields& p, const ReceivedFields* received) {
-  if (p.tag) put_bytes_field(sys, 1, *p.tag);
+  if (p.tag) sys->bytes_field(1, *p.tag);
   for (size_t at = 0; at <= p.keys.size();) {
     const size_t space = std::min(p.keys.find(' ', at), p.keys.size());
-    if (space > at) put_bytes_field(sys, 2, p.keys.substr(at, space - at));
+    if (space > at) sys->bytes_field(2, p.keys.substr(at, space - at));
     at = space + 1;
   }
-  if (!p.message_id.empty()) put_bytes_field(sys, 3, p.message_id);
+  if (!p.message_id.empty()) sys->bytes_field(3, p.message_id);
   put_digest_field(sys, 4, record.body);
-  put_varint_field(sys, 5, kEncodingIdentity);
-  put_varint_field(sys, 6, p.type);
+  sys->varint_field(5, kEncodingIdentity);
+  sys->varint_field(6, p.type);
   put_time_field(sys, 7, record.born_timestamp_ms);
   put_host_field(sys, 8, record.born_host);
   put_time_field(sys, 9, record.store_timestamp_ms);
   put_host_field(sys, 10, record.store_host);
   if (p.deliver_ms) put_time_field(sys, 11, *p.deliver_ms);
   if (received != nullptr) {
-    put_bytes_field(sys, 12, received->receipt_handle);
+    sys->bytes_field(12, received->receipt_handle);
   } else if (p.pop_ck) {
-    put_bytes_field(sys, 12, *p.pop_ck);
+    sys->bytes_field(12, *p.pop_ck);
   }
-  if (record.queue_id != 0) put_varint_field(sys, 13, static_cast<uint64_t>(record.queue_id));
-  put_varint_field(sys, 14, static_cast<uint64_t>(record.queue_offset));
+  if (record.queue_id != 0) sys->varint_field(13, static_cast<uint64_t>(record.queue_id));
+  sys->varint_field(14, static_cast<uint64_t>(record.queue_offset));
   if (received != nullptr) put_time_field(sys, 15, received->invisible_ms);
   const int32_t attempt =
       received != nullptr ? received->delivery_attempt : record.reconsume_times + 1;
-  put_varint_field(sys, 16, static_cast<uint64_t>(static_cast<int64_t>(attempt)));
-  if (p.group) put_bytes_field(sys, 17, *p.group);
+  sys->varint_field(16, static_cast<uint64_t>(static_cast<int64_t>(attempt)));
+  if (p.group) sys->bytes_field(17, *p.group);
 }
 
 }  // namespace
 
-void put_varint(std::string* out, uint64_t v) {
-  char buf[10];
-  size_t n = 0;
-  while (v >= 0x80) {
-    buf[n++] = static_cast<char>((v & 0x7F) | 0x80);
-    v >>= 7;
-  }
-  buf[n++] = static_cast<char>(v);
-  out->append(buf, n);
+char* ProtoWriter::room(size_t n) {
+  if (at_ + n > out_->size()) out_->resize(std::max({at_ + n, out_->size() * 2, size_t{256}}));
+  return out_->data() + at_;
 }
 
-void put_bytes_field(std::string* out, uint32_t field, std::string_view bytes) {
-  put_tag(out, field, kLengthDelimited);
-  put_varint(out, bytes.size());
-  out->append(bytes);
+void ProtoWriter::varint(uint64_t v) {
+  char* p = room(10);
+  at_ += static_cast<size_t>(write_varint(p, v) - p);
+}
+
+void ProtoWriter::varint_field(uint32_t field, uint64_t v) {
+  varint((uint64_t{field} << 3) | kVarint);
+  varint(v);
+}
+
+void ProtoWriter::bytes_field(uint32_t field, std::string_view bytes) {
+  varint((uint64_t{field} << 3) | kLengthDelimited);
+  varint(bytes.size());
+  std::memcpy(room(bytes.size()), bytes.data(), bytes.size());
+  at_ += bytes.size();
+}
+
+size_t ProtoWriter::begin(uint32_t field) {
+  varint((uint64_t{field} << 3) | kLengthDelimited);
+  room(kLengthRoom);
+  at_ += kLengthRoom;
+  return at_;
+}
+
+void ProtoWriter::end(size_t begun) {
+  const size_t length = at_ - begun;
+  const size_t n = varint_size(length);
+  if (n > kLengthRoom) room(n - kLengthRoom);
+  char* base = out_->data();
+  if (n != kLengthRoom) std::memmove(base + begun - kLengthRoom + n, base + begun, length);
+  write_varint(base + begun - kLengthRoom, length);
+  at_ = begun - kLengthRoom + n + length;
 }
 
 void encode_grpc_message(const engine::MessageView& record, const ReceivedFields* received,
                          std::string* out) {
+  ProtoWriter writer(out);
+  encode_grpc_message(record, received, &writer);
+}
+
+void encode_grpc_message(const engine::MessageView& record, const ReceivedFields* received,
+                         ProtoWriter* out) {
   const PropertyFields p = read_properties(record.user_properties);
-  std::string part;
   // 1: topic (Resource: name = 2)
   const std::string_view topic =
       engine::find_property(record.user_properties, engine::kPropertyRealTopic)
           .value_or(record.topic);
-  if (!topic.empty()) put_bytes_field(&part, 2, topic);  // proto3: an empty string is left out
-  put_bytes_field(out, 1, part);
+  size_t begun = out->begin(1);
+  if (!topic.empty()) out->bytes_field(2, topic);  // proto3: an empty string is left out
+  out->end(begun);
   // 2: user_properties (map entries: key = 1, value = 2)
   for (const auto& [name, value] : p.user) {
-    part.clear();
-    put_bytes_field(&part, 1, name);
-    put_bytes_field(&part, 2, value);
-    put_bytes_field(out, 2, part);
+    begun = out->begin(2);
+    out->bytes_field(1, name);
+    out->bytes_field(2, value);
+    out->end(begun);
   }
   // 3: system_properties
-  part.clear();
-  put_system_properties(&part, record, p, received);
-  put_bytes_field(out, 3, part);
+  begun = out->begin(3);
+  put_system_properties(out, record, p, received);
+  out->end(begun);
   // 4: body (proto3: left out when empty)
   if (!record.body.empty()) {
-    put_bytes_field(
-        out, 4,
-        std::string_view(reinterpret_cast<const char*>(record.body.data()), record.body.size()));
+    out->bytes_field(
+        4, std::string_view(reinterpret_cast<const char*>(record.body.data()), record.body.size()));
   }
 }
 

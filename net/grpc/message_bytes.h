@@ -26,13 +26,40 @@ struct ReceivedFields {
   int64_t invisible_ms = 0;
 };
 
-// Appends the Message's encoding to *out. Without `received`, the receipt handle is the record's
+// Protobuf's encoding written in place at the end of a string: no part is built apart and
+// copied in. A nested message's length is not known before its fields are written, so `begin`
+// leaves two bytes for it (every length below 16 KiB) and `end` writes it, moving the fields
+// when the length needs another size. The string grows by doubling; `finish` (or the
+// destructor) trims it to what was written.
+class ProtoWriter {
+ public:
+  explicit ProtoWriter(std::string* out) : out_(out), at_(out->size()) {}
+  ProtoWriter(const ProtoWriter&) = delete;
+  ProtoWriter& operator=(const ProtoWriter&) = delete;
+  ~ProtoWriter() { finish(); }
+
+  void varint_field(uint32_t field, uint64_t v);
+  void bytes_field(uint32_t field, std::string_view bytes);
+  // Opens a length-delimited field; gives what `end` needs.
+  size_t begin(uint32_t field);
+  void end(size_t begun);
+  // The string as written so far, its length trimmed.
+  void finish() { out_->resize(at_); }
+
+ private:
+  char* room(size_t n);
+  void varint(uint64_t v);
+
+  std::string* out_;
+  size_t at_;  // where the next byte goes
+};
+
+// Writes the Message's encoding. Without `received`, the receipt handle is the record's
 // POP_CK property (if any) and the attempt its RECONSUMETIMES + 1.
 void encode_grpc_message(const engine::MessageView& record, const ReceivedFields* received,
+                         ProtoWriter* out);
+// The same, appended to *out.
+void encode_grpc_message(const engine::MessageView& record, const ReceivedFields* received,
                          std::string* out);
-
-// The wire's varint and length-delimited field writers (protobuf's encoding).
-void put_varint(std::string* out, uint64_t v);
-void put_bytes_field(std::string* out, uint32_t field, std::string_view bytes);
 
 }  // namespace uringmq::net

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "apache/rocketmq/v2/definition.pb.h"
+#include "apache/rocketmq/v2/service.pb.h"
 #include "engine/log/properties.h"
 #include "engine/log/property_names.h"
 #include "net/grpc/message_bytes.h"
@@ -110,6 +111,32 @@ TEST(GrpcMessageBytesTest, DelayedRetryMessageKeepsItsRealTopicAndTime) {
   EXPECT_FALSE(m.system_properties().has_tag());
   EXPECT_EQ(m.user_properties_size(), 0);
   EXPECT_EQ(m.SerializeAsString(), bytes);
+}
+
+// A nested message's length is written once its fields are: every size of varint it can take
+// (1, 2 and 3 bytes) gives protobuf's own bytes.
+TEST(GrpcMessageBytesTest, NestedLengthsOfEverySize) {
+  for (size_t body : {0, 1, 60, 127, 128, 300, 16'000, 16'383, 16'384, 70'000}) {
+    std::string text(body, 'x');
+    engine::MessageView v;
+    v.topic = "T";
+    v.body = std::as_bytes(std::span(text.data(), text.size()));
+    v.born_host = HostAddress::ipv4(127, 0, 0, 1, 1);
+    v.store_host = v.born_host;
+    std::string bytes = "prefix";
+    {
+      ProtoWriter writer(&bytes);
+      const size_t begun = writer.begin(2);  // as a ReceiveMessageResponse's message
+      encode_grpc_message(v, nullptr, &writer);
+      writer.end(begun);
+    }
+    ASSERT_EQ(bytes.substr(0, 6), "prefix");
+    v2::ReceiveMessageResponse r;
+    ASSERT_TRUE(r.ParseFromString(bytes.substr(6))) << body;
+    EXPECT_EQ(r.message().body().size(), body);
+    EXPECT_EQ(r.message().topic().name(), "T");
+    EXPECT_EQ(r.SerializeAsString(), bytes.substr(6)) << body;
+  }
 }
 
 }  // namespace

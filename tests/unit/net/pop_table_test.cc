@@ -52,6 +52,21 @@ TEST(PopHandleTest, RoundTripsInExtraInfoFormat) {
   EXPECT_EQ(p.deadline_ms(), 1700000030000);
 }
 
+TEST(PopHandleTest, LargestNumbersAndTheBrokerNameAloneRead) {
+  PopHandle h{
+      0,         INT64_MAX, INT64_MAX, UINT32_MAX - 1, "a-broker-name-past-the-short-buffer",
+      INT32_MAX, INT64_MAX};
+  const std::string text = format_pop_handle(h);
+  auto parsed = parse_pop_handle(text);
+  ASSERT_TRUE(std::holds_alternative<PopHandle>(parsed));
+  EXPECT_EQ(std::get<PopHandle>(parsed).queue_offset, INT64_MAX);
+  EXPECT_EQ(std::get<PopHandle>(parsed).slot, UINT32_MAX - 1);
+  EXPECT_EQ(pop_handle_broker(text), "a-broker-name-past-the-short-buffer");
+  EXPECT_EQ(pop_handle_broker("1 2 3 4 0 b"), "b");
+  EXPECT_EQ(pop_handle_broker("1 2 3 4 0"), "");
+  EXPECT_EQ(pop_handle_broker(""), "");
+}
+
 TEST(PopHandleTest, RefusesMalformedNamingTheField) {
   auto r = parse_pop_handle("42 x 30000 7 0 b 3 1");
   ASSERT_TRUE(std::holds_alternative<Refusal>(r));
