@@ -115,15 +115,23 @@ uint32_t ShardIndex::claim(uint32_t slot_index, uint64_t tag, std::span<std::byt
   return id;
 }
 
+// A batch of views is one query: it fits the query's candidates.
+static_assert(Session::kMaxViewRecords <= engine::kIndexMaxHits);
+
 bool ShardIndex::start_view(uint32_t slot_index, const shard_request::ViewRecord& request) {
   const uint32_t id = claim(slot_index, request.tag, request.buffer);
   if (id == queries_.size()) return false;  // all busy: the request waits in its ring
   Query& q = queries_[id];
   q.by_offset = true;
-  q.max_messages = 1;
   q.stage = Query::Stage::size;
-  q.offsets[0] = request.local_offset.value;
-  q.candidates = 1;
+  if (request.batch.empty()) {
+    q.offsets[0] = request.local_offset.value;
+    q.candidates = 1;
+  } else {
+    q.candidates = static_cast<uint32_t>(std::min(request.batch.size(), q.offsets.size()));
+    for (uint32_t i = 0; i < q.candidates; i++) q.offsets[i] = local_offset(request.batch[i]).value;
+  }
+  q.max_messages = q.candidates;
   read_next(id);
   return true;
 }

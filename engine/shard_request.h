@@ -101,10 +101,12 @@ struct QueryIndex {
   uint32_t max_messages = 0;
   std::span<std::byte> buffer;
 };
-// The record at local_offset, checked, into buffer.
+// The record at local_offset, or (batch not empty) the records at the batch's offsets of this
+// shard, each checked, one after another into buffer.
 struct ViewRecord {
   uint64_t tag = 0;
   LogOffset local_offset;
+  std::span<const StoreOffset> batch;  // the caller's until the completion
   std::span<std::byte> buffer;
 };
 // Transactional messages: the half at local_offset (its bytes in record; empty: the shard looks

@@ -531,8 +531,28 @@ io::Status Session::replicate_async(uint32_t shard, LogOffset offset,
 io::Status Session::view_record_async(StoreOffset store_offset, std::span<std::byte> buffer,
                                       uint64_t tag) {
   return post_to_holder(
-      store_offset, shard_request::ViewRecord{
-                        .tag = tag, .local_offset = local_offset(store_offset), .buffer = buffer});
+      store_offset,
+      shard_request::ViewRecord{
+          .tag = tag, .local_offset = local_offset(store_offset), .batch = {}, .buffer = buffer});
+}
+
+io::Status Session::view_records_async(std::span<const StoreOffset> offsets,
+                                       std::span<std::byte> buffer, uint64_t tag) {
+  if (offsets.empty() || offsets.size() > kMaxViewRecords) {
+    return io::Status::error(io::Code::invalid_argument, std::to_string(offsets.size()) +
+                                                             " records asked, not 1.." +
+                                                             std::to_string(kMaxViewRecords));
+  }
+  const uint32_t shard = shard_of_offset(offsets[0]);
+  for (StoreOffset offset : offsets) {
+    if (shard_of_offset(offset) != shard) {
+      return io::Status::error(io::Code::invalid_argument,
+                               "the records asked are in more than one shard");
+    }
+  }
+  return post_to_holder(
+      offsets[0], shard_request::ViewRecord{
+                      .tag = tag, .local_offset = LogOffset{}, .batch = offsets, .buffer = buffer});
 }
 
 io::Status Session::query_queue_async(std::string_view topic, int32_t queue_id, uint64_t tag,

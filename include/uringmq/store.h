@@ -236,6 +236,13 @@ class Session {
   // The record at a store-wide offset, checked, into buffer (size_bytes; not_found when no
   // valid record starts there or it does not fit).
   io::Status view_record_async(StoreOffset store_offset, std::span<std::byte> buffer, uint64_t tag);
+  // The records at several store-wide offsets of one shard (at most kMaxViewRecords), each
+  // checked, one after another into buffer in the order asked (size_bytes, message_count). A
+  // record gone (retention) or damaged is left out; a record that does not fit ends the
+  // answer; not_found when none is there. `offsets` is the caller's until the completion.
+  io::Status view_records_async(std::span<const StoreOffset> offsets, std::span<std::byte> buffer,
+                                uint64_t tag);
+  static constexpr size_t kMaxViewRecords = 64;
   // The queue's min and max (next to be written) offsets, in min_offset/max_offset.
   io::Status query_queue_async(std::string_view topic, int32_t queue_id, uint64_t tag,
                                uint32_t shard = kShardByHash);

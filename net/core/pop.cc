@@ -118,6 +118,7 @@ struct Pop::Receive {
   int64_t committed = -1;
   std::vector<PopTaken> to_view;  // handed out again: their records to read
   size_t viewed = 0;
+  std::vector<StoreOffset> view_offsets;  // the records asked in the view in the store
   std::shared_ptr<const engine::SqlFilter> sql;
   std::optional<Refusal> failure;
   std::vector<uint32_t> journal_queues;  // the table queues whose TAKE records are stored
@@ -429,11 +430,15 @@ bool Pop::post_pull(uint32_t index, Receive& r, int64_t hold_ms) {
 bool Pop::post_view(uint32_t index, Receive& r) {
   BrokerOp& op = calls_.op(index);
   r.step = Receive::Step::view;
-  const PopTaken& taken = r.to_view[r.viewed];
+  // Every message still to read in one request (the store reads them one after another).
+  r.view_offsets.clear();
+  for (size_t i = r.viewed;
+       i < r.to_view.size() && r.view_offsets.size() < Session::kMaxViewRecords; i++) {
+    r.view_offsets.push_back(StoreOffset{r.to_view[i].store_offset});
+  }
   op.data.resize(config_.store.log.limits.max_body_bytes + (64u << 10));
   calls_.reserve(index, op.data.size() + r.answer.size());
-  return r.posted(
-      calls_.session().view_record_async(StoreOffset{taken.store_offset}, op.data, index));
+  return r.posted(calls_.session().view_records_async(r.view_offsets, op.data, index));
 }
 
 bool Pop::start_waiting(uint32_t index, Receive& r) {
@@ -700,22 +705,44 @@ void Pop::pulled(uint32_t index, Receive& r, const Completion& c) {
   commit_progress(r.shard, q);
 }
 
+// Messages handed out again whose records were asked in one view: each one the answer holds
+// is appended; one left out before a record that came is gone (retention) or damaged and is
+// ended, as is the first asked when none came. Those after the last record that came (they
+// did not fit the buffer, or a damaged one ended the answer) are asked again.
 void Pop::viewed(uint32_t index, Receive& r, const Completion& c) {
-  const PopTaken& taken = r.to_view[r.viewed++];
-  if (c.code != io::Code::ok) {
-    // The record is gone (retention) or damaged: the message cannot be delivered again.
+  const size_t asked_end = r.viewed + r.view_offsets.size();
+  size_t next = r.viewed;
+  auto end_unreadable = [&](const PopTaken& taken, io::Code code) {
     log_warn("POP: the record of " + r.call.topic + " queue " +
              std::to_string(taken.handle.queue_id) + " offset " +
              std::to_string(taken.queue_offset) + " cannot be read (" +
-             std::string(io::code_name(c.code)) + "); it is ended");
+             std::string(io::code_name(code == io::Code::ok ? io::Code::not_found : code)) +
+             "); it is ended");
     (void)tables_[r.shard]->ack(taken.handle, r.now_ms);
     commit_progress(r.shard, taken.queue);
-    return;
+  };
+  if (c.code == io::Code::ok) {
+    BrokerOp& op = calls_.op(index);
+    std::span<std::byte> records(op.data.data(), c.size_bytes);
+    records = records.first(client_records(r.shard, records));
+    for (size_t at = 0; at + engine::kRecordPhysicalOffsetAt + 8 <= records.size();) {
+      const uint32_t size = engine::record_total_size(records.subspan(at));
+      if (size == 0 || at + size > records.size()) break;
+      std::span<const std::byte> record = records.subspan(at, size);
+      at += size;
+      const uint64_t stored =
+          store_offset_of(WireOffset{engine::record_physical_offset(record)}, r.shard).value;
+      size_t k = next;
+      while (k < asked_end && r.to_view[k].store_offset != stored) k++;
+      if (k == asked_end) continue;  // not one asked for
+      for (; next < k; next++) end_unreadable(r.to_view[next], io::Code::not_found);
+      r.append(record, r.to_view[next++], names_[r.shard]);
+    }
   }
-  BrokerOp& op = calls_.op(index);
-  std::span<std::byte> record(op.data.data(), c.size_bytes);
-  record = record.first(client_records(r.shard, record));
-  r.append(record, taken, names_[r.shard]);
+  // None came: the first asked cannot be read (a damaged one may also have ended the answer
+  // before the others were read); the others are asked again.
+  if (next == r.viewed && next < asked_end) end_unreadable(r.to_view[next++], c.code);
+  r.viewed = next;
 }
 
 std::variant<Refusal, Pop::HandleDone> Pop::handle_outcome(uint32_t index, const Completion& c) {

@@ -2,8 +2,9 @@
 // KEYS word and by UNIQ_KEY on the shard that stored them, only records of the asked topic, key
 // and time range come back (hash collisions and other topics are dropped by the record check),
 // the index survives a clean restart and is rebuilt from the CommitLog when its files are
-// removed, and view_record returns the record at a store-wide offset (not_found elsewhere).
-// Method: a real Store (io_uring) in a temporary directory, two shards, small index files.
+// removed, and view_record returns the record at a store-wide offset (not_found elsewhere), or
+// several records of one shard in one request. Method: a real Store (io_uring) in a temporary
+// directory, two shards, small index files.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -138,6 +139,60 @@ TEST_F(StoreIndexTest, ViewRecordByOffset) {
   EXPECT_EQ(engine::find_property(r.view.user_properties, "UNIQ_KEY").value_or(""), "TopicV-6");
   ASSERT_TRUE((*session)->view_record_async(StoreOffset{offsets_[6].value + 1}, buffer, 2).is_ok());
   EXPECT_EQ((*session)->wait_for(2).code, io::Code::not_found);
+}
+
+// Several records of one shard in one request: in the order asked, one that is not there left
+// out (a position inside a record is not checked here: its bytes may end the answer), the answer
+// ended by a buffer too small for the next; offsets of two shards are refused.
+TEST_F(StoreIndexTest, ViewRecordsOfOneShardInOneRequest) {
+  auto store = Store::open(options_);
+  ASSERT_TRUE(store.is_ok());
+  send(**store, "TopicV", 10);
+  auto session = (*store)->open_session();
+  std::vector<StoreOffset> same;  // the records of offsets_[0]'s shard, newest first
+  std::vector<int> numbers;
+  for (int i = 9; i >= 0; i--) {
+    if (shard_of_offset(offsets_[i]) != shard_of_offset(offsets_[0])) continue;
+    same.push_back(offsets_[i]);
+    numbers.push_back(i);
+  }
+  ASSERT_GE(same.size(), 3u);
+  // An offset past what the shard wrote: no record there.
+  const StoreOffset beyond = make_store_offset(shard_of_offset(same[0]), LogOffset{1ull << 40});
+  std::vector<StoreOffset> asked = {same[0], beyond, same[1], same[2]};
+  std::vector<std::byte> buffer(4096);
+  ASSERT_TRUE((*session)->view_records_async(asked, buffer, 1).is_ok());
+  Completion c = (*session)->wait_for(1);
+  ASSERT_EQ(c.code, io::Code::ok);
+  ASSERT_EQ(c.message_count, 3u);
+  size_t at = 0;
+  for (int n : {numbers[0], numbers[1], numbers[2]}) {
+    engine::DecodeResult r = engine::decode(std::span(buffer).subspan(at, c.size_bytes - at), {});
+    ASSERT_EQ(r.outcome, engine::DecodeOutcome::ok);
+    EXPECT_EQ(engine::find_property(r.view.user_properties, "UNIQ_KEY").value_or(""),
+              "TopicV-" + std::to_string(n));
+    at += r.size;
+  }
+  EXPECT_EQ(at, c.size_bytes);
+  // Room for one record only: the answer holds the first and ends.
+  engine::DecodeResult first = engine::decode(std::span(buffer).first(c.size_bytes), {});
+  std::vector<std::byte> small(first.size + first.size / 2);
+  ASSERT_TRUE((*session)->view_records_async(asked, small, 2).is_ok());
+  c = (*session)->wait_for(2);
+  EXPECT_EQ(c.code, io::Code::ok);
+  EXPECT_EQ(c.message_count, 1u);
+  // Nothing there: not_found.
+  std::vector<StoreOffset> gone = {beyond};
+  ASSERT_TRUE((*session)->view_records_async(gone, buffer, 3).is_ok());
+  EXPECT_EQ((*session)->wait_for(3).code, io::Code::not_found);
+  // Two shards, or none: refused before posting.
+  for (int i = 1; i < 10; i++) {
+    if (shard_of_offset(offsets_[i]) == shard_of_offset(offsets_[0])) continue;
+    std::vector<StoreOffset> mixed = {offsets_[0], offsets_[i]};
+    EXPECT_EQ((*session)->view_records_async(mixed, buffer, 4).code(), io::Code::invalid_argument);
+    break;
+  }
+  EXPECT_EQ((*session)->view_records_async({}, buffer, 5).code(), io::Code::invalid_argument);
 }
 
 }  // namespace
