@@ -22,6 +22,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -30,6 +31,7 @@
 #include "bench/bench_util.h"
 #include "bench/grpc_send_request.h"
 #include "bench/h2_client.h"
+#include "net/grpc/message_bytes.h"
 
 namespace {
 
@@ -202,10 +204,114 @@ struct Drain {
 
 void start_receive(Drain& d, const Options& o, H2Connection& c, int empty);
 
-void ack_all(Drain& d, H2Connection& c, v2::AckMessageRequest& ack) {
-  const auto n = static_cast<uint64_t>(ack.entries_size());
+// One protobuf field read in place (wire types 0 and 2; the others end the read as malformed).
+struct WireField {
+  uint32_t number = 0;
+  uint64_t varint = 0;
+  std::string_view bytes;
+};
+
+bool read_varint(std::string_view* in, uint64_t* v) {
+  *v = 0;
+  for (int shift = 0; shift < 64 && !in->empty(); shift += 7) {
+    const auto b = static_cast<uint8_t>(in->front());
+    in->remove_prefix(1);
+    *v |= uint64_t{b & 0x7Fu} << shift;
+    if ((b & 0x80) == 0) return true;
+  }
+  return false;
+}
+
+// The next field of *in; false at its end, *bad set when the bytes do not parse.
+bool next_field(std::string_view* in, WireField* f, bool* bad) {
+  if (in->empty()) return false;
+  uint64_t key = 0;
+  *bad = !read_varint(in, &key);
+  if (*bad) return false;
+  f->number = static_cast<uint32_t>(key >> 3);
+  f->bytes = {};
+  if ((key & 7) == 0) {
+    *bad = !read_varint(in, &f->varint);
+  } else if ((key & 7) == 2) {
+    uint64_t size = 0;
+    *bad = !read_varint(in, &size) || size > in->size();
+    if (!*bad) {
+      f->bytes = in->substr(0, size);
+      in->remove_prefix(size);
+    }
+  } else {
+    *bad = true;
+  }
+  return !*bad;
+}
+
+// What the drain reads of one ReceiveMessageResponse: its status (when it is one) or its
+// message's id and receipt handle. The rest is skipped unread, as the pull drain counts its
+// records without decoding them: both clients cost the broker's CPU as little as they can.
+struct ReceivedPart {
+  bool bad = false;
+  bool is_status = false;
+  uint64_t code = 0;
+  std::string_view status_message;
+  std::string_view message_id;
+  std::string_view receipt_handle;
+};
+
+void read_fields(std::string_view bytes, bool* bad,
+                 const std::function<void(const WireField&)>& each) {
+  WireField f;
+  while (next_field(&bytes, &f, bad)) each(f);
+}
+
+ReceivedPart read_received(std::string_view bytes) {
+  ReceivedPart r;
+  read_fields(bytes, &r.bad, [&r](const WireField& f) {
+    if (f.number == 1) {  // status
+      r.is_status = true;
+      read_fields(f.bytes, &r.bad, [&r](const WireField& s) {
+        if (s.number == 1) r.code = s.varint;
+        if (s.number == 2) r.status_message = s.bytes;
+      });
+    } else if (f.number == 2) {  // message: its system_properties (3)
+      read_fields(f.bytes, &r.bad, [&r](const WireField& m) {
+        if (m.number != 3) return;
+        read_fields(m.bytes, &r.bad, [&r](const WireField& p) {
+          if (p.number == 3) r.message_id = p.bytes;
+          if (p.number == 12) r.receipt_handle = p.bytes;
+        });
+      });
+    }
+  });
+  return r;
+}
+
+// An AckMessageRequest of (group, topic) written as received messages are read.
+struct AckBuilder {
+  std::string bytes;
+  int entries = 0;
+  AckBuilder(const Options& o) {
+    uringmq::net::ProtoWriter w(&bytes);
+    size_t at = w.begin(1);
+    w.bytes_field(2, o.group);
+    w.end(at);
+    at = w.begin(2);
+    w.bytes_field(2, o.topic);
+    w.end(at);
+  }
+  void add(std::string_view message_id, std::string_view handle) {
+    uringmq::net::ProtoWriter w(&bytes);
+    const size_t at = w.begin(3);
+    w.bytes_field(1, message_id);
+    w.bytes_field(2, handle);
+    w.end(at);
+    entries++;
+  }
+};
+
+void ack_all(Drain& d, H2Connection& c, AckBuilder& ack) {
+  const auto n = static_cast<uint64_t>(ack.entries);
   d.acks_in_flight++;
-  c.call(kAck, ack.SerializeAsString(), d.run.headers, [&d, n](H2Answer& a) {
+  c.call(kAck, std::move(ack.bytes), d.run.headers, [&d, n](H2Answer& a) {
     d.acks_in_flight--;
     v2::AckMessageResponse response;
     if (a.grpc_status == 0 && a.messages.size() == 1 && response.ParseFromString(a.messages[0]) &&
@@ -219,38 +325,32 @@ void ack_all(Drain& d, H2Connection& c, v2::AckMessageRequest& ack) {
 }
 
 void received(Drain& d, const Options& o, H2Connection& c, int empty, H2Answer& a) {
-  v2::AckMessageRequest ack;
-  ack.mutable_group()->set_name(o.group);
-  ack.mutable_topic()->set_name(o.topic);
-  v2::ReceiveMessageResponse response;
+  AckBuilder ack(o);
   std::string status;
   for (const std::string& m : a.messages) {
-    if (!response.ParseFromString(m)) {
+    const ReceivedPart part = read_received(m);
+    if (part.bad) {
       d.chains--;
       return d.run.failed("ReceiveMessage", a, "an answer that does not parse");
     }
-    if (response.has_status() && response.status().code() != v2::OK &&
-        response.status().code() != v2::MESSAGE_NOT_FOUND) {
-      status = response.status().message();
+    if (part.is_status && part.code != v2::OK && part.code != v2::MESSAGE_NOT_FOUND) {
+      status = std::string(part.status_message);
     }
-    if (!response.has_message()) continue;
-    v2::AckMessageEntry* entry = ack.add_entries();
-    entry->set_message_id(response.message().system_properties().message_id());
-    entry->set_receipt_handle(response.message().system_properties().receipt_handle());
+    if (!part.receipt_handle.empty()) ack.add(part.message_id, part.receipt_handle);
   }
   if (a.grpc_status != 0 || !status.empty()) {
     d.chains--;
     return d.run.failed("ReceiveMessage", a, status);
   }
-  d.received += static_cast<uint64_t>(ack.entries_size());
-  if (ack.entries_size() > 0) {
+  d.received += static_cast<uint64_t>(ack.entries);
+  if (ack.entries > 0) {
     if (o.ack) {
       ack_all(d, c, ack);
     } else {
       d.last_done = std::chrono::steady_clock::now();
     }
   }
-  const int next_empty = ack.entries_size() == 0 ? empty + 1 : 0;
+  const int next_empty = ack.entries == 0 ? empty + 1 : 0;
   if (next_empty >= 2 || (o.limit != 0 && d.received >= o.limit)) {
     d.chains--;
     return;

@@ -229,6 +229,8 @@ void GrpcReceive::answer_receive(const Ticket& ticket,
     if (out == nullptr) return;
     {
       ProtoWriter writer(out);
+      // The message takes about its record's bytes plus what a receive adds.
+      writer.reserve(m.record_bytes + m.handle_text.size() + 256);
       const size_t begun = writer.begin(2);  // ReceiveMessageResponse.message
       encode_grpc_message(d.view, &received, &writer);
       writer.end(begun);

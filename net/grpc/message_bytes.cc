@@ -215,7 +215,10 @@ void put_system_properties(ProtoWriter* sys, const engine::MessageView& record,
 }  // namespace
 
 char* ProtoWriter::room(size_t n) {
-  if (at_ + n > out_->size()) out_->resize(std::max({at_ + n, out_->size() * 2, size_t{256}}));
+  // Lengthened by what is asked and a little more: doubling the length would zero-fill all
+  // that was written before (a receive's answer is one string of many messages).
+  constexpr size_t kAhead = 256;
+  if (at_ + n > out_->size()) out_->resize(at_ + n + kAhead);
   return out_->data() + at_;
 }
 

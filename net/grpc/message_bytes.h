@@ -29,8 +29,9 @@ struct ReceivedFields {
 // Protobuf's encoding written in place at the end of a string: no part is built apart and
 // copied in. A nested message's length is not known before its fields are written, so `begin`
 // leaves two bytes for it (every length below 16 KiB) and `end` writes it, moving the fields
-// when the length needs another size. The string grows by doubling; `finish` (or the
-// destructor) trims it to what was written.
+// when the length needs another size. The string is lengthened ahead of the writes (its
+// capacity grows as std::string's does), by what `reserve` says is coming or by a little more
+// than each write; `finish` (or the destructor) trims it to what was written.
 class ProtoWriter {
  public:
   explicit ProtoWriter(std::string* out) : out_(out), at_(out->size()) {}
@@ -38,6 +39,8 @@ class ProtoWriter {
   ProtoWriter& operator=(const ProtoWriter&) = delete;
   ~ProtoWriter() { finish(); }
 
+  // Room for about `bytes` more: one lengthening instead of several.
+  void reserve(size_t bytes) { room(bytes); }
   void varint_field(uint32_t field, uint64_t v);
   void bytes_field(uint32_t field, std::string_view bytes);
   // Opens a length-delimited field; gives what `end` needs.
