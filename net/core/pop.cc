@@ -800,6 +800,26 @@ std::vector<PopQueueReport> Pop::figures(uint32_t shard) const {
 }
 
 void Pop::advance_low_water(int64_t now_ms) {
+  // Commits a queue's committed offset when it moved since it was last committed.
+  auto commit_now = [this](uint32_t shard, uint32_t queue) {
+    std::vector<int64_t>& last = committed_[shard];
+    if (last.size() <= queue) last.resize(queue + 1, -1);
+    const PopTable& table = *tables_[shard];
+    const int64_t offset = table.committed_offset(queue);
+    if (offset == last[queue]) return;
+    const PopQueueKey& key = table.key(queue);
+    // Nobody waits for it: a commit the store refuses is the next change's to carry.
+    if (!messaging_.commit(Ticket{}, shard, key.group, key.topic, key.queue_id, offset, false)) {
+      last[queue] = offset;
+    }
+  };
+  for (uint32_t shard = 0; shard < moved_.size(); shard++) {
+    for (uint32_t q : moved_[shard].queues) {
+      moved_[shard].listed[q] = false;
+      commit_now(shard, q);
+    }
+    moved_[shard].queues.clear();
+  }
   if (now_ms < next_low_water_ms_) return;
   next_low_water_ms_ = now_ms + kLowWaterIntervalMs;
   for (uint32_t shard = 0; shard < tables_.size(); shard++) {
@@ -810,7 +830,7 @@ void Pop::advance_low_water(int64_t now_ms) {
     // flight it is the cursor), and those must be durable before the mark moves.
     bool committed = true;
     for (uint32_t q = 0; q < table.queue_count(); q++) {
-      commit_progress(shard, q);
+      commit_now(shard, q);
       committed = committed && committed_[shard].size() > q &&
                   committed_[shard][q] == table.committed_offset(q);
     }

@@ -219,8 +219,9 @@ class Pop {
   // When tick has something to do next (none: nothing is invisible, no receive waits).
   std::optional<int64_t> next_deadline_ms() const;
 
-  // Moves each shard's journal low-water mark (at most every 10 s; from the reactor's sweep):
-  // the committed offsets made durable first, then the mark committed under %POP_JOURNAL%.
+  // From the reactor's sweep (every 50 ms): commits the queues' offsets that moved since the
+  // last sweep; and moves each shard's journal low-water mark (at most every 10 s): the
+  // committed offsets made durable first, then the mark committed under %POP_JOURNAL%.
   void advance_low_water(int64_t now_ms);
   // A low-water op's completion (BrokerOp::Kind::pop_low_water): false while it goes on.
   bool low_water_outcome(uint32_t index, const Completion& c);
@@ -270,6 +271,8 @@ class Pop {
                                             const JournalRecord& record, HandleAnswer answer,
                                             std::string handle);
   std::variant<Refusal, PopHandle> handle_of(uint32_t shard, const HandleCall& call) const;
+  // A queue's committed offset may have moved (an ack, a read): committed on the next sweep
+  // (advance_low_water), once for all the changes since, not a store request per ack.
   void commit_progress(uint32_t shard, uint32_t queue);
   void post_dead_letter(uint32_t shard, const PopEnded& ended);
 
@@ -287,6 +290,13 @@ class Pop {
   std::vector<PopEnded> expired_;                       // tick's scratch
   // Per presented broker and table queue: the offset last committed to the store.
   std::vector<std::vector<int64_t>> committed_;
+  // Per presented broker: the table queues whose committed offset may have moved since the
+  // last sweep, each listed once.
+  struct MovedQueues {
+    std::vector<uint32_t> queues;
+    std::vector<bool> listed;
+  };
+  std::vector<MovedQueues> moved_;
   static constexpr int64_t kLowWaterIntervalMs = 10'000;
   // Receives parked and the shared watches that wake them (a watch holds a 32 KiB pull
   // buffer, counted to the broker, not to a connection: it serves every waiter of its queue).

@@ -131,16 +131,12 @@ std::optional<Refusal> Pop::forward_dead_letter(uint32_t shard, const HandleCall
 }
 
 void Pop::commit_progress(uint32_t shard, uint32_t queue) {
-  std::vector<int64_t>& last = committed_[shard];
-  if (last.size() <= queue) last.resize(queue + 1, -1);
-  const PopTable& table = *tables_[shard];
-  const int64_t offset = table.committed_offset(queue);
-  if (offset == last[queue]) return;
-  const PopQueueKey& key = table.key(queue);
-  // Nobody waits for it: a commit the store refuses is the next change's to carry.
-  if (!messaging_.commit(Ticket{}, shard, key.group, key.topic, key.queue_id, offset, false)) {
-    last[queue] = offset;
-  }
+  if (moved_.size() <= shard) moved_.resize(shard + 1);
+  MovedQueues& moved = moved_[shard];
+  if (moved.listed.size() <= queue) moved.listed.resize(queue + 1, false);
+  if (moved.listed[queue]) return;
+  moved.listed[queue] = true;
+  moved.queues.push_back(queue);
 }
 
 void Pop::post_dead_letter(uint32_t shard, const PopEnded& ended) {
