@@ -115,9 +115,9 @@ struct CommitLogOptions {
   // writes are in flight, so they never share a block and overlap on the device, as fio's
   // queue depth does; the partial last block waits for more appends or for the log to go idle.
   uint32_t max_writes_in_flight = 16;
-  // Largest append write, bytes (a multiple of 4096): a longer range goes as several writes in
-  // flight together, so the device starts on its first part, whose appends are acknowledged
-  // sooner, while the rest is still being submitted.
+  // Largest append write under ASYNC_FLUSH, bytes (a multiple of 4096): a longer range goes as
+  // several writes in flight together, whose first parts are acknowledged sooner. SYNC_FLUSH
+  // writes a range whole: its appends wait for an fdatasync round anyway.
   uint32_t max_write_bytes = 64u << 10;
   // Bound on written-but-not-yet-durable bytes (and on submitted writes past durable_), bytes.
   uint64_t max_unsynced_bytes = 32ULL << 20;
