@@ -177,6 +177,8 @@ struct LogFlags {
   uint64_t segment_mib = 1024;
   io::IoMode io_mode = engine::CommitLogOptions{}.io_mode;
   int64_t min_write_kib = -1;       // -1: the CommitLog default
+  int64_t writes_in_flight = -1;    // -1: the CommitLog default
+  int64_t max_write_kib = -1;       // -1: the CommitLog default
   bool prepare_ahead = true;        // false: no zero-fill of the next segment until it is needed
   bool message_index = true;        // false: StoreOptions::index.enabled off (no key index)
   int64_t zero_fill_lead_mib = -1;  // -1: the CommitLog default; -2: unpaced
@@ -227,6 +229,8 @@ struct Args : RunFlags, LogFlags, ConsumeFlags, DelayFlags {};
              "  --message-index no: no per-shard message index (measures its append cost).\n"
              "  --delivery-lead-ms: StoreOptions::delivery_lead_ms (delay workload).\n"
              "  --min-write-kib: CommitLogOptions::min_write_bytes / 1024 (write coalescing).\n"
+             "  --writes-in-flight: CommitLogOptions::max_writes_in_flight (append writes).\n"
+             "  --max-write-kib: CommitLogOptions::max_write_bytes / 1024 (write splitting).\n"
              "  --prepare-ahead no: the next segment is zero-filled only when the writer needs\n"
              "    it (measures the cost of the concurrent zero-fill; use a large --segment-mib).\n"
              "  --data DIR is deleted and recreated for every run (default ./bench-data).\n"
@@ -280,6 +284,8 @@ const FlagField<Args> kFieldFlags[] = {
     {"--data", &Args::data_dir},
     {"--segment-mib", &Args::segment_mib},
     {"--min-write-kib", &Args::min_write_kib},
+    {"--writes-in-flight", &Args::writes_in_flight},
+    {"--max-write-kib", &Args::max_write_kib},
     {"--delivery-lead-ms", &Args::delivery_lead_ms},
     {"--prepare-ahead", &Args::prepare_ahead},
     {"--message-index", &Args::message_index},
@@ -951,6 +957,10 @@ StoreOptions store_options(const Args& a) {
   options.log.io_mode = a.io_mode;
   if (a.min_write_kib >= 0)
     options.log.min_write_bytes = static_cast<uint32_t>(a.min_write_kib << 10);
+  if (a.writes_in_flight > 0)
+    options.log.max_writes_in_flight = static_cast<uint32_t>(a.writes_in_flight);
+  if (a.max_write_kib > 0)
+    options.log.max_write_bytes = static_cast<uint32_t>(a.max_write_kib << 10);
   if (!a.prepare_ahead) options.log.prepare_ahead_bytes = 0;
   options.log.segment_fill = a.segment_fill;
   options.log.recycle_segments = a.recycle;

@@ -41,6 +41,12 @@ io::Status validate(const CommitLogOptions& o) {
                " cannot hold the largest record");
   }
   if (o.write_buffer_count < 2) return bad("at least 2 write buffers are needed");
+  if (o.max_writes_in_flight == 0 || o.max_writes_in_flight > 62) {
+    return bad("max_writes_in_flight must be between 1 and 62");
+  }
+  if (o.max_write_bytes < io::kDirectAlignment || o.max_write_bytes % io::kDirectAlignment != 0) {
+    return bad("max_write_bytes must be a positive multiple of 4096");
+  }
   if (o.max_pending_acks == 0) return bad("max_pending_acks must be positive");
   if (o.zero_fill_chunk_bytes == 0 || o.zero_fill_chunk_bytes % io::kDirectAlignment != 0 ||
       o.segment_size_bytes % o.zero_fill_chunk_bytes != 0) {

@@ -12,6 +12,8 @@ namespace uringmq::engine {
 
 namespace {
 
+// Ring of write slots: max_writes_in_flight (at most kWriteSlots - 2, validated at open) plus
+// the pending rewrites and the completed slots behind an unfinished one.
 constexpr uint32_t kWriteSlots = 64;
 
 }  // namespace
@@ -119,17 +121,24 @@ io::Status LogWriter::switch_buffer() {
   if (fresh.writes_in_flight > 0 || fresh.submitted < fresh.fill) {
     return io::Status::error(io::Code::busy, "all write buffers are in flight");
   }
-  const WriteBuffer& old = buffers_[current_buffer_];
+  WriteBuffer& old = buffers_[current_buffer_];
   const uint64_t appended = state_.appended();
   fresh.log_start = align_down(appended, state_.align_bytes());
   fresh.segment_base = state_.writer_segment();
   fresh.seal_end = 0;
   const uint64_t carry = appended - fresh.log_start;  // direct mode: the partial last block
+  fresh.fill = carry;
+  fresh.submitted = 0;
   if (carry > 0) {
+    // The partial block moves to the fresh buffer, with what of it was already submitted: the
+    // old buffer ends on a block boundary and goes whole; the block is written from here.
     UMQ_ASSERT(old.segment_base == state_.writer_segment());
-    std::memcpy(fresh.data, old.data + (fresh.log_start - old.log_start), carry);
+    const uint64_t boundary = fresh.log_start - old.log_start;
+    std::memcpy(fresh.data, old.data + boundary, carry);
+    fresh.submitted = old.submitted > boundary ? old.submitted - boundary : 0;
+    old.fill = boundary;
+    old.submitted = std::min(old.submitted, boundary);
   }
-  fresh.fill = fresh.submitted = carry;
   current_buffer_ = next;
   return io::Status::ok();
 }
@@ -144,6 +153,7 @@ void LogWriter::reset_at(uint64_t base) {
 // ---- Writes ----
 
 void LogWriter::submit_writes() {
+  if (pending_writes_ > 0) submit_pending();
   while (!state_.fail_stopped()) {
     WriteBuffer& buffer = buffers_[oldest_unsubmitted_];
     if (buffer.submitted < buffer.fill) {
@@ -156,52 +166,131 @@ void LogWriter::submit_writes() {
 }
 
 bool LogWriter::submit_range(WriteBuffer& buffer) {
-  if (slot_count_ == slots_.size()) return false;
   const CommitLogOptions& options = state_.options();
-  const uint64_t from = buffer.log_start + buffer.submitted;
+  const uint64_t align = state_.align_bytes();
+  uint64_t from = buffer.log_start + buffer.submitted;
   const uint64_t to = buffer.log_start + buffer.fill;
   if (from > state_.durable() + options.max_unsynced_bytes) return false;  // wait for a sync
-  if (slot_count_ > 0 && to - from < options.min_write_bytes && !state_.closing() &&
-      &buffer == &buffers_[current_buffer_] && buffer.seal_end == 0) {
-    // Coalesce: the write in flight completes soon and submit_work() runs again then; until
-    // then, more appends join this range. (A full or sealed buffer is never held back.)
+  if (active_writes_ >= options.max_writes_in_flight || slot_count_ + 2 > slots_.size()) {
+    return false;  // a completion runs submit_work() again
+  }
+  // A buffer that takes no more appends (full or sealed), and close, write all they hold.
+  const bool last =
+      buffer.seal_end != 0 || state_.closing() || &buffer != &buffers_[current_buffer_];
+  const bool busy = active_writes_ > 0;
+  if (busy && !last && to - from < options.min_write_bytes) {
+    // Coalesce: a write in flight completes soon and submit_work() runs again then; until
+    // then, more appends join this range.
     state_.stats().writes_held++;
     return false;
   }
-  const uint64_t file_from = align_down(from, state_.align_bytes());
-  const uint64_t file_to = align_up(to, state_.align_bytes());
-  LogSegment* segment = files_.find(buffer.segment_base);
-  UMQ_ASSERT(segment != nullptr);
-  if (preparer_.zeros_in_flight_below(buffer.segment_base, file_to - buffer.segment_base)) {
+  // While writes are in flight the partial last block waits for more appends: written now, it
+  // would have to be written again, and that rewrite could not overlap this write.
+  const uint64_t end = busy && !last ? align_down(to, align) : to;
+  if (end <= from) return false;
+  if (preparer_.zeros_in_flight_below(buffer.segment_base,
+                                      align_up(end, align) - buffer.segment_base)) {
     return false;  // zeros are in flight there: the data must land after them
   }
-  if (slot_count_ > 0) {
-    // Direct mode: never two writes in flight over the same block (the later could land first).
-    const WriteSlot& last = slots_[(slot_head_ + slot_count_ - 1) % slots_.size()];
-    if (!last.done && last.segment_base == buffer.segment_base &&
-        last.file_offset + last.length > file_from - buffer.segment_base) {
-      return false;
-    }
+  const uint64_t block = align_down(from, align);
+  if (block != from && block_busy(buffer.segment_base, block - buffer.segment_base, slot_count_)) {
+    // The block's first bytes are still being written: its rewrite waits for that write in a
+    // pending slot, and the whole blocks after it go now.
+    const uint64_t block_end = block + align;
+    if (end < block_end) return false;  // nothing whole beyond it yet
+    const bool added = add_slot(buffer, from, block_end, SlotState::pending);
+    UMQ_ASSERT(added);  // a pending slot is not submitted, so nothing can refuse it
+    from = block_end;
+    if (from == end) return true;
   }
-  last_write_ns_ = state_.clock().monotonic_ns();
+  return submit_pieces(buffer, from, end);
+}
+
+// Splits [from, end) into writes of at most max_write_bytes, submitted together (as many as
+// max_writes_in_flight allows): the device starts on the first while the rest follow, and the
+// first one's appends are acknowledged without waiting for the whole range. Under SYNC_FLUSH
+// the range goes whole: its appends wait for an fdatasync round anyway, and a split let the
+// last piece miss the round the first one started (fewer bytes per fdatasync, measured). True
+// when at least one write went; the rest, if any, is submitted by a later call.
+bool LogWriter::submit_pieces(WriteBuffer& buffer, uint64_t from, uint64_t end) {
+  const CommitLogOptions& options = state_.options();
+  const uint64_t align = state_.align_bytes();
+  const uint64_t piece_bytes = options.flush_mode == FlushMode::sync_flush
+                                   ? options.write_buffer_bytes
+                                   : uint64_t{options.max_write_bytes};
+  bool progress = false;
+  while (from < end) {
+    if (progress &&
+        (active_writes_ >= options.max_writes_in_flight || slot_count_ + 2 > slots_.size())) {
+      break;
+    }
+    uint64_t piece_end = end;
+    if (end - from > piece_bytes + align) {
+      piece_end = align_down(from + piece_bytes, align);
+    }
+    if (!add_slot(buffer, from, piece_end, SlotState::in_flight)) break;
+    progress = true;
+    from = piece_end;
+  }
+  return progress;
+}
+
+bool LogWriter::add_slot(WriteBuffer& buffer, uint64_t from, uint64_t to, SlotState state) {
+  const uint64_t align = state_.align_bytes();
+  const uint64_t file_from = align_down(from, align);
+  const uint64_t file_to = align_up(to, align);
+  LogSegment* segment = files_.find(buffer.segment_base);
+  UMQ_ASSERT(segment != nullptr);
+  UMQ_ASSERT(slot_count_ < slots_.size());
+  const bool ends_buffer = to == buffer.log_start + buffer.fill;
   if (file_to > to) std::memset(buffer.data + (to - buffer.log_start), 0, file_to - to);
   const uint32_t index = (slot_head_ + slot_count_) % slots_.size();
   WriteSlot& slot = slots_[index];
   slot.buffer = static_cast<uint32_t>(&buffer - buffers_.data());
   slot.file_offset = file_from - buffer.segment_base;
   slot.length = file_to - file_from;
-  slot.log_data_end = buffer.seal_end != 0 ? buffer.seal_end : to;
+  slot.log_data_end = ends_buffer && buffer.seal_end != 0 ? buffer.seal_end : to;
   slot.data = buffer.data + (file_from - buffer.log_start);
   slot.segment_base = buffer.segment_base;
   slot.file = segment->file;
-  slot.done = false;
-  if (!submit_slot_write(index)) return false;
+  slot.state = state;
+  if (state == SlotState::in_flight) {
+    if (!submit_slot_write(index)) return false;
+    last_write_ns_ = state_.clock().monotonic_ns();
+  } else {
+    pending_writes_++;
+  }
   slot_count_++;
+  active_writes_++;
   buffer.writes_in_flight++;
-  buffer.submitted = buffer.fill;
+  buffer.submitted = to - buffer.log_start;
   state_.stats().writes_submitted++;
   state_.stats().bytes_submitted += slot.length;
   return true;
+}
+
+bool LogWriter::block_busy(uint64_t segment_base, uint64_t block_offset, uint32_t before) const {
+  for (uint32_t i = 0; i < before; i++) {
+    const WriteSlot& slot = slots_[(slot_head_ + i) % slots_.size()];
+    if (slot.state != SlotState::done && slot.segment_base == segment_base &&
+        slot.file_offset <= block_offset && block_offset < slot.file_offset + slot.length) {
+      return true;
+    }
+  }
+  return false;
+}
+
+void LogWriter::submit_pending() {
+  for (uint32_t i = 0; i < slot_count_ && pending_writes_ > 0; i++) {
+    const uint32_t index = (slot_head_ + i) % slots_.size();
+    WriteSlot& slot = slots_[index];
+    if (slot.state != SlotState::pending) continue;
+    if (block_busy(slot.segment_base, slot.file_offset, i)) continue;
+    if (!submit_slot_write(index)) return;
+    slot.state = SlotState::in_flight;
+    pending_writes_--;
+    last_write_ns_ = state_.clock().monotonic_ns();
+  }
 }
 
 // Submits what is left of write slot index's range.
@@ -220,7 +309,7 @@ bool LogWriter::submit_slot_write(uint32_t index) {
 
 void LogWriter::complete(uint32_t index, int64_t result) {
   WriteSlot& slot = slots_[index];
-  UMQ_ASSERT(!slot.done);
+  UMQ_ASSERT(slot.state == SlotState::in_flight);
   if (result > 0 && static_cast<uint64_t>(result) < slot.length && !state_.fail_stopped()) {
     // A short write: resubmit the remainder (it made progress, so this cannot loop forever).
     slot.file_offset += static_cast<uint64_t>(result);
@@ -233,11 +322,12 @@ void LogWriter::complete(uint32_t index, int64_t result) {
                                "write to segment " + offset_file_name(slot.segment_base) +
                                    " at file offset " + std::to_string(slot.file_offset)));
   }
-  slot.done = true;
+  slot.state = SlotState::done;
+  active_writes_--;
   buffers_[slot.buffer].writes_in_flight--;
   if (state_.fail_stopped()) return;
   files_.find(slot.segment_base)->dirty = true;
-  while (slot_count_ > 0 && slots_[slot_head_].done) {
+  while (slot_count_ > 0 && slots_[slot_head_].state == SlotState::done) {
     state_.set_written(slots_[slot_head_].log_data_end);
     slot_head_ = (slot_head_ + 1) % slots_.size();
     slot_count_--;

@@ -1,15 +1,22 @@
 #pragma once
 // LogWriter: a CommitLog's write path. Records are encoded (or a master's bytes copied)
 // straight into a ring of aligned, registered write buffers; submit_writes() hands the filled
-// ranges to the disk, one write per range, through a ring of write slots in log order whose
-// completions, out of order, move written only over a contiguous prefix.
+// ranges to the disk through a ring of write slots in log order, up to max_writes_in_flight
+// writes at once; their completions, out of order, move written only over a contiguous prefix
+// of slots, so acknowledgements stay in log order.
+//
+// O_DIRECT: while writes are in flight only whole blocks go; the partial last block is held
+// until it fills, the buffer is done (full, sealed, closing) or no write is in flight. A block
+// whose earlier bytes are still being written (a partial block written while the log was idle)
+// is rewritten from a pending slot once that write completes, while the blocks after it go at
+// once: writes overlap without two of them ever covering one block.
 //
 // Invariants: buffers are used in ring order, so log order is ring order; a buffer takes bytes
-// of one segment only, and is reused only when none of its writes is in flight. No write is
-// submitted beyond durable + max_unsynced_bytes; in O_DIRECT mode two writes to the same block
-// are never in flight together (the later could land first), and no write reaches into a zero
-// write in flight ahead of it (SegmentPreparer). Nothing here allocates after init().
-// Threading: the shard's thread only.
+// of one segment only, and is reused only when none of its writes is in flight or pending. No
+// write is submitted beyond durable + max_unsynced_bytes; in O_DIRECT mode two writes to the
+// same block are never in flight together (the later could land first), and no write reaches
+// into a zero write in flight ahead of it (SegmentPreparer). Nothing here allocates after
+// init(). Threading: the shard's thread only.
 
 #include <cstddef>
 #include <cstdint>
@@ -64,8 +71,8 @@ class LogWriter {
   // ---- Writes (written moves) ----
   void submit_writes();
   void complete(uint32_t slot, int64_t result);
-  // Append writes in flight, and when the last was submitted (monotonic ns).
-  uint32_t writes_in_flight() const { return slot_count_; }
+  // Append writes in flight or pending, and when the last was submitted (monotonic ns).
+  uint32_t writes_in_flight() const { return active_writes_; }
   int64_t last_write_ns() const { return last_write_ns_; }
 
   // Copies a log range from the buffers if they still hold all of it; false if not (dest may
@@ -83,6 +90,9 @@ class LogWriter {
     uint64_t seal_end = 0;      // when non-zero, its last write completes the segment up to here
     uint32_t writes_in_flight = 0;
   };
+  // pending: a block rewrite waiting for the earlier write of that block; in_flight: on the
+  // disk; done: completed (written moves over it once every earlier slot is done too).
+  enum class SlotState : uint8_t { pending, in_flight, done };
   struct WriteSlot {
     uint32_t buffer = 0;
     uint64_t file_offset = 0;
@@ -91,12 +101,21 @@ class LogWriter {
     std::byte* data = nullptr;
     uint64_t segment_base = 0;
     io::FileHandle file;
-    bool done = false;
+    SlotState state = SlotState::done;
   };
 
   io::Status switch_buffer();
   bool submit_range(WriteBuffer& buffer);
+  bool submit_pieces(WriteBuffer& buffer, uint64_t from, uint64_t end);
+  // The log range [from, to) of `buffer` as the next slot (file range rounded out to blocks);
+  // pending or submitted at once. False when the ring refused it (the slot is not taken).
+  bool add_slot(WriteBuffer& buffer, uint64_t from, uint64_t to, SlotState state);
   bool submit_slot_write(uint32_t index);
+  // Whether a slot before `before` (slot_count_: any) not yet done covers file block
+  // `block_offset` of segment `segment_base`.
+  bool block_busy(uint64_t segment_base, uint64_t block_offset, uint32_t before) const;
+  // Submits the pending rewrites whose block is no longer being written.
+  void submit_pending();
 
   LogState& state_;
   SegmentFiles& files_;
@@ -106,7 +125,9 @@ class LogWriter {
   uint32_t oldest_unsubmitted_ = 0;   // first buffer in ring order with bytes to submit
   std::vector<WriteSlot> slots_;      // ring of writes in flight, in log order
   uint32_t slot_head_ = 0;
-  uint32_t slot_count_ = 0;
+  uint32_t slot_count_ = 0;     // slots from the head: not done, or done behind one that is not
+  uint32_t active_writes_ = 0;  // slots pending or in flight
+  uint32_t pending_writes_ = 0;
   int64_t last_write_ns_ = 0;  // monotonic: the last append write submitted
 };
 

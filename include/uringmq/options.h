@@ -111,6 +111,14 @@ struct CommitLogOptions {
   // once). Larger writes cost fewer syscalls and io-wq hand-offs per byte; a write is always
   // submitted when none is in flight, so group-commit latency is not raised. 0: no holding back.
   uint32_t min_write_bytes = 64u << 10;
+  // Append writes in flight at once, at most (1-62). Direct mode sends whole blocks while
+  // writes are in flight, so they never share a block and overlap on the device, as fio's
+  // queue depth does; the partial last block waits for more appends or for the log to go idle.
+  uint32_t max_writes_in_flight = 16;
+  // Largest append write under ASYNC_FLUSH, bytes (a multiple of 4096): a longer range goes as
+  // several writes in flight together, whose first parts are acknowledged sooner. SYNC_FLUSH
+  // writes a range whole: its appends wait for an fdatasync round anyway.
+  uint32_t max_write_bytes = 64u << 10;
   // Bound on written-but-not-yet-durable bytes (and on submitted writes past durable_), bytes.
   uint64_t max_unsynced_bytes = 32ULL << 20;
   // Appends waiting for their acknowledgement, at most (append answers busy beyond).

@@ -2,7 +2,8 @@
 // and no phantoms: after recovery the log is exactly what the previous recovery left plus a
 // prefix of this run's appends, and that prefix holds every acknowledged one.
 // Method: seeded simulation over SimDisk. Each seed swarms its parameters (completion order,
-// flush mode for process crashes, buffered or O_DIRECT writes, message sizes, crash kind) and
+// flush mode for process crashes, buffered or O_DIRECT writes, write sizes and writes in
+// flight, message sizes, crash kind) and
 // runs several cycles: open (recover), append and poll at random, advance the manual clock,
 // then crash (power loss: unsynced pages kept, dropped or torn at 512 B; or kill -9). Retention
 // runs now and then, so segments are retired and recycled as the next ones (their old records
@@ -119,6 +120,11 @@ void run_seed(uint64_t seed, const SeedOptions& seed_options, Totals& totals) {
   io::ManualClock clock;
   UMQ_ASSERT(disk.make_dir_tree_durable("/store").is_ok());
   options.unsafe_ack_before_sync = seed_options.canary;
+  // How writes overlap: split into 4-64 KiB writes, 1-16 of them in flight. Drawn from a second
+  // generator so that every other draw of a seed stays what it was.
+  Rng shape(seed ^ 0x5752495445534Bull);
+  options.max_write_bytes = 4096u << shape.below(5);
+  options.max_writes_in_flight = 1u << shape.below(5);
   const uint32_t max_body = 1 + static_cast<uint32_t>(rng.below(3000));
   std::vector<StoredRecord> durable;  // the log as the last recovery left it
   std::vector<uint64_t> next_seq(4, 0);
