@@ -388,6 +388,17 @@ void Shard::register_parts() {
                   return s.scrub_ != nullptr ? s.scrub_->next_deadline_ms() : INT64_MAX;
                 }},
            {TagClass::log_scrub});
+  // The quarantine file (opened with the pulls): one request at a time; a stop waits for it.
+  add_part({.submit_work =
+                [](Shard& s) {
+                  if (s.core_.quarantine != nullptr) s.core_.quarantine->submit_work();
+                },
+            .complete = [](Shard& s, const io::IoCompletion& c) { s.pulls_.quarantine_done(c); },
+            .busy =
+                [](const Shard& s) {
+                  return s.core_.quarantine != nullptr && s.core_.quarantine->busy();
+                }},
+           {TagClass::quarantine});
 }
 
 void Shard::add_part(const Part::Hooks& hooks, std::initializer_list<sched::TagClass> classes) {

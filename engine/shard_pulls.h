@@ -58,6 +58,10 @@ class ShardPulls {
   int64_t next_held_deadline_ms() const;
   bool busy() const { return op_pool_.in_use() > 0; }
 
+  // ---- Quarantine (corruptRecordPolicy=repair; engine/README.md, "Quarantine") ----
+  // A completion of the quarantine file: pulls waiting on it look again.
+  void quarantine_done(const io::IoCompletion& completion);
+
  private:
   static constexpr uint32_t kPullUnits = 256;  // units one pull examines at most
   static constexpr uint32_t kMaxFilterTags = 16;
@@ -67,7 +71,15 @@ class ShardPulls {
   // A pull, a held long poll or an offset search in progress.
   struct PullOp {
     enum class Kind : uint8_t { pull, search };
-    enum class Stage : uint8_t { idle, units, records, held, search_unit, search_record };
+    enum class Stage : uint8_t {
+      idle,
+      units,
+      records,
+      held,
+      search_unit,
+      search_record,
+      quarantine  // its first record is damaged; waits for the quarantine file
+    };
     Kind kind = Kind::pull;
     Stage stage = Stage::idle;
     uint32_t slot = 0;
@@ -94,7 +106,8 @@ class ShardPulls {
     bool read_failed = false;
     // records: the unit (index into units) of each record copied, checked before it is sent
     std::array<uint16_t, kPullUnits> picked{};
-    LogOffset corrupt_log_offset;  // answered corrupt: the damaged record's log offset
+    LogOffset corrupt_log_offset;        // answered corrupt: the damaged record's log offset
+    const char* failed_check = nullptr;  // quarantine: the check its first record failed
     // search: binary search over [lo, hi) for the first store time >= target
     QueueOffset lo, hi, mid;
     int64_t target_ms = 0;
@@ -122,6 +135,12 @@ class ShardPulls {
   // sent: the pull ends before it, or answers corrupt when it is the first. False: answered.
   bool check_pulled_records(uint32_t op_index);
   void apply_sql_filter(PullOp& op);
+  // The one place a damaged first record's fate is decided. True: the pull moved past it or
+  // waits for it to be quarantined. False: it blocks (answer corrupt, as before).
+  bool handle_damaged(uint32_t op_index);
+  engine::QuarantineEntry quarantine_entry(const PullOp& op) const;
+  void move_past_damaged(uint32_t op_index);
+  void answer_corrupt(uint32_t op_index);
   void answer_pull(uint32_t op_index, PullStatus status, QueueOffset next_offset);
   // Answers the slot's held pulls now (no new message).
   void release_held(uint32_t slot_index);
@@ -135,6 +154,7 @@ class ShardPulls {
   std::vector<PullOp> ops_;
   sched::SlotPool op_pool_;  // which of ops_ are in use
   uint32_t held_ops_ = 0;
+  std::vector<uint32_t> quarantine_waiters_;  // ops in Stage::quarantine
   std::vector<ReadWait> reads_;
   sched::SlotPool read_pool_;  // which of reads_ are in use
 };
