@@ -291,7 +291,8 @@ void Shard::finish() {
   stop_status_ = loop_.close_all();
   if (stop_status_.is_ok()) stop_status_ = index_status;
   publish_stats();
-  scrub_.reset();  // its read was routed by the drain above; closes its file
+  scrub_.reset();            // its read was routed by the drain above; closes its file
+  core_.quarantine.reset();  // likewise: its requests were drained; closes its file
   msg_index_.reset();
   core_.offsets.reset();
   core_.cq.reset();
