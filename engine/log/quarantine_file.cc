@@ -94,8 +94,10 @@ void QuarantineFile::loaded(int64_t result) {
   end_ = scan.valid_bytes;
   buffer_.clear();
   buffer_.shrink_to_fit();
-  std::fprintf(stderr, "uringmq: quarantine file %s holds %zu damaged records\n", path_.c_str(),
-               scan.entries.size());
+  if (scan.damage.empty() || scan.torn_tail) {
+    std::fprintf(stderr, "uringmq: quarantine file %s holds %zu damaged records\n", path_.c_str(),
+                 scan.entries.size());
+  }
   if (scan.damage.empty()) {
     state_ = State::ready;
   } else if (scan.torn_tail) {

@@ -2,8 +2,9 @@
 // holds its queue: the first pull at it keeps its bytes and position in the shard's quarantine
 // file, then answers the records after it, so a consumer pulling its queue gets every other
 // message; uringmq-ctl lists it and shows its bytes; GET_BROKER_RUNTIME_INFO counts it once; a
-// restart remembers it (not quarantined twice) and consumption goes on. Under block the
-// consumer stops at it, as before.
+// restart remembers it (not quarantined twice) and consumption goes on; a damaged quarantine
+// file leaves the broker serving (that queue blocks). Under block the consumer stops at it, as
+// before.
 // Method: the broker in process with one shard and 256 KiB segments; 3,000 messages sent to 4
 // queues over remoting (about five segments); a body byte of a record in the middle of the
 // second segment flipped in its file; each queue pulled whole over remoting.
@@ -164,20 +165,38 @@ TEST(BrokerQuarantineTest, TheQueueMovesPastAQuarantinedRecordAndRemembersIt) {
   EXPECT_NE(shown.find("\n00000000  "), std::string::npos) << shown;
 
   // A restart: the record is known, the queue still moves past it, and consumption goes on.
+  {
+    RunningBroker broker(dir.path(),
+                         [](BrokerConfig& c) { adjust(c, engine::CorruptRecordPolicy::repair); });
+    std::unique_ptr<RemotingClient> client = broker.client();
+    RemotingResponse sent = call(
+        *client, request(req::kSendMessageV2, send_v2_fields("TQ", "1", "")), "after the restart");
+    ASSERT_EQ(sent.command.code, rc::kSuccess);
+    Drained d = drain(*client, kDamaged % kQueues, 0, kQueueMessages + 1);
+    EXPECT_EQ(d.next, kQueueMessages + 1);
+    EXPECT_EQ(d.offsets.size(), static_cast<size_t>(kQueueMessages));  // one new, one left out
+    EXPECT_FALSE(d.offsets.contains(kDamagedQueueOffset));
+    EXPECT_EQ(runtime_figure(*client, "corruptRecordsQuarantined"), "0");
+    const std::string after =
+        ctl_output([&](std::FILE* out) { return ctl::list_quarantine(dir.path(), out); }, status);
+    EXPECT_NE(after.find("1 quarantined records"), std::string::npos) << after;
+  }
+
+  // A damaged quarantine file: the broker still opens and serves; the damaged record's queue
+  // stops at it again (block), since nothing can be kept aside.
+  const std::string file = dir.path() + "/shard-0/quarantine/records";
+  const int fd = ::open(file.c_str(), O_RDWR);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::pwrite(fd, "X", 1, 100), 1);
+  ::close(fd);
   RunningBroker broker(dir.path(),
                        [](BrokerConfig& c) { adjust(c, engine::CorruptRecordPolicy::repair); });
   std::unique_ptr<RemotingClient> client = broker.client();
-  RemotingResponse sent = call(*client, request(req::kSendMessageV2, send_v2_fields("TQ", "1", "")),
-                               "after the restart");
-  ASSERT_EQ(sent.command.code, rc::kSuccess);
+  EXPECT_EQ(drain(*client, 0, 0, kQueueMessages).offsets.size(),
+            static_cast<size_t>(kQueueMessages));
   Drained d = drain(*client, kDamaged % kQueues, 0, kQueueMessages + 1);
-  EXPECT_EQ(d.next, kQueueMessages + 1);
-  EXPECT_EQ(d.offsets.size(), static_cast<size_t>(kQueueMessages));  // one new, one left out
-  EXPECT_FALSE(d.offsets.contains(kDamagedQueueOffset));
-  EXPECT_EQ(runtime_figure(*client, "corruptRecordsQuarantined"), "0");
-  const std::string after =
-      ctl_output([&](std::FILE* out) { return ctl::list_quarantine(dir.path(), out); }, status);
-  EXPECT_NE(after.find("1 quarantined records"), std::string::npos) << after;
+  EXPECT_EQ(d.last_code, rc::kSystemError);
+  EXPECT_EQ(d.next, kDamagedQueueOffset);
 }
 
 TEST(BrokerQuarantineTest, UnderBlockTheConsumerStopsAtTheDamagedRecord) {
