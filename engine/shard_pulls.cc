@@ -391,7 +391,6 @@ bool ShardPulls::check_pulled_records(uint32_t op_index) {
     }
     core_.note_corrupt(unit.log_offset.value, failed, "a pull");
     if (m == 0) {
-      op.failed_check = failed;
       if (!handle_damaged(op_index)) answer_corrupt(op_index);
       return false;
     }
@@ -441,7 +440,10 @@ engine::QuarantineEntry ShardPulls::quarantine_entry(const PullOp& op) const {
   e.file_offset = e.log_offset % core_.options.log.segment_size_bytes;
   e.queue_id = op.queue_id;
   e.topic = op.topic;
-  e.check = op.failed_check != nullptr ? op.failed_check : "damaged";
+  // The check it failed, found again (rare: once per damaged record) rather than kept per op.
+  const char* failed = engine::check_stored_record(op.buffer.first(unit.size_bytes), e.log_offset,
+                                                   core_.options.log.limits);
+  e.check = failed != nullptr ? failed : "damaged";
   e.segment = engine::CommitLog::segment_name(e.log_offset - e.file_offset);
   e.record.assign(op.buffer.begin(), op.buffer.begin() + unit.size_bytes);
   return e;

@@ -106,8 +106,7 @@ class ShardPulls {
     bool read_failed = false;
     // records: the unit (index into units) of each record copied, checked before it is sent
     std::array<uint16_t, kPullUnits> picked{};
-    LogOffset corrupt_log_offset;        // answered corrupt: the damaged record's log offset
-    const char* failed_check = nullptr;  // quarantine: the check its first record failed
+    LogOffset corrupt_log_offset;  // answered corrupt: the damaged record's log offset
     // search: binary search over [lo, hi) for the first store time >= target
     QueueOffset lo, hi, mid;
     int64_t target_ms = 0;
