@@ -204,6 +204,8 @@ void Shard::start_scrub(const engine::RecoveryReport& report) {
                                               [this](uint64_t log_offset, const char* reason) {
                                                 core_.note_corrupt(log_offset, reason, "the scrub");
                                               });
+  scrub_->set_keep([this](uint64_t log_offset, std::span<const std::byte> bytes,
+                          const char* reason) { pulls_.keep_scrubbed(log_offset, bytes, reason); });
   scrub_->start(from, to, core_.now_ms());
 }
 

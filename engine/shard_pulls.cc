@@ -458,6 +458,23 @@ void ShardPulls::move_past_damaged(uint32_t op_index) {
   run_pull(op_index);
 }
 
+void ShardPulls::keep_scrubbed(uint64_t log_offset, std::span<const std::byte> bytes,
+                               const char* reason) {
+  engine::QuarantineFile* file = core_.quarantine.get();
+  if (core_.options.corrupt_record_policy == engine::CorruptRecordPolicy::block) return;
+  if (file == nullptr || !file->usable() || file->loading() || file->writing()) return;
+  if (file->known(log_offset)) return;
+  engine::QuarantineEntry e;  // its topic and queue are unknown: its bytes cannot be trusted
+  e.log_offset = log_offset;
+  e.store_offset = make_store_offset(core_.index, LogOffset{log_offset}).value;
+  e.time_ms = core_.clock->now_ms();
+  e.file_offset = log_offset % core_.options.log.segment_size_bytes;
+  e.check = reason != nullptr ? reason : "damaged";
+  e.segment = engine::CommitLog::segment_name(log_offset - e.file_offset);
+  e.record.assign(bytes.begin(), bytes.end());
+  (void)file->begin(e);  // refused (the bound): logged; the pull that meets it blocks
+}
+
 void ShardPulls::quarantine_done(const io::IoCompletion& completion) {
   using Ended = engine::QuarantineFile::Ended;
   const Ended ended = core_.quarantine->complete(completion);

@@ -61,6 +61,9 @@ class ShardPulls {
   // ---- Quarantine (corruptRecordPolicy=repair; engine/README.md, "Quarantine") ----
   // A completion of the quarantine file: pulls waiting on it look again.
   void quarantine_done(const io::IoCompletion& completion);
+  // A damaged record the scrub found (its bytes up to the next whole record): quarantined now
+  // when the file is idle, else left for the pull that meets it.
+  void keep_scrubbed(uint64_t log_offset, std::span<const std::byte> bytes, const char* reason);
 
  private:
   static constexpr uint32_t kPullUnits = 256;  // units one pull examines at most

@@ -3,8 +3,8 @@
 // file, then answers the records after it, so a consumer pulling its queue gets every other
 // message; uringmq-ctl lists it and shows its bytes; GET_BROKER_RUNTIME_INFO counts it once; a
 // restart remembers it (not quarantined twice) and consumption goes on; a damaged quarantine
-// file leaves the broker serving (that queue blocks). Under block the consumer stops at it, as
-// before.
+// file leaves the broker serving (that queue blocks); the scrub quarantines a record it finds
+// before any consumer reaches it. Under block the consumer stops at it, as before.
 // Method: the broker in process with one shard and 256 KiB segments; 3,000 messages sent to 4
 // queues over remoting (about five segments); a body byte of a record in the middle of the
 // second segment flipped in its file; each queue pulled whole over remoting.
@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <set>
 #include <string>
+#include <thread>
 
 #include "engine/log/commit_log.h"
 #include "net/broker.h"
@@ -197,6 +198,36 @@ TEST(BrokerQuarantineTest, TheQueueMovesPastAQuarantinedRecordAndRemembersIt) {
   Drained d = drain(*client, kDamaged % kQueues, 0, kQueueMessages + 1);
   EXPECT_EQ(d.last_code, rc::kSystemError);
   EXPECT_EQ(d.next, kDamagedQueueOffset);
+}
+
+TEST(BrokerQuarantineTest, TheScrubQuarantinesARecordBeforeAConsumerMeetsIt) {
+  TempDir dir;
+  uint64_t damaged = 0;
+  {
+    RunningBroker broker(dir.path(),
+                         [](BrokerConfig& c) { adjust(c, engine::CorruptRecordPolicy::repair); });
+    damaged = fill_and_damage(broker, dir.path());
+  }
+  // The restart's recovery does not rescan the older segments; the scrub reads them.
+  RunningBroker broker(dir.path(),
+                       [](BrokerConfig& c) { adjust(c, engine::CorruptRecordPolicy::repair); });
+  std::unique_ptr<RemotingClient> client = broker.client();
+  io::Status status;
+  std::string list;
+  for (int i = 0; i < 200; i++) {
+    list =
+        ctl_output([&](std::FILE* out) { return ctl::list_quarantine(dir.path(), out); }, status);
+    if (list.find("1 quarantined records") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  // Its bytes up to the next whole record; its topic and queue are not trusted (unknown).
+  EXPECT_NE(list.find("store offset " + std::to_string(damaged) + " "), std::string::npos) << list;
+  EXPECT_NE(list.find("queue -1 queue offset -1"), std::string::npos) << list;
+  EXPECT_EQ(runtime_figure(*client, "corruptRecordsQuarantined"), "1");
+  Drained d = drain(*client, kDamaged % kQueues, 0, kQueueMessages);
+  EXPECT_EQ(d.next, kQueueMessages);
+  EXPECT_EQ(d.offsets.size(), static_cast<size_t>(kQueueMessages - 1));
+  EXPECT_EQ(runtime_figure(*client, "corruptRecordsQuarantined"), "1");  // not twice
 }
 
 TEST(BrokerQuarantineTest, UnderBlockTheConsumerStopsAtTheDamagedRecord) {
