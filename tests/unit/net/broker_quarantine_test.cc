@@ -4,7 +4,9 @@
 // message; uringmq-ctl lists it and shows its bytes; GET_BROKER_RUNTIME_INFO counts it once; a
 // restart remembers it (not quarantined twice) and consumption goes on; a damaged quarantine
 // file leaves the broker serving (that queue blocks); the scrub quarantines a record it finds
-// before any consumer reaches it. Under block the consumer stops at it, as before.
+// before any consumer reaches it; POP receives go past it too. Under block the consumer stops
+// at it, as before.
+//
 // Method: the broker in process with one shard and 256 KiB segments; 3,000 messages sent to 4
 // queues over remoting (about five segments); a body byte of a record in the middle of the
 // second segment flipped in its file; each queue pulled whole over remoting.
@@ -228,6 +230,32 @@ TEST(BrokerQuarantineTest, TheScrubQuarantinesARecordBeforeAConsumerMeetsIt) {
   EXPECT_EQ(d.next, kQueueMessages);
   EXPECT_EQ(d.offsets.size(), static_cast<size_t>(kQueueMessages - 1));
   EXPECT_EQ(runtime_figure(*client, "corruptRecordsQuarantined"), "1");  // not twice
+}
+
+TEST(BrokerQuarantineTest, PopReceivesGoPastAQuarantinedRecord) {
+  TempDir dir;
+  RunningBroker broker(dir.path(),
+                       [](BrokerConfig& c) { adjust(c, engine::CorruptRecordPolicy::repair); });
+  fill_and_damage(broker, dir.path());
+  std::unique_ptr<RemotingClient> client = broker.client();
+  std::set<int64_t> popped;
+  for (int round = 0; round < 100 && popped.size() < kQueueMessages - 1; round++) {
+    RemotingResponse r =
+        call(*client, request(req::kPopMessage, {{"consumerGroup", "PG"},
+                                                 {"topic", "TQ"},
+                                                 {"queueId", std::to_string(kDamaged % kQueues)},
+                                                 {"maxMsgNums", "32"},
+                                                 {"invisibleTime", "60000"},
+                                                 {"pollTime", "0"},
+                                                 {"bornTime", "0"},
+                                                 {"initMode", "0"}}));
+    ASSERT_TRUE(r.command.code == rc::kSuccess || r.command.code == rc::kPullNotFound)
+        << r.command.code << " " << r.command.remark.value_or("");
+    for (const engine::MessageView& m : decode_all(r.body)) popped.insert(m.queue_offset);
+  }
+  EXPECT_EQ(popped.size(), static_cast<size_t>(kQueueMessages - 1));
+  EXPECT_FALSE(popped.contains(kDamagedQueueOffset));
+  EXPECT_EQ(runtime_figure(*client, "corruptRecordsQuarantined"), "1");
 }
 
 TEST(BrokerQuarantineTest, UnderBlockTheConsumerStopsAtTheDamagedRecord) {
