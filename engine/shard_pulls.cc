@@ -31,7 +31,6 @@ void ShardPulls::open() {
     engine::QuarantineFileOptions q;
     q.dir = io::path_join(core_.dir, "quarantine");
     q.max_bytes = core_.options.quarantine_max_bytes;
-    q.file_mode = core_.options.file_mode;
     q.tag = sched::tag_of(sched::TagClass::quarantine, 0);
     core_.quarantine = std::make_unique<engine::QuarantineFile>(*core_.disk, q);
     core_.quarantine->open();

@@ -23,10 +23,9 @@
 namespace uringmq::engine {
 
 struct QuarantineFileOptions {
-  std::string dir;         // <shard dir>/quarantine (created)
+  std::string dir;         // <shard dir>/quarantine (created with the disk's modes)
   uint64_t max_bytes = 0;  // the file's bound
-  uint32_t file_mode = 0640;
-  uint64_t tag = 0;  // user_data of its requests (the step in the low byte is its own)
+  uint64_t tag = 0;        // user_data of its requests (the step in the low byte is its own)
 };
 
 class QuarantineFile {
