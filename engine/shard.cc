@@ -204,6 +204,8 @@ void Shard::start_scrub(const engine::RecoveryReport& report) {
                                               [this](uint64_t log_offset, const char* reason) {
                                                 core_.note_corrupt(log_offset, reason, "the scrub");
                                               });
+  scrub_->set_keep([this](uint64_t log_offset, std::span<const std::byte> bytes,
+                          const char* reason) { pulls_.keep_scrubbed(log_offset, bytes, reason); });
   scrub_->start(from, to, core_.now_ms());
 }
 
@@ -291,7 +293,8 @@ void Shard::finish() {
   stop_status_ = loop_.close_all();
   if (stop_status_.is_ok()) stop_status_ = index_status;
   publish_stats();
-  scrub_.reset();  // its read was routed by the drain above; closes its file
+  scrub_.reset();            // its read was routed by the drain above; closes its file
+  core_.quarantine.reset();  // likewise: its requests were drained; closes its file
   msg_index_.reset();
   core_.offsets.reset();
   core_.cq.reset();
@@ -388,6 +391,17 @@ void Shard::register_parts() {
                   return s.scrub_ != nullptr ? s.scrub_->next_deadline_ms() : INT64_MAX;
                 }},
            {TagClass::log_scrub});
+  // The quarantine file (opened with the pulls): one request at a time; a stop waits for it.
+  add_part({.submit_work =
+                [](Shard& s) {
+                  if (s.core_.quarantine != nullptr) s.core_.quarantine->submit_work();
+                },
+            .complete = [](Shard& s, const io::IoCompletion& c) { s.pulls_.quarantine_done(c); },
+            .busy =
+                [](const Shard& s) {
+                  return s.core_.quarantine != nullptr && s.core_.quarantine->busy();
+                }},
+           {TagClass::quarantine});
 }
 
 void Shard::add_part(const Part::Hooks& hooks, std::initializer_list<sched::TagClass> classes) {

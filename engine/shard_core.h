@@ -18,6 +18,7 @@
 
 #include "engine/delivery/record_prefetch.h"
 #include "engine/log/commit_log.h"
+#include "engine/log/quarantine_file.h"
 #include "engine/queues/consume_queue.h"
 #include "engine/queues/consumer_offsets.h"
 #include "engine/queues/dispatch.h"
@@ -77,6 +78,8 @@ struct ShardCore {
   std::unique_ptr<engine::Dispatcher> dispatcher;
   std::unique_ptr<engine::ConsumerOffsets> offsets;
   std::unique_ptr<engine::RecordPrefetch> prefetch;
+  // Damaged records kept aside (corruptRecordPolicy=repair), opened once recovered.
+  std::unique_ptr<engine::QuarantineFile> quarantine;
 
  private:
   std::array<uint64_t, kCorruptReportsKept> corrupt_reported_{};  // log offsets already logged

@@ -26,6 +26,15 @@ void ShardPulls::open() {
   op_pool_.reset(static_cast<uint32_t>(ops_.size()));
   reads_.resize(core_.options.session_window * 4);
   read_pool_.reset(static_cast<uint32_t>(reads_.size()));
+  quarantine_waiters_.reserve(ops_.size());
+  if (core_.options.corrupt_record_policy != engine::CorruptRecordPolicy::block) {
+    engine::QuarantineFileOptions q;
+    q.dir = io::path_join(core_.dir, "quarantine");
+    q.max_bytes = core_.options.quarantine_max_bytes;
+    q.tag = sched::tag_of(sched::TagClass::quarantine, 0);
+    core_.quarantine = std::make_unique<engine::QuarantineFile>(*core_.disk, q);
+    core_.quarantine->open();
+  }
 }
 
 void ShardPulls::answer(uint32_t slot_index, const shard_request::QueryQueue& request) {
@@ -381,9 +390,7 @@ bool ShardPulls::check_pulled_records(uint32_t op_index) {
     }
     core_.note_corrupt(unit.log_offset.value, failed, "a pull");
     if (m == 0) {
-      core_.stats.corrupt_refused.fetch_add(1, std::memory_order_relaxed);
-      op.corrupt_log_offset = unit.log_offset;
-      answer_pull(op_index, PullStatus::corrupt, op.offset + op.picked[m]);
+      if (!handle_damaged(op_index)) answer_corrupt(op_index);
       return false;
     }
     op.messages = m;  // the records before it go now; the next pull starts at it
@@ -392,6 +399,93 @@ bool ShardPulls::check_pulled_records(uint32_t op_index) {
     return true;
   }
   return true;
+}
+
+void ShardPulls::answer_corrupt(uint32_t op_index) {
+  PullOp& op = ops_[op_index];
+  core_.stats.corrupt_refused.fetch_add(1, std::memory_order_relaxed);
+  op.corrupt_log_offset = op.units[op.picked[0]].log_offset;
+  answer_pull(op_index, PullStatus::corrupt, op.offset + op.picked[0]);
+}
+
+// corruptRecordPolicy: block never moves past a damaged record. repair would first ask a
+// replica for the same bytes (here, before quarantining: not done yet), then keep the record in
+// the quarantine file and move past it once that entry is durable. A file that is unusable or
+// full blocks, so no record is ever skipped without its bytes kept.
+bool ShardPulls::handle_damaged(uint32_t op_index) {
+  engine::QuarantineFile* file = core_.quarantine.get();
+  if (core_.options.corrupt_record_policy == engine::CorruptRecordPolicy::block) return false;
+  if (file == nullptr || !file->usable()) return false;
+  PullOp& op = ops_[op_index];
+  if (file->known(op.units[op.picked[0]].log_offset.value)) {
+    move_past_damaged(op_index);
+    return true;
+  }
+  if (!file->loading() && !file->writing()) {
+    if (!file->begin(quarantine_entry(op)) || !file->usable()) return false;
+  }
+  op.stage = PullOp::Stage::quarantine;
+  quarantine_waiters_.push_back(op_index);
+  return true;
+}
+
+engine::QuarantineEntry ShardPulls::quarantine_entry(const PullOp& op) const {
+  const engine::CqUnit& unit = op.units[op.picked[0]];
+  engine::QuarantineEntry e;
+  e.log_offset = unit.log_offset.value;
+  e.store_offset = make_store_offset(core_.index, unit.log_offset).value;
+  e.queue_offset = (op.offset + op.picked[0]).value;
+  e.time_ms = core_.clock->now_ms();
+  e.file_offset = e.log_offset % core_.options.log.segment_size_bytes;
+  e.queue_id = op.queue_id;
+  e.topic = op.topic;
+  // The check it failed, found again (rare: once per damaged record) rather than kept per op.
+  const char* failed = engine::check_stored_record(op.buffer.first(unit.size_bytes), e.log_offset,
+                                                   core_.options.log.limits);
+  e.check = failed != nullptr ? failed : "damaged";
+  e.segment = engine::CommitLog::segment_name(e.log_offset - e.file_offset);
+  e.record.assign(op.buffer.begin(), op.buffer.begin() + unit.size_bytes);
+  return e;
+}
+
+// The damaged record is in the quarantine file: the pull starts again just past it, so its
+// answer (records, or no message) carries a next offset beyond it and the consumer moves on.
+void ShardPulls::move_past_damaged(uint32_t op_index) {
+  PullOp& op = ops_[op_index];
+  op.offset = op.offset + op.picked[0] + 1;
+  op.stage = PullOp::Stage::idle;
+  run_pull(op_index);
+}
+
+void ShardPulls::keep_scrubbed(uint64_t log_offset, std::span<const std::byte> bytes,
+                               const char* reason) {
+  engine::QuarantineFile* file = core_.quarantine.get();
+  if (core_.options.corrupt_record_policy == engine::CorruptRecordPolicy::block) return;
+  if (file == nullptr || !file->usable() || file->loading() || file->writing()) return;
+  if (file->known(log_offset)) return;
+  engine::QuarantineEntry e;  // its topic and queue are unknown: its bytes cannot be trusted
+  e.log_offset = log_offset;
+  e.store_offset = make_store_offset(core_.index, LogOffset{log_offset}).value;
+  e.time_ms = core_.clock->now_ms();
+  e.file_offset = log_offset % core_.options.log.segment_size_bytes;
+  e.check = reason != nullptr ? reason : "damaged";
+  e.segment = engine::CommitLog::segment_name(log_offset - e.file_offset);
+  e.record.assign(bytes.begin(), bytes.end());
+  (void)file->begin(e);  // refused (the bound): logged; the pull that meets it blocks
+}
+
+void ShardPulls::quarantine_done(const io::IoCompletion& completion) {
+  using Ended = engine::QuarantineFile::Ended;
+  const Ended ended = core_.quarantine->complete(completion);
+  if (ended == Ended::nothing) return;
+  if (ended == Ended::written) core_.stats.quarantined.fetch_add(1, std::memory_order_relaxed);
+  std::vector<uint32_t> waiting = std::move(quarantine_waiters_);
+  quarantine_waiters_.clear();
+  quarantine_waiters_.reserve(ops_.size());
+  for (uint32_t i : waiting) {
+    ops_[i].stage = PullOp::Stage::records;
+    if (!handle_damaged(i)) answer_corrupt(i);
+  }
 }
 
 // A SQL92 subscription: the records read (each checked whole) are kept only when their

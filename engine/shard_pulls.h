@@ -58,6 +58,13 @@ class ShardPulls {
   int64_t next_held_deadline_ms() const;
   bool busy() const { return op_pool_.in_use() > 0; }
 
+  // ---- Quarantine (corruptRecordPolicy=repair; engine/README.md, "Quarantine") ----
+  // A completion of the quarantine file: pulls waiting on it look again.
+  void quarantine_done(const io::IoCompletion& completion);
+  // A damaged record the scrub found (its bytes up to the next whole record): quarantined now
+  // when the file is idle, else left for the pull that meets it.
+  void keep_scrubbed(uint64_t log_offset, std::span<const std::byte> bytes, const char* reason);
+
  private:
   static constexpr uint32_t kPullUnits = 256;  // units one pull examines at most
   static constexpr uint32_t kMaxFilterTags = 16;
@@ -67,7 +74,15 @@ class ShardPulls {
   // A pull, a held long poll or an offset search in progress.
   struct PullOp {
     enum class Kind : uint8_t { pull, search };
-    enum class Stage : uint8_t { idle, units, records, held, search_unit, search_record };
+    enum class Stage : uint8_t {
+      idle,
+      units,
+      records,
+      held,
+      search_unit,
+      search_record,
+      quarantine  // its first record is damaged; waits for the quarantine file
+    };
     Kind kind = Kind::pull;
     Stage stage = Stage::idle;
     uint32_t slot = 0;
@@ -122,6 +137,12 @@ class ShardPulls {
   // sent: the pull ends before it, or answers corrupt when it is the first. False: answered.
   bool check_pulled_records(uint32_t op_index);
   void apply_sql_filter(PullOp& op);
+  // The one place a damaged first record's fate is decided. True: the pull moved past it or
+  // waits for it to be quarantined. False: it blocks (answer corrupt, as before).
+  bool handle_damaged(uint32_t op_index);
+  engine::QuarantineEntry quarantine_entry(const PullOp& op) const;
+  void move_past_damaged(uint32_t op_index);
+  void answer_corrupt(uint32_t op_index);
   void answer_pull(uint32_t op_index, PullStatus status, QueueOffset next_offset);
   // Answers the slot's held pulls now (no new message).
   void release_held(uint32_t slot_index);
@@ -135,6 +156,7 @@ class ShardPulls {
   std::vector<PullOp> ops_;
   sched::SlotPool op_pool_;  // which of ops_ are in use
   uint32_t held_ops_ = 0;
+  std::vector<uint32_t> quarantine_waiters_;  // ops in Stage::quarantine
   std::vector<ReadWait> reads_;
   sched::SlotPool read_pool_;  // which of reads_ are in use
 };

@@ -35,6 +35,7 @@ enum class TagClass : uint8_t {
   shard_sleep = 0xA1,    // the shard's sleep timeouts (index: the armed slot)
   log_scrub = 0xA2,      // LogScrub: its one read in flight
   log_scan = 0xA3,       // LogScanner: its read ahead (index: the read slot); synchronous scans
+  quarantine = 0xA4,     // QuarantineFile: its one request in flight (the step below)
 };
 inline constexpr uint32_t kTagClassShift = 56;
 inline constexpr uint64_t kTagIndexMask = (uint64_t{1} << kTagClassShift) - 1;
@@ -123,6 +124,7 @@ constexpr bool tag_classes_distinct(TagClass c) {
     case TagClass::shard_sleep:
     case TagClass::log_scrub:
     case TagClass::log_scan:
+    case TagClass::quarantine:
       return true;
   }
   return false;

@@ -13,6 +13,7 @@
 #include "tools/ctl_client.h"
 #include "tools/ctl_commands.h"
 #include "tools/ctl_offline.h"
+#include "tools/ctl_quarantine.h"
 #include "tools/ctl_rejoin.h"
 #include "uringmq/version.h"
 
@@ -27,6 +28,8 @@ struct Commands {
   uint64_t dump_count = 0;  // 0: all
   bool verify_no_progress = false;
   uint32_t verify_max_message_bytes = 0;
+  std::string quarantine_dir;
+  uint64_t quarantine_offset = 0;
   ProduceOptions produce;
   ConsumeOptions consume;
   StatsOptions stats;
@@ -98,6 +101,31 @@ void add_dump(CLI::App* parent, Commands& c, const std::string& name, DumpKind k
                 log ? "byte position in the file (a record boundary)" : "queue offset");
   d->add_option("--count", c.dump_count, "at most this many lines")->check(CLI::PositiveNumber);
   d->callback([&c, kind] { c.rc = run_dump(c, kind); });
+}
+
+int finish_quarantine(const io::Status& status) {
+  if (status.is_ok()) return kExitOk;
+  std::fflush(stdout);
+  std::fprintf(stderr, "uringmq-ctl: quarantine: %s\n", status.to_string().c_str());
+  return kExitFailure;
+}
+
+void add_quarantine(CLI::App& app, Commands& c) {
+  CLI::App* q = app.add_subcommand(
+      "quarantine", "The damaged CommitLog records the store kept aside (corruptRecordPolicy)");
+  q->require_subcommand(1);
+  CLI::App* list = q->add_subcommand("list", "One line per quarantined record of every shard");
+  list->add_option("--dir", c.quarantine_dir, "storePathRootDir (the broker may be running)")
+      ->required();
+  list->callback([&c] { c.rc = finish_quarantine(list_quarantine(c.quarantine_dir, stdout)); });
+  CLI::App* show = q->add_subcommand("show", "One quarantined record's position and bytes (hex)");
+  show->add_option("--dir", c.quarantine_dir, "storePathRootDir (the broker may be running)")
+      ->required();
+  show->add_option("--offset", c.quarantine_offset, "its store offset (as `list` prints it)")
+      ->required();
+  show->callback([&c] {
+    c.rc = finish_quarantine(show_quarantined(c.quarantine_dir, c.quarantine_offset, stdout));
+  });
 }
 
 void add_target(CLI::App* cmd, Target& t) {
@@ -318,6 +346,7 @@ int run(int argc, char** argv) {
   app.fallthrough();
   Commands c;
   add_verify(app, c);
+  add_quarantine(app, c);
   add_dump(&app, c, "dump-log", DumpKind::log);
   add_dump(&app, c, "dump-cq", DumpKind::cq);
   CLI::App* dump = app.add_subcommand("dump", "Offline: dump a CommitLog segment or a queue file");

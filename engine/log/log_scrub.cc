@@ -189,13 +189,23 @@ void LogScrub::walk(int64_t now_ms) {
     }
     if (r.outcome == DecodeOutcome::truncated) return;  // the next read brings the rest
     // Zeros inside a sealed segment are damage too: it ends with a blank record.
-    report_(pos_, r.outcome == DecodeOutcome::end ? "zeros where a record should be" : r.reason);
+    damaged_at_ = pos_;
+    damaged_why_ = r.outcome == DecodeOutcome::end ? "zeros where a record should be" : r.reason;
+    report_(pos_, damaged_why_);
     corrupt_records_++;
     segment_corrupt_++;
     resyncing_ = true;
     bytes_checked_++;
     pos_++;
   }
+}
+
+// Hands the damaged record's bytes [damaged_at_, end) to keep_ when the buffer holds them all
+// (a resync that needed another read has lost its start: a pull keeps that record later).
+void LogScrub::keep_damaged(uint64_t end) {
+  if (!keep_ || damaged_at_ < buf_start_ || end > buffer_end() || end <= damaged_at_) return;
+  keep_(damaged_at_, std::span(buf_.get() + (damaged_at_ - buf_start_), end - damaged_at_),
+        damaged_why_);
 }
 
 // Looks for the next position that holds a whole record (or the blank record) at its own offset.
@@ -215,12 +225,14 @@ bool LogScrub::resync(uint64_t seg_end) {
     if (r.outcome != DecodeOutcome::ok && r.outcome != DecodeOutcome::blank) continue;
     std::fprintf(stderr, "uringmq: scrub %s: next whole record at log offset %llu\n",
                  options_.name.c_str(), ull(pos_ + i));
+    keep_damaged(pos_ + i);
     bytes_checked_ += i;
     pos_ += i;
     resyncing_ = false;
     return true;
   }
   if (buffer_end() == seg_end) {  // nothing whole up to the segment's end
+    keep_damaged(seg_end);
     bytes_checked_ += seg_end - pos_;
     pos_ = seg_end;
     resyncing_ = false;

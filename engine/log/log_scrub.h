@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 
 #include "engine/log/commit_log.h"
@@ -46,6 +47,11 @@ class LogScrub {
  public:
   // A damaged record at log_offset; `reason` is static text naming the failed check.
   using Report = std::function<void(uint64_t log_offset, const char* reason)>;
+  // A damaged record's bytes, from its offset up to the next whole record (or its segment's
+  // end), when the scrub's buffer still holds them all; `reason` as for Report. Valid only
+  // during the call.
+  using Keep = std::function<void(uint64_t log_offset, std::span<const std::byte> bytes,
+                                  const char* reason)>;
 
   // Reads the segments of `log` (for its options and min_offset) on `disk`; `tag` is the
   // user_data of its reads (one class of the shard's completion tags).
@@ -65,6 +71,8 @@ class LogScrub {
   // Monotonic ms at which step() can issue the next read (INT64_MAX: nothing to wait for).
   int64_t next_deadline_ms() const;
 
+  // Optional: where damaged records' bytes go (the shard's quarantine, engine/README.md).
+  void set_keep(Keep keep) { keep_ = std::move(keep); }
   bool finished() const { return finished_; }
   bool reading() const { return reading_; }
   uint64_t bytes_checked() const { return bytes_checked_; }
@@ -76,6 +84,7 @@ class LogScrub {
   void walk(int64_t now_ms);
   bool resync(uint64_t seg_end);
   void segment_done(uint64_t base);
+  void keep_damaged(uint64_t end);
   void finish(const char* why, int64_t now_ms);
   uint64_t buffer_end() const { return buf_start_ + buf_bytes_; }
 
@@ -87,6 +96,9 @@ class LogScrub {
   const LogScrubOptions options_;
   const uint64_t tag_;
   const Report report_;
+  Keep keep_;
+  uint64_t damaged_at_ = 0;            // the last damaged record's offset (resyncing)
+  const char* damaged_why_ = nullptr;  // and its failed check
   const std::string segment_dir_;
   DecodeOptions decode_options_;
   std::unique_ptr<std::byte[], FreeAligned> buf_;  // 4 KiB aligned, buf_capacity_ bytes

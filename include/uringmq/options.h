@@ -76,6 +76,9 @@ struct CodecLimits {
 
 enum class FlushMode : uint8_t { sync_flush, async_flush };
 
+// What a read does with a damaged CommitLog record (StoreOptions::corrupt_record_policy).
+enum class CorruptRecordPolicy : uint8_t { repair, block };
+
 // How a new CommitLog segment's blocks are readied before the writer writes into them.
 enum class SegmentFill : uint8_t {
   // The next segment is fallocated, zeros are written over it (paced behind the writer) and it
@@ -341,6 +344,14 @@ struct StoreOptions : ShardOptions,
   // checkpoint's segment) once after open, at most this many bytes per second, and reports every
   // damaged record (engine/README.md, "Scrub"). 0: no scrub.
   uint64_t scrub_bytes_per_second = 32ULL << 20;
+  // What a read does with a damaged record (broker.conf corruptRecordPolicy; engine/README.md,
+  // "Quarantine"). repair: fetch the same bytes from a replica where one can (not yet: today it
+  // goes straight to the next step), else quarantine: keep the record's bytes and position in
+  // <shard dir>/quarantine/records, durably, then move its queue past it. block: never move
+  // past it; consumers stop there until an operator resets their offset.
+  engine::CorruptRecordPolicy corrupt_record_policy = engine::CorruptRecordPolicy::repair;
+  // The quarantine file's bound per shard; past it damaged records block (logged once).
+  uint64_t quarantine_max_bytes = 64ULL << 20;
   // Permission bits of every file and directory the store creates, set exactly (the umask
   // neither widens nor narrows them). Files a store already holds keep theirs.
   uint32_t file_mode = 0640;

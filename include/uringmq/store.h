@@ -114,6 +114,9 @@ struct StoreStats {
   // scrub's progress.
   uint64_t corrupt_reads_refused = 0;
   uint64_t corrupt_records_reported = 0;
+  // Damaged records written to a quarantine file (each once) so their queue moved on past them
+  // (corruptRecordPolicy=repair; engine/README.md, "Quarantine").
+  uint64_t corrupt_records_quarantined = 0;
   uint64_t scrub_bytes_checked = 0;
   uint64_t scrub_corrupt_records = 0;
   uint64_t scrubs_finished = 0;  // shards whose scrub pass ended (or had nothing to check)

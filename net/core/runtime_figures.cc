@@ -41,6 +41,7 @@ void RuntimeFigures::store_figures(uint32_t shard, const StoreStats& stats, cons
   add("consumerNoticesDropped", std::to_string(wire.consumer_notices_dropped));
   add("corruptReadsRefused", std::to_string(stats.corrupt_reads_refused));
   add("corruptRecordsReported", std::to_string(stats.corrupt_records_reported));
+  add("corruptRecordsQuarantined", std::to_string(stats.corrupt_records_quarantined));
   add("scrubBytesChecked", std::to_string(stats.scrub_bytes_checked));
   add("scrubCorruptRecords", std::to_string(stats.scrub_corrupt_records));
   const TransactionStats txn = store_.transaction_stats(shard);

@@ -128,6 +128,17 @@ std::string set_delete_when(BrokerConfig& c, std::string_view text) {
   return {};
 }
 
+std::string set_corrupt_record_policy(BrokerConfig& c, std::string_view text) {
+  if (text == "repair") {
+    c.store.corrupt_record_policy = engine::CorruptRecordPolicy::repair;
+  } else if (text == "block") {
+    c.store.corrupt_record_policy = engine::CorruptRecordPolicy::block;
+  } else {
+    return "is not a corrupt record policy (repair or block)";
+  }
+  return {};
+}
+
 std::string set_flush_disk_type(BrokerConfig& c, std::string_view text) {
   if (text == "SYNC_FLUSH") {
     c.store.log.flush_mode = engine::FlushMode::sync_flush;
@@ -496,6 +507,12 @@ const KeySetter kSetters[] = {
        return set_number<uint64_t>(c.store.scrub_bytes_per_second, v, 0, uint64_t{1} << 40,
                                    "a rate in bytes per second (0: no scrub)");
      }},
+    {"corruptRecordPolicy", set_corrupt_record_policy},
+    {"quarantineMaxBytes",
+     [](BrokerConfig& c, std::string_view v) {
+       return set_number<uint64_t>(c.store.quarantine_max_bytes, v, 0, uint64_t{1} << 40,
+                                   "a size in bytes");
+     }},
     {"enablePropertyFilter",
      [](BrokerConfig& c, std::string_view v) { return set_bool(c.enable_property_filter, v); }},
     {"metricsExporterType",
@@ -782,6 +799,9 @@ std::string describe_broker_config(const BrokerConfig& c) {
   add("deliveryLeadMs", num(s.delivery_lead_ms));
   add("deliveryLeadMaxMs", num(s.delivery_lead_max_ms));
   add("scrubBytesPerSecond", num(s.scrub_bytes_per_second));
+  add("corruptRecordPolicy",
+      s.corrupt_record_policy == engine::CorruptRecordPolicy::block ? "block" : "repair");
+  add("quarantineMaxBytes", num(s.quarantine_max_bytes));
   add("fileReservedTime", num(s.file_reserved_time_hours));
   char hour[8];
   std::snprintf(hour, sizeof(hour), "%02d", static_cast<int>(s.delete_when_hour_utc));

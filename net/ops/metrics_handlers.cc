@@ -70,6 +70,9 @@ void write_store(PromWriter& w, const StoreStats& s) {
   counter(w, "uringmq_store_fdatasyncs_total", "CommitLog fdatasyncs completed.", s.fdatasyncs);
   counter(w, "uringmq_corrupt_reads_refused_total", "Reads refused: the record failed its checks.",
           s.corrupt_reads_refused);
+  counter(w, "uringmq_corrupt_records_quarantined_total",
+          "Damaged records kept in a quarantine file; their queue moved past them.",
+          s.corrupt_records_quarantined);
   counter(w, "uringmq_retention_segments_deleted_total", "CommitLog segments retention deleted.",
           s.segments_deleted);
   write_histograms(w, s);

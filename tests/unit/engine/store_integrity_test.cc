@@ -41,6 +41,8 @@ StoreOptions options_for(const std::string& dir, io::Clock* clock, uint64_t scru
   o.consume_queue.memory_units_per_queue = 64;
   o.clock = clock;
   o.scrub_bytes_per_second = scrub_rate;
+  // These tests hold the refusal itself: a damaged record is never moved past.
+  o.corrupt_record_policy = engine::CorruptRecordPolicy::block;
   return o;
 }
 

@@ -69,6 +69,8 @@ TEST(BrokerConfigTest, EveryKeyIsApplied) {
       "mappedFileSizeCommitLog=12288000\n"  // 3000 * 4096: zero-fill chunk shrinks to 32 KiB
       "mappedFileSizeConsumeQueue=2000\n"
       "flushDiskType=ASYNC_FLUSH\n"
+      "corruptRecordPolicy=block\n"
+      "quarantineMaxBytes=1048576\n"
       "flushIntervalCommitLog=200\n"
       "syncFlushTimeout=3000\n"
       "messageDelayLevel=1s 2s 1h\n"
@@ -129,6 +131,8 @@ TEST(BrokerConfigTest, EveryKeyIsApplied) {
   EXPECT_EQ(c.store.timer_max_delay_sec, 86'400);
   EXPECT_EQ(c.store.delivery_lead_ms, 25);
   EXPECT_EQ(c.store.delivery_lead_max_ms, 300);
+  EXPECT_EQ(c.store.corrupt_record_policy, engine::CorruptRecordPolicy::block);
+  EXPECT_EQ(c.store.quarantine_max_bytes, 1u << 20);
   EXPECT_TRUE(c.ignored_keys.empty());
   EXPECT_EQ(c.namesrv_addrs, std::vector<std::string>{"127.0.0.1:9876"});
   EXPECT_EQ(c.ha_address, "10.0.0.2");
@@ -136,6 +140,7 @@ TEST(BrokerConfigTest, EveryKeyIsApplied) {
   std::string described = describe_broker_config(c);
   EXPECT_NE(described.find("listenPort=20911\n"), std::string::npos) << described;
   EXPECT_NE(described.find("flushDiskType=ASYNC_FLUSH\n"), std::string::npos);
+  EXPECT_NE(described.find("corruptRecordPolicy=block\n"), std::string::npos);
   EXPECT_NE(described.find("deleteWhen=03\n"), std::string::npos);
   EXPECT_NE(described.find("diskMaxUsedSpaceRatio=90\n"), std::string::npos);
   EXPECT_NE(described.find("mappedFileSizeConsumeQueue=2000\n"), std::string::npos);
@@ -277,6 +282,9 @@ TEST(BrokerConfigTest, BadValuesNameLineKeyAndValue) {
       {"mappedFileSizeConsumeQueue=6000001",
        "broker.conf:1: mappedFileSizeConsumeQueue '6000001' is not a ConsumeQueue file size (a "
        "multiple of 20 in (20..2147483640) bytes)"},
+      {"corruptRecordPolicy=skip",
+       "broker.conf:1: corruptRecordPolicy 'skip' is not a corrupt record policy (repair or "
+       "block)"},
       {"flushDiskType=sync",
        "broker.conf:1: flushDiskType 'sync' is not a flush type (SYNC_FLUSH or ASYNC_FLUSH)"},
       {"flushIntervalCommitLog=0",

@@ -48,6 +48,7 @@ TEST(BrokerIntegrityTest, APullOverADamagedRecordAnswersSystemErrorNamingIt) {
   config.listen_port = 0;
   config.namesrv_listen_port = 0;
   config.default_topic_queue_nums = 1;
+  config.store.corrupt_record_policy = engine::CorruptRecordPolicy::block;  // stops at it
   io::Result<std::unique_ptr<Broker>> opened = Broker::open(config);
   ASSERT_TRUE(opened.is_ok()) << opened.status().to_string();
   std::unique_ptr<Broker> broker = std::move(*opened);
