@@ -200,6 +200,7 @@ void Pop::set_broker_names(std::vector<std::string> names) {
   names_ = std::move(names);
   while (tables_.size() < names_.size()) tables_.push_back(std::make_unique<PopTable>());
   committed_.resize(tables_.size());
+  moved_.resize(tables_.size());
   journal_end_.resize(tables_.size(), 0);
   low_water_.resize(tables_.size(), 0);
   low_water_posted_.resize(tables_.size(), false);

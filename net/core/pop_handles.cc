@@ -131,7 +131,6 @@ std::optional<Refusal> Pop::forward_dead_letter(uint32_t shard, const HandleCall
 }
 
 void Pop::commit_progress(uint32_t shard, uint32_t queue) {
-  if (moved_.size() <= shard) moved_.resize(shard + 1);
   MovedQueues& moved = moved_[shard];
   if (moved.listed.size() <= queue) moved.listed.resize(queue + 1, false);
   if (moved.listed[queue]) return;

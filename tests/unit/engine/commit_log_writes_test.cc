@@ -15,6 +15,7 @@
 #include "engine/log/commit_log.h"
 #include "io/clock.h"
 #include "testing/sim_disk.h"
+#include "tests/support/borrowed_disk.h"
 #include "tests/support/log_fixture.h"
 
 namespace uringmq {
@@ -24,46 +25,20 @@ using engine::Ack;
 using engine::CommitLog;
 using engine::CommitLogOptions;
 
-// Forwards everything to a SimDisk; records every write from submit to completion and fails
-// the test when two writes in flight on one file share a block.
-class WatchingDisk final : public io::Disk {
+// Forwards everything to the disk it borrows; records every write from submit to completion and
+// fails the test when two writes in flight on one file share a block.
+class WatchingDisk final : public testing::BorrowedDisk {
  public:
-  explicit WatchingDisk(io::SimDisk& inner) : inner_(inner) {}
-
-  io::Result<io::FileHandle> open(std::string_view path, io::OpenMode mode,
-                                  io::IoMode io_mode) override {
-    return inner_.open(path, mode, io_mode);
-  }
-  void close(io::FileHandle file) override { inner_.close(file); }
-  io::Result<uint64_t> size(io::FileHandle file) override { return inner_.size(file); }
-  io::Status truncate(io::FileHandle file, uint64_t size_bytes) override {
-    return inner_.truncate(file, size_bytes);
-  }
-  io::Status rename(std::string_view from, std::string_view to) override {
-    return inner_.rename(from, to);
-  }
-  io::Status remove(std::string_view path) override { return inner_.remove(path); }
-  io::Status make_dir(std::string_view path) override { return inner_.make_dir(path); }
-  io::Result<std::vector<std::string>> list_dir(std::string_view path) override {
-    return inner_.list_dir(path);
-  }
-  io::Result<bool> exists(std::string_view path) override { return inner_.exists(path); }
-  io::Status lock(std::string_view path) override { return inner_.lock(path); }
-  void unlock(std::string_view path) override { inner_.unlock(path); }
-  size_t in_flight() const override { return inner_.in_flight(); }
-  io::Status register_buffers(std::span<const std::span<std::byte>> buffers) override {
-    return inner_.register_buffers(buffers);
-  }
-  void unregister_buffers() override { inner_.unregister_buffers(); }
+  using BorrowedDisk::BorrowedDisk;
 
   io::Status submit(const io::IoRequest& request) override {
     if (request.kind == io::OpKind::write) note_write(request);
-    io::Status s = inner_.submit(request);
+    io::Status s = BorrowedDisk::submit(request);
     if (!s.is_ok() && request.kind == io::OpKind::write) writes_.erase(request.user_data);
     return s;
   }
   size_t poll(std::span<io::IoCompletion> out, io::Wait wait) override {
-    const size_t n = inner_.poll(out, wait);
+    const size_t n = BorrowedDisk::poll(out, wait);
     for (size_t i = 0; i < n; i++) writes_.erase(out[i].user_data);
     return n;
   }
@@ -91,7 +66,6 @@ class WatchingDisk final : public io::Disk {
     max_in_flight_ = std::max<uint32_t>(max_in_flight_, static_cast<uint32_t>(writes_.size()));
   }
 
-  io::SimDisk& inner_;
   std::map<uint64_t, Write> writes_;  // by user_data: in flight
   Write last_;
   uint32_t max_in_flight_ = 0;

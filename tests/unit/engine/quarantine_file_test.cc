@@ -67,6 +67,14 @@ class QuarantineFileTest : public ::testing::Test {
     }
     return ended;
   }
+  // A file holding two whole entries of 100-byte records, at log offsets 1 and 2, closed.
+  void write_two_entries() {
+    std::unique_ptr<QuarantineFile> file = open();
+    ASSERT_TRUE(file->begin(entry(1, 100)));
+    ASSERT_EQ(pump(*file), QuarantineFile::Ended::written);
+    ASSERT_TRUE(file->begin(entry(2, 100)));
+    ASSERT_EQ(pump(*file), QuarantineFile::Ended::written);
+  }
   std::string list(io::Status& status) {
     char* text = nullptr;
     size_t size = 0;
@@ -124,13 +132,7 @@ TEST_F(QuarantineFileTest, RefusesToGrowPastItsBound) {
 }
 
 TEST_F(QuarantineFileTest, ATornLastEntryIsOverwritten) {
-  {
-    std::unique_ptr<QuarantineFile> file = open();
-    ASSERT_TRUE(file->begin(entry(1, 100)));
-    pump(*file);
-    ASSERT_TRUE(file->begin(entry(2, 100)));
-    pump(*file);
-  }
+  write_two_entries();
   const uint64_t whole = std::filesystem::file_size(path());
   std::filesystem::resize_file(path(), whole - 10);  // as a crash before the fdatasync leaves it
   std::unique_ptr<QuarantineFile> file = open();
@@ -143,13 +145,7 @@ TEST_F(QuarantineFileTest, ATornLastEntryIsOverwritten) {
 }
 
 TEST_F(QuarantineFileTest, ADamagedFileIsReportedAndNeitherTrustedNorWritten) {
-  {
-    std::unique_ptr<QuarantineFile> file = open();
-    ASSERT_TRUE(file->begin(entry(1, 100)));
-    pump(*file);
-    ASSERT_TRUE(file->begin(entry(2, 100)));
-    pump(*file);
-  }
+  write_two_entries();
   const uint64_t size = std::filesystem::file_size(path());
   int fd = ::open(path().c_str(), O_RDWR);
   ASSERT_GE(fd, 0);

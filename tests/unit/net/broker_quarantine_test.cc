@@ -12,7 +12,9 @@
 // second segment flipped in its file; each queue pulled whole over remoting.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+
 #include <unistd.h>
+#include <functional>
 
 #include <cstdio>
 #include <set>
@@ -41,14 +43,17 @@ constexpr int kQueues = 4;
 constexpr int kDamaged = 1001;  // queue 1, queue offset 250: about 400 KB in, segment 1 of ~5
 constexpr uint64_t kSegmentBytes = 256u << 10;
 
-void adjust(BrokerConfig& config, engine::CorruptRecordPolicy policy) {
-  config.store.shard_count = 1;
-  config.store.log.segment_size_bytes = kSegmentBytes;
-  config.store.log.write_buffer_bytes = 64u << 10;
-  config.store.log.max_unsynced_bytes = 128u << 10;
-  config.store.log.limits.max_body_bytes = 8u << 10;
-  config.store.log.zero_fill_chunk_bytes = 64u << 10;
-  config.store.corrupt_record_policy = policy;
+// The broker's configuration for these tests: small segments, one shard, `policy`.
+std::function<void(BrokerConfig&)> with_policy(engine::CorruptRecordPolicy policy) {
+  return [policy](BrokerConfig& config) {
+    config.store.shard_count = 1;
+    config.store.log.segment_size_bytes = kSegmentBytes;
+    config.store.log.write_buffer_bytes = 64u << 10;
+    config.store.log.max_unsynced_bytes = 128u << 10;
+    config.store.log.limits.max_body_bytes = 8u << 10;
+    config.store.log.zero_fill_chunk_bytes = 64u << 10;
+    config.store.corrupt_record_policy = policy;
+  };
 }
 
 // Sends the messages (message i to queue i % 4) and flips a body byte of message kDamaged in
@@ -129,8 +134,7 @@ TEST(BrokerQuarantineTest, TheQueueMovesPastAQuarantinedRecordAndRemembersIt) {
   TempDir dir;
   uint64_t damaged = 0;
   {
-    RunningBroker broker(dir.path(),
-                         [](BrokerConfig& c) { adjust(c, engine::CorruptRecordPolicy::repair); });
+    RunningBroker broker(dir.path(), with_policy(engine::CorruptRecordPolicy::repair));
     damaged = fill_and_damage(broker, dir.path());
     std::unique_ptr<RemotingClient> client = broker.client();
     for (int q = 0; q < kQueues; q++) {
@@ -169,8 +173,7 @@ TEST(BrokerQuarantineTest, TheQueueMovesPastAQuarantinedRecordAndRemembersIt) {
 
   // A restart: the record is known, the queue still moves past it, and consumption goes on.
   {
-    RunningBroker broker(dir.path(),
-                         [](BrokerConfig& c) { adjust(c, engine::CorruptRecordPolicy::repair); });
+    RunningBroker broker(dir.path(), with_policy(engine::CorruptRecordPolicy::repair));
     std::unique_ptr<RemotingClient> client = broker.client();
     RemotingResponse sent = call(
         *client, request(req::kSendMessageV2, send_v2_fields("TQ", "1", "")), "after the restart");
@@ -192,8 +195,7 @@ TEST(BrokerQuarantineTest, TheQueueMovesPastAQuarantinedRecordAndRemembersIt) {
   ASSERT_GE(fd, 0);
   ASSERT_EQ(::pwrite(fd, "X", 1, 100), 1);
   ::close(fd);
-  RunningBroker broker(dir.path(),
-                       [](BrokerConfig& c) { adjust(c, engine::CorruptRecordPolicy::repair); });
+  RunningBroker broker(dir.path(), with_policy(engine::CorruptRecordPolicy::repair));
   std::unique_ptr<RemotingClient> client = broker.client();
   EXPECT_EQ(drain(*client, 0, 0, kQueueMessages).offsets.size(),
             static_cast<size_t>(kQueueMessages));
@@ -206,13 +208,11 @@ TEST(BrokerQuarantineTest, TheScrubQuarantinesARecordBeforeAConsumerMeetsIt) {
   TempDir dir;
   uint64_t damaged = 0;
   {
-    RunningBroker broker(dir.path(),
-                         [](BrokerConfig& c) { adjust(c, engine::CorruptRecordPolicy::repair); });
+    RunningBroker broker(dir.path(), with_policy(engine::CorruptRecordPolicy::repair));
     damaged = fill_and_damage(broker, dir.path());
   }
   // The restart's recovery does not rescan the older segments; the scrub reads them.
-  RunningBroker broker(dir.path(),
-                       [](BrokerConfig& c) { adjust(c, engine::CorruptRecordPolicy::repair); });
+  RunningBroker broker(dir.path(), with_policy(engine::CorruptRecordPolicy::repair));
   std::unique_ptr<RemotingClient> client = broker.client();
   io::Status status;
   std::string list;
@@ -234,8 +234,7 @@ TEST(BrokerQuarantineTest, TheScrubQuarantinesARecordBeforeAConsumerMeetsIt) {
 
 TEST(BrokerQuarantineTest, PopReceivesGoPastAQuarantinedRecord) {
   TempDir dir;
-  RunningBroker broker(dir.path(),
-                       [](BrokerConfig& c) { adjust(c, engine::CorruptRecordPolicy::repair); });
+  RunningBroker broker(dir.path(), with_policy(engine::CorruptRecordPolicy::repair));
   fill_and_damage(broker, dir.path());
   std::unique_ptr<RemotingClient> client = broker.client();
   std::set<int64_t> popped;
@@ -260,8 +259,7 @@ TEST(BrokerQuarantineTest, PopReceivesGoPastAQuarantinedRecord) {
 
 TEST(BrokerQuarantineTest, UnderBlockTheConsumerStopsAtTheDamagedRecord) {
   TempDir dir;
-  RunningBroker broker(dir.path(),
-                       [](BrokerConfig& c) { adjust(c, engine::CorruptRecordPolicy::block); });
+  RunningBroker broker(dir.path(), with_policy(engine::CorruptRecordPolicy::block));
   fill_and_damage(broker, dir.path());
   std::unique_ptr<RemotingClient> client = broker.client();
   Drained d = drain(*client, kDamaged % kQueues, 0, kQueueMessages);
