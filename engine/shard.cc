@@ -398,25 +398,29 @@ void Shard::register_parts() {
                   return s.scrub_ != nullptr ? s.scrub_->next_deadline_ms() : INT64_MAX;
                 }},
            {TagClass::log_scrub});
-  // The quarantine file (opened with the pulls): one request at a time; a stop waits for it.
+  // Damaged records: the quarantine file (opened with the pulls) and the repairs from a replica,
+  // each one request at a time (a stop waits for them); unanswered repair asks expire (their
+  // pulls then quarantine the record).
   add_part({.submit_work =
                 [](Shard& s) {
                   if (s.core_.quarantine != nullptr) s.core_.quarantine->submit_work();
+                  s.repairs_.submit_work();
                 },
-            .complete = [](Shard& s, const io::IoCompletion& c) { s.pulls_.quarantine_done(c); },
-            .busy =
-                [](const Shard& s) {
-                  return s.core_.quarantine != nullptr && s.core_.quarantine->busy();
-                }},
-           {TagClass::quarantine});
-  // Repairs from a replica: one write-back at a time (a stop waits for it); unanswered asks
-  // expire (their pulls then quarantine the record).
-  add_part({.submit_work = [](Shard& s) { s.repairs_.submit_work(); },
-            .complete = [](Shard& s, const io::IoCompletion& c) { s.repairs_.complete(c); },
+            .complete =
+                [](Shard& s, const io::IoCompletion& c) {
+                  if (sched::class_of(c.user_data) == TagClass::record_repair) {
+                    return s.repairs_.complete(c);
+                  }
+                  s.pulls_.quarantine_done(c);
+                },
             .step = [](Shard& s, int64_t now) { s.repairs_.expire(now); },
             .next_deadline_ms = [](const Shard& s) { return s.repairs_.next_deadline_ms(); },
-            .busy = [](const Shard& s) { return s.repairs_.busy(); }},
-           {TagClass::record_repair});
+            .busy =
+                [](const Shard& s) {
+                  return (s.core_.quarantine != nullptr && s.core_.quarantine->busy()) ||
+                         s.repairs_.busy();
+                }},
+           {TagClass::quarantine, TagClass::record_repair});
 }
 
 void Shard::add_part(const Part::Hooks& hooks, std::initializer_list<sched::TagClass> classes) {
