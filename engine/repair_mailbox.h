@@ -50,7 +50,7 @@ class RepairMailbox {
  private:
   std::mutex mu_;
   std::condition_variable cv_;
-  bool enabled_ = false;         // guarded by mu_
+  bool enabled_ = false;        // guarded by mu_
   std::deque<RepairAsk> asks_;  // guarded by mu_
 };
 

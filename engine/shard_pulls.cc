@@ -136,7 +136,7 @@ bool ShardPulls::start_pull(uint32_t slot_index, const shard_request::Pull& requ
       acquire_op(PullOp::Kind::pull, slot_index, request.tag, request.topic, request.queue_id);
   PullOp& op = ops_[index];
   op.offset = request.queue_offset;
-  op.unrepaired_log_offset = UINT64_MAX;
+  op.corrupt_log_offset = LogOffset{UINT64_MAX};
   op.max_messages = std::max<uint32_t>(1, request.max_messages);
   op.buffer = request.buffer;
   op.deadline_ms = request.wait_ms > 0 ? core_.now_ms() + request.wait_ms : 0;
@@ -427,7 +427,7 @@ bool ShardPulls::handle_damaged(uint32_t op_index) {
   }
   // While the file loads, what it holds is not known yet: the pull waits for the load first.
   if (file != nullptr && file->usable() && file->loading()) return quarantine_damaged(op_index);
-  if (op.unrepaired_log_offset != unit.log_offset.value &&
+  if (op.corrupt_log_offset != unit.log_offset &&
       repairs_.ask(unit.log_offset.value, unit.size_bytes, "a pull") ==
           ShardRepairs::Asked::waiting) {
     op.stage = PullOp::Stage::repair;
@@ -465,7 +465,7 @@ void ShardPulls::repair_ended(uint64_t log_offset, bool repaired,
       run_pull(i);
       continue;
     }
-    op.unrepaired_log_offset = log_offset;
+    op.corrupt_log_offset = LogOffset{log_offset};
     op.stage = PullOp::Stage::records;
     if (!handle_damaged(i)) answer_corrupt(i);
   }

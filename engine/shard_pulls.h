@@ -117,9 +117,9 @@ class ShardPulls {
     bool read_failed = false;
     // records: the unit (index into units) of each record copied, checked before it is sent
     std::array<uint16_t, kPullUnits> picked{};
-    LogOffset corrupt_log_offset;  // answered corrupt: the damaged record's log offset
-    // A damaged record no replica repaired for this pull: it goes to quarantine (UINT64_MAX: none)
-    uint64_t unrepaired_log_offset = UINT64_MAX;
+    // The damaged record's log offset: answered corrupt, or no replica repaired it for this
+    // pull (it goes to quarantine then; UINT64_MAX: none yet).
+    LogOffset corrupt_log_offset;
     // search: binary search over [lo, hi) for the first store time >= target
     QueueOffset lo, hi, mid;
     int64_t target_ms = 0;

@@ -157,8 +157,7 @@ struct ShardRequest
                    shard_request::FlushOffsets, shard_request::ReleaseHeld,
                    shard_request::QueryIndex, shard_request::ViewRecord,
                    shard_request::EndTransaction, shard_request::TransactionChecks,
-                   shard_request::ListOffsets, shard_request::Replicate,
-                   shard_request::Repair> {
+                   shard_request::ListOffsets, shard_request::Replicate, shard_request::Repair> {
   using variant::variant;
 };
 static_assert(std::is_trivially_copyable_v<ShardRequest>);

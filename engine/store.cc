@@ -545,11 +545,10 @@ io::Status Session::repair_record_async(uint32_t shard, LogOffset offset,
   if (shard >= store_.shards_.size()) {
     return io::Status::error(io::Code::invalid_argument, "no shard " + std::to_string(shard));
   }
-  return post(shard, shard_request::Repair{.tag = tag,
-                                           .local_offset = offset,
-                                           .bytes = bytes,
-                                           .peer = peer,
-                                           .failure = failure});
+  return post(
+      shard,
+      shard_request::Repair{
+          .tag = tag, .local_offset = offset, .bytes = bytes, .peer = peer, .failure = failure});
 }
 
 io::Status Session::view_record_async(StoreOffset store_offset, std::span<std::byte> buffer,

@@ -73,8 +73,8 @@ RecordRepair::Ended RecordRepair::complete(const io::IoCompletion& completion) {
   switch (step_) {
     case Step::read: {
       if (completion.result != want) {
-        return end(Ended::failed, "reading the blocks returned " +
-                                      std::to_string(completion.result));
+        return end(Ended::failed,
+                   "reading the blocks returned " + std::to_string(completion.result));
       }
       std::byte* record = blocks_.get() + record_at_;
       if (std::memcmp(record, copy_.data(), copy_.size()) == 0) {
@@ -88,8 +88,8 @@ RecordRepair::Ended RecordRepair::complete(const io::IoCompletion& completion) {
     }
     case Step::write:
       if (completion.result != want) {
-        return end(Ended::failed_write, "writing the blocks returned " +
-                                            std::to_string(completion.result));
+        return end(Ended::failed_write,
+                   "writing the blocks returned " + std::to_string(completion.result));
       }
       step_ = Step::sync;
       submit_step();

@@ -47,8 +47,7 @@ class RecordRepair {
   // Starts writing `copy` (kept by the caller until the end) at file_offset of the segment file
   // at `path`. An error (the file cannot be opened, or the read not submitted) means nothing
   // started. Only when !busy().
-  io::Status start(const std::string& path, uint64_t file_offset,
-                   std::span<const std::byte> copy);
+  io::Status start(const std::string& path, uint64_t file_offset, std::span<const std::byte> copy);
   // Submits the step a full submission queue held back.
   void submit_work();
   Ended complete(const io::IoCompletion& completion);

@@ -326,9 +326,8 @@ class Session {
   // corruption: the bytes failed the checks; not_found: no repair of that record is waiting;
   // invalid_argument: the record may not be rewritten (not wholly below the durable end). The
   // views stay valid until the completion.
-  io::Status repair_record_async(uint32_t shard, LogOffset offset,
-                                 std::span<const std::byte> bytes, std::string_view peer,
-                                 std::string_view failure, uint64_t tag);
+  io::Status repair_record_async(uint32_t shard, LogOffset offset, std::span<const std::byte> bytes,
+                                 std::string_view peer, std::string_view failure, uint64_t tag);
   // Answers this session's held pulls at once (no new message) on every shard; one completion
   // with `tag` per shard. For a front end that is shutting down.
   io::Status release_held_pulls_async(uint64_t tag);

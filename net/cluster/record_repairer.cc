@@ -3,7 +3,9 @@
 #include "net/cluster/record_repairer.h"
 
 #include <chrono>
+#include <cstdlib>
 
+#include "net/common/json.h"
 #include "net/remoting/remoting.h"
 #include "net/remoting/remoting_client.h"
 
@@ -47,10 +49,41 @@ std::string fetch(const std::string& peer, uint64_t offset, std::string* error) 
   return std::move(r->body);
 }
 
+// GET_BROKER_CLUSTER_INFO's brokerAddrTable on `namesrv`: for each name, its slave of the lowest
+// brokerId above 0 ("" when none); empty when the NameServer did not answer.
+std::vector<std::string> listed_slaves(const std::string& namesrv,
+                                       const std::vector<std::string>& names) {
+  io::Result<std::pair<std::string, uint16_t>> hp = parse_host_port(namesrv);
+  if (!hp.is_ok()) return {};
+  auto c = RemotingClient::connect(hp->first, hp->second, RecordRepairer::kTimeoutMs);
+  if (!c.is_ok()) return {};
+  RemotingCommand request;
+  request.code = request_code::kGetBrokerClusterInfo;
+  auto r = (*c)->call(request, {}, RecordRepairer::kTimeoutMs);
+  if (!r.is_ok() || r->command.code != response_code::kSuccess) return {};
+  io::Result<JsonValue> doc = parse_json(r->body);
+  const JsonValue* table = doc.is_ok() ? doc->find("brokerAddrTable") : nullptr;
+  if (table == nullptr || !table->is_object()) return {};
+  std::vector<std::string> out(names.size());
+  for (size_t i = 0; i < names.size(); i++) {
+    const JsonValue* group = table->find(names[i]);
+    const JsonValue* addrs = group != nullptr ? group->find("brokerAddrs") : nullptr;
+    if (addrs == nullptr || !addrs->is_object()) continue;
+    int64_t best = INT64_MAX;
+    for (const JsonValue::Member& m : addrs->members()) {
+      const int64_t id = std::strtoll(m.first.c_str(), nullptr, 10);
+      if (id > 0 && id < best && m.second.is_string()) {
+        best = id;
+        out[i] = m.second.text();
+      }
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
-io::Result<std::unique_ptr<RecordRepairer>> RecordRepairer::start(Store& store,
-                                                                  uint32_t brokers) {
+io::Result<std::unique_ptr<RecordRepairer>> RecordRepairer::start(Store& store, uint32_t brokers) {
   io::Result<std::unique_ptr<Session>> session = store.open_session();
   if (!session.is_ok()) return session.status();
   std::unique_ptr<RecordRepairer> r(new RecordRepairer(store, std::move(*session), brokers));
@@ -82,6 +115,35 @@ void RecordRepairer::set_peer(uint32_t broker, const std::string& address, bool 
   if (broker >= peers_.size()) return;
   peers_[broker].address = address;
   peers_[broker].expected = expected;
+}
+
+void RecordRepairer::set_namesrv_lookup(std::vector<std::string> names,
+                                        std::vector<std::string> namesrvs) {
+  std::lock_guard<std::mutex> lock(mu_);
+  lookup_names_ = std::move(names);
+  namesrvs_ = std::move(namesrvs);
+}
+
+std::string RecordRepairer::slave_from_namesrvs(uint32_t broker) {
+  std::vector<std::string> names, namesrvs;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    names = lookup_names_;
+    namesrvs = namesrvs_;
+  }
+  if (names.empty() || namesrvs.empty() || broker >= names.size()) return {};
+  const int64_t now = steady_ms();
+  if (now >= next_lookup_ms_) {
+    next_lookup_ms_ = now + 5'000;
+    listed_.assign(names.size(), std::string());
+    for (const std::string& namesrv : namesrvs) {
+      const std::vector<std::string> got = listed_slaves(namesrv, names);
+      for (size_t i = 0; i < got.size(); i++) {
+        if (listed_[i].empty()) listed_[i] = got[i];
+      }
+    }
+  }
+  return broker < listed_.size() ? listed_[broker] : std::string();
 }
 
 uint64_t RecordRepairer::answered() const {
@@ -117,6 +179,7 @@ bool RecordRepairer::serve_ready(std::vector<Waiting>& waiting) {
       std::lock_guard<std::mutex> lock(mu_);
       if (ask.shard < peers_.size()) peer = peers_[ask.shard];
     }
+    if (peer.address.empty() && peer.expected) peer.address = slave_from_namesrvs(ask.shard);
     const int64_t bound = ask.exact_size ? kReaderWaitMs : kScrubWaitMs;
     if (!peer.address.empty()) {
       waiting.erase(waiting.begin() + static_cast<ptrdiff_t>(i));
@@ -140,8 +203,8 @@ void RecordRepairer::serve(const RepairAsk& ask, const std::string& peer) {
   answer(ask, peer, error.empty() ? bytes : std::string(), error);
 }
 
-void RecordRepairer::answer(const RepairAsk& ask, const std::string& peer,
-                            const std::string& bytes, const std::string& failure) {
+void RecordRepairer::answer(const RepairAsk& ask, const std::string& peer, const std::string& bytes,
+                            const std::string& failure) {
   const uint64_t tag = 1;
   io::Status posted = session_->repair_record_async(
       ask.shard, ask.log_offset, std::as_bytes(std::span(bytes)), peer, failure, tag);

@@ -51,6 +51,10 @@ class RecordRepairer {
   // Reactor: presented broker `broker`'s peer remoting address ("" while unknown) and whether a
   // peer is expected (an ask then waits for it to be known).
   void set_peer(uint32_t broker, const std::string& address, bool expected);
+  // A master whose slaves register with other NameServers: the presented brokers' names and
+  // those NameServers, asked with GET_BROKER_CLUSTER_INFO (106) on the thread when an ask's peer
+  // is not known otherwise (at most every 5 s). Before the first ask.
+  void set_namesrv_lookup(std::vector<std::string> names, std::vector<std::string> namesrvs);
   // Answers sent to shards since start (tests and logs).
   uint64_t answered() const;
 
@@ -68,6 +72,8 @@ class RecordRepairer {
   // Serves what can be served now; false when every ask left waits for its peer.
   bool serve_ready(std::vector<Waiting>& waiting);
   void serve(const RepairAsk& ask, const std::string& peer);
+  // Presented broker `broker`'s slave as the NameServers list it ("" when none).
+  std::string slave_from_namesrvs(uint32_t broker);
   void answer(const RepairAsk& ask, const std::string& peer, const std::string& bytes,
               const std::string& failure);
 
@@ -78,6 +84,11 @@ class RecordRepairer {
   bool stop_ = false;        // guarded by mu_
   std::vector<Peer> peers_;  // guarded by mu_
   uint64_t answered_ = 0;    // guarded by mu_
+  // The NameServer lookup (the thread's own once it runs).
+  std::vector<std::string> lookup_names_;
+  std::vector<std::string> namesrvs_;
+  std::vector<std::string> listed_;  // per broker, from the last lookup
+  int64_t next_lookup_ms_ = 0;
   std::thread thread_;
 };
 

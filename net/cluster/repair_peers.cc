@@ -38,6 +38,11 @@ io::Status RepairPeers::open() {
       RecordRepairer::start(store_, static_cast<uint32_t>(brokers_.size()));
   if (!r.is_ok()) return r.status();
   repairer_ = std::move(*r);
+  if (!is_slave() && fixed_.empty() && !config_.namesrv_addrs.empty()) {
+    std::vector<std::string> names;
+    for (const PresentedBroker& b : brokers_) names.push_back(b.name);
+    repairer_->set_namesrv_lookup(std::move(names), config_.namesrv_addrs);
+  }
   log_info("corruptRecordPolicy repair: a damaged record is fetched from " +
            (first.empty() ? std::string(is_slave() ? "the master" : "the slave a NameServer lists")
                           : "repairPeerAddress " + first) +
@@ -65,8 +70,7 @@ std::string RepairPeers::peer_of(uint32_t broker, bool* expected) const {
     std::string master = registrar_ ? registrar_->master_address(broker) : std::string();
     if (master.empty() && !config_.ha.master_address.empty()) {
       // haMasterAddress names broker 0's HA port (listenPort + 1); broker i's is stride i above.
-      master = shifted(config_.ha.master_address,
-                       int64_t{broker} * config_.shard_port_stride - 1);
+      master = shifted(config_.ha.master_address, int64_t{broker} * config_.shard_port_stride - 1);
     }
     return master;
   }

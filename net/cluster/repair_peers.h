@@ -8,7 +8,8 @@
 //   (masterAddr), or, with haMasterAddress, that HA address's port less one (the HA port is the
 //   master's listenPort + 1);
 // - a master: the slave of its brokerName that registered with this process's built-in
-//   NameServer role (the lowest brokerId above 0), read from that table directly.
+//   NameServer role (the lowest brokerId above 0), read from that table directly; failing that,
+//   with namesrvAddr, the RecordRepairer asks those NameServers (GET_BROKER_CLUSTER_INFO).
 // A peer is expected (asks wait for it to become known) on a slave, on a SYNC_MASTER, and on a
 // master with a slave streaming now; elsewhere an ask fails at once and the record is
 // quarantined as before.

@@ -78,8 +78,7 @@ std::optional<std::variant<Refusal, KeyQueryResult>> MessageQueries::key_query_o
 
 // ---- by offset ----
 
-std::optional<Refusal> MessageQueries::view(const Ticket& ticket, StoreOffset offset,
-                                            bool stored) {
+std::optional<Refusal> MessageQueries::view(const Ticket& ticket, StoreOffset offset, bool stored) {
   const uint32_t index =
       calls_.start(stored ? BrokerOp::Kind::view_stored : BrokerOp::Kind::view_message, ticket,
                    shard_of_offset(offset));

@@ -76,7 +76,8 @@ void QueryHandlers::handle_view_message(uint32_t conn, RemotingCommand& request)
   // the record exactly as stored, for a peer repairing its own copy.
   const std::string* stored = request.ext(kStoredBytesField);
   const Ticket ticket = ticket_of(conn, conns_[conn].generation, request);
-  if (auto refused = core_.message_queries.view(ticket, at, stored != nullptr && *stored == "true")) {
+  if (auto refused =
+          core_.message_queries.view(ticket, at, stored != nullptr && *stored == "true")) {
     reply_refusal(conn, request, *refused);
   }
 }

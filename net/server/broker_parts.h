@@ -58,7 +58,7 @@ struct BrokerParts {
   NamesrvRole namesrv;
   SlaveRole slave;
   MasterRole master;
-  RepairPeers repair;  // where damaged records are repaired from
+  RepairPeers repair;        // where damaged records are repaired from
   GrpcService grpc;          // after `transactions`: it passes remoting producers' checks on to it
   GrpcReceive grpc_receive;  // gRPC's consumer side over POP
   WokenReceives woken;       // the core's POP ReceiveSink

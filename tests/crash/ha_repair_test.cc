@@ -21,8 +21,8 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -251,8 +251,8 @@ std::string file_bytes(const std::string& path) {
 // log under `store`. Returns the segment's path inside the store.
 std::string flip_body_byte(const std::string& store, uint64_t physical) {
   const uint64_t base = physical - physical % kSegmentBytes;
-  const std::string segment = "/shard-" + std::to_string(kShard) + "/commitlog/" +
-                              engine::CommitLog::segment_name(base);
+  const std::string segment =
+      "/shard-" + std::to_string(kShard) + "/commitlog/" + engine::CommitLog::segment_name(base);
   const int fd = ::open((store + segment).c_str(), O_RDWR);
   EXPECT_GE(fd, 0) << store + segment;
   const off_t at = static_cast<off_t>(physical - base + 88 + 400);  // inside the body
@@ -271,11 +271,13 @@ void expect_all_delivered(const Sent& sent, const Sent& got, const char* how) {
   for (const auto& [where, body] : sent) {
     auto it = got.find(where);
     if (it == got.end()) {
-      if (missing++ < 3) ADD_FAILURE() << how << ": queue " << where.first << " offset "
-                                       << where.second << " not delivered";
+      if (missing++ < 3)
+        ADD_FAILURE() << how << ": queue " << where.first << " offset " << where.second
+                      << " not delivered";
     } else if (it->second != body) {
-      if (different++ < 3) ADD_FAILURE() << how << ": queue " << where.first << " offset "
-                                         << where.second << " delivered with another body";
+      if (different++ < 3)
+        ADD_FAILURE() << how << ": queue " << where.first << " offset " << where.second
+                      << " delivered with another body";
     }
   }
   EXPECT_EQ(missing, 0u) << how;

@@ -104,8 +104,8 @@ class FakePeer {
         std::lock_guard lock(mu_);
         const std::string* offset = frame.command.ext("offset");
         const std::string* stored = frame.command.ext(kStoredBytesField);
-        asked_.push_back(std::to_string(frame.command.code) + " " + (offset ? *offset : "-") +
-                         " " + (stored ? *stored : "-"));
+        asked_.push_back(std::to_string(frame.command.code) + " " + (offset ? *offset : "-") + " " +
+                         (stored ? *stored : "-"));
       }
       if (mode_ == Mode::silent) continue;  // never answers
       std::string out;
@@ -230,8 +230,8 @@ void expect_quarantined_after_asking(RunningBroker& broker, FakePeer* peer, uint
   if (peer != nullptr) {
     const std::vector<std::string> asked = peer->asked();
     ASSERT_FALSE(asked.empty()) << "the peer was never asked";
-    EXPECT_EQ(asked[0], std::to_string(req::kViewMessageById) + " " + std::to_string(damaged) +
-                            " true");
+    EXPECT_EQ(asked[0],
+              std::to_string(req::kViewMessageById) + " " + std::to_string(damaged) + " true");
   }
 }
 
@@ -281,9 +281,9 @@ TEST(BrokerRepairTest, ViewMessageByIdAnswersTheStoredBytesWhenAsked) {
   RunningBroker broker(dir.path(), with_peer(0, 0));
   const uint64_t offset = fill(broker);
   std::unique_ptr<RemotingClient> client = broker.client();
-  RemotingResponse stored = call(*client, request(req::kViewMessageById,
-                                                  {{"offset", std::to_string(offset)},
-                                                   {std::string(kStoredBytesField), "true"}}));
+  RemotingResponse stored =
+      call(*client, request(req::kViewMessageById, {{"offset", std::to_string(offset)},
+                                                    {std::string(kStoredBytesField), "true"}}));
   ASSERT_EQ(stored.command.code, rc::kSuccess) << stored.command.remark.value_or("");
   EXPECT_EQ(stored.body, stored_record(dir.path(), offset));
   RemotingResponse plain =
