@@ -53,10 +53,11 @@ void RecordRepair::submit_step() {
   if (step_ == Step::sync) {
     r.kind = io::OpKind::fdatasync;
   } else {
-    r.kind = step_ == Step::read ? io::OpKind::read : io::OpKind::write;
-    r.file_offset = blocks_at_;
-    r.length_bytes = blocks_bytes_;
-    r.buffer = blocks_.get();
+    const bool read = step_ == Step::read;
+    r.kind = read ? io::OpKind::read : io::OpKind::write;
+    r.file_offset = blocks_at_ + (read ? 0 : write_from_);
+    r.length_bytes = read ? blocks_bytes_ : write_to_ - write_from_;
+    r.buffer = blocks_.get() + (read ? 0 : write_from_);
   }
   io::Status s = disk_.submit(r);
   pending_submit_ = s.code() == io::Code::busy;
@@ -76,18 +77,26 @@ RecordRepair::Ended RecordRepair::complete(const io::IoCompletion& completion) {
         return end(Ended::failed,
                    "reading the blocks returned " + std::to_string(completion.result));
       }
-      std::byte* record = blocks_.get() + record_at_;
-      if (std::memcmp(record, copy_.data(), copy_.size()) == 0) {
+      // Only the blocks holding bytes that differ are written: on a device whose sectors are
+      // not atomic, a torn write then reaches no block the damage did not already touch.
+      const std::byte* record = blocks_.get() + record_at_;
+      uint64_t first = 0, last = copy_.size();
+      while (first < copy_.size() && record[first] == copy_[first]) first++;
+      if (first == copy_.size()) {
         was_whole_ = true;  // repaired before (or by another path): nothing to write
         return end(Ended::repaired, "");
       }
-      std::memcpy(record, copy_.data(), copy_.size());
+      while (last > first && record[last - 1] == copy_[last - 1]) last--;
+      std::memcpy(blocks_.get() + record_at_ + first, copy_.data() + first, last - first);
+      const uint64_t block = io::kDirectAlignment;
+      write_from_ = (record_at_ + first) / block * block;
+      write_to_ = (record_at_ + last + block - 1) / block * block;
       step_ = Step::write;
       submit_step();
       return Ended::nothing;
     }
     case Step::write:
-      if (completion.result != want) {
+      if (completion.result != static_cast<int64_t>(write_to_ - write_from_)) {
         return end(Ended::failed_write,
                    "writing the blocks returned " + std::to_string(completion.result));
       }

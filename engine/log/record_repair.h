@@ -2,16 +2,19 @@
 // RecordRepair: writes a replica's copy of a damaged CommitLog record back in place, in its
 // segment file, through the shard's io::Disk. Segments are written with O_DIRECT, so the write
 // is a read-modify-write of the 4 KiB blocks that cover the record: read them (O_DIRECT, a
-// handle of its own), put the copy's bytes over the record's, write the blocks, fdatasync. Bytes
-// outside the record are written back as they were read.
+// handle of its own), put the copy's bytes over the record's, write the blocks whose bytes
+// differ (those the damage is in), fdatasync. Bytes outside the record are written back as they
+// were read.
 //
 // Invariants (the caller, ShardRepairs, checks them before start()): the copy passed the
 // record's checks at its offset, and the covering blocks lie wholly below the log's durable end
 // rounded down to a block, so no write of the log's own (which rewrites only the block holding
-// the written end) can meet them. Only the record's bytes differ from what is on disk: a crash
-// between write and fdatasync, or a torn write, leaves each sector either as it was (the damaged
-// record) or repaired; the ConsumeQueue and the index are untouched (same offset, same size).
-// Repeating a repair is harmless: blocks that already hold the copy are not written.
+// the written end) can meet them. Only the record's damaged bytes differ from what is on disk: a
+// crash between write and fdatasync, or a torn write, leaves each sector either as it was (the
+// damaged record) or repaired, on a device whose sector writes are atomic (one that can garble a
+// torn sector could garble only the blocks the damage is already in); the ConsumeQueue and the
+// index are untouched (same offset, same size). Repeating a repair is harmless: blocks that already
+// hold the copy are not written.
 //
 // One repair at a time. A failed read ends it (not repaired); a failed write or fdatasync leaves
 // the blocks' contents unknown, so it is reported as `failed_write` and the owner stops repairing
@@ -77,6 +80,8 @@ class RecordRepair {
   uint64_t blocks_at_ = 0;     // file offset of blocks_[0]
   uint64_t blocks_bytes_ = 0;  // a multiple of the block size
   uint64_t record_at_ = 0;     // the record's offset in blocks_
+  uint64_t write_from_ = 0;    // the blocks that differ: [write_from_, write_to_) of blocks_
+  uint64_t write_to_ = 0;
   std::span<const std::byte> copy_;
   std::string error_;
 };
