@@ -92,6 +92,12 @@ bool ShardRepairs::handle(uint32_t slot_index, const shard_request::Repair& requ
     answer(slot_index, request.tag, io::Code::ok);
     return true;
   }
+  if (stopped_) {  // a write-back failed: nothing more is written on this shard
+    log_failure(at, request.peer, "repairs on this shard stopped after a failed write-back");
+    end(at, false);
+    answer(slot_index, request.tag, io::Code::io_error);
+    return true;
+  }
   if (writer_->busy()) return false;
   if (const char* bad = check_copy(*it, request.bytes)) {
     log_failure(at, request.peer, std::string("the copy fails its checks: ") + bad);
