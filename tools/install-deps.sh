@@ -14,13 +14,15 @@
 #               protobuf-compiler-grpc (grpc++ and its protoc plugin: bench/grpc_stack's
 #               comparison server and load generator, built only where these are found)
 #   benchmarks: fio, gnuplot, redis-server and beanstalkd (peers the broker is compared with)
+#   faults:     libfuse3-dev and fuse3 (tests/faults/faultfs.cc, uringmq-faultfs: a FUSE file
+#               system that fails or slows the disk under a broker; built only where found)
 set -euo pipefail
 
 packages=(build-essential cmake pkg-config liburing-dev libjemalloc-dev libisal-dev
           libgtest-dev libbenchmark-dev libsystemd-dev libcli11-dev libssl-dev openssl clang
           clang-format fio protobuf-compiler libprotobuf-dev
           libnghttp2-dev libgrpc++-dev protobuf-compiler-grpc
-          gnuplot-nox python3 redis-server beanstalkd)
+          gnuplot-nox python3 redis-server beanstalkd libfuse3-dev fuse3)
 
 # Node.js: keep an existing node >= 18 (e.g. NodeSource's, which bundles npm); Debian's nodejs
 # and npm only when node is missing or older.
