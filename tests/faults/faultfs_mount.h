@@ -68,8 +68,10 @@ class FaultFsMount {
     const Clock::time_point started = Clock::now();
     while (ms_since(started) < 10'000) {
       if (mounted()) return true;
-      if (waitpid(pid_, nullptr, WNOHANG) == pid_) {
+      int status = 0;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
         pid_ = -1;
+        exit_status_ = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
         return false;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
@@ -85,13 +87,16 @@ class FaultFsMount {
            stat((mount_point_ + "/..").c_str(), &parent) == 0 && at.st_dev != parent.st_dev;
   }
 
-  // New rules; true once the file system reports them loaded (within 2 s).
+  // New rules; true once the file system reports them loaded, false once it reports them
+  // refused (or after 2 s without either).
   bool set_control(const std::string& text) {
     const size_t loads = count(" loaded: ");
+    const size_t refusals = count(" refused (");
     if (!write_control(text)) return false;
     const Clock::time_point started = Clock::now();
     while (ms_since(started) < 2'000) {
       if (count(" loaded: ") > loads) return true;
+      if (count(" refused (") > refusals) return false;
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
     return false;
@@ -116,6 +121,8 @@ class FaultFsMount {
   }
 
   std::string log_text() const { return file_text(log_); }
+  // The exit status of a start that ended before the mount was up (-1: none, or a signal).
+  int exit_status() const { return exit_status_; }
   // Occurrences of `what` in the log.
   size_t count(const std::string& what) const {
     const std::string text = log_text();
@@ -150,6 +157,7 @@ class FaultFsMount {
   std::string control_;
   std::string log_;
   pid_t pid_ = -1;
+  int exit_status_ = -1;
 };
 
 }  // namespace uringmq::testing
