@@ -439,7 +439,9 @@ int neg(int rc) {
 // ---- Operations ----
 
 void* ffs_init(fuse_conn_info* conn, fuse_config* cfg) {
-  (void)conn;
+  // Write-through: every write reaches this file system (and its faults) when it is made, never
+  // later from the kernel's writeback.
+  conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
   cfg->use_ino = 1;
   cfg->nullpath_ok = 1;  // an unlinked open file is still served by its handle
   cfg->hard_remove = 1;  // no .fuse_hidden files in directories the broker lists

@@ -179,6 +179,11 @@ TEST_F(FaultInjectionTest, WriteEioFailStopsAndRestartRecoversEveryAck) {
   EXPECT_EQ(indeterminate, 60u);
   EXPECT_EQ(disk_.stats().injected[static_cast<size_t>(FaultTarget::write)], 1u);
   expect_stopped(*log, EIO);
+  // The cause names the operation and the file: what the broker's refusals repeat.
+  EXPECT_NE(log->fail_status().message().find("write to segment " + options_.dir + "/" +
+                                              kFirstSegment + " at file offset "),
+            std::string::npos)
+      << log->fail_status().to_string();
   log.reset();
   RecoveryReport report;
   CheckResult check = reopen_and_check(&report);
@@ -208,6 +213,10 @@ TEST_F(FaultInjectionTest, FdatasyncEioFailStopsAndAcknowledgesNothingOfTheBatch
   EXPECT_EQ(indeterminate, 30u);
   const uint64_t durable = log->durable_offset().value;
   expect_stopped(*log, EIO);
+  EXPECT_NE(log->fail_status().message().find("fdatasync of segment " + options_.dir + "/" +
+                                              kFirstSegment),
+            std::string::npos)
+      << log->fail_status().to_string();
   log.reset();
   // fsyncgate: the kernel may drop dirty pages after a failed writeback. Model the worst case.
   zero_from(durable);
