@@ -34,8 +34,9 @@
 //
 // Threading: libfuse's multithreaded loop calls the operations from several threads; the rules
 // and counters are behind one mutex, the waits are taken outside it. Counters go to the
-// standard error the program was started with (kept across daemonizing) on every load and at
-// unmount, with one line the first time each rule fires.
+// standard error the program was started with (kept across daemonizing) on every load, when
+// faults were injected since the last such line (at most one a second), and at unmount, with
+// one line the first time each rule fires.
 #define FUSE_USE_VERSION 31
 
 #include <dirent.h>
@@ -69,7 +70,8 @@ namespace {
 constexpr size_t kMaxControlBytes = 64 * 1024;  // a larger control file is refused
 constexpr size_t kMaxRules = 64;
 constexpr int kWatchIntervalMs = 10;
-constexpr uint64_t kMaxDelayMs = 60'000;  // one wait is at most a minute
+constexpr std::chrono::seconds kChangeReport{1};  // the longest rate of "counters (change)" lines
+constexpr uint64_t kMaxDelayMs = 60'000;          // one wait is at most a minute
 
 // ---- The control file ----
 
@@ -336,6 +338,19 @@ class Faults {
     report_counters_locked(when);
   }
 
+  // The watcher's: the counters once more when faults were injected since they were last
+  // printed, at most once per kChangeReportMs (a steady fault rate prints one line a second).
+  void report_if_changed() {
+    const auto now = std::chrono::steady_clock::now();
+    std::lock_guard<std::mutex> lock(mutex_);
+    const Counters& c = counters_;
+    const uint64_t injected =
+        c.failed_writes + c.failed_fsyncs + c.delayed_writes + c.delayed_fsyncs;
+    if (injected == injected_reported_ || now - last_change_report_ < kChangeReport) return;
+    last_change_report_ = now;
+    report_counters_locked("change");
+  }
+
  private:
   struct Stamp {
     bool present;
@@ -368,6 +383,7 @@ class Faults {
 
   void report_counters_locked(const char* when) {
     const Counters& c = counters_;
+    injected_reported_ = c.failed_writes + c.failed_fsyncs + c.delayed_writes + c.delayed_fsyncs;
     report(
         "uringmq-faultfs: counters (%s): writes=%llu write_bytes=%llu fsyncs=%llu "
         "failed_writes=%llu failed_fsyncs=%llu delayed_writes=%llu delayed_fsyncs=%llu "
@@ -394,6 +410,8 @@ class Faults {
   Controls controls_;
   Counters counters_;
   uint64_t rng_ = 1;
+  uint64_t injected_reported_ = 0;  // faults injected as of the last counters line
+  std::chrono::steady_clock::time_point last_change_report_{};
   Stamp stamp_{};  // the watcher thread's alone
   bool looked_ = false;
 };
@@ -448,6 +466,7 @@ void* ffs_init(fuse_conn_info* conn, fuse_config* cfg) {
   g_mount.watcher = std::thread([] {
     while (!g_mount.stopping.load()) {
       g_mount.faults.poll(g_mount.control_path);
+      g_mount.faults.report_if_changed();
       sleep_ms(kWatchIntervalMs);
     }
   });
