@@ -8,7 +8,10 @@
 // Control file: one directive a line; `#` starts a comment; blank lines are ignored.
 //   fail-write  <path-substring> <errno-name> [probability]   writes (and fallocate) fail
 //   fail-fsync  <path-substring> <errno-name> [probability]   fsync, fdatasync, fsyncdir fail
-//   delay-write <path-substring> <ms>                         each matching write waits first
+//   fail-fallocate <path-substring> <errno-name> [probability]  fallocate alone fails (a full
+//                        disk under files whose space was reserved before)
+//   delay-write <path-substring> <ms>                         each matching write (and
+//                                                             fallocate) waits first
 //   delay-fsync <path-substring> <ms>                         each matching fsync waits first
 //   after-bytes <n>      the fail- rules of this file start failing only after n more bytes
 //                        have been written to files their substring matches (counted from the
@@ -75,7 +78,11 @@ constexpr uint64_t kMaxDelayMs = 60'000;          // one wait is at most a minut
 
 // ---- The control file ----
 
-enum class Kind { fail_write, fail_fsync, delay_write, delay_fsync };
+enum class Kind { fail_write, fail_fsync, fail_fallocate, delay_write, delay_fsync };
+
+bool is_fail(Kind kind) {
+  return kind == Kind::fail_write || kind == Kind::fail_fsync || kind == Kind::fail_fallocate;
+}
 
 const char* kind_name(Kind kind) {
   switch (kind) {
@@ -83,6 +90,8 @@ const char* kind_name(Kind kind) {
       return "fail-write";
     case Kind::fail_fsync:
       return "fail-fsync";
+    case Kind::fail_fallocate:
+      return "fail-fallocate";
     case Kind::delay_write:
       return "delay-write";
     case Kind::delay_fsync:
@@ -159,7 +168,7 @@ bool parse_probability(const std::string& word, double* out) {
 // One rule line (its words after the directive); "" or what is wrong.
 std::string parse_rule(Kind kind, const std::vector<std::string>& words, Rule* rule) {
   rule->kind = kind;
-  const bool fail = kind == Kind::fail_write || kind == Kind::fail_fsync;
+  const bool fail = is_fail(kind);
   if (words.size() < 3 || words.size() > (fail ? 4u : 3u)) {
     return fail ? "expected: <path-substring> <errno-name> [probability]"
                 : "expected: <path-substring> <ms>";
@@ -197,7 +206,8 @@ std::string parse_line(const std::string& line, Controls* controls) {
     (d == "seed" ? controls->seed : controls->after_bytes) = n;
     return "";
   }
-  for (Kind kind : {Kind::fail_write, Kind::fail_fsync, Kind::delay_write, Kind::delay_fsync}) {
+  for (Kind kind : {Kind::fail_write, Kind::fail_fsync, Kind::fail_fallocate, Kind::delay_write,
+                    Kind::delay_fsync}) {
     if (d != kind_name(kind)) continue;
     if (controls->rules.size() >= kMaxRules) return "more than 64 rules";
     Rule rule;
@@ -227,7 +237,7 @@ std::string describe(const Controls& controls) {
   for (const Rule& r : controls.rules) {
     if (!out.empty()) out += "; ";
     out += std::string(kind_name(r.kind)) + " \"" + r.path + "\" ";
-    if (r.kind == Kind::fail_write || r.kind == Kind::fail_fsync) {
+    if (is_fail(r.kind)) {
       char p[32];
       std::snprintf(p, sizeof p, "%g", r.probability);
       out += std::string(errno_name(r.error)) + " p=" + p;
@@ -267,6 +277,7 @@ struct Counters {
   uint64_t fsyncs = 0;
   uint64_t failed_writes = 0;
   uint64_t failed_fsyncs = 0;
+  uint64_t failed_fallocates = 0;
   uint64_t delayed_writes = 0;
   uint64_t delayed_fsyncs = 0;
   uint64_t loads = 0;
@@ -299,13 +310,17 @@ class Faults {
     return true;
   }
 
+  // What an operation of kind `fail` (fail_write: a write; fail_fallocate: a fallocate, which
+  // fail-write rules fail too; fail_fsync: an fsync) on `path` meets: its error and its wait.
   Decision before(Kind fail, Kind delay, const char* path, const char* op) {
     std::lock_guard<std::mutex> lock(mutex_);
     Decision d;
     for (Rule& r : controls_.rules) {
       if (std::strstr(path, r.path.c_str()) == nullptr) continue;
       if (r.kind == delay) d.delay_ms += r.delay_ms;
-      if (r.kind != fail || d.error != 0 || r.bytes_seen < controls_.after_bytes) continue;
+      const bool applies =
+          r.kind == fail || (fail == Kind::fail_fallocate && r.kind == Kind::fail_write);
+      if (!applies || d.error != 0 || r.bytes_seen < controls_.after_bytes) continue;
       if (r.probability < 1.0 && next_unit() >= r.probability) continue;
       d.error = r.error;
       if (r.injected++ == 0) {
@@ -313,9 +328,13 @@ class Faults {
                path, kind_name(r.kind), r.path.c_str());
       }
     }
-    const bool write = fail == Kind::fail_write;
-    if (d.error != 0) (write ? counters_.failed_writes : counters_.failed_fsyncs)++;
-    if (d.delay_ms != 0) (write ? counters_.delayed_writes : counters_.delayed_fsyncs)++;
+    Counters& c = counters_;
+    const bool sync = fail == Kind::fail_fsync;
+    if (d.error != 0) {
+      (sync ? c.failed_fsyncs
+            : (fail == Kind::fail_write ? c.failed_writes : c.failed_fallocates))++;
+    }
+    if (d.delay_ms != 0) (sync ? c.delayed_fsyncs : c.delayed_writes)++;
     return d;
   }
 
@@ -344,8 +363,8 @@ class Faults {
     const auto now = std::chrono::steady_clock::now();
     std::lock_guard<std::mutex> lock(mutex_);
     const Counters& c = counters_;
-    const uint64_t injected =
-        c.failed_writes + c.failed_fsyncs + c.delayed_writes + c.delayed_fsyncs;
+    const uint64_t injected = c.failed_writes + c.failed_fsyncs + c.failed_fallocates +
+                              c.delayed_writes + c.delayed_fsyncs;
     if (injected == injected_reported_ || now - last_change_report_ < kChangeReport) return;
     last_change_report_ = now;
     report_counters_locked("change");
@@ -383,15 +402,17 @@ class Faults {
 
   void report_counters_locked(const char* when) {
     const Counters& c = counters_;
-    injected_reported_ = c.failed_writes + c.failed_fsyncs + c.delayed_writes + c.delayed_fsyncs;
+    injected_reported_ = c.failed_writes + c.failed_fsyncs + c.failed_fallocates +
+                         c.delayed_writes + c.delayed_fsyncs;
     report(
         "uringmq-faultfs: counters (%s): writes=%llu write_bytes=%llu fsyncs=%llu "
-        "failed_writes=%llu failed_fsyncs=%llu delayed_writes=%llu delayed_fsyncs=%llu "
-        "loads=%llu refused_loads=%llu",
+        "failed_writes=%llu failed_fsyncs=%llu failed_fallocates=%llu delayed_writes=%llu "
+        "delayed_fsyncs=%llu loads=%llu refused_loads=%llu",
         when, static_cast<unsigned long long>(c.writes),
         static_cast<unsigned long long>(c.write_bytes), static_cast<unsigned long long>(c.fsyncs),
         static_cast<unsigned long long>(c.failed_writes),
         static_cast<unsigned long long>(c.failed_fsyncs),
+        static_cast<unsigned long long>(c.failed_fallocates),
         static_cast<unsigned long long>(c.delayed_writes),
         static_cast<unsigned long long>(c.delayed_fsyncs), static_cast<unsigned long long>(c.loads),
         static_cast<unsigned long long>(c.refused_loads));
@@ -587,7 +608,7 @@ int ffs_write(const char* path, const char* buf, size_t size, off_t offset, fuse
 
 int ffs_fallocate(const char* path, int mode, off_t offset, off_t length, fuse_file_info* fi) {
   const char* p = path_of(path, fi);
-  const Decision d = g_mount.faults.before(Kind::fail_write, Kind::delay_write, p, "fallocate");
+  const Decision d = g_mount.faults.before(Kind::fail_fallocate, Kind::delay_write, p, "fallocate");
   sleep_ms(d.delay_ms);
   if (d.error != 0) return -d.error;
   const int rc = fallocate(handle(fi)->fd, mode, offset, length);

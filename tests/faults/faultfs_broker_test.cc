@@ -17,6 +17,10 @@
 //     with its body, and nothing that was never sent (a canary checks that the comparison
 //     finds a missing message).
 // Third case: delay-fsync 50 ms mid-load; every send is acknowledged and all are stored.
+// Fourth: a full disk (fallocate of the next segment fails with ENOSPC): sends that need the
+// next segment are refused as not stored (SERVICE_NOT_AVAILABLE, "the disk is full"), the log
+// names the segment, and once space returns sends resume without a restart; nothing refused
+// is stored and nothing acknowledged is lost.
 // Needs root and /dev/fuse; skips (77) without them or without uringmq-faultfs (no libfuse3).
 
 #include <gtest/gtest.h>
@@ -62,6 +66,7 @@ constexpr uint32_t kShards = 2;
 constexpr uint32_t kSenders = 4;
 constexpr int64_t kCallTimeoutMs = 5'000;
 constexpr uint32_t kRefusalsToStop = 5;  // refusals in a row per sender that end the load
+constexpr int32_t kServiceNotAvailable = net::response_code::kServiceNotAvailable;
 
 enum class Outcome : uint8_t { ok, refused, failed };
 
@@ -79,14 +84,15 @@ struct Answer {
 };
 
 struct Sender {
+  uint32_t body_bytes = 0;  // 0: 100 to 400 bytes, by message
   std::vector<Answer> answers;
   std::atomic<uint64_t> acked{0};
   std::atomic<uint32_t> refused_in_row{0};
 };
 
-std::string body_of(uint32_t sender, uint64_t seq) {
+std::string body_of(uint32_t sender, uint64_t seq, uint32_t body_bytes) {
   std::string body = "s" + std::to_string(sender) + "-" + std::to_string(seq) + "|";
-  const uint64_t len = 100 + (seq * 37 + sender * 11) % 300;
+  const uint64_t len = body_bytes != 0 ? body_bytes : 100 + (seq * 37 + sender * 11) % 300;
   for (uint64_t i = 0; i < len; i++) body.push_back(static_cast<char>('a' + (seq + i * 7) % 26));
   return body;
 }
@@ -97,10 +103,11 @@ std::unique_ptr<net::RemotingClient> connect(uint16_t port) {
 }
 
 // One SYNC send; its answer.
-Answer send_one(net::RemotingClient* client, uint32_t sender, uint64_t seq, uint32_t shard) {
+Answer send_one(net::RemotingClient* client, uint32_t sender, uint64_t seq, uint32_t shard,
+                uint32_t body_bytes) {
   Answer a;
   a.key = "s" + std::to_string(sender) + "-" + std::to_string(seq);
-  a.body = body_of(sender, seq);
+  a.body = body_of(sender, seq, body_bytes);
   a.shard = shard;
   a.queue = static_cast<int32_t>(seq % kQueues);
   std::string props;
@@ -127,7 +134,7 @@ void send_until(uint32_t index, const std::vector<uint16_t>& ports, Sender* s,
   const uint32_t shard = index % kShards;
   std::unique_ptr<net::RemotingClient> client = connect(ports[shard]);
   for (uint64_t seq = 0; !stop->load(); seq++) {
-    Answer a = send_one(client.get(), index, seq, shard);
+    Answer a = send_one(client.get(), index, seq, shard, s->body_bytes);
     if (a.outcome == Outcome::ok) {
       s->acked++;
       s->refused_in_row = 0;
@@ -140,6 +147,12 @@ void send_until(uint32_t index, const std::vector<uint16_t>& ports, Sender* s,
     }
     s->answers.push_back(std::move(a));
   }
+}
+
+// Refused as definitely not stored (a full disk), unlike a fail-stop's "may or may not".
+bool rejected(const Answer& a) {
+  return a.outcome == Outcome::refused &&
+         a.remark.find("the disk is full: the message was not stored") != std::string::npos;
 }
 
 struct Found {
@@ -177,13 +190,14 @@ Stored read_back(const std::vector<uint16_t>& ports) {
 
 struct Comparison {
   uint64_t acked = 0;
-  uint64_t lost = 0;        // acknowledged, absent
-  uint64_t misplaced = 0;   // acknowledged, elsewhere than its answer said, or another body
-  uint64_t duplicated = 0;  // any key stored twice
-  uint64_t phantoms = 0;    // stored, never sent
+  uint64_t lost = 0;              // acknowledged, absent
+  uint64_t misplaced = 0;         // acknowledged, elsewhere than its answer said, or another body
+  uint64_t duplicated = 0;        // any key stored twice
+  uint64_t phantoms = 0;          // stored, never sent
+  uint64_t rejected_present = 0;  // stored, though refused as definitely not stored
   uint64_t unacked_present = 0;
   std::string first_problem;
-  uint64_t problems() const { return lost + misplaced + duplicated + phantoms; }
+  uint64_t problems() const { return lost + misplaced + duplicated + phantoms + rejected_present; }
   void problem(const std::string& what) {
     if (first_problem.empty()) first_problem = what;
   }
@@ -200,6 +214,7 @@ Comparison compare(const std::vector<std::unique_ptr<Sender>>& senders, const St
     if (it == sent.end()) c.phantoms++, c.problem("phantom " + key);
     if (copies.size() > 1) c.duplicated++, c.problem("duplicated " + key);
     if (it != sent.end() && it->second->outcome != Outcome::ok) c.unacked_present++;
+    if (it != sent.end() && rejected(*it->second)) c.rejected_present++, c.problem("stored " + key);
   }
   for (const auto& [key, a] : sent) {
     if (a->outcome != Outcome::ok) continue;
@@ -258,8 +273,11 @@ class FaultFsBrokerTest : public ::testing::Test {
   }
 
   // Starts the senders; returns once they have `acked` messages acknowledged in all (or 20 s).
-  void start_load(uint64_t acked) {
-    for (uint32_t i = 0; i < kSenders; i++) senders_.push_back(std::make_unique<Sender>());
+  void start_load(uint64_t acked, uint32_t body_bytes = 0) {
+    for (uint32_t i = 0; i < kSenders; i++) {
+      senders_.push_back(std::make_unique<Sender>());
+      senders_.back()->body_bytes = body_bytes;
+    }
     for (uint32_t i = 0; i < kSenders; i++) {
       threads_.emplace_back(send_until, i, std::cref(ports_), senders_[i].get(), &stop_);
     }
@@ -377,7 +395,7 @@ void FaultFsBrokerTest::run_failure_case(const std::string& control, const std::
       refusals++;
       remark = a.remark;
       // The remark names the disk error, the CommitLog file and the errno's text.
-      unclear += a.code != net::response_code::kServiceNotAvailable ||
+      unclear += a.code != kServiceNotAvailable ||
                  a.remark.find("disk error") == std::string::npos ||
                  a.remark.find("/commitlog/0") == std::string::npos ||
                  a.remark.find("Input/output error") == std::string::npos;
@@ -447,6 +465,52 @@ TEST_F(FaultFsBrokerTest, SlowFdatasyncOnlySlowsSends) {
   EXPECT_EQ(c.problems(), 0u) << c.first_problem;
   EXPECT_EQ(c.acked, total_acked());
   expect_canary_detects_loss();
+}
+
+TEST_F(FaultFsBrokerTest, FullDiskRejectsSendsThenResumes) {
+  start_load(100, 8192);
+  ASSERT_TRUE(fs_->set_control("fail-fallocate /commitlog/ ENOSPC\n")) << fs_->log_text();
+  const bool refused = wait_all_refused(20'000);
+  std::vector<uint64_t> acked_at_full;
+  for (const auto& s : senders_) acked_at_full.push_back(s->acked.load());
+  ASSERT_TRUE(fs_->set_control("clear\n"));
+  const Clock::time_point cleared = Clock::now();
+  bool resumed = false;
+  while (!resumed && ms_since(cleared) < 10'000) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    resumed = true;
+    for (size_t i = 0; i < senders_.size(); i++) {
+      resumed = resumed && senders_[i]->acked.load() > acked_at_full[i];
+    }
+  }
+  stop_load();
+  EXPECT_TRUE(refused) << "some sender was still acknowledged 20 s after the disk filled";
+  EXPECT_TRUE(resumed) << "some sender was not acknowledged again within 10 s of free space";
+  uint64_t refusals = 0, unclear = 0;
+  for (const auto& s : senders_) {
+    for (const Answer& a : s->answers) {
+      refusals += a.outcome != Outcome::ok;
+      unclear += a.outcome != Outcome::ok && !(rejected(a) && a.code == kServiceNotAvailable);
+    }
+  }
+  EXPECT_GT(refusals, 0u);
+  EXPECT_EQ(unclear, 0u) << "a refusal other than a full disk's";
+  const std::string log = broker_->stderr_text();
+  // The log names the segment that could not be allocated, the errno, and the recovery.
+  EXPECT_NE(log.find("no space to allocate CommitLog segment "), std::string::npos) << log;
+  EXPECT_NE(log.find("No space left on device"), std::string::npos);
+  EXPECT_NE(log.find("allocated: appends resume"), std::string::npos);
+  EXPECT_EQ(log.find("fail-stopped"), std::string::npos);
+  EXPECT_EQ(broker_->stop_within(20'000), 0) << broker_->stderr_tail();
+  const Comparison c = restart_and_compare();
+  std::printf(
+      "faultfs-summary: fault=fallocate-enospc acked=%llu refused=%llu rejected_present=%llu "
+      "lost=%llu failed_fallocates=%llu\n",
+      static_cast<unsigned long long>(c.acked), static_cast<unsigned long long>(refusals),
+      static_cast<unsigned long long>(c.rejected_present), static_cast<unsigned long long>(c.lost),
+      static_cast<unsigned long long>(fs_->counter("failed_fallocates")));
+  EXPECT_GT(fs_->counter("failed_fallocates"), 0u) << fs_->log_text();
+  EXPECT_EQ(c.problems(), 0u) << c.first_problem;
 }
 
 }  // namespace

@@ -178,6 +178,24 @@ TEST_F(FaultFsControlTest, FailWriteAndFsyncOnlyWhereTheyMatch) {
   EXPECT_EQ(fs_->counter("loads"), 3u);
 }
 
+TEST_F(FaultFsControlTest, FailFallocateLeavesWritesAlone) {
+  ASSERT_TRUE(fs_->start("fail-fallocate /f ENOSPC\nfail-write /w EIO\n"));
+  const int f = open((mnt_ + "/f").c_str(), O_CREAT | O_RDWR, 0640);
+  const int w = open((mnt_ + "/w").c_str(), O_CREAT | O_RDWR, 0640);
+  ASSERT_GE(f, 0);
+  ASSERT_GE(w, 0);
+  EXPECT_EQ(fallocate(f, 0, 0, 65536), -1);
+  EXPECT_EQ(errno, ENOSPC);
+  EXPECT_EQ(pwrite(f, "f", 1, 0), 1);        // a full disk under reserved space: writes go on
+  EXPECT_EQ(fallocate(w, 0, 0, 65536), -1);  // fail-write fails fallocate too
+  EXPECT_EQ(errno, EIO);
+  close(f);
+  close(w);
+  ASSERT_TRUE(fs_->unmount());
+  EXPECT_EQ(fs_->counter("failed_fallocates"), 2u) << fs_->log_text();
+  EXPECT_EQ(fs_->counter("failed_writes"), 0u);
+}
+
 TEST_F(FaultFsControlTest, AfterBytesStartsFailingMidStream) {
   ASSERT_TRUE(fs_->start("after-bytes 100\nfail-write /log EIO\nfail-fsync /log EIO\n"));
   const std::string chunk(60, 'c');
