@@ -22,7 +22,7 @@ packages=(build-essential cmake pkg-config liburing-dev libjemalloc-dev libisal-
           libgtest-dev libbenchmark-dev libsystemd-dev libcli11-dev libssl-dev openssl clang
           clang-format fio protobuf-compiler libprotobuf-dev
           libnghttp2-dev libgrpc++-dev protobuf-compiler-grpc
-          gnuplot-nox python3 redis-server beanstalkd libfuse3-dev fuse3)
+          gnuplot-nox python3 redis-server beanstalkd)
 
 # Node.js: keep an existing node >= 18 (e.g. NodeSource's, which bundles npm); Debian's nodejs
 # and npm only when node is missing or older.
@@ -35,6 +35,10 @@ if [ "$node_major" -lt 18 ]; then
 elif ! command -v npm >/dev/null 2>&1; then
   packages+=(npm)
 fi
+
+# The fault-injecting file system (tests/faults/faultfs.cc): libfuse3 to build it, fuse3 for
+# fusermount3 and /etc/fuse.conf.
+packages+=(libfuse3-dev fuse3)
 
 # The RocketMQ Java distribution beside the repository (tests/interop/java): a JDK and the
 # Debian jars its class path names, only where that distribution is present.
