@@ -44,6 +44,9 @@ class FaultFsControlTest : public ::testing::Test {
   void SetUp() override {
     const std::string why = testing::faultfs_skip_reason(kFaultFsPath);
     if (!why.empty()) GTEST_SKIP() << why;
+    if (!testing::enter_private_mount_namespace()) {
+      std::fprintf(stderr, "note: no private mount namespace; the mounts are shared\n");
+    }
     backing_ = dir_.path() + "/backing";
     mnt_ = dir_.path() + "/mnt";
     ASSERT_EQ(mkdir(backing_.c_str(), 0750), 0);

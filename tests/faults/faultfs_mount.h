@@ -4,6 +4,7 @@
 // writes the control file (a temp file renamed over it) and waits until the file system has
 // loaded it, so the next operation on the mount already sees the new rules.
 // Needs root and /dev/fuse (skip_reason() says what is missing). Threading: the test's thread.
+#include <sched.h>
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -12,6 +13,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -20,6 +22,19 @@
 #include "tests/support/broker_harness.h"
 
 namespace uringmq::testing {
+
+// Moves the calling process (and the children it forks after) into a mount namespace of its
+// own, with no propagation either way: its FUSE mounts are then never copied into a namespace
+// another program creates meanwhile (`ip netns exec`, unshare), where they would keep the file
+// system connected after the test's umount. Once per process; false (the shared namespace is
+// kept) where the kernel refuses.
+inline bool enter_private_mount_namespace() {
+  static const bool entered = [] {
+    if (unshare(CLONE_NEWNS) != 0) return false;
+    return mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == 0;
+  }();
+  return entered;
+}
 
 // Why fault tests cannot run here, or "" when they can.
 inline std::string faultfs_skip_reason(const char* faultfs_path) {
@@ -103,17 +118,28 @@ class FaultFsMount {
   }
 
   // Unmounts (retrying while busy, up to 10 s) and waits for the process; true when it exited 0.
+  // A mount copied into another mount namespace (one made while it existed) keeps the file
+  // system connected after this umount; after 3 s the process is asked to stop (SIGTERM: it
+  // leaves its loop, prints its counters and exits 8, libfuse's status for a loop a signal
+  // ended).
   bool unmount() {
     if (pid_ <= 0) return false;
     const Clock::time_point started = Clock::now();
     while (umount2(mount_point_.c_str(), 0) != 0 && ms_since(started) < 10'000) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
+    const Clock::time_point unmounted = Clock::now();
+    bool asked = false;
     int status = 0;
-    while (ms_since(started) < 15'000) {
+    while (ms_since(unmounted) < 10'000) {
       if (waitpid(pid_, &status, WNOHANG) == pid_) {
         pid_ = -1;
-        return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+        return WIFEXITED(status) && WEXITSTATUS(status) == (asked ? 8 : 0);
+      }
+      if (!asked && ms_since(unmounted) > 3'000 && !mounted()) {
+        std::fprintf(stderr, "uringmq-faultfs still connected 3 s after umount: SIGTERM\n");
+        ::kill(pid_, SIGTERM);
+        asked = true;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
