@@ -48,7 +48,6 @@
 #include <fuse.h>
 #include <limits.h>
 #include <stdarg.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/types.h>
@@ -66,6 +65,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -73,7 +73,7 @@ namespace {
 constexpr size_t kMaxControlBytes = 64 * 1024;  // a larger control file is refused
 constexpr size_t kMaxRules = 64;
 constexpr int kWatchIntervalMs = 10;
-constexpr std::chrono::seconds kChangeReport{1};  // the longest rate of "counters (change)" lines
+constexpr std::chrono::seconds kChangeReport{1};  // at most one "counters (change)" line a second
 constexpr uint64_t kMaxDelayMs = 60'000;          // one wait is at most a minute
 
 // ---- The control file ----
@@ -768,10 +768,11 @@ int main(int argc, char** argv) {
   }
   char backing[PATH_MAX];
   char mount_point[PATH_MAX];
-  if (realpath(argv[1], backing) == nullptr || realpath(argv[2], mount_point) == nullptr) {
-    std::fprintf(stderr, "uringmq-faultfs: %s: %s\n",
-                 realpath(argv[1], backing) == nullptr ? argv[1] : argv[2], std::strerror(errno));
-    return 2;
+  for (auto [given, resolved] : {std::pair{argv[1], backing}, std::pair{argv[2], mount_point}}) {
+    if (realpath(given, resolved) == nullptr) {
+      std::fprintf(stderr, "uringmq-faultfs: %s: %s\n", given, std::strerror(errno));
+      return 2;
+    }
   }
   if (std::strcmp(backing, mount_point) == 0) {
     std::fprintf(stderr, "uringmq-faultfs: the backing directory cannot be the mount point\n");
