@@ -12,7 +12,8 @@
 //                        disk under files whose space was reserved before)
 //   delay-write <path-substring> <ms>                         each matching write (and
 //                                                             fallocate) waits first
-//   delay-fsync <path-substring> <ms>                         each matching fsync waits first
+//   delay-fsync <path-substring> <ms>                         each matching fsync (any kind)
+//                                                             waits first
 //   after-bytes <n>      the fail- rules of this file start failing only after n more bytes
 //                        have been written to files their substring matches (counted from the
 //                        moment this file was loaded)
