@@ -77,6 +77,7 @@ class Shard final {
   // Adds this shard's counters into `out`.
   void add_stats(StoreStats& out) const;
   LogEnds log_ends() const { return core_.stats.log_ends(); }
+  std::string failure() const { return core_.stats.failure(); }
   void set_log_waker(io::Waker* waker) {
     core_.stats.log_waker.store(waker, std::memory_order_release);
   }

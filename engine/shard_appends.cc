@@ -144,7 +144,10 @@ io::Code ShardAppends::append_pending(uint32_t slot, uint64_t tag, const engine:
   const uint32_t id = *pending_pool_.peek();
   if (drain_ns_ == 0) drain_ns_ = core_.clock->monotonic_ns();  // the append-latency start
   io::Result<engine::AppendResult> r = core_.log->append(in, next, id);
-  if (!r.is_ok()) return r.status().code();
+  if (!r.is_ok()) {
+    core_.stats.publish_failure(*core_.log);  // the refusal's reader may ask for the cause
+    return r.status().code();
+  }
   (void)pending_pool_.acquire();
   if (index_keys > 0) {
     index_.insert(in.topic, *scan, r->offset.value, r->store_timestamp_ms);

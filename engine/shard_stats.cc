@@ -35,7 +35,14 @@ void ShardStats::add_to(StoreStats& out) const {
   sync_records.add_to(out.messages_per_fdatasync);
 }
 
+void ShardStats::publish_failure(const engine::CommitLog& log) {
+  if (failure_published.load(std::memory_order_relaxed) || !log.fail_stopped()) return;
+  failure_text = log.fail_status().to_string();
+  failure_published.store(true, std::memory_order_release);
+}
+
 void ShardStats::publish_log_ends(const engine::CommitLog& log) {
+  publish_failure(log);
   const engine::CommitLogOptions& lo = log.options();
   const bool ack_on_write =
       lo.flush_mode == engine::FlushMode::async_flush || lo.unsafe_ack_before_sync;

@@ -1,10 +1,11 @@
 #pragma once
-// ShardStats: one shard's operator figures (StoreStats) and the log's ends replication streams
-// (Store::log_ends). Written by the shard's thread; read by any thread (relaxed counters,
-// release/acquire for the log's ends).
+// ShardStats: one shard's operator figures (StoreStats), the log's ends replication streams
+// (Store::log_ends) and the cause of a fail-stop (Store::failure). Written by the shard's thread;
+// read by any thread (relaxed counters, release/acquire for the log's ends and the failure).
 
 #include <atomic>
 #include <cstdint>
+#include <string>
 
 #include "engine/log/commit_log.h"
 #include "engine/log/log_scrub.h"
@@ -26,6 +27,13 @@ struct ShardStats {
   // The log's bounds replication streams: before acknowledgements are posted, so a client that
   // sees its send acknowledged finds the end past it. Wakes log_waker when the written end moves.
   void publish_log_ends(const engine::CommitLog& log);
+  // The log's fail-stop cause, copied once for other threads (before any answer that says the
+  // shard stopped is posted: publish_log_ends calls it, and so does a refused append).
+  void publish_failure(const engine::CommitLog& log);
+  // "" while the log runs; then what stopped it (file, operation, errno), never changing again.
+  std::string failure() const {
+    return failure_published.load(std::memory_order_acquire) ? failure_text : std::string();
+  }
   // The gauges, once per loop iteration (scrub: nullptr when none runs).
   void publish(const engine::CommitLog& log, const engine::Dispatcher& dispatcher,
                const engine::LogScrub* scrub);
@@ -41,6 +49,8 @@ struct ShardStats {
   std::atomic<uint64_t> log_min{0}, stream_end{0};  // LogEnds (release/acquire)
   std::atomic<uint64_t> written_end{0};
   std::atomic<io::Waker*> log_waker{nullptr};  // woken when written_end moves
+  std::string failure_text;                    // written once, then failure_published (release)
+  std::atomic<bool> failure_published{false};
 };
 
 }  // namespace uringmq

@@ -249,6 +249,11 @@ LogEnds Store::log_ends(uint32_t shard) const {
   return shards_[shard]->log_ends();
 }
 
+std::string Store::failure(uint32_t shard) const {
+  UMQ_ASSERT(shard < shards_.size());
+  return shards_[shard]->failure();
+}
+
 void Store::set_log_waker(uint32_t shard, io::Waker* waker) {
   UMQ_ASSERT(shard < shards_.size());
   shards_[shard]->set_log_waker(waker);
@@ -773,6 +778,10 @@ Completion Session::send(const Message& message) {
     size_t n = take_completions(std::span(batch.data(), 1), true);
     if (n == 1 && batch[0].tag == tag) return batch[0];
   }
+}
+
+std::string Session::shard_failure(uint32_t shard) const {
+  return store_.failure(shard);
 }
 
 }  // namespace uringmq

@@ -14,6 +14,8 @@
 #               protobuf-compiler-grpc (grpc++ and its protoc plugin: bench/grpc_stack's
 #               comparison server and load generator, built only where these are found)
 #   benchmarks: fio, gnuplot, redis-server and beanstalkd (peers the broker is compared with)
+#   faults:     libfuse3-dev and fuse3 (tests/faults/faultfs.cc, uringmq-faultfs: a FUSE file
+#               system that fails or slows the disk under a broker; built only where found)
 set -euo pipefail
 
 packages=(build-essential cmake pkg-config liburing-dev libjemalloc-dev libisal-dev
@@ -33,6 +35,10 @@ if [ "$node_major" -lt 18 ]; then
 elif ! command -v npm >/dev/null 2>&1; then
   packages+=(npm)
 fi
+
+# The fault-injecting file system (tests/faults/faultfs.cc): libfuse3 to build it, fuse3 for
+# fusermount3 and /etc/fuse.conf.
+packages+=(libfuse3-dev fuse3)
 
 # The RocketMQ Java distribution beside the repository (tests/interop/java): a JDK and the
 # Debian jars its class path names, only where that distribution is present.

@@ -83,6 +83,10 @@ if [ "$skipped" -gt 0 ]; then
       "unzip rocketmq-all-4.9.8-bin-release.zip and set" \
       "URINGMQ_ROCKETMQ_JAVA=<the unpacked folder> (README.md, Java tests)"
   fi
+  if printf '%s\n' "${skipped_names[@]}" | grep -q '^faultfs_'; then
+    echo "tools/test.sh: the faultfs_* tests need root, /dev/fuse and libfuse3-dev" \
+      "(tests/faults/README.md)"
+  fi
 fi
 echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ] && [ "$failed_runs" -eq 0 ]

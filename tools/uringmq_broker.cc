@@ -5,8 +5,9 @@
 // Recovers the store, binds the listeners, tells systemd READY=1 (when started as a
 // Type=notify unit), prints "uringmq-broker ready: ..." on stderr and serves until SIGTERM or
 // SIGINT, then stops cleanly (replies in flight written, store flushed and checkpointed, abort
-// file removed) and exits 0. Exit 1: the config or the store could not be opened (the reason
-// is printed); exit 2: usage.
+// file removed) and exits 0. Exit 1: the config or the store could not be opened, or the store
+// stopped with an error (a shard fail-stopped after a disk error: the abort file stays and the
+// next start recovers); the reason is printed. Exit 2: usage.
 
 #include <signal.h>
 #include <sys/socket.h>

@@ -387,7 +387,7 @@ void CommitLog::complete(const io::IoCompletion& completion) {
       writer_.complete(static_cast<uint32_t>(index), completion.result);
       break;
     case LogOp::sync:
-      flush_.complete(completion.result);
+      flush_.complete(index, completion.result);
       break;
     case LogOp::allocator:
       preparer_.complete(index, completion.result);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "engine/log/file_names.h"
 #include "engine/metrics_histogram.h"
 
 namespace uringmq::engine {
@@ -46,11 +47,12 @@ void LogFlush::submit_work() {
   appends_at_sync_ = state_.stats().appends;
 }
 
-void LogFlush::complete(int64_t result) {
+void LogFlush::complete(uint64_t segment_base, int64_t result) {
   UMQ_ASSERT(syncs_outstanding_ > 0);
   syncs_outstanding_--;
   if (result < 0) {
-    state_.fail_stop(completion_error(result, "fdatasync of a segment in " + files_.dir()));
+    state_.fail_stop(completion_error(
+        result, "fdatasync of segment " + files_.dir() + "/" + offset_file_name(segment_base)));
     return;
   }
   state_.stats().fdatasyncs_completed++;

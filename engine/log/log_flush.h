@@ -31,7 +31,7 @@ class LogFlush {
   // Starts a round of fdatasyncs if one is due and none is in flight.
   void submit_work();
   // A completion of the sync class.
-  void complete(int64_t result);
+  void complete(uint64_t segment_base, int64_t result);
   // When an async_flush round falls due (INT64_MAX: nothing waits for time).
   int64_t deadline_ms() const;
   uint32_t syncs_outstanding() const { return syncs_outstanding_; }

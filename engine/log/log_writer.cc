@@ -317,10 +317,10 @@ void LogWriter::complete(uint32_t index, int64_t result) {
     slot.length -= static_cast<uint64_t>(result);
     if (submit_slot_write(index)) return;
   } else if (result <= 0) {
-    state_.fail_stop(
-        io::Status::from_errno(result < 0 ? static_cast<int>(-result) : EIO,
-                               "write to segment " + offset_file_name(slot.segment_base) +
-                                   " at file offset " + std::to_string(slot.file_offset)));
+    state_.fail_stop(io::Status::from_errno(
+        result < 0 ? static_cast<int>(-result) : EIO,
+        "write to segment " + files_.dir() + "/" + offset_file_name(slot.segment_base) +
+            " at file offset " + std::to_string(slot.file_offset)));
   }
   slot.state = SlotState::done;
   active_writes_--;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <utility>
 
 #include "engine/log/file_names.h"
@@ -226,9 +227,17 @@ void SegmentPreparer::failed(io::Status status) {
   zero_paused_ = false;
   if (status.code() == io::Code::no_space) {
     // Appends that fit the current segment go on; those that need the next are rejected.
+    const bool first = status_.is_ok();  // logged once an episode, not at every retry
     status_ = io::Status::error(io::Code::no_space, "no space to allocate CommitLog segment " +
                                                         path_ + ": " + status.to_string());
     retry_at_ms_ = state_.now_ms() + state_.options().no_space_retry_ms;
+    if (first) {
+      std::fprintf(stderr,
+                   "uringmq: CommitLog %s: %s; appends that need the next segment are refused "
+                   "(no_space), retried every %lld ms\n",
+                   state_.options().dir.c_str(), status_.to_string().c_str(),
+                   static_cast<long long>(state_.options().no_space_retry_ms));
+    }
     return;
   }
   state_.fail_stop(status);
@@ -275,6 +284,10 @@ void SegmentPreparer::on_step_done(int64_t result) {
       return;
     case Step::dir_syncing:
       step_ = Step::ready;
+      if (!status_.is_ok()) {
+        std::fprintf(stderr, "uringmq: CommitLog %s: segment %s allocated: appends resume\n",
+                     state_.options().dir.c_str(), path_.c_str());
+      }
       status_ = io::Status::ok();
       state_.stats().segments_prepared++;
       if (recycled_) state_.stats().segments_recycled++;

@@ -340,6 +340,9 @@ class Session {
   size_t take_completions(std::span<Completion> out, bool wait_at_least_one);
   // Sends one message and waits for its completion. Not with async requests outstanding.
   Completion send(const Message& message);
+  // Why shard `shard` fail-stopped, or "" while it runs (Store::failure): for the text of a
+  // fail_stopped answer.
+  std::string shard_failure(uint32_t shard) const;
   // Requests sent and not yet completed.
   uint64_t outstanding() const { return outstanding_; }
 
@@ -419,6 +422,10 @@ class Store {
   TransactionStats transaction_stats(uint32_t shard = kAllShards) const;
   // Shard `shard`'s log bounds for replication (any thread; two atomic loads).
   LogEnds log_ends(uint32_t shard) const;
+  // Why shard `shard` fail-stopped (the file, the operation and the errno of the first failed
+  // write, fdatasync or fsync), or "" while it runs; any thread. Set before the first answer
+  // that says fail_stopped is posted, never changed after.
+  std::string failure(uint32_t shard) const;
   // Shard `shard` wakes `waker` (any thread may call this; nullptr: nobody) whenever the written
   // end it publishes moved: a replication stream sends bytes while their fdatasync runs.
   void set_log_waker(uint32_t shard, io::Waker* waker);

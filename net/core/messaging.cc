@@ -286,6 +286,14 @@ std::variant<Refusal, SendReceipt> Messaging::send_outcome(const BrokerOp& op,
                    "number, or a malformed or too distant timer property, which its commit "
                    "could not take)"};
   }
+  if (c.code == io::Code::fail_stopped) {
+    // Named: the operator (and the client's log) learns which file failed, and how.
+    const std::string failure = calls_.session().shard_failure(op.shard);
+    if (!failure.empty()) {
+      return Refusal{Fault::unavailable, "the store stopped after a disk error (" + failure +
+                                             "): the message may or may not be stored"};
+    }
+  }
   if (c.code != io::Code::ok) return store_refusal(c.code);
   return SendReceipt{op.queue_id, c.queue_offset, c.offset,
                      local_offset(c.offset).value + c.size_bytes};

@@ -91,6 +91,23 @@ class BrokerProcess {
     pid_ = -1;
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   }
+  // SIGTERM and wait at most timeout_ms: the exit status; -1 when a signal ended it; -2 when it
+  // did not stop in time (it is then killed with SIGKILL).
+  int stop_within(int64_t timeout_ms) {
+    if (pid_ <= 0) return -1;
+    ::kill(pid_, SIGTERM);
+    const Clock::time_point asked = Clock::now();
+    int status = 0;
+    while (waitpid(pid_, &status, WNOHANG) != pid_) {
+      if (ms_since(asked) > timeout_ms) {
+        kill9();
+        return -2;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    pid_ = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
   std::string stderr_text() const { return file_text(err_path_); }
   // Sum of "<N> torn bytes truncated" over the recovery lines of this start.
   uint64_t torn_bytes() const {

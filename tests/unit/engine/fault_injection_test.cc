@@ -5,6 +5,8 @@
 //     Nothing more is acknowledged, every append in flight is indeterminate, later appends are
 //     rejected fail_stopped; reopening recovers every acknowledged record, and the log is a
 //     prefix of the append order made of whole, verified records (no half-present record).
+//     The cause names the failed operation and segment path, and ShardStats publishes it once
+//     for other threads (what Store::failure and a broker's refusal read).
 //   - EIO on the directory fsync of a segment roll: fail-stop likewise.
 //   - ENOSPC on fallocate when the next segment is prepared: a clear no_space rejection for
 //     appends that need it, no fail-stop, earlier records still readable, and appends resume
@@ -35,6 +37,7 @@
 
 #include "engine/log/commit_log.h"
 #include "engine/log/message_codec.h"
+#include "engine/shard_stats.h"
 #include "io/clock.h"
 #include "io/uring_disk.h"
 #include "testing/faulty_disk.h"
@@ -179,6 +182,11 @@ TEST_F(FaultInjectionTest, WriteEioFailStopsAndRestartRecoversEveryAck) {
   EXPECT_EQ(indeterminate, 60u);
   EXPECT_EQ(disk_.stats().injected[static_cast<size_t>(FaultTarget::write)], 1u);
   expect_stopped(*log, EIO);
+  // The cause names the operation and the file: what the broker's refusals repeat.
+  EXPECT_NE(log->fail_status().message().find("write to segment " + options_.dir + "/" +
+                                              kFirstSegment + " at file offset "),
+            std::string::npos)
+      << log->fail_status().to_string();
   log.reset();
   RecoveryReport report;
   CheckResult check = reopen_and_check(&report);
@@ -197,6 +205,9 @@ TEST_F(FaultInjectionTest, FdatasyncEioFailStopsAndAcknowledgesNothingOfTheBatch
   ASSERT_NE(log, nullptr);
   ASSERT_TRUE(append(*log, 0, 10, 300).is_ok());
   ASSERT_EQ(drain(*log).first, 10u);
+  ShardStats stats;  // what Store::failure reads: nothing while the log runs
+  stats.publish_failure(*log);
+  EXPECT_EQ(stats.failure(), "");
   FaultRule rule;
   rule.target = FaultTarget::fdatasync;
   rule.errno_value = EIO;
@@ -208,7 +219,14 @@ TEST_F(FaultInjectionTest, FdatasyncEioFailStopsAndAcknowledgesNothingOfTheBatch
   EXPECT_EQ(indeterminate, 30u);
   const uint64_t durable = log->durable_offset().value;
   expect_stopped(*log, EIO);
+  EXPECT_NE(log->fail_status().message().find("fdatasync of segment " + options_.dir + "/" +
+                                              kFirstSegment),
+            std::string::npos)
+      << log->fail_status().to_string();
+  stats.publish_failure(*log);
+  EXPECT_EQ(stats.failure(), log->fail_status().to_string());
   log.reset();
+  EXPECT_NE(stats.failure().find("fdatasync of segment "), std::string::npos);  // a copy
   // fsyncgate: the kernel may drop dirty pages after a failed writeback. Model the worst case.
   zero_from(durable);
   CheckResult check = reopen_and_check();
