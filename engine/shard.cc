@@ -29,15 +29,20 @@ Shard::Shard(uint32_t index, const StoreOptions& options, const sched::DelayLeve
              std::vector<std::unique_ptr<SessionSlot>>& slots, std::unique_ptr<io::Disk> disk,
              const SteppedOptions& stepped)
     : core_(index, options, levels, slots, std::move(disk), stepped),
+      repairs_(core_),
       msg_index_(core_),
       retention_(core_, msg_index_),
       deliveries_(core_, appends_),
       txn_(core_, appends_, deliveries_),
       appends_(core_, msg_index_, deliveries_, txn_, retention_),
-      pulls_(core_, deliveries_.held()),
+      pulls_(core_, deliveries_.held(), repairs_),
       replica_(core_, msg_index_, appends_, retention_),
       offsets_(core_) {
   armed_wake_ns_.fill(INT64_MAX);
+  repairs_.set_on_ended([this](uint64_t log_offset, bool repaired,
+                               std::span<const std::byte> scrub_bytes, const char* reason) {
+    pulls_.repair_ended(log_offset, repaired, scrub_bytes, reason);
+  });
 }
 
 // ---- Stepped mode: the loop's iteration, driven by the caller (no thread, waker or timer) ----
@@ -183,6 +188,7 @@ io::Status Shard::open_log(engine::RecoveryReport* report) {
   register_parts();
   UMQ_RETURN_IF_ERROR(init_after_recovery());
   pulls_.open();
+  repairs_.open();
   core_.sessions.open();
   if (report != nullptr) start_scrub(*report);
   return io::Status::ok();
@@ -295,6 +301,7 @@ void Shard::finish() {
   publish_stats();
   scrub_.reset();            // its read was routed by the drain above; closes its file
   core_.quarantine.reset();  // likewise: its requests were drained; closes its file
+  repairs_.close();          // likewise: its write-back was drained; closes its file
   msg_index_.reset();
   core_.offsets.reset();
   core_.cq.reset();
@@ -391,17 +398,29 @@ void Shard::register_parts() {
                   return s.scrub_ != nullptr ? s.scrub_->next_deadline_ms() : INT64_MAX;
                 }},
            {TagClass::log_scrub});
-  // The quarantine file (opened with the pulls): one request at a time; a stop waits for it.
+  // Damaged records: the quarantine file (opened with the pulls) and the repairs from a replica,
+  // each one request at a time (a stop waits for them); unanswered repair asks expire (their
+  // pulls then quarantine the record).
   add_part({.submit_work =
                 [](Shard& s) {
                   if (s.core_.quarantine != nullptr) s.core_.quarantine->submit_work();
+                  s.repairs_.submit_work();
                 },
-            .complete = [](Shard& s, const io::IoCompletion& c) { s.pulls_.quarantine_done(c); },
+            .complete =
+                [](Shard& s, const io::IoCompletion& c) {
+                  if (sched::class_of(c.user_data) == TagClass::record_repair) {
+                    return s.repairs_.complete(c);
+                  }
+                  s.pulls_.quarantine_done(c);
+                },
+            .step = [](Shard& s, int64_t now) { s.repairs_.expire(now); },
+            .next_deadline_ms = [](const Shard& s) { return s.repairs_.next_deadline_ms(); },
             .busy =
                 [](const Shard& s) {
-                  return s.core_.quarantine != nullptr && s.core_.quarantine->busy();
+                  return (s.core_.quarantine != nullptr && s.core_.quarantine->busy()) ||
+                         s.repairs_.busy();
                 }},
-           {TagClass::quarantine});
+           {TagClass::quarantine, TagClass::record_repair});
 }
 
 void Shard::add_part(const Part::Hooks& hooks, std::initializer_list<sched::TagClass> classes) {
@@ -513,6 +532,7 @@ bool Shard::handle(uint32_t slot_index, const ShardRequest& request) {
                         [&](const sr::QueryIndex& r) { return msg_index_.start_query(s, r); },
                         [&](const sr::ViewRecord& r) { return msg_index_.start_view(s, r); },
                         [&](const sr::Replicate& r) { return replica_.handle(s, r); },
+                        [&](const sr::Repair& r) { return repairs_.handle(s, r); },
                         [&](const sr::CommitOffset& r) { return answered(offsets_, s, r); },
                         [&](const sr::QueryOffset& r) { return answered(offsets_, s, r); },
                         [&](const sr::FlushOffsets& r) { return answered(offsets_, s, r); },

@@ -29,6 +29,7 @@
 #include "engine/shard_index.h"
 #include "engine/shard_offsets.h"
 #include "engine/shard_pulls.h"
+#include "engine/shard_repairs.h"
 #include "engine/shard_replica.h"
 #include "engine/shard_request.h"
 #include "engine/shard_retention.h"
@@ -86,6 +87,8 @@ class Shard final {
   }
   void add_transaction_stats(TransactionStats& out) const { txn_.add_stats(out); }
   void add_timer_stats(TimerStats& out) const { deliveries_.add_timer_stats(out); }
+  // Before start: where its asks for a replica's copy of a damaged record go (the Store's).
+  void set_repair_mailbox(engine::RepairMailbox* mailbox) { repairs_.set_mailbox(mailbox); }
 
  private:
   using Part = sched::HookParticipant<Shard>;
@@ -124,6 +127,7 @@ class Shard final {
 
   // Declared first: the parts below hold references to it, and its disk outlives them all.
   ShardCore core_;
+  ShardRepairs repairs_;  // before the pulls: they ask it
   ShardIndex msg_index_;
   ShardRetention retention_;
   ShardDeliveries deliveries_;

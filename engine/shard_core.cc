@@ -38,7 +38,7 @@ void ShardCore::note_corrupt(uint64_t log_offset, const char* reason, const char
   std::fprintf(
       stderr,
       "uringmq: damaged CommitLog record in %s at file offset %llu (log offset %llu, "
-      "store offset %llu), found by %s: %s; it is never served\n",
+      "store offset %llu), found by %s: %s; these bytes are never served\n",
       path.c_str(), static_cast<unsigned long long>(log_offset - base),
       static_cast<unsigned long long>(log_offset),
       static_cast<unsigned long long>(make_store_offset(index, LogOffset{log_offset}).value),

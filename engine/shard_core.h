@@ -80,6 +80,9 @@ struct ShardCore {
   std::unique_ptr<engine::RecordPrefetch> prefetch;
   // Damaged records kept aside (corruptRecordPolicy=repair), opened once recovered.
   std::unique_ptr<engine::QuarantineFile> quarantine;
+  // A repair's write-back is in flight (ShardRepairs): retention deletes no segment meanwhile
+  // (a deleted segment may be recycled as the next one, and the write must not land in it).
+  bool repair_writing = false;
 
  private:
   std::array<uint64_t, kCorruptReportsKept> corrupt_reported_{};  // log offsets already logged

@@ -97,7 +97,8 @@ void ShardPulls::log_read_done(uint64_t tag, int64_t result) {
 
 void ShardPulls::answer_all_held() {
   for (uint32_t i = 0; i < ops_.size(); i++) {
-    if (ops_[i].stage == PullOp::Stage::held)
+    if (ops_[i].stage == PullOp::Stage::repair) repair_waiters_--;
+    if (ops_[i].stage == PullOp::Stage::held || ops_[i].stage == PullOp::Stage::repair)
       answer_pull(i, PullStatus::no_new_message, ops_[i].offset);
   }
 }
@@ -135,6 +136,7 @@ bool ShardPulls::start_pull(uint32_t slot_index, const shard_request::Pull& requ
       acquire_op(PullOp::Kind::pull, slot_index, request.tag, request.topic, request.queue_id);
   PullOp& op = ops_[index];
   op.offset = request.queue_offset;
+  op.corrupt_log_offset = LogOffset{UINT64_MAX};
   op.max_messages = std::max<uint32_t>(1, request.max_messages);
   op.buffer = request.buffer;
   op.deadline_ms = request.wait_ms > 0 ? core_.now_ms() + request.wait_ms : 0;
@@ -408,13 +410,35 @@ void ShardPulls::answer_corrupt(uint32_t op_index) {
   answer_pull(op_index, PullStatus::corrupt, op.offset + op.picked[0]);
 }
 
-// corruptRecordPolicy: block never moves past a damaged record. repair would first ask a
-// replica for the same bytes (here, before quarantining: not done yet), then keep the record in
-// the quarantine file and move past it once that entry is durable. A file that is unusable or
-// full blocks, so no record is ever skipped without its bytes kept.
+// corruptRecordPolicy: block never moves past a damaged record. repair first asks a replica
+// for the same bytes (ShardRepairs): the pull waits for them (Stage::repair) and reads again
+// once they are written back; when no replica repairs it, the record is kept in the quarantine
+// file and the pull moves past it once that entry is durable. A record already quarantined is
+// moved past at once (every consumer of its queue sees the same history). A file that is
+// unusable or full blocks, so no record is ever skipped without its bytes kept.
 bool ShardPulls::handle_damaged(uint32_t op_index) {
-  engine::QuarantineFile* file = core_.quarantine.get();
   if (core_.options.corrupt_record_policy == engine::CorruptRecordPolicy::block) return false;
+  engine::QuarantineFile* file = core_.quarantine.get();
+  PullOp& op = ops_[op_index];
+  const engine::CqUnit& unit = op.units[op.picked[0]];
+  if (file != nullptr && file->usable() && file->known(unit.log_offset.value)) {
+    move_past_damaged(op_index);
+    return true;
+  }
+  // While the file loads, what it holds is not known yet: the pull waits for the load first.
+  if (file != nullptr && file->usable() && file->loading()) return quarantine_damaged(op_index);
+  if (op.corrupt_log_offset != unit.log_offset &&
+      repairs_.ask(unit.log_offset.value, unit.size_bytes, "a pull") ==
+          ShardRepairs::Asked::waiting) {
+    op.stage = PullOp::Stage::repair;
+    repair_waiters_++;
+    return true;
+  }
+  return quarantine_damaged(op_index);
+}
+
+bool ShardPulls::quarantine_damaged(uint32_t op_index) {
+  engine::QuarantineFile* file = core_.quarantine.get();
   if (file == nullptr || !file->usable()) return false;
   PullOp& op = ops_[op_index];
   if (file->known(op.units[op.picked[0]].log_offset.value)) {
@@ -427,6 +451,25 @@ bool ShardPulls::handle_damaged(uint32_t op_index) {
   op.stage = PullOp::Stage::quarantine;
   quarantine_waiters_.push_back(op_index);
   return true;
+}
+
+void ShardPulls::repair_ended(uint64_t log_offset, bool repaired,
+                              std::span<const std::byte> scrub_bytes, const char* reason) {
+  for (uint32_t i = 0; i < ops_.size() && repair_waiters_ > 0; i++) {
+    PullOp& op = ops_[i];
+    if (op.stage != PullOp::Stage::repair) continue;
+    if (op.units[op.picked[0]].log_offset.value != log_offset) continue;
+    repair_waiters_--;
+    if (repaired) {  // the same pull again: it reads the record written back
+      op.stage = PullOp::Stage::idle;
+      run_pull(i);
+      continue;
+    }
+    op.corrupt_log_offset = LogOffset{log_offset};
+    op.stage = PullOp::Stage::records;
+    if (!handle_damaged(i)) answer_corrupt(i);
+  }
+  if (!repaired && !scrub_bytes.empty()) quarantine_scrubbed(log_offset, scrub_bytes, reason);
 }
 
 engine::QuarantineEntry ShardPulls::quarantine_entry(const PullOp& op) const {
@@ -461,6 +504,14 @@ void ShardPulls::keep_scrubbed(uint64_t log_offset, std::span<const std::byte> b
                                const char* reason) {
   engine::QuarantineFile* file = core_.quarantine.get();
   if (core_.options.corrupt_record_policy == engine::CorruptRecordPolicy::block) return;
+  if (file != nullptr && file->usable() && !file->loading() && file->known(log_offset)) return;
+  if (repairs_.ask_scrubbed(log_offset, bytes, reason) == ShardRepairs::Asked::waiting) return;
+  quarantine_scrubbed(log_offset, bytes, reason);
+}
+
+void ShardPulls::quarantine_scrubbed(uint64_t log_offset, std::span<const std::byte> bytes,
+                                     const char* reason) {
+  engine::QuarantineFile* file = core_.quarantine.get();
   if (file == nullptr || !file->usable() || file->loading() || file->writing()) return;
   if (file->known(log_offset)) return;
   engine::QuarantineEntry e;  // its topic and queue are unknown: its bytes cannot be trusted

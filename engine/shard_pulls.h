@@ -19,6 +19,7 @@
 #include "engine/delivery/held_copies.h"
 #include "engine/queues/sql_filter.h"
 #include "engine/shard_core.h"
+#include "engine/shard_repairs.h"
 #include "engine/shard_request.h"
 #include "sched/completion_tags.h"
 #include "sched/slot_pool.h"
@@ -30,7 +31,8 @@ class ShardPulls {
   // CommitLog read tags with this bit belong to a pull or search op (its index below).
   static constexpr uint64_t kOpReadBit = sched::read_tag::kPullOp;
 
-  ShardPulls(ShardCore& core, engine::HeldCopies& held) : core_(core), held_(held) {}
+  ShardPulls(ShardCore& core, engine::HeldCopies& held, ShardRepairs& repairs)
+      : core_(core), held_(held), repairs_(repairs) {}
   ShardPulls(const ShardPulls&) = delete;
   ShardPulls& operator=(const ShardPulls&) = delete;
 
@@ -54,16 +56,21 @@ class ShardPulls {
   bool has_held() const { return held_ops_ > 0; }
   void wake_held();        // held pulls whose queue has a new visible record run again
   void expire_held();      // held pulls past their deadline answer no_new_message
-  void answer_all_held();  // at stop
+  void answer_all_held();  // at stop (pulls waiting on a repair too)
   int64_t next_held_deadline_ms() const;
   bool busy() const { return op_pool_.in_use() > 0; }
 
   // ---- Quarantine (corruptRecordPolicy=repair; engine/README.md, "Quarantine") ----
   // A completion of the quarantine file: pulls waiting on it look again.
   void quarantine_done(const io::IoCompletion& completion);
-  // A damaged record the scrub found (its bytes up to the next whole record): quarantined now
-  // when the file is idle, else left for the pull that meets it.
+  // A damaged record the scrub found (its bytes up to the next whole record): a replica's copy
+  // is asked for first; without one it is quarantined now when the file is idle, else left for
+  // the pull that meets it.
   void keep_scrubbed(uint64_t log_offset, std::span<const std::byte> bytes, const char* reason);
+  // A repair ended (ShardRepairs): the pulls waiting on it read again (repaired) or quarantine
+  // it; an unrepaired scrub's find is quarantined as keep_scrubbed would have.
+  void repair_ended(uint64_t log_offset, bool repaired, std::span<const std::byte> scrub_bytes,
+                    const char* reason);
 
  private:
   static constexpr uint32_t kPullUnits = 256;  // units one pull examines at most
@@ -81,7 +88,8 @@ class ShardPulls {
       held,
       search_unit,
       search_record,
-      quarantine  // its first record is damaged; waits for the quarantine file
+      quarantine,  // its first record is damaged; waits for the quarantine file
+      repair       // its first record is damaged; waits for a replica's copy (ShardRepairs)
     };
     Kind kind = Kind::pull;
     Stage stage = Stage::idle;
@@ -109,7 +117,9 @@ class ShardPulls {
     bool read_failed = false;
     // records: the unit (index into units) of each record copied, checked before it is sent
     std::array<uint16_t, kPullUnits> picked{};
-    LogOffset corrupt_log_offset;  // answered corrupt: the damaged record's log offset
+    // The damaged record's log offset: answered corrupt, or no replica repaired it for this
+    // pull (it goes to quarantine then; UINT64_MAX: none yet).
+    LogOffset corrupt_log_offset;
     // search: binary search over [lo, hi) for the first store time >= target
     QueueOffset lo, hi, mid;
     int64_t target_ms = 0;
@@ -141,6 +151,11 @@ class ShardPulls {
   // waits for it to be quarantined. False: it blocks (answer corrupt, as before).
   bool handle_damaged(uint32_t op_index);
   engine::QuarantineEntry quarantine_entry(const PullOp& op) const;
+  // The quarantine step of handle_damaged (no replica repaired the record).
+  bool quarantine_damaged(uint32_t op_index);
+  // The scrub's find into the quarantine file, when it is idle.
+  void quarantine_scrubbed(uint64_t log_offset, std::span<const std::byte> bytes,
+                           const char* reason);
   void move_past_damaged(uint32_t op_index);
   void answer_corrupt(uint32_t op_index);
   void answer_pull(uint32_t op_index, PullStatus status, QueueOffset next_offset);
@@ -153,10 +168,12 @@ class ShardPulls {
 
   ShardCore& core_;
   const engine::HeldCopies& held_;
+  ShardRepairs& repairs_;
   std::vector<PullOp> ops_;
   sched::SlotPool op_pool_;  // which of ops_ are in use
   uint32_t held_ops_ = 0;
   std::vector<uint32_t> quarantine_waiters_;  // ops in Stage::quarantine
+  uint32_t repair_waiters_ = 0;               // ops in Stage::repair
   std::vector<ReadWait> reads_;
   sched::SlotPool read_pool_;  // which of reads_ are in use
 };

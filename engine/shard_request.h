@@ -138,6 +138,16 @@ struct Replicate {
   std::span<const std::byte> bytes;
 };
 
+// The answer to a RepairAsk (engine/shard_repairs.h): the peer's copy of the record at
+// local_offset (checked, then written back in place), or, empty, why none came.
+struct Repair {
+  uint64_t tag = 0;
+  LogOffset local_offset;
+  std::span<const std::byte> bytes;
+  std::string_view peer;
+  std::string_view failure;
+};
+
 }  // namespace shard_request
 
 struct ShardRequest
@@ -147,7 +157,7 @@ struct ShardRequest
                    shard_request::FlushOffsets, shard_request::ReleaseHeld,
                    shard_request::QueryIndex, shard_request::ViewRecord,
                    shard_request::EndTransaction, shard_request::TransactionChecks,
-                   shard_request::ListOffsets, shard_request::Replicate> {
+                   shard_request::ListOffsets, shard_request::Replicate, shard_request::Repair> {
   using variant::variant;
 };
 static_assert(std::is_trivially_copyable_v<ShardRequest>);

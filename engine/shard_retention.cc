@@ -248,6 +248,7 @@ void ShardRetention::advance_deletion() {
 bool ShardRetention::finish_deletion() {
   SegmentDeletion& d = deletion_;
   d.active = false;
+  if (core_.repair_writing) return false;  // a write-back in flight: a later pass
   io::Result<uint32_t> deleted = core_.log->delete_segments_before(LogOffset{d.end}, 1);
   if (!deleted.is_ok() || *deleted == 0) return false;  // busy now: a later pass
   io::Status s = core_.cq->delete_below(LogOffset{d.end});

@@ -19,6 +19,7 @@ void ShardStats::add_to(StoreStats& out) const {
       {&StoreStats::corrupt_reads_refused, &ShardStats::corrupt_refused},
       {&StoreStats::corrupt_records_reported, &ShardStats::corrupt_reported},
       {&StoreStats::corrupt_records_quarantined, &ShardStats::quarantined},
+      {&StoreStats::corrupt_records_repaired, &ShardStats::repaired},
       {&StoreStats::scrub_bytes_checked, &ShardStats::scrub_bytes},
       {&StoreStats::scrub_corrupt_records, &ShardStats::scrub_corrupt},
       {&StoreStats::scrubs_finished, &ShardStats::scrub_finished},

@@ -41,7 +41,7 @@ struct ShardStats {
   std::atomic<uint64_t> appends{0}, acks{0}, writes{0}, syncs{0}, wakeups{0};
   std::atomic<uint64_t> segments_deleted{0}, unconsumed_deleted{0};
   std::atomic<uint64_t> corrupt_refused{0}, corrupt_reported{0}, scrub_bytes{0}, scrub_corrupt{0},
-      scrub_finished{0}, quarantined{0};
+      scrub_finished{0}, quarantined{0}, repaired{0};
   engine::AtomicHistogram append_latency_us{kLatencyBoundsUs};
   engine::AtomicHistogram sync_latency_us{kLatencyBoundsUs};
   engine::AtomicHistogram sync_records{kBatchBoundsMessages};

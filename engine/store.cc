@@ -4,6 +4,7 @@
 
 #include "engine/delivery/timer_message.h"
 #include "engine/log/properties.h"
+#include "engine/repair_mailbox.h"
 #include "engine/shard.h"
 #include "io/thread.h"
 #include "io/uring_disk.h"
@@ -95,7 +96,8 @@ io::Status prepare_data_dir(StoreOptions& options) {
 
 }  // namespace
 
-Store::Store(const StoreOptions& options) : options_(options) {}
+Store::Store(const StoreOptions& options)
+    : options_(options), repairs_(std::make_unique<engine::RepairMailbox>()) {}
 
 namespace {
 // The wheel's horizon must stay below retention: a rolled timer's record is re-appended within
@@ -171,6 +173,7 @@ io::Result<std::unique_ptr<Store>> Store::open(const StoreOptions& requested) {
   store->reports_.resize(options.shard_count);
   for (uint32_t i = 0; i < options.shard_count; i++) {
     store->shards_.push_back(std::make_unique<Shard>(i, store->options_, *levels, store->slots_));
+    store->shards_.back()->set_repair_mailbox(store->repairs_.get());
   }
   for (uint32_t i = 0; i < options.shard_count; i++) {
     io::Status s = store->shards_[i]->start(&store->reports_[i]);
@@ -231,6 +234,14 @@ StoreStats Store::stats(uint32_t shard) const {
   StoreStats total;
   for_shards(shards_, shard, [&](const Shard& s) { s.add_stats(total); });
   return total;
+}
+
+void Store::set_repairs_enabled(bool enabled) {
+  repairs_->set_enabled(enabled);
+}
+
+bool Store::wait_repair_ask(RepairAsk* out, int64_t timeout_ms) {
+  return repairs_->wait(out, timeout_ms);
 }
 
 LogEnds Store::log_ends(uint32_t shard) const {
@@ -531,6 +542,18 @@ io::Status Session::replicate_async(uint32_t shard, LogOffset offset,
     return io::Status::error(io::Code::invalid_argument, "the store is not a replica");
   }
   return post(shard, shard_request::Replicate{.tag = tag, .local_offset = offset, .bytes = bytes});
+}
+
+io::Status Session::repair_record_async(uint32_t shard, LogOffset offset,
+                                        std::span<const std::byte> bytes, std::string_view peer,
+                                        std::string_view failure, uint64_t tag) {
+  if (shard >= store_.shards_.size()) {
+    return io::Status::error(io::Code::invalid_argument, "no shard " + std::to_string(shard));
+  }
+  return post(
+      shard,
+      shard_request::Repair{
+          .tag = tag, .local_offset = offset, .bytes = bytes, .peer = peer, .failure = failure});
 }
 
 io::Status Session::view_record_async(StoreOffset store_offset, std::span<std::byte> buffer,

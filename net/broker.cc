@@ -331,6 +331,7 @@ io::Status BrokerReactor::start() {
   UMQ_RETURN_IF_ERROR(parts_->namesrv.open_registrar());
   UMQ_RETURN_IF_ERROR(parts_->master.open_ha_server());
   UMQ_RETURN_IF_ERROR(parts_->slave.open_ha_client());
+  UMQ_RETURN_IF_ERROR(parts_->repair.open());
   return parts_->admin.open_metrics_server();
 }
 
@@ -358,6 +359,7 @@ io::Status BrokerReactor::run() {
     if (registrar_) registrar_->poll(*ring_, mono_ms_, now);
     if (ha_client_) ha_client_->poll(*ring_, mono_ms_);
     if (parts_->slave.syncing()) parts_->slave.poll_slave_sync();
+    parts_->repair.poll();
     UMQ_RETURN_IF_ERROR(poll_once(wait_timeout_ms()));
   }
   return shut_down();
@@ -879,6 +881,7 @@ io::Status BrokerReactor::shut_down() {
   if (metrics_server_) metrics_server_->stop(*ring_);
   if (ha_server_) ha_server_->stop(*ring_);
   if (ha_client_) ha_client_->stop(*ring_);
+  parts_->repair.stop();  // its thread and session end before the store's last requests
   uint32_t release = core_.calls.start(BrokerOp::Kind::release, Ticket{}, 0);
   core_.calls.op(release).queue_id = static_cast<int32_t>(core_.store.shard_count());
   if (!core_.calls.session().release_held_pulls_async(release).is_ok()) core_.calls.end(release);

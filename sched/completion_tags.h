@@ -36,6 +36,7 @@ enum class TagClass : uint8_t {
   log_scrub = 0xA2,      // LogScrub: its one read in flight
   log_scan = 0xA3,       // LogScanner: its read ahead (index: the read slot); synchronous scans
   quarantine = 0xA4,     // QuarantineFile: its one request in flight (the step below)
+  record_repair = 0xA5,  // RecordRepair: its one request in flight (a write-back's step)
 };
 inline constexpr uint32_t kTagClassShift = 56;
 inline constexpr uint64_t kTagIndexMask = (uint64_t{1} << kTagClassShift) - 1;
@@ -125,6 +126,7 @@ constexpr bool tag_classes_distinct(TagClass c) {
     case TagClass::log_scrub:
     case TagClass::log_scan:
     case TagClass::quarantine:
+    case TagClass::record_repair:
       return true;
   }
   return false;

@@ -345,8 +345,9 @@ struct StoreOptions : ShardOptions,
   // damaged record (engine/README.md, "Scrub"). 0: no scrub.
   uint64_t scrub_bytes_per_second = 32ULL << 20;
   // What a read does with a damaged record (broker.conf corruptRecordPolicy; engine/README.md,
-  // "Quarantine"). repair: fetch the same bytes from a replica where one can (not yet: today it
-  // goes straight to the next step), else quarantine: keep the record's bytes and position in
+  // "Quarantine"). repair: fetch the same bytes from a replica where one can (Store::
+  // set_repairs_enabled: the embedder, the broker, answers the asks) and write them back in
+  // place, else quarantine: keep the record's bytes and position in
   // <shard dir>/quarantine/records, durably, then move its queue past it. block: never move
   // past it; consumers stop there until an operator resets their offset.
   engine::CorruptRecordPolicy corrupt_record_policy = engine::CorruptRecordPolicy::repair;

@@ -117,6 +117,9 @@ struct StoreStats {
   // Damaged records written to a quarantine file (each once) so their queue moved on past them
   // (corruptRecordPolicy=repair; engine/README.md, "Quarantine").
   uint64_t corrupt_records_quarantined = 0;
+  // Damaged records written back in place with a replica's bytes (engine/README.md, "Repair
+  // from the replica"): never quarantined, served whole again.
+  uint64_t corrupt_records_repaired = 0;
   uint64_t scrub_bytes_checked = 0;
   uint64_t scrub_corrupt_records = 0;
   uint64_t scrubs_finished = 0;  // shards whose scrub pass ended (or had nothing to check)
@@ -170,6 +173,20 @@ inline constexpr uint32_t kMaxBatchMessages = 8192;
 class Store;
 class Shard;
 struct SessionSlot;
+namespace engine {
+class RepairMailbox;
+}  // namespace engine
+
+// A shard's ask for a replica's copy of a damaged record (Store::wait_repair_ask): the record at
+// log_offset of `shard`, size_bytes long (exact_size) or at most that long (the scrub's find: its
+// bytes up to the next whole record). Answered with Session::repair_record_async.
+struct RepairAsk {
+  uint32_t shard = 0;
+  LogOffset log_offset;
+  uint32_t size_bytes = 0;
+  bool exact_size = true;
+  int64_t asked_ms = 0;  // monotonic ms, for the answerer's bound on waiting
+};
 
 // A consumed record made ready for RocketMQ's consumer retry (CONSUMER_SEND_MSG_BACK): the copy
 // to store in %RETRY%<group> (delayed by level 3 + reconsume times, or `delay_level` when > 0)
@@ -303,6 +320,14 @@ class Session {
   // (nothing appended; log_appended says where it ends). `bytes` stay valid until completion.
   io::Status replicate_async(uint32_t shard, LogOffset offset, std::span<const std::byte> bytes,
                              uint64_t tag);
+  // Answers a RepairAsk: `bytes` (the peer's copy of the record at `offset` of `shard`, named
+  // `peer` in the log) are checked and written back in place, or, empty, `failure` says why no
+  // copy came (the record goes to quarantine). ok: written back and durable (or already whole);
+  // corruption: the bytes failed the checks; not_found: no repair of that record is waiting;
+  // invalid_argument: the record may not be rewritten (not wholly below the durable end). The
+  // views stay valid until the completion.
+  io::Status repair_record_async(uint32_t shard, LogOffset offset, std::span<const std::byte> bytes,
+                                 std::string_view peer, std::string_view failure, uint64_t tag);
   // Answers this session's held pulls at once (no new message) on every shard; one completion
   // with `tag` per shard. For a front end that is shutting down.
   io::Status release_held_pulls_async(uint64_t tag);
@@ -405,6 +430,14 @@ class Store {
   // end it publishes moved: a replication stream sends bytes while their fdatasync runs.
   void set_log_waker(uint32_t shard, io::Waker* waker);
   const StoreOptions& options() const { return options_; }
+  // Repair from a replica (corruptRecordPolicy=repair; engine/README.md): while enabled, a shard
+  // that finds a damaged record asks for a replica's copy (at most kMaxRepairAsks waiting, the
+  // oldest first); disabled (the default), or with the asks full, it quarantines at once.
+  // Disabling wakes a waiter. Any thread.
+  void set_repairs_enabled(bool enabled);
+  // The next ask, waiting up to timeout_ms; false when none came (or repairs are disabled).
+  bool wait_repair_ask(RepairAsk* out, int64_t timeout_ms);
+  static constexpr size_t kMaxRepairAsks = 64;
   // What each shard's recovery found at open().
   const std::vector<engine::RecoveryReport>& recovery_reports() const { return reports_; }
 
@@ -415,6 +448,7 @@ class Store {
   std::vector<std::unique_ptr<Shard>> shards_;
   std::vector<std::unique_ptr<SessionSlot>> slots_;
   std::vector<engine::RecoveryReport> reports_;
+  std::unique_ptr<engine::RepairMailbox> repairs_;
   bool closed_ = false;
 };
 

@@ -159,6 +159,13 @@ void RemoteBrokers::append_queue_datas(std::string_view topic, std::string* out)
   }
 }
 
+std::string RemoteBrokers::slave_of(std::string_view name) const {
+  for (const auto& [id, addr] : group_addrs(name)) {
+    if (id > 0) return addr;  // ascending ids: the lowest above the master's
+  }
+  return {};
+}
+
 std::map<int64_t, std::string> RemoteBrokers::group_addrs(std::string_view name) const {
   std::map<int64_t, std::string> addrs;
   for (const auto& [addr, b] : by_addr_) {

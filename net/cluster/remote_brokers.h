@@ -55,6 +55,9 @@ class RemoteBrokers {
   // The registered master (id 0) of group `name`: its address and HA address (what a
   // slave's REGISTER_BROKER is answered); nullptr when none.
   const BrokerIdentity* master_of(std::string_view name) const;
+  // The address of group `name`'s registered slave of the lowest id (above 0); "" when none
+  // (a master repairing a damaged record asks it, net/cluster/repair_peers.h).
+  std::string slave_of(std::string_view name) const;
   // Takes PERM_WRITE off every topic of group `name`; the number of topics it was taken from.
   int32_t wipe_write_perm(std::string_view name);
   // DELETE_TOPIC_IN_NAMESRV: the topic leaves every group's list until a registration with a

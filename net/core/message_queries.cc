@@ -78,9 +78,10 @@ std::optional<std::variant<Refusal, KeyQueryResult>> MessageQueries::key_query_o
 
 // ---- by offset ----
 
-std::optional<Refusal> MessageQueries::view(const Ticket& ticket, StoreOffset offset) {
+std::optional<Refusal> MessageQueries::view(const Ticket& ticket, StoreOffset offset, bool stored) {
   const uint32_t index =
-      calls_.start(BrokerOp::Kind::view_message, ticket, shard_of_offset(offset));
+      calls_.start(stored ? BrokerOp::Kind::view_stored : BrokerOp::Kind::view_message, ticket,
+                   shard_of_offset(offset));
   BrokerOp& op = calls_.op(index);
   op.store_offset = offset;
   give_buffer(index);
@@ -95,6 +96,7 @@ std::variant<Refusal, std::span<const std::byte>> MessageQueries::view_outcome(
                                       std::to_string(wire_offset_of(op.store_offset).value)};
   }
   std::span<std::byte> record(op.data.data(), c.size_bytes);
+  if (op.kind == BrokerOp::Kind::view_stored) return record;  // checked by the shard, as stored
   return record.first(client_records(shard_of_offset(op.store_offset), record));
 }
 

@@ -69,7 +69,9 @@ class MessageQueries {
                                                                          const Completion& c);
 
   // Posts a read of the record at `offset` (its shard's); nullopt once posted.
-  std::optional<Refusal> view(const Ticket& ticket, StoreOffset offset);
+  // stored: the record's stored bytes exactly (a peer repairing its copy, net/cluster/
+  // record_repairer.h), else as clients receive it.
+  std::optional<Refusal> view(const Ticket& ticket, StoreOffset offset, bool stored = false);
   // A view op's completion: the record as clients receive it (a view into the op's buffer), or
   // why there is none at that offset.
   std::variant<Refusal, std::span<const std::byte>> view_outcome(uint32_t index,

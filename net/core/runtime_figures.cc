@@ -42,6 +42,7 @@ void RuntimeFigures::store_figures(uint32_t shard, const StoreStats& stats, cons
   add("corruptReadsRefused", std::to_string(stats.corrupt_reads_refused));
   add("corruptRecordsReported", std::to_string(stats.corrupt_records_reported));
   add("corruptRecordsQuarantined", std::to_string(stats.corrupt_records_quarantined));
+  add("corruptRecordsRepaired", std::to_string(stats.corrupt_records_repaired));
   add("scrubBytesChecked", std::to_string(stats.scrub_bytes_checked));
   add("scrubCorruptRecords", std::to_string(stats.scrub_corrupt_records));
   const TransactionStats txn = store_.transaction_stats(shard);

@@ -104,6 +104,7 @@ struct BrokerOp {
     admin,            // an admin call's store queries, one at a time (net/core/admin.h)
     query_message,    // a key query: one request per shard asked (net/core/message_queries.h)
     view_message,     // a record by offset
+    view_stored,      // a record by offset, its stored bytes unchanged (a replica's repair)
     earliest_min,     // a queue's earliest store time: the queue's min offset, then
     earliest_record,  // its record's store time
     end_view,         // END_TRANSACTION: the half read, then

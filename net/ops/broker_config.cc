@@ -302,6 +302,10 @@ const KeySetter kSetters[] = {
     {"brokerRole", set_broker_role},
     {"haMasterAddress",
      [](BrokerConfig& c, std::string_view v) { return set_ha_address(c.ha.master_address, v); }},
+    {"repairPeerAddress",
+     [](BrokerConfig& c, std::string_view v) {
+       return set_ha_address(c.ha.repair_peer_address, v);
+     }},
     {"slaveTimeout",
      [](BrokerConfig& c, std::string_view v) {
        return set_number<int64_t>(c.ha.slave_timeout_ms, v, 1, 600000, "a time in ms");
@@ -761,6 +765,7 @@ std::string describe_broker_config(const BrokerConfig& c) {
   add("brokerId", num(c.ha.broker_id));
   add("brokerRole", broker_role_name(c.ha.role));
   add("haMasterAddress", c.ha.master_address);
+  add("repairPeerAddress", c.ha.repair_peer_address);
   add("slaveTimeout", num(c.ha.slave_timeout_ms));
   add("haSendHeartbeatInterval", num(c.ha.heartbeat_interval_ms));
   add("haHousekeepingInterval", num(c.ha.housekeeping_interval_ms));

@@ -43,6 +43,10 @@ struct HaConfig {
   // The master's HA address a slave connects to (haMasterAddress, "ip:port"); empty: the
   // haServerAddr the NameServer's REGISTER_BROKER answer names.
   std::string master_address;
+  // The peer a damaged record's copy is fetched from (repairPeerAddress, "ip:port" of the peer's
+  // presented broker 0, its remoting port; broker i's is shardPortStride * i above); empty: a
+  // slave asks its master, a master the slave its NameServers list (net/cluster/README.md).
+  std::string repair_peer_address;
   int64_t slave_timeout_ms = 3000;                     // slaveTimeout: SYNC_MASTER's wait, then 12
   int64_t heartbeat_interval_ms = 5000;                // haSendHeartbeatInterval
   int64_t housekeeping_interval_ms = 20000;            // haHousekeepingInterval: silent peer closed

@@ -73,6 +73,9 @@ void write_store(PromWriter& w, const StoreStats& s) {
   counter(w, "uringmq_corrupt_records_quarantined_total",
           "Damaged records kept in a quarantine file; their queue moved past them.",
           s.corrupt_records_quarantined);
+  counter(w, "uringmq_corrupt_records_repaired_total",
+          "Damaged records written back in place with a replica's copy.",
+          s.corrupt_records_repaired);
   counter(w, "uringmq_retention_segments_deleted_total", "CommitLog segments retention deleted.",
           s.segments_deleted);
   write_histograms(w, s);

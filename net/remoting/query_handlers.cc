@@ -72,8 +72,14 @@ void QueryHandlers::handle_view_message(uint32_t conn, RemotingCommand& request)
   // The offset is the wire's: a record in the log of the broker (shard) asked.
   const StoreOffset at =
       store_offset_of_wire(WireOffset{static_cast<uint64_t>(*offset)}, conns_[conn].shard);
+  // kStoredBytesField (uringmq's; a Java broker ignores it and answers the stored bytes anyway):
+  // the record exactly as stored, for a peer repairing its own copy.
+  const std::string* stored = request.ext(kStoredBytesField);
   const Ticket ticket = ticket_of(conn, conns_[conn].generation, request);
-  if (auto refused = core_.message_queries.view(ticket, at)) reply_refusal(conn, request, *refused);
+  if (auto refused =
+          core_.message_queries.view(ticket, at, stored != nullptr && *stored == "true")) {
+    reply_refusal(conn, request, *refused);
+  }
 }
 
 void QueryHandlers::complete_view_message(uint32_t index, const Completion& c) {

@@ -45,6 +45,11 @@ inline constexpr int32_t kFlagOneway = 2;    // ONEWAY request: no answer expect
 // V4_1_0_SNAPSHOT (331).
 inline constexpr int32_t kBrokerVersion = 596;
 
+// A VIEW_MESSAGE_BY_ID header field of uringmq's own ("true"): the record's stored bytes exactly
+// (a peer repairing its copy), not as clients receive it. A Java broker ignores it and answers
+// the stored bytes anyway.
+inline constexpr std::string_view kStoredBytesField = "uringmqStoredBytes";
+
 namespace request_code {
 inline constexpr int32_t kSendMessage = 10;
 inline constexpr int32_t kPullMessage = 11;

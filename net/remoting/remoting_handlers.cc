@@ -421,6 +421,7 @@ void RemotingHandlers::on_store_completion(const Completion& c) {
       if (!parts_.queries.complete_query_message(index, c)) return;
       break;
     case BrokerOp::Kind::view_message:
+    case BrokerOp::Kind::view_stored:
       parts_.queries.complete_view_message(index, c);
       break;
     case BrokerOp::Kind::earliest_min:

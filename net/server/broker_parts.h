@@ -5,6 +5,7 @@
 
 #include "net/cluster/master_role.h"
 #include "net/cluster/namesrv_role.h"
+#include "net/cluster/repair_peers.h"
 #include "net/cluster/slave_role.h"
 #include "net/grpc/grpc_receive.h"
 #include "net/grpc/grpc_service.h"
@@ -43,6 +44,7 @@ struct BrokerParts {
         namesrv(reactor, *this),
         slave(reactor, *this),
         master(reactor, *this),
+        repair(reactor, *this),
         grpc(reactor, *this),
         grpc_receive(reactor, *this),
         woken(messages, grpc_receive) {}
@@ -56,6 +58,7 @@ struct BrokerParts {
   NamesrvRole namesrv;
   SlaveRole slave;
   MasterRole master;
+  RepairPeers repair;        // where damaged records are repaired from
   GrpcService grpc;          // after `transactions`: it passes remoting producers' checks on to it
   GrpcReceive grpc_receive;  // gRPC's consumer side over POP
   WokenReceives woken;       // the core's POP ReceiveSink

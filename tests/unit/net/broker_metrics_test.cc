@@ -249,6 +249,7 @@ TEST(BrokerMetricsTest, ScrapeMatchesWhatTheTestDid) {
       {"uringmq_store_fdatasyncs_total", "counter"},
       {"uringmq_corrupt_reads_refused_total", "counter"},
       {"uringmq_corrupt_records_quarantined_total", "counter"},
+      {"uringmq_corrupt_records_repaired_total", "counter"},
       {"uringmq_retention_segments_deleted_total", "counter"},
       {"uringmq_append_latency_seconds", "histogram"},
       {"uringmq_fdatasync_latency_seconds", "histogram"},

@@ -1,0 +1,87 @@
+// RepairPeers (repair_peers.h): each presented broker's peer for repairs.
+#include "net/cluster/repair_peers.h"
+
+#include "net/common/log.h"
+#include "net/remoting/remoting_client.h"
+
+namespace uringmq::net {
+
+namespace {
+constexpr int64_t kPollIntervalMs = 500;
+
+// "host:port" moved by `delta` ports; "" when it is not host:port or leaves 1..65535.
+std::string shifted(const std::string& address, int64_t delta) {
+  io::Result<std::pair<std::string, uint16_t>> hp = parse_host_port(address);
+  if (!hp.is_ok()) return {};
+  const int64_t port = int64_t{hp->second} + delta;
+  if (port < 1 || port > 65535) return {};
+  return hp->first + ":" + std::to_string(port);
+}
+}  // namespace
+
+io::Status RepairPeers::open() {
+  if (config_.store.corrupt_record_policy != engine::CorruptRecordPolicy::repair) {
+    return io::Status::ok();
+  }
+  const std::string& first = config_.ha.repair_peer_address;
+  for (uint32_t i = 0; i < brokers_.size() && !first.empty(); i++) {
+    fixed_.push_back(shifted(first, int64_t{i} * config_.shard_port_stride));
+    if (fixed_.back().empty()) {
+      return io::Status::error(io::Code::invalid_argument,
+                               "repairPeerAddress " + first + " with shardPortStride " +
+                                   std::to_string(config_.shard_port_stride) +
+                                   " gives presented broker " + brokers_[i].name +
+                                   " a port above 65535");
+    }
+  }
+  io::Result<std::unique_ptr<RecordRepairer>> r =
+      RecordRepairer::start(store_, static_cast<uint32_t>(brokers_.size()));
+  if (!r.is_ok()) return r.status();
+  repairer_ = std::move(*r);
+  if (!is_slave() && fixed_.empty() && !config_.namesrv_addrs.empty()) {
+    std::vector<std::string> names;
+    for (const PresentedBroker& b : brokers_) names.push_back(b.name);
+    repairer_->set_namesrv_lookup(std::move(names), config_.namesrv_addrs);
+  }
+  log_info("corruptRecordPolicy repair: a damaged record is fetched from " +
+           (first.empty() ? std::string(is_slave() ? "the master" : "the slave a NameServer lists")
+                          : "repairPeerAddress " + first) +
+           " (VIEW_MESSAGE_BY_ID) and written back; without one it is quarantined");
+  return io::Status::ok();
+}
+
+void RepairPeers::poll() {
+  if (repairer_ == nullptr || mono_ms_ < next_poll_ms_) return;
+  next_poll_ms_ = mono_ms_ + kPollIntervalMs;
+  for (uint32_t b = 0; b < brokers_.size(); b++) {
+    bool expected = false;
+    const std::string peer = peer_of(b, &expected);
+    repairer_->set_peer(b, peer, expected);
+  }
+}
+
+std::string RepairPeers::peer_of(uint32_t broker, bool* expected) const {
+  if (!fixed_.empty()) {
+    *expected = true;
+    return fixed_[broker];
+  }
+  if (is_slave()) {
+    *expected = true;
+    std::string master = registrar_ ? registrar_->master_address(broker) : std::string();
+    if (master.empty() && !config_.ha.master_address.empty()) {
+      // haMasterAddress names broker 0's HA port (listenPort + 1); broker i's is stride i above.
+      master = shifted(config_.ha.master_address, int64_t{broker} * config_.shard_port_stride - 1);
+    }
+    return master;
+  }
+  *expected = config_.ha.role == BrokerRole::sync_master ||
+              (ha_server_ != nullptr && ha_server_->slaves(broker) > 0);
+  return remote_brokers_.slave_of(brokers_[broker].name);
+}
+
+void RepairPeers::stop() {
+  if (repairer_ != nullptr) repairer_->stop();
+  repairer_.reset();
+}
+
+}  // namespace uringmq::net
