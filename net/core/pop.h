@@ -254,8 +254,14 @@ class Pop {
   // the receive answers with what that queue gives; `came_back`: messages came back, it takes
   // those of every queue (no pull of new ones); `last`: it is answered even when it finds
   // nothing.
+  // `watched`: the records the watch of `first` read (a message arrived), which the receive
+  // takes without pulling them again when they are still the queue's next.
   enum class WakeKind : uint8_t { message, came_back, last };
-  void wake(uint32_t index, std::optional<uint32_t> first, WakeKind kind);
+  struct Watched {
+    std::span<const std::byte> records;
+    int64_t next_offset = 0;
+  };
+  void wake(uint32_t index, std::optional<uint32_t> first, WakeKind kind, Watched watched);
   void wake_waiting(const std::vector<PopEnded>& expired, uint32_t shard);
   bool post_start(uint32_t index, Receive& r);
   bool post_pull(uint32_t index, Receive& r, int64_t hold_ms);
