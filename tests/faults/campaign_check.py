@@ -1,0 +1,183 @@
+#!/usr/bin/env python3
+"""The fault campaign's checker (tests/faults/README.md, "Properties"): reads one run's
+history.txt (client and driver lines) and checks
+  lost      every SEND_OK key is in the final master's read (fm), intact, at the queue offset
+            its answer gave, and in the final slave's (fs) when there is one;
+  phantom   every message read anywhere was sent by a client and is intact; no key is stored
+            at two places;
+  slave     everything a slave served (s0, s1, fs) is in the final master's log at the same
+            queue offset; the driver's byte comparison of the CommitLogs found a prefix;
+  master    what a master served is still there at the end, except, after a failover, a key
+            never acknowledged (the old master's unacknowledged tail, cut by the rejoin);
+  catch-up  after healing the slave caught up within the bound (driver's `check caughtup`), the
+            final max offsets are equal, or `ha rejoin` refused naming a reason.
+Prints one verdict line (key=value counts) and up to 20 violations; exit 0 when none, 1 on
+violations, 3 when the run itself did not complete (driver error: neither pass nor fail).
+Usage: campaign_check.py HISTORY [--seed N]
+"""
+
+import argparse
+import collections
+import sys
+
+SLAVE_LABELS = ("s0", "s1", "fs")
+
+
+class History:
+    def __init__(self, path):
+        self.invoked = {}        # key -> queue
+        self.answers = {}        # key -> (code, queue, offset)
+        self.noanswer = set()
+        self.reads = []          # (label, queue, offset, key, intact)
+        self.maxoffset = collections.defaultdict(dict)  # label -> queue -> offset
+        self.driver = []         # driver lines' words
+        self.readfail = []       # (label, queue): a final read that could not complete
+        with open(path, errors="replace") as f:
+            for line in f:
+                self.parse(line.split())
+
+    def parse(self, w):
+        if len(w) < 3:
+            return
+        actor, what = w[1], w[2]
+        if actor == "driver":
+            self.driver.append(w[2:])
+        elif what == "invoke" and len(w) >= 5:
+            self.invoked[w[3]] = int(w[4])
+        elif what == "answer" and len(w) >= 7:
+            self.answers[w[3]] = (int(w[4]), int(w[5]), int(w[6]))
+        elif what == "noanswer":
+            self.noanswer.add(w[3])
+        elif what == "read" and len(w) >= 8:
+            self.reads.append((w[3], int(w[4]), int(w[5]), w[6], w[7] == "1"))
+        elif what == "undecodable":
+            self.reads.append((w[3], int(w[4]), -1, "?", False))
+        elif what == "readfail" and len(w) >= 5:
+            self.readfail.append((w[3], int(w[4])))
+        elif what == "maxoffset" and len(w) >= 6:
+            self.maxoffset[w[3]][int(w[4])] = int(w[5])
+
+    def driver_lines(self, first):
+        return [d for d in self.driver if d and d[0] == first]
+
+
+class Checker:
+    def __init__(self, h):
+        self.h = h
+        self.violations = []
+        self.counts = collections.Counter()
+        self.logs = collections.defaultdict(dict)   # label -> (queue, offset) -> key
+        for label, q, off, key, _ in h.reads:
+            self.logs[label][(q, off)] = key
+        self.failover = any(d[:2] == ["failover", "begin"] for d in h.driver)
+        self.acked = {k for k, a in h.answers.items() if a[0] == 0}
+        self.lost_keys = 0
+
+    def bad(self, kind, text):
+        self.counts[kind] += 1
+        self.violations.append("%s: %s" % (kind, text))
+
+    def check_acked(self):
+        lost = set()
+        for label in ("fm", "fs"):
+            if label == "fs" and not self.logs.get("fs") and "fs" not in self.h.maxoffset:
+                continue
+            log = self.logs.get(label, {})
+            for key in sorted(self.acked):
+                _, q, off = self.h.answers[key]
+                if log.get((q, off)) != key:
+                    lost.add(key)
+                    self.bad("lost", "SEND_OK %s at queue %d offset %d: %s holds %s"
+                             % (key, q, off, label, log.get((q, off), "nothing")))
+        self.lost_keys = len(lost)
+
+    def check_reads(self):
+        places = collections.defaultdict(set)
+        for label, q, off, key, intact in self.h.reads:
+            if not intact or key not in self.h.invoked:
+                self.bad("phantom", "%s queue %d offset %d: %s (intact=%d)"
+                         % (label, q, off, key, intact))
+            if label == "fm":
+                places[key].add((q, off))
+        for key, where in places.items():
+            if len(where) > 1:
+                self.bad("duplicate", "%s stored at %s" % (key, sorted(where)))
+
+    def check_served(self):
+        fm = self.logs.get("fm", {})
+        for label, q, off, key, _ in self.h.reads:
+            if label == "fm" or fm.get((q, off)) == key:
+                continue
+            if label in SLAVE_LABELS:
+                self.bad("slave", "%s served %s at queue %d offset %d; the master holds %s"
+                         % (label, key, q, off, fm.get((q, off), "nothing")))
+            elif label == "m0" and self.failover and key not in self.acked:
+                self.counts["cut_served"] += 1
+            else:
+                self.bad("master", "%s served %s at queue %d offset %d; at the end: %s"
+                         % (label, key, q, off, fm.get((q, off), "nothing")))
+
+    def check_driver(self):
+        for label, q in self.h.readfail:
+            self.bad("read", "the final read of queue %d from %s did not complete" % (q, label))
+        for d in self.h.driver_lines("check"):
+            if len(d) >= 3 and d[2] != "ok":
+                self.bad(d[1], " ".join(d[2:]))
+        for d in self.h.driver_lines("rejoin"):
+            self.counts["rejoin_" + d[1]] += 1
+            if d[1] == "ok" and len(d) >= 3:
+                self.counts["cut"] += int(d[2].split("=")[1])
+            if d[1] == "refused" and "(no_reason_printed)" in " ".join(d):
+                self.bad("rejoin", "refused without a reason")
+        fm, fs = self.h.maxoffset.get("fm"), self.h.maxoffset.get("fs")
+        if fm is not None and fs is not None and fm != fs:
+            self.bad("caughtup", "final max offsets differ: master %s slave %s" % (fm, fs))
+        refused = bool(self.h.driver_lines("rejoin")) and not self.counts["rejoin_ok"]
+        if not refused and not any(d[:2] == ["check", "caughtup"] for d in self.h.driver):
+            self.bad("caughtup", "the driver never checked the slave caught up")
+
+    def run(self):
+        self.check_acked()
+        self.check_reads()
+        self.check_served()
+        self.check_driver()
+
+
+def verdict(h, c, seed):
+    codes = collections.Counter(a[0] for a in h.answers.values())
+    faults = collections.Counter(d[1] for d in h.driver_lines("fault"))
+    void = any(d[0] == "driver-error" for d in h.driver) or not h.driver_lines("end")
+    lost = c.lost_keys
+    phantom = c.counts["phantom"] + c.counts["duplicate"]
+    state = "VOID" if void else ("FAIL" if c.violations else "PASS")
+    fields = [("seed", seed), ("sends", len(h.invoked)), ("send_ok", codes[0]),
+              ("c11", codes[11]), ("c12", codes[12]),
+              ("other", sum(n for k, n in codes.items() if k not in (0, 11, 12))),
+              ("noanswer", len(h.noanswer)), ("lost", lost), ("phantom", phantom),
+              ("violations", len(c.violations)), ("failover", int(c.failover)),
+              ("rejoin_refused", c.counts["rejoin_refused"]), ("cut", c.counts["cut"]),
+              ("faults", ",".join("%s:%d" % kv for kv in sorted(faults.items())) or "-")]
+    print("%s %s" % (state, " ".join("%s=%s" % kv for kv in fields)))
+    for v in c.violations[:20]:
+        print("  " + v)
+    if void:
+        for d in h.driver:
+            if d[0] == "driver-error":
+                print("  driver error: " + " ".join(d[1:]))
+        return 3
+    return 1 if c.violations else 0
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("history")
+    p.add_argument("--seed", default="?")
+    a = p.parse_args()
+    h = History(a.history)
+    c = Checker(h)
+    c.run()
+    return verdict(h, c, a.seed)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

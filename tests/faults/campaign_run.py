@@ -1,0 +1,404 @@
+#!/usr/bin/env python3
+"""One run (one seed) of the replication fault campaign (tests/faults/README.md).
+
+Builds three network namespaces (master M, slave S, clients C) joined by one veth pair per link,
+starts a uringmq SYNC_MASTER in M and its SLAVE in S, runs the workload client in C while a
+schedule of faults drawn from the seed is applied (nftables rules inside the namespaces, links
+set down, SIGSTOP/SIGCONT, kill -9 and restart), heals, waits for the slave to catch up, runs
+the failover runbook for some seeds (kill -9 of M, `ha lag`, S promoted, `ha rejoin` of M, M
+restarted as S's slave, a second load), reads everything from both brokers and compares their
+CommitLogs. Everything goes to <work>/history.txt; campaign_check.py judges it.
+Cleanup (processes, namespaces and with them their nft tables and veths) runs on every exit,
+SIGTERM and SIGINT included. Usage: campaign_run.py --seed N --work DIR --broker B --ctl C
+--client X [--planted]
+"""
+
+import argparse
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+PORT = 10911
+HA_PORT = PORT + 1
+# (namespace, interface, address, peer namespace, peer interface, peer address) per link.
+LINKS = [("m", "ms0", "10.77.1.1", "s", "sm0", "10.77.1.2"),
+         ("m", "mc0", "10.77.2.1", "c", "cm0", "10.77.2.2"),
+         ("s", "sc0", "10.77.3.1", "c", "cs0", "10.77.3.2")]
+M_FOR_S, S_FOR_M = "10.77.1.1", "10.77.1.2"   # addresses on the replication link
+M_FOR_C, S_FOR_C = "10.77.2.1", "10.77.3.1"   # addresses the clients reach
+C_IP_M = "10.77.2.2"                          # the clients' address on the master's link
+FAULT_KINDS = ["part_ms", "part_m2s", "part_s2m", "part_cm", "loss", "link_down",
+               "pause_m", "pause_s", "kill_m", "kill_s"]
+LOAD_MS = 4000
+
+
+def now_us():
+    return int(time.time() * 1_000_000)
+
+
+class Run:
+    """The namespaces, brokers and history of one seed."""
+
+    def __init__(self, args):
+        self.a = args
+        self.rng = random.Random(args.seed)
+        self.work = args.work
+        tag = "umqf%d-%d" % (os.getpid(), args.seed)
+        self.ns = {k: "%s-%s" % (tag, k) for k in ("m", "s", "c")}
+        self.procs = {}     # role name -> Popen of a broker
+        self.stopped = set()
+        self.clients = []   # Popen of every workload client started
+        self.history = open(os.path.join(self.work, "history.txt"), "a")
+
+    # ---- plumbing -------------------------------------------------------------------------
+    def log(self, text):
+        self.history.write("%d driver %s\n" % (now_us(), text))
+        self.history.flush()
+
+    def sh(self, *cmd, check=True, ns=None, timeout=60, capture=False):
+        full = (["ip", "netns", "exec", self.ns[ns]] if ns else []) + list(cmd)
+        r = subprocess.run(full, stdout=subprocess.PIPE if capture else subprocess.DEVNULL,
+                           stderr=subprocess.STDOUT if capture else subprocess.DEVNULL,
+                           text=True, timeout=timeout)
+        if check and r.returncode != 0:
+            raise RuntimeError("failed (%d): %s" % (r.returncode, " ".join(full)))
+        return r
+
+    def topology(self):
+        for name in self.ns.values():
+            self.sh("ip", "netns", "add", name)
+            self.sh("ip", "-n", name, "link", "set", "lo", "up")
+        for a, ia, aa, b, ib, ab in LINKS:
+            self.sh("ip", "-n", self.ns[a], "link", "add", ia, "type", "veth", "peer", "name",
+                    ib, "netns", self.ns[b])
+            for n, i, addr in ((a, ia, aa), (b, ib, ab)):
+                self.sh("ip", "-n", self.ns[n], "addr", "add", addr + "/24", "dev", i)
+                self.sh("ip", "-n", self.ns[n], "link", "set", i, "up")
+        for n in ("m", "s"):
+            self.nft(n, "add table inet campaign")
+            for hook in ("input", "output"):
+                self.nft(n, "add chain inet campaign %s { type filter hook %s priority 0; }"
+                         % (hook, hook))
+
+    def nft(self, n, rule):
+        self.sh("nft", rule, ns=n)
+
+    def cleanup(self):
+        for p in self.clients:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        for name, p in list(self.procs.items()):
+            if p.poll() is None:
+                os.kill(p.pid, signal.SIGCONT)
+                os.kill(p.pid, signal.SIGKILL)
+                p.wait()
+        self.procs.clear()
+        for name in self.ns.values():
+            subprocess.run(["ip", "netns", "del", name], stderr=subprocess.DEVNULL)
+
+    # ---- brokers --------------------------------------------------------------------------
+    def conf(self, role, slave_of=None, master_role="SYNC_MASTER"):
+        """Writes <work>/<role>.conf; slave_of: the master's HA address (a SLAVE) or None."""
+        store = os.path.join(self.work, role, "store")
+        os.makedirs(store, exist_ok=True)
+        lines = ["brokerClusterName=Campaign", "brokerName=broker-f",
+                 "storePathRootDir=" + store, "listenPort=%d" % PORT, "bindAddress=0.0.0.0",
+                 "brokerIP1=" + (M_FOR_C if role == "M" else S_FOR_C), "shardCount=1",
+                 "namesrvListenPort=0", "flushDiskType=SYNC_FLUSH",
+                 "mappedFileSizeCommitLog=1048576", "maxMessageSize=65536",
+                 "defaultTopicQueueNums=4", "diskSpaceWarningLevelRatio=100",
+                 "haSendHeartbeatInterval=500", "haHousekeepingInterval=3000",
+                 "slaveTimeout=1000"]
+        if slave_of:
+            lines += ["brokerId=1", "brokerRole=SLAVE", "haMasterAddress=" + slave_of]
+        else:
+            lines += ["brokerId=0", "brokerRole=" + master_role]
+        path = os.path.join(self.work, role + ".conf")
+        with open(path, "w") as f:
+            f.write("\n".join(lines) + "\n")
+        return path
+
+    def start(self, role):
+        """Starts broker `role` (M or S) in its namespace and waits for its ready line."""
+        n = role.lower()
+        starts = len([x for x in os.listdir(self.work) if x.startswith(role + "-")])
+        err = os.path.join(self.work, "%s-%d.log" % (role, starts))
+        env = dict(os.environ)
+        env.pop("URINGMQ_TEST_PLANT_EARLY_ACK", None)
+        if self.a.planted:
+            env["URINGMQ_TEST_PLANT_EARLY_ACK"] = "1"
+        with open(err, "w") as f:
+            p = subprocess.Popen(["ip", "netns", "exec", self.ns[n], self.a.broker, "-c",
+                                  os.path.join(self.work, role + ".conf")],
+                                 stdout=subprocess.DEVNULL, stderr=f, env=env)
+        self.procs[role] = p
+        self.stopped.discard(role)
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            with open(err) as f:
+                if " ready: " in f.read():
+                    self.log("start %s pid=%d" % (role, p.pid))
+                    return
+            if p.poll() is not None:
+                break
+            time.sleep(0.02)
+        raise RuntimeError("broker %s did not start: see %s" % (role, err))
+
+    def signal(self, role, sig):
+        p = self.procs.get(role)
+        if p is not None and p.poll() is None:
+            os.kill(p.pid, sig)
+
+    def kill9(self, role):
+        p = self.procs.pop(role, None)
+        if p is not None:
+            self.signal_proc(p, signal.SIGKILL)
+        self.stopped.add(role)
+
+    def stop(self, role):
+        p = self.procs.pop(role, None)
+        if p is not None:
+            self.signal_proc(p, signal.SIGTERM)
+        self.stopped.add(role)
+
+    @staticmethod
+    def signal_proc(p, sig):
+        if p.poll() is None:
+            os.kill(p.pid, signal.SIGCONT)
+            os.kill(p.pid, sig)
+        try:
+            p.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.kill(p.pid, signal.SIGKILL)
+            p.wait()
+
+    # ---- faults ---------------------------------------------------------------------------
+    def schedule(self, end_ms):
+        """The seed's faults, all healed by end_ms: (start ms into the load, kind, duration ms,
+        parameter), one after the other."""
+        faults, t = [], 400 + self.rng.randrange(400)
+        for _ in range(self.rng.randint(1, 3)):
+            kind = self.rng.choice(FAULT_KINDS)
+            duration = 300 + self.rng.randrange(1200)
+            param = self.rng.choice([10, 30, 50]) if kind == "loss" else 0
+            if t + duration > end_ms:
+                break
+            faults.append((t, kind, duration, param))
+            t += duration + 200 + self.rng.randrange(400)
+        return faults
+
+    def apply(self, kind, param):
+        rules = {
+            "part_ms": [("m", "add rule inet campaign input ip saddr %s drop" % S_FOR_M),
+                        ("m", "add rule inet campaign output ip daddr %s drop" % S_FOR_M)],
+            "part_m2s": [("m", "add rule inet campaign output ip daddr %s drop" % S_FOR_M)],
+            "part_s2m": [("s", "add rule inet campaign output ip daddr %s drop" % M_FOR_S)],
+            "part_cm": [("m", "add rule inet campaign input ip saddr %s drop" % C_IP_M),
+                        ("m", "add rule inet campaign output ip daddr %s drop" % C_IP_M)],
+            "loss": [("m", "add rule inet campaign input iifname ms0 numgen random mod 100 < %d"
+                      " drop" % param),
+                     ("m", "add rule inet campaign output oifname ms0 numgen random mod 100 < %d"
+                      " drop" % param)],
+        }
+        self.log("fault %s %d" % (kind, param))
+        if kind in rules:
+            for n, rule in rules[kind]:
+                self.nft(n, rule)
+        elif kind == "link_down":
+            self.sh("ip", "-n", self.ns["m"], "link", "set", "ms0", "down")
+        elif kind.startswith("pause_"):
+            self.signal(kind[-1].upper(), signal.SIGSTOP)
+        elif kind.startswith("kill_"):
+            self.kill9(kind[-1].upper())
+
+    def heal(self, restart=True):
+        for n in ("m", "s"):
+            for hook in ("input", "output"):
+                self.nft(n, "flush chain inet campaign " + hook)
+        self.sh("ip", "-n", self.ns["m"], "link", "set", "ms0", "up")
+        for role in ("M", "S"):
+            self.signal(role, signal.SIGCONT)
+        for role in sorted(self.stopped) if restart else []:
+            self.start(role)
+        self.log("heal")
+
+    # ---- phases ---------------------------------------------------------------------------
+    def client(self, *args, wait=True):
+        cmd = ["ip", "netns", "exec", self.ns["c"], self.a.client] + list(args) + [
+            "--out", os.path.join(self.work, "history.txt")]
+        p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL,
+                             stderr=open(os.path.join(self.work, "client.err"), "a"))
+        self.clients.append(p)
+        if wait:
+            p.wait()
+        return p
+
+    def load(self, prefix, master, slave, lm, ls, duration_ms, faults, kill_at):
+        """Runs the load for duration_ms with `faults` applied at their times; kill_at (ms or
+        None): kill -9 of M then, after a master->slave partition from 1 s before (planted
+        seeds and half the failover seeds)."""
+        p = self.client("load", "--master", "%s:%d" % (master, PORT), "--slave",
+                        "%s:%d" % (slave, PORT), "--label-master", lm, "--label-slave", ls,
+                        "--prefix", prefix, "--threads", "4", "--duration-ms", str(duration_ms),
+                        wait=False)
+        t0 = time.time()
+        events = []
+        for start, kind, duration, param in faults:
+            events.append((start, "apply", kind, param))
+            events.append((start + duration, "heal", kind, param))
+        if kill_at is not None:
+            if self.a.planted or self.rng.random() < 0.5:
+                events.append((kill_at - 1000, "apply", "part_m2s", 0))
+            events.append((kill_at, "apply", "kill_m", 0))
+        for at, what, kind, param in sorted(events):
+            time.sleep(max(0.0, t0 + at / 1000.0 - time.time()))
+            if what == "apply":
+                self.apply(kind, param)
+            elif not (kill_at is not None and kind == "kill_m"):
+                self.heal()
+        p.wait()
+
+    def ctl(self, ns, *args, timeout=60):
+        r = self.sh(self.a.ctl, *args, ns=ns, check=False, capture=True, timeout=timeout)
+        return r.returncode, r.stdout.strip()
+
+    def caught_up(self, master_ip, slave_ip, bound_s=20):
+        """Waits until `ha lag` shows equal log ends; logs the outcome."""
+        t0 = time.time()
+        out = ""
+        while time.time() - t0 < bound_s:
+            rc, out = self.ctl("c", "ha", "lag", "--master", "%s:%d" % (master_ip, PORT),
+                               "--slave", "%s:%d" % (slave_ip, PORT))
+            ends = [line.split()[-1] for line in out.splitlines() if "commitLogMaxOffset" in line]
+            if rc == 0 and len(ends) == 2 and ends[0] == ends[1]:
+                self.log("check caughtup ok %d ms end=%s" % ((time.time() - t0) * 1000, ends[0]))
+                return int(ends[0])
+            time.sleep(0.2)
+        self.log("check caughtup fail after %d s: %s" % (bound_s, out.replace("\n", " | ")))
+        return None
+
+    def failover(self):
+        """The runbook (docs/cluster.md, "Failover") after kill -9 of M: fence (no NameServer
+        here: the clients address M directly, and it is dead), `ha lag` twice, S promoted,
+        `ha rejoin` of M against S; M then starts as S's slave, or stays down if refused."""
+        self.log("failover begin")
+        lags = [self.ctl("c", "ha", "lag", "--master", "%s:%d" % (M_FOR_C, PORT), "--slave",
+                         "%s:%d" % (S_FOR_C, PORT))[1] for _ in range(2) if not time.sleep(0.5)]
+        self.log("failover lag %s" % " | ".join(x.replace("\n", " ") for x in lags))
+        self.stop("S")
+        self.conf("S")
+        self.start("S")
+        self.log("failover promoted S")
+        rc, out = self.ctl("m", "ha", "rejoin", "--dir", os.path.join(self.work, "M", "store"),
+                           "--master", "%s:%d" % (S_FOR_M, HA_PORT))
+        with open(os.path.join(self.work, "rejoin.txt"), "w") as f:
+            f.write(out + "\n")
+        cut = len([x for x in out.splitlines() if x.startswith("  offset=")])
+        if rc != 0:
+            reason = out.splitlines()[-1] if out else "(no reason printed)"
+            self.log("rejoin refused rc=%d reason=%s" % (rc, reason.replace(" ", "_")))
+            return False
+        self.log("rejoin ok cut=%d" % cut)
+        self.conf("M", slave_of="%s:%d" % (S_FOR_M, HA_PORT))
+        self.start("M")
+        return True
+
+    def final(self, master_ip, slave_ip, master_role, slave_role):
+        """Final reads of both brokers (fm, fs), then both stopped and their logs compared."""
+        end = self.caught_up(master_ip, slave_ip) if slave_role else None
+        self.client("read", "--addr", "%s:%d" % (master_ip, PORT), "--label", "fm")
+        if slave_role:
+            self.client("read", "--addr", "%s:%d" % (slave_ip, PORT), "--label", "fs")
+        for role in ("M", "S"):
+            self.stop(role)
+        if slave_role and end is not None:
+            self.compare_logs(master_role, slave_role, end)
+
+    def compare_logs(self, master_role, slave_role, end):
+        """The slave's CommitLog is a byte prefix of the master's: every segment of the slave
+        equal to the master's file of the same name up to the common end `end`."""
+        dirs = [os.path.join(self.work, r, "store", "shard-0", "commitlog")
+                for r in (master_role, slave_role)]
+        compared = 0
+        for name in sorted(os.listdir(dirs[1])):
+            start = int(name)
+            if start >= end:
+                continue
+            size = min(os.path.getsize(os.path.join(dirs[1], name)), end - start)
+            with open(os.path.join(dirs[0], name), "rb") as fm, \
+                    open(os.path.join(dirs[1], name), "rb") as fs:
+                a, b = fm.read(size), fs.read(size)
+            if a != b:
+                at = next(i for i in range(min(len(a), len(b))) if a[i] != b[i]) \
+                    if len(a) == len(b) else min(len(a), len(b))
+                self.log("check prefix fail segment=%s offset=%d" % (name, start + at))
+                return
+            compared += size
+        self.log("check prefix ok bytes=%d" % compared)
+
+    def main(self):
+        do_failover = self.a.planted or self.rng.random() < 0.5
+        kill_at = LOAD_MS - 300 if do_failover else None
+        faults = self.schedule(kill_at - 1300 if do_failover else LOAD_MS - 700)
+        self.log("run seed=%d planted=%d failover=%d" % (self.a.seed, self.a.planted,
+                                                          do_failover))
+        self.topology()
+        self.conf("M")
+        self.conf("S", slave_of="%s:%d" % (M_FOR_S, HA_PORT))
+        self.start("M")
+        self.start("S")
+        self.load("e0", M_FOR_C, S_FOR_C, "m0", "s0", LOAD_MS, faults, kill_at)
+        if not do_failover:
+            self.heal()
+            return self.final(M_FOR_C, S_FOR_C, "M", "S")
+        self.stopped.discard("M")
+        self.heal(restart=False)
+        if not self.failover():
+            return self.final(S_FOR_C, None, "S", None)
+        self.load("e1", S_FOR_C, M_FOR_C, "m1", "s1", 1200, [], None)
+        return self.final(S_FOR_C, M_FOR_C, "S", "M")
+
+
+def parse():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--seed", type=int, required=True)
+    p.add_argument("--work", required=True)
+    p.add_argument("--broker", required=True)
+    p.add_argument("--ctl", required=True)
+    p.add_argument("--client", required=True)
+    p.add_argument("--planted", action="store_true",
+                   help="run the master with the planted early-acknowledgement bug")
+    return p.parse_args()
+
+
+def main():
+    args = parse()
+    if os.path.exists(args.work):
+        shutil.rmtree(args.work)
+    os.makedirs(args.work)
+    run = Run(args)
+
+    def on_signal(signum, _frame):
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    try:
+        run.main()
+        run.log("end")
+        return 0
+    except Exception as e:  # a driver failure: the run is void, the caller reports it
+        run.log("driver-error %s" % str(e).replace("\n", " "))
+        print("campaign_run: seed %d: %s" % (args.seed, e), file=sys.stderr)
+        return 3
+    finally:
+        run.cleanup()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
