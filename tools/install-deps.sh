@@ -22,6 +22,10 @@ packages=(build-essential cmake pkg-config liburing-dev libjemalloc-dev libisal-
           libnghttp2-dev libgrpc++-dev protobuf-compiler-grpc
           gnuplot-nox python3 redis-server beanstalkd)
 
+# The replication fault campaign (tests/faults/campaign*): nft for its partitions and packet
+# loss inside network namespaces, ip (iproute2) for the namespaces and their veth pairs.
+packages+=(nftables iproute2)
+
 # Node.js: keep an existing node >= 18 (e.g. NodeSource's, which bundles npm); Debian's nodejs
 # and npm only when node is missing or older.
 node_major=0

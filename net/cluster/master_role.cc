@@ -42,8 +42,9 @@ void append_data_version(std::string* out, int64_t now_ms) {
 PlantedBug planted_bug_from_environment() {
   const char* value = std::getenv("URINGMQ_TEST_PLANT_EARLY_ACK");
   if (value == nullptr || std::string_view(value) != "1") return PlantedBug::none;
-  log_error("URINGMQ_TEST_PLANT_EARLY_ACK=1: TEST-ONLY PLANTED BUG, SYNC_MASTER answers SEND_OK "
-            "before any slave has the bytes; never run this broker in production");
+  log_error(
+      "URINGMQ_TEST_PLANT_EARLY_ACK=1: TEST-ONLY PLANTED BUG, SYNC_MASTER answers SEND_OK "
+      "before any slave has the bytes; never run this broker in production");
   return PlantedBug::early_ack;
 }
 

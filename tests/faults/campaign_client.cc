@@ -115,10 +115,17 @@ RemotingCommand command(int32_t code, std::vector<std::pair<std::string, std::st
 RemotingCommand send_command(const Args& a, int queue, const std::string& key) {
   const std::string props = std::string("KEYS\001") + key + "\002WAIT\001true\002";
   return command(uringmq::net::request_code::kSendMessageV2,
-                 {{"a", "CampaignPG"}, {"b", a.topic}, {"c", "TBW102"},
-                  {"d", std::to_string(a.queues)}, {"e", std::to_string(queue)}, {"f", "0"},
-                  {"g", std::to_string(now_us() / 1000)}, {"h", "0"}, {"i", props},
-                  {"j", "0"}, {"k", "false"}});
+                 {{"a", "CampaignPG"},
+                  {"b", a.topic},
+                  {"c", "TBW102"},
+                  {"d", std::to_string(a.queues)},
+                  {"e", std::to_string(queue)},
+                  {"f", "0"},
+                  {"g", std::to_string(now_us() / 1000)},
+                  {"h", "0"},
+                  {"i", props},
+                  {"j", "0"},
+                  {"k", "false"}});
 }
 
 void produce(const Args& a, int thread, History* h, const std::atomic<bool>* stop) {
@@ -134,8 +141,8 @@ void produce(const Args& a, int thread, History* h, const std::atomic<bool>* sto
     const int queue = static_cast<int>((seq + thread) % a.queues);
     const std::string body = body_of(key);
     h->line(actor, "invoke " + key + " " + std::to_string(queue));
-    auto r = client->call(send_command(a, queue, key), std::as_bytes(std::span(body)),
-                          a.timeout_ms);
+    auto r =
+        client->call(send_command(a, queue, key), std::as_bytes(std::span(body)), a.timeout_ms);
     if (!r.is_ok()) {
       std::string why = r.status().to_string();
       for (char& c : why) c = c == ' ' ? '_' : c;
@@ -155,14 +162,18 @@ void produce(const Args& a, int thread, History* h, const std::atomic<bool>* sto
 // One PULL_MESSAGE of up to 32 messages from `offset`: the records (empty when the broker has
 // none there: an answer other than FOUND, 0), or nullopt when the call failed.
 std::optional<std::string> pull(RemotingClient& c, const Args& a, int queue, int64_t offset) {
-  auto r = c.call(command(uringmq::net::request_code::kPullMessage,
-                          {{"consumerGroup", "CampaignCG"}, {"topic", a.topic},
-                           {"queueId", std::to_string(queue)},
-                           {"queueOffset", std::to_string(offset)}, {"maxMsgNums", "32"},
-                           {"sysFlag", "0"}, {"commitOffset", "0"},
-                           {"suspendTimeoutMillis", "0"}, {"subscription", "*"},
-                           {"subVersion", "0"}}),
-                  {}, a.timeout_ms);
+  auto r = c.call(
+      command(uringmq::net::request_code::kPullMessage, {{"consumerGroup", "CampaignCG"},
+                                                         {"topic", a.topic},
+                                                         {"queueId", std::to_string(queue)},
+                                                         {"queueOffset", std::to_string(offset)},
+                                                         {"maxMsgNums", "32"},
+                                                         {"sysFlag", "0"},
+                                                         {"commitOffset", "0"},
+                                                         {"suspendTimeoutMillis", "0"},
+                                                         {"subscription", "*"},
+                                                         {"subVersion", "0"}}),
+      {}, a.timeout_ms);
   if (!r.is_ok()) return std::nullopt;
   if (r->command.code != 0) return std::string();
   return std::move(r->body);
@@ -170,8 +181,7 @@ std::optional<std::string> pull(RemotingClient& c, const Args& a, int queue, int
 
 // Records every message of `records`; returns the offset after the last one, or -1 when the
 // bytes do not decode.
-int64_t record_reads(const std::string& records, const std::string& label, int queue,
-                     History* h) {
+int64_t record_reads(const std::string& records, const std::string& label, int queue, History* h) {
   std::span<const std::byte> bytes = std::as_bytes(std::span(records));
   uringmq::engine::DecodeOptions options;
   options.require_record_crc = false;
@@ -266,8 +276,9 @@ int run_read(const Args& a, History* h) {
     const int64_t end = max_offset(*c, a, q);
     int64_t offset = 0;
     if (end < 0 || !drain(*c, a, a.label, q, &offset, 1 << 20, h, end)) {
-      std::fprintf(stderr, "campaign_client: reading queue %d of %s failed at offset %lld of %lld\n",
-                   q, a.addr.c_str(), static_cast<long long>(offset), static_cast<long long>(end));
+      std::fprintf(stderr,
+                   "campaign_client: reading queue %d of %s failed at offset %lld of %lld\n", q,
+                   a.addr.c_str(), static_cast<long long>(offset), static_cast<long long>(end));
       h->line("r", "readfail " + a.label + " " + std::to_string(q));
       return 2;
     }
@@ -281,20 +292,34 @@ bool parse(int argc, char** argv, Args* a) {
   a->mode = argv[1];
   for (int i = 2; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
-    if (k == "--master") a->master = v;
-    else if (k == "--slave") a->slave = v;
-    else if (k == "--addr") a->addr = v;
-    else if (k == "--label") a->label = v;
-    else if (k == "--label-master") a->label_master = v;
-    else if (k == "--label-slave") a->label_slave = v;
-    else if (k == "--topic") a->topic = v;
-    else if (k == "--prefix") a->prefix = v;
-    else if (k == "--out") a->out = v;
-    else if (k == "--queues") a->queues = std::atoi(v.c_str());
-    else if (k == "--threads") a->threads = std::atoi(v.c_str());
-    else if (k == "--duration-ms") a->duration_ms = std::atoll(v.c_str());
-    else if (k == "--timeout-ms") a->timeout_ms = std::atoi(v.c_str());
-    else return false;
+    if (k == "--master")
+      a->master = v;
+    else if (k == "--slave")
+      a->slave = v;
+    else if (k == "--addr")
+      a->addr = v;
+    else if (k == "--label")
+      a->label = v;
+    else if (k == "--label-master")
+      a->label_master = v;
+    else if (k == "--label-slave")
+      a->label_slave = v;
+    else if (k == "--topic")
+      a->topic = v;
+    else if (k == "--prefix")
+      a->prefix = v;
+    else if (k == "--out")
+      a->out = v;
+    else if (k == "--queues")
+      a->queues = std::atoi(v.c_str());
+    else if (k == "--threads")
+      a->threads = std::atoi(v.c_str());
+    else if (k == "--duration-ms")
+      a->duration_ms = std::atoll(v.c_str());
+    else if (k == "--timeout-ms")
+      a->timeout_ms = std::atoi(v.c_str());
+    else
+      return false;
   }
   const bool load = a->mode == "load" && !a->master.empty();
   const bool read = a->mode == "read" && !a->addr.empty();

@@ -206,6 +206,7 @@ class Run:
                       " drop" % param)],
         }
         self.log("fault %s %d" % (kind, param))
+        kind = kind.removeprefix("fo_")  # the failover's own partition and kill
         if kind in rules:
             for n, rule in rules[kind]:
                 self.nft(n, rule)
@@ -253,13 +254,13 @@ class Run:
             events.append((start + duration, "heal", kind, param))
         if kill_at is not None:
             if self.a.planted or self.rng.random() < 0.5:
-                events.append((kill_at - 1000, "apply", "part_m2s", 0))
-            events.append((kill_at, "apply", "kill_m", 0))
+                events.append((kill_at - 1000, "apply", "fo_part_m2s", 0))
+            events.append((kill_at, "apply", "fo_kill_m", 0))
         for at, what, kind, param in sorted(events):
             time.sleep(max(0.0, t0 + at / 1000.0 - time.time()))
             if what == "apply":
                 self.apply(kind, param)
-            elif not (kill_at is not None and kind == "kill_m"):
+            else:
                 self.heal()
         p.wait()
 
