@@ -4,8 +4,10 @@
 # campaign_check.py; one verdict line per seed, then the totals. A seed that fails keeps its
 # work dir and prints the command that reproduces it; a passing seed's dir is removed.
 # Usage: tests/faults/campaign.sh --seeds A-B [--planted [--expect-violations]]
+#          [--master-impl uringmq|java] [--slave-impl uringmq|java]
 #          [--broker PATH] [--ctl PATH] [--client PATH] [--work DIR]
 #   --planted            the master runs with the planted early-acknowledgement bug
+#   --master-impl/--slave-impl java: that broker is RocketMQ 4.9.8 (tools/rocketmq-java.sh)
 #   --expect-violations  exit 0 only when the checker reports violations for every seed (the
 #                        proof that the checker can fail)
 # Exit: 0 all seeds as expected; 1 otherwise; 77 when not root or `ip netns` / nft is missing.
@@ -14,6 +16,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 seeds=1-3
 planted=()
+impls=()
 expect_violations=0
 broker=$root/build/tools/uringmq-broker
 ctl=$root/build/tools/uringmq-ctl
@@ -23,6 +26,7 @@ while [ $# -gt 0 ]; do
   case $1 in
     --seeds) seeds=$2; shift 2 ;;
     --planted) planted=(--planted); shift ;;
+    --master-impl|--slave-impl) impls+=("$1" "$2"); shift 2 ;;
     --expect-violations) expect_violations=1; shift ;;
     --broker) broker=$2; shift 2 ;;
     --ctl) ctl=$2; shift 2 ;;
@@ -42,6 +46,11 @@ nft_ok=0
 ip netns exec "$probe" nft add table inet probe 2> /dev/null && nft_ok=1
 ip netns del "$probe"
 [ "$nft_ok" = 1 ] || skip "nft cannot add a table inside a network namespace"
+if [[ " ${impls[*]} " == *" java "* ]]; then
+  "$root/tools/find-rocketmq-java.sh" > /dev/null 2>&1 ||
+    skip "no RocketMQ Java distribution (tools/find-rocketmq-java.sh)"
+  command -v java > /dev/null || skip "no java"
+fi
 for f in "$broker" "$ctl" "$client"; do
   [ -x "$f" ] || { echo "campaign.sh: $f is not built" >&2; exit 2; }
 done
@@ -60,7 +69,7 @@ trap '[ -n "$run_pid" ] && kill -TERM "$run_pid" 2> /dev/null && wait "$run_pid"
 for seed in $(seq "$first" "$last"); do
   dir=$work/seed-$seed
   python3 "$here/campaign_run.py" --seed "$seed" --work "$dir" --broker "$broker" \
-    --ctl "$ctl" --client "$client" "${planted[@]}" 2> "$work/seed-$seed.err" &
+    --ctl "$ctl" --client "$client" "${planted[@]}" "${impls[@]}" 2> "$work/seed-$seed.err" &
   run_pid=$!
   wait "$run_pid"
   run_pid=
@@ -78,7 +87,7 @@ for seed in $(seq "$first" "$last"); do
   unexpected=$((unexpected + 1))
   echo "$line" | tail -n +2
   cat "$work/seed-$seed.err" 2> /dev/null | tail -5
-  echo "  kept $dir; reproduce: $here/campaign.sh --seeds $seed-$seed ${planted[*]}" \
+  echo "  kept $dir; reproduce: $here/campaign.sh --seeds $seed-$seed ${planted[*]} ${impls[*]}" \
     "--broker $broker --ctl $ctl --client $client --work $work-repro"
 done
 

@@ -160,7 +160,8 @@ void produce(const Args& a, int thread, History* h, const std::atomic<bool>* sto
 }
 
 // One PULL_MESSAGE of up to 32 messages from `offset`: the records (empty when the broker has
-// none there: an answer other than FOUND, 0), or nullopt when the call failed.
+// none there: an answer other than FOUND, 0), or nullopt when the call failed. sysFlag 4 (the
+// subscription is in the request): a Java broker then needs no consumer heartbeat first.
 std::optional<std::string> pull(RemotingClient& c, const Args& a, int queue, int64_t offset) {
   auto r = c.call(
       command(uringmq::net::request_code::kPullMessage, {{"consumerGroup", "CampaignCG"},
@@ -168,7 +169,7 @@ std::optional<std::string> pull(RemotingClient& c, const Args& a, int queue, int
                                                          {"queueId", std::to_string(queue)},
                                                          {"queueOffset", std::to_string(offset)},
                                                          {"maxMsgNums", "32"},
-                                                         {"sysFlag", "0"},
+                                                         {"sysFlag", "4"},
                                                          {"commitOffset", "0"},
                                                          {"suspendTimeoutMillis", "0"},
                                                          {"subscription", "*"},

@@ -34,6 +34,8 @@ C_IP_M = "10.77.2.2"                          # the clients' address on the mast
 FAULT_KINDS = ["part_ms", "part_m2s", "part_s2m", "part_cm", "loss", "link_down",
                "pause_m", "pause_s", "kill_m", "kill_s"]
 LOAD_MS = 4000
+TOPIC = "CampaignTopic"   # the client's default
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def now_us():
@@ -52,6 +54,7 @@ class Run:
         self.procs = {}     # role name -> Popen of a broker
         self.stopped = set()
         self.clients = []   # Popen of every workload client started
+        self.impl = {"M": args.master_impl, "S": args.slave_impl}   # role -> uringmq | java
         self.history = open(os.path.join(self.work, "history.txt"), "a")
 
     # ---- plumbing -------------------------------------------------------------------------
@@ -102,26 +105,44 @@ class Run:
             subprocess.run(["ip", "netns", "del", name], stderr=subprocess.DEVNULL)
 
     # ---- brokers --------------------------------------------------------------------------
-    def conf(self, role, slave_of=None, master_role="SYNC_MASTER"):
-        """Writes <work>/<role>.conf; slave_of: the master's HA address (a SLAVE) or None."""
+    def conf(self, role, slave_of=None):
+        """Writes <work>/<role>.conf; slave_of: the master's HA address (a SLAVE) or None (a
+        SYNC_MASTER)."""
         store = os.path.join(self.work, role, "store")
         os.makedirs(store, exist_ok=True)
-        lines = ["brokerClusterName=Campaign", "brokerName=broker-f",
-                 "storePathRootDir=" + store, "listenPort=%d" % PORT, "bindAddress=0.0.0.0",
-                 "brokerIP1=" + (M_FOR_C if role == "M" else S_FOR_C), "shardCount=1",
-                 "namesrvListenPort=0", "flushDiskType=SYNC_FLUSH",
+        ip = M_FOR_S if role == "M" else S_FOR_M   # reachable from the other broker
+        lines = ["brokerClusterName=Campaign", "brokerName=broker-f", "listenPort=%d" % PORT,
+                 "storePathRootDir=" + store, "brokerIP1=" + ip, "flushDiskType=SYNC_FLUSH",
                  "mappedFileSizeCommitLog=1048576", "maxMessageSize=65536",
-                 "defaultTopicQueueNums=4", "diskSpaceWarningLevelRatio=100",
-                 "haSendHeartbeatInterval=500", "haHousekeepingInterval=3000",
-                 "slaveTimeout=1000"]
+                 "haSendHeartbeatInterval=500", "haHousekeepingInterval=3000"]
         if slave_of:
             lines += ["brokerId=1", "brokerRole=SLAVE", "haMasterAddress=" + slave_of]
         else:
-            lines += ["brokerId=0", "brokerRole=" + master_role]
+            lines += ["brokerId=0", "brokerRole=SYNC_MASTER"]
+        if self.impl[role] == "java":
+            # Java learns its master (SlaveSynchronize: the topic table) from a NameServer:
+            # the uringmq master's built-in one.
+            lines += ["storePathCommitLog=" + os.path.join(store, "commitlog"),
+                      "mappedFileSizeConsumeQueue=60000", "syncFlushTimeout=1000",
+                      "diskMaxUsedSpaceRatio=99"]
+            if slave_of and self.impl["M"] == "uringmq":
+                lines += ["namesrvAddr=%s:9876" % M_FOR_S]
+        else:
+            java_slave = self.impl["S"] == "java" and role == "M" and not slave_of
+            lines += ["bindAddress=0.0.0.0", "shardCount=1", "defaultTopicQueueNums=4",
+                      "diskSpaceWarningLevelRatio=100", "slaveTimeout=1000",
+                      "namesrvListenPort=%d" % (9876 if java_slave else 0)]
         path = os.path.join(self.work, role + ".conf")
         with open(path, "w") as f:
             f.write("\n".join(lines) + "\n")
         return path
+
+    def command(self, role):
+        conf = os.path.join(self.work, role + ".conf")
+        if self.impl[role] == "java":
+            return [os.path.join(ROOT, "tools", "rocketmq-java.sh"), "broker", conf,
+                    os.path.join(self.work, role)], "boot success", 90
+        return [self.a.broker, "-c", conf], " ready: ", 20
 
     def start(self, role):
         """Starts broker `role` (M or S) in its namespace and waits for its ready line."""
@@ -132,22 +153,39 @@ class Run:
         env.pop("URINGMQ_TEST_PLANT_EARLY_ACK", None)
         if self.a.planted:
             env["URINGMQ_TEST_PLANT_EARLY_ACK"] = "1"
+        env.update({"BROKER_HEAP": "-Xms256m -Xmx256m -Xmn128m", "BROKER_DIRECT": "256m",
+                    "BROKER_PRETOUCH": "0"})
+        cmd, ready, wait_s = self.command(role)
         with open(err, "w") as f:
-            p = subprocess.Popen(["ip", "netns", "exec", self.ns[n], self.a.broker, "-c",
-                                  os.path.join(self.work, role + ".conf")],
-                                 stdout=subprocess.DEVNULL, stderr=f, env=env)
+            p = subprocess.Popen(["ip", "netns", "exec", self.ns[n]] + cmd,
+                                 stdout=f, stderr=subprocess.STDOUT, env=env)
         self.procs[role] = p
         self.stopped.discard(role)
-        deadline = time.time() + 20
+        deadline = time.time() + wait_s
         while time.time() < deadline:
-            with open(err) as f:
-                if " ready: " in f.read():
+            with open(err, errors="replace") as f:
+                if ready in f.read():
                     self.log("start %s pid=%d" % (role, p.pid))
                     return
             if p.poll() is not None:
                 break
             time.sleep(0.02)
         raise RuntimeError("broker %s did not start: see %s" % (role, err))
+
+    def wait_replicating(self, master, slave, bound_s=30):
+        """Waits until the slave's first report reached the master (a uringmq master logs it;
+        under a Java master the uringmq slave logs its connection), so that an empty slave
+        starts at offset 0, not at the newest segment of a log already loaded."""
+        role, text = (master, " asked for offset ") if self.impl[master] == "uringmq" \
+            else (slave, " connected to master ")
+        t0 = time.time()
+        while time.time() - t0 < bound_s:
+            n = len([x for x in os.listdir(self.work) if x.startswith(role + "-")])
+            log = os.path.join(self.work, "%s-%d.log" % (role, n - 1))   # its latest start
+            if text in open(log, errors="replace").read():
+                return
+            time.sleep(0.05)
+        raise RuntimeError("the slave did not connect to its master in %d s" % bound_s)
 
     def signal(self, role, sig):
         p = self.procs.get(role)
@@ -295,6 +333,9 @@ class Run:
         self.conf("S")
         self.start("S")
         self.log("failover promoted S")
+        if self.impl["M"] == "java":
+            self.log("rejoin skipped reason=ha_rejoin_reads_uringmq_stores_only:_M_stays_down")
+            return False
         rc, out = self.ctl("m", "ha", "rejoin", "--dir", os.path.join(self.work, "M", "store"),
                            "--master", "%s:%d" % (S_FOR_M, HA_PORT))
         with open(os.path.join(self.work, "rejoin.txt"), "w") as f:
@@ -312,6 +353,8 @@ class Run:
     def final(self, master_ip, slave_ip, master_role, slave_role):
         """Final reads of both brokers (fm, fs), then both stopped and their logs compared."""
         end = self.caught_up(master_ip, slave_ip) if slave_role else None
+        if slave_role and self.impl[slave_role] == "java":
+            self.wait_topic(slave_role)
         self.client("read", "--addr", "%s:%d" % (master_ip, PORT), "--label", "fm")
         if slave_role:
             self.client("read", "--addr", "%s:%d" % (slave_ip, PORT), "--label", "fs")
@@ -320,16 +363,30 @@ class Run:
         if slave_role and end is not None:
             self.compare_logs(master_role, slave_role, end)
 
+    def wait_topic(self, role, bound_s=20):
+        """A Java slave serves pulls of the topics its SlaveSynchronize copied only."""
+        path = os.path.join(self.work, role, "store", "config", "topics.json")
+        t0 = time.time()
+        while time.time() - t0 < bound_s:
+            if os.path.exists(path) and TOPIC in open(path, errors="replace").read():
+                return
+            time.sleep(0.2)
+        self.log("check topicsync fail: %s has no %s after %d s" % (path, TOPIC, bound_s))
+
     def compare_logs(self, master_role, slave_role, end):
         """The slave's CommitLog is a byte prefix of the master's: every segment of the slave
         equal to the master's file of the same name up to the common end `end`."""
-        dirs = [os.path.join(self.work, r, "store", "shard-0", "commitlog")
+        dirs = [os.path.join(self.work, r, "store", "commitlog") if self.impl[r] == "java"
+                else os.path.join(self.work, r, "store", "shard-0", "commitlog")
                 for r in (master_role, slave_role)]
         compared = 0
         for name in sorted(os.listdir(dirs[1])):
             start = int(name)
             if start >= end:
                 continue
+            if not os.path.exists(os.path.join(dirs[0], name)):
+                self.log("check prefix fail the master has no segment %s" % name)
+                return
             size = min(os.path.getsize(os.path.join(dirs[1], name)), end - start)
             with open(os.path.join(dirs[0], name), "rb") as fm, \
                     open(os.path.join(dirs[1], name), "rb") as fs:
@@ -352,7 +409,11 @@ class Run:
         self.conf("M")
         self.conf("S", slave_of="%s:%d" % (M_FOR_S, HA_PORT))
         self.start("M")
+        if self.impl["S"] == "java":   # created before S starts: its first sync copies it
+            self.ctl("c", "topic", "create", "--addr", "%s:%d" % (M_FOR_C, PORT), "-t", TOPIC,
+                     "-r", "4", "-w", "4")
         self.start("S")
+        self.wait_replicating("M", "S")
         self.load("e0", M_FOR_C, S_FOR_C, "m0", "s0", LOAD_MS, faults, kill_at)
         if not do_failover:
             self.heal()
@@ -361,6 +422,7 @@ class Run:
         self.heal(restart=False)
         if not self.failover():
             return self.final(S_FOR_C, None, "S", None)
+        self.wait_replicating("S", "M")
         self.load("e1", S_FOR_C, M_FOR_C, "m1", "s1", 1200, [], None)
         return self.final(S_FOR_C, M_FOR_C, "S", "M")
 
@@ -374,7 +436,12 @@ def parse():
     p.add_argument("--client", required=True)
     p.add_argument("--planted", action="store_true",
                    help="run the master with the planted early-acknowledgement bug")
-    return p.parse_args()
+    p.add_argument("--master-impl", choices=["uringmq", "java"], default="uringmq")
+    p.add_argument("--slave-impl", choices=["uringmq", "java"], default="uringmq")
+    a = p.parse_args()
+    if a.planted and a.master_impl == "java":
+        p.error("--planted needs a uringmq master")
+    return a
 
 
 def main():
