@@ -5,9 +5,11 @@
 # work dir and prints the command that reproduces it; a passing seed's dir is removed.
 # Usage: tests/faults/campaign.sh --seeds A-B [--planted [--expect-violations]]
 #          [--master-impl uringmq|java] [--slave-impl uringmq|java]
-#          [--broker PATH] [--ctl PATH] [--client PATH] [--work DIR]
+#          [--broker PATH] [--ctl PATH] [--client PATH] [--faultfs PATH|none] [--work DIR]
 #   --planted            the master runs with the planted early-acknowledgement bug
 #   --master-impl/--slave-impl java: that broker is RocketMQ 4.9.8 (tools/rocketmq-java.sh)
+#   --faultfs            uringmq-faultfs (default build/tests/, used where built): adds the
+#                        disk faults; a seed's schedule depends on whether they are in
 #   --expect-violations  exit 0 only when the checker reports violations for every seed (the
 #                        proof that the checker can fail)
 # Exit: 0 all seeds as expected; 1 otherwise; 77 when not root or `ip netns` / nft is missing.
@@ -21,6 +23,7 @@ expect_violations=0
 broker=$root/build/tools/uringmq-broker
 ctl=$root/build/tools/uringmq-ctl
 client=$root/build/tests/uringmq-campaign-client
+faultfs=$root/build/tests/uringmq-faultfs
 work=${TMPDIR:-/tmp}/uringmq-campaign-$$
 while [ $# -gt 0 ]; do
   case $1 in
@@ -31,6 +34,7 @@ while [ $# -gt 0 ]; do
     --broker) broker=$2; shift 2 ;;
     --ctl) ctl=$2; shift 2 ;;
     --client) client=$2; shift 2 ;;
+    --faultfs) faultfs=$2; shift 2 ;;
     --work) work=$2; shift 2 ;;
     *) echo "campaign.sh: unknown argument $1" >&2; exit 2 ;;
   esac
@@ -55,6 +59,14 @@ for f in "$broker" "$ctl" "$client"; do
   [ -x "$f" ] || { echo "campaign.sh: $f is not built" >&2; exit 2; }
 done
 
+# Disk faults where uringmq-faultfs is built and FUSE works here; `--faultfs none`: without.
+disk=()
+if [ "$faultfs" != none ] && [ -x "$faultfs" ] && [ -c /dev/fuse ]; then
+  disk=(--faultfs "$faultfs")
+else
+  echo "campaign.sh: no disk faults (no uringmq-faultfs at $faultfs, or no /dev/fuse)"
+fi
+
 first=${seeds%-*}
 last=${seeds#*-}
 mkdir -p "$work"
@@ -69,7 +81,8 @@ trap '[ -n "$run_pid" ] && kill -TERM "$run_pid" 2> /dev/null && wait "$run_pid"
 for seed in $(seq "$first" "$last"); do
   dir=$work/seed-$seed
   python3 "$here/campaign_run.py" --seed "$seed" --work "$dir" --broker "$broker" \
-    --ctl "$ctl" --client "$client" "${planted[@]}" "${impls[@]}" 2> "$work/seed-$seed.err" &
+    --ctl "$ctl" --client "$client" "${planted[@]}" "${impls[@]}" \
+    "${disk[@]}" 2> "$work/seed-$seed.err" &
   run_pid=$!
   wait "$run_pid"
   run_pid=
@@ -88,7 +101,8 @@ for seed in $(seq "$first" "$last"); do
   echo "$line" | tail -n +2
   cat "$work/seed-$seed.err" 2> /dev/null | tail -5
   echo "  kept $dir; reproduce: $here/campaign.sh --seeds $seed-$seed ${planted[*]} ${impls[*]}" \
-    "--broker $broker --ctl $ctl --client $client --work $work-repro"
+    "--broker $broker --ctl $ctl --client $client --faultfs ${disk[1]:-none}" \
+    "--work $work-repro"
 done
 
 python3 - "$summary" "$(($(date +%s) - started))" <<'EOF'

@@ -26,11 +26,15 @@ SLAVE_LABELS = ("s0", "s1", "fs")
 class History:
     def __init__(self, path):
         self.invoked = {}        # key -> queue
+        self.invoked_at = {}     # key -> us
         self.answers = {}        # key -> (code, queue, offset)
+        self.answered_at = {}    # key -> us
         self.noanswer = set()
         self.reads = []          # (label, queue, offset, key, intact)
         self.maxoffset = collections.defaultdict(dict)  # label -> queue -> offset
+        self.minoffset = collections.defaultdict(dict)  # label -> queue -> offset
         self.driver = []         # driver lines' words
+        self.driver_at = []      # their times, us
         self.readfail = []       # (label, queue): a final read that could not complete
         with open(path, errors="replace") as f:
             for line in f:
@@ -42,10 +46,13 @@ class History:
         actor, what = w[1], w[2]
         if actor == "driver":
             self.driver.append(w[2:])
+            self.driver_at.append(int(w[0]))
         elif what == "invoke" and len(w) >= 5:
             self.invoked[w[3]] = int(w[4])
+            self.invoked_at[w[3]] = int(w[0])
         elif what == "answer" and len(w) >= 7:
             self.answers[w[3]] = (int(w[4]), int(w[5]), int(w[6]))
+            self.answered_at[w[3]] = int(w[0])
         elif what == "noanswer":
             self.noanswer.add(w[3])
         elif what == "read" and len(w) >= 8:
@@ -56,6 +63,8 @@ class History:
             self.readfail.append((w[3], int(w[4])))
         elif what == "maxoffset" and len(w) >= 6:
             self.maxoffset[w[3]][int(w[4])] = int(w[5])
+        elif what == "minoffset" and len(w) >= 6:
+            self.minoffset[w[3]][int(w[4])] = int(w[5])
 
     def driver_lines(self, first):
         return [d for d in self.driver if d and d[0] == first]
@@ -83,13 +92,58 @@ class Checker:
             if label == "fs" and not self.logs.get("fs") and "fs" not in self.h.maxoffset:
                 continue
             log = self.logs.get(label, {})
+            # A slave started empty (its old store moved aside) begins at the master's newest
+            # segment: it holds each queue from its min offset only. The master holds it all.
+            first = self.h.minoffset.get(label, {}) if label == "fs" else {}
             for key in sorted(self.acked):
                 _, q, off = self.h.answers[key]
+                if off < first.get(q, 0):
+                    continue
                 if log.get((q, off)) != key:
                     lost.add(key)
                     self.bad("lost", "SEND_OK %s at queue %d offset %d: %s holds %s"
                              % (key, q, off, label, log.get((q, off), "nothing")))
         self.lost_keys = len(lost)
+
+    def check_stored(self):
+        """11 and 12 mean stored on the master: without a failover, the final master holds
+        them (after one, they may be in the cut tail)."""
+        if self.failover:
+            return
+        fm = self.logs.get("fm", {})
+        for key, (code, q, off) in sorted(self.h.answers.items()):
+            if code in (11, 12) and fm.get((q, off)) != key:
+                self.bad("stored", "%s answered %d at queue %d offset %d: fm holds %s"
+                         % (key, code, q, off, fm.get((q, off), "nothing")))
+
+    def check_disk(self):
+        """A failed disk fail-stops its broker until a restart: a send invoked after the fault
+        was in force (its `fault disk_fail_<r>` line) is never answered SEND_OK while r's
+        failed process lives (until r is stopped or killed): its bytes cannot be durable on
+        r. (Answered later, after r's restart, it may be: the new process made it durable.)
+        Every uringmq broker stopped with SIGTERM exits by itself: 0, or 1 after its store
+        failed (uringmq-broker's exit status for a fail-stop), never by a signal or a hang."""
+        windows, open_at, failed = [], {}, set()
+        for at, d in zip(self.h.driver_at, self.h.driver):
+            if d[0] == "fault" and d[1].startswith("disk_fail_"):
+                open_at.setdefault(d[1][-1].upper(), at)
+                failed.add(d[1][-1].upper())
+            elif d[0] in ("stop", "start") or d[:2] in (["fault", "kill_m"], ["fault", "kill_s"],
+                                                        ["fault", "fo_kill_m"]):
+                role = d[1] if d[0] != "fault" else d[1][-1].upper()
+                if role in open_at:
+                    windows.append((role, open_at.pop(role), at))
+            if d[0] == "stop" and "impl=uringmq" in d:
+                rc = int(d[2].split("=")[1])
+                if rc not in (0, 1) or (rc == 1 and d[1] not in failed):
+                    self.bad("unclean_stop", " ".join(d))
+                failed.discard(d[1])
+        windows += [(r, t, float("inf")) for r, t in open_at.items()]
+        for role, begin, end in windows:
+            for key in self.acked:
+                if self.h.invoked_at.get(key, 0) > begin and self.h.answered_at[key] < end:
+                    self.bad("disk", "%s acknowledged while %s's failed disk could not make it "
+                             "durable" % (key, role))
 
     def check_reads(self):
         places = collections.defaultdict(set)
@@ -129,6 +183,9 @@ class Checker:
                 self.counts["cut"] += int(d[2].split("=")[1])
             if d[1] == "refused" and "(no_reason_printed)" in " ".join(d):
                 self.bad("rejoin", "refused without a reason")
+            elif d[1] == "refused" and ["failover", "writefirst"] not in self.h.driver:
+                self.bad("rejoin", "refused although the promoted slave took no sends first: "
+                         + " ".join(d[2:]))
         fm, fs = self.h.maxoffset.get("fm"), self.h.maxoffset.get("fs")
         if fm is not None and fs is not None and fm != fs:
             self.bad("caughtup", "final max offsets differ: master %s slave %s" % (fm, fs))
@@ -138,6 +195,8 @@ class Checker:
 
     def run(self):
         self.check_acked()
+        self.check_stored()
+        self.check_disk()
         self.check_reads()
         self.check_served()
         self.check_driver()
@@ -152,7 +211,7 @@ def verdict(h, c, seed):
     state = "VOID" if void else ("FAIL" if c.violations else "PASS")
     fields = [("seed", seed), ("sends", len(h.invoked)), ("send_ok", codes[0]),
               ("c11", codes[11]), ("c12", codes[12]),
-              ("other", sum(n for k, n in codes.items() if k not in (0, 11, 12))),
+              ("refused", sum(n for k, n in codes.items() if k not in (0, 11, 12))),
               ("noanswer", len(h.noanswer)), ("lost", lost), ("phantom", phantom),
               ("violations", len(c.violations)), ("failover", int(c.failover)),
               ("rejoin_refused", c.counts["rejoin_refused"]), ("cut", c.counts["cut"]),

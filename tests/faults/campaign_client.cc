@@ -12,6 +12,7 @@
 //   <us> c<t> noanswer <key> <why>            (timeout or connection lost: indeterminate)
 //   <us> r read <label> <queue> <offset> <key> <intact 1|0>
 //   <us> r maxoffset <label> <queue> <offset>
+//   <us> r minoffset <label> <queue> <offset>
 // A body is the key, '|', and padding derived from the key alone, so any reader can tell an
 // intact body from a damaged or foreign one. Threading: one thread per producer and one reader;
 // the history file is shared under a mutex.
@@ -43,7 +44,7 @@ using uringmq::net::RemotingCommand;
 struct Args {
   std::string mode;
   std::string master;  // host:port: load sends here and reads it as label_master
-  std::string slave;   // host:port: load reads it as label_slave ("" = none)
+  std::string slave;   // host:port: load reads it as label_slave (none when empty)
   std::string addr;    // read: the broker
   std::string label = "x";
   std::string label_master = "m";
@@ -258,11 +259,10 @@ int run_load(const Args& a, History* h) {
   return 0;
 }
 
-// GET_MAX_OFFSET of a queue, or -1.
-int64_t max_offset(RemotingClient& c, const Args& a, int queue) {
-  auto r = c.call(command(uringmq::net::request_code::kGetMaxOffset,
-                          {{"topic", a.topic}, {"queueId", std::to_string(queue)}}),
-                  {}, a.timeout_ms);
+// GET_MAX_OFFSET (or GET_MIN_OFFSET) of a queue, or -1.
+int64_t queue_offset(RemotingClient& c, const Args& a, int queue, int32_t code) {
+  auto r = c.call(command(code, {{"topic", a.topic}, {"queueId", std::to_string(queue)}}), {},
+                  a.timeout_ms);
   if (!r.is_ok() || r->command.code != 0 || r->command.ext("offset") == nullptr) return -1;
   return std::stoll(*r->command.ext("offset"));
 }
@@ -274,9 +274,11 @@ int run_read(const Args& a, History* h) {
     return 2;
   }
   for (int q = 0; q < a.queues; q++) {
-    const int64_t end = max_offset(*c, a, q);
-    int64_t offset = 0;
-    if (end < 0 || !drain(*c, a, a.label, q, &offset, 1 << 20, h, end)) {
+    const int64_t end = queue_offset(*c, a, q, uringmq::net::request_code::kGetMaxOffset);
+    // A slave that started empty holds the log from its master's newest segment only.
+    int64_t offset = queue_offset(*c, a, q, uringmq::net::request_code::kGetMinOffset);
+    const int64_t first = offset;
+    if (end < 0 || offset < 0 || !drain(*c, a, a.label, q, &offset, 1 << 20, h, end)) {
       std::fprintf(stderr,
                    "campaign_client: reading queue %d of %s failed at offset %lld of %lld\n", q,
                    a.addr.c_str(), static_cast<long long>(offset), static_cast<long long>(end));
@@ -284,6 +286,7 @@ int run_read(const Args& a, History* h) {
       return 2;
     }
     h->line("r", "maxoffset " + a.label + " " + std::to_string(q) + " " + std::to_string(end));
+    h->line("r", "minoffset " + a.label + " " + std::to_string(q) + " " + std::to_string(first));
   }
   return 0;
 }

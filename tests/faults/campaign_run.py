@@ -22,6 +22,8 @@ import subprocess
 import sys
 import time
 
+import campaign_disk
+
 PORT = 10911
 HA_PORT = PORT + 1
 # (namespace, interface, address, peer namespace, peer interface, peer address) per link.
@@ -55,6 +57,12 @@ class Run:
         self.stopped = set()
         self.clients = []   # Popen of every workload client started
         self.impl = {"M": args.master_impl, "S": args.slave_impl}   # role -> uringmq | java
+        # Disk faults under the uringmq brokers only (a Java broker's mmap'd files are not
+        # put on FUSE).
+        self.disks = campaign_disk.Disks(args.faultfs, self.work, self.log) \
+            if args.faultfs else None
+        self.kinds = FAULT_KINDS + [k for k in campaign_disk.KINDS if self.disks
+                                    and self.impl[k[-1].upper()] == "uringmq"]
         self.history = open(os.path.join(self.work, "history.txt"), "a")
 
     # ---- plumbing -------------------------------------------------------------------------
@@ -81,6 +89,9 @@ class Run:
             for n, i, addr in ((a, ia, aa), (b, ib, ab)):
                 self.sh("ip", "-n", self.ns[n], "addr", "add", addr + "/24", "dev", i)
                 self.sh("ip", "-n", self.ns[n], "link", "set", i, "up")
+        for role in ("M", "S") if self.disks else []:
+            if self.impl[role] == "uringmq":
+                self.disks.mount(role)
         for n in ("m", "s"):
             self.nft(n, "add table inet campaign")
             for hook in ("input", "output"):
@@ -101,6 +112,8 @@ class Run:
                 os.kill(p.pid, signal.SIGKILL)
                 p.wait()
         self.procs.clear()
+        if self.disks:
+            self.disks.unmount_all()
         for name in self.ns.values():
             subprocess.run(["ip", "netns", "del", name], stderr=subprocess.DEVNULL)
 
@@ -144,10 +157,15 @@ class Run:
                     os.path.join(self.work, role)], "boot success", 90
         return [self.a.broker, "-c", conf], " ready: ", 20
 
+    def starts(self, role):
+        """How many times `role` was started: its logs are <role>-<n>.log."""
+        return len([x for x in os.listdir(self.work)
+                    if x.startswith(role + "-") and x[2:-4].isdigit() and x.endswith(".log")])
+
     def start(self, role):
         """Starts broker `role` (M or S) in its namespace and waits for its ready line."""
         n = role.lower()
-        starts = len([x for x in os.listdir(self.work) if x.startswith(role + "-")])
+        starts = self.starts(role)
         err = os.path.join(self.work, "%s-%d.log" % (role, starts))
         env = dict(os.environ)
         env.pop("URINGMQ_TEST_PLANT_EARLY_ACK", None)
@@ -180,7 +198,7 @@ class Run:
             else (slave, " connected to master ")
         t0 = time.time()
         while time.time() - t0 < bound_s:
-            n = len([x for x in os.listdir(self.work) if x.startswith(role + "-")])
+            n = self.starts(role)
             log = os.path.join(self.work, "%s-%d.log" % (role, n - 1))   # its latest start
             if text in open(log, errors="replace").read():
                 return
@@ -201,7 +219,8 @@ class Run:
     def stop(self, role):
         p = self.procs.pop(role, None)
         if p is not None:
-            self.signal_proc(p, signal.SIGTERM)
+            rc = self.signal_proc(p, signal.SIGTERM)
+            self.log("stop %s rc=%d impl=%s" % (role, rc, self.impl[role]))
         self.stopped.add(role)
 
     @staticmethod
@@ -210,25 +229,37 @@ class Run:
             os.kill(p.pid, signal.SIGCONT)
             os.kill(p.pid, sig)
         try:
-            p.wait(timeout=30)
+            return p.wait(timeout=30)
         except subprocess.TimeoutExpired:
             os.kill(p.pid, signal.SIGKILL)
             p.wait()
+            return -999   # did not stop within 30 s
 
     # ---- faults ---------------------------------------------------------------------------
     def schedule(self, end_ms):
-        """The seed's faults, all healed by end_ms: (start ms into the load, kind, duration ms,
-        parameter), one after the other."""
+        """The seed's faults, all healed by end_ms: (start ms into the load, [(kind,
+        parameter)], duration ms), one after the other; a quarter of them two kinds at once
+        (e.g. loss on the replication link while the slave is paused), healed together."""
         faults, t = [], 400 + self.rng.randrange(400)
         for _ in range(self.rng.randint(1, 3)):
-            kind = self.rng.choice(FAULT_KINDS)
+            kinds = [self.rng.choice(self.kinds)]
+            if self.rng.random() < 0.25:
+                kinds.append(self.rng.choice([k for k in self.kinds if k != kinds[0]]))
             duration = 300 + self.rng.randrange(1200)
-            param = self.rng.choice([10, 30, 50]) if kind == "loss" else 0
             if t + duration > end_ms:
                 break
-            faults.append((t, kind, duration, param))
+            faults.append((t, [(k, self.parameter(k)) for k in kinds], duration))
             t += duration + 200 + self.rng.randrange(400)
         return faults
+
+    def parameter(self, kind):
+        if kind == "loss":
+            return self.rng.choice([10, 30, 50])   # percent of packets
+        if kind.startswith("disk_slow_"):
+            return self.rng.choice([20, 50, 200])  # ms per fdatasync
+        if kind.startswith("disk_fail_"):
+            return self.rng.randrange(2)           # 0: fdatasync fails, 1: write fails
+        return 0
 
     def apply(self, kind, param):
         rules = {
@@ -243,6 +274,8 @@ class Run:
                      ("m", "add rule inet campaign output oifname ms0 numgen random mod 100 < %d"
                       " drop" % param)],
         }
+        if kind.startswith("disk_"):
+            return self.disks.apply(kind, param)   # logged once in force
         self.log("fault %s %d" % (kind, param))
         kind = kind.removeprefix("fo_")  # the failover's own partition and kill
         if kind in rules:
@@ -262,6 +295,8 @@ class Run:
         self.sh("ip", "-n", self.ns["m"], "link", "set", "ms0", "up")
         for role in ("M", "S"):
             self.signal(role, signal.SIGCONT)
+        for role in sorted(self.disks.heal(["M", "S"])) if self.disks else []:
+            self.stop(role)   # a fail-stopped store serves again only after a restart
         for role in sorted(self.stopped) if restart else []:
             self.start(role)
         self.log("heal")
@@ -277,23 +312,23 @@ class Run:
             p.wait()
         return p
 
-    def load(self, prefix, master, slave, lm, ls, duration_ms, faults, kill_at):
-        """Runs the load for duration_ms with `faults` applied at their times; kill_at (ms or
-        None): kill -9 of M then, after a master->slave partition from 1 s before (planted
-        seeds and half the failover seeds)."""
-        p = self.client("load", "--master", "%s:%d" % (master, PORT), "--slave",
-                        "%s:%d" % (slave, PORT), "--label-master", lm, "--label-slave", ls,
+    def load(self, prefix, master, slave, lm, ls, duration_ms, faults=(), kill=None):
+        """Runs the load for duration_ms with `faults` applied at their times; kill (None or
+        (ms, partition first)): kill -9 of M then, after a master->slave partition from 1 s
+        before when asked. slave None: the load reads the master only."""
+        reads = ["--slave", "%s:%d" % (slave, PORT), "--label-slave", ls] if slave else []
+        p = self.client("load", "--master", "%s:%d" % (master, PORT), "--label-master", lm,
                         "--prefix", prefix, "--threads", "4", "--duration-ms", str(duration_ms),
-                        wait=False)
+                        *reads, wait=False)
         t0 = time.time()
         events = []
-        for start, kind, duration, param in faults:
-            events.append((start, "apply", kind, param))
-            events.append((start + duration, "heal", kind, param))
-        if kill_at is not None:
-            if self.a.planted or self.rng.random() < 0.5:
-                events.append((kill_at - 1000, "apply", "fo_part_m2s", 0))
-            events.append((kill_at, "apply", "fo_kill_m", 0))
+        for start, kinds, duration in faults:
+            events += [(start, "apply", kind, param) for kind, param in kinds]
+            events.append((start + duration, "heal", "", 0))
+        if kill is not None:
+            if kill[1]:
+                events.append((kill[0] - 1000, "apply", "fo_part_m2s", 0))
+            events.append((kill[0], "apply", "fo_kill_m", 0))
         for at, what, kind, param in sorted(events):
             time.sleep(max(0.0, t0 + at / 1000.0 - time.time()))
             if what == "apply":
@@ -321,18 +356,26 @@ class Run:
         self.log("check caughtup fail after %d s: %s" % (bound_s, out.replace("\n", " | ")))
         return None
 
-    def failover(self):
+    def failover(self, write_first):
         """The runbook (docs/cluster.md, "Failover") after kill -9 of M: fence (no NameServer
         here: the clients address M directly, and it is dead), `ha lag` twice, S promoted,
-        `ha rejoin` of M against S; M then starts as S's slave, or stays down if refused."""
+        `ha rejoin` of M against S; M then starts as S's slave. write_first: S takes sends
+        before the rejoin (against the runbook), so a rejoin of M with a tail must refuse; M
+        then starts empty, its store moved aside, as the refusal says."""
         self.log("failover begin")
         lags = [self.ctl("c", "ha", "lag", "--master", "%s:%d" % (M_FOR_C, PORT), "--slave",
                          "%s:%d" % (S_FOR_C, PORT))[1] for _ in range(2) if not time.sleep(0.5)]
         self.log("failover lag %s" % " | ".join(x.replace("\n", " ") for x in lags))
         self.stop("S")
+        # Healed only now: the dead M's kernel still retransmits what its HA socket held (a
+        # process killed, not a machine), which would reach S while it is still a slave.
+        self.heal(restart=False)
         self.conf("S")
         self.start("S")
         self.log("failover promoted S")
+        if write_first:
+            self.log("failover writefirst")
+            self.load("e1w", S_FOR_C, None, "m1", None, 600)
         if self.impl["M"] == "java":
             self.log("rejoin skipped reason=ha_rejoin_reads_uringmq_stores_only:_M_stays_down")
             return False
@@ -344,8 +387,13 @@ class Run:
         if rc != 0:
             reason = out.splitlines()[-1] if out else "(no reason printed)"
             self.log("rejoin refused rc=%d reason=%s" % (rc, reason.replace(" ", "_")))
-            return False
-        self.log("rejoin ok cut=%d" % cut)
+            if not write_first:
+                return False
+            store = os.path.join(self.work, "M", "store")
+            os.rename(store, store + ".refused")
+            self.log("rejoin moved M's store aside: M starts empty")
+        else:
+            self.log("rejoin ok cut=%d" % cut)
         self.conf("M", slave_of="%s:%d" % (S_FOR_M, HA_PORT))
         self.start("M")
         return True
@@ -401,10 +449,15 @@ class Run:
 
     def main(self):
         do_failover = self.a.planted or self.rng.random() < 0.5
-        kill_at = LOAD_MS - 300 if do_failover else None
+        kill_at = LOAD_MS - 300
         faults = self.schedule(kill_at - 1300 if do_failover else LOAD_MS - 700)
-        self.log("run seed=%d planted=%d failover=%d" % (self.a.seed, self.a.planted,
-                                                          do_failover))
+        # The failover's variants: a master->slave partition before the kill (M then holds a
+        # tail S lacks; always with the planted bug), and sends to S before the rejoin.
+        partition_first = self.a.planted or self.rng.random() < 0.5
+        write_first = not self.a.planted and self.rng.random() < 0.3
+        kill = (kill_at, partition_first) if do_failover else None
+        self.log("run seed=%d planted=%d failover=%d m=%s s=%s" % (
+            self.a.seed, self.a.planted, do_failover, self.impl["M"], self.impl["S"]))
         self.topology()
         self.conf("M")
         self.conf("S", slave_of="%s:%d" % (M_FOR_S, HA_PORT))
@@ -414,16 +467,15 @@ class Run:
                      "-r", "4", "-w", "4")
         self.start("S")
         self.wait_replicating("M", "S")
-        self.load("e0", M_FOR_C, S_FOR_C, "m0", "s0", LOAD_MS, faults, kill_at)
+        self.load("e0", M_FOR_C, S_FOR_C, "m0", "s0", LOAD_MS, faults, kill)
         if not do_failover:
             self.heal()
             return self.final(M_FOR_C, S_FOR_C, "M", "S")
         self.stopped.discard("M")
-        self.heal(restart=False)
-        if not self.failover():
+        if not self.failover(write_first):
             return self.final(S_FOR_C, None, "S", None)
         self.wait_replicating("S", "M")
-        self.load("e1", S_FOR_C, M_FOR_C, "m1", "s1", 1200, [], None)
+        self.load("e1", S_FOR_C, M_FOR_C, "m1", "s1", 1200)
         return self.final(S_FOR_C, M_FOR_C, "S", "M")
 
 
@@ -438,6 +490,7 @@ def parse():
                    help="run the master with the planted early-acknowledgement bug")
     p.add_argument("--master-impl", choices=["uringmq", "java"], default="uringmq")
     p.add_argument("--slave-impl", choices=["uringmq", "java"], default="uringmq")
+    p.add_argument("--faultfs", help="uringmq-faultfs: adds disk faults under uringmq brokers")
     a = p.parse_args()
     if a.planted and a.master_impl == "java":
         p.error("--planted needs a uringmq master")
