@@ -4,13 +4,14 @@
 Builds three network namespaces (master M, slave S, clients C) joined by one veth pair per link,
 starts a uringmq SYNC_MASTER in M and its SLAVE in S, runs the workload client in C while a
 schedule of faults drawn from the seed is applied (nftables rules inside the namespaces, links
-set down, SIGSTOP/SIGCONT, kill -9 and restart), heals, waits for the slave to catch up, runs
-the failover runbook for some seeds (kill -9 of M, `ha lag`, S promoted, `ha rejoin` of M, M
-restarted as S's slave, a second load), reads everything from both brokers and compares their
-CommitLogs. Everything goes to <work>/history.txt; campaign_check.py judges it.
+set down, SIGSTOP/SIGCONT, kill -9 and restart, with --faultfs a failing or slow disk), heals,
+waits for the slave to catch up, runs the failover runbook for some seeds (kill -9 of M,
+`ha lag`, S promoted, `ha rejoin` of M, M restarted as S's slave, a second load), reads
+everything from both brokers and compares their CommitLogs. Everything goes to
+<work>/history.txt; campaign_check.py judges it.
 Cleanup (processes, namespaces and with them their nft tables and veths) runs on every exit,
 SIGTERM and SIGINT included. Usage: campaign_run.py --seed N --work DIR --broker B --ctl C
---client X [--planted]
+--client X [--planted] [--master-impl java] [--slave-impl java] [--faultfs F]
 """
 
 import argparse
