@@ -178,6 +178,10 @@ class Checker:
             if len(d) >= 3 and d[2] != "ok":
                 self.bad(d[1], " ".join(d[2:]))
         for d in self.h.driver_lines("rejoin"):
+            if d[1] == "cutkey":
+                if d[2] in self.acked:
+                    self.bad("cut", "the rejoin cut %s, answered SEND_OK" % d[2])
+                continue
             self.counts["rejoin_" + d[1]] += 1
             if d[1] == "ok" and len(d) >= 3:
                 self.counts["cut"] += int(d[2].split("=")[1])

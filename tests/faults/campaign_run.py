@@ -384,7 +384,10 @@ class Run:
                            "--master", "%s:%d" % (S_FOR_M, HA_PORT))
         with open(os.path.join(self.work, "rejoin.txt"), "w") as f:
             f.write(out + "\n")
-        cut = len([x for x in out.splitlines() if x.startswith("  offset=")])
+        cut = [x for x in out.splitlines() if x.startswith("  offset=")]
+        for line in cut:   # what the rejoin cut: never a message answered SEND_OK
+            keys = [w[5:] for w in line.split() if w.startswith("keys=")]
+            self.log("rejoin cutkey %s" % (keys[0] if keys else "-"))
         if rc != 0:
             reason = out.splitlines()[-1] if out else "(no reason printed)"
             self.log("rejoin refused rc=%d reason=%s" % (rc, reason.replace(" ", "_")))
@@ -394,7 +397,7 @@ class Run:
             os.rename(store, store + ".refused")
             self.log("rejoin moved M's store aside: M starts empty")
         else:
-            self.log("rejoin ok cut=%d" % cut)
+            self.log("rejoin ok cut=%d" % len(cut))
         self.conf("M", slave_of="%s:%d" % (S_FOR_M, HA_PORT))
         self.start("M")
         return True
