@@ -48,6 +48,10 @@ if "$(dirname "$0")/find-rocketmq-java.sh" >/dev/null; then
              libcommons-codec-java libcommons-collections3-java libyaml-snake-java)
 fi
 
+# The replication fault campaign (tests/faults/campaign*): nft for its partitions and packet
+# loss inside network namespaces, ip (iproute2) for the namespaces and their veth pairs.
+packages+=(nftables iproute2)
+
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -57,6 +57,10 @@ namespace uringmq::net {
 // Answer codes of a SYNC_MASTER send (RocketMQ's ResponseCode).
 inline constexpr int32_t kFlushSlaveTimeout = 12;
 inline constexpr int32_t kSlaveNotAvailable = 11;
+
+// A bug planted on purpose so that the fault campaign proves its checker can fail; `none` in
+// every broker unless the test-only environment variable asks for it.
+enum class PlantedBug : uint8_t { none, early_ack };
 // Replication lag histogram bounds (microseconds), finer than the store's around 1-3 ms.
 inline constexpr std::array<uint64_t, kHistogramBounds> kLagBoundsUs = {
     50,    100,   200,   300,    500,    750,     1'000,     1'500,
@@ -79,6 +83,9 @@ class HaServer {
     uint8_t event = 0;                 // the reactor's event number for this server's ring requests
     io::Waker* waker = nullptr;        // the reactor's: the shards wake it when they wrote bytes
     const io::Clock* clock = nullptr;  // monotonic_ns for the lag samples
+    // Test-only planted bug (tests/faults/README.md): answer SEND_OK without waiting for a
+    // slave. Set from URINGMQ_TEST_PLANT_EARLY_ACK at broker start, never from broker.conf.
+    PlantedBug planted = PlantedBug::none;
   };
   // An answer that waited for a slave: the connection it goes to and the response to send.
   struct Wait {

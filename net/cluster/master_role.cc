@@ -3,7 +3,9 @@
 // asks besides the topic and subscription tables (GET_ALL_CONSUMER_OFFSET 43,
 // GET_ALL_DELAY_OFFSET 45, and empty answers for the 5.x requests 402, 60 and 61).
 
+#include <cstdlib>
 #include <map>
+#include <string_view>
 
 #include "engine/queues/dispatch.h"
 #include "engine/store.h"
@@ -35,6 +37,17 @@ void append_data_version(std::string* out, int64_t now_ms) {
       "}}";
 }
 
+// Read once per broker start. Only the fault campaign sets it (tests/faults/README.md): it
+// breaks SYNC_MASTER's promise, so it is logged at ERROR.
+PlantedBug planted_bug_from_environment() {
+  const char* value = std::getenv("URINGMQ_TEST_PLANT_EARLY_ACK");
+  if (value == nullptr || std::string_view(value) != "1") return PlantedBug::none;
+  log_error(
+      "URINGMQ_TEST_PLANT_EARLY_ACK=1: TEST-ONLY PLANTED BUG, SYNC_MASTER answers SEND_OK "
+      "before any slave has the bytes; never run this broker in production");
+  return PlantedBug::early_ack;
+}
+
 }  // namespace
 
 io::Status MasterRole::open_ha_server() {
@@ -51,6 +64,7 @@ io::Status MasterRole::open_ha_server() {
   options.event = static_cast<uint8_t>(ReactorEvent::ha);
   options.waker = store_waker_;
   options.clock = clock_;
+  options.planted = planted_bug_from_environment();
   auto answer = [this](HaServer::Wait& wait, int32_t code) {
     if (wait.conn >= conns_.size() || !conns_[wait.conn].open || conns_[wait.conn].closing ||
         conns_[wait.conn].generation != wait.conn_generation) {
