@@ -22,10 +22,6 @@ packages=(build-essential cmake pkg-config liburing-dev libjemalloc-dev libisal-
           libnghttp2-dev libgrpc++-dev protobuf-compiler-grpc
           gnuplot-nox python3 redis-server beanstalkd)
 
-# The replication fault campaign (tests/faults/campaign*): nft for its partitions and packet
-# loss inside network namespaces, ip (iproute2) for the namespaces and their veth pairs.
-packages+=(nftables iproute2)
-
 # Node.js: keep an existing node >= 18 (e.g. NodeSource's, which bundles npm); Debian's nodejs
 # and npm only when node is missing or older.
 node_major=0
@@ -45,6 +41,10 @@ if "$(dirname "$0")/find-rocketmq-java.sh" >/dev/null; then
              libslf4j-java libguava-java libcommons-cli-java liblogback-java libjna-java
              libcommons-codec-java libcommons-collections3-java libyaml-snake-java)
 fi
+
+# The replication fault campaign (tests/faults/campaign*): nft for its partitions and packet
+# loss inside network namespaces, ip (iproute2) for the namespaces and their veth pairs.
+packages+=(nftables iproute2)
 
 missing=()
 for p in "${packages[@]}"; do

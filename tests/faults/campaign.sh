@@ -61,7 +61,9 @@ done
 
 # Disk faults where uringmq-faultfs is built and FUSE works here; `--faultfs none`: without.
 disk=()
-if [ "$faultfs" != none ] && [ -x "$faultfs" ] && [ -c /dev/fuse ]; then
+if [ "$faultfs" = none ]; then
+  echo "campaign.sh: no disk faults (--faultfs none)"
+elif [ -x "$faultfs" ] && [ -c /dev/fuse ]; then
   disk=(--faultfs "$faultfs")
 else
   echo "campaign.sh: no disk faults (no uringmq-faultfs at $faultfs, or no /dev/fuse)"
