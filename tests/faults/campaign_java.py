@@ -178,20 +178,27 @@ def judge(variant, seed, history):
 
 
 def totals(lines, seconds):
-    runs, sums, faults = collections.Counter(), collections.Counter(), collections.Counter()
+    """The campaign's totals, one line of sums and one of faults per variant."""
+    runs = collections.Counter()
+    sums = collections.defaultdict(collections.Counter)
+    faults = collections.defaultdict(collections.Counter)
     for line in lines:
         words = line.split()
-        runs["%s %s" % (words[1].partition("=")[2], words[0])] += 1
+        variant = words[1].partition("=")[2]
+        runs["%s %s" % (variant, words[0])] += 1
         for k, _, v in (w.partition("=") for w in words[2:]):
             if k == "faults":
                 for kind in v.split(",") if v != "-" else []:
-                    faults[kind.partition(":")[0]] += int(kind.partition(":")[2])
+                    faults[variant][kind.partition(":")[0]] += int(kind.partition(":")[2])
             elif k != "seed":
-                sums[k] += int(v)
+                sums[variant][k] += int(v)
     print("campaign_java: %d seeds (%s) in %d s" % (
         len(lines), ", ".join("%s=%d" % kv for kv in sorted(runs.items())), seconds))
-    print("campaign_java: " + " ".join("%s=%d" % kv for kv in sums.items()))
-    print("campaign_java: faults " + " ".join("%s=%d" % kv for kv in sorted(faults.items())))
+    for variant in sorted(sums):
+        print("campaign_java: %s %s" % (variant, " ".join(
+            "%s=%d" % kv for kv in sums[variant].items())))
+        print("campaign_java: %s faults %s" % (variant, " ".join(
+            "%s=%d" % kv for kv in sorted(faults[variant].items()))))
 
 
 def skip_reason():
