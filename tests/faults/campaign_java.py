@@ -37,7 +37,6 @@ import types
 import campaign_check
 import campaign_run as cr
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 VARIANTS = {"java-slave": ("uringmq", "java"), "java-master": ("java", "uringmq")}
 # The slave's read while its master is dead is a slave's read for the checker's **slave**.
 campaign_check.SLAVE_LABELS = campaign_check.SLAVE_LABELS + ("fd",)
