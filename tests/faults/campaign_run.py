@@ -172,8 +172,9 @@ class Run:
         env.pop("URINGMQ_TEST_PLANT_EARLY_ACK", None)
         if self.a.planted:
             env["URINGMQ_TEST_PLANT_EARLY_ACK"] = "1"
+        # No hsperfdata file: a JVM killed with -9 would leave its /tmp/hsperfdata_<user>/<pid>.
         env.update({"BROKER_HEAP": "-Xms256m -Xmx256m -Xmn128m", "BROKER_DIRECT": "256m",
-                    "BROKER_PRETOUCH": "0"})
+                    "BROKER_PRETOUCH": "0", "JAVA_OPT_EXT": "-XX:-UsePerfData"})
         cmd, ready, wait_s = self.command(role)
         with open(err, "w") as f:
             p = subprocess.Popen(["ip", "netns", "exec", self.ns[n]] + cmd,
