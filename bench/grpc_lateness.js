@@ -11,7 +11,8 @@
 // it was due; from the pop time to the answer go the receive's pull and its journal record,
 // from the answer to the arrival the wire and the client's own processing.
 //   node bench/grpc_lateness.js <grpc endpoint> [messages=1000] [spread_ms=3000]
-// Env: RECEIVES (receives in flight, each long polling; 4). The receives run while the sends go
+// Env: RECEIVES (receives in flight, each long polling; 16: enough that one is waiting when a
+// message falls due while others carry answers back). The receives run while the sends go
 // (a message may be due before the last send). Prints one JSON line:
 // {"delay": {n, early, p50, p99, p999, max}, "delay_answer": {...}, "delay_broker": {...},
 //  "expiry": {...}, "expiry_answer": {...}, "expiry_broker": {...}} (ms; _answer: answered,
@@ -25,7 +26,7 @@ const clock = () => performance.timeOrigin + performance.now();  // ms, fraction
 const [endpoints, countArg, spreadArg] = process.argv.slice(2);
 const count = Number(countArg || 1000);
 const spread = Number(spreadArg || 3000);
-const receives = Number(process.env.RECEIVES || 4);
+const receives = Number(process.env.RECEIVES || 16);
 
 function summary(values) {
   const v = [...values].sort((a, b) => a - b);

@@ -17,14 +17,15 @@
 # bench/results/grpc_lateness.md, printed too.
 # Usage: bench/grpc_lateness.sh [BUILD_DIR]   (default ./build: tools/uringmq-broker,
 #          tools/uringmq-ctl)
-# Env: ROUNDS (3), MESSAGES (1000), SPREAD_MS (3000), RECEIVES (4), FLUSH (SYNC_FLUSH, the
-#      broker's default), DATA (./bench-data).
+# Env: ROUNDS (3), MESSAGES (1000), SPREAD_MS (3000), RECEIVES (16: with 4, a message due while
+#      all four carried answers back waited for one, not a long poll waiting), FLUSH
+#      (SYNC_FLUSH, the broker's default), DATA (./bench-data).
 set -euo pipefail
 me=bench/grpc_lateness.sh
 repo=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:-$repo/build}" && pwd)
 ROUNDS=${ROUNDS:-3} MESSAGES=${MESSAGES:-1000} SPREAD_MS=${SPREAD_MS:-3000}
-RECEIVES=${RECEIVES:-4} FLUSH=${FLUSH:-SYNC_FLUSH}
+RECEIVES=${RECEIVES:-16} FLUSH=${FLUSH:-SYNC_FLUSH}
 base=$(mkdir -p "${DATA:-$repo/bench-data}" && cd "${DATA:-$repo/bench-data}" && pwd)
 work=$base/grpc_lateness
 results=$repo/bench/results
