@@ -3,11 +3,13 @@
 //   uringmq-broker -c broker.conf
 //
 // Recovers the store, binds the listeners, tells systemd READY=1 (when started as a
-// Type=notify unit), prints "uringmq-broker ready: ..." on stderr and serves until SIGTERM or
-// SIGINT, then stops cleanly (replies in flight written, store flushed and checkpointed, abort
-// file removed) and exits 0. Exit 1: the config or the store could not be opened, or the store
-// stopped with an error (a shard fail-stopped after a disk error: the abort file stays and the
-// next start recovers); the reason is printed. Exit 2: usage.
+// Type=notify unit), prints "uringmq-broker ready: ..." on stderr and serves until SIGTERM,
+// SIGINT or SIGHUP (a closed terminal, or the kernel's hang-up of a paused process whose group
+// lost its parent: the Java broker's JVM stops cleanly on it too), then stops cleanly (replies
+// in flight written, store flushed and checkpointed, abort file removed) and exits 0. Exit 1:
+// the config or the store could not be opened, or the store stopped with an error (a shard
+// fail-stopped after a disk error: the abort file stays and the next start recovers); the
+// reason is printed. Exit 2: usage.
 
 #include <signal.h>
 #include <sys/socket.h>
@@ -111,6 +113,7 @@ int main(int argc, char** argv) {
   sigemptyset(&action.sa_mask);
   sigaction(SIGTERM, &action, nullptr);
   sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGHUP, &action, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
   for (const auto& report : (*broker)->store().recovery_reports()) {
