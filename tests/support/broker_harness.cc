@@ -1,6 +1,7 @@
 #include "tests/support/broker_harness.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -12,6 +13,7 @@
 #include <span>
 #include <sstream>
 
+#include "net/common/json.h"
 #include "net/common/log.h"
 
 namespace uringmq::testing {
@@ -174,6 +176,26 @@ int64_t max_offset(net::RemotingClient& client, const std::string& topic, int qu
                            {{"topic", topic}, {"queueId", std::to_string(queue)}}));
   EXPECT_EQ(r.command.code, net::response_code::kSuccess) << remark(r);
   return r.command.ext("offset") ? std::stoll(*r.command.ext("offset")) : -1;
+}
+
+std::string runtime_figure(net::RemotingClient& client, const std::string& key) {
+  net::RemotingResponse info = call(client, request(net::request_code::kGetBrokerRuntimeInfo, {}));
+  io::Result<net::JsonValue> json = net::parse_json(info.body);
+  if (!json.is_ok() || json->find("table") == nullptr) return "";
+  const net::JsonValue* value = json->find("table")->find(key);
+  return value == nullptr ? "" : value->text();
+}
+
+void flip_byte(const std::string& path, uint64_t file_offset) {
+  const int fd = ::open(path.c_str(), O_RDWR);
+  EXPECT_GE(fd, 0) << path;
+  if (fd < 0) return;
+  const auto at = static_cast<off_t>(file_offset);
+  char b = 0;
+  EXPECT_EQ(::pread(fd, &b, 1, at), 1) << path;
+  b = static_cast<char>(b ^ 0x20);
+  EXPECT_EQ(::pwrite(fd, &b, 1, at), 1) << path;
+  ::close(fd);
 }
 
 }  // namespace uringmq::testing

@@ -100,4 +100,10 @@ std::string remark(const net::RemotingResponse& r);
 // GET_MAX_OFFSET of a queue (EXPECTs success); -1 when the answer has no offset.
 int64_t max_offset(net::RemotingClient& client, const std::string& topic, int queue);
 
+// One figure of GET_BROKER_RUNTIME_INFO's table as text ("" when absent).
+std::string runtime_figure(net::RemotingClient& client, const std::string& key);
+
+// Damages a stored byte: flips bit 5 of the byte at `file_offset` in `path` (EXPECTs success).
+void flip_byte(const std::string& path, uint64_t file_offset);
+
 }  // namespace uringmq::testing

@@ -73,15 +73,8 @@ uint64_t fill_and_damage(RunningBroker& broker, const std::string& dir) {
   EXPECT_GT(damaged, kSegmentBytes);      // not the first segment
   EXPECT_LT(damaged, 2 * kSegmentBytes);  // nor the last
   const uint64_t base = damaged - damaged % kSegmentBytes;
-  const std::string segment = dir + "/shard-0/commitlog/" + engine::CommitLog::segment_name(base);
-  int fd = ::open(segment.c_str(), O_RDWR);
-  EXPECT_GE(fd, 0);
-  const off_t at = static_cast<off_t>(damaged - base + 88 + 150);  // a body byte
-  char b = 0;
-  EXPECT_EQ(::pread(fd, &b, 1, at), 1);
-  b = static_cast<char>(b ^ 0x20);
-  EXPECT_EQ(::pwrite(fd, &b, 1, at), 1);
-  ::close(fd);
+  flip_byte(dir + "/shard-0/commitlog/" + engine::CommitLog::segment_name(base),
+            damaged - base + 88 + 150);  // a body byte
   return damaged;
 }
 
@@ -107,13 +100,6 @@ Drained drain(RemotingClient& client, int queue, int64_t from, int64_t end) {
     d.next = std::stoll(*next);
   }
   return d;
-}
-
-std::string runtime_figure(RemotingClient& client, const std::string& key) {
-  RemotingResponse info = call(client, request(req::kGetBrokerRuntimeInfo, {}));
-  io::Result<JsonValue> json = parse_json(info.body);
-  if (!json.is_ok() || json->find("table")->find(key) == nullptr) return "";
-  return json->find("table")->find(key)->text();
 }
 
 std::string ctl_output(const std::function<io::Status(std::FILE*)>& command, io::Status& status) {

@@ -181,22 +181,9 @@ std::string stored_record(const std::string& dir, uint64_t offset) {
   return bytes;
 }
 
+// A body byte of the record at `offset`.
 void flip_body_byte(const std::string& dir, uint64_t offset) {
-  const int fd = ::open(segment_of(dir, offset).c_str(), O_RDWR);
-  ASSERT_GE(fd, 0);
-  const off_t at = static_cast<off_t>(offset % kSegmentBytes + 88 + 150);
-  char b = 0;
-  ASSERT_EQ(::pread(fd, &b, 1, at), 1);
-  b = static_cast<char>(b ^ 0x20);
-  ASSERT_EQ(::pwrite(fd, &b, 1, at), 1);
-  ::close(fd);
-}
-
-std::string runtime_figure(RemotingClient& client, const std::string& key) {
-  RemotingResponse info = call(client, request(req::kGetBrokerRuntimeInfo, {}));
-  io::Result<JsonValue> json = parse_json(info.body);
-  if (!json.is_ok() || json->find("table")->find(key) == nullptr) return "";
-  return json->find("table")->find(key)->text();
+  flip_byte(segment_of(dir, offset), offset % kSegmentBytes + 88 + 150);
 }
 
 // The damaged record's queue pulled whole: the queue offsets delivered (every body checked by
