@@ -10,6 +10,11 @@ ctl=$1
 rmq_java=$(cd "$(dirname "$0")" && pwd)/rocketmq-java.sh
 why=$("$(dirname "$0")/find-rocketmq-java.sh" -v 2>&1 >/dev/null) || { echo "SKIP: $why"; exit 77; }
 command -v java > /dev/null || { echo "SKIP: no java"; exit 77; }
+# The Java broker's disk thresholds raised as in every test that runs one (java_disk_ratios).
+repo=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=../tests/support/java_lib.sh
+source "$repo/tests/support/java_lib.sh"
+export JAVA_OPT_EXT="${JAVA_OPT_EXT:-} $java_disk_ratios"
 dir=$(mktemp -d)
 pids=()
 fail() { echo "FAIL: $*" >&2; tail -n 5 "$dir"/*.out >&2 || true; exit 1; }

@@ -35,8 +35,17 @@ stage() {
   local start=$SECONDS
   ( "$@" ) || failed_runs=$((failed_runs + 1))
   echo "==== tools/test.sh: $name took $((SECONDS - start)) s ===="
+  disk_report
 }
 
+# The disk the builds and the tests' stores take, and what is left: a run that fills the disk
+# fails in ways that name other causes (a Java broker refuses sends, a compiler cannot write).
+disk_report() {
+  echo "tools/test.sh: disk: $(du -sh build-* 2>/dev/null | awk '{printf "%s %s, ", $2, $1}')" \
+    "$(df -h --output=avail . | tail -1 | tr -d ' ') left"
+}
+
+disk_report
 echo "==== tools/test.sh: lint ===="
 lint_failed=0
 tools/lint.sh || lint_failed=1

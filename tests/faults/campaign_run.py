@@ -39,6 +39,11 @@ FAULT_KINDS = ["part_ms", "part_m2s", "part_s2m", "part_cm", "loss", "link_down"
 LOAD_MS = 4000
 TOPIC = "CampaignTopic"   # the client's default
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# A Java broker refuses sends from 90% disk use and deletes CommitLog files early from 85%
+# (system properties its store reads); the campaign is not about a full disk (as
+# tests/support/java_lib.sh).
+JAVA_DISK_RATIOS = ("-Drocketmq.broker.diskSpaceWarningLevelRatio=0.99 "
+                    "-Drocketmq.broker.diskSpaceCleanForciblyRatio=0.99")
 
 
 def now_us():
@@ -174,7 +179,8 @@ class Run:
             env["URINGMQ_TEST_PLANT_EARLY_ACK"] = "1"
         # No hsperfdata file: a JVM killed with -9 would leave its /tmp/hsperfdata_<user>/<pid>.
         env.update({"BROKER_HEAP": "-Xms256m -Xmx256m -Xmn128m", "BROKER_DIRECT": "256m",
-                    "BROKER_PRETOUCH": "0", "JAVA_OPT_EXT": "-XX:-UsePerfData"})
+                    "BROKER_PRETOUCH": "0",
+                    "JAVA_OPT_EXT": "-XX:-UsePerfData " + JAVA_DISK_RATIOS})
         cmd, ready, wait_s = self.command(role)
         with open(err, "w") as f:
             p = subprocess.Popen(["ip", "netns", "exec", self.ns[n]] + cmd,

@@ -21,4 +21,14 @@ java_or_skip() {
   ROCKETMQ_HOME=${ROCKETMQ_HOME:-$(dirname "$("$rmq_java" conf)")}
   export ROCKETMQ_HOME
   JAVA=${JAVA:-java}
+  # A Java broker refuses every send once its disk is 90% full and deletes CommitLog files early
+  # from 85% (the system properties below, read by its store). The tests are not about a full
+  # disk, and a CI machine's shared disk can be that full before they start: both are raised for
+  # every JVM these tests start (tools/rocketmq-java.sh passes JAVA_OPT_EXT).
+  JAVA_OPT_EXT="${JAVA_OPT_EXT:-} $java_disk_ratios"
+  export JAVA_OPT_EXT
 }
+
+# The Java broker's disk thresholds for the tests (java_or_skip; campaign_run.py passes the same).
+java_disk_ratios="-Drocketmq.broker.diskSpaceWarningLevelRatio=0.99 \
+-Drocketmq.broker.diskSpaceCleanForciblyRatio=0.99"
