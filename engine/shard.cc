@@ -157,6 +157,11 @@ io::Status Shard::open_log(engine::RecoveryReport* report) {
   log_options.space_check = [this](uint64_t bytes) {
     return retention_.check_segment_space(bytes);
   };
+  if (options.recovery_copy) {
+    log_options.recovery_copy = [this](uint64_t log_offset) {
+      return core_.options.recovery_copy(core_.index, log_offset);
+    };
+  }
   engine::CqStoreOptions cq_options = options.consume_queue;
   cq_options.dir = io::path_join(core_.dir, "consumequeue");
   // A truncation a crash interrupted (engine/log_truncate.h) is finished before recovery.
@@ -174,6 +179,9 @@ io::Status Shard::open_log(engine::RecoveryReport* report) {
       scan_disk.get());
   scan_disk.reset();
   if (!opened.is_ok()) return opened.status();
+  if (report != nullptr) {
+    core_.stats.repaired.fetch_add(report->records_repaired, std::memory_order_relaxed);
+  }
   core_.log = std::move(opened->log);
   core_.log->set_sync_metrics(&core_.stats.sync_latency_us, &core_.stats.sync_records);
   core_.cq = std::move(opened->cq);

@@ -179,6 +179,7 @@ io::Result<std::unique_ptr<Broker>> Broker::open(const BrokerConfig& config) {
   UMQ_RETURN_IF_ERROR(bind_listeners(config, shards, &listeners));
   StoreOptions& store_options = broker->config_.store;
   store_options.caller_places_queues = true;
+  store_options.recovery_copy = recovery_copy_source(config, listeners.brokers);
   uint8_t a[4];
   if (parse_ipv4(effective_advertised_address(config), a)) {
     for (const PresentedBroker& b : listeners.brokers) {

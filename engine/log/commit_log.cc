@@ -78,13 +78,13 @@ static void log_recovery_summary(const std::string& dir, const RecoveryReport& r
   std::fprintf(stderr,
                "uringmq: recovered %s: %s stop, %.1f MiB (%llu records) checked from log offset "
                "%llu in %.3f s (%.0f MiB/s), log ends at %llu, %llu torn bytes zeroed, "
-               "%u segment(s) removed%s\n",
+               "%u segment(s) removed, %u damaged record(s) repaired from a replica%s\n",
                dir.c_str(), r.unclean_stop ? "unclean" : "clean", mib,
                static_cast<unsigned long long>(r.records_scanned),
                static_cast<unsigned long long>(r.scan_start_offset), seconds,
                seconds > 0 ? mib / seconds : 0.0, static_cast<unsigned long long>(r.end_offset),
                static_cast<unsigned long long>(r.torn_bytes_truncated), r.segments_removed,
-               r.checkpoint_rebuilt ? ", checkpoint rebuilt" : "");
+               r.records_repaired, r.checkpoint_rebuilt ? ", checkpoint rebuilt" : "");
 }
 
 io::Result<std::unique_ptr<CommitLog>> CommitLog::open(

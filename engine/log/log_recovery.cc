@@ -1,6 +1,7 @@
 #include "engine/log/log_recovery.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstring>
 #include <optional>
@@ -9,6 +10,7 @@
 #include "engine/log/file_names.h"
 #include "engine/log/log_scanner.h"
 #include "engine/log/message_codec.h"
+#include "engine/log/record_repair.h"
 
 namespace uringmq::engine {
 
@@ -154,22 +156,109 @@ io::Result<std::optional<Checkpoint>> load_checkpoint(io::Disk& disk,
   return checkpoint;
 }
 
-// Zeroes the torn bytes after end, the end of the last whole record, in the segment holding it.
-io::Status truncate_torn_tail(io::Disk& disk, const CommitLogOptions& options,
-                              const std::string& segment_dir, const std::vector<uint64_t>& bases,
-                              uint64_t end, RecoveryReport& report) {
+// Where the scan's end shows damage below the durable point: an error naming it (the end lies
+// below the checkpoint's watermark, or a valid record lies beyond any unsynced write past it);
+// otherwise the extent of torn bytes after the end, in the segment holding it, to zero.
+io::Result<uint64_t> check_end(io::Disk& disk, const CommitLogOptions& options,
+                               const std::string& segment_dir, const std::vector<uint64_t>& bases,
+                               const ScanEnd& scanned, uint64_t watermark) {
+  const uint64_t end = scanned.offset;
+  if (end < watermark) {
+    return corruption_at(options, end,
+                         std::string(scanned.reason ? scanned.reason : "the log ends here") +
+                             ", below the durable watermark " + std::to_string(watermark));
+  }
   const uint64_t end_base = end - end % options.segment_size_bytes;
-  const bool end_segment_exists = std::binary_search(bases.begin(), bases.end(), end_base);
-  if (end_segment_exists) {
-    std::string path = io::path_join(segment_dir, CommitLog::segment_name(end_base));
-    io::Result<uint64_t> torn = torn_tail_bytes(disk, options, path, end_base, end);
-    if (!torn.is_ok()) return torn.status();
-    if (*torn > 0) {
-      UMQ_RETURN_IF_ERROR(zero_range(disk, path, end - end_base, *torn));
-      report.torn_bytes_truncated = *torn;
+  if (!std::binary_search(bases.begin(), bases.end(), end_base)) return uint64_t{0};
+  return torn_tail_bytes(
+      disk, options, io::path_join(segment_dir, CommitLog::segment_name(end_base)), end_base, end);
+}
+
+// The damaged record at `offset` written back in place from the replica's copy
+// (CommitLogOptions::recovery_copy): the copy must pass every check a read makes at that offset
+// and fit its segment; RecordRepair writes only the blocks that differ, then fdatasyncs. The
+// disk is idle (the scan drained its reads), so the repair's requests are the only ones.
+io::Status repair_from_copy(io::Disk& disk, const CommitLogOptions& options,
+                            const std::string& segment_dir, uint64_t offset) {
+  io::Result<std::vector<std::byte>> copy = options.recovery_copy(offset);
+  if (!copy.is_ok()) return copy.status();
+  const uint64_t base = offset - offset % options.segment_size_bytes;
+  if (const char* bad = check_stored_record(*copy, offset, options.limits)) {
+    return io::Status::error(io::Code::corruption,
+                             std::string("the copy fails its checks: ") + bad);
+  }
+  if (offset + copy->size() > base + options.segment_size_bytes) {
+    return io::Status::error(io::Code::corruption, "the copy would cross its segment's end");
+  }
+  constexpr uint64_t kTag = 0x5245'5041'4952'0001ULL;  // "REPAIR"
+  const std::string path = io::path_join(segment_dir, CommitLog::segment_name(base));
+  RecordRepair repair(disk, kTag);
+  UMQ_RETURN_IF_ERROR(repair.start(path, offset - base, *copy));
+  RecordRepair::Ended ended = RecordRepair::Ended::nothing;
+  std::array<io::IoCompletion, 4> done;
+  while (ended == RecordRepair::Ended::nothing) {
+    repair.submit_work();
+    const size_t n = disk.poll(done, io::Wait::at_least_one);
+    for (size_t i = 0; i < n; i++) {
+      if (done[i].user_data == kTag) ended = repair.complete(done[i]);
     }
   }
+  if (ended != RecordRepair::Ended::repaired) {
+    return io::Status::error(io::Code::io_error, "writing the copy back: " + repair.error());
+  }
+  std::fprintf(stderr,
+               "uringmq: INFO recovery repaired the damaged record in %s at file offset %llu "
+               "(log offset %llu, %zu bytes) with a replica's copy%s\n",
+               path.c_str(), static_cast<unsigned long long>(offset - base),
+               static_cast<unsigned long long>(offset), copy->size(),
+               repair.was_whole() ? " (it was already whole)" : "");
   return io::Status::ok();
+}
+
+// Scans from `start` to the log's end. Damage below the durable point stops the open, unless
+// options.recovery_copy repairs it: the scan then goes on from the repaired record, with the
+// same visitor, so each record is visited once, in log order. *torn: the torn tail's extent.
+io::Result<ScanEnd> scan_repairing(io::Disk& disk, const CommitLogOptions& options,
+                                   LogScanner& scanner, const std::vector<uint64_t>& bases,
+                                   uint64_t start, uint64_t watermark,
+                                   const LogScanner::Visitor& visit, RecoveryReport& report,
+                                   uint64_t* torn) {
+  const std::string segment_dir = io::path_join(options.dir, "commitlog");
+  ScanEnd total;
+  uint64_t from = start;
+  uint64_t repaired_at = UINT64_MAX;
+  for (;;) {
+    io::Result<ScanEnd> part = scanner.scan(from, visit);
+    if (!part.is_ok()) return part.status();
+    total.records += part->records;
+    if (part->records > 0) total.last_store_timestamp_ms = part->last_store_timestamp_ms;
+    total.offset = part->offset;
+    total.reason = part->reason;
+    io::Result<uint64_t> checked = check_end(disk, options, segment_dir, bases, total, watermark);
+    if (checked.is_ok()) {
+      *torn = *checked;
+      return total;
+    }
+    if (!options.recovery_copy || checked.status().code() != io::Code::corruption) {
+      return checked.status();
+    }
+    const std::string& damage = checked.status().message();
+    if (total.offset == repaired_at || report.records_repaired >= kMaxRecoveryRepairs) {
+      return io::Status::error(
+          io::Code::corruption,
+          damage + (total.offset == repaired_at
+                        ? "; the record still fails after its repair"
+                        : "; not repaired: this open repaired " +
+                              std::to_string(kMaxRecoveryRepairs) + " records already"));
+    }
+    io::Status repaired = repair_from_copy(disk, options, segment_dir, total.offset);
+    if (!repaired.is_ok()) {
+      return io::Status::error(io::Code::corruption,
+                               damage + "; no repair from a replica: " + repaired.message());
+    }
+    report.records_repaired++;
+    repaired_at = from = total.offset;
+  }
 }
 
 io::Status sync_recovered(io::Disk& disk, const std::string& segment_dir,
@@ -292,19 +381,19 @@ io::Result<RecoveredLog> recover_log(io::Disk& disk, const CommitLogOptions& opt
         options.dir.c_str(), static_cast<unsigned long long>(scanned >> 20),
         static_cast<unsigned long long>(offset), static_cast<unsigned long long>(log_end_bound));
   });
-  io::Result<ScanEnd> scanned = scanner.scan(start, visit);
+  uint64_t torn = 0;
+  io::Result<ScanEnd> scanned =
+      scan_repairing(disk, options, scanner, bases, start, watermark, visit, report, &torn);
   if (!scanned.is_ok()) return scanned.status();
   const uint64_t end = scanned->offset;
   report.records_scanned = scanned->records;
   report.bytes_scanned = end - start;
-  if (end < watermark) {
-    return corruption_at(options, end,
-                         std::string(scanned->reason ? scanned->reason : "the log ends here") +
-                             ", below the durable watermark " + std::to_string(watermark));
-  }
-
   const uint64_t end_base = end - end % segment_size;
-  UMQ_RETURN_IF_ERROR(truncate_torn_tail(disk, options, segment_dir, bases, end, report));
+  if (torn > 0) {  // zeroed, so that stale bytes can never be mistaken for records later
+    const std::string path = io::path_join(segment_dir, CommitLog::segment_name(end_base));
+    UMQ_RETURN_IF_ERROR(zero_range(disk, path, end - end_base, torn));
+    report.torn_bytes_truncated = torn;
+  }
   UMQ_RETURN_IF_ERROR(sync_recovered(disk, segment_dir, bases, start, end_base, segment_size));
   UMQ_RETURN_IF_ERROR(
       remove_past_end(disk, segment_dir, bases, end_base, segment_size, unclean_stop, out, report));

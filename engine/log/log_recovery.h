@@ -8,6 +8,8 @@
 // - end below the watermark: corruption, refuse to start, naming file, file offset and reason;
 // - a valid record found at or beyond end + unsynced window (no write of the crashed run can
 //   reach that far past the durable point): corruption below the durable point, refuse;
+// - in both cases, with options.recovery_copy, the damaged record is written back from a
+//   replica's copy instead (checked as a read checks it) and the scan goes on from it;
 // - otherwise the bytes after end are a torn tail: zeroed (and counted), fdatasynced;
 // - segment files past the end's segment are deleted (an unclean stop), or kept as the
 //   prepared next segment (a clean stop, when whole).
@@ -30,6 +32,10 @@ struct RecoveredLog {
   // next segment after a clean stop.
   std::vector<uint64_t> segment_bases;
 };
+
+// Damaged records one open repairs from a replica's copy at most (CommitLogOptions::
+// recovery_copy); damage past them refuses the open, as without a copy.
+inline constexpr uint32_t kMaxRecoveryRepairs = 1024;
 
 // The bytes past the durable point that a crashed run may have written: the unsynced bound
 // plus one write buffer (a write is submitted whole once it starts below the bound).

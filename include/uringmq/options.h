@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -156,6 +157,13 @@ struct CommitLogOptions {
   // UINT64_MAX: never paced (back-to-back chunks, which compete with the appends' writes).
   uint64_t zero_fill_lead_bytes = 64ULL << 20;
   CodecLimits limits;
+  // Recovery's replica copy (engine/README.md, "Recovery"): given the log offset of a record
+  // recovery proved damaged below the durable point, that record's stored bytes from a replica,
+  // or an error saying why there are none. Recovery checks the copy as a read does, writes it
+  // back in place and scans on; at most kMaxRecoveryRepairs per open. Called on the opening
+  // thread, which waits for it. Null: such damage refuses the open. (A shard sets it from
+  // StoreOptions::recovery_copy.)
+  std::function<io::Result<std::vector<std::byte>>(uint64_t log_offset)> recovery_copy;
   // TEST ONLY (canary): acknowledge sync_flush appends when written, before any fdatasync.
   // The crash simulation must detect the resulting loss; never set it elsewhere.
   bool unsafe_ack_before_sync = false;
@@ -351,6 +359,11 @@ struct StoreOptions : ShardOptions,
   // <shard dir>/quarantine/records, durably, then move its queue past it. block: never move
   // past it; consumers stop there until an operator resets their offset.
   engine::CorruptRecordPolicy corrupt_record_policy = engine::CorruptRecordPolicy::repair;
+  // Where recovery gets a replica's copy of a damaged record (CommitLogOptions::recovery_copy,
+  // with the shard's index; the broker sets it under corruptRecordPolicy=repair). Called on each
+  // recovering shard's thread during Store::open, so for different shards at once.
+  std::function<io::Result<std::vector<std::byte>>(uint32_t shard, uint64_t log_offset)>
+      recovery_copy;
   // The quarantine file's bound per shard; past it damaged records block (logged once).
   uint64_t quarantine_max_bytes = 64ULL << 20;
   // Permission bits of every file and directory the store creates, set exactly (the umask

@@ -20,6 +20,9 @@ struct RecoveryReport {
   uint64_t bytes_scanned = 0;
   uint64_t torn_bytes_truncated = 0;  // non-zero bytes past the end that were zeroed
   uint32_t segments_removed = 0;      // files past the end (unfinished or beyond) deleted
+  // Damaged records below the durable point written back from a replica's copy
+  // (CommitLogOptions::recovery_copy).
+  uint32_t records_repaired = 0;
   int64_t duration_ns = 0;
 };
 

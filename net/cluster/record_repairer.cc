@@ -18,41 +18,38 @@ int64_t steady_ms() {
       .count();
 }
 
-// VIEW_MESSAGE_BY_ID at `offset` on `peer`: the answer's body, or "" with *error set.
-std::string fetch(const std::string& peer, uint64_t offset, std::string* error) {
+}  // namespace
+
+io::Result<std::string> fetch_stored_record(const std::string& peer, uint64_t offset) {
   io::Result<std::pair<std::string, uint16_t>> hp = parse_host_port(peer);
-  if (!hp.is_ok()) {
-    *error = "peer " + peer + " is not ip:port";
-    return {};
-  }
+  if (!hp.is_ok())
+    return io::Status::error(io::Code::invalid_argument, "peer " + peer + " is not ip:port");
   io::Result<std::unique_ptr<RemotingClient>> c =
       RemotingClient::connect(hp->first, hp->second, RecordRepairer::kTimeoutMs);
-  if (!c.is_ok()) {
-    *error = c.status().message();  // names the address
-    return {};
-  }
+  if (!c.is_ok()) return c.status();  // names the address
   RemotingCommand request;
   request.code = request_code::kViewMessageById;
   request.set_ext("offset", std::to_string(offset));
   request.set_ext(kStoredBytesField, "true");
   io::Result<RemotingResponse> r = (*c)->call(request, {}, RecordRepairer::kTimeoutMs);
   if (!r.is_ok()) {
-    *error = "VIEW_MESSAGE_BY_ID: " + r.status().message();
-    return {};
+    return io::Status::error(r.status().code(),
+                             "VIEW_MESSAGE_BY_ID to " + peer + ": " + r.status().message());
   }
   if (r->command.code != response_code::kSuccess) {
-    *error = "VIEW_MESSAGE_BY_ID answered " + std::to_string(r->command.code) + " " +
-             r->command.remark.value_or("");
-    return {};
+    return io::Status::error(io::Code::not_found, "VIEW_MESSAGE_BY_ID to " + peer + " answered " +
+                                                        std::to_string(r->command.code) + " " +
+                                                        r->command.remark.value_or(""));
   }
-  if (r->body.empty()) *error = "VIEW_MESSAGE_BY_ID answered no bytes";
+  if (r->body.empty()) {
+    return io::Status::error(io::Code::not_found,
+                             "VIEW_MESSAGE_BY_ID to " + peer + " answered no bytes");
+  }
   return std::move(r->body);
 }
 
-// GET_BROKER_CLUSTER_INFO's brokerAddrTable on `namesrv`: for each name, its slave of the lowest
-// brokerId above 0 ("" when none); empty when the NameServer did not answer.
-std::vector<std::string> listed_slaves(const std::string& namesrv,
-                                       const std::vector<std::string>& names) {
+std::vector<std::string> listed_brokers(const std::string& namesrv,
+                                        const std::vector<std::string>& names, bool master) {
   io::Result<std::pair<std::string, uint16_t>> hp = parse_host_port(namesrv);
   if (!hp.is_ok()) return {};
   auto c = RemotingClient::connect(hp->first, hp->second, RecordRepairer::kTimeoutMs);
@@ -72,7 +69,8 @@ std::vector<std::string> listed_slaves(const std::string& namesrv,
     int64_t best = INT64_MAX;
     for (const JsonValue::Member& m : addrs->members()) {
       const int64_t id = std::strtoll(m.first.c_str(), nullptr, 10);
-      if (id > 0 && id < best && m.second.is_string()) {
+      const bool wanted = master ? id == 0 : id > 0 && id < best;
+      if (wanted && m.second.is_string()) {
         best = id;
         out[i] = m.second.text();
       }
@@ -80,8 +78,6 @@ std::vector<std::string> listed_slaves(const std::string& namesrv,
   }
   return out;
 }
-
-}  // namespace
 
 io::Result<std::unique_ptr<RecordRepairer>> RecordRepairer::start(Store& store, uint32_t brokers) {
   io::Result<std::unique_ptr<Session>> session = store.open_session();
@@ -137,7 +133,7 @@ std::string RecordRepairer::slave_from_namesrvs(uint32_t broker) {
     next_lookup_ms_ = now + 5'000;
     listed_.assign(names.size(), std::string());
     for (const std::string& namesrv : namesrvs) {
-      const std::vector<std::string> got = listed_slaves(namesrv, names);
+      const std::vector<std::string> got = listed_brokers(namesrv, names, false);
       for (size_t i = 0; i < got.size(); i++) {
         if (listed_[i].empty()) listed_[i] = got[i];
       }
@@ -198,9 +194,9 @@ bool RecordRepairer::serve_ready(std::vector<Waiting>& waiting) {
 }
 
 void RecordRepairer::serve(const RepairAsk& ask, const std::string& peer) {
-  std::string error;
-  const std::string bytes = fetch(peer, ask.log_offset.value, &error);
-  answer(ask, peer, error.empty() ? bytes : std::string(), error);
+  io::Result<std::string> bytes = fetch_stored_record(peer, ask.log_offset.value);
+  answer(ask, peer, bytes.is_ok() ? *bytes : std::string(),
+         bytes.is_ok() ? std::string() : bytes.status().message());
 }
 
 void RecordRepairer::answer(const RepairAsk& ask, const std::string& peer, const std::string& bytes,

@@ -33,6 +33,17 @@
 
 namespace uringmq::net {
 
+// VIEW_MESSAGE_BY_ID at `offset` on `peer` (ip:port), asking for the stored bytes
+// (kStoredBytesField): the record's bytes, or an error naming the peer and what failed.
+// Blocking: RecordRepairer::kTimeoutMs to connect and again for the answer.
+io::Result<std::string> fetch_stored_record(const std::string& peer, uint64_t offset);
+
+// GET_BROKER_CLUSTER_INFO (106) on `namesrv`: for each of `names`, the address of its master
+// (brokerId 0) when `master`, else of its slave of the lowest brokerId above 0 ("" when none
+// is listed); empty when the NameServer did not answer. Blocking, as fetch_stored_record.
+std::vector<std::string> listed_brokers(const std::string& namesrv,
+                                        const std::vector<std::string>& names, bool master);
+
 class RecordRepairer {
  public:
   static constexpr int64_t kReaderWaitMs = 3'000;

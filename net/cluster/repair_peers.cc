@@ -17,7 +17,56 @@ std::string shifted(const std::string& address, int64_t delta) {
   if (port < 1 || port > 65535) return {};
   return hp->first + ":" + std::to_string(port);
 }
+
+// Presented broker i's peer for recovery (recovery_copy_source): "" when none is known.
+struct RecoveryPeers {
+  std::string repair_peer, master_address;
+  bool slave = false;
+  int64_t stride = 0;
+  std::vector<std::string> namesrvs, names;
+
+  std::string peer_of(uint32_t i) const {
+    if (!repair_peer.empty()) return shifted(repair_peer, int64_t{i} * stride);
+    if (slave && !master_address.empty()) return shifted(master_address, int64_t{i} * stride - 1);
+    for (const std::string& namesrv : namesrvs) {
+      const std::vector<std::string> listed = listed_brokers(namesrv, names, slave);
+      if (i < listed.size() && !listed[i].empty()) return listed[i];
+    }
+    return {};
+  }
+};
 }  // namespace
+
+std::function<io::Result<std::vector<std::byte>>(uint32_t, uint64_t)> recovery_copy_source(
+    const BrokerConfig& config, const std::vector<PresentedBroker>& brokers) {
+  if (config.store.corrupt_record_policy != engine::CorruptRecordPolicy::repair) return nullptr;
+  RecoveryPeers peers{.repair_peer = config.ha.repair_peer_address,
+                      .master_address = config.ha.master_address,
+                      .slave = config.ha.role == BrokerRole::slave,
+                      .stride = config.shard_port_stride,
+                      .namesrvs = config.namesrv_addrs,
+                      .names = {}};
+  for (const PresentedBroker& b : brokers) peers.names.push_back(b.name);
+  return [peers](uint32_t shard, uint64_t log_offset) -> io::Result<std::vector<std::byte>> {
+    if (shard >= peers.names.size()) {
+      return io::Status::error(io::Code::invalid_argument,
+                               "no presented broker for shard " + std::to_string(shard));
+    }
+    const std::string peer = peers.peer_of(shard);
+    if (peer.empty()) {
+      return io::Status::error(
+          io::Code::not_found,
+          std::string("no replica is known at start (repairPeerAddress names one") +
+              (peers.slave ? "; so do haMasterAddress and namesrvAddr" : "") + ")");
+    }
+    io::Result<std::string> bytes = fetch_stored_record(peer, log_offset);
+    if (!bytes.is_ok()) return bytes.status();
+    log_info("recovery: a copy of the damaged record at log offset " + std::to_string(log_offset) +
+             " of " + peers.names[shard] + " came from " + peer);
+    const auto* data = reinterpret_cast<const std::byte*>(bytes->data());
+    return std::vector<std::byte>(data, data + bytes->size());
+  };
+}
 
 io::Status RepairPeers::open() {
   if (config_.store.corrupt_record_policy != engine::CorruptRecordPolicy::repair) {

@@ -15,7 +15,9 @@
 // quarantined as before.
 // Threading: the reactor thread (the RecordRepairer's own thread fetches).
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -24,6 +26,17 @@
 #include "net/server/broker_part.h"
 
 namespace uringmq::net {
+
+// StoreOptions::recovery_copy for a broker of `config` presenting `brokers`, under
+// corruptRecordPolicy=repair (null otherwise): damage recovery finds at start is fetched from
+// presented broker i's peer as it is known before the broker runs: repairPeerAddress
+// (shardPortStride * i above it); a slave's haMasterAddress (its port less one, stride i
+// above); else the master (slave: brokerId 0) or the slave (master: the lowest brokerId above
+// 0) the NameServers of namesrvAddr list for its name. A master whose slave registers only with
+// its own built-in NameServer has none at start: repairPeerAddress names it. Blocking calls
+// (fetch_stored_record), made on the recovering shard's thread; thread-safe.
+std::function<io::Result<std::vector<std::byte>>(uint32_t, uint64_t)> recovery_copy_source(
+    const BrokerConfig& config, const std::vector<PresentedBroker>& brokers);
 
 class RepairPeers final : public BrokerPart {
  public:

@@ -1,7 +1,7 @@
 // Goal: a damaged CommitLog record is repaired from the replica, in place, on a master and on a
-// slave (corruptRecordPolicy=repair): every message of every queue is delivered intact, the
-// damaged segment holds the replica's bytes again, corruptRecordsRepaired counts it once and
-// nothing is quarantined.
+// slave (corruptRecordPolicy=repair), whether a read, the scrub or recovery at start finds it:
+// every message of every queue is delivered intact, the damaged segment holds the replica's
+// bytes again, corruptRecordsRepaired counts it once and nothing is quarantined.
 //
 // Method: two real uringmq-broker processes, a SYNC_MASTER (with the built-in NameServer) and a
 // uringmq SLAVE that finds it there; 2 shards each (stride 10), 1 MiB segments. 3,000 messages of
@@ -13,7 +13,11 @@
 //   slave to register again); then every queue is pulled and POPped from the master;
 // - on the slave (scrub off), the first pull that meets it asks the master; every queue is
 //   pulled from the slave.
-// Both compare every body with what was sent and the damaged segment file with the peer's.
+// - at recovery: message 2950 is damaged instead, in the segment recovery rescans (the
+//   checkpoint's), below the durable watermark, which used to refuse the start. The master gets
+//   its copy from the slave named by repairPeerAddress; the slave from the master that the
+//   NameServer (the master's built-in one) lists for its name.
+// All compare every body with what was sent and the damaged segment file with the peer's.
 // Environment: URINGMQ_REPAIR_DIR (run there and keep both stores and logs).
 
 #include <fcntl.h>
@@ -56,6 +60,7 @@ constexpr uint32_t kShard = 1;  // the presented broker the messages go to
 constexpr uint16_t kStride = 10;
 constexpr int kMessages = 3000;
 constexpr int kDamaged = 1001;
+constexpr int kDamagedAtRecovery = 2950;
 constexpr uint64_t kSegmentBytes = 1u << 20;
 
 enum class Side { master, slave };
@@ -120,8 +125,9 @@ int64_t send_one(net::RemotingClient& client, int queue, const std::string& body
 }
 
 // Sends the kMessages messages (message i to queue i % 4), 64 in flight at a time (SYNC_MASTER
-// answers each once the slave has it); *physical: message kDamaged's wire offset.
-bool fill(uint16_t port, Sent* sent, uint64_t* physical) {
+// answers each once the slave has it); (*physical)[i]: message i's wire offset.
+bool fill(uint16_t port, Sent* sent, std::vector<uint64_t>* physical) {
+  physical->assign(kMessages, 0);
   auto client = connect(port);
   if (client == nullptr) return false;
   const std::string pad(1200, 'x');
@@ -147,8 +153,8 @@ bool fill(uint16_t port, Sent* sent, uint64_t* physical) {
     EXPECT_EQ(r->command.code, 0) << "message " << i;
     if (r->command.code != 0 || at == nullptr) return false;
     (*sent)[{i % kQueues, std::stoll(*at)}] = "m" + std::to_string(i) + "-" + pad;
-    if (i == kDamaged && r->command.ext("msgId") != nullptr) {
-      *physical = std::stoull(r->command.ext("msgId")->substr(16), nullptr, 16);
+    if (r->command.ext("msgId") != nullptr) {
+      (*physical)[i] = std::stoull(r->command.ext("msgId")->substr(16), nullptr, 16);
     }
   }
   return true;
@@ -292,17 +298,19 @@ struct RunDir {
   std::string path() const { return kept.empty() ? temp.path() : kept + "/" + sub; }
 };
 
-void run_repair(Side damaged) {
+void run_repair(Side damaged, bool at_recovery) {
   RunDir dir;
-  dir.sub = damaged == Side::master ? "master-damaged" : "slave-damaged";
+  dir.sub = std::string(damaged == Side::master ? "master-damaged" : "slave-damaged") +
+            (at_recovery ? "-at-recovery" : "");
   if (!dir.kept.empty()) std::filesystem::create_directories(dir.path());
   const uint16_t master_port = testing::free_broker_port(kShards);
   const uint16_t slave_port = port_apart_from(master_port);
   const uint16_t namesrv_port = testing::free_port();
   ASSERT_TRUE(master_port != 0 && slave_port != 0 && namesrv_port != 0);
   // The slave's scrub is off: a read from it finds the damage.
-  write_config(dir.path() + "/master.conf", dir.path() + "/master", master_port, Side::master,
-               namesrv_port, "");
+  write_config(
+      dir.path() + "/master.conf", dir.path() + "/master", master_port, Side::master, namesrv_port,
+      at_recovery ? "repairPeerAddress=127.0.0.1:" + std::to_string(slave_port) + "\n" : "");
   write_config(dir.path() + "/slave.conf", dir.path() + "/slave", slave_port, Side::slave,
                namesrv_port, "scrubBytesPerSecond=0\n");
   BrokerProcess master(URINGMQ_BROKER_PATH, dir.path() + "/master.conf", dir.path());
@@ -314,10 +322,15 @@ void run_repair(Side damaged) {
 
   Sent sent;
   ASSERT_TRUE(wait_send_ok(master_broker, &sent, 30'000)) << slave.stderr_tail();
-  uint64_t physical = 0;
-  ASSERT_TRUE(fill(master_broker, &sent, &physical));
-  ASSERT_GT(physical, kSegmentBytes);      // not the first segment
-  ASSERT_LT(physical, 2 * kSegmentBytes);  // nor the writer's
+  std::vector<uint64_t> offsets;
+  ASSERT_TRUE(fill(master_broker, &sent, &offsets));
+  const uint64_t physical = offsets[at_recovery ? kDamagedAtRecovery : kDamaged];
+  if (at_recovery) {  // in the segment recovery rescans, with records after it
+    ASSERT_EQ(physical / kSegmentBytes, offsets.back() / kSegmentBytes);
+  } else {
+    ASSERT_GT(physical, kSegmentBytes);      // not the first segment
+    ASSERT_LT(physical, 2 * kSegmentBytes);  // nor the writer's
+  }
   ASSERT_TRUE(wait_caught_up(master_broker, slave_broker, 60'000)) << slave.stderr_tail();
   std::printf("ha-repair: %zu messages sent, the slave caught up\n", sent.size());
   std::fflush(stdout);
@@ -335,7 +348,9 @@ void run_repair(Side damaged) {
   ASSERT_TRUE(wait_send_ok(master_broker, &sent, 60'000)) << side.stderr_tail();
   const uint16_t side_broker = damaged == Side::master ? master_broker : slave_broker;
 
-  if (damaged == Side::master) {  // the scrub repairs it before any reader comes
+  if (at_recovery) {  // repaired before the broker came up
+    EXPECT_EQ(runtime_figure(side_broker, "corruptRecordsRepaired"), "1") << side.stderr_tail();
+  } else if (damaged == Side::master) {  // the scrub repairs it before any reader comes
     std::string repaired;
     for (int i = 0; i < 600 && repaired != "1"; i++) {
       repaired = runtime_figure(side_broker, "corruptRecordsRepaired");
@@ -350,18 +365,27 @@ void run_repair(Side damaged) {
   EXPECT_EQ(runtime_figure(side_broker, "corruptRecordsQuarantined"), "0");
   EXPECT_EQ(file_bytes(store + segment), file_bytes(peer_store + segment))
       << "the damaged segment does not hold the replica's bytes again";
-  EXPECT_NE(side.stderr_text().find("INFO repaired the damaged record"), std::string::npos)
-      << side.stderr_tail();
+  const char* logged = at_recovery ? "INFO recovery repaired the damaged record"
+                                   : "INFO repaired the damaged record";
+  EXPECT_NE(side.stderr_text().find(logged), std::string::npos) << side.stderr_tail();
   EXPECT_EQ(slave.stop(), 0) << slave.stderr_tail();
   EXPECT_EQ(master.stop(), 0) << master.stderr_tail();
 }
 
 TEST(HaRepairTest, TheMastersScrubRepairsADamagedRecordFromTheSlave) {
-  run_repair(Side::master);
+  run_repair(Side::master, false);
 }
 
 TEST(HaRepairTest, APullFromTheSlaveRepairsADamagedRecordFromTheMaster) {
-  run_repair(Side::slave);
+  run_repair(Side::slave, false);
+}
+
+TEST(HaRepairTest, TheMastersRecoveryRepairsADamagedRecordFromTheSlave) {
+  run_repair(Side::master, true);
+}
+
+TEST(HaRepairTest, TheSlavesRecoveryRepairsADamagedRecordFromTheMaster) {
+  run_repair(Side::slave, true);
 }
 
 }  // namespace

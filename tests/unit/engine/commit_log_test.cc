@@ -2,10 +2,12 @@
 // byte-identical, segments roll with the blank record, SYNC_FLUSH acknowledges only durable data,
 // ASYNC_FLUSH flushes on its interval, failed writes and fdatasyncs fail-stop, ENOSPC rejects
 // only what needs a new segment, the lock keeps a second opener out, and recovery truncates a
-// torn tail but refuses corruption below the durable watermark, naming file and offset.
+// torn tail but refuses corruption below the durable watermark, naming file and offset, unless
+// a replica's copy that passes the record's checks repairs it in place.
 // Method: drive the log with small segments; inspect files through the Disk.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstring>
@@ -38,7 +40,7 @@ using testing::read_log;
 using testing::small_log_options;
 
 class CommitLogSimTest : public ::testing::Test {
- protected:
+ public:
   CommitLogSimTest() : disk_(io::SimDiskOptions{.seed = 7}) {
     EXPECT_TRUE(disk_.make_dir("/store").is_ok());
     EXPECT_TRUE(disk_.make_dir_tree_durable("/store").is_ok());
@@ -316,25 +318,15 @@ TEST_F(CommitLogSimTest, TornTailAboveTheWatermarkIsTruncatedAndCounted) {
   EXPECT_EQ(records->size(), 25u);
 }
 
+// Appends 50 records of 300 bytes, lets a checkpoint record the watermark, crashes (the abort
+// file stays) and flips one body byte of record `victim`, below the watermark. Returns the
+// acknowledgements; *original: the victim record's bytes before the flip.
+std::vector<Ack> crash_with_a_damaged_record(CommitLogSimTest& t, size_t victim,
+                                             std::vector<std::byte>* original);
+
 TEST_F(CommitLogSimTest, CorruptionBelowTheWatermarkRefusesToStartNamingFileAndOffset) {
-  auto log = open_log();
-  ASSERT_NE(log, nullptr);
-  std::vector<Ack> acks = append_n(*log, 0, 50, 300);
-  clock_.advance_ms(options_.checkpoint_interval_ms);
-  // Let a checkpoint record the watermark, then crash (the abort file stays).
-  for (int i = 0; i < 200; i++) log->poll(io::Wait::at_least_one);
-  uint64_t checkpointed = log->durable_offset().value;
-  log.reset();
-  // Flip one body byte of the 10th record, which lies below the watermark.
-  uint64_t victim = acks[10].offset.value + 100;
-  ASSERT_LT(victim, checkpointed);
-  auto file = disk_.open("/store/log/commitlog/00000000000000000000", io::OpenMode::read_write);
-  ASSERT_TRUE(file.is_ok());
-  std::byte b{0};
-  ASSERT_TRUE(io::read_exact(disk_, *file, victim, std::span(&b, 1), "read").is_ok());
-  b ^= std::byte{0x01};
-  ASSERT_TRUE(io::write_exact(disk_, *file, victim, std::span(&b, 1), "write").is_ok());
-  disk_.close(*file);
+  std::vector<std::byte> original;
+  std::vector<Ack> acks = crash_with_a_damaged_record(*this, 10, &original);
   io::Result<std::unique_ptr<CommitLog>> reopened = CommitLog::open(disk_, clock_, options_);
   ASSERT_FALSE(reopened.is_ok());
   EXPECT_EQ(reopened.status().code(), io::Code::corruption);
@@ -344,6 +336,98 @@ TEST_F(CommitLogSimTest, CorruptionBelowTheWatermarkRefusesToStartNamingFileAndO
   EXPECT_NE(message.find("file offset " + std::to_string(acks[10].offset.value)), std::string::npos)
       << message;
   EXPECT_NE(message.find("below the durable watermark"), std::string::npos) << message;
+}
+
+std::vector<Ack> crash_with_a_damaged_record(CommitLogSimTest& t, size_t victim,
+                                             std::vector<std::byte>* original) {
+  auto log = t.open_log();
+  EXPECT_NE(log, nullptr);
+  if (log == nullptr) return {};
+  std::vector<Ack> acks = t.append_n(*log, 0, 50, 300);
+  t.clock_.advance_ms(t.options_.checkpoint_interval_ms);
+  for (int i = 0; i < 200; i++) log->poll(io::Wait::at_least_one);
+  const uint64_t checkpointed = log->durable_offset().value;
+  log.reset();
+  const uint64_t at = acks[victim].offset.value;
+  EXPECT_LT(acks[victim + 1].offset.value, checkpointed);
+  auto file = t.disk_.open("/store/log/commitlog/00000000000000000000", io::OpenMode::read_write);
+  EXPECT_TRUE(file.is_ok());
+  original->resize(acks[victim + 1].offset.value - at);
+  EXPECT_TRUE(io::read_exact(t.disk_, *file, at, *original, "read").is_ok());
+  std::byte b = (*original)[100] ^ std::byte{0x01};
+  EXPECT_TRUE(io::write_exact(t.disk_, *file, at + 100, std::span(&b, 1), "write").is_ok());
+  t.disk_.close(*file);
+  return acks;
+}
+
+// With a replica's copy (CommitLogOptions::recovery_copy) the damaged record is written back in
+// place and recovery goes on: every record is visited once, in order, and reads back whole.
+TEST_F(CommitLogSimTest, CorruptionBelowTheWatermarkIsRepairedFromAReplicasCopy) {
+  std::vector<std::byte> original;
+  std::vector<Ack> acks = crash_with_a_damaged_record(*this, 10, &original);
+  std::vector<uint64_t> asked;
+  options_.recovery_copy = [&](uint64_t at) -> io::Result<std::vector<std::byte>> {
+    asked.push_back(at);
+    return original;
+  };
+  std::vector<uint64_t> visited;
+  RecoveryReport report;
+  ::testing::internal::CaptureStderr();
+  io::Result<std::unique_ptr<CommitLog>> reopened = CommitLog::open(
+      disk_, clock_, options_, &report,
+      [&](uint64_t offset, const engine::MessageView&) { visited.push_back(offset); });
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(reopened.is_ok()) << reopened.status().to_string();
+  EXPECT_EQ(asked, std::vector<uint64_t>{acks[10].offset.value});
+  EXPECT_EQ(report.records_repaired, 1u);
+  EXPECT_NE(err.find("INFO recovery repaired the damaged record in "
+                     "/store/log/commitlog/00000000000000000000 at file offset " +
+                     std::to_string(acks[10].offset.value)),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find("1 damaged record(s) repaired from a replica"), std::string::npos) << err;
+  ASSERT_FALSE(visited.empty());
+  EXPECT_TRUE(std::is_sorted(visited.begin(), visited.end()));
+  EXPECT_EQ(std::adjacent_find(visited.begin(), visited.end()), visited.end());
+  EXPECT_NE(std::find(visited.begin(), visited.end(), acks[10].offset.value), visited.end());
+  EXPECT_EQ(visited.back(), acks.back().offset.value);
+  ASSERT_TRUE((*reopened)->close().is_ok());
+  reopened->reset();
+  auto records = read_log(disk_, options_);
+  ASSERT_TRUE(records.is_ok()) << records.status().to_string();
+  EXPECT_EQ(records->size(), 50u);
+}
+
+// A copy that is missing, or that fails the record's checks, leaves the damage: the open is
+// refused as without one, naming the damage and why the copy did not repair it.
+TEST_F(CommitLogSimTest, CorruptionStillRefusesToStartWhenTheCopyFailsOrIsWrong) {
+  std::vector<std::byte> original;
+  std::vector<Ack> acks = crash_with_a_damaged_record(*this, 10, &original);
+  options_.recovery_copy = [](uint64_t) -> io::Result<std::vector<std::byte>> {
+    return io::Status::error(io::Code::not_found, "peer 10.0.0.9:10911 refused");
+  };
+  io::Result<std::unique_ptr<CommitLog>> reopened = CommitLog::open(disk_, clock_, options_);
+  ASSERT_FALSE(reopened.is_ok());
+  EXPECT_EQ(reopened.status().code(), io::Code::corruption);
+  const std::string& message = reopened.status().message();
+  EXPECT_NE(message.find("file offset " + std::to_string(acks[10].offset.value)), std::string::npos)
+      << message;
+  EXPECT_NE(message.find("below the durable watermark"), std::string::npos) << message;
+  EXPECT_NE(message.find("; no repair from a replica: peer 10.0.0.9:10911 refused"),
+            std::string::npos)
+      << message;
+  // The next record's bytes: whole, but not the record at this offset.
+  std::vector<std::byte> wrong(acks[12].offset.value - acks[11].offset.value);
+  auto file = disk_.open("/store/log/commitlog/00000000000000000000", io::OpenMode::read_only);
+  ASSERT_TRUE(file.is_ok());
+  ASSERT_TRUE(io::read_exact(disk_, *file, acks[11].offset.value, wrong, "read").is_ok());
+  disk_.close(*file);
+  options_.recovery_copy = [&](uint64_t) -> io::Result<std::vector<std::byte>> { return wrong; };
+  reopened = CommitLog::open(disk_, clock_, options_);
+  ASSERT_FALSE(reopened.is_ok());
+  EXPECT_NE(reopened.status().message().find("no repair from a replica: the copy fails its checks"),
+            std::string::npos)
+      << reopened.status().message();
 }
 
 // Reads [offset, offset + size) through the log, polling until the read completes.
