@@ -38,8 +38,8 @@ io::Result<std::string> fetch_stored_record(const std::string& peer, uint64_t of
   }
   if (r->command.code != response_code::kSuccess) {
     return io::Status::error(io::Code::not_found, "VIEW_MESSAGE_BY_ID to " + peer + " answered " +
-                                                        std::to_string(r->command.code) + " " +
-                                                        r->command.remark.value_or(""));
+                                                      std::to_string(r->command.code) + " " +
+                                                      r->command.remark.value_or(""));
   }
   if (r->body.empty()) {
     return io::Status::error(io::Code::not_found,
