@@ -18,6 +18,17 @@ std::string shifted(const std::string& address, int64_t delta) {
   return hp->first + ":" + std::to_string(port);
 }
 
+// Presented broker i's peer as the configuration names it: repairPeerAddress (stride i above),
+// else a slave's haMasterAddress (the HA port less one, stride i above); "" when neither.
+// Recovery starts from it; the running repairs (RepairPeers::peer_of) take its haMasterAddress
+// rule after the NameServer's masterAddr.
+std::string configured_peer(const std::string& repair_peer, const std::string& master_address,
+                            bool slave, int64_t stride, uint32_t i) {
+  if (!repair_peer.empty()) return shifted(repair_peer, int64_t{i} * stride);
+  if (slave && !master_address.empty()) return shifted(master_address, int64_t{i} * stride - 1);
+  return {};
+}
+
 // Presented broker i's peer for recovery (recovery_copy_source): "" when none is known.
 struct RecoveryPeers {
   std::string repair_peer, master_address;
@@ -26,8 +37,8 @@ struct RecoveryPeers {
   std::vector<std::string> namesrvs, names;
 
   std::string peer_of(uint32_t i) const {
-    if (!repair_peer.empty()) return shifted(repair_peer, int64_t{i} * stride);
-    if (slave && !master_address.empty()) return shifted(master_address, int64_t{i} * stride - 1);
+    std::string peer = configured_peer(repair_peer, master_address, slave, stride, i);
+    if (!peer.empty()) return peer;
     for (const std::string& namesrv : namesrvs) {
       const std::vector<std::string> listed = listed_brokers(namesrv, names, slave);
       if (i < listed.size() && !listed[i].empty()) return listed[i];
@@ -117,9 +128,9 @@ std::string RepairPeers::peer_of(uint32_t broker, bool* expected) const {
   if (is_slave()) {
     *expected = true;
     std::string master = registrar_ ? registrar_->master_address(broker) : std::string();
-    if (master.empty() && !config_.ha.master_address.empty()) {
-      // haMasterAddress names broker 0's HA port (listenPort + 1); broker i's is stride i above.
-      master = shifted(config_.ha.master_address, int64_t{broker} * config_.shard_port_stride - 1);
+    if (master.empty()) {  // haMasterAddress: broker 0's HA port (listenPort + 1)
+      master =
+          configured_peer("", config_.ha.master_address, true, config_.shard_port_stride, broker);
     }
     return master;
   }

@@ -40,7 +40,7 @@ using testing::read_log;
 using testing::small_log_options;
 
 class CommitLogSimTest : public ::testing::Test {
- public:
+ protected:
   CommitLogSimTest() : disk_(io::SimDiskOptions{.seed = 7}) {
     EXPECT_TRUE(disk_.make_dir("/store").is_ok());
     EXPECT_TRUE(disk_.make_dir_tree_durable("/store").is_ok());
@@ -60,6 +60,29 @@ class CommitLogSimTest : public ::testing::Test {
       EXPECT_TRUE(r.is_ok()) << r.status().to_string();
     }
     drain_acks(log, &acks);
+    return acks;
+  }
+  // Appends 50 records of 300 bytes, lets a checkpoint record the watermark, crashes (the abort
+  // file stays) and flips one body byte of record `victim`, below the watermark. Returns the
+  // acknowledgements; *original: the victim record's bytes before the flip.
+  std::vector<Ack> crash_with_a_damaged_record(size_t victim, std::vector<std::byte>* original) {
+    auto log = open_log();
+    EXPECT_NE(log, nullptr);
+    if (log == nullptr) return {};
+    std::vector<Ack> acks = append_n(*log, 0, 50, 300);
+    clock_.advance_ms(options_.checkpoint_interval_ms);
+    for (int i = 0; i < 200; i++) log->poll(io::Wait::at_least_one);
+    const uint64_t checkpointed = log->durable_offset().value;
+    log.reset();
+    const uint64_t at = acks[victim].offset.value;
+    EXPECT_LT(acks[victim + 1].offset.value, checkpointed);
+    auto file = disk_.open("/store/log/commitlog/00000000000000000000", io::OpenMode::read_write);
+    EXPECT_TRUE(file.is_ok());
+    original->resize(acks[victim + 1].offset.value - at);
+    EXPECT_TRUE(io::read_exact(disk_, *file, at, *original, "read").is_ok());
+    std::byte b = (*original)[100] ^ std::byte{0x01};
+    EXPECT_TRUE(io::write_exact(disk_, *file, at + 100, std::span(&b, 1), "write").is_ok());
+    disk_.close(*file);
     return acks;
   }
 
@@ -318,15 +341,9 @@ TEST_F(CommitLogSimTest, TornTailAboveTheWatermarkIsTruncatedAndCounted) {
   EXPECT_EQ(records->size(), 25u);
 }
 
-// Appends 50 records of 300 bytes, lets a checkpoint record the watermark, crashes (the abort
-// file stays) and flips one body byte of record `victim`, below the watermark. Returns the
-// acknowledgements; *original: the victim record's bytes before the flip.
-std::vector<Ack> crash_with_a_damaged_record(CommitLogSimTest& t, size_t victim,
-                                             std::vector<std::byte>* original);
-
 TEST_F(CommitLogSimTest, CorruptionBelowTheWatermarkRefusesToStartNamingFileAndOffset) {
   std::vector<std::byte> original;
-  std::vector<Ack> acks = crash_with_a_damaged_record(*this, 10, &original);
+  std::vector<Ack> acks = crash_with_a_damaged_record(10, &original);
   io::Result<std::unique_ptr<CommitLog>> reopened = CommitLog::open(disk_, clock_, options_);
   ASSERT_FALSE(reopened.is_ok());
   EXPECT_EQ(reopened.status().code(), io::Code::corruption);
@@ -338,33 +355,11 @@ TEST_F(CommitLogSimTest, CorruptionBelowTheWatermarkRefusesToStartNamingFileAndO
   EXPECT_NE(message.find("below the durable watermark"), std::string::npos) << message;
 }
 
-std::vector<Ack> crash_with_a_damaged_record(CommitLogSimTest& t, size_t victim,
-                                             std::vector<std::byte>* original) {
-  auto log = t.open_log();
-  EXPECT_NE(log, nullptr);
-  if (log == nullptr) return {};
-  std::vector<Ack> acks = t.append_n(*log, 0, 50, 300);
-  t.clock_.advance_ms(t.options_.checkpoint_interval_ms);
-  for (int i = 0; i < 200; i++) log->poll(io::Wait::at_least_one);
-  const uint64_t checkpointed = log->durable_offset().value;
-  log.reset();
-  const uint64_t at = acks[victim].offset.value;
-  EXPECT_LT(acks[victim + 1].offset.value, checkpointed);
-  auto file = t.disk_.open("/store/log/commitlog/00000000000000000000", io::OpenMode::read_write);
-  EXPECT_TRUE(file.is_ok());
-  original->resize(acks[victim + 1].offset.value - at);
-  EXPECT_TRUE(io::read_exact(t.disk_, *file, at, *original, "read").is_ok());
-  std::byte b = (*original)[100] ^ std::byte{0x01};
-  EXPECT_TRUE(io::write_exact(t.disk_, *file, at + 100, std::span(&b, 1), "write").is_ok());
-  t.disk_.close(*file);
-  return acks;
-}
-
 // With a replica's copy (CommitLogOptions::recovery_copy) the damaged record is written back in
 // place and recovery goes on: every record is visited once, in order, and reads back whole.
 TEST_F(CommitLogSimTest, CorruptionBelowTheWatermarkIsRepairedFromAReplicasCopy) {
   std::vector<std::byte> original;
-  std::vector<Ack> acks = crash_with_a_damaged_record(*this, 10, &original);
+  std::vector<Ack> acks = crash_with_a_damaged_record(10, &original);
   std::vector<uint64_t> asked;
   options_.recovery_copy = [&](uint64_t at) -> io::Result<std::vector<std::byte>> {
     asked.push_back(at);
@@ -402,7 +397,7 @@ TEST_F(CommitLogSimTest, CorruptionBelowTheWatermarkIsRepairedFromAReplicasCopy)
 // refused as without one, naming the damage and why the copy did not repair it.
 TEST_F(CommitLogSimTest, CorruptionStillRefusesToStartWhenTheCopyFailsOrIsWrong) {
   std::vector<std::byte> original;
-  std::vector<Ack> acks = crash_with_a_damaged_record(*this, 10, &original);
+  std::vector<Ack> acks = crash_with_a_damaged_record(10, &original);
   options_.recovery_copy = [](uint64_t) -> io::Result<std::vector<std::byte>> {
     return io::Status::error(io::Code::not_found, "peer 10.0.0.9:10911 refused");
   };
