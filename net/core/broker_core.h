@@ -57,7 +57,9 @@ struct BrokerCore {
         settings(config, config_disk),
         admin(config, calls, topics, clients, subscription_groups, config_disk),
         figures(config, store, membership),
-        pop(config, *clock, calls, topics, subscription_groups, sql_subscriptions, messaging),
+        pop_prefetch(calls),
+        pop(config, *clock, calls, topics, subscription_groups, sql_subscriptions, messaging,
+            pop_prefetch),
         pop_peek(config, calls, topics, pop) {}
 
   BrokerConfig config;  // a copy: UPDATE_BROKER_CONFIG changes the run-time keys
@@ -75,11 +77,12 @@ struct BrokerCore {
   Transactions transactions;           // END_TRANSACTION, producers, the check service
   ClientSessions sessions;             // heartbeats and unregistering, over the tables above
   std::unique_ptr<SubscriptionGroups> subscription_groups;
-  BrokerSettings settings;  // the configuration as operators read and change it
-  Admin admin;              // operators' calls: per-queue figures, listings, groups
-  RuntimeFigures figures;   // what each presented broker reports of itself
-  Pop pop;                  // RocketMQ 5's POP consumption: receive, ack, invisibility, expiry
-  PopPeek pop_peek;         // RocketMQ 5's PEEK_MESSAGE: a group's next messages, not taken
+  BrokerSettings settings;   // the configuration as operators read and change it
+  Admin admin;               // operators' calls: per-queue figures, listings, groups
+  RuntimeFigures figures;    // what each presented broker reports of itself
+  PopPrefetch pop_prefetch;  // records of POP messages about to come back, read ahead
+  Pop pop;                   // RocketMQ 5's POP consumption: receive, ack, invisibility, expiry
+  PopPeek pop_peek;          // RocketMQ 5's PEEK_MESSAGE: a group's next messages, not taken
   // Replication as the cluster layer sees it (net/cluster/); null until it is set up.
   const ReplicationView* replication = nullptr;
 };

@@ -229,14 +229,15 @@ bool Pop::Receive::take_watched(PopTable& table, uint32_t queue, std::span<const
 
 Pop::Pop(const BrokerConfig& config, io::Clock& clock, StoreCalls& calls, Topics& topics,
          const std::unique_ptr<SubscriptionGroups>& groups, SqlSubscriptions& sql,
-         Messaging& messaging)
+         Messaging& messaging, PopPrefetch& prefetch)
     : config_(config),
       clock_(clock),
       calls_(calls),
       topics_(topics),
       groups_(groups),
       sql_(sql),
-      messaging_(messaging) {}
+      messaging_(messaging),
+      prefetch_(prefetch) {}
 
 Pop::~Pop() = default;
 
@@ -483,6 +484,13 @@ bool Pop::post_view(uint32_t index, Receive& r) {
   }
   op.data.resize(config_.store.log.limits.max_body_bytes + (64u << 10));
   calls_.reserve(index, op.data.size() + r.answer.size());
+  // Read ahead of their deadline (pop_prefetch.h): taken as the view would answer them.
+  if (std::optional<size_t> held = prefetch_.take(r.view_offsets, op.data)) {
+    Completion c;
+    c.size_bytes = static_cast<uint32_t>(*held);
+    viewed(index, r, c);
+    return r.viewed < r.to_view.size() && post_view(index, r);
+  }
   return r.posted(calls_.session().view_records_async(r.view_offsets, op.data, index));
 }
 
@@ -816,13 +824,16 @@ std::variant<Refusal, Pop::HandleDone> Pop::handle_outcome(uint32_t index, const
 void Pop::tick(int64_t now_ms) {
   for (uint32_t shard = 0; shard < tables_.size(); shard++) {
     expired_.clear();
-    tables_[shard]->expire(now_ms, &expired_);
+    soon_.clear();
+    tables_[shard]->expire(now_ms, &expired_, &soon_);
+    if (!soon_.empty()) prefetch_.want(shard, soon_);
     for (const PopEnded& e : expired_) {
       if (e.dead) post_dead_letter(shard, e);
     }
     // Messages came back: the receives waiting for their group and topic take them now.
     if (!expired_.empty()) wake_waiting(expired_, shard);
   }
+  prefetch_.forget(now_ms);
   // Parked receives whose poll time is up are answered (empty).
   std::vector<uint64_t> due;
   waits_.due(now_ms, &due);

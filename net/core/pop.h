@@ -34,6 +34,7 @@
 #include "net/core/faults.h"
 #include "net/core/messaging.h"
 #include "net/core/pop_handle.h"
+#include "net/core/pop_prefetch.h"
 #include "net/core/pop_table.h"
 #include "net/core/pop_waits.h"
 #include "net/core/store_calls.h"
@@ -156,10 +157,11 @@ class ReceiveSink {
 class Pop {
  public:
   // `names` are the presented brokers' names (a handle names its broker); `groups` is read at
-  // each receive (the table is opened after the core is built).
+  // each receive (the table is opened after the core is built). `prefetch` reads the records of
+  // messages about to come back; its completions go to it.
   Pop(const BrokerConfig& config, io::Clock& clock, StoreCalls& calls, Topics& topics,
       const std::unique_ptr<SubscriptionGroups>& groups, SqlSubscriptions& sql,
-      Messaging& messaging);
+      Messaging& messaging, PopPrefetch& prefetch);
   ~Pop();
   Pop(const Pop&) = delete;
   Pop& operator=(const Pop&) = delete;
@@ -294,6 +296,9 @@ class Pop {
   std::unordered_map<uint32_t, std::unique_ptr<Receive>> receives_;  // by op index
   std::unordered_map<std::string, uint32_t> rotation_;  // group/topic: the next start queue
   std::vector<PopEnded> expired_;                       // tick's scratch
+  std::vector<PopSoon> soon_;                           // tick's scratch
+  // The records of messages about to come back, read ahead (pop_prefetch.h).
+  PopPrefetch& prefetch_;
   // Per presented broker and table queue: the offset last committed to the store.
   std::vector<std::vector<int64_t>> committed_;
   // Per presented broker: the table queues whose committed offset may have moved since the

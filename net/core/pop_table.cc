@@ -324,14 +324,33 @@ void PopTable::back_to_waiting(uint32_t slot) {
   queues_[slots_[slot].queue].waiting.push_back(slot);
 }
 
-void PopTable::expire(int64_t now_ms, std::vector<PopEnded>* out) {
-  while (!due_.empty() && due_.front().deadline_ms <= now_ms) {
-    Due due = due_.front();
+void PopTable::expire(int64_t now_ms, std::vector<PopEnded>* out, std::vector<PopSoon>* soon) {
+  auto live = [this](const Due& d) {
+    const Slot& s = slots_[d.slot];
+    return s.state == SlotState::invisible && s.deadline_ms == d.deadline_ms;
+  };
+  // Deadlines of the next kLookAheadMs move to the short list, stale ones (acked, changed, a
+  // later entry carries the deadline) dropped; the caller reads the live ones' records ahead.
+  while (!due_.empty() && due_.front().deadline_ms <= now_ms + kLookAheadMs) {
+    const Due due = due_.front();
     std::pop_heap(due_.begin(), due_.end(), Later{});
     due_.pop_back();
+    if (!live(due)) continue;
+    // In order: every later push is a hand-out or change at least kMinInvisibleMs ahead, or a
+    // replay (before the first expire).
+    auto at = std::upper_bound(soon_.begin(), soon_.end(), due, [](const Due& a, const Due& b) {
+      return a.deadline_ms < b.deadline_ms;
+    });
+    soon_.insert(at, due);
+    if (soon != nullptr && due.deadline_ms > now_ms) {  // one already due gains nothing
+      soon->push_back(PopSoon{due.slot, slots_[due.slot].store_offset, due.deadline_ms});
+    }
+  }
+  while (!soon_.empty() && soon_.front().deadline_ms <= now_ms) {
+    const Due due = soon_.front();
+    soon_.pop_front();
+    if (!live(due)) continue;  // acked or changed since it was listed
     Slot& s = slots_[due.slot];
-    // Stale: acked, changed (a later entry carries its deadline) or already expired.
-    if (s.state != SlotState::invisible || s.deadline_ms != due.deadline_ms) continue;
     Queue& q = queues_[s.queue];
     q.invisible--;
     q.figures.expiries++;
@@ -347,17 +366,18 @@ void PopTable::expire(int64_t now_ms, std::vector<PopEnded>* out) {
   // Entries of changed or acked messages pile up under heavy change traffic: rebuilt when they
   // outnumber the live ones.
   if (due_.size() > 1024 && due_.size() > 2 * live_slots_) {
-    std::erase_if(due_, [this](const Due& d) {
-      const Slot& s = slots_[d.slot];
-      return s.state != SlotState::invisible || s.deadline_ms != d.deadline_ms;
-    });
+    std::erase_if(due_, [&live](const Due& d) { return !live(d); });
     std::make_heap(due_.begin(), due_.end(), Later{});
   }
 }
 
 std::optional<int64_t> PopTable::next_deadline() const {
-  if (due_.empty()) return std::nullopt;
-  return due_.front().deadline_ms;
+  std::optional<int64_t> next;
+  if (!due_.empty()) next = due_.front().deadline_ms - kLookAheadMs;
+  if (!soon_.empty() && (!next || soon_.front().deadline_ms < *next)) {
+    next = soon_.front().deadline_ms;
+  }
+  return next;
 }
 
 PopQueueFigures PopTable::figures(uint32_t queue) const {
@@ -366,7 +386,7 @@ PopQueueFigures PopTable::figures(uint32_t queue) const {
 
 size_t PopTable::memory_bytes() const {
   size_t bytes = slots_.capacity() * sizeof(Slot) + free_.capacity() * sizeof(uint32_t) +
-                 due_.capacity() * sizeof(Due);
+                 (due_.capacity() + soon_.size()) * sizeof(Due);
   for (const Queue& q : queues_) {
     bytes += q.bits.size() * sizeof(uint64_t) + q.waiting.capacity() * sizeof(uint32_t) +
              q.by_offset.capacity() * sizeof(q.by_offset[0]);

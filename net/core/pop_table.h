@@ -7,7 +7,8 @@
 // journals every change before answering; replaying the journal into a fresh table rebuilds it.
 //
 // Memory: one 40-byte slot per message handed out and not ended, one 16-byte deadline entry
-// (a binary heap, stale entries dropped as they surface), one bit per queue offset between the
+// (a binary heap, stale entries dropped as they surface, those of the next kLookAheadMs in a
+// short list), one bit per queue offset between the
 // queue's committed offset and its cursor, 4 bytes per free slot; no node per message. A queue
 // whose messages a batch ack named by offset also keeps an offset index: 16 bytes per entry,
 // at most twice its messages in flight and 64 more.
@@ -64,6 +65,14 @@ struct PopEnded {
   bool dead = false;  // expiry: its attempts are spent, its dead letter is the caller's to store
 };
 
+// A message whose deadline is near (PopTable::kLookAheadMs): its record is read ahead, so the
+// receive that takes it when it comes back need not wait for the store to read it.
+struct PopSoon {
+  uint32_t slot = 0;
+  uint64_t store_offset = 0;
+  int64_t deadline_ms = 0;
+};
+
 // What operators read of one queue.
 struct PopQueueFigures {
   uint64_t in_flight = 0;  // outstanding: invisible, waiting or being dead-lettered
@@ -78,6 +87,8 @@ class PopTable {
  public:
   static constexpr uint32_t kMaxQueues = 65536;
   static constexpr uint32_t kMaxSlots = 4u << 20;  // messages in flight, all queues
+  // How long before its deadline a message is listed as soon (expire): time to read its record.
+  static constexpr int64_t kLookAheadMs = 10;
 
   // The queue's index, created at `start_offset` (where a group that never consumed it starts)
   // the first time; `options` apply from now on. busy past kMaxQueues.
@@ -134,8 +145,11 @@ class PopTable {
 
   // Every message whose deadline is <= now: back to its queue's waiting list, or dead (its
   // attempts spent: the caller stores its dead letter, then end_dead). Each acted on once.
-  void expire(int64_t now_ms, std::vector<PopEnded>* out);
-  // The earliest deadline of an invisible message (possibly of one since acked); none: none.
+  // Where `soon` is given, every message whose deadline is within kLookAheadMs after now (and
+  // not yet due) is appended to it, each once (one acked or changed since does not expire).
+  void expire(int64_t now_ms, std::vector<PopEnded>* out, std::vector<PopSoon>* soon = nullptr);
+  // When expire has something to do next: the earliest deadline listed as soon, or kLookAheadMs
+  // before the earliest one not yet listed (possibly of a message since acked); none: none.
   std::optional<int64_t> next_deadline() const;
 
   // The group's committed offset in the queue: the lowest offset not yet ended.
@@ -220,6 +234,9 @@ class PopTable {
   std::vector<Slot> slots_;
   std::vector<uint32_t> free_;
   std::vector<Due> due_;  // a min-heap on deadline
+  // Entries within kLookAheadMs of their deadline, taken off the heap, by deadline (a handful:
+  // those of the next few milliseconds).
+  std::deque<Due> soon_;
   uint64_t next_handing_id_ = 1;
   size_t live_slots_ = 0;
 };

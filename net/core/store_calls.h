@@ -117,6 +117,7 @@ struct BrokerOp {
     pop_journal,      // a POP ack's, change's or dead letter's journal record
     pop_watch,        // a held pull a waiting POP receive is woken by
     pop_low_water,    // the POP journal's low-water mark: offsets flushed, then it is committed
+    pop_prefetch,     // records of POP messages about to come back (net/core/pop_prefetch.h)
     pop_peek          // PEEK_MESSAGE's reads (net/core/pop_peek.h)
   };
   Kind kind = Kind::send;

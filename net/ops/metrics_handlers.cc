@@ -204,7 +204,8 @@ namespace {
 // POP consumption (net/core/pop.h), per presented broker, consumer group, topic and queue:
 // messages in flight, acks, invisible times that ran out, dead letters; and per group the
 // deliveries by attempt (1..16, 17, 18 = more).
-void write_pop(PromWriter& w, const std::vector<std::string>& brokers, const Pop& pop) {
+void write_pop(PromWriter& w, const std::vector<std::string>& brokers, const Pop& pop,
+               const PopPrefetch& prefetch) {
   struct Figure {
     std::string_view name;
     std::string_view type;
@@ -239,6 +240,15 @@ void write_pop(PromWriter& w, const std::vector<std::string>& brokers, const Pop
       }
     }
   }
+  constexpr std::string_view kAhead = "uringmq_pop_read_ahead_total";
+  w.family(kAhead, "counter",
+           "Records of messages about to come back read ahead of their deadline (read), and "
+           "those a receive handed out without a store read (taken).");
+  for (uint32_t shard = 0; shard < brokers.size(); shard++) {
+    const PopPrefetch::Figures f = prefetch.figures(shard);
+    w.sample(kAhead, label("broker", brokers[shard]) + "," + label("result", "read"), f.read);
+    w.sample(kAhead, label("broker", brokers[shard]) + "," + label("result", "taken"), f.taken);
+  }
   constexpr std::string_view kAttempts = "uringmq_pop_deliveries_total";
   w.family(kAttempts, "counter", "POP deliveries by attempt (18: more than 17).");
   std::map<std::pair<std::string, std::string>, std::array<uint64_t, 18>> by_group;
@@ -270,7 +280,7 @@ void AdminHandlers::render_metrics(std::string& out) {
   write_recovery(w, store_.recovery_reports());
   std::vector<std::string> names;
   for (const PresentedBroker& b : brokers_) names.push_back(b.name);
-  write_pop(w, names, core_.pop);
+  write_pop(w, names, core_.pop, core_.pop_prefetch);
   if (const ReplicationView* replication = core_.replication) {
     const ReplicationState state = replication->replication_state();
     if (!state.masters.empty()) write_ha(w, state.masters);

@@ -363,6 +363,10 @@ void RemotingHandlers::handle_runtime_info(uint32_t conn, const RemotingCommand&
   add("popAckTotal", std::to_string(pop.acks));
   add("popExpiryTotal", std::to_string(pop.expiries));
   add("popDeadLetterTotal", std::to_string(pop.dead_lettered));
+  // Records of messages about to come back read ahead of their deadline, and those taken.
+  const PopPrefetch::Figures ahead = core_.pop_prefetch.figures(shard);
+  add("popReadAheadTotal", std::to_string(ahead.read));
+  add("popReadAheadTakenTotal", std::to_string(ahead.taken));
   body += "}}";
   reply(conn, make_response(request, rc::kSuccess), std::as_bytes(std::span(body)));
 }
@@ -411,6 +415,9 @@ void RemotingHandlers::on_store_completion(const Completion& c) {
       break;
     case BrokerOp::Kind::pop_low_water:
       if (!core_.pop.low_water_outcome(index, c)) return;
+      break;
+    case BrokerOp::Kind::pop_prefetch:
+      core_.pop_prefetch.read(index, c);
       break;
     case BrokerOp::Kind::pop_peek:
       if (!parts_.messages.complete_peek(index, c)) return;

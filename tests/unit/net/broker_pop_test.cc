@@ -18,6 +18,7 @@
 #include "engine/log/message_codec.h"
 #include "io/clock.h"
 #include "net/core/pop_handle.h"
+#include "net/core/pop_table.h"
 #include "net/remoting/remoting.h"
 #include "net/remoting/remoting_client.h"
 #include "tests/support/broker_harness.h"
@@ -231,6 +232,37 @@ TEST_F(BrokerPopTest, LongPollingWakesWhenAMessageComesBack) {
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(got[0].reconsume_times, 1);
   EXPECT_LT(waited, std::chrono::milliseconds(2500));
+}
+
+// A message about to come back has its record read ahead of its deadline (PopPrefetch): the
+// receive waiting for it hands it out from there, whole, without reading it from the store.
+TEST_F(BrokerPopTest, AMessageComingBackIsReadAheadOfItsDeadline) {
+  send(*client_, "m0");
+  ASSERT_EQ(decode_all(pop(*client_, 0).body).size(), 1u);  // invisible for 30 s
+  EXPECT_EQ(runtime_figure(*client_, "popReadAheadTotal"), "0");
+  // Within the look-ahead of its deadline: the record is read, the message not yet back.
+  clock_.advance_ms(30'000 - PopTable::kLookAheadMs / 2);
+  const auto start = std::chrono::steady_clock::now();
+  while (runtime_figure(*client_, "popReadAheadTotal") != "1" && ms_since(start) < 5000) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_EQ(runtime_figure(*client_, "popReadAheadTotal"), "1");
+  EXPECT_TRUE(decode_all(pop(*client_, 0).body).empty());  // never early
+  std::unique_ptr<RemotingClient> poller = broker_->client();
+  std::thread later([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    clock_.advance_ms(PopTable::kLookAheadMs);
+  });
+  RemotingResponse polled = pop(*poller, 0, 30'000, 5000);
+  later.join();
+  ASSERT_EQ(polled.command.code, rc::kSuccess) << remark(polled);
+  std::vector<engine::MessageView> got = decode_all(polled.body);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(body_text(got[0]), "m0");
+  EXPECT_EQ(got[0].reconsume_times, 1);
+  EXPECT_EQ(runtime_figure(*client_, "popReadAheadTakenTotal"), "1");
+  // Its new handle acks it.
+  EXPECT_EQ(ack(*client_, property(got[0], "POP_CK")).command.code, rc::kSuccess);
 }
 
 TEST_F(BrokerPopTest, BadRequestsAreRefusedNamingTheField) {

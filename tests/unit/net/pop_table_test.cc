@@ -107,14 +107,44 @@ TEST(PopTableTest, AckEndsAMessageForGood) {
   EXPECT_EQ(again_taken[1].queue_offset, 2);
 }
 
+TEST(PopTableTest, MessagesNearTheirDeadlineAreListedOnceAhead) {
+  PopTable t;
+  uint32_t q = open(t);
+  auto taken = read(t, q, {0, 1, 2}, 3, 1000);  // deadlines 1000 + kInvisible
+  const int64_t deadline = 1000 + kInvisible;
+  std::vector<PopEnded> expired;
+  std::vector<PopSoon> soon;
+  t.expire(deadline - PopTable::kLookAheadMs - 1, &expired, &soon);
+  EXPECT_TRUE(soon.empty());
+  ASSERT_TRUE(std::holds_alternative<PopEnded>(t.ack(taken[0].handle, 2000)));
+  t.expire(deadline - PopTable::kLookAheadMs, &expired, &soon);
+  ASSERT_EQ(soon.size(), 2u);  // the acked one is not listed
+  EXPECT_EQ(soon[0].store_offset, taken[1].store_offset);
+  EXPECT_EQ(soon[1].deadline_ms, deadline);
+  EXPECT_TRUE(expired.empty());
+  // Acked after it was listed: it does not come back; listed once.
+  ASSERT_TRUE(std::holds_alternative<PopEnded>(t.ack(taken[1].handle, 2000)));
+  soon.clear();
+  t.expire(deadline - 1, &expired, &soon);
+  EXPECT_TRUE(soon.empty());
+  EXPECT_TRUE(expired.empty());
+  t.expire(deadline, &expired, &soon);
+  ASSERT_EQ(expired.size(), 1u);
+  EXPECT_EQ(expired[0].queue_offset, 2);
+  EXPECT_TRUE(soon.empty());
+  EXPECT_FALSE(t.next_deadline().has_value());
+}
+
 TEST(PopTableTest, ExpiryIsNeverEarlyAndActsOnce) {
   PopTable t;
   uint32_t q = open(t);
   auto taken = read(t, q, {5}, 6, 1000);
-  EXPECT_EQ(t.next_deadline(), 1000 + kInvisible);
+  // The first thing to do is to list it as soon, kLookAheadMs before its deadline.
+  EXPECT_EQ(t.next_deadline(), 1000 + kInvisible - PopTable::kLookAheadMs);
   std::vector<PopEnded> expired;
   t.expire(1000 + kInvisible - 1, &expired);
   EXPECT_TRUE(expired.empty());
+  EXPECT_EQ(t.next_deadline(), 1000 + kInvisible);
   EXPECT_FALSE(t.has_waiting(q));
   t.expire(1000 + kInvisible, &expired);
   ASSERT_EQ(expired.size(), 1u);
