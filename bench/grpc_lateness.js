@@ -15,8 +15,9 @@
 // message falls due while others carry answers back). The receives run while the sends go
 // (a message may be due before the last send). Prints one JSON line:
 // {"delay": {n, early, p50, p99, p999, max}, "delay_answer": {...}, "delay_broker": {...},
-//  "expiry": {...}, "expiry_answer": {...}, "expiry_broker": {...}} (ms; _answer: answered,
-//  _broker: pop time).
+//  "expiry": {...}, "expiry_answer": {...}, "expiry_broker": {...}, "delay_spent": {...},
+//  "expiry_spent": {...}} (ms; _answer: answered, _broker: pop time, _spent: answered - pop
+//  time, the broker's own part whatever the client did).
 const path = require('node:path');
 const { Producer, SimpleConsumer } = require(
   path.join(__dirname, '..', 'tests', 'grpc', 'node_modules', 'rocketmq-client-nodejs'));
@@ -69,6 +70,7 @@ async function main() {
   const delay = [];
   const delayBroker = [];
   const delayAnswer = [];
+  const delaySpent = [];
   const comesBack = new Map();  // message id -> its first hand-out's deadline
   const delayed = consume(consumer, count, (m, now) => {
     const at = due.get(m.body.toString());
@@ -77,6 +79,7 @@ async function main() {
     delay.push(now - at);
     delayBroker.push(popTime - at);
     delayAnswer.push(m.transportDeliveryTimestamp.getTime() - at);
+    delaySpent.push(m.transportDeliveryTimestamp.getTime() - popTime);
     comesBack.set(m.messageId, popTime + invisible);
   }, spread + 20000);
   const sends = [];
@@ -94,6 +97,7 @@ async function main() {
   const expiry = [];
   const expiryBroker = [];
   const expiryAnswer = [];
+  const expirySpent = [];
   const acks = [];
   await consume(consumer, comesBack.size, (m, now) => {
     const deadline = comesBack.get(m.messageId);
@@ -101,6 +105,7 @@ async function main() {
       expiry.push(now - deadline);
       expiryBroker.push(handedOut(m)[0] - deadline);
       expiryAnswer.push(m.transportDeliveryTimestamp.getTime() - deadline);
+      expirySpent.push(m.transportDeliveryTimestamp.getTime() - handedOut(m)[0]);
     }
     acks.push(consumer.ack(m));
   }, spread + 60000);
@@ -108,7 +113,8 @@ async function main() {
   console.log(JSON.stringify({
     delay: summary(delay), delay_answer: summary(delayAnswer), delay_broker: summary(delayBroker),
     expiry: summary(expiry), expiry_answer: summary(expiryAnswer),
-    expiry_broker: summary(expiryBroker) }));
+    expiry_broker: summary(expiryBroker), delay_spent: summary(delaySpent),
+    expiry_spent: summary(expirySpent) }));
   await producer.shutdown();
   await consumer.shutdown();
 }
