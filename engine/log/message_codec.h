@@ -107,6 +107,17 @@ inline void set_record_physical_offset(std::span<std::byte> record, uint64_t phy
   UMQ_ASSERT_MSG(record.size() >= kRecordPhysicalOffsetAt + 8, "PHYSICALOFFSET outside the bytes");
   put_u64(record.data() + kRecordPhysicalOffsetAt, physical_offset);
 }
+// Walks the whole records at the start of `records` (a pull's or a view's answer, as stored or
+// as clients receive them): f(record) for each in order, until f returns false or the bytes
+// left do not hold a whole record (a zero or overlong TOTALSIZE ends the walk). Unchecked.
+template <typename F>
+void for_each_record(std::span<const std::byte> records, F&& f) {
+  for (size_t at = 0; at + kRecordPhysicalOffsetAt + 8 <= records.size();) {
+    const uint32_t size = record_total_size(records.subspan(at));
+    if (size == 0 || size > records.size() - at || !f(records.subspan(at, size))) return;
+    at += size;
+  }
+}
 inline int32_t record_sys_flag(std::span<const std::byte> record) {
   UMQ_ASSERT_MSG(record.size() >= kRecordSysFlagAt + 4, "SYSFLAG outside the bytes");
   return static_cast<int32_t>(get_u32(record.data() + kRecordSysFlagAt));

@@ -205,10 +205,7 @@ bool Pop::Receive::take_watched(PopTable& table, uint32_t queue, std::span<const
   }
   table.begin_read(queue);
   int64_t next = next_offset;  // past every record the watch read
-  for (size_t at = 0; at + engine::kRecordPhysicalOffsetAt + 8 <= records.size();) {
-    const uint32_t size = engine::record_total_size(records.subspan(at));
-    if (size == 0 || at + size > records.size()) break;
-    std::span<const std::byte> record = records.subspan(at, size);
+  engine::for_each_record(records, [&](std::span<const std::byte> record) {
     const int64_t queue_offset = engine::record_queue_offset(record);
     std::optional<PopTaken> taken;
     if (result.messages.size() < call.max_messages) {
@@ -218,11 +215,11 @@ bool Pop::Receive::take_watched(PopTable& table, uint32_t queue, std::span<const
     }
     if (!taken) {  // no room in the answer, or the table is full: read again later
       next = queue_offset;
-      break;
+      return false;
     }
     append(record, *taken, broker_name);
-    at += size;
-  }
+    return true;
+  });
   table.end_read(queue, next);
   return !result.messages.empty();
 }
@@ -747,11 +744,7 @@ void Pop::pulled(uint32_t index, Receive& r, const Completion& c) {
     BrokerOp& op = calls_.op(index);
     std::span<std::byte> records(op.data.data(), c.size_bytes);
     records = records.first(client_records(r.shard, records));
-    size_t at = 0;
-    while (at + engine::kRecordPhysicalOffsetAt + 8 <= records.size()) {
-      const uint32_t size = engine::record_total_size(records.subspan(at));
-      if (size == 0 || at + size > records.size()) break;
-      std::span<const std::byte> record = records.subspan(at, size);
+    engine::for_each_record(records, [&](std::span<const std::byte> record) {
       const int64_t queue_offset = engine::record_queue_offset(record);
       const StoreOffset stored =
           store_offset_of(WireOffset{engine::record_physical_offset(record)}, r.shard);
@@ -759,11 +752,11 @@ void Pop::pulled(uint32_t index, Receive& r, const Completion& c) {
           table.take_new(q, queue_offset, stored.value, r.now_ms, r.call.invisible_ms);
       if (!taken) {  // the table is full: the rest is read again later
         next = queue_offset;
-        break;
+        return false;
       }
       r.append(record, *taken, names_[r.shard]);
-      at += size;
-    }
+      return true;
+    });
   }
   table.end_read(q, next);
   // Receives parked on the queue while it was read: its watch goes now.
@@ -791,19 +784,16 @@ void Pop::viewed(uint32_t index, Receive& r, const Completion& c) {
     BrokerOp& op = calls_.op(index);
     std::span<std::byte> records(op.data.data(), c.size_bytes);
     records = records.first(client_records(r.shard, records));
-    for (size_t at = 0; at + engine::kRecordPhysicalOffsetAt + 8 <= records.size();) {
-      const uint32_t size = engine::record_total_size(records.subspan(at));
-      if (size == 0 || at + size > records.size()) break;
-      std::span<const std::byte> record = records.subspan(at, size);
-      at += size;
+    engine::for_each_record(records, [&](std::span<const std::byte> record) {
       const uint64_t stored =
           store_offset_of(WireOffset{engine::record_physical_offset(record)}, r.shard).value;
       size_t k = next;
       while (k < asked_end && r.to_view[k].store_offset != stored) k++;
-      if (k == asked_end) continue;  // not one asked for
+      if (k == asked_end) return true;  // not one asked for
       for (; next < k; next++) end_unreadable(r.to_view[next], io::Code::not_found);
       r.append(record, r.to_view[next++], names_[r.shard]);
-    }
+      return true;
+    });
   }
   // None came: the first asked cannot be read (a damaged one may also have ended the answer
   // before the others were read); the others are asked again.

@@ -62,24 +62,21 @@ void PopPrefetch::read(uint32_t index, const Completion& c) {
   std::span<const std::byte> records(op.data.data(),
                                      std::min<size_t>(c.size_bytes, op.data.size()));
   size_t next = 0;  // the answer keeps the order asked, with gone or damaged ones left out
-  for (size_t at = 0; at + engine::kRecordPhysicalOffsetAt + 8 <= records.size();) {
-    const uint32_t size = engine::record_total_size(records.subspan(at));
-    if (size == 0 || at + size > records.size()) break;
-    std::span<const std::byte> record = records.subspan(at, size);
-    at += size;
+  engine::for_each_record(records, [&](std::span<const std::byte> record) {
     const StoreOffset stored =
         make_store_offset(store_shard, LogOffset{engine::record_physical_offset(record)});
     while (next < s.asked.size() && s.asked[next] != stored) next++;
-    if (next == s.asked.size()) break;
-    if (bytes_ + size > kMaxHeldBytes) break;
+    if (next == s.asked.size() || bytes_ + record.size() > kMaxHeldBytes) return false;
+    if (held_.contains(stored.value)) return true;  // asked twice (its deadline moved twice)
     Held& held = held_[stored.value];
     held.deadline_ms = s.asked_deadlines[next];
     held.record.assign(record.begin(), record.end());
-    bytes_ += size;
+    bytes_ += record.size();
     s.figures.read++;
     order_.emplace_back(held.deadline_ms, stored.value);
     next++;
-  }
+    return true;
+  });
   if (!s.wanted.empty()) post(op.shard);
 }
 
