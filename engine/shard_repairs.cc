@@ -23,6 +23,18 @@ void ShardRepairs::open() {
 
 ShardRepairs::Asked ShardRepairs::ask(uint64_t log_offset, uint32_t size_bytes,
                                       const char* found_by) {
+  auto it = std::find_if(pending_.begin(), pending_.end(),
+                         [&](const Pending& p) { return p.log_offset == log_offset; });
+  if (it != pending_.end()) {
+    if (it->exact_size || it->reader_asked) return Asked::waiting;
+    Pending reader;
+    reader.log_offset = log_offset;
+    reader.size_bytes = size_bytes;
+    if (!post(reader, found_by)) return Asked::waiting;  // the scrub's ask still ends it
+    it->reader_asked = true;
+    it->deadline_ms = std::min(it->deadline_ms, core_.now_ms() + kAnswerWaitMs);
+    return Asked::waiting;
+  }
   Pending p;
   p.log_offset = log_offset;
   p.size_bytes = size_bytes;
@@ -58,19 +70,24 @@ ShardRepairs::Asked ShardRepairs::push(Pending p, const char* found_by) {
     if (repaired_[i] == p.log_offset) return Asked::unavailable;  // repaired, damaged again
   }
   if (pending_.size() >= kMaxPending) return Asked::unavailable;
+  if (!post(p, found_by)) return Asked::unavailable;
+  pending_.push_back(std::move(p));
+  return Asked::waiting;
+}
+
+bool ShardRepairs::post(const Pending& p, const char* found_by) {
   RepairAsk a;
   a.shard = core_.index;
   a.log_offset = LogOffset{p.log_offset};
   a.size_bytes = p.size_bytes;
   a.exact_size = p.exact_size;
   a.asked_ms = core_.now_ms();
-  if (!mailbox_->try_push(a)) return Asked::unavailable;
+  if (!mailbox_->try_push(a)) return false;
   std::fprintf(stderr,
                "uringmq: INFO asking a replica for the damaged record at log offset %llu of %s "
                "(%u bytes, found by %s)\n",
                ull(p.log_offset), core_.dir.c_str(), p.size_bytes, found_by);
-  pending_.push_back(std::move(p));
-  return Asked::waiting;
+  return true;
 }
 
 bool ShardRepairs::pending(uint64_t log_offset) const {

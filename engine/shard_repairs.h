@@ -60,7 +60,9 @@ class ShardRepairs {
   void close() { writer_.reset(); }
 
   // A damaged record at log_offset, size_bytes long (a ConsumeQueue unit's), found by a read.
-  // waiting: asked (now or before); on_ended follows. unavailable: no replica can be asked (none
+  // waiting: asked (now or before); on_ended follows. A read meeting the scrub's ask for it asks
+  // again with a reader's bounds (the answerer may wait longer for a scrub's), and whichever
+  // answer comes first ends both. unavailable: no replica can be asked (none
   // enabled, the asks full, repaired before, repairs stopped).
   Asked ask(uint64_t log_offset, uint32_t size_bytes, const char* found_by);
   // The scrub's find: its bytes up to the next whole record (kept, within kScrubBytesMax, until
@@ -84,11 +86,14 @@ class ShardRepairs {
     uint64_t log_offset = 0;
     uint32_t size_bytes = 0;
     bool exact_size = true;
+    bool reader_asked = false;  // a read met the scrub's ask: asked again as a reader's
     int64_t deadline_ms = 0;
     std::vector<std::byte> scrub_bytes;
     const char* reason = nullptr;
   };
   Asked push(Pending pending, const char* found_by);
+  // The ask to the embedder's answerer; false when the mailbox is full.
+  bool post(const Pending& p, const char* found_by);
   // The checks a copy passes before it is written; nullptr when it passes, else the reason.
   const char* check_copy(const Pending& ask, std::span<const std::byte> copy) const;
   // Where the copy may be written; nullptr when it may, else the reason.

@@ -89,7 +89,7 @@ io::Result<std::unique_ptr<RecordRepairer>> RecordRepairer::start(Store& store, 
 }
 
 RecordRepairer::RecordRepairer(Store& store, std::unique_ptr<Session> session, uint32_t brokers)
-    : store_(store), session_(std::move(session)), peers_(brokers) {}
+    : store_(store), session_(std::move(session)), peers_(brokers), started_ms_(steady_ms()) {}
 
 RecordRepairer::~RecordRepairer() {
   stop();
@@ -175,18 +175,19 @@ bool RecordRepairer::serve_ready(std::vector<Waiting>& waiting) {
       std::lock_guard<std::mutex> lock(mu_);
       if (ask.shard < peers_.size()) peer = peers_[ask.shard];
     }
-    if (peer.address.empty() && peer.expected) peer.address = slave_from_namesrvs(ask.shard);
+    const bool waits = peer.expected || (!ask.exact_size && now - started_ms_ < kScrubStartGraceMs);
+    if (peer.address.empty() && waits) peer.address = slave_from_namesrvs(ask.shard);
     const int64_t bound = ask.exact_size ? kReaderWaitMs : kScrubWaitMs;
     if (!peer.address.empty()) {
       waiting.erase(waiting.begin() + static_cast<ptrdiff_t>(i));
       serve(ask, peer.address);
       return true;
     }
-    if (!peer.expected || now - waiting[i].taken_ms >= bound) {
+    if (!waits || now - waiting[i].taken_ms >= bound) {
       waiting.erase(waiting.begin() + static_cast<ptrdiff_t>(i));
       answer(ask, "", "",
-             peer.expected ? "no replica became known within " + std::to_string(bound) + " ms"
-                           : "no replica is attached or configured");
+             waits ? "no replica became known within " + std::to_string(bound) + " ms"
+                   : "no replica is attached or configured");
       return true;
     }
   }

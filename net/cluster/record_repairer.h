@@ -13,7 +13,10 @@
 // a slave always has a master, a SYNC_MASTER a slave, a master with a slave streaming has one).
 // An ask whose peer is not known waits for it while one is expected, up to kReaderWaitMs (a
 // pull waits on it) or kScrubWaitMs (the scrub's: nobody waits, and a peer just restarted
-// takes a few seconds to be known again); otherwise it fails at once.
+// takes a few seconds to be known again); otherwise it fails at once. In the first
+// kScrubStartGraceMs after start the scrub's asks wait as if one were expected: a master just
+// restarted knows of its slave only once the slave reconnects, and the scrub may reach a
+// damaged record in its first milliseconds (a pull meeting that record asks again itself).
 //
 // Threading: one thread of its own makes the blocking remoting calls (RemotingClient, 3 s
 // timeouts), so neither the reactor nor a shard waits on a peer; one request at a time, to any
@@ -48,6 +51,7 @@ class RecordRepairer {
  public:
   static constexpr int64_t kReaderWaitMs = 3'000;
   static constexpr int64_t kScrubWaitMs = 45'000;
+  static constexpr int64_t kScrubStartGraceMs = 10'000;
   static constexpr int kTimeoutMs = 3'000;  // connect, and the request's answer
 
   // Opens a session of its own, enables the store's repairs and starts the thread.
@@ -92,9 +96,10 @@ class RecordRepairer {
   std::unique_ptr<Session> session_;  // the thread's only (one request at a time)
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  bool stop_ = false;        // guarded by mu_
-  std::vector<Peer> peers_;  // guarded by mu_
-  uint64_t answered_ = 0;    // guarded by mu_
+  bool stop_ = false;         // guarded by mu_
+  std::vector<Peer> peers_;   // guarded by mu_
+  uint64_t answered_ = 0;     // guarded by mu_
+  const int64_t started_ms_;  // steady clock
   // The NameServer lookup (the thread's own once it runs).
   std::vector<std::string> lookup_names_;
   std::vector<std::string> namesrvs_;

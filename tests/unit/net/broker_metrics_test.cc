@@ -270,6 +270,7 @@ TEST(BrokerMetricsTest, ScrapeMatchesWhatTheTestDid) {
       {"uringmq_pop_acks_total", "counter"},
       {"uringmq_pop_expiries_total", "counter"},
       {"uringmq_pop_dead_lettered_total", "counter"},
+      {"uringmq_pop_read_ahead_total", "counter"},
       {"uringmq_pop_deliveries_total", "counter"},
       {"uringmq_ha_slaves", "gauge"},
       {"uringmq_ha_replication_lag_seconds", "histogram"},

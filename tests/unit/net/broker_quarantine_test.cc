@@ -202,7 +202,9 @@ TEST(BrokerQuarantineTest, TheScrubQuarantinesARecordBeforeAConsumerMeetsIt) {
   std::unique_ptr<RemotingClient> client = broker.client();
   io::Status status;
   std::string list;
-  for (int i = 0; i < 200; i++) {
+  // Its ask waits the repairer's start grace for a slave first (none comes: this is a lone
+  // master).
+  for (int i = 0; i < 600; i++) {
     list =
         ctl_output([&](std::FILE* out) { return ctl::list_quarantine(dir.path(), out); }, status);
     if (list.find("1 quarantined records") != std::string::npos) break;
