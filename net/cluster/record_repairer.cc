@@ -111,6 +111,7 @@ void RecordRepairer::set_peer(uint32_t broker, const std::string& address, bool 
   if (broker >= peers_.size()) return;
   peers_[broker].address = address;
   peers_[broker].expected = expected;
+  peers_[broker].told = true;
 }
 
 void RecordRepairer::set_namesrv_lookup(std::vector<std::string> names,
@@ -175,7 +176,8 @@ bool RecordRepairer::serve_ready(std::vector<Waiting>& waiting) {
       std::lock_guard<std::mutex> lock(mu_);
       if (ask.shard < peers_.size()) peer = peers_[ask.shard];
     }
-    const bool waits = peer.expected || (!ask.exact_size && now - started_ms_ < kScrubStartGraceMs);
+    const bool waits =
+        peer.expected || !peer.told || (!ask.exact_size && now - started_ms_ < kScrubStartGraceMs);
     if (peer.address.empty() && waits) peer.address = slave_from_namesrvs(ask.shard);
     const int64_t bound = ask.exact_size ? kReaderWaitMs : kScrubWaitMs;
     if (!peer.address.empty()) {

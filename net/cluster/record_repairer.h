@@ -13,10 +13,12 @@
 // a slave always has a master, a SYNC_MASTER a slave, a master with a slave streaming has one).
 // An ask whose peer is not known waits for it while one is expected, up to kReaderWaitMs (a
 // pull waits on it) or kScrubWaitMs (the scrub's: nobody waits, and a peer just restarted
-// takes a few seconds to be known again); otherwise it fails at once. In the first
-// kScrubStartGraceMs after start the scrub's asks wait as if one were expected: a master just
-// restarted knows of its slave only once the slave reconnects, and the scrub may reach a
-// damaged record in its first milliseconds (a pull meeting that record asks again itself).
+// takes a few seconds to be known again), and also before the reactor first says what it
+// knows (the scrub can meet damage before the reactor's first turn); otherwise it fails at
+// once. In the first kScrubStartGraceMs after start the scrub's asks wait as if one were
+// expected: a master just restarted knows of its slave only once the slave reconnects, and the
+// scrub may reach a damaged record in its first milliseconds (a pull meeting that record asks
+// again itself).
 //
 // Threading: one thread of its own makes the blocking remoting calls (RemotingClient, 3 s
 // timeouts), so neither the reactor nor a shard waits on a peer; one request at a time, to any
@@ -77,6 +79,7 @@ class RecordRepairer {
   struct Peer {
     std::string address;
     bool expected = false;
+    bool told = false;  // set_peer called: before, the ask waits as if a peer were expected
   };
   struct Waiting {
     RepairAsk ask;

@@ -134,7 +134,12 @@ class FaultFsMount {
     while (ms_since(unmounted) < 10'000) {
       if (waitpid(pid_, &status, WNOHANG) == pid_) {
         pid_ = -1;
-        return WIFEXITED(status) && WEXITSTATUS(status) == (asked ? 8 : 0);
+        if (WIFEXITED(status) && WEXITSTATUS(status) == (asked ? 8 : 0)) return true;
+        std::fprintf(stderr, "uringmq-faultfs ended with %s %d after umount; its log:\n%s\n",
+                     WIFEXITED(status) ? "exit status" : "signal",
+                     WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status),
+                     log_text().c_str());
+        return false;
       }
       if (!asked && ms_since(unmounted) > 3'000 && !mounted()) {
         std::fprintf(stderr, "uringmq-faultfs still connected 3 s after umount: SIGTERM\n");

@@ -213,7 +213,13 @@ TEST(BrokerQuarantineTest, TheScrubQuarantinesARecordBeforeAConsumerMeetsIt) {
   // Its bytes up to the next whole record; its topic and queue are not trusted (unknown).
   EXPECT_NE(list.find("store offset " + std::to_string(damaged) + " "), std::string::npos) << list;
   EXPECT_NE(list.find("queue -1 queue offset -1"), std::string::npos) << list;
-  EXPECT_EQ(runtime_figure(*client, "corruptRecordsQuarantined"), "1");
+  // Counted once the entry is durable, which may follow its bytes in the file by an fdatasync.
+  std::string counted;
+  for (int i = 0; i < 100 && counted != "1"; i++) {
+    counted = runtime_figure(*client, "corruptRecordsQuarantined");
+    if (counted != "1") std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(counted, "1");
   Drained d = drain(*client, kDamaged % kQueues, 0, kQueueMessages);
   EXPECT_EQ(d.next, kQueueMessages);
   EXPECT_EQ(d.offsets.size(), static_cast<size_t>(kQueueMessages - 1));
