@@ -43,19 +43,20 @@ trap 'for f in "${pidfiles[@]}"; do [ -f "$f" ] && kill -9 "$(cat "$f")" 2>/dev/
       rm -rf "$work/store"' EXIT
 field() { tr ' ' '\n' <<<"$1" | sed -n "s/^$2=//p"; }
 # The broker's threads' user + system ticks, summed by kind: "reactor shard iowq other" (the
-# reactor is the main thread; io-wq workers that exit within a side are missed).
+# reactor is the main thread). io-wq workers come and go: theirs is the process's total (which
+# keeps the time of threads that exited) less every other thread's.
 thread_ticks() {
-  local t ticks comm r=0 s=0 w=0 o=0
+  local t ticks comm r=0 s=0 o=0 all
+  all=$(sed 's/.*) //' "/proc/$bpid/stat" | awk '{print $12 + $13}')
   for t in /proc/"$bpid"/task/*; do
     comm=$(cat "$t/comm" 2>/dev/null) || continue
     ticks=$(sed 's/.*) //' "$t/stat" 2>/dev/null | awk '{print $12 + $13}') || continue
     [ -n "$ticks" ] || continue
     if [ "${t##*/}" = "$bpid" ]; then r=$((r + ticks))
     elif [[ $comm == umq-shard-* ]]; then s=$((s + ticks))
-    elif [[ $comm == iou-wrk-* ]]; then w=$((w + ticks))
-    else o=$((o + ticks)); fi
+    elif [[ $comm != iou-wrk-* ]]; then o=$((o + ticks)); fi
   done
-  echo "$r $s $w $o"
+  echo "$r $s $((all - r - s - o)) $o"
 }
 
 gport=$(free_port)
