@@ -1,6 +1,7 @@
 #include "engine/store.h"
 
 #include <algorithm>
+#include <filesystem>
 
 #include "engine/delivery/timer_message.h"
 #include "engine/log/properties.h"
@@ -126,9 +127,24 @@ void fit_timer_horizon(StoreOptions& o) {
 }
 }  // namespace
 
+uint32_t resolved_shard_count(const StoreOptions& options) {
+  if (options.shard_count != 0) return options.shard_count;
+  uint32_t held = 0;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(options.data_dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    std::error_code inner;
+    if (name.rfind("shard-", 0) == 0 && entry.is_directory(inner) &&
+        !std::filesystem::is_empty(entry.path(), inner) && !inner) {
+      held++;
+    }
+  }
+  return held > 0 ? held : io::online_cpus();
+}
+
 io::Result<std::unique_ptr<Store>> Store::open(const StoreOptions& requested) {
   StoreOptions options = requested;
-  if (options.shard_count == 0) options.shard_count = io::online_cpus();
+  options.shard_count = resolved_shard_count(options);
   if (options.shard_count > 255) {
     return io::Status::error(io::Code::invalid_argument, "shard_count above 255");
   }

@@ -173,8 +173,12 @@ io::Result<std::unique_ptr<Broker>> Broker::open(const BrokerConfig& config) {
   // Each shard is one presented broker with its own ports, bound before the store opens: its
   // records name it as their STOREHOST, as a Java broker's do (an IPv4 address; anything else
   // keeps the loopback default), so msgIds point at the broker that holds them.
-  const uint32_t shards =
-      config.store.shard_count == 0 ? io::online_cpus() : config.store.shard_count;
+  const uint32_t shards = resolved_shard_count(config.store);
+  if (config.store.shard_count == 0 && shards != io::online_cpus()) {
+    log_info("shardCount=0: " + config.store.data_dir + " holds " + std::to_string(shards) +
+             " shards, kept (this process may use " + std::to_string(io::online_cpus()) +
+             " CPUs; a store keeps its shard count)");
+  }
   BrokerListeners listeners;
   UMQ_RETURN_IF_ERROR(bind_listeners(config, shards, &listeners));
   StoreOptions& store_options = broker->config_.store;

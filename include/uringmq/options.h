@@ -210,8 +210,9 @@ namespace uringmq {
 
 // Threads and the requests they take: shards, rings, sessions, the clock.
 struct ShardOptions {
-  // Number of shards (threads, CommitLogs). 0 = one per CPU this process may use. A store keeps
-  // its count: reopening with another is invalid_argument (queues would change owners).
+  // Number of shards (threads, CommitLogs). 0 = as many as the store already holds, or for a new
+  // store one per CPU this process may use (resolved_shard_count). A store keeps its count:
+  // reopening with another one named is invalid_argument (queues would change owners).
   uint32_t shard_count = 0;
   // Pin shard i to the i-th CPU of the process's affinity set.
   bool pin_threads = true;

@@ -395,6 +395,11 @@ class Session {
   bool absorb(uint32_t shard, Completion& c);  // false: a fan-out part, not surfaced (yet)
 };
 
+// The shard count a Store::open of `options` uses: shard_count when set; else the count of
+// shard directories already holding files under data_dir (a store keeps its count, whatever
+// CPUs this start may use); else one per CPU this process may use.
+uint32_t resolved_shard_count(const StoreOptions& options);
+
 class Store {
  public:
   // Opens or creates the store, starting one thread per shard; each recovers its CommitLog

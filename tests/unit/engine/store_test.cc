@@ -17,6 +17,7 @@
 
 #include "engine/log/log_scanner.h"
 #include "engine/store.h"
+#include "io/thread.h"
 #include "io/uring_disk.h"
 #include "tests/support/log_fixture.h"
 #include "tests/support/store_options.h"
@@ -272,6 +273,27 @@ TEST(StoreTest, RefusesAnotherShardCount) {
   ASSERT_FALSE(again.is_ok());
   EXPECT_EQ(again.status().code(), io::Code::invalid_argument);
   EXPECT_NE(again.status().message().find("holds 2 shards"), std::string::npos);
+}
+
+// shard_count 0 means the store's own count once it has one, whatever CPUs this start may use
+// (an affinity or a container's CPU limit changed since): the store opens, nothing moves.
+TEST(StoreTest, ShardCountZeroKeepsTheStoresCount) {
+  testing::TempDir dir;
+  const uint32_t held = io::online_cpus() + 1;
+  StoreOptions options = test_options(dir.path() + "/store", held);
+  EXPECT_EQ(resolved_shard_count(options), held);
+  options.shard_count = 0;
+  EXPECT_EQ(resolved_shard_count(options), io::online_cpus());  // a new store
+  options.shard_count = held;
+  {
+    auto store = Store::open(options);
+    ASSERT_TRUE(store.is_ok()) << store.status().to_string();
+  }
+  options.shard_count = 0;
+  EXPECT_EQ(resolved_shard_count(options), held);
+  auto again = Store::open(options);
+  ASSERT_TRUE(again.is_ok()) << again.status().to_string();
+  EXPECT_EQ((*again)->shard_count(), held);
 }
 
 // A first open killed after making some shard directories (empty: no shard started) is not a
