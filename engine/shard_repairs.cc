@@ -23,9 +23,8 @@ void ShardRepairs::open() {
 
 ShardRepairs::Asked ShardRepairs::ask(uint64_t log_offset, uint32_t size_bytes,
                                       const char* found_by) {
-  auto it = std::find_if(pending_.begin(), pending_.end(),
-                         [&](const Pending& p) { return p.log_offset == log_offset; });
-  if (it != pending_.end()) {
+  if (const size_t i = index_of(log_offset); i < pending_.size()) {
+    Pending* it = &pending_[i];
     if (it->exact_size || it->reader_asked) return Asked::waiting;
     Pending reader;
     reader.log_offset = log_offset;
@@ -90,19 +89,24 @@ bool ShardRepairs::post(const Pending& p, const char* found_by) {
   return true;
 }
 
+size_t ShardRepairs::index_of(uint64_t log_offset) const {
+  auto it = std::find_if(pending_.begin(), pending_.end(),
+                         [&](const Pending& p) { return p.log_offset == log_offset; });
+  return static_cast<size_t>(it - pending_.begin());
+}
+
 bool ShardRepairs::pending(uint64_t log_offset) const {
-  return std::any_of(pending_.begin(), pending_.end(),
-                     [&](const Pending& p) { return p.log_offset == log_offset; });
+  return index_of(log_offset) < pending_.size();
 }
 
 bool ShardRepairs::handle(uint32_t slot_index, const shard_request::Repair& request) {
   const uint64_t at = request.local_offset.value;
-  auto it = std::find_if(pending_.begin(), pending_.end(),
-                         [&](const Pending& p) { return p.log_offset == at; });
-  if (it == pending_.end()) {
+  const size_t i = index_of(at);
+  if (i == pending_.size()) {
     answer(slot_index, request.tag, io::Code::not_found);  // expired, or never asked
     return true;
   }
+  const Pending* it = &pending_[i];
   if (request.bytes.empty()) {
     log_failure(at, request.peer, request.failure.empty() ? "no copy" : request.failure);
     end(at, false);
@@ -239,11 +243,10 @@ void ShardRepairs::answer(uint32_t slot_index, uint64_t tag, io::Code code) {
 }
 
 void ShardRepairs::end(uint64_t log_offset, bool repaired) {
-  auto it = std::find_if(pending_.begin(), pending_.end(),
-                         [&](const Pending& p) { return p.log_offset == log_offset; });
-  if (it == pending_.end()) return;
-  Pending ended = std::move(*it);
-  pending_.erase(it);
+  const size_t i = index_of(log_offset);
+  if (i == pending_.size()) return;
+  Pending ended = std::move(pending_[i]);
+  pending_.erase(pending_.begin() + static_cast<ptrdiff_t>(i));
   scrub_bytes_kept_ -= ended.scrub_bytes.size();
   if (on_ended_) on_ended_(log_offset, repaired, ended.scrub_bytes, ended.reason);
 }

@@ -92,6 +92,7 @@ class ShardRepairs {
     const char* reason = nullptr;
   };
   Asked push(Pending pending, const char* found_by);
+  size_t index_of(uint64_t log_offset) const;  // in pending_; pending_.size() when none
   // The ask to the embedder's answerer; false when the mailbox is full.
   bool post(const Pending& p, const char* found_by);
   // The checks a copy passes before it is written; nullptr when it passes, else the reason.

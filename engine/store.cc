@@ -1,7 +1,6 @@
 #include "engine/store.h"
 
 #include <algorithm>
-#include <filesystem>
 
 #include "engine/delivery/timer_message.h"
 #include "engine/log/properties.h"
@@ -46,6 +45,23 @@ io::Status mark_foreign_records(io::Disk& d, const std::string& data_dir) {
   return io::sync_dir(d, data_dir);
 }
 
+// The shard directories under data_dir when any of them holds a file (a store that ran); 0 for
+// a new store, or a first open stopped while making them (empty directories only).
+io::Result<uint32_t> shards_held(io::Disk& d, const std::string& data_dir) {
+  io::Result<std::vector<std::string>> names = d.list_dir(data_dir);
+  if (!names.is_ok()) return names.status();
+  uint32_t dirs = 0;
+  bool all_empty = true;
+  for (const std::string& name : *names) {
+    if (name.rfind("shard-", 0) != 0) continue;
+    dirs++;
+    io::Result<std::vector<std::string>> inside = d.list_dir(io::path_join(data_dir, name));
+    if (!inside.is_ok()) return inside.status();
+    all_empty = all_empty && inside->empty();
+  }
+  return all_empty ? 0 : dirs;
+}
+
 // Creates the data directory and its shard directories, and checks the shard count against the
 // shard directories there. A replica marks the store as holding foreign records; any other
 // store that finds the marker (a promoted replica) keeps accepting them: options.log.limits and
@@ -59,24 +75,15 @@ io::Status prepare_data_dir(StoreOptions& options) {
   io::Disk& d = **disk;
   UMQ_RETURN_IF_ERROR(d.make_dir(options.data_dir));
   UMQ_RETURN_IF_ERROR(io::sync_dir(d, io::dir_name(options.data_dir)));
-  io::Result<std::vector<std::string>> names = d.list_dir(options.data_dir);
-  if (!names.is_ok()) return names.status();
-  uint32_t existing = 0;
-  bool all_empty = true;  // no shard ever started: a first open stopped while making the dirs
-  for (const std::string& name : *names) {
-    if (name.rfind("shard-", 0) != 0) continue;
-    existing++;
-    io::Result<std::vector<std::string>> inside = d.list_dir(io::path_join(options.data_dir, name));
-    if (!inside.is_ok()) return inside.status();
-    all_empty = all_empty && inside->empty();
-  }
-  if (existing != options.shard_count && existing != 0 && !all_empty) {
+  io::Result<uint32_t> held = shards_held(d, options.data_dir);
+  if (!held.is_ok()) return held.status();
+  if (*held != 0 && *held != options.shard_count) {
     return io::Status::error(
         io::Code::invalid_argument,
-        options.data_dir + " holds " + std::to_string(existing) + " shards but shard_count is " +
+        options.data_dir + " holds " + std::to_string(*held) + " shards but shard_count is " +
             std::to_string(options.shard_count) + ": queues would change owners");
   }
-  if (existing != options.shard_count) {
+  if (*held != options.shard_count) {
     // Every shard's directory is made before any shard starts, so a first open killed midway
     // leaves empty directories only, which the next open completes.
     for (uint32_t i = 0; i < options.shard_count; i++) {
@@ -129,17 +136,15 @@ void fit_timer_horizon(StoreOptions& o) {
 
 uint32_t resolved_shard_count(const StoreOptions& options) {
   if (options.shard_count != 0) return options.shard_count;
-  uint32_t held = 0;
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(options.data_dir, ec)) {
-    const std::string name = entry.path().filename().string();
-    std::error_code inner;
-    if (name.rfind("shard-", 0) == 0 && entry.is_directory(inner) &&
-        !std::filesystem::is_empty(entry.path(), inner) && !inner) {
-      held++;
-    }
+  // A listing that fails counts as a new store here; Store::open reports it.
+  io::Result<std::unique_ptr<io::UringDisk>> disk = io::UringDisk::create({});
+  if (disk.is_ok()) {
+    io::Result<bool> present = (*disk)->exists(options.data_dir);
+    io::Result<uint32_t> held = present.is_ok() && *present ? shards_held(**disk, options.data_dir)
+                                                            : io::Result<uint32_t>(uint32_t{0});
+    if (held.is_ok() && *held > 0) return *held;
   }
-  return held > 0 ? held : io::online_cpus();
+  return io::online_cpus();
 }
 
 io::Result<std::unique_ptr<Store>> Store::open(const StoreOptions& requested) {

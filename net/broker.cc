@@ -182,6 +182,7 @@ io::Result<std::unique_ptr<Broker>> Broker::open(const BrokerConfig& config) {
   BrokerListeners listeners;
   UMQ_RETURN_IF_ERROR(bind_listeners(config, shards, &listeners));
   StoreOptions& store_options = broker->config_.store;
+  store_options.shard_count = shards;  // resolved once: the listeners and the store agree
   store_options.caller_places_queues = true;
   store_options.recovery_copy = recovery_copy_source(config, listeners.brokers);
   uint8_t a[4];
