@@ -63,6 +63,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -440,12 +441,18 @@ class Faults {
 
 // ---- Global state of the mount ----
 
+struct Handle;
+
 struct Mount {
   int backing_fd = -1;  // O_PATH of the backing directory: every path resolves beneath it
   std::string control_path;
   Faults faults;
   std::atomic<bool> stopping{false};
   std::thread watcher;
+  // Files still open. The kernel sends RELEASE without waiting for its answer, so at unmount
+  // the daemon can end before the last ones arrive; destroy closes what is left.
+  std::mutex open_mu;
+  std::set<Handle*> open;
 };
 Mount g_mount;
 
@@ -499,6 +506,12 @@ void ffs_destroy(void*) {
   g_mount.stopping = true;
   if (g_mount.watcher.joinable()) g_mount.watcher.join();
   g_mount.faults.report_counters("unmount");
+  std::lock_guard<std::mutex> lock(g_mount.open_mu);
+  for (Handle* h : g_mount.open) {
+    close(h->fd);
+    delete h;
+  }
+  g_mount.open.clear();
 }
 
 int ffs_getattr(const char* path, struct stat* st, fuse_file_info* fi) {
@@ -578,7 +591,12 @@ int open_backing(const char* path, int flags, mode_t mode, fuse_file_info* fi) {
       openat(g_mount.backing_fd, rel(path).c_str(), (flags & ~O_DIRECT) | O_CLOEXEC, mode);
   if (fd < 0) return -errno;
   if ((flags & O_DIRECT) != 0) fi->direct_io = 1;
-  fi->fh = reinterpret_cast<uint64_t>(new Handle{fd, path});
+  auto* h = new Handle{fd, path};
+  {
+    std::lock_guard<std::mutex> lock(g_mount.open_mu);
+    g_mount.open.insert(h);
+  }
+  fi->fh = reinterpret_cast<uint64_t>(h);
   return 0;
 }
 
@@ -639,6 +657,10 @@ int ffs_flush(const char* path, fuse_file_info* fi) {
 int ffs_release(const char* path, fuse_file_info* fi) {
   (void)path;
   Handle* h = handle(fi);
+  {
+    std::lock_guard<std::mutex> lock(g_mount.open_mu);
+    g_mount.open.erase(h);
+  }
   close(h->fd);
   delete h;
   return 0;
