@@ -47,6 +47,23 @@ class AckQueue {
     return released;
   }
 
+  // The last record boundary at or below `offset` (at most the log's written end): the start
+  // of the pending append `offset` falls inside, else `offset`. Every append not yet written
+  // whole is pending, so one that straddles `offset` is found here.
+  uint64_t boundary_at_or_below(uint64_t offset) const {
+    uint32_t lo = 0, hi = pending_count_;  // the first pending entry ending above `offset`
+    while (lo < hi) {
+      const uint32_t mid = lo + (hi - lo) / 2;
+      if (pending_[(pending_head_ + mid) % pending_.size()].end > offset) {
+        hi = mid;
+      } else {
+        lo = mid + 1;
+      }
+    }
+    if (lo == pending_count_) return offset;
+    return std::min(offset, pending_[(pending_head_ + lo) % pending_.size()].offset);
+  }
+
   // Fail-stop: every pending append becomes ready, `indeterminate`.
   void fail_all() {
     while (pending_count_ > 0) make_ready(AckOutcome::indeterminate);

@@ -17,7 +17,11 @@ bool LogFlush::due() const {
 
 void LogFlush::submit_work() {
   if (syncs_outstanding_ > 0 || state_.fail_stopped() || !due()) return;
-  target_ = state_.written();
+  // Durable stays a record boundary: a write may end inside a record (writes are split at block
+  // boundaries), and a checkpoint inside a record would claim bytes a power loss can tear. A
+  // round that would cover no whole record more waits for the record's last write.
+  target_ = state_.acks().boundary_at_or_below(state_.written());
+  if (target_ <= state_.durable()) return;
   target_timestamp_ms_ = state_.last_store_timestamp_ms();
   last_sync_ms_ = state_.now_ms();
   for (LogSegment& segment : files_.all()) {

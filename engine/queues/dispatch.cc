@@ -91,22 +91,21 @@ io::Status dispatch_record(io::Disk& disk, CqStore& cq, const sched::DelayLevels
 
 namespace {
 
-// The ConsumeQueues keep only units below the CommitLog's checkpoint, read here under its lock.
-// Without a valid checkpoint (missing or damaged: recovery then scans from the first segment),
-// they keep the units below `scan_start`, where the re-dispatch begins.
-io::Result<std::unique_ptr<CqStore>> open_queues_below_checkpoint(io::Disk& disk, io::Clock& clock,
-                                                                  const std::string& log_dir,
-                                                                  const CqStoreOptions& options,
-                                                                  uint64_t scan_start) {
-  uint64_t durable_units_end = scan_start;
+// The ConsumeQueues keep only units below the CommitLog's checkpoint, read here under its lock
+// (*durable_units_end). Without a valid checkpoint (missing or damaged: recovery then scans from
+// the first segment), they keep the units below `scan_start`, where the re-dispatch begins.
+io::Result<std::unique_ptr<CqStore>> open_queues_below_checkpoint(
+    io::Disk& disk, io::Clock& clock, const std::string& log_dir, const CqStoreOptions& options,
+    uint64_t scan_start, uint64_t* durable_units_end) {
+  *durable_units_end = scan_start;
   io::Result<Checkpoint> checkpoint = read_checkpoint(disk, log_dir);
   if (checkpoint.is_ok()) {
-    durable_units_end = checkpoint->durable_offset;
+    *durable_units_end = checkpoint->durable_offset;
   } else if (checkpoint.status().code() != io::Code::not_found &&
              checkpoint.status().code() != io::Code::corruption) {
     return checkpoint.status();
   }
-  return CqStore::open(disk, clock, options, LogOffset{durable_units_end});
+  return CqStore::open(disk, clock, options, LogOffset{*durable_units_end});
 }
 
 // Re-dispatch in recovery's scan. A unit that contradicts its queue (a gap below it: units
@@ -237,16 +236,24 @@ io::Result<LogAndQueues> open_log_and_queues(
   const int64_t started_ns = clock.monotonic_ns();
   LogAndQueues out;
   io::Status failed;
+  uint64_t durable_units_end = 0;
   auto visit = [&](uint64_t offset, const MessageView& record) {
     if (!failed.is_ok()) return;
     if (!out.cq) {
-      auto cq = open_queues_below_checkpoint(disk, clock, log_options.dir, cq_options, offset);
+      auto cq = open_queues_below_checkpoint(disk, clock, log_options.dir, cq_options, offset,
+                                             &durable_units_end);
       if (!cq.is_ok()) {
         failed = cq.status();
         return;
       }
       out.cq = std::move(*cq);
     }
+    // A record that ends at or below the checkpoint: the ConsumeQueues hold its unit durably,
+    // and so does every part the checkpoint waits for (index, deliveries, halves, held copies:
+    // it is their lowest low-water mark). The scan still checks it; nothing is done twice. (The
+    // checkpoint may fall inside a record: the log's durable end can be a block boundary. That
+    // record's unit was cut, as CqStore::open keeps units that end at or below it.)
+    if (offset + record.total_size <= durable_units_end) return;
     failed = redispatch(disk, *out.cq, levels, offset, record);
     if (failed.is_ok() && also) also(offset, record);
   };

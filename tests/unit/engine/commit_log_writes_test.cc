@@ -124,5 +124,55 @@ TEST(CommitLogWrites, OverlapInFlightNeverShareABlockAndAckInLogOrder) {
   for (uint64_t i = 0; i < seq; i++) EXPECT_EQ((*stored)[i].seq, i);
 }
 
+// Writes split at block boundaries end inside records, so the written end often does; the
+// durable end (and every checkpoint from it) must still be a record boundary: a checkpoint inside
+// a record claims bytes of it that a power loss can tear, and recovery then refuses the log.
+TEST(CommitLogWrites, DurableEndIsARecordBoundaryWhenWritesEndInsideRecords) {
+  io::SimDisk sim(io::SimDiskOptions{.seed = 5});
+  ASSERT_TRUE(sim.make_dir("/store").is_ok());
+  ASSERT_TRUE(sim.make_dir_tree_durable("/store").is_ok());
+  io::ManualClock clock;
+  CommitLogOptions options = testing::small_log_options("/store/log");
+  options.flush_mode = engine::FlushMode::async_flush;
+  options.segment_size_bytes = 1u << 20;
+  options.max_unsynced_bytes = 64u << 10;
+  options.min_write_bytes = 4u << 10;
+  options.max_write_bytes = 8u << 10;
+  options.max_writes_in_flight = 8;
+  io::Result<std::unique_ptr<CommitLog>> opened = CommitLog::open(sim, clock, options, nullptr);
+  ASSERT_TRUE(opened.is_ok()) << opened.status().to_string();
+  CommitLog& log = **opened;
+
+  std::vector<Ack> acks;
+  std::array<Ack, 256> batch;
+  std::vector<uint64_t> durable_seen;
+  uint64_t seq = 0;
+  for (int cycle = 0; cycle < 200; cycle++) {
+    for (int i = 0; i < 24; i++, seq++) {
+      testing::TestMessage m = testing::make_message(1, seq, 1000);
+      ASSERT_TRUE(testing::append_retrying(log, m.input(), seq).is_ok());
+    }
+    log.poll(io::Wait::none);
+    durable_seen.push_back(log.durable_offset().value);
+    for (size_t n; (n = log.take_acks(batch)) > 0;)
+      acks.insert(acks.end(), batch.begin(), batch.begin() + n);
+    clock.advance_ms(cycle % 7 == 0 ? 600 : 1);
+  }
+  testing::drain_acks(log, &acks);
+  ASSERT_EQ(acks.size(), seq);
+  const uint64_t end = log.appended_offset().value;
+  std::vector<uint64_t> boundaries{0, end};
+  for (const Ack& a : acks) boundaries.push_back(a.offset.value);
+  std::sort(boundaries.begin(), boundaries.end());
+  uint32_t inside = 0, moved = 0;
+  for (size_t i = 0; i < durable_seen.size(); i++) {
+    if (!std::binary_search(boundaries.begin(), boundaries.end(), durable_seen[i])) inside++;
+    if (i > 0 && durable_seen[i] > durable_seen[i - 1]) moved++;
+  }
+  EXPECT_EQ(inside, 0u) << "the durable end fell inside a record";
+  EXPECT_GE(moved, 10u) << "too few fdatasync rounds to say anything";
+  ASSERT_TRUE(log.close().is_ok());
+}
+
 }  // namespace
 }  // namespace uringmq
