@@ -1,15 +1,15 @@
 #pragma once
 // LogFlush: a CommitLog's durability tracking. A round of fdatasyncs covers every segment a
 // write completed into since the previous round; once all of the round complete, durable
-// moves to the written end the round was submitted at (group commit), with its store time.
+// moves to the round's target (group commit), with its store time.
 //
 // Invariants: one round at a time; a round's target is the last record boundary at or below
 // the written end when it was submitted (a write may end inside a record), or, when the ring
 // refused one of its fdatasyncs, the base of that segment (only the older segments are
-// covered). So durable, and every checkpoint, is a record boundary. Under SYNC_FLUSH a round starts whenever written is ahead of
-// durable; under ASYNC_FLUSH every async_flush_interval_ms, or once half of
-// max_unsynced_bytes waits, and at close. A failed fdatasync fail-stops the log (never
-// retried: the kernel may have dropped the dirty pages).
+// covered). So durable, and every checkpoint, is a record boundary. Under SYNC_FLUSH a round
+// starts whenever written is ahead of durable; under ASYNC_FLUSH every async_flush_interval_ms,
+// or once half of max_unsynced_bytes waits, and at close. A failed fdatasync fail-stops the log
+// (never retried: the kernel may have dropped the dirty pages).
 // Threading: the shard's thread only.
 
 #include <cstdint>

@@ -94,9 +94,11 @@ namespace {
 // The ConsumeQueues keep only units below the CommitLog's checkpoint, read here under its lock
 // (*durable_units_end). Without a valid checkpoint (missing or damaged: recovery then scans from
 // the first segment), they keep the units below `scan_start`, where the re-dispatch begins.
-io::Result<std::unique_ptr<CqStore>> open_queues_below_checkpoint(
-    io::Disk& disk, io::Clock& clock, const std::string& log_dir, const CqStoreOptions& options,
-    uint64_t scan_start, uint64_t* durable_units_end) {
+io::Result<std::unique_ptr<CqStore>> open_queues_below_checkpoint(io::Disk& disk, io::Clock& clock,
+                                                                  const std::string& log_dir,
+                                                                  const CqStoreOptions& options,
+                                                                  uint64_t scan_start,
+                                                                  uint64_t* durable_units_end) {
   *durable_units_end = scan_start;
   io::Result<Checkpoint> checkpoint = read_checkpoint(disk, log_dir);
   if (checkpoint.is_ok()) {
