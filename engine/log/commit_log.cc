@@ -151,13 +151,14 @@ io::Status CommitLog::start(uint64_t end_offset, int64_t last_store_timestamp_ms
                             uint64_t checkpoint_offset) {
   const CommitLogOptions& options = state_.options();
   const uint64_t buffers_bytes = options.write_buffer_bytes * options.write_buffer_count;
-  memory_bytes_ = buffers_bytes + options.zero_fill_chunk_bytes + kCheckpointBlockBytes;
-  memory_ = static_cast<std::byte*>(std::aligned_alloc(io::kDirectAlignment, memory_bytes_));
-  UMQ_ASSERT(memory_ != nullptr);
-  std::memset(memory_, 0, memory_bytes_);
-  writer_.init(memory_);
-  preparer_.init(memory_ + buffers_bytes);
-  checkpoint_.init(memory_ + buffers_bytes + options.zero_fill_chunk_bytes);
+  io::Result<io::PopulatedMemory> memory = io::PopulatedMemory::allocate(
+      buffers_bytes + options.zero_fill_chunk_bytes + kCheckpointBlockBytes);
+  if (!memory.is_ok()) return memory.status();
+  memory_ = std::move(*memory);
+  std::byte* const base = memory_.data();
+  writer_.init(base);
+  preparer_.init(base + buffers_bytes);
+  checkpoint_.init(base + buffers_bytes + options.zero_fill_chunk_bytes);
   files_.reserve_room();
   acks_.init(options.max_pending_acks);
   reads_.init();
@@ -220,7 +221,7 @@ io::Status CommitLog::start_files() {
 CommitLog::~CommitLog() {
   io::Disk& disk = state_.disk();
   const std::string& dir = state_.options().dir;
-  if (memory_ == nullptr) {
+  if (memory_.data() == nullptr) {
     disk.unlock(io::path_join(dir, kLockFile));
     return;
   }
@@ -236,7 +237,6 @@ CommitLog::~CommitLog() {
   checkpoint_.close_files();
   disk.unregister_buffers();
   if (!state_.closed()) disk.unlock(io::path_join(dir, kLockFile));
-  std::free(memory_);
 }
 
 LogOffset CommitLog::min_offset() const {

@@ -74,6 +74,7 @@
 #include "engine/log/segment_preparer.h"
 #include "io/clock.h"
 #include "io/disk.h"
+#include "io/populated_memory.h"
 #include "io/status.h"
 #include "sched/participant.h"
 
@@ -229,8 +230,7 @@ class CommitLog final : public sched::Participant {
   LogWriter writer_;
   SegmentPreparer preparer_;
   CheckpointWriter checkpoint_;
-  std::byte* memory_ = nullptr;  // write buffers, zero-fill chunk, checkpoint block; aligned
-  size_t memory_bytes_ = 0;
+  io::PopulatedMemory memory_;  // write buffers, zero-fill chunk, checkpoint block; all zero
 };
 
 }  // namespace uringmq::engine

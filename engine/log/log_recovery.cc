@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 #include <optional>
+#include <span>
 
 #include "engine/log/checkpoint.h"
 #include "engine/log/file_names.h"
@@ -278,25 +279,68 @@ io::Status sync_recovered(io::Disk& disk, const std::string& segment_dir,
   return io::Status::ok();
 }
 
+// True when [0, bytes) of the file at `path` holds only zeros.
+io::Result<bool> starts_with_zeros(io::Disk& disk, const std::string& path, uint64_t bytes) {
+  io::Result<io::FileHandle> file = disk.open(path, io::OpenMode::read_only);
+  if (!file.is_ok()) return file.status();
+  std::vector<std::byte> chunk(std::min(bytes, kZeroChunkBytes));
+  io::Status s;
+  bool zeros = true;
+  for (uint64_t at = 0; at < bytes && zeros && s.is_ok(); at += chunk.size()) {
+    const std::span<std::byte> piece = std::span(chunk).first(std::min(chunk.size(), bytes - at));
+    s = io::read_exact(disk, *file, at, piece, "read " + path);
+    for (size_t i = 0; s.is_ok() && zeros && i < piece.size(); i += 8) {
+      uint64_t word = 0;
+      std::memcpy(&word, piece.data() + i, std::min<size_t>(8, piece.size() - i));
+      zeros = word == 0;
+    }
+  }
+  disk.close(*file);
+  if (!s.is_ok()) return s;
+  return zeros;
+}
+
 // Removes the segments after the one holding the end of the log, but the one prepared for the
-// next append when the last stop was clean; out gets the segments kept.
+// next append: kept after a clean stop, and after a crash when the crashed run cannot have
+// written into it (its writes reached at most the unsynced window past the end, `reach`, and
+// nothing below that is non-zero). Removing a prepared segment cost more than the rest of an
+// open after a crash (bench/RESULTS.md, "Store open: what the time after the scan was"), and
+// its successor had to be prepared again. One kept after a crash is fdatasynced, as its
+// preparation may not have been. out gets the segments kept.
 io::Status remove_past_end(io::Disk& disk, const std::string& segment_dir,
-                           const std::vector<uint64_t>& bases, uint64_t end_base,
+                           const std::vector<uint64_t>& bases, uint64_t end_base, uint64_t reach,
                            uint64_t segment_size, bool unclean_stop, RecoveredLog& out,
                            RecoveryReport& report) {
-  bool removed = false;
+  bool dir_changed = false;
   for (uint64_t base : bases) {
+    const std::string path = io::path_join(segment_dir, CommitLog::segment_name(base));
     bool keep = base <= end_base;
-    if (base == end_base + segment_size && !unclean_stop) keep = true;  // prepared, clean stop
+    if (base == end_base + segment_size) {
+      keep = !unclean_stop;  // prepared, clean stop
+      if (unclean_stop) {
+        const uint64_t written_bytes = reach > base ? std::min(reach - base, segment_size) : 0;
+        io::Result<bool> untouched = starts_with_zeros(disk, path, written_bytes);
+        if (!untouched.is_ok()) return untouched.status();
+        keep = *untouched;
+        if (keep) {
+          io::Result<io::FileHandle> file = disk.open(path, io::OpenMode::read_write);
+          if (!file.is_ok()) return file.status();
+          io::Status synced = io::fdatasync_sync(disk, *file, "fdatasync " + path);
+          disk.close(*file);
+          UMQ_RETURN_IF_ERROR(synced);
+          dir_changed = true;  // its entry may not be durable either
+        }
+      }
+    }
     if (keep) {
       out.segment_bases.push_back(base);
       continue;
     }
-    UMQ_RETURN_IF_ERROR(disk.remove(io::path_join(segment_dir, CommitLog::segment_name(base))));
+    UMQ_RETURN_IF_ERROR(disk.remove(path));
     report.segments_removed++;
-    removed = true;
+    dir_changed = true;
   }
-  if (removed) UMQ_RETURN_IF_ERROR(io::sync_dir(disk, segment_dir));
+  if (dir_changed) UMQ_RETURN_IF_ERROR(io::sync_dir(disk, segment_dir));
   return io::Status::ok();
 }
 
@@ -395,8 +439,9 @@ io::Result<RecoveredLog> recover_log(io::Disk& disk, const CommitLogOptions& opt
     report.torn_bytes_truncated = torn;
   }
   UMQ_RETURN_IF_ERROR(sync_recovered(disk, segment_dir, bases, start, end_base, segment_size));
-  UMQ_RETURN_IF_ERROR(
-      remove_past_end(disk, segment_dir, bases, end_base, segment_size, unclean_stop, out, report));
+  UMQ_RETURN_IF_ERROR(remove_past_end(disk, segment_dir, bases, end_base,
+                                      end + unsynced_window_bytes(options), segment_size,
+                                      unclean_stop, out, report));
   out.end_offset = end;
   out.last_store_timestamp_ms = scanned->last_store_timestamp_ms;
   if (scanned->records == 0 && checkpoint) {
