@@ -12,6 +12,7 @@
 #include "engine/log/log_scanner.h"
 #include "engine/log/message_codec.h"
 #include "engine/log/record_repair.h"
+#include "io/populated_memory.h"
 
 namespace uringmq::engine {
 
@@ -37,7 +38,14 @@ io::Result<uint64_t> torn_tail_bytes(io::Disk& disk, const CommitLogOptions& opt
   const uint64_t check_end = std::min(seg_end, end + 2 * window);
   io::Result<io::FileHandle> file = disk.open(path, io::OpenMode::read_only);
   if (!file.is_ok()) return file.status();
-  std::vector<std::byte> bytes(check_end - end);
+  // Up to two windows: mapped by the kernel, not faulted in page by page as a vector's zeroing
+  // would (io/populated_memory.h).
+  io::Result<io::PopulatedMemory> memory = io::PopulatedMemory::allocate(check_end - end);
+  if (!memory.is_ok()) {
+    disk.close(*file);
+    return memory.status();
+  }
+  const std::span<std::byte> bytes(memory->data(), check_end - end);
   io::Status s = io::read_exact(disk, *file, end - base, bytes, "read " + path);
   disk.close(*file);
   UMQ_RETURN_IF_ERROR(s);
