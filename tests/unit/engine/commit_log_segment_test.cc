@@ -104,6 +104,14 @@ class CommitLogSegmentTest : public ::testing::Test {
     return log.durable_offset().value;
   }
 
+  // Every record appended since the fixture began is in the log, in order (the log closed).
+  void expect_every_record_in_order() {
+    auto records = testing::read_log(disk_, options_);
+    ASSERT_TRUE(records.is_ok()) << records.status().to_string();
+    ASSERT_EQ(records->size(), next_seq_ - 1000);
+    for (size_t i = 0; i < records->size(); i++) EXPECT_EQ((*records)[i].seq, 1000 + i);
+  }
+
   RecoveryReport recycle_then_crash(bool canary, uint64_t* expected_end);
 
   io::SimDisk disk_;
@@ -156,10 +164,7 @@ TEST_F(CommitLogSegmentTest, FreshLogOpensAtOnceThenZeroesAheadOfTheWriter) {
   EXPECT_GE(zeros, 2 * options_.segment_size_bytes - end);
   ASSERT_TRUE(log->close().is_ok());
   log.reset();
-  auto records = testing::read_log(disk_, options_);
-  ASSERT_TRUE(records.is_ok()) << records.status().to_string();
-  ASSERT_EQ(records->size(), next_seq_ - 1000);
-  for (size_t i = 0; i < records->size(); i++) EXPECT_EQ((*records)[i].seq, 1000 + i);
+  expect_every_record_in_order();
 }
 
 // Retention's first retired segment becomes the spare; the segment after the one already
@@ -268,10 +273,7 @@ TEST_F(CommitLogSegmentTest, ACrashKeepsThePreparedSegmentOnlyWhenNothingWasWrit
     ASSERT_TRUE(log->close().is_ok());
     log.reset();
   }
-  auto records = testing::read_log(disk_, options_);
-  ASSERT_TRUE(records.is_ok()) << records.status().to_string();
-  ASSERT_EQ(records->size(), next_seq_ - 1000);
-  for (size_t i = 0; i < records->size(); i++) EXPECT_EQ((*records)[i].seq, 1000 + i);
+  expect_every_record_in_order();
 }
 
 }  // namespace

@@ -73,19 +73,26 @@ class WatchingDisk final : public testing::BorrowedDisk {
   uint32_t out_of_order_ = 0;
 };
 
+// ASYNC_FLUSH with writes of 4-8 KiB, up to 8 in flight, 1 MiB segments: writes are split at
+// block boundaries, so they end inside records.
+CommitLogOptions split_write_options(uint64_t max_unsynced_bytes) {
+  CommitLogOptions options = testing::small_log_options("/store/log");
+  options.flush_mode = engine::FlushMode::async_flush;
+  options.segment_size_bytes = 1u << 20;
+  options.max_unsynced_bytes = max_unsynced_bytes;
+  options.min_write_bytes = 4u << 10;
+  options.max_write_bytes = 8u << 10;
+  options.max_writes_in_flight = 8;
+  return options;
+}
+
 TEST(CommitLogWrites, OverlapInFlightNeverShareABlockAndAckInLogOrder) {
   io::SimDisk sim(io::SimDiskOptions{.seed = 11});
   ASSERT_TRUE(sim.make_dir("/store").is_ok());
   ASSERT_TRUE(sim.make_dir_tree_durable("/store").is_ok());
   WatchingDisk disk(sim);
   io::ManualClock clock;
-  CommitLogOptions options = testing::small_log_options("/store/log");
-  options.flush_mode = engine::FlushMode::async_flush;
-  options.segment_size_bytes = 1u << 20;
-  options.max_unsynced_bytes = 512u << 10;
-  options.min_write_bytes = 4u << 10;
-  options.max_write_bytes = 8u << 10;
-  options.max_writes_in_flight = 8;
+  const CommitLogOptions options = split_write_options(512u << 10);
   io::Result<std::unique_ptr<CommitLog>> opened = CommitLog::open(disk, clock, options, nullptr);
   ASSERT_TRUE(opened.is_ok()) << opened.status().to_string();
   CommitLog& log = **opened;
@@ -132,13 +139,7 @@ TEST(CommitLogWrites, DurableEndIsARecordBoundaryWhenWritesEndInsideRecords) {
   ASSERT_TRUE(sim.make_dir("/store").is_ok());
   ASSERT_TRUE(sim.make_dir_tree_durable("/store").is_ok());
   io::ManualClock clock;
-  CommitLogOptions options = testing::small_log_options("/store/log");
-  options.flush_mode = engine::FlushMode::async_flush;
-  options.segment_size_bytes = 1u << 20;
-  options.max_unsynced_bytes = 64u << 10;
-  options.min_write_bytes = 4u << 10;
-  options.max_write_bytes = 8u << 10;
-  options.max_writes_in_flight = 8;
+  const CommitLogOptions options = split_write_options(64u << 10);
   io::Result<std::unique_ptr<CommitLog>> opened = CommitLog::open(sim, clock, options, nullptr);
   ASSERT_TRUE(opened.is_ok()) << opened.status().to_string();
   CommitLog& log = **opened;
