@@ -2,8 +2,8 @@
 // PopulatedMemory: page-aligned anonymous memory the kernel zeroes and maps in at allocation
 // (mmap with MAP_POPULATE), for large buffers a component fills at start-up. Touching fresh
 // memory from user space takes a page fault per page, and on the virtual machines this project
-// runs on a fault costs far more than the kernel's own population (bench/RESULTS.md, "Store
-// open: what the time after the scan was").
+// runs on a fault costs far more than the kernel's own population (bench/RESULTS.md, "Recovery
+// after kill -9: no work twice, reads that overlap, an open without page faults").
 //
 // Invariants: data() is page-aligned and all zero at allocation; the mapping lives until the
 // object is destroyed or moved from. Threading: none (a value).

@@ -7,6 +7,7 @@
 #include <optional>
 #include <span>
 
+#include "engine/log/byte_order.h"
 #include "engine/log/checkpoint.h"
 #include "engine/log/file_names.h"
 #include "engine/log/log_scanner.h"
@@ -51,16 +52,7 @@ io::Result<uint64_t> torn_tail_bytes(io::Disk& disk, const CommitLogOptions& opt
   UMQ_RETURN_IF_ERROR(s);
   DecodeOptions decode_options;
   decode_options.limits = options.limits;
-  // The extent of non-zero bytes: scanned backwards a word at a time (the region is mostly the
-  // zero-filled rest of the segment, up to 2 windows, so a byte loop here was most of an open).
-  uint64_t tail = bytes.size();
-  while (tail >= 8) {
-    uint64_t word;
-    std::memcpy(&word, bytes.data() + tail - 8, 8);
-    if (word != 0) break;
-    tail -= 8;
-  }
-  while (tail > 0 && bytes[tail - 1] == std::byte{0}) tail--;
+  const uint64_t tail = nonzero_end(bytes);
   const uint64_t last_nonzero_end = end + tail;
   // A valid record beyond the unsynced window proves corruption: look only where a record
   // could start (its magic at kRecordMagicAt, first byte 0xDA), from the window on.
@@ -270,6 +262,14 @@ io::Result<ScanEnd> scan_repairing(io::Disk& disk, const CommitLogOptions& optio
   }
 }
 
+io::Status fdatasync_path(io::Disk& disk, const std::string& path) {
+  io::Result<io::FileHandle> file = disk.open(path, io::OpenMode::read_write);
+  if (!file.is_ok()) return file.status();
+  io::Status synced = io::fdatasync_sync(disk, *file, "fdatasync " + path);
+  disk.close(*file);
+  return synced;
+}
+
 io::Status sync_recovered(io::Disk& disk, const std::string& segment_dir,
                           const std::vector<uint64_t>& bases, uint64_t start, uint64_t end_base,
                           uint64_t segment_size) {
@@ -277,44 +277,37 @@ io::Status sync_recovered(io::Disk& disk, const std::string& segment_dir,
   // before anything is appended after it, or a later power loss could cut a hole below new data.
   for (uint64_t base : bases) {
     if (base < start - start % segment_size || base > end_base) continue;
-    std::string path = io::path_join(segment_dir, CommitLog::segment_name(base));
-    io::Result<io::FileHandle> file = disk.open(path, io::OpenMode::read_write);
-    if (!file.is_ok()) return file.status();
-    io::Status synced = io::fdatasync_sync(disk, *file, "fdatasync " + path);
-    disk.close(*file);
-    UMQ_RETURN_IF_ERROR(synced);
+    UMQ_RETURN_IF_ERROR(
+        fdatasync_path(disk, io::path_join(segment_dir, CommitLog::segment_name(base))));
   }
   return io::Status::ok();
 }
 
-// True when [0, bytes) of the file at `path` holds only zeros.
-io::Result<bool> starts_with_zeros(io::Disk& disk, const std::string& path, uint64_t bytes) {
+// Whether the segment prepared next (at `path`) stays. After a clean stop, yes. After a crash,
+// when the crashed run cannot have written into it: its writes reached at most the unsynced
+// window past the end (`reach`), and nothing below that is non-zero; such a segment is then
+// fdatasynced, as its preparation may not have been. Removing it cost more than the rest of an
+// open after a crash (bench/RESULTS.md, "Recovery after kill -9: no work twice, reads that
+// overlap, an open without page faults"), and it then had to be prepared again.
+io::Result<bool> keep_prepared(io::Disk& disk, const std::string& path, uint64_t base,
+                               uint64_t reach, uint64_t segment_size, bool unclean_stop) {
+  if (!unclean_stop) return true;
+  const uint64_t bytes = reach > base ? std::min(reach - base, segment_size) : 0;
+  io::Result<io::PopulatedMemory> memory = io::PopulatedMemory::allocate(bytes);
+  if (!memory.is_ok()) return memory.status();
+  const std::span<std::byte> head(memory->data(), bytes);
   io::Result<io::FileHandle> file = disk.open(path, io::OpenMode::read_only);
   if (!file.is_ok()) return file.status();
-  std::vector<std::byte> chunk(std::min(bytes, kZeroChunkBytes));
-  io::Status s;
-  bool zeros = true;
-  for (uint64_t at = 0; at < bytes && zeros && s.is_ok(); at += chunk.size()) {
-    const std::span<std::byte> piece = std::span(chunk).first(std::min(chunk.size(), bytes - at));
-    s = io::read_exact(disk, *file, at, piece, "read " + path);
-    for (size_t i = 0; s.is_ok() && zeros && i < piece.size(); i += 8) {
-      uint64_t word = 0;
-      std::memcpy(&word, piece.data() + i, std::min<size_t>(8, piece.size() - i));
-      zeros = word == 0;
-    }
-  }
+  io::Status s = io::read_exact(disk, *file, 0, head, "read " + path);
   disk.close(*file);
-  if (!s.is_ok()) return s;
-  return zeros;
+  UMQ_RETURN_IF_ERROR(s);
+  if (nonzero_end(head) > 0) return false;
+  UMQ_RETURN_IF_ERROR(fdatasync_path(disk, path));
+  return true;
 }
 
 // Removes the segments after the one holding the end of the log, but the one prepared for the
-// next append: kept after a clean stop, and after a crash when the crashed run cannot have
-// written into it (its writes reached at most the unsynced window past the end, `reach`, and
-// nothing below that is non-zero). Removing a prepared segment cost more than the rest of an
-// open after a crash (bench/RESULTS.md, "Store open: what the time after the scan was"), and
-// its successor had to be prepared again. One kept after a crash is fdatasynced, as its
-// preparation may not have been. out gets the segments kept.
+// next append where keep_prepared says so; out gets the segments kept.
 io::Status remove_past_end(io::Disk& disk, const std::string& segment_dir,
                            const std::vector<uint64_t>& bases, uint64_t end_base, uint64_t reach,
                            uint64_t segment_size, bool unclean_stop, RecoveredLog& out,
@@ -322,25 +315,14 @@ io::Status remove_past_end(io::Disk& disk, const std::string& segment_dir,
   bool dir_changed = false;
   for (uint64_t base : bases) {
     const std::string path = io::path_join(segment_dir, CommitLog::segment_name(base));
-    bool keep = base <= end_base;
+    io::Result<bool> keep = base <= end_base;
     if (base == end_base + segment_size) {
-      keep = !unclean_stop;  // prepared, clean stop
-      if (unclean_stop) {
-        const uint64_t written_bytes = reach > base ? std::min(reach - base, segment_size) : 0;
-        io::Result<bool> untouched = starts_with_zeros(disk, path, written_bytes);
-        if (!untouched.is_ok()) return untouched.status();
-        keep = *untouched;
-        if (keep) {
-          io::Result<io::FileHandle> file = disk.open(path, io::OpenMode::read_write);
-          if (!file.is_ok()) return file.status();
-          io::Status synced = io::fdatasync_sync(disk, *file, "fdatasync " + path);
-          disk.close(*file);
-          UMQ_RETURN_IF_ERROR(synced);
-          dir_changed = true;  // its entry may not be durable either
-        }
-      }
+      keep = keep_prepared(disk, path, base, reach, segment_size, unclean_stop);
     }
-    if (keep) {
+    if (!keep.is_ok()) return keep.status();
+    if (*keep) {
+      // One kept after a crash: its entry may not be durable either.
+      dir_changed = dir_changed || (unclean_stop && base > end_base);
       out.segment_bases.push_back(base);
       continue;
     }

@@ -567,17 +567,7 @@ io::Result<int> find_complete_file(io::Disk& disk, const std::string& dir,
 // file full-sized, and fdatasyncs it if anything changed.
 io::Status clear_tail(io::Disk& disk, const std::string& path, std::span<const std::byte> content,
                       uint64_t from, uint64_t file_bytes) {
-  // The end of the non-zero bytes, found backwards a word at a time: the region is mostly the
-  // zero rest of a 6 MB file; a byte loop here took a sixth of the shard's CPU in a profile
-  // of Store::open after kill -9 (bench/RESULTS.md, "Recovery with reads ahead").
-  uint64_t end = content.size();
-  while (end >= from + 8) {
-    uint64_t word;
-    std::memcpy(&word, content.data() + end - 8, 8);
-    if (word != 0) break;
-    end -= 8;
-  }
-  while (end > from && content[end - 1] == std::byte{0}) end--;
+  const uint64_t end = nonzero_end(content, from);
   io::Result<io::FileHandle> file = disk.open(path, io::OpenMode::read_write);
   if (!file.is_ok()) return file.status();
   io::Result<uint64_t> size = disk.size(*file);

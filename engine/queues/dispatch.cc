@@ -252,8 +252,8 @@ io::Result<LogAndQueues> open_log_and_queues(
     }
     // A record that ends at or below the checkpoint: the ConsumeQueues hold its unit durably,
     // and so does every part the checkpoint waits for (index, deliveries, halves, held copies:
-    // it is their lowest low-water mark). The scan still checks it; nothing is done twice. (The
-    // checkpoint may fall inside a record: the log's durable end can be a block boundary. That
+    // it is their lowest low-water mark). The scan still checks it; nothing is done twice. (A
+    // replica's checkpoint, or one an older build wrote, may fall inside a record; that
     // record's unit was cut, as CqStore::open keeps units that end at or below it.)
     if (offset + record.total_size <= durable_units_end) return;
     failed = redispatch(disk, *out.cq, levels, offset, record);

@@ -56,7 +56,7 @@ struct LogAndQueues {
 // Opens the CommitLog in log_options.dir (recovering it) and the ConsumeQueues in
 // cq_options.dir, rebuilding the units in recovery's own scan: the queues open at the first
 // record recovery checks, once the CommitLog holds the lock, keeping only units below the
-// checkpoint (units above it may be torn); every record the scan checks at or above the
+// checkpoint (units above it may be torn); every record the scan checks that ends above the
 // checkpoint is then re-dispatched (idempotent). Finally the queues are made durable up to the
 // log's end (settle) and their minimum offsets follow the log's. `also` (if set) sees the
 // re-dispatched records too: what is below the checkpoint, the checkpoint's parts already hold.
