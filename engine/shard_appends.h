@@ -20,6 +20,7 @@
 #include "engine/log/property_scan.h"
 #include "engine/shard_core.h"
 #include "engine/shard_request.h"
+#include "io/populated_memory.h"
 #include "sched/slot_pool.h"
 
 namespace uringmq {
@@ -125,8 +126,8 @@ class ShardAppends {
   ShardDeliveries& deliveries_;
   ShardTransactions& txn_;
   ShardRetention& retention_;
-  std::vector<PendingAppend> pending_;  // by CommitLog tag
-  sched::SlotPool pending_pool_;        // which of pending_ are in use
+  std::vector<PendingAppend, io::HugePageAllocator<PendingAppend>> pending_;  // by log tag
+  sched::SlotPool pending_pool_;  // which of pending_ are in use
   std::vector<BatchAck> batches_;
   sched::SlotPool batch_pool_;              // which of batches_ are in use
   uint32_t open_batch_ = kNoBatch;          // the batch being appended (stalled on a busy log)

@@ -21,6 +21,7 @@
 #include "engine/shard_core.h"
 #include "engine/shard_repairs.h"
 #include "engine/shard_request.h"
+#include "io/populated_memory.h"
 #include "sched/completion_tags.h"
 #include "sched/slot_pool.h"
 
@@ -169,7 +170,7 @@ class ShardPulls {
   ShardCore& core_;
   const engine::HeldCopies& held_;
   ShardRepairs& repairs_;
-  std::vector<PullOp> ops_;
+  std::vector<PullOp, io::HugePageAllocator<PullOp>> ops_;
   sched::SlotPool op_pool_;  // which of ops_ are in use
   uint32_t held_ops_ = 0;
   std::vector<uint32_t> quarantine_waiters_;  // ops in Stage::quarantine

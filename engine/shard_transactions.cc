@@ -34,7 +34,7 @@ ShardTransactions::ShardTransactions(ShardCore& core, ShardAppends& appends,
     : core_(core), appends_(appends), deliveries_(deliveries), txn_(txn_options(core)) {}
 
 void ShardTransactions::load_state() {
-  half_.resize(ShardDeliveries::arena_bytes(core_.options));
+  half_ = io::PopulatedMemory::allocate_or_abort(ShardDeliveries::arena_bytes(core_.options));
   io::Result<engine::QueueIndex> half_queue = core_.cq->queue(engine::kTransHalfTopic, 0, false);
   txn_.load_state(half_queue.is_ok() ? core_.cq->max_offset(*half_queue).value : 0);
 }

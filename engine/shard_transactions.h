@@ -18,6 +18,7 @@
 #include "engine/log/property_scan.h"
 #include "engine/shard_core.h"
 #include "engine/shard_request.h"
+#include "io/populated_memory.h"
 
 namespace uringmq {
 
@@ -69,7 +70,7 @@ class ShardTransactions {
   ShardAppends& appends_;
   ShardDeliveries& deliveries_;
   engine::Transactions txn_;
-  std::vector<std::byte> half_;  // a half read from memory for its end (sized at open)
+  io::PopulatedMemory half_;  // a half read from memory for its end (sized at open)
   int64_t progress_committed_ = -1;
 };
 

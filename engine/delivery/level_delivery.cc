@@ -96,7 +96,7 @@ void LevelDelivery::note_marker(uint64_t log_offset, const MessageView& record) 
 }
 
 void LevelDelivery::load_progress() {
-  arena_.resize(options_.arena_bytes);
+  arena_ = io::PopulatedMemory::allocate_or_abort(options_.arena_bytes);
   properties_.reserve(kMaxPropertiesBytes + 256);
   bool ahead = false;
   for (uint32_t level = 1; level <= states_.size(); level++) {

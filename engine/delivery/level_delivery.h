@@ -39,6 +39,7 @@
 #include "engine/log/message_codec.h"
 #include "engine/log/property_scan.h"
 #include "engine/metrics_histogram.h"
+#include "io/populated_memory.h"
 #include "sched/completion_tags.h"
 #include "sched/delay_levels.h"
 
@@ -149,8 +150,8 @@ class LevelDelivery {
   uint32_t batch_reads_ = 0;  // reads outstanding
   bool batch_failed_ = false;
   std::array<std::byte, kBatch * kCqUnitBytes> unit_bytes_{};
-  std::vector<std::byte> arena_;  // the batch's records
-  std::string properties_;        // rewritten properties (capacity kept)
+  io::PopulatedMemory arena_;  // the batch's records
+  std::string properties_;     // rewritten properties (capacity kept)
   uint32_t rr_ = 0;
   size_t queues_seen_ = SIZE_MAX;  // queue_count() when levels were last looked up
   // Deliveries whose progress is committed but not yet persisted: (log offset, cycles needed).

@@ -11,7 +11,7 @@ RecordPrefetch::RecordPrefetch(CommitLog& log, uint64_t tag_bit)
       tag_bit_(tag_bit),
       slots_(kSlots),
       slot_pool_(kSlots),
-      arena_(size_t{kSlots} * kSlotBytes) {
+      arena_(io::PopulatedMemory::allocate_or_abort(size_t{kSlots} * kSlotBytes)) {
   UMQ_ASSERT((tag_bit & (kSlots - 1)) == 0);
   by_offset_.reserve(kSlots);
 }

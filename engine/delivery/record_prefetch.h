@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "engine/log/commit_log.h"
+#include "io/populated_memory.h"
 #include "sched/participant.h"
 #include "sched/slot_pool.h"
 
@@ -68,7 +69,7 @@ class RecordPrefetch final : public sched::Participant {
   std::vector<Slot> slots_;
   sched::SlotPool slot_pool_;  // which of slots_ are taken (not State::free)
   std::unordered_map<uint64_t, uint32_t> by_offset_;
-  std::vector<std::byte> arena_;
+  io::PopulatedMemory arena_;
   int64_t last_stale_scan_ms_ = INT64_MIN;
   uint32_t in_flight_ = 0;
   uint64_t hits_ = 0;

@@ -152,7 +152,7 @@ void TimerDelivery::make_wheel() {
 
 void TimerDelivery::load_state() {
   make_wheel();
-  arena_.resize(options_.arena_bytes);
+  arena_ = io::PopulatedMemory::allocate_or_abort(options_.arena_bytes);
   properties_.reserve(kMaxPropertiesBytes + 256);
   rolls_.reserve(kMaxRollsWaiting);
   bool any_slot = false;

@@ -53,6 +53,7 @@
 #include "engine/log/message_codec.h"
 #include "engine/log/property_scan.h"
 #include "engine/metrics_histogram.h"
+#include "io/populated_memory.h"
 #include "sched/completion_tags.h"
 #include "sched/timer_wheel.h"
 
@@ -165,8 +166,8 @@ class TimerDelivery {
   uint32_t batch_next_ = 0;
   uint32_t batch_reads_ = 0;
   bool batch_failed_ = false;
-  bool force_park_ = false;       // the last append of the batch's next timer failed
-  std::vector<std::byte> arena_;  // the batch's records
+  bool force_park_ = false;    // the last append of the batch's next timer failed
+  io::PopulatedMemory arena_;  // the batch's records
   std::string properties_;
   // Timer deliveries and cancels whose progress is committed but not persisted: (log offset,
   // persist cycles needed). The checkpoint stays below them, and below every slot's hold.

@@ -30,6 +30,28 @@ io::Status corruption_at(const CommitLogOptions& options, uint64_t offset, const
                                " (log offset " + std::to_string(offset) + "): " + why);
 }
 
+// The bytes [from, to) of the file at `path`, read with direct IO (no copy through the page
+// cache) with the rest of their first and last blocks, into `memory` (huge pages where the
+// kernel has them: io/populated_memory.h); the span of [from, to) within it. `to` is at most the
+// file's size, a multiple of the direct-IO alignment (a segment's).
+io::Result<std::span<std::byte>> read_direct(io::Disk& disk, const std::string& path, uint64_t from,
+                                             uint64_t to, io::PopulatedMemory* memory) {
+  if (to <= from) return std::span<std::byte>();
+  const uint64_t first = from - from % io::kDirectAlignment;
+  const uint64_t last =
+      (to + io::kDirectAlignment - 1) / io::kDirectAlignment * io::kDirectAlignment;
+  io::Result<io::PopulatedMemory> allocated = io::PopulatedMemory::allocate(last - first);
+  if (!allocated.is_ok()) return allocated.status();
+  *memory = std::move(*allocated);
+  io::Result<io::FileHandle> file = disk.open(path, io::OpenMode::read_only, io::IoMode::direct);
+  if (!file.is_ok()) return file.status();
+  io::Status s = io::read_exact(disk, *file, first,
+                                std::span<std::byte>(memory->data(), last - first), "read " + path);
+  disk.close(*file);
+  UMQ_RETURN_IF_ERROR(s);
+  return std::span<std::byte>(memory->data() + (from - first), to - from);
+}
+
 // Reads the end's segment past `end`: a valid record at or beyond end + window proves
 // corruption below the durable point; otherwise returns the extent of non-zero bytes.
 io::Result<uint64_t> torn_tail_bytes(io::Disk& disk, const CommitLogOptions& options,
@@ -37,19 +59,11 @@ io::Result<uint64_t> torn_tail_bytes(io::Disk& disk, const CommitLogOptions& opt
   const uint64_t seg_end = base + options.segment_size_bytes;
   const uint64_t window = unsynced_window_bytes(options);
   const uint64_t check_end = std::min(seg_end, end + 2 * window);
-  io::Result<io::FileHandle> file = disk.open(path, io::OpenMode::read_only);
-  if (!file.is_ok()) return file.status();
-  // Up to two windows: mapped by the kernel, not faulted in page by page as a vector's zeroing
-  // would (io/populated_memory.h).
-  io::Result<io::PopulatedMemory> memory = io::PopulatedMemory::allocate(check_end - end);
-  if (!memory.is_ok()) {
-    disk.close(*file);
-    return memory.status();
-  }
-  const std::span<std::byte> bytes(memory->data(), check_end - end);
-  io::Status s = io::read_exact(disk, *file, end - base, bytes, "read " + path);
-  disk.close(*file);
-  UMQ_RETURN_IF_ERROR(s);
+  io::PopulatedMemory memory;
+  io::Result<std::span<std::byte>> read =
+      read_direct(disk, path, end - base, check_end - base, &memory);
+  if (!read.is_ok()) return read.status();
+  const std::span<std::byte> bytes = *read;
   DecodeOptions decode_options;
   decode_options.limits = options.limits;
   const uint64_t tail = nonzero_end(bytes);
@@ -293,15 +307,10 @@ io::Result<bool> keep_prepared(io::Disk& disk, const std::string& path, uint64_t
                                uint64_t reach, uint64_t segment_size, bool unclean_stop) {
   if (!unclean_stop) return true;
   const uint64_t bytes = reach > base ? std::min(reach - base, segment_size) : 0;
-  io::Result<io::PopulatedMemory> memory = io::PopulatedMemory::allocate(bytes);
-  if (!memory.is_ok()) return memory.status();
-  const std::span<std::byte> head(memory->data(), bytes);
-  io::Result<io::FileHandle> file = disk.open(path, io::OpenMode::read_only);
-  if (!file.is_ok()) return file.status();
-  io::Status s = io::read_exact(disk, *file, 0, head, "read " + path);
-  disk.close(*file);
-  UMQ_RETURN_IF_ERROR(s);
-  if (nonzero_end(head) > 0) return false;
+  io::PopulatedMemory memory;
+  io::Result<std::span<std::byte>> head = read_direct(disk, path, 0, bytes, &memory);
+  if (!head.is_ok()) return head.status();
+  if (nonzero_end(*head) > 0) return false;
   UMQ_RETURN_IF_ERROR(fdatasync_path(disk, path));
   return true;
 }

@@ -16,7 +16,8 @@
 // its own), visits run with the next read in flight, and reads overlap checking and visiting.
 //
 // Memory: 2 x (chunk_bytes + the largest record rounded up to 4 KiB): 16.1 MiB with the default
-// 4 MiB chunk and 4 MiB body limit; plus at most kMaxPendingVisits checked record views.
+// 4 MiB chunk and 4 MiB body limit, in huge pages (io::PopulatedMemory: 20 MiB mapped); plus at
+// most kMaxPendingVisits checked record views.
 //
 // One thread: the disk's. Needs an idle disk at scan() (nothing else in flight); leaves it idle.
 
@@ -31,6 +32,7 @@
 #include "engine/log/commit_log.h"
 #include "engine/log/message_codec.h"
 #include "io/disk.h"
+#include "io/populated_memory.h"
 
 namespace uringmq::engine {
 
@@ -75,12 +77,9 @@ class LogScanner {
   }
 
  private:
-  struct FreeAligned {
-    void operator()(std::byte* p) const { std::free(p); }
-  };
   // One read buffer: [headroom_ bytes for a carried record | the chunk read].
   struct Slot {
-    std::unique_ptr<std::byte[], FreeAligned> memory;
+    io::PopulatedMemory memory;
     uint64_t read_at = 0;      // log offset of memory[headroom_], the read's first byte
     uint64_t read_bytes = 0;   // bytes of the read (0: no read planned)
     uint64_t done_bytes = 0;   // bytes completed so far

@@ -23,6 +23,7 @@
 #include "engine/log/property_scan.h"
 #include "engine/queues/consume_queue.h"
 #include "io/disk.h"
+#include "io/populated_memory.h"
 #include "sched/delay_levels.h"
 
 namespace uringmq::engine {
@@ -102,7 +103,7 @@ class Dispatcher {
   void set_dispatched(LogOffset offset) { dispatched_ = offset; }
 
  private:
-  std::vector<Item> items_;
+  std::vector<Item, io::HugePageAllocator<Item>> items_;
   uint32_t head_ = 0;
   uint32_t count_ = 0;
   LogOffset dispatched_;
