@@ -166,15 +166,18 @@ io::Status Shard::open_log(engine::RecoveryReport* report) {
   cq_options.dir = io::path_join(core_.dir, "consumequeue");
   // A truncation a crash interrupted (engine/log_truncate.h) is finished before recovery.
   UMQ_RETURN_IF_ERROR(engine::finish_interrupted_truncation(*core_.disk, log_options));
+  // One clock read for the whole scan, not one a record: a held copy whose time comes during
+  // the scan is held and released at once, never early.
+  const int64_t scan_started_ms = core_.clock->now_ms();
   io::Result<engine::LogAndQueues> opened = engine::open_log_and_queues(
       *core_.disk, *core_.clock, log_options, cq_options, core_.levels, report,
-      [this](uint64_t offset, const engine::MessageView& record) {
+      [this, scan_started_ms](uint64_t offset, const engine::MessageView& record) {
         retention_.note_first_timestamp(offset, record.store_timestamp_ms);
         msg_index_.recovered_record(offset, record);
         if (core_.options.replica) return;  // it delivers nothing
         deliveries_.note_recovered(offset, record);
         txn_.note_recovered(offset, record);
-        deliveries_.held().note_recovered(offset, record, core_.clock->now_ms());
+        deliveries_.held().note_recovered(offset, record, scan_started_ms);
       },
       scan_disk.get());
   scan_disk.reset();

@@ -647,29 +647,51 @@ io::Status CqStore::Impl::recover_files(Queue& q, std::vector<int64_t> bases, ui
   return io::Status::ok();
 }
 
+namespace {
+
+// The first unit of the file at `path` that is not a filler, searched among its first
+// `head_units` units a chunk at a time (RocketMQ's leading fillers are few; the file may hold
+// 300,000 units); nullopt: fillers only. *k: its index in the file.
+io::Result<std::optional<CqUnit>> first_non_filler(io::Disk& disk, const std::string& path,
+                                                   int64_t head_units, int64_t* k) {
+  constexpr int64_t kChunkUnits = 4096;
+  std::vector<std::byte> bytes(static_cast<size_t>(std::min(head_units, kChunkUnits)) *
+                               kCqUnitBytes);
+  for (int64_t at = 0; at < head_units; at += kChunkUnits) {
+    const int64_t units = std::min(head_units - at, kChunkUnits);
+    const std::span<std::byte> chunk(bytes.data(), static_cast<size_t>(units) * kCqUnitBytes);
+    UMQ_RETURN_IF_ERROR(
+        read_zero_padded(disk, path, static_cast<uint64_t>(at) * kCqUnitBytes, chunk));
+    for (int64_t u = 0; u < units; u++) {
+      const UnitBytes unit(chunk.data() + u * kCqUnitBytes, kCqUnitBytes);
+      if (is_filler(unit)) continue;
+      *k = at + u;
+      return decode_cq_unit(unit);
+    }
+  }
+  return std::optional<CqUnit>();
+}
+
+}  // namespace
+
 // Fills min_offset and each file's first/last unit log offsets: two small reads per file, but
-// the first file is read whole, past RocketMQ's leading filler units.
+// the first file is read past RocketMQ's leading filler units.
 io::Status CqStore::Impl::describe_files(Queue& q) {
   q.min_offset = q.max_offset;
   q.opened_edges.clear();
   uint64_t prev_end = 0;
-  std::vector<std::byte> head_bytes;
   std::array<std::byte, kCqUnitBytes> tail_bytes{};
   for (size_t i = 0; i < q.files.size(); i++) {
     CqFile& f = q.files[i];
     const int64_t end = std::min(f.base + upf(), q.max_offset);
     if (end <= f.base) continue;
     const std::string path = file_path(q, f.base);
-    const int64_t head_units = i == 0 ? end - f.base : 1;
-    head_bytes.resize(static_cast<size_t>(head_units) * kCqUnitBytes);
-    UMQ_RETURN_IF_ERROR(read_zero_padded(disk, path, 0, head_bytes));
-    int64_t k = 0;
-    auto unit_at = [&](int64_t u) {
-      return UnitBytes(head_bytes.data() + u * kCqUnitBytes, kCqUnitBytes);
-    };
-    while (k < head_units && is_filler(unit_at(k))) k++;
-    if (k == head_units) continue;  // fillers only
-    std::optional<CqUnit> head = decode_cq_unit(unit_at(k));
+    int64_t k = -1;
+    io::Result<std::optional<CqUnit>> found =
+        first_non_filler(disk, path, i == 0 ? end - f.base : 1, &k);
+    if (!found.is_ok()) return found.status();
+    if (k < 0) continue;  // fillers only
+    const std::optional<CqUnit> head = *found;
     UMQ_RETURN_IF_ERROR(read_zero_padded(
         disk, path, static_cast<uint64_t>(end - 1 - f.base) * kCqUnitBytes, tail_bytes));
     std::optional<CqUnit> tail = decode_cq_unit(tail_bytes);

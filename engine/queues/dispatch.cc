@@ -71,22 +71,36 @@ io::Status drain_writes(io::Disk& disk, CqStore& cq) {
 
 }  // namespace
 
-io::Status dispatch_record(io::Disk& disk, CqStore& cq, const sched::DelayLevels& levels,
-                           LogOffset offset, const MessageView& record) {
+namespace {
+
+// The unit of `record` appended to `queue`, its own queue (the shape of dispatch_record's).
+io::Status append_unit(io::Disk& disk, CqStore& cq, const sched::DelayLevels& levels,
+                       QueueIndex queue, LogOffset offset, const MessageView& record) {
   const QueueOffset queue_offset{record.queue_offset};
-  io::Result<QueueIndex> queue = cq.queue(record.topic, record.queue_id, true);
-  io::Status s = queue.is_ok() ? cq.append(*queue, queue_offset, unit_of(offset, record, levels))
-                               : queue.status();
+  io::Status s = cq.append(queue, queue_offset, unit_of(offset, record, levels));
   if (s.code() == io::Code::busy) {
     // The queue's memory ring is full of unwritten units: write them out (the scanner visits
     // with its reads waited for, or reads through a ring of its own, so only the ConsumeQueues
     // have requests in flight on this disk) and retry.
     s = drain_writes(disk, cq);
-    if (s.is_ok()) s = cq.append(*queue, queue_offset, unit_of(offset, record, levels));
+    if (s.is_ok()) s = cq.append(queue, queue_offset, unit_of(offset, record, levels));
   }
   if (s.is_ok()) return s;
   return io::Status::error(s.code(), "re-dispatch of the record at log offset " +
                                          std::to_string(offset.value) + ": " + s.to_string());
+}
+
+}  // namespace
+
+io::Status dispatch_record(io::Disk& disk, CqStore& cq, const sched::DelayLevels& levels,
+                           LogOffset offset, const MessageView& record) {
+  io::Result<QueueIndex> queue = cq.queue(record.topic, record.queue_id, true);
+  if (!queue.is_ok()) {
+    return io::Status::error(queue.status().code(), "re-dispatch of the record at log offset " +
+                                                        std::to_string(offset.value) + ": " +
+                                                        queue.status().to_string());
+  }
+  return append_unit(disk, cq, levels, *queue, offset, record);
 }
 
 namespace {
@@ -116,9 +130,10 @@ io::Result<std::unique_ptr<CqStore>> open_queues_below_checkpoint(io::Disk& disk
 io::Status redispatch(io::Disk& disk, CqStore& cq, const sched::DelayLevels& levels,
                       uint64_t offset, const MessageView& record) {
   io::Result<QueueIndex> queue = cq.queue(record.topic, record.queue_id, true);
-  if (queue.is_ok() && cq.rebuilding(*queue)) return io::Status::ok();
-  io::Status s = dispatch_record(disk, cq, levels, LogOffset{offset}, record);
-  if (!queue.is_ok() || s.is_ok()) return s;
+  if (!queue.is_ok()) return dispatch_record(disk, cq, levels, LogOffset{offset}, record);
+  if (cq.rebuilding(*queue)) return io::Status::ok();
+  io::Status s = append_unit(disk, cq, levels, *queue, LogOffset{offset}, record);
+  if (s.is_ok()) return s;
   if (s.code() != io::Code::corruption && s.code() != io::Code::invalid_argument) return s;
   UMQ_RETURN_IF_ERROR(drain_writes(disk, cq));
   return cq.rebuild_queue(*queue, s.message());

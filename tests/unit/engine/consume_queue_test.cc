@@ -381,6 +381,34 @@ TEST_F(CqStoreTest, OpensRocketMqFirstFileWithLeadingFiller) {
   ASSERT_TRUE(store->close().is_ok());
 }
 
+TEST_F(CqStoreTest, OpensAFirstFileWhoseLeadingFillerSpansSeveralReads) {
+  // 5,000 filler units (the open reads a file's head 4,096 units at a time), then 10 units.
+  options_.units_per_file = 10000;
+  ASSERT_TRUE(disk_.make_dir(kDir).is_ok());
+  ASSERT_TRUE(disk_.make_dir(std::string(kDir) + "/R").is_ok());
+  ASSERT_TRUE(disk_.make_dir(std::string(kDir) + "/R/0").is_ok());
+  io::Result<io::FileHandle> f =
+      disk_.open(std::string(kDir) + "/R/0/00000000000000000000", io::OpenMode::create_exclusive);
+  ASSERT_TRUE(f.is_ok());
+  std::vector<std::byte> bytes(5010 * 20);
+  for (int i = 0; i < 5000; i++) engine::put_u32(bytes.data() + i * 20 + 8, engine::kCqFillerSize);
+  for (int i = 5000; i < 5010; i++) {
+    engine::encode_cq_unit(unit_at(static_cast<uint64_t>(i)),
+                           std::span<std::byte, 20>(bytes.data() + i * 20, 20));
+  }
+  ASSERT_TRUE(io::write_exact(disk_, *f, 0, bytes, "test").is_ok());
+  disk_.close(*f);
+  auto store = open_store(1'000'000);
+  ASSERT_NE(store, nullptr);
+  QueueIndex q = *store->queue("R", 0, false);
+  EXPECT_EQ(store->min_offset(q).value, 5000);
+  EXPECT_EQ(store->max_offset(q).value, 5010);
+  std::vector<CqUnit> units = read_cold(*store, q, 5000, 10);
+  ASSERT_EQ(units.size(), 10u);
+  EXPECT_EQ(units[0], unit_at(5000));
+  ASSERT_TRUE(store->close().is_ok());
+}
+
 TEST_F(CqStoreTest, DeleteBelowRemovesFilesAndMovesMinOffsets) {
   options_.memory_units_per_queue = 512;  // the ring holds the whole queue: exact minimum
   auto store = open_store(0);
