@@ -14,8 +14,16 @@ namespace uringmq::io {
 
 namespace {
 
-// `size` bytes (a multiple of kHugePageBytes) at a huge-page boundary: a mapping one huge page
-// larger, its unaligned head and tail unmapped; nullptr with errno set when mmap refuses.
+// `bytes` rounded up to whole 4 KiB pages: a mapping's length. Not to whole huge pages: the
+// kernel backs each whole 2 MiB extent of a MADV_HUGEPAGE mapping with a huge page and the tail
+// with small ones, so a 4.07 MiB arena costs 4.07 MiB, not 6.
+size_t page_rounded(size_t bytes) {
+  const auto page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  return (bytes + page - 1) / page * page;
+}
+
+// `size` bytes (whole pages) starting at a huge-page boundary: a mapping one huge page larger,
+// its unaligned head and tail unmapped; nullptr with errno set when mmap refuses.
 void* map_aligned(size_t size) {
   void* p = mmap(nullptr, size + kHugePageBytes, PROT_READ | PROT_WRITE,
                  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -41,22 +49,21 @@ void populate_huge(void* p, size_t size) {
 }  // namespace
 
 void* map_huge_pages(size_t bytes) {
-  const size_t size = (bytes + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
+  const size_t size = page_rounded(bytes);
   void* p = map_aligned(size);
   if (p != nullptr) (void)madvise(p, size, MADV_HUGEPAGE);
   return p;
 }
 
 void unmap_huge_pages(void* p, size_t bytes) {
-  munmap(p, (bytes + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes);
+  munmap(p, page_rounded(bytes));
 }
 
 Result<PopulatedMemory> PopulatedMemory::allocate(size_t bytes) {
   PopulatedMemory out;
   if (bytes == 0) return out;
   const bool huge = bytes >= kHugePageBytes;
-  const auto page = huge ? kHugePageBytes : static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  const size_t size = (bytes + page - 1) / page * page;
+  const size_t size = page_rounded(bytes);
   void* p = huge ? map_aligned(size)
                  : mmap(nullptr, size, PROT_READ | PROT_WRITE,
                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);

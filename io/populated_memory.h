@@ -27,8 +27,9 @@ inline constexpr size_t kHugePageBytes = size_t{2} << 20;
 class PopulatedMemory {
  public:
   PopulatedMemory() = default;
-  // `bytes` (mapped as whole pages, whole huge pages from kHugePageBytes up); the mmap's errno
-  // as a Status when the kernel refuses.
+  // `bytes`, mapped as whole 4 KiB pages (from kHugePageBytes up, from a huge-page boundary:
+  // the kernel backs each whole 2 MiB extent with a huge page, the rest with small ones); the
+  // mmap's errno as a Status when the kernel refuses.
   static Result<PopulatedMemory> allocate(size_t bytes);
   // The same for a buffer a component cannot start without: aborts, naming the size, when the
   // kernel refuses (as a std::vector's allocation would end the process).
@@ -50,8 +51,8 @@ class PopulatedMemory {
   size_t mapped_ = 0;  // size_ rounded up to the pages mapped
 };
 
-// `bytes` rounded up to whole huge pages, at a huge-page boundary, asking for transparent huge
-// pages but not mapped in (the first touch of each maps a whole huge page); nullptr when mmap
+// `bytes` rounded up to whole 4 KiB pages, at a huge-page boundary, asking for transparent huge
+// pages but not mapped in (the first touch in a whole 2 MiB extent maps it); nullptr when mmap
 // refuses. Freed by unmap_huge_pages with the same `bytes`.
 void* map_huge_pages(size_t bytes);
 void unmap_huge_pages(void* p, size_t bytes);
