@@ -83,6 +83,15 @@ class CqStoreTest : public ::testing::Test {
     FAIL() << "append stayed busy";
   }
   // Reads `count` units at offset through read_units (one file at a time).
+  // R/0 of `store` holds the units [min, max), the first of them unit_at(first_unit).
+  void expect_r0(CqStore& store, int64_t min, int64_t max, uint64_t first_unit) {
+    QueueIndex q = *store.queue("R", 0, false);
+    EXPECT_EQ(store.min_offset(q).value, min);
+    EXPECT_EQ(store.max_offset(q).value, max);
+    std::vector<CqUnit> units = read_cold(store, q, min, static_cast<uint32_t>(max - min));
+    ASSERT_EQ(units.size(), static_cast<size_t>(max - min));
+    EXPECT_EQ(units[0], unit_at(first_unit));
+  }
   std::vector<CqUnit> read_cold(CqStore& store, QueueIndex q, int64_t offset, uint32_t count) {
     std::vector<CqUnit> out;
     std::vector<std::byte> buffer(count * engine::kCqUnitBytes);
@@ -347,23 +356,32 @@ TEST_F(CqStoreTest, UnitsBeyondLogEndAreRemovedAtOpen) {
   ASSERT_TRUE(store->close().is_ok());
 }
 
-TEST_F(CqStoreTest, OpensRocketMqFirstFileWithLeadingFiller) {
-  // A queue whose first file starts at unit 100 and holds filler for units 100..119.
-  ASSERT_TRUE(disk_.make_dir(kDir).is_ok());
-  ASSERT_TRUE(disk_.make_dir(std::string(kDir) + "/R").is_ok());
-  ASSERT_TRUE(disk_.make_dir(std::string(kDir) + "/R/0").is_ok());
-  ASSERT_TRUE(disk_.make_dir(std::string(kDir) + "/R/not-a-queue").is_ok());
+// Queue R/0 with one file, `name`, of `file_units` units: `fillers` filler units (RocketMQ's
+// leading filler), then unit_at(fillers) .. unit_at(fillers + units - 1), then zeros.
+void write_filler_file(io::SimDisk& disk, const std::string& name, int file_units, int fillers,
+                       int units) {
+  ASSERT_TRUE(disk.make_dir(kDir).is_ok());
+  ASSERT_TRUE(disk.make_dir(std::string(kDir) + "/R").is_ok());
+  ASSERT_TRUE(disk.make_dir(std::string(kDir) + "/R/0").is_ok());
   io::Result<io::FileHandle> f =
-      disk_.open(std::string(kDir) + "/R/0/00000000000000002000", io::OpenMode::create_exclusive);
+      disk.open(std::string(kDir) + "/R/0/" + name, io::OpenMode::create_exclusive);
   ASSERT_TRUE(f.is_ok());
-  std::vector<std::byte> bytes(2000);
-  for (int i = 0; i < 20; i++) engine::put_u32(bytes.data() + i * 20 + 8, engine::kCqFillerSize);
-  for (int i = 20; i < 30; i++) {
+  std::vector<std::byte> bytes(static_cast<size_t>(file_units) * 20);
+  for (int i = 0; i < fillers; i++) {
+    engine::put_u32(bytes.data() + i * 20 + 8, engine::kCqFillerSize);
+  }
+  for (int i = fillers; i < fillers + units; i++) {
     engine::encode_cq_unit(unit_at(static_cast<uint64_t>(i)),
                            std::span<std::byte, 20>(bytes.data() + i * 20, 20));
   }
-  ASSERT_TRUE(io::write_exact(disk_, *f, 0, bytes, "test").is_ok());
-  disk_.close(*f);
+  ASSERT_TRUE(io::write_exact(disk, *f, 0, bytes, "test").is_ok());
+  disk.close(*f);
+}
+
+TEST_F(CqStoreTest, OpensRocketMqFirstFileWithLeadingFiller) {
+  // A queue whose first file starts at unit 100 and holds filler for units 100..119.
+  write_filler_file(disk_, "00000000000000002000", 100, 20, 10);
+  ASSERT_TRUE(disk_.make_dir(std::string(kDir) + "/R/not-a-queue").is_ok());
   io::Result<io::FileHandle> junk =
       disk_.open(std::string(kDir) + "/R/0/junk", io::OpenMode::create_exclusive);
   ASSERT_TRUE(junk.is_ok());
@@ -371,41 +389,18 @@ TEST_F(CqStoreTest, OpensRocketMqFirstFileWithLeadingFiller) {
   auto store = open_store(1'000'000);
   ASSERT_NE(store, nullptr);
   EXPECT_EQ(store->queue_count(), 1u);
-  QueueIndex q = *store->queue("R", 0, false);
-  EXPECT_EQ(store->min_offset(q).value, 120);
-  EXPECT_EQ(store->max_offset(q).value, 130);
-  std::vector<CqUnit> units = read_cold(*store, q, 120, 10);
-  ASSERT_EQ(units.size(), 10u);
-  EXPECT_EQ(units[0], unit_at(20));
-  append_ok(*store, q, 130, unit_at(30));
+  expect_r0(*store, 120, 130, 20);
+  append_ok(*store, *store->queue("R", 0, false), 130, unit_at(30));
   ASSERT_TRUE(store->close().is_ok());
 }
 
 TEST_F(CqStoreTest, OpensAFirstFileWhoseLeadingFillerSpansSeveralReads) {
   // 5,000 filler units (the open reads a file's head 4,096 units at a time), then 10 units.
   options_.units_per_file = 10000;
-  ASSERT_TRUE(disk_.make_dir(kDir).is_ok());
-  ASSERT_TRUE(disk_.make_dir(std::string(kDir) + "/R").is_ok());
-  ASSERT_TRUE(disk_.make_dir(std::string(kDir) + "/R/0").is_ok());
-  io::Result<io::FileHandle> f =
-      disk_.open(std::string(kDir) + "/R/0/00000000000000000000", io::OpenMode::create_exclusive);
-  ASSERT_TRUE(f.is_ok());
-  std::vector<std::byte> bytes(5010 * 20);
-  for (int i = 0; i < 5000; i++) engine::put_u32(bytes.data() + i * 20 + 8, engine::kCqFillerSize);
-  for (int i = 5000; i < 5010; i++) {
-    engine::encode_cq_unit(unit_at(static_cast<uint64_t>(i)),
-                           std::span<std::byte, 20>(bytes.data() + i * 20, 20));
-  }
-  ASSERT_TRUE(io::write_exact(disk_, *f, 0, bytes, "test").is_ok());
-  disk_.close(*f);
+  write_filler_file(disk_, "00000000000000000000", 5010, 5000, 10);
   auto store = open_store(1'000'000);
   ASSERT_NE(store, nullptr);
-  QueueIndex q = *store->queue("R", 0, false);
-  EXPECT_EQ(store->min_offset(q).value, 5000);
-  EXPECT_EQ(store->max_offset(q).value, 5010);
-  std::vector<CqUnit> units = read_cold(*store, q, 5000, 10);
-  ASSERT_EQ(units.size(), 10u);
-  EXPECT_EQ(units[0], unit_at(5000));
+  expect_r0(*store, 5000, 5010, 5000);
   ASSERT_TRUE(store->close().is_ok());
 }
 
