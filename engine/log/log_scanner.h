@@ -16,8 +16,8 @@
 // its own), visits run with the next read in flight, and reads overlap checking and visiting.
 //
 // Memory: 2 x (chunk_bytes + the largest record rounded up to 4 KiB): 16.1 MiB with the default
-// 4 MiB chunk and 4 MiB body limit, in huge pages (io::PopulatedMemory: 20 MiB mapped); plus at
-// most kMaxPendingVisits checked record views.
+// 4 MiB chunk and 4 MiB body limit, in huge pages where the kernel has them
+// (io::PopulatedMemory); plus at most kMaxPendingVisits checked record views.
 //
 // One thread: the disk's. Needs an idle disk at scan() (nothing else in flight); leaves it idle.
 
