@@ -73,6 +73,12 @@ io::Status drain_writes(io::Disk& disk, CqStore& cq) {
 
 namespace {
 
+// A re-dispatch that failed, naming the record.
+io::Status redispatch_failed(LogOffset offset, const io::Status& why) {
+  return io::Status::error(why.code(), "re-dispatch of the record at log offset " +
+                                           std::to_string(offset.value) + ": " + why.to_string());
+}
+
 // The unit of `record` appended to `queue`, its own queue (the shape of dispatch_record's).
 io::Status append_unit(io::Disk& disk, CqStore& cq, const sched::DelayLevels& levels,
                        QueueIndex queue, LogOffset offset, const MessageView& record) {
@@ -85,9 +91,7 @@ io::Status append_unit(io::Disk& disk, CqStore& cq, const sched::DelayLevels& le
     s = drain_writes(disk, cq);
     if (s.is_ok()) s = cq.append(queue, queue_offset, unit_of(offset, record, levels));
   }
-  if (s.is_ok()) return s;
-  return io::Status::error(s.code(), "re-dispatch of the record at log offset " +
-                                         std::to_string(offset.value) + ": " + s.to_string());
+  return s.is_ok() ? s : redispatch_failed(offset, s);
 }
 
 }  // namespace
@@ -95,11 +99,7 @@ io::Status append_unit(io::Disk& disk, CqStore& cq, const sched::DelayLevels& le
 io::Status dispatch_record(io::Disk& disk, CqStore& cq, const sched::DelayLevels& levels,
                            LogOffset offset, const MessageView& record) {
   io::Result<QueueIndex> queue = cq.queue(record.topic, record.queue_id, true);
-  if (!queue.is_ok()) {
-    return io::Status::error(queue.status().code(), "re-dispatch of the record at log offset " +
-                                                        std::to_string(offset.value) + ": " +
-                                                        queue.status().to_string());
-  }
+  if (!queue.is_ok()) return redispatch_failed(offset, queue.status());
   return append_unit(disk, cq, levels, *queue, offset, record);
 }
 
