@@ -24,7 +24,8 @@
 # Env: RUNS (2), SECONDS_ (15), WARMUP (3), CONNS (16), PIPELINE (32), THREADS (64),
 #      FLUSHES ("SYNC_FLUSH ASYNC_FLUSH"; empty: none), GENERATORS ("netbench java"; empty:
 #      none), LATENESS (1),
-#      LATENESS_COUNT (20000), LATENESS_RATE (2000), DATA (./bench-data),
+#      LATENESS_COUNT (20000), LATENESS_RATE (2000), LATENESS_DUMP (a path: each message's
+#      lateness to <path>-<kind>-<run>), DATA (./bench-data),
 #      UMQ_CONF (extra broker.conf lines for uringmq, newline-separated; empty by default).
 # Without the Java distribution (tools/find-rocketmq-java.sh) or javac it prints a skip line.
 set -euo pipefail
@@ -108,7 +109,8 @@ for run in $(seq 1 "$RUNS"); do
     for kind in rocketmq uringmq; do
       echo "run $run lateness $kind: load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
       start_broker "$kind" SYNC_FLUSH
-      json=$(RMQ_CP_PREFIX=$work/classes "$rmq_java" java \
+      json=$(LATENESS_DUMP=${LATENESS_DUMP:+$LATENESS_DUMP-$kind-$run} \
+        RMQ_CP_PREFIX=$work/classes "$rmq_java" java \
         -Drocketmq.client.logRoot="$work/client-logs" DelayLateness "$ns" BenchTopic \
         "$LATENESS_COUNT" "$LATENESS_RATE" 2>>"$work/lateness.err" | grep '^{' | tail -1)
       stop_broker

@@ -6,7 +6,8 @@
 // time the send began. Lateness of a message = the time the listener got it - (send begin +
 // the level's delay), in ms; negative = delivered early. Prints one JSON line: sent, received,
 // early, p50/p99/max lateness (ms), and exits once every acknowledged message arrived or 60 s
-// after the last send.
+// after the last send. With LATENESS_DUMP=<file> set, it also writes one line a message there:
+// the send index, its level, the time its send began (ms since the epoch) and its lateness (ms).
 
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -33,6 +34,8 @@ public class DelayLateness {
     int count = Integer.parseInt(args[2]);
     int rate = Integer.parseInt(args[3]);
     ConcurrentLinkedQueue<Long> lateness = new ConcurrentLinkedQueue<>();
+    ConcurrentLinkedQueue<String> dump = new ConcurrentLinkedQueue<>();
+    String dumpPath = System.getenv("LATENESS_DUMP");
     AtomicInteger received = new AtomicInteger();
 
     DefaultMQPushConsumer consumer = new DefaultMQPushConsumer("peer_lateness_" + topic);
@@ -47,6 +50,7 @@ public class DelayLateness {
             int level = Integer.parseInt(f[0]);
             long due = Long.parseLong(f[1]) + LEVEL_MS[level];
             lateness.add(now - due);
+            if (dumpPath != null) dump.add(f[2] + " " + level + " " + f[1] + " " + (now - due));
             received.incrementAndGet();
           }
           return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
@@ -65,7 +69,7 @@ public class DelayLateness {
       long wait = due - System.nanoTime();
       if (wait > 0) Thread.sleep(wait / 1_000_000, (int) (wait % 1_000_000));
       int level = 1 + (i % 2);
-      String text = level + " " + System.currentTimeMillis() + " ";
+      String text = level + " " + System.currentTimeMillis() + " " + i + " ";
       byte[] body = new byte[128];
       java.util.Arrays.fill(body, (byte) 'x');
       byte[] head = text.getBytes(StandardCharsets.US_ASCII);
@@ -80,6 +84,11 @@ public class DelayLateness {
     while (received.get() < sent && System.currentTimeMillis() < deadline) Thread.sleep(100);
     consumer.shutdown();
 
+    if (dumpPath != null) {
+      try (java.io.PrintWriter w = new java.io.PrintWriter(dumpPath)) {
+        for (String line : dump) w.println(line);
+      }
+    }
     List<Long> all = new ArrayList<>(lateness);
     Collections.sort(all);
     long early = all.stream().filter(v -> v < 0).count();
