@@ -171,13 +171,14 @@ io::Status Shard::open_log(engine::RecoveryReport* report) {
   const int64_t scan_started_ms = core_.clock->now_ms();
   io::Result<engine::LogAndQueues> opened = engine::open_log_and_queues(
       *core_.disk, *core_.clock, log_options, cq_options, core_.levels, report,
-      [this, scan_started_ms](uint64_t offset, const engine::MessageView& record) {
+      [this, scan_started_ms](uint64_t offset, const engine::MessageView& record,
+                              const engine::PropertyScan& scan) {
         retention_.note_first_timestamp(offset, record.store_timestamp_ms);
-        msg_index_.recovered_record(offset, record);
+        msg_index_.recovered_record(offset, record, scan);
         if (core_.options.replica) return;  // it delivers nothing
-        deliveries_.note_recovered(offset, record);
-        txn_.note_recovered(offset, record);
-        deliveries_.held().note_recovered(offset, record, scan_started_ms);
+        deliveries_.note_recovered(offset, record, scan);
+        txn_.note_recovered(offset, record, scan);
+        deliveries_.held().note_recovered(offset, record, scan, scan_started_ms);
       },
       scan_disk.get());
   scan_disk.reset();

@@ -50,9 +50,10 @@ size_t ShardDeliveries::arena_bytes(const StoreOptions& o) {
                           o.log.limits.max_body_bytes + engine::kMaxPropertiesBytes + 1024);
 }
 
-void ShardDeliveries::note_recovered(uint64_t offset, const engine::MessageView& record) {
-  level_.note_marker(offset, record);
-  timers_.note_record(offset, record);
+void ShardDeliveries::note_recovered(uint64_t offset, const engine::MessageView& record,
+                                     const engine::PropertyScan& scan) {
+  level_.note_marker(offset, scan);
+  timers_.note_record(offset, record, scan);
 }
 
 void ShardDeliveries::load_state() {

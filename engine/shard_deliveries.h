@@ -39,7 +39,8 @@ class ShardDeliveries final : private engine::DeliveryHost {
 
   // ---- Recovery ----
   // A record recovery's scan checked: delivery markers, timer records, held copies.
-  void note_recovered(uint64_t offset, const engine::MessageView& record);
+  void note_recovered(uint64_t offset, const engine::MessageView& record,
+                      const engine::PropertyScan& scan);
   // Once the log and queues are open: the levels' progress and the timers' state.
   void load_state();
   // The held copies still ahead of their time, from their queues.

@@ -28,7 +28,8 @@ io::Status ShardIndex::open(uint64_t first_scanned) {
   return io::Status::ok();
 }
 
-void ShardIndex::recovered_record(uint64_t offset, const engine::MessageView& record) {
+void ShardIndex::recovered_record(uint64_t offset, const engine::MessageView& record,
+                                  const engine::PropertyScan& scan) {
   if (!opened_) {
     io::Status s = open(offset);
     if (!s.is_ok()) {
@@ -37,8 +38,8 @@ void ShardIndex::recovered_record(uint64_t offset, const engine::MessageView& re
     }
   }
   if (index_ == nullptr || rescan_from_ != UINT64_MAX) return;
-  io::Status s = index_->insert_recovered(*core_.disk, record.topic, record.user_properties, offset,
-                                          record.store_timestamp_ms);
+  io::Status s =
+      index_->insert_recovered(*core_.disk, record.topic, scan, offset, record.store_timestamp_ms);
   if (!s.is_ok() && status_.is_ok()) status_ = s;
 }
 
@@ -55,7 +56,8 @@ io::Status ShardIndex::rescan(uint64_t from) {
   io::Result<engine::ScanEnd> scanned =
       scanner.scan(from, [&](uint64_t offset, const engine::MessageView& r) {
         if (!failed.is_ok()) return;
-        failed = index_->insert_recovered(*core_.disk, r.topic, r.user_properties, offset,
+        failed = index_->insert_recovered(*core_.disk, r.topic,
+                                          engine::scan_properties(r.user_properties), offset,
                                           r.store_timestamp_ms);
       });
   if (!scanned.is_ok()) return scanned.status();

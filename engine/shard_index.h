@@ -35,7 +35,8 @@ class ShardIndex {
 
   // ---- Recovery ----
   // A record recovery's scan checked (opens the index at the first one).
-  void recovered_record(uint64_t offset, const engine::MessageView& record);
+  void recovered_record(uint64_t offset, const engine::MessageView& record,
+                        const engine::PropertyScan& scan);
   // Once the log is open: the index opened (if no record was scanned), rebuilt by a second scan
   // when it lost files, and settled at the log's durable end.
   io::Status finish_open();

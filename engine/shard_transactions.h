@@ -32,8 +32,9 @@ class ShardTransactions {
   ShardTransactions& operator=(const ShardTransactions&) = delete;
 
   // ---- Recovery ----
-  void note_recovered(uint64_t offset, const engine::MessageView& record) {
-    txn_.note_record(offset, record);
+  void note_recovered(uint64_t offset, const engine::MessageView& record,
+                      const engine::PropertyScan& scan) {
+    txn_.note_record(offset, record, scan);
   }
   // Once the queues are open: the halves from the half queue's end.
   void load_state();

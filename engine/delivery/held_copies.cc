@@ -81,9 +81,10 @@ uint64_t HeldCopies::low_water() const {
   return low;
 }
 
-void HeldCopies::note_recovered(uint64_t log_offset, const MessageView& record, int64_t now) {
+void HeldCopies::note_recovered(uint64_t log_offset, const MessageView& record,
+                                const PropertyScan& scan, int64_t now) {
   if (record.store_timestamp_ms <= now || record.store_timestamp_ms > now + lead_ms_ ||
-      !find_property(record.user_properties, kPropertyDeliveryMarker)) {
+      !scan.delivery_marker) {
     return;
   }
   recovered_.push_back(Recovered{std::string(record.topic), record.queue_id,

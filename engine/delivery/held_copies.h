@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "engine/log/message_codec.h"
+#include "engine/log/property_scan.h"
 #include "engine/queues/consume_queue.h"
 
 namespace uringmq::engine {
@@ -43,8 +44,10 @@ class HeldCopies {
   size_t count() const { return count_; }
   bool busy() const { return count_ > 0; }
 
-  // Recovery: a copy stored ahead of its time that has not come yet is held again at restore().
-  void note_recovered(uint64_t log_offset, const MessageView& record, int64_t now_ms);
+  // Recovery: a copy stored ahead of its time that has not come yet is held again at restore()
+  // (`scan`: the record's properties, scanned once).
+  void note_recovered(uint64_t log_offset, const MessageView& record, const PropertyScan& scan,
+                      int64_t now_ms);
   // Looks up the recovered copies' queues (those that no longer exist are dropped) and holds them.
   void restore(CqStore& cq);
 

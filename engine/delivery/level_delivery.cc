@@ -81,9 +81,9 @@ bool LevelDelivery::rewrite(const MessageInput& in, const PropertyScan& scan, Me
   return true;
 }
 
-void LevelDelivery::note_marker(uint64_t log_offset, const MessageView& record) {
+void LevelDelivery::note_marker(uint64_t log_offset, const PropertyScan& scan) {
   if (options_.unsafe_ignore_delivery_markers) return;  // the simulation's canary
-  auto marker = find_property(record.user_properties, kPropertyDeliveryMarker);
+  const std::optional<std::string_view>& marker = scan.delivery_marker;
   if (!marker) return;
   first_marker_offset_ = std::min(first_marker_offset_, log_offset);
   int64_t level = 0, offset = 0;

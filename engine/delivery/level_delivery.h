@@ -74,8 +74,9 @@ class LevelDelivery {
   // The same with the append's one scan of in.properties (property_scan.h).
   bool rewrite(const MessageInput& in, const PropertyScan& scan, MessageInput* out,
                uint32_t* level);
-  // Recovery's scan: a delivery marker moves its level's progress past it.
-  void note_marker(uint64_t log_offset, const MessageView& record);
+  // Recovery's scan: a delivery marker moves its level's progress past it (`scan`: the
+  // record's properties, scanned once).
+  void note_marker(uint64_t log_offset, const PropertyScan& scan);
   // After recovery: progress from the table and the markers; sizes the arena.
   void load_progress();
 

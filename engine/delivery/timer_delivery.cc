@@ -125,19 +125,20 @@ io::Code TimerDelivery::rewrite(const MessageInput& in, const PropertyScan& scan
 // ---- Recovery and start-up ----
 
 // Every record recovery's scan checks: timer markers and cancels above the checkpoint.
-void TimerDelivery::note_record(uint64_t log_offset, const MessageView& record) {
+void TimerDelivery::note_record(uint64_t log_offset, const MessageView& record,
+                                const PropertyScan& scan) {
   make_wheel();
   if (record.topic == kTimerTopic && record.queue_id == kTimerCancelQueue) {
-    auto key = find_property(record.user_properties, kPropertyTimerCancelKey);
+    const std::optional<std::string_view>& key = scan.timer_cancel_key;
     int64_t at = 0;
-    auto put = find_property(record.user_properties, kPropertyTimerPutMs);
+    const std::optional<std::string_view>& put = scan.timer_put_ms;
     if (key && put && parse_decimal(*put, &at)) {
       recovered_cancels_.push_back(RecoveredCancel{std::string(*key), at, log_offset});
     }
     return;
   }
   if (options_.unsafe_ignore_delivery_markers) return;
-  auto marker = find_property(record.user_properties, kPropertyDeliveryMarker);
+  const std::optional<std::string_view>& marker = scan.delivery_marker;
   int64_t slot = 0, offset = 0;
   if (!marker || !parse_delivery_marker(*marker, "T", &slot, &offset) || slot < 0 ||
       slot >= static_cast<int64_t>(wheel_->slot_count())) {

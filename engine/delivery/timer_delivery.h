@@ -97,8 +97,9 @@ class TimerDelivery {
   // for a malformed timer property or a deliver time beyond max_delay_ms, else ok. A prepared
   // message is checked so at its put: its commit copy is rewritten later.
   io::Code check(const PropertyScan& scan) const;
-  // Recovery's scan: timer markers and cancels above the checkpoint.
-  void note_record(uint64_t log_offset, const MessageView& record);
+  // Recovery's scan: timer markers and cancels above the checkpoint (`scan`: the record's
+  // properties, scanned once).
+  void note_record(uint64_t log_offset, const MessageView& record, const PropertyScan& scan);
   // After recovery: slot progress, holds, the sweep position and recovered cancels.
   void load_state();
 

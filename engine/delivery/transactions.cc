@@ -230,7 +230,8 @@ void Transactions::pop_ended() {
   }
 }
 
-void Transactions::note_record(uint64_t log_offset, const MessageView& record) {
+void Transactions::note_record(uint64_t log_offset, const MessageView& record,
+                               const PropertyScan& scan) {
   if (record.topic == kTransHalfTopic) {
     if (base_ >= 0 && count_ > 0 && record.queue_offset != base_ + count_) return;  // defensive
     Half& half = push(record.queue_offset);
@@ -239,7 +240,7 @@ void Transactions::note_record(uint64_t log_offset, const MessageView& record) {
     half.next_check_ms = first_check_ms(record.store_timestamp_ms, record.user_properties);
     return;
   }
-  auto marker = find_property(record.user_properties, kPropertyTransactionEnded);
+  const std::optional<std::string_view>& marker = scan.transaction_ended;
   int64_t queue_offset = 0;
   if (!marker || !parse_decimal(*marker, &queue_offset)) return;
   const TransactionEnd end = record.topic == kTransOpTopic         ? TransactionEnd::rollback

@@ -39,6 +39,7 @@
 #include <uringmq/store.h>
 
 #include "engine/log/message_codec.h"
+#include "engine/log/property_scan.h"
 #include "io/status.h"
 
 namespace uringmq::engine {
@@ -97,7 +98,8 @@ class Transactions {
   void settle(uint64_t durable_offset);
 
   // Recovery's scan (every record from the checkpoint on, in log order), then load_state().
-  void note_record(uint64_t log_offset, const MessageView& record);
+  // `scan`: the record's properties, scanned once.
+  void note_record(uint64_t log_offset, const MessageView& record, const PropertyScan& scan);
   void load_state(int64_t half_queue_end);
 
   // The oldest half not ended (UINT64_MAX: none): the checkpoint stays at or below it.

@@ -10,10 +10,12 @@ namespace uringmq::engine {
 
 namespace {
 // The names the scan keeps and the slot each fills, the commonest first (string_view's ==
-// compares the sizes first: cheap misses).
+// compares the sizes first: cheap misses). `timer_written`: also one is_timer_written_property
+// names (PropertyScan::timer_reserved).
 struct KeptName {
   std::string_view name;
   std::optional<std::string_view> PropertyScan::*slot;
+  bool timer_written = false;
 };
 constexpr KeptName kKeptNames[] = {
     {kPropertyTags, &PropertyScan::tags},
@@ -28,6 +30,9 @@ constexpr KeptName kKeptNames[] = {
     {kPropertyTimerCancelKey, &PropertyScan::timer_cancel_key},
     {kPropertyTimerDelUniqKey, &PropertyScan::timer_del_uniq_key},
     {kPropertyTransactionPrepared, &PropertyScan::transaction_prepared},
+    {kPropertyDeliveryMarker, &PropertyScan::delivery_marker, true},
+    {kPropertyTimerPutMs, &PropertyScan::timer_put_ms, true},
+    {kPropertyTransactionEnded, &PropertyScan::transaction_ended},
 };
 
 // The longest name the scan keeps: an entry whose first \x01 lies further in is none of them.
@@ -42,10 +47,10 @@ void keep_first(std::optional<std::string_view>* slot, std::string_view value) {
   if (!slot->has_value()) *slot = value;
 }
 
-// The slot `name` fills, or nullptr.
-std::optional<std::string_view>* slot_of(PropertyScan* p, std::string_view name) {
+// The entry `name` matches, or nullptr.
+const KeptName* kept_name(std::string_view name) {
   for (const KeptName& k : kKeptNames) {
-    if (name == k.name) return &(p->*k.slot);
+    if (name == k.name) return &k;
   }
   return nullptr;
 }
@@ -67,8 +72,9 @@ PropertyScan scan_properties(std::string_view encoded) {
     if (sep < limit && sep > start && end > sep + 1) {
       const std::string_view name = encoded.substr(start, sep - start);
       const std::string_view value = encoded.substr(sep + 1, end - sep - 1);
-      if (std::optional<std::string_view>* slot = slot_of(&p, name)) {
-        keep_first(slot, value);
+      if (const KeptName* kept = kept_name(name)) {
+        keep_first(&(p.*kept->slot), value);
+        p.timer_reserved = p.timer_reserved || kept->timer_written;
       } else if (is_timer_written_property(name)) {
         p.timer_reserved = true;
       }

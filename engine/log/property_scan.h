@@ -1,8 +1,10 @@
 #pragma once
 // One pass over a message's property string (properties.h) collecting every property the append
-// path reads: the level delay, the timer's request and cancel names, the index keys, the tags
-// and the transaction flag. The append used to call find_property once per name and step (about
-// nine scans of the string per plain append); it now scans once and hands this struct on.
+// path and recovery read: the level delay, the timer's request and cancel names, the index keys,
+// the tags, the transaction flag and the markers recovery looks for. The append used to call
+// find_property once per name and step (about nine scans of the string per plain append), and
+// recovery's visitors about five per re-dispatched record; each now scans once and hands this
+// struct on.
 // The first well-formed entry of each name counts, exactly as find_property answers (an entry
 // with an empty name or value is skipped). The views point into the scanned string. Pure;
 // thread-safe.
@@ -31,9 +33,14 @@ struct PropertyScan {
   std::optional<std::string_view> tags;                // TAGS: the tagsCode's source
   // TRAN_MSG: the message is a transaction's half (prepared) message when "true".
   std::optional<std::string_view> transaction_prepared;
+  // What recovery's visitors look for (property_names.h): the delivery a copy records
+  // (__UMQ_DLV), a timer put's time (__UMQ_TPUT), the half a transaction's end names (__UMQ_TXN).
+  std::optional<std::string_view> delivery_marker;
+  std::optional<std::string_view> timer_put_ms;
+  std::optional<std::string_view> transaction_ended;
 };
 
-// The properties the append path reads, from one pass over `encoded`.
+// The properties the append path and recovery read, from one pass over `encoded`.
 PropertyScan scan_properties(std::string_view encoded);
 
 }  // namespace uringmq::engine

@@ -79,17 +79,16 @@ io::Status redispatch_failed(LogOffset offset, const io::Status& why) {
                                            std::to_string(offset.value) + ": " + why.to_string());
 }
 
-// The unit of `record` appended to `queue`, its own queue (the shape of dispatch_record's).
-io::Status append_unit(io::Disk& disk, CqStore& cq, const sched::DelayLevels& levels,
-                       QueueIndex queue, LogOffset offset, const MessageView& record) {
-  const QueueOffset queue_offset{record.queue_offset};
-  io::Status s = cq.append(queue, queue_offset, unit_of(offset, record, levels));
+// `unit` (of the record at `offset`) appended to `queue` at `queue_offset`.
+io::Status append_unit(io::Disk& disk, CqStore& cq, QueueIndex queue, LogOffset offset,
+                       QueueOffset queue_offset, const CqUnit& unit) {
+  io::Status s = cq.append(queue, queue_offset, unit);
   if (s.code() == io::Code::busy) {
     // The queue's memory ring is full of unwritten units: write them out (the scanner visits
     // with its reads waited for, or reads through a ring of its own, so only the ConsumeQueues
     // have requests in flight on this disk) and retry.
     s = drain_writes(disk, cq);
-    if (s.is_ok()) s = cq.append(queue, queue_offset, unit_of(offset, record, levels));
+    if (s.is_ok()) s = cq.append(queue, queue_offset, unit);
   }
   return s.is_ok() ? s : redispatch_failed(offset, s);
 }
@@ -100,7 +99,8 @@ io::Status dispatch_record(io::Disk& disk, CqStore& cq, const sched::DelayLevels
                            LogOffset offset, const MessageView& record) {
   io::Result<QueueIndex> queue = cq.queue(record.topic, record.queue_id, true);
   if (!queue.is_ok()) return redispatch_failed(offset, queue.status());
-  return append_unit(disk, cq, levels, *queue, offset, record);
+  return append_unit(disk, cq, *queue, offset, QueueOffset{record.queue_offset},
+                     unit_of(offset, record, levels));
 }
 
 namespace {
@@ -127,12 +127,16 @@ io::Result<std::unique_ptr<CqStore>> open_queues_below_checkpoint(io::Disk& disk
 // Re-dispatch in recovery's scan. A unit that contradicts its queue (a gap below it: units
 // missing below the scan, or a different unit at its offset) marks the queue damaged: it is
 // emptied and rebuilt by a second scan. Records of queues being rebuilt wait for that scan.
+// The unit's tagsCode comes from `scan`, the record's properties scanned once.
 io::Status redispatch(io::Disk& disk, CqStore& cq, const sched::DelayLevels& levels,
-                      uint64_t offset, const MessageView& record) {
+                      uint64_t offset, const MessageView& record, const PropertyScan& scan) {
   io::Result<QueueIndex> queue = cq.queue(record.topic, record.queue_id, true);
-  if (!queue.is_ok()) return dispatch_record(disk, cq, levels, LogOffset{offset}, record);
+  if (!queue.is_ok()) return redispatch_failed(LogOffset{offset}, queue.status());
   if (cq.rebuilding(*queue)) return io::Status::ok();
-  io::Status s = append_unit(disk, cq, levels, *queue, LogOffset{offset}, record);
+  const CqUnit unit{LogOffset{offset}, record.total_size,
+                    unit_tags_code(record.topic, scan, record.store_timestamp_ms, levels)};
+  io::Status s =
+      append_unit(disk, cq, *queue, LogOffset{offset}, QueueOffset{record.queue_offset}, unit);
   if (s.is_ok()) return s;
   if (s.code() != io::Code::corruption && s.code() != io::Code::invalid_argument) return s;
   UMQ_RETURN_IF_ERROR(drain_writes(disk, cq));
@@ -246,10 +250,12 @@ io::Status rebuild_queues(io::Disk& disk, io::Clock& clock, const CommitLog& log
 
 }  // namespace
 
-io::Result<LogAndQueues> open_log_and_queues(
-    io::Disk& disk, io::Clock& clock, const CommitLogOptions& log_options,
-    const CqStoreOptions& cq_options, const sched::DelayLevels& levels, RecoveryReport* report,
-    const std::function<void(uint64_t, const MessageView&)>& also, io::Disk* scan_disk) {
+io::Result<LogAndQueues> open_log_and_queues(io::Disk& disk, io::Clock& clock,
+                                             const CommitLogOptions& log_options,
+                                             const CqStoreOptions& cq_options,
+                                             const sched::DelayLevels& levels,
+                                             RecoveryReport* report, const RecoveredRecordFn& also,
+                                             io::Disk* scan_disk) {
   const int64_t started_ns = clock.monotonic_ns();
   LogAndQueues out;
   io::Status failed;
@@ -271,8 +277,9 @@ io::Result<LogAndQueues> open_log_and_queues(
     // replica's checkpoint, or one an older build wrote, may fall inside a record; that
     // record's unit was cut, as CqStore::open keeps units that end at or below it.)
     if (offset + record.total_size <= durable_units_end) return;
-    failed = redispatch(disk, *out.cq, levels, offset, record);
-    if (failed.is_ok() && also) also(offset, record);
+    const PropertyScan scan = scan_properties(record.user_properties);
+    failed = redispatch(disk, *out.cq, levels, offset, record, scan);
+    if (failed.is_ok() && also) also(offset, record, scan);
   };
   RecoveryReport local_report;
   if (report == nullptr) report = &local_report;

@@ -48,6 +48,11 @@ int64_t unit_tags_code(std::string_view topic, const PropertyScan& properties,
 io::Status dispatch_record(io::Disk& disk, CqStore& cq, const sched::DelayLevels& levels,
                            LogOffset offset, const MessageView& record);
 
+// What sees each re-dispatched record at open, with the one scan of its properties
+// (MessageView::user_properties) that its unit was built from.
+using RecoveredRecordFn =
+    std::function<void(uint64_t offset, const MessageView& record, const PropertyScan& scan)>;
+
 // A shard's CommitLog and ConsumeQueues, opened and recovered together.
 struct LogAndQueues {
   std::unique_ptr<CommitLog> log;
@@ -60,13 +65,16 @@ struct LogAndQueues {
 // checkpoint (units above it may be torn); every record the scan checks that ends above the
 // checkpoint is then re-dispatched (idempotent). Finally the queues are made durable up to the
 // log's end (settle) and their minimum offsets follow the log's. `also` (if set) sees the
-// re-dispatched records too: what is below the checkpoint, the checkpoint's parts already hold.
+// re-dispatched records too, with their properties scanned once for the unit and `also` both:
+// what is below the checkpoint, the checkpoint's parts already hold.
 // Synchronous; nothing else may be in flight on `disk`. `scan_disk` (if set): an idle disk of
 // the same thread for the log scans' reads, which then overlap the re-dispatch.
-io::Result<LogAndQueues> open_log_and_queues(
-    io::Disk& disk, io::Clock& clock, const CommitLogOptions& log_options,
-    const CqStoreOptions& cq_options, const sched::DelayLevels& levels, RecoveryReport* report,
-    const std::function<void(uint64_t, const MessageView&)>& also, io::Disk* scan_disk = nullptr);
+io::Result<LogAndQueues> open_log_and_queues(io::Disk& disk, io::Clock& clock,
+                                             const CommitLogOptions& log_options,
+                                             const CqStoreOptions& cq_options,
+                                             const sched::DelayLevels& levels,
+                                             RecoveryReport* report, const RecoveredRecordFn& also,
+                                             io::Disk* scan_disk = nullptr);
 
 }  // namespace uringmq::engine
 

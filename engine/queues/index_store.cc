@@ -859,12 +859,11 @@ io::Status IndexStore::settle(io::Disk& disk) {
 }
 
 io::Status IndexStore::insert_recovered(io::Disk& disk, std::string_view topic,
-                                        std::string_view properties, uint64_t log_offset,
+                                        const PropertyScan& scan, uint64_t log_offset,
                                         int64_t store_timestamp_ms) {
   Impl& m = *impl_;
   set_dispatched(log_offset);  // every record below this one is in (recovery's scan is in order)
   if (m.recovered_end != UINT64_MAX && log_offset < m.recovered_end) return io::Status::ok();
-  const PropertyScan scan = scan_properties(properties);
   const uint32_t keys = index_key_count(scan);
   if (keys > 0) {
     io::Status s = prepare(keys);

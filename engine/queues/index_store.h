@@ -126,8 +126,9 @@ class IndexStore {
               int64_t store_timestamp_ms);
   // Recovery: as insert() for a record of recovery's scan at or above recovered_end(), writing
   // out entries when the ring is full (polls `disk`; only the index may have IO in flight).
-  io::Status insert_recovered(io::Disk& disk, std::string_view topic, std::string_view properties,
-                              uint64_t log_offset, int64_t store_timestamp_ms);
+  io::Status insert_recovered(io::Disk& disk, std::string_view topic,
+                              const PropertyScan& properties, uint64_t log_offset,
+                              int64_t store_timestamp_ms);
   // Every record below `dispatched` has been inserted. Lower values are ignored.
   void set_dispatched(uint64_t dispatched);
   uint64_t durable_dispatched() const;

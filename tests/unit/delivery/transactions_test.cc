@@ -174,10 +174,10 @@ TEST_F(TransactionsTest, RecoveryRebuildsPendingHalvesFromTheLog) {
   Encoded c6 = encode_at(copy, 0, 800, 0);
   // Recovery sees the halves and the commit copy (never acknowledged before the crash).
   Transactions after(options());
-  after.note_record(500, h5.view());
-  after.note_record(600, h6.view());
-  after.note_record(700, h7.view());
-  after.note_record(800, c6.view());
+  for (auto [offset, record] : {std::pair{500, &h5}, {600, &h6}, {700, &h7}, {800, &c6}}) {
+    const MessageView view = record->view();
+    after.note_record(offset, view, scan_properties(view.user_properties));
+  }
   after.load_state(8);
   TransactionStats stats;
   after.add_stats(stats);

@@ -207,7 +207,7 @@ TEST_F(IndexStoreTest, RebuildAfterAnUnwrittenNewestFileIndexesEachRecordOnce) {
   ASSERT_EQ(from % 100, 0u);
   for (uint64_t i = from / 100; i < kRecords; i++) {
     ASSERT_TRUE(index
-                    ->insert_recovered(disk_, "T", props_for(i), 100 * i,
+                    ->insert_recovered(disk_, "T", engine::scan_properties(props_for(i)), 100 * i,
                                        kT0 + static_cast<int64_t>(i) * 10)
                     .is_ok());
   }

@@ -1,9 +1,10 @@
-// Goal: scan_properties (engine/log/property_scan.h), the append path's one pass over a message's
-// properties, answers for every name it keeps exactly what find_property answers (the first
-// well-formed entry of the name counts), on tricky strings (empty values, empty names, names that
-// are prefixes or extensions of others, leading/trailing/doubled \x02, values holding \x01) and on
-// many generated ones; its timer_reserved flag matches for_each_property; the struct overloads of
-// parse_timer_request, timer_cancel_key and index_key_count agree with the string ones.
+// Goal: scan_properties (engine/log/property_scan.h), the append path's and recovery's one pass
+// over a message's properties, answers for every name it keeps exactly what find_property answers
+// (the first well-formed entry of the name counts), on tricky strings (empty values, empty names,
+// names that are prefixes or extensions of others, leading/trailing/doubled \x02, values holding
+// \x01) and on many generated ones; its timer_reserved flag matches for_each_property; the struct
+// overloads of parse_timer_request, timer_cancel_key and index_key_count agree with the string
+// ones.
 // Method: differential checks against find_property / for_each_property; generated strings come
 // from a fixed-seed generator over name fragments and separators.
 #include <gtest/gtest.h>
@@ -42,6 +43,9 @@ const Field kFields[] = {
     {kPropertyKeys, &PropertyScan::keys},
     {kPropertyTags, &PropertyScan::tags},
     {kPropertyTransactionPrepared, &PropertyScan::transaction_prepared},
+    {kPropertyDeliveryMarker, &PropertyScan::delivery_marker},
+    {kPropertyTimerPutMs, &PropertyScan::timer_put_ms},
+    {kPropertyTransactionEnded, &PropertyScan::transaction_ended},
 };
 
 bool reserved_by_for_each(std::string_view encoded) {
