@@ -23,15 +23,25 @@ function freePort() {
 }
 
 // A started broker (2 shards: 2 presented brokers) with a gRPC port and `extra` broker.conf
-// lines; { broker, endpoints }.
+// lines; { broker, endpoints }. The ports are free when drawn, but a test running beside this
+// one may bind one of them before the broker does: a start refused with "Address already in
+// use" is tried again on fresh ports and a fresh store, up to three times.
 async function startBroker(work, extra = '') {
-  const grpcServerPort = await freePort();
-  const { file } = await makeConf(path.join(work, 'broker'));
-  fs.appendFileSync(file, `grpcServerPort=${grpcServerPort}\n${extra}`);
-  const broker = new Broker({ confFile: file });
-  broker.start();
-  await broker.waitReady();
-  return { broker, endpoints: `127.0.0.1:${grpcServerPort}` };
+  for (let attempt = 1; ; attempt++) {
+    const grpcServerPort = await freePort();
+    fs.rmSync(path.join(work, 'broker'), { recursive: true, force: true });
+    const { file } = await makeConf(path.join(work, 'broker'));
+    fs.appendFileSync(file, `grpcServerPort=${grpcServerPort}\n${extra}`);
+    const broker = new Broker({ confFile: file });
+    broker.start();
+    try {
+      await broker.waitReady();
+      return { broker, endpoints: `127.0.0.1:${grpcServerPort}` };
+    } catch (err) {
+      if (attempt >= 3 || !/Address already in use/.test(err.message)) throw err;
+      await broker.stop().catch(() => {});
+    }
+  }
 }
 
 async function withRaw(addr, fn) {

@@ -52,10 +52,14 @@ function canListen(port) {
 }
 
 // The ports a broker of `shards` shards listens on from `listenPort`: each shard is one broker on
-// listenPort + i * stride, with its VIP port 2 below (net/core/presented_broker.h).
+// listenPort + i * stride, with its VIP port 2 below and its HA port 1 above
+// (net/core/presented_broker.h).
 function brokerPorts(listenPort, shards, stride = 10) {
   const ports = [];
-  for (let i = 0; i < shards; i++) ports.push(listenPort + i * stride, listenPort + i * stride - 2);
+  for (let i = 0; i < shards; i++) {
+    const port = listenPort + i * stride;
+    ports.push(port, port - 2, port + 1);
+  }
   return ports;
 }
 
@@ -64,11 +68,11 @@ function brokerPorts(listenPort, shards, stride = 10) {
 async function freeBrokerPorts(shards) {
   for (let attempt = 0; attempt < 200; attempt++) {
     // listenPort below the kernel's ephemeral range (32768 up): a port drawn from that range
-    // could be taken by a test's client socket before the broker binds it or its HA port
-    // (listenPort + 1, bound after the store opens).
+    // could be taken by a test's client socket before the broker binds it or its HA ports
+    // (bound after the store opens).
     const [namesrvListenPort] = await freePorts(1);
     const listenPort = 10000 + Math.floor(Math.random() * (32000 - 10000 - 10 * shards));
-    const wanted = brokerPorts(listenPort, shards).concat([listenPort + 1]);
+    const wanted = brokerPorts(listenPort, shards);
     if (wanted.some(p => p === namesrvListenPort)) continue;
     let free = true;
     for (const p of wanted) free = free && await canListen(p);
