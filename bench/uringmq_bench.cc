@@ -179,6 +179,9 @@ struct LogFlags {
   int64_t min_write_kib = -1;       // -1: the CommitLog default
   int64_t writes_in_flight = -1;    // -1: the CommitLog default
   int64_t max_write_kib = -1;       // -1: the CommitLog default
+  int64_t max_unsynced_mib = -1;    // -1: the CommitLog default
+  int64_t queue_flush_ms = -1;      // -1: the ConsumeQueues' and the index's default
+  int64_t queue_write_units = -1;   // -1: CqStoreOptions::min_write_units's default
   bool prepare_ahead = true;        // false: no zero-fill of the next segment until it is needed
   bool message_index = true;        // false: StoreOptions::index.enabled off (no key index)
   int64_t zero_fill_lead_mib = -1;  // -1: the CommitLog default; -2: unpaced
@@ -231,6 +234,9 @@ struct Args : RunFlags, LogFlags, ConsumeFlags, DelayFlags {};
              "  --min-write-kib: CommitLogOptions::min_write_bytes / 1024 (write coalescing).\n"
              "  --writes-in-flight: CommitLogOptions::max_writes_in_flight (append writes).\n"
              "  --max-write-kib: CommitLogOptions::max_write_bytes / 1024 (write splitting).\n"
+             "  --max-unsynced-mib: CommitLogOptions::max_unsynced_bytes / MiB (ASYNC flushes).\n"
+             "  --queue-flush-ms: the ConsumeQueues' and the index's flush cycle interval.\n"
+             "  --queue-write-units: CqStoreOptions::min_write_units (0: write at once).\n"
              "  --prepare-ahead no: the next segment is zero-filled only when the writer needs\n"
              "    it (measures the cost of the concurrent zero-fill; use a large --segment-mib).\n"
              "  --data DIR is deleted and recreated for every run (default ./bench-data).\n"
@@ -286,6 +292,9 @@ const FlagField<Args> kFieldFlags[] = {
     {"--min-write-kib", &Args::min_write_kib},
     {"--writes-in-flight", &Args::writes_in_flight},
     {"--max-write-kib", &Args::max_write_kib},
+    {"--max-unsynced-mib", &Args::max_unsynced_mib},
+    {"--queue-flush-ms", &Args::queue_flush_ms},
+    {"--queue-write-units", &Args::queue_write_units},
     {"--delivery-lead-ms", &Args::delivery_lead_ms},
     {"--prepare-ahead", &Args::prepare_ahead},
     {"--message-index", &Args::message_index},
@@ -961,6 +970,8 @@ StoreOptions store_options(const Args& a) {
     options.log.max_writes_in_flight = static_cast<uint32_t>(a.writes_in_flight);
   if (a.max_write_kib > 0)
     options.log.max_write_bytes = static_cast<uint32_t>(a.max_write_kib << 10);
+  if (a.max_unsynced_mib > 0)
+    options.log.max_unsynced_bytes = static_cast<uint64_t>(a.max_unsynced_mib) << 20;
   if (!a.prepare_ahead) options.log.prepare_ahead_bytes = 0;
   options.log.segment_fill = a.segment_fill;
   options.log.recycle_segments = a.recycle;
@@ -970,6 +981,12 @@ StoreOptions store_options(const Args& a) {
     options.clean_interval_ms = 100;
   }
   options.index.enabled = a.message_index;
+  if (a.queue_write_units >= 0)
+    options.consume_queue.min_write_units = static_cast<uint32_t>(a.queue_write_units);
+  if (a.queue_flush_ms > 0) {
+    options.consume_queue.flush_interval_ms = a.queue_flush_ms;
+    options.index.flush_interval_ms = a.queue_flush_ms;
+  }
   if (a.delivery_lead_ms >= 0) options.delivery_lead_ms = a.delivery_lead_ms;
   if (a.zero_fill_lead_mib == -2) options.log.zero_fill_lead_bytes = UINT64_MAX;
   if (a.zero_fill_lead_mib >= 0) {

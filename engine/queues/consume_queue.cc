@@ -7,6 +7,8 @@
 // most one write in flight, covering [submitted_upto, e) where e stops at the end of the file,
 // the wrap of the ring and max_offset. append() refuses (busy) a unit whose ring slot still holds
 // an unwritten unit, so a slot never changes while a write of it is in flight.
+// A queue's write waits until min_write_units are unwritten (held), unless a flush cycle is
+// writing, a flush was asked for or the store closes: readers find those units in the ring.
 //
 // Files are created by append() (synchronous create_exclusive + truncate to full size; the
 // directories that gained an entry are fsynced by the next flush cycle). A flush cycle snapshots
@@ -329,6 +331,16 @@ struct FlushCycle {
   bool flush_requested = false;
   uint64_t units_since = 0;  // units appended since the last one started
 };
+
+// Whether q's write waits: its units stay in its ring until min_write_units are unwritten (at
+// most half the ring, so appends never find it full), unless a flush cycle is writing, a flush
+// was asked for or the store closes (`closing`). Readers take unwritten units from the ring;
+// durability comes from flush cycles only.
+bool held(const Queue& q, const CqStoreOptions& o, const FlushCycle& cycle, bool closing) {
+  const int64_t hold = std::min<int64_t>(o.min_write_units, o.memory_units_per_queue / 2);
+  return !closing && !cycle.flush_requested && cycle.phase != CyclePhase::writing &&
+         q.max_offset - q.written_upto < hold;
+}
 
 // q's file at `base` (nullptr: none).
 CqFile* find_file(Queue& q, int64_t base) {
@@ -1119,7 +1131,10 @@ void CqStore::Impl::submit_writes() {
       dirty_queues.pop_back();
       continue;
     }
-    if (!q.write_in_flight && fail_status.is_ok() && !submit_write(dirty_queues[i])) return;
+    if (!q.write_in_flight && fail_status.is_ok() && !held(q, options, cycle, closing) &&
+        !submit_write(dirty_queues[i])) {
+      return;
+    }
     i++;
   }
 }
@@ -1342,6 +1357,7 @@ void CqStore::submit_work() {
   if (m.closed) return;
   m.submit_writes();
   m.maybe_start_cycle();
+  if (m.cycle.phase == CyclePhase::writing) m.submit_writes();  // what was held goes now
   m.advance_cycle();
 }
 
@@ -1382,8 +1398,15 @@ int64_t CqStore::next_deadline_ms() const {
 }
 
 size_t CqStore::pending_work() const {
-  return impl_->ops_in_flight + impl_->reads_in_flight + impl_->dirty_queues.size() +
-         impl_->pending_fills.size();
+  const Impl& m = *impl_;
+  // Held units are not pending: the next cycle (next_deadline_ms) or close writes them.
+  const auto unheld =
+      std::count_if(m.dirty_queues.begin(), m.dirty_queues.end(), [&](QueueIndex qi) {
+        const Queue& q = m.queues[qi];
+        return q.write_in_flight ||
+               (q.written_upto < q.max_offset && !held(q, m.options, m.cycle, m.closing));
+      });
+  return m.ops_in_flight + m.reads_in_flight + static_cast<size_t>(unheld) + m.pending_fills.size();
 }
 
 // ---- Retention ----

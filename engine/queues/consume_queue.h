@@ -172,7 +172,8 @@ class CqStore final : public sched::Participant {
   static bool owns(uint64_t user_data);  // the class sched::TagClass::consume_queue
   // monotonic ms of the next time-driven flush, or INT64_MAX
   int64_t next_deadline_ms() const override;
-  size_t pending_work() const;  // IO in flight plus dirty ranges not yet written
+  // IO in flight plus dirty ranges not yet written, less those held (min_write_units).
+  size_t pending_work() const;
   bool busy() const override { return pending_work() > 0; }
   uint64_t low_water(sched::Checkpoint) override { return durable_dispatched().value; }
 

@@ -180,7 +180,13 @@ struct CqStoreOptions {
   uint64_t units_per_file = kCqUnitsPerFile;  // tests use fewer
   uint32_t memory_units_per_queue = 4096;     // newest units kept in memory per queue (power of 2)
   int64_t flush_interval_ms = 1000;           // FlushConsumeQueueService's interval
-  uint32_t max_queues = 65536;                // queues one shard may own
+  // A queue's appended units are written once this many wait (a 4 KiB page's worth), when a
+  // flush cycle needs them, or at close; never more than half the memory ring. The files are
+  // written through the page cache, and io_uring hands each such write on ext4 to an io-wq
+  // worker thread: a write per dispatch batch cost a thread hand-off per few units. 0: each
+  // queue's units are written as soon as no write of it is in flight.
+  uint32_t min_write_units = 4096 / 20;
+  uint32_t max_queues = 65536;  // queues one shard may own
   // A replica's queues: a queue with no files takes its first unit at any queue offset (the
   // QUEUEOFFSET its first replicated record carries); its first file starts with RocketMQ's
   // filler units below it (ConsumeQueue.fillPreBlank). false: a first unit above 0 is a gap.

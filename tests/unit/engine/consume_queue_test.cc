@@ -326,6 +326,60 @@ TEST_F(CqStoreTest, DurableDispatchedAdvancesOnlyWhenTheCycleSyncsComplete) {
   ASSERT_TRUE(store->close().is_ok());
 }
 
+// A queue's units wait in its ring until a 4 KiB page's worth is unwritten (each buffered write
+// is an io-wq hand-off on ext4); readers find them in the ring meanwhile, and a flush cycle or
+// close writes what is held.
+TEST_F(CqStoreTest, UnitsAreWrittenAPageAtATimeOrByAFlushCycleOrClose) {
+  options_.memory_units_per_queue = 1024;
+  options_.units_per_file = 1000;
+  ASSERT_EQ(options_.min_write_units, 204u);
+  auto store = open_store(0);
+  ASSERT_NE(store, nullptr);
+  QueueIndex q = *store->queue("H", 0, true);
+  std::vector<std::byte> buffer(20);
+  auto written = [&](int64_t offset) {
+    return store->read_units(q, QueueOffset{offset}, 1, buffer.data(), 9).code() !=
+           io::Code::not_found;
+  };
+  for (int64_t i = 0; i < 203; i++) append_ok(*store, q, i, unit_at(static_cast<uint64_t>(i)));
+  for (int i = 0; i < 20; i++) turn(*store);
+  EXPECT_EQ(store->pending_work(), 0u);  // held units are not pending
+  EXPECT_FALSE(written(0));
+  std::array<CqUnit, 203> hot{};
+  ASSERT_EQ(store->lookup_memory(q, QueueOffset{0}, hot), 203u);
+  EXPECT_EQ(hot[202], unit_at(202));
+  append_ok(*store, q, 203, unit_at(203));  // the 204th: a page's worth goes
+  for (int i = 0; i < 20 && store->pending_work() > 0; i++) turn(*store);
+  EXPECT_EQ(store->pending_work(), 0u);
+  std::vector<CqUnit> units = read_cold(*store, q, 0, 204);
+  ASSERT_EQ(units.size(), 204u);
+  EXPECT_EQ(units[203], unit_at(203));
+  // Ten more are held until the interval's flush cycle writes and syncs them.
+  for (int64_t i = 204; i < 214; i++) append_ok(*store, q, i, unit_at(static_cast<uint64_t>(i)));
+  store->set_dispatched(LogOffset{21400});
+  for (int i = 0; i < 20; i++) turn(*store);
+  EXPECT_FALSE(written(204));
+  EXPECT_EQ(store->next_deadline_ms(), 1000);
+  clock_.advance_ms(1000);
+  for (int i = 0; i < 100 && store->durable_dispatched().value < 21400; i++) turn(*store);
+  EXPECT_EQ(store->durable_dispatched().value, 21400u);
+  units = read_cold(*store, q, 204, 10);
+  ASSERT_EQ(units.size(), 10u);
+  EXPECT_EQ(units[9], unit_at(213));
+  // Close writes what is held.
+  for (int64_t i = 214; i < 219; i++) append_ok(*store, q, i, unit_at(static_cast<uint64_t>(i)));
+  ASSERT_TRUE(store->close().is_ok());
+  store.reset();
+  store = open_store(21900);
+  ASSERT_NE(store, nullptr);
+  q = *store->queue("H", 0, false);
+  EXPECT_EQ(store->max_offset(q).value, 219);
+  units = read_cold(*store, q, 214, 5);
+  ASSERT_EQ(units.size(), 5u);
+  EXPECT_EQ(units[4], unit_at(218));
+  ASSERT_TRUE(store->close().is_ok());
+}
+
 TEST_F(CqStoreTest, UnitsBeyondLogEndAreRemovedAtOpen) {
   auto store = open_store(0);
   ASSERT_NE(store, nullptr);
