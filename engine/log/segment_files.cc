@@ -116,6 +116,9 @@ io::Result<uint32_t> SegmentFiles::delete_before(uint64_t offset, uint32_t max_f
     LogSegment& oldest = segments_[0];
     if (reads_in_flight) break;  // a read may still use its handle
     if (oldest.dirty) break;     // its last writes are not synced yet
+    // Its fdatasync may be submitted and not completed (dirty is cleared at submission; an
+    // SQE the kernel has not taken yet names the file's descriptor): only durable bytes go.
+    if (oldest.base + segment_size > state_.durable()) break;
     disk.close(oldest.file);
     if (oldest.read_file.valid()) disk.close(oldest.read_file);
     std::string retired = path(oldest.base);

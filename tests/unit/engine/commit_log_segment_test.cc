@@ -11,6 +11,7 @@
 // records taken for new ones, proving the scenario puts them where they would be.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -32,11 +33,13 @@ using testing::drain_acks;
 using testing::make_message;
 using testing::small_log_options;
 
-// Forwards everything to `inner`, counting the bytes of write requests.
+// Forwards everything to `inner`, counting the bytes of write requests; while hold_syncs is set,
+// fdatasync completions are kept back (in flight to the log) until it is cleared.
 class CountingDisk final : public io::Disk {
  public:
   explicit CountingDisk(io::Disk& inner) : inner_(inner) {}
   uint64_t write_bytes = 0;
+  bool hold_syncs = false;
 
   io::Result<io::FileHandle> open(std::string_view path, io::OpenMode mode,
                                   io::IoMode io_mode) override {
@@ -61,12 +64,34 @@ class CountingDisk final : public io::Disk {
   io::Status submit(const io::IoRequest& request) override {
     io::Status s = inner_.submit(request);
     if (s.is_ok() && request.kind == io::OpKind::write) write_bytes += request.length_bytes;
+    if (s.is_ok() && request.kind == io::OpKind::fdatasync) syncs_.push_back(request.user_data);
     return s;
   }
   size_t poll(std::span<io::IoCompletion> out, io::Wait wait) override {
-    return inner_.poll(out, wait);
+    size_t n = 0;
+    while (!hold_syncs && !held_.empty() && n < out.size()) {
+      out[n++] = held_.back();
+      held_.pop_back();
+    }
+    if (n > 0) return n;
+    if (hold_syncs && inner_.in_flight() == 0) return 0;  // only held ones are in flight
+    const size_t got = inner_.poll(out, wait);
+    for (size_t i = 0; i < got; i++) {
+      auto sync = std::find(syncs_.begin(), syncs_.end(), out[i].user_data);
+      if (sync == syncs_.end()) {
+        out[n++] = out[i];
+        continue;
+      }
+      syncs_.erase(sync);
+      if (hold_syncs) {
+        held_.push_back(out[i]);
+      } else {
+        out[n++] = out[i];
+      }
+    }
+    return n;
   }
-  size_t in_flight() const override { return inner_.in_flight(); }
+  size_t in_flight() const override { return inner_.in_flight() + held_.size(); }
   io::Status register_buffers(std::span<const std::span<std::byte>> buffers) override {
     return inner_.register_buffers(buffers);
   }
@@ -74,6 +99,8 @@ class CountingDisk final : public io::Disk {
 
  private:
   io::Disk& inner_;
+  std::vector<uint64_t> syncs_;  // fdatasyncs submitted, not completed
+  std::vector<io::IoCompletion> held_;
 };
 
 class CommitLogSegmentTest : public ::testing::Test {
@@ -192,6 +219,43 @@ TEST_F(CommitLogSegmentTest, RetiredSegmentIsRecycledAsTheNextOne) {
   ASSERT_NE(log, nullptr);
   append_until(*log, 7 * seg + 1);
   EXPECT_EQ(log->stats().segments_recycled, 1u);
+  ASSERT_TRUE(log->close().is_ok());
+}
+
+// Retention takes a segment only once its bytes are durable. Under ASYNC_FLUSH a segment behind
+// the writer can have its fdatasync submitted (no longer dirty) and not completed: deleting it
+// then closed the file under that fdatasync, which failed (EBADF) and fail-stopped the log.
+TEST_F(CommitLogSegmentTest, RetentionKeepsASegmentUntilItsBytesAreDurable) {
+  options_.flush_mode = engine::FlushMode::async_flush;
+  options_.async_flush_interval_ms = 60'000;
+  options_.max_unsynced_bytes = 4u << 20;  // no flush by volume
+  const uint64_t seg = options_.segment_size_bytes;
+  auto log = open_log();
+  ASSERT_NE(log, nullptr);
+  std::vector<Ack> acks;
+  while (log->appended_offset().value < seg + 4096) {
+    testing::TestMessage m = make_message(1, next_seq_, 1000);
+    ASSERT_TRUE(append_retrying(*log, m.input(), next_seq_).is_ok());
+    next_seq_++;
+  }
+  drain_acks(*log, &acks);
+  ASSERT_LT(log->durable_offset().value, seg);
+  // The interval's flush round: its fdatasyncs submitted, their completions held back.
+  counting_.hold_syncs = true;
+  clock_.advance_ms(60'000);
+  log->poll(io::Wait::none);
+  ASSERT_GT(counting_.in_flight(), 0u);
+  EXPECT_LT(log->durable_offset().value, seg);
+  io::Result<uint32_t> deleted = log->delete_segments_before(engine::LogOffset{seg}, 1);
+  ASSERT_TRUE(deleted.is_ok()) << deleted.status().to_string();
+  EXPECT_EQ(*deleted, 0u);
+  counting_.hold_syncs = false;
+  for (int i = 0; i < 1000 && log->durable_offset().value < seg; i++) log->poll(io::Wait::none);
+  ASSERT_GE(log->durable_offset().value, seg);
+  EXPECT_FALSE(log->fail_stopped());
+  deleted = log->delete_segments_before(engine::LogOffset{seg}, 1);
+  ASSERT_TRUE(deleted.is_ok()) << deleted.status().to_string();
+  EXPECT_EQ(*deleted, 1u);
   ASSERT_TRUE(log->close().is_ok());
 }
 
