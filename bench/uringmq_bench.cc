@@ -223,7 +223,7 @@ struct Args : RunFlags, LogFlags, ConsumeFlags, DelayFlags {};
              "         [--io-mode buffered|direct] [--min-write-kib N]\n"
              "         [--prepare-ahead yes|no] [--zero-fill-lead-mib N|unpaced] [--json]\n"
              "         [--delivery-lead-ms N] [--message-index yes|no]\n"
-             "         [--segment-fill unwritten|zeroed] [--recycle yes|no]\n"
+             "         [--segment-fill unwritten|zeroed|by-flush-mode] [--recycle yes|no]\n"
              "         [--expire-segments yes|no]\n"
              "  --segment-fill: how each new segment is readied (CommitLogOptions::segment_fill).\n"
              "  --recycle: retention renames a retired segment into the next one's place.\n"
@@ -263,8 +263,10 @@ const Choice<engine::FlushMode> kFlushModes[] = {{"sync", engine::FlushMode::syn
                                                  {"async", engine::FlushMode::async_flush}};
 const Choice<io::IoMode> kIoModes[] = {{"buffered", io::IoMode::buffered},
                                        {"direct", io::IoMode::direct}};
-const Choice<engine::SegmentFill> kSegmentFills[] = {{"unwritten", engine::SegmentFill::unwritten},
-                                                     {"zeroed", engine::SegmentFill::zeroed}};
+const Choice<engine::SegmentFill> kSegmentFills[] = {
+    {"unwritten", engine::SegmentFill::unwritten},
+    {"zeroed", engine::SegmentFill::zeroed},
+    {"by-flush-mode", engine::SegmentFill::by_flush_mode}};
 
 // The flags that set one field of Args each.
 const FlagField<Args> kFieldFlags[] = {

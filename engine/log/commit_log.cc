@@ -194,7 +194,7 @@ io::Status CommitLog::start_segments() {
     preparer_.adopt_ready(files_.take_last());
   }
   UMQ_ASSERT(files_.back().base == writer_segment);
-  if (state_.options().segment_fill == SegmentFill::zeroed) {
+  if (zero_fills_segments(state_.options())) {
     // The writer's segment may hold unwritten blocks ahead of it (created just now, or by an
     // earlier run that stopped before zeroing it): zero them just ahead of the writer.
     preparer_.zero_ahead_of_writer();

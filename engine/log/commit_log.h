@@ -14,11 +14,12 @@
 // cannot hold the next record plus 8 bytes ends with the blank record. The next segment is
 // prepared one ahead of the writer and its directory fsynced before the writer may use it: the
 // spare a retention pass recycled (commitlog/recycled, renamed into place: nothing written), or
-// a new file fallocated, zero-filled paced behind the writer (SegmentFill::zeroed, the default)
-// and fdatasynced. A segment created at open is only fallocated (a fresh store opens at once)
-// and zeroed just ahead of the writer. A recycled segment's old records are never taken for new
-// ones: recovery requires each record's PHYSICALOFFSET to equal its position, and an old
-// record's is its old position (engine/log/README.md).
+// a new file fallocated, zero-filled paced behind the writer (SegmentFill::zeroed, the default
+// under SYNC_FLUSH; ASYNC_FLUSH leaves it unwritten) and fdatasynced. A segment created at open
+// is only fallocated (a fresh store opens at once) and zeroed just ahead of the writer. A recycled
+// segment's old records are never taken for new ones: recovery requires each record's
+// PHYSICALOFFSET to equal its position, and an old record's is its old position
+// (engine/log/README.md).
 //
 // Offsets: appended_ >= written_ >= durable_ (asserted on every update).
 //   appended_  end of the bytes encoded into buffers

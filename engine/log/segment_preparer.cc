@@ -261,9 +261,7 @@ void SegmentPreparer::on_step_done(int64_t result) {
   switch (step_) {
     case Step::fallocating:
       // Unwritten: nothing to zero, straight to the fdatasync that makes the size durable.
-      zeroed_ = state_.options().segment_fill == SegmentFill::zeroed
-                    ? 0
-                    : state_.options().segment_size_bytes;
+      zeroed_ = zero_fills_segments(state_.options()) ? 0 : state_.options().segment_size_bytes;
       step_ = Step::zeroing;
       break;
     case Step::zeroing:
